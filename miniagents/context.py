@@ -1,0 +1,139 @@
+"""Per-run mutable data: the token `Usage` and the `RunContextWrapper` handed to tools and hooks.
+
+The wrapper carries the user's context object, which never reaches the model. `Usage` reads the
+Responses API usage shape (the kernel's one format) with every detail optional.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Optional, TypeVar
+
+TContext = TypeVar("TContext")
+
+
+@dataclass
+class InputTokensDetails:
+    cached_tokens: int = 0
+
+
+@dataclass
+class OutputTokensDetails:
+    reasoning_tokens: int = 0
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
+    output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
+    request_usage_entries: list = field(default_factory=list)
+
+    def add(self, other: "Usage") -> None:
+        """Add another request's (or run's) usage to this one, in place."""
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.total_tokens += other.total_tokens
+        self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
+        self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
+        if other.requests == 1 and not other.request_usage_entries:
+            self.request_usage_entries.append(other.to_json())
+        else:
+            self.request_usage_entries.extend(other.request_usage_entries)
+
+    @classmethod
+    def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":
+        """Read a Responses-shaped usage dict (`input_tokens`, `*_details`); missing parts count 0."""
+        data = data or {}
+        in_details = data.get("input_tokens_details") or {}
+        out_details = data.get("output_tokens_details") or {}
+        if isinstance(in_details, list):  # upstream RunState writes details as one-element lists
+            in_details = in_details[0] if in_details else {}
+        if isinstance(out_details, list):
+            out_details = out_details[0] if out_details else {}
+        inp, out = int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0)
+        return cls(
+            requests=int(data.get("requests", requests) or 0),
+            input_tokens=inp,
+            output_tokens=out,
+            total_tokens=int(data.get("total_tokens") or (inp + out)),
+            input_tokens_details=InputTokensDetails(int(in_details.get("cached_tokens") or 0)),
+            output_tokens_details=OutputTokensDetails(int(out_details.get("reasoning_tokens") or 0)),
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "input_tokens_details": {"cached_tokens": self.input_tokens_details.cached_tokens},
+            "output_tokens_details": {"reasoning_tokens": self.output_tokens_details.reasoning_tokens},
+        }
+
+
+@dataclass
+class RunContextWrapper(Generic[TContext]):
+    """What tools, guardrails, hooks and instruction callables receive: your context plus usage."""
+
+    context: TContext = None  # type: ignore[assignment]
+    usage: Usage = field(default_factory=Usage)
+    turn_input: list = field(default_factory=list)
+    tool_input: Any = None
+    # Approval decisions: {tool_name: {"approved": [ids] | True, "rejected": [ids] | True,
+    # "rejection_messages": {call_id: message}}} -- the layout upstream stores in RunState.
+    approvals: dict = field(default_factory=dict, repr=False)
+
+    def _record(self, tool_name: str) -> dict:
+        return self.approvals.setdefault(tool_name, {"approved": [], "rejected": []})
+
+    def approve_tool(self, item: Any, always_approve: bool = False) -> None:
+        record = self._record(item.tool_name)
+        if always_approve:
+            record["approved"], record["rejected"] = True, []
+        elif record["approved"] is not True and item.call_id not in record["approved"]:
+            record["approved"].append(item.call_id)
+        if isinstance(record["rejected"], list) and item.call_id in record["rejected"]:
+            record["rejected"].remove(item.call_id)
+
+    def reject_tool(self, item: Any, always_reject: bool = False,
+                    rejection_message: Optional[str] = None) -> None:
+        record = self._record(item.tool_name)
+        if always_reject:
+            record["rejected"], record["approved"] = True, []
+        elif record["rejected"] is not True and item.call_id not in record["rejected"]:
+            record["rejected"].append(item.call_id)
+        if isinstance(record["approved"], list) and item.call_id in record["approved"]:
+            record["approved"].remove(item.call_id)
+        if rejection_message is not None:
+            record.setdefault("rejection_messages", {})[item.call_id] = rejection_message
+
+    def is_tool_approved(self, tool_name: str, call_id: str) -> Optional[bool]:
+        """True / False once decided, None while the call still waits for a person."""
+        record = self.approvals.get(tool_name)
+        if not record:
+            return None
+        if record["approved"] is True or call_id in record["approved"]:
+            return True
+        if record["rejected"] is True or call_id in record["rejected"]:
+            return False
+        return None
+
+    def rejection_message(self, tool_name: str, call_id: str) -> Optional[str]:
+        return (self.approvals.get(tool_name) or {}).get("rejection_messages", {}).get(call_id)
+
+
+@dataclass
+class ToolContext(RunContextWrapper[TContext]):
+    """The wrapper a tool receives when its first parameter is annotated `ToolContext`."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    tool_arguments: str = ""
+    tool_call: Any = None
+    tool_namespace: Optional[str] = None
+    agent: Any = None
+    run_config: Any = None

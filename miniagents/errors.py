@@ -1,0 +1,109 @@
+"""The exception hierarchy.
+
+Every exception a run raises is an `AgentsException`. Those raised mid-run carry `run_data`
+(a `RunErrorDetails`) with what was done before the failure, so nothing the run produced is lost.
+This module imports nothing else from the package.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class RunErrorDetails:
+    """The partial run attached to an exception: input, items, responses, last agent, context."""
+
+    input: Any
+    new_items: list
+    raw_responses: list
+    last_agent: Any
+    context_wrapper: Any
+    input_guardrail_results: list = field(default_factory=list)
+    output_guardrail_results: list = field(default_factory=list)
+
+
+class AgentsException(Exception):
+    """Base class of every miniagents error."""
+
+    run_data: Optional[RunErrorDetails] = None
+
+
+class MaxTurnsExceeded(AgentsException):
+    """The run made `max_turns` model calls without reaching a final output."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+class ModelBehaviorError(AgentsException):
+    """The model did something the run cannot accept (unknown tool when told to raise, bad output)."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+class UserError(AgentsException):
+    """The program using miniagents is misconfigured."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+class ModelRefusalError(AgentsException):
+    def __init__(self, refusal: str):
+        self.refusal = refusal
+        super().__init__(f"Model refused to produce output: {refusal}")
+
+
+class ModelTimeoutError(AgentsException):
+    def __init__(self, timeout_seconds: float):
+        self.timeout_seconds = timeout_seconds
+        super().__init__(f"Model call timed out after {timeout_seconds:g} seconds.")
+
+
+class ModelHTTPError(AgentsException):
+    """A model endpoint answered with an error status (or an in-band error event)."""
+
+    def __init__(self, status: Optional[int], message: str, *, type: Optional[str] = None,
+                 code: Optional[str] = None, param: Optional[str] = None,
+                 request_id: Optional[str] = None, body: Any = None):
+        self.status, self.message, self.type, self.code = status, message, type, code
+        self.param, self.request_id, self.body = param, request_id, body
+        where = f"HTTP {status}" if status is not None else "stream error"
+        detail = "".join(f" {k}={v}" for k, v in (("type", type), ("code", code)) if v)
+        rid = f" (request id {request_id})" if request_id else ""
+        super().__init__(f"{where}:{detail} {message}{rid}")
+
+
+class ToolTimeoutError(AgentsException):
+    def __init__(self, tool_name: str, timeout_seconds: float):
+        self.tool_name, self.timeout_seconds = tool_name, timeout_seconds
+        super().__init__(f"Tool '{tool_name}' timed out after {timeout_seconds:g} seconds.")
+
+
+class InputGuardrailTripwireTriggered(AgentsException):
+    def __init__(self, guardrail_result: Any):
+        self.guardrail_result = guardrail_result
+        super().__init__(f"Guardrail {type(guardrail_result.guardrail).__name__} triggered tripwire")
+
+
+class OutputGuardrailTripwireTriggered(AgentsException):
+    def __init__(self, guardrail_result: Any):
+        self.guardrail_result = guardrail_result
+        super().__init__(f"Guardrail {type(guardrail_result.guardrail).__name__} triggered tripwire")
+
+
+class ToolInputGuardrailTripwireTriggered(AgentsException):
+    def __init__(self, guardrail: Any, output: Any):
+        self.guardrail, self.output = guardrail, output
+        super().__init__(f"Tool input guardrail {type(guardrail).__name__} triggered tripwire")
+
+
+class ToolOutputGuardrailTripwireTriggered(AgentsException):
+    def __init__(self, guardrail: Any, output: Any):
+        self.guardrail, self.output = guardrail, output
+        super().__init__(f"Tool output guardrail {type(guardrail).__name__} triggered tripwire")

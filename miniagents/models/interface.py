@@ -1,0 +1,105 @@
+"""The boundary between the kernel and a model: `Model`, `ModelResponse`, `ModelSettings`.
+
+Everything that crosses it is plain data. The kernel sends input items (Responses-shaped dicts),
+tool specs (`{"type": "function", "name", "description", "parameters", "strict"}` dicts, the
+Responses API's flat shape) and an output schema (`None` for plain text, else
+`{"name": "final_output", "schema": {...}, "strict": bool}`). A model returns output items in the
+same Responses shape. Nothing here knows about agents or tools.
+
+Unlike upstream, the methods are synchronous: the kernel's loop is synchronous and `Runner.run`
+runs it off the event loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator, Optional, Protocol, runtime_checkable
+
+from ..context import Usage
+
+
+
+@dataclass
+class ModelSettings:
+    """Sampling and request options. Every field defaults to None, meaning "not sent"."""
+
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    frequency_penalty: Optional[float] = None
+    presence_penalty: Optional[float] = None
+    tool_choice: Any = None
+    parallel_tool_calls: Optional[bool] = None
+    truncation: Optional[str] = None
+    max_tokens: Optional[int] = None
+    reasoning: Any = None
+    verbosity: Optional[str] = None
+    metadata: Optional[dict] = None
+    store: Optional[bool] = None
+    prompt_cache_retention: Optional[str] = None
+    include_usage: Optional[bool] = None
+    response_include: Optional[list] = None
+    top_logprobs: Optional[int] = None
+    extra_query: Optional[dict] = None
+    extra_body: Optional[dict] = None
+    extra_headers: Optional[dict] = None
+    extra_args: Optional[dict] = None
+    retry: Any = None
+    context_management: Any = None
+    prompt_cache_options: Any = None
+    preserve_raw_usage: Optional[bool] = None
+    timeout: Optional[float] = None
+
+    def __post_init__(self):
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
+
+    def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
+        """Lay the non-None fields of `override` over these; `extra_args` dicts are merged."""
+        if override is None:
+            return self
+        changes = {f.name: getattr(override, f.name) for f in fields(self)
+                   if getattr(override, f.name) is not None}
+        if self.extra_args and override.extra_args:
+            changes["extra_args"] = {**self.extra_args, **override.extra_args}
+        return dataclasses.replace(self, **changes)
+
+    def to_json_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass
+class ModelResponse:
+    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
+
+    output: list
+    usage: Usage = field(default_factory=Usage)
+    response_id: Optional[str] = None
+    request_id: Optional[str] = None
+
+    def to_input_items(self) -> list:
+        return list(self.output)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What the kernel calls once per turn.
+
+    `stream_response` yields Responses-shaped stream events (dicts with a `type`); the last one is
+    `{"type": "response.completed", "response": {"id", "output": [...], "usage": {...}}}`.
+    """
+
+    def get_response(self, system_instructions: Optional[str], input: list,
+                     model_settings: ModelSettings, tools: list, output_schema: Optional[dict],
+                     handoffs: list, tracing: Any = None, *, previous_response_id: Optional[str] = None,
+                     conversation_id: Optional[str] = None, prompt: Any = None) -> ModelResponse: ...
+
+    def stream_response(self, system_instructions: Optional[str], input: list,
+                        model_settings: ModelSettings, tools: list, output_schema: Optional[dict],
+                        handoffs: list, tracing: Any = None, *, previous_response_id: Optional[str] = None,
+                        conversation_id: Optional[str] = None, prompt: Any = None) -> Iterator[dict]: ...
+
+
+class ModelProvider(Protocol):
+    """Resolves a model name (`Agent(model="gpt-4.1-mini")`) to a `Model`."""
+
+    def get_model(self, model_name: Optional[str]) -> Model: ...

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The only entry points a person needs:
+#   ./run.sh test    venv + editable install with the test extra, then pytest (exit code = pytest's)
+#   ./run.sh demo    the offline walkthrough (python demo.py)
+#   ./run.sh wheel   build a wheel into dist/
+#   ./run.sh bench   the benchmarks (figures, never pass/fail)
+#   ./run.sh         the full check: venv + install, wheel, tests, demo
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+VENV=.venv
+
+venv() {
+  if [ ! -x "$VENV/bin/python" ]; then "$PY" -m venv "$VENV"; fi
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+}
+run_tests() { venv; "$VENV/bin/python" -m pytest -q "$@"; }
+wheel() { venv; "$VENV/bin/python" -m pip wheel --quiet --no-deps --no-build-isolation -w dist . 2>/dev/null \
+          || "$VENV/bin/python" -m pip wheel --quiet --no-deps -w dist .; ls dist/*.whl; }
+demo() { "$PY" demo.py "$@"; }
+bench() { venv; "$VENV/bin/python" benchmarks/run.py "$@"; }
+
+cmd=${1:-all}; [ $# -gt 0 ] && shift
+case "$cmd" in
+  test) run_tests "$@" ;;
+  demo) demo "$@" ;;
+  wheel) wheel ;;
+  bench) bench "$@" ;;
+  all)
+    echo "[1/4] venv + install"; venv
+    echo "[2/4] wheel"; wheel
+    echo "[3/4] tests"; run_tests
+    echo "[4/4] demo"; demo ;;
+  *) echo "usage: ./run.sh [test|demo|wheel|bench]" >&2; exit 2 ;;
+esac
