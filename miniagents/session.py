@@ -1,0 +1,310 @@
+"""Sessions: the conversation a run loads before its first turn and appends to after each turn.
+
+Holds `SessionSettings`, the `Session` protocol (and `SessionABC`, its abstract-class form) and
+`SQLiteSession`. In the data flow, `prepare` reads the history with `get_items` and the end of each turn
+writes that turn's items with one `add_items` call (one transaction). The session is the durable record
+the kernel relies on for exactly-once tool execution: a call id whose output is already stored never runs
+again. This module stores and returns item dicts; it must never interpret, repair or execute them.
+
+Differences from upstream (openai-agents `SQLiteSession`):
+- The methods are synchronous because the kernel is. `get_items` returns a `SessionItems` list that may
+  also be awaited (`await session.get_items()` yields the same list), so upstream-style code keeps
+  working; `add_items`, `pop_item` and `clear_session` are plain calls — do not await them.
+- `SessionSettings.limit_turns=N` keeps the last N user turns (from the N-th most recent user message on),
+  so a `function_call` is never separated from its `function_call_output`; upstream can only count items.
+- One connection and one lock per database file per process, shared by every session on that file;
+  writes are `BEGIN IMMEDIATE` … `COMMIT` (or `ROLLBACK`), so concurrent writers wait instead of failing.
+- `pop_item` skips (and deletes) rows that are not valid JSON and pops the newest valid item.
+
+The table layout is upstream's, so a database written by upstream loads here unchanged:
+    agent_sessions(session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)
+    agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, message_data TEXT NOT NULL,
+                   created_at TIMESTAMP, FOREIGN KEY (session_id) REFERENCES agent_sessions ON DELETE CASCADE)
+    INDEX idx_agent_messages_session_id ON agent_messages (session_id, id)
+"""
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Dict, List, Optional, Protocol, runtime_checkable
+
+from .errors import UserError
+
+logger = logging.getLogger("miniagents.session")
+
+BUSY_TIMEOUT_MS = 30000
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+
+
+@dataclass
+class SessionSettings:
+    """How much history a session returns. `limit`: newest N items; `limit_turns`: last N user turns."""
+
+    limit: Optional[int] = None
+    limit_turns: Optional[int] = None
+
+    def resolve(self, override: Optional[SessionSettings]) -> SessionSettings:
+        """These settings with every non-None field of `override` put over them."""
+        if override is None:
+            return self
+        changes = {f.name: getattr(override, f.name) for f in fields(self) if getattr(override, f.name) is not None}
+        return replace(self, **changes)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+class SessionItems(list):
+    """The list `get_items` returns. Awaiting it yields itself, for code written against upstream's async API."""
+
+    def __await__(self):
+        return self
+        yield  # pragma: no cover - makes this a generator, as `await` requires
+
+
+@runtime_checkable
+class Session(Protocol):
+    """Anything that stores a conversation. Methods are synchronous (upstream's are coroutines)."""
+
+    session_id: str
+    session_settings: Optional[SessionSettings]
+
+    def get_items(self, limit: Optional[int] = None) -> List[dict]:
+        """The newest `limit` items (default: `session_settings.limit`, else all), oldest first."""
+        ...
+
+    def add_items(self, items: List[dict]) -> None:
+        """Append the items, all or none."""
+        ...
+
+    def pop_item(self) -> Optional[dict]:
+        """Remove and return the newest item, or None when the session is empty."""
+        ...
+
+    def clear_session(self) -> None:
+        """Remove every item of this session."""
+        ...
+
+
+class SessionABC(abc.ABC):
+    """The abstract-class form of `Session`, for implementations that prefer inheritance."""
+
+    session_id: str
+    session_settings: Optional[SessionSettings] = None
+
+    @abc.abstractmethod
+    def get_items(self, limit: Optional[int] = None) -> List[dict]: ...
+
+    @abc.abstractmethod
+    def add_items(self, items: List[dict]) -> None: ...
+
+    @abc.abstractmethod
+    def pop_item(self) -> Optional[dict]: ...
+
+    @abc.abstractmethod
+    def clear_session(self) -> None: ...
+
+
+class _Shared:
+    """One connection, its lock and how many sessions use it."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn, self.lock, self.users = conn, threading.Lock(), 0
+
+
+_registry: Dict[tuple, _Shared] = {}  # (pid, absolute path) -> shared connection; pid guards against fork
+_registry_lock = threading.Lock()
+
+
+def _connect(path: str, is_file: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if is_file:
+        conn.execute("PRAGMA journal_mode = WAL")
+    return conn
+
+
+def _is_user_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
+
+
+class SQLiteSession(SessionABC):
+    """A session stored in SQLite, in upstream's table layout. `db_path=":memory:"` is private to this object."""
+
+    def __init__(self, session_id: str, db_path: Any = ":memory:", sessions_table: str = "agent_sessions",
+                 messages_table: str = "agent_messages", session_settings: Optional[SessionSettings] = None):
+        for what, name in (("sessions_table", sessions_table), ("messages_table", messages_table)):
+            if not isinstance(name, str) or not _IDENTIFIER.match(name):
+                raise UserError(f"SQLiteSession: {what}={name!r} is not a valid table name; "
+                                "use letters, digits and underscores, not starting with a digit")
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.sessions_table, self.messages_table = sessions_table, messages_table
+        path = os.fspath(db_path)
+        self._is_file = path not in (":memory:", "")
+        self.db_path = os.path.realpath(path) if self._is_file else path
+        self._shared: Optional[_Shared] = None
+        self._acquire()
+
+    # -- connection lifecycle -------------------------------------------------------------------------
+    def _acquire(self) -> _Shared:
+        with _registry_lock:
+            if self._shared is not None:
+                return self._shared
+            key = (os.getpid(), self.db_path)
+            shared = _registry.get(key) if self._is_file else None
+            if shared is None:
+                shared = _Shared(_connect(self.db_path, self._is_file))
+                if self._is_file:
+                    _registry[key] = shared
+            shared.users += 1
+            self._shared = shared
+        with shared.lock:
+            self._write(shared.conn, self._create_tables)
+        return shared
+
+    def close(self) -> None:
+        """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
+        with _registry_lock:
+            shared, self._shared = self._shared, None
+            if shared is None:
+                return
+            shared.users -= 1
+            if shared.users > 0:
+                return
+            key = (os.getpid(), self.db_path)
+            if _registry.get(key) is shared:
+                del _registry[key]
+        with shared.lock:
+            shared.conn.close()
+
+    def __enter__(self) -> SQLiteSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, body: Any) -> Any:
+        """Run `body(conn)` in one IMMEDIATE transaction: commit, or roll back on any error."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = body(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _create_tables(self, conn: sqlite3.Connection) -> None:
+        s, m = self.sessions_table, self.messages_table
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
+                     "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {m} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                     "session_id TEXT NOT NULL, message_data TEXT NOT NULL, "
+                     "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+                     f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS idx_{m}_session_id ON {m} (session_id, id)")
+
+    def _decode(self, row_id: Any, data: str) -> tuple:
+        try:
+            return True, json.loads(data)
+        except (TypeError, ValueError):
+            logger.warning("session %r: skipping row %s of %s, its message_data is not valid JSON",
+                           self.session_id, row_id, self.messages_table)
+            return False, None
+
+    # -- the Session protocol ---------------------------------------------------------------------------
+    def get_items(self, limit: Optional[int] = None, *, limit_turns: Optional[int] = None) -> SessionItems:
+        """The newest `limit` items, oldest first. Without arguments `session_settings` decides: `limit_turns`
+        (the items from the N-th most recent user message on) wins over `limit`. An explicit `limit` wins
+        over both. Reads walk the (session_id, id) index backwards, so cost follows what is returned."""
+        settings = self.session_settings or SessionSettings()
+        if limit is None and limit_turns is None:
+            limit_turns = settings.limit_turns
+            limit = settings.limit if limit_turns is None else None
+        if (limit is not None and limit <= 0) or (limit_turns is not None and limit_turns <= 0):
+            return SessionItems()
+        shared = self._acquire()
+        sql = f"SELECT id, message_data FROM {self.messages_table} WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
+        newest_first: list = []
+        before, page, turns = 2**63 - 1, 64, 0
+        with shared.lock:
+            shared.conn.execute("BEGIN")  # one snapshot across pages
+            try:
+                while limit is None or len(newest_first) < limit:
+                    want = page if limit is None else min(page, limit - len(newest_first))
+                    rows = shared.conn.execute(sql, (self.session_id, before, want)).fetchall()
+                    for row_id, data in rows:
+                        ok, item = self._decode(row_id, data)
+                        if ok:
+                            newest_first.append(item)
+                            turns += limit_turns is not None and _is_user_message(item)
+                            if limit_turns is not None and turns >= limit_turns:
+                                break
+                    if len(rows) < want or (limit_turns is not None and turns >= limit_turns):
+                        break
+                    before, page = rows[-1][0], min(page * 2, 4096)
+            finally:
+                shared.conn.execute("COMMIT")
+        return SessionItems(reversed(newest_first))
+
+    def add_items(self, items: List[dict]) -> None:
+        """Append `items` in one transaction (a plain call: do not await it). All rows land, or none."""
+        rows = [(self.session_id, json.dumps(item, ensure_ascii=False)) for item in items]
+        if not rows:
+            return
+        s, m = self.sessions_table, self.messages_table
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT OR IGNORE INTO {s} (session_id) VALUES (?)", (self.session_id,))
+            conn.executemany(f"INSERT INTO {m} (session_id, message_data) VALUES (?, ?)", rows)
+            conn.execute(f"UPDATE {s} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", (self.session_id,))
+
+        shared = self._acquire()
+        with shared.lock:
+            self._write(shared.conn, body)
+
+    def pop_item(self) -> Optional[dict]:
+        """Remove and return the newest item, or None (a plain call: do not await it)."""
+        m = self.messages_table
+        newest = f"SELECT id FROM {m} WHERE session_id = ? ORDER BY id DESC LIMIT 1"
+
+        def body(conn: sqlite3.Connection) -> Optional[dict]:
+            while True:
+                if _HAS_RETURNING:
+                    row = conn.execute(f"DELETE FROM {m} WHERE id = ({newest}) RETURNING id, message_data",
+                                       (self.session_id,)).fetchone()
+                else:
+                    row = conn.execute(f"SELECT id, message_data FROM {m} WHERE id = ({newest})",
+                                       (self.session_id,)).fetchone()
+                    if row is not None:
+                        conn.execute(f"DELETE FROM {m} WHERE id = ?", (row[0],))
+                if row is None:
+                    return None
+                ok, item = self._decode(*row)
+                if ok:
+                    return item
+
+        shared = self._acquire()
+        with shared.lock:
+            return self._write(shared.conn, body)
+
+    def clear_session(self) -> None:
+        """Remove this session's items and its session row (a plain call: do not await it)."""
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(f"DELETE FROM {self.messages_table} WHERE session_id = ?", (self.session_id,))
+            conn.execute(f"DELETE FROM {self.sessions_table} WHERE session_id = ?", (self.session_id,))
+
+        shared = self._acquire()
+        with shared.lock:
+            self._write(shared.conn, body)
