@@ -1,0 +1,191 @@
+"""A small OpenAI-compatible test server over real sockets (127.0.0.1, random port, threaded).
+
+Tests script the replies (`server.reply(...)`, `server.reply_sse(...)`), then point an adapter at
+`server.url`. Every request is recorded (path, query, headers, parsed JSON body, client port — so
+keep-alive reuse is visible). Faults are part of a scripted reply: status + headers (429 with
+`retry-after`), a raw body (HTML 502 page, empty, plain string), a delay (past the client's timeout),
+SSE written in tiny chunks (every byte), keep-alive comments, and a dropped connection mid-stream.
+Replies are consumed in order; with none left the server answers 500 "no scripted reply".
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+
+def sse(*events, done=True, event_names=False) -> list:
+    """SSE lines for JSON payloads (strings pass through as raw lines, e.g. ': keep-alive')."""
+    lines = []
+    for ev in events:
+        if isinstance(ev, str):
+            lines.append(ev + "\n")
+            continue
+        if event_names and isinstance(ev, dict) and "type" in ev:
+            lines.append(f"event: {ev['type']}\n")
+        lines.append("data: " + json.dumps(ev) + "\n\n")
+    if done:
+        lines.append("data: [DONE]\n\n")
+    return lines
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def do_POST(self):
+        srv = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        parts = urlsplit(self.path)
+        with srv.lock:
+            srv.requests.append({"path": parts.path, "query": dict(parse_qsl(parts.query)),
+                                 "headers": {k.lower(): v for k, v in self.headers.items()},
+                                 "body": body, "client_port": self.client_address[1]})
+            reply = srv.replies.pop(0) if srv.replies else {"status": 500, "json": {
+                "error": {"message": "no scripted reply", "type": "server_error"}}}
+        if reply.get("delay"):
+            time.sleep(reply["delay"])
+        if "sse" in reply:
+            self._stream(reply)
+        else:
+            self._plain(reply)
+
+    def _plain(self, reply):
+        data = reply["raw"] if "raw" in reply else json.dumps(reply.get("json", {})).encode()
+        if isinstance(data, str):
+            data = data.encode()
+        self.send_response(reply.get("status", 200))
+        self.send_header("Content-Type", reply.get("content_type", "application/json"))
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (reply.get("headers") or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, reply):
+        self.send_response(reply.get("status", 200))
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in (reply.get("headers") or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        data = "".join(reply["sse"]).encode()
+        cut = reply.get("drop_after")  # bytes of the stream to send before dropping the connection
+        step = reply.get("chunk_size") or len(data) or 1
+        for start in range(0, len(data) if cut is None else min(cut, len(data)), step):
+            piece = data[start:start + step if cut is None else min(start + step, cut)]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        if cut is not None:
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        self.wfile.write(b"0\r\n\r\n")
+
+
+class OpenAITestServer:
+    def __init__(self):
+        self.requests: list = []
+        self.replies: list = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.owner = self
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self._thread.start()
+
+    def reply(self, json_body=None, *, status=200, **kw) -> "OpenAITestServer":
+        """Queue one plain reply (JSON by default; `raw=` bytes/str for other bodies)."""
+        self.replies.append({"status": status, "json": json_body if json_body is not None else {}, **kw})
+        return self
+
+    def reply_sse(self, lines, **kw) -> "OpenAITestServer":
+        """Queue one streamed reply; `chunk_size=1` splits at every byte, `drop_after=n` cuts the socket."""
+        self.replies.append({"sse": list(lines), **kw})
+        return self
+
+    @property
+    def bodies(self) -> list:
+        return [r["body"] for r in self.requests]
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# ---------------------------------------------------------------------------- canned wire replies
+
+def chat_completion(content=None, tool_calls=None, *, usage=None, finish_reason=None, **message):
+    msg = {"role": "assistant", "content": content, **message}
+    if tool_calls:
+        msg["tool_calls"] = [{"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                             for cid, name, args in tool_calls]
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": msg,
+                         "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
+            "usage": usage if usage is not None else {"prompt_tokens": 10, "completion_tokens": 5,
+                                                      "total_tokens": 15}}
+
+
+def chat_chunks(text=None, tool_calls=None, *, usage=None, finish_reason=None):
+    """The chunks an OpenAI-style server streams for a text and/or tool-call reply."""
+    base = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None},
+                                 "finish_reason": None}]}]
+    for piece in (text or "").split(" ") if text else []:
+        out.append({**base, "choices": [{"index": 0, "delta": {"content": piece + " "}, "finish_reason": None}]})
+    for i, (cid, name, args) in enumerate(tool_calls or []):
+        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": cid,
+                    "type": "function", "function": {"name": name, "arguments": ""}}]}, "finish_reason": None}]})
+        for j in range(0, len(args), 3):
+            out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {
+                "arguments": args[j:j + 3]}}]}, "finish_reason": None}]})
+    out.append({**base, "choices": [{"index": 0, "delta": {},
+                                     "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}]})
+    if usage is not False:
+        out.append({**base, "choices": [], "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5,
+                                                              "total_tokens": 15}})
+    return out
+
+
+def response_obj(output, *, status="completed", usage=None, rid="resp_1", **extra):
+    return {"id": rid, "object": "response", "status": status, "output": output,
+            "usage": usage if usage is not None else {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                                                      "input_tokens_details": {"cached_tokens": 2},
+                                                      "output_tokens_details": {"reasoning_tokens": 1}},
+            **extra}
+
+
+def text_item(text, iid="msg_1"):
+    return {"type": "message", "id": iid, "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def call_item(call_id, name, args, iid="fc_1"):
+    return {"type": "function_call", "id": iid, "call_id": call_id, "name": name, "arguments": args,
+            "status": "completed"}
+
+
+def response_events(output, **kw):
+    """A Responses stream (event: + data: lines, no [DONE]) ending in response.completed."""
+    resp = response_obj(output, **kw)
+    events = [{"type": "response.created", "response": {**resp, "status": "in_progress", "output": []}}]
+    for i, item in enumerate(output):
+        events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+        if item["type"] == "message":
+            events.append({"type": "response.output_text.delta", "item_id": item["id"], "output_index": i,
+                           "content_index": 0, "delta": item["content"][0]["text"]})
+        events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+    events.append({"type": "response.completed", "response": resp})
+    return sse(*events, done=False, event_names=True)
