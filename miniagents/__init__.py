@@ -1,0 +1,50 @@
+"""miniagents: the agent loop of the OpenAI Agents SDK, standard library only.
+
+`import miniagents as agents` gives upstream's core names. The HTTP adapters and sessions are loaded
+on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl, sqlite3,
+asyncio or concurrent.futures.
+"""
+from .agent import Agent, FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
+from .context import RunContextWrapper, ToolContext, Usage
+from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded, ModelBehaviorError,
+                     ModelHTTPError, ModelRefusalError, ModelTimeoutError, OutputGuardrailTripwireTriggered,
+                     RunErrorDetails, ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered,
+                     ToolTimeoutError, UserError)
+from .guardrails import (GuardrailFunctionOutput, InputGuardrail, InputGuardrailResult, OutputGuardrail,
+                         OutputGuardrailResult, ToolGuardrailFunctionOutput, ToolInputGuardrail,
+                         ToolInputGuardrailData, ToolOutputGuardrail, ToolOutputGuardrailData, input_guardrail,
+                         output_guardrail, tool_input_guardrail, tool_output_guardrail)
+from .handoffs import Handoff, HandoffInputData, handoff
+from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem)
+from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
+from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult,
+                     RunResultStreaming)
+from .run import (DEFAULT_MAX_TURNS, CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput,
+                  RunErrorHandlerResult, Runner, ToolExecutionConfig)
+from .state import RunState
+from .tool import FunctionTool, ToolError, default_tool_error_function, function_tool
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Session": "session", "SessionABC": "session", "SQLiteSession": "session", "SessionSettings": "session",
+    "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
+    "set_default_openai_api": "models.provider",
+    "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'miniagents' has no attribute {name!r}")
+
+
+__all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
+    "function_tool", "handoff", "input_guardrail", "output_guardrail", "tool_input_guardrail",
+    "tool_output_guardrail", "default_tool_error_function")] + list(_LAZY))

@@ -1,0 +1,184 @@
+"""`Agent`: a read-only dataclass of configuration, and `as_tool`, which wraps one as a function tool.
+
+An agent holds no run state, so one instance serves any number of concurrent runs; everything a run
+changes lives in its `RunState`. Field types are checked on construction so that a mistake shows up
+where it was made, not three turns into a run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, List, Optional, TypedDict, TypeVar, Union
+
+from . import aio
+from .context import RunContextWrapper
+from .errors import UserError
+from .handoffs import Handoff, handoff
+from .models.interface import Model, ModelSettings
+from .schema import ArgumentsError, parse_arguments, type_schema, validate_value
+from .tool import FunctionTool, default_tool_error_function, output_text
+
+logger = logging.getLogger("miniagents")
+TContext = TypeVar("TContext")
+
+
+class StopAtTools(TypedDict):
+    stop_at_tool_names: List[str]
+
+
+@dataclass
+class ToolsToFinalOutputResult:
+    is_final_output: bool
+    final_output: Any = None
+
+
+@dataclass
+class FunctionToolResult:
+    tool: Any
+    output: Any
+    run_item: Any
+    interruptions: list = field(default_factory=list)
+    agent_run_result: Any = None
+
+
+def _check(name: str, value: Any, types: tuple, what: str) -> None:
+    if not isinstance(value, types):
+        raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
+
+
+@dataclass(frozen=True, eq=False)
+class Agent(Generic[TContext]):
+    name: str
+    handoff_description: Optional[str] = None
+    tools: list = field(default_factory=list)
+    mcp_servers: list = field(default_factory=list)
+    mcp_config: dict = field(default_factory=dict)
+    instructions: Union[str, Callable, None] = None
+    prompt: Any = None
+    handoffs: list = field(default_factory=list)
+    model: Union[str, Model, None] = None
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    input_guardrails: list = field(default_factory=list)
+    output_guardrails: list = field(default_factory=list)
+    output_type: Any = None
+    hooks: Any = None
+    tool_use_behavior: Any = "run_llm_again"
+    reset_tool_choice: bool = True
+
+    def __post_init__(self):
+        _check("name", self.name, (str,), "a string")
+        _check("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
+        for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers"):
+            _check(name, getattr(self, name), (list,), "a list")
+        _check("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
+        _check("reset_tool_choice", self.reset_tool_choice, (bool,), "a bool")
+        if self.model is not None and not isinstance(self.model, (str, Model)):
+            raise TypeError(f"Agent model must be a string, a Model or None, got {type(self.model).__name__}")
+        if self.instructions is not None and not isinstance(self.instructions, str):
+            if not callable(self.instructions):
+                raise TypeError(f"Agent instructions must be a string, a callable or None, "
+                                f"got {type(self.instructions).__name__}")
+            params = list(inspect.signature(self.instructions).parameters)
+            if len(params) != 2:
+                raise TypeError("'instructions' callable must accept exactly 2 arguments (context, agent), "
+                                f"but got {len(params)}: {params}")
+        behavior = self.tool_use_behavior
+        if not (behavior in ("run_llm_again", "stop_on_first_tool") or callable(behavior)
+                or (isinstance(behavior, dict) and "stop_at_tool_names" in behavior)):
+            raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
+        for item in self.handoffs:
+            if not isinstance(item, (Agent, Handoff)):
+                raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")
+
+    def clone(self, **kwargs: Any) -> "Agent[TContext]":
+        """A shallow copy with some fields replaced (lists are shared unless you pass new ones)."""
+        return dataclasses.replace(self, **kwargs)
+
+    # --- What a turn needs, evaluated every turn -------------------------------------------
+
+    def get_system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
+        if callable(self.instructions):
+            return aio.call(self.instructions, ctx, self)
+        return self.instructions
+
+    def get_enabled_tools(self, ctx: RunContextWrapper) -> list:
+        return [t for t in self.tools if _enabled(t.is_enabled, ctx, self)]
+
+    def get_enabled_handoffs(self, ctx: RunContextWrapper) -> list:
+        wrapped = [h if isinstance(h, Handoff) else handoff(h) for h in self.handoffs]
+        return [h for h in wrapped if _enabled(h.is_enabled, ctx, self)]
+
+    # --- Agents as tools ---------------------------------------------------------------------
+
+    def as_tool(self, tool_name: Optional[str], tool_description: Optional[str],
+                custom_output_extractor: Optional[Callable] = None, is_enabled: Any = True,
+                on_stream: Optional[Callable] = None, run_config: Any = None, max_turns: Optional[int] = None,
+                hooks: Any = None, previous_response_id: Optional[str] = None,
+                conversation_id: Optional[str] = None, session: Any = None,
+                failure_error_function: Optional[Callable] = default_tool_error_function,
+                needs_approval: Any = False, parameters: Any = None, input_builder: Optional[Callable] = None,
+                include_input_schema: bool = False) -> FunctionTool:
+        """Wrap this agent as a tool: the nested run sees only the tool's input, the caller keeps control."""
+        name = tool_name
+        if name is None:
+            name = re.sub(r"[^a-zA-Z0-9_]", "_", self.name).lower()
+            if re.search(r"[^a-zA-Z0-9_\s]", self.name):
+                logger.warning("agent name %r was changed to tool name %r", self.name, name)
+        if parameters is not None:
+            if not (dataclasses.is_dataclass(parameters) or callable(getattr(parameters, "model_json_schema", None))):
+                raise TypeError("Agent tool parameters must be a dataclass or Pydantic model type.")
+            schema, _ = type_schema(parameters, strict=True)
+        else:
+            schema = {"type": "object", "title": "AgentAsToolInput",
+                      "description": "Default input schema for agent-as-tool calls.",
+                      "properties": {"input": {"type": "string", "title": "Input"}},
+                      "required": ["input"], "additionalProperties": False}
+        agent = self
+
+        def run_agent(ctx: Any, raw_args: str) -> Any:
+            from .run import DEFAULT_MAX_TURNS, Runner
+
+            data = parse_arguments(raw_args, name)
+            if parameters is not None:
+                value = validate_value(parameters, data)
+                text = aio.call(input_builder, value) if input_builder else output_text(value)
+                if include_input_schema:
+                    text = f"{text}\n\nInput schema: {json.dumps(schema)}"
+            else:
+                text = data.get("input")
+                if not isinstance(text, str):
+                    raise ArgumentsError(f"tool '{name}': parameter 'input' must be a string, got {text!r}")
+            nested_ctx = RunContextWrapper(context=ctx.context, usage=ctx.usage)
+            result = Runner.run_sync(agent, text, context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS,
+                                     run_config=run_config, hooks=hooks, session=session,
+                                     previous_response_id=previous_response_id,
+                                     conversation_id=conversation_id)
+            if custom_output_extractor is not None:
+                return aio.call(custom_output_extractor, result)
+            return agent_tool_output(result)
+
+        return FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
+                            on_invoke_tool=run_agent, is_enabled=is_enabled, needs_approval=needs_approval,
+                            failure_error_function=failure_error_function, _agent=self)
+
+
+def agent_tool_output(result: Any) -> Any:
+    """final_output unless None or ""; else the latest non-empty message text or string tool output."""
+    if result.final_output not in (None, ""):
+        return result.final_output
+    from .items import MessageOutputItem, ToolCallOutputItem, message_text
+
+    for item in reversed(result.new_items):
+        if isinstance(item, MessageOutputItem) and message_text(item.raw_item):
+            return message_text(item.raw_item)
+        if isinstance(item, ToolCallOutputItem) and isinstance(item.output, str) and item.output:
+            return item.output
+    return ""
+
+
+def _enabled(flag: Any, ctx: RunContextWrapper, agent: Agent) -> bool:
+    return bool(aio.call(flag, ctx, agent)) if callable(flag) else bool(flag)

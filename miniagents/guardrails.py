@@ -1,0 +1,169 @@
+"""Guardrails: checks on the run's input, its final output, and each tool call's input and output.
+
+A guardrail is a function plus a name; running one returns a result object. Tripwires become the
+exceptions in `errors.py`; the loop (run.py, turn.py) decides when each kind runs. An exception
+raised inside a guardrail function propagates: it never counts as "passed" (an upstream PAIN).
+Unlike upstream, input guardrails block by default (`run_in_parallel=False`): a tripwire means no
+model call and no tool ran.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from . import aio
+
+
+@dataclass
+class GuardrailFunctionOutput:
+    output_info: Any
+    tripwire_triggered: bool
+
+
+@dataclass
+class InputGuardrailResult:
+    guardrail: "InputGuardrail"
+    output: GuardrailFunctionOutput
+
+
+@dataclass
+class OutputGuardrailResult:
+    guardrail: "OutputGuardrail"
+    agent_output: Any
+    agent: Any
+    output: GuardrailFunctionOutput
+
+
+@dataclass
+class InputGuardrail:
+    """`guardrail_function(ctx, agent, input)`, sync or async, returns `GuardrailFunctionOutput`."""
+
+    guardrail_function: Callable
+    name: Optional[str] = None
+    run_in_parallel: bool = False
+
+    def get_name(self) -> str:
+        return self.name or getattr(self.guardrail_function, "__name__", "input_guardrail")
+
+    def run(self, agent: Any, input: Any, context: Any) -> InputGuardrailResult:
+        output = aio.call(self.guardrail_function, context, agent, input)
+        return InputGuardrailResult(guardrail=self, output=_checked(output, self.get_name()))
+
+
+@dataclass
+class OutputGuardrail:
+    """`guardrail_function(ctx, agent, output)`, sync or async, returns `GuardrailFunctionOutput`."""
+
+    guardrail_function: Callable
+    name: Optional[str] = None
+
+    def get_name(self) -> str:
+        return self.name or getattr(self.guardrail_function, "__name__", "output_guardrail")
+
+    def run(self, context: Any, agent: Any, agent_output: Any) -> OutputGuardrailResult:
+        output = aio.call(self.guardrail_function, context, agent, agent_output)
+        return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
+                                     output=_checked(output, self.get_name()))
+
+
+def _checked(output: Any, name: str) -> GuardrailFunctionOutput:
+    if not isinstance(output, GuardrailFunctionOutput):
+        raise TypeError(f"guardrail {name!r} must return GuardrailFunctionOutput, got {type(output).__name__}")
+    return output
+
+
+def input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None,
+                    run_in_parallel: bool = False):
+    def make(fn: Callable) -> InputGuardrail:
+        return InputGuardrail(guardrail_function=fn, name=name or fn.__name__, run_in_parallel=run_in_parallel)
+
+    return make(func) if func is not None else make
+
+
+def output_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
+    def make(fn: Callable) -> OutputGuardrail:
+        return OutputGuardrail(guardrail_function=fn, name=name or fn.__name__)
+
+    return make(func) if func is not None else make
+
+
+# --- Tool guardrails -------------------------------------------------------------------------
+
+
+@dataclass
+class ToolGuardrailFunctionOutput:
+    """`behavior` is `{"type": "allow"}`, `{"type": "reject_content", "message": ...}` or
+    `{"type": "raise_exception"}`."""
+
+    output_info: Any = None
+    behavior: dict = field(default_factory=lambda: {"type": "allow"})
+
+    @classmethod
+    def allow(cls, output_info: Any = None) -> "ToolGuardrailFunctionOutput":
+        return cls(output_info=output_info)
+
+    @classmethod
+    def reject_content(cls, message: str, output_info: Any = None) -> "ToolGuardrailFunctionOutput":
+        return cls(output_info=output_info, behavior={"type": "reject_content", "message": message})
+
+    @classmethod
+    def raise_exception(cls, output_info: Any = None) -> "ToolGuardrailFunctionOutput":
+        return cls(output_info=output_info, behavior={"type": "raise_exception"})
+
+
+@dataclass
+class ToolInputGuardrailData:
+    context: Any  # the ToolContext of the call
+    agent: Any
+
+
+@dataclass
+class ToolOutputGuardrailData(ToolInputGuardrailData):
+    output: Any = None
+
+
+@dataclass
+class ToolInputGuardrail:
+    guardrail_function: Callable
+    name: Optional[str] = None
+
+    def get_name(self) -> str:
+        return self.name or getattr(self.guardrail_function, "__name__", type(self).__name__)
+
+    def run(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = aio.call(self.guardrail_function, data)
+        if not isinstance(output, ToolGuardrailFunctionOutput):
+            raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
+                            f"got {type(output).__name__}")
+        return output
+
+
+@dataclass
+class ToolOutputGuardrail(ToolInputGuardrail):
+    pass
+
+
+@dataclass
+class ToolInputGuardrailResult:
+    guardrail: ToolInputGuardrail
+    output: ToolGuardrailFunctionOutput
+
+
+@dataclass
+class ToolOutputGuardrailResult:
+    guardrail: ToolOutputGuardrail
+    output: ToolGuardrailFunctionOutput
+
+
+def tool_input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
+    def make(fn: Callable) -> ToolInputGuardrail:
+        return ToolInputGuardrail(guardrail_function=fn, name=name or fn.__name__)
+
+    return make(func) if func is not None else make
+
+
+def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
+    def make(fn: Callable) -> ToolOutputGuardrail:
+        return ToolOutputGuardrail(guardrail_function=fn, name=name or fn.__name__)
+
+    return make(func) if func is not None else make

@@ -1,0 +1,110 @@
+"""Handoffs: a tool call that gives the conversation to another agent.
+
+`handoff(agent, ...)` builds a `Handoff`, the data the loop needs: the tool name the model sees
+(`transfer_to_<agent>`), its schema, what to call when the model takes it, and how to filter the
+history the next agent sees (`HandoffInputData`). The switch itself happens in run.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+from . import aio
+from .errors import ModelBehaviorError, UserError
+from .schema import check_tool_name, ensure_strict_json_schema, type_schema, validate_value
+
+
+@dataclass(frozen=True)
+class HandoffInputData:
+    """What an input filter receives and returns: the history before the run, the items generated
+    before this turn, and this turn's items."""
+
+    input_history: Any
+    pre_handoff_items: tuple
+    new_items: tuple
+    run_context: Any = None
+    input_items: Optional[tuple] = None
+
+    def clone(self, **kwargs: Any) -> "HandoffInputData":
+        return dataclasses.replace(self, **kwargs)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name).lower()
+
+
+@dataclass
+class Handoff:
+    tool_name: str
+    tool_description: str
+    input_json_schema: dict
+    on_invoke_handoff: Callable[[Any, str], Any]
+    agent_name: str
+    input_filter: Optional[Callable] = None
+    nest_handoff_history: Optional[bool] = None
+    strict_json_schema: bool = True
+    is_enabled: Union[bool, Callable] = True
+    _agent: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def get_transfer_message(self, agent: Any) -> str:
+        return json.dumps({"assistant": agent.name})
+
+    @classmethod
+    def default_tool_name(cls, agent: Any) -> str:
+        return "transfer_to_" + _snake(agent.name)
+
+    @classmethod
+    def default_tool_description(cls, agent: Any) -> str:
+        return f"Handoff to the {agent.name} agent to handle the request. {agent.handoff_description or ''}"
+
+    def spec(self) -> dict:
+        return {"type": "function", "name": self.tool_name, "description": self.tool_description,
+                "parameters": self.input_json_schema, "strict": self.strict_json_schema}
+
+
+def handoff(agent: Any, tool_name_override: Optional[str] = None,
+            tool_description_override: Optional[str] = None, on_handoff: Optional[Callable] = None,
+            input_type: Any = None, input_filter: Optional[Callable] = None,
+            nest_handoff_history: Optional[bool] = None, is_enabled: Union[bool, Callable] = True) -> Handoff:
+    """Describe a handoff to `agent`; `on_handoff(ctx[, input])` runs when the model takes it."""
+    if input_type is not None and on_handoff is None:
+        raise UserError("You must provide on_handoff when input_type is provided")
+    if on_handoff is not None:
+        if not callable(on_handoff):
+            raise UserError("on_handoff must be callable")
+        if input_type is not None and aio.arity(on_handoff) != 2:
+            raise UserError("on_handoff must take two arguments: context and input")
+        if input_type is None and aio.arity(on_handoff) != 1:
+            raise UserError("on_handoff must take one argument: context")
+    if input_filter is not None and not callable(input_filter):
+        raise UserError(f"Invalid input filter: {input_filter!r}")
+
+    if input_type is not None:
+        schema, wrapped = type_schema(input_type, strict=True)
+    else:
+        schema, wrapped = ensure_strict_json_schema({}), False
+
+    def on_invoke_handoff(ctx: Any, raw_args: str) -> Any:
+        if input_type is not None:
+            try:
+                data = json.loads(raw_args or "null")
+            except ValueError:
+                raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: {raw_args[:200]!r}") from None
+            if data is None:
+                raise ModelBehaviorError("Handoff function expected non-null input, but got None")
+            if wrapped:
+                data = data.get("response") if isinstance(data, dict) else None
+            aio.call(on_handoff, ctx, validate_value(input_type, data))
+        elif on_handoff is not None:
+            aio.call(on_handoff, ctx)
+        return agent
+
+    name = check_tool_name(tool_name_override or Handoff.default_tool_name(agent))
+    return Handoff(tool_name=name,
+                   tool_description=tool_description_override or Handoff.default_tool_description(agent),
+                   input_json_schema=schema, on_invoke_handoff=on_invoke_handoff, agent_name=agent.name,
+                   input_filter=input_filter, nest_handoff_history=nest_handoff_history,
+                   is_enabled=is_enabled, _agent=agent)

@@ -1,0 +1,235 @@
+"""Transcript items: constructors, the `RunItem` kinds, `ItemHelpers`, and the pairing check.
+
+Every item is a Responses API input-item dict (DESIGN.md, idea 4). Items the kernel makes are
+`RawItem`s: plain dicts that also answer attribute reads (`item.raw_item.name`), so code written
+for upstream's typed objects keeps working while `json.dumps` still sees a dict.
+This module does no I/O and knows nothing of agents beyond holding a reference.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+
+class RawItem(dict):
+    """A JSON-ready dict whose keys can also be read as attributes."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"item of type {self.get('type', 'message')!r} has no field {name!r}") from None
+
+
+def raw(item: dict) -> RawItem:
+    return item if isinstance(item, RawItem) else RawItem(item)
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def user_message(text: str) -> RawItem:
+    return RawItem(content=text, role="user")
+
+
+def assistant_message(text: str, item_id: str = "msg_") -> RawItem:
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return RawItem(id=item_id, type="message", role="assistant", status="completed", content=[part])
+
+
+def function_call_output(call_id: str, output: Any) -> RawItem:
+    return RawItem(call_id=call_id, output=output, type="function_call_output")
+
+
+def to_input_list(input: Any) -> list:
+    """A string becomes one user message; a list is copied item by item (the caller's stays untouched)."""
+    if isinstance(input, str):
+        return [user_message(input)]
+    return [raw(dict(item)) for item in input]
+
+
+def message_text(item: dict) -> str:
+    """All output_text parts of an assistant message, concatenated."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content or () if p.get("type") == "output_text")
+
+
+def message_refusal(item: dict) -> Optional[str]:
+    for part in item.get("content") or ():
+        if isinstance(part, dict) and part.get("type") == "refusal":
+            return part.get("refusal", "")
+    return None
+
+
+def drop_orphans(items: Iterable[dict]) -> list:
+    """Keep every call that has exactly one output after it, and every output whose call precedes it.
+
+    An interrupted run, a crash between writes or an input filter can leave a `function_call` with no
+    output (or an output with no call); every API rejects such a history, so it is dropped here
+    before a request instead of failing every later request (upstream PAIN).
+    """
+    items = list(items)
+    calls_seen, answered = set(), set()
+    for item in items:
+        kind = item.get("type")
+        if kind == "function_call":
+            calls_seen.add(item.get("call_id"))
+        elif kind == "function_call_output" and item.get("call_id") in calls_seen:
+            answered.add(item.get("call_id"))
+    kept, outputs_kept = [], set()
+    for item in items:
+        kind, call_id = item.get("type"), item.get("call_id")
+        if kind == "function_call" and call_id not in answered:
+            continue
+        if kind == "function_call_output":
+            if call_id not in answered or call_id in outputs_kept:
+                continue
+            outputs_kept.add(call_id)
+        kept.append(item)
+    return kept
+
+
+# --- Run items: what a run produced, each tied to the agent that produced it -------------------
+
+
+@dataclass
+class RunItem:
+    agent: Any
+    raw_item: RawItem
+    type: str = field(init=False, default="")
+
+    def __post_init__(self):
+        self.raw_item = raw(self.raw_item)
+
+    def to_input_item(self) -> dict:
+        return self.raw_item
+
+
+@dataclass
+class MessageOutputItem(RunItem):
+    type: str = field(init=False, default="message_output_item")
+
+
+@dataclass
+class ReasoningItem(RunItem):
+    type: str = field(init=False, default="reasoning_item")
+
+
+@dataclass
+class ToolCallItem(RunItem):
+    description: Optional[str] = None
+    type: str = field(init=False, default="tool_call_item")
+
+    @property
+    def tool_name(self) -> str:
+        return self.raw_item.get("name", "")
+
+    @property
+    def call_id(self) -> str:
+        return self.raw_item.get("call_id", "")
+
+
+@dataclass
+class ToolCallOutputItem(RunItem):
+    output: Any = None  # the Python value the tool returned; raw_item["output"] holds its text
+    type: str = field(init=False, default="tool_call_output_item")
+
+    @property
+    def call_id(self) -> str:
+        return self.raw_item.get("call_id", "")
+
+
+@dataclass
+class HandoffCallItem(RunItem):
+    type: str = field(init=False, default="handoff_call_item")
+
+
+@dataclass
+class HandoffOutputItem(RunItem):
+    source_agent: Any = None
+    target_agent: Any = None
+    type: str = field(init=False, default="handoff_output_item")
+
+
+@dataclass
+class ToolApprovalItem(RunItem):
+    """A call that waits for a person's decision. It is not part of the transcript."""
+
+    tool_name: str = ""
+    type: str = field(init=False, default="tool_approval_item")
+
+    @property
+    def name(self) -> str:
+        return self.raw_item.get("name", "")
+
+    @property
+    def call_id(self) -> str:
+        return self.raw_item.get("call_id", "")
+
+    @property
+    def arguments(self) -> Any:
+        text = self.raw_item.get("arguments") or "{}"
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def to_input_item(self) -> dict:
+        raise TypeError("a ToolApprovalItem is not a transcript item; approve or reject it instead")
+
+
+class ItemHelpers:
+    """Upstream's helpers for reading items."""
+
+    @classmethod
+    def extract_last_content(cls, message: dict) -> str:
+        content = message.get("content") or []
+        if isinstance(content, str):
+            return content
+        if not content:
+            return ""
+        last = content[-1]
+        if last.get("type") == "output_text":
+            return last.get("text", "")
+        if last.get("type") == "refusal":
+            return last.get("refusal", "")
+        return ""
+
+    @classmethod
+    def extract_last_text(cls, message: dict) -> Optional[str]:
+        content = message.get("content") or []
+        if content and isinstance(content, list) and content[-1].get("type") == "output_text":
+            return content[-1].get("text", "")
+        return None
+
+    @classmethod
+    def extract_refusal(cls, message: dict) -> Optional[str]:
+        return message_refusal(message)
+
+    @classmethod
+    def extract_text(cls, message: dict) -> Optional[str]:
+        texts = [p.get("text", "") for p in message.get("content") or () if p.get("type") == "output_text"]
+        return "".join(texts) if texts else None
+
+    @classmethod
+    def input_to_new_input_list(cls, input: Any) -> list:
+        return to_input_list(input)
+
+    @classmethod
+    def text_message_outputs(cls, items: list) -> str:
+        return "".join(cls.text_message_output(i) for i in items if isinstance(i, MessageOutputItem))
+
+    @classmethod
+    def text_message_output(cls, item: MessageOutputItem) -> str:
+        return message_text(item.raw_item)
+
+    @classmethod
+    def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
+        return function_call_output(tool_call["call_id"], output)

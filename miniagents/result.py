@@ -1,0 +1,149 @@
+"""What a run returns: `RunResult`, `RunResultStreaming`, and the stream events.
+
+A result is a read-only view of the run's `RunState` at the moment the loop returned; `to_state()`
+hands back that state so a paused run can be approved, serialised and resumed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Optional
+
+from .items import ToolApprovalItem, to_input_list
+
+EVENT_NAMES = {
+    "message_output_item": "message_output_created",
+    "handoff_call_item": "handoff_requested",
+    "handoff_output_item": "handoff_occured",  # sic: upstream's spelling, kept for compatibility
+    "tool_call_item": "tool_called",
+    "tool_call_output_item": "tool_output",
+    "reasoning_item": "reasoning_item_created",
+}
+
+
+@dataclass
+class RawResponsesStreamEvent:
+    data: dict
+    type: str = "raw_response_event"
+
+
+@dataclass
+class RunItemStreamEvent:
+    name: str
+    item: Any
+    type: str = "run_item_stream_event"
+
+
+@dataclass
+class AgentUpdatedStreamEvent:
+    new_agent: Any
+    type: str = "agent_updated_stream_event"
+
+
+def stream_events_for(items: list) -> list:
+    return [RunItemStreamEvent(EVENT_NAMES[i.type], i) for i in items if i.type in EVENT_NAMES]
+
+
+@dataclass
+class RunResult:
+    input: Any
+    new_items: list
+    raw_responses: list
+    final_output: Any
+    last_agent: Any
+    context_wrapper: Any
+    max_turns: Optional[int] = None
+    interruptions: list = field(default_factory=list)
+    input_guardrail_results: list = field(default_factory=list)
+    output_guardrail_results: list = field(default_factory=list)
+    tool_input_guardrail_results: list = field(default_factory=list)
+    tool_output_guardrail_results: list = field(default_factory=list)
+    _state: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_state(cls, state: Any, agent: Any, output: Any, interruptions: Optional[list] = None) -> "RunResult":
+        return cls(input=state.original_input, new_items=list(state.generated_items),
+                   raw_responses=list(state.model_responses), final_output=output, last_agent=agent,
+                   context_wrapper=state.context_wrapper, max_turns=state.max_turns,
+                   interruptions=list(interruptions or ()),
+                   input_guardrail_results=list(state.input_guardrail_results),
+                   output_guardrail_results=list(state.output_guardrail_results),
+                   tool_input_guardrail_results=list(state.tool_input_guardrail_results),
+                   tool_output_guardrail_results=list(state.tool_output_guardrail_results), _state=state)
+
+    @property
+    def last_response_id(self) -> Optional[str]:
+        return self.raw_responses[-1].response_id if self.raw_responses else None
+
+    def to_input_list(self) -> list:
+        """The input, then every transcript item the run produced: feed it to the next run."""
+        return to_input_list(self.input) + [i.raw_item for i in self.new_items
+                                            if not isinstance(i, ToolApprovalItem)]
+
+    def final_output_as(self, cls: Any, raise_if_incorrect_type: bool = False) -> Any:
+        if raise_if_incorrect_type and not isinstance(self.final_output, cls):
+            raise TypeError(f"Final output is not of type {cls.__name__}")
+        return self.final_output
+
+    def to_state(self) -> Any:
+        """The run's state, to approve/reject interruptions and resume (or serialise)."""
+        return self._state
+
+
+class RunResultStreaming:
+    """A run in progress. Iterate `stream_events()`; afterwards the result fields are filled in."""
+
+    def __init__(self, state: Any, drive: Callable[[Callable], RunResult]):
+        self._state, self._drive = state, drive
+        self.is_complete = False
+        self.final_output: Any = None
+        self.new_items: list = []
+        self.interruptions: list = []
+        self.raw_responses: list = []
+        self.last_agent: Any = None
+        self.input = state.original_input
+        self.context_wrapper = state.context_wrapper
+        self.max_turns = state.max_turns
+
+    @property
+    def current_agent(self) -> Any:
+        return self._state.current_agent
+
+    @property
+    def current_turn(self) -> int:
+        return self._state.current_turn
+
+    async def stream_events(self) -> AsyncIterator[Any]:
+        """Yield events as the loop (in a worker thread) produces them; raise the run's error at the end."""
+        import asyncio
+
+        loop, queue, done = asyncio.get_running_loop(), asyncio.Queue(), object()
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                outcome["result"] = self._drive(lambda e: loop.call_soon_threadsafe(queue.put_nowait, e))
+            except BaseException as e:
+                outcome["error"] = e
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, done)
+
+        worker = loop.run_in_executor(None, work)
+        while True:
+            event = await queue.get()
+            if event is done:
+                break
+            yield event
+        await worker
+        self.is_complete = True
+        if "error" in outcome:
+            raise outcome["error"]
+        result = outcome["result"]
+        for name in ("final_output", "new_items", "interruptions", "raw_responses", "last_agent", "input"):
+            setattr(self, name, getattr(result, name))
+
+    def to_input_list(self) -> list:
+        return to_input_list(self.input) + [i.raw_item for i in self.new_items
+                                            if not isinstance(i, ToolApprovalItem)]
+
+    def to_state(self) -> Any:
+        return self._state

@@ -1,0 +1,474 @@
+"""The Runner and the loop: one function, `_loop`, that reads like DESIGN.md's data-flow picture.
+
+The loop is a generator: it yields stream events and returns the `RunResult`. `run_sync` drains it,
+`run_streamed` hands its events to the caller and `await Runner.run(...)` drains it in a worker
+thread, so there is exactly one loop. All run state lives in a `RunState`; the steps of a turn
+are the verb-named functions of turn.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Optional
+
+from . import aio
+from .context import RunContextWrapper, Usage
+from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
+                     OutputGuardrailTripwireTriggered, RunErrorDetails, UserError)
+from .handoffs import HandoffInputData
+from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
+                    to_input_list)
+from .models.interface import ModelResponse, ModelSettings
+from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunResult, RunResultStreaming,
+                     stream_events_for)
+from .schema import type_schema
+from .state import PendingTurn, RunState
+from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
+                    SingleStepResult)
+from .turn import classify_output, decide_next_step, parse_final_output, settle_turn
+
+DEFAULT_MAX_TURNS = 10
+
+
+@dataclass
+class ToolExecutionConfig:
+    max_function_tool_concurrency: Optional[int] = None
+    pre_approval_tool_input_guardrails: bool = False
+
+
+@dataclass
+class RunConfig:
+    """Settings for one run. Tracing fields are accepted and ignored: nothing leaves the process."""
+
+    model: Any = None
+    model_provider: Any = None
+    model_settings: Optional[ModelSettings] = None
+    handoff_input_filter: Optional[Callable] = None
+    input_guardrails: Optional[list] = None
+    output_guardrails: Optional[list] = None
+    session_input_callback: Optional[Callable] = None
+    call_model_input_filter: Optional[Callable] = None
+    tool_error_formatter: Optional[Callable] = None
+    session_settings: Any = None
+    reasoning_item_id_policy: Optional[str] = None
+    tool_execution: Optional[ToolExecutionConfig] = None
+    # Upstream raises by default; a model's typo should not lose minutes of work (PAIN), so we answer it.
+    tool_not_found_behavior: str = "return_error_to_model"
+    tool_name_collision_policy: str = "warn"
+    max_function_tool_concurrency: Optional[int] = None
+    workflow_name: str = "Agent workflow"
+    trace_id: Optional[str] = None
+    group_id: Optional[str] = None
+    trace_metadata: Optional[dict] = None
+    tracing_disabled: bool = False
+    trace_include_sensitive_data: bool = True
+
+    def __post_init__(self):
+        if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):
+            raise UserError(f"Invalid tool_not_found_behavior: {self.tool_not_found_behavior!r}")
+        if self.max_function_tool_concurrency is None and self.tool_execution is not None:
+            self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
+
+
+@dataclass
+class CallModelData:
+    model_data: Any
+    agent: Any
+    context: Any
+
+
+@dataclass
+class ModelInputData:
+    input: list
+    instructions: Optional[str]
+
+
+@dataclass
+class RunErrorData:
+    input: Any
+    new_items: list
+    history: list
+    output: list
+    raw_responses: list
+    last_agent: Any
+
+
+@dataclass
+class RunErrorHandlerInput:
+    error: Exception
+    context: Any
+    run_data: RunErrorData
+
+
+@dataclass
+class RunErrorHandlerResult:
+    final_output: Any
+    include_in_history: bool = True
+
+
+@dataclass
+class _Turn:
+    """What the current agent offers the model this turn."""
+
+    instructions: Optional[str]
+    tools: dict
+    handoffs: dict
+    settings: ModelSettings
+    output_schema: Optional[dict]
+    wrapped: bool
+
+
+# --- Preparing a turn ----------------------------------------------------------------------------
+
+_schema_cache: dict = {}
+
+
+def output_schema_for(output_type: Any) -> tuple:
+    """`(spec or None, wrapped)` for an agent's output_type, computed once per type."""
+    if output_type in (None, str):
+        return None, False
+    try:
+        return _schema_cache[output_type]
+    except (KeyError, TypeError):
+        schema, wrapped = type_schema(output_type, strict=True)
+        found = ({"name": "final_output", "schema": schema, "strict": True}, wrapped)
+        try:
+            _schema_cache[output_type] = found
+        except TypeError:
+            pass
+        return found
+
+
+def prepare_turn(agent: Any, state: RunState, config: RunConfig) -> _Turn:
+    ctx = state.context_wrapper
+    tools: dict = {}
+    for tool in agent.get_enabled_tools(ctx):
+        if tool.name in tools and config.tool_name_collision_policy == "error":
+            raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
+        tools[tool.name] = tool
+    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
+    clash = set(tools) & set(handoffs)
+    if clash:
+        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
+    settings = agent.model_settings.resolve(config.model_settings)
+    if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
+        settings = dataclasses.replace(settings, tool_choice=None)
+    schema, wrapped = output_schema_for(agent.output_type)
+    return _Turn(agent.get_system_prompt(ctx), tools, handoffs, settings, schema, wrapped)
+
+
+def get_model(agent: Any, config: RunConfig) -> Any:
+    model = config.model or agent.model
+    if model is not None and not isinstance(model, str):
+        return model
+    provider = config.model_provider
+    if provider is None:
+        from .models.provider import OpenAIProvider
+
+        provider = OpenAIProvider()
+    return provider.get_model(model)
+
+
+def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig,
+               streaming: bool) -> Generator[Any, None, ModelResponse]:
+    model_input, instructions = list(state.transcript), turn.instructions
+    if config.call_model_input_filter is not None:
+        data = aio.call(config.call_model_input_filter, CallModelData(
+            ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+        model_input, instructions = drop_orphans(data.input), data.instructions
+    state.context_wrapper.turn_input = model_input
+    model = get_model(agent, config)
+    tools = [t.spec() for t in turn.tools.values()]
+    handoffs = [h.spec() for h in turn.handoffs.values()]
+    args = (instructions, model_input, turn.settings, tools, turn.output_schema, handoffs, None)
+    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    if not streaming:
+        response = model.get_response(*args, **ids)
+    else:
+        response = None
+        for event in model.stream_response(*args, **ids):
+            yield RawResponsesStreamEvent(data=event)
+            if event.get("type") == "response.completed":
+                final = event["response"]
+                response = ModelResponse(output=list(final.get("output") or []),
+                                         usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
+        if response is None:
+            raise AgentsException("the model's stream ended without a response.completed event")
+    state.context_wrapper.usage.add(response.usage)
+    state.model_responses.append(response)
+    if state.auto_previous_response_id and response.response_id:
+        state.previous_response_id = response.response_id
+    return response
+
+
+# --- Guardrails on the run's input and final output ------------------------------------------------
+
+
+def run_input_guardrails(guardrails: list, state: RunState) -> None:
+    for guardrail in guardrails:
+        result = guardrail.run(state.starting_agent, state.original_input, state.context_wrapper)
+        state.input_guardrail_results.append(result)
+        if result.output.tripwire_triggered:
+            raise InputGuardrailTripwireTriggered(result)
+
+
+def start_parallel_guardrails(guardrails: list, state: RunState) -> Callable[[], None]:
+    """Run `run_in_parallel` guardrails beside the first model call; the returned join raises on a trip."""
+    if not guardrails:
+        return lambda: None
+    import threading
+
+    failure: list = []
+
+    def work() -> None:
+        try:
+            run_input_guardrails(guardrails, state)
+        except BaseException as e:
+            failure.append(e)
+
+    worker = threading.Thread(target=work, name="input-guardrails", daemon=True)
+    worker.start()
+
+    def join() -> None:
+        worker.join()
+        if failure:
+            raise failure[0]
+
+    return join
+
+
+def run_output_guardrails(agent: Any, output: Any, state: RunState, config: RunConfig) -> None:
+    for guardrail in list(agent.output_guardrails) + list(config.output_guardrails or ()):
+        result = guardrail.run(state.context_wrapper, agent, output)
+        state.output_guardrail_results.append(result)
+        if result.output.tripwire_triggered:
+            raise OutputGuardrailTripwireTriggered(result)
+
+
+# --- Error handlers, handoffs, sessions --------------------------------------------------------
+
+
+def apply_error_handler(handlers: dict, kind: str, error: Exception, state: RunState, agent: Any,
+                        items: list, results: list, run_again: bool = False) -> SingleStepResult:
+    handler = (handlers or {}).get(kind)
+    if handler is None:
+        if run_again:
+            return SingleStepResult(items, NextStepRunAgain(), results)
+        raise error
+    data = RunErrorData(state.original_input, state.generated_items + items, list(state.transcript),
+                        [i.raw_item for i in items], state.model_responses, agent)
+    verdict = aio.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
+    if verdict is None:
+        raise error
+    if isinstance(verdict, dict):
+        if set(verdict) - {"final_output", "include_in_history"}:
+            raise UserError("Invalid run error handler result.")
+        verdict = RunErrorHandlerResult(**verdict)
+    if not isinstance(verdict, RunErrorHandlerResult):
+        verdict = RunErrorHandlerResult(verdict)
+    output = verdict.final_output
+    schema, wrapped = output_schema_for(agent.output_type)
+    if schema is not None and isinstance(output, str):
+        output = parse_final_output(agent.output_type, wrapped, output)
+    if verdict.include_in_history:
+        from .tool import output_text
+
+        items = items + [MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output)))]
+    return SingleStepResult(items, NextStepFinalOutput(output), results)
+
+
+def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig) -> Any:
+    """Run the winning handoff: call it, record its output, filter the history, switch agents."""
+    handoff = call.target
+    new_agent = aio.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
+    output = function_call_output(call.raw["call_id"], handoff.get_transfer_message(new_agent))
+    state.generated_items.append(HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent,
+                                                   target_agent=new_agent))
+    state.transcript.append(output)
+    input_filter = handoff.input_filter or config.handoff_input_filter
+    if input_filter is not None:
+        if not callable(input_filter):
+            raise UserError(f"Invalid input filter: {input_filter!r}")
+        data = HandoffInputData(
+            input_history=state.original_input if isinstance(state.original_input, str)
+            else tuple(state.original_input),
+            pre_handoff_items=tuple(state.generated_items[:turn_start]),
+            new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
+        filtered = aio.call(input_filter, data)
+        if not isinstance(filtered, HandoffInputData):
+            raise UserError(f"Invalid input filter result: {filtered!r}")
+        history = filtered.input_history
+        state.original_input = history if isinstance(history, str) else list(history)
+        state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
+        state.rebuild_transcript()
+    state.current_agent = new_agent
+    return new_agent
+
+
+def load_session_history(session: Any, input: Any, config: RunConfig) -> list:
+    settings = config.session_settings
+    limit = getattr(settings, "limit", None)
+    history = session.get_items(limit) if limit is not None else session.get_items()
+    new_items = to_input_list(input)
+    if config.session_input_callback is not None:
+        return list(aio.call(config.session_input_callback, history, new_items)), new_items
+    return drop_orphans(list(history)) + new_items, new_items
+
+
+def outputs_in_session(session: Any) -> dict:
+    """Call id -> output text, for every call the session already settled (the exactly-once record)."""
+    return {i["call_id"]: (i.get("output"), i.get("output")) for i in session.get_items()
+            if i.get("type") == "function_call_output" and "call_id" in i}
+
+
+# --- The loop ---------------------------------------------------------------------------------
+
+
+def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
+          streaming: bool) -> Generator[Any, None, RunResult]:
+    ctx = state.context_wrapper
+    yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
+    while True:
+        agent = state.current_agent
+        turn = prepare_turn(agent, state, config)
+        if state.pending is None:  # a new turn: one model call
+            if state.max_turns is not None and state.current_turn >= state.max_turns:
+                error = MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")
+                step = apply_error_handler(handlers, "max_turns", error, state, agent, [], [])
+                state.generated_items.extend(step.new_items)
+                return finish(state, agent, step.next_step.output, config)
+            state.current_turn += 1
+            join_guardrails = lambda: None  # noqa: E731
+            if state.current_turn == 1 and not state.model_responses:
+                guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
+                run_input_guardrails([g for g in guardrails if not g.run_in_parallel], state)
+                join_guardrails = start_parallel_guardrails([g for g in guardrails if g.run_in_parallel], state)
+            response = yield from call_model(agent, turn, state, config, streaming)
+            join_guardrails()
+            state.pending = PendingTurn(agent.name, list(response.output), len(state.generated_items),
+                                        session_input=state.unsaved_session_input)
+            state.unsaved_session_input = []
+        pending = state.pending
+        done = dict(pending.done)
+        if session is not None and state.resumed:
+            done.update(outputs_in_session(session))
+        processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
+        settled = settle_turn(agent, processed, ctx, config, done, turn.tools)
+        for result in settled.guardrail_results:
+            kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
+            getattr(state, f"tool_{kind}_guardrail_results").append(result)
+        step = decide_next_step(agent, processed, settled, ctx, turn.output_schema is not None, turn.wrapped,
+                                lambda kind, error, items, results, run_again=False: apply_error_handler(
+                                    handlers, kind, error, state, agent, items, results, run_again))
+        del state.generated_items[pending.start:]
+        state.generated_items.extend(step.new_items)
+        if isinstance(step.next_step, NextStepInterruption):
+            pending.done = {i.call_id: (i.output, i.raw_item["output"]) for i in step.new_items
+                            if i.type == "tool_call_output_item"}
+            state.generated_items.extend(step.next_step.interruptions)
+            return RunResult.from_state(state, agent, None, interruptions=step.next_step.interruptions)
+        state.pending = None
+        turn_items = [i.raw_item for i in step.new_items]
+        if session is not None and not (state.resumed and any(i.get("call_id") in done for i in turn_items)):
+            session.add_items(pending.session_input + turn_items)
+        state.transcript.extend(turn_items)
+        if settled.results or any(c.kind != "handoff" for c in processed.calls):
+            state.agents_that_used_tools.add(agent.name)
+        for event in stream_events_for(step.new_items):
+            yield event
+        if isinstance(step.next_step, NextStepHandoff):
+            new_agent = execute_handoff(agent, step.next_step.call, pending.start, state, config)
+            for event in stream_events_for(state.generated_items[-1:]):
+                yield event
+            yield AgentUpdatedStreamEvent(new_agent=new_agent)
+        elif isinstance(step.next_step, NextStepFinalOutput):
+            return finish(state, agent, step.next_step.output, config)
+
+
+def finish(state: RunState, agent: Any, output: Any, config: RunConfig) -> RunResult:
+    run_output_guardrails(agent, output, state, config)
+    state.final_output = output
+    return RunResult.from_state(state, agent, output)
+
+
+def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[int], run_config: Any,
+           session: Any, previous_response_id: Optional[str], auto_previous_response_id: bool,
+           conversation_id: Optional[str]) -> tuple:
+    config = RunConfig(**run_config) if isinstance(run_config, dict) else (run_config or RunConfig())
+    if isinstance(input, RunState):
+        state = input
+        state.resumed = True
+        return state, config
+    wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
+    session_input: list = []
+    if session is not None:
+        input, session_input = load_session_history(session, input, config)
+    elif not isinstance(input, str):
+        input = drop_orphans(to_input_list(input))
+    state = RunState(wrapper, input, starting_agent, max_turns, conversation_id=conversation_id,
+                     previous_response_id=previous_response_id,
+                     auto_previous_response_id=auto_previous_response_id)
+    state.unsaved_session_input = session_input
+    state.resumed = False
+    return state, config
+
+
+def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, streaming: bool,
+           on_event: Optional[Callable] = None) -> RunResult:
+    loop = _loop(state, config, session, handlers or {}, streaming)
+    try:
+        while True:
+            event = next(loop)
+            if on_event is not None:
+                on_event(event)
+    except StopIteration as stop:
+        return stop.value
+    except AgentsException as error:
+        if error.run_data is None:
+            error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
+                                             list(state.model_responses), state.current_agent,
+                                             state.context_wrapper, list(state.input_guardrail_results),
+                                             list(state.output_guardrail_results))
+        raise
+
+
+class Runner:
+    """Runs an agent until it produces a final output, hands off, or pauses for approval."""
+
+    @classmethod
+    def run_sync(cls, starting_agent: Any, input: Any, *, context: Any = None,
+                 max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                 error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
+                 auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
+                 session: Any = None) -> RunResult:
+        """Run to completion in the calling thread (works inside a running event loop too)."""
+        state, config = _start(starting_agent, input, context, max_turns, run_config, session,
+                               previous_response_id, auto_previous_response_id, conversation_id)
+        return _drive(state, config, session, error_handlers, streaming=False)
+
+    @classmethod
+    async def run(cls, starting_agent: Any, input: Any, *, context: Any = None,
+                  max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                  error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
+                  auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
+                  session: Any = None) -> RunResult:
+        """The same loop, run in a worker thread so the event loop stays free."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: cls.run_sync(
+            starting_agent, input, context=context, max_turns=max_turns, hooks=hooks, run_config=run_config,
+            error_handlers=error_handlers, previous_response_id=previous_response_id,
+            auto_previous_response_id=auto_previous_response_id, conversation_id=conversation_id,
+            session=session))
+
+    @classmethod
+    def run_streamed(cls, starting_agent: Any, input: Any, context: Any = None,
+                     max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                     previous_response_id: Optional[str] = None, auto_previous_response_id: bool = False,
+                     conversation_id: Optional[str] = None, session: Any = None, *,
+                     error_handlers: Optional[dict] = None) -> RunResultStreaming:
+        """Start a streamed run; iterate `result.stream_events()` to drive it."""
+        state, config = _start(starting_agent, input, context, max_turns, run_config, session,
+                               previous_response_id, auto_previous_response_id, conversation_id)
+        return RunResultStreaming(state, lambda on_event: _drive(state, config, session, error_handlers,
+                                                                 streaming=True, on_event=on_event))

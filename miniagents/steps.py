@@ -1,0 +1,43 @@
+"""The four ways a turn can end (DESIGN.md, idea 2). The loop dispatches on these and nothing else.
+
+A new reason to stop is a new variant here, never a flag inside the loop. They are plain data, so a
+paused run (`NextStepInterruption`) can be written to JSON and resumed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class NextStepRunAgain:
+    """Call the same agent's model again."""
+
+
+@dataclass(frozen=True)
+class NextStepHandoff:
+    """Give the conversation to the agent behind `call` (the response's first handoff call)."""
+
+    call: Any
+
+
+@dataclass(frozen=True)
+class NextStepFinalOutput:
+    output: Any
+
+
+@dataclass(frozen=True)
+class NextStepInterruption:
+    interruptions: list = field(default_factory=list)
+
+
+NextStep = Union[NextStepRunAgain, NextStepHandoff, NextStepFinalOutput, NextStepInterruption]
+
+
+@dataclass
+class SingleStepResult:
+    """One turn's outcome: the items it produced (model order), and what the loop does next."""
+
+    new_items: list
+    next_step: Any
+    tool_results: list = field(default_factory=list)

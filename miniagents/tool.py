@@ -1,0 +1,201 @@
+"""Function tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy.
+
+A tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
+`invoke_tool` is the one place that turns whatever happens inside a tool into text the model sees:
+the value as JSON text, a `ToolError`'s message verbatim, a redacted message for any other
+exception, or a timeout message. It never decides *whether* a call runs (that is `turn.py`'s plan).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import threading
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Optional, Union
+
+from . import aio
+from .context import RunContextWrapper, ToolContext
+from .errors import ToolTimeoutError, UserError
+from .schema import ArgumentsError, check_tool_name, function_schema, parse_arguments
+
+REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
+PREVIEW_CHARS = 200
+
+
+class ToolError(Exception):
+    """Raise this inside a tool to tell the model what went wrong; the message reaches it verbatim."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str:
+    """Upstream's redacted default: internal details (paths, secrets) never reach the prompt."""
+    return REDACTED_TOOL_ERROR
+
+
+@dataclass
+class FunctionTool:
+    name: str
+    description: str
+    params_json_schema: dict
+    on_invoke_tool: Callable[[ToolContext, str], Any]
+    strict_json_schema: bool = True
+    is_enabled: Union[bool, Callable] = True
+    tool_input_guardrails: Optional[list] = None
+    tool_output_guardrails: Optional[list] = None
+    needs_approval: Union[bool, Callable] = False
+    timeout_seconds: Optional[float] = None
+    timeout_behavior: str = "error_as_result"
+    timeout_error_function: Optional[Callable] = None
+    failure_error_function: Optional[Callable] = default_tool_error_function
+    # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
+    _agent: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        check_tool_name(self.name)
+        if self.timeout_behavior not in ("error_as_result", "raise_exception"):
+            raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
+                            f"'raise_exception', got {self.timeout_behavior!r}")
+        if self.timeout_seconds is not None and not self.timeout_seconds > 0:
+            raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
+
+    @property
+    def qualified_name(self) -> str:
+        return self.name
+
+    def spec(self) -> dict:
+        """The plain-data description a model adapter sends (Responses' flat function shape)."""
+        return {"type": "function", "name": self.name, "description": self.description,
+                "parameters": self.params_json_schema, "strict": self.strict_json_schema}
+
+
+def function_tool(func: Optional[Callable] = None, *, name_override: Optional[str] = None,
+                  description_override: Optional[str] = None, docstring_style: Optional[str] = None,
+                  use_docstring_info: bool = True,
+                  failure_error_function: Optional[Callable] = default_tool_error_function,
+                  strict_mode: bool = True, is_enabled: Union[bool, Callable] = True,
+                  needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
+                  tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
+                  timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None):
+    """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called."""
+
+    def make(fn: Callable) -> FunctionTool:
+        schema = function_schema(fn, name_override=name_override, description_override=description_override,
+                                 docstring_style=docstring_style, use_docstring_info=use_docstring_info,
+                                 strict_json_schema=strict_mode)
+
+        def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
+            args, kwargs = schema.to_call_args(parse_arguments(raw_args, schema.name))
+            if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
+                args.insert(0, ctx)
+            return fn(*args, **kwargs)
+
+        return FunctionTool(name=schema.name, description=schema.description,
+                            params_json_schema=schema.params_json_schema, on_invoke_tool=on_invoke_tool,
+                            strict_json_schema=strict_mode, is_enabled=is_enabled,
+                            tool_input_guardrails=tool_input_guardrails,
+                            tool_output_guardrails=tool_output_guardrails, needs_approval=needs_approval,
+                            timeout_seconds=timeout, timeout_behavior=timeout_behavior,
+                            timeout_error_function=timeout_error_function,
+                            failure_error_function=failure_error_function)
+
+    return make(func) if func is not None else make
+
+
+# --- Output conversion ------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
+        return value.model_dump(mode="json")
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"not JSON-able: {type(value).__name__}")
+
+
+def output_text(value: Any) -> str:
+    """What the model sees for a tool's return value: strings as is, JSON for data, else str().
+
+    Upstream sends `str(value)` (a dict becomes its Python repr); JSON is what a model can read back.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def preview(text: Any) -> str:
+    text = text if isinstance(text, str) else repr(text)
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+
+
+# --- Invocation -------------------------------------------------------------------------------
+
+
+def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> Any:
+    """Run the tool; past `timeout_seconds` stop waiting (a sync tool's thread is left to finish)."""
+    seconds = tool.timeout_seconds
+    if seconds is None:
+        return aio.call(tool.on_invoke_tool, ctx, raw_args)
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            result = tool.on_invoke_tool(ctx, raw_args)
+            if inspect.isawaitable(result):
+                import asyncio
+
+                async def bounded() -> Any:
+                    return await asyncio.wait_for(result, seconds)
+
+                try:
+                    result = asyncio.run(bounded())
+                except asyncio.TimeoutError:
+                    box["timeout"] = True
+                    return
+            box["value"] = result
+        except BaseException as e:  # handed to the caller's thread below
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive() or box.get("timeout"):
+        raise ToolTimeoutError(tool.name, seconds)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
+    """Run one call and return `(python_value, text_for_the_model)`; see the module docstring."""
+    try:
+        value = _call_with_timeout(tool, ctx, raw_args)
+        return value, output_text(value)
+    except ArgumentsError as e:
+        text = f"Invalid JSON input for tool {tool.name}: {e.message}"
+        if "Arguments received" not in text:
+            text += f" Arguments received: {preview(raw_args)}"
+        return None, text + " Fix the arguments and call the tool again."
+    except ToolError as e:
+        return None, e.message
+    except ToolTimeoutError as e:
+        if tool.timeout_behavior == "raise_exception":
+            raise
+        if tool.timeout_error_function is not None:
+            return None, output_text(aio.call(tool.timeout_error_function, ctx, e))
+        return None, str(e)
+    except Exception as e:
+        if tool.failure_error_function is None:
+            raise
+        return None, output_text(aio.call(tool.failure_error_function, ctx, e))
