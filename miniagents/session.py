@@ -1,26 +1,26 @@
 """Sessions: the conversation a run loads before its first turn and appends to after each turn.
 
-Holds `SessionSettings`, the `Session` protocol (and `SessionABC`, its abstract-class form) and
-`SQLiteSession`. In the data flow, `prepare` reads the history with `get_items` and the end of each turn
-writes that turn's items with one `add_items` call (one transaction). The session is the durable record
-the kernel relies on for exactly-once tool execution: a call id whose output is already stored never runs
-again. This module stores and returns item dicts; it must never interpret, repair or execute them.
+Holds `SessionSettings`, the `Session` protocol (`SessionABC` is its abstract-class form) and `SQLiteSession`.
+`prepare` reads the history with `get_items`; the end of each turn writes that turn's items with one
+`add_items` (one transaction). The session is the durable record the kernel relies on for exactly-once tool
+execution (a call id whose output is stored never runs again). This module stores and returns item dicts;
+it must never interpret, repair or execute them, and never import the rest of the kernel but `errors`.
 
-Differences from upstream (openai-agents `SQLiteSession`):
-- The methods are synchronous because the kernel is. `get_items` returns a `SessionItems` list that may
-  also be awaited (`await session.get_items()` yields the same list), so upstream-style code keeps
-  working; `add_items`, `pop_item` and `clear_session` are plain calls — do not await them.
-- `SessionSettings.limit_turns=N` keeps the last N user turns (from the N-th most recent user message on),
-  so a `function_call` is never separated from its `function_call_output`; upstream can only count items.
-- One connection and one lock per database file per process, shared by every session on that file;
-  writes are `BEGIN IMMEDIATE` … `COMMIT` (or `ROLLBACK`), so concurrent writers wait instead of failing.
-- `pop_item` skips (and deletes) rows that are not valid JSON and pops the newest valid item.
+Differences from upstream (openai-agents):
+- Methods are synchronous, as the kernel is. `get_items` returns a `SessionItems` list that can also be
+  awaited (`await session.get_items()` gives the same list); `add_items`, `pop_item` and `clear_session`
+  are plain calls — do not await them.
+- `SessionSettings.limit_turns=N` returns the items from the N-th most recent user message on, so a
+  `function_call` is never cut from its `function_call_output` (upstream's `limit` counts items).
+- One connection and one lock per database file per process, shared by all sessions on it; every write is
+  `BEGIN IMMEDIATE` … `COMMIT`/`ROLLBACK`, so writers (threads or processes) queue instead of failing.
+- `pop_item` drops rows that are not valid JSON on its way to the newest valid item.
 
-The table layout is upstream's, so a database written by upstream loads here unchanged:
+The table layout is upstream's exactly (names configurable), so upstream's databases load unchanged:
     agent_sessions(session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)
     agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, message_data TEXT NOT NULL,
                    created_at TIMESTAMP, FOREIGN KEY (session_id) REFERENCES agent_sessions ON DELETE CASCADE)
-    INDEX idx_agent_messages_session_id ON agent_messages (session_id, id)
+    INDEX idx_agent_messages_session_id ON agent_messages (session_id, id); one JSON item per row.
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ logger = logging.getLogger("miniagents.session")
 BUSY_TIMEOUT_MS = 30000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HAS_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+_BAD = object()  # what _decode returns for a row that is not JSON
 
 
 @dataclass
@@ -71,26 +72,20 @@ class SessionItems(list):
 
 @runtime_checkable
 class Session(Protocol):
-    """Anything that stores a conversation. Methods are synchronous (upstream's are coroutines)."""
+    """Anything that stores a conversation; synchronous methods (upstream's are coroutines).
+
+    `get_items(limit)`: the newest `limit` items (default `session_settings.limit`, else all), oldest first.
+    `add_items(items)`: append, all or none. `pop_item()`: remove and return the newest item, or None.
+    `clear_session()`: remove every item of this session.
+    """
 
     session_id: str
     session_settings: Optional[SessionSettings]
 
-    def get_items(self, limit: Optional[int] = None) -> List[dict]:
-        """The newest `limit` items (default: `session_settings.limit`, else all), oldest first."""
-        ...
-
-    def add_items(self, items: List[dict]) -> None:
-        """Append the items, all or none."""
-        ...
-
-    def pop_item(self) -> Optional[dict]:
-        """Remove and return the newest item, or None when the session is empty."""
-        ...
-
-    def clear_session(self) -> None:
-        """Remove every item of this session."""
-        ...
+    def get_items(self, limit: Optional[int] = None) -> List[dict]: ...
+    def add_items(self, items: List[dict]) -> None: ...
+    def pop_item(self) -> Optional[dict]: ...
+    def clear_session(self) -> None: ...
 
 
 class SessionABC(abc.ABC):
@@ -101,13 +96,10 @@ class SessionABC(abc.ABC):
 
     @abc.abstractmethod
     def get_items(self, limit: Optional[int] = None) -> List[dict]: ...
-
     @abc.abstractmethod
     def add_items(self, items: List[dict]) -> None: ...
-
     @abc.abstractmethod
     def pop_item(self) -> Optional[dict]: ...
-
     @abc.abstractmethod
     def clear_session(self) -> None: ...
 
@@ -132,6 +124,19 @@ def _connect(path: str, is_file: bool) -> sqlite3.Connection:
     return conn
 
 
+def _transaction(conn: sqlite3.Connection, body: Any, mode: str = "IMMEDIATE") -> Any:
+    """Run `body(conn)` in one transaction: commit, or roll back on any error (none stays open)."""
+    conn.execute(f"BEGIN {mode}")  # IMMEDIATE: take the write lock first, so writers queue, never deadlock
+    try:
+        result = body(conn)
+        conn.execute("COMMIT")
+        return result
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _is_user_message(item: Any) -> bool:
     return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
 
@@ -154,8 +159,10 @@ class SQLiteSession(SessionABC):
         self._shared: Optional[_Shared] = None
         self._acquire()
 
-    # -- connection lifecycle -------------------------------------------------------------------------
     def _acquire(self) -> _Shared:
+        shared = self._shared  # the common case, without the registry lock
+        if shared is not None:
+            return shared
         with _registry_lock:
             if self._shared is not None:
                 return self._shared
@@ -168,8 +175,13 @@ class SQLiteSession(SessionABC):
             shared.users += 1
             self._shared = shared
         with shared.lock:
-            self._write(shared.conn, self._create_tables)
+            _transaction(shared.conn, self._create_tables)
         return shared
+
+    def _run(self, body: Any, mode: str = "IMMEDIATE") -> Any:
+        shared = self._acquire()
+        with shared.lock:  # one connection per file: a statement sequence must not interleave with another
+            return _transaction(shared.conn, body, mode)
 
     def close(self) -> None:
         """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
@@ -192,19 +204,6 @@ class SQLiteSession(SessionABC):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    @staticmethod
-    def _write(conn: sqlite3.Connection, body: Any) -> Any:
-        """Run `body(conn)` in one IMMEDIATE transaction: commit, or roll back on any error."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = body(conn)
-            conn.execute("COMMIT")
-            return result
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
     def _create_tables(self, conn: sqlite3.Connection) -> None:
         s, m = self.sessions_table, self.messages_table
         conn.execute(f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
@@ -215,15 +214,14 @@ class SQLiteSession(SessionABC):
                      f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS idx_{m}_session_id ON {m} (session_id, id)")
 
-    def _decode(self, row_id: Any, data: str) -> tuple:
+    def _decode(self, row_id: Any, data: str) -> Any:
         try:
-            return True, json.loads(data)
+            return json.loads(data)
         except (TypeError, ValueError):
             logger.warning("session %r: skipping row %s of %s, its message_data is not valid JSON",
                            self.session_id, row_id, self.messages_table)
-            return False, None
+            return _BAD
 
-    # -- the Session protocol ---------------------------------------------------------------------------
     def get_items(self, limit: Optional[int] = None, *, limit_turns: Optional[int] = None) -> SessionItems:
         """The newest `limit` items, oldest first. Without arguments `session_settings` decides: `limit_turns`
         (the items from the N-th most recent user message on) wins over `limit`. An explicit `limit` wins
@@ -234,29 +232,27 @@ class SQLiteSession(SessionABC):
             limit = settings.limit if limit_turns is None else None
         if (limit is not None and limit <= 0) or (limit_turns is not None and limit_turns <= 0):
             return SessionItems()
-        shared = self._acquire()
         sql = f"SELECT id, message_data FROM {self.messages_table} WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
-        newest_first: list = []
-        before, page, turns = 2**63 - 1, 64, 0
-        with shared.lock:
-            shared.conn.execute("BEGIN")  # one snapshot across pages
-            try:
-                while limit is None or len(newest_first) < limit:
-                    want = page if limit is None else min(page, limit - len(newest_first))
-                    rows = shared.conn.execute(sql, (self.session_id, before, want)).fetchall()
-                    for row_id, data in rows:
-                        ok, item = self._decode(row_id, data)
-                        if ok:
-                            newest_first.append(item)
-                            turns += limit_turns is not None and _is_user_message(item)
-                            if limit_turns is not None and turns >= limit_turns:
-                                break
-                    if len(rows) < want or (limit_turns is not None and turns >= limit_turns):
-                        break
-                    before, page = rows[-1][0], min(page * 2, 4096)
-            finally:
-                shared.conn.execute("COMMIT")
-        return SessionItems(reversed(newest_first))
+
+        def read(conn: sqlite3.Connection) -> list:  # newest first, a page at a time, in one snapshot
+            newest_first: list = []
+            before, page, turns = 2**63 - 1, 64, 0
+            while limit is None or len(newest_first) < limit:
+                want = page if limit is None else min(page, limit - len(newest_first))
+                rows = conn.execute(sql, (self.session_id, before, want)).fetchall()
+                for row_id, data in rows:
+                    item = self._decode(row_id, data)
+                    if item is not _BAD:
+                        newest_first.append(item)
+                        turns += limit_turns is not None and _is_user_message(item)
+                        if limit_turns is not None and turns >= limit_turns:
+                            return newest_first
+                if len(rows) < want:
+                    return newest_first
+                before, page = rows[-1][0], min(page * 2, 4096)
+            return newest_first
+
+        return SessionItems(reversed(self._run(read, "DEFERRED")))
 
     def add_items(self, items: List[dict]) -> None:
         """Append `items` in one transaction (a plain call: do not await it). All rows land, or none."""
@@ -270,9 +266,7 @@ class SQLiteSession(SessionABC):
             conn.executemany(f"INSERT INTO {m} (session_id, message_data) VALUES (?, ?)", rows)
             conn.execute(f"UPDATE {s} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", (self.session_id,))
 
-        shared = self._acquire()
-        with shared.lock:
-            self._write(shared.conn, body)
+        self._run(body)
 
     def pop_item(self) -> Optional[dict]:
         """Remove and return the newest item, or None (a plain call: do not await it)."""
@@ -291,13 +285,11 @@ class SQLiteSession(SessionABC):
                         conn.execute(f"DELETE FROM {m} WHERE id = ?", (row[0],))
                 if row is None:
                     return None
-                ok, item = self._decode(*row)
-                if ok:
+                item = self._decode(*row)
+                if item is not _BAD:
                     return item
 
-        shared = self._acquire()
-        with shared.lock:
-            return self._write(shared.conn, body)
+        return self._run(body)
 
     def clear_session(self) -> None:
         """Remove this session's items and its session row (a plain call: do not await it)."""
@@ -305,6 +297,4 @@ class SQLiteSession(SessionABC):
             conn.execute(f"DELETE FROM {self.messages_table} WHERE session_id = ?", (self.session_id,))
             conn.execute(f"DELETE FROM {self.sessions_table} WHERE session_id = ?", (self.session_id,))
 
-        shared = self._acquire()
-        with shared.lock:
-            self._write(shared.conn, body)
+        self._run(body)

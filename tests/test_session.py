@@ -179,6 +179,38 @@ def test_limit_turns_reads_across_pages():
     s.close()
 
 
+def vm_steps(session, read):
+    """How many SQLite VM steps (x10) `read()` costs on the session's connection."""
+    steps = [0]
+
+    def tick():
+        steps[0] += 1
+        return 0
+
+    conn = session._shared.conn
+    conn.set_progress_handler(tick, 10)
+    try:
+        read()
+    finally:
+        conn.set_progress_handler(None, 10)
+    return steps[0]
+
+
+def test_reading_the_newest_items_costs_the_same_in_a_long_session():
+    def filled(turns):
+        s = SQLiteSession("s")
+        s.add_items([x for t in range(turns) for x in (user(f"u{t}"), call(f"c{t}"), output(f"c{t}"), assistant("a"))])
+        s.add_items([assistant("noise")] * 50)  # a long answer after the last turn
+        return s
+
+    small, large = filled(10), filled(3000)
+    for read in (lambda s: s.get_items(5), lambda s: s.get_items(limit_turns=2)):
+        cost_small, cost_large = vm_steps(small, lambda: read(small)), vm_steps(large, lambda: read(large))
+        assert cost_large <= cost_small * 1.5 + 20, (cost_small, cost_large)
+    assert vm_steps(large, lambda: large.get_items()) > 10 * vm_steps(small, lambda: small.get_items())
+    small.close(), large.close()
+
+
 def test_rows_with_bad_json_are_skipped_with_a_warning(session, caplog):
     session.add_items([user("1")])
     conn = session._shared.conn
