@@ -20,7 +20,7 @@ from .errors import UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import ArgumentsError, parse_arguments, type_schema, validate_value
-from .tool import FunctionTool, default_tool_error_function, output_text
+from .tool import FunctionTool, NestedInterruption, default_tool_error_function, output_text
 
 logger = logging.getLogger("miniagents")
 TContext = TypeVar("TContext")
@@ -152,11 +152,17 @@ class Agent(Generic[TContext]):
                 text = data.get("input")
                 if not isinstance(text, str):
                     raise ArgumentsError(f"tool '{name}': parameter 'input' must be a string, got {text!r}")
-            nested_ctx = RunContextWrapper(context=ctx.context, usage=ctx.usage)
-            result = Runner.run_sync(agent, text, context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS,
-                                     run_config=run_config, hooks=hooks, session=session,
-                                     previous_response_id=previous_response_id,
+            # The inner run shares usage and approval decisions with the caller's run.
+            nested_ctx = RunContextWrapper(context=ctx.context, usage=ctx.usage, approvals=ctx.approvals)
+            paused = getattr(ctx, "resume_state", None)
+            if paused is not None:
+                paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
+            result = Runner.run_sync(agent, paused if paused is not None else text, context=nested_ctx,
+                                     max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=run_config, hooks=hooks,
+                                     session=session, previous_response_id=previous_response_id,
                                      conversation_id=conversation_id)
+            if result.interruptions:
+                raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:
                 return aio.call(custom_output_extractor, result)
             return agent_tool_output(result)

@@ -137,3 +137,5 @@ class ToolContext(RunContextWrapper[TContext]):
     tool_namespace: Optional[str] = None
     agent: Any = None
     run_config: Any = None
+    # The paused inner run of an agent-as-tool call being resumed (set by the turn, read by as_tool).
+    resume_state: Any = field(default=None, repr=False)

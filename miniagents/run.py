@@ -347,13 +347,13 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
             join_guardrails()
             state.pending = PendingTurn(agent.name, list(response.output), len(state.generated_items),
                                         session_input=state.unsaved_session_input)
-            state.unsaved_session_input = []
+            state.unsaved_session_input, in_session = [], {}
+        else:  # resuming a paused turn: the session may already hold some of its outputs
+            in_session = outputs_in_session(session) if session is not None else {}
         pending = state.pending
-        done = dict(pending.done)
-        if session is not None and state.resumed:
-            done.update(outputs_in_session(session))
+        done = {**pending.done, **in_session}
         processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
-        settled = settle_turn(agent, processed, ctx, config, done, turn.tools)
+        settled = settle_turn(agent, processed, ctx, config, done, turn.tools, pending.nested)
         for result in settled.guardrail_results:
             kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
             getattr(state, f"tool_{kind}_guardrail_results").append(result)
@@ -365,11 +365,12 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
         if isinstance(step.next_step, NextStepInterruption):
             pending.done = {i.call_id: (i.output, i.raw_item["output"]) for i in step.new_items
                             if i.type == "tool_call_output_item"}
+            pending.nested = settled.nested
             state.generated_items.extend(step.next_step.interruptions)
             return RunResult.from_state(state, agent, None, interruptions=step.next_step.interruptions)
         state.pending = None
         turn_items = [i.raw_item for i in step.new_items]
-        if session is not None and not (state.resumed and any(i.get("call_id") in done for i in turn_items)):
+        if session is not None and not any(i.get("call_id") in in_session for i in turn_items):
             session.add_items(pending.session_input + turn_items)
         state.transcript.extend(turn_items)
         if settled.results or any(c.kind != "handoff" for c in processed.calls):
@@ -396,9 +397,7 @@ def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[in
            conversation_id: Optional[str]) -> tuple:
     config = RunConfig(**run_config) if isinstance(run_config, dict) else (run_config or RunConfig())
     if isinstance(input, RunState):
-        state = input
-        state.resumed = True
-        return state, config
+        return input, config
     wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
     session_input: list = []
     if session is not None:
@@ -409,7 +408,6 @@ def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[in
                      previous_response_id=previous_response_id,
                      auto_previous_response_id=auto_previous_response_id)
     state.unsaved_session_input = session_input
-    state.resumed = False
     return state, config
 
 

@@ -32,6 +32,14 @@ class ToolError(Exception):
         super().__init__(message)
 
 
+class NestedInterruption(Exception):
+    """Raised by an agent-as-tool whose inner run paused for approval: the outer turn pauses too."""
+
+    def __init__(self, state: Any, interruptions: list):
+        super().__init__(f"{len(interruptions)} approval(s) pending inside an agent tool")
+        self.state, self.interruptions = state, interruptions
+
+
 def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str:
     """Upstream's redacted default: internal details (paths, secrets) never reach the prompt."""
     return REDACTED_TOOL_ERROR
@@ -189,6 +197,8 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
         return None, text + " Fix the arguments and call the tool again."
     except ToolError as e:
         return None, e.message
+    except NestedInterruption:
+        raise
     except ToolTimeoutError as e:
         if tool.timeout_behavior == "raise_exception":
             raise

@@ -27,7 +27,7 @@ from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, 
 from .schema import ArgumentsError, validate_value
 from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
                     SingleStepResult)
-from .tool import invoke_tool
+from .tool import NestedInterruption, invoke_tool
 
 logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
@@ -137,13 +137,16 @@ def plan_tool_calls(calls: list, ctx: Any, config: Any, done: dict, tools: dict)
     return to_run, settled, approvals
 
 
-def _run_one(call: Call, agent: Any, ctx: Any, config: Any) -> tuple:
-    """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results)."""
+def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict) -> tuple:
+    """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
+
+    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
+    """
     tool, raw = call.target, call.raw
     tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
                            approvals=ctx.approvals, tool_name=tool.name, tool_call_id=raw["call_id"],
                            tool_arguments=raw.get("arguments") or "", tool_call=raw, agent=agent,
-                           run_config=config)
+                           run_config=config, resume_state=nested.get(raw["call_id"]))
     results = []
     for guardrail in tool.tool_input_guardrails or ():
         verdict = guardrail.run(ToolInputGuardrailData(context=tool_ctx, agent=agent))
@@ -152,7 +155,10 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any) -> tuple:
             raise ToolInputGuardrailTripwireTriggered(guardrail, verdict)
         if verdict.behavior["type"] == "reject_content":
             return None, verdict.behavior["message"], results
-    value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
+    try:
+        value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
+    except NestedInterruption as paused:
+        return paused, None, results
     for guardrail in tool.tool_output_guardrails or ():
         verdict = guardrail.run(ToolOutputGuardrailData(context=tool_ctx, agent=agent, output=value))
         results.append(ToolOutputGuardrailResult(guardrail, verdict))
@@ -163,13 +169,13 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any) -> tuple:
     return value, text, results
 
 
-def run_tools(to_run: list, agent: Any, ctx: Any, config: Any) -> list:
+def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict) -> list:
     """Run calls concurrently (threads), bounded by the config; results come back in call order.
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all
     have finished, the first such exception in call order is raised.
     """
-    jobs: list = [lambda c=c: _run_one(c, agent, ctx, config) for c in to_run]
+    jobs: list = [lambda c=c: _run_one(c, agent, ctx, config, nested) for c in to_run]
     limit = config.max_function_tool_concurrency
     outcomes: list = []
     if len(jobs) <= 1 or limit == 1:
@@ -199,16 +205,25 @@ class Settled:
     approvals: list  # ToolApprovalItem per call waiting for a person
     handoff: Optional[Call]  # the winning handoff call
     guardrail_results: list
+    nested: dict  # call id -> paused RunState of an agent-as-tool call
 
 
-def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: dict, tools: dict) -> Settled:
+def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: dict, tools: dict,
+                nested: dict) -> Settled:
     """Plan, run and order one response's calls.
 
     `done` maps call ids that already have an output (from before a pause, or from the session)
     to `(value, text)`; those calls are never run again.
     """
     to_run, settled, approvals = plan_tool_calls(processed.calls, ctx, config, done, tools)
-    ran = dict(zip((c.raw["call_id"] for c in to_run), run_tools(to_run, agent, ctx, config)))
+    ran = dict(zip((c.raw["call_id"] for c in to_run), run_tools(to_run, agent, ctx, config, nested)))
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.raw, tool_name=c.raw.get("name", ""))
+                      for c in approvals]
+    still_paused = {}
+    for call_id, (value, text, _) in ran.items():
+        if isinstance(value, NestedInterruption):
+            still_paused[call_id] = value.state
+            approval_items.extend(value.interruptions)
     items, results, outputs, guardrail_results = list(processed.items), [], [], []
     handoff_calls = [c for c in processed.calls if c.kind == "handoff"]
     for call in processed.calls:
@@ -218,6 +233,8 @@ def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: d
                 outputs.append(ToolCallOutputItem(agent=agent, raw_item=function_call_output(
                     call_id, MULTIPLE_HANDOFFS), output=MULTIPLE_HANDOFFS))
             continue
+        if call_id in still_paused:
+            continue  # its inner run waits for approval: no output yet
         if call_id in ran:
             value, text, found = ran[call_id]
             guardrail_results.extend(found)
@@ -231,10 +248,8 @@ def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: d
         outputs.append(item)
         if call.kind == "function":
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.raw, tool_name=c.raw.get("name", ""))
-                      for c in approvals]
     winner = handoff_calls[0] if handoff_calls else None
-    return Settled(items + outputs, results, approval_items, winner, guardrail_results)
+    return Settled(items + outputs, results, approval_items, winner, guardrail_results, still_paused)
 
 
 def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutputResult:
