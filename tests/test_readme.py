@@ -1,0 +1,43 @@
+"""The README is part of the contract: its hello world runs and every public name it shows exists."""
+import contextlib
+import io
+import pathlib
+import re
+
+import miniagents
+
+README = (pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+
+
+def test_hello_world_runs_and_prints_what_its_comments_say():
+    code = python_blocks()[0]
+    assert len(code.strip().splitlines()) <= 20
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    expected = [m.strip() for m in re.findall(r"print\(.*\)\s+#\s*(.*)", code)]
+    assert out.getvalue().splitlines() == expected
+
+
+def test_every_public_name_in_the_readme_table_exists():
+    table = README.split("## What exists", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for cell in re.findall(r"`([^`]+)`", table):
+        for name in re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)", cell):
+            names.add(name)
+    names -= {"miniagents", "needs_approval", "limit_turns", "run_in_parallel", "item"}
+    import miniagents.testing
+
+    exported = [getattr(miniagents, n) for n in miniagents.__all__]
+    missing = [name for name in sorted(names)
+               if not hasattr(miniagents, name) and not hasattr(miniagents.testing, name)
+               and not any(hasattr(obj, name) for obj in exported if isinstance(obj, type))]
+    assert not missing, f"README names that miniagents does not export: {missing}"
+
+
+def test_readme_names_the_two_commands():
+    assert "python demo.py" in README and "./run.sh test" in README
