@@ -1,0 +1,147 @@
+"""Properties: SSE framing and the chat delta accumulator ignore how a stream is chunked; the item ⇄
+message converters round-trip the transcripts the kernel produces."""
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miniagents.models.chat_completions import ChatStreamTranslator, items_to_messages, messages_to_items
+from miniagents.models.http import iter_lines, iter_sse
+
+text = st.text(st.sampled_from('ab :{}"\\\n\ré€😀\x00'), max_size=20)
+line_text = st.text(st.sampled_from('ab :{}"é😀'), max_size=15)
+endings = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+def split_at(data, cuts):
+    cuts = sorted({c % (len(data) + 1) for c in cuts})
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+
+
+@st.composite
+def sse_streams(draw):
+    """(wire bytes, expected events) for a random SSE stream with comments and multi-line data."""
+    out, expected = [], []
+    for _ in range(draw(st.integers(0, 6))):
+        nl = draw(endings)
+        if draw(st.booleans()):
+            out.append(":" + draw(line_text) + nl)
+        name = draw(st.one_of(st.none(), st.text(st.sampled_from("ab.:é"), min_size=1, max_size=8)))
+        if name is not None:
+            out.append("event: " + name + nl)
+        datas = draw(st.lists(line_text, min_size=1, max_size=3))
+        out.extend("data: " + d + nl for d in datas)
+        out.append(nl)
+        expected.append((name or "message", "\n".join(datas)))
+    return "".join(out).encode("utf-8"), expected
+
+
+@given(sse_streams(), st.lists(st.integers(0, 10_000), max_size=12))
+@settings(max_examples=120, deadline=None)
+def test_sse_reader_is_independent_of_chunking(stream, cuts):
+    data, expected = stream
+    assert list(iter_sse(iter_lines(split_at(data, cuts)))) == expected
+    assert list(iter_sse(iter_lines([bytes([b]) for b in data]))) == expected
+
+
+json_args = st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), text, st.none()), max_size=3).map(
+    lambda d: json.dumps(d, ensure_ascii=False))
+names = st.text(st.sampled_from("abc_xyz"), min_size=1, max_size=8)
+
+
+@st.composite
+def chat_streams(draw):
+    """(chunks, expected calls, expected text) in one of the styles servers use (WIRE §6.2, §7)."""
+    style = draw(st.sampled_from(["openai", "vllm", "ollama", "no_index"]))
+    calls = draw(st.lists(st.tuples(names, json_args), max_size=3))
+    content = draw(text)
+    chunks = []
+
+    def delta(d, finish=None):
+        chunks.append({"choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
+
+    pieces = split_at(content, draw(st.lists(st.integers(0, 100), max_size=4)))
+    for p in pieces:
+        if p:
+            delta({"content": p})
+    for i, (name, args) in enumerate(calls):
+        cid = f"call_{i}"
+        if style == "ollama":  # whole call in one delta, every call at index 0
+            delta({"tool_calls": [{"index": 0, "id": cid, "function": {"name": name, "arguments": args}}]})
+            continue
+        head = {"id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+        if style == "vllm":
+            head.pop("id")
+        if style != "no_index":
+            head["index"] = i
+        delta({"tool_calls": [head]})
+        for part in split_at(args, draw(st.lists(st.integers(0, 200), max_size=5))):
+            frag = {"function": {"arguments": part}}
+            if style == "vllm":
+                frag["function"]["name"] = name  # vLLM repeats the name on every delta
+            if style != "no_index":
+                frag["index"] = i
+            delta({"tool_calls": [frag]})
+    delta({}, finish="tool_calls" if calls else "stop")
+    return style, chunks, calls, content
+
+
+@given(chat_streams())
+@settings(max_examples=120, deadline=None)
+def test_accumulator_rebuilds_calls_and_text_for_any_split(stream):
+    style, chunks, calls, content = stream
+    t = ChatStreamTranslator()
+    events = [e for c in chunks for e in t.feed(c)]
+    events += t.finish(saw_done=False)
+    out = events[-1]["response"]["output"]
+    got_calls = [(o["name"], o["arguments"]) for o in out if o["type"] == "function_call"]
+    assert got_calls == [(n, a if a else "{}") for n, a in calls]
+    got_text = "".join(p["text"] for o in out if o["type"] == "message" for p in o["content"])
+    assert got_text == content
+    streamed = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    assert streamed == content
+    ids = [o["call_id"] for o in out if o["type"] == "function_call"]
+    assert len(set(ids)) == len(ids)
+    if style != "vllm":
+        assert ids == [f"call_{i}" for i in range(len(calls))]
+
+
+@st.composite
+def transcripts(draw):
+    """Kernel transcripts: user turns, assistant text and/or calls, each call answered by its output."""
+    items, n = [], 0
+    for _ in range(draw(st.integers(1, 4))):
+        items.append({"role": "user", "content": draw(text)})
+        for _ in range(draw(st.integers(0, 2))):
+            said = draw(st.one_of(st.none(), text.filter(bool)))
+            calls = draw(st.lists(st.tuples(names, json_args), max_size=3))
+            if said is None and not calls:
+                continue
+            if said is not None:
+                items.append({"type": "message", "id": "msg_x", "role": "assistant", "status": "completed",
+                              "content": [{"type": "output_text", "text": said, "annotations": []}]})
+            ids = []
+            for name, args in calls:
+                n += 1
+                ids.append(f"call_{n}")
+                items.append({"type": "function_call", "id": f"fc_{n}", "call_id": ids[-1], "name": name,
+                              "arguments": args, "status": "completed"})
+            for cid in ids:
+                items.append({"type": "function_call_output", "call_id": cid, "output": draw(text)})
+    return items
+
+
+def normalise(item):
+    item = {k: v for k, v in item.items() if k != "id"}
+    if item.get("type") == "message":
+        item["content"] = [{**p, "annotations": [], "logprobs": []} for p in item["content"]]
+    return item
+
+
+@given(transcripts())
+@settings(max_examples=80, deadline=None)
+def test_items_messages_round_trip(items):
+    messages = items_to_messages(items)
+    assert all(m.get("tool_calls") != [] for m in messages)
+    back = messages_to_items(messages)
+    assert [normalise(i) for i in back] == [normalise(i) for i in items]
