@@ -108,7 +108,7 @@ class _Shared:
     """One connection, its lock and how many sessions use it."""
 
     def __init__(self, conn: sqlite3.Connection):
-        self.conn, self.lock, self.users = conn, threading.Lock(), 0
+        self.conn, self.lock, self.users, self.pid = conn, threading.Lock(), 0, os.getpid()
 
 
 _registry: Dict[tuple, _Shared] = {}  # (pid, absolute path) -> shared connection; pid guards against fork
@@ -161,22 +161,22 @@ class SQLiteSession(SessionABC):
 
     def _acquire(self) -> _Shared:
         shared = self._shared  # the common case, without the registry lock
-        if shared is not None:
+        if shared is not None and shared.pid == os.getpid():
             return shared
-        with _registry_lock:
-            if self._shared is not None:
+        with _registry_lock:  # (a connection inherited through fork is never used: pid differs)
+            if self._shared is not None and self._shared.pid == os.getpid():
                 return self._shared
             key = (os.getpid(), self.db_path)
             shared = _registry.get(key) if self._is_file else None
             if shared is None:
                 shared = _Shared(_connect(self.db_path, self._is_file))
-                if self._is_file:
-                    _registry[key] = shared
+            with shared.lock:
+                _transaction(shared.conn, self._create_tables)
+            if self._is_file:
+                _registry[key] = shared
             shared.users += 1
             self._shared = shared
-        with shared.lock:
-            _transaction(shared.conn, self._create_tables)
-        return shared
+            return shared
 
     def _run(self, body: Any, mode: str = "IMMEDIATE") -> Any:
         shared = self._acquire()
@@ -187,7 +187,7 @@ class SQLiteSession(SessionABC):
         """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
         with _registry_lock:
             shared, self._shared = self._shared, None
-            if shared is None:
+            if shared is None or shared.pid != os.getpid():
                 return
             shared.users -= 1
             if shared.users > 0:

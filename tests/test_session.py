@@ -325,6 +325,24 @@ def test_closed_session_reconnects_on_next_use(tmp_path):
     s.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_opens_its_own_connection(tmp_path):
+    s = SQLiteSession("s", str(tmp_path / "fork.db"))
+    s.add_items([user("parent")])
+    parent_shared = s._shared
+    pid = os.fork()
+    if pid == 0:  # child: must not reuse the parent's connection
+        code = 1
+        try:
+            s.add_items([user("child")])
+            code = 0 if s._shared is not parent_shared and s._shared.pid == os.getpid() else 2
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert s.get_items() == [user("parent"), user("child")]
+    s.close()
+
+
 def test_eight_threads_writing_one_file_lose_nothing(tmp_path):
     path = str(tmp_path / "threads.db")
     errors = []
