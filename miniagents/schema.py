@@ -415,10 +415,10 @@ def ensure_strict_json_schema(schema: dict) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
-    return _strict(schema, schema, 0, [0])
+    return _strict(schema, schema, 0, [0], ())
 
 
-def _strict(node, root, depth, count):
+def _strict(node, root, depth, count, inlining):
     count[0] += 1
     if count[0] > _MAX_NODES or depth > _MAX_DEPTH:
         raise UserError(f"JSON schema is too large for the strict pass (limits: {_MAX_NODES} nodes, "
@@ -428,13 +428,15 @@ def _strict(node, root, depth, count):
     out = {}
     for key, value in node.items():
         if key in ("$defs", "definitions", "properties") and isinstance(value, dict):
-            out[key] = {k: _strict(v, root, depth + 1, count) for k, v in value.items()}
+            out[key] = {k: _strict(v, root, depth + 1, count, inlining) for k, v in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems", "items") and isinstance(value, list):
-            out[key] = [_strict(v, root, depth + 1, count) for v in value]
+            out[key] = [_strict(v, root, depth + 1, count, inlining) for v in value]
         elif key == "items" and isinstance(value, dict):
-            out[key] = _strict(value, root, depth + 1, count)
+            out[key] = _strict(value, root, depth + 1, count, inlining)
         else:
             out[key] = copy.deepcopy(value)
+    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1 and isinstance(out["allOf"][0], dict):
+        out.update(out.pop("allOf")[0])  # before the object rules, so they see the merged keys
     if "oneOf" in out:
         out["anyOf"] = out.get("anyOf", []) + out.pop("oneOf")
     if "properties" in out and "type" not in out:
@@ -447,13 +449,13 @@ def _strict(node, root, depth, count):
                             "(strict_mode=False).")
     if isinstance(out.get("properties"), dict):
         out["required"] = list(out["properties"])
-    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1:
-        out.update(out.pop("allOf")[0])
     if "default" in out and out["default"] is None:
         del out["default"]
     if "$ref" in out and len(out) > 1:
+        if out["$ref"] in inlining:  # a cycle: inlining again would never end; the bare $ref is valid
+            return {"$ref": out["$ref"]}
         merged = {**_resolve_ref(root, out["$ref"]), **{k: v for k, v in out.items() if k != "$ref"}}
-        return _strict(merged, root, depth + 1, count)
+        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],))
     return out
 
 

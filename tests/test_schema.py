@@ -962,3 +962,11 @@ def test_list_of_models_output_is_wrapped(models):
     schema, wrapped = type_schema(List[Address])
     assert wrapped and schema["properties"]["response"]["items"] == {"$ref": "#/$defs/FakeAddress"}
     assert schema["$defs"]["FakeAddress"]["additionalProperties"] is False
+
+
+def test_strict_pass_keeps_a_recursive_ref_with_siblings_bare_instead_of_looping():
+    out = ensure_strict_json_schema({"type": "object", "properties": {"n": {"$ref": "#/$defs/N", "description": "x"}},
+                                     "$defs": {"N": {"type": "object", "properties": {
+                                         "next": {"$ref": "#/$defs/N", "description": "again"}}}}})
+    assert out["properties"]["n"]["description"] == "x"
+    assert out["properties"]["n"]["properties"]["next"] == {"$ref": "#/$defs/N"}
