@@ -8,7 +8,7 @@ This module does no I/O and knows nothing of agents beyond holding a reference.
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -30,7 +30,7 @@ def raw(item: dict) -> RawItem:
 
 
 def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
+    return "call_" + os.urandom(12).hex()
 
 
 def user_message(text: str) -> RawItem:

@@ -307,8 +307,11 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
 
 def load_session_history(session: Any, input: Any, config: RunConfig) -> list:
     settings = config.session_settings
-    limit = getattr(settings, "limit", None)
-    history = session.get_items(limit) if limit is not None else session.get_items()
+    limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
+    if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
+        history = session.get_items(limit, limit_turns=limit_turns)
+    else:
+        history = session.get_items(limit) if limit is not None else session.get_items()
     new_items = to_input_list(input)
     if config.session_input_callback is not None:
         return list(aio.call(config.session_input_callback, history, new_items)), new_items
