@@ -3,7 +3,7 @@
 Tests script the replies (`server.reply(...)`, `server.reply_sse(...)`), then point an adapter at
 `server.url`. Every request is recorded (path, query, headers, parsed JSON body, client port — so
 keep-alive reuse is visible). Faults are part of a scripted reply: status + headers (429 with
-`retry-after`), a raw body (HTML 502 page, empty, plain string), a delay (past the client's timeout),
+`retry-after`), a raw body (HTML 502 page, empty, plain string), a silent close after replying, a delay (past the client's timeout),
 SSE written in tiny chunks (every byte), keep-alive comments, and a dropped connection mid-stream.
 Replies are consumed in order; with none left the server answers 500 "no scripted reply".
 """
@@ -70,6 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+        if reply.get("close_after"):  # hang up without saying so: the client's pooled socket goes stale
+            self.close_connection = True
 
     def _stream(self, reply):
         self.send_response(reply.get("status", 200))

@@ -139,6 +139,14 @@ def test_keep_alive_connection_reused_across_calls_and_streams(server):
     assert len({r["client_port"] for r in server.requests}) == 1
 
 
+def test_stale_keep_alive_socket_is_replaced_without_counting_a_retry(server):
+    server.reply(chat_completion("a"), close_after=True).reply(chat_completion("b"))
+    m = chat(server, max_retries=0)
+    ask(m)
+    time.sleep(0.05)
+    assert text_of(ask(m)) == "b" and len(server.requests) == 2
+
+
 def test_stream_retried_before_first_event_but_not_after(server):
     server.reply({"error": {"message": "warming up"}}, status=503).reply_sse(sse(*chat_chunks("ok")))
     events = list(chat(server).stream_response(None, USER, ModelSettings(), [], None, []))
