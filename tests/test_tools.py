@@ -1,0 +1,680 @@
+"""Specification of function tools in a run (miniagents/tool.py, turn.py): schemas sent, arguments,
+results, failures, timeouts, unknown tools and concurrency. Issue 2, behaviours 3-8.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, TypedDict
+
+import pytest
+
+from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, ToolContext, ToolError,
+                        ToolExecutionConfig, ToolTimeoutError, UserError, function_tool)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+REDACTED = "An error occurred while running the tool. Please try again."
+
+
+def make_agent(steps, name="Assistant", **kw):
+    model = ScriptedModel(steps)
+    return Agent(name=name, model=model, **kw), model
+
+
+def outputs_sent(call):
+    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+
+
+def output_order(call):
+    return [i["call_id"] for i in call.input if i.get("type") == "function_call_output"]
+
+
+def run_one_call(tool, arguments, *, call_id="c1", run_config=None, **agent_kw):
+    """One response calling `tool`, then a plain answer; returns (result, the text the model got back)."""
+    name = tool.name if hasattr(tool, "name") else tool
+    tools = [tool] if hasattr(tool, "name") else []
+    agent, model = make_agent([[function_call(name, arguments, call_id=call_id)], [assistant_message("done")]],
+                              tools=tools, **agent_kw)
+    result = Runner.run_sync(agent, "go", run_config=run_config)
+    assert len(model.calls) == 2
+    return result, outputs_sent(model.calls[1])[call_id]
+
+
+# --- Behaviour 3: the schema the model is sent ------------------------------------------------
+
+
+@dataclass
+class Address:
+    city: str
+    zip_code: str
+
+
+def test_the_model_is_sent_a_strict_schema_built_from_the_signature_and_docstring():
+    @function_tool
+    def ship(item: str, quantity: int, address: Address, express: bool = False) -> str:
+        """Ship an item to an address.
+
+        Args:
+            item: The item's SKU.
+            quantity: How many to ship.
+            address: Where to ship it.
+            express: Use express delivery.
+        """
+        return "shipped"
+
+    agent, model = make_agent([[assistant_message("ok")]], tools=[ship])
+    Runner.run_sync(agent, "hi")
+    (spec,) = model.calls[0].tools
+    assert spec["name"] == "ship"
+    assert spec["description"] == "Ship an item to an address."  # the Args section is not in it
+    assert spec["strict"] is True
+    params = spec["parameters"]
+    assert params["type"] == "object"
+    assert params["additionalProperties"] is False
+    assert sorted(params["required"]) == ["address", "express", "item", "quantity"]
+    assert params["properties"]["item"]["description"] == "The item's SKU."
+    assert params["properties"]["quantity"]["type"] == "integer"
+    assert params["properties"]["express"]["default"] is False
+
+    def objects(node):
+        if isinstance(node, dict):
+            if node.get("type") == "object":
+                yield node
+            for v in node.values():
+                yield from objects(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from objects(v)
+
+    for obj in objects(params):
+        assert obj["additionalProperties"] is False
+        assert sorted(obj["required"]) == sorted(obj["properties"])
+
+
+def test_a_context_parameter_is_injected_and_left_out_of_the_schema():
+    seen = {}
+
+    @function_tool
+    def whoami(ctx: RunContextWrapper, greeting: str) -> str:
+        seen["context"] = ctx.context
+        return f"{greeting}, {ctx.context['name']}"
+
+    @function_tool
+    def which_call(ctx: ToolContext) -> str:
+        return f"{ctx.tool_name}/{ctx.tool_call_id}"
+
+    agent, model = make_agent([[function_call("whoami", {"greeting": "hi"}, call_id="c1"),
+                                function_call("which_call", "{}", call_id="c2")],
+                               [assistant_message("ok")]], tools=[whoami, which_call])
+    Runner.run_sync(agent, "go", context={"name": "ada"})
+    specs = {t["name"]: t["parameters"] for t in model.calls[0].tools}
+    assert list(specs["whoami"]["properties"]) == ["greeting"]
+    assert specs["which_call"]["properties"] == {}
+    assert outputs_sent(model.calls[1]) == {"c1": "hi, ada", "c2": "which_call/c2"}
+    assert seen["context"] == {"name": "ada"}
+
+
+def test_a_dict_parameter_is_refused_in_strict_mode_at_decoration_time_naming_the_parameter():
+    with pytest.raises(UserError, match="filters"):
+        @function_tool
+        def lookup(filters: Dict[str, int]) -> str:
+            return "x"
+
+    @function_tool(strict_mode=False)
+    def lookup_loose(filters: Dict[str, int]) -> str:
+        return json.dumps(filters)
+
+    assert lookup_loose.strict_json_schema is False
+    _, text = run_one_call(lookup_loose, {"filters": {"a": 1}})
+    assert text == '{"a": 1}'
+
+
+def test_an_annotation_the_kernel_cannot_express_fails_at_decoration_time():
+    class Opaque:
+        pass
+
+    with pytest.raises(UserError):
+        @function_tool
+        def use(thing: Opaque) -> str:
+            return "x"
+
+
+def test_a_tool_name_outside_the_allowed_pattern_is_a_clear_error():
+    with pytest.raises(UserError, match="tool name"):
+        @function_tool(name_override="has spaces!")
+        def tool() -> str:
+            return "x"
+    with pytest.raises(UserError):
+        function_tool(name_override="x" * 65)(lambda: "x")
+
+
+def test_name_and_description_overrides_are_what_the_model_sees():
+    @function_tool(name_override="lookup_v2", description_override="Look it up.")
+    def lookup() -> str:
+        """Original docstring."""
+        return "x"
+
+    agent, model = make_agent([[function_call("lookup_v2", "{}", call_id="c1")], [assistant_message("ok")]],
+                              tools=[lookup])
+    Runner.run_sync(agent, "go")
+    assert [(t["name"], t["description"]) for t in model.calls[0].tools] == [("lookup_v2", "Look it up.")]
+    assert outputs_sent(model.calls[1]) == {"c1": "x"}
+
+
+# --- Behaviour 4: arguments ---------------------------------------------------------------------
+
+
+ran: list = []
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    ran.clear()
+
+
+@function_tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    ran.append((a, b))
+    return a + b
+
+
+@function_tool
+def ping() -> str:
+    ran.append("ping")
+    return "pong"
+
+
+@pytest.mark.parametrize("arguments", ["", "   ", "{}"])
+def test_empty_arguments_mean_no_arguments(arguments):
+    _, text = run_one_call(ping, arguments)
+    assert text == "pong"
+    assert ran == ["ping"]
+
+
+def test_missing_arguments_field_means_no_arguments():
+    call = function_call("ping", "{}", call_id="c1")
+    del call["arguments"]
+    agent, model = make_agent([[call], [assistant_message("ok")]], tools=[ping])
+    Runner.run_sync(agent, "go")
+    assert outputs_sent(model.calls[1]) == {"c1": "pong"}
+
+
+def test_invalid_json_arguments_do_not_run_the_tool_and_the_model_is_told_what_to_fix():
+    _, text = run_one_call(add, '{"a": 1, "b": ')
+    assert ran == []
+    assert "Invalid JSON input for tool add" in text
+    assert '{"a": 1, "b": ' in text  # a preview of what was received
+
+
+def test_the_preview_of_bad_arguments_is_bounded():
+    garbage = "{" + "x" * 5000
+    _, text = run_one_call(add, garbage)
+    assert ran == []
+    assert "xxxxxxxxxx" in text
+    assert len(text) < 1000
+
+
+@pytest.mark.parametrize("arguments", ["[1, 2]", "42", '"a string"', "null"])
+def test_arguments_that_are_not_a_json_object_do_not_run_the_tool(arguments):
+    _, text = run_one_call(add, arguments)
+    assert ran == []
+    assert "object" in text
+    assert arguments in text
+
+
+def test_a_missing_required_argument_is_named_and_the_tool_does_not_run():
+    _, text = run_one_call(add, {"a": 1})
+    assert ran == []
+    assert "'b'" in text and "missing" in text
+
+
+def test_an_argument_of_the_wrong_type_is_named_and_the_tool_does_not_run():
+    _, text = run_one_call(add, {"a": 1, "b": "two"})
+    assert ran == []
+    assert "'b'" in text and "integer" in text
+    assert '"two"' in text  # the preview shows what the model sent
+
+
+def test_an_unexpected_argument_is_refused():
+    _, text = run_one_call(add, {"a": 1, "b": 2, "c": 3})
+    assert ran == []
+    assert "'c'" in text
+
+
+def test_the_model_can_correct_bad_arguments_on_its_next_turn():
+    agent, model = make_agent([
+        [function_call("add", "{oops", call_id="c1")],
+        [function_call("add", {"a": 2, "b": 3}, call_id="c2")],
+        [assistant_message("5")],
+    ], tools=[add])
+    result = Runner.run_sync(agent, "go")
+    assert result.final_output == "5"
+    assert ran == [(2, 3)]
+    assert outputs_sent(model.calls[2])["c2"] == "5"
+
+
+@dataclass
+class Order:
+    sku: str
+    address: Address
+    notes: Optional[str] = None
+
+
+def test_valid_arguments_are_converted_to_the_annotated_types_with_dataclasses_built():
+    received = []
+
+    @function_tool
+    def place(order: Order, tags: List[str], count: float) -> str:
+        received.append((order, tags, count))
+        return "placed"
+
+    _, text = run_one_call(place, {"order": {"sku": "A1", "address": {"city": "Paris", "zip_code": "75001"},
+                                             "notes": None}, "tags": ["x"], "count": 2})
+    assert text == "placed"
+    ((order, tags, count),) = received
+    assert order == Order("A1", Address("Paris", "75001"), None)
+    assert isinstance(order.address, Address)
+    assert tags == ["x"]
+    assert isinstance(count, float)
+
+
+# --- Behaviour 5: results --------------------------------------------------------------------------
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+class Custom:
+    def __str__(self):
+        return "custom-str"
+
+
+@dataclass
+class City:
+    name: str
+    population: int
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("plain text", "plain text"),
+    ('{"already": "json"}', '{"already": "json"}'),
+    ({"city": "Zürich", "n": 1}, '{"city": "Zürich", "n": 1}'),
+    ([1, "deux", None], '[1, "deux", null]'),
+    (City("Kraków", 800000), '{"name": "Kraków", "population": 800000}'),
+    (Point(x=1, y=2), '{"x": 1, "y": 2}'),
+    (42, "42"),
+    (Custom(), "custom-str"),
+])
+def test_tool_results_reach_the_model_as_text_strings_as_is_data_as_json(value, expected):
+    @function_tool
+    def produce() -> object:
+        return value
+
+    result, text = run_one_call(produce, "{}")
+    assert text == expected
+    (output_item,) = [i for i in result.new_items if i.type == "tool_call_output_item"]
+    assert output_item.output is value  # the Python value stays on the item
+    assert output_item.raw_item["output"] == expected
+
+
+# --- Behaviour 6: failures -----------------------------------------------------------------------
+
+
+def test_a_tool_error_reaches_the_model_verbatim():
+    @function_tool
+    def book(day: str) -> str:
+        raise ToolError(f"No slots left on {day}; try another day.")
+
+    _, text = run_one_call(book, {"day": "Monday"})
+    assert text == "No slots left on Monday; try another day."
+
+
+def test_any_other_exception_is_redacted():
+    @function_tool
+    def connect() -> str:
+        raise RuntimeError("password=hunter2 at /etc/secret")
+
+    result, text = run_one_call(connect, "{}")
+    assert text == REDACTED
+    assert "hunter2" not in json.dumps(result.to_input_list())
+
+
+def test_failure_error_function_none_lets_the_exception_propagate():
+    class Boom(Exception):
+        pass
+
+    @function_tool(failure_error_function=None)
+    def explode() -> str:
+        raise Boom("kaboom")
+
+    agent, model = make_agent([[function_call("explode", "{}", call_id="c1")], [assistant_message("never")]],
+                              tools=[explode])
+    with pytest.raises(Boom, match="kaboom"):
+        Runner.run_sync(agent, "go")
+    assert len(model.calls) == 1
+
+
+def test_a_failure_error_function_supplies_the_text():
+    seen = []
+
+    def explain(ctx, error):
+        seen.append((type(ctx).__name__, error))
+        return f"failed with {type(error).__name__}: {error}"
+
+    @function_tool(failure_error_function=explain)
+    def divide(a: int, b: int) -> float:
+        return a / b
+
+    _, text = run_one_call(divide, {"a": 1, "b": 0})
+    assert text == "failed with ZeroDivisionError: division by zero"
+    assert isinstance(seen[0][1], ZeroDivisionError)
+
+
+def test_an_async_failure_error_function_is_awaited():
+    async def explain(ctx, error):
+        return "async explanation"
+
+    @function_tool(failure_error_function=explain)
+    def fail() -> str:
+        raise ValueError("x")
+
+    _, text = run_one_call(fail, "{}")
+    assert text == "async explanation"
+
+
+def test_a_tool_error_raised_by_an_async_tool_reaches_the_model_verbatim():
+    @function_tool
+    async def check() -> str:
+        await asyncio.sleep(0)
+        raise ToolError("async tool says no")
+
+    _, text = run_one_call(check, "{}")
+    assert text == "async tool says no"
+
+
+def test_a_slow_sync_tool_times_out_with_a_message_and_the_run_continues():
+    @function_tool(timeout=0.05)
+    def slow() -> str:
+        time.sleep(0.5)
+        return "too late"
+
+    start = time.monotonic()
+    result, text = run_one_call(slow, "{}")
+    assert time.monotonic() - start < 0.45
+    assert text == "Tool 'slow' timed out after 0.05 seconds."
+    assert result.final_output == "done"
+
+
+def test_a_slow_async_tool_times_out_with_a_message_and_the_run_continues():
+    @function_tool(timeout=0.05)
+    async def slow_async() -> str:
+        await asyncio.sleep(0.5)
+        return "too late"
+
+    start = time.monotonic()
+    result, text = run_one_call(slow_async, "{}")
+    assert time.monotonic() - start < 0.45
+    assert text == "Tool 'slow_async' timed out after 0.05 seconds."
+    assert result.final_output == "done"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_timeout_behavior_raise_exception_raises_tool_timeout_error(is_async):
+    if is_async:
+        async def slow() -> str:
+            await asyncio.sleep(0.5)
+            return "late"
+    else:
+        def slow() -> str:
+            time.sleep(0.5)
+            return "late"
+
+    tool = function_tool(slow, timeout=0.05, timeout_behavior="raise_exception")
+    agent, model = make_agent([[function_call("slow", "{}", call_id="c1")], [assistant_message("never")]],
+                              tools=[tool])
+    with pytest.raises(ToolTimeoutError, match=r"^Tool 'slow' timed out after 0.05 seconds\.$") as info:
+        Runner.run_sync(agent, "go")
+    assert info.value.tool_name == "slow" and info.value.timeout_seconds == 0.05
+    assert len(model.calls) == 1
+
+
+def test_a_fast_tool_with_a_timeout_returns_normally():
+    @function_tool(timeout=2)
+    def quick() -> str:
+        return "quick"
+
+    _, text = run_one_call(quick, "{}")
+    assert text == "quick"
+
+
+def test_a_timeout_error_function_supplies_the_timeout_text():
+    @function_tool(timeout=0.05, timeout_error_function=lambda ctx, e: f"gave up after {e.timeout_seconds}s")
+    def slow() -> str:
+        time.sleep(0.5)
+        return "late"
+
+    _, text = run_one_call(slow, "{}")
+    assert text == "gave up after 0.05s"
+
+
+# --- Behaviour 7: unknown tools --------------------------------------------------------------------
+
+
+def test_an_unknown_tool_is_answered_with_the_list_of_available_tools_and_the_run_continues():
+    agent, model = make_agent([[function_call("serch", {"q": "x"}, call_id="c1")],
+                               [function_call("ping", "{}", call_id="c2")],
+                               [assistant_message("found it")]], tools=[ping, add])
+    result = Runner.run_sync(agent, "go")
+    text = outputs_sent(model.calls[1])["c1"]
+    assert text.startswith("Tool 'serch' not found.")
+    assert "add" in text and "ping" in text
+    assert result.final_output == "found it"
+    assert [i.type for i in result.new_items][:2] == ["tool_call_item", "tool_call_output_item"]
+
+
+def test_an_empty_tool_name_is_an_unknown_tool():
+    agent, model = make_agent([[function_call("", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
+    Runner.run_sync(agent, "go")
+    assert outputs_sent(model.calls[1])["c1"].startswith("Tool '' not found.")
+    assert ran == []
+
+
+def test_unknown_tools_still_count_against_max_turns():
+    from miniagents import MaxTurnsExceeded
+
+    agent, model = make_agent([[function_call("nope", "{}", call_id=f"c{i}")] for i in range(3)])
+    with pytest.raises(MaxTurnsExceeded):
+        Runner.run_sync(agent, "go", max_turns=2)
+    assert len(model.calls) == 2
+
+
+def test_tool_not_found_behavior_raise_error_raises_model_behavior_error():
+    agent, model = make_agent([[function_call("nope", "{}", call_id="c1"), function_call("ping", "{}", call_id="c2")],
+                               [assistant_message("never")]], tools=[ping])
+    with pytest.raises(ModelBehaviorError, match="nope"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_not_found_behavior="raise_error"))
+    assert len(model.calls) == 1
+    assert ran == []
+
+
+# --- Behaviour 8: concurrency ------------------------------------------------------------------------
+
+
+def test_all_function_calls_of_one_response_run_concurrently():
+    barrier = threading.Barrier(2, timeout=2)
+
+    @function_tool
+    def left() -> str:
+        barrier.wait()
+        return "left"
+
+    @function_tool
+    def right() -> str:
+        barrier.wait()
+        return "right"
+
+    agent, model = make_agent([[function_call("left", "{}", call_id="c1"), function_call("right", "{}", call_id="c2")],
+                               [assistant_message("ok")]], tools=[left, right])
+    Runner.run_sync(agent, "go")
+    assert outputs_sent(model.calls[1]) == {"c1": "left", "c2": "right"}
+
+
+def test_async_tools_of_one_response_run_concurrently():
+    barrier = threading.Barrier(2, timeout=2)
+
+    @function_tool
+    async def left() -> str:
+        await asyncio.sleep(0)
+        barrier.wait()
+        return "left"
+
+    @function_tool
+    async def right() -> str:
+        await asyncio.sleep(0)
+        barrier.wait()
+        return "right"
+
+    agent, model = make_agent([[function_call("left", "{}", call_id="c1"), function_call("right", "{}", call_id="c2")],
+                               [assistant_message("ok")]], tools=[left, right])
+    Runner.run_sync(agent, "go")
+    assert outputs_sent(model.calls[1]) == {"c1": "left", "c2": "right"}
+
+
+@pytest.mark.parametrize("config", [RunConfig(max_function_tool_concurrency=1),
+                                    RunConfig(tool_execution=ToolExecutionConfig(max_function_tool_concurrency=1))])
+def test_max_function_tool_concurrency_one_runs_calls_one_at_a_time_in_call_order(config):
+    lock, active, peak, order = threading.Lock(), [0], [0], []
+
+    @function_tool
+    def work(n: int) -> str:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            order.append(n)
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return str(n)
+
+    agent, model = make_agent([[function_call("work", {"n": i}, call_id=f"c{i}") for i in range(4)],
+                               [assistant_message("ok")]], tools=[work])
+    Runner.run_sync(agent, "go", run_config=config)
+    assert peak[0] == 1
+    assert order == [0, 1, 2, 3]
+    assert outputs_sent(model.calls[1]) == {f"c{i}": str(i) for i in range(4)}
+
+
+def test_concurrency_is_bounded_by_max_function_tool_concurrency():
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    @function_tool
+    def work(n: int) -> str:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.03)
+        with lock:
+            active[0] -= 1
+        return str(n)
+
+    agent, model = make_agent([[function_call("work", {"n": i}, call_id=f"c{i}") for i in range(6)],
+                               [assistant_message("ok")]], tools=[work])
+    Runner.run_sync(agent, "go", run_config=RunConfig(max_function_tool_concurrency=2))
+    assert peak[0] == 2
+    assert output_order(model.calls[1]) == [f"c{i}" for i in range(6)]
+
+
+def test_outputs_enter_the_transcript_in_call_order_even_when_the_first_call_finishes_last():
+    second_done = threading.Event()
+    finished = []
+
+    @function_tool
+    def first() -> str:
+        assert second_done.wait(2)
+        finished.append("first")
+        return "1"
+
+    @function_tool
+    def second() -> str:
+        finished.append("second")
+        second_done.set()
+        return "2"
+
+    agent, model = make_agent([[function_call("first", "{}", call_id="a"), function_call("second", "{}", call_id="b")],
+                               [assistant_message("ok")]], tools=[first, second])
+    result = Runner.run_sync(agent, "go")
+    assert finished == ["second", "first"]
+    assert [i.get("call_id") for i in model.calls[1].input[1:]] == ["a", "b", "a", "b"]
+    assert [(i.type, i.raw_item["call_id"]) for i in result.new_items[:4]] == [
+        ("tool_call_item", "a"), ("tool_call_item", "b"), ("tool_call_output_item", "a"),
+        ("tool_call_output_item", "b")]
+
+
+def test_a_failing_tool_does_not_discard_its_siblings_outputs():
+    @function_tool
+    def broken() -> str:
+        raise RuntimeError("internal")
+
+    @function_tool
+    def fine() -> str:
+        return "fine"
+
+    agent, model = make_agent([[function_call("broken", "{}", call_id="c1"), function_call("fine", "{}", call_id="c2"),
+                                function_call("add", {"a": 1}, call_id="c3")],
+                               [assistant_message("ok")]], tools=[broken, fine, add])
+    Runner.run_sync(agent, "go")
+    sent = outputs_sent(model.calls[1])
+    assert sent["c1"] == REDACTED
+    assert sent["c2"] == "fine"
+    assert "missing" in sent["c3"]
+
+
+def test_a_propagating_failure_still_lets_its_siblings_finish():
+    finished = threading.Event()
+
+    @function_tool(failure_error_function=None)
+    def broken() -> str:
+        raise KeyError("boom")
+
+    @function_tool
+    def slow_sibling() -> str:
+        time.sleep(0.05)
+        finished.set()
+        return "done"
+
+    agent, _ = make_agent([[function_call("broken", "{}", call_id="c1"), function_call("slow_sibling", "{}", call_id="c2")]],
+                          tools=[broken, slow_sibling])
+    with pytest.raises(KeyError):
+        Runner.run_sync(agent, "go")
+    assert finished.is_set()
+
+
+def test_a_repeated_call_id_within_a_response_runs_once():
+    agent, model = make_agent([[function_call("add", {"a": 1, "b": 1}, call_id="same"),
+                                function_call("add", {"a": 2, "b": 2}, call_id="same")],
+                               [assistant_message("ok")]], tools=[add])
+    result = Runner.run_sync(agent, "go")
+    assert ran == [(1, 1)]
+    assert [i.get("call_id") for i in model.calls[1].input[1:]] == ["same", "same"]
+    assert [i.get("type") for i in model.calls[1].input[1:]] == ["function_call", "function_call_output"]
+    assert [i.type for i in result.new_items] == ["tool_call_item", "tool_call_output_item", "message_output_item"]
+
+
+def test_missing_or_empty_call_ids_get_unique_generated_ids():
+    no_id = function_call("add", {"a": 1, "b": 1}, call_id="x")
+    del no_id["call_id"]
+    empty_id = function_call("add", {"a": 2, "b": 2}, call_id="")
+    other_empty = function_call("add", {"a": 3, "b": 3}, call_id="")
+    agent, model = make_agent([[no_id, empty_id, other_empty], [assistant_message("ok")]], tools=[add])
+    Runner.run_sync(agent, "go")
+    assert sorted(ran) == [(1, 1), (2, 2), (3, 3)]
+    sent = model.calls[1].input[1:]
+    call_ids = [i["call_id"] for i in sent if i["type"] == "function_call"]
+    assert len(call_ids) == 3 and all(call_ids) and len(set(call_ids)) == 3
+    assert outputs_sent(model.calls[1]) == dict(zip(call_ids, ["2", "4", "6"]))
