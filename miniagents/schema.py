@@ -266,6 +266,7 @@ class _Unsupported(Exception):
         self.tp, self.reason, self.where = tp, reason, where
 
 
+_SIMPLE = ((str, "string"), (bool, "boolean"), (int, "integer"), (float, "number"), (type(None), "null"))
 _STRICT_MAP = "strict mode cannot express it — use a dataclass or TypedDict, or strict_mode=False"
 _STRICT_ANY = "strict mode cannot express Any — give it a concrete type, or strict_mode=False"
 _UNKNOWN = ("miniagents cannot express it as JSON Schema — use str, int, float, bool, list, tuple, set, "
@@ -305,13 +306,17 @@ class _Builder:
             if self.strict:
                 raise _Unsupported(Any, _STRICT_ANY, tuple(self.where))
             return {}
-        if tp is None or tp is type(None):
-            return {"type": "null"}
-        simple = {str: "string", bool: "boolean", int: "integer", float: "number"}.get(tp)
+        tp = type(None) if tp is None else tp
+        simple = next((name for t, name in _SIMPLE if t is tp), None)
         if simple:
             return {"type": simple}
-        if origin is typing.Literal:
-            values = [_jsonable(a) for a in args]
+        if origin is typing.Literal or (isinstance(tp, type) and issubclass(tp, enum.Enum)):
+            try:
+                values = [_jsonable(a) for a in (args or [m.value for m in tp])]
+            except TypeError as exc:
+                raise _Unsupported(tp, f"its values must be JSON ({exc})", tuple(self.where)) from None
+            if origin is not typing.Literal:
+                return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
             return {"const": values[0], **_literal_type(values)} if len(values) == 1 \
                 else {"enum": values, **_literal_type(values)}
         if _is_union(tp):
@@ -333,9 +338,6 @@ class _Builder:
             if args and _strip_annotated(args[0])[0] is not str:
                 raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T]", tuple(self.where))
             return {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return self._define(tp, lambda: {"enum": [_jsonable(m.value) for m in tp], "title": tp.__name__,
-                                             **_literal_type([_jsonable(m.value) for m in tp])})
         if _is_pydantic(tp):
             return self._pydantic(tp)
         if _is_object_type(tp):
@@ -353,7 +355,12 @@ class _Builder:
 
     def _object(self, cls) -> dict:
         props, required = {}, []
-        for name, tp, req, default in _fields(cls):
+        try:
+            fields = _fields(cls)
+        except Exception as exc:  # e.g. a forward reference that does not resolve
+            raise _Unsupported(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})",
+                               tuple(self.where)) from None
+        for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, _field_type(tp, default), default)
             self.where.pop()
@@ -569,9 +576,12 @@ def _convert(tp, value, path: str, strict: bool):
     items = [_convert(args[0] if args else Any, v, _join(path, i), strict) for i, v in enumerate(value)]
     if origin is tuple or tp is tuple:
         return tuple(items)
-    if origin in (set, cabc.Set, cabc.MutableSet) or tp is set:
-        return set(items)
-    return frozenset(items) if origin is frozenset or tp is frozenset else items
+    try:
+        if origin in (set, cabc.Set, cabc.MutableSet) or tp is set:
+            return set(items)
+        return frozenset(items) if origin is frozenset or tp is frozenset else items
+    except TypeError as exc:  # unhashable items
+        return _fail(path, f"items of a set must be hashable ({exc})")
 
 
 def _convert_object(cls, value: dict, path: str, strict: bool):
@@ -583,7 +593,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool):
     kwargs = {}
     for name, tp, required, default in fields:
         if name in value:
-            if value[name] is None and default is not _MISSING and not _admits_none(tp):
+            if value[name] is None and not required and not _admits_none(tp):
                 continue  # null means "not given": the default applies
             kwargs[name] = _convert(_field_type(tp, default), value[name], _join(path, name), strict)
         elif required:
@@ -598,7 +608,14 @@ def _convert_object(cls, value: dict, path: str, strict: bool):
 
 def validate_value(tp, value, *, path: str = ""):
     """Check a decoded JSON value against `tp` and convert it (dataclasses built, enums, tuples, sets)."""
-    return _convert(tp, value, path, True)
+    return _convert_guarded(tp, value, path, True)
+
+
+def _convert_guarded(tp, value, path, strict):
+    try:
+        return _convert(tp, value, path, strict)
+    except RecursionError:
+        return _fail(path, "the value is nested too deeply")
 
 
 # ------------------------------------------------------------------------------------- function -> schema
@@ -640,7 +657,7 @@ class FuncSchema:
                 value = _MISSING  # null means "not given"
             if value is _MISSING and default is _MISSING:
                 _fail("", f"missing required parameter '{name}'")
-            value = default if value is _MISSING else _convert(tp, value, name, self.strict_json_schema)
+            value = default if value is _MISSING else _convert_guarded(tp, value, name, self.strict_json_schema)
             if kind == inspect.Parameter.VAR_POSITIONAL:
                 args.extend(value)
             elif kind == inspect.Parameter.VAR_KEYWORD:

@@ -970,3 +970,33 @@ def test_strict_pass_keeps_a_recursive_ref_with_siblings_bare_instead_of_looping
                                          "next": {"$ref": "#/$defs/N", "description": "again"}}}}})
     assert out["properties"]["n"]["description"] == "x"
     assert out["properties"]["n"]["properties"]["next"] == {"$ref": "#/$defs/N"}
+
+
+@dataclass
+class Dangling:
+    x: "NoSuchThing"  # noqa: F821
+
+
+def test_a_dataclass_whose_hints_do_not_resolve_is_a_user_error():
+    def f(d: Dangling): ...
+    with pytest.raises(UserError, match=r"parameter 'd' is Dangling.*type hints do not resolve"):
+        function_schema(f)
+
+
+def test_a_literal_of_non_json_values_is_a_user_error():
+    def f(x: Literal[b"raw"]): ...
+    with pytest.raises(UserError, match="parameter 'x'.*must be JSON"):
+        function_schema(f)
+
+
+def test_null_for_a_field_with_a_default_factory_takes_the_default():
+    assert validate_value(TreeNode, {"name": "a", "children": None}) == TreeNode("a")
+
+
+def test_too_deeply_nested_arguments_are_an_arguments_error():
+    def f(tree: TreeNode): ...
+    data: dict = {"name": "leaf", "children": []}
+    for _ in range(3000):
+        data = {"name": "n", "children": [data]}
+    with pytest.raises(ArgumentsError, match="nested too deeply"):
+        function_schema(f).to_call_args({"tree": data})
