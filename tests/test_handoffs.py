@@ -1,0 +1,325 @@
+"""Specification of handoffs (miniagents/handoffs.py and the switch in run.py). Issue 2, behaviour 9."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from miniagents import (Agent, Handoff, HandoffInputData, ModelBehaviorError, RunConfig, Runner, UserError,
+                        function_tool, handoff)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+MULTIPLE = "Multiple handoffs detected, ignoring this one."
+EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+
+def make_agent(steps, name="Triage", **kw):
+    model = ScriptedModel(steps)
+    return Agent(name=name, model=model, **kw), model
+
+
+def kinds(items):
+    out = []
+    for i in items:
+        t = i.get("type")
+        if t == "function_call":
+            out.append(f"call:{i['call_id']}")
+        elif t == "function_call_output":
+            out.append(f"out:{i['call_id']}")
+        elif i.get("role") == "user":
+            out.append("user")
+        else:
+            out.append("msg")
+    return out
+
+
+def outputs_sent(call):
+    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+
+
+ran: list = []
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    ran.clear()
+
+
+@function_tool
+def lookup(q: str) -> str:
+    ran.append(q)
+    return f"result for {q}"
+
+
+def test_an_agent_in_handoffs_reaches_the_model_with_upstreams_default_name_description_and_schema():
+    spanish = Agent(name="Spanish Agent", handoff_description="Speaks Spanish.")
+    plain = Agent(name="Billing")
+    agent, model = make_agent([[assistant_message("ok")]], handoffs=[spanish, plain])
+    Runner.run_sync(agent, "hola")
+    specs = {h["name"]: h for h in model.calls[0].handoffs}
+    assert set(specs) == {"transfer_to_spanish_agent", "transfer_to_billing"}
+    assert specs["transfer_to_spanish_agent"]["description"] == \
+        "Handoff to the Spanish Agent agent to handle the request. Speaks Spanish."
+    assert specs["transfer_to_billing"]["description"] == "Handoff to the Billing agent to handle the request. "
+    assert specs["transfer_to_billing"]["parameters"] == EMPTY_STRICT
+    assert specs["transfer_to_billing"]["strict"] is True
+    assert model.calls[0].tools == []
+
+
+def test_default_names_replace_every_character_outside_letters_digits_and_underscore():
+    agent = Agent(name="Agent-X 2.0!")
+    assert Handoff.default_tool_name(agent) == "transfer_to_agent_x_2_0_"
+    assert Handoff.default_tool_description(agent) == "Handoff to the Agent-X 2.0! agent to handle the request. "
+
+
+def test_a_handoff_switches_agents_records_upstreams_output_and_the_new_agent_answers():
+    spanish, spanish_model = make_agent([[assistant_message("¡Hola!")]], name="Spanish Agent",
+                                        instructions="Habla español.")
+    agent, model = make_agent([[function_call("transfer_to_spanish_agent", "{}", call_id="h1")]],
+                              handoffs=[spanish], instructions="Triage.")
+    result = Runner.run_sync(agent, "hola")
+    assert result.final_output == "¡Hola!"
+    assert result.last_agent is spanish
+    assert [i.type for i in result.new_items] == ["handoff_call_item", "handoff_output_item", "message_output_item"]
+    handoff_output = result.new_items[1]
+    assert handoff_output.raw_item["output"] == '{"assistant": "Spanish Agent"}'
+    assert handoff_output.source_agent is agent and handoff_output.target_agent is spanish
+    assert result.new_items[2].agent is spanish
+    assert spanish_model.calls[0].system_instructions == "Habla español."
+    assert outputs_sent(spanish_model.calls[0]) == {"h1": '{"assistant": "Spanish Agent"}'}
+    assert len(result.raw_responses) == 2
+
+
+def test_the_new_agent_sees_the_whole_transcript():
+    specialist, specialist_model = make_agent([[assistant_message("answer")]], name="Specialist")
+    agent, model = make_agent([
+        [function_call("lookup", {"q": "a"}, call_id="c1")],
+        [assistant_message("handing off"), function_call("transfer_to_specialist", "{}", call_id="h1")],
+    ], tools=[lookup], handoffs=[specialist])
+    result = Runner.run_sync(agent, "question")
+    assert kinds(specialist_model.calls[0].input) == ["user", "call:c1", "out:c1", "msg", "call:h1", "out:h1"]
+    # upstream: tool -> msg + handoff -> answer gives 3 responses and 7 items
+    assert len(result.raw_responses) == 3
+    assert len(result.to_input_list()) == 7
+    assert result.last_agent is specialist
+    assert specialist_model.calls[0].tools == []  # the specialist's own tools, not the triage agent's
+
+
+def test_only_the_first_handoff_runs_and_the_others_are_told_so():
+    first, first_model = make_agent([[assistant_message("first here")]], name="First")
+    second, second_model = make_agent([], name="Second")
+    agent, model = make_agent([[function_call("transfer_to_first", "{}", call_id="h1"),
+                                function_call("transfer_to_second", "{}", call_id="h2")]],
+                              handoffs=[first, second])
+    result = Runner.run_sync(agent, "go")
+    assert result.last_agent is first
+    assert second_model.calls == []
+    sent = first_model.calls[0].input
+    assert kinds(sent) == ["user", "call:h1", "call:h2", "out:h2", "out:h1"]  # upstream's order
+    assert outputs_sent(first_model.calls[0]) == {"h2": MULTIPLE, "h1": '{"assistant": "First"}'}
+
+
+def test_other_function_calls_in_a_handoff_response_still_run():
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, model = make_agent([[function_call("lookup", {"q": "x"}, call_id="c1"),
+                                function_call("transfer_to_specialist", "{}", call_id="h1"),
+                                function_call("lookup", {"q": "y"}, call_id="c2")]],
+                              tools=[lookup], handoffs=[specialist])
+    Runner.run_sync(agent, "go")
+    assert sorted(ran) == ["x", "y"]
+    sent = outputs_sent(specialist_model.calls[0])
+    assert sent["c1"] == "result for x" and sent["c2"] == "result for y"
+    assert sent["h1"] == '{"assistant": "Specialist"}'
+
+
+def test_an_input_filter_changes_what_the_new_agent_sees():
+    seen = []
+
+    def drop_tool_items(data: HandoffInputData) -> HandoffInputData:
+        seen.append(data)
+        keep = tuple(i for i in data.new_items if i.type not in ("tool_call_item", "tool_call_output_item"))
+        return data.clone(pre_handoff_items=(), new_items=keep)
+
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, model = make_agent([
+        [function_call("lookup", {"q": "a"}, call_id="c1")],
+        [function_call("lookup", {"q": "b"}, call_id="c2"), function_call("transfer_to_specialist", "{}", call_id="h1")],
+    ], tools=[lookup], handoffs=[handoff(specialist, input_filter=drop_tool_items)])
+    result = Runner.run_sync(agent, "question")
+    assert kinds(specialist_model.calls[0].input) == ["user", "call:h1", "out:h1"]
+    (data,) = seen
+    assert data.input_history == "question"
+    assert [i.type for i in data.pre_handoff_items] == ["tool_call_item", "tool_call_output_item"]
+    assert [i.type for i in data.new_items] == ["tool_call_item", "handoff_call_item", "tool_call_output_item",
+                                                "handoff_output_item"]
+    assert result.final_output == "done"
+
+
+def test_the_run_configs_handoff_input_filter_applies_when_the_handoff_has_none():
+    def forget_everything(data):
+        return data.clone(input_history="only this", pre_handoff_items=(), new_items=())
+
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, _ = make_agent([[function_call("transfer_to_specialist", "{}", call_id="h1")]], handoffs=[specialist])
+    result = Runner.run_sync(agent, "secret question", run_config=RunConfig(handoff_input_filter=forget_everything))
+    assert specialist_model.calls[0].input == [{"content": "only this", "role": "user"}]
+    assert result.input == "only this"
+
+
+def test_an_input_filter_that_leaves_orphans_still_gives_the_model_a_well_paired_history():
+    def drop_outputs(data):
+        return data.clone(new_items=tuple(i for i in data.new_items if i.type != "tool_call_output_item"))
+
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, _ = make_agent([[function_call("lookup", {"q": "a"}, call_id="c1"),
+                            function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          tools=[lookup], handoffs=[handoff(specialist, input_filter=drop_outputs)])
+    Runner.run_sync(agent, "go")
+    assert kinds(specialist_model.calls[0].input) == ["user", "call:h1", "out:h1"]
+
+
+def test_an_input_filter_returning_the_wrong_type_is_a_user_error():
+    specialist, _ = make_agent([[assistant_message("never")]], name="Specialist")
+    agent, _ = make_agent([[function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          handoffs=[handoff(specialist, input_filter=lambda data: ["not", "handoff", "data"])])
+    with pytest.raises(UserError, match="Invalid input filter result"):
+        Runner.run_sync(agent, "go")
+
+
+def test_a_non_callable_input_filter_is_a_user_error():
+    with pytest.raises(UserError, match="Invalid input filter"):
+        handoff(Agent(name="X"), input_filter="not callable")
+
+
+def test_a_tool_and_a_handoff_with_the_same_name_on_one_agent_is_an_error():
+    @function_tool(name_override="transfer_to_billing")
+    def fake() -> str:
+        return "x"
+
+    agent, model = make_agent([[assistant_message("never")]], tools=[fake], handoffs=[Agent(name="Billing")])
+    with pytest.raises(UserError, match="transfer_to_billing"):
+        Runner.run_sync(agent, "go")
+    assert model.calls == []
+
+
+def test_name_and_description_overrides_are_what_the_model_sees():
+    target, target_model = make_agent([[assistant_message("refunded")]], name="Refunds")
+    agent, model = make_agent([[function_call("escalate", "{}", call_id="h1")]],
+                              handoffs=[handoff(target, tool_name_override="escalate",
+                                                tool_description_override="Escalate to refunds.")])
+    result = Runner.run_sync(agent, "go")
+    assert [(h["name"], h["description"]) for h in model.calls[0].handoffs] == [("escalate", "Escalate to refunds.")]
+    assert result.last_agent is target
+    assert outputs_sent(target_model.calls[0]) == {"h1": '{"assistant": "Refunds"}'}
+
+
+@dataclass
+class EscalationData:
+    reason: str
+    priority: int
+
+
+def test_on_handoff_with_input_type_receives_the_parsed_input():
+    received = []
+
+    def on_handoff(ctx, data: EscalationData):
+        received.append((ctx.context, data))
+
+    target, target_model = make_agent([[assistant_message("escalated")]], name="Manager")
+    agent, model = make_agent([[function_call("transfer_to_manager", {"reason": "angry", "priority": 2},
+                                              call_id="h1")]],
+                              handoffs=[handoff(target, on_handoff=on_handoff, input_type=EscalationData)])
+    result = Runner.run_sync(agent, "go", context="ctx")
+    assert received == [("ctx", EscalationData("angry", 2))]
+    schema = model.calls[0].handoffs[0]["parameters"]
+    assert schema["additionalProperties"] is False and sorted(schema["required"]) == ["priority", "reason"]
+    assert result.final_output == "escalated"
+
+
+def test_on_handoff_without_input_type_receives_the_context():
+    received = []
+    target, _ = make_agent([[assistant_message("hi")]], name="Manager")
+    agent, _ = make_agent([[function_call("transfer_to_manager", "{}", call_id="h1")]],
+                          handoffs=[handoff(target, on_handoff=lambda ctx: received.append(ctx.context))])
+    Runner.run_sync(agent, "go", context={"k": 1})
+    assert received == [{"k": 1}]
+
+
+def test_an_async_on_handoff_is_awaited():
+    received = []
+
+    async def on_handoff(ctx):
+        received.append("awaited")
+
+    target, _ = make_agent([[assistant_message("hi")]], name="Manager")
+    agent, _ = make_agent([[function_call("transfer_to_manager", "{}", call_id="h1")]],
+                          handoffs=[handoff(target, on_handoff=on_handoff)])
+    Runner.run_sync(agent, "go")
+    assert received == ["awaited"]
+
+
+def test_handoff_arguments_that_do_not_fit_the_input_type_are_a_model_behavior_error():
+    target, target_model = make_agent([], name="Manager")
+    agent, _ = make_agent([[function_call("transfer_to_manager", {"reason": "x", "priority": "25"},
+                                          call_id="h1")]],
+                          handoffs=[handoff(target, on_handoff=lambda ctx, data: None, input_type=EscalationData)])
+    with pytest.raises(ModelBehaviorError):
+        Runner.run_sync(agent, "go")
+    assert target_model.calls == []
+
+
+def test_handoff_arguments_that_are_not_json_are_a_model_behavior_error():
+    target, _ = make_agent([], name="Manager")
+    agent, _ = make_agent([[function_call("transfer_to_manager", "{bad", call_id="h1")]],
+                          handoffs=[handoff(target, on_handoff=lambda ctx, data: None, input_type=EscalationData)])
+    with pytest.raises(ModelBehaviorError, match="Invalid JSON"):
+        Runner.run_sync(agent, "go")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"input_type": int}, "You must provide on_handoff when input_type is provided"),
+    ({"on_handoff": "nope"}, "on_handoff must be callable"),
+    ({"on_handoff": lambda ctx: None, "input_type": int}, "on_handoff must take two arguments: context and input"),
+    ({"on_handoff": lambda ctx, data: None}, "on_handoff must take one argument: context"),
+])
+def test_handoff_configuration_mistakes_are_user_errors(kwargs, message):
+    with pytest.raises(UserError, match=message):
+        handoff(Agent(name="X"), **kwargs)
+
+
+def test_a_disabled_handoff_is_not_offered():
+    agent, model = make_agent([[assistant_message("ok")]],
+                              handoffs=[handoff(Agent(name="Hidden"), is_enabled=False), Agent(name="Shown")])
+    Runner.run_sync(agent, "go")
+    assert [h["name"] for h in model.calls[0].handoffs] == ["transfer_to_shown"]
+
+
+def test_a_handoff_is_enabled_callable_is_evaluated_every_turn():
+    turns = []
+
+    def enabled(ctx, agent):
+        turns.append(agent.name)
+        return len(turns) > 1  # offered from the second turn on
+
+    target, target_model = make_agent([[assistant_message("late")]], name="Late")
+    agent, model = make_agent([[function_call("lookup", {"q": "a"}, call_id="c1")],
+                               [function_call("transfer_to_late", "{}", call_id="h1")]],
+                              tools=[lookup], handoffs=[handoff(target, is_enabled=enabled)])
+    result = Runner.run_sync(agent, "go")
+    assert model.calls[0].handoffs == []
+    assert [h["name"] for h in model.calls[1].handoffs] == ["transfer_to_late"]
+    assert result.last_agent is target
+
+
+def test_handing_off_back_and_forth_keeps_one_transcript():
+    a_model = ScriptedModel([[function_call("transfer_to_b", "{}", call_id="h1")], [assistant_message("A again")]])
+    b_model = ScriptedModel([[function_call("transfer_to_a", "{}", call_id="h2")]])
+    a = Agent(name="A", model=a_model)
+    b = Agent(name="B", model=b_model, handoffs=[a])
+    a = a.clone(handoffs=[b])
+    b.handoffs[:] = [a]
+    result = Runner.run_sync(a, "go")
+    assert result.final_output == "A again"
+    assert result.last_agent is a
+    assert kinds(a_model.calls[1].input) == ["user", "call:h1", "out:h1", "call:h2", "out:h2"]
