@@ -15,6 +15,7 @@ from .guardrails import (GuardrailFunctionOutput, InputGuardrail, InputGuardrail
                          ToolInputGuardrailData, ToolOutputGuardrail, ToolOutputGuardrailData, input_guardrail,
                          output_guardrail, tool_input_guardrail, tool_output_guardrail)
 from .handoffs import Handoff, HandoffInputData, handoff
+from .hooks import AgentHooks, RunHooks
 from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem)
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings

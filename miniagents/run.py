@@ -16,6 +16,7 @@ from .context import RunContextWrapper, Usage
 from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
                      OutputGuardrailTripwireTriggered, RunErrorDetails, UserError)
 from .handoffs import HandoffInputData
+from .hooks import notify
 from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
                     to_input_list)
 from .models.interface import ModelResponse, ModelSettings
@@ -169,8 +170,8 @@ def get_model(agent: Any, config: RunConfig) -> Any:
     return provider.get_model(model)
 
 
-def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig,
-               streaming: bool) -> Generator[Any, None, ModelResponse]:
+def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, streaming: bool,
+               hooks: Any) -> Generator[Any, None, ModelResponse]:
     model_input, instructions = list(state.transcript), turn.instructions
     if config.call_model_input_filter is not None:
         data = aio.call(config.call_model_input_filter, CallModelData(
@@ -182,6 +183,7 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig,
     handoffs = [h.spec() for h in turn.handoffs.values()]
     args = (instructions, model_input, turn.settings, tools, turn.output_schema, handoffs, None)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    notify(hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
     if not streaming:
         response = model.get_response(*args, **ids)
     else:
@@ -196,6 +198,7 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig,
             raise AgentsException("the model's stream ended without a response.completed event")
     state.context_wrapper.usage.add(response.usage)
     state.model_responses.append(response)
+    notify(hooks, "on_llm_end", state.context_wrapper, agent, response)
     if state.auto_previous_response_id and response.response_id:
         state.previous_response_id = response.response_id
     return response
@@ -277,7 +280,8 @@ def apply_error_handler(handlers: dict, kind: str, error: Exception, state: RunS
     return SingleStepResult(items, NextStepFinalOutput(output), results)
 
 
-def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig) -> Any:
+def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig,
+                    hooks: Any) -> Any:
     """Run the winning handoff: call it, record its output, filter the history, switch agents."""
     handoff = call.target
     new_agent = aio.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
@@ -301,6 +305,10 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
         state.original_input = history if isinstance(history, str) else list(history)
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
+    if hooks is not None:
+        aio.resolve(hooks.on_handoff(state.context_wrapper, agent, new_agent))
+    if new_agent.hooks is not None:
+        aio.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
     return new_agent
 
@@ -327,26 +335,30 @@ def outputs_in_session(session: Any) -> dict:
 # --- The loop ---------------------------------------------------------------------------------
 
 
-def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
-          streaming: bool) -> Generator[Any, None, RunResult]:
+def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, streaming: bool,
+          hooks: Any) -> Generator[Any, None, RunResult]:
     ctx = state.context_wrapper
     yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
+    started = None
     while True:
         agent = state.current_agent
+        if agent is not started:
+            notify(hooks, "on_agent_start", ctx, agent)
+            started = agent
         turn = prepare_turn(agent, state, config)
         if state.pending is None:  # a new turn: one model call
             if state.max_turns is not None and state.current_turn >= state.max_turns:
                 error = MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")
                 step = apply_error_handler(handlers, "max_turns", error, state, agent, [], [])
                 state.generated_items.extend(step.new_items)
-                return finish(state, agent, step.next_step.output, config)
+                return finish(state, agent, step.next_step.output, config, hooks)
             state.current_turn += 1
             join_guardrails = lambda: None  # noqa: E731
             if state.current_turn == 1 and not state.model_responses:
                 guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
                 run_input_guardrails([g for g in guardrails if not g.run_in_parallel], state)
                 join_guardrails = start_parallel_guardrails([g for g in guardrails if g.run_in_parallel], state)
-            response = yield from call_model(agent, turn, state, config, streaming)
+            response = yield from call_model(agent, turn, state, config, streaming, hooks)
             join_guardrails()
             state.pending = PendingTurn(agent.name, list(response.output), len(state.generated_items),
                                         session_input=state.unsaved_session_input)
@@ -356,7 +368,7 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
         pending = state.pending
         done = {**pending.done, **in_session}
         processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
-        settled = settle_turn(agent, processed, ctx, config, done, turn.tools, pending.nested)
+        settled = settle_turn(agent, processed, ctx, config, done, turn.tools, pending.nested, hooks)
         for result in settled.guardrail_results:
             kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
             getattr(state, f"tool_{kind}_guardrail_results").append(result)
@@ -381,17 +393,18 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict,
         for event in stream_events_for(step.new_items):
             yield event
         if isinstance(step.next_step, NextStepHandoff):
-            new_agent = execute_handoff(agent, step.next_step.call, pending.start, state, config)
+            new_agent = execute_handoff(agent, step.next_step.call, pending.start, state, config, hooks)
             for event in stream_events_for(state.generated_items[-1:]):
                 yield event
             yield AgentUpdatedStreamEvent(new_agent=new_agent)
         elif isinstance(step.next_step, NextStepFinalOutput):
-            return finish(state, agent, step.next_step.output, config)
+            return finish(state, agent, step.next_step.output, config, hooks)
 
 
-def finish(state: RunState, agent: Any, output: Any, config: RunConfig) -> RunResult:
+def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: Any) -> RunResult:
     run_output_guardrails(agent, output, state, config)
     state.final_output = output
+    notify(hooks, "on_agent_end", state.context_wrapper, agent, output)
     return RunResult.from_state(state, agent, output)
 
 
@@ -414,9 +427,9 @@ def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[in
     return state, config
 
 
-def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, streaming: bool,
+def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, streaming: bool, hooks: Any,
            on_event: Optional[Callable] = None) -> RunResult:
-    loop = _loop(state, config, session, handlers or {}, streaming)
+    loop = _loop(state, config, session, handlers or {}, streaming, hooks)
     try:
         while True:
             event = next(loop)
@@ -445,7 +458,7 @@ class Runner:
         """Run to completion in the calling thread (works inside a running event loop too)."""
         state, config = _start(starting_agent, input, context, max_turns, run_config, session,
                                previous_response_id, auto_previous_response_id, conversation_id)
-        return _drive(state, config, session, error_handlers, streaming=False)
+        return _drive(state, config, session, error_handlers, False, hooks)
 
     @classmethod
     async def run(cls, starting_agent: Any, input: Any, *, context: Any = None,
@@ -471,5 +484,5 @@ class Runner:
         """Start a streamed run; iterate `result.stream_events()` to drive it."""
         state, config = _start(starting_agent, input, context, max_turns, run_config, session,
                                previous_response_id, auto_previous_response_id, conversation_id)
-        return RunResultStreaming(state, lambda on_event: _drive(state, config, session, error_handlers,
-                                                                 streaming=True, on_event=on_event))
+        return RunResultStreaming(state, lambda on_event: _drive(state, config, session, error_handlers, True,
+                                                                 hooks, on_event))

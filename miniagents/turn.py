@@ -19,6 +19,7 @@ from .agent import FunctionToolResult, ToolsToFinalOutputResult
 from .context import ToolContext
 from .errors import (ModelBehaviorError, ModelRefusalError, ToolInputGuardrailTripwireTriggered,
                      ToolOutputGuardrailTripwireTriggered, UserError)
+from .hooks import notify
 from .guardrails import (ToolInputGuardrailData, ToolInputGuardrailResult, ToolOutputGuardrailData,
                          ToolOutputGuardrailResult)
 from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
@@ -137,7 +138,7 @@ def plan_tool_calls(calls: list, ctx: Any, config: Any, done: dict, tools: dict)
     return to_run, settled, approvals
 
 
-def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict) -> tuple:
+def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict, hooks: Any) -> tuple:
     """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
@@ -155,10 +156,12 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict) -> tup
             raise ToolInputGuardrailTripwireTriggered(guardrail, verdict)
         if verdict.behavior["type"] == "reject_content":
             return None, verdict.behavior["message"], results
+    notify(hooks, "on_tool_start", tool_ctx, agent, tool)
     try:
         value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
     except NestedInterruption as paused:
         return paused, None, results
+    notify(hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
     for guardrail in tool.tool_output_guardrails or ():
         verdict = guardrail.run(ToolOutputGuardrailData(context=tool_ctx, agent=agent, output=value))
         results.append(ToolOutputGuardrailResult(guardrail, verdict))
@@ -169,13 +172,13 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict) -> tup
     return value, text, results
 
 
-def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict) -> list:
+def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict, hooks: Any) -> list:
     """Run calls concurrently (threads), bounded by the config; results come back in call order.
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all
     have finished, the first such exception in call order is raised.
     """
-    jobs: list = [lambda c=c: _run_one(c, agent, ctx, config, nested) for c in to_run]
+    jobs: list = [lambda c=c: _run_one(c, agent, ctx, config, nested, hooks) for c in to_run]
     limit = config.max_function_tool_concurrency
     outcomes: list = []
     if len(jobs) <= 1 or limit == 1:
@@ -209,14 +212,14 @@ class Settled:
 
 
 def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: dict, tools: dict,
-                nested: dict) -> Settled:
+                nested: dict, hooks: Any = None) -> Settled:
     """Plan, run and order one response's calls.
 
     `done` maps call ids that already have an output (from before a pause, or from the session)
     to `(value, text)`; those calls are never run again.
     """
     to_run, settled, approvals = plan_tool_calls(processed.calls, ctx, config, done, tools)
-    ran = dict(zip((c.raw["call_id"] for c in to_run), run_tools(to_run, agent, ctx, config, nested)))
+    ran = dict(zip((c.raw["call_id"] for c in to_run), run_tools(to_run, agent, ctx, config, nested, hooks)))
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.raw, tool_name=c.raw.get("name", ""))
                       for c in approvals]
     still_paused = {}
