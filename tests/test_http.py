@@ -226,7 +226,7 @@ def test_provider_reads_environment_lazily(server, monkeypatch):
 
 
 def test_default_key_beats_env_and_openai_without_key_is_user_error(server, monkeypatch):
-    monkeypatch.setitem(http.DEFAULTS, "api_key", None)
+    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
     with pytest.raises(UserError, match="OPENAI_API_KEY"):
         ask(OpenAIChatCompletionsModel("m", base_url="https://api.openai.com/v1"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
@@ -237,7 +237,7 @@ def test_default_key_beats_env_and_openai_without_key_is_user_error(server, monk
 
 
 def test_local_server_without_key_gets_a_dummy_bearer(server, monkeypatch):
-    monkeypatch.setitem(http.DEFAULTS, "api_key", None)
+    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
     server.reply(chat_completion("ok"))
     ask(OpenAIChatCompletionsModel("m", base_url=server.url))
     assert server.requests[0]["headers"]["authorization"] == "Bearer no-key"

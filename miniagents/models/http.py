@@ -14,7 +14,6 @@ Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tun
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -221,6 +220,8 @@ class HTTPTransport:
         self.headers, self.query = dict(headers), dict(query or {})
         self.timeout, self.max_retries, self._secret = timeout, max_retries, secret
         self._local = threading.local()
+        self._conns: list = []  # every thread's connection, so close() and GC close them all
+        self._conns_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HTTPTransport({self.scheme}://{self.host}:{self.port}{self.base_path})"
@@ -368,10 +369,12 @@ class HTTPTransport:
                 conn.set_tunnel(self.host, self.port)
         else:
             conn = http.client.HTTPConnection(host, port, timeout=min(timeout, CONNECT_TIMEOUT))
+        self._local.conn = conn
+        with self._conns_lock:
+            self._conns.append(conn)
         conn.connect()
         conn.sock.settimeout(timeout)
         conn.timeout = timeout
-        self._local.conn = conn
         return conn, False
 
     def _drop(self) -> None:
@@ -379,10 +382,22 @@ class HTTPTransport:
         self._local.conn = None
         if conn is not None:
             conn.close()
+            with self._conns_lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)
 
     def close(self) -> None:
-        """Close this thread's connection (others close when their thread's storage is collected)."""
-        self._drop()
+        """Close every pooled connection (a later call simply reconnects)."""
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
 
 def _read_chunks(resp) -> Iterator[bytes]:
@@ -391,93 +406,3 @@ def _read_chunks(resp) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
-
-
-# ----------------------------------------------------------------------------- client configuration
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULTS: dict = {"api_key": None}  # set by provider.set_default_openai_key
-
-
-def env(name: str) -> Optional[str]:
-    """An environment variable, with empty meaning unset."""
-    return os.environ.get(name) or None
-
-
-def resolve_base_url(base_url: Optional[str]) -> str:
-    return (base_url or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-
-
-def host_of(base_url: str) -> str:
-    from urllib.parse import urlsplit
-    return (urlsplit(base_url).hostname or "").lower()
-
-
-def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
-                   default_headers=None, timeout: float = 600.0, max_retries: int = 2,
-                   api_version: Optional[str] = None) -> HTTPTransport:
-    """The transport for one endpoint: base URL and key from arguments, then defaults, then env.
-
-    Azure (`*.azure.com` or an `api_version`): the key goes in an `api-key` header and `api_version`
-    becomes the `api-version` query parameter. Elsewhere `Authorization: Bearer`, with a dummy key for
-    local servers that need none; api.openai.com without a key is a `UserError` (before any request).
-    """
-    from ..errors import UserError
-    base = resolve_base_url(base_url)
-    key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
-    host = host_of(base)
-    if not key and host == "api.openai.com":
-        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
-                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
-    headers = {}
-    if api_version or host.endswith(".azure.com"):
-        if key:
-            headers["api-key"] = key
-    else:
-        headers["Authorization"] = f"Bearer {key or 'no-key'}"
-    org, proj = organization or env("OPENAI_ORG_ID"), project or env("OPENAI_PROJECT_ID")
-    if org:
-        headers["OpenAI-Organization"] = org
-    if proj:
-        headers["OpenAI-Project"] = proj
-    for line in (env("OPENAI_CUSTOM_HEADERS") or "").splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip():
-            headers[name.strip()] = value.strip()
-    headers.update(default_headers or {})
-    return HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
-                         query={"api-version": api_version} if api_version else None, secret=key)
-
-
-class EndpointModel:
-    """Shared constructor of both adapters: endpoint settings, a lazily built transport, a safe repr."""
-
-    def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 organization: Optional[str] = None, project: Optional[str] = None,
-                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
-                 api_version: Optional[str] = None):
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
-        self.model = model
-        self.base_url = resolve_base_url(base_url)
-        self.timeout, self.max_retries = timeout, max_retries
-        self._client_args = dict(api_key=api_key, organization=organization, project=project,
-                                 default_headers=default_headers, timeout=timeout,
-                                 max_retries=max_retries, api_version=api_version)
-        self._transport: Optional[HTTPTransport] = None
-        self._lock = threading.Lock()
-
-    @property
-    def transport(self) -> HTTPTransport:
-        with self._lock:
-            if self._transport is None:
-                self._transport = make_transport(self.base_url, **self._client_args)
-            return self._transport
-
-    def _call_options(self, settings) -> dict:
-        """Per-call headers, query and timeout from `ModelSettings`."""
-        return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
-                "timeout": settings.timeout}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

@@ -6,23 +6,114 @@ else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and
 any other (compatible servers implement Chat far more faithfully). Environment: `OPENAI_API_KEY`,
 `OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_DEFAULT_MODEL`, `OPENAI_ORG_ID`,
 `OPENAI_PROJECT_ID`; read when a model is first resolved, never at import.
-Never: import http.client/ssl/urllib.request here (importing this module must stay cheap).
+It also holds what both adapters share: endpoint resolution (`make_transport`: base URL, key, Azure
+`api-key` + `api-version`, org/project/custom headers) and the `EndpointModel` base class.
+Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Optional
 
+from ..errors import UserError
 from . import http
 from .interface import Model
 
 DEFAULT_MODEL = "gpt-4.1"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULTS: dict = {"api_key": None}  # set by set_default_openai_key
+
+
+def env(name: str) -> Optional[str]:
+    """An environment variable, with empty meaning unset."""
+    return os.environ.get(name) or None
+
+
+def resolve_base_url(base_url: Optional[str]) -> str:
+    return (base_url or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def host_of(base_url: str) -> str:
+    from urllib.parse import urlsplit
+    return (urlsplit(base_url).hostname or "").lower()
+
+
+def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
+                   default_headers=None, timeout: float = 600.0, max_retries: int = 2,
+                   api_version: Optional[str] = None) -> http.HTTPTransport:
+    """The transport for one endpoint: base URL and key from arguments, then defaults, then env.
+
+    Azure (`*.azure.com` or an `api_version`): the key goes in an `api-key` header and `api_version`
+    becomes the `api-version` query parameter. Elsewhere `Authorization: Bearer`, with a dummy key for
+    local servers that need none; api.openai.com without a key is a `UserError` (before any request).
+    """
+    base = resolve_base_url(base_url)
+    key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
+    host = host_of(base)
+    if not key and host == "api.openai.com":
+        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
+                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
+    headers = {}
+    if api_version or host.endswith(".azure.com"):
+        if key:
+            headers["api-key"] = key
+    else:
+        headers["Authorization"] = f"Bearer {key or 'no-key'}"
+    org, proj = organization or env("OPENAI_ORG_ID"), project or env("OPENAI_PROJECT_ID")
+    if org:
+        headers["OpenAI-Organization"] = org
+    if proj:
+        headers["OpenAI-Project"] = proj
+    for line in (env("OPENAI_CUSTOM_HEADERS") or "").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            headers[name.strip()] = value.strip()
+    headers.update(default_headers or {})
+    return http.HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
+                         query={"api-version": api_version} if api_version else None, secret=key)
+
+
+class EndpointModel:
+    """Shared constructor of both adapters: endpoint settings, a lazily built transport, a safe repr."""
+
+    def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 organization: Optional[str] = None, project: Optional[str] = None,
+                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
+                 api_version: Optional[str] = None):
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty string, got {model!r}")
+        self.model = model
+        self.base_url = resolve_base_url(base_url)
+        self.timeout, self.max_retries = timeout, max_retries
+        self._client_args = dict(api_key=api_key, organization=organization, project=project,
+                                 default_headers=default_headers, timeout=timeout,
+                                 max_retries=max_retries, api_version=api_version)
+        self._transport: Optional[http.HTTPTransport] = None
+        self._lock = threading.Lock()
+
+    @property
+    def transport(self) -> http.HTTPTransport:
+        with self._lock:
+            if self._transport is None:
+                self._transport = make_transport(self.base_url, **self._client_args)
+            return self._transport
+
+    def _call_options(self, settings) -> dict:
+        """Per-call headers, query and timeout from `ModelSettings`."""
+        return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
+                "timeout": settings.timeout}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+
 _default_api: dict = {"api": None}
 
 
 def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
     """The API key used when neither the model nor the provider was given one (beats OPENAI_API_KEY)."""
-    http.DEFAULTS["api_key"] = key
+    DEFAULTS["api_key"] = key
 
 
 def set_default_openai_api(api: str) -> None:
@@ -54,11 +145,11 @@ class OpenAIProvider:
             return self.use_responses
         if _default_api["api"] is not None:
             return _default_api["api"] == "responses"
-        return http.host_of(base_url) == "api.openai.com"
+        return host_of(base_url) == "api.openai.com"
 
     def get_model(self, model_name: Optional[str]) -> Model:
-        name = model_name or http.env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
-        base_url = http.resolve_base_url(self.base_url)
+        name = model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
+        base_url = resolve_base_url(self.base_url)
         responses = self._wants_responses(base_url)
         key = (name, base_url, responses)
         with self._lock:
