@@ -1,25 +1,65 @@
-"""Calling the user's sync-or-async callables from the synchronous kernel.
+"""Calling the user's sync-or-async callables from the synchronous kernel, with optional deadlines.
 
 The loop is synchronous (DESIGN.md, idea 6). A tool, guardrail, filter or instructions callable may
-be `async def`; its coroutine runs to completion on a fresh event loop in the calling thread.
-asyncio is imported only when a coroutine actually shows up, to keep `import miniagents` cheap.
+be `async def`; its coroutine runs to completion on a fresh event loop, in the calling thread, or in
+a helper thread when the calling thread already runs a loop (`run_sync` called from async code).
+asyncio and threading are imported only when needed, to keep `import miniagents` cheap.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
-def resolve(value: Any) -> Any:
-    """Return `value`, or the result of awaiting it when it is awaitable."""
+class Deadline(Exception):
+    """Raised by `resolve`/`in_thread` when `timeout` seconds passed first."""
+
+
+def in_thread(fn: Callable[[], Any], timeout: Optional[float] = None, name: str = "miniagents-worker") -> Any:
+    """Run `fn()` in a daemon thread and return its result or raise its error.
+
+    Past `timeout` seconds, stop waiting and raise `Deadline` (a sync function cannot be stopped;
+    its thread is left to finish on its own).
+    """
+    import threading
+
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the caller's thread below
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise Deadline()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def resolve(value: Any, timeout: Optional[float] = None) -> Any:
+    """Return `value`, or the result of awaiting it when it is awaitable (cancelled past `timeout`)."""
     if not inspect.isawaitable(value):
         return value
     import asyncio
 
     async def wait() -> Any:
-        return await value
+        if timeout is None:
+            return await value
+        try:
+            return await asyncio.wait_for(value, timeout)
+        except asyncio.TimeoutError:
+            raise Deadline() from None
 
-    return asyncio.run(wait())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop in this thread: the usual case
+        return asyncio.run(wait())
+    return in_thread(lambda: asyncio.run(wait()), name="miniagents-await")
 
 
 def call(fn: Callable, *args: Any) -> Any:

@@ -8,9 +8,7 @@ exception, or a timeout message. It never decides *whether* a call runs (that is
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
-import threading
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Optional, Union
@@ -151,38 +149,15 @@ def preview(text: Any) -> str:
 
 
 def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> Any:
-    """Run the tool; past `timeout_seconds` stop waiting (a sync tool's thread is left to finish)."""
+    """Run the tool; past `timeout_seconds` stop waiting (async tools are cancelled, sync ones abandoned)."""
     seconds = tool.timeout_seconds
     if seconds is None:
         return aio.call(tool.on_invoke_tool, ctx, raw_args)
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            result = tool.on_invoke_tool(ctx, raw_args)
-            if inspect.isawaitable(result):
-                import asyncio
-
-                async def bounded() -> Any:
-                    return await asyncio.wait_for(result, seconds)
-
-                try:
-                    result = asyncio.run(bounded())
-                except asyncio.TimeoutError:
-                    box["timeout"] = True
-                    return
-            box["value"] = result
-        except BaseException as e:  # handed to the caller's thread below
-            box["error"] = e
-
-    worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive() or box.get("timeout"):
-        raise ToolTimeoutError(tool.name, seconds)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    try:
+        return aio.in_thread(lambda: aio.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
+                             timeout=seconds, name=f"tool-{tool.name}")
+    except aio.Deadline:
+        raise ToolTimeoutError(tool.name, seconds) from None
 
 
 def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:

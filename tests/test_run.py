@@ -285,8 +285,6 @@ def test_run_sync_works_inside_a_running_event_loop():
     assert asyncio.run(main()).final_output == "from inside a loop"
 
 
-@pytest.mark.xfail(strict=True, reason="kernel bug: aio.call uses asyncio.run() in the calling thread, which "
-                                         "fails inside a running event loop")
 def test_run_sync_inside_a_running_event_loop_can_run_an_async_tool():
     @function_tool
     async def async_echo(text: str) -> str:
@@ -303,9 +301,6 @@ def test_run_sync_inside_a_running_event_loop_can_run_an_async_tool():
     assert outputs_sent(model.calls[1]) == {"c1": "async: a"}
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="kernel bug: aio.call uses asyncio.run() in the calling thread, which fails inside a "
-                          "running event loop")
 def test_run_sync_inside_a_running_event_loop_can_use_async_instructions():
     async def instructions(ctx, agent):
         return "async instructions"
