@@ -1,0 +1,407 @@
+"""Specification of `Agent` (miniagents/agent.py): field checks, clone, instructions, tool_use_behavior,
+reset_tool_choice and `as_tool`. Issue 2, behaviours 10, 12 (tool_use_behavior, reset_tool_choice) and 13.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from miniagents import (Agent, FunctionToolResult, MaxTurnsExceeded, ModelSettings, Runner, StopAtTools,
+                        ToolsToFinalOutputResult, UserError, function_tool)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+REDACTED = "An error occurred while running the tool. Please try again."
+
+
+def make_agent(steps, name="Assistant", **kw):
+    model = ScriptedModel(steps)
+    return Agent(name=name, model=model, **kw), model
+
+
+def outputs_sent(call):
+    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+
+
+@function_tool
+def weather(city: str) -> str:
+    return f"sunny in {city}"
+
+
+@function_tool
+def news(topic: str) -> str:
+    return f"nothing new about {topic}"
+
+
+# --- Fields ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"name": 1}, "Agent name must be a string, got int"),
+    ({"name": "a", "tools": weather}, "Agent tools must be a list"),
+    ({"name": "a", "handoffs": ["not an agent"]}, "handoffs"),
+    ({"name": "a", "model_settings": {"temperature": 1}}, "model_settings"),
+    ({"name": "a", "instructions": 42}, "instructions"),
+    ({"name": "a", "handoff_description": 3}, "handoff_description"),
+])
+def test_agent_fields_are_type_checked_on_construction(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        Agent(**kwargs)
+
+
+def test_an_instructions_callable_must_take_context_and_agent():
+    with pytest.raises(TypeError, match=r"'instructions' callable must accept exactly 2 arguments \(context, agent\)"):
+        Agent(name="a", instructions=lambda ctx: "x")
+
+
+def test_an_invalid_tool_use_behavior_is_a_user_error():
+    with pytest.raises(UserError, match="Invalid tool_use_behavior"):
+        Agent(name="a", tool_use_behavior="stop_sometimes")
+
+
+def test_clone_replaces_fields_and_shares_the_rest():
+    original = Agent(name="a", instructions="one", tools=[weather])
+    copy = original.clone(instructions="two")
+    assert (copy.name, copy.instructions) == ("a", "two")
+    assert copy.tools is original.tools
+    assert original.instructions == "one"
+
+
+def test_one_agent_serves_concurrent_runs_without_sharing_state():
+    model = ScriptedModel([lambda call: [assistant_message(call.input[0]["content"].upper())] for _ in range(8)])
+    agent = Agent(name="a", model=model)
+    results = {}
+
+    def run(text):
+        results[text] = Runner.run_sync(agent, text).final_output
+
+    threads = [threading.Thread(target=run, args=(f"t{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {f"t{i}": f"T{i}" for i in range(8)}
+
+
+# --- Instructions ---------------------------------------------------------------------------------------------
+
+
+def test_string_instructions_are_the_system_prompt_of_every_turn():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")], [assistant_message("ok")]],
+                              instructions="You are terse.", tools=[weather])
+    Runner.run_sync(agent, "hi")
+    assert [c.system_instructions for c in model.calls] == ["You are terse.", "You are terse."]
+
+
+def test_async_instructions_are_awaited_every_turn():
+    count = []
+
+    async def instructions(ctx, agent):
+        count.append(1)
+        return f"{agent.name} turn {len(count)}"
+
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")], [assistant_message("ok")]],
+                              instructions=instructions, tools=[weather])
+    Runner.run_sync(agent, "hi")
+    assert [c.system_instructions for c in model.calls] == ["Assistant turn 1", "Assistant turn 2"]
+
+
+def test_no_instructions_means_no_system_prompt():
+    agent, model = make_agent([[assistant_message("ok")]])
+    Runner.run_sync(agent, "hi")
+    assert model.calls[0].system_instructions is None
+
+
+# --- tool_use_behavior ------------------------------------------------------------------------------------------
+
+
+def test_run_llm_again_is_the_default_and_calls_the_model_after_tools():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")],
+                               [assistant_message("It is sunny.")]], tools=[weather])
+    assert agent.tool_use_behavior == "run_llm_again"
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "It is sunny."
+    assert len(model.calls) == 2
+
+
+def test_stop_on_first_tool_makes_the_first_tool_output_final():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1"),
+                                function_call("news", {"topic": "x"}, call_id="c2")]],
+                              tools=[weather, news], tool_use_behavior="stop_on_first_tool")
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "sunny in Oslo"
+    assert len(model.calls) == 1
+    assert [i.type for i in result.new_items] == ["tool_call_item", "tool_call_item", "tool_call_output_item",
+                                                  "tool_call_output_item"]
+
+
+def test_stop_at_tools_stops_only_on_a_listed_tool():
+    behavior: StopAtTools = {"stop_at_tool_names": ["weather"]}
+    agent, model = make_agent([[function_call("news", {"topic": "x"}, call_id="c1")],
+                               [function_call("news", {"topic": "y"}, call_id="c2"),
+                                function_call("weather", {"city": "Rome"}, call_id="c3")]],
+                              tools=[weather, news], tool_use_behavior=behavior)
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "sunny in Rome"
+    assert len(model.calls) == 2
+
+
+def test_a_tool_use_behavior_callable_decides_from_the_tool_results():
+    seen = []
+
+    def decide(ctx, results):
+        seen.append([(type(r).__name__, r.tool.name, r.output) for r in results])
+        if any(r.tool.name == "weather" for r in results):
+            return ToolsToFinalOutputResult(is_final_output=True, final_output="decided: " + results[-1].output)
+        return ToolsToFinalOutputResult(is_final_output=False)
+
+    agent, model = make_agent([[function_call("news", {"topic": "x"}, call_id="c1")],
+                               [function_call("weather", {"city": "Rome"}, call_id="c2")]],
+                              tools=[weather, news], tool_use_behavior=decide)
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "decided: sunny in Rome"
+    assert seen == [[("FunctionToolResult", "news", "nothing new about x")],
+                    [("FunctionToolResult", "weather", "sunny in Rome")]]
+    assert len(model.calls) == 2
+
+
+def test_an_async_tool_use_behavior_callable_is_awaited():
+    async def decide(ctx, results):
+        return ToolsToFinalOutputResult(True, "async final")
+
+    agent, model = make_agent([[function_call("weather", {"city": "Rome"}, call_id="c1")]], tools=[weather],
+                              tool_use_behavior=decide)
+    assert Runner.run_sync(agent, "hi").final_output == "async final"
+
+
+def test_tool_use_behavior_is_not_consulted_when_no_tool_ran():
+    consulted = []
+
+    def decide(ctx, results):
+        consulted.append(results)
+        return ToolsToFinalOutputResult(True, "from tools")
+
+    agent, _ = make_agent([[assistant_message("plain")]], tools=[weather], tool_use_behavior=decide)
+    assert Runner.run_sync(agent, "hi").final_output == "plain"
+    assert consulted == []
+
+
+# --- reset_tool_choice -------------------------------------------------------------------------------------------
+
+
+def test_a_required_tool_choice_is_not_sent_on_the_turn_after_a_tool_ran():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[weather], model_settings=ModelSettings(tool_choice="required"))
+    Runner.run_sync(agent, "hi")
+    assert [c.model_settings.tool_choice for c in model.calls] == ["required", None]
+    assert agent.model_settings.tool_choice == "required"  # the agent itself is untouched
+
+
+def test_reset_tool_choice_false_keeps_the_forced_tool_choice():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")],
+                               [function_call("weather", {"city": "Rome"}, call_id="c2")],
+                               [assistant_message("ok")]],
+                              tools=[weather], model_settings=ModelSettings(tool_choice="required"),
+                              reset_tool_choice=False)
+    Runner.run_sync(agent, "hi")
+    assert [c.model_settings.tool_choice for c in model.calls] == ["required"] * 3
+
+
+def test_the_next_run_starts_with_the_forced_tool_choice_again():
+    agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")], [assistant_message("ok")],
+                               [assistant_message("again")]],
+                              tools=[weather], model_settings=ModelSettings(tool_choice="required"))
+    Runner.run_sync(agent, "hi")
+    Runner.run_sync(agent, "hi again")
+    assert [c.model_settings.tool_choice for c in model.calls] == ["required", None, "required"]
+
+
+def test_reset_tool_choice_applies_per_agent():
+    target, target_model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c2")],
+                                       [assistant_message("ok")]], name="Target", tools=[weather],
+                                      model_settings=ModelSettings(tool_choice="required"))
+    agent, model = make_agent([[function_call("weather", {"city": "Rome"}, call_id="c1")],
+                               [function_call("transfer_to_target", "{}", call_id="h1")]],
+                              tools=[weather], handoffs=[target], model_settings=ModelSettings(tool_choice="required"))
+    Runner.run_sync(agent, "hi")
+    assert [c.model_settings.tool_choice for c in model.calls] == ["required", None]
+    assert [c.model_settings.tool_choice for c in target_model.calls] == ["required", None]
+
+
+# --- as_tool ---------------------------------------------------------------------------------------------------------
+
+
+def test_as_tool_reaches_the_model_as_a_function_with_an_input_string():
+    translator = Agent(name="Translator")
+    agent, model = make_agent([[assistant_message("ok")]],
+                              tools=[translator.as_tool("translate", "Translate text to French.")])
+    Runner.run_sync(agent, "hi")
+    (spec,) = model.calls[0].tools
+    assert (spec["name"], spec["description"]) == ("translate", "Translate text to French.")
+    assert spec["parameters"]["properties"]["input"]["type"] == "string"
+    assert spec["parameters"]["required"] == ["input"]
+    assert spec["parameters"]["additionalProperties"] is False
+
+
+def test_as_tool_defaults_its_name_from_the_agent_name_and_its_description_to_empty():
+    tool = Agent(name="French Translator").as_tool(None, None)
+    assert (tool.name, tool.description) == ("french_translator", "")
+
+
+def test_the_nested_run_receives_only_the_tool_input_and_the_parent_keeps_control():
+    translator, sub_model = make_agent([[assistant_message("Bonjour")]], name="Translator",
+                                       instructions="Translate to French.")
+    agent, model = make_agent([
+        [assistant_message("Let me ask the translator."),
+         function_call("translate", {"input": "Hello"}, call_id="c1")],
+        [assistant_message("The translation is Bonjour.")],
+    ], tools=[translator.as_tool("translate", "Translate.")])
+    result = Runner.run_sync(agent, "Say hello in French, and remember my name is Ada.")
+    assert sub_model.calls[0].input == [{"role": "user", "content": "Hello"}]
+    assert sub_model.calls[0].system_instructions == "Translate to French."
+    assert outputs_sent(model.calls[1]) == {"c1": "Bonjour"}
+    assert result.final_output == "The translation is Bonjour."
+    assert result.last_agent is agent
+    assert [i.type for i in result.new_items] == ["message_output_item", "tool_call_item", "tool_call_output_item",
+                                                  "message_output_item"]
+    assert all(i.agent is agent for i in result.new_items)
+
+
+def test_the_nested_run_shares_usage_with_the_parent():
+    helper, sub_model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="s1")],
+                                    [assistant_message("sunny")]], name="Helper", tools=[weather])
+    agent, model = make_agent([[function_call("helper", {"input": "weather?"}, call_id="c1")],
+                               [assistant_message("It is sunny.")]], tools=[helper.as_tool("helper", "Ask.")])
+    result = Runner.run_sync(agent, "hi")
+    assert (len(model.calls), len(sub_model.calls)) == (2, 2)
+    assert result.context_wrapper.usage.requests == 4
+
+
+def test_the_nested_run_has_its_own_max_turns():
+    looping = [[function_call("weather", {"city": str(i)}, call_id=f"s{i}")] for i in range(5)]
+    helper, sub_model = make_agent(looping, name="Helper", tools=[weather])
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")],
+                               [assistant_message("the helper gave up")]],
+                              tools=[helper.as_tool("helper", "Ask.", max_turns=2)])
+    result = Runner.run_sync(agent, "hi", max_turns=5)
+    assert len(sub_model.calls) == 2
+    assert outputs_sent(model.calls[1])["c1"] == REDACTED  # MaxTurnsExceeded inside the tool, redacted
+    assert result.final_output == "the helper gave up"
+
+
+def test_nested_model_calls_do_not_count_against_the_parents_max_turns():
+    helper, sub_model = make_agent([[function_call("weather", {"city": "a"}, call_id="s1")],
+                                    [function_call("weather", {"city": "b"}, call_id="s2")],
+                                    [assistant_message("sunny twice")]], name="Helper", tools=[weather])
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")],
+                               [assistant_message("done")]], tools=[helper.as_tool("helper", "Ask.")])
+    result = Runner.run_sync(agent, "hi", max_turns=2)
+    assert result.final_output == "done"
+    assert len(sub_model.calls) == 3
+
+
+def test_as_tool_output_falls_back_to_the_last_non_empty_message_when_final_output_is_empty():
+    @function_tool
+    def count() -> int:
+        return 42
+
+    helper, _ = make_agent([[assistant_message("the answer is 42"), function_call("count", "{}", call_id="s1")],
+                            [assistant_message("")]], name="Helper", tools=[count])
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.")])
+    Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": "the answer is 42"}
+
+
+def test_as_tool_output_of_a_structured_agent_is_its_final_output_as_json():
+    @dataclass
+    class Verdict:
+        ok: bool
+        reason: str
+
+    judge, _ = make_agent([[assistant_message('{"ok": true, "reason": "fine"}')]], name="Judge", output_type=Verdict)
+    agent, model = make_agent([[function_call("judge", {"input": "check"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[judge.as_tool("judge", "Judge.")])
+    result = Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": '{"ok": true, "reason": "fine"}'}
+    (output_item,) = [i for i in result.new_items if i.type == "tool_call_output_item"]
+    assert output_item.output == Verdict(True, "fine")
+
+
+def test_a_custom_output_extractor_shapes_the_tool_output():
+    helper, _ = make_agent([[assistant_message("raw answer")]], name="Helper")
+    seen = []
+
+    def extract(run_result):
+        seen.append(run_result.last_agent.name)
+        return f"extracted: {run_result.final_output}"
+
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.", custom_output_extractor=extract)])
+    Runner.run_sync(agent, "hi")
+    assert seen == ["Helper"]
+    assert outputs_sent(model.calls[1]) == {"c1": "extracted: raw answer"}
+
+
+def test_an_agent_tool_runs_in_parallel_with_a_function_tool():
+    barrier = threading.Barrier(2, timeout=2)
+
+    def sub_step(call):
+        barrier.wait()
+        return [assistant_message("sub done")]
+
+    @function_tool
+    def local() -> str:
+        barrier.wait()
+        return "local done"
+
+    helper, _ = make_agent([sub_step], name="Helper")
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1"),
+                                function_call("local", "{}", call_id="c2")],
+                               [assistant_message("both done")]],
+                              tools=[helper.as_tool("helper", "Ask."), local])
+    Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": "sub done", "c2": "local done"}
+
+
+def test_a_disabled_agent_tool_is_not_offered():
+    helper = Agent(name="Helper")
+    agent, model = make_agent([[assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.", is_enabled=False), weather])
+    Runner.run_sync(agent, "hi")
+    assert [t["name"] for t in model.calls[0].tools] == ["weather"]
+
+
+def test_bad_agent_tool_arguments_go_back_to_the_model():
+    helper, sub_model = make_agent([], name="Helper")
+    agent, model = make_agent([[function_call("helper", {"input": 5}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.")])
+    Runner.run_sync(agent, "hi")
+    assert sub_model.calls == []
+    assert "input" in outputs_sent(model.calls[1])["c1"]
+
+
+@dataclass
+class TranslationRequest:
+    text: str
+    language: str
+
+
+def test_as_tool_with_dataclass_parameters_sends_their_schema_and_the_nested_run_gets_them():
+    translator, sub_model = make_agent([[assistant_message("Hola")]], name="Translator")
+    tool = translator.as_tool("translate", "Translate.", parameters=TranslationRequest)
+    agent, model = make_agent([[function_call("translate", {"text": "Hello", "language": "es"}, call_id="c1")],
+                               [assistant_message("ok")]], tools=[tool])
+    Runner.run_sync(agent, "hi")
+    params = model.calls[0].tools[0]["parameters"]
+    assert sorted(params["properties"]) == ["language", "text"]
+    assert params["additionalProperties"] is False
+    (message,) = sub_model.calls[0].input
+    assert message["role"] == "user"
+    assert "Hello" in message["content"] and "es" in message["content"]
+
+
+def test_as_tool_parameters_must_be_a_dataclass_or_pydantic_model():
+    with pytest.raises(TypeError, match="Agent tool parameters must be a dataclass or Pydantic model type."):
+        Agent(name="x").as_tool("x", "x", parameters=dict)
