@@ -1000,3 +1000,32 @@ def test_too_deeply_nested_arguments_are_an_arguments_error():
         data = {"name": "n", "children": [data]}
     with pytest.raises(ArgumentsError, match="nested too deeply"):
         function_schema(f).to_call_args({"tree": data})
+
+
+def _upstream_schema(func):
+    """What upstream builds: a pydantic model of the parameters, then the strict pass."""
+    import inspect
+    import typing
+    pydantic = pytest.importorskip("pydantic")
+    doc = parse_docstring(func.__doc__)[1]
+    hints = typing.get_type_hints(func, include_extras=True)
+    fields = {name: (hints[name], pydantic.Field(... if p.default is p.empty else p.default,
+                                                 description=doc.get(name)))
+              for name, p in inspect.signature(func).parameters.items()}
+    model = pydantic.create_model(f"{func.__name__}_args", **fields)
+    return ensure_strict_json_schema(model.model_json_schema())
+
+
+def search_movies(query: Query, color: Color, genre: Optional[str] = None, limit: int = 10,
+                  tags: List[str] = [], year_range: Tuple[int, int] = (1990, 2000)):  # noqa: B006
+    """Search.
+
+    Args:
+        query: What to look for.
+        genre: Only this genre.
+    """
+
+
+@pytest.mark.parametrize("func", [get_weather, search_movies])
+def test_schema_matches_what_upstream_pydantic_builds(func):
+    assert function_schema(func).params_json_schema == _upstream_schema(func)
