@@ -31,7 +31,7 @@ _MAX_NODES, _MAX_DEPTH, _PREVIEW = 100_000, 100, 200
 
 
 class ArgumentsError(ModelBehaviorError):
-    """Arguments from the model that cannot be used; .message is model-readable: names the parameter path and problem."""
+    """Arguments from the model that cannot be used; `.message` is model-readable: names the path and problem."""
 
     def __init__(self, message: str, *, path: str = "", problem: str = ""):
         super().__init__(message)
@@ -128,7 +128,8 @@ def parse_docstring(doc: Optional[str], style: Optional[str] = None):
         starts = [i for i, ln in enumerate(lines) if re.match(r"\s*:\w+", ln)] + [len(lines)]
         desc_lines, params = lines[: starts[0]], {}
         for i, j in zip(starts, starts[1:]):
-            m = re.match(r"\s*:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\**\w+)\s*:(.*)$", lines[i])
+            m = re.match(r"\s*:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\**\w+)\s*:(.*)$",
+                         lines[i])
             if m:
                 params[m.group(1).lstrip("*")] = "\n".join([m.group(2).strip()] + [x.strip() for x in lines[i + 1: j]]).strip()
     elif style == "numpy":
