@@ -131,7 +131,8 @@ def parse_docstring(doc: Optional[str], style: Optional[str] = None):
             m = re.match(r"\s*:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\**\w+)\s*:(.*)$",
                          lines[i])
             if m:
-                params[m.group(1).lstrip("*")] = "\n".join([m.group(2).strip()] + [x.strip() for x in lines[i + 1: j]]).strip()
+                more = [x.strip() for x in lines[i + 1: j]]
+                params[m.group(1).lstrip("*")] = "\n".join([m.group(2).strip()] + more).strip()
     elif style == "numpy":
         heads = [i for i in range(len(lines) - 1)
                  if lines[i].strip() and re.fullmatch(r"\s*-{3,}\s*", lines[i + 1])] + [len(lines)]
