@@ -1,0 +1,189 @@
+"""Specification of structured final outputs (`Agent.output_type`). Issue 2, behaviour 12."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import List, Optional, TypedDict
+
+import pytest
+
+try:
+    from typing import Literal
+except ImportError:  # pragma: no cover
+    from typing_extensions import Literal
+
+from miniagents import Agent, ModelBehaviorError, Runner, function_tool
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+
+def make_agent(steps, name="Assistant", **kw):
+    model = ScriptedModel(steps)
+    return Agent(name=name, model=model, **kw), model
+
+
+def all_objects(node):
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            yield node
+        for v in node.values():
+            yield from all_objects(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from all_objects(v)
+
+
+def assert_strict(schema):
+    objects = list(all_objects(schema))
+    assert objects
+    for obj in objects:
+        assert obj.get("additionalProperties") is False, obj
+        assert sorted(obj.get("required", [])) == sorted(obj.get("properties", {})), obj
+
+
+class Mood(enum.Enum):
+    HAPPY = "happy"
+    SAD = "sad"
+
+
+@dataclass
+class Location:
+    city: str
+    country: str
+
+
+@dataclass
+class WeatherReport:
+    """A weather report."""
+
+    location: Location
+    temperature: float
+    mood: Mood
+    unit: Literal["c", "f"]
+    notes: Optional[str] = None
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+def test_a_dataclass_output_type_sends_a_strict_schema_and_the_final_output_is_an_instance():
+    agent, model = make_agent([[assistant_message(
+        '{"location": {"city": "Oslo", "country": "NO"}, "temperature": 21.5, "mood": "happy", "unit": "c", '
+        '"notes": null}')]], output_type=WeatherReport)
+    result = Runner.run_sync(agent, "weather?")
+    spec = model.calls[0].output_schema
+    assert spec["name"] == "final_output" and spec["strict"] is True
+    assert spec["schema"]["type"] == "object"
+    assert sorted(spec["schema"]["properties"]) == ["location", "mood", "notes", "temperature", "unit"]
+    assert_strict(spec["schema"])
+    assert result.final_output == WeatherReport(Location("Oslo", "NO"), 21.5, Mood.HAPPY, "c", None)
+    assert isinstance(result.final_output.location, Location)
+    assert result.final_output.mood is Mood.HAPPY
+    assert result.final_output_as(WeatherReport, raise_if_incorrect_type=True) is result.final_output
+
+
+def test_a_typeddict_output_type_gives_a_dict():
+    agent, model = make_agent([[assistant_message('{"title": "Alien", "year": 1979}')]], output_type=Movie)
+    result = Runner.run_sync(agent, "a film")
+    assert result.final_output == {"title": "Alien", "year": 1979}
+    assert sorted(model.calls[0].output_schema["schema"]["properties"]) == ["title", "year"]
+    assert_strict(model.calls[0].output_schema["schema"])
+
+
+def test_a_non_object_output_type_is_wrapped_as_response_and_unwrapped_after_parsing():
+    agent, model = make_agent([[assistant_message('{"response": [3, 1, 2]}')]], output_type=List[int])
+    result = Runner.run_sync(agent, "numbers")
+    schema = model.calls[0].output_schema["schema"]
+    assert schema["type"] == "object"
+    assert schema["required"] == ["response"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["response"]["type"] == "array"
+    assert schema["properties"]["response"]["items"]["type"] == "integer"
+    assert result.final_output == [3, 1, 2]
+
+
+@pytest.mark.parametrize("output_type, text, expected", [
+    (int, '{"response": 42}', 42),
+    (bool, '{"response": false}', False),
+    (float, '{"response": 2}', 2.0),
+    (List[Location], '{"response": [{"city": "Rome", "country": "IT"}]}', [Location("Rome", "IT")]),
+])
+def test_primitive_and_list_output_types_are_wrapped(output_type, text, expected):
+    agent, model = make_agent([[assistant_message(text)]], output_type=output_type)
+    result = Runner.run_sync(agent, "x")
+    assert result.final_output == expected
+    assert type(result.final_output) is type(expected)
+    assert list(model.calls[0].output_schema["schema"]["properties"]) == ["response"]
+
+
+@pytest.mark.parametrize("output_type", [None, str])
+def test_a_text_agent_sends_no_output_schema(output_type):
+    agent, model = make_agent([[assistant_message('{"not": "parsed"}')]], output_type=output_type)
+    result = Runner.run_sync(agent, "x")
+    assert model.calls[0].output_schema is None
+    assert result.final_output == '{"not": "parsed"}'
+
+
+def test_output_that_is_not_json_is_a_model_behavior_error_carrying_the_raw_text():
+    agent, model = make_agent([[assistant_message("Sure! The weather is nice.")]], output_type=Location)
+    with pytest.raises(ModelBehaviorError, match="Sure! The weather is nice.") as info:
+        Runner.run_sync(agent, "x")
+    assert info.value.run_data is not None
+    assert len(model.calls) == 1
+
+
+def test_json_of_the_wrong_shape_is_a_model_behavior_error_naming_the_problem_and_carrying_the_raw_text():
+    agent, _ = make_agent([[assistant_message('{"city": "Oslo"}')]], output_type=Location)
+    with pytest.raises(ModelBehaviorError) as info:
+        Runner.run_sync(agent, "x")
+    assert "country" in str(info.value)
+    assert '{"city": "Oslo"}' in str(info.value)
+
+
+def test_a_wrapped_output_without_the_response_key_is_a_model_behavior_error():
+    agent, _ = make_agent([[assistant_message("[1, 2]")]], output_type=List[int])
+    with pytest.raises(ModelBehaviorError, match=r"\[1, 2\]"):
+        Runner.run_sync(agent, "x")
+
+
+def test_a_message_that_arrives_with_a_tool_call_does_not_end_a_structured_run():
+    @function_tool
+    def lookup(city: str) -> str:
+        return "NO"
+
+    agent, model = make_agent([
+        [assistant_message('{"city": "Early", "country": "XX"}'), function_call("lookup", {"city": "Oslo"},
+                                                                                call_id="c1")],
+        [assistant_message('{"city": "Oslo", "country": "NO"}')],
+    ], output_type=Location, tools=[lookup])
+    result = Runner.run_sync(agent, "x")
+    assert result.final_output == Location("Oslo", "NO")
+    assert len(model.calls) == 2
+
+
+def test_a_structured_agent_that_returns_no_text_is_asked_again():
+    agent, model = make_agent([[], [assistant_message('{"city": "Oslo", "country": "NO"}')]], output_type=Location)
+    result = Runner.run_sync(agent, "x")
+    assert result.final_output == Location("Oslo", "NO")
+    assert len(model.calls) == 2
+
+
+def test_stop_on_first_tool_gives_a_structured_agent_the_tools_value():
+    @function_tool
+    def locate() -> Location:
+        return Location("Paris", "FR")
+
+    agent, _ = make_agent([[function_call("locate", "{}", call_id="c1")]], output_type=Location, tools=[locate],
+                          tool_use_behavior="stop_on_first_tool")
+    assert Runner.run_sync(agent, "x").final_output == Location("Paris", "FR")
+
+
+def test_the_output_schema_follows_the_current_agent_after_a_handoff():
+    target, target_model = make_agent([[assistant_message('{"title": "Heat", "year": 1995}')]], name="Critic",
+                                      output_type=Movie)
+    agent, model = make_agent([[function_call("transfer_to_critic", "{}", call_id="h1")]], handoffs=[target])
+    result = Runner.run_sync(agent, "x")
+    assert model.calls[0].output_schema is None
+    assert target_model.calls[0].output_schema["name"] == "final_output"
+    assert result.final_output == {"title": "Heat", "year": 1995}
