@@ -165,11 +165,11 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, output_text(value)
-    except ArgumentsError as e:
-        text = f"Invalid JSON input for tool {tool.name}: {e.message}"
-        if "Arguments received" not in text:
-            text += f" Arguments received: {preview(raw_args)}"
-        return None, text + " Fix the arguments and call the tool again."
+    except ArgumentsError as e:  # the model's mistake: say what to fix (parse errors carry the preview)
+        text = e.message
+        if not text.startswith("Invalid JSON input for tool"):
+            text = f"Invalid JSON input for tool {tool.name}: {text}. Received: {preview(raw_args)}"
+        return None, f"{text}\nFix the arguments and call the tool again."
     except ToolError as e:
         return None, e.message
     except NestedInterruption:
