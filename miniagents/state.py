@@ -205,102 +205,145 @@ def agent_map(initial_agent: Any) -> dict:
     return found
 
 
-class _Reader:
-    """Typed access to the document: every missing or mistyped field is a UserError naming it."""
-
-    def __init__(self, agents: dict):
-        self.agents = agents
-
-    def get(self, data: Any, key: str, types: Any, where: str = "run state") -> Any:
-        if not isinstance(data, dict):
-            raise UserError(f"{where} must be a JSON object, got {type(data).__name__}")
-        if key not in data:
-            raise UserError(f"{where} is missing field {key!r}")
-        value = data[key]
-        if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
-            raise UserError(f"{where} field {key!r} has the wrong type: {type(value).__name__}")
-        return value
-
-    def agent(self, name: Any) -> Any:
-        if name not in self.agents:
-            raise UserError(f"Run state agent not found in agent map: {name!r}")
-        return self.agents[name]
-
-    def item(self, data: Any, index: int) -> Any:
-        where = f"generated_items[{index}]"
-        kind = self.get(data, "type", str, where)
-        if kind not in ITEM_CLASSES:
-            raise UserError(f"{where} has unknown item type {kind!r}")
-        agent = self.agent(self.get(data, "agent", str, where))
-        raw_item = self.get(data, "raw_item", dict, where)
-        cls = ITEM_CLASSES[kind]
-        if cls is HandoffOutputItem:
-            return cls(agent=agent, raw_item=raw_item, source_agent=self.agent(data.get("source_agent")),
-                       target_agent=self.agent(data.get("target_agent")))
-        if cls is ToolApprovalItem:
-            return cls(agent=agent, raw_item=raw_item, tool_name=self.get(data, "tool_name", str, where))
-        if cls is ToolCallOutputItem:
-            return cls(agent=agent, raw_item=raw_item, output=raw_item.get("output"))
-        return cls(agent=agent, raw_item=raw_item)
+# The document's shape, checked whole before anything is built. A shape is a type (or a tuple of
+# types; None means null), ("list", shape), ("map", shape) for a dict of str keys, or a dict of
+# fields where a trailing "?" marks an optional one. bool never passes for int.
+ITEMS = ("list", dict)
+USAGE = {"requests?": int, "input_tokens?": int, "output_tokens?": int, "total_tokens?": int,
+         "input_tokens_details?": (dict, list), "output_tokens_details?": (dict, list)}
+DECISION = {"approved": (bool, ("list", str)), "rejected": (bool, ("list", str)),
+            "rejection_messages?": ("map", str)}
+ITEM = {"type": str, "agent": str, "raw_item": dict, "source_agent?": str, "target_agent?": str,
+        "tool_name?": str}
+DOCUMENT_V1 = {
+    "schema_version": int, "current_turn": int, "max_turns": (int, None), "starting_agent": str,
+    "current_agent": str, "original_input": (str, ITEMS), "generated_items": ("list", ITEM),
+    "model_responses": ("list", {"output": ITEMS, "usage?": (USAGE, None), "response_id?": (str, None),
+                                 "request_id?": (str, None)}),
+    "pending_turn": (None, {"agent": str, "output": ITEMS, "start": int, "done": ("map", (str, list)),
+                            "session_input": ITEMS, "nested": ("map", dict)}),
+    "context": {"usage": USAGE, "approvals": ("map", DECISION), "context?": object},
+    "agents_that_used_tools": ("list", str), "unsaved_session_input": ITEMS,
+    "conversation_id?": (str, None), "previous_response_id?": (str, None), "auto_previous_response_id?": bool,
+}
 
 
-def _as_tuple(types: Any) -> tuple:
-    return types if isinstance(types, tuple) else (types,)
+def _fits(value: Any, shape: Any, where: str) -> Optional[str]:
+    """None if `value` fits `shape`, else a message naming the first place that does not."""
+    if shape is None:
+        return None if value is None else f"{where} must be null"
+    if isinstance(shape, tuple) and shape and shape[0] in ("list", "map"):
+        kind, inner = shape
+        if kind == "list":
+            if not isinstance(value, list):
+                return f"{where} must be a list, got {type(value).__name__}"
+            return next((m for i, v in enumerate(value) if (m := _fits(v, inner, f"{where}[{i}]"))), None)
+        if not isinstance(value, dict):
+            return f"{where} must be an object, got {type(value).__name__}"
+        return next((m for k, v in value.items() if (m := _fits(v, inner, f"{where}[{k!r}]"))), None)
+    if isinstance(shape, tuple):
+        problems = [_fits(value, option, where) for option in shape]
+        if None in problems:
+            return None
+        # Report from inside the option of the value's own kind (an object checked as an object).
+        for option, problem in zip(shape, problems):
+            if isinstance(value, dict) and (isinstance(option, dict) or option in (dict,) or
+                                            isinstance(option, tuple) and option[:1] == ("map",)):
+                return problem
+            if isinstance(value, list) and isinstance(option, tuple) and option[:1] == ("list",):
+                return problem
+        return f"{where} has the wrong type: {type(value).__name__}"
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} must be an object, got {type(value).__name__}"
+        for key, inner in shape.items():
+            name = key.rstrip("?")
+            if name not in value:
+                if not key.endswith("?"):
+                    return f"{where} is missing field {name!r}"
+                continue
+            message = _fits(value[name], inner, f"{where}.{name}")
+            if message:
+                return message
+        return None
+    if isinstance(value, bool) and shape is not bool and shape is not object:
+        return f"{where} must be {shape.__name__}, got bool"
+    return None if isinstance(value, shape) else f"{where} must be {shape.__name__}, got {type(value).__name__}"
+
+
+def _agent(agents: dict, name: str) -> Any:
+    if name not in agents:
+        raise UserError(f"Run state agent not found in agent map: {name!r}")
+    return agents[name]
+
+
+def _load_item(data: dict, index: int, agents: dict) -> Any:
+    cls = ITEM_CLASSES.get(data["type"])
+    if cls is None:
+        raise UserError(f"run state generated_items[{index}] has unknown item type {data['type']!r}")
+    agent, raw_item = _agent(agents, data["agent"]), data["raw_item"]
+    if cls is HandoffOutputItem:
+        return cls(agent=agent, raw_item=raw_item, source_agent=_agent(agents, data.get("source_agent")),
+                   target_agent=_agent(agents, data.get("target_agent")))
+    if cls is ToolApprovalItem:
+        return cls(agent=agent, raw_item=raw_item, tool_name=data.get("tool_name") or raw_item.get("name", ""))
+    if cls is ToolCallOutputItem:
+        return cls(agent=agent, raw_item=raw_item, output=raw_item.get("output"))
+    return cls(agent=agent, raw_item=raw_item)
 
 
 def load_state(initial_agent: Any, data: Any, context_override: Any,
                context_deserializer: Optional[Callable]) -> RunState:
-    read = _Reader(agent_map(initial_agent))
-    version = read.get(data, "schema_version", int)
+    """Check the whole document's shape, then build the state; nothing runs, nothing is read."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise UserError("Run state is missing schema version (field 'schema_version')")
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserError("Run state schema version has an invalid type (field 'schema_version')")
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    context_doc = read.get(data, "context", dict)
+    problem = _fits(data, DOCUMENT_V1, "run state")
+    if problem:
+        raise UserError(f"malformed run state: {problem}")
+    agents = agent_map(initial_agent)
+    context_doc = data["context"]
     if context_override is not None:
         context = context_override
     elif context_deserializer is not None:
         context = context_deserializer(context_doc.get("context"))
     else:
         context = context_doc.get("context")
-    wrapper = RunContextWrapper(context=context, usage=Usage.from_json(read.get(context_doc, "usage", dict,
-                                                                                 "context"), requests=0),
-                                approvals=read.get(context_doc, "approvals", dict, "context"))
-    max_turns = data.get("max_turns")
-    if max_turns is not None and not isinstance(max_turns, int):
-        raise UserError(f"run state field 'max_turns' has the wrong type: {type(max_turns).__name__}")
-    state = RunState(wrapper, read.get(data, "original_input", (str, list)),
-                     read.agent(read.get(data, "starting_agent", str)), max_turns,
+    wrapper = RunContextWrapper(context=context, usage=Usage.from_json(context_doc["usage"], requests=0),
+                                approvals=context_doc["approvals"])
+    state = RunState(wrapper, data["original_input"], _agent(agents, data["starting_agent"]), data["max_turns"],
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
-    state.current_agent = read.agent(read.get(data, "current_agent", str))
-    state.current_turn = read.get(data, "current_turn", int)
-    state.generated_items = [read.item(i, n) for n, i in enumerate(read.get(data, "generated_items", list))]
-    state.model_responses = [ModelResponse(output=read.get(r, "output", list, "model response"),
-                                           usage=Usage.from_json(r.get("usage")),
+    state.current_agent = _agent(agents, data["current_agent"])
+    state.current_turn = data["current_turn"]
+    state.generated_items = [_load_item(item, n, agents) for n, item in enumerate(data["generated_items"])]
+    state.model_responses = [ModelResponse(output=r["output"], usage=Usage.from_json(r.get("usage")),
                                            response_id=r.get("response_id"), request_id=r.get("request_id"))
-                             for r in read.get(data, "model_responses", list)]
-    state.agents_that_used_tools = set(read.get(data, "agents_that_used_tools", list))
-    state.unsaved_session_input = read.get(data, "unsaved_session_input", list)
-    pending = data.get("pending_turn")
+                             for r in data["model_responses"]]
+    state.agents_that_used_tools = set(data["agents_that_used_tools"])
+    state.unsaved_session_input = data["unsaved_session_input"]
+    pending = data["pending_turn"]
     if pending is not None:
-        where = "pending_turn"
-        done = read.get(pending, "done", dict, where)
-        nested_docs = read.get(pending, "nested", dict, where)
-        state.pending = PendingTurn(
-            agent_name=read.agent(read.get(pending, "agent", str, where)).name,
-            output=read.get(pending, "output", list, where), start=read.get(pending, "start", int, where),
-            done={call_id: (text, text) for call_id, text in done.items()},
-            session_input=read.get(pending, "session_input", list, where),
-            nested={call_id: load_state(_nested_agent(state, call_id, read), doc, context_override,
-                                        context_deserializer) for call_id, doc in nested_docs.items()})
-        if not 0 <= state.pending.start <= len(state.generated_items):
-            raise UserError(f"pending_turn.start {state.pending.start} is outside generated_items")
+        if not 0 <= pending["start"] <= len(state.generated_items):
+            raise UserError(f"pending_turn.start {pending['start']} is outside generated_items")
+        state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
+                                    start=pending["start"],
+                                    done={call_id: (text, text) for call_id, text in pending["done"].items()},
+                                    session_input=pending["session_input"])
+        state.pending.nested = {call_id: load_state(_nested_agent(state, call_id), doc, context_override,
+                                                    context_deserializer)
+                                for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()
     return state
 
 
-def _nested_agent(state: RunState, call_id: str, read: _Reader) -> Any:
+def _nested_agent(state: RunState, call_id: str) -> Any:
     """The agent behind the agent-as-tool call `call_id` of the paused turn."""
     for item in state.generated_items:
         if isinstance(item, ToolCallItem) and item.call_id == call_id:

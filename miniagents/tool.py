@@ -116,10 +116,10 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 
 
 def _jsonable(value: Any) -> Any:
+    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):  # pydantic-like first
+        return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
-        return value.model_dump(mode="json")
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, (set, frozenset, tuple)):
