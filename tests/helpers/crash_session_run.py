@@ -1,0 +1,49 @@
+"""Multi-turn session runs against a file database, forever, until killed (used by tests/test_crash.py).
+
+    python tests/helpers/crash_session_run.py DB_PATH SEED
+
+Each run: 2-4 turns of 1-3 `lookup` calls (the tool sleeps a random 1-8 ms, so calls run concurrently and a
+kill often lands while a turn is in flight), then a final message. Writes "ready" once the session is open, and
+"call <call_id>" whenever a tool starts, one line each (os.write, so lines from tool threads never interleave).
+Stops by itself after 30 s in case nobody kills it.
+"""
+import os
+import random
+import sys
+import time
+
+
+def main(db_path, seed):
+    from miniagents import Agent, Runner, function_tool
+    from miniagents.session import SQLiteSession
+    from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+    rng = random.Random(seed)
+
+    @function_tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        os.write(1, f"call {q}\n".encode())
+        time.sleep(rng.uniform(0.001, 0.008))
+        return f"found {q}"
+
+    def script(run):
+        steps = []
+        for turn in range(rng.randint(2, 4)):
+            ids = [f"s{seed}r{run}t{turn}c{i}" for i in range(rng.randint(1, 3))]
+            steps.append([function_call("lookup", {"q": call_id}, call_id=call_id) for call_id in ids])
+        steps.append([assistant_message(f"run {run} done")])
+        return steps
+
+    session = SQLiteSession("crash", db_path)
+    os.write(1, b"ready\n")
+    deadline = time.monotonic() + 30
+    run = 0
+    while time.monotonic() < deadline:
+        agent = Agent("Worker", tools=[lookup], model=ScriptedModel(script(run)))
+        Runner.run_sync(agent, f"request {run}", session=session)
+        run += 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

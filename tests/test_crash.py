@@ -1,0 +1,103 @@
+"""A process killed with SIGKILL in the middle of session runs leaves a well-paired history, and the next run works.
+
+Each turn's items (calls with their outputs) are written in one transaction when the turn ends, so whatever
+moment the kill lands, the database holds whole turns only: every function_call has exactly one
+function_call_output after it and every output has its call. 20 repetitions against one database file (so later
+repetitions reload what earlier kills left behind): tests/helpers/crash_session_run.py runs multi-turn session
+runs in a subprocess, the test kills it 0-300 ms after it is ready, reloads the session, checks the pairing and
+runs a next run with the same session in this process.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from miniagents import Agent, Runner, function_tool
+from miniagents.session import SQLiteSession
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HELPER = os.path.join(ROOT, "tests", "helpers", "crash_session_run.py")
+REPETITIONS = 20
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and os.write-based helper: POSIX only")
+
+
+def assert_well_paired(items, where):
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    assert len(calls) == len(set(calls)), f"{where}: a call id is stored twice"
+    for index, item in enumerate(items):
+        if item.get("type") == "function_call":
+            later = [i for i in items[index + 1:]
+                     if i.get("type") == "function_call_output" and i.get("call_id") == item["call_id"]]
+            assert len(later) == 1, f"{where}: call {item['call_id']} has {len(later)} outputs after it"
+        elif item.get("type") == "function_call_output":
+            earlier = [i for i in items[:index]
+                       if i.get("type") == "function_call" and i.get("call_id") == item["call_id"]]
+            assert len(earlier) == 1, f"{where}: output {item['call_id']} has {len(earlier)} calls before it"
+
+
+def start_and_kill(db, seed, delay):
+    """Start the helper, wait until it is ready, let it run `delay` seconds, SIGKILL it; return its output."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-S", HELPER, str(db), str(seed)], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.readline()
+        assert first == b"ready\n", (first, proc.stderr.read() if proc.poll() is not None else b"")
+        time.sleep(delay)
+        assert proc.poll() is None, f"the helper stopped before the kill: {proc.stderr.read()!r}"
+        proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, err
+    return out.decode().splitlines()
+
+
+def next_run(db, k):
+    """A run in this process with the same session; returns (result, what the model was sent)."""
+    @function_tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    model = ScriptedModel([[function_call("lookup", {"q": "again"}, call_id=f"next{k}")],
+                           [assistant_message("recovered")]])
+    with SQLiteSession("crash", db) as session:
+        result = Runner.run_sync(Agent("Worker", tools=[lookup], model=model), f"after crash {k}", session=session)
+    return result, [dict(i) for i in model.calls[0].input]
+
+
+def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run_succeeds(tmp_path):
+    db = tmp_path / "crash.db"
+    rng = random.Random()
+    seed0 = rng.randrange(10**6)
+    killed_mid_turn = 0
+    for k in range(REPETITIONS):
+        delay = rng.uniform(0, 0.3)
+        where = f"repetition {k} (seed {seed0 + k}, killed after {delay * 1000:.0f} ms)"
+        lines = start_and_kill(db, seed0 + k, delay)
+
+        with SQLiteSession("crash", db) as session:
+            items = list(session.get_items())
+        assert_well_paired(items, where)
+        stored_calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
+        started_calls = {line.split(" ", 1)[1] for line in lines if line.startswith("call ")}
+        killed_mid_turn += bool(started_calls - stored_calls)  # a turn was in flight: none of it was saved
+
+        result, sent = next_run(db, k)
+        assert result.final_output == "recovered", where
+        assert_well_paired(sent, where + ", the next run's model input")
+        with SQLiteSession("crash", db) as session:
+            after = list(session.get_items())
+        assert_well_paired(after, where + ", after the next run")
+        assert after[: len(items)] == items and after[len(items)]["content"] == f"after crash {k}"
+    # The test is only worth its time if kills landed inside turns, not just between runs.
+    assert killed_mid_turn >= 1, f"no kill landed while a turn was in flight ({REPETITIONS} repetitions)"
