@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from miniagents import (Agent, FunctionToolResult, MaxTurnsExceeded, ModelSettings, Runner, StopAtTools,
-                        ToolsToFinalOutputResult, UserError, function_tool)
+from miniagents import (Agent, FunctionToolResult, MaxTurnsExceeded, ModelSettings, RunContextWrapper, Runner,
+                        StopAtTools,
+                        ToolError, ToolsToFinalOutputResult, UserError, function_tool)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 REDACTED = "An error occurred while running the tool. Please try again."
@@ -185,6 +186,41 @@ def test_tool_use_behavior_is_not_consulted_when_no_tool_ran():
     agent, _ = make_agent([[assistant_message("plain")]], tools=[weather], tool_use_behavior=decide)
     assert Runner.run_sync(agent, "hi").final_output == "plain"
     assert consulted == []
+
+
+KERNEL_BUG_FAILED_TOOL_OUTPUT = ("kernel bug: a failed call's FunctionToolResult.output (and ToolCallOutputItem.output) is "
+                                 "None instead of the text the model saw, so stop_on_first_tool ends the run with "
+                                 "final_output 'None'")
+
+
+@pytest.mark.xfail(strict=True, reason=KERNEL_BUG_FAILED_TOOL_OUTPUT)
+def test_stop_on_first_tool_with_a_failing_tool_ends_with_the_error_text():
+    @function_tool
+    def book() -> str:
+        raise ToolError("No slots left; try tomorrow.")
+
+    agent, model = make_agent([[function_call("book", "{}", call_id="c1")]], tools=[book],
+                              tool_use_behavior="stop_on_first_tool")
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "No slots left; try tomorrow."
+
+
+@pytest.mark.xfail(strict=True, reason=KERNEL_BUG_FAILED_TOOL_OUTPUT)
+def test_a_tool_use_behavior_callable_sees_the_error_text_of_a_failed_tool():
+    seen = []
+
+    def decide(ctx, results):
+        seen.extend(r.output for r in results)
+        return ToolsToFinalOutputResult(False)
+
+    @function_tool
+    def book() -> str:
+        raise ToolError("No slots left; try tomorrow.")
+
+    agent, _ = make_agent([[function_call("book", "{}", call_id="c1")], [assistant_message("ok")]], tools=[book],
+                          tool_use_behavior=decide)
+    Runner.run_sync(agent, "hi")
+    assert seen == ["No slots left; try tomorrow."]
 
 
 # --- reset_tool_choice -------------------------------------------------------------------------------------------
@@ -405,3 +441,31 @@ def test_as_tool_with_dataclass_parameters_sends_their_schema_and_the_nested_run
 def test_as_tool_parameters_must_be_a_dataclass_or_pydantic_model():
     with pytest.raises(TypeError, match="Agent tool parameters must be a dataclass or Pydantic model type."):
         Agent(name="x").as_tool("x", "x", parameters=dict)
+
+
+def test_the_nested_run_sees_the_parents_context_object():
+    seen = []
+
+    @function_tool
+    def read_ctx(ctx: RunContextWrapper) -> str:
+        seen.append(ctx.context)
+        return "read"
+
+    ctx_obj = object()
+    helper, _ = make_agent([[function_call("read_ctx", "{}", call_id="s1")], [assistant_message("done")]],
+                           name="Helper", tools=[read_ctx])
+    agent, _ = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                          tools=[helper.as_tool("helper", "Ask.")])
+    Runner.run_sync(agent, "hi", context=ctx_obj)
+    assert seen == [ctx_obj]
+
+
+def test_an_async_custom_output_extractor_is_awaited():
+    async def extract(run_result):
+        return "async extracted"
+
+    helper, _ = make_agent([[assistant_message("raw")]], name="Helper")
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.", custom_output_extractor=extract)])
+    Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": "async extracted"}
