@@ -169,6 +169,20 @@ def test_a_structured_agent_that_returns_no_text_is_asked_again():
     assert len(model.calls) == 2
 
 
+def test_a_structured_agent_with_no_text_goes_to_the_invalid_final_output_handler_when_there_is_one():
+    errors = []
+
+    def on_invalid(data):
+        errors.append(str(data.error))
+        return '{"city": "Nowhere", "country": "XX"}'
+
+    agent, model = make_agent([[]], output_type=Location)
+    result = Runner.run_sync(agent, "x", error_handlers={"invalid_final_output": on_invalid})
+    assert errors == ["Model returned no final output for the structured output type."]
+    assert result.final_output == Location("Nowhere", "XX")
+    assert len(model.calls) == 1
+
+
 def test_stop_on_first_tool_gives_a_structured_agent_the_tools_value():
     @function_tool
     def locate() -> Location:

@@ -444,6 +444,11 @@ def test_timeout_behavior_raise_exception_raises_tool_timeout_error(is_async):
     assert len(model.calls) == 1
 
 
+def test_timeout_messages_format_seconds_like_upstream():
+    assert str(ToolTimeoutError("lookup", 2.0)) == "Tool 'lookup' timed out after 2 seconds."
+    assert str(ToolTimeoutError("lookup", 0.25)) == "Tool 'lookup' timed out after 0.25 seconds."
+
+
 def test_a_fast_tool_with_a_timeout_returns_normally():
     @function_tool(timeout=2)
     def quick() -> str:
