@@ -191,6 +191,23 @@ def test_an_exception_inside_a_parallel_input_guardrail_propagates():
     assert ran == []
 
 
+def test_a_blocking_input_guardrail_trips_a_streamed_run_before_any_model_call():
+    @input_guardrail
+    def block(ctx, agent, input):
+        return trip()
+
+    agent, model = make_agent([[assistant_message("never")]], input_guardrails=[block])
+
+    async def consume():
+        result = Runner.run_streamed(agent, "x")
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        asyncio.run(consume())
+    assert model.calls == []
+
+
 # --- Output guardrails --------------------------------------------------------------------------------
 
 

@@ -600,10 +600,15 @@ def test_the_run_context_object_never_appears_in_any_request():
         return "Help the user."
 
     target, target_model = make_agent([[assistant_message("bye")]], name="Closer", instructions=instructions)
+    helper, helper_model = make_agent([[function_call("whoami", {"greeting": "hey"}, call_id="n1")],
+                                       [assistant_message("helped")]], name="Helper", tools=[whoami],
+                                      instructions=instructions)
     agent, model = make_agent([
-        [function_call("whoami", {"greeting": "hello"}, call_id="c1")],
+        [function_call("whoami", {"greeting": "hello"}, call_id="c1"),
+         function_call("helper", {"input": "help"}, call_id="c2")],
         [function_call("transfer_to_closer", "{}", call_id="h1")],
-    ], tools=[whoami], handoffs=[target], instructions=instructions, input_guardrails=[guard])
+    ], tools=[whoami, helper.as_tool("helper", "Ask the helper.")], handoffs=[target], instructions=instructions,
+        input_guardrails=[guard])
     result = Runner.run_sync(agent, "hi", context=ctx_obj)
     assert result.final_output == "bye"
     assert result.context_wrapper.context is ctx_obj
@@ -618,7 +623,8 @@ def test_the_run_context_object_never_appears_in_any_request():
             for v in value:
                 yield from walk(v)
 
-    for call in model.calls + target_model.calls:
+    assert len(helper_model.calls) == 2
+    for call in model.calls + target_model.calls + helper_model.calls:
         assert secret not in repr(call)
         assert secret not in json.dumps([call.input, call.tools, call.handoffs, call.output_schema,
                                          call.system_instructions], default=repr)

@@ -499,6 +499,24 @@ def test_unknown_tools_still_count_against_max_turns():
     assert len(model.calls) == 2
 
 
+def test_a_tool_error_formatter_can_reword_the_unknown_tool_message():
+    def formatter(args):
+        return f"{args.kind}: no tool called {args.tool_name!r} (call {args.call_id})"
+
+    agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
+    Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=formatter))
+    assert outputs_sent(model.calls[1]) == {"c1": "tool_not_found: no tool called 'nope' (call c1)"}
+
+
+def test_two_tools_with_one_name_are_an_error_under_the_error_collision_policy():
+    first = function_tool(lambda: "1", name_override="dup")
+    second = function_tool(lambda: "2", name_override="dup")
+    agent, model = make_agent([[assistant_message("never")]], tools=[first, second])
+    with pytest.raises(UserError, match="dup"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
+    assert model.calls == []
+
+
 def test_tool_not_found_behavior_raise_error_raises_model_behavior_error():
     agent, model = make_agent([[function_call("nope", "{}", call_id="c1"), function_call("ping", "{}", call_id="c2")],
                                [assistant_message("never")]], tools=[ping])
