@@ -245,6 +245,27 @@ def test_an_argument_of_the_wrong_type_is_named_and_the_tool_does_not_run():
     assert '"two"' in text  # the preview shows what the model sent
 
 
+@dataclass
+class Line:
+    city: str
+
+
+@dataclass
+class Shipment:
+    lines: List[Line]
+
+
+def test_a_problem_deep_inside_an_argument_is_named_by_its_path():
+    @function_tool
+    def ship(shipment: Shipment) -> str:
+        ran.append(shipment)
+        return "shipped"
+
+    _, text = run_one_call(ship, {"shipment": {"lines": [{"city": "Oslo"}, {"city": 5}]}})
+    assert ran == []
+    assert "shipment.lines[1].city" in text and "string" in text
+
+
 def test_an_unexpected_argument_is_refused():
     _, text = run_one_call(add, {"a": 1, "b": 2, "c": 3})
     assert ran == []
