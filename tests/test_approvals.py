@@ -106,7 +106,8 @@ def test_sibling_calls_that_need_no_approval_already_ran_and_their_outputs_are_k
 
 def test_sibling_output_kept_at_pause_is_not_recomputed_on_resume():
     log, model = [], ScriptedModel()
-    agent, result = paused(model, log, delete("a.txt", "c1"), function_call("list_files", {"folder": "/"}, call_id="c2"))
+    agent, result = paused(model, log, delete("a.txt", "c1"),
+                           function_call("list_files", {"folder": "/"}, call_id="c2"))
     state = result.to_state()
     state.approve(result.interruptions[0])
     model.enqueue([assistant_message("done")])

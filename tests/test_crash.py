@@ -4,8 +4,8 @@ Each turn's items (calls with their outputs) are written in one transaction when
 moment the kill lands, the database holds whole turns only: every function_call has exactly one
 function_call_output after it and every output has its call. 20 repetitions against one database file (so later
 repetitions reload what earlier kills left behind): tests/helpers/crash_session_run.py runs multi-turn session
-runs in a subprocess, the test kills it 0-300 ms after it is ready, reloads the session, checks the pairing and
-runs a next run with the same session in this process.
+runs in a subprocess (started early, it waits for "go"), the test kills it 0-300 ms after "go", reloads the session,
+checks the pairing and runs a next run with the same session in this process.
 """
 import os
 import random
@@ -41,22 +41,23 @@ def assert_well_paired(items, where):
             assert len(earlier) == 1, f"{where}: output {item['call_id']} has {len(earlier)} calls before it"
 
 
-def start_and_kill(db, seed, delay):
-    """Start the helper, wait until it is ready, let it run `delay` seconds, SIGKILL it; return its output."""
+def spawn(db, seed):
+    """Start the helper; it imports, says "ready" and waits for "go" before it touches the database."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-S", HELPER, str(db), str(seed)], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        first = proc.stdout.readline()
-        assert first == b"ready\n", (first, proc.stderr.read() if proc.poll() is not None else b"")
-        time.sleep(delay)
-        assert proc.poll() is None, f"the helper stopped before the kill: {proc.stderr.read()!r}"
-        proc.send_signal(signal.SIGKILL)
-        out, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    return subprocess.Popen([sys.executable, "-S", HELPER, str(db), str(seed)], env=env, cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def go_and_kill(proc, delay):
+    """Let a ready helper run for `delay` seconds, SIGKILL it, and return its output lines."""
+    first = proc.stdout.readline()
+    assert first == b"ready\n", (first, proc.stderr.read() if proc.poll() is not None else b"")
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    time.sleep(delay)
+    assert proc.poll() is None, f"the helper stopped before the kill: {proc.stderr.read()!r}"
+    proc.send_signal(signal.SIGKILL)
+    out, err = proc.communicate(timeout=10)
     assert proc.returncode == -signal.SIGKILL, err
     return out.decode().splitlines()
 
@@ -80,24 +81,37 @@ def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run
     rng = random.Random()
     seed0 = rng.randrange(10**6)
     killed_mid_turn = 0
-    for k in range(REPETITIONS):
-        delay = rng.uniform(0, 0.3)
-        where = f"repetition {k} (seed {seed0 + k}, killed after {delay * 1000:.0f} ms)"
-        lines = start_and_kill(db, seed0 + k, delay)
-
-        with SQLiteSession("crash", db) as session:
-            items = list(session.get_items())
-        assert_well_paired(items, where)
-        stored_calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
-        started_calls = {line.split(" ", 1)[1] for line in lines if line.startswith("call ")}
-        killed_mid_turn += bool(started_calls - stored_calls)  # a turn was in flight: none of it was saved
-
-        result, sent = next_run(db, k)
-        assert result.final_output == "recovered", where
-        assert_well_paired(sent, where + ", the next run's model input")
-        with SQLiteSession("crash", db) as session:
-            after = list(session.get_items())
-        assert_well_paired(after, where + ", after the next run")
-        assert after[: len(items)] == items and after[len(items)]["content"] == f"after crash {k}"
+    procs = [spawn(db, seed0)]
+    try:
+        for k in range(REPETITIONS):
+            delay = rng.uniform(0, 0.3)
+            where = f"repetition {k} (seed {seed0 + k}, killed after {delay * 1000:.0f} ms)"
+            if k + 1 < REPETITIONS:  # the next helper imports while this one runs (it waits for "go")
+                procs.append(spawn(db, seed0 + k + 1))
+            lines = go_and_kill(procs[k], delay)
+            killed_mid_turn += check_after_kill(db, k, lines, where)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
     # The test is only worth its time if kills landed inside turns, not just between runs.
     assert killed_mid_turn >= 1, f"no kill landed while a turn was in flight ({REPETITIONS} repetitions)"
+
+
+def check_after_kill(db, k, lines, where):
+    """The reloaded history is well paired and a next run succeeds; returns whether a turn was in flight."""
+    with SQLiteSession("crash", db) as session:
+        items = list(session.get_items())
+    assert_well_paired(items, where)
+    stored_calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
+    started_calls = {line.split(" ", 1)[1] for line in lines if line.startswith("call ")}
+
+    result, sent = next_run(db, k)
+    assert result.final_output == "recovered", where
+    assert_well_paired(sent, where + ", the next run's model input")
+    with SQLiteSession("crash", db) as session:
+        after = list(session.get_items())
+    assert_well_paired(after, where + ", after the next run")
+    assert after[: len(items)] == items and after[len(items)]["content"] == f"after crash {k}"
+    return bool(started_calls - stored_calls)  # a turn was in flight: none of it was saved

@@ -3,9 +3,10 @@
     python tests/helpers/crash_session_run.py DB_PATH SEED
 
 Each run: 2-4 turns of 1-3 `lookup` calls (the tool sleeps a random 1-8 ms, so calls run concurrently and a
-kill often lands while a turn is in flight), then a final message. Writes "ready" once the session is open, and
-"call <call_id>" whenever a tool starts, one line each (os.write, so lines from tool threads never interleave).
-Stops by itself after 30 s in case nobody kills it.
+kill often lands while a turn is in flight), then a final message. Writes "ready" once imported, then waits for
+"go" on stdin before it opens the session (so the test can start it early); writes "call <call_id>" whenever a
+tool starts, one line each (os.write, so lines from tool threads never interleave). Stops by itself after 30 s
+in case nobody kills it.
 """
 import os
 import random
@@ -35,8 +36,10 @@ def main(db_path, seed):
         steps.append([assistant_message(f"run {run} done")])
         return steps
 
+    os.write(1, b"ready\n")  # imports done: the test may start this process early, then say "go"
+    if sys.stdin.readline() != "go\n":
+        return
     session = SQLiteSession("crash", db_path)
-    os.write(1, b"ready\n")
     deadline = time.monotonic() + 30
     run = 0
     while time.monotonic() < deadline:
