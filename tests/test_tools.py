@@ -622,9 +622,12 @@ def test_max_function_tool_concurrency_one_runs_calls_one_at_a_time_in_call_orde
 
 def test_concurrency_is_bounded_by_max_function_tool_concurrency():
     lock, active, peak = threading.Lock(), [0], [0]
+    first_two = threading.Barrier(2, timeout=2)  # the limit is reached, not merely allowed
 
     @function_tool
     def work(n: int) -> str:
+        if n < 2:
+            first_two.wait()
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
