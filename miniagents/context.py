@@ -54,7 +54,7 @@ class Usage:
             in_details = in_details[0] if in_details else {}
         if isinstance(out_details, list):
             out_details = out_details[0] if out_details else {}
-        inp, out = int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0)
+        inp, out = int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0)  # None-safe
         return cls(
             requests=int(data.get("requests", requests) or 0),
             input_tokens=inp,

@@ -22,11 +22,11 @@ from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, dro
 from .models.interface import ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunResult, RunResultStreaming,
                      stream_events_for)
-from .schema import type_schema
+from .schema import type_schema, validate_value
 from .state import PendingTurn, RunState
 from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
                     SingleStepResult)
-from .turn import classify_output, decide_next_step, parse_final_output, settle_turn
+from .turn import assign_call_ids, classify_output, decide_next_step, parse_final_output, settle_turn
 
 DEFAULT_MAX_TURNS = 10
 
@@ -273,6 +273,8 @@ def apply_error_handler(handlers: dict, kind: str, error: Exception, state: RunS
     schema, wrapped = output_schema_for(agent.output_type)
     if schema is not None and isinstance(output, str):
         output = parse_final_output(agent.output_type, wrapped, output)
+    elif schema is not None and isinstance(output, (dict, list)):  # JSON data: build the output type
+        output = validate_value(agent.output_type, output)
     if verdict.include_in_history:
         from .tool import output_text
 
@@ -282,12 +284,13 @@ def apply_error_handler(handlers: dict, kind: str, error: Exception, state: RunS
 
 def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig,
                     hooks: Any) -> Any:
-    """Run the winning handoff: call it, record its output, filter the history, switch agents."""
+    """Run the winning handoff: call it, record its output, filter the history, switch agents.
+    Returns the handoff's output item."""
     handoff = call.target
     new_agent = aio.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
     output = function_call_output(call.raw["call_id"], handoff.get_transfer_message(new_agent))
-    state.generated_items.append(HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent,
-                                                   target_agent=new_agent))
+    item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
+    state.generated_items.append(item)
     state.transcript.append(output)
     input_filter = handoff.input_filter or config.handoff_input_filter
     if input_filter is not None:
@@ -310,7 +313,7 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
     if new_agent.hooks is not None:
         aio.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
-    return new_agent
+    return item
 
 
 def load_session_history(session: Any, input: Any, config: RunConfig) -> list:
@@ -339,66 +342,78 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, stre
           hooks: Any) -> Generator[Any, None, RunResult]:
     ctx = state.context_wrapper
     yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
-    started = None
+    notify(hooks, "on_agent_start", ctx, state.current_agent)
     while True:
         agent = state.current_agent
-        if agent is not started:
-            notify(hooks, "on_agent_start", ctx, agent)
-            started = agent
         turn = prepare_turn(agent, state, config)
         if state.pending is None:  # a new turn: one model call
             if state.max_turns is not None and state.current_turn >= state.max_turns:
-                error = MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")
-                step = apply_error_handler(handlers, "max_turns", error, state, agent, [], [])
-                state.generated_items.extend(step.new_items)
-                return finish(state, agent, step.next_step.output, config, hooks)
-            state.current_turn += 1
-            join_guardrails = lambda: None  # noqa: E731
-            if state.current_turn == 1 and not state.model_responses:
-                guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
-                run_input_guardrails([g for g in guardrails if not g.run_in_parallel], state)
-                join_guardrails = start_parallel_guardrails([g for g in guardrails if g.run_in_parallel], state)
-            response = yield from call_model(agent, turn, state, config, streaming, hooks)
-            join_guardrails()
-            state.pending = PendingTurn(agent.name, list(response.output), len(state.generated_items),
-                                        session_input=state.unsaved_session_input)
-            state.unsaved_session_input, in_session = [], {}
+                return out_of_turns(state, agent, config, handlers, hooks)
+            yield from start_turn(agent, turn, state, config, streaming, hooks)
+            in_session: dict = {}
         else:  # resuming a paused turn: the session may already hold some of its outputs
             in_session = outputs_in_session(session) if session is not None else {}
         pending = state.pending
-        done = {**pending.done, **in_session}
         processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
-        settled = settle_turn(agent, processed, ctx, config, done, turn.tools, pending.nested, hooks)
-        for result in settled.guardrail_results:
-            kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
-            getattr(state, f"tool_{kind}_guardrail_results").append(result)
+        settled = settle_turn(agent, processed, ctx, config, {**pending.done, **in_session}, turn.tools,
+                              pending.nested, hooks)
         step = decide_next_step(agent, processed, settled, ctx, turn.output_schema is not None, turn.wrapped,
                                 lambda kind, error, items, results, run_again=False: apply_error_handler(
                                     handlers, kind, error, state, agent, items, results, run_again))
-        del state.generated_items[pending.start:]
-        state.generated_items.extend(step.new_items)
+        state.record_turn(step.new_items, settled.guardrail_results)
         if isinstance(step.next_step, NextStepInterruption):
-            pending.done = {i.call_id: (i.output, i.raw_item["output"]) for i in step.new_items
-                            if i.type == "tool_call_output_item"}
-            pending.nested = settled.nested
-            state.generated_items.extend(step.next_step.interruptions)
-            return RunResult.from_state(state, agent, None, interruptions=step.next_step.interruptions)
+            return pause(state, agent, step, settled)
         state.pending = None
-        turn_items = [i.raw_item for i in step.new_items]
-        if session is not None and not any(i.get("call_id") in in_session for i in turn_items):
-            session.add_items(pending.session_input + turn_items)
-        state.transcript.extend(turn_items)
-        if settled.results or any(c.kind != "handoff" for c in processed.calls):
+        new_items = step.new_items
+        state.transcript.extend(i.raw_item for i in new_items)
+        if processed.calls and any(c.kind != "handoff" for c in processed.calls):
             state.agents_that_used_tools.add(agent.name)
-        for event in stream_events_for(step.new_items):
+        if isinstance(step.next_step, NextStepHandoff):
+            new_items = new_items + [execute_handoff(agent, step.next_step.call, pending.start, state, config,
+                                                     hooks)]
+        if session is not None and not any(i.raw_item.get("call_id") in in_session for i in new_items):
+            session.add_items(pending.session_input + [i.raw_item for i in new_items])  # one transaction
+        for event in stream_events_for(new_items):
             yield event
         if isinstance(step.next_step, NextStepHandoff):
-            new_agent = execute_handoff(agent, step.next_step.call, pending.start, state, config, hooks)
-            for event in stream_events_for(state.generated_items[-1:]):
-                yield event
-            yield AgentUpdatedStreamEvent(new_agent=new_agent)
+            yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
+            notify(hooks, "on_agent_start", ctx, state.current_agent)
         elif isinstance(step.next_step, NextStepFinalOutput):
             return finish(state, agent, step.next_step.output, config, hooks)
+
+
+def start_turn(agent: Any, turn: _Turn, state: RunState, config: RunConfig, streaming: bool,
+               hooks: Any) -> Generator[Any, None, None]:
+    """Count the turn, run the first turn's input guardrails, call the model, hold the response."""
+    state.current_turn += 1
+    join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
+    if state.current_turn == 1 and not state.model_responses:
+        guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
+        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], state)
+        join_guardrails = start_parallel_guardrails([g for g in guardrails if g.run_in_parallel], state)
+    response = yield from call_model(agent, turn, state, config, streaming, hooks)
+    join_guardrails()
+    output = assign_call_ids(response.output, state.call_ids)
+    state.pending = PendingTurn(agent.name, output, len(state.generated_items),
+                                session_input=state.unsaved_session_input)
+    state.unsaved_session_input = []
+
+
+def out_of_turns(state: RunState, agent: Any, config: RunConfig, handlers: dict, hooks: Any) -> RunResult:
+    error = MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")
+    step = apply_error_handler(handlers, "max_turns", error, state, agent, [], [])
+    state.generated_items.extend(step.new_items)
+    return finish(state, agent, step.next_step.output, config, hooks)
+
+
+def pause(state: RunState, agent: Any, step: SingleStepResult, settled: Any) -> RunResult:
+    """Keep what the paused turn settled (outputs, nested runs) and return its interruptions."""
+    pending = state.pending
+    pending.done = {i.call_id: (i.output, i.raw_item["output"]) for i in step.new_items
+                    if i.type == "tool_call_output_item"}
+    pending.nested = settled.nested
+    state.generated_items.extend(step.next_step.interruptions)
+    return RunResult.from_state(state, agent, None, interruptions=step.next_step.interruptions)
 
 
 def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: Any) -> RunResult:

@@ -49,8 +49,8 @@ def check_tool_name(name: str) -> str:
     return name
 
 
-def _preview(text: str) -> str:
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+def _preview(text: str, limit: int = _PREVIEW) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
@@ -591,7 +591,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool):
     names = [f[0] for f in fields]
     unknown = [k for k in value if k not in names]
     if unknown and strict:
-        _fail(path, f"unexpected field '{unknown[0]}' (allowed: {', '.join(names) or 'none'})")
+        _fail(path, f"unexpected field '{_preview(unknown[0], 60)}' (allowed: {', '.join(names) or 'none'})")
     kwargs = {}
     for name, tp, required, default in fields:
         if name in value:
@@ -651,7 +651,7 @@ class FuncSchema:
         names = [p[0] for p in self._params]
         unknown = [k for k in data if k not in names]
         if unknown and self.strict_json_schema:
-            _fail("", f"unexpected parameter '{unknown[0]}' (parameters: {', '.join(names) or 'none'})")
+            _fail("", f"unexpected parameter '{_preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
         args, kwargs = [], {}
         for name, kind, tp, default in self._params:
             value = data.get(name, _MISSING)

@@ -65,6 +65,17 @@ class RunState:
         generated = [i.raw_item for i in self.generated_items[: self._settled_end()]
                      if not isinstance(i, ToolApprovalItem)]
         self.transcript = drop_orphans(to_input_list(self.original_input) + generated)
+        # Call ids already used in this run: a model that reuses one gets a fresh id instead.
+        self.call_ids = {i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id")}
+
+    def record_turn(self, items: list, guardrail_results: list) -> None:
+        """Put the current turn's items (replacing a paused attempt's) and tool guardrail results."""
+        del self.generated_items[self.pending.start:]
+        self.generated_items.extend(items)
+        self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
+        for result in guardrail_results:
+            kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
+            getattr(self, f"tool_{kind}_guardrail_results").append(result)
 
     def _settled_end(self) -> int:
         return self.pending.start if self.pending is not None else len(self.generated_items)
@@ -164,7 +175,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         raise TypeError(f"run context is not JSON-serialisable at {bad}; pass context_serializer= "
                         "(and context_deserializer= when loading)")
     pending = state.pending
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "current_turn": state.current_turn,
         "max_turns": state.max_turns,
@@ -187,6 +198,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "previous_response_id": state.previous_response_id,
         "auto_previous_response_id": state.auto_previous_response_id,
     }
+    return json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
 
 
 def agent_map(initial_agent: Any) -> dict:
@@ -209,8 +221,11 @@ def agent_map(initial_agent: Any) -> dict:
 # types; None means null), ("list", shape), ("map", shape) for a dict of str keys, or a dict of
 # fields where a trailing "?" marks an optional one. bool never passes for int.
 ITEMS = ("list", dict)
-USAGE = {"requests?": int, "input_tokens?": int, "output_tokens?": int, "total_tokens?": int,
-         "input_tokens_details?": (dict, list), "output_tokens_details?": (dict, list)}
+CACHED, REASONING = {"cached_tokens?": (int, None)}, {"reasoning_tokens?": (int, None)}
+USAGE = {"requests?": int, "input_tokens?": (int, None), "output_tokens?": (int, None),
+         "total_tokens?": (int, None), "input_tokens_details?": (None, CACHED, ("list", CACHED)),
+         "output_tokens_details?": (None, REASONING, ("list", REASONING))}
+CALL_FIELDS = {"call_id": str, "name": str, "arguments?": str}  # what a function_call item must hold
 DECISION = {"approved": (bool, ("list", str)), "rejected": (bool, ("list", str)),
             "rejection_messages?": ("map", str)}
 ITEM = {"type": str, "agent": str, "raw_item": dict, "source_agent?": str, "target_agent?": str,
@@ -271,6 +286,19 @@ def _fits(value: Any, shape: Any, where: str) -> Optional[str]:
     return None if isinstance(value, shape) else f"{where} must be {shape.__name__}, got {type(value).__name__}"
 
 
+def _bad_call(data: dict) -> Optional[str]:
+    """The first function_call item (in the paused response or the items) missing a usable field."""
+    pending = data["pending_turn"] or {"output": []}
+    places = [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
+    places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
+    for where, item in places:
+        if item.get("type") == "function_call":
+            problem = _fits(item, CALL_FIELDS, f"run state.{where}")
+            if problem:
+                return problem
+    return None
+
+
 def _agent(agents: dict, name: str) -> Any:
     if name not in agents:
         raise UserError(f"Run state agent not found in agent map: {name!r}")
@@ -303,7 +331,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    problem = _fits(data, DOCUMENT_V1, "run state")
+    problem = _fits(data, DOCUMENT_V1, "run state") or _bad_call(data)
     if problem:
         raise UserError(f"malformed run state: {problem}")
     agents = agent_map(initial_agent)

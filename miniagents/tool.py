@@ -161,26 +161,36 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
 
 
 def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
-    """Run one call and return `(python_value, text_for_the_model)`; see the module docstring."""
+    """Run one call and return `(python_value, text_for_the_model)`; see the module docstring.
+
+    When the tool did not produce a value (bad arguments, an error, a timeout), the value is the
+    text the model sees, so `tool_use_behavior` and run items see what the model saw.
+    """
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, output_text(value)
-    except ArgumentsError as e:  # the model's mistake: say what to fix (parse errors carry the preview)
-        text = e.message
-        if not text.startswith("Invalid JSON input for tool"):
-            text = f"Invalid JSON input for tool {tool.name}: {text}. Received: {preview(raw_args)}"
-        return None, f"{text}\nFix the arguments and call the tool again."
-    except ToolError as e:
-        return None, e.message
     except NestedInterruption:
         raise
-    except ToolTimeoutError as e:
+    except Exception as error:
+        text = failure_text(tool, ctx, raw_args, error)
+        return text, text
+
+
+def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
+    """The failure policy: the text the model sees for `error`, or `error` re-raised."""
+    if isinstance(error, ArgumentsError):  # the model's mistake: say what to fix
+        text = error.message  # parse errors already name the tool and carry a preview
+        if not text.startswith("Invalid JSON input for tool"):
+            text = f"Invalid JSON input for tool {tool.name}: {text}. Received: {preview(raw_args)}"
+        return f"{text}\nFix the arguments and call the tool again."
+    if isinstance(error, ToolError):
+        return error.message
+    if isinstance(error, ToolTimeoutError):
         if tool.timeout_behavior == "raise_exception":
-            raise
+            raise error
         if tool.timeout_error_function is not None:
-            return None, output_text(aio.call(tool.timeout_error_function, ctx, e))
-        return None, str(e)
-    except Exception as e:
-        if tool.failure_error_function is None:
-            raise
-        return None, output_text(aio.call(tool.failure_error_function, ctx, e))
+            return output_text(aio.call(tool.timeout_error_function, ctx, error))
+        return str(error)
+    if tool.failure_error_function is None:
+        raise error
+    return output_text(aio.call(tool.failure_error_function, ctx, error))

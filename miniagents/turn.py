@@ -60,6 +60,17 @@ class Processed:
     calls: list = field(default_factory=list)
 
 
+def assign_call_ids(output: list, taken: set) -> list:
+    """Give every function call a call id not used earlier in the run (fixed once per response, so a
+    resumed turn sees the same ids). Missing ids and ids reused from earlier turns get fresh ones."""
+    fixed = []
+    for item in output:
+        if item.get("type") == "function_call" and (not item.get("call_id") or item["call_id"] in taken):
+            item = {**item, "call_id": new_call_id()}
+        fixed.append(item)
+    return fixed
+
+
 def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, config: Any) -> Processed:
     """Turn output items into run items; fix missing call ids; drop a repeated call id."""
     processed, seen = Processed(items=[]), set()
@@ -71,8 +82,6 @@ def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, confi
             processed.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)
-            if not call.get("call_id"):
-                call["call_id"] = new_call_id()
             if call["call_id"] in seen:
                 logger.warning("ignoring repeated call id %r in one response", call["call_id"])
                 continue
@@ -155,7 +164,7 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict, hooks:
         if verdict.behavior["type"] == "raise_exception":
             raise ToolInputGuardrailTripwireTriggered(guardrail, verdict)
         if verdict.behavior["type"] == "reject_content":
-            return None, verdict.behavior["message"], results
+            return verdict.behavior["message"], verdict.behavior["message"], results
     notify(hooks, "on_tool_start", tool_ctx, agent, tool)
     try:
         value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
@@ -168,7 +177,7 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict, hooks:
         if verdict.behavior["type"] == "raise_exception":
             raise ToolOutputGuardrailTripwireTriggered(guardrail, verdict)
         if verdict.behavior["type"] == "reject_content":
-            return None, verdict.behavior["message"], results
+            return verdict.behavior["message"], verdict.behavior["message"], results
     return value, text, results
 
 

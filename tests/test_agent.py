@@ -188,12 +188,6 @@ def test_tool_use_behavior_is_not_consulted_when_no_tool_ran():
     assert consulted == []
 
 
-KERNEL_BUG_FAILED_TOOL_OUTPUT = ("kernel bug: a failed call's FunctionToolResult.output (and ToolCallOutputItem.output) is "
-                                 "None instead of the text the model saw, so stop_on_first_tool ends the run with "
-                                 "final_output 'None'")
-
-
-@pytest.mark.xfail(strict=True, reason=KERNEL_BUG_FAILED_TOOL_OUTPUT)
 def test_stop_on_first_tool_with_a_failing_tool_ends_with_the_error_text():
     @function_tool
     def book() -> str:
@@ -205,7 +199,6 @@ def test_stop_on_first_tool_with_a_failing_tool_ends_with_the_error_text():
     assert result.final_output == "No slots left; try tomorrow."
 
 
-@pytest.mark.xfail(strict=True, reason=KERNEL_BUG_FAILED_TOOL_OUTPUT)
 def test_a_tool_use_behavior_callable_sees_the_error_text_of_a_failed_tool():
     seen = []
 

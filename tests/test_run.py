@@ -264,8 +264,6 @@ def test_an_invalid_final_output_error_handler_supplies_the_final_output():
     assert len(model.calls) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="kernel bug: an error handler's non-string final_output is not validated "
-                                         "against output_type (a dict stays a dict; upstream validates it)")
 def test_an_error_handlers_final_output_is_validated_against_the_output_type():
     from dataclasses import dataclass
 

@@ -66,9 +66,6 @@ def test_to_json_is_a_dict_with_schema_version_1_and_to_string_is_its_json_text(
     assert json.loads(state.to_string()) == data
 
 
-@pytest.mark.xfail(strict=True, reason="kernel bug: dump_state puts the state's own dicts (pending turn output, "
-                                       "model response output, context, approvals) into the document, so editing "
-                                       "the returned dict edits the live state")
 def test_to_json_returns_a_document_independent_of_the_state():
     _, state, _, _ = paused_state(context={"ids": [1]})
     before = state.to_string()
@@ -348,16 +345,10 @@ NESTED = [
     pytest.param(("pending_turn", "output"), ["oops"], "output", id="pending_turn.output=['oops']"),
     pytest.param(("context", "approvals"), {"delete_file": []}, "approvals", id="context.approvals.delete_file=[]"),
     pytest.param(("model_responses", 0, "usage", "input_tokens_details", "cached_tokens"), [None], "cached_tokens",
-                 id="model_responses.0.usage.input_tokens_details.cached_tokens=[None]",
-                 marks=pytest.mark.xfail(strict=True, reason="kernel bug: TypeError from int([None]) in "
-                                                             "Usage.from_json, not UserError")),
+                 id="model_responses.0.usage.input_tokens_details.cached_tokens=[None]"),
     pytest.param(("context", "usage", "input_tokens_details"), [None], "input_tokens_details",
-                 id="context.usage.input_tokens_details=[None]",
-                 marks=pytest.mark.xfail(strict=True, reason="kernel bug: AttributeError (None has no 'get') in "
-                                                             "Usage.from_json, not UserError")),
-    pytest.param(("pending_turn", "output", 0, "call_id"), [1], "call_id", id="pending_turn.output.0.call_id=[1]",
-                 marks=pytest.mark.xfail(strict=True, reason="kernel bug: loads; resume then raises TypeError "
-                                                             "(unhashable list) in classify_output")),
+                 id="context.usage.input_tokens_details=[None]"),
+    pytest.param(("pending_turn", "output", 0, "call_id"), [1], "call_id", id="pending_turn.output.0.call_id=[1]"),
 ]
 
 
@@ -391,8 +382,6 @@ def _paths(value, prefix=()):
             yield from _paths(inner, prefix + (index,))
 
 
-@pytest.mark.xfail(strict=True, reason="kernel bug: some mistyped fields still crash with TypeError instead of "
-                                       "UserError, e.g. usage details (see NESTED)")
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate], report_multiple_bugs=False)  # no slow shrinking
 @given(data=st.data())

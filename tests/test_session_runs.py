@@ -208,9 +208,6 @@ def test_after_a_multi_turn_run_the_database_is_well_paired_and_holds_the_run(db
     assert stored == [dict(i) for i in result.to_input_list()]
 
 
-@pytest.mark.xfail(strict=True, reason="kernel bug: run.py saves a handoff turn's items before execute_handoff "
-                                       "makes the transfer output, which is never saved: the transfer_to_* call "
-                                       "stays in the session without its function_call_output")
 def test_after_a_multi_turn_run_with_a_handoff_the_database_is_well_paired(db, session):
     model = ScriptedModel()
     specialist = lookup_agent(model).clone(name="Specialist")
