@@ -1,0 +1,53 @@
+"""A call id never executes twice: ids are fixed once per response, before anything runs."""
+from miniagents import Agent, Runner, RunState, function_tool
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+runs = []
+
+
+@function_tool
+def ping(n: int) -> str:
+    """Ping."""
+    runs.append(n)
+    return f"pong {n}"
+
+
+@function_tool(needs_approval=True)
+def guarded(n: int) -> str:
+    """Needs a person."""
+    runs.append(("guarded", n))
+    return f"guarded {n}"
+
+
+def call_ids(items):
+    return [i["call_id"] for i in items if i.get("type") == "function_call"]
+
+
+def test_a_call_id_reused_in_a_later_turn_gets_a_fresh_id_and_the_history_stays_unique():
+    runs.clear()
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0")],
+                           [function_call("ping", {"n": 2}, call_id="call_0")],  # a server numbering per response
+                           [assistant_message("done")]])
+    result = Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go")
+    sent = model.calls[2].input
+    ids = call_ids(sent)
+    assert runs == [1, 2] and result.final_output == "done"
+    assert ids[0] == "call_0" and ids[1] != "call_0" and len(set(ids)) == 2
+    outputs = [i for i in sent if i.get("type") == "function_call_output"]
+    assert [o["call_id"] for o in outputs] == ids and [o["output"] for o in outputs] == ["pong 1", "pong 2"]
+
+
+def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume():
+    runs.clear()
+    no_id = function_call("ping", {"n": 7}, call_id="x")
+    no_id["call_id"] = ""
+    model = ScriptedModel([[no_id, function_call("guarded", {"n": 8}, call_id="g1")], [assistant_message("ok")]])
+    agent = Agent(name="A", tools=[ping, guarded], model=model)
+    paused = Runner.run_sync(agent, "go")
+    state = RunState.from_string(agent, paused.to_state().to_string())
+    state.approve(state.get_interruptions()[0])
+    result = Runner.run_sync(agent, state)
+    assert result.final_output == "ok"
+    assert runs == [7, ("guarded", 8)]  # the sibling that ran before the pause did not run again
+    ids = call_ids(model.calls[1].input)
+    assert ids[0].startswith("call_") and len(set(ids)) == 2
