@@ -41,3 +41,30 @@ def test_every_public_name_in_the_readme_table_exists():
 
 def test_readme_names_the_two_commands():
     assert "python demo.py" in README and "./run.sh test" in README
+
+
+def test_the_local_server_snippet_talks_chat_completions_to_the_base_url(monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from openai_server import OpenAITestServer, chat_completion
+
+    code = python_blocks()[1]
+    assert "OPENAI_BASE_URL" in code
+    server = OpenAITestServer()
+    try:
+        server.reply(chat_completion("Hello there!"))
+        monkeypatch.setenv("OPENAI_BASE_URL", "restored-after-the-test")  # the snippet sets both
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        monkeypatch.delenv("OPENAI_API_KEY")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code.replace("http://localhost:11434/v1", server.url), "README.md", "exec"), {})
+        assert out.getvalue().strip() == "Hello there!"
+        request = server.requests[0]
+        assert request["path"].endswith("/chat/completions")
+        assert request["body"]["model"] == "llama3.2"
+        assert request["body"]["messages"][0] == {"role": "system", "content": "Answer in one sentence."}
+    finally:
+        server.close()
