@@ -2,12 +2,16 @@
 
 - import: wall time of `python -c "import miniagents"` in a fresh interpreter (best of N).
 - loop: the kernel's own work per turn with a scripted model and one tool call per turn, for runs of
-  2 and 200 turns (the model's cost is nil, so this is all kernel).
+  2 and 200 turns (the scripted model's own cost, a deep copy of each step, is included).
+- session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
+- state: size and time of `to_string` / `from_string` for a paused run.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -20,13 +24,19 @@ from miniagents.testing import ScriptedModel, assistant_message, function_call  
 
 
 def bench_import(repeats: int = 15) -> None:
-    code = "import time; t = time.perf_counter(); import miniagents; print(time.perf_counter() - t)"
-    times = [float(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT)) for _ in range(repeats)]
-    base = [float(subprocess.check_output([sys.executable, "-c", "import time; t=time.perf_counter(); "
-                                           "import json, dataclasses, typing, inspect; "
-                                           "print(time.perf_counter()-t)"], cwd=ROOT)) for _ in range(repeats)]
+    """Fresh interpreters with bytecode caches written, as an installed package has them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.check_call([sys.executable, "-c", "import miniagents"], cwd=ROOT, env=env)
+
+    def child(code: str) -> float:
+        return float(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, env=env))
+
+    times = [child("import time; t = time.perf_counter(); import miniagents; print(time.perf_counter() - t)")
+             for _ in range(repeats)]
+    base = [child("import time; t = time.perf_counter(); import json, dataclasses, typing, inspect, logging, "
+                  "enum, re; print(time.perf_counter() - t)") for _ in range(repeats)]
     print(f"import miniagents: best {min(times) * 1e3:.1f} ms, median {statistics.median(times) * 1e3:.1f} ms "
-          f"(json+dataclasses+typing+inspect alone: median {statistics.median(base) * 1e3:.1f} ms)")
+          f"(its stdlib imports alone: median {statistics.median(base) * 1e3:.1f} ms)")
 
 
 @function_tool
@@ -53,7 +63,54 @@ def bench_loop() -> None:
               f"(best {per_turn[0] * 1e6:.0f} µs; scripted model, one tool call per turn)")
 
 
+def bench_session() -> None:
+    from miniagents import SQLiteSession
+
+    item = {"role": "user", "content": "x" * 200}
+    with tempfile.TemporaryDirectory() as folder:
+        for rows in (1_000, 100_000):
+            session = SQLiteSession(f"s{rows}", os.path.join(folder, f"{rows}.db"))
+            for start in range(0, rows, 10_000):
+                session.add_items([item] * min(10_000, rows - start))
+            session.add_items([{"role": "user", "content": "other"}])
+            runs = []
+            for _ in range(200):
+                start = time.perf_counter()
+                session.get_items(limit=20)
+                runs.append(time.perf_counter() - start)
+            print(f"session: get_items(limit=20) on {rows:,} rows: median {statistics.median(runs) * 1e6:.0f} µs")
+            session.close()
+
+
+def bench_state() -> None:
+    from miniagents import RunState
+
+    @function_tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return path
+
+    steps = [[function_call("add", {"a": i, "b": 1}, call_id=f"c{i}")] for i in range(50)]
+    steps.append([function_call("delete", {"path": "/tmp/x"}, call_id="d1")])
+    agent = Agent(name="Bench", tools=[add, delete], model=ScriptedModel(steps))
+    state = Runner.run_sync(agent, "go", max_turns=100).to_state()
+    text = state.to_string()
+    dump = min(_timed(state.to_string) for _ in range(20))
+    load = min(_timed(lambda: RunState.from_string(agent, text)) for _ in range(20))
+    print(f"state: paused after 51 turns: {len(text):,} bytes; to_string {dump * 1e3:.2f} ms, "
+          f"from_string {load * 1e3:.2f} ms (best of 20)")
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 if __name__ == "__main__":
-    print(f"python {sys.version.split()[0]} on {sys.platform}")
+    print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpus, "
+          f"load average {os.getloadavg()[0]:.2f}")
     bench_import()
     bench_loop()
+    bench_session()
+    bench_state()
