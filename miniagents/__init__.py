@@ -21,8 +21,9 @@ from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutp
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult,
                      RunResultStreaming)
-from .run import (DEFAULT_MAX_TURNS, CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput,
-                  RunErrorHandlerResult, Runner, ToolExecutionConfig)
+from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput, RunErrorHandlerResult,
+                     ToolExecutionConfig)
+from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
 from .tool import FunctionTool, ToolError, default_tool_error_function, function_tool
 

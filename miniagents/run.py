@@ -8,10 +8,13 @@ are the verb-named functions of turn.py.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
 from . import aio
+from .config import (CallModelData, ModelInputData, RunConfig, RunErrorData, RunErrorHandlerInput,
+                     RunErrorHandlerResult)
 from .context import RunContextWrapper, Usage
 from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
                      OutputGuardrailTripwireTriggered, RunErrorDetails, UserError)
@@ -29,82 +32,7 @@ from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, 
 from .turn import assign_call_ids, classify_output, decide_next_step, parse_final_output, settle_turn
 
 DEFAULT_MAX_TURNS = 10
-
-
-@dataclass
-class ToolExecutionConfig:
-    max_function_tool_concurrency: Optional[int] = None
-    pre_approval_tool_input_guardrails: bool = False
-
-
-@dataclass
-class RunConfig:
-    """Settings for one run. Tracing fields are accepted and ignored: nothing leaves the process."""
-
-    model: Any = None
-    model_provider: Any = None
-    model_settings: Optional[ModelSettings] = None
-    handoff_input_filter: Optional[Callable] = None
-    input_guardrails: Optional[list] = None
-    output_guardrails: Optional[list] = None
-    session_input_callback: Optional[Callable] = None
-    call_model_input_filter: Optional[Callable] = None
-    tool_error_formatter: Optional[Callable] = None
-    session_settings: Any = None
-    reasoning_item_id_policy: Optional[str] = None
-    tool_execution: Optional[ToolExecutionConfig] = None
-    # Upstream raises by default; a model's typo should not lose minutes of work (PAIN), so we answer it.
-    tool_not_found_behavior: str = "return_error_to_model"
-    tool_name_collision_policy: str = "warn"
-    max_function_tool_concurrency: Optional[int] = None
-    workflow_name: str = "Agent workflow"
-    trace_id: Optional[str] = None
-    group_id: Optional[str] = None
-    trace_metadata: Optional[dict] = None
-    tracing_disabled: bool = False
-    trace_include_sensitive_data: bool = True
-
-    def __post_init__(self):
-        if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):
-            raise UserError(f"Invalid tool_not_found_behavior: {self.tool_not_found_behavior!r}")
-        if self.max_function_tool_concurrency is None and self.tool_execution is not None:
-            self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
-
-
-@dataclass
-class CallModelData:
-    model_data: Any
-    agent: Any
-    context: Any
-
-
-@dataclass
-class ModelInputData:
-    input: list
-    instructions: Optional[str]
-
-
-@dataclass
-class RunErrorData:
-    input: Any
-    new_items: list
-    history: list
-    output: list
-    raw_responses: list
-    last_agent: Any
-
-
-@dataclass
-class RunErrorHandlerInput:
-    error: Exception
-    context: Any
-    run_data: RunErrorData
-
-
-@dataclass
-class RunErrorHandlerResult:
-    final_output: Any
-    include_in_history: bool = True
+logger = logging.getLogger("miniagents")
 
 
 @dataclass
@@ -144,8 +72,10 @@ def prepare_turn(agent: Any, state: RunState, config: RunConfig) -> _Turn:
     ctx = state.context_wrapper
     tools: dict = {}
     for tool in agent.get_enabled_tools(ctx):
-        if tool.name in tools and config.tool_name_collision_policy == "error":
-            raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
+        if tool.name in tools:
+            if config.tool_name_collision_policy == "error":
+                raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
+            logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
         tools[tool.name] = tool
     handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
     clash = set(tools) & set(handoffs)
@@ -177,6 +107,9 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
         data = aio.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
         model_input, instructions = drop_orphans(data.input), data.instructions
+    if config.reasoning_item_id_policy == "omit":
+        model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
+                       for i in model_input]
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
     tools = [t.spec() for t in turn.tools.values()]

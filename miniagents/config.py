@@ -1,0 +1,95 @@
+"""What a run is configured with: `RunConfig`, and the plain data its callbacks receive and return.
+
+Nothing here runs anything; the loop (run.py) reads these. Tracing fields are accepted so that code
+written for upstream keeps working, and ignored: nothing leaves the process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .errors import UserError
+from .models.interface import ModelSettings
+
+
+@dataclass
+class ToolExecutionConfig:
+    max_function_tool_concurrency: Optional[int] = None
+    pre_approval_tool_input_guardrails: bool = False
+
+
+@dataclass
+class RunConfig:
+    """Settings for one run. Tracing fields are accepted and ignored: nothing leaves the process."""
+
+    model: Any = None
+    model_provider: Any = None
+    model_settings: Optional[ModelSettings] = None
+    handoff_input_filter: Optional[Callable] = None
+    input_guardrails: Optional[list] = None
+    output_guardrails: Optional[list] = None
+    session_input_callback: Optional[Callable] = None
+    call_model_input_filter: Optional[Callable] = None
+    tool_error_formatter: Optional[Callable] = None
+    session_settings: Any = None
+    reasoning_item_id_policy: Optional[str] = None
+    tool_execution: Optional[ToolExecutionConfig] = None
+    # Upstream raises by default; a model's typo should not lose minutes of work (PAIN), so we answer it.
+    tool_not_found_behavior: str = "return_error_to_model"
+    tool_name_collision_policy: str = "warn"
+    max_function_tool_concurrency: Optional[int] = None
+    workflow_name: str = "Agent workflow"
+    trace_id: Optional[str] = None
+    group_id: Optional[str] = None
+    trace_metadata: Optional[dict] = None
+    tracing_disabled: bool = False
+    trace_include_sensitive_data: bool = True
+
+    def __post_init__(self):
+        if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):
+            raise UserError(f"Invalid tool_not_found_behavior: {self.tool_not_found_behavior!r}")
+        if self.tool_name_collision_policy not in ("warn", "error"):
+            raise UserError(f"Invalid tool_name_collision_policy: {self.tool_name_collision_policy!r}")
+        if self.reasoning_item_id_policy not in (None, "preserve", "omit"):
+            raise UserError(f"Invalid reasoning_item_id_policy: {self.reasoning_item_id_policy!r}")
+        if self.tool_execution is not None and self.tool_execution.pre_approval_tool_input_guardrails:
+            raise UserError("pre_approval_tool_input_guardrails=True is not supported: tool input guardrails "
+                            "run after approval, just before the tool")
+        if self.max_function_tool_concurrency is None and self.tool_execution is not None:
+            self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
+
+
+@dataclass
+class CallModelData:
+    model_data: Any
+    agent: Any
+    context: Any
+
+
+@dataclass
+class ModelInputData:
+    input: list
+    instructions: Optional[str]
+
+
+@dataclass
+class RunErrorData:
+    input: Any
+    new_items: list
+    history: list
+    output: list
+    raw_responses: list
+    last_agent: Any
+
+
+@dataclass
+class RunErrorHandlerInput:
+    error: Exception
+    context: Any
+    run_data: RunErrorData
+
+
+@dataclass
+class RunErrorHandlerResult:
+    final_output: Any
+    include_in_history: bool = True
