@@ -15,12 +15,10 @@ class Deadline(Exception):
     """Raised by `resolve`/`in_thread` when `timeout` seconds passed first."""
 
 
-def in_thread(fn: Callable[[], Any], timeout: Optional[float] = None, name: str = "miniagents-worker") -> Any:
-    """Run `fn()` in a daemon thread and return its result or raise its error.
-
-    Past `timeout` seconds, stop waiting and raise `Deadline` (a sync function cannot be stopped;
-    its thread is left to finish on its own).
-    """
+def start_thread(fn: Callable[[], Any], name: str = "miniagents-worker") -> Callable[..., Any]:
+    """Start `fn()` in a daemon thread; the returned `join(timeout=None)` gives its result or raises
+    its error, or raises `Deadline` past `timeout` (a sync function cannot be stopped: its thread is
+    left to finish on its own)."""
     import threading
 
     box: dict = {}
@@ -28,17 +26,26 @@ def in_thread(fn: Callable[[], Any], timeout: Optional[float] = None, name: str 
     def work() -> None:
         try:
             box["value"] = fn()
-        except BaseException as e:  # handed to the caller's thread below
+        except BaseException as e:  # handed to the joining thread
             box["error"] = e
 
     worker = threading.Thread(target=work, name=name, daemon=True)
     worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise Deadline()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+
+    def join(timeout: Optional[float] = None) -> Any:
+        worker.join(timeout)
+        if worker.is_alive():
+            raise Deadline()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return join
+
+
+def in_thread(fn: Callable[[], Any], timeout: Optional[float] = None, name: str = "miniagents-worker") -> Any:
+    """Run `fn()` in a daemon thread and wait for it (at most `timeout` seconds)."""
+    return start_thread(fn, name)(timeout)
 
 
 def resolve(value: Any, timeout: Optional[float] = None) -> Any:

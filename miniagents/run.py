@@ -88,15 +88,20 @@ def prepare_turn(agent: Any, state: RunState, config: RunConfig) -> _Turn:
     return _Turn(agent.get_system_prompt(ctx), tools, handoffs, settings, schema, wrapped)
 
 
+_default_provider: list = []  # one OpenAIProvider per process, made on first use: it keeps connections
+
+
 def get_model(agent: Any, config: RunConfig) -> Any:
     model = config.model or agent.model
     if model is not None and not isinstance(model, str):
         return model
     provider = config.model_provider
     if provider is None:
-        from .models.provider import OpenAIProvider
+        if not _default_provider:
+            from .models.provider import OpenAIProvider
 
-        provider = OpenAIProvider()
+            _default_provider.append(OpenAIProvider())
+        provider = _default_provider[0]
     return provider.get_model(model)
 
 
@@ -152,25 +157,7 @@ def start_parallel_guardrails(guardrails: list, state: RunState) -> Callable[[],
     """Run `run_in_parallel` guardrails beside the first model call; the returned join raises on a trip."""
     if not guardrails:
         return lambda: None
-    import threading
-
-    failure: list = []
-
-    def work() -> None:
-        try:
-            run_input_guardrails(guardrails, state)
-        except BaseException as e:
-            failure.append(e)
-
-    worker = threading.Thread(target=work, name="input-guardrails", daemon=True)
-    worker.start()
-
-    def join() -> None:
-        worker.join()
-        if failure:
-            raise failure[0]
-
-    return join
+    return aio.start_thread(lambda: run_input_guardrails(guardrails, state), name="input-guardrails")
 
 
 def run_output_guardrails(agent: Any, output: Any, state: RunState, config: RunConfig) -> None:

@@ -287,15 +287,15 @@ def _fits(value: Any, shape: Any, where: str) -> Optional[str]:
 
 
 def _bad_call(data: dict) -> Optional[str]:
-    """The first function_call item (in the paused response or the items) missing a usable field."""
+    """The first call or output item (in the paused response or the items) without a usable call id/name."""
     pending = data["pending_turn"] or {"output": []}
     places = [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
     places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
     for where, item in places:
-        if item.get("type") == "function_call":
-            problem = _fits(item, CALL_FIELDS, f"run state.{where}")
-            if problem:
-                return problem
+        shape = CALL_FIELDS if item.get("type") == "function_call" else {"call_id?": str}
+        problem = _fits(item, shape, f"run state.{where}")
+        if problem:
+            return problem
     return None
 
 
