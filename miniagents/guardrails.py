@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import aio
+from .errors import InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered
 
 
 @dataclass
@@ -64,6 +65,23 @@ class OutputGuardrail:
         output = aio.call(self.guardrail_function, context, agent, agent_output)
         return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
                                      output=_checked(output, self.get_name()))
+
+
+def run_input_guardrails(guardrails: list, agent: Any, input: Any, context: Any, results: list) -> None:
+    """Run each guardrail in order, appending its result; the first tripwire raises."""
+    for guardrail in guardrails:
+        result = guardrail.run(agent, input, context)
+        results.append(result)
+        if result.output.tripwire_triggered:
+            raise InputGuardrailTripwireTriggered(result)
+
+
+def run_output_guardrails(guardrails: list, agent: Any, output: Any, context: Any, results: list) -> None:
+    for guardrail in guardrails:
+        result = guardrail.run(context, agent, output)
+        results.append(result)
+        if result.output.tripwire_triggered:
+            raise OutputGuardrailTripwireTriggered(result)
 
 
 def _checked(output: Any, name: str) -> GuardrailFunctionOutput:

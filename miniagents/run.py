@@ -16,8 +16,8 @@ from . import aio
 from .config import (CallModelData, ModelInputData, RunConfig, RunErrorData, RunErrorHandlerInput,
                      RunErrorHandlerResult)
 from .context import RunContextWrapper, Usage
-from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
-                     OutputGuardrailTripwireTriggered, RunErrorDetails, UserError)
+from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
+from .guardrails import run_input_guardrails, run_output_guardrails
 from .handoffs import HandoffInputData
 from .hooks import notify
 from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
@@ -140,32 +140,6 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
     if state.auto_previous_response_id and response.response_id:
         state.previous_response_id = response.response_id
     return response
-
-
-# --- Guardrails on the run's input and final output ------------------------------------------------
-
-
-def run_input_guardrails(guardrails: list, state: RunState) -> None:
-    for guardrail in guardrails:
-        result = guardrail.run(state.starting_agent, state.original_input, state.context_wrapper)
-        state.input_guardrail_results.append(result)
-        if result.output.tripwire_triggered:
-            raise InputGuardrailTripwireTriggered(result)
-
-
-def start_parallel_guardrails(guardrails: list, state: RunState) -> Callable[[], None]:
-    """Run `run_in_parallel` guardrails beside the first model call; the returned join raises on a trip."""
-    if not guardrails:
-        return lambda: None
-    return aio.start_thread(lambda: run_input_guardrails(guardrails, state), name="input-guardrails")
-
-
-def run_output_guardrails(agent: Any, output: Any, state: RunState, config: RunConfig) -> None:
-    for guardrail in list(agent.output_guardrails) + list(config.output_guardrails or ()):
-        result = guardrail.run(state.context_wrapper, agent, output)
-        state.output_guardrail_results.append(result)
-        if result.output.tripwire_triggered:
-            raise OutputGuardrailTripwireTriggered(result)
 
 
 # --- Error handlers, handoffs, sessions --------------------------------------------------------
@@ -309,8 +283,11 @@ def start_turn(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
     join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
     if state.current_turn == 1 and not state.model_responses:
         guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
-        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], state)
-        join_guardrails = start_parallel_guardrails([g for g in guardrails if g.run_in_parallel], state)
+        check = (state.starting_agent, state.original_input, state.context_wrapper, state.input_guardrail_results)
+        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
+        racing = [g for g in guardrails if g.run_in_parallel]
+        if racing:  # beside the first model call; a trip discards its response before any tool runs
+            join_guardrails = aio.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
     response = yield from call_model(agent, turn, state, config, streaming, hooks)
     join_guardrails()
     output = assign_call_ids(response.output, state.call_ids)
@@ -337,7 +314,8 @@ def pause(state: RunState, agent: Any, step: SingleStepResult, settled: Any) -> 
 
 
 def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: Any) -> RunResult:
-    run_output_guardrails(agent, output, state, config)
+    run_output_guardrails(list(agent.output_guardrails) + list(config.output_guardrails or ()), agent, output,
+                          state.context_wrapper, state.output_guardrail_results)
     state.final_output = output
     notify(hooks, "on_agent_end", state.context_wrapper, agent, output)
     return RunResult.from_state(state, agent, output)
