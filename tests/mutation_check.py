@@ -1,0 +1,493 @@
+"""Mutation check: inject known regressions into the kernel and prove the test suite catches each one.
+
+A script, not a test module (pytest does not collect it: its name does not start with `test_`).
+
+    python tests/mutation_check.py              # every mutant, 2 jobs
+    python tests/mutation_check.py --list       # what the mutants are
+    python tests/mutation_check.py --only sse   # mutants whose id, file or description contain "sse"
+    python tests/mutation_check.py --full       # always run the whole suite for each mutant
+
+Each mutant is one hand-written edit, `(file, old, new, breaks)`, aimed at one rule of DESIGN.md: the
+`old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code
+moves). For each mutant the script edits a private copy of the repository (one copy per job, made once),
+runs the test files most likely to catch it, and only if those pass runs the rest of the suite: a mutant
+SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant that
+outlives the timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
+First the unmutated suite runs once: tests that already fail without any mutant (work in progress) are
+left out of every mutant's run and named in the output (`--strict-baseline` stops instead).
+Exit status: 0 when every mutant was caught, 1 when any survived, 2 when the check itself could not run.
+Standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IGNORED = (".git", ".venv", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
+           "build", "*.egg-info", "*.pyc")
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str           # path relative to the repository root
+    old: str            # text that occurs exactly once in the file
+    new: str            # what it becomes
+    breaks: str         # the behaviour the suite must pin
+    tests: Tuple[str, ...] = ()  # test files to run first (relative to tests/)
+
+    @property
+    def id(self) -> str:
+        return f"{os.path.basename(self.file)}: {self.breaks}"
+
+
+def M(file: str, old: str, new: str, breaks: str, *tests: str) -> Mutant:
+    return Mutant("miniagents/" + file, old, new, breaks, tuple(f"tests/{t}.py" for t in tests))
+
+
+MUTANTS: List[Mutant] = [
+    # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
+    M("turn.py",
+      "    if approvals:\n        return SingleStepResult(items, NextStepInterruption(approvals), results)\n"
+      "    if winner is not None:\n        return SingleStepResult(items, NextStepHandoff(winner), results)\n",
+      "    if winner is not None:\n        return SingleStepResult(items, NextStepHandoff(winner), results)\n"
+      "    if approvals:\n        return SingleStepResult(items, NextStepInterruption(approvals), results)\n",
+      "decision order: a pending approval wins over a handoff", "test_run", "test_approvals"),
+    M("turn.py",
+      "    if winner is not None:\n        return SingleStepResult(items, NextStepHandoff(winner), results)\n",
+      "    if winner is not None and not results:\n"
+      "        return SingleStepResult(items, NextStepHandoff(winner), results)\n",
+      "decision order: a handoff wins over tool_use_behavior / running again", "test_run", "test_handoffs"),
+    M("turn.py",
+      "    if processed.calls:\n        return SingleStepResult(items, NextStepRunAgain(), results)",
+      "    if results:\n        return SingleStepResult(items, NextStepRunAgain(), results)",
+      "a turn whose calls produced no function results (unknown tool) runs again instead of ending",
+      "test_run", "test_tools"),
+    M("turn.py",
+      "        return ToolsToFinalOutputResult(True, results[0].output)",
+      "        return ToolsToFinalOutputResult(True, results[-1].output)",
+      "stop_on_first_tool: the first tool's output is the final output", "test_agent", "test_run"),
+    M("turn.py",
+      "            futures = [pool.submit(job) for job in jobs]\n            for future in futures:\n",
+      "            futures = [pool.submit(job) for job in jobs]\n"
+      "            from concurrent.futures import as_completed\n"
+      "            for future in as_completed(futures):\n",
+      "concurrent tool results are paired with their calls in call order, not completion order", "test_tools"),
+    M("turn.py",
+      "    for call in processed.calls:\n        call_id = call.raw[\"call_id\"]\n",
+      "    for call in reversed(processed.calls):\n        call_id = call.raw[\"call_id\"]\n",
+      "tool outputs enter the transcript in the order the model issued the calls", "test_tools", "test_run"),
+    M("turn.py",
+      "            seen.add(call[\"call_id\"])\n",
+      "            pass\n",
+      "a repeated call id within one response runs once", "test_tools"),
+    M("turn.py",
+      "        if call_id in done:\n            continue\n",
+      "",
+      "a call id that already has an output (resume, session) never runs again", "test_approvals",
+      "test_run_state"),
+    M("turn.py",
+      "            default = f\"Tool '{name}' not found. Available tools: {', '.join(sorted(tools)) or 'none'}.\"",
+      "            default = f\"Tool '{name}' not found.\"",
+      "the unknown-tool message lists the available tools", "test_tools"),
+    M("turn.py",
+      "    winner = handoff_calls[0] if handoff_calls else None",
+      "    winner = handoff_calls[-1] if handoff_calls else None",
+      "only the first handoff of a response runs", "test_handoffs"),
+    M("turn.py",
+      'MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."',
+      'MULTIPLE_HANDOFFS = "Multiple handoffs detected."',
+      "the other handoffs are answered with upstream's 'Multiple handoffs detected' text", "test_handoffs"),
+    M("turn.py",
+      "        if decision is None and not _needs_approval(call.target, ctx, call.raw):",
+      "        if decision is None:",
+      "a tool that needs approval never runs before an explicit approve", "test_approvals"),
+    M("turn.py",
+      "    return bool(aio.call(flag, ctx, params, call[\"call_id\"]))",
+      "    return bool(flag)",
+      "a needs_approval callable decides per call (with the call's arguments)", "test_approvals"),
+    M("turn.py",
+      'REJECTED = "Tool execution was not approved."',
+      'REJECTED = "Tool call rejected."',
+      "a rejected call is answered with upstream's default rejection message", "test_approvals"),
+    M("turn.py",
+      "            message = ctx.rejection_message(name, call_id) or _format_error(",
+      "            message = _format_error(",
+      "reject(rejection_message=...) is what the model sees", "test_approvals"),
+    # --- context.py: approval records ------------------------------------------------------------------------
+    M("context.py",
+      "        if always_approve:\n",
+      "        if always_approve and False:\n",
+      "always_approve covers later calls of the same tool", "test_approvals"),
+    # --- run.py: the loop ----------------------------------------------------------------------------------
+    M("run.py",
+      "state.current_turn >= state.max_turns",
+      "state.current_turn > state.max_turns",
+      "max_turns off by one: the run stops before model call max_turns + 1", "test_run"),
+    M("run.py",
+      "run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model\n"
+      "        racing = [g for g in guardrails if g.run_in_parallel]",
+      "racing = guardrails",
+      "input guardrails block by default: a tripwire means no model call", "test_guardrails"),
+    M("run.py",
+      "if state.current_turn == 1 and not state.model_responses:",
+      "if not state.model_responses or agent is not state.starting_agent:",
+      "input guardrails run once, for the starting agent, before the first model call", "test_guardrails",
+      "test_handoffs"),
+    M("run.py",
+      "run_output_guardrails(list(agent.output_guardrails)",
+      "(lambda *args: None)(list(agent.output_guardrails)",
+      "output guardrails run before a final output is returned", "test_guardrails"),
+    M("run.py",
+      "list(agent.output_guardrails) + list(config.output_guardrails or ())",
+      "list(agent.output_guardrails)",
+      "the run config's output guardrails run too", "test_guardrails"),
+    M("run.py",
+      "        settings = dataclasses.replace(settings, tool_choice=None)",
+      "        pass",
+      "reset_tool_choice: a forced tool_choice is reset after the agent used a tool", "test_agent"),
+    # --- items.py: history pairing ------------------------------------------------------------------------
+    M("items.py",
+      "        if kind == \"function_call\" and call_id not in answered:\n            continue\n",
+      "",
+      "drop_orphans drops a call that has no output", "test_items", "test_run"),
+    M("items.py",
+      "            if call_id not in answered or call_id in outputs_kept:",
+      "            if call_id not in answered:",
+      "drop_orphans keeps only the first output of a call", "test_items", "test_run"),
+    M("items.py",
+      "        elif kind == \"function_call_output\" and item.get(\"call_id\") in calls_seen:",
+      "        elif kind == \"function_call_output\":",
+      "drop_orphans drops an output that comes before its call", "test_items", "test_run"),
+    # --- tool.py: output text, failure policy, timeouts --------------------------------------------------
+    M("tool.py",
+      "        return json.dumps(value, ensure_ascii=False, default=_jsonable)",
+      "        return str(value)",
+      "tool results reach the model as JSON text, not Python repr", "test_tools"),
+    M("tool.py",
+      "return error.message",
+      "return REDACTED_TOOL_ERROR",
+      "a ToolError's message reaches the model verbatim", "test_tools"),
+    M("tool.py",
+      "    return REDACTED_TOOL_ERROR",
+      "    return f\"{REDACTED_TOOL_ERROR} ({type(error).__name__}: {error})\"",
+      "any other exception is redacted by default (no internals in the prompt)", "test_tools"),
+    M("tool.py",
+      "if tool.timeout_behavior == \"raise_exception\":",
+      "if False:",
+      "timeout_behavior='raise_exception' raises ToolTimeoutError", "test_tools"),
+    M("tool.py",
+      "    if seconds is None:\n        return aio.call(tool.on_invoke_tool, ctx, raw_args)",
+      "    if True:\n        return aio.call(tool.on_invoke_tool, ctx, raw_args)",
+      "a slow tool is stopped at its timeout and the model is told so", "test_tools"),
+    # --- handoffs.py ------------------------------------------------------------------------------------
+    M("handoffs.py",
+      "    return re.sub(r\"[^a-zA-Z0-9_]\", \"_\", name).lower()",
+      "    return re.sub(r\"[^a-zA-Z0-9_]\", \"\", name).lower()",
+      "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs"),
+    # --- state.py: RunState JSON ------------------------------------------------------------------------
+    M("state.py",
+      "    if version not in SCHEMA_VERSIONS:",
+      "    if version > max(SCHEMA_VERSIONS):",
+      "RunState loading refuses a schema version it does not know", "test_run_state"),
+    M("state.py",
+      "    if isinstance(value, bool) and shape is not bool and shape is not object:\n"
+      "        return f\"{where} must be {shape.__name__}, got bool\"\n",
+      "",
+      "RunState loading: a bool where an int belongs is a UserError", "test_run_state"),
+    M("state.py",
+      "                if not key.endswith(\"?\"):\n                    return f\"{where} is missing field {name!r}\"",
+      "                if False:\n                    return f\"{where} is missing field {name!r}\"",
+      "RunState loading: a missing field is a UserError naming it", "test_run_state"),
+    M("state.py",
+      "    problem = _fits(data, DOCUMENT_V1, \"run state\")",
+      "    problem = None",
+      "RunState loading: a mistyped field is a UserError, checked before anything is built", "test_run_state"),
+    # --- session.py ------------------------------------------------------------------------------------
+    M("session.py",
+      "        if conn.in_transaction:\n            conn.execute(\"ROLLBACK\")",
+      "        if conn.in_transaction:\n            conn.execute(\"COMMIT\")",
+      "a failed write rolls back: all rows land or none", "test_session"),
+    M("session.py",
+      "        return SessionItems(reversed(self._run(read, \"DEFERRED\")))",
+      "        return SessionItems(self._run(read, \"DEFERRED\"))",
+      "get_items returns the items oldest first", "test_session"),
+    M("session.py",
+      "                want = page if limit is None else min(page, limit - len(newest_first))",
+      "                want = page",
+      "get_items(limit) returns at most the newest `limit` items", "test_session"),
+    M("session.py",
+      "                        if limit_turns is not None and turns >= limit_turns:",
+      "                        if limit_turns is not None and turns > limit_turns:",
+      "limit_turns=N returns the items from the N-th most recent user message on", "test_session"),
+    # --- schema.py: strict schemas, argument validation --------------------------------------------------
+    M("schema.py",
+      "        if out.setdefault(\"additionalProperties\", False) is not False:",
+      "        if out.get(\"additionalProperties\", False) is not False:",
+      "strict schemas close every object (additionalProperties: false)", "test_schema", "test_tools"),
+    M("schema.py",
+      "        out[\"required\"] = list(out[\"properties\"])",
+      "        out.setdefault(\"required\", list(out[\"properties\"]))",
+      "strict schemas list every property in required (defaults included)", "test_schema", "test_tools"),
+    M("schema.py",
+      "        return value if isinstance(value, int) and not isinstance(value, bool) else wrong()",
+      "        return value if isinstance(value, int) else wrong()",
+      "argument validation: a bool is not an int", "test_schema", "test_tools"),
+    # --- models/http.py: SSE framing, retries ------------------------------------------------------------
+    M("models/http.py",
+      "    if data.strip() == \"[DONE]\":",
+      "    if data.strip() == \"DONE\":",
+      "SSE: data: [DONE] ends the stream instead of being parsed as JSON", "test_http",
+      "test_chat_completions", "test_sse_properties"),
+    M("models/http.py",
+      "        if not line:\n            if data:",
+      "        if not line or line.startswith(\":\"):\n            if data:",
+      "SSE: a comment line is skipped, it does not dispatch the pending event", "test_sse_properties",
+      "test_http"),
+    M("models/http.py",
+      "            if data:\n                yield event or \"message\", \"\\n\".join(data)",
+      "            if data:\n                yield event or \"message\", \"\".join(data)",
+      "SSE: the data lines of one event are joined with newlines", "test_sse_properties", "test_http"),
+    M("models/http.py",
+      "    return status in (408, 409, 429) or status >= 500",
+      "    return status in (408, 409) or status >= 500",
+      "retries: a 429 is retried", "test_http"),
+    M("models/http.py",
+      "    return status in (408, 409, 429) or status >= 500",
+      "    return status in (408, 409, 429) or status >= 400",
+      "retries: a 400 is not retried", "test_http"),
+    M("models/http.py",
+      "                if delivered or retries >= self.max_retries:",
+      "                if retries >= self.max_retries:",
+      "a stream is never retried after it delivered an event", "test_http", "test_http_end_to_end"),
+    # --- models/chat_completions.py: stream delta accumulation -------------------------------------------
+    M("models/chat_completions.py",
+      "        if cid and not slot[\"id\"]:\n            slot[\"id\"] = cid",
+      "        if cid:\n            slot[\"id\"] = (slot[\"id\"] or \"\") + cid",
+      "chat stream: a tool call's id is set once, not concatenated across deltas", "test_chat_completions"),
+    M("models/chat_completions.py",
+      "        if fn.get(\"name\") and not slot[\"name\"]:\n            slot[\"name\"] = fn[\"name\"]",
+      "        if fn.get(\"name\"):\n            slot[\"name\"] = (slot[\"name\"] or \"\") + fn[\"name\"]",
+      "chat stream: a tool call's name is set once, not concatenated across deltas", "test_chat_completions"),
+    M("models/chat_completions.py",
+      "        slot[\"arguments\"] += args or \"\"",
+      "        slot[\"arguments\"] = args or slot[\"arguments\"]",
+      "chat stream: argument fragments are concatenated", "test_chat_completions"),
+]
+
+
+# ----------------------------------------------------------------------------- applying a mutant
+
+
+def apply(root: str, mutant: Mutant) -> str:
+    """Write the mutant into `root`; return the original text (to restore). Raises ValueError if it
+    does not apply exactly once or the result does not compile."""
+    path = os.path.join(root, mutant.file)
+    with open(path, encoding="utf-8") as f:
+        original = f.read()
+    count = original.count(mutant.old)
+    if count != 1:
+        raise ValueError(f"{mutant.file}: the old text occurs {count} times (want exactly 1)")
+    mutated = original.replace(mutant.old, mutant.new)
+    compile(mutated, path, "exec")  # a mutant that does not compile would be "caught" for nothing
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(mutated)
+    return original
+
+
+def restore(root: str, mutant: Mutant, original: str) -> None:
+    with open(os.path.join(root, mutant.file), "w", encoding="utf-8") as f:
+        f.write(original)
+
+
+def make_copy(dest_parent: str, n: int) -> str:
+    dest = os.path.join(dest_parent, f"repo{n}")
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*IGNORED))
+    return dest
+
+
+def child_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    # No .pyc files: a restored source can have the same size and mtime second as its mutant, and a stale
+    # cached mutant would then run in place of the real code.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_pytest(root: str, args: List[str], timeout: float) -> Tuple[Optional[int], str]:
+    """Run pytest in `root`; (exit code or None on timeout, tail of its output)."""
+    proc = subprocess.Popen(PYTEST + args, cwd=root, env=child_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", "replace")[-3000:]
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group we started: pytest and its own children
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None, ""
+
+
+def baseline_failures(out: str) -> Tuple[List[str], List[str]]:
+    """(test ids that failed, test files that failed to import) from a `-rfE` short summary."""
+    failed, broken = [], []
+    for line in out.splitlines():
+        for tag in ("FAILED ", "ERROR "):
+            if line.startswith(tag):
+                node = line[len(tag):].split(" - ")[0].strip()
+                (failed if "::" in node else broken).append(node)
+    return failed, broken
+
+
+SELF_TEST = "test_mutation_check.py"  # checks the mutant list against the sources: a mutant always "fails" it
+
+
+def all_test_files(root: str) -> List[str]:
+    return sorted(f"tests/{n}" for n in os.listdir(os.path.join(root, "tests"))
+                  if n.startswith("test_") and n.endswith(".py") and n != SELF_TEST)
+
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    status: str   # KILLED | SURVIVED | TIMEOUT | ERROR
+    seconds: float
+    detail: str = ""
+    by: str = ""  # the first test that failed
+
+
+def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]) -> Outcome:
+    start = time.monotonic()
+    try:
+        original = apply(root, mutant)
+    except (ValueError, SyntaxError) as e:
+        return Outcome(mutant, "ERROR", 0.0, str(e))
+    try:
+        ignored = {a.split("=", 1)[1] for a in skip if a.startswith("--ignore=")}
+        everything = [t for t in all_test_files(root) if t not in ignored]
+        first = [t for t in mutant.tests if t in everything] if not full else []
+        stages = ([first] if first else []) + [[t for t in everything if t not in first]]
+        for files in stages:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
+            code, out = run_pytest(root, skip + files, left)
+            if code is None:
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
+            if code in (1, 2, 3):  # tests failed / collection error / internal error caused by the mutant
+                failed, broken = baseline_failures(out)
+                return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0])
+            if code != 0:
+                return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}")
+        return Outcome(mutant, "SURVIVED", time.monotonic() - start)
+    finally:
+        restore(root, mutant, original)
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--only", metavar="SUBSTRING", help="only mutants whose file or description contain it")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, each with its own copy (default 2)")
+    parser.add_argument("--full", action="store_true", help="always run the full suite for each mutant")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per mutant (default 240)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip running the unmutated suite first")
+    parser.add_argument("--strict-baseline", action="store_true",
+                        help="stop if the unmutated suite fails (default: leave its failing tests out and say so)")
+    args = parser.parse_args(argv)
+
+    mutants = [m for m in MUTANTS if not args.only or args.only.lower() in m.id.lower()]
+    if args.list:
+        for n, m in enumerate(mutants, 1):
+            print(f"{n:3d}  {m.file}: {m.breaks}  [{', '.join(m.tests) or 'full suite'}]")
+        return 0
+    if not mutants:
+        print(f"no mutant matches {args.only!r}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    jobs = max(1, min(args.jobs, len(mutants)))
+    with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
+        copies = [make_copy(tmp, n) for n in range(jobs)]
+        for m in mutants:  # fail fast on a mutant list that no longer fits the code
+            with open(os.path.join(copies[0], m.file), encoding="utf-8") as f:
+                if f.read().count(m.old) != 1:
+                    print(f"ERROR  {m.id}: the old text does not occur exactly once in {m.file}", file=sys.stderr)
+                    return 2
+        skip: List[str] = []
+        if not args.no_baseline:
+            # The whole suite, not stopping at the first failure, to learn what fails without any mutant.
+            proc = subprocess.run(PYTEST[:3] + ["-q", "-p", "no:cacheprovider", "-rfE"], cwd=copies[0],
+                                  env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=args.timeout * 3)
+            out = proc.stdout.decode("utf-8", "replace")
+            failed, broken = baseline_failures(out)
+            if proc.returncode not in (0, 1) or (proc.returncode == 1 and not failed and not broken):
+                print(f"the unmutated suite cannot run (pytest exit {proc.returncode}):\n{out[-3000:]}",
+                      file=sys.stderr)
+                return 2
+            if (failed or broken) and args.strict_baseline:
+                print("the unmutated suite fails:\n  " + "\n  ".join(failed + broken), file=sys.stderr)
+                return 2
+            skip = [f"--deselect={t}" for t in failed] + [f"--ignore={f}" for f in broken]
+            print(f"baseline: {time.monotonic() - started:.0f} s; "
+                  + (f"left out, failing without any mutant: {', '.join(failed + broken)}"
+                     if skip else "the unmutated suite passes"), flush=True)
+
+        free: "queue.Queue[str]" = queue.Queue()
+        for c in copies:
+            free.put(c)
+        lock = threading.Lock()
+        width = max(len(m.file) for m in mutants) - len("miniagents/")
+
+        def work(m: Mutant) -> Outcome:
+            root = free.get()
+            try:
+                outcome = check(root, m, args.full, args.timeout, skip)
+            finally:
+                free.put(root)
+            with lock:
+                print(f"{outcome.status:8s} {m.file[len('miniagents/'):]:{width}s}  {m.breaks}  "
+                      f"({outcome.seconds:.1f} s)" + (f"  by {outcome.by}" if args.verbose and outcome.by else ""), flush=True)
+                if outcome.detail:
+                    print("    " + outcome.detail.replace("\n", "\n    "), flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            outcomes = list(pool.map(work, mutants))
+
+    killed = sum(o.status in ("KILLED", "TIMEOUT") for o in outcomes)
+    survived = [o for o in outcomes if o.status == "SURVIVED"]
+    errors = [o for o in outcomes if o.status == "ERROR"]
+    timeouts = sum(o.status == "TIMEOUT" for o in outcomes)
+    print(f"\nmutants: {killed}/{len(outcomes)} killed"
+          + (f" ({timeouts} by timeout)" if timeouts else "")
+          + (f", {len(errors)} errors" if errors else "")
+          + f" in {time.monotonic() - started:.0f} s")
+    for o in survived:
+        print(f"SURVIVED {o.mutant.file}: {o.mutant.breaks}")
+    if errors:
+        return 2
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
