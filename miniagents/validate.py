@@ -1,0 +1,343 @@
+"""Decoded JSON -> annotated Python values: the call-time half of the tool layer.
+
+Holds `parse_arguments` (the model's arguments string -> dict), `validate_value` (a decoded JSON value checked
+against a type hint and converted: dataclasses built, enums, tuples, sets), `call_args` (the body of
+`FuncSchema.to_call_args`), `ArgumentsError`, and the type-hint readers that `schema.py` shares. It runs after
+the model answered, before a tool or output type sees the value: every mistake raises `ArgumentsError`, whose
+message names the parameter and what to fix, for the model to read. It never builds schemas (that is
+`schema.py`), never runs a tool, never does I/O, never imports pydantic (models are recognised by duck typing).
+"""
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import enum
+import functools
+import inspect
+import json
+import typing
+from typing import Any, Optional, Union
+
+from .errors import ModelBehaviorError
+
+MISSING = inspect.Parameter.empty
+JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+_UnionType = getattr(__import__("types"), "UnionType", None)  # `X | Y`, Python 3.10+
+_REQ_WRAPPERS = tuple(w for w in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None)) if w)
+_MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
+
+
+# ------------------------------------------------------------------------------ reading type hints (shared)
+
+def strip_annotated(tp):
+    """-> (inner type, description from the first str metadata or a Field-like `.description`)."""
+    desc = None
+    while typing.get_origin(tp) is typing.Annotated:
+        tp, *meta = typing.get_args(tp)
+        for m in meta:
+            d = m if isinstance(m, str) else getattr(m, "description", None)
+            if desc is None and isinstance(d, str):
+                desc = d
+    return tp, desc
+
+
+def is_union(tp) -> bool:
+    return typing.get_origin(tp) is Union or (_UnionType is not None and isinstance(tp, _UnionType))
+
+
+def admits_none(tp) -> bool:
+    tp = strip_annotated(tp)[0]
+    if tp in (None, type(None), Any, object):
+        return True
+    if is_union(tp) or typing.get_origin(tp) is typing.Literal:
+        return any(a is None or a is type(None) or (is_union(a) and admits_none(a)) for a in typing.get_args(tp))
+    return False
+
+
+def is_pydantic(tp) -> bool:
+    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) \
+        and callable(getattr(tp, "model_validate", None))
+
+
+def _is_typeddict(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__")
+
+
+def _is_namedtuple(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
+
+
+def is_object_type(tp) -> bool:
+    return (isinstance(tp, type) and dataclasses.is_dataclass(tp)) or _is_typeddict(tp) \
+        or _is_namedtuple(tp) or is_pydantic(tp)
+
+
+def is_enum(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
+def type_name(tp) -> str:
+    tp = strip_annotated(tp)[0]
+    if tp is None or tp is type(None):
+        return "None"
+    if tp is Any or tp is Ellipsis:
+        return "Any" if tp is Any else "..."
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return f"Literal[{', '.join(map(repr, args))}]"
+    if is_union(tp):
+        return " | ".join(map(type_name, args))
+    if origin is not None:
+        base = getattr(origin, "__name__", str(origin))
+        return f"{base}[{', '.join(map(type_name, args))}]" if args else base
+    return getattr(tp, "__name__", repr(tp))
+
+
+@functools.lru_cache(maxsize=None)
+def fields_of(cls) -> tuple:
+    """(name, type, required, default) per field of a dataclass / TypedDict / NamedTuple; default MISSING if none."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    if dataclasses.is_dataclass(cls):
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.init:
+                has_factory = f.default_factory is not dataclasses.MISSING
+                default = MISSING if f.default is dataclasses.MISSING else f.default
+                out.append((f.name, hints.get(f.name, Any), default is MISSING and not has_factory, default))
+        return tuple(out)
+    if _is_namedtuple(cls):
+        return tuple((n, hints.get(n, Any), n not in cls._field_defaults, cls._field_defaults.get(n, MISSING))
+                     for n in cls._fields)
+    out = []
+    for n, tp in hints.items():  # TypedDict
+        while typing.get_origin(tp) in _REQ_WRAPPERS:
+            tp = typing.get_args(tp)[0]
+        out.append((n, tp, n in cls.__required_keys__, MISSING))
+    return tuple(out)
+
+
+def field_type(tp, default):
+    """A default of None makes the type nullable, so the model can send null for "not given"."""
+    return Optional[tp] if default is None and not admits_none(tp) else tp
+
+
+def jsonable(value):
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if callable(getattr(value, "model_dump", None)):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+# ------------------------------------------------------------------------------------------------- errors
+
+class ArgumentsError(ModelBehaviorError):
+    """Arguments from the model that cannot be used; `.message` is model-readable: names the path and problem."""
+
+    def __init__(self, message: str, *, path: str = "", problem: str = ""):
+        super().__init__(message)
+        self.path, self.problem = path, problem or message
+
+
+def _fail(path: str, problem: str):
+    raise ArgumentsError(f"parameter '{path}': {problem}" if path else problem, path=path, problem=problem)
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, (int, float)):
+        return f"{'integer' if isinstance(value, int) else 'number'} {_preview(repr(value))[:40]}"
+    if isinstance(value, str):
+        return f"string {json.dumps(value if len(value) <= 40 else value[:39] + '…', ensure_ascii=False)}"
+    if isinstance(value, list):
+        return f"array of {len(value)} item{'s' * (len(value) != 1)}"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _expected(tp) -> str:
+    tp = strip_annotated(tp)[0]
+    if tp in JSON_TYPES or tp is None:
+        return JSON_TYPES.get(tp, "null")
+    if is_object_type(tp):
+        return f"object ({type_name(tp)})"
+    if typing.get_origin(tp) in _MAPPINGS:
+        return "object"
+    if typing.get_origin(tp) is typing.Literal or is_enum(tp):
+        values = typing.get_args(tp) if typing.get_origin(tp) else [m.value for m in tp]
+        return "one of " + ", ".join(json.dumps(jsonable(v)) for v in values)
+    return "array" if typing.get_origin(tp) or tp in (list, tuple, set, frozenset) else type_name(tp)
+
+
+# ---------------------------------------------------------------------------------------- model arguments
+
+def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
+    """The model's `arguments` string -> dict. Empty means no arguments; anything else must be a JSON object."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    prefix = f"Invalid JSON input for tool {tool_name}"
+    if not isinstance(raw, str):
+        raise ArgumentsError(f"{prefix}: expected a JSON string, got {type(raw).__name__}")
+
+    def no_constant(name):  # Python's json accepts NaN/Infinity; JSON does not
+        raise ValueError(f"{name} is not valid JSON")
+    try:
+        data = json.loads(raw, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
+                             f"Send one JSON object. Received: {_preview(raw)}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ArgumentsError(f"{prefix}: {exc or 'nested too deeply'}. Received: {_preview(raw)}") from None
+    if not isinstance(data, dict):
+        raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
+                             f"Received: {_preview(raw)}")
+    return data
+
+
+def call_args(params: tuple, data: dict, strict: bool):
+    """Parsed arguments -> (positional args, kwargs) for `params`: (name, kind, type, default) per parameter."""
+    if not isinstance(data, dict):
+        raise ArgumentsError(f"expected a JSON object of parameters, got {_describe(data)}")
+    names = [p[0] for p in params]
+    unknown = [k for k in data if k not in names]
+    if unknown and strict:
+        _fail("", f"unexpected parameter '{_preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
+    args, kwargs = [], {}
+    for name, kind, tp, default in params:
+        value = data.get(name, MISSING)
+        if value is None and default is not MISSING and not admits_none(tp):
+            value = MISSING  # null means "not given"
+        if value is MISSING and default is MISSING:
+            _fail("", f"missing required parameter '{name}'")
+        value = default if value is MISSING else _convert_guarded(tp, value, name, strict)
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            args.extend(value)
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            kwargs.update(value)
+        elif kind == inspect.Parameter.KEYWORD_ONLY:
+            kwargs[name] = value
+        else:
+            args.append(value)
+    return args, kwargs
+
+
+def validate_value(tp, value, *, path: str = ""):
+    """Check a decoded JSON value against `tp` and convert it (dataclasses built, enums, tuples, sets)."""
+    return _convert_guarded(tp, value, path, True)
+
+
+# ------------------------------------------------------------------------------------------------ convert
+
+def _convert_guarded(tp, value, path, strict):
+    try:
+        return _convert(tp, value, path, strict)
+    except RecursionError:
+        return _fail(path, "the value is nested too deeply")
+
+
+def _join(path: str, key) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+
+
+def _same(a, b) -> bool:
+    """JSON equality without Python's 1 == 1.0 == True."""
+    return a == b and (type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                                               and not isinstance(a, bool) and not isinstance(b, bool)))
+
+
+def _convert(tp, value, path: str, strict: bool):
+    tp = strip_annotated(tp)[0]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    wrong = lambda: _fail(path, f"expected {_expected(tp)}, got {_describe(value)}")  # noqa: E731
+    if tp is Any or tp is object or tp is MISSING:
+        return value
+    if tp is None or tp is type(None):
+        return None if value is None else wrong()
+    if tp in (str, bool):
+        return value if isinstance(value, tp) else wrong()
+    if tp is int:  # JSON Schema "integer" includes 5.0; bool is not an integer here
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) else wrong()
+    if tp is float:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else wrong()
+    if is_union(tp):
+        if value is None and admits_none(tp):
+            return None
+        arms = [a for a in args if a is not type(None)]
+        if len(arms) == 1:
+            return _convert(arms[0], value, path, strict)
+        for arm in arms:
+            try:
+                return _convert(arm, value, path, strict)
+            except ArgumentsError:
+                pass
+        return _fail(path, f"expected {' or '.join(map(_expected, args))}, got {_describe(value)}")
+    if origin is typing.Literal or is_enum(tp):
+        for choice in (args if origin is typing.Literal else tuple(tp)):
+            if _same(jsonable(choice), value):
+                return choice
+        return wrong()
+    if is_pydantic(tp):
+        try:
+            return tp.model_validate(value)
+        except Exception as exc:  # the validator's own message tells the model what is wrong
+            return _fail(path, f"invalid {tp.__name__}: {exc}")
+    if is_object_type(tp):
+        return _convert_object(tp, value, path, strict) if isinstance(value, dict) else wrong()
+    if origin in _MAPPINGS or tp is dict:
+        if not isinstance(value, dict):
+            return wrong()
+        return {k: _convert(args[1] if args else Any, v, _join(path, k), strict) for k, v in value.items()}
+    if not isinstance(value, list):
+        return wrong()
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        args = () if args == ((),) else args
+        if len(value) != len(args):
+            return _fail(path, f"expected an array of exactly {len(args)} items, got {_describe(value)}")
+        return tuple(_convert(a, v, _join(path, i), strict) for i, (a, v) in enumerate(zip(args, value)))
+    items = [_convert(args[0] if args else Any, v, _join(path, i), strict) for i, v in enumerate(value)]
+    if origin is tuple or tp is tuple:
+        return tuple(items)
+    try:
+        if origin in (set, cabc.Set, cabc.MutableSet) or tp is set:
+            return set(items)
+        return frozenset(items) if origin is frozenset or tp is frozenset else items
+    except TypeError as exc:  # unhashable items
+        return _fail(path, f"items of a set must be hashable ({exc})")
+
+
+def _convert_object(cls, value: dict, path: str, strict: bool):
+    fields = fields_of(cls)
+    names = [f[0] for f in fields]
+    unknown = [k for k in value if k not in names]
+    if unknown and strict:
+        _fail(path, f"unexpected field '{_preview(unknown[0], 60)}' (allowed: {', '.join(names) or 'none'})")
+    kwargs = {}
+    for name, tp, required, default in fields:
+        if name in value:
+            if value[name] is None and not required and not admits_none(tp):
+                continue  # null means "not given": the default applies
+            kwargs[name] = _convert(field_type(tp, default), value[name], _join(path, name), strict)
+        elif required:
+            _fail(path, f"missing required field '{name}'")
+    if _is_typeddict(cls):
+        return kwargs
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:  # e.g. a __post_init__ check: the model can fix its input
+        return _fail(path, f"invalid {cls.__name__}: {exc}")
