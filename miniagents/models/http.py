@@ -218,7 +218,7 @@ class HTTPTransport:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
-        self.timeout, self.max_retries, self._secret = timeout, max_retries, secret
+        self.timeout, self.max_retries, self.secret = timeout, max_retries, secret
         self._local = threading.local()
         self._conns: list = []  # every thread's connection, so close() and GC close them all
         self._conns_lock = threading.Lock()
@@ -238,13 +238,15 @@ class HTTPTransport:
             try:
                 return json.loads(text), hdrs
             except ValueError:
-                raise error_from_body(resp.status, raw, hdrs.get("x-request-id"), self._secret) from None
+                raise error_from_body(resp.status, raw, hdrs.get("x-request-id"), self.secret) from None
         return self._with_retries(attempt, timeout)
 
     def post_stream(self, path: str, body: dict, *, headers: Optional[dict] = None,
                     query: Optional[dict] = None, timeout: Optional[float] = None,
                     on_headers=None) -> Iterator[Tuple[str, str]]:
         """POST `body` and yield SSE `(event, data)` pairs. Retries only until the first event is yielded."""
+        import http.client
+        import socket
         t = self.timeout if timeout is None else timeout
         hdrs = dict(headers or {}, Accept="text/event-stream")
         retries = 0
@@ -255,16 +257,12 @@ class HTTPTransport:
                 on_headers(rh)
             delivered, finished = False, False
             try:
-                for event in iter_sse(iter_lines(_read_chunks(resp))):
+                for event in iter_sse(iter_lines(iter(lambda: resp.read1(65536), b""))):
                     delivered = True
                     yield event
                 finished = True
                 return
-            except Exception as exc:  # noqa: BLE001 - sorted into retry/raise just below
-                import socket
-                import http.client
-                if not isinstance(exc, (OSError, http.client.HTTPException)):
-                    raise
+            except (OSError, http.client.HTTPException) as exc:
                 self._drop()
                 if delivered or retries >= self.max_retries:
                     if isinstance(exc, socket.timeout):
@@ -317,7 +315,7 @@ class HTTPTransport:
                 if reused and not fresh:
                     continue  # the server closed an idle keep-alive socket: one free retry, fresh socket
                 raise _Retry(ModelHTTPError(None, f"connection to {self.host}:{self.port} failed: "
-                                                  f"{type(exc).__name__}: {redact(str(exc), self._secret)}",
+                                                  f"{type(exc).__name__}: {redact(str(exc), self.secret)}",
                                             type="connection_error")) from None
         rh = {k.lower(): v for k, v in resp.getheaders()}
         if 200 <= resp.status < 300:
@@ -326,7 +324,7 @@ class HTTPTransport:
             raw = resp.read()
         except (OSError, http.client.HTTPException):
             raw, _ = b"", self._drop()
-        err = error_from_body(resp.status, raw, rh.get("x-request-id"), self._secret)
+        err = error_from_body(resp.status, raw, rh.get("x-request-id"), self.secret)
         if should_retry(resp.status, rh, err):
             raise _Retry(err, rh)
         raise err
@@ -398,11 +396,3 @@ class HTTPTransport:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
-
-
-def _read_chunks(resp) -> Iterator[bytes]:
-    while True:
-        chunk = resp.read1(65536)
-        if not chunk:
-            return
-        yield chunk

@@ -6,8 +6,8 @@ else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and
 any other (compatible servers implement Chat far more faithfully). Environment: `OPENAI_API_KEY`,
 `OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_DEFAULT_MODEL`, `OPENAI_ORG_ID`,
 `OPENAI_PROJECT_ID`; read when a model is first resolved, never at import.
-It also holds what both adapters share: endpoint resolution (`make_transport`: base URL, key, Azure
-`api-key` + `api-version`, org/project/custom headers) and the `EndpointModel` base class.
+It also resolves an endpoint for both adapters (`make_transport`: base URL, key, Azure `api-key` +
+`api-version`, org/project/custom headers).
 Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
@@ -71,41 +71,7 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
             headers[name.strip()] = value.strip()
     headers.update(default_headers or {})
     return http.HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
-                         query={"api-version": api_version} if api_version else None, secret=key)
-
-
-class EndpointModel:
-    """Shared constructor of both adapters: endpoint settings, a lazily built transport, a safe repr."""
-
-    def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 organization: Optional[str] = None, project: Optional[str] = None,
-                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
-                 api_version: Optional[str] = None):
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
-        self.model = model
-        self.base_url = resolve_base_url(base_url)
-        self.timeout, self.max_retries = timeout, max_retries
-        self._client_args = dict(api_key=api_key, organization=organization, project=project,
-                                 default_headers=default_headers, timeout=timeout,
-                                 max_retries=max_retries, api_version=api_version)
-        self._transport: Optional[http.HTTPTransport] = None
-        self._lock = threading.Lock()
-
-    @property
-    def transport(self) -> http.HTTPTransport:
-        with self._lock:
-            if self._transport is None:
-                self._transport = make_transport(self.base_url, **self._client_args)
-            return self._transport
-
-    def _call_options(self, settings) -> dict:
-        """Per-call headers, query and timeout from `ModelSettings`."""
-        return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
-                "timeout": settings.timeout}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+                              query={"api-version": api_version} if api_version else None, secret=key)
 
 
 _default_api: dict = {"api": None}

@@ -1,0 +1,220 @@
+"""What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
+
+Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
+the endpoint settings, builds the transport lazily (`provider.make_transport`) and runs one call: the
+subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
+helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
+adapter only says how its API nests them. The strict-schema cleaning follows WIRE §9.
+Never: modify the caller's tools or schemas, or import http.client/ssl/urllib at import time.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Iterator, Optional
+
+from ..errors import UserError
+from . import http
+from .interface import ModelResponse, ModelSettings
+from .provider import make_transport, resolve_base_url
+
+FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
+EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
+              "prompt_cache_retention")  # settings both APIs take under the same name
+_STRICT_REJECTS = frozenset((
+    "default", "prefixItems", "minLength", "maxLength", "patternProperties", "propertyNames",
+    "unevaluatedProperties", "minProperties", "maxProperties", "uniqueItems", "contains", "minContains",
+    "maxContains", "unevaluatedItems", "not", "if", "then", "else", "dependentRequired",
+    "dependentSchemas", "$id"))
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+# ----------------------------------------------------------------------------- pure: request pieces
+
+
+def wire_schema(schema: Optional[dict], strict: bool) -> dict:
+    """The copy of a JSON schema to put on the wire: for strict, without what strict endpoints reject.
+
+    A dropped `default` is mentioned in the description; `prefixItems` (tuples) becomes `items: anyOf`;
+    `oneOf` becomes `anyOf`; a one-entry `allOf` is merged. The caller's schema is not modified.
+    """
+    if not schema:
+        return dict(EMPTY_OBJECT)
+    return _clean(schema) if strict else schema
+
+
+def _clean(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_clean(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict = {}
+    for key, value in node.items():
+        if key in _STRICT_REJECTS:
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _clean(sub) for name, sub in value.items()}
+        elif key == "items" and value is False:
+            continue
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
+            out["anyOf" if key == "oneOf" else key] = _clean(value)
+        else:
+            out[key] = value
+    if isinstance(node.get("prefixItems"), list) and "items" not in out:
+        branches = []
+        for sub in _clean(node["prefixItems"]):
+            if sub not in branches:
+                branches.append(sub)
+        if branches:
+            out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1 and isinstance(out["allOf"][0], dict):
+        out = {**{k: v for k, v in out.items() if k != "allOf"}, **out["allOf"][0]}
+    if node.get("default") is not None:
+        note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
+        out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
+    return out
+
+
+def function_spec(tool: dict) -> dict:
+    """A kernel tool spec → `{name, description?, parameters, strict}`; `UserError` if it cannot be sent."""
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+        kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
+        raise UserError(f"tool {kind!r} is not a function tool; only function tools can be sent to this API")
+    name = tool.get("name")
+    if not isinstance(name, str) or not 1 <= len(name) <= 64 or not set(name) <= _NAME_CHARS:
+        raise UserError(f"tool name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$")
+    strict = bool(tool.get("strict"))
+    spec: dict = {"name": name}
+    if tool.get("description"):
+        spec["description"] = tool["description"]
+    spec["parameters"] = wire_schema(tool.get("parameters"), strict)
+    spec["strict"] = strict
+    return spec
+
+
+def wire_tool_choice(choice: Any, chat: bool) -> Any:
+    """`ModelSettings.tool_choice`, in either API's form, → the form of Chat (`chat`) or Responses.
+
+    None means "not sent". Chat nests a function name (`{"function": {"name"}}`) and `allowed_tools`;
+    Responses keeps both flat. A choice already in the target form is sent as given.
+    """
+    if choice is None or choice in ("auto", "required", "none"):
+        return choice
+
+    def named(name: str) -> dict:
+        return {"type": "function", "function": {"name": name}} if chat else {"type": "function", "name": name}
+    if isinstance(choice, str):
+        return named(choice)
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = choice.get("name") or (choice.get("function") or {}).get("name")
+        if name:
+            return named(name)
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        if ("allowed_tools" in choice) == chat:
+            return choice
+        inner = choice.get("allowed_tools", choice)
+        mode = inner.get("mode", "auto")
+        tools = [named(t.get("name") or t["function"]["name"]) for t in inner.get("tools", [])]
+        if chat:
+            return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
+        return {"type": "allowed_tools", "mode": mode, "tools": tools}
+    api = "Chat Completions" if chat else "the Responses API"
+    raise UserError(f"tool_choice {choice!r} cannot be expressed in {api}")
+
+
+def output_format(output_schema: Optional[dict]) -> Optional[dict]:
+    """The output schema as `{name, schema, strict}` (each API nests it its own way); None for text."""
+    if not output_schema:
+        return None
+    strict = bool(output_schema.get("strict"))
+    return {"name": output_schema.get("name") or "final_output",
+            "schema": wire_schema(output_schema.get("schema"), strict), "strict": strict}
+
+
+def add_tools(body: dict, settings: ModelSettings, wire_tools: list, choice: Any) -> None:
+    """Put `tools`, `tool_choice` and `parallel_tool_calls` in `body`; a forced choice needs tools."""
+    if wire_tools:
+        body["tools"] = wire_tools
+        if choice is not None:
+            body["tool_choice"] = choice
+        if settings.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = settings.parallel_tool_calls
+    elif choice not in (None, "auto", "none"):
+        raise UserError(f"tool_choice={settings.tool_choice!r} needs tools, but this agent has none")
+
+
+def add_settings(body: dict, settings: ModelSettings, names: tuple) -> None:
+    """Copy the named settings that are set into `body` under the same names."""
+    for name in names:
+        if getattr(settings, name) is not None:
+            body[name] = getattr(settings, name)
+
+
+def add_extras(body: dict, settings: ModelSettings, stream: bool) -> dict:
+    """The last touch of every body: the stream flag, then `extra_args` and `extra_body` (they win)."""
+    if stream:
+        body["stream"] = True
+    body.update(settings.extra_args or {})
+    body.update(settings.extra_body or {})
+    return body
+
+# ----------------------------------------------------------------------------- the base class
+
+
+class EndpointModel:
+    """Both adapters' constructor and call: endpoint settings, a lazily built transport, a safe repr.
+
+    A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
+    handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
+    `_events(sse_pairs) -> Iterator[event]`.
+    """
+
+    path = ""  # the endpoint under base_url
+
+    def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 organization: Optional[str] = None, project: Optional[str] = None,
+                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
+                 api_version: Optional[str] = None):
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty string, got {model!r}")
+        self.model = model
+        self.base_url = resolve_base_url(base_url)
+        self.timeout, self.max_retries = timeout, max_retries
+        self._client_args = dict(api_key=api_key, organization=organization, project=project,
+                                 default_headers=default_headers, timeout=timeout,
+                                 max_retries=max_retries, api_version=api_version)
+        self._transport: Optional[http.HTTPTransport] = None
+        self._lock = threading.Lock()
+
+    @property
+    def transport(self) -> http.HTTPTransport:
+        with self._lock:
+            if self._transport is None:
+                self._transport = make_transport(self.base_url, **self._client_args)
+            return self._transport
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                     tracing=None, *, previous_response_id=None, conversation_id=None,
+                     prompt=None) -> ModelResponse:
+        body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, False,
+                          previous_response_id=previous_response_id, conversation_id=conversation_id,
+                          prompt=prompt)
+        data, headers = self.transport.post_json(self.path, body, **_call_options(model_settings))
+        return self._response(data, headers.get("x-request-id"))
+
+    def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                        tracing=None, *, previous_response_id=None, conversation_id=None,
+                        prompt=None) -> Iterator[dict]:
+        body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, True,
+                          previous_response_id=previous_response_id, conversation_id=conversation_id,
+                          prompt=prompt)
+        yield from self._events(self.transport.post_stream(self.path, body, **_call_options(model_settings)))
+
+
+def _call_options(settings: ModelSettings) -> dict:
+    """Per-call headers, query and timeout from `ModelSettings`."""
+    return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
+            "timeout": settings.timeout}
