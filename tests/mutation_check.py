@@ -232,7 +232,7 @@ MUTANTS: List[Mutant] = [
       "                        if limit_turns is not None and turns >= limit_turns:",
       "                        if limit_turns is not None and turns > limit_turns:",
       "limit_turns=N returns the items from the N-th most recent user message on", "test_session"),
-    # --- schema.py: strict schemas, argument validation --------------------------------------------------
+    # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",
       "        if out.get(\"additionalProperties\", False) is not False:",
@@ -241,7 +241,7 @@ MUTANTS: List[Mutant] = [
       "        out[\"required\"] = list(out[\"properties\"])",
       "        out.setdefault(\"required\", list(out[\"properties\"]))",
       "strict schemas list every property in required (defaults included)", "test_schema", "test_tools"),
-    M("schema.py",
+    M("validate.py",
       "        return value if isinstance(value, int) and not isinstance(value, bool) else wrong()",
       "        return value if isinstance(value, int) else wrong()",
       "argument validation: a bool is not an int", "test_schema", "test_tools"),
@@ -272,16 +272,16 @@ MUTANTS: List[Mutant] = [
       "                if delivered or retries >= self.max_retries:",
       "                if retries >= self.max_retries:",
       "a stream is never retried after it delivered an event", "test_http", "test_http_end_to_end"),
-    # --- models/chat_completions.py: stream delta accumulation -------------------------------------------
-    M("models/chat_completions.py",
+    # --- models/chat_stream.py: Chat Completions stream delta accumulation -----------------------------
+    M("models/chat_stream.py",
       "        if cid and not slot[\"id\"]:\n            slot[\"id\"] = cid",
       "        if cid:\n            slot[\"id\"] = (slot[\"id\"] or \"\") + cid",
       "chat stream: a tool call's id is set once, not concatenated across deltas", "test_chat_completions"),
-    M("models/chat_completions.py",
+    M("models/chat_stream.py",
       "        if fn.get(\"name\") and not slot[\"name\"]:\n            slot[\"name\"] = fn[\"name\"]",
       "        if fn.get(\"name\"):\n            slot[\"name\"] = (slot[\"name\"] or \"\") + fn[\"name\"]",
       "chat stream: a tool call's name is set once, not concatenated across deltas", "test_chat_completions"),
-    M("models/chat_completions.py",
+    M("models/chat_stream.py",
       "        slot[\"arguments\"] += args or \"\"",
       "        slot[\"arguments\"] = args or slot[\"arguments\"]",
       "chat stream: argument fragments are concatenated", "test_chat_completions"),
