@@ -466,7 +466,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 free.put(root)
             with lock:
                 print(f"{outcome.status:8s} {m.file[len('miniagents/'):]:{width}s}  {m.breaks}  "
-                      f"({outcome.seconds:.1f} s)" + (f"  by {outcome.by}" if args.verbose and outcome.by else ""), flush=True)
+                      f"({outcome.seconds:.1f} s)" + (f"  by {outcome.by}" if args.verbose and outcome.by else ""),
+                      flush=True)
                 if outcome.detail:
                     print("    " + outcome.detail.replace("\n", "\n    "), flush=True)
             return outcome
