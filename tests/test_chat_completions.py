@@ -343,6 +343,12 @@ def test_vllm_repeated_names_and_no_ids():
     assert out[0]["call_id"].startswith("call_")
 
 
+def test_an_id_repeated_on_every_delta_is_set_once():
+    out = _finish([_delta({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": '{"a"'}}),
+                   _delta({"index": 0, "id": "call_1", "function": {"arguments": ":1}"}}, finish="tool_calls")])
+    assert [(o["call_id"], o["arguments"]) for o in out] == [("call_1", '{"a":1}')]
+
+
 def test_ollama_every_call_at_index_zero_with_distinct_ids():
     out = _finish([_delta({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{}"}}),
                    _delta({"index": 0, "id": "call_2", "function": {"name": "g", "arguments": {"x": 1}}},

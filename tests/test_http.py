@@ -196,6 +196,12 @@ def test_sse_framing_all_line_endings_multiline_comments_and_eof():
     assert list(http.iter_sse(http.iter_lines([stream]))) == [("a", "1\n2"), ("message", "[DONE]"),
                                                                ("message", "tail")]
 
+
+def test_sse_a_comment_inside_an_event_does_not_split_it():
+    stream = b'data: {"a":\n: keep-alive\ndata: 1}\n\n'
+    assert list(http.iter_sse(http.iter_lines([stream]))) == [("message", '{"a":\n1}')]
+
+
 # --------------------------------------------------------------------------- provider and endpoints
 
 
