@@ -90,6 +90,10 @@ class Agent(Generic[TContext]):
         if not (behavior in ("run_llm_again", "stop_on_first_tool") or callable(behavior)
                 or (isinstance(behavior, dict) and "stop_at_tool_names" in behavior)):
             raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
+        for tool in self.tools:
+            if not isinstance(tool, FunctionTool):
+                raise TypeError(f"Agent tools must be FunctionTool objects (decorate functions with "
+                                f"@function_tool), got {type(tool).__name__}")
         for item in self.handoffs:
             if not isinstance(item, (Agent, Handoff)):
                 raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")

@@ -325,8 +325,15 @@ def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[in
            session: Any, previous_response_id: Optional[str], auto_previous_response_id: bool,
            conversation_id: Optional[str]) -> tuple:
     config = RunConfig(**run_config) if isinstance(run_config, dict) else (run_config or RunConfig())
+    from .agent import Agent
+
+    if not isinstance(starting_agent, Agent):
+        raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
     if isinstance(input, RunState):
         return input, config
+    if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
+        raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
+                        f"got {type(input).__name__}: {input!r:.80}")
     wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
     session_input: list = []
     if session is not None:

@@ -1,0 +1,23 @@
+"""Mistakes of the programmer fail where they are made, with a message that says what to do."""
+import pytest
+
+from miniagents import Agent, Runner, UserError
+from miniagents.testing import ScriptedModel, assistant_message
+
+
+@pytest.mark.parametrize("bad", [42, None, {"role": "user", "content": "hi"}, [42], ("hi",)])
+def test_an_input_that_is_not_text_items_or_a_state_is_a_user_error_before_any_model_call(bad):
+    model = ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(UserError, match="input must be a string, a list of input items"):
+        Runner.run_sync(Agent(name="A", model=model), bad)
+    assert model.calls == []
+
+
+def test_a_starting_agent_that_is_not_an_agent_is_a_type_error():
+    with pytest.raises(TypeError, match="starting_agent must be an Agent, got str"):
+        Runner.run_sync("Assistant", "hi")
+
+
+def test_a_plain_function_in_tools_is_a_type_error_that_names_the_decorator():
+    with pytest.raises(TypeError, match="@function_tool"):
+        Agent(name="A", tools=[lambda city: city])
