@@ -285,6 +285,22 @@ MUTANTS: List[Mutant] = [
       "        slot[\"arguments\"] += args or \"\"",
       "        slot[\"arguments\"] = args or slot[\"arguments\"]",
       "chat stream: argument fragments are concatenated", "test_chat_completions"),
+    M("turn.py",
+      "item[\"call_id\"] in taken):",
+      "item[\"call_id\"] in ()):",
+      "a call id reused from an earlier turn gets a fresh id", "test_call_ids"),
+    M("run.py",
+      "            session.add_items(pending.session_input + [i.raw_item for i in new_items])  # one transaction",
+      "            session.add_items(pending.session_input + [i.raw_item for i in step.new_items])",
+      "a handoff's output is saved to the session with its call", "test_session_runs"),
+    M("tool.py",
+      "        text = failure_text(tool, ctx, raw_args, error)\n        return text, text",
+      "        text = failure_text(tool, ctx, raw_args, error)\n        return None, text",
+      "a failed tool's output value is the text the model saw", "test_agent", "test_tools"),
+    M("state.py",
+      "    return json.loads(json.dumps(document))",
+      "    return document",
+      "to_json returns a document of its own", "test_run_state"),
 ]
 
 
