@@ -240,7 +240,8 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, stre
     while True:
         agent = state.current_agent
         turn = prepare_turn(agent, state, config)
-        if state.pending is None:  # a new turn: one model call
+        fresh = state.pending is None
+        if fresh:  # a new turn: one model call
             if state.max_turns is not None and state.current_turn >= state.max_turns:
                 return out_of_turns(state, agent, config, handlers, hooks)
             yield from start_turn(agent, turn, state, config, streaming, hooks)
@@ -249,6 +250,8 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, stre
             in_session = outputs_in_session(session) if session is not None else {}
         pending = state.pending
         processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
+        if fresh:  # what the model said is announced before any tool runs
+            yield from stream_events_for(processed.items)
         settled = settle_turn(agent, processed, ctx, config, {**pending.done, **in_session}, turn.tools,
                               pending.nested, hooks)
         step = decide_next_step(agent, processed, settled, ctx, turn.output_schema is not None, turn.wrapped,
@@ -267,8 +270,7 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, stre
                                                      hooks)]
         if session is not None and not any(i.raw_item.get("call_id") in in_session for i in new_items):
             session.add_items(pending.session_input + [i.raw_item for i in new_items])  # one transaction
-        for event in stream_events_for(new_items):
-            yield event
+        yield from stream_events_for(new_items[len(processed.items):])  # outputs, once settled
         if isinstance(step.next_step, NextStepHandoff):
             yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
             notify(hooks, "on_agent_start", ctx, state.current_agent)

@@ -640,3 +640,26 @@ def test_import_miniagents_loads_no_network_async_sqlite_or_thread_pool_modules(
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_run_streamed_announces_calls_before_tools_run_and_a_paused_turn_emits_no_outputs():
+    from miniagents import RunState
+
+    @function_tool(needs_approval=True)
+    def guarded(x: int) -> str:
+        """Needs a person."""
+        return f"guarded {x}"
+
+    agent, model = make_agent([[function_call("echo", {"text": "a"}, call_id="c1"),
+                                function_call("guarded", {"x": 1}, call_id="c2")],
+                               [assistant_message("done")]], tools=[echo, guarded])
+    paused, events = _stream(agent, "hi")
+    assert _event_names(events) == ["agent_updated_stream_event", "raw_response_event", "tool_called",
+                                    "tool_called"]
+    assert [i.call_id for i in paused.interruptions] == ["c2"]
+    state = RunState.from_string(agent, paused.to_state().to_string())
+    state.approve(state.get_interruptions()[0])
+    resumed, events = _stream(agent, state)
+    assert _event_names(events) == ["agent_updated_stream_event", "tool_output", "tool_output",
+                                    "raw_response_event", "message_output_created"]
+    assert resumed.final_output == "done"
