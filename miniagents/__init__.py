@@ -15,7 +15,7 @@ from .guardrails import (GuardrailFunctionOutput, InputGuardrail, InputGuardrail
                          ToolInputGuardrailData, ToolOutputGuardrail, ToolOutputGuardrailData, input_guardrail,
                          output_guardrail, tool_input_guardrail, tool_output_guardrail)
 from .handoffs import Handoff, HandoffInputData, handoff
-from .hooks import AgentHooks, RunHooks
+from .hooks import AgentHooks, RunHooks, set_tracing_disabled, trace
 from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem)
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
@@ -49,4 +49,4 @@ def __getattr__(name: str):
 
 __all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
     "function_tool", "handoff", "input_guardrail", "output_guardrail", "tool_input_guardrail",
-    "tool_output_guardrail", "default_tool_error_function")] + list(_LAZY))
+    "tool_output_guardrail", "default_tool_error_function", "trace", "set_tracing_disabled")] + list(_LAZY))
