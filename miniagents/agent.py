@@ -32,12 +32,18 @@ class StopAtTools(TypedDict):
 
 @dataclass
 class ToolsToFinalOutputResult:
+    """What `tool_use_behavior` decides after a turn's tools ran: whether `final_output` ends the run. A
+    callable `tool_use_behavior` must return one (upstream's shape)."""
+
     is_final_output: bool
     final_output: Any = None
 
 
 @dataclass
 class FunctionToolResult:
+    """One function call's outcome, as a `tool_use_behavior` callable receives it: the tool, the value it
+    returned, its output run item. `interruptions` and `agent_run_result` mirror upstream and stay unset."""
+
     tool: Any
     output: Any
     run_item: Any
@@ -52,6 +58,12 @@ def _check(name: str, value: Any, types: tuple, what: str) -> None:
 
 @dataclass(frozen=True, eq=False)
 class Agent(Generic[TContext]):
+    """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
+    `(ctx, agent) -> str`), `tools` the `FunctionTool`s it may call, `handoffs` the agents (or `Handoff`s) it
+    may give the conversation to, `model` a model name or `Model`, and `output_type` the final output's type
+    (None: text). `tool_use_behavior` decides whether tool results end the run; `reset_tool_choice` un-forces
+    `tool_choice` after a tool call. `mcp_servers`, `mcp_config` and `prompt` are accepted, unused."""
+
     name: str
     handoff_description: Optional[str] = None
     tools: list = field(default_factory=list)

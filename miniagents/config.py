@@ -14,6 +14,9 @@ from .models.interface import ModelSettings
 
 @dataclass
 class ToolExecutionConfig:
+    """Upstream's `RunConfig.tool_execution`; its limit becomes `RunConfig.max_function_tool_concurrency`.
+    Pre-approval tool guardrails are refused: ours run after approval."""
+
     max_function_tool_concurrency: Optional[int] = None
     pre_approval_tool_input_guardrails: bool = False
 
@@ -61,6 +64,9 @@ class RunConfig:
 
 @dataclass
 class CallModelData:
+    """What `RunConfig.call_model_input_filter` receives just before each model call: `model_data` (a
+    `ModelInputData`), the agent, and your context object. The filter returns the `ModelInputData` to send."""
+
     model_data: Any
     agent: Any
     context: Any
@@ -68,12 +74,18 @@ class CallModelData:
 
 @dataclass
 class ModelInputData:
+    """The model input a `call_model_input_filter` sees and returns: the transcript items and the system
+    instructions. Unpaired calls or outputs in what it returns are dropped before the request."""
+
     input: list
     instructions: Optional[str]
 
 
 @dataclass
 class RunErrorData:
+    """The run so far, as an error handler sees it: the original input, every item generated (this turn's
+    included), the transcript, this turn's raw output items, the model responses and the failing agent."""
+
     input: Any
     new_items: list
     history: list
@@ -84,6 +96,9 @@ class RunErrorData:
 
 @dataclass
 class RunErrorHandlerInput:
+    """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal"
+    and "invalid_final_output". A handler that returns None lets `error` raise."""
+
     error: Exception
     context: Any
     run_data: RunErrorData
@@ -91,5 +106,8 @@ class RunErrorHandlerInput:
 
 @dataclass
 class RunErrorHandlerResult:
+    """A handler's answer: `final_output` ends the run (parsed into the agent's `output_type`) and, with
+    `include_in_history`, is also recorded as an assistant message. A bare value or such a dict also works."""
+
     final_output: Any
     include_in_history: bool = True

@@ -13,16 +13,23 @@ TContext = TypeVar("TContext")
 
 @dataclass
 class InputTokensDetails:
+    """Upstream's `input_tokens_details`: how many of the input tokens were served from the prompt cache."""
+
     cached_tokens: int = 0
 
 
 @dataclass
 class OutputTokensDetails:
+    """Upstream's `output_tokens_details`: how many of the output tokens the model spent reasoning."""
+
     reasoning_tokens: int = 0
 
 
 @dataclass
 class Usage:
+    """Token counts of one request or a whole run (requests are summed with `add`), in the Responses usage
+    shape. `request_usage_entries` keeps each request's own usage."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

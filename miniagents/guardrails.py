@@ -17,18 +17,25 @@ from .errors import InputGuardrailTripwireTriggered, OutputGuardrailTripwireTrig
 
 @dataclass
 class GuardrailFunctionOutput:
+    """What an input or output guardrail function returns: `tripwire_triggered` stops the run with the
+    matching tripwire exception; `output_info` is whatever the check wants to report."""
+
     output_info: Any
     tripwire_triggered: bool
 
 
 @dataclass
 class InputGuardrailResult:
+    """One input guardrail's verdict, kept in `RunResult.input_guardrail_results`; its tripwire carries it."""
+
     guardrail: "InputGuardrail"
     output: GuardrailFunctionOutput
 
 
 @dataclass
 class OutputGuardrailResult:
+    """One output guardrail's verdict on the final output it checked, with the agent that produced it."""
+
     guardrail: "OutputGuardrail"
     agent_output: Any
     agent: Any
@@ -131,17 +138,25 @@ class ToolGuardrailFunctionOutput:
 
 @dataclass
 class ToolInputGuardrailData:
+    """What a tool input guardrail receives just before the call runs (after approval): the call's
+    `ToolContext` (tool name, call id, arguments) and the agent."""
+
     context: Any  # the ToolContext of the call
     agent: Any
 
 
 @dataclass
 class ToolOutputGuardrailData(ToolInputGuardrailData):
+    """What a tool output guardrail receives: the same as for input, plus the value the tool returned."""
+
     output: Any = None
 
 
 @dataclass
 class ToolInputGuardrail:
+    """`guardrail_function(data)`, sync or async, returns `ToolGuardrailFunctionOutput`; runs before each call
+    of a tool that lists it in `tool_input_guardrails`."""
+
     guardrail_function: Callable
     name: Optional[str] = None
 
@@ -158,17 +173,22 @@ class ToolInputGuardrail:
 
 @dataclass
 class ToolOutputGuardrail(ToolInputGuardrail):
+    """Like `ToolInputGuardrail`, but it runs after the tool, on the value the tool returned."""
     pass
 
 
 @dataclass
 class ToolInputGuardrailResult:
+    """One tool input guardrail's verdict on one call, kept in `RunResult.tool_input_guardrail_results`."""
+
     guardrail: ToolInputGuardrail
     output: ToolGuardrailFunctionOutput
 
 
 @dataclass
 class ToolOutputGuardrailResult:
+    """One tool output guardrail's verdict on one call, kept in `RunResult.tool_output_guardrail_results`."""
+
     guardrail: ToolOutputGuardrail
     output: ToolGuardrailFunctionOutput
 

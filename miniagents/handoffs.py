@@ -38,6 +38,9 @@ def _snake(name: str) -> str:
 
 @dataclass
 class Handoff:
+    """What `handoff()` builds: the function the model sees (`tool_name`, `tool_description`,
+    `input_json_schema`) and `on_invoke_handoff(ctx, raw_args)`, which returns the agent to switch to."""
+
     tool_name: str
     tool_description: str
     input_json_schema: dict

@@ -101,6 +101,9 @@ def drop_orphans(items: Iterable[dict]) -> list:
 
 @dataclass
 class RunItem:
+    """Base of the run items: one transcript item (`raw_item`) and the agent that produced it. `type` is
+    upstream's name for the kind; `to_input_item()` gives the transcript item back."""
+
     agent: Any
     raw_item: RawItem
     type: str = field(init=False, default="")
@@ -114,16 +117,22 @@ class RunItem:
 
 @dataclass
 class MessageOutputItem(RunItem):
+    """An assistant message the model produced."""
+
     type: str = field(init=False, default="message_output_item")
 
 
 @dataclass
 class ReasoningItem(RunItem):
+    """A reasoning item the model produced; it stays in the transcript for the next turns."""
+
     type: str = field(init=False, default="reasoning_item")
 
 
 @dataclass
 class ToolCallItem(RunItem):
+    """A function tool's `function_call` (or a call of an unknown name); `description` is the tool's."""
+
     description: Optional[str] = None
     type: str = field(init=False, default="tool_call_item")
 
@@ -138,6 +147,8 @@ class ToolCallItem(RunItem):
 
 @dataclass
 class ToolCallOutputItem(RunItem):
+    """The `function_call_output` answering one call; `output` keeps the Python value behind its text."""
+
     output: Any = None  # the Python value the tool returned; raw_item["output"] holds its text
     type: str = field(init=False, default="tool_call_output_item")
 
@@ -148,11 +159,15 @@ class ToolCallOutputItem(RunItem):
 
 @dataclass
 class HandoffCallItem(RunItem):
+    """A `function_call` that takes a handoff (`transfer_to_<agent>`)."""
+
     type: str = field(init=False, default="handoff_call_item")
 
 
 @dataclass
 class HandoffOutputItem(RunItem):
+    """The output answering the winning handoff call, recording which agent handed over to which."""
+
     source_agent: Any = None
     target_agent: Any = None
     type: str = field(init=False, default="handoff_output_item")

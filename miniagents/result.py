@@ -22,12 +22,16 @@ EVENT_NAMES = {
 
 @dataclass
 class RawResponsesStreamEvent:
+    """One streaming event from the model, passed through as it came (a Responses-shaped event dict)."""
+
     data: dict
     type: str = "raw_response_event"
 
 
 @dataclass
 class RunItemStreamEvent:
+    """A run item as it enters the run, named with upstream's event name for its kind (`EVENT_NAMES`)."""
+
     name: str
     item: Any
     type: str = "run_item_stream_event"
@@ -35,6 +39,8 @@ class RunItemStreamEvent:
 
 @dataclass
 class AgentUpdatedStreamEvent:
+    """Emitted when the run starts and whenever a handoff makes another agent the current one."""
+
     new_agent: Any
     type: str = "agent_updated_stream_event"
 
@@ -45,6 +51,9 @@ def stream_events_for(items: list) -> list:
 
 @dataclass
 class RunResult:
+    """What a finished or paused run returns: its input, the items it generated, the model responses, the
+    final output (None while paused on `interruptions`), the last agent and the guardrail results."""
+
     input: Any
     new_items: list
     raw_responses: list

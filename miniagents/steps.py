@@ -23,11 +23,15 @@ class NextStepHandoff:
 
 @dataclass(frozen=True)
 class NextStepFinalOutput:
+    """End the run with `output` (the output guardrails still run before it is returned)."""
+
     output: Any
 
 
 @dataclass(frozen=True)
 class NextStepInterruption:
+    """Pause the run: `interruptions` are the `ToolApprovalItem`s waiting for a person's decision."""
+
     interruptions: list = field(default_factory=list)
 
 

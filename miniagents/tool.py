@@ -45,6 +45,11 @@ def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str
 
 @dataclass
 class FunctionTool:
+    """A tool the model can call. `name`, `description` and `params_json_schema` are what it sees (`spec()`);
+    `on_invoke_tool(tool_context, raw_json_args)` runs one call. `needs_approval` pauses the run until a
+    person decides; `timeout_*` and `failure_error_function` set what the model is told when a call fails
+    (`failure_text`). Usually made by `@function_tool` or `Agent.as_tool`."""
+
     name: str
     description: str
     params_json_schema: dict

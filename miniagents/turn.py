@@ -46,6 +46,9 @@ class Call:
 
 @dataclass
 class ErrorFormatterArgs:  # upstream's ToolErrorFormatterArgs
+    """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
+    "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
+
     kind: str
     tool_type: str
     tool_name: str
@@ -56,6 +59,9 @@ class ErrorFormatterArgs:  # upstream's ToolErrorFormatterArgs
 
 @dataclass
 class Processed:
+    """`classify_output`'s reading of one response: its run items in model order, and the function calls
+    (`Call`s) that `settle_turn` plans next."""
+
     items: list  # message / reasoning / call items, in model order
     calls: list = field(default_factory=list)
 
@@ -212,6 +218,9 @@ def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict, hoo
 
 @dataclass
 class Settled:
+    """`settle_turn`'s outcome: the turn's items with every output in call order, plus what `decide_next_step`
+    weighs (pending approvals, the winning handoff, function results)."""
+
     items: list  # the turn's run items in model order, outputs after their calls
     results: list  # FunctionToolResult per function call that has an output
     approvals: list  # ToolApprovalItem per call waiting for a person
