@@ -26,6 +26,7 @@ from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerIn
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
 from .tool import FunctionTool, ToolError, default_tool_error_function, function_tool
+from .turn import ToolErrorFormatterArgs
 
 __version__ = "0.1.0"
 

@@ -45,7 +45,7 @@ class Call:
 
 
 @dataclass
-class ErrorFormatterArgs:  # upstream's ToolErrorFormatterArgs
+class ToolErrorFormatterArgs:
     """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
     "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
 
@@ -78,7 +78,7 @@ def assign_call_ids(output: list, taken: set) -> list:
 
 
 def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, config: Any) -> Processed:
-    """Turn output items into run items; fix missing call ids; drop a repeated call id."""
+    """Turn output items into run items and calls (a call id repeated within the response is dropped)."""
     processed, seen = Processed(items=[]), set()
     for item in output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
@@ -111,7 +111,7 @@ def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, confi
 def _format_error(config: Any, ctx: Any, kind: str, call: RawItem, default: str) -> str:
     if config.tool_error_formatter is None:
         return default
-    args = ErrorFormatterArgs(kind, "function", call.get("name", ""), call["call_id"], default, ctx)
+    args = ToolErrorFormatterArgs(kind, "function", call.get("name", ""), call["call_id"], default, ctx)
     return aio.call(config.tool_error_formatter, args) or default
 
 

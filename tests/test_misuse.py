@@ -21,3 +21,9 @@ def test_a_starting_agent_that_is_not_an_agent_is_a_type_error():
 def test_a_plain_function_in_tools_is_a_type_error_that_names_the_decorator():
     with pytest.raises(TypeError, match="@function_tool"):
         Agent(name="A", tools=[lambda city: city])
+
+
+@pytest.mark.parametrize("options", [{"mcp_servers": [object()]}, {"mcp_config": {"x": 1}}, {"prompt": "p1"}])
+def test_upstream_fields_miniagents_cannot_honour_are_refused_not_ignored(options):
+    with pytest.raises(UserError, match="not supported"):
+        Agent(name="A", **options)
