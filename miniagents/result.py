@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Optional
 
-from .items import ToolApprovalItem, to_input_list
+from .items import ToolApprovalItem, drop_orphans, to_input_list
 
 EVENT_NAMES = {
     "message_output_item": "message_output_created",
@@ -49,6 +49,13 @@ def stream_events_for(items: list) -> list:
     return [RunItemStreamEvent(EVENT_NAMES[i.type], i) for i in items if i.type in EVENT_NAMES]
 
 
+def replayable(input: Any, new_items: list, mode: str) -> list:
+    if mode not in ("preserve_all", "normalized"):
+        raise ValueError(f"to_input_list mode must be 'preserve_all' or 'normalized', got {mode!r}")
+    items = to_input_list(input) + [i.raw_item for i in new_items if not isinstance(i, ToolApprovalItem)]
+    return drop_orphans(items) if mode == "normalized" else items
+
+
 @dataclass
 class RunResult:
     """What a finished or paused run returns: its input, the items it generated, the model responses, the
@@ -83,10 +90,10 @@ class RunResult:
     def last_response_id(self) -> Optional[str]:
         return self.raw_responses[-1].response_id if self.raw_responses else None
 
-    def to_input_list(self) -> list:
-        """The input, then every transcript item the run produced: feed it to the next run."""
-        return to_input_list(self.input) + [i.raw_item for i in self.new_items
-                                            if not isinstance(i, ToolApprovalItem)]
+    def to_input_list(self, *, mode: str = "preserve_all") -> list:
+        """The input, then every transcript item the run produced: feed it to the next run.
+        `mode="normalized"` also drops calls still waiting for approval (they have no output yet)."""
+        return replayable(self.input, self.new_items, mode)
 
     def final_output_as(self, cls: Any, raise_if_incorrect_type: bool = False) -> Any:
         if raise_if_incorrect_type and not isinstance(self.final_output, cls):
@@ -150,9 +157,8 @@ class RunResultStreaming:
         for name in ("final_output", "new_items", "interruptions", "raw_responses", "last_agent", "input"):
             setattr(self, name, getattr(result, name))
 
-    def to_input_list(self) -> list:
-        return to_input_list(self.input) + [i.raw_item for i in self.new_items
-                                            if not isinstance(i, ToolApprovalItem)]
+    def to_input_list(self, *, mode: str = "preserve_all") -> list:
+        return replayable(self.input, self.new_items, mode)
 
     def to_state(self) -> Any:
         return self._state

@@ -514,3 +514,12 @@ def test_a_context_wrapper_passed_to_the_tool_sees_the_run_context_after_resume(
     model.enqueue([assistant_message("done")])
     Runner.run_sync(agent, state)
     assert seen == ["ann"]
+
+
+def test_to_input_list_normalized_drops_calls_still_waiting_for_approval():
+    log, model = [], ScriptedModel()
+    agent, result = paused(model, log, delete("a.txt", "c1"))
+    kept = result.to_input_list()
+    normalized = result.to_input_list(mode="normalized")
+    assert [i.get("call_id") for i in kept if i.get("type") == "function_call"] == ["c1"]
+    assert not [i for i in normalized if i.get("type") == "function_call"]
