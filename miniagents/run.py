@@ -210,7 +210,8 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
     return item
 
 
-def load_session_history(session: Any, input: Any, config: RunConfig) -> list:
+def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
+    """(history + new input, the new input alone): history is read once, orphans dropped."""
     settings = config.session_settings
     limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
