@@ -159,6 +159,7 @@ class Agent(Generic[TContext]):
         agent = self
 
         def run_agent(ctx: Any, raw_args: str) -> Any:
+            from .config import RunConfig
             from .run import DEFAULT_MAX_TURNS, Runner
 
             data = parse_arguments(raw_args, name)
@@ -176,8 +177,12 @@ class Agent(Generic[TContext]):
             paused = getattr(ctx, "resume_state", None)
             if paused is not None:
                 paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
+            config = run_config
+            parent = getattr(ctx, "run_config", None)
+            if config is None and getattr(parent, "model_provider", None) is not None:
+                config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's
             result = Runner.run_sync(agent, paused if paused is not None else text, context=nested_ctx,
-                                     max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=run_config, hooks=hooks,
+                                     max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config, hooks=hooks,
                                      session=session, previous_response_id=previous_response_id,
                                      conversation_id=conversation_id)
             if result.interruptions:

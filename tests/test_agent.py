@@ -462,3 +462,24 @@ def test_an_async_custom_output_extractor_is_awaited():
                               tools=[helper.as_tool("helper", "Ask.", custom_output_extractor=extract)])
     Runner.run_sync(agent, "hi")
     assert outputs_sent(model.calls[1]) == {"c1": "async extracted"}
+
+
+def test_an_agent_tool_resolves_model_names_with_the_callers_model_provider():
+    from miniagents import RunConfig
+
+    class Provider:
+        def __init__(self, models):
+            self.models, self.asked = models, []
+
+        def get_model(self, name):
+            self.asked.append(name)
+            return self.models[name]
+
+    inner = ScriptedModel([[assistant_message("inner answer")]])
+    outer = ScriptedModel([[function_call("ask_expert", {"input": "q"}, call_id="c1")], [assistant_message("ok")]])
+    expert = Agent(name="Expert", model="expert-model")
+    boss = Agent(name="Boss", model="boss-model", tools=[expert.as_tool("ask_expert", "Ask the expert.")])
+    provider = Provider({"boss-model": outer, "expert-model": inner})
+    result = Runner.run_sync(boss, "go", run_config=RunConfig(model_provider=provider))
+    assert result.final_output == "ok" and "expert-model" in provider.asked
+    assert outer.calls[1].input[-1]["output"] == "inner answer"
