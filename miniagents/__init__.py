@@ -1,8 +1,8 @@
 """miniagents: the agent loop of the OpenAI Agents SDK, standard library only.
 
-`import miniagents as agents` gives upstream's core names. The HTTP adapters and sessions are loaded
-on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl, sqlite3,
-asyncio or concurrent.futures.
+`import miniagents as agents` gives upstream's core names. The HTTP adapters, sessions and guardrails
+are loaded on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl,
+sqlite3, asyncio or concurrent.futures, and costs less.
 """
 from .agent import Agent, FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
 from .context import RunContextWrapper, ToolContext, Usage
@@ -10,10 +10,6 @@ from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsE
                      ModelHTTPError, ModelRefusalError, ModelTimeoutError, OutputGuardrailTripwireTriggered,
                      RunErrorDetails, ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered,
                      ToolTimeoutError, UserError)
-from .guardrails import (GuardrailFunctionOutput, InputGuardrail, InputGuardrailResult, OutputGuardrail,
-                         OutputGuardrailResult, ToolGuardrailFunctionOutput, ToolInputGuardrail,
-                         ToolInputGuardrailData, ToolOutputGuardrail, ToolOutputGuardrailData, input_guardrail,
-                         output_guardrail, tool_input_guardrail, tool_output_guardrail)
 from .handoffs import Handoff, HandoffInputData, handoff
 from .hooks import AgentHooks, RunHooks, set_tracing_disabled, trace
 from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
@@ -30,7 +26,12 @@ from .turn import ToolErrorFormatterArgs
 
 __version__ = "0.1.0"
 
+_GUARDRAILS = ("GuardrailFunctionOutput", "InputGuardrail", "InputGuardrailResult", "OutputGuardrail",
+               "OutputGuardrailResult", "ToolGuardrailFunctionOutput", "ToolInputGuardrail", "ToolInputGuardrailData",
+               "ToolOutputGuardrail", "ToolOutputGuardrailData", "input_guardrail", "output_guardrail",
+               "tool_input_guardrail", "tool_output_guardrail")
 _LAZY = {
+    **dict.fromkeys(_GUARDRAILS, "guardrails"),
     "Session": "session", "SessionABC": "session", "SQLiteSession": "session", "SessionSettings": "session",
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider",
@@ -49,5 +50,4 @@ def __getattr__(name: str):
 
 
 __all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
-    "function_tool", "handoff", "input_guardrail", "output_guardrail", "tool_input_guardrail",
-    "tool_output_guardrail", "default_tool_error_function", "trace", "set_tracing_disabled")] + list(_LAZY))
+    "function_tool", "handoff", "default_tool_error_function", "trace", "set_tracing_disabled")] + list(_LAZY))

@@ -39,7 +39,7 @@ class ToolsToFinalOutputResult:
     final_output: Any = None
 
 
-@dataclass
+@dataclass(eq=False)
 class FunctionToolResult:
     """One function call's outcome, as a `tool_use_behavior` callable receives it: the tool, the value it
     returned, its output run item. `interruptions` and `agent_run_result` mirror upstream and stay unset."""

@@ -21,7 +21,7 @@ class ToolExecutionConfig:
     pre_approval_tool_input_guardrails: bool = False
 
 
-@dataclass
+@dataclass(eq=False)
 class RunConfig:
     """Settings for one run. Tracing fields are accepted and ignored: nothing leaves the process."""
 
@@ -62,7 +62,7 @@ class RunConfig:
             self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
 
 
-@dataclass
+@dataclass(eq=False)
 class CallModelData:
     """What `RunConfig.call_model_input_filter` receives just before each model call: `model_data` (a
     `ModelInputData`), the agent, and your context object. The filter returns the `ModelInputData` to send."""
@@ -72,7 +72,7 @@ class CallModelData:
     context: Any
 
 
-@dataclass
+@dataclass(eq=False)
 class ModelInputData:
     """The model input a `call_model_input_filter` sees and returns: the transcript items and the system
     instructions. Unpaired calls or outputs in what it returns are dropped before the request."""
@@ -81,7 +81,7 @@ class ModelInputData:
     instructions: Optional[str]
 
 
-@dataclass
+@dataclass(eq=False)
 class RunErrorData:
     """The run so far, as an error handler sees it: the original input, every item generated (this turn's
     included), the transcript, this turn's raw output items, the model responses and the failing agent."""
@@ -94,7 +94,7 @@ class RunErrorData:
     last_agent: Any
 
 
-@dataclass
+@dataclass(eq=False)
 class RunErrorHandlerInput:
     """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal"
     and "invalid_final_output". A handler that returns None lets `error` raise."""

@@ -82,7 +82,7 @@ class Usage:
         }
 
 
-@dataclass
+@dataclass(eq=False)
 class RunContextWrapper(Generic[TContext]):
     """What tools, guardrails, hooks and instruction callables receive: your context plus usage."""
 
@@ -133,7 +133,7 @@ class RunContextWrapper(Generic[TContext]):
         return (self.approvals.get(tool_name) or {}).get("rejection_messages", {}).get(call_id)
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolContext(RunContextWrapper[TContext]):
     """The wrapper a tool receives when its first parameter is annotated `ToolContext`."""
 

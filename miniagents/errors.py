@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 
-@dataclass
+@dataclass(eq=False)
 class RunErrorDetails:
     """The partial run attached to an exception: input, items, responses, last agent, context."""
 

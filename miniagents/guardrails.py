@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import aio
-from .errors import InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered
+from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
+                     ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
 
 
 @dataclass
@@ -24,7 +25,7 @@ class GuardrailFunctionOutput:
     tripwire_triggered: bool
 
 
-@dataclass
+@dataclass(eq=False)
 class InputGuardrailResult:
     """One input guardrail's verdict, kept in `RunResult.input_guardrail_results`; its tripwire carries it."""
 
@@ -32,7 +33,7 @@ class InputGuardrailResult:
     output: GuardrailFunctionOutput
 
 
-@dataclass
+@dataclass(eq=False)
 class OutputGuardrailResult:
     """One output guardrail's verdict on the final output it checked, with the agent that produced it."""
 
@@ -42,7 +43,7 @@ class OutputGuardrailResult:
     output: GuardrailFunctionOutput
 
 
-@dataclass
+@dataclass(eq=False)
 class InputGuardrail:
     """`guardrail_function(ctx, agent, input)`, sync or async, returns `GuardrailFunctionOutput`."""
 
@@ -58,7 +59,7 @@ class InputGuardrail:
         return InputGuardrailResult(guardrail=self, output=_checked(output, self.get_name()))
 
 
-@dataclass
+@dataclass(eq=False)
 class OutputGuardrail:
     """`guardrail_function(ctx, agent, output)`, sync or async, returns `GuardrailFunctionOutput`."""
 
@@ -136,7 +137,7 @@ class ToolGuardrailFunctionOutput:
         return cls(output_info=output_info, behavior={"type": "raise_exception"})
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolInputGuardrailData:
     """What a tool input guardrail receives just before the call runs (after approval): the call's
     `ToolContext` (tool name, call id, arguments) and the agent."""
@@ -145,14 +146,14 @@ class ToolInputGuardrailData:
     agent: Any
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolOutputGuardrailData(ToolInputGuardrailData):
     """What a tool output guardrail receives: the same as for input, plus the value the tool returned."""
 
     output: Any = None
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolInputGuardrail:
     """`guardrail_function(data)`, sync or async, returns `ToolGuardrailFunctionOutput`; runs before each call
     of a tool that lists it in `tool_input_guardrails`."""
@@ -171,13 +172,13 @@ class ToolInputGuardrail:
         return output
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolOutputGuardrail(ToolInputGuardrail):
     """Like `ToolInputGuardrail`, but it runs after the tool, on the value the tool returned."""
     pass
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolInputGuardrailResult:
     """One tool input guardrail's verdict on one call, kept in `RunResult.tool_input_guardrail_results`."""
 
@@ -185,7 +186,7 @@ class ToolInputGuardrailResult:
     output: ToolGuardrailFunctionOutput
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolOutputGuardrailResult:
     """One tool output guardrail's verdict on one call, kept in `RunResult.tool_output_guardrail_results`."""
 
@@ -205,3 +206,26 @@ def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str
         return ToolOutputGuardrail(guardrail_function=fn, name=name or fn.__name__)
 
     return make(func) if func is not None else make
+
+
+def check_tool_input(tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
+    """Run a call's input guardrails before the tool: the text the model sees instead, if one rejects."""
+    return _check(tool.tool_input_guardrails, ToolInputGuardrailData(context=context, agent=agent),
+                  ToolInputGuardrailResult, ToolInputGuardrailTripwireTriggered, results)
+
+
+def check_tool_output(tool: Any, context: Any, agent: Any, output: Any, results: list) -> Optional[str]:
+    """Run a call's output guardrails on its result: the text the model sees instead, if one rejects."""
+    return _check(tool.tool_output_guardrails, ToolOutputGuardrailData(context=context, agent=agent, output=output),
+                  ToolOutputGuardrailResult, ToolOutputGuardrailTripwireTriggered, results)
+
+
+def _check(guardrails: list, data: Any, result_cls: Any, tripwire: Any, results: list) -> Optional[str]:
+    for guardrail in guardrails or ():
+        verdict = guardrail.run(data)
+        results.append(result_cls(guardrail, verdict))
+        if verdict.behavior["type"] == "raise_exception":
+            raise tripwire(guardrail, verdict)
+        if verdict.behavior["type"] == "reject_content":
+            return verdict.behavior["message"]
+    return None

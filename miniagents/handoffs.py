@@ -36,7 +36,7 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name).lower()
 
 
-@dataclass
+@dataclass(eq=False)
 class Handoff:
     """What `handoff()` builds: the function the model sees (`tool_name`, `tool_description`,
     `input_json_schema`) and `on_invoke_handoff(ctx, raw_args)`, which returns the agent to switch to."""

@@ -20,7 +20,7 @@ EVENT_NAMES = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class RawResponsesStreamEvent:
     """One streaming event from the model, passed through as it came (a Responses-shaped event dict)."""
 
@@ -28,7 +28,7 @@ class RawResponsesStreamEvent:
     type: str = "raw_response_event"
 
 
-@dataclass
+@dataclass(eq=False)
 class RunItemStreamEvent:
     """A run item as it enters the run, named with upstream's event name for its kind (`EVENT_NAMES`)."""
 
@@ -37,7 +37,7 @@ class RunItemStreamEvent:
     type: str = "run_item_stream_event"
 
 
-@dataclass
+@dataclass(eq=False)
 class AgentUpdatedStreamEvent:
     """Emitted when the run starts and whenever a handoff makes another agent the current one."""
 
@@ -56,7 +56,7 @@ def replayable(input: Any, new_items: list, mode: str) -> list:
     return drop_orphans(items) if mode == "normalized" else items
 
 
-@dataclass
+@dataclass(eq=False)
 class RunResult:
     """What a finished or paused run returns: its input, the items it generated, the model responses, the
     final output (None while paused on `interruptions`), the last agent and the guardrail results."""

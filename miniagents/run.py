@@ -17,7 +17,6 @@ from .config import (CallModelData, ModelInputData, RunConfig, RunErrorData, Run
                      RunErrorHandlerResult)
 from .context import RunContextWrapper, Usage
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
-from .guardrails import run_input_guardrails, run_output_guardrails
 from .handoffs import HandoffInputData
 from .hooks import notify
 from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
@@ -35,7 +34,7 @@ DEFAULT_MAX_TURNS = 10
 logger = logging.getLogger("miniagents")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Turn:
     """What the current agent offers the model this turn."""
 
@@ -284,8 +283,10 @@ def start_turn(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
     """Count the turn, run the first turn's input guardrails, call the model, hold the response."""
     state.current_turn += 1
     join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
-    if state.current_turn == 1 and not state.model_responses:
-        guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
+    guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
+    if guardrails and state.current_turn == 1 and not state.model_responses:
+        from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
+
         check = (state.starting_agent, state.original_input, state.context_wrapper, state.input_guardrail_results)
         run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
         racing = [g for g in guardrails if g.run_in_parallel]
@@ -317,8 +318,11 @@ def pause(state: RunState, agent: Any, step: SingleStepResult, settled: Any) -> 
 
 
 def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: Any) -> RunResult:
-    run_output_guardrails(list(agent.output_guardrails) + list(config.output_guardrails or ()), agent, output,
-                          state.context_wrapper, state.output_guardrail_results)
+    guardrails = list(agent.output_guardrails) + list(config.output_guardrails or ())
+    if guardrails:
+        from .guardrails import run_output_guardrails
+
+        run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
     state.final_output = output
     notify(hooks, "on_agent_end", state.context_wrapper, agent, output)
     return RunResult.from_state(state, agent, output)

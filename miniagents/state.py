@@ -18,7 +18,7 @@ from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, Reaso
 from .models.interface import ModelResponse
 
 
-@dataclass
+@dataclass(eq=False)
 class PendingTurn:
     """A turn whose model response is in but whose calls are not all settled (paused for approval).
 

@@ -9,26 +9,26 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NextStepRunAgain:
     """Call the same agent's model again."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NextStepHandoff:
     """Give the conversation to the agent behind `call` (the response's first handoff call)."""
 
     call: Any
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NextStepFinalOutput:
     """End the run with `output` (the output guardrails still run before it is returned)."""
 
     output: Any
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class NextStepInterruption:
     """Pause the run: `interruptions` are the `ToolApprovalItem`s waiting for a person's decision."""
 
@@ -38,7 +38,7 @@ class NextStepInterruption:
 NextStep = Union[NextStepRunAgain, NextStepHandoff, NextStepFinalOutput, NextStepInterruption]
 
 
-@dataclass
+@dataclass(eq=False)
 class SingleStepResult:
     """One turn's outcome: the items it produced (model order), and what the loop does next."""
 

@@ -43,7 +43,7 @@ def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str
     return REDACTED_TOOL_ERROR
 
 
-@dataclass
+@dataclass(eq=False)
 class FunctionTool:
     """A tool the model can call. `name`, `description` and `params_json_schema` are what it sees (`spec()`);
     `on_invoke_tool(tool_context, raw_json_args)` runs one call. `needs_approval` pauses the run until a

@@ -17,11 +17,8 @@ from typing import Any, Callable, Optional
 from . import aio
 from .agent import FunctionToolResult, ToolsToFinalOutputResult
 from .context import ToolContext
-from .errors import (ModelBehaviorError, ModelRefusalError, ToolInputGuardrailTripwireTriggered,
-                     ToolOutputGuardrailTripwireTriggered, UserError)
+from .errors import ModelBehaviorError, ModelRefusalError, UserError
 from .hooks import notify
-from .guardrails import (ToolInputGuardrailData, ToolInputGuardrailResult, ToolOutputGuardrailData,
-                         ToolOutputGuardrailResult)
 from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
                     new_call_id)
@@ -35,7 +32,7 @@ MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
 REJECTED = "Tool execution was not approved."
 
 
-@dataclass
+@dataclass(eq=False)
 class Call:
     """One function call of the response and what the agent has under that name (None: unknown)."""
 
@@ -44,7 +41,7 @@ class Call:
     kind: str  # "function" | "handoff" | "unknown"
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolErrorFormatterArgs:
     """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
     "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
@@ -57,7 +54,7 @@ class ToolErrorFormatterArgs:
     run_context: Any
 
 
-@dataclass
+@dataclass(eq=False)
 class Processed:
     """`classify_output`'s reading of one response: its run items in model order, and the function calls
     (`Call`s) that `settle_turn` plans next."""
@@ -163,27 +160,25 @@ def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict, hooks:
                            approvals=ctx.approvals, tool_name=tool.name, tool_call_id=raw["call_id"],
                            tool_arguments=raw.get("arguments") or "", tool_call=raw, agent=agent,
                            run_config=config, resume_state=nested.get(raw["call_id"]))
-    results = []
-    for guardrail in tool.tool_input_guardrails or ():
-        verdict = guardrail.run(ToolInputGuardrailData(context=tool_ctx, agent=agent))
-        results.append(ToolInputGuardrailResult(guardrail, verdict))
-        if verdict.behavior["type"] == "raise_exception":
-            raise ToolInputGuardrailTripwireTriggered(guardrail, verdict)
-        if verdict.behavior["type"] == "reject_content":
-            return verdict.behavior["message"], verdict.behavior["message"], results
+    results: list = []
+    if tool.tool_input_guardrails:
+        from .guardrails import check_tool_input  # loaded only once some tool has guardrails
+
+        rejected = check_tool_input(tool, tool_ctx, agent, results)
+        if rejected is not None:
+            return rejected, rejected, results
     notify(hooks, "on_tool_start", tool_ctx, agent, tool)
     try:
         value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
     except NestedInterruption as paused:
         return paused, None, results
     notify(hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
-    for guardrail in tool.tool_output_guardrails or ():
-        verdict = guardrail.run(ToolOutputGuardrailData(context=tool_ctx, agent=agent, output=value))
-        results.append(ToolOutputGuardrailResult(guardrail, verdict))
-        if verdict.behavior["type"] == "raise_exception":
-            raise ToolOutputGuardrailTripwireTriggered(guardrail, verdict)
-        if verdict.behavior["type"] == "reject_content":
-            return verdict.behavior["message"], verdict.behavior["message"], results
+    if tool.tool_output_guardrails:
+        from .guardrails import check_tool_output
+
+        rejected = check_tool_output(tool, tool_ctx, agent, value, results)
+        if rejected is not None:
+            return rejected, rejected, results
     return value, text, results
 
 
@@ -216,7 +211,7 @@ def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict, hoo
     return [value for _, value in outcomes]
 
 
-@dataclass
+@dataclass(eq=False)
 class Settled:
     """`settle_turn`'s outcome: the turn's items with every output in call order, plus what `decide_next_step`
     weighs (pending approvals, the winning handoff, function results)."""

@@ -642,6 +642,17 @@ def test_import_miniagents_loads_no_network_async_sqlite_or_thread_pool_modules(
     assert out.stdout.strip() == "[]", out.stderr
 
 
+def test_a_run_without_guardrails_or_sessions_never_loads_their_modules():
+    code = ("import sys, miniagents; from miniagents import Agent, Runner; "
+            "from miniagents.testing import ScriptedModel, assistant_message; "
+            "Runner.run_sync(Agent(name='A', model=ScriptedModel([[assistant_message('hi')]])), 'hi'); "
+            "print(sorted(m for m in ('miniagents.guardrails', 'miniagents.session', 'miniagents.models.http') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.stdout.strip() == "[]", out.stderr
+
+
 def test_run_streamed_announces_calls_before_tools_run_and_a_paused_turn_emits_no_outputs():
     from miniagents import RunState
 
