@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -33,10 +35,23 @@ def bench_import(repeats: int = 15) -> None:
 
     times = [child("import time; t = time.perf_counter(); import miniagents; print(time.perf_counter() - t)")
              for _ in range(repeats)]
-    base = [child("import time; t = time.perf_counter(); import json, dataclasses, typing, inspect, logging, "
-                  "enum, re; print(time.perf_counter() - t)") for _ in range(repeats)]
+    base = [child(f"import time; t = time.perf_counter(); {STDLIB_IMPORTS}; print(time.perf_counter() - t)")
+            for _ in range(repeats)]
     print(f"import miniagents: best {min(times) * 1e3:.1f} ms, median {statistics.median(times) * 1e3:.1f} ms "
           f"(its stdlib imports alone: median {statistics.median(base) * 1e3:.1f} ms)")
+    if shutil.which("valgrind"):  # instruction counts: repeatable whatever else the machine is doing
+        counts = [_instructions(code, env) for code in ("pass", STDLIB_IMPORTS, "import miniagents")]
+        print(f"import miniagents: {counts[2] / 1e6:.0f} M instructions (bare interpreter {counts[0] / 1e6:.0f} M, "
+              f"with its stdlib imports {counts[1] / 1e6:.0f} M; valgrind --tool=callgrind)")
+
+
+STDLIB_IMPORTS = "import json, dataclasses, typing, inspect, logging, enum, re"
+
+
+def _instructions(code: str, env: dict) -> int:
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                          "-c", code], cwd=ROOT, env=env, capture_output=True, text=True).stderr
+    return int(re.search(r"Collected : (\d+)", out).group(1))
 
 
 @function_tool
