@@ -184,6 +184,7 @@ class ToolInputGuardrailResult:
 
     guardrail: ToolInputGuardrail
     output: ToolGuardrailFunctionOutput
+    stage = "input"  # which RunResult list it belongs to (a class attribute, not a field)
 
 
 @dataclass(eq=False)
@@ -192,6 +193,7 @@ class ToolOutputGuardrailResult:
 
     guardrail: ToolOutputGuardrail
     output: ToolGuardrailFunctionOutput
+    stage = "output"
 
 
 def tool_input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):

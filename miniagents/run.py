@@ -323,7 +323,6 @@ def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: A
         from .guardrails import run_output_guardrails
 
         run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
-    state.final_output = output
     notify(hooks, "on_agent_end", state.context_wrapper, agent, output)
     return RunResult.from_state(state, agent, output)
 

@@ -55,7 +55,6 @@ class RunState:
         self.output_guardrail_results: list = []
         self.tool_input_guardrail_results: list = []
         self.tool_output_guardrail_results: list = []
-        self.final_output: Any = None
         self.transcript: list = []
         self.unsaved_session_input: list = []  # the new input, saved with the first completed turn
         self.rebuild_transcript()
@@ -74,8 +73,7 @@ class RunState:
         self.generated_items.extend(items)
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
         for result in guardrail_results:
-            kind = "input" if type(result).__name__.startswith("ToolInput") else "output"
-            getattr(self, f"tool_{kind}_guardrail_results").append(result)
+            getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
 
     def _settled_end(self) -> int:
         return self.pending.start if self.pending is not None else len(self.generated_items)
