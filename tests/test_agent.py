@@ -12,18 +12,7 @@ from miniagents import (Agent, FunctionToolResult, MaxTurnsExceeded, ModelSettin
                         StopAtTools,
                         ToolError, ToolsToFinalOutputResult, UserError, function_tool)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-
-REDACTED = "An error occurred while running the tool. Please try again."
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
-
-
-def outputs_sent(call):
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
-
+from support import REDACTED, make_agent, outputs_sent
 
 @function_tool
 def weather(city: str) -> str:

@@ -13,15 +13,7 @@ from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGua
                         ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
                         tool_input_guardrail, tool_output_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
-
-
-def outputs_sent(call):
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+from support import make_agent, outputs_sent
 
 
 ran: list = []

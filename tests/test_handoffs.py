@@ -9,6 +9,7 @@ import pytest
 from miniagents import (Agent, Handoff, HandoffInputData, ModelBehaviorError, RunConfig, Runner, UserError,
                         function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import outputs_sent
 
 MULTIPLE = "Multiple handoffs detected, ignoring this one."
 EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -32,10 +33,6 @@ def kinds(items):
         else:
             out.append("msg")
     return out
-
-
-def outputs_sent(call):
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
 
 
 ran: list = []

@@ -23,6 +23,7 @@ import pytest
 
 from miniagents import Agent, ModelBehaviorError, Runner, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import make_agent, outputs_sent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -232,15 +233,6 @@ def _pydantic_family():
 @pytest.fixture(params=["protocol", "pydantic"])
 def models(request):
     return _protocol_family() if request.param == "protocol" else _pydantic_family()
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
-
-
-def outputs_sent(call):
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
 
 
 ADA = {"name": "Ada Lovelace", "age": 36, "address": {"city": "London", "zip_code": "W1"},

@@ -11,11 +11,7 @@ from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, ItemHelpers, 
                         Runner, ToolCallItem, ToolCallOutputItem, function_tool)
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
+from support import make_agent
 
 
 @function_tool

@@ -14,11 +14,7 @@ except ImportError:  # pragma: no cover
 
 from miniagents import Agent, ModelBehaviorError, Runner, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
+from support import make_agent
 
 
 def all_objects(node):

@@ -17,13 +17,9 @@ from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelSettings,
                         RunContextWrapper, Runner, RunErrorHandlerResult, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
 from miniagents.testing import ScriptedModel, UnexpectedModelCall, assistant_message, function_call
+from support import make_agent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
 
 
 def item_types(result):

@@ -15,18 +15,7 @@ import pytest
 from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, ToolContext, ToolError,
                         ToolExecutionConfig, ToolTimeoutError, UserError, function_tool)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-
-REDACTED = "An error occurred while running the tool. Please try again."
-
-
-def make_agent(steps, name="Assistant", **kw):
-    model = ScriptedModel(steps)
-    return Agent(name=name, model=model, **kw), model
-
-
-def outputs_sent(call):
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
-
+from support import REDACTED, make_agent, outputs_sent
 
 def output_order(call):
     return [i["call_id"] for i in call.input if i.get("type") == "function_call_output"]

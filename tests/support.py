@@ -1,0 +1,16 @@
+"""Small helpers the kernel tests share: build an agent on a scripted model, read what a model was sent."""
+from miniagents import Agent
+from miniagents.testing import ScriptedModel
+
+REDACTED = "An error occurred while running the tool. Please try again."
+
+
+def make_agent(steps, name="Assistant", **kw):
+    """An agent whose model plays `steps`; returns (agent, model)."""
+    model = ScriptedModel(steps)
+    return Agent(name=name, model=model, **kw), model
+
+
+def outputs_sent(call):
+    """{call_id: output} of every function_call_output a recorded model call received."""
+    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
