@@ -124,31 +124,52 @@ class RunResultStreaming:
     def current_agent(self) -> Any:
         return self._state.current_agent
 
+    def cancel(self, mode: str = "immediate") -> None:
+        """Stop the run: "immediate" at the next event, "after_turn" once the current turn has settled."""
+        if mode not in ("immediate", "after_turn"):
+            raise ValueError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
+        self._state.cancel_mode = mode
+
     @property
     def current_turn(self) -> int:
         return self._state.current_turn
 
     async def stream_events(self) -> AsyncIterator[Any]:
-        """Yield events as the loop (in a worker thread) produces them; raise the run's error at the end."""
-        import asyncio
+        """Yield events as the loop (in a worker thread) produces them; raise the run's error at the end.
 
-        loop, queue, done = asyncio.get_running_loop(), asyncio.Queue(), object()
+        The loop waits until each event has been handled before it goes on, so the run never gets ahead
+        of its reader: a `cancel()` made while handling an event takes effect right there.
+        """
+        import asyncio
+        import threading
+
+        loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
+
+        def hand_over(event: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+            handled.acquire()
 
         def work() -> None:
             try:
-                outcome["result"] = self._drive(lambda e: loop.call_soon_threadsafe(queue.put_nowait, e))
+                outcome["result"] = self._drive(hand_over)
             except BaseException as e:
                 outcome["error"] = e
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 
-        worker = loop.run_in_executor(None, work)
-        while True:
-            event = await queue.get()
-            if event is done:
-                break
-            yield event
+        worker, finished = loop.run_in_executor(None, work), False
+        try:
+            while not finished:
+                event = await queue.get()
+                finished = event is done
+                if not finished:
+                    yield event
+                    handled.release()
+        finally:
+            if not finished:  # the reader stopped early: let the loop stop at its next event
+                self._state.cancel_mode = "immediate"
+                handled.release()
         await worker
         self.is_complete = True
         if "error" in outcome:

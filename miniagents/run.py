@@ -239,6 +239,8 @@ def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, stre
     notify(hooks, "on_agent_start", ctx, state.current_agent)
     while True:
         agent = state.current_agent
+        if state.cancel_mode == "after_turn" and state.pending is None:
+            return RunResult.from_state(state, agent, None)
         turn = prepare_turn(agent, state, config)
         fresh = state.pending is None
         if fresh:  # a new turn: one model call
@@ -336,6 +338,7 @@ def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[in
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
     if isinstance(input, RunState):
+        input.cancel_mode = None  # a cancelled streamed run can be resumed
         return input, config
     if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
         raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
@@ -361,6 +364,9 @@ def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, stre
             event = next(loop)
             if on_event is not None:
                 on_event(event)
+            if state.cancel_mode == "immediate":  # RunResultStreaming.cancel(): stop where we are
+                loop.close()
+                return RunResult.from_state(state, state.current_agent, None)
     except StopIteration as stop:
         return stop.value
     except AgentsException as error:

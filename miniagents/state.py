@@ -57,6 +57,7 @@ class RunState:
         self.tool_output_guardrail_results: list = []
         self.transcript: list = []
         self.unsaved_session_input: list = []  # the new input, saved with the first completed turn
+        self.cancel_mode: Optional[str] = None  # set by RunResultStreaming.cancel(); never serialised
         self.rebuild_transcript()
 
     def rebuild_transcript(self) -> None:

@@ -670,3 +670,63 @@ def test_run_streamed_announces_calls_before_tools_run_and_a_paused_turn_emits_n
     assert _event_names(events) == ["agent_updated_stream_event", "tool_output", "tool_output",
                                     "raw_response_event", "message_output_created"]
     assert resumed.final_output == "done"
+
+
+def test_cancel_immediate_stops_the_stream_before_the_tool_runs():
+    ran = []
+
+    @function_tool
+    def slow(x: int) -> str:
+        """Record the call."""
+        ran.append(x)
+        return "ran"
+
+    agent, model = make_agent([[function_call("slow", {"x": 1}, call_id="c1")], [assistant_message("never")]],
+                              tools=[slow])
+    result = Runner.run_streamed(agent, "go")
+
+    async def drain():
+        seen = []
+        async for event in result.stream_events():
+            seen.append(event)
+            if event.type == "raw_response_event":
+                result.cancel()
+        return seen
+
+    events = asyncio.run(drain())
+    assert result.is_complete and result.final_output is None
+    assert ran == [] and len(model.calls) == 1
+    assert "tool_output" not in _event_names(events)
+
+
+def test_cancel_after_turn_finishes_the_turn_then_stops_before_the_next_model_call():
+    agent, model = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")], [assistant_message("never")]],
+                              tools=[echo])
+    result = Runner.run_streamed(agent, "go")
+
+    async def drain():
+        seen = []
+        async for event in result.stream_events():
+            seen.append(event)
+            if getattr(event, "name", None) == "tool_called":  # mid-turn: the turn still settles
+                result.cancel(mode="after_turn")
+        return seen
+
+    events = asyncio.run(drain())
+    assert len(model.calls) == 1 and "tool_output" in _event_names(events)
+    assert [i.type for i in result.new_items] == ["tool_call_item", "tool_call_output_item"]
+
+
+def test_a_reader_that_stops_early_ends_the_run_and_leaves_the_state_resumable():
+    agent, model = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")], [assistant_message("never")]],
+                              tools=[echo])
+    result = Runner.run_streamed(agent, "go")
+
+    async def first_event_only():
+        async for event in result.stream_events():
+            return event
+
+    assert asyncio.run(first_event_only()).type == "agent_updated_stream_event"
+    assert model.calls == []
+    resumed = Runner.run_sync(agent, result.to_state())
+    assert resumed.final_output == "never" and len(model.calls) == 2
