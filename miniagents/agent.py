@@ -160,7 +160,7 @@ class Agent(Generic[TContext]):
 
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .config import RunConfig
-            from .run import DEFAULT_MAX_TURNS, Runner
+            from .run import DEFAULT_MAX_TURNS, Runner, run_streaming_to
 
             data = parse_arguments(raw_args, name)
             if parameters is not None:
@@ -181,10 +181,16 @@ class Agent(Generic[TContext]):
             parent = getattr(ctx, "run_config", None)
             if config is None and getattr(parent, "model_provider", None) is not None:
                 config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's
-            result = Runner.run_sync(agent, paused if paused is not None else text, context=nested_ctx,
-                                     max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config, hooks=hooks,
-                                     session=session, previous_response_id=previous_response_id,
-                                     conversation_id=conversation_id)
+            options = dict(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
+                           hooks=hooks, session=session, previous_response_id=previous_response_id,
+                           conversation_id=conversation_id)
+            nested_input = paused if paused is not None else text
+            if on_stream is None:
+                result = Runner.run_sync(agent, nested_input, **options)
+            else:  # the inner run streams; each event reaches on_stream with the agent and the call
+                result = run_streaming_to(lambda event: aio.call(on_stream, {
+                    "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)}),
+                    agent, nested_input, **options)
             if result.interruptions:
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:

@@ -378,6 +378,16 @@ def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, stre
         raise
 
 
+def run_streaming_to(on_event: Callable[[Any], None], starting_agent: Any, input: Any, *, context: Any = None,
+                     max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                     session: Any = None, previous_response_id: Optional[str] = None,
+                     conversation_id: Optional[str] = None) -> RunResult:
+    """A streamed run in the calling thread, each event handed to `on_event` (an agent tool's `on_stream`)."""
+    state, config = _start(starting_agent, input, context, max_turns, run_config, session, previous_response_id,
+                           False, conversation_id)
+    return _drive(state, config, session, None, True, hooks, on_event)
+
+
 class Runner:
     """Runs an agent until it produces a final output, hands off, or pauses for approval."""
 

@@ -472,3 +472,17 @@ def test_an_agent_tool_resolves_model_names_with_the_callers_model_provider():
     result = Runner.run_sync(boss, "go", run_config=RunConfig(model_provider=provider))
     assert result.final_output == "ok" and "expert-model" in provider.asked
     assert outer.calls[1].input[-1]["output"] == "inner answer"
+
+
+def test_an_agent_tools_on_stream_receives_the_inner_runs_events_with_the_agent_and_the_call():
+    seen = []
+    inner = ScriptedModel([[assistant_message("inner says hi")]])
+    expert = Agent(name="Expert", model=inner)
+    tool = expert.as_tool("ask_expert", "Ask the expert.", on_stream=lambda payload: seen.append(payload))
+    outer = ScriptedModel([[function_call("ask_expert", {"input": "q"}, call_id="c1")], [assistant_message("ok")]])
+    result = Runner.run_sync(Agent(name="Boss", tools=[tool], model=outer), "go")
+    assert result.final_output == "ok"
+    assert {p["agent"].name for p in seen} == {"Expert"} and {p["tool_call"]["call_id"] for p in seen} == {"c1"}
+    types = [p["event"].type for p in seen]
+    assert types[0] == "agent_updated_stream_event" and "raw_response_event" in types
+    assert seen[-1]["event"].name == "message_output_created" and inner.calls[0].streamed
