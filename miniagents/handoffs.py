@@ -82,6 +82,9 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
             raise UserError("on_handoff must take two arguments: context and input")
         if input_type is None and aio.arity(on_handoff) != 1:
             raise UserError("on_handoff must take one argument: context")
+    if nest_handoff_history:
+        raise UserError("nest_handoff_history=True is not supported by miniagents; use an input_filter to "
+                        "reshape the history the next agent sees")
     if input_filter is not None and not callable(input_filter):
         raise UserError(f"Invalid input filter: {input_filter!r}")
 

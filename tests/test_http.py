@@ -267,3 +267,16 @@ def test_key_never_in_repr():
         assert "sk-secret" not in repr(obj)
     m = OpenAIResponsesModel("m", api_key="sk-secret-123")
     assert "sk-secret" not in repr(m.transport)
+
+
+@pytest.mark.parametrize("field", ["retry", "prompt_cache_options", "preserve_raw_usage"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_model_settings_the_adapters_cannot_send_are_refused_before_any_request(server, field, api):
+    from miniagents import ModelSettings, UserError
+
+    model = (OpenAIChatCompletionsModel if api == "chat" else OpenAIResponsesModel)(
+        "m", base_url=server.url, api_key="sk-test")
+    settings = ModelSettings(**{field: True})
+    with pytest.raises(UserError, match=field):
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert server.requests == []

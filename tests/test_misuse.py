@@ -27,3 +27,10 @@ def test_a_plain_function_in_tools_is_a_type_error_that_names_the_decorator():
 def test_upstream_fields_miniagents_cannot_honour_are_refused_not_ignored(options):
     with pytest.raises(UserError, match="not supported"):
         Agent(name="A", **options)
+
+
+def test_nest_handoff_history_is_refused_not_ignored():
+    from miniagents import handoff
+
+    with pytest.raises(UserError, match="nest_handoff_history"):
+        handoff(Agent(name="B"), nest_handoff_history=True)

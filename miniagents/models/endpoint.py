@@ -150,8 +150,18 @@ def add_settings(body: dict, settings: ModelSettings, names: tuple) -> None:
             body[name] = getattr(settings, name)
 
 
+NOT_SENT = {  # ModelSettings fields neither adapter expresses: refused, never silently dropped
+    "retry": "set max_retries= on the model or OpenAIProvider instead",
+    "prompt_cache_options": "not supported by these adapters; pass it in extra_body if your server takes it",
+    "preserve_raw_usage": "not supported: usage is always read into Usage",
+}
+
+
 def add_extras(body: dict, settings: ModelSettings, stream: bool) -> dict:
     """The last touch of every body: the stream flag, then `extra_args` and `extra_body` (they win)."""
+    for name, advice in NOT_SENT.items():
+        if getattr(settings, name) is not None:
+            raise UserError(f"ModelSettings.{name}: {advice}")
     if stream:
         body["stream"] = True
     body.update(settings.extra_args or {})
