@@ -13,22 +13,19 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
 from . import aio
-from .config import (CallModelData, ModelInputData, RunConfig, RunErrorData, RunErrorHandlerInput,
-                     RunErrorHandlerResult)
+from .config import CallModelData, ModelInputData, RunConfig
 from .context import RunContextWrapper, Usage
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import notify
-from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
-                    to_input_list)
+from .items import HandoffOutputItem, drop_orphans, function_call_output, to_input_list
 from .models.interface import ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunResult, RunResultStreaming,
                      stream_events_for)
-from .schema import type_schema, validate_value
 from .state import PendingTurn, RunState
-from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
-                    SingleStepResult)
-from .turn import assign_call_ids, classify_output, decide_next_step, parse_final_output, settle_turn
+from .steps import NextStepFinalOutput, NextStepHandoff, NextStepInterruption, SingleStepResult
+from .turn import (apply_error_handler, assign_call_ids, classify_output, decide_next_step, output_schema_for,
+                   settle_turn)
 
 DEFAULT_MAX_TURNS = 10
 logger = logging.getLogger("miniagents")
@@ -47,25 +44,6 @@ class _Turn:
 
 
 # --- Preparing a turn ----------------------------------------------------------------------------
-
-_schema_cache: dict = {}
-
-
-def output_schema_for(output_type: Any) -> tuple:
-    """`(spec or None, wrapped)` for an agent's output_type, computed once per type."""
-    if output_type in (None, str):
-        return None, False
-    try:
-        return _schema_cache[output_type]
-    except (KeyError, TypeError):
-        schema, wrapped = type_schema(output_type, strict=True)
-        found = ({"name": "final_output", "schema": schema, "strict": True}, wrapped)
-        try:
-            _schema_cache[output_type] = found
-        except TypeError:
-            pass
-        return found
-
 
 def prepare_turn(agent: Any, state: RunState, config: RunConfig) -> _Turn:
     ctx = state.context_wrapper
@@ -142,37 +120,6 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
 
 
 # --- Error handlers, handoffs, sessions --------------------------------------------------------
-
-
-def apply_error_handler(handlers: dict, kind: str, error: Exception, state: RunState, agent: Any,
-                        items: list, results: list, run_again: bool = False) -> SingleStepResult:
-    handler = (handlers or {}).get(kind)
-    if handler is None:
-        if run_again:
-            return SingleStepResult(items, NextStepRunAgain(), results)
-        raise error
-    data = RunErrorData(state.original_input, state.generated_items + items, list(state.transcript),
-                        [i.raw_item for i in items], state.model_responses, agent)
-    verdict = aio.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
-    if verdict is None:
-        raise error
-    if isinstance(verdict, dict):
-        if set(verdict) - {"final_output", "include_in_history"}:
-            raise UserError("Invalid run error handler result.")
-        verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):
-        verdict = RunErrorHandlerResult(verdict)
-    output = verdict.final_output
-    schema, wrapped = output_schema_for(agent.output_type)
-    if schema is not None and isinstance(output, str):
-        output = parse_final_output(agent.output_type, wrapped, output)
-    elif schema is not None and isinstance(output, (dict, list)):  # JSON data: build the output type
-        output = validate_value(agent.output_type, output)
-    if verdict.include_in_history:
-        from .tool import output_text
-
-        items = items + [MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output)))]
-    return SingleStepResult(items, NextStepFinalOutput(output), results)
 
 
 def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig,

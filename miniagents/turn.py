@@ -20,12 +20,13 @@ from .context import ToolContext
 from .errors import ModelBehaviorError, ModelRefusalError, UserError
 from .hooks import notify
 from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
-                    new_call_id)
-from .schema import ArgumentsError, validate_value
+                    ToolCallItem, ToolCallOutputItem, assistant_message, function_call_output, message_refusal,
+                    message_text, new_call_id)
+from .config import RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
+from .schema import ArgumentsError, type_schema, validate_value
 from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
                     SingleStepResult)
-from .tool import NestedInterruption, invoke_tool
+from .tool import NestedInterruption, invoke_tool, output_text
 
 logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
@@ -347,3 +348,55 @@ def decide_next_step(agent: Any, processed: Processed, settled: Settled, ctx: An
             parse_final_output(agent.output_type, wrapped, text)), results)
     except InvalidFinalOutput as e:
         return handle_error("invalid_final_output", e, items, results)
+
+
+# --- Output types and error handlers ---------------------------------------------------------
+
+_schema_cache: dict = {}
+
+
+def output_schema_for(output_type: Any) -> tuple:
+    """`(spec or None, wrapped)` for an agent's output_type, computed once per type."""
+    if output_type in (None, str):
+        return None, False
+    try:
+        return _schema_cache[output_type]
+    except (KeyError, TypeError):
+        schema, wrapped = type_schema(output_type, strict=True)
+        found = ({"name": "final_output", "schema": schema, "strict": True}, wrapped)
+        try:
+            _schema_cache[output_type] = found
+        except TypeError:
+            pass
+        return found
+
+
+def apply_error_handler(handlers: dict, kind: str, error: Exception, state: Any, agent: Any,
+                        items: list, results: list, run_again: bool = False) -> SingleStepResult:
+    """Let a run's `error_handlers` turn an error into a final output (validated against the output
+    type), or re-raise it; `run_again` covers "no final text yet" when no handler is set."""
+    handler = (handlers or {}).get(kind)
+    if handler is None:
+        if run_again:
+            return SingleStepResult(items, NextStepRunAgain(), results)
+        raise error
+    data = RunErrorData(state.original_input, state.generated_items + items, list(state.transcript),
+                        [i.raw_item for i in items], state.model_responses, agent)
+    verdict = aio.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
+    if verdict is None:
+        raise error
+    if isinstance(verdict, dict):
+        if set(verdict) - {"final_output", "include_in_history"}:
+            raise UserError("Invalid run error handler result.")
+        verdict = RunErrorHandlerResult(**verdict)
+    if not isinstance(verdict, RunErrorHandlerResult):
+        verdict = RunErrorHandlerResult(verdict)
+    output = verdict.final_output
+    schema, wrapped = output_schema_for(agent.output_type)
+    if schema is not None and isinstance(output, str):
+        output = parse_final_output(agent.output_type, wrapped, output)
+    elif schema is not None and isinstance(output, (dict, list)):  # JSON data: build the output type
+        output = validate_value(agent.output_type, output)
+    if verdict.include_in_history:
+        items = items + [MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output)))]
+    return SingleStepResult(items, NextStepFinalOutput(output), results)
