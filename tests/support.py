@@ -14,3 +14,21 @@ def make_agent(steps, name="Assistant", **kw):
 def outputs_sent(call):
     """{call_id: output} of every function_call_output a recorded model call received."""
     return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+
+
+def kinds(items):
+    """A compact view of a transcript: 'user', 'msg', 'call:<id>', 'out:<id>'."""
+    out = []
+    for i in items:
+        t = i.get("type")
+        if t == "function_call":
+            out.append(f"call:{i['call_id']}")
+        elif t == "function_call_output":
+            out.append(f"out:{i['call_id']}")
+        elif i.get("role") == "user":
+            out.append("user")
+        elif t == "message" or i.get("role") == "assistant":
+            out.append("msg")
+        else:
+            out.append(t)
+    return out

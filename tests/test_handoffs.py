@@ -9,7 +9,7 @@ import pytest
 from miniagents import (Agent, Handoff, HandoffInputData, ModelBehaviorError, RunConfig, Runner, UserError,
                         function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import outputs_sent
+from support import kinds, outputs_sent
 
 MULTIPLE = "Multiple handoffs detected, ignoring this one."
 EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -18,21 +18,6 @@ EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalP
 def make_agent(steps, name="Triage", **kw):
     model = ScriptedModel(steps)
     return Agent(name=name, model=model, **kw), model
-
-
-def kinds(items):
-    out = []
-    for i in items:
-        t = i.get("type")
-        if t == "function_call":
-            out.append(f"call:{i['call_id']}")
-        elif t == "function_call_output":
-            out.append(f"out:{i['call_id']}")
-        elif i.get("role") == "user":
-            out.append("user")
-        else:
-            out.append("msg")
-    return out
 
 
 ran: list = []

@@ -17,36 +17,13 @@ from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelSettings,
                         RunContextWrapper, Runner, RunErrorHandlerResult, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
 from miniagents.testing import ScriptedModel, UnexpectedModelCall, assistant_message, function_call
-from support import make_agent
+from support import kinds, make_agent, outputs_sent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def item_types(result):
     return [i.type for i in result.new_items]
-
-
-def outputs_sent(call):
-    """call_id -> output text of every function_call_output the model was sent."""
-    return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
-
-
-def kinds(items):
-    """A compact view of a transcript: 'user', 'msg', 'call:<id>', 'out:<id>'."""
-    out = []
-    for i in items:
-        t = i.get("type")
-        if t == "function_call":
-            out.append(f"call:{i['call_id']}")
-        elif t == "function_call_output":
-            out.append(f"out:{i['call_id']}")
-        elif i.get("role") == "user":
-            out.append("user")
-        elif t == "message" or i.get("role") == "assistant":
-            out.append("msg")
-        else:
-            out.append(t)
-    return out
 
 
 calls_made: list = []
