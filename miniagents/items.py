@@ -33,6 +33,31 @@ def new_call_id() -> str:
     return "call_" + os.urandom(12).hex()
 
 
+def clean_text(text: str) -> str:
+    """`text` with every lone UTF-16 surrogate replaced by U+FFFD (a valid pair is joined into one character).
+
+    A `\\ud800` escape in a model's JSON, or a surrogate pair split across two stream chunks, decodes to a
+    string that UTF-8 cannot encode: every later request and database write would fail. Repairing it where
+    it enters keeps one bad character from killing a run.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean_json(value: Any) -> Any:
+    """`clean_text` applied to every string (keys included) of a decoded JSON value."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k) if isinstance(k, str) else k: clean_json(v) for k, v in value.items()}
+    return value
+
+
 def user_message(text: str) -> RawItem:
     return RawItem(content=text, role="user")
 
