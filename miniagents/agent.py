@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, List, Optional, TypedDict, TypeVar, Union
 
-from . import aio
+from . import caller
 from .context import RunContextWrapper
 from .errors import UserError
 from .handoffs import Handoff, handoff
@@ -121,7 +121,7 @@ class Agent(Generic[TContext]):
 
     def get_system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
         if callable(self.instructions):
-            return aio.call(self.instructions, ctx, self)
+            return caller.call(self.instructions, ctx, self)
         return self.instructions
 
     def get_enabled_tools(self, ctx: RunContextWrapper) -> list:
@@ -165,7 +165,7 @@ class Agent(Generic[TContext]):
             data = parse_arguments(raw_args, name)
             if parameters is not None:
                 value = validate_value(parameters, data)
-                text = aio.call(input_builder, value) if input_builder else output_text(value)
+                text = caller.call(input_builder, value) if input_builder else output_text(value)
                 if include_input_schema:
                     text = f"{text}\n\nInput schema: {json.dumps(schema)}"
             else:
@@ -188,13 +188,13 @@ class Agent(Generic[TContext]):
             if on_stream is None:
                 result = Runner.run_sync(agent, nested_input, **options)
             else:  # the inner run streams; each event reaches on_stream with the agent and the call
-                result = run_streaming_to(lambda event: aio.call(on_stream, {
+                result = run_streaming_to(lambda event: caller.call(on_stream, {
                     "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)}),
                     agent, nested_input, **options)
             if result.interruptions:
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:
-                return aio.call(custom_output_extractor, result)
+                return caller.call(custom_output_extractor, result)
             return agent_tool_output(result)
 
         return FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
@@ -217,4 +217,4 @@ def agent_tool_output(result: Any) -> Any:
 
 
 def _enabled(flag: Any, ctx: RunContextWrapper, agent: Agent) -> bool:
-    return bool(aio.call(flag, ctx, agent)) if callable(flag) else bool(flag)
+    return bool(caller.call(flag, ctx, agent)) if callable(flag) else bool(flag)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from . import aio
+from . import caller
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
                      ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
 
@@ -55,7 +55,7 @@ class InputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", "input_guardrail")
 
     def run(self, agent: Any, input: Any, context: Any) -> InputGuardrailResult:
-        output = aio.call(self.guardrail_function, context, agent, input)
+        output = caller.call(self.guardrail_function, context, agent, input)
         return InputGuardrailResult(guardrail=self, output=_checked(output, self.get_name()))
 
 
@@ -70,7 +70,7 @@ class OutputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", "output_guardrail")
 
     def run(self, context: Any, agent: Any, agent_output: Any) -> OutputGuardrailResult:
-        output = aio.call(self.guardrail_function, context, agent, agent_output)
+        output = caller.call(self.guardrail_function, context, agent, agent_output)
         return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
                                      output=_checked(output, self.get_name()))
 
@@ -165,7 +165,7 @@ class ToolInputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", type(self).__name__)
 
     def run(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
-        output = aio.call(self.guardrail_function, data)
+        output = caller.call(self.guardrail_function, data)
         if not isinstance(output, ToolGuardrailFunctionOutput):
             raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
                             f"got {type(output).__name__}")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from . import aio
+from . import caller
 from .errors import ModelBehaviorError, UserError
 from .schema import check_tool_name, ensure_strict_json_schema, type_schema, validate_value
 
@@ -78,9 +78,9 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
     if on_handoff is not None:
         if not callable(on_handoff):
             raise UserError("on_handoff must be callable")
-        if input_type is not None and aio.arity(on_handoff) != 2:
+        if input_type is not None and caller.arity(on_handoff) != 2:
             raise UserError("on_handoff must take two arguments: context and input")
-        if input_type is None and aio.arity(on_handoff) != 1:
+        if input_type is None and caller.arity(on_handoff) != 1:
             raise UserError("on_handoff must take one argument: context")
     if nest_handoff_history:
         raise UserError("nest_handoff_history=True is not supported by miniagents; use an input_filter to "
@@ -103,9 +103,9 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
                 raise ModelBehaviorError("Handoff function expected non-null input, but got None")
             if wrapped:
                 data = data.get("response") if isinstance(data, dict) else None
-            aio.call(on_handoff, ctx, validate_value(input_type, data))
+            caller.call(on_handoff, ctx, validate_value(input_type, data))
         elif on_handoff is not None:
-            aio.call(on_handoff, ctx)
+            caller.call(on_handoff, ctx)
         return agent
 
     name = check_tool_name(tool_name_override or Handoff.default_tool_name(agent))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import aio
+from . import caller
 
 
 class RunHooks:
@@ -51,10 +51,10 @@ AGENT_METHOD = {"on_agent_start": "on_start", "on_agent_end": "on_end", "on_tool
 def notify(run_hooks: Any, event: str, context: Any, agent: Any, *rest: Any) -> None:
     """Call `event` on the run's hooks and the matching method on the agent's own hooks."""
     if run_hooks is not None:
-        aio.resolve(getattr(run_hooks, event)(context, agent, *rest))
+        caller.resolve(getattr(run_hooks, event)(context, agent, *rest))
     agent_hooks = getattr(agent, "hooks", None)
     if agent_hooks is not None and event in AGENT_METHOD:
-        aio.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
+        caller.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
 
 
 class trace:

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
-from . import aio
+from . import caller
 from .config import CallModelData, ModelInputData, RunConfig
 from .context import RunContextWrapper, Usage
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
@@ -86,7 +86,7 @@ def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
                hooks: Any) -> Generator[Any, None, ModelResponse]:
     model_input, instructions = list(state.transcript), turn.instructions
     if config.call_model_input_filter is not None:
-        data = aio.call(config.call_model_input_filter, CallModelData(
+        data = caller.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
         model_input, instructions = drop_orphans(data.input), data.instructions
     if config.reasoning_item_id_policy == "omit":
@@ -127,7 +127,7 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
     """Run the winning handoff: call it, record its output, filter the history, switch agents.
     Returns the handoff's output item."""
     handoff = call.target
-    new_agent = aio.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
+    new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
     output = function_call_output(call.raw["call_id"], handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
@@ -141,7 +141,7 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
             else tuple(state.original_input),
             pre_handoff_items=tuple(state.generated_items[:turn_start]),
             new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
-        filtered = aio.call(input_filter, data)
+        filtered = caller.call(input_filter, data)
         if not isinstance(filtered, HandoffInputData):
             raise UserError(f"Invalid input filter result: {filtered!r}")
         history = filtered.input_history
@@ -149,9 +149,9 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
     if hooks is not None:
-        aio.resolve(hooks.on_handoff(state.context_wrapper, agent, new_agent))
+        caller.resolve(hooks.on_handoff(state.context_wrapper, agent, new_agent))
     if new_agent.hooks is not None:
-        aio.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
+        caller.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
     return item
 
@@ -166,7 +166,7 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
         history = session.get_items(limit) if limit is not None else session.get_items()
     new_items = to_input_list(input)
     if config.session_input_callback is not None:
-        return list(aio.call(config.session_input_callback, history, new_items)), new_items
+        return list(caller.call(config.session_input_callback, history, new_items)), new_items
     return drop_orphans(list(history)) + new_items, new_items
 
 
@@ -240,7 +240,7 @@ def start_turn(agent: Any, turn: _Turn, state: RunState, config: RunConfig, stre
         run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
         racing = [g for g in guardrails if g.run_in_parallel]
         if racing:  # beside the first model call; a trip discards its response before any tool runs
-            join_guardrails = aio.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
+            join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
     response = yield from call_model(agent, turn, state, config, streaming, hooks)
     join_guardrails()
     output = assign_call_ids(response.output, state.call_ids)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Optional, Union
 
-from . import aio
+from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .schema import ArgumentsError, check_tool_name, function_schema, parse_arguments
@@ -157,11 +157,11 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
     """Run the tool; past `timeout_seconds` stop waiting (async tools are cancelled, sync ones abandoned)."""
     seconds = tool.timeout_seconds
     if seconds is None:
-        return aio.call(tool.on_invoke_tool, ctx, raw_args)
+        return caller.call(tool.on_invoke_tool, ctx, raw_args)
     try:
-        return aio.in_thread(lambda: aio.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
+        return caller.in_thread(lambda: caller.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
                              timeout=seconds, name=f"tool-{tool.name}")
-    except aio.Deadline:
+    except caller.Deadline:
         raise ToolTimeoutError(tool.name, seconds) from None
 
 
@@ -194,8 +194,8 @@ def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exc
         if tool.timeout_behavior == "raise_exception":
             raise error
         if tool.timeout_error_function is not None:
-            return output_text(aio.call(tool.timeout_error_function, ctx, error))
+            return output_text(caller.call(tool.timeout_error_function, ctx, error))
         return str(error)
     if tool.failure_error_function is None:
         raise error
-    return output_text(aio.call(tool.failure_error_function, ctx, error))
+    return output_text(caller.call(tool.failure_error_function, ctx, error))

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from . import aio
+from . import caller
 from .agent import FunctionToolResult, ToolsToFinalOutputResult
 from .context import ToolContext
 from .errors import ModelBehaviorError, ModelRefusalError, UserError
@@ -110,7 +110,7 @@ def _format_error(config: Any, ctx: Any, kind: str, call: RawItem, default: str)
     if config.tool_error_formatter is None:
         return default
     args = ToolErrorFormatterArgs(kind, "function", call.get("name", ""), call["call_id"], default, ctx)
-    return aio.call(config.tool_error_formatter, args) or default
+    return caller.call(config.tool_error_formatter, args) or default
 
 
 def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
@@ -121,7 +121,7 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
         params = json.loads(call.get("arguments") or "{}")
     except ValueError:
         params = {}
-    return bool(aio.call(flag, ctx, params, call["call_id"]))
+    return bool(caller.call(flag, ctx, params, call["call_id"]))
 
 
 def plan_tool_calls(calls: list, ctx: Any, config: Any, done: dict, tools: dict) -> tuple:
@@ -283,7 +283,7 @@ def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutpu
                 return ToolsToFinalOutputResult(True, result.output)
         return ToolsToFinalOutputResult(False)
     if callable(behavior):
-        verdict = aio.call(behavior, ctx, results)
+        verdict = caller.call(behavior, ctx, results)
         if not isinstance(verdict, ToolsToFinalOutputResult):
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
         return verdict
@@ -382,7 +382,7 @@ def apply_error_handler(handlers: dict, kind: str, error: Exception, state: Any,
         raise error
     data = RunErrorData(state.original_input, state.generated_items + items, list(state.transcript),
                         [i.raw_item for i in items], state.model_responses, agent)
-    verdict = aio.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
+    verdict = caller.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
     if verdict is None:
         raise error
     if isinstance(verdict, dict):
