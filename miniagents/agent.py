@@ -19,7 +19,8 @@ from .context import RunContextWrapper
 from .errors import UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
-from .schema import ArgumentsError, parse_arguments, type_schema, validate_value
+from .schema import tool_name_from, type_schema
+from .validate import ArgumentsError, parse_arguments, validate_value
 from .tool import FunctionTool, NestedInterruption, default_tool_error_function, output_text
 
 logger = logging.getLogger("miniagents")
@@ -144,7 +145,7 @@ class Agent(Generic[TContext]):
         """Wrap this agent as a tool: the nested run sees only the tool's input, the caller keeps control."""
         name = tool_name
         if name is None:
-            name = re.sub(r"[^a-zA-Z0-9_]", "_", self.name).lower()
+            name = tool_name_from(self.name)
             if re.search(r"[^a-zA-Z0-9_\s]", self.name):
                 logger.warning("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:

@@ -141,7 +141,6 @@ class ToolContext(RunContextWrapper[TContext]):
     tool_call_id: str = ""
     tool_arguments: str = ""
     tool_call: Any = None
-    tool_namespace: Optional[str] = None
     agent: Any = None
     run_config: Any = None
     # The paused inner run of an agent-as-tool call being resumed (set by the turn, read by as_tool).

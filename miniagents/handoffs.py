@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from . import caller
 from .errors import ModelBehaviorError, UserError
-from .schema import check_tool_name, ensure_strict_json_schema, type_schema, validate_value
+from .items import preview
+from .schema import check_tool_name, ensure_strict_json_schema, tool_name_from, tool_spec, type_schema
+from .validate import validate_value
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,6 @@ class HandoffInputData:
 
     def clone(self, **kwargs: Any) -> "HandoffInputData":
         return dataclasses.replace(self, **kwargs)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_]", "_", name).lower()
 
 
 @dataclass(eq=False)
@@ -57,15 +54,15 @@ class Handoff:
 
     @classmethod
     def default_tool_name(cls, agent: Any) -> str:
-        return "transfer_to_" + _snake(agent.name)
+        return "transfer_to_" + tool_name_from(agent.name)
 
     @classmethod
     def default_tool_description(cls, agent: Any) -> str:
         return f"Handoff to the {agent.name} agent to handle the request. {agent.handoff_description or ''}"
 
     def spec(self) -> dict:
-        return {"type": "function", "name": self.tool_name, "description": self.tool_description,
-                "parameters": self.input_json_schema, "strict": self.strict_json_schema}
+        """The plain-data description a model adapter sends (a handoff is a function to the model)."""
+        return tool_spec(self.tool_name, self.tool_description, self.input_json_schema, self.strict_json_schema)
 
 
 def handoff(agent: Any, tool_name_override: Optional[str] = None,
@@ -98,7 +95,7 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
             try:
                 data = json.loads(raw_args or "null")
             except ValueError:
-                raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: {raw_args[:200]!r}") from None
+                raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: {preview(raw_args)!r}") from None
             if data is None:
                 raise ModelBehaviorError("Handoff function expected non-null input, but got None")
             if wrapped:

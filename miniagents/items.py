@@ -33,6 +33,15 @@ def new_call_id() -> str:
     return "call_" + os.urandom(12).hex()
 
 
+def preview(text: Any, limit: int = 200) -> str:
+    """At most `limit` characters of `text` (a non-string is shown as its repr), "…" marking a cut.
+
+    What a model sent back to it, or a body quoted in an error, must stay readable and bounded.
+    """
+    text = text if isinstance(text, str) else repr(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def clean_text(text: str) -> str:
     """`text` with every lone UTF-16 surrogate replaced by U+FFFD (a valid pair is joined into one character).
 
@@ -64,7 +73,7 @@ def user_message(text: str) -> RawItem:
 
 def assistant_message(text: str, item_id: str = "msg_") -> RawItem:
     part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    return RawItem(id=item_id, type="message", role="assistant", status="completed", content=[part])
+    return RawItem(type="message", id=item_id, role="assistant", status="completed", content=[part])
 
 
 def function_call_output(call_id: str, output: Any) -> RawItem:

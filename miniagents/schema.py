@@ -1,10 +1,10 @@
 """Python signatures and type hints -> strict JSON Schema: the definition-time half of the tool layer.
 
 Holds `function_schema` (a function's parameters -> `FuncSchema`: schema, description, `to_call_args`),
-`type_schema` (an output type -> schema), `ensure_strict_json_schema` (upstream's strict pass) and
-`check_tool_name`. Tools, agents and handoffs call it when they are defined: what JSON Schema cannot say is a
-programmer mistake and raises `UserError` here, never later. Checking the model's values against the types
-is `validate.py`, reading docstrings is `docstrings.py`; their public names are re-exported here. Pure
+`type_schema` (an output type -> schema), `ensure_strict_json_schema` (upstream's strict pass), and the tool
+name rules and spec (`check_tool_name`, `tool_name_from`, `tool_spec`). Tools, agents and handoffs call it when
+they are defined: what JSON Schema cannot say is a programmer mistake and raises `UserError` here, never
+later. Checking the model's values against the types is `validate.py`, reading docstrings is `docstrings.py`. Pure
 functions only: it never imports pydantic (models are recognised by duck typing), never runs a tool, never
 does I/O.
 """
@@ -25,10 +25,21 @@ from .docstrings import parse_docstring
 from .errors import UserError
 from .validate import (JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type, is_pydantic,
                        is_union, jsonable, strip_annotated, type_name)
-from .validate import ArgumentsError, parse_arguments, validate_value  # noqa: F401 (re-exported)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
+
+
+def tool_name_from(name: str) -> str:
+    """An agent's name as a tool name: every character outside [a-zA-Z0-9_] becomes "_", lower-cased
+    (handoffs prefix it with `transfer_to_`; agents-as-tools use it as is)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name).lower()
+
+
+def tool_spec(name: str, description: str, parameters: dict, strict: bool) -> dict:
+    """What the kernel sends a model for one callable function (function tools and handoffs alike)."""
+    return {"type": "function", "name": name, "description": description, "parameters": parameters,
+            "strict": strict}
 
 
 def check_tool_name(name: str) -> str:

@@ -14,25 +14,24 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional, Union
 
+from . import items
 from .context import Usage
 from .errors import AgentsException
 from .models.interface import ModelResponse, ModelSettings
 
 
 def function_call(name: str, arguments: Union[str, Mapping] = "{}", *, call_id: str,
-                  item_id: Optional[str] = None, namespace: Optional[str] = None) -> dict:
+                  item_id: Optional[str] = None) -> dict:
+    """A `function_call` output item; `arguments` may be a dict (sent as compact JSON) or the JSON text."""
     if not isinstance(arguments, str):
         arguments = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False)
-    item = {"type": "function_call", "id": item_id or call_id, "call_id": call_id, "name": name,
+    return {"type": "function_call", "id": item_id or call_id, "call_id": call_id, "name": name,
             "arguments": arguments, "status": "completed"}
-    if namespace is not None:
-        item["namespace"] = namespace
-    return item
 
 
 def assistant_message(text: str, *, item_id: str = "scripted-message") -> dict:
-    return {"type": "message", "id": item_id, "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+    """An assistant `message` output item holding `text`."""
+    return items.assistant_message(text, item_id)
 
 
 class ModelScriptError(AgentsException):

@@ -7,19 +7,18 @@ exception, or a timeout message. It never decides *whether* a call runs (that is
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Callable, Optional, Union
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
-from .schema import ArgumentsError, check_tool_name, function_schema, parse_arguments
+from .items import preview
+from .schema import check_tool_name, function_schema, tool_spec
+from .validate import ArgumentsError, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
-PREVIEW_CHARS = 200
 
 
 class ToolError(Exception):
@@ -74,14 +73,9 @@ class FunctionTool:
         if self.timeout_seconds is not None and not self.timeout_seconds > 0:
             raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
 
-    @property
-    def qualified_name(self) -> str:
-        return self.name
-
     def spec(self) -> dict:
-        """The plain-data description a model adapter sends (Responses' flat function shape)."""
-        return {"type": "function", "name": self.name, "description": self.description,
-                "parameters": self.params_json_schema, "strict": self.strict_json_schema}
+        """The plain-data description a model adapter sends."""
+        return tool_spec(self.name, self.description, self.params_json_schema, self.strict_json_schema)
 
 
 def function_tool(func: Optional[Callable] = None, *, name_override: Optional[str] = None,
@@ -120,18 +114,6 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 # --- Output conversion ------------------------------------------------------------------------
 
 
-def _jsonable(value: Any) -> Any:
-    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):  # pydantic-like first
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"not JSON-able: {type(value).__name__}")
-
-
 def output_text(value: Any) -> str:
     """What the model sees for a tool's return value: strings as is, JSON for data, else str().
 
@@ -140,14 +122,9 @@ def output_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+        return json.dumps(jsonable(value), ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
-
-
-def preview(text: Any) -> str:
-    text = text if isinstance(text, str) else repr(text)
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
 
 # --- Invocation -------------------------------------------------------------------------------

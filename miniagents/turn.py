@@ -23,7 +23,8 @@ from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, 
                     ToolCallItem, ToolCallOutputItem, assistant_message, function_call_output, message_refusal,
                     message_text, new_call_id)
 from .config import RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
-from .schema import ArgumentsError, type_schema, validate_value
+from .schema import type_schema
+from .validate import ArgumentsError, validate_value
 from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
                     SingleStepResult)
 from .tool import NestedInterruption, invoke_tool, output_text
@@ -279,7 +280,7 @@ def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutpu
     if isinstance(behavior, dict):
         names = behavior["stop_at_tool_names"]
         for result in results:
-            if result.tool.name in names or result.tool.qualified_name in names:
+            if result.tool.name in names:
                 return ToolsToFinalOutputResult(True, result.output)
         return ToolsToFinalOutputResult(False)
     if callable(behavior):

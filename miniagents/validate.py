@@ -19,6 +19,7 @@ import typing
 from typing import Any, Optional, Union
 
 from .errors import ModelBehaviorError
+from .items import preview
 
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -122,12 +123,14 @@ def field_type(tp, default):
 
 
 def jsonable(value):
+    """A Python value as JSON data (the inverse of `validate_value`): pydantic-like models dumped, dataclasses
+    as objects, enums as their values, tuples and sets as arrays; `TypeError` for anything else."""
+    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
+        return value.model_dump(mode="json")
     if isinstance(value, enum.Enum):
         return jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if callable(getattr(value, "model_dump", None)):
-        return value.model_dump(mode="json")
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -151,17 +154,13 @@ def _fail(path: str, problem: str):
     raise ArgumentsError(f"parameter '{path}': {problem}" if path else problem, path=path, problem=problem)
 
 
-def _preview(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _describe(value) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return f"boolean {json.dumps(value)}"
     if isinstance(value, (int, float)):
-        return f"{'integer' if isinstance(value, int) else 'number'} {_preview(repr(value))[:40]}"
+        return f"{'integer' if isinstance(value, int) else 'number'} {preview(repr(value))[:40]}"
     if isinstance(value, str):
         return f"string {json.dumps(value if len(value) <= 40 else value[:39] + '…', ensure_ascii=False)}"
     if isinstance(value, list):
@@ -199,12 +198,12 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
         data = json.loads(raw, parse_constant=no_constant)
     except json.JSONDecodeError as exc:
         raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
-                             f"Send one JSON object. Received: {_preview(raw)}") from None
+                             f"Send one JSON object. Received: {preview(raw)}") from None
     except (ValueError, RecursionError) as exc:
-        raise ArgumentsError(f"{prefix}: {exc or 'nested too deeply'}. Received: {_preview(raw)}") from None
+        raise ArgumentsError(f"{prefix}: {exc or 'nested too deeply'}. Received: {preview(raw)}") from None
     if not isinstance(data, dict):
         raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
-                             f"Received: {_preview(raw)}")
+                             f"Received: {preview(raw)}")
     return data
 
 
@@ -215,7 +214,7 @@ def call_args(params: tuple, data: dict, strict: bool):
     names = [p[0] for p in params]
     unknown = [k for k in data if k not in names]
     if unknown and strict:
-        _fail("", f"unexpected parameter '{_preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
+        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
     args, kwargs = [], {}
     for name, kind, tp, default in params:
         value = data.get(name, MISSING)
@@ -326,7 +325,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool):
     names = [f[0] for f in fields]
     unknown = [k for k in value if k not in names]
     if unknown and strict:
-        _fail(path, f"unexpected field '{_preview(unknown[0], 60)}' (allowed: {', '.join(names) or 'none'})")
+        _fail(path, f"unexpected field '{preview(unknown[0], 60)}' (allowed: {', '.join(names) or 'none'})")
     kwargs = {}
     for name, tp, required, default in fields:
         if name in value:

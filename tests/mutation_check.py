@@ -173,7 +173,7 @@ MUTANTS: List[Mutant] = [
       "drop_orphans drops an output that comes before its call", "test_items", "test_run"),
     # --- tool.py: output text, failure policy, timeouts --------------------------------------------------
     M("tool.py",
-      "        return json.dumps(value, ensure_ascii=False, default=_jsonable)",
+      "        return json.dumps(jsonable(value), ensure_ascii=False)",
       "        return str(value)",
       "tool results reach the model as JSON text, not Python repr", "test_tools"),
     M("tool.py",
@@ -193,10 +193,10 @@ MUTANTS: List[Mutant] = [
       "    if True:\n        return caller.call(tool.on_invoke_tool, ctx, raw_args)",
       "a slow tool is stopped at its timeout and the model is told so", "test_tools"),
     # --- handoffs.py ------------------------------------------------------------------------------------
-    M("handoffs.py",
+    M("schema.py",
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"_\", name).lower()",
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"\", name).lower()",
-      "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs"),
+      "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs", "test_agent"),
     # --- state.py: RunState JSON ------------------------------------------------------------------------
     M("state.py",
       "    if version not in SCHEMA_VERSIONS:",

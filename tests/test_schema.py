@@ -17,9 +17,9 @@ except ImportError:  # pragma: no cover
 
 from miniagents.context import RunContextWrapper, ToolContext
 from miniagents.errors import ModelBehaviorError, UserError
-from miniagents.schema import (ArgumentsError, FuncSchema, check_tool_name, ensure_strict_json_schema,
-                               function_schema, parse_arguments, parse_docstring, type_schema,
-                               validate_value)
+from miniagents.docstrings import parse_docstring
+from miniagents.schema import FuncSchema, check_tool_name, ensure_strict_json_schema, function_schema, type_schema
+from miniagents.validate import ArgumentsError, parse_arguments, validate_value
 
 EMPTY_STRICT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 

@@ -16,7 +16,8 @@ try:
 except ImportError:  # pragma: no cover
     from typing_extensions import Literal
 
-from miniagents.schema import ensure_strict_json_schema, function_schema, type_schema, validate_value
+from miniagents.schema import ensure_strict_json_schema, function_schema, type_schema
+from miniagents.validate import validate_value
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _ids = itertools.count()
@@ -173,7 +174,7 @@ def test_to_call_args_returns_the_values_a_model_sent(case):
 @SETTINGS
 @given(ANNOTATIONS.flatmap(lambda tp: st.tuples(st.just(tp), values_for(tp))))
 def test_wrong_json_kind_is_always_an_arguments_error_never_a_crash(case):
-    from miniagents.schema import ArgumentsError
+    from miniagents.validate import ArgumentsError
     tp, _ = case
     for junk in (object, [object], "x", 1.5, True, None):
         try:
