@@ -9,7 +9,7 @@ model call and no tool ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from . import caller
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
@@ -77,19 +77,20 @@ class OutputGuardrail:
 
 def run_input_guardrails(guardrails: list, agent: Any, input: Any, context: Any, results: list) -> None:
     """Run each guardrail in order, appending its result; the first tripwire raises."""
-    for guardrail in guardrails:
-        result = guardrail.run(agent, input, context)
-        results.append(result)
-        if result.output.tripwire_triggered:
-            raise InputGuardrailTripwireTriggered(result)
+    _until_tripwire((g.run(agent, input, context) for g in guardrails), InputGuardrailTripwireTriggered, results)
 
 
 def run_output_guardrails(guardrails: list, agent: Any, output: Any, context: Any, results: list) -> None:
-    for guardrail in guardrails:
-        result = guardrail.run(context, agent, output)
+    """Run each guardrail on the final output in order, appending its result; the first tripwire raises."""
+    _until_tripwire((g.run(context, agent, output) for g in guardrails), OutputGuardrailTripwireTriggered, results)
+
+
+def _until_tripwire(results_in_order: Iterable, tripwire: type, results: list) -> None:
+    """Collect results (a generator: each guardrail runs only once the previous one passed); raise at a trip."""
+    for result in results_in_order:
         results.append(result)
         if result.output.tripwire_triggered:
-            raise OutputGuardrailTripwireTriggered(result)
+            raise tripwire(result)
 
 
 def _checked(output: Any, name: str) -> GuardrailFunctionOutput:
@@ -98,19 +99,23 @@ def _checked(output: Any, name: str) -> GuardrailFunctionOutput:
     return output
 
 
-def input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None,
-                    run_in_parallel: bool = False):
-    def make(fn: Callable) -> InputGuardrail:
-        return InputGuardrail(guardrail_function=fn, name=name or fn.__name__, run_in_parallel=run_in_parallel)
+def _decorator(cls: type, func: Optional[Callable], name: Optional[str], **options: Any) -> Any:
+    """Both forms of every guardrail decorator: bare (`@input_guardrail`) and called (`@input_guardrail(name=...)`)."""
+    def make(fn: Callable) -> Any:
+        return cls(guardrail_function=fn, name=name or fn.__name__, **options)
 
     return make(func) if func is not None else make
+
+
+def input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None,
+                    run_in_parallel: bool = False):
+    """Make an `InputGuardrail` from `fn(ctx, agent, input) -> GuardrailFunctionOutput`."""
+    return _decorator(InputGuardrail, func, name, run_in_parallel=run_in_parallel)
 
 
 def output_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
-    def make(fn: Callable) -> OutputGuardrail:
-        return OutputGuardrail(guardrail_function=fn, name=name or fn.__name__)
-
-    return make(func) if func is not None else make
+    """Make an `OutputGuardrail` from `fn(ctx, agent, output) -> GuardrailFunctionOutput`."""
+    return _decorator(OutputGuardrail, func, name)
 
 
 # --- Tool guardrails -------------------------------------------------------------------------
@@ -197,17 +202,13 @@ class ToolOutputGuardrailResult:
 
 
 def tool_input_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
-    def make(fn: Callable) -> ToolInputGuardrail:
-        return ToolInputGuardrail(guardrail_function=fn, name=name or fn.__name__)
-
-    return make(func) if func is not None else make
+    """Make a `ToolInputGuardrail` from `fn(data) -> ToolGuardrailFunctionOutput`."""
+    return _decorator(ToolInputGuardrail, func, name)
 
 
 def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str] = None):
-    def make(fn: Callable) -> ToolOutputGuardrail:
-        return ToolOutputGuardrail(guardrail_function=fn, name=name or fn.__name__)
-
-    return make(func) if func is not None else make
+    """Make a `ToolOutputGuardrail` from `fn(data) -> ToolGuardrailFunctionOutput`."""
+    return _decorator(ToolOutputGuardrail, func, name)
 
 
 def check_tool_input(tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
