@@ -4,7 +4,8 @@
 are loaded on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl,
 sqlite3, asyncio or concurrent.futures, and costs less.
 """
-from .agent import Agent, FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
+from .agent import Agent, StopAtTools
+from .agent_output import AgentOutputSchema
 from .context import RunContextWrapper, ToolContext, Usage
 from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded, ModelBehaviorError,
                      ModelHTTPError, ModelRefusalError, ModelTimeoutError, OutputGuardrailTripwireTriggered,
@@ -18,11 +19,11 @@ from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult,
                      RunResultStreaming)
 from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput, RunErrorHandlerResult,
-                     ToolExecutionConfig)
+                     ToolErrorFormatterArgs, ToolExecutionConfig)
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
-from .tool import FunctionTool, ToolError, default_tool_error_function, function_tool
-from .turn import ToolErrorFormatterArgs
+from .tool import (FunctionTool, FunctionToolResult, ToolError, ToolsToFinalOutputResult, default_tool_error_function,
+                   function_tool)
 
 __version__ = "0.1.0"
 

@@ -31,27 +31,6 @@ class StopAtTools(TypedDict):
     stop_at_tool_names: List[str]
 
 
-@dataclass
-class ToolsToFinalOutputResult:
-    """What `tool_use_behavior` decides after a turn's tools ran: whether `final_output` ends the run. A
-    callable `tool_use_behavior` must return one (upstream's shape)."""
-
-    is_final_output: bool
-    final_output: Any = None
-
-
-@dataclass(eq=False)
-class FunctionToolResult:
-    """One function call's outcome, as a `tool_use_behavior` callable receives it: the tool, the value it
-    returned, its output run item. `interruptions` and `agent_run_result` mirror upstream and stay unset."""
-
-    tool: Any
-    output: Any
-    run_item: Any
-    interruptions: list = field(default_factory=list)
-    agent_run_result: Any = None
-
-
 def _check(name: str, value: Any, types: tuple, what: str) -> None:
     if not isinstance(value, types):
         raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
@@ -161,7 +140,7 @@ class Agent(Generic[TContext]):
 
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .config import RunConfig
-            from .run import DEFAULT_MAX_TURNS, Runner, run_streaming_to
+            from .run import DEFAULT_MAX_TURNS, RunOptions, drive, start_run  # the recursion behind agents-as-tools
 
             data = parse_arguments(raw_args, name)
             if parameters is not None:
@@ -182,16 +161,15 @@ class Agent(Generic[TContext]):
             parent = getattr(ctx, "run_config", None)
             if config is None and getattr(parent, "model_provider", None) is not None:
                 config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's
-            options = dict(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
-                           hooks=hooks, session=session, previous_response_id=previous_response_id,
-                           conversation_id=conversation_id)
-            nested_input = paused if paused is not None else text
+            options = RunOptions(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
+                                 hooks=hooks, session=session, previous_response_id=previous_response_id,
+                                 conversation_id=conversation_id)
+            nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None)
             if on_stream is None:
-                result = Runner.run_sync(agent, nested_input, **options)
+                result = drive(nested)
             else:  # the inner run streams; each event reaches on_stream with the agent and the call
-                result = run_streaming_to(lambda event: caller.call(on_stream, {
-                    "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)}),
-                    agent, nested_input, **options)
+                result = drive(nested, lambda event: caller.call(on_stream, {
+                    "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)}))
             if result.interruptions:
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:

@@ -63,6 +63,19 @@ class RunConfig:
 
 
 @dataclass(eq=False)
+class ToolErrorFormatterArgs:
+    """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
+    "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
+
+    kind: str
+    tool_type: str
+    tool_name: str
+    call_id: str
+    default_message: str
+    run_context: Any
+
+
+@dataclass(eq=False)
 class CallModelData:
     """What `RunConfig.call_model_input_filter` receives just before each model call: `model_data` (a
     `ModelInputData`), the agent, and your context object. The filter returns the `ModelInputData` to send."""

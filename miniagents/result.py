@@ -5,7 +5,7 @@ hands back that state so a paused run can be approved, serialised and resumed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional
 
 from .items import ToolApprovalItem, drop_orphans, to_input_list
@@ -76,9 +76,10 @@ class RunResult:
     _state: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_state(cls, state: Any, agent: Any, output: Any, interruptions: Optional[list] = None) -> "RunResult":
+    def from_state(cls, state: Any, output: Any, interruptions: Optional[list] = None) -> "RunResult":
+        """The result as the state stands now, the current agent being the last one."""
         return cls(input=state.original_input, new_items=list(state.generated_items),
-                   raw_responses=list(state.model_responses), final_output=output, last_agent=agent,
+                   raw_responses=list(state.model_responses), final_output=output, last_agent=state.current_agent,
                    context_wrapper=state.context_wrapper, max_turns=state.max_turns,
                    interruptions=list(interruptions or ()),
                    input_guardrail_results=list(state.input_guardrail_results),
@@ -105,20 +106,16 @@ class RunResult:
         return self._state
 
 
-class RunResultStreaming:
-    """A run in progress. Iterate `stream_events()`; afterwards the result fields are filled in."""
+class RunResultStreaming(RunResult):
+    """A `RunResult` filling in: iterate `stream_events()` to drive the run; when it ends, every field holds
+    the finished (or paused) run's values."""
 
     def __init__(self, state: Any, drive: Callable[[Callable], RunResult]):
-        self._state, self._drive = state, drive
+        super().__init__(input=state.original_input, new_items=[], raw_responses=[], final_output=None,
+                         last_agent=None, context_wrapper=state.context_wrapper, max_turns=state.max_turns,
+                         _state=state)
+        self._drive = drive
         self.is_complete = False
-        self.final_output: Any = None
-        self.new_items: list = []
-        self.interruptions: list = []
-        self.raw_responses: list = []
-        self.last_agent: Any = None
-        self.input = state.original_input
-        self.context_wrapper = state.context_wrapper
-        self.max_turns = state.max_turns
 
     @property
     def current_agent(self) -> Any:
@@ -174,12 +171,5 @@ class RunResultStreaming:
         self.is_complete = True
         if "error" in outcome:
             raise outcome["error"]
-        result = outcome["result"]
-        for name in ("final_output", "new_items", "interruptions", "raw_responses", "last_agent", "input"):
-            setattr(self, name, getattr(result, name))
-
-    def to_input_list(self, *, mode: str = "preserve_all") -> list:
-        return replayable(self.input, self.new_items, mode)
-
-    def to_state(self) -> Any:
-        return self._state
+        for f in fields(RunResult):
+            setattr(self, f.name, getattr(outcome["result"], f.name))

@@ -1,134 +1,145 @@
-"""The Runner and the loop: one function, `_loop`, that reads like DESIGN.md's data-flow picture.
+"""The Runner and the loop: `_loop` strings turns together until a final output, a pause or an error.
 
 The loop is a generator: it yields stream events and returns the `RunResult`. `run_sync` drains it,
-`run_streamed` hands its events to the caller and `await Runner.run(...)` drains it in a worker
-thread, so there is exactly one loop. All run state lives in a `RunState`; the steps of a turn
-are the verb-named functions of turn.py.
+`run_streamed` hands its events to the caller and `await Runner.run(...)` drains it in a worker thread, so
+there is exactly one loop. Everything a run changes lives in its `RunState`; one turn, whole, is turn.py.
+What happens between turns is here: the error handlers' answer, pausing, the handoff switch, the session
+(history read once at the start, each completed turn written in one transaction) and the final output.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
 from . import caller
-from .config import CallModelData, ModelInputData, RunConfig
-from .context import RunContextWrapper, Usage
+from .agent_output import output_schema
+from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
+from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import notify
-from .items import HandoffOutputItem, drop_orphans, function_call_output, to_input_list
-from .models.interface import ModelResponse, ModelSettings
-from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunResult, RunResultStreaming,
-                     stream_events_for)
-from .state import PendingTurn, RunState
-from .steps import NextStepFinalOutput, NextStepHandoff, NextStepInterruption, SingleStepResult
-from .turn import (apply_error_handler, assign_call_ids, classify_output, decide_next_step, output_schema_for,
-                   settle_turn)
+from .items import HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output, \
+    to_input_list
+from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
+from .state import RunState
+from .tool import output_text
+from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
+                   TurnResult, run_turn)
 
 DEFAULT_MAX_TURNS = 10
 logger = logging.getLogger("miniagents")
 
 
-@dataclass(eq=False)
-class _Turn:
-    """What the current agent offers the model this turn."""
-
-    instructions: Optional[str]
-    tools: dict
-    handoffs: dict
-    settings: ModelSettings
-    output_schema: Optional[dict]
-    wrapped: bool
+# --- The loop ---------------------------------------------------------------------------------------
 
 
-# --- Preparing a turn ----------------------------------------------------------------------------
-
-def prepare_turn(agent: Any, state: RunState, config: RunConfig) -> _Turn:
-    ctx = state.context_wrapper
-    tools: dict = {}
-    for tool in agent.get_enabled_tools(ctx):
-        if tool.name in tools:
-            if config.tool_name_collision_policy == "error":
-                raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
-            logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
-        tools[tool.name] = tool
-    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
-    clash = set(tools) & set(handoffs)
-    if clash:
-        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
-    settings = agent.model_settings.resolve(config.model_settings)
-    if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
-        settings = dataclasses.replace(settings, tool_choice=None)
-    schema, wrapped = output_schema_for(agent.output_type)
-    return _Turn(agent.get_system_prompt(ctx), tools, handoffs, settings, schema, wrapped)
-
-
-_default_provider: list = []  # one OpenAIProvider per process, made on first use: it keeps connections
-
-
-def get_model(agent: Any, config: RunConfig) -> Any:
-    model = config.model or agent.model
-    if model is not None and not isinstance(model, str):
-        return model
-    provider = config.model_provider
-    if provider is None:
-        if not _default_provider:
-            from .models.provider import OpenAIProvider
-
-            _default_provider.append(OpenAIProvider())
-        provider = _default_provider[0]
-    return provider.get_model(model)
+def _loop(run: Run) -> Generator[Any, None, RunResult]:
+    """Turns until something ends the run; every `NextStep` is dispatched here and nowhere else."""
+    state = run.state
+    yield from enter_agent(run)
+    while True:
+        if state.cancel_mode == "after_turn" and state.pending is None:
+            return RunResult.from_state(state, None)
+        known = outputs_in_session(run)
+        if state.pending is None and state.max_turns is not None and state.current_turn >= state.max_turns:
+            turn = TurnResult(state.current_agent, [], NextStepError(
+                "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
+        else:
+            turn = yield from run_turn(run, known)
+        step = turn.next_step
+        if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
+            step = answer_error(run, turn, step)
+        if isinstance(step, NextStepInterruption):
+            return pause(run, turn, step)
+        pending = close_turn(run, turn)
+        if isinstance(step, NextStepHandoff):
+            turn.new_items.append(take_handoff(run, step, pending.start))
+        yield from save_turn(run, pending, turn, known)
+        if isinstance(step, NextStepFinalOutput):
+            return finish(run, step.output)
+        if isinstance(step, NextStepHandoff):
+            yield from enter_agent(run)
+        # NextStepRunAgain: the same agent takes another turn
 
 
-def call_model(agent: Any, turn: _Turn, state: RunState, config: RunConfig, streaming: bool,
-               hooks: Any) -> Generator[Any, None, ModelResponse]:
-    model_input, instructions = list(state.transcript), turn.instructions
-    if config.call_model_input_filter is not None:
-        data = caller.call(config.call_model_input_filter, CallModelData(
-            ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
-        model_input, instructions = drop_orphans(data.input), data.instructions
-    if config.reasoning_item_id_policy == "omit":
-        model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
-                       for i in model_input]
-    state.context_wrapper.turn_input = model_input
-    model = get_model(agent, config)
-    tools = [t.spec() for t in turn.tools.values()]
-    handoffs = [h.spec() for h in turn.handoffs.values()]
-    args = (instructions, model_input, turn.settings, tools, turn.output_schema, handoffs, None)
-    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
-    notify(hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
-    if not streaming:
-        response = model.get_response(*args, **ids)
-    else:
-        response = None
-        for event in model.stream_response(*args, **ids):
-            yield RawResponsesStreamEvent(data=event)
-            if event.get("type") == "response.completed":
-                final = event["response"]
-                response = ModelResponse(output=list(final.get("output") or []),
-                                         usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
-        if response is None:
-            raise AgentsException("the model's stream ended without a response.completed event")
-    state.context_wrapper.usage.add(response.usage)
-    state.model_responses.append(response)
-    notify(hooks, "on_llm_end", state.context_wrapper, agent, response)
-    if state.auto_previous_response_id and response.response_id:
-        state.previous_response_id = response.response_id
-    return response
+def enter_agent(run: Run) -> Generator[Any, None, None]:
+    """The current agent starts (the run began, or a handoff made it current)."""
+    yield AgentUpdatedStreamEvent(new_agent=run.state.current_agent)
+    notify(run.hooks, "on_agent_start", run.state.context_wrapper, run.state.current_agent)
 
 
-# --- Error handlers, handoffs, sessions --------------------------------------------------------
+def close_turn(run: Run, turn: TurnResult) -> Any:
+    """The turn is settled: its items join the transcript. Returns the turn's `PendingTurn` (None when the turn
+    made no model call: an error handler answered), which saving still needs."""
+    state, pending = run.state, run.state.pending
+    if pending is None:
+        state.record_turn(turn.new_items)
+    state.pending = None
+    state.transcript.extend(i.raw_item for i in turn.new_items)
+    if any(call.kind != "handoff" for call in turn.output.calls):
+        state.agents_that_used_tools.add(turn.agent.name)
+    return pending
 
 
-def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, config: RunConfig,
-                    hooks: Any) -> Any:
-    """Run the winning handoff: call it, record its output, filter the history, switch agents.
-    Returns the handoff's output item."""
-    handoff = call.target
-    new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper, call.raw.get("arguments") or "")
-    output = function_call_output(call.raw["call_id"], handoff.get_transfer_message(new_agent))
+def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
+    """Keep what the paused turn settled (outputs, nested runs) and return its interruptions."""
+    state = run.state
+    state.pending.outputs = {i.call_id: (i.output, i.raw_item["output"]) for i in turn.new_items
+                             if i.type == "tool_call_output_item"}
+    state.pending.nested = turn.settled.nested
+    state.generated_items.extend(step.interruptions)
+    return RunResult.from_state(state, None, interruptions=step.interruptions)
+
+
+def finish(run: Run, output: Any) -> RunResult:
+    """The output guardrails, then the final result."""
+    state, agent = run.state, run.state.current_agent
+    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
+    if guardrails:
+        from .guardrails import run_output_guardrails
+
+        run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
+    notify(run.hooks, "on_agent_end", state.context_wrapper, agent, output)
+    return RunResult.from_state(state, output)
+
+
+def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
+    """Let the run's `error_handlers` turn an error into a final output (validated against the output type),
+    run again when no handler is set and the error allows it, else raise the error."""
+    state, agent = run.state, run.state.current_agent
+    handler = run.error_handlers.get(error.kind)
+    if handler is None:
+        if error.run_again:
+            return NextStepRunAgain()
+        raise error.error
+    data = RunErrorData(state.original_input, list(state.generated_items), list(state.transcript),
+                        [i.raw_item for i in turn.new_items], state.model_responses, agent)
+    verdict = caller.call(handler, RunErrorHandlerInput(error.error, state.context_wrapper, data))
+    if verdict is None:
+        raise error.error
+    if isinstance(verdict, dict):
+        if set(verdict) - {"final_output", "include_in_history"}:
+            raise UserError("Invalid run error handler result.")
+        verdict = RunErrorHandlerResult(**verdict)
+    if not isinstance(verdict, RunErrorHandlerResult):
+        verdict = RunErrorHandlerResult(verdict)
+    output, schema = verdict.final_output, output_schema(agent.output_type)
+    if not schema.is_plain_text() and isinstance(output, str):
+        output = schema.validate_json(output)
+    elif not schema.is_plain_text() and isinstance(output, (dict, list)):  # JSON data: build the output type
+        output = schema.validate_data(output)
+    if verdict.include_in_history:
+        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output))))
+    return NextStepFinalOutput(output)
+
+
+def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOutputItem:
+    """Run the winning handoff: call it, record its output, filter the history, switch agents."""
+    state, config, agent = run.state, run.config, run.state.current_agent
+    handoff, call_id = step.call.target, step.call.call_id
+    new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper, step.call.item.get("arguments") or "")
+    output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
     state.transcript.append(output)
@@ -148,12 +159,15 @@ def execute_handoff(agent: Any, call: Any, turn_start: int, state: RunState, con
         state.original_input = history if isinstance(history, str) else list(history)
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
-    if hooks is not None:
-        caller.resolve(hooks.on_handoff(state.context_wrapper, agent, new_agent))
+    if run.hooks is not None:
+        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
     if new_agent.hooks is not None:
         caller.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
     return item
+
+
+# --- The session: read once at the start, written once per completed turn ----------------------------
 
 
 def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
@@ -170,142 +184,76 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
     return drop_orphans(list(history)) + new_items, new_items
 
 
-def outputs_in_session(session: Any) -> dict:
-    """Call id -> output text, for every call the session already settled (the exactly-once record)."""
-    return {i["call_id"]: (i.get("output"), i.get("output")) for i in session.get_items()
+def outputs_in_session(run: Run) -> dict:
+    """For a paused turn being resumed: call id -> (output, output) of every call the session already settled
+    (the exactly-once record). A fresh turn has nothing settled yet."""
+    if run.session is None or run.state.pending is None:
+        return {}
+    return {i["call_id"]: (i.get("output"), i.get("output")) for i in run.session.get_items()
             if i.get("type") == "function_call_output" and "call_id" in i}
 
 
-# --- The loop ---------------------------------------------------------------------------------
+def save_turn(run: Run, pending: Any, turn: TurnResult, known: dict) -> Generator[Any, None, None]:
+    """Write the turn (and the run's new input, with its first turn) to the session in one transaction, unless
+    the session already holds the paused turn's outputs (`known`: an earlier resume of the same state wrote
+    them); then announce the turn's outputs."""
+    items = turn.new_items
+    if run.session is not None and not any(i.raw_item.get("call_id") in known for i in items):
+        run.session.add_items((pending.session_input if pending is not None else []) + [i.raw_item for i in items])
+    yield from stream_events_for(items[len(turn.output.items):])  # outputs, once settled
 
 
-def _loop(state: RunState, config: RunConfig, session: Any, handlers: dict, streaming: bool,
-          hooks: Any) -> Generator[Any, None, RunResult]:
-    ctx = state.context_wrapper
-    yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
-    notify(hooks, "on_agent_start", ctx, state.current_agent)
-    while True:
-        agent = state.current_agent
-        if state.cancel_mode == "after_turn" and state.pending is None:
-            return RunResult.from_state(state, agent, None)
-        turn = prepare_turn(agent, state, config)
-        fresh = state.pending is None
-        if fresh:  # a new turn: one model call
-            if state.max_turns is not None and state.current_turn >= state.max_turns:
-                return out_of_turns(state, agent, config, handlers, hooks)
-            yield from start_turn(agent, turn, state, config, streaming, hooks)
-            in_session: dict = {}
-        else:  # resuming a paused turn: the session may already hold some of its outputs
-            in_session = outputs_in_session(session) if session is not None else {}
-        pending = state.pending
-        processed = classify_output(agent, pending.output, turn.tools, turn.handoffs, config)
-        if fresh:  # what the model said is announced before any tool runs
-            yield from stream_events_for(processed.items)
-        settled = settle_turn(agent, processed, ctx, config, {**pending.done, **in_session}, turn.tools,
-                              pending.nested, hooks)
-        step = decide_next_step(agent, processed, settled, ctx, turn.output_schema is not None, turn.wrapped,
-                                lambda kind, error, items, results, run_again=False: apply_error_handler(
-                                    handlers, kind, error, state, agent, items, results, run_again))
-        state.record_turn(step.new_items, settled.guardrail_results)
-        if isinstance(step.next_step, NextStepInterruption):
-            return pause(state, agent, step, settled)
-        state.pending = None
-        new_items = step.new_items
-        state.transcript.extend(i.raw_item for i in new_items)
-        if processed.calls and any(c.kind != "handoff" for c in processed.calls):
-            state.agents_that_used_tools.add(agent.name)
-        if isinstance(step.next_step, NextStepHandoff):
-            new_items = new_items + [execute_handoff(agent, step.next_step.call, pending.start, state, config,
-                                                     hooks)]
-        if session is not None and not any(i.raw_item.get("call_id") in in_session for i in new_items):
-            session.add_items(pending.session_input + [i.raw_item for i in new_items])  # one transaction
-        yield from stream_events_for(new_items[len(processed.items):])  # outputs, once settled
-        if isinstance(step.next_step, NextStepHandoff):
-            yield AgentUpdatedStreamEvent(new_agent=state.current_agent)
-            notify(hooks, "on_agent_start", ctx, state.current_agent)
-        elif isinstance(step.next_step, NextStepFinalOutput):
-            return finish(state, agent, step.next_step.output, config, hooks)
+# --- Starting and driving a run ------------------------------------------------------------------------
 
 
-def start_turn(agent: Any, turn: _Turn, state: RunState, config: RunConfig, streaming: bool,
-               hooks: Any) -> Generator[Any, None, None]:
-    """Count the turn, run the first turn's input guardrails, call the model, hold the response."""
-    state.current_turn += 1
-    join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
-    guardrails = list(agent.input_guardrails) + list(config.input_guardrails or ())
-    if guardrails and state.current_turn == 1 and not state.model_responses:
-        from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
+@dataclass(eq=False)
+class RunOptions:
+    """The options of one run, as `Runner`'s three methods take them (see `Runner.run_sync`)."""
 
-        check = (state.starting_agent, state.original_input, state.context_wrapper, state.input_guardrail_results)
-        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
-        racing = [g for g in guardrails if g.run_in_parallel]
-        if racing:  # beside the first model call; a trip discards its response before any tool runs
-            join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
-    response = yield from call_model(agent, turn, state, config, streaming, hooks)
-    join_guardrails()
-    output = assign_call_ids(response.output, state.call_ids)
-    state.pending = PendingTurn(agent.name, output, len(state.generated_items),
-                                session_input=state.unsaved_session_input)
-    state.unsaved_session_input = []
+    context: Any = None
+    max_turns: Optional[int] = DEFAULT_MAX_TURNS
+    hooks: Any = None
+    run_config: Any = None
+    error_handlers: Optional[dict] = None
+    previous_response_id: Optional[str] = None
+    auto_previous_response_id: bool = False
+    conversation_id: Optional[str] = None
+    session: Any = None
 
 
-def out_of_turns(state: RunState, agent: Any, config: RunConfig, handlers: dict, hooks: Any) -> RunResult:
-    error = MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")
-    step = apply_error_handler(handlers, "max_turns", error, state, agent, [], [])
-    state.generated_items.extend(step.new_items)
-    return finish(state, agent, step.next_step.output, config, hooks)
-
-
-def pause(state: RunState, agent: Any, step: SingleStepResult, settled: Any) -> RunResult:
-    """Keep what the paused turn settled (outputs, nested runs) and return its interruptions."""
-    pending = state.pending
-    pending.done = {i.call_id: (i.output, i.raw_item["output"]) for i in step.new_items
-                    if i.type == "tool_call_output_item"}
-    pending.nested = settled.nested
-    state.generated_items.extend(step.next_step.interruptions)
-    return RunResult.from_state(state, agent, None, interruptions=step.next_step.interruptions)
-
-
-def finish(state: RunState, agent: Any, output: Any, config: RunConfig, hooks: Any) -> RunResult:
-    guardrails = list(agent.output_guardrails) + list(config.output_guardrails or ())
-    if guardrails:
-        from .guardrails import run_output_guardrails
-
-        run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
-    notify(hooks, "on_agent_end", state.context_wrapper, agent, output)
-    return RunResult.from_state(state, agent, output)
-
-
-def _start(starting_agent: Any, input: Any, context: Any, max_turns: Optional[int], run_config: Any,
-           session: Any, previous_response_id: Optional[str], auto_previous_response_id: bool,
-           conversation_id: Optional[str]) -> tuple:
-    config = RunConfig(**run_config) if isinstance(run_config, dict) else (run_config or RunConfig())
+def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: bool) -> Run:
+    """Check the arguments and build the run: a fresh `RunState` (with the session's history), or the given one."""
+    config = options.run_config
+    config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
     from .agent import Agent
 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    run = Run(None, config, options.hooks, options.session, options.error_handlers or {}, streaming)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
-        return input, config
+        run.state = input
+        return run
     if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
         raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
                         f"got {type(input).__name__}: {input!r:.80}")
+    context = options.context
     wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
     session_input: list = []
-    if session is not None:
-        input, session_input = load_session_history(session, input, config)
+    if options.session is not None:
+        input, session_input = load_session_history(options.session, input, config)
     elif not isinstance(input, str):
         input = drop_orphans(to_input_list(input))
-    state = RunState(wrapper, input, starting_agent, max_turns, conversation_id=conversation_id,
-                     previous_response_id=previous_response_id,
-                     auto_previous_response_id=auto_previous_response_id)
-    state.unsaved_session_input = session_input
-    return state, config
+    run.state = RunState(wrapper, input, starting_agent, options.max_turns, conversation_id=options.conversation_id,
+                         previous_response_id=options.previous_response_id,
+                         auto_previous_response_id=options.auto_previous_response_id)
+    run.state.unsaved_session_input = session_input
+    return run
 
 
-def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, streaming: bool, hooks: Any,
-           on_event: Optional[Callable] = None) -> RunResult:
-    loop = _loop(state, config, session, handlers or {}, streaming, hooks)
+def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
+    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`."""
+    state, loop = run.state, _loop(run)
     try:
         while True:
             event = next(loop)
@@ -313,7 +261,7 @@ def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, stre
                 on_event(event)
             if state.cancel_mode == "immediate":  # RunResultStreaming.cancel(): stop where we are
                 loop.close()
-                return RunResult.from_state(state, state.current_agent, None)
+                return RunResult.from_state(state, None)
     except StopIteration as stop:
         return stop.value
     except AgentsException as error:
@@ -325,16 +273,6 @@ def _drive(state: RunState, config: RunConfig, session: Any, handlers: Any, stre
         raise
 
 
-def run_streaming_to(on_event: Callable[[Any], None], starting_agent: Any, input: Any, *, context: Any = None,
-                     max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
-                     session: Any = None, previous_response_id: Optional[str] = None,
-                     conversation_id: Optional[str] = None) -> RunResult:
-    """A streamed run in the calling thread, each event handed to `on_event` (an agent tool's `on_stream`)."""
-    state, config = _start(starting_agent, input, context, max_turns, run_config, session, previous_response_id,
-                           False, conversation_id)
-    return _drive(state, config, session, None, True, hooks, on_event)
-
-
 class Runner:
     """Runs an agent until it produces a final output, hands off, or pauses for approval."""
 
@@ -344,10 +282,16 @@ class Runner:
                  error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
                  auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
                  session: Any = None) -> RunResult:
-        """Run to completion in the calling thread (works inside a running event loop too)."""
-        state, config = _start(starting_agent, input, context, max_turns, run_config, session,
-                               previous_response_id, auto_previous_response_id, conversation_id)
-        return _drive(state, config, session, error_handlers, False, hooks)
+        """Run to completion in the calling thread (works inside a running event loop too).
+
+        `input`: a string, a list of input items, or a `RunState` to resume. `context`: your object, handed
+        to tools and hooks, never sent to the model. `max_turns`: model calls allowed (None: no limit).
+        `error_handlers`: {"max_turns" | "model_refusal" | "invalid_final_output": handler}. `session`: the
+        conversation to load before the first turn and append each completed turn to.
+        """
+        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
+                             auto_previous_response_id, conversation_id, session)
+        return drive(start_run(starting_agent, input, options, streaming=False))
 
     @classmethod
     async def run(cls, starting_agent: Any, input: Any, *, context: Any = None,
@@ -358,11 +302,10 @@ class Runner:
         """The same loop, run in a worker thread so the event loop stays free."""
         import asyncio
 
-        return await asyncio.get_running_loop().run_in_executor(None, lambda: cls.run_sync(
-            starting_agent, input, context=context, max_turns=max_turns, hooks=hooks, run_config=run_config,
-            error_handlers=error_handlers, previous_response_id=previous_response_id,
-            auto_previous_response_id=auto_previous_response_id, conversation_id=conversation_id,
-            session=session))
+        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
+                             auto_previous_response_id, conversation_id, session)
+        run = start_run(starting_agent, input, options, streaming=False)
+        return await asyncio.get_running_loop().run_in_executor(None, drive, run)
 
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, context: Any = None,
@@ -371,7 +314,7 @@ class Runner:
                      conversation_id: Optional[str] = None, session: Any = None, *,
                      error_handlers: Optional[dict] = None) -> RunResultStreaming:
         """Start a streamed run; iterate `result.stream_events()` to drive it."""
-        state, config = _start(starting_agent, input, context, max_turns, run_config, session,
-                               previous_response_id, auto_previous_response_id, conversation_id)
-        return RunResultStreaming(state, lambda on_event: _drive(state, config, session, error_handlers, True,
-                                                                 hooks, on_event))
+        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
+                             auto_previous_response_id, conversation_id, session)
+        run = start_run(starting_agent, input, options, streaming=True)
+        return RunResultStreaming(run.state, lambda on_event: drive(run, on_event))

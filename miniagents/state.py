@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, List, Optional, TypedDict, Union
 
 from .context import RunContextWrapper, Usage
 from .errors import UserError
 from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, to_input_list)
 from .models.interface import ModelResponse
+from .validate import ArgumentsError, validate_value
 
 
 @dataclass(eq=False)
@@ -23,18 +24,20 @@ class PendingTurn:
     """A turn whose model response is in but whose calls are not all settled (paused for approval).
 
     `output` is the response's items; `start` is where the turn's items begin in `generated_items`;
-    `done` maps call ids that already have an output to `(python value, text)`.
+    `outputs` maps call ids that already have an output to `(python value, text)`.
     """
 
     agent_name: str
     output: list
     start: int
-    done: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
     session_input: list = field(default_factory=list)
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
 
 
 class RunState:
+    """Everything a run changes: input, items, responses, the paused turn, approvals, usage (see the module)."""
+
     def __init__(self, context: Any, original_input: Any, starting_agent: Any, max_turns: Optional[int] = 10,
                  *, conversation_id: Optional[str] = None, previous_response_id: Optional[str] = None,
                  auto_previous_response_id: bool = False):
@@ -62,22 +65,20 @@ class RunState:
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
-        generated = [i.raw_item for i in self.generated_items[: self._settled_end()]
-                     if not isinstance(i, ToolApprovalItem)]
+        settled_end = self.pending.start if self.pending is not None else len(self.generated_items)
+        generated = [i.raw_item for i in self.generated_items[:settled_end] if not isinstance(i, ToolApprovalItem)]
         self.transcript = drop_orphans(to_input_list(self.original_input) + generated)
         # Call ids already used in this run: a model that reuses one gets a fresh id instead.
         self.call_ids = {i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id")}
 
-    def record_turn(self, items: list, guardrail_results: list) -> None:
+    def record_turn(self, items: list, guardrail_results: list = ()) -> None:
         """Put the current turn's items (replacing a paused attempt's) and tool guardrail results."""
-        del self.generated_items[self.pending.start:]
+        if self.pending is not None:
+            del self.generated_items[self.pending.start:]
         self.generated_items.extend(items)
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
         for result in guardrail_results:
             getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
-
-    def _settled_end(self) -> int:
-        return self.pending.start if self.pending is not None else len(self.generated_items)
 
     # --- Approvals -------------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
                              "request_id": r.request_id} for r in state.model_responses],
         "pending_turn": None if pending is None else {
             "agent": pending.agent_name, "output": pending.output, "start": pending.start,
-            "done": {call_id: text for call_id, (_, text) in pending.done.items()},
+            "done": {call_id: text for call_id, (_, text) in pending.outputs.items()},
             "session_input": pending.session_input,
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
         },
@@ -216,73 +217,120 @@ def agent_map(initial_agent: Any) -> dict:
     return found
 
 
-# The document's shape, checked whole before anything is built. A shape is a type (or a tuple of
-# types; None means null), ("list", shape), ("map", shape) for a dict of str keys, or a dict of
-# fields where a trailing "?" marks an optional one. bool never passes for int.
-ITEMS = ("list", dict)
-CACHED, REASONING = {"cached_tokens?": (int, None)}, {"reasoning_tokens?": (int, None)}
-USAGE = {"requests?": int, "input_tokens?": (int, None), "output_tokens?": (int, None),
-         "total_tokens?": (int, None), "input_tokens_details?": (None, CACHED, ("list", CACHED)),
-         "output_tokens_details?": (None, REASONING, ("list", REASONING))}
-CALL_FIELDS = {"call_id": str, "name": str, "arguments?": str}  # what a function_call item must hold
-DECISION = {"approved": (bool, ("list", str)), "rejected": (bool, ("list", str)),
-            "rejection_messages?": ("map", str)}
-ITEM = {"type": str, "agent": str, "raw_item": dict, "source_agent?": str, "target_agent?": str,
-        "tool_name?": str}
-DOCUMENT_V1 = {
-    "schema_version": int, "current_turn": int, "max_turns": (int, None), "starting_agent": str,
-    "current_agent": str, "original_input": (str, ITEMS), "generated_items": ("list", ITEM),
-    "model_responses": ("list", {"output": ITEMS, "usage?": (USAGE, None), "response_id?": (str, None),
-                                 "request_id?": (str, None)}),
-    "pending_turn": (None, {"agent": str, "output": ITEMS, "start": int, "done": ("map", (str, list)),
-                            "session_input": ITEMS, "nested": ("map", dict)}),
-    "context": {"usage": USAGE, "approvals": ("map", DECISION), "context?": object},
-    "agents_that_used_tools": ("list", str), "unsaved_session_input": ITEMS,
-    "conversation_id?": (str, None), "previous_response_id?": (str, None), "auto_previous_response_id?": bool,
-}
+# The document's shape, declared as types and checked whole by `validate_value` before anything is built, so
+# a malformed document is one `UserError` naming the field, never a crash halfway through loading. bool never
+# passes for int; unknown fields are refused.
+class _Cached(TypedDict, total=False):
+    cached_tokens: Optional[int]
 
 
-def _fits(value: Any, shape: Any, where: str) -> Optional[str]:
-    """None if `value` fits `shape`, else a message naming the first place that does not."""
-    if shape is None:
-        return None if value is None else f"{where} must be null"
-    if isinstance(shape, tuple) and shape and shape[0] in ("list", "map"):
-        kind, inner = shape
-        if kind == "list":
-            if not isinstance(value, list):
-                return f"{where} must be a list, got {type(value).__name__}"
-            return next((m for i, v in enumerate(value) if (m := _fits(v, inner, f"{where}[{i}]"))), None)
-        if not isinstance(value, dict):
-            return f"{where} must be an object, got {type(value).__name__}"
-        return next((m for k, v in value.items() if (m := _fits(v, inner, f"{where}[{k!r}]"))), None)
-    if isinstance(shape, tuple):
-        problems = [_fits(value, option, where) for option in shape]
-        if None in problems:
-            return None
-        # Report from inside the option of the value's own kind (an object checked as an object).
-        for option, problem in zip(shape, problems):
-            if isinstance(value, dict) and (isinstance(option, dict) or option in (dict,) or
-                                            isinstance(option, tuple) and option[:1] == ("map",)):
-                return problem
-            if isinstance(value, list) and isinstance(option, tuple) and option[:1] == ("list",):
-                return problem
-        return f"{where} has the wrong type: {type(value).__name__}"
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return f"{where} must be an object, got {type(value).__name__}"
-        for key, inner in shape.items():
-            name = key.rstrip("?")
-            if name not in value:
-                if not key.endswith("?"):
-                    return f"{where} is missing field {name!r}"
-                continue
-            message = _fits(value[name], inner, f"{where}.{name}")
-            if message:
-                return message
-        return None
-    if isinstance(value, bool) and shape is not bool and shape is not object:
-        return f"{where} must be {shape.__name__}, got bool"
-    return None if isinstance(value, shape) else f"{where} must be {shape.__name__}, got {type(value).__name__}"
+class _Reasoning(TypedDict, total=False):
+    reasoning_tokens: Optional[int]
+
+
+class UsageDocument(TypedDict, total=False):
+    requests: int
+    input_tokens: Optional[int]
+    output_tokens: Optional[int]
+    total_tokens: Optional[int]
+    input_tokens_details: Union[None, _Cached, List[_Cached]]
+    output_tokens_details: Union[None, _Reasoning, List[_Reasoning]]
+
+
+class _Decision(TypedDict):
+    approved: Union[bool, List[str]]
+    rejected: Union[bool, List[str]]
+
+
+class DecisionDocument(_Decision, total=False):
+    rejection_messages: Dict[str, str]
+
+
+class _Item(TypedDict):
+    type: str
+    agent: str
+    raw_item: Dict[str, Any]
+
+
+class ItemDocument(_Item, total=False):
+    source_agent: str
+    target_agent: str
+    tool_name: str
+
+
+class _Response(TypedDict):
+    output: List[Dict[str, Any]]
+
+
+class ResponseDocument(_Response, total=False):
+    usage: Optional[UsageDocument]
+    response_id: Optional[str]
+    request_id: Optional[str]
+
+
+class PendingTurnDocument(TypedDict):
+    agent: str
+    output: List[Dict[str, Any]]
+    start: int
+    done: Dict[str, Union[str, List[Any]]]
+    session_input: List[Dict[str, Any]]
+    nested: Dict[str, Dict[str, Any]]
+
+
+class _Context(TypedDict):
+    usage: UsageDocument
+    approvals: Dict[str, DecisionDocument]
+
+
+class ContextDocument(_Context, total=False):
+    context: Any
+
+
+class _Document(TypedDict):
+    schema_version: int
+    current_turn: int
+    max_turns: Optional[int]
+    starting_agent: str
+    current_agent: str
+    original_input: Union[str, List[Dict[str, Any]]]
+    generated_items: List[ItemDocument]
+    model_responses: List[ResponseDocument]
+    pending_turn: Optional[PendingTurnDocument]
+    context: ContextDocument
+    agents_that_used_tools: List[str]
+    unsaved_session_input: List[Dict[str, Any]]
+
+
+class RunStateDocument(_Document, total=False):
+    """Version 1 of the document `RunState.to_json` writes."""
+
+    conversation_id: Optional[str]
+    previous_response_id: Optional[str]
+    auto_previous_response_id: bool
+
+
+class _CallDocument(TypedDict):
+    call_id: str
+    name: str
+
+
+class FunctionCallDocument(_CallDocument, total=False):
+    """What a `function_call` item must hold to be run on resume."""
+
+    arguments: str
+
+
+class CallIdDocument(TypedDict, total=False):
+    call_id: str
+
+
+def _problem(shape: Any, value: Any, where: str) -> Optional[str]:
+    """None if `value` fits `shape`, else what is wrong and where."""
+    try:
+        validate_value(shape, value, path=where)
+    except ArgumentsError as e:
+        return f"{e.path or 'the document'}: {e.problem}"
+    return None
 
 
 def _bad_call(data: dict) -> Optional[str]:
@@ -291,8 +339,8 @@ def _bad_call(data: dict) -> Optional[str]:
     places = [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
     places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
     for where, item in places:
-        shape = CALL_FIELDS if item.get("type") == "function_call" else {"call_id?": str}
-        problem = _fits(item, shape, f"run state.{where}")
+        shape = FunctionCallDocument if item.get("type") == "function_call" else CallIdDocument
+        problem = _problem(shape, {k: v for k, v in item.items() if k in shape.__annotations__}, where)
         if problem:
             return problem
     return None
@@ -330,7 +378,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    problem = _fits(data, DOCUMENT_V1, "run state") or _bad_call(data)
+    problem = _problem(RunStateDocument, data, "") or _bad_call(data)
     if problem:
         raise UserError(f"malformed run state: {problem}")
     agents = agent_map(initial_agent)
@@ -361,7 +409,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
             raise UserError(f"pending_turn.start {pending['start']} is outside generated_items")
         state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
                                     start=pending["start"],
-                                    done={call_id: (text, text) for call_id, text in pending["done"].items()},
+                                    outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
                                     session_input=pending["session_input"])
         state.pending.nested = {call_id: load_state(_nested_agent(state, call_id), doc, context_override,
                                                     context_deserializer)

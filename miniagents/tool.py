@@ -37,6 +37,27 @@ class NestedInterruption(Exception):
         self.state, self.interruptions = state, interruptions
 
 
+@dataclass
+class ToolsToFinalOutputResult:
+    """What `tool_use_behavior` decides after a turn's tools ran: whether `final_output` ends the run. A
+    callable `tool_use_behavior` must return one (upstream's shape)."""
+
+    is_final_output: bool
+    final_output: Any = None
+
+
+@dataclass(eq=False)
+class FunctionToolResult:
+    """One function call's outcome, as a `tool_use_behavior` callable receives it: the tool, the value it
+    returned, its output run item. `interruptions` and `agent_run_result` mirror upstream and stay unset."""
+
+    tool: Any
+    output: Any
+    run_item: Any
+    interruptions: list = field(default_factory=list)
+    agent_run_result: Any = None
+
+
 def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str:
     """Upstream's redacted default: internal details (paths, secrets) never reach the prompt."""
     return REDACTED_TOOL_ERROR

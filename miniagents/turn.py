@@ -1,68 +1,283 @@
-"""One turn after the model answered: classify its output, plan the calls, run them, decide.
+"""One turn, whole: what the agent offers, the model call, and everything until the next step is decided.
 
-DESIGN.md, idea 5: nothing runs until the plan says so. `classify_output` reads the response into
-run items and calls; `plan_tool_calls` decides per call what happens (already done, unknown,
-waiting for approval, rejected, run); `run_tools` executes the runnable calls concurrently;
-`settle_turn` puts every output in the model's call order; `decide_next_step` picks the `NextStep`.
-Re-running a paused turn with the outputs it already has is how a run resumes after approval, so
-these functions never call the model and never run a call twice.
+A turn is one model call. `run_turn` reads like the turn itself, one verb per step:
+
+    prepare_turn      the agent's instructions, enabled tools and handoffs, settings and output schema
+    start_turn        count the turn, run the first turn's input guardrails, call the model
+    classify_output   the response's items -> run items; its function calls -> `Call`s
+    plan_tool_calls   each call's fate: already settled, unknown tool, waiting for approval, rejected, run
+    run_tools         the runnable calls, concurrently; their results come back in call order
+    settle_turn       every output in the model's call order
+    decide_next_step  one of the four `NextStep` variants (or an error for the run's handlers)
+
+Nothing runs until the plan says so. A paused turn is resumed by running these steps again with the outputs
+it already has, so they call the model only for a fresh turn and never run a call twice. The loop that
+strings turns together, and what happens after the decision, is `_loop` in run.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generator, Optional
 
 from . import caller
-from .agent import FunctionToolResult, ToolsToFinalOutputResult
-from .context import ToolContext
-from .errors import ModelBehaviorError, ModelRefusalError, UserError
+from .agent_output import AgentOutputSchema, InvalidFinalOutput, output_schema
+from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
+from .context import ToolContext, Usage
+from .errors import AgentsException, ModelBehaviorError, ModelRefusalError, UserError
 from .hooks import notify
-from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, assistant_message, function_call_output, message_refusal,
-                    message_text, new_call_id)
-from .config import RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
-from .schema import type_schema
-from .validate import ArgumentsError, validate_value
-from .steps import (NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain,
-                    SingleStepResult)
-from .tool import NestedInterruption, invoke_tool, output_text
+from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem, ToolCallItem,
+                    ToolCallOutputItem, drop_orphans, function_call_output, message_refusal, message_text,
+                    new_call_id)
+from .models.interface import ModelResponse, ModelSettings
+from .result import RawResponsesStreamEvent, stream_events_for
+from .state import PendingTurn, RunState
+from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, invoke_tool
 
 logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
 REJECTED = "Tool execution was not approved."
 
 
+# --- The records a turn passes along ----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Run:
+    """One run in progress: its `RunState` (the part that becomes JSON) and what the caller passed beside it."""
+
+    state: RunState
+    config: RunConfig
+    hooks: Any = None
+    session: Any = None
+    error_handlers: dict = field(default_factory=dict)
+    streaming: bool = False
+
+
+@dataclass(eq=False)
+class TurnSetup:
+    """What the current agent offers the model this turn (evaluated every turn: tools can switch on and off)."""
+
+    agent: Any
+    instructions: Optional[str]
+    tools: dict  # name -> FunctionTool
+    handoffs: dict  # tool name -> Handoff
+    settings: ModelSettings
+    output: AgentOutputSchema
+
+
 @dataclass(eq=False)
 class Call:
-    """One function call of the response and what the agent has under that name (None: unknown)."""
+    """One function call of the response and what the agent has under its name (`target` None: unknown)."""
 
-    raw: RawItem
+    item: RawItem
     target: Any
     kind: str  # "function" | "handoff" | "unknown"
 
+    @property
+    def call_id(self) -> str:
+        return self.item["call_id"]
+
 
 @dataclass(eq=False)
-class ToolErrorFormatterArgs:
-    """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
-    "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
+class ModelOutput:
+    """`classify_output`'s reading of one response: its run items in model order, and its function calls."""
+
+    items: list
+    calls: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class SettledCalls:
+    """`settle_turn`'s outcome: the turn's items with every output after its call, in call order, and what
+    `decide_next_step` weighs (function results, calls waiting for a person, the winning handoff)."""
+
+    items: list
+    results: list  # FunctionToolResult per function call that has an output
+    approvals: list  # ToolApprovalItem per call waiting for a person
+    handoff: Optional[Call]
+    guardrail_results: list
+    nested: dict  # call id -> paused RunState of an agent-as-tool call
+
+
+# --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
+# A new reason to stop is a new variant here, never a flag inside the loop; they are plain data, so a paused
+# run is data too.
+
+
+@dataclass(eq=False)
+class NextStepRunAgain:
+    """Call the same agent's model again."""
+
+
+@dataclass(eq=False)
+class NextStepHandoff:
+    """Give the conversation to the agent behind `call` (the response's first handoff call)."""
+
+    call: Call
+
+
+@dataclass(eq=False)
+class NextStepFinalOutput:
+    """End the run with `output` (the output guardrails still run before it is returned)."""
+
+    output: Any
+
+
+@dataclass(eq=False)
+class NextStepInterruption:
+    """Pause the run: `interruptions` are the `ToolApprovalItem`s waiting for a person's decision."""
+
+    interruptions: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class NextStepError:
+    """Not a way to end, a question for the run's `error_handlers`: `kind` ("model_refusal",
+    "invalid_final_output", "max_turns") and the `error` raised if no handler answers. With `run_again`, no
+    handler means another turn instead (a structured answer that has not come yet)."""
 
     kind: str
-    tool_type: str
-    tool_name: str
-    call_id: str
-    default_message: str
-    run_context: Any
+    error: Exception
+    run_again: bool = False
 
 
 @dataclass(eq=False)
-class Processed:
-    """`classify_output`'s reading of one response: its run items in model order, and the function calls
-    (`Call`s) that `settle_turn` plans next."""
+class TurnResult:
+    """One turn's outcome: the agent whose turn it was, its items (model order, outputs after their calls), the
+    step the loop takes next, and the response as classified and settled."""
 
-    items: list  # message / reasoning / call items, in model order
-    calls: list = field(default_factory=list)
+    agent: Any
+    new_items: list
+    next_step: Any
+    output: ModelOutput = field(default_factory=lambda: ModelOutput([]))
+    settled: Optional[SettledCalls] = None
+
+
+# --- The turn, top to bottom ---------------------------------------------------------------------------
+
+
+def run_turn(run: Run, known_outputs: dict) -> Generator[Any, None, TurnResult]:
+    """One turn: a fresh one calls the model; a paused one re-runs its response with the outputs it has.
+
+    `known_outputs` maps call ids settled outside this turn's record (by the session) to `(value, text)`.
+    Yields stream events; returns the `TurnResult` with `state.generated_items` already holding its items.
+    """
+    state = run.state
+    setup = prepare_turn(run)
+    fresh = state.pending is None
+    if fresh:
+        yield from start_turn(run, setup)
+    pending = state.pending
+    output = classify_output(setup, pending.output, run.config)
+    if fresh:  # what the model said is announced before any tool runs
+        yield from stream_events_for(output.items)
+    settled = settle_turn(run, setup, output, {**pending.outputs, **known_outputs}, pending.nested)
+    turn = TurnResult(setup.agent, settled.items, decide_next_step(setup, output, settled, state.context_wrapper),
+                      output, settled)
+    state.record_turn(turn.new_items, settled.guardrail_results)
+    return turn
+
+
+def prepare_turn(run: Run) -> TurnSetup:
+    """Resolve the current agent for this turn: instructions, enabled tools and handoffs, settings."""
+    agent, state, config = run.state.current_agent, run.state, run.config
+    ctx = state.context_wrapper
+    tools: dict = {}
+    for tool in agent.get_enabled_tools(ctx):
+        if tool.name in tools:
+            if config.tool_name_collision_policy == "error":
+                raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
+            logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
+        tools[tool.name] = tool
+    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
+    clash = set(tools) & set(handoffs)
+    if clash:
+        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
+    settings = agent.model_settings.resolve(config.model_settings)
+    if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
+        settings = dataclasses.replace(settings, tool_choice=None)
+    return TurnSetup(agent, agent.get_system_prompt(ctx), tools, handoffs, settings,
+                     output_schema(agent.output_type))
+
+
+def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
+    """Count the turn, run the first turn's input guardrails, call the model, hold the response as pending."""
+    state, agent = run.state, setup.agent
+    state.current_turn += 1
+    join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
+    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
+    if guardrails and state.current_turn == 1 and not state.model_responses:
+        from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
+
+        check = (state.starting_agent, state.original_input, state.context_wrapper, state.input_guardrail_results)
+        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
+        racing = [g for g in guardrails if g.run_in_parallel]
+        if racing:  # beside the first model call; a trip discards its response before any tool runs
+            join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
+    response = yield from call_model(run, setup)
+    join_guardrails()
+    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, state.call_ids),
+                                len(state.generated_items), session_input=state.unsaved_session_input)
+    state.unsaved_session_input = []
+
+
+def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
+    """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
+    state, config, agent = run.state, run.config, setup.agent
+    model_input, instructions = list(state.transcript), setup.instructions
+    if config.call_model_input_filter is not None:
+        data = caller.call(config.call_model_input_filter, CallModelData(
+            ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+        model_input, instructions = drop_orphans(data.input), data.instructions
+    if config.reasoning_item_id_policy == "omit":
+        model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
+                       for i in model_input]
+    state.context_wrapper.turn_input = model_input
+    model = get_model(agent, config)
+    args = (instructions, model_input, setup.settings, [t.spec() for t in setup.tools.values()],
+            setup.output.spec(), [h.spec() for h in setup.handoffs.values()], None)
+    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    notify(run.hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
+    if not run.streaming:
+        response = model.get_response(*args, **ids)
+    else:
+        response = None
+        for event in model.stream_response(*args, **ids):
+            yield RawResponsesStreamEvent(data=event)
+            if event.get("type") == "response.completed":
+                final = event["response"]
+                response = ModelResponse(output=list(final.get("output") or []),
+                                         usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
+        if response is None:
+            raise AgentsException("the model's stream ended without a response.completed event")
+    state.context_wrapper.usage.add(response.usage)
+    state.model_responses.append(response)
+    notify(run.hooks, "on_llm_end", state.context_wrapper, agent, response)
+    if state.auto_previous_response_id and response.response_id:
+        state.previous_response_id = response.response_id
+    return response
+
+
+_default_provider = None  # made on first use and kept for the process: it reuses connections across runs
+
+
+def get_model(agent: Any, config: RunConfig) -> Any:
+    """The `Model` to call: the run's or the agent's, a name resolved by the run's (or the default) provider."""
+    global _default_provider
+    model = config.model or agent.model
+    if model is not None and not isinstance(model, str):
+        return model
+    provider = config.model_provider
+    if provider is None:
+        if _default_provider is None:
+            from .models.provider import OpenAIProvider
+
+            _default_provider = OpenAIProvider()
+        provider = _default_provider
+    return provider.get_model(model)
 
 
 def assign_call_ids(output: list, taken: set) -> list:
@@ -76,15 +291,16 @@ def assign_call_ids(output: list, taken: set) -> list:
     return fixed
 
 
-def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, config: Any) -> Processed:
+def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelOutput:
     """Turn output items into run items and calls (a call id repeated within the response is dropped)."""
-    processed, seen = Processed(items=[]), set()
+    agent, tools, handoffs = setup.agent, setup.tools, setup.handoffs
+    classified, seen = ModelOutput(items=[]), set()
     for item in output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
         if kind == "message":
-            processed.items.append(MessageOutputItem(agent=agent, raw_item=item))
+            classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
-            processed.items.append(ReasoningItem(agent=agent, raw_item=item))
+            classified.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)
             if call["call_id"] in seen:
@@ -93,21 +309,49 @@ def classify_output(agent: Any, output: list, tools: dict, handoffs: dict, confi
             seen.add(call["call_id"])
             name = call.get("name") or ""
             if name in handoffs:
-                processed.items.append(HandoffCallItem(agent=agent, raw_item=call))
-                processed.calls.append(Call(call, handoffs[name], "handoff"))
+                classified.items.append(HandoffCallItem(agent=agent, raw_item=call))
+                classified.calls.append(Call(call, handoffs[name], "handoff"))
                 continue
             if name not in tools and config.tool_not_found_behavior == "raise_error":
                 raise ModelBehaviorError(f"Tool {name} not found in agent {agent.name}")
             tool = tools.get(name)
-            processed.items.append(ToolCallItem(agent=agent, raw_item=call,
-                                                description=getattr(tool, "description", None)))
-            processed.calls.append(Call(call, tool, "function" if tool else "unknown"))
+            classified.items.append(ToolCallItem(agent=agent, raw_item=call,
+                                                 description=getattr(tool, "description", None)))
+            classified.calls.append(Call(call, tool, "function" if tool else "unknown"))
         else:
             logger.warning("ignoring output item of unsupported type %r", kind)
-    return processed
+    return classified
 
 
-def _format_error(config: Any, ctx: Any, kind: str, call: RawItem, default: str) -> str:
+def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> tuple:
+    """Decide each function call's fate; return (to_run, answered {call_id: text}, waiting for approval).
+
+    `settled` holds the calls that already have an output: they are skipped, never run again.
+    """
+    ctx, config = run.state.context_wrapper, run.config
+    to_run, answered, approvals = [], {}, []
+    for call in calls:
+        name = call.item.get("name") or ""
+        if call.kind == "handoff" or call.call_id in settled:
+            continue
+        if call.kind == "unknown":
+            default = f"Tool '{name}' not found. Available tools: {', '.join(sorted(setup.tools)) or 'none'}."
+            answered[call.call_id] = _format_error(config, ctx, "tool_not_found", call.item, default)
+            continue
+        decision = ctx.is_tool_approved(name, call.call_id)
+        if decision is None and not _needs_approval(call.target, ctx, call.item):
+            decision = True
+        if decision is True:
+            to_run.append(call)
+        elif decision is False:
+            answered[call.call_id] = ctx.rejection_message(name, call.call_id) or _format_error(
+                config, ctx, "approval_rejected", call.item, REJECTED)
+        else:
+            approvals.append(call)
+    return to_run, answered, approvals
+
+
+def _format_error(config: RunConfig, ctx: Any, kind: str, call: RawItem, default: str) -> str:
     if config.tool_error_formatter is None:
         return default
     args = ToolErrorFormatterArgs(kind, "function", call.get("name", ""), call["call_id"], default, ctx)
@@ -125,73 +369,14 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
     return bool(caller.call(flag, ctx, params, call["call_id"]))
 
 
-def plan_tool_calls(calls: list, ctx: Any, config: Any, done: dict, tools: dict) -> tuple:
-    """Decide each function call's fate; return (to_run, settled {call_id: text}, approvals)."""
-    to_run, settled, approvals = [], {}, []
-    for call in calls:
-        call_id, name = call.raw["call_id"], call.raw.get("name") or ""
-        if call.kind == "handoff":
-            continue
-        if call_id in done:
-            continue
-        if call.kind == "unknown":
-            default = f"Tool '{name}' not found. Available tools: {', '.join(sorted(tools)) or 'none'}."
-            settled[call_id] = _format_error(config, ctx, "tool_not_found", call.raw, default)
-            continue
-        decision = ctx.is_tool_approved(name, call_id)
-        if decision is None and not _needs_approval(call.target, ctx, call.raw):
-            decision = True
-        if decision is True:
-            to_run.append(call)
-        elif decision is False:
-            message = ctx.rejection_message(name, call_id) or _format_error(
-                config, ctx, "approval_rejected", call.raw, REJECTED)
-            settled[call_id] = message
-        else:
-            approvals.append(call)
-    return to_run, settled, approvals
-
-
-def _run_one(call: Call, agent: Any, ctx: Any, config: Any, nested: dict, hooks: Any) -> tuple:
-    """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
-
-    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
-    """
-    tool, raw = call.target, call.raw
-    tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
-                           approvals=ctx.approvals, tool_name=tool.name, tool_call_id=raw["call_id"],
-                           tool_arguments=raw.get("arguments") or "", tool_call=raw, agent=agent,
-                           run_config=config, resume_state=nested.get(raw["call_id"]))
-    results: list = []
-    if tool.tool_input_guardrails:
-        from .guardrails import check_tool_input  # loaded only once some tool has guardrails
-
-        rejected = check_tool_input(tool, tool_ctx, agent, results)
-        if rejected is not None:
-            return rejected, rejected, results
-    notify(hooks, "on_tool_start", tool_ctx, agent, tool)
-    try:
-        value, text = invoke_tool(tool, tool_ctx, raw.get("arguments") or "")
-    except NestedInterruption as paused:
-        return paused, None, results
-    notify(hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
-    if tool.tool_output_guardrails:
-        from .guardrails import check_tool_output
-
-        rejected = check_tool_output(tool, tool_ctx, agent, value, results)
-        if rejected is not None:
-            return rejected, rejected, results
-    return value, text, results
-
-
-def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict, hooks: Any) -> list:
+def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> list:
     """Run calls concurrently (threads), bounded by the config; results come back in call order.
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all
     have finished, the first such exception in call order is raised.
     """
-    jobs: list = [lambda c=c: _run_one(c, agent, ctx, config, nested, hooks) for c in to_run]
-    limit = config.max_function_tool_concurrency
+    jobs: list = [lambda c=c: _run_one(run, setup.agent, c, nested) for c in to_run]
+    limit = run.config.max_function_tool_concurrency
     outcomes: list = []
     if len(jobs) <= 1 or limit == 1:
         for job in jobs:
@@ -213,39 +398,58 @@ def run_tools(to_run: list, agent: Any, ctx: Any, config: Any, nested: dict, hoo
     return [value for _, value in outcomes]
 
 
-@dataclass(eq=False)
-class Settled:
-    """`settle_turn`'s outcome: the turn's items with every output in call order, plus what `decide_next_step`
-    weighs (pending approvals, the winning handoff, function results)."""
+def _run_one(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
+    """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
-    items: list  # the turn's run items in model order, outputs after their calls
-    results: list  # FunctionToolResult per function call that has an output
-    approvals: list  # ToolApprovalItem per call waiting for a person
-    handoff: Optional[Call]  # the winning handoff call
-    guardrail_results: list
-    nested: dict  # call id -> paused RunState of an agent-as-tool call
+    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
+    """
+    tool, item, ctx = call.target, call.item, run.state.context_wrapper
+    tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
+                           approvals=ctx.approvals, tool_name=tool.name, tool_call_id=call.call_id,
+                           tool_arguments=item.get("arguments") or "", tool_call=item, agent=agent,
+                           run_config=run.config, resume_state=nested.get(call.call_id))
+    results: list = []
+    if tool.tool_input_guardrails:
+        from .guardrails import check_tool_input  # loaded only once some tool has guardrails
+
+        rejected = check_tool_input(tool, tool_ctx, agent, results)
+        if rejected is not None:
+            return rejected, rejected, results
+    notify(run.hooks, "on_tool_start", tool_ctx, agent, tool)
+    try:
+        value, text = invoke_tool(tool, tool_ctx, item.get("arguments") or "")
+    except NestedInterruption as paused:
+        return paused, None, results
+    notify(run.hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
+    if tool.tool_output_guardrails:
+        from .guardrails import check_tool_output
+
+        rejected = check_tool_output(tool, tool_ctx, agent, value, results)
+        if rejected is not None:
+            return rejected, rejected, results
+    return value, text, results
 
 
-def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: dict, tools: dict,
-                nested: dict, hooks: Any = None) -> Settled:
+def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, nested: dict) -> SettledCalls:
     """Plan, run and order one response's calls.
 
-    `done` maps call ids that already have an output (from before a pause, or from the session)
-    to `(value, text)`; those calls are never run again.
+    `settled` maps call ids that already have an output (from before a pause, or from the session) to
+    `(value, text)`; those calls are never run again.
     """
-    to_run, settled, approvals = plan_tool_calls(processed.calls, ctx, config, done, tools)
-    ran = dict(zip((c.raw["call_id"] for c in to_run), run_tools(to_run, agent, ctx, config, nested, hooks)))
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.raw, tool_name=c.raw.get("name", ""))
+    agent = setup.agent
+    to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
+    ran = dict(zip((c.call_id for c in to_run), run_tools(run, setup, to_run, nested)))
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""))
                       for c in approvals]
     still_paused = {}
-    for call_id, (value, text, _) in ran.items():
+    for call_id, (value, _, _) in ran.items():
         if isinstance(value, NestedInterruption):
             still_paused[call_id] = value.state
             approval_items.extend(value.interruptions)
-    items, results, outputs, guardrail_results = list(processed.items), [], [], []
-    handoff_calls = [c for c in processed.calls if c.kind == "handoff"]
-    for call in processed.calls:
-        call_id = call.raw["call_id"]
+    results, outputs, guardrail_results = [], [], []
+    handoff_calls = [c for c in output.calls if c.kind == "handoff"]
+    for call in output.calls:
+        call_id = call.call_id
         if call.kind == "handoff":
             if call is not handoff_calls[0]:
                 outputs.append(ToolCallOutputItem(agent=agent, raw_item=function_call_output(
@@ -256,10 +460,10 @@ def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: d
         if call_id in ran:
             value, text, found = ran[call_id]
             guardrail_results.extend(found)
-        elif call_id in done:
-            value, text = done[call_id]
         elif call_id in settled:
-            value, text = settled[call_id], settled[call_id]
+            value, text = settled[call_id]
+        elif call_id in answered:
+            value = text = answered[call_id]
         else:
             continue  # waiting for approval: no output yet
         item = ToolCallOutputItem(agent=agent, raw_item=function_call_output(call_id, text), output=value)
@@ -267,7 +471,39 @@ def settle_turn(agent: Any, processed: Processed, ctx: Any, config: Any, done: d
         if call.kind == "function":
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
     winner = handoff_calls[0] if handoff_calls else None
-    return Settled(items + outputs, results, approval_items, winner, guardrail_results, still_paused)
+    return SettledCalls(output.items + outputs, results, approval_items, winner, guardrail_results, still_paused)
+
+
+def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
+    """Approval pending > handoff > tool_use_behavior > run again (calls were made) > final output."""
+    if settled.approvals:
+        return NextStepInterruption(settled.approvals)
+    if settled.handoff is not None:
+        return NextStepHandoff(settled.handoff)
+    if settled.results:
+        verdict = tools_final_output(setup.agent, settled.results, ctx)
+        if verdict.is_final_output:
+            value = verdict.final_output
+            if setup.agent.output_type in (None, str) and not isinstance(value, str):
+                value = str(value)
+            return NextStepFinalOutput(value)
+    if output.calls:
+        return NextStepRunAgain()
+    messages = [i for i in output.items if isinstance(i, MessageOutputItem)]
+    last = messages[-1].raw_item if messages else None
+    refusal = message_refusal(last) if last is not None else None
+    if refusal is not None:
+        return NextStepError("model_refusal", ModelRefusalError(refusal))
+    text = message_text(last) if last is not None else ""
+    if setup.output.is_plain_text():
+        return NextStepFinalOutput(text)
+    if not text:
+        error = ModelBehaviorError("Model returned no final output for the structured output type.")
+        return NextStepError("invalid_final_output", error, run_again=True)
+    try:
+        return NextStepFinalOutput(setup.output.validate_json(text))
+    except InvalidFinalOutput as e:
+        return NextStepError("invalid_final_output", e)
 
 
 def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutputResult:
@@ -289,115 +525,3 @@ def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutpu
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
         return verdict
     raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
-
-
-class InvalidFinalOutput(ModelBehaviorError):
-    """The final text does not parse into the agent's output_type; `.raw_text` keeps it."""
-
-    def __init__(self, message: str, raw_text: str):
-        super().__init__(message)
-        self.raw_text = raw_text
-
-
-def parse_final_output(output_type: Any, wrapped: bool, text: str) -> Any:
-    try:
-        data = json.loads(text)
-        if wrapped:
-            if not isinstance(data, dict) or "response" not in data:
-                raise ArgumentsError("expected an object with a 'response' key")
-            data = data["response"]
-        return validate_value(output_type, data)
-    except (ValueError, ArgumentsError) as e:
-        detail = getattr(e, "message", None) or str(e)
-        raise InvalidFinalOutput(f"Invalid JSON when parsing model output: {detail}. Raw text: {text!r}",
-                                 text) from None
-
-
-def decide_next_step(agent: Any, processed: Processed, settled: Settled, ctx: Any, structured: bool,
-                     wrapped: bool, handle_error: Callable) -> SingleStepResult:
-    """Approval pending > handoff > tool_use_behavior > final output (no calls ran) > run again.
-
-    `handle_error(kind, error, items, results, run_again=False)` applies the run's error handlers.
-    """
-    items, results, approvals, winner = settled.items, settled.results, settled.approvals, settled.handoff
-    if approvals:
-        return SingleStepResult(items, NextStepInterruption(approvals), results)
-    if winner is not None:
-        return SingleStepResult(items, NextStepHandoff(winner), results)
-    if results:
-        verdict = tools_final_output(agent, results, ctx)
-        if verdict.is_final_output:
-            output = verdict.final_output
-            if agent.output_type in (None, str) and not isinstance(output, str):
-                output = str(output)
-            return SingleStepResult(items, NextStepFinalOutput(output), results)
-    if processed.calls:
-        return SingleStepResult(items, NextStepRunAgain(), results)
-    messages = [i for i in processed.items if isinstance(i, MessageOutputItem)]
-    last = messages[-1].raw_item if messages else None
-    refusal = message_refusal(last) if last is not None else None
-    if refusal is not None:
-        return handle_error("model_refusal", ModelRefusalError(refusal), items, results)
-    text = message_text(last) if last is not None else ""
-    if not structured:
-        return SingleStepResult(items, NextStepFinalOutput(text), results)
-    if not text:
-        error = ModelBehaviorError("Model returned no final output for the structured output type.")
-        return handle_error("invalid_final_output", error, items, results, run_again=True)
-    try:
-        return SingleStepResult(items, NextStepFinalOutput(
-            parse_final_output(agent.output_type, wrapped, text)), results)
-    except InvalidFinalOutput as e:
-        return handle_error("invalid_final_output", e, items, results)
-
-
-# --- Output types and error handlers ---------------------------------------------------------
-
-_schema_cache: dict = {}
-
-
-def output_schema_for(output_type: Any) -> tuple:
-    """`(spec or None, wrapped)` for an agent's output_type, computed once per type."""
-    if output_type in (None, str):
-        return None, False
-    try:
-        return _schema_cache[output_type]
-    except (KeyError, TypeError):
-        schema, wrapped = type_schema(output_type, strict=True)
-        found = ({"name": "final_output", "schema": schema, "strict": True}, wrapped)
-        try:
-            _schema_cache[output_type] = found
-        except TypeError:
-            pass
-        return found
-
-
-def apply_error_handler(handlers: dict, kind: str, error: Exception, state: Any, agent: Any,
-                        items: list, results: list, run_again: bool = False) -> SingleStepResult:
-    """Let a run's `error_handlers` turn an error into a final output (validated against the output
-    type), or re-raise it; `run_again` covers "no final text yet" when no handler is set."""
-    handler = (handlers or {}).get(kind)
-    if handler is None:
-        if run_again:
-            return SingleStepResult(items, NextStepRunAgain(), results)
-        raise error
-    data = RunErrorData(state.original_input, state.generated_items + items, list(state.transcript),
-                        [i.raw_item for i in items], state.model_responses, agent)
-    verdict = caller.call(handler, RunErrorHandlerInput(error, state.context_wrapper, data))
-    if verdict is None:
-        raise error
-    if isinstance(verdict, dict):
-        if set(verdict) - {"final_output", "include_in_history"}:
-            raise UserError("Invalid run error handler result.")
-        verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):
-        verdict = RunErrorHandlerResult(verdict)
-    output = verdict.final_output
-    schema, wrapped = output_schema_for(agent.output_type)
-    if schema is not None and isinstance(output, str):
-        output = parse_final_output(agent.output_type, wrapped, output)
-    elif schema is not None and isinstance(output, (dict, list)):  # JSON data: build the output type
-        output = validate_value(agent.output_type, output)
-    if verdict.include_in_history:
-        items = items + [MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output)))]
-    return SingleStepResult(items, NextStepFinalOutput(output), results)

@@ -248,6 +248,18 @@ def _convert_guarded(tp, value, path, strict):
         return _fail(path, "the value is nested too deeply")
 
 
+def _json_kind(tp) -> str:
+    """"object", "array" or "scalar": the kind of JSON value a type takes."""
+    tp = strip_annotated(tp)[0]
+    origin = typing.get_origin(tp)
+    if tp is dict or origin in _MAPPINGS or is_object_type(tp) or is_pydantic(tp):
+        return "object"
+    if tp in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, cabc.Sequence,
+                                                        cabc.MutableSequence, cabc.Set, cabc.MutableSet):
+        return "array"
+    return "scalar"
+
+
 def _join(path: str, key) -> str:
     return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
 
@@ -280,11 +292,16 @@ def _convert(tp, value, path: str, strict: bool):
         arms = [a for a in args if a is not type(None)]
         if len(arms) == 1:
             return _convert(arms[0], value, path, strict)
+        problems = []
         for arm in arms:
             try:
                 return _convert(arm, value, path, strict)
-            except ArgumentsError:
-                pass
+            except ArgumentsError as problem:
+                problems.append((arm, problem))
+        kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else "scalar"
+        same_kind = [p for arm, p in problems if _json_kind(arm) == kind]
+        if len(same_kind) == 1:  # one arm takes this kind of value: its problem is the precise one
+            raise same_kind[0]
         return _fail(path, f"expected {' or '.join(map(_expected, args))}, got {_describe(value)}")
     if origin is typing.Literal or is_enum(tp):
         for choice in (args if origin is typing.Literal else tuple(tp)):
