@@ -94,27 +94,25 @@ class RunContextWrapper(Generic[TContext]):
     # "rejection_messages": {call_id: message}}} -- the layout upstream stores in RunState.
     approvals: dict = field(default_factory=dict, repr=False)
 
-    def _record(self, tool_name: str) -> dict:
-        return self.approvals.setdefault(tool_name, {"approved": [], "rejected": []})
+    def _decide(self, item: Any, decision: str, always: bool) -> dict:
+        """Record `decision` ("approved" or "rejected") for the item's call, or with `always` for every call of
+        its tool, withdrawing the opposite one; returns the tool's record."""
+        record = self.approvals.setdefault(item.tool_name, {"approved": [], "rejected": []})
+        other = "rejected" if decision == "approved" else "approved"
+        if always:
+            record[decision], record[other] = True, []
+        elif record[decision] is not True and item.call_id not in record[decision]:
+            record[decision].append(item.call_id)
+        if isinstance(record[other], list) and item.call_id in record[other]:
+            record[other].remove(item.call_id)
+        return record
 
     def approve_tool(self, item: Any, always_approve: bool = False) -> None:
-        record = self._record(item.tool_name)
-        if always_approve:
-            record["approved"], record["rejected"] = True, []
-        elif record["approved"] is not True and item.call_id not in record["approved"]:
-            record["approved"].append(item.call_id)
-        if isinstance(record["rejected"], list) and item.call_id in record["rejected"]:
-            record["rejected"].remove(item.call_id)
+        self._decide(item, "approved", always_approve)
 
     def reject_tool(self, item: Any, always_reject: bool = False,
                     rejection_message: Optional[str] = None) -> None:
-        record = self._record(item.tool_name)
-        if always_reject:
-            record["rejected"], record["approved"] = True, []
-        elif record["rejected"] is not True and item.call_id not in record["rejected"]:
-            record["rejected"].append(item.call_id)
-        if isinstance(record["approved"], list) and item.call_id in record["approved"]:
-            record["approved"].remove(item.call_id)
+        record = self._decide(item, "rejected", always_reject)
         if rejection_message is not None:
             record.setdefault("rejection_messages", {})[item.call_id] = rejection_message
 

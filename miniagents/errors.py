@@ -24,33 +24,25 @@ class RunErrorDetails:
 
 
 class AgentsException(Exception):
-    """Base class of every miniagents error."""
+    """Base class of every miniagents error; `message` is what went wrong."""
 
     run_data: Optional[RunErrorDetails] = None
+
+    def __init__(self, message: str = ""):
+        self.message = message
+        super().__init__(message)
 
 
 class MaxTurnsExceeded(AgentsException):
     """The run made `max_turns` model calls without reaching a final output."""
 
-    def __init__(self, message: str):
-        self.message = message
-        super().__init__(message)
-
 
 class ModelBehaviorError(AgentsException):
     """The model did something the run cannot accept (unknown tool when told to raise, bad output)."""
 
-    def __init__(self, message: str):
-        self.message = message
-        super().__init__(message)
-
 
 class UserError(AgentsException):
     """The program using miniagents is misconfigured."""
-
-    def __init__(self, message: str):
-        self.message = message
-        super().__init__(message)
 
 
 class ModelRefusalError(AgentsException):
@@ -71,12 +63,12 @@ class ModelHTTPError(AgentsException):
     def __init__(self, status: Optional[int], message: str, *, type: Optional[str] = None,
                  code: Optional[str] = None, param: Optional[str] = None,
                  request_id: Optional[str] = None, body: Any = None):
-        self.status, self.message, self.type, self.code = status, message, type, code
-        self.param, self.request_id, self.body = param, request_id, body
         where = f"HTTP {status}" if status is not None else "stream error"
         detail = "".join(f" {k}={v}" for k, v in (("type", type), ("code", code)) if v)
         rid = f" (request id {request_id})" if request_id else ""
         super().__init__(f"{where}:{detail} {message}{rid}")
+        self.status, self.message, self.type, self.code = status, message, type, code  # message: the server's
+        self.param, self.request_id, self.body = param, request_id, body
 
 
 class ToolTimeoutError(AgentsException):

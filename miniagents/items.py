@@ -145,6 +145,11 @@ class RunItem:
     def __post_init__(self):
         self.raw_item = raw(self.raw_item)
 
+    @property
+    def call_id(self) -> str:
+        """The call id a call or output item carries ("" for the others)."""
+        return self.raw_item.get("call_id", "")
+
     def to_input_item(self) -> dict:
         return self.raw_item
 
@@ -174,10 +179,6 @@ class ToolCallItem(RunItem):
     def tool_name(self) -> str:
         return self.raw_item.get("name", "")
 
-    @property
-    def call_id(self) -> str:
-        return self.raw_item.get("call_id", "")
-
 
 @dataclass
 class ToolCallOutputItem(RunItem):
@@ -185,10 +186,6 @@ class ToolCallOutputItem(RunItem):
 
     output: Any = None  # the Python value the tool returned; raw_item["output"] holds its text
     type: str = field(init=False, default="tool_call_output_item")
-
-    @property
-    def call_id(self) -> str:
-        return self.raw_item.get("call_id", "")
 
 
 @dataclass
@@ -217,10 +214,6 @@ class ToolApprovalItem(RunItem):
     @property
     def name(self) -> str:
         return self.raw_item.get("name", "")
-
-    @property
-    def call_id(self) -> str:
-        return self.raw_item.get("call_id", "")
 
     @property
     def arguments(self) -> Any:

@@ -127,9 +127,9 @@ MUTANTS: List[Mutant] = [
       "reject(rejection_message=...) is what the model sees", "test_approvals"),
     # --- context.py: approval records ------------------------------------------------------------------------
     M("context.py",
-      "        if always_approve:\n",
-      "        if always_approve and False:\n",
-      "always_approve covers later calls of the same tool", "test_approvals"),
+      "        if always:\n",
+      "        if always and False:\n",
+      "always_approve / always_reject cover later calls of the same tool", "test_approvals"),
     # --- run.py: the loop ----------------------------------------------------------------------------------
     M("run.py",
       "state.current_turn >= state.max_turns",
