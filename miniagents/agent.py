@@ -31,7 +31,7 @@ class StopAtTools(TypedDict):
     stop_at_tool_names: List[str]
 
 
-def _check(name: str, value: Any, types: tuple, what: str) -> None:
+def _require_type(name: str, value: Any, types: tuple, what: str) -> None:
     if not isinstance(value, types):
         raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
 
@@ -42,7 +42,8 @@ class Agent(Generic[TContext]):
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s it may call, `handoffs` the agents (or `Handoff`s) it
     may give the conversation to, `model` a model name or `Model`, and `output_type` the final output's type
     (None: text). `tool_use_behavior` decides whether tool results end the run; `reset_tool_choice` un-forces
-    `tool_choice` after a tool call. `mcp_servers`, `mcp_config` and `prompt` exist for upstream's signature; setting them is a `UserError`."""
+    `tool_choice` after a tool call. `mcp_servers`, `mcp_config` and `prompt` exist for upstream's signature;
+    setting them is a `UserError`."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -62,15 +63,15 @@ class Agent(Generic[TContext]):
     reset_tool_choice: bool = True
 
     def __post_init__(self):
-        _check("name", self.name, (str,), "a string")
-        _check("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
+        _require_type("name", self.name, (str,), "a string")
+        _require_type("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers"):
-            _check(name, getattr(self, name), (list,), "a list")
-        _check("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
+            _require_type(name, getattr(self, name), (list,), "a list")
+        _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
         if self.mcp_servers or self.mcp_config or self.prompt is not None:
             raise UserError(f"Agent {self.name!r}: mcp_servers, mcp_config and prompt are not supported by "
                             "miniagents (no MCP, no stored prompts); wrap an MCP tool as a function_tool instead")
-        _check("reset_tool_choice", self.reset_tool_choice, (bool,), "a bool")
+        _require_type("reset_tool_choice", self.reset_tool_choice, (bool,), "a bool")
         if self.model is not None and not isinstance(self.model, (str, Model)):
             raise TypeError(f"Agent model must be a string, a Model or None, got {type(self.model).__name__}")
         if self.instructions is not None and not isinstance(self.instructions, str):

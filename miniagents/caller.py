@@ -1,8 +1,9 @@
 """Calling the user's sync-or-async callables from the synchronous kernel, with optional deadlines.
 
 The loop is synchronous, so one loop serves sync, async and streamed runs. A tool, guardrail, filter or
-instructions callable may still be `async def`; its coroutine runs to completion on a fresh event loop, in the calling thread, or in
-a helper thread when the calling thread already runs a loop (`run_sync` called from async code).
+instructions callable may still be `async def`; its coroutine runs to completion on a fresh event loop, in the
+calling thread, or in a helper thread when the calling thread already runs a loop (`run_sync` called from
+async code).
 asyncio and threading are imported only when needed, to keep `import miniagents` cheap.
 """
 from __future__ import annotations

@@ -37,7 +37,7 @@ class RunConfig:
     session_settings: Any = None
     reasoning_item_id_policy: Optional[str] = None
     tool_execution: Optional[ToolExecutionConfig] = None
-    # Upstream raises by default; a model's typo should not lose minutes of work (PAIN), so we answer it.
+    # Upstream raises by default; a model's typo should not end a run and lose its work, so the model is told.
     tool_not_found_behavior: str = "return_error_to_model"
     tool_name_collision_policy: str = "warn"
     max_function_tool_concurrency: Optional[int] = None

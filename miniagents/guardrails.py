@@ -2,7 +2,7 @@
 
 A guardrail is a function plus a name; running one returns a result object. Tripwires become the
 exceptions in `errors.py`; the loop (run.py, turn.py) decides when each kind runs. An exception
-raised inside a guardrail function propagates: it never counts as "passed" (an upstream PAIN).
+raised inside a guardrail function propagates: a check that crashed never counts as "passed".
 Unlike upstream, input guardrails block by default (`run_in_parallel=False`): a tripwire means no
 model call and no tool ran.
 """
@@ -213,17 +213,21 @@ def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str
 
 def check_tool_input(tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
     """Run a call's input guardrails before the tool: the text the model sees instead, if one rejects."""
-    return _check(tool.tool_input_guardrails, ToolInputGuardrailData(context=context, agent=agent),
-                  ToolInputGuardrailResult, ToolInputGuardrailTripwireTriggered, results)
+    data = ToolInputGuardrailData(context=context, agent=agent)
+    return _run_tool_guardrails(tool.tool_input_guardrails, data, ToolInputGuardrailResult,
+                                ToolInputGuardrailTripwireTriggered, results)
 
 
 def check_tool_output(tool: Any, context: Any, agent: Any, output: Any, results: list) -> Optional[str]:
     """Run a call's output guardrails on its result: the text the model sees instead, if one rejects."""
-    return _check(tool.tool_output_guardrails, ToolOutputGuardrailData(context=context, agent=agent, output=output),
-                  ToolOutputGuardrailResult, ToolOutputGuardrailTripwireTriggered, results)
+    data = ToolOutputGuardrailData(context=context, agent=agent, output=output)
+    return _run_tool_guardrails(tool.tool_output_guardrails, data, ToolOutputGuardrailResult,
+                                ToolOutputGuardrailTripwireTriggered, results)
 
 
-def _check(guardrails: list, data: Any, result_cls: Any, tripwire: Any, results: list) -> Optional[str]:
+def _run_tool_guardrails(guardrails: list, data: Any, result_cls: Any, tripwire: Any,
+                         results: list) -> Optional[str]:
+    """Run each in order, recording its verdict: a rejection ends the checks with its message, a raise trips."""
     for guardrail in guardrails or ():
         verdict = guardrail.run(data)
         results.append(result_cls(guardrail, verdict))

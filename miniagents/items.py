@@ -1,8 +1,9 @@
 """Transcript items: constructors, the `RunItem` kinds, `ItemHelpers`, and the pairing check.
 
-Every item is a Responses API input-item dict (DESIGN.md, idea 4). Items the kernel makes are
-`RawItem`s: plain dicts that also answer attribute reads (`item.raw_item.name`), so code written
-for upstream's typed objects keeps working while `json.dumps` still sees a dict.
+Every item is a Responses API input-item dict: model input, run items, session rows and RunState all hold the
+same items, so nothing is translated inside the kernel (the adapters translate at the edge). Items the kernel
+makes are `RawItem`s: plain dicts that also answer attribute reads (`item.raw_item.name`), so code written for
+upstream's typed objects keeps working while `json.dumps` still sees a dict.
 This module does no I/O and knows nothing of agents beyond holding a reference.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ class RawItem(dict):
             raise AttributeError(f"item of type {self.get('type', 'message')!r} has no field {name!r}") from None
 
 
-def raw(item: dict) -> RawItem:
+def as_raw_item(item: dict) -> RawItem:
+    """`item` as a `RawItem` (itself when it already is one)."""
     return item if isinstance(item, RawItem) else RawItem(item)
 
 
@@ -84,7 +86,7 @@ def to_input_list(input: Any) -> list:
     """A string becomes one user message; a list is copied item by item (the caller's stays untouched)."""
     if isinstance(input, str):
         return [user_message(input)]
-    return [raw(dict(item)) for item in input]
+    return [as_raw_item(dict(item)) for item in input]
 
 
 def message_text(item: dict) -> str:
@@ -107,7 +109,7 @@ def drop_orphans(items: Iterable[dict]) -> list:
 
     An interrupted run, a crash between writes or an input filter can leave a `function_call` with no
     output (or an output with no call); every API rejects such a history, so it is dropped here
-    before a request instead of failing every later request (upstream PAIN).
+    before a request instead of failing every later request.
     """
     items = list(items)
     calls_seen, answered = set(), set()
@@ -143,7 +145,7 @@ class RunItem:
     type: str = field(init=False, default="")
 
     def __post_init__(self):
-        self.raw_item = raw(self.raw_item)
+        self.raw_item = as_raw_item(self.raw_item)
 
     @property
     def call_id(self) -> str:

@@ -7,7 +7,7 @@ A script, not a test module (pytest does not collect it: its name does not start
     python tests/mutation_check.py --only sse   # mutants whose id, file or description contain "sse"
     python tests/mutation_check.py --full       # always run the whole suite for each mutant
 
-Each mutant is one hand-written edit, `(file, old, new, breaks)`, aimed at one rule of DESIGN.md: the
+Each mutant is one hand-written edit, `(file, old, new, breaks)`, aimed at one rule the kernel keeps: the
 `old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code
 moves). For each mutant the script edits a private copy of the repository (one copy per job, made once),
 runs the test files most likely to catch it, and only if those pass runs the rest of the suite: a mutant

@@ -1,7 +1,7 @@
 """Specification of human approval: a call that needs a person pauses the run, and the run's state resumes it.
 
 Arranged with the scripted model; each test asserts what ran (a tool log), what the model was sent and how often
-it was called. The rules (DESIGN.md): a tool that needs approval never runs before an explicit approve for that
+it was called. The rules: a tool that needs approval never runs before an explicit approve for that
 call; a resumed run executes the approved calls and answers the rejected ones without calling the model again
 for the paused turn; a call id never executes twice.
 """
