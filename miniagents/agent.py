@@ -16,12 +16,12 @@ from typing import Any, Callable, Generic, List, Optional, TypedDict, TypeVar, U
 
 from . import caller
 from .context import RunContextWrapper
-from .errors import UserError
+from .errors import ModelBehaviorError, UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .validate import ArgumentsError, parse_arguments, validate_value
-from .tool import FunctionTool, NestedInterruption, default_tool_error_function, output_text
+from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
 
 logger = logging.getLogger("miniagents")
 TContext = TypeVar("TContext")
@@ -166,11 +166,12 @@ class Agent(Generic[TContext]):
                                  hooks=hooks, session=session, previous_response_id=previous_response_id,
                                  conversation_id=conversation_id)
             nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None)
-            if on_stream is None:
-                result = drive(nested)
-            else:  # the inner run streams; each event reaches on_stream with the agent and the call
-                result = drive(nested, lambda event: caller.call(on_stream, {
-                    "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)}))
+            on_event = None if on_stream is None else lambda event: caller.call(on_stream, {
+                "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)})
+            try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
+                result = drive(nested, on_event)
+            except ModelBehaviorError as inner:  # the inner model's mistake, not this call's arguments
+                raise ToolError(f"The agent '{agent.name}' could not finish: {inner.message}") from inner
             if result.interruptions:
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:

@@ -104,6 +104,49 @@ def message_refusal(item: dict) -> Optional[str]:
     return None
 
 
+# Item types the kernel reads. Other types are hosted tools' items (Responses API): carried as they are.
+KERNEL_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+HOSTED_ITEM_TYPES = frozenset({"web_search_call", "file_search_call", "code_interpreter_call",
+                               "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+                               "mcp_approval_response"})
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+
+
+def item_problem(item: Any) -> Optional[str]:
+    """What is wrong with a transcript item, or None. Checked where items enter (run input, RunState
+    documents), so a malformed item is refused there, not by a server several turns later."""
+    if not isinstance(item, dict):
+        return f"is not an object (got {type(item).__name__})"
+    kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        return f"has a 'type' that is not a string: {preview(kind, 40)}"
+    if kind == "message":
+        role, content = item.get("role"), item.get("content")
+        if role not in MESSAGE_ROLES:
+            return f"has role {preview(role, 40)}; a message's role is one of {', '.join(MESSAGE_ROLES)}"
+        if isinstance(content, str):
+            return None
+        if not isinstance(content, list):
+            return f"has content of type {type(content).__name__}; content is a string or a list of parts"
+        for n, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                return f"has content[{n}] = {preview(part, 60)}; a content part is an object with a 'type'"
+        return None
+    if kind in ("function_call", "function_call_output"):
+        needs = ("call_id", "name") if kind == "function_call" else ("call_id",)
+        for key in needs:
+            if not isinstance(item.get(key), str) or not item[key]:
+                return f"is a {kind} without a string {key!r}"
+        if kind == "function_call" and not isinstance(item.get("arguments", ""), str):
+            return "is a function_call whose 'arguments' is not a string of JSON"
+        if kind == "function_call_output" and not isinstance(item.get("output"), (str, list)):
+            return "is a function_call_output whose 'output' is not text (or a list of content parts)"
+        return None
+    if kind == "reasoning" or kind in HOSTED_ITEM_TYPES:
+        return None
+    return f"has unknown type {preview(kind, 40)}"
+
+
 def drop_orphans(items: Iterable[dict]) -> list:
     """Keep every call that has exactly one output after it, and every output whose call precedes it.
 

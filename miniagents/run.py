@@ -19,8 +19,8 @@ from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import notify
-from .items import HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output, \
-    to_input_list
+from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
+                    item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
 from .state import RunState
 from .tool import output_text
@@ -237,6 +237,9 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
         raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
                         f"got {type(input).__name__}: {input!r:.80}")
+    for n, problem in enumerate(item_problem(i) for i in (input if isinstance(input, list) else ())):
+        if problem:
+            raise UserError(f"input[{n}] {problem}")
     context = options.context
     wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
     session_input: list = []

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, TypedDict, Union
 from .context import RunContextWrapper, Usage
 from .errors import UserError
 from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, drop_orphans, to_input_list)
+                    ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -113,8 +113,8 @@ class RunState:
                     context_deserializer: Optional[Callable] = None) -> "RunState":
         try:
             data = json.loads(text)
-        except (TypeError, ValueError) as e:
-            raise UserError(f"Failed to parse run state JSON: {e}") from None
+        except (TypeError, ValueError, RecursionError) as e:
+            raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
         return RunState.from_json(initial_agent, data, context_override=context_override,
                                   context_deserializer=context_deserializer)
 
@@ -309,21 +309,6 @@ class RunStateDocument(_Document, total=False):
     auto_previous_response_id: bool
 
 
-class _CallDocument(TypedDict):
-    call_id: str
-    name: str
-
-
-class FunctionCallDocument(_CallDocument, total=False):
-    """What a `function_call` item must hold to be run on resume."""
-
-    arguments: str
-
-
-class CallIdDocument(TypedDict, total=False):
-    call_id: str
-
-
 def _problem(shape: Any, value: Any, where: str) -> Optional[str]:
     """None if `value` fits `shape`, else what is wrong and where."""
     try:
@@ -333,16 +318,19 @@ def _problem(shape: Any, value: Any, where: str) -> Optional[str]:
     return None
 
 
-def _bad_call(data: dict) -> Optional[str]:
-    """The first call or output item (in the paused response or the items) without a usable call id/name."""
-    pending = data["pending_turn"] or {"output": []}
-    places = [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
+def _bad_item(data: dict) -> Optional[str]:
+    """The first transcript item of the document that would fail later (see `items.item_problem`), named."""
+    pending = data["pending_turn"] or {"output": [], "session_input": []}
+    original = data["original_input"] if isinstance(data["original_input"], list) else []
+    places = [(f"original_input[{n}]", i) for n, i in enumerate(original)]
     places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
+    places += [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
+    places += [(f"pending_turn.session_input[{n}]", i) for n, i in enumerate(pending["session_input"])]
+    places += [(f"unsaved_session_input[{n}]", i) for n, i in enumerate(data["unsaved_session_input"])]
     for where, item in places:
-        shape = FunctionCallDocument if item.get("type") == "function_call" else CallIdDocument
-        problem = _problem(shape, {k: v for k, v in item.items() if k in shape.__annotations__}, where)
+        problem = item_problem(item)
         if problem:
-            return problem
+            return f"{where} {problem}"
     return None
 
 
@@ -378,7 +366,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    problem = _problem(RunStateDocument, data, "") or _bad_call(data)
+    problem = _problem(RunStateDocument, data, "") or _bad_item(data)
     if problem:
         raise UserError(f"malformed run state: {problem}")
     agents = agent_map(initial_agent)
@@ -411,11 +399,19 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
                                     session_input=pending["session_input"])
-        state.pending.nested = {call_id: load_state(_nested_agent(state, call_id), doc, context_override,
-                                                    context_deserializer)
+        state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
                                 for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()
     return state
+
+
+def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any,
+                 context_deserializer: Optional[Callable]) -> RunState:
+    """The paused inner run of an agent-tool call, checked as a whole document like the outer one."""
+    try:
+        return load_state(_nested_agent(state, call_id), doc, context_override, context_deserializer)
+    except UserError as e:
+        raise UserError(f"pending_turn.nested[{call_id!r}]: {e.message}") from None
 
 
 def _nested_agent(state: RunState, call_id: str) -> Any:

@@ -8,17 +8,19 @@ exception, or a timeout message. It never decides *whether* a call runs (that is
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
-from .items import preview
+from .items import clean_text, preview
 from .schema import check_tool_name, function_schema, tool_spec
 from .validate import ArgumentsError, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
+logger = logging.getLogger("miniagents")
 
 
 class ToolError(Exception):
@@ -141,11 +143,11 @@ def output_text(value: Any) -> str:
     Upstream sends `str(value)` (a dict becomes its Python repr); JSON is what a model can read back.
     """
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     try:
-        return json.dumps(jsonable(value), ensure_ascii=False)
+        return clean_text(json.dumps(jsonable(value), ensure_ascii=False))
     except (TypeError, ValueError):
-        return str(value)
+        return clean_text(str(value))
 
 
 # --- Invocation -------------------------------------------------------------------------------
@@ -196,4 +198,7 @@ def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exc
         return str(error)
     if tool.failure_error_function is None:
         raise error
+    # The model gets the policy's (by default redacted) text; the developer gets the exception, with its trace.
+    logger.warning("tool %r failed with %s (the model is told failure_error_function's text)", tool.name,
+                   type(error).__name__, exc_info=error)
     return output_text(caller.call(tool.failure_error_function, ctx, error))

@@ -17,7 +17,6 @@ strings turns together, and what happens after the decision, is `_loop` in run.p
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
@@ -34,7 +33,8 @@ from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, 
 from .models.interface import ModelResponse, ModelSettings
 from .result import RawResponsesStreamEvent, stream_events_for
 from .state import PendingTurn, RunState
-from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, invoke_tool
+from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
+from .validate import ArgumentsError, parse_arguments
 
 logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
@@ -339,8 +339,12 @@ def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> t
             answered[call.call_id] = _format_error(config, ctx, "tool_not_found", call.item, default)
             continue
         decision = ctx.is_tool_approved(name, call.call_id)
-        if decision is None and not _needs_approval(call.target, ctx, call.item):
-            decision = True
+        if decision is None:
+            try:
+                decision = True if not _needs_approval(call.target, ctx, call.item) else None
+            except ArgumentsError as error:  # not a JSON object: the model fixes it, no person is asked
+                answered[call.call_id] = failure_text(call.target, ctx, call.item.get("arguments") or "", error)
+                continue
         if decision is True:
             to_run.append(call)
         elif decision is False:
@@ -359,14 +363,18 @@ def _format_error(config: RunConfig, ctx: Any, kind: str, call: RawItem, default
 
 
 def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
+    """The tool's approval policy for this call. A policy sees only arguments that are a JSON object
+    (`ArgumentsError` otherwise); one that raises asks a person, the safe answer."""
     flag = tool.needs_approval
     if not callable(flag):
         return bool(flag)
+    params = parse_arguments(call.get("arguments"), tool.name)
     try:
-        params = json.loads(call.get("arguments") or "{}")
-    except ValueError:
-        params = {}
-    return bool(caller.call(flag, ctx, params, call["call_id"]))
+        return bool(caller.call(flag, ctx, params, call["call_id"]))
+    except Exception:
+        logger.warning("needs_approval of tool %r raised; call %s waits for a person", tool.name,
+                       call["call_id"], exc_info=True)
+        return True
 
 
 def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> list:

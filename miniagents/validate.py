@@ -19,7 +19,7 @@ import typing
 from typing import Any, Optional, Union
 
 from .errors import ModelBehaviorError
-from .items import preview
+from .items import clean_json, preview
 
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -204,7 +204,7 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     if not isinstance(data, dict):
         raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
                              f"Received: {preview(raw)}")
-    return data
+    return clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
 
 
 def call_args(params: tuple, data: dict, strict: bool):
@@ -311,8 +311,10 @@ def _convert(tp, value, path: str, strict: bool):
     if is_pydantic(tp):
         try:
             return tp.model_validate(value)
-        except Exception as exc:  # the validator's own message tells the model what is wrong
+        except ValueError as exc:  # a validation error (pydantic's is a ValueError): the model can fix its input
             return _fail(path, f"invalid {tp.__name__}: {exc}")
+        # Anything else (a validator that could not reach its database, say) is the tool's failure, not the
+        # model's: it propagates to the failure policy, which redacts it.
     if is_object_type(tp):
         return _convert_object(tp, value, path, strict) if isinstance(value, dict) else wrong()
     if origin in _MAPPINGS or tp is dict:
