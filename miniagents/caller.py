@@ -20,13 +20,15 @@ def start_thread(fn: Callable[[], Any], name: str = "miniagents-worker") -> Call
     """Start `fn()` in a daemon thread; the returned `join(timeout=None)` gives its result or raises
     its error, or raises `Deadline` past `timeout` (a sync function cannot be stopped: its thread is
     left to finish on its own)."""
+    import contextvars
     import threading
 
     box: dict = {}
+    context = contextvars.copy_context()  # the caller's context variables, as if fn ran in its thread
 
     def work() -> None:
         try:
-            box["value"] = fn()
+            box["value"] = context.run(fn)
         except BaseException as e:  # handed to the joining thread
             box["error"] = e
 

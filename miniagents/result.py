@@ -115,6 +115,7 @@ class RunResultStreaming(RunResult):
                          last_agent=None, context_wrapper=state.context_wrapper, max_turns=state.max_turns,
                          _state=state)
         self._drive = drive
+        self._started = False
         self.is_complete = False
 
     @property
@@ -125,7 +126,7 @@ class RunResultStreaming(RunResult):
         """Stop the run: "immediate" at the next event, "after_turn" once the current turn has settled."""
         if mode not in ("immediate", "after_turn"):
             raise ValueError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
-        self._state.cancel_mode = mode
+        self._state.cancel(mode)
 
     @property
     def current_turn(self) -> int:
@@ -135,11 +136,16 @@ class RunResultStreaming(RunResult):
         """Yield events as the loop (in a worker thread) produces them; raise the run's error at the end.
 
         The loop waits until each event has been handled before it goes on, so the run never gets ahead
-        of its reader: a `cancel()` made while handling an event takes effect right there.
+        of its reader: a `cancel()` made while handling an event takes effect right there. The run happens
+        once: iterating again yields nothing.
         """
         import asyncio
+        import contextvars
         import threading
 
+        if self._started:
+            return
+        self._started = True
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
 
@@ -155,7 +161,7 @@ class RunResultStreaming(RunResult):
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 
-        worker, finished = loop.run_in_executor(None, work), False
+        worker, finished = loop.run_in_executor(None, contextvars.copy_context().run, work), False
         try:
             while not finished:
                 event = await queue.get()
@@ -164,8 +170,8 @@ class RunResultStreaming(RunResult):
                     yield event
                     handled.release()
         finally:
-            if not finished:  # the reader stopped early: let the loop stop at its next event
-                self._state.cancel_mode = "immediate"
+            if not finished:  # the reader stopped early (or its task was cancelled): stop at the next step
+                self._state.cancel("immediate")
                 handled.release()
         await worker
         self.is_complete = True

@@ -39,7 +39,7 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
     state = run.state
     yield from enter_agent(run)
     while True:
-        if state.cancel_mode == "after_turn" and state.pending is None:
+        if state.cancel_mode is not None and state.pending is None:  # cancelled: no new turn starts
             return RunResult.from_state(state, None)
         known = outputs_in_session(run)
         if state.pending is None and state.max_turns is not None and state.current_turn >= state.max_turns:
@@ -262,7 +262,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             event = next(loop)
             if on_event is not None:
                 on_event(event)
-            if state.cancel_mode == "immediate":  # RunResultStreaming.cancel(): stop where we are
+            if state.cancel_mode == "immediate":  # cancelled: stop where we are (the state can resume)
                 loop.close()
                 return RunResult.from_state(state, None)
     except StopIteration as stop:
@@ -304,11 +304,17 @@ class Runner:
                   session: Any = None) -> RunResult:
         """The same loop, run in a worker thread so the event loop stays free."""
         import asyncio
+        import contextvars
 
         options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
                              auto_previous_response_id, conversation_id, session)
         run = start_run(starting_agent, input, options, streaming=False)
-        return await asyncio.get_running_loop().run_in_executor(None, drive, run)
+        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, drive, run)
+        try:
+            return await worker
+        except asyncio.CancelledError:  # the thread cannot be interrupted: the run stops at its next step
+            run.state.cancel("immediate")
+            raise
 
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, context: Any = None,

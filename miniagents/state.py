@@ -60,7 +60,8 @@ class RunState:
         self.tool_output_guardrail_results: list = []
         self.transcript: list = []
         self.unsaved_session_input: list = []  # the new input, saved with the first completed turn
-        self.cancel_mode: Optional[str] = None  # set by RunResultStreaming.cancel(); never serialised
+        self.cancel_mode: Optional[str] = None  # set by cancel(); like `aborts`, never serialised
+        self.aborts: list = []  # callables that abort what is in flight (an HTTP request), for cancel()
         self.rebuild_transcript()
 
     def rebuild_transcript(self) -> None:
@@ -79,6 +80,14 @@ class RunState:
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
         for result in guardrail_results:
             getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
+
+    def cancel(self, mode: str = "immediate") -> None:
+        """Ask the run to stop (from any thread): "immediate" at its next step boundary, what is in flight
+        aborted (a running tool finishes; one not started never starts); "after_turn" once the turn settled."""
+        self.cancel_mode = mode
+        if mode == "immediate":
+            for abort in list(self.aborts):
+                abort()
 
     # --- Approvals -------------------------------------------------------------------------
 

@@ -100,6 +100,7 @@ class SettledCalls:
     handoff: Optional[Call]
     guardrail_results: list
     nested: dict  # call id -> paused RunState of an agent-as-tool call
+    unstarted: list = field(default_factory=list)  # runnable calls the run was cancelled before it started
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -377,33 +378,58 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
         return True
 
 
-def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> list:
-    """Run calls concurrently (threads), bounded by the config; results come back in call order.
+def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> dict:
+    """Run calls concurrently (daemon threads), bounded by the config; returns {call id: (value, text, results)}
+    for the calls that ran.
 
-    A call that raises (a propagating failure or tripwire) does not stop its siblings; after all
-    have finished, the first such exception in call order is raised.
+    A call that raises (a propagating failure or tripwire) does not stop its siblings; after all have finished,
+    the first such exception in call order is raised. Once the run is cancelled no further call starts (the
+    ones running finish). Ctrl-C interrupts the wait at once: a tool's thread cannot be stopped, so it is left
+    to finish on its own, and nothing of the turn is recorded.
     """
-    jobs: list = [lambda c=c: _run_one(run, setup.agent, c, nested) for c in to_run]
-    limit = run.config.max_function_tool_concurrency
-    outcomes: list = []
-    if len(jobs) <= 1 or limit == 1:
-        for job in jobs:
-            try:
-                outcomes.append((True, job()))
-            except Exception as e:
-                outcomes.append((False, e))
-    else:
-        from concurrent.futures import ThreadPoolExecutor
+    import threading
 
-        with ThreadPoolExecutor(max_workers=min(len(jobs), limit or len(jobs))) as pool:
-            futures = [pool.submit(job) for job in jobs]
-            for future in futures:
-                error = future.exception()
-                outcomes.append((False, error) if error else (True, future.result()))
-    for ok, value in outcomes:
+    limit = run.config.max_function_tool_concurrency or len(to_run) or 1
+    slots, joins = threading.BoundedSemaphore(limit), []
+
+    def job(call: Call) -> tuple:
+        try:
+            return _run_one(run, setup.agent, call, nested)
+        finally:
+            slots.release()
+
+    for call in to_run:
+        slots.acquire()
+        if run.state.cancel_mode == "immediate":
+            slots.release()
+            break
+        if limit == 1 or len(to_run) == 1:  # nothing runs beside it: no thread needed
+            joins.append((call, _finished(job, call)))
+        else:
+            joins.append((call, caller.start_thread(lambda c=call: job(c), f"tool-{call.target.name}")))
+    outcomes = []
+    for call, join in joins:
+        try:
+            outcomes.append((call, True, join()))
+        except Exception as error:
+            outcomes.append((call, False, error))
+    for _, ok, value in outcomes:
         if not ok:
             raise value
-    return [value for _, value in outcomes]
+    return {call.call_id: value for call, _, value in outcomes}
+
+
+def _finished(job: Callable, call: Call) -> Callable:
+    """Run `job(call)` now; return a join that hands back its result or raises its error, as a thread's would."""
+    try:
+        value = job(call)
+    except Exception as error:
+        failure = error  # `error` is unbound when the except block ends; the join keeps it
+
+        def join() -> Any:
+            raise failure
+        return join
+    return lambda: value
 
 
 def _run_one(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
@@ -446,7 +472,8 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     """
     agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
-    ran = dict(zip((c.call_id for c in to_run), run_tools(run, setup, to_run, nested)))
+    ran = run_tools(run, setup, to_run, nested)
+    unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""))
                       for c in approvals]
     still_paused = {}
@@ -479,12 +506,14 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
         if call.kind == "function":
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
     winner = handoff_calls[0] if handoff_calls else None
-    return SettledCalls(output.items + outputs, results, approval_items, winner, guardrail_results, still_paused)
+    return SettledCalls(output.items + outputs, results, approval_items, winner, guardrail_results, still_paused,
+                        unstarted)
 
 
 def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
-    """Approval pending > handoff > tool_use_behavior > run again (calls were made) > final output."""
-    if settled.approvals:
+    """Approval pending (or calls left unstarted by a cancel) > handoff > tool_use_behavior > run again (calls
+    were made) > final output."""
+    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has
         return NextStepInterruption(settled.approvals)
     if settled.handoff is not None:
         return NextStepHandoff(settled.handoff)

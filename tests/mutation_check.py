@@ -60,10 +60,12 @@ def M(file: str, old: str, new: str, breaks: str, *tests: str) -> Mutant:
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
     M("turn.py",
-      "    if settled.approvals:\n        return NextStepInterruption(settled.approvals)\n"
+      "    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has\n"
+      "        return NextStepInterruption(settled.approvals)\n"
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n"
-      "    if settled.approvals:\n        return NextStepInterruption(settled.approvals)\n",
+      "    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has\n"
+      "        return NextStepInterruption(settled.approvals)\n",
       "decision order: a pending approval wins over a handoff", "test_run", "test_approvals"),
     M("turn.py",
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
@@ -79,10 +81,8 @@ MUTANTS: List[Mutant] = [
       "        return ToolsToFinalOutputResult(True, results[-1].output)",
       "stop_on_first_tool: the first tool's output is the final output", "test_agent", "test_run"),
     M("turn.py",
-      "            futures = [pool.submit(job) for job in jobs]\n            for future in futures:\n",
-      "            futures = [pool.submit(job) for job in jobs]\n"
-      "            from concurrent.futures import as_completed\n"
-      "            for future in as_completed(futures):\n",
+      "    return {call.call_id: value for call, _, value in outcomes}",
+      "    return dict(zip([c.call_id for c, _, _ in reversed(outcomes)], [v for _, _, v in outcomes]))",
       "concurrent tool results are paired with their calls in call order, not completion order", "test_tools"),
     M("turn.py",
       "    for call in output.calls:\n        call_id = call.call_id\n",
