@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, TypeVar, Union
 
-from . import (AgentUpdatedStreamEvent, CallModelData, FunctionToolResult, HandoffInputData, ModelInputData,
-               RawResponsesStreamEvent, RunContextWrapper, RunErrorHandlerInput, RunItemStreamEvent,
+from . import (AgentUpdatedStreamEvent, CallModelData, FunctionTool, FunctionToolResult, HandoffInputData,
+               ModelInputData, RawResponsesStreamEvent, RunContextWrapper, RunErrorHandlerInput, RunItemStreamEvent,
                ToolErrorFormatterArgs, ToolsToFinalOutputResult)
 
 _T = TypeVar("_T")
@@ -22,6 +22,7 @@ TResponseOutputItem = Dict[str, Any]
 TResponseStreamEvent = Dict[str, Any]
 TContext = RunContextWrapper.__parameters__[0]  # the one type variable RunContextWrapper[...] takes
 
+Tool = FunctionTool  # upstream: the union of every tool class; FunctionTool is the one miniagents runs
 StreamEvent = Union[RawResponsesStreamEvent, RunItemStreamEvent, AgentUpdatedStreamEvent]
 ToolsToFinalOutputFunction = Callable[[RunContextWrapper, List[FunctionToolResult]],
                                       MaybeAwaitable[ToolsToFinalOutputResult]]

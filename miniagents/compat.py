@@ -67,7 +67,7 @@ UPSTREAM_PATHS = {
 # not import into the package itself.
 TOP_LEVEL = {
     **{name: "aliases:" + name for name in (
-        "TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "TContext", "StreamEvent",
+        "TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "TContext", "Tool", "StreamEvent",
         "ToolsToFinalOutputFunction", "HandoffInputFilter", "RunErrorHandler", "RunErrorHandlers",
         "ToolErrorFormatter", "ToolNotFoundBehavior", "ReasoningItemIdPolicy", "ToolNameCollisionPolicy")},
     "ToolInputGuardrailResult": "guardrails:ToolInputGuardrailResult",
