@@ -47,8 +47,16 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'miniagents' has no attribute {name!r}")
+    return _upstream_name(name)
 
 
 __all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
     "function_tool", "handoff", "default_tool_error_function", "trace", "set_tracing_disabled")] + list(_LAZY))
+
+# Upstream's import paths (`miniagents.memory`, `miniagents.exceptions`, ...), its type aliases, and the
+# explained error for features miniagents leaves out: miniagents/compat.py.
+from .compat import TOP_LEVEL as _UPSTREAM_NAMES, install as _install_upstream_paths  # noqa: E402
+from .compat import top_level as _upstream_name  # noqa: E402
+
+_install_upstream_paths()
+__all__ = sorted(__all__ + list(_UPSTREAM_NAMES))
