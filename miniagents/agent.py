@@ -22,6 +22,7 @@ from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .validate import ArgumentsError, parse_arguments, validate_value
 from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
+from .tool import ToolsToFinalOutputResult  # noqa: F401 - upstream's agents.agent exports it
 
 logger = logging.getLogger("miniagents")
 TContext = TypeVar("TContext")

@@ -50,7 +50,6 @@ UPSTREAM_PATHS = {
                   "CallModelInputFilter=aliases:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
                   "ToolNameCollisionPolicy ReasoningItemIdPolicy",
     "run_error_handlers": "RunErrorData RunErrorHandler RunErrorHandlerInput RunErrorHandlerResult RunErrorHandlers",
-    "agent_output": "",
     "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema",
     "strict_schema": "ensure_strict_json_schema=schema:ensure_strict_json_schema",
     "models.openai_chatcompletions": "OpenAIChatCompletionsModel",

@@ -14,6 +14,7 @@ from typing import Any, Callable, Generator, Optional
 
 from . import caller
 from .agent_output import output_schema
+from .config import CallModelData, ModelInputData  # noqa: F401 - upstream's agents.run exports them
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError

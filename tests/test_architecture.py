@@ -19,6 +19,7 @@ LAYERS = {
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "agent"],
     "running": ["state", "turn", "result", "run", "session", "testing"],
+    "compatibility": ["aliases", "handoff_helpers", "compat"],
 }
 MODELS = ["models.http", "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses",
           "models.provider"]

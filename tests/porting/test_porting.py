@@ -23,7 +23,6 @@ NOT_YET = {
     "output_schema_objects": "AgentOutputSchema is missing",
     "session_basic": "session methods are synchronous: asyncio.run(session.get_items()) needs a coroutine",
     "session_methods": "session methods are synchronous: `await session.add_items(...)` fails",
-    "stream_guardrail_results": "RunResultStreaming has no guardrail result lists",
     "stream_text_deltas": "raw stream events are plain dicts: event.data.type raises AttributeError",
     "testing_errors": "miniagents.testing lacks ModelStep and upstream's error attributes",
     "testing_model_call": "ModelCall.tools holds dicts, and ModelCall has no tracing/prompt",
@@ -75,7 +74,7 @@ MISSING_FROM_REAL_MODULES = set("""
 run.AgentRunner run.ReasoningItemIdPolicy run.ToolErrorFormatter run.ToolErrorFormatterArgs run.ToolExecutionConfig
 run.ToolNameCollisionPolicy run.ToolNotFoundBehavior run.get_default_agent_runner run.set_default_agent_runner
 items.ModelResponse items.TResponseInputItem items.TResponseOutputItem items.TResponseStreamEvent
-tool.CodeInterpreterTool tool.FileSearchTool tool.FunctionToolResult tool.HostedMCPTool tool.ImageGenerationTool
+tool.CodeInterpreterTool tool.FileSearchTool tool.HostedMCPTool tool.ImageGenerationTool
 tool.Tool tool.ToolErrorFunction tool.ToolOutputFileContent tool.ToolOutputImage tool.ToolOutputText tool.WebSearchTool
 agent.AgentBase agent.AgentToolStreamEvent agent.ToolsToFinalOutputFunction handoffs.HandoffInputFilter
 models.interface.ModelTracing testing.ModelStep testing.ModelStepSpec result.AgentToolInvocation result.RunResultBase
