@@ -111,8 +111,16 @@ class Dialect:
     def schema_lock(self, tables: Tuple[str, ...]) -> Optional[str]:
         return None
 
+    _TRANSIENT_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")
+
     def is_transient(self, exc: BaseException, conn: Any) -> bool:
-        """A connection the driver reports closed or broken: reconnecting and retrying may succeed."""
+        """Whether a fresh connection and a new attempt may succeed: by the error's SQLSTATE when the driver
+        gives one (`exc.sqlstate` in psycopg 3, `exc.pgcode` in psycopg2): a serialization failure, a deadlock,
+        a connection exception (class 08) or a server shutdown; without one, when the driver reports the
+        connection closed or broken."""
+        code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+        if isinstance(code, str):
+            return code in self._TRANSIENT_SQLSTATES or code.startswith("08")
         return bool(getattr(conn, "closed", False)) or bool(getattr(conn, "broken", False))
 
 
@@ -144,6 +152,7 @@ class SQLiteDialect(Dialect):
             cur.execute("ROLLBACK")
 
     def is_transient(self, exc: BaseException, conn: Any) -> bool:
+        """Also SQLite's busy and locked errors (after the busy timeout)."""
         code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
         if code is not None:
             return code & 0xFF in self._BUSY_OR_LOCKED
@@ -152,12 +161,10 @@ class SQLiteDialect(Dialect):
 
 class PostgreSQLDialect(Dialect):
     """PostgreSQL through psycopg 3, psycopg2 or any DB-API driver: the driver opens the transaction,
-    `conn.commit()` ends it. Errors are classified by SQLSTATE (`exc.sqlstate` in psycopg 3, `exc.pgcode` in
-    psycopg2): serialization failure, deadlock, connection exceptions and server shutdown are retried."""
+    `conn.commit()` ends it."""
 
     name = "postgresql"
     id_column = "BIGSERIAL PRIMARY KEY"
-    _TRANSIENT = ("40001", "40P01", "57P01", "57P02", "57P03")
 
     def own(self, conn: Any) -> None:
         if getattr(conn, "autocommit", False) is True:
@@ -170,11 +177,6 @@ class PostgreSQLDialect(Dialect):
         # Concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog: creators of one layout queue.
         return f"SELECT pg_advisory_xact_lock({zlib.crc32(' '.join(tables).encode())})"
 
-    def is_transient(self, exc: BaseException, conn: Any) -> bool:
-        code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
-        if isinstance(code, str):
-            return code in self._TRANSIENT or code.startswith("08")
-        return super().is_transient(exc, conn)
 
 
 SQLITE = SQLiteDialect()
