@@ -54,7 +54,7 @@ class PostgresServer:
                 raise RuntimeError("running as root and there is no 'postgres' user to run PostgreSQL as") from None
             os.chown(self.folder, self.user.pw_uid, self.user.pw_gid)
         self.port = free_port()
-        self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres connect_timeout=10"
+        self.dsn = self.dsn_for()
         self._schemas = 0
 
     def _run(self, *args: str) -> None:
@@ -77,17 +77,29 @@ class PostgresServer:
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def schema_dsn(self, driver, prefix: str = "t") -> str:
-        """Create a new empty schema and return a DSN whose search_path is that schema."""
+    def dsn_for(self, schema=None, user="postgres") -> str:
+        """A DSN for `user`, with `schema` first on the search_path when given."""
+        dsn = f"host=127.0.0.1 port={self.port} user={user} dbname=postgres connect_timeout=10"
+        return dsn if schema is None else f"{dsn} options='-csearch_path={schema}'"
+
+    def create_schema(self, driver) -> str:
+        """A new empty schema's name (created through `driver`, as the superuser)."""
         self._schemas += 1
-        name = f"{prefix}{os.getpid()}_{self._schemas}"
+        name = f"t{os.getpid()}_{self._schemas}"
+        self.run_sql(driver, f"CREATE SCHEMA {name}")
+        return name
+
+    def schema_dsn(self, driver) -> str:
+        """A DSN whose search_path is a new empty schema: each test starts from no tables."""
+        return self.dsn_for(self.create_schema(driver))
+
+    def run_sql(self, driver, statement: str) -> None:
         conn = driver.connect(self.dsn)
         try:
             conn.autocommit = True
-            conn.cursor().execute(f"CREATE SCHEMA {name}")
+            conn.cursor().execute(statement)
         finally:
             conn.close()
-        return f"{self.dsn} options='-csearch_path={name}'"
 
 
 def postgres_unavailable():

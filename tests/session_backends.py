@@ -31,6 +31,12 @@ def open_session(spec: dict, session_id: str = "s1", **kwargs):
     return DBAPISession(session_id, lambda: driver.connect(spec["dsn"]), **kwargs)
 
 
+def import_driver(spec: dict) -> None:
+    """Import the spec's driver now (a worker does it before it says "ready", so its first run starts at once)."""
+    if spec["kind"] in POSTGRES_KINDS:
+        importlib.import_module(spec["kind"])
+
+
 def raw_connection(spec: dict):
     if spec["kind"] in POSTGRES_KINDS:
         conn = importlib.import_module(spec["kind"]).connect(spec["dsn"])

@@ -413,7 +413,7 @@ def test_a_claimant_killed_before_settling_leaves_the_call_claimed_without_outpu
 
 
 def test_eight_processes_appending_to_one_session_lose_nothing_and_never_interleave_turns(backend):
-    per_writer = 200 if backend.kind in POSTGRES_KINDS else 100
+    per_writer = 200 if backend.kind in POSTGRES_KINDS else 50
     procs = start_workers(backend, [("append", f"w{n}", str(per_writer)) for n in range(8)])
     results = finish(procs)
     assert [(code, lines) for code, lines, _ in results] == [(0, ["done"])] * 8, [err for _, _, err in results]
