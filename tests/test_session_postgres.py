@@ -1,18 +1,23 @@
 """What `DBAPISession` does against a real PostgreSQL server that the shared contract
 (tests/test_session_contract.py) cannot show on every backend: a connection the server terminates, serialization
 failures and deadlocks raised by the server, connections handed over in autocommit mode, tables in upstream's
-SQLAlchemy layout, and a database user that may not create tables. Each test runs with psycopg 3 and with
+SQLAlchemy layout, a database user that may not create tables, and the README's example, run as written. Each test runs with psycopg 3 and with
 psycopg2; tests/postgres.py starts the server (or the tests skip with the reason).
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
+import pathlib
+import re
 
 import pytest
 
 from miniagents import dbapi_session
 from miniagents.session import DBAPISession, SessionStoreError
+from openai_server import OpenAITestServer, chat_completion
 from postgres import postgres_server  # noqa: F401  (fixture)
 from session_backends import POSTGRES_KINDS
 
@@ -158,3 +163,26 @@ def test_a_database_user_that_may_not_create_tables_works_with_create_tables_fal
     s.add_items([user("1")], once="r/turn-1")
     assert s.claim_call("r", "c1") == (True, None)
     assert s.get_items() == [user("1")]
+
+
+def test_the_readme_example_runs_as_written(db, monkeypatch):
+    if db.driver.__name__ != "psycopg":
+        pytest.skip("the README example uses psycopg 3")
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Sessions on a shared database", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    example_dsn = "postgresql://app:secret@db.internal:5432/agents"
+    assert f'DSN = "{example_dsn}"' in code
+    server = OpenAITestServer()
+    try:
+        server.reply(chat_completion("Hello there!"))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code.replace(example_dsn, db.dsn), "README.md", "exec"), {"__name__": "readme"})
+    finally:
+        server.close()
+    assert out.getvalue() == "Hello there!\n"
+    stored = [json.loads(r[0]) for r in db.sql("SELECT message_data FROM agent_messages ORDER BY id")]
+    assert stored[0] == {"content": "Hello!", "role": "user"} and stored[-1]["role"] == "assistant"
