@@ -7,12 +7,29 @@
     {"kind": "psycopg2", "dsn": ...}         DBAPISession over psycopg2 (PostgreSQL)
 
 `raw_connection(spec)` is a separate connection in autocommit mode, for looking at (or tampering with) the rows
-behind the session's back; `raw_sql` turns the `?` placeholders the tests write into the driver's.
+behind the session's back; `raw_sql` turns the `?` placeholders the tests write into the driver's. `user`,
+`call`, `output` and `assistant` build the items the session tests store.
 """
 from __future__ import annotations
 
 import importlib
 import sqlite3
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def call(call_id, name="lookup"):
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
+
+
+def output(call_id, text="ok"):
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def assistant(text):
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
 
 KINDS = ("sqlite", "dbapi-sqlite3", "psycopg", "psycopg2")
 POSTGRES_KINDS = ("psycopg", "psycopg2")

@@ -1,13 +1,12 @@
-"""Specification of sessions: `SessionSettings`, the `Session` protocol and `SQLiteSession` on SQLite."""
+"""Specification of sessions: `SessionSettings`, the `Session` protocol, and what only `SQLiteSession` does (one
+shared connection per file, WAL, reads whose cost follows what they return, private new files, upstream's files).
+The contract every session keeps is tests/test_session_contract.py."""
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -15,24 +14,7 @@ import pytest
 from miniagents import session as session_mod
 from miniagents.errors import UserError
 from miniagents.session import Session, SessionABC, SessionItems, SessionSettings, SQLiteSession
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user(text):
-    return {"role": "user", "content": text}
-
-
-def call(call_id, name="lookup"):
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
-
-
-def output(call_id, text="ok"):
-    return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-def assistant(text):
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+from session_backends import assistant, call, output, user
 
 
 @pytest.fixture

@@ -25,26 +25,11 @@ import pytest
 from miniagents.errors import UserError
 from miniagents.session import SessionSettings
 from postgres import postgres_server  # noqa: F401  (fixture)
-from session_backends import KINDS, POSTGRES_KINDS, fail_inserts_containing, open_session, raw_connection, raw_sql
+from session_backends import (KINDS, POSTGRES_KINDS, assistant, call, fail_inserts_containing, open_session, output,
+                              raw_connection, raw_sql, user)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "tests", "helpers", "session_worker.py")
-
-
-def user(text):
-    return {"role": "user", "content": text}
-
-
-def call(call_id, name="lookup"):
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
-
-
-def output(call_id, text="ok"):
-    return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-def assistant(text):
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
 
 
 class Backend:

@@ -24,10 +24,7 @@ from miniagents import dbapi_session
 from miniagents.errors import UserError
 from miniagents.session import DBAPISession, SessionStoreError
 from miniagents.sql_session import ParamStyle
-
-
-def user(text):
-    return {"role": "user", "content": text}
+from session_backends import user
 
 
 @pytest.fixture(autouse=True)

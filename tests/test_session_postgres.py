@@ -19,13 +19,9 @@ from miniagents import dbapi_session
 from miniagents.session import DBAPISession, SessionStoreError
 from openai_server import OpenAITestServer, chat_completion
 from postgres import postgres_server  # noqa: F401  (fixture)
-from session_backends import POSTGRES_KINDS
+from session_backends import POSTGRES_KINDS, user
 
 _names = itertools.count()
-
-
-def user(text):
-    return {"role": "user", "content": text}
 
 
 @pytest.fixture(autouse=True)
