@@ -48,6 +48,16 @@ def open_session(spec: dict, session_id: str = "s1", **kwargs):
     return DBAPISession(session_id, lambda: driver.connect(spec["dsn"]), **kwargs)
 
 
+def driver_or_skip(name: str):
+    """The driver module, or a pytest skip saying why it cannot be used (missing, or its library is broken)."""
+    import pytest
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        pytest.skip(f"the {name} driver is not usable here ({exc}); pip install it to run these tests")
+
+
 def import_driver(spec: dict) -> None:
     """Import the spec's driver now (a worker does it before it says "ready", so its first run starts at once)."""
     if spec["kind"] in POSTGRES_KINDS:

@@ -21,8 +21,9 @@ import pytest
 
 from miniagents import Agent, Runner, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from postgres import postgres_server  # noqa: F401  (fixture)
-from session_backends import open_session
+from session_backends import driver_or_skip, open_session
+
+pytest_plugins = ("postgres",)  # the postgres_server fixture: one server for the whole test session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER = os.path.join(ROOT, "tests", "helpers", "crash_session_run.py")
@@ -49,7 +50,7 @@ def assert_well_paired(items, where):
 def spec(request, tmp_path):
     if request.param == "sqlite":
         return {"kind": "sqlite", "path": str(tmp_path / "crash.db")}
-    driver = pytest.importorskip("psycopg", reason="the psycopg driver is not installed")
+    driver = driver_or_skip("psycopg")
     return {"kind": "psycopg", "dsn": request.getfixturevalue("postgres_server").schema_dsn(driver)}
 
 

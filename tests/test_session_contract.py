@@ -24,9 +24,10 @@ import pytest
 
 from miniagents.errors import UserError
 from miniagents.session import SessionSettings
-from postgres import postgres_server  # noqa: F401  (fixture)
-from session_backends import (KINDS, POSTGRES_KINDS, assistant, call, fail_inserts_containing, open_session, output,
-                              raw_connection, raw_sql, user)
+from session_backends import (KINDS, POSTGRES_KINDS, assistant, call, driver_or_skip, fail_inserts_containing,
+                              open_session, output, raw_connection, raw_sql, user)
+
+pytest_plugins = ("postgres",)  # the postgres_server fixture: one server for the whole test session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "tests", "helpers", "session_worker.py")
@@ -69,7 +70,7 @@ class Backend:
 def backend(request, tmp_path):
     kind = request.param
     if kind in POSTGRES_KINDS:
-        driver = pytest.importorskip(kind, reason=f"the {kind} driver is not installed")
+        driver = driver_or_skip(kind)
         server = request.getfixturevalue("postgres_server")
         spec = {"kind": kind, "dsn": server.schema_dsn(driver)}
     else:

@@ -18,8 +18,9 @@ import pytest
 from miniagents import dbapi_session
 from miniagents.session import DBAPISession, SessionStoreError
 from openai_server import OpenAITestServer, chat_completion
-from postgres import postgres_server  # noqa: F401  (fixture)
-from session_backends import POSTGRES_KINDS, user
+from session_backends import POSTGRES_KINDS, driver_or_skip, user
+
+pytest_plugins = ("postgres",)  # the postgres_server fixture: one server for the whole test session
 
 _names = itertools.count()
 
@@ -67,8 +68,8 @@ class Database:
 
 
 @pytest.fixture(params=POSTGRES_KINDS)
-def db(request, postgres_server):  # noqa: F811
-    driver = pytest.importorskip(request.param, reason=f"the {request.param} driver is not installed")
+def db(request, postgres_server):
+    driver = driver_or_skip(request.param)
     database = Database(postgres_server, driver)
     yield database
     database.close()
