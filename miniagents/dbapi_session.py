@@ -74,7 +74,11 @@ class DBAPISession(SQLSession):
         chosen.own(conn)
         self._conn = conn
         if create_tables:
-            self._transaction(self._create_tables, write=True)
+            try:
+                self._transaction(self._create_tables, write=True)
+            except BaseException:
+                self.close()  # the caller never gets this object: its connection must not outlive it
+                raise
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid == os.getpid():
@@ -101,10 +105,11 @@ class DBAPISession(SQLSession):
                     what = "write" if write else "read"
                     unknown = bool(committing) and write
                     if attempt == self.max_attempts or (unknown and not repeatable):
-                        outcome = "whether it was stored is unknown" if unknown else "nothing of it was stored"
+                        outcome = ("; whether it was stored is unknown" if unknown else
+                                   "; nothing of it was stored" if write else "")
                         raise SessionStoreError(
                             f"DBAPISession: a {what} of session {self.session_id!r} failed after {attempt} "
-                            f"attempt(s) ({type(exc).__name__}); {outcome}") from exc
+                            f"attempt(s) ({type(exc).__name__}){outcome}") from exc
                     logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
                                    what, type(exc).__name__, attempt + 1, self.max_attempts)
                     time.sleep(RETRY_DELAY * 2 ** (attempt - 1))

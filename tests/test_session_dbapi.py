@@ -180,7 +180,7 @@ def test_a_reconnection_that_keeps_failing_ends_in_a_session_store_error(tmp_pat
         return FlakyConnection(path, {"SELECT id": [(None, True, False)]})
 
     s = DBAPISession("s", connect, dialect="sqlite", paramstyle="qmark")
-    with pytest.raises(SessionStoreError, match="read .* failed after 3 attempt"):
+    with pytest.raises(SessionStoreError, match=r"read of session 's' failed after 3 attempt\(s\) \(DriverError\)$"):
         s.get_items()
     assert len(attempts) == 3
 

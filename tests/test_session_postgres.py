@@ -154,8 +154,10 @@ def test_a_database_user_that_may_not_create_tables_works_with_create_tables_fal
                       f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {db.schema} TO {role}"):
         db.sql(statement)
     as_app = db.server.dsn_for(db.schema, user=role)
+    opened = []
     with pytest.raises(Exception, match="permission denied"):
-        db.session(connect=lambda: db.connect(as_app))
+        db.session(connect=lambda: opened.append(db.connect(as_app)) or opened[-1])
+    assert opened[0].closed  # the failed constructor closed its connection
     s = db.session(connect=lambda: db.connect(as_app), create_tables=False)
     s.add_items([user("1")], once="r/turn-1")
     assert s.claim_call("r", "c1") == (True, None)
