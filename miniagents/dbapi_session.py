@@ -25,7 +25,8 @@ from typing import Any, Callable, List, Optional
 
 from .errors import UserError
 from .session import SessionSettings
-from .sql_session import DIALECTS, POSTGRESQL, SQLITE, SessionStoreError, SQLSession, run_transaction
+from .sql_dialect import DIALECTS, POSTGRESQL, SQLITE, run_transaction
+from .sql_session import SessionStoreError, SQLSession
 
 logger = logging.getLogger("miniagents.session")
 

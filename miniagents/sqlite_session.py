@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, Optional
 
 from .errors import UserError
 from .session import SessionSettings
-from .sql_session import SQLITE, SQLSession, run_transaction
+from .sql_dialect import SQLITE, run_transaction
+from .sql_session import SQLSession
 
 BUSY_TIMEOUT_MS = 30000
 

@@ -215,8 +215,8 @@ MUTANTS: List[Mutant] = [
       "    problem = _fits(data, DOCUMENT_V1, \"run state\")",
       "    problem = None",
       "RunState loading: a mistyped field is a UserError, checked before anything is built", "test_run_state"),
-    # --- sessions: sql_session.py (shared rules), sqlite_session.py, dbapi_session.py ------------------------
-    M("sql_session.py",
+    # --- sessions: sql_session.py (shared rules), sql_dialect.py, sqlite_session.py, dbapi_session.py -----
+    M("sql_dialect.py",
       "        if conn.in_transaction:\n            cur.execute(\"ROLLBACK\")",
       "        if conn.in_transaction:\n            cur.execute(\"COMMIT\")",
       "a failed write rolls back: all rows land or none", "test_session_contract"),

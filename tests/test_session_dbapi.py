@@ -23,7 +23,7 @@ from hypothesis import given, strategies as st
 from miniagents import dbapi_session
 from miniagents.errors import UserError
 from miniagents.session import DBAPISession, SessionStoreError
-from miniagents.sql_session import ParamStyle
+from miniagents.sql_dialect import ParamStyle
 from session_backends import user
 
 
