@@ -34,6 +34,7 @@ _GUARDRAILS = ("GuardrailFunctionOutput", "InputGuardrail", "InputGuardrailResul
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
     "Session": "session", "SessionABC": "session", "SQLiteSession": "session", "SessionSettings": "session",
+    "DBAPISession": "dbapi_session", "SessionStoreError": "sql_session",
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider",
     "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",

@@ -18,7 +18,8 @@ LAYERS = {
     "data": ["errors", "items", "context", "caller"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "agent"],
-    "running": ["state", "turn", "result", "run", "session", "testing"],
+    "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
+    "running": ["state", "turn", "result", "run", "testing"],
     "compatibility": ["aliases", "handoff_helpers", "compat"],
 }
 MODELS = ["models.http", "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses",

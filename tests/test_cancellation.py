@@ -135,11 +135,12 @@ CTRL_C = textwrap.dedent("""
     from miniagents.testing import assistant_message, function_call
     from support import make_agent
 
-    never = threading.Event()
+    never, printing = threading.Event(), threading.Lock()
 
     @function_tool
     def stuck(n: int) -> str:
-        print("started", n, flush=True)
+        with printing:
+            print("started", n, flush=True)
         never.wait()
         return "never"
 

@@ -1,4 +1,6 @@
 """A process killed with SIGKILL in the middle of session runs leaves a well-paired history, and the next run works.
+Run against a SQLite file (SQLiteSession) and against PostgreSQL (DBAPISession over psycopg; skipped with the
+reason when the server or the driver is missing).
 
 Each turn's items (calls with their outputs) are written in one transaction when the turn ends, so whatever
 moment the kill lands, the database holds whole turns only: every function_call has exactly one
@@ -7,6 +9,7 @@ repetitions reload what earlier kills left behind): tests/helpers/crash_session_
 runs in a subprocess (started early, it waits for "go"), the test kills it 0-300 ms after "go", reloads the session,
 checks the pairing and runs a next run with the same session in this process.
 """
+import json
 import os
 import random
 import signal
@@ -17,8 +20,10 @@ import time
 import pytest
 
 from miniagents import Agent, Runner, function_tool
-from miniagents.session import SQLiteSession
 from miniagents.testing import ScriptedModel, assistant_message, function_call
+from session_backends import driver_or_skip, open_session
+
+pytest_plugins = ("postgres",)  # the postgres_server fixture: one server for the whole test session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER = os.path.join(ROOT, "tests", "helpers", "crash_session_run.py")
@@ -41,10 +46,19 @@ def assert_well_paired(items, where):
             assert len(earlier) == 1, f"{where}: output {item['call_id']} has {len(earlier)} calls before it"
 
 
-def spawn(db, seed):
+@pytest.fixture(params=["sqlite", "psycopg"])
+def spec(request, tmp_path):
+    if request.param == "sqlite":
+        return {"kind": "sqlite", "path": str(tmp_path / "crash.db")}
+    driver = driver_or_skip("psycopg")
+    return {"kind": "psycopg", "dsn": request.getfixturevalue("postgres_server").schema_dsn(driver)}
+
+
+def spawn(spec, seed):
     """Start the helper; it imports, says "ready" and waits for "go" before it touches the database."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-S", HELPER, str(db), str(seed)], env=env, cwd=ROOT,
+    no_site = ["-S"] if spec["kind"] == "sqlite" else []  # a driver lives in site-packages
+    return subprocess.Popen([sys.executable, *no_site, HELPER, json.dumps(spec), str(seed)], env=env, cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -62,7 +76,7 @@ def go_and_kill(proc, delay):
     return out.decode().splitlines()
 
 
-def next_run(db, k):
+def next_run(spec, k):
     """A run in this process with the same session; returns (result, what the model was sent)."""
     @function_tool
     def lookup(q: str) -> str:
@@ -71,25 +85,24 @@ def next_run(db, k):
 
     model = ScriptedModel([[function_call("lookup", {"q": "again"}, call_id=f"next{k}")],
                            [assistant_message("recovered")]])
-    with SQLiteSession("crash", db) as session:
+    with open_session(spec, "crash") as session:
         result = Runner.run_sync(Agent("Worker", tools=[lookup], model=model), f"after crash {k}", session=session)
     return result, [dict(i) for i in model.calls[0].input]
 
 
-def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run_succeeds(tmp_path):
-    db = tmp_path / "crash.db"
+def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run_succeeds(spec):
     rng = random.Random()
     seed0 = rng.randrange(10**6)
     killed_mid_turn = 0
-    procs = [spawn(db, seed0)]
+    procs = [spawn(spec, seed0)]
     try:
         for k in range(REPETITIONS):
             delay = rng.uniform(0, 0.3)
             where = f"repetition {k} (seed {seed0 + k}, killed after {delay * 1000:.0f} ms)"
             if k + 1 < REPETITIONS:  # the next helper imports while this one runs (it waits for "go")
-                procs.append(spawn(db, seed0 + k + 1))
+                procs.append(spawn(spec, seed0 + k + 1))
             lines = go_and_kill(procs[k], delay)
-            killed_mid_turn += check_after_kill(db, k, lines, where)
+            killed_mid_turn += check_after_kill(spec, k, lines, where)
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -99,18 +112,18 @@ def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run
     assert killed_mid_turn >= 1, f"no kill landed while a turn was in flight ({REPETITIONS} repetitions)"
 
 
-def check_after_kill(db, k, lines, where):
+def check_after_kill(spec, k, lines, where):
     """The reloaded history is well paired and a next run succeeds; returns whether a turn was in flight."""
-    with SQLiteSession("crash", db) as session:
+    with open_session(spec, "crash") as session:
         items = list(session.get_items())
     assert_well_paired(items, where)
     stored_calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
     started_calls = {line.split(" ", 1)[1] for line in lines if line.startswith("call ")}
 
-    result, sent = next_run(db, k)
+    result, sent = next_run(spec, k)
     assert result.final_output == "recovered", where
     assert_well_paired(sent, where + ", the next run's model input")
-    with SQLiteSession("crash", db) as session:
+    with open_session(spec, "crash") as session:
         after = list(session.get_items())
     assert_well_paired(after, where + ", after the next run")
     assert after[: len(items)] == items and after[len(items)]["content"] == f"after crash {k}"

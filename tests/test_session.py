@@ -1,13 +1,12 @@
-"""Specification of sessions: `SessionSettings`, the `Session` protocol and `SQLiteSession` on SQLite."""
+"""Specification of sessions: `SessionSettings`, the `Session` protocol, and what only `SQLiteSession` does (one
+shared connection per file, WAL, reads whose cost follows what they return, private new files, upstream's files).
+The contract every session keeps is tests/test_session_contract.py."""
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -15,24 +14,7 @@ import pytest
 from miniagents import session as session_mod
 from miniagents.errors import UserError
 from miniagents.session import Session, SessionABC, SessionItems, SessionSettings, SQLiteSession
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user(text):
-    return {"role": "user", "content": text}
-
-
-def call(call_id, name="lookup"):
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
-
-
-def output(call_id, text="ok"):
-    return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-def assistant(text):
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+from session_backends import assistant, call, output, user
 
 
 @pytest.fixture
@@ -79,105 +61,7 @@ def test_get_items_can_be_awaited_and_other_methods_are_documented_as_plain_call
     assert "do not await" in session_mod.__doc__
 
 
-def test_invalid_table_name_raises_user_error():
-    with pytest.raises(UserError, match="messages_table"):
-        SQLiteSession("s", messages_table="m; DROP TABLE x")
-    with pytest.raises(UserError, match="sessions_table"):
-        SQLiteSession("s", sessions_table="1abc")
-
-
 # -- behaviour -----------------------------------------------------------------------------------------
-
-def test_round_trip_keeps_unicode_and_sql_like_text(tmp_path):
-    items = [user("héllo wörld — 你好 🚀"), user("'); DROP TABLE agent_messages; --"), call("c1"), output("c1")]
-    path = str(tmp_path / "rt.db")
-    s = SQLiteSession("s", path)
-    s.add_items(items)
-    s.close()
-    reopened = SQLiteSession("s", path)
-    assert reopened.get_items() == items
-    reopened.close()
-    raw = sqlite3.connect(path).execute("SELECT message_data FROM agent_messages ORDER BY id").fetchone()[0]
-    assert "你好" in raw  # ensure_ascii=False: stored readable, as upstream readers expect
-
-
-def test_session_ids_are_isolated(tmp_path):
-    path = str(tmp_path / "iso.db")
-    a, b = SQLiteSession("a", path), SQLiteSession("b", path)
-    a.add_items([user("for a")])
-    b.add_items([user("for b")])
-    assert a.get_items() == [user("for a")]
-    assert b.get_items() == [user("for b")]
-    b.clear_session()
-    assert a.get_items() == [user("for a")] and b.get_items() == []
-    a.close(), b.close()
-
-
-def test_pop_item_returns_newest_and_removes_it(session):
-    session.add_items([user("1"), user("2"), user("3")])
-    assert session.pop_item() == user("3")
-    assert session.get_items() == [user("1"), user("2")]
-
-
-def test_pop_item_without_returning_clause_behaves_the_same(session, monkeypatch):
-    monkeypatch.setattr(session_mod, "_HAS_RETURNING", False)
-    session.add_items([user("1"), user("2")])
-    assert session.pop_item() == user("2")
-    assert session.get_items() == [user("1")]
-
-
-def test_pop_item_on_empty_session_returns_none(session):
-    assert session.pop_item() is None
-    session.add_items([user("only")])
-    session.pop_item()
-    assert session.pop_item() is None
-
-
-def test_clear_session_removes_items_and_session_row(session):
-    session.add_items([user("1"), user("2")])
-    session.clear_session()
-    assert session.get_items() == []
-    conn = session._shared.conn
-    assert conn.execute("SELECT COUNT(*) FROM agent_sessions").fetchone()[0] == 0
-
-
-def test_get_items_limit_returns_newest_n_in_order(session):
-    session.add_items([user(str(i)) for i in range(200)])
-    assert session.get_items(3) == [user("197"), user("198"), user("199")]
-    assert session.get_items(150) == [user(str(i)) for i in range(50, 200)]
-    assert session.get_items(0) == []
-    assert len(session.get_items()) == 200
-
-
-def test_settings_limit_is_the_default_and_explicit_limit_wins():
-    s = SQLiteSession("s", session_settings=SessionSettings(limit=2))
-    s.add_items([user("1"), user("2"), user("3")])
-    assert s.get_items() == [user("2"), user("3")]
-    assert s.get_items(1) == [user("3")]
-    s.close()
-
-
-def test_limit_turns_never_splits_a_call_from_its_output():
-    s = SQLiteSession("s", session_settings=SessionSettings(limit=3, limit_turns=2))
-    turn1 = [user("first"), call("c1"), output("c1"), assistant("one")]
-    turn2 = [{"type": "message", "role": "user", "content": "second"}, call("c2"), call("c3"),
-             output("c2"), output("c3"), assistant("two")]
-    turn3 = [user("third"), call("c4"), output("c4"), assistant("three")]
-    s.add_items(turn1 + turn2 + turn3)
-    assert s.get_items() == turn2 + turn3  # limit_turns wins over limit=3, which would split c4
-    assert s.get_items(limit_turns=1) == turn3
-    assert s.get_items(limit_turns=10) == turn1 + turn2 + turn3
-    s.close()
-
-
-def test_limit_turns_reads_across_pages():
-    s = SQLiteSession("s")
-    turns = [[user(f"u{t}")] + [x for i in range(50) for x in (call(f"c{t}.{i}"), output(f"c{t}.{i}"))]
-             for t in range(5)]
-    s.add_items([x for t in turns for x in t])
-    assert s.get_items(limit_turns=2) == turns[3] + turns[4]
-    s.close()
-
 
 def vm_steps(session, read):
     """How many SQLite VM steps (x10) `read()` costs on the session's connection."""
@@ -211,38 +95,68 @@ def test_reading_the_newest_items_costs_the_same_in_a_long_session():
     small.close(), large.close()
 
 
-def test_rows_with_bad_json_are_skipped_with_a_warning(session, caplog):
-    session.add_items([user("1")])
-    conn = session._shared.conn
-    conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s1', '{not json')")
-    session.add_items([user("2")])
-    with caplog.at_level(logging.WARNING, logger="miniagents.session"):
-        assert session.get_items() == [user("1"), user("2")]
-        assert session.get_items(2) == [user("1"), user("2")]
-    assert "not valid JSON" in caplog.text
-    assert session.pop_item() == user("2")
-    assert session.pop_item() == user("1")  # the bad row is skipped (and dropped) on the way
-    assert session.pop_item() is None
-
-
-def test_failed_write_leaves_no_partial_rows_and_no_open_transaction(tmp_path):
+def test_a_failed_write_leaves_no_transaction_open_on_the_shared_connection(tmp_path):
     s = SQLiteSession("s", str(tmp_path / "fail.db"))
     conn = s._shared.conn
-    with pytest.raises(TypeError):
-        s.add_items([user("ok"), {"bad": object()}])
-    assert conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 0
-    assert not conn.in_transaction
-    # A failure inside the transaction (after rows went in) is rolled back too.
     conn.execute("CREATE TRIGGER boom BEFORE INSERT ON agent_messages WHEN NEW.message_data LIKE '%boom%' "
                  "BEGIN SELECT RAISE(ABORT, 'boom'); END")
     with pytest.raises(sqlite3.DatabaseError, match="boom"):
         s.add_items([user("ok"), user("boom")])
-    assert conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM agent_sessions").fetchone()[0] == 0
     assert not conn.in_transaction
     s.add_items([user("after")])
     assert s.get_items() == [user("after")]
     s.close()
+
+
+def test_a_missing_parent_folder_is_a_user_error_naming_the_path(tmp_path):
+    missing = tmp_path / "no such folder" / "chat.db"
+    with pytest.raises(UserError, match="no such folder"):
+        SQLiteSession("s", missing)
+    assert not (tmp_path / "no such folder").exists()
+
+
+def test_a_db_path_that_is_not_a_path_is_a_user_error():
+    with pytest.raises(UserError, match="db_path must be a file path"):
+        SQLiteSession("s", None)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_new_database_file_is_private_to_its_owner_and_an_existing_one_keeps_its_mode(tmp_path):
+    old_umask = os.umask(0o022)
+    try:
+        path = tmp_path / "new.db"
+        with SQLiteSession("s", path) as s:
+            s.add_items([user("secret")])
+            files = [p for p in tmp_path.iterdir() if p.name.startswith("new.db")]
+            assert {p.name for p in files} >= {"new.db", "new.db-wal"}  # WAL: the conversation is in -wal too
+            assert {p.name: p.stat().st_mode & 0o777 for p in files} == {p.name: 0o600 for p in files}
+        existing = tmp_path / "existing.db"
+        sqlite3.connect(str(existing)).close()
+        existing.chmod(0o640)
+        with SQLiteSession("s", existing) as s:
+            s.add_items([user("x")])
+        assert existing.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old_umask)
+
+
+def test_a_row_that_is_json_but_not_an_object_never_breaks_a_later_run(tmp_path):
+    from miniagents import Agent, Runner
+    from miniagents.testing import ScriptedModel, assistant_message
+
+    path = str(tmp_path / "odd.db")
+    with SQLiteSession("s", path) as s:
+        s.add_items([user("hello")])
+    conn = sqlite3.connect(path)
+    conn.executemany("INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+                     [("[1, 2]",), ("42",), ('"text"',), ("null",)])
+    conn.commit()
+    conn.close()
+    model = ScriptedModel([[assistant_message("fine")], [assistant_message("still fine")]])
+    with SQLiteSession("s", path) as s:
+        assert Runner.run_sync(Agent("A", model=model), "next", session=s).final_output == "fine"
+        assert Runner.run_sync(Agent("A", model=model), "again", session=s).final_output == "still fine"
+    assert [dict(i) for i in model.calls[0].input] == [user("hello"), user("next")]
 
 
 def test_file_database_uses_wal_and_pragmas(tmp_path):
@@ -290,14 +204,6 @@ def test_database_written_by_upstream_loads(tmp_path):
     assert check.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 5
     assert [r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'idx%'")] \
         == ["idx_agent_messages_session_id"]
-
-
-def test_custom_table_names_are_used(tmp_path):
-    path = str(tmp_path / "custom.db")
-    s = SQLiteSession("s", path, sessions_table="my_sessions", messages_table="my_messages")
-    s.add_items([user("x")])
-    s.close()
-    assert count_rows(path, "my_messages") == 1
 
 
 def test_sessions_on_the_same_file_share_one_connection(tmp_path):
@@ -368,23 +274,5 @@ def test_eight_threads_writing_one_file_lose_nothing(tmp_path):
     assert count_rows(path) == 1600
 
 
-WRITER = """
-import sys
-from miniagents.session import SQLiteSession
-s = SQLiteSession("p" + sys.argv[2], sys.argv[1])
-for i in range(200):
-    s.add_items([{"role": "user", "content": "%s-%d" % (sys.argv[2], i)}])
-s.close()
-"""
 
 
-def test_four_processes_writing_one_file_lose_nothing(tmp_path):
-    path = str(tmp_path / "procs.db")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, path, str(n)], env=env, cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n in range(4)]
-    results = [(p.wait(timeout=60), p.stderr.read().decode()) for p in procs]
-    for p in procs:
-        p.stdout.close(), p.stderr.close()
-    assert results == [(0, "")] * 4
-    assert count_rows(path) == 800

@@ -1,6 +1,8 @@
 """Multi-turn session runs against a file database, forever, until killed (used by tests/test_crash.py).
 
-    python tests/helpers/crash_session_run.py DB_PATH SEED
+    python tests/helpers/crash_session_run.py SPEC_JSON SEED
+
+SPEC_JSON is a backend spec of tests/session_backends.py (a SQLite file, or PostgreSQL through psycopg).
 
 Each run: 2-4 turns of 1-3 `lookup` calls (the tool sleeps a random 1-8 ms, so calls run concurrently and a
 kill often lands while a turn is in flight), then a final message. Writes "ready" once imported, then waits for
@@ -8,15 +10,17 @@ kill often lands while a turn is in flight), then a final message. Writes "ready
 tool starts, one line each (os.write, so lines from tool threads never interleave). Stops by itself after 30 s
 in case nobody kills it.
 """
+import json
 import os
 import random
 import sys
 import time
 
 
-def main(db_path, seed):
+def main(spec_json, seed):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from miniagents import Agent, Runner, function_tool
-    from miniagents.session import SQLiteSession
+    from session_backends import import_driver, open_session
     from miniagents.testing import ScriptedModel, assistant_message, function_call
 
     rng = random.Random(seed)
@@ -36,10 +40,12 @@ def main(db_path, seed):
         steps.append([assistant_message(f"run {run} done")])
         return steps
 
+    spec = json.loads(spec_json)
+    import_driver(spec)
     os.write(1, b"ready\n")  # imports done: the test may start this process early, then say "go"
     if sys.stdin.readline() != "go\n":
         return
-    session = SQLiteSession("crash", db_path)
+    session = open_session(spec, "crash")
     deadline = time.monotonic() + 30
     run = 0
     while time.monotonic() < deadline:

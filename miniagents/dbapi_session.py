@@ -1,0 +1,134 @@
+"""`DBAPISession`: a session on any PEP 249 (DB-API 2.0) connection, e.g. PostgreSQL shared by many workers.
+
+Everything a session reads and writes is `SQLSession`'s (sql_session.py: upstream's tables, the exactly-once
+ledger, the limit walk, the JSON rules), so a database written by `SQLiteSession` or by upstream reads the same
+here. This module adds only how a user's driver is reached:
+- `connect` is a factory the session calls for a connection: once at construction (which tells the driver,
+  hence the dialect and the placeholder style) and again after a connection is lost. The session owns what the
+  factory returns: it keeps one connection per session object (guarded by a lock), sets its transaction mode,
+  and closes it in `close()`. After fork the child opens its own and never touches the parent's.
+- A write that fails with a lost connection, a serialization failure or a deadlock was rolled back by the
+  database; it is retried on a fresh connection up to `max_attempts` times, then raised as `SessionStoreError`.
+  A lost connection during the commit of a write that is not repeatable (`add_items` without `once`,
+  `pop_item`) leaves its outcome unknown: that raises `SessionStoreError` at once instead of risking a turn
+  stored twice. Either way a turn is whole or absent, never half-written.
+It must never import a driver: the user brings theirs.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, List, Optional
+
+from .errors import UserError
+from .session import SessionSettings
+from .sql_dialect import DIALECTS, POSTGRESQL, SQLITE, run_transaction
+from .sql_session import SessionStoreError, SQLSession
+
+logger = logging.getLogger("miniagents.session")
+
+RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one
+_DRIVER_DIALECTS = {"sqlite3": SQLITE, "psycopg": POSTGRESQL, "psycopg2": POSTGRESQL, "pg8000": POSTGRESQL}
+_inherited: List[Any] = []  # parents' connections seen after fork: kept referenced so no finalizer closes them
+
+
+class DBAPISession(SQLSession):
+    """A session on connections from `connect()` (any DB-API 2.0 driver: psycopg 3, psycopg2, sqlite3...).
+
+    `dialect` ("postgresql" or "sqlite") and `paramstyle` are found from the driver's module when not given.
+    `create_tables=False` for a database user that may not create tables (they must exist, e.g. created once
+    by a session with the right)."""
+
+    def __init__(self, session_id: str, connect: Callable[[], Any], *, dialect: Optional[str] = None,
+                 paramstyle: Optional[str] = None, sessions_table: str = "agent_sessions",
+                 messages_table: str = "agent_messages", tool_calls_table: str = "agent_tool_calls",
+                 session_settings: Optional[SessionSettings] = None, create_tables: bool = True,
+                 max_attempts: int = 3):
+        super().__init__(session_id, sessions_table=sessions_table, messages_table=messages_table,
+                         tool_calls_table=tool_calls_table, session_settings=session_settings)
+        if not callable(connect):
+            raise UserError("DBAPISession: connect must be a callable that returns a DB-API connection, "
+                            f"e.g. lambda: psycopg.connect(dsn); got {type(connect).__name__}")
+        if dialect is not None and dialect not in DIALECTS:
+            raise UserError(f"DBAPISession: dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+            raise UserError(f"DBAPISession: max_attempts must be an int >= 1, got {max_attempts!r}")
+        self.max_attempts = max_attempts
+        self._connect, self._lock = connect, threading.Lock()
+        self._conn: Any = None
+        self._pid = os.getpid()
+        conn = connect()
+        driver_name = type(conn).__module__.partition(".")[0]
+        try:
+            chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
+            if chosen is None:
+                raise UserError(f"DBAPISession: cannot tell the database of a {type(conn).__module__} connection; "
+                                f"pass dialect= (one of {', '.join(DIALECTS)})")
+            driver = sys.modules.get(driver_name)
+            self._bind(chosen, paramstyle if paramstyle is not None else getattr(driver, "paramstyle", None))
+        except BaseException:
+            _close_quietly(conn)
+            raise
+        chosen.own(conn)
+        self._conn = conn
+        if create_tables:
+            try:
+                self._transaction(self._create_tables, write=True)
+            except BaseException:
+                self.close()  # the caller never gets this object: its connection must not outlive it
+                raise
+
+    def _connection(self) -> Any:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        if self._conn is not None:  # inherited through fork: its socket is the parent's
+            _inherited.append(self._conn)
+            self._conn = None
+        conn = self._connect()
+        self._dialect.own(conn)
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
+        with self._lock:
+            for attempt in range(1, self.max_attempts + 1):
+                conn, committing = None, []
+                try:
+                    conn = self._connection()
+                    return run_transaction(conn, self._dialect, body, write, committing)
+                except Exception as exc:
+                    if conn is not None and not self._dialect.is_transient(exc, conn):
+                        raise
+                    self._drop(conn)  # lost, or unsure: the next attempt starts on a fresh connection
+                    what = "write" if write else "read"
+                    unknown = bool(committing) and write
+                    if attempt == self.max_attempts or (unknown and not repeatable):
+                        outcome = ("; whether it was stored is unknown" if unknown else
+                                   "; nothing of it was stored" if write else "")
+                        raise SessionStoreError(
+                            f"DBAPISession: a {what} of session {self.session_id!r} failed after {attempt} "
+                            f"attempt(s) ({type(exc).__name__}){outcome}") from exc
+                    logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
+                                   what, type(exc).__name__, attempt + 1, self.max_attempts)
+                    time.sleep(RETRY_DELAY * 2 ** (attempt - 1))
+
+    def _drop(self, conn: Any) -> None:
+        if conn is not None and conn is self._conn:
+            self._conn = None
+            _close_quietly(conn)
+
+    def close(self) -> None:
+        """Close this session's connection. Later calls open a new one from `connect`."""
+        with self._lock:
+            if self._pid == os.getpid():
+                self._drop(self._conn)
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # a broken connection may refuse to close; it is gone either way
+        pass

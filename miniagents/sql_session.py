@@ -1,0 +1,316 @@
+"""Sessions kept in SQL tables: the layout, the statements and every rule SQLiteSession and DBAPISession share.
+
+`SQLSession` holds the logic (what is read and written, in which transaction, with which checks); a subclass
+only says how a transaction reaches its connection (`_transaction`); the few places where databases differ are
+sql_dialect.py's. This module never imports a database driver, and never interprets,
+repairs or executes items: it encodes them as JSON (lone surrogates replaced by U+FFFD, as `items.clean_text`
+does where model text enters) and skips stored rows that are not JSON objects, with a warning.
+
+Tables (names configurable, checked as identifiers; nothing else is ever interpolated into SQL):
+    agent_sessions(session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)
+    agent_messages(id <auto id> PRIMARY KEY, session_id TEXT NOT NULL, message_data TEXT NOT NULL,
+                   created_at TIMESTAMP, FOREIGN KEY (session_id) REFERENCES agent_sessions ON DELETE CASCADE)
+    INDEX idx_agent_messages_session_id ON agent_messages (session_id, id)
+    agent_tool_calls(session_id TEXT NOT NULL, run_id TEXT NOT NULL, call_id TEXT NOT NULL, output TEXT NULL,
+                     created_at TIMESTAMP, PRIMARY KEY (session_id, run_id, call_id))
+The first two and the index are upstream's layout (one JSON item per row), so upstream's databases load
+unchanged; `<auto id>` is `INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite, `BIGSERIAL PRIMARY KEY` on PostgreSQL.
+
+The third table is the exactly-once ledger (ours; upstream has none). `claim_call` inserts the row
+(session_id, run_id, call_id) ignoring a conflict, and the row count says who won: the primary key decides,
+never a read-then-write. `settle_call` stores the call's output as a JSON string (ASCII, so any text round-trips,
+NUL and lone surrogates included). `add_items(..., once=key)` records its key in the same table and transaction
+as the rows, as (session_id, run_id='', call_id=key): run ids are never empty (`claim_call` refuses one), so a
+key can never collide with a call. The ledger has no foreign key, so a claim needs no session row;
+`clear_session` deletes the session's ledger rows itself. It is read by primary key only, never through the
+`limit` / `limit_turns` window of `get_items`.
+
+Writers of one session queue on its session row (each write updates `updated_at` before touching messages:
+a row lock on PostgreSQL; on SQLite `BEGIN IMMEDIATE` already queues every writer), so the rows of one
+`add_items` get consecutive ids in commit order and two turns never interleave.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from types import SimpleNamespace
+from typing import Any, Callable, List, Optional, Tuple
+
+from .errors import AgentsException, UserError
+from .items import clean_text
+from .session import SessionABC, SessionItems, SessionSettings
+from .sql_dialect import Dialect, ParamStyle
+
+logger = logging.getLogger("miniagents.session")
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_NEWEST = 2**63 - 1  # above every id: the first page of the backwards walk
+_SKIPPED = object()  # what _decode returns for a row that is not a JSON object
+
+
+class SessionStoreError(AgentsException):
+    """The session's database kept failing (connection lost, serialization failure, deadlock) after bounded
+    retries, or the connection was lost while a non-repeatable write committed, so its outcome is unknown.
+    The driver's exception is the `__cause__`; its text is not copied (it may name hosts or users)."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> str:
+    """`value` if it can be stored as a key on every database; a `UserError` naming `what` otherwise."""
+    if not isinstance(value, str):
+        raise UserError(f"{owner}: {what} must be a string, not {type(value).__name__}")
+    if not value and not allow_empty:
+        raise UserError(f"{owner}: {what} must not be empty")
+    if "\x00" in value or clean_text(value) is not value:
+        raise UserError(f"{owner}: {what} must not contain NUL characters or lone surrogates")
+    return value
+
+
+def check_table_name(owner: str, what: str, name: Any) -> str:
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise UserError(f"{owner}: {what}={name!r} is not a valid table name; "
+                        "use letters, digits and underscores, not starting with a digit")
+    return name
+
+
+def _check_count(owner: str, what: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise UserError(f"{owner}: {what} must be an int or None, not {type(value).__name__}")
+
+
+def _is_user_message(item: dict) -> bool:
+    return item.get("role") == "user" and item.get("type", "message") == "message"
+
+
+class SQLSession(SessionABC):
+    """A session in upstream's SQL tables plus the exactly-once ledger. Subclasses provide `_transaction` and
+    `close`, and call `_bind(dialect, paramstyle)` before the first statement."""
+
+    def __init__(self, session_id: Any, *, sessions_table: str, messages_table: str, tool_calls_table: str,
+                 session_settings: Optional[SessionSettings]):
+        owner = type(self).__name__
+        self.session_id = check_key(owner, "session_id", session_id)
+        self.sessions_table = check_table_name(owner, "sessions_table", sessions_table)
+        self.messages_table = check_table_name(owner, "messages_table", messages_table)
+        self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
+        self.session_settings = session_settings
+
+    def _bind(self, dialect: Dialect, paramstyle: Any) -> None:
+        """Build every statement once, in the dialect and the driver's placeholder style."""
+        self._dialect, self._style = dialect, ParamStyle(type(self).__name__, paramstyle)
+        s, m, t = self.sessions_table, self.messages_table, self.tool_calls_table
+        ignore = dialect.insert_ignoring_conflict
+        sql = {
+            "ensure_session": ignore(s, "session_id", 1),
+            "touch_session": f"UPDATE {s} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
+            "insert_message": f"INSERT INTO {m} (session_id, message_data) VALUES (?, ?)",
+            "page": f"SELECT id, message_data FROM {m} WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            "newest": f"SELECT id, message_data FROM {m} WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            "delete_message": f"DELETE FROM {m} WHERE id = ?",
+            "clear_messages": f"DELETE FROM {m} WHERE session_id = ?",
+            "clear_ledger": f"DELETE FROM {t} WHERE session_id = ?",
+            "clear_session": f"DELETE FROM {s} WHERE session_id = ?",
+            "claim": ignore(t, "session_id, run_id, call_id", 3),
+            "claimed_output": f"SELECT output FROM {t} WHERE session_id = ? AND run_id = ? AND call_id = ?",
+            "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
+            "record": ignore(t, "session_id, run_id, call_id, output", 4),
+        }
+        self._sql = SimpleNamespace(**{name: self._style.sql(text) for name, text in sql.items()})
+        self._schema = [
+            f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
+            "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)",
+            f"CREATE TABLE IF NOT EXISTS {m} (id {dialect.id_column}, session_id TEXT NOT NULL, "
+            "message_data TEXT NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)",
+            f"CREATE INDEX IF NOT EXISTS idx_{m}_session_id ON {m} (session_id, id)",
+            f"CREATE TABLE IF NOT EXISTS {t} (session_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+            "call_id TEXT NOT NULL, output TEXT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            "PRIMARY KEY (session_id, run_id, call_id))",
+        ]
+        lock = dialect.schema_lock((s, m, t))
+        if lock is not None:
+            self._schema.insert(0, lock)
+
+    def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
+        """Run `body(cursor)` in one transaction and return its result. `repeatable`: running the write again
+        after a commit whose outcome is unknown changes nothing (a `once` append, a claim, a settle, a clear)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _create_tables(self, cur: Any) -> None:
+        for statement in self._schema:
+            cur.execute(statement)
+
+    def _execute(self, cur: Any, name: str, *args: Any) -> Any:
+        cur.execute(getattr(self._sql, name), self._style.args(args))
+        return cur
+
+    # --- items ---------------------------------------------------------------------------------------------
+
+    def _encode(self, index: int, item: Any) -> tuple:
+        """The row for one item: (session_id, JSON text). Anything that is not a JSON object is refused here."""
+        owner = type(self).__name__
+        if not isinstance(item, dict):
+            raise UserError(f"{owner}.add_items: item {index} is a {type(item).__name__}, not a dict; nothing "
+                            "was stored")
+        try:
+            text = json.dumps(item, ensure_ascii=False)  # readable rows, as upstream's readers expect
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"{owner}.add_items: item {index} cannot be stored as JSON ({exc}); nothing was "
+                            "stored") from None
+        return self.session_id, clean_text(text)  # a lone surrogate would fail the driver's UTF-8 encoding
+
+    def _decode(self, row_id: Any, data: Any) -> Any:
+        try:
+            item = json.loads(data)
+        except (TypeError, ValueError):
+            item, why = _SKIPPED, "is not valid JSON"
+        else:
+            why = "is not a JSON object"
+        if isinstance(item, dict):
+            return item
+        logger.warning("session %r: skipping row %s of %s, its message_data %s",
+                       self.session_id, row_id, self.messages_table, why)
+        return _SKIPPED
+
+    def get_items(self, limit: Optional[int] = None, *, limit_turns: Optional[int] = None) -> SessionItems:
+        """The newest `limit` items, oldest first. Without arguments `session_settings` decides: `limit_turns`
+        (the items from the N-th most recent user message on) wins over `limit`. An explicit `limit` wins
+        over both. Reads walk the (session_id, id) index backwards, so cost follows what is returned."""
+        owner = type(self).__name__
+        _check_count(owner, "limit", limit)
+        _check_count(owner, "limit_turns", limit_turns)
+        settings = self.session_settings or SessionSettings()
+        if limit is None and limit_turns is None:
+            limit_turns = settings.limit_turns
+            limit = settings.limit if limit_turns is None else None
+        if (limit is not None and limit <= 0) or (limit_turns is not None and limit_turns <= 0):
+            return SessionItems()
+        newest_first = self._transaction(lambda cur: self._walk_back(cur, limit, limit_turns), write=False)
+        return SessionItems(reversed(newest_first))
+
+    def _walk_back(self, cur: Any, limit: Optional[int], limit_turns: Optional[int]) -> list:
+        """Items newest first, a growing page at a time, until `limit` items or `limit_turns` user messages."""
+        newest_first: list = []
+        before, page, turns = _NEWEST, 64, 0
+        while limit is None or len(newest_first) < limit:
+            want = page if limit is None else min(page, limit - len(newest_first))
+            rows = self._execute(cur, "page", self.session_id, before, want).fetchall()
+            for row_id, data in rows:
+                item = self._decode(row_id, data)
+                if item is _SKIPPED:
+                    continue
+                newest_first.append(item)
+                if limit_turns is not None and _is_user_message(item):
+                    turns += 1
+                    if turns >= limit_turns:
+                        return newest_first
+            if len(rows) < want:
+                return newest_first
+            before, page = rows[-1][0], min(page * 2, 4096)
+        return newest_first
+
+    def add_items(self, items: List[dict], *, once: Optional[str] = None) -> bool:
+        """Append `items` in one transaction: all rows land, or none (a plain call: do not await it).
+
+        With `once=key` the append happens only if no earlier `add_items` of this session used `key`; the key
+        is recorded in the same transaction as the rows. Returns True when this call appended, False when the
+        key was used before (nothing is written; this is also what a retry sees after a commit whose
+        acknowledgment the connection lost)."""
+        owner = type(self).__name__
+        rows = [self._encode(index, item) for index, item in enumerate(items)]
+        if once is not None:
+            check_key(owner, "once", once)
+        elif not rows:
+            return True
+
+        def body(cur: Any) -> bool:
+            self._execute(cur, "ensure_session", self.session_id)
+            if once is not None and self._execute(cur, "claim", self.session_id, "", once).rowcount != 1:
+                return False
+            self._execute(cur, "touch_session", self.session_id)  # writers of this session queue here
+            if rows:
+                cur.executemany(self._sql.insert_message, [self._style.args(row) for row in rows])
+            return True
+
+        return self._transaction(body, write=True, repeatable=once is not None)
+
+    def pop_item(self) -> Optional[dict]:
+        """Remove and return the newest item, or None (a plain call: do not await it). Rows that are not JSON
+        objects are dropped on the way to the newest valid item."""
+        def body(cur: Any) -> Optional[dict]:
+            self._execute(cur, "touch_session", self.session_id)
+            while True:
+                row = self._execute(cur, "newest", self.session_id).fetchone()
+                if row is None:
+                    return None
+                self._execute(cur, "delete_message", row[0])
+                item = self._decode(*row)
+                if item is not _SKIPPED:
+                    return item
+
+        return self._transaction(body, write=True, repeatable=False)
+
+    def clear_session(self) -> None:
+        """Remove this session's items, its ledger and its session row (a plain call: do not await it)."""
+        def body(cur: Any) -> None:
+            self._execute(cur, "touch_session", self.session_id)
+            for name in ("clear_messages", "clear_ledger", "clear_session"):
+                self._execute(cur, name, self.session_id)
+
+        self._transaction(body, write=True)
+
+    # --- the exactly-once ledger ---------------------------------------------------------------------------
+
+    def claim_call(self, run_id: str, call_id: str) -> Tuple[bool, Optional[str]]:
+        """Atomically claim the right to run call `call_id` of run `run_id` once in this session.
+
+        (True, None): this caller won the claim and will run the call. (False, output): claimed before;
+        `output` is the text recorded by `settle_call`, or None when the claimant never recorded one (it is
+        still running, or it crashed mid-call)."""
+        owner = type(self).__name__
+        key = (self.session_id, check_key(owner, "run_id", run_id), check_key(owner, "call_id", call_id, True))
+
+        def body(cur: Any) -> Tuple[bool, Optional[str]]:
+            if self._execute(cur, "claim", *key).rowcount == 1:
+                return True, None
+            row = self._execute(cur, "claimed_output", *key).fetchone()
+            return False, None if row is None or row[0] is None else _output_text(row[0])
+
+        return self._transaction(body, write=True)
+
+    def settle_call(self, run_id: str, call_id: str, output: str) -> None:
+        """Record the output text of a claimed call, in its own small transaction (right after the call ran).
+        A call nobody claimed is claimed and settled at once."""
+        owner = type(self).__name__
+        key = (self.session_id, check_key(owner, "run_id", run_id), check_key(owner, "call_id", call_id, True))
+        if not isinstance(output, str):
+            raise UserError(f"{owner}.settle_call: output must be a string, not {type(output).__name__}")
+        stored = json.dumps(output)
+
+        def body(cur: Any) -> None:
+            if self._execute(cur, "settle", stored, *key).rowcount == 0:
+                self._execute(cur, "record", *key, stored)
+
+        self._transaction(body, write=True)
+
+
+def _output_text(stored: str) -> str:
+    """A settled output as recorded (a JSON string); a row edited by hand to plain text is returned as is."""
+    try:
+        value = json.loads(stored)
+    except ValueError:
+        return stored
+    return value if isinstance(value, str) else stored

@@ -1,0 +1,119 @@
+"""`SQLiteSession`: a session in a SQLite file (or in memory), the embedded default.
+
+Everything a session reads and writes is `SQLSession`'s (sql_session.py: upstream's tables, the exactly-once
+ledger, the limit walk, the JSON rules). This module adds only how SQLite is reached:
+- one connection and one lock per database file per process, shared by all sessions on it (a connection
+  inherited through fork is never used: the child opens its own);
+- WAL journal, a 30 s busy timeout and foreign keys on; every write is `BEGIN IMMEDIATE` … `COMMIT`/`ROLLBACK`,
+  so writers (threads or processes) queue instead of failing;
+- a new database file is created readable and writable by its owner only (0600: it holds conversations);
+  SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone.
+It must never retry a write itself: the busy timeout is SQLite's own queue.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from typing import Any, Callable, Dict, Optional
+
+from .errors import UserError
+from .session import SessionSettings
+from .sql_dialect import SQLITE, run_transaction
+from .sql_session import SQLSession
+
+BUSY_TIMEOUT_MS = 30000
+
+
+class _Shared:
+    """One connection, its lock and how many sessions use it."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn, self.lock, self.users, self.pid = conn, threading.Lock(), 0, os.getpid()
+
+
+_registry: Dict[tuple, _Shared] = {}  # (pid, absolute path) -> shared connection; pid guards against fork
+_registry_lock = threading.Lock()
+
+
+def _create_private_file(path: str) -> None:
+    """Create `path` empty with mode 0600 unless it exists (an empty file is a valid empty database)."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+def _connect(path: str, is_file: bool) -> sqlite3.Connection:
+    if is_file:
+        folder = os.path.dirname(path)
+        if not os.path.isdir(folder):
+            raise UserError(f"SQLiteSession: cannot create the database {path!r}: the folder {folder!r} "
+                            "does not exist")
+        _create_private_file(path)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    SQLITE.own(conn)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if is_file:
+        conn.execute("PRAGMA journal_mode = WAL")
+    return conn
+
+
+class SQLiteSession(SQLSession):
+    """A session stored in SQLite, in upstream's table layout. `db_path=":memory:"` is private to this object."""
+
+    def __init__(self, session_id: str, db_path: Any = ":memory:", sessions_table: str = "agent_sessions",
+                 messages_table: str = "agent_messages", session_settings: Optional[SessionSettings] = None,
+                 *, tool_calls_table: str = "agent_tool_calls"):
+        super().__init__(session_id, sessions_table=sessions_table, messages_table=messages_table,
+                         tool_calls_table=tool_calls_table, session_settings=session_settings)
+        self._bind(SQLITE, "qmark")
+        try:
+            path = os.fsdecode(os.fspath(db_path))
+        except TypeError:
+            raise UserError(f"SQLiteSession: db_path must be a file path or ':memory:', "
+                            f"not {type(db_path).__name__}") from None
+        self._is_file = path not in (":memory:", "")
+        self.db_path = os.path.realpath(path) if self._is_file else path
+        self._shared: Optional[_Shared] = None
+        self._acquire()
+
+    def _acquire(self) -> _Shared:
+        shared = self._shared  # the common case, without the registry lock
+        if shared is not None and shared.pid == os.getpid():
+            return shared
+        with _registry_lock:  # (a connection inherited through fork is never used: pid differs)
+            if self._shared is not None and self._shared.pid == os.getpid():
+                return self._shared
+            key = (os.getpid(), self.db_path)
+            shared = _registry.get(key) if self._is_file else None
+            if shared is None:
+                shared = _Shared(_connect(self.db_path, self._is_file))
+            with shared.lock:
+                run_transaction(shared.conn, SQLITE, self._create_tables, write=True)
+            if self._is_file:
+                _registry[key] = shared
+            shared.users += 1
+            self._shared = shared
+            return shared
+
+    def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
+        shared = self._acquire()
+        with shared.lock:  # one connection per file: a statement sequence must not interleave with another
+            return run_transaction(shared.conn, SQLITE, body, write)
+
+    def close(self) -> None:
+        """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
+        with _registry_lock:
+            shared, self._shared = self._shared, None
+            if shared is None or shared.pid != os.getpid():
+                return
+            shared.users -= 1
+            if shared.users > 0:
+                return
+            key = (os.getpid(), self.db_path)
+            if _registry.get(key) is shared:
+                del _registry[key]
+        with shared.lock:
+            shared.conn.close()

@@ -1,0 +1,346 @@
+"""Specification of what `DBAPISession` adds to the shared session contract (tests/test_session_contract.py):
+how it reaches a driver and what it does when the database fails.
+
+Placeholders follow the driver's paramstyle; the dialect comes from the driver's module (or `dialect=`); bad
+arguments are `UserError`s before anything is stored. A write that fails with a lost connection, a
+serialization failure or a deadlock is rolled back and retried on a fresh connection, a bounded number of times,
+then raised as `SessionStoreError`; a lost connection while a non-repeatable write commits is a
+`SessionStoreError` at once (never a turn stored twice); other errors are the driver's own, raised as they are.
+The failures are injected by `FlakyConnection`, a sqlite3 connection whose statements fail on cue the way a
+PostgreSQL driver's do (an exception carrying `sqlstate`, a connection that reports itself closed).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import sys
+
+import pytest
+from hypothesis import given, strategies as st
+
+from miniagents import dbapi_session
+from miniagents.errors import UserError
+from miniagents.session import DBAPISession, SessionStoreError
+from miniagents.sql_dialect import ParamStyle
+from session_backends import user
+
+
+@pytest.fixture(autouse=True)
+def no_retry_delay(monkeypatch):
+    monkeypatch.setattr(dbapi_session, "RETRY_DELAY", 0)
+
+
+class DriverError(Exception):
+    def __init__(self, message, sqlstate=None):
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class FlakyConnection:
+    """sqlite3 under a DB-API face that fails on cue. `plan` (shared by every connection a test opens) maps a
+    statement prefix to a list of failures, each (sqlstate, lose_connection, after_running); one is used per
+    matching statement."""
+
+    def __init__(self, path, plan):
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.path, self.plan, self.closed = path, plan, False
+
+    def cursor(self):
+        return FlakyCursor(self, self._conn.cursor())
+
+    @property
+    def in_transaction(self):
+        return not self.closed and self._conn.in_transaction
+
+    def commit(self):
+        raise AssertionError("the sqlite dialect commits with a COMMIT statement")
+
+    def rollback(self):
+        raise AssertionError("the sqlite dialect rolls back with a ROLLBACK statement")
+
+    def close(self):
+        self.closed = True
+        self._conn.close()
+
+
+class FlakyCursor:
+    def __init__(self, owner, cur):
+        self.owner, self.cur = owner, cur
+
+    def _run(self, method, sql, params):
+        if self.owner.closed:
+            raise DriverError("the connection is closed")
+        for prefix, failures in self.owner.plan.items():
+            if sql.startswith(prefix) and failures:
+                sqlstate, lose, after = failures.pop(0)
+                if after:
+                    getattr(self.cur, method)(sql, params)
+                if lose:
+                    self.owner.close()
+                raise DriverError(f"injected failure of {prefix!r}", sqlstate)
+        getattr(self.cur, method)(sql, params)
+        return self
+
+    def execute(self, sql, params=()):
+        return self._run("execute", sql, params)
+
+    def executemany(self, sql, rows):
+        return self._run("executemany", sql, rows)
+
+    def __getattr__(self, name):
+        return getattr(self.cur, name)
+
+
+@pytest.fixture
+def flaky(tmp_path):
+    """(make_session(**kwargs), plan, connections): sessions over FlakyConnections to one file."""
+    path, plan, connections = str(tmp_path / "flaky.db"), {}, []
+
+    def connect():
+        connections.append(FlakyConnection(path, plan))
+        return connections[-1]
+
+    sessions = []
+
+    def make(**kwargs):
+        sessions.append(DBAPISession("s", connect, dialect="sqlite", paramstyle="qmark", **kwargs))
+        return sessions[-1]
+
+    yield make, plan, connections
+    for s in sessions:
+        s.close()
+
+
+def rows(connections):
+    """How many message rows the file holds, read with a connection of its own."""
+    conn = sqlite3.connect(connections[0].path)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0]
+    finally:
+        conn.close()
+
+
+SERIALIZATION, DEADLOCK, ADMIN_SHUTDOWN = "40001", "40P01", "57P01"
+INSERT_MESSAGE = "INSERT INTO agent_messages"
+
+
+@pytest.mark.parametrize("sqlstate,lose", [(SERIALIZATION, False), (DEADLOCK, False), (ADMIN_SHUTDOWN, True),
+                                           ("08006", True), (None, True)])
+def test_a_write_that_fails_transiently_midway_is_retried_whole(flaky, caplog, sqlstate, lose):
+    make, plan, connections = flaky
+    s = make()
+    plan[INSERT_MESSAGE] = [(sqlstate, lose, True)]  # the rows went in, then the failure: rolled back
+    with caplog.at_level(logging.WARNING, logger="miniagents.session"):
+        assert s.add_items([user("1"), user("2")]) is True
+    assert s.get_items() == [user("1"), user("2")] and rows(connections) == 2
+    assert "retrying a write after DriverError (attempt 2 of 3)" in caplog.text
+    assert len(connections) == 2  # the retry ran on a fresh connection
+
+
+def test_retries_are_bounded_and_then_a_session_store_error_says_nothing_was_stored(flaky):
+    make, plan, connections = flaky
+    s = make(max_attempts=4)
+    plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 10
+    with pytest.raises(SessionStoreError, match="failed after 4 attempt.*nothing of it was stored") as caught:
+        s.add_items([user("1")])
+    assert isinstance(caught.value.__cause__, DriverError)
+    assert "injected" not in str(caught.value)  # the driver's text stays in the cause
+    assert len(plan[INSERT_MESSAGE]) == 6 and rows(connections) == 0
+    plan[INSERT_MESSAGE] = []
+    s.add_items([user("after")])
+    assert s.get_items() == [user("after")]
+
+
+def test_an_error_that_is_not_transient_is_raised_as_is_without_retry(flaky):
+    make, plan, connections = flaky
+    s = make()
+    plan[INSERT_MESSAGE] = [("23505", False, False)]
+    with pytest.raises(DriverError, match="injected"):
+        s.add_items([user("1")])
+    assert len(connections) == 1 and rows(connections) == 0
+
+
+def test_reads_are_retried_too(flaky):
+    make, plan, connections = flaky
+    s = make()
+    s.add_items([user("1")])
+    plan["SELECT id, message_data"] = [(None, True, False)]
+    assert s.get_items() == [user("1")]
+
+
+def test_a_reconnection_that_keeps_failing_ends_in_a_session_store_error(tmp_path):
+    path, attempts = str(tmp_path / "down.db"), []
+
+    def connect():
+        attempts.append(1)
+        if len(attempts) > 1:
+            raise DriverError("server is down")
+        return FlakyConnection(path, {"SELECT id": [(None, True, False)]})
+
+    s = DBAPISession("s", connect, dialect="sqlite", paramstyle="qmark")
+    with pytest.raises(SessionStoreError, match=r"read of session 's' failed after 3 attempt\(s\) \(DriverError\)$"):
+        s.get_items()
+    assert len(attempts) == 3
+
+
+def test_losing_the_connection_while_committing_a_plain_append_never_stores_it_twice(flaky):
+    make, plan, connections = flaky
+    s = make()
+    plan["COMMIT"] = [(None, True, True)]  # committed, but the answer never came back
+    with pytest.raises(SessionStoreError, match="whether it was stored is unknown"):
+        s.add_items([user("1")])
+    assert s.get_items() == [user("1")]  # once: the write was not repeated
+
+
+def test_losing_the_connection_while_committing_a_once_append_retries_safely(flaky):
+    make, plan, connections = flaky
+    s = make()
+    plan["COMMIT"] = [(None, True, True)]
+    assert s.add_items([user("1")], once="run/turn-1") is False  # the retry found its own key
+    assert s.get_items() == [user("1")]
+
+
+def test_losing_the_connection_while_committing_a_pop_raises_instead_of_popping_twice(flaky):
+    make, plan, connections = flaky
+    s = make()
+    s.add_items([user("1"), user("2")])
+    plan["COMMIT"] = [(None, True, True)]
+    with pytest.raises(SessionStoreError, match="unknown"):
+        s.pop_item()
+    assert s.get_items() == [user("1")]
+
+
+def test_losing_the_connection_while_committing_a_claim_leaves_the_call_claimed(flaky):
+    make, plan, connections = flaky
+    s = make()
+    plan["COMMIT"] = [(None, True, True)]
+    assert s.claim_call("run", "c1") == (False, None)  # never (True, None) twice: the call stays claimed
+    plan["COMMIT"] = [(None, True, True)]
+    s.settle_call("run", "c1", "done")
+    assert s.claim_call("run", "c1") == (False, "done")
+
+
+def test_a_closed_session_reconnects_on_next_use(flaky):
+    make, plan, connections = flaky
+    s = make()
+    s.add_items([user("1")])
+    s.close()
+    s.close()  # idempotent
+    assert connections[0].closed
+    s.add_items([user("2")])
+    assert s.get_items() == [user("1"), user("2")] and len(connections) == 2
+
+
+# --- drivers, dialects and placeholders -------------------------------------------------------------------------
+
+
+def test_the_dialect_and_paramstyle_come_from_the_driver(tmp_path):
+    with DBAPISession("s", lambda: sqlite3.connect(str(tmp_path / "a.db"))) as s:
+        assert (s._dialect.name, s._style.name) == ("sqlite", "qmark")
+        s.add_items([user("x")])
+        assert s.get_items() == [user("x")]
+
+
+def test_a_connection_of_an_unknown_driver_needs_a_dialect_and_is_closed(tmp_path):
+    made = []
+
+    def connect():
+        made.append(FlakyConnection(str(tmp_path / "u.db"), {}))
+        return made[-1]
+
+    with pytest.raises(UserError, match="pass dialect="):
+        DBAPISession("s", connect)
+    assert made[0].closed
+    with pytest.raises(UserError, match="paramstyle None"):
+        DBAPISession("s", connect, dialect="sqlite")
+    with pytest.raises(UserError, match="dialect 'mysql'"):
+        DBAPISession("s", connect, dialect="mysql")
+
+
+@pytest.mark.parametrize("kwargs,message", [({"connect": "postgresql://x"}, "connect must be a callable"),
+                                            ({"max_attempts": 0}, "max_attempts"),
+                                            ({"max_attempts": True}, "max_attempts")])
+def test_bad_arguments_are_user_errors_before_any_connection(kwargs, message):
+    args = {"connect": lambda: pytest.fail("connected"), **kwargs}
+    with pytest.raises(UserError, match=message):
+        DBAPISession("s", **args)
+
+
+def test_named_placeholders_work_end_to_end(tmp_path):
+    with DBAPISession("s", lambda: sqlite3.connect(str(tmp_path / "n.db")), paramstyle="named") as s:
+        s.add_items([user("1"), user("2")], once="k")
+        assert s.claim_call("r", "c") == (True, None)
+        s.settle_call("r", "c", "out")
+        assert (s.claim_call("r", "c"), s.pop_item(), s.get_items()) == ((False, "out"), user("2"), [user("1")])
+
+
+PLACEHOLDER = {"qmark": (r"\?", None), "format": ("%s", None), "pyformat": (r"%\(p\d+\)s", r"%\((p\d+)\)s"),
+               "numeric": (r":\d+", r":(\d+)"), "named": (r":p\d+", r":(p\d+)")}
+
+
+@given(st.sampled_from(ParamStyle.STYLES), st.lists(st.text(alphabet="ab ,()=*'", max_size=6), min_size=1,
+                                                     max_size=6))
+def test_placeholders_are_converted_in_order_and_nothing_else_changes(style, segments):
+    count = len(segments) - 1
+    converted = ParamStyle("T", style).sql("?".join(segments))
+    mark, name = PLACEHOLDER[style]
+    assert re.split(mark, converted) == segments
+    args = ParamStyle("T", style).args(tuple(range(count)))
+    if style in ("pyformat", "named"):
+        assert re.findall(name, converted) == [f"p{i}" for i in range(count)]
+        assert args == {f"p{i}": i for i in range(count)}
+    else:
+        assert args == tuple(range(count))
+    if style == "numeric":
+        assert re.findall(name, converted) == [str(i + 1) for i in range(count)]
+
+
+def test_a_connection_in_autocommit_mode_still_writes_all_or_nothing(tmp_path):
+    path = str(tmp_path / "auto.db")
+
+    def connect():
+        conn = sqlite3.connect(path, isolation_level=None)
+        if sys.version_info >= (3, 12):
+            conn.autocommit = False  # explicit transaction control: a transaction is always open
+        return conn
+
+    with DBAPISession("s", connect) as s:
+        raw = sqlite3.connect(path, isolation_level=None)
+        raw.execute("CREATE TRIGGER boom BEFORE INSERT ON agent_messages WHEN NEW.message_data LIKE '%boom%' "
+                    "BEGIN SELECT RAISE(ABORT, 'boom'); END")
+        with pytest.raises(sqlite3.DatabaseError, match="boom"):
+            s.add_items([user("ok"), user("boom")])
+        assert raw.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 0
+        s.add_items([user("ok")])
+        assert raw.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == 1
+        raw.close()
+
+
+def test_create_tables_false_creates_nothing(tmp_path):
+    path = str(tmp_path / "none.db")
+    with DBAPISession("s", lambda: sqlite3.connect(path), create_tables=False) as s:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            s.get_items()
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_opens_its_own_connection(tmp_path):
+    path = str(tmp_path / "fork.db")
+    s = DBAPISession("s", lambda: sqlite3.connect(path))
+    s.add_items([user("parent")])
+    parent_conn = s._conn
+    pid = os.fork()
+    if pid == 0:  # child: must not use the parent's connection
+        code = 1
+        try:
+            s.add_items([user("child")])
+            code = 0 if s._conn is not parent_conn else 2
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert s._conn is parent_conn
+    assert s.get_items() == [user("parent"), user("child")]
+    s.close()
