@@ -166,7 +166,8 @@ class Agent(Generic[TContext]):
             options = RunOptions(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
                                  hooks=hooks, session=session, previous_response_id=previous_response_id,
                                  conversation_id=conversation_id)
-            nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None)
+            nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None,
+                               ledger=getattr(ctx, "ledger", None))
             on_event = None if on_stream is None else lambda event: caller.call(on_stream, {
                 "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)})
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call

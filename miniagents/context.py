@@ -141,5 +141,7 @@ class ToolContext(RunContextWrapper[TContext]):
     tool_call: Any = None
     agent: Any = None
     run_config: Any = None
-    # The paused inner run of an agent-as-tool call being resumed (set by the turn, read by as_tool).
+    # The paused inner run of an agent-as-tool call being resumed, and the run's exactly-once ledger (both set by
+    # the turn, read by as_tool: an inner run without a session of its own claims its calls there).
     resume_state: Any = field(default=None, repr=False)
+    ledger: Any = field(default=None, repr=False)

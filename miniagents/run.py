@@ -42,12 +42,11 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
     while True:
         if state.cancel_mode is not None and state.pending is None:  # cancelled: no new turn starts
             return RunResult.from_state(state, None)
-        known = outputs_in_session(run)
         if state.pending is None and state.max_turns is not None and state.current_turn >= state.max_turns:
             turn = TurnResult(state.current_agent, [], NextStepError(
                 "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
         else:
-            turn = yield from run_turn(run, known)
+            turn = yield from run_turn(run)
         step = turn.next_step
         if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
             step = answer_error(run, turn, step)
@@ -56,7 +55,7 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
         pending = close_turn(run, turn)
         if isinstance(step, NextStepHandoff):
             turn.new_items.append(take_handoff(run, step, pending.start))
-        yield from save_turn(run, pending, turn, known)
+        yield from save_turn(run, pending, turn)
         if isinstance(step, NextStepFinalOutput):
             return finish(run, step.output)
         if isinstance(step, NextStepHandoff):
@@ -185,23 +184,17 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
     return drop_orphans(list(history)) + new_items, new_items
 
 
-def outputs_in_session(run: Run) -> dict:
-    """For a paused turn being resumed: call id -> (output, output) of every call the session already settled
-    (the exactly-once record). A fresh turn has nothing settled yet."""
-    if run.session is None or run.state.pending is None:
-        return {}
-    return {i["call_id"]: (i.get("output"), i.get("output")) for i in run.session.get_items()
-            if i.get("type") == "function_call_output" and "call_id" in i}
-
-
-def save_turn(run: Run, pending: Any, turn: TurnResult, known: dict) -> Generator[Any, None, None]:
-    """Write the turn (and the run's new input, with its first turn) to the session in one transaction, unless
-    the session already holds the paused turn's outputs (`known`: an earlier resume of the same state wrote
-    them); then announce the turn's outputs."""
-    items = turn.new_items
-    if run.session is not None and not any(i.raw_item.get("call_id") in known for i in items):
-        run.session.add_items((pending.session_input if pending is not None else []) + [i.raw_item for i in items])
-    yield from stream_events_for(items[len(turn.output.items):])  # outputs, once settled
+def save_turn(run: Run, pending: Any, turn: TurnResult) -> Generator[Any, None, None]:
+    """Write the turn (and the run's new input, with its first turn) to the session in one transaction, then
+    announce the turn's outputs. A resumed turn is written once per session: another resume of the same
+    paused state may have written it already (the ledger's `once` key says so)."""
+    items = (pending.session_input if pending is not None else []) + [i.raw_item for i in turn.new_items]
+    if run.session is not None:
+        if turn.resumed and run.ledger is run.session:
+            run.session.add_items(items, once=f"{run.state.run_id}/turn-{run.state.current_turn}")
+        else:
+            run.session.add_items(items)
+    yield from stream_events_for(turn.new_items[len(turn.output.items):])  # outputs, once settled
 
 
 # --- Starting and driving a run ------------------------------------------------------------------------
@@ -222,15 +215,21 @@ class RunOptions:
     session: Any = None
 
 
-def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: bool) -> Run:
-    """Check the arguments and build the run: a fresh `RunState` (with the session's history), or the given one."""
+def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: bool, ledger: Any = None) -> Run:
+    """Check the arguments and build the run: a fresh `RunState` (with the session's history), or the given one.
+
+    The ledger of claimed calls is the session's when it keeps one, else `ledger` (an agent tool's inner run
+    inherits its caller's)."""
     config = options.run_config
     config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
     from .agent import Agent
 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
-    run = Run(None, config, options.hooks, options.session, options.error_handlers or {}, streaming)
+    session = options.session
+    if session is not None and callable(getattr(session, "claim_call", None)):
+        ledger = session
+    run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
         run.state = input

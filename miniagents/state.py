@@ -7,7 +7,9 @@ agent graph the caller passes, and every malformed part is a `UserError` that na
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, TypedDict, Union
 
@@ -49,6 +51,9 @@ class RunState:
         self.conversation_id = conversation_id
         self.previous_response_id = previous_response_id
         self.auto_previous_response_id = auto_previous_response_id
+        # Names this run in a session's ledger of claimed calls: every resume of one paused state shares it, so
+        # an approved call claimed by one resume is never run by another.
+        self.run_id = "run_" + os.urandom(12).hex()
         self.current_turn = 0
         self.generated_items: list = []
         self.model_responses: list = []
@@ -69,8 +74,10 @@ class RunState:
         settled_end = self.pending.start if self.pending is not None else len(self.generated_items)
         generated = [i.raw_item for i in self.generated_items[:settled_end] if not isinstance(i, ToolApprovalItem)]
         self.transcript = drop_orphans(to_input_list(self.original_input) + generated)
-        # Call ids already used in this run: a model that reuses one gets a fresh id instead.
-        self.call_ids = {i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id")}
+        # Call ids already in the history (the session's included) or used by this run: a model that reuses one
+        # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
+        self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}
+        self.call_ids.update(i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id"))
 
     def record_turn(self, items: list, guardrail_results: list = ()) -> None:
         """Put the current turn's items (replacing a paused attempt's) and tool guardrail results."""
@@ -136,10 +143,12 @@ class RunState:
 
 # --- The JSON document ------------------------------------------------------------------------
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = {
     1: "first release: agents by name, input, generated items, model responses, the paused turn "
        "(response, settled outputs, nested agent-tool states), approvals, usage, JSON context",
+    2: "adds run_id, the key of the run's calls in a session's exactly-once ledger (a version 1 document gets "
+       "one derived from its content, the same at every load)",
 }
 ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                 for cls in (MessageOutputItem, ReasoningItem, ToolCallItem, ToolCallOutputItem, HandoffCallItem,
@@ -186,6 +195,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     pending = state.pending
     document = {
         "schema_version": SCHEMA_VERSION,
+        "run_id": state.run_id,
         "current_turn": state.current_turn,
         "max_turns": state.max_turns,
         "starting_agent": state.starting_agent.name,
@@ -311,8 +321,9 @@ class _Document(TypedDict):
 
 
 class RunStateDocument(_Document, total=False):
-    """Version 1 of the document `RunState.to_json` writes."""
+    """The document `RunState.to_json` writes (`run_id` is required from version 2 on)."""
 
+    run_id: str
     conversation_id: Optional[str]
     previous_response_id: Optional[str]
     auto_previous_response_id: bool
@@ -376,6 +387,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     problem = _problem(RunStateDocument, data, "") or _bad_item(data)
+    if problem is None and version >= 2 and "run_id" not in data:
+        problem = "the document: missing required field 'run_id'"
     if problem:
         raise UserError(f"malformed run state: {problem}")
     agents = agent_map(initial_agent)
@@ -392,6 +405,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
+    state.run_id = data["run_id"] if version >= 2 else _derived_run_id(data)
     state.current_agent = _agent(agents, data["current_agent"])
     state.current_turn = data["current_turn"]
     state.generated_items = [_load_item(item, n, agents) for n, item in enumerate(data["generated_items"])]
@@ -421,6 +435,12 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
         return load_state(_nested_agent(state, call_id), doc, context_override, context_deserializer)
     except UserError as e:
         raise UserError(f"pending_turn.nested[{call_id!r}]: {e.message}") from None
+
+
+def _derived_run_id(data: dict) -> str:
+    """A version 1 document has no run id: one from what never changes between its loads (input, responses)."""
+    text = json.dumps([data["original_input"], [r["output"] for r in data["model_responses"]]], sort_keys=True)
+    return "v1_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _nested_agent(state: RunState, call_id: str) -> Any:

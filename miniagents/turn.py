@@ -39,6 +39,8 @@ from .validate import ArgumentsError, parse_arguments
 logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
 REJECTED = "Tool execution was not approved."
+NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
+                 "was not recorded.")
 
 
 # --- The records a turn passes along ----------------------------------------------------------------
@@ -54,6 +56,7 @@ class Run:
     session: Any = None
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
+    ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
 
 
 @dataclass(eq=False)
@@ -155,29 +158,29 @@ class TurnResult:
     next_step: Any
     output: ModelOutput = field(default_factory=lambda: ModelOutput([]))
     settled: Optional[SettledCalls] = None
+    resumed: bool = False  # a paused turn run again: another resume of the same state may have saved it
 
 
 # --- The turn, top to bottom ---------------------------------------------------------------------------
 
 
-def run_turn(run: Run, known_outputs: dict) -> Generator[Any, None, TurnResult]:
+def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     """One turn: a fresh one calls the model; a paused one re-runs its response with the outputs it has.
 
-    `known_outputs` maps call ids settled outside this turn's record (by the session) to `(value, text)`.
     Yields stream events; returns the `TurnResult` with `state.generated_items` already holding its items.
     """
     state = run.state
     setup = prepare_turn(run)
-    fresh = state.pending is None
-    if fresh:
+    resumed = state.pending is not None
+    if not resumed:
         yield from start_turn(run, setup)
     pending = state.pending
     output = classify_output(setup, pending.output, run.config)
-    if fresh:  # what the model said is announced before any tool runs
+    if not resumed:  # what the model said is announced before any tool runs
         yield from stream_events_for(output.items)
-    settled = settle_turn(run, setup, output, {**pending.outputs, **known_outputs}, pending.nested)
+    settled = settle_turn(run, setup, output, dict(pending.outputs), pending.nested, resumed)
     turn = TurnResult(setup.agent, settled.items, decide_next_step(setup, output, settled, state.context_wrapper),
-                      output, settled)
+                      output, settled, resumed)
     state.record_turn(turn.new_items, settled.guardrail_results)
     return turn
 
@@ -378,9 +381,28 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
         return True
 
 
-def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> dict:
+def claim_calls(run: Run, to_run: list, nested: dict, settled: dict) -> list:
+    """Exactly once across resumes: claim each call of a resumed turn in the session's ledger before it runs.
+
+    A paused state can be resumed twice, one after the other or at the same time on two machines; the claim
+    is atomic, so only one resume runs a call. A call claimed before is not run again: it gets the output that
+    resume recorded, or (still running, or it crashed mid-call) a message saying so, added to `settled`.
+    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it.
+    """
+    ledger, run_id, mine = run.ledger, run.state.run_id, []
+    for call in to_run:
+        won, recorded = (True, None) if call.call_id in nested else ledger.claim_call(run_id, call.call_id)
+        if won:
+            mine.append(call)
+        else:
+            text = recorded if recorded is not None else NOT_RUN_AGAIN
+            settled[call.call_id] = (text, text)
+    return mine
+
+
+def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bool) -> dict:
     """Run calls concurrently (daemon threads), bounded by the config; returns {call id: (value, text, results)}
-    for the calls that ran.
+    for the calls that ran. With `record`, each output is recorded in the ledger as soon as its call finished.
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all have finished,
     the first such exception in call order is raised. Once the run is cancelled no further call starts (the
@@ -394,7 +416,7 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict) -> dict:
 
     def job(call: Call) -> tuple:
         try:
-            return _run_one(run, setup.agent, call, nested)
+            return _run_one(run, setup.agent, call, nested, record)
         finally:
             slots.release()
 
@@ -432,7 +454,15 @@ def _finished(job: Callable, call: Call) -> Callable:
     return lambda: value
 
 
-def _run_one(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
+def _run_one(run: Run, agent: Any, call: Call, nested: dict, record: bool) -> tuple:
+    """One call, its outcome recorded in the ledger (with `record`) the moment it is known."""
+    value, text, results = _invoke_guarded(run, agent, call, nested)
+    if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes
+        run.ledger.settle_call(run.state.run_id, call.call_id, text)
+    return value, text, results
+
+
+def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
@@ -441,7 +471,7 @@ def _run_one(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
                            approvals=ctx.approvals, tool_name=tool.name, tool_call_id=call.call_id,
                            tool_arguments=item.get("arguments") or "", tool_call=item, agent=agent,
-                           run_config=run.config, resume_state=nested.get(call.call_id))
+                           run_config=run.config, resume_state=nested.get(call.call_id), ledger=run.ledger)
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -464,15 +494,19 @@ def _run_one(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     return value, text, results
 
 
-def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, nested: dict) -> SettledCalls:
+def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, nested: dict,
+                resumed: bool) -> SettledCalls:
     """Plan, run and order one response's calls.
 
-    `settled` maps call ids that already have an output (from before a pause, or from the session) to
-    `(value, text)`; those calls are never run again.
+    `settled` maps call ids that already have an output (from before a pause) to `(value, text)`; those calls
+    are never run again. A resumed turn's calls are claimed in the ledger first (`claim_calls`).
     """
     agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
-    ran = run_tools(run, setup, to_run, nested)
+    record = resumed and run.ledger is not None
+    if record:
+        to_run = claim_calls(run, to_run, nested, settled)
+    ran = run_tools(run, setup, to_run, nested, record)
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""))
                       for c in approvals]

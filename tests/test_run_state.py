@@ -59,11 +59,29 @@ def outputs_sent(model_call):
 # --- The document -------------------------------------------------------------------------------------------
 
 
-def test_to_json_is_a_dict_with_schema_version_1_and_to_string_is_its_json_text():
+def test_to_json_is_a_dict_with_schema_version_2_and_to_string_is_its_json_text():
     _, state, _, _ = paused_state()
     data = state.to_json()
-    assert isinstance(data, dict) and data["schema_version"] == 1 == SCHEMA_VERSION
+    assert isinstance(data, dict) and data["schema_version"] == 2 == SCHEMA_VERSION
+    assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
     assert json.loads(state.to_string()) == data
+
+
+def test_a_version_1_document_gets_the_same_run_id_at_every_load_and_a_version_2_keeps_its_own():
+    log, model = [], ScriptedModel()
+    triage, _ = golden_agents(model, log)
+    golden = json.loads(read_golden())
+    first, again = RunState.from_json(triage, golden), RunState.from_json(triage, json.loads(read_golden()))
+    assert first.run_id == again.run_id and first.run_id.startswith("v1_")
+    assert RunState.from_json(triage, first.to_json()).run_id == first.run_id
+
+
+def test_a_version_2_document_without_its_run_id_is_a_user_error():
+    agent, state, _, _ = paused_state()
+    data = state.to_json()
+    del data["run_id"]
+    with pytest.raises(UserError, match="run_id"):
+        RunState.from_json(agent, data)
 
 
 def test_to_json_returns_a_document_independent_of_the_state():
@@ -250,9 +268,9 @@ def test_a_newer_schema_version_is_a_user_error_and_nothing_runs():
     [item] = state.get_interruptions()
     state.approve(item)
     data = state.to_json()
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     model.enqueue([assistant_message("must not be used")])
-    with pytest.raises(UserError, match="2"):
+    with pytest.raises(UserError, match="3"):
         Runner.run_sync(agent, RunState.from_string(agent, json.dumps(data)))
     assert log == [("list_files", "/")]  # only what ran before the pause
     assert len(model.calls) == 1 and model.remaining_steps == 1
