@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Any, Mapping, Optional, Sequence
 
 from .errors import AgentsException, UserError
@@ -68,11 +69,18 @@ def gen_group_id() -> str:
     return f"group_{os.urandom(12).hex()}"
 
 
-def _now() -> str:
-    """ISO 8601 in UTC, as upstream writes `started_at`/`ended_at` (datetime is loaded on first use)."""
-    from datetime import datetime, timezone
+_datetime: list = []  # (datetime, utc), imported on first use: `import miniagents` stays cheap
 
-    return datetime.now(timezone.utc).isoformat()
+
+def _iso(timestamp: Optional[float]) -> Optional[str]:
+    """A `time.time()` value as upstream's ISO 8601 UTC text (formatted only when someone reads it)."""
+    if timestamp is None:
+        return None
+    if not _datetime:
+        from datetime import datetime, timezone
+
+        _datetime.extend((datetime, timezone.utc))
+    return _datetime[0].fromtimestamp(timestamp, _datetime[1]).isoformat()
 
 
 # --- Span data: what a span is about, and its exported JSON shape -------------------------------------
@@ -474,10 +482,29 @@ class NoOpSpan(Span):
         return None
 
 
+class _DetachedSpan(NoOpSpan):
+    """The no-op span made when there is no trace at all (the default): it does not even become the current
+    span, which keeps a span's cost, when nothing is traced, to building its data."""
+
+    __slots__ = ()
+
+    def start(self, mark_as_current: bool = False) -> None:
+        pass
+
+    def finish(self, reset_current: bool = False) -> None:
+        pass
+
+    def __enter__(self) -> "Span":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        pass
+
+
 class SpanImpl(Span):
     """A recorded span. It inherits its processors and the sensitive-data rule from its parent."""
 
-    __slots__ = ("trace_id", "span_id", "parent_id", "span_data", "started_at", "ended_at", "error",
+    __slots__ = ("trace_id", "span_id", "parent_id", "span_data", "_started", "_ended", "error",
                  "_processors", "_include_data", "_token")
 
     def __init__(self, span_data: SpanData, parent: Any, span_id: Optional[str] = None):
@@ -485,7 +512,15 @@ class SpanImpl(Span):
         self.span_id = span_id or gen_span_id()
         self.parent_id = parent.span_id if isinstance(parent, SpanImpl) else None
         self._processors, self._include_data = parent._processors, parent._include_data
-        self.started_at = self.ended_at = self.error = self._token = None
+        self._started = self._ended = self.error = self._token = None
+
+    @property
+    def started_at(self) -> Optional[str]:
+        return _iso(self._started)
+
+    @property
+    def ended_at(self) -> Optional[str]:
+        return _iso(self._ended)
 
     def _scrub(self) -> None:
         if not self._include_data:
@@ -493,18 +528,18 @@ class SpanImpl(Span):
                 setattr(self.span_data, name, None)
 
     def start(self, mark_as_current: bool = False) -> None:
-        if self.started_at is not None:
+        if self._started is not None:
             return
-        self.started_at = _now()
+        self._started = time.time()
         self._scrub()
         _notify(self._processors, "on_span_start", self)
         if mark_as_current:
             self._token = _current_span.set(self)
 
     def finish(self, reset_current: bool = False) -> None:
-        if self.ended_at is not None:
+        if self._ended is not None:
             return
-        self.ended_at = _now()
+        self._ended = time.time()
         self._scrub()
         _notify(self._processors, "on_span_end", self)
         if reset_current and self._token is not None:
@@ -531,7 +566,9 @@ def _span(span_data: SpanData, span_id: Optional[str], parent: Any, disabled: bo
     span, or the current trace) and with tracing not disabled."""
     if parent is None:
         parent = _current_span.get() or _current_trace.get()
-    if parent is None or disabled or not getattr(parent, "_processors", ()) or _tracing_disabled():
+        if parent is None:
+            return _DetachedSpan(span_data)
+    if disabled or not getattr(parent, "_processors", ()) or _tracing_disabled():
         return NoOpSpan(span_data)
     return SpanImpl(span_data, parent, span_id)
 

@@ -635,3 +635,11 @@ def test_importing_miniagents_loads_no_tracing_until_a_tracing_name_is_used():
     assert run_python("import sys, miniagents\n"
                       "print([m for m in ('miniagents.tracing', 'miniagents.trace_tree', 'miniagents.capabilities') "
                       "if m in sys.modules])") == "[]"
+
+
+def test_the_readme_shows_the_tree_the_printer_prints():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    shown = readme.split("$ python -m miniagents.trace run.jsonl", 1)[1].split("```", 1)[0].split("\n", 1)[1]
+    two_runs = HELP_DESK_TREE.split("\ntrace 'Help desk'")[:2]
+    assert normalized(shown).rstrip("\n") == "\ntrace 'Help desk'".join(two_runs)
