@@ -597,7 +597,7 @@ def test_miniagents_debug_prints_a_compact_live_view_on_stderr(monkeypatch, caps
 def test_describe_names_each_kind_of_span_on_one_line():
     record = {"span_data": {"type": "custom", "name": "approval",
                             "data": {"tool_name": "refund", "call_id": "c3", "decision": "rejected"}},
-              "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01.5+00:00"}
+              "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01.500000+00:00"}
     assert describe(record) == "approval refund (call c3) [1.50 s] rejected"
     assert describe({"span_data": {"type": "custom", "name": "cache", "data": {"hit": True}}}) == \
         'cache [unfinished] {"hit": true}'
