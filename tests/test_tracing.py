@@ -266,10 +266,12 @@ def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, 
     assert "no traces" in capsys.readouterr().err
 
 
-def test_a_span_whose_parent_is_not_in_the_file_is_shown_at_the_top_of_its_trace():
-    lines = [json.dumps({"object": "trace.span", "id": "s2", "trace_id": "t1", "parent_id": "gone",
-                         "span_data": {"type": "handoff", "from_agent": "A", "to_agent": "B"}})]
-    assert render(read(lines)[0]).splitlines() == ["trace t1", "└─ handoff A -> B [unfinished]"]
+def test_spans_whose_parent_is_not_in_the_file_are_shown_at_the_top_of_their_trace():
+    lines = [json.dumps({"object": "trace.span", "id": f"s{n}", "trace_id": "t1", "parent_id": "gone",
+                         "started_at": f"2026-01-01T00:00:0{n}+00:00",
+                         "span_data": {"type": "handoff", "from_agent": "A", "to_agent": f"B{n}"}}) for n in (1, 2)]
+    assert render(read(lines)[0]).splitlines() == ["trace t1", "├─ handoff A -> B1 [unfinished]",
+                                                   "└─ handoff A -> B2 [unfinished]"]
 
 
 span_ids = st.sampled_from(["a", "b", "c", "d", "e"])
