@@ -301,8 +301,9 @@ def _error_for(exc: BaseException, include_data: bool) -> SpanError:
 # --- Traces ------------------------------------------------------------------------------------------
 
 
-class Trace(abc.ABC):
-    """A workflow: the root of a tree of spans. Use `with trace("name"):` or `start()`/`finish()`."""
+class _Scope(abc.ABC):
+    """What traces and spans share: `start`/`finish` (or `with`, which also makes it current), `export()`,
+    and no API key. `_processors` and `_include_data` are what spans below it inherit."""
 
     __slots__ = ()
     _processors: tuple = ()
@@ -317,7 +318,7 @@ class Trace(abc.ABC):
     @abc.abstractmethod
     def export(self) -> Optional[dict]: ...
 
-    def __enter__(self) -> "Trace":
+    def __enter__(self) -> Any:
         self.start(mark_as_current=True)
         return self
 
@@ -328,6 +329,12 @@ class Trace(abc.ABC):
     def tracing_api_key(self) -> None:
         """Always None: there is no exporter, so no key is ever held."""
         return None
+
+
+class Trace(_Scope):
+    """A workflow: the root of a tree of spans. Use `with trace("name"):` or `start()`/`finish()`."""
+
+    __slots__ = ()
 
     def to_json(self, *, include_tracing_api_key: bool = False) -> Optional[dict]:
         return self.export()
@@ -420,36 +427,14 @@ def recording() -> bool:
 # --- Spans -------------------------------------------------------------------------------------------
 
 
-class Span(abc.ABC):
+class Span(_Scope):
     """One timed operation in a trace. Use `with some_span(...) as span:` (it becomes the current span, so
     spans made inside nest under it) or `start()`/`finish()`; `span.span_data` holds what it is about."""
 
     __slots__ = ()
-    _processors: tuple = ()
-    _include_data = True
-
-    @abc.abstractmethod
-    def start(self, mark_as_current: bool = False) -> None: ...
-
-    @abc.abstractmethod
-    def finish(self, reset_current: bool = False) -> None: ...
 
     @abc.abstractmethod
     def set_error(self, error: SpanError) -> None: ...
-
-    @abc.abstractmethod
-    def export(self) -> Optional[dict]: ...
-
-    def __enter__(self) -> "Span":
-        self.start(mark_as_current=True)
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.finish(reset_current=True)
-
-    @property
-    def tracing_api_key(self) -> None:
-        return None
 
     @property
     def trace_metadata(self) -> None:
@@ -646,15 +631,17 @@ def approval_span(tool_name: str, call_id: str, decision: str, parent: Any = Non
 # --- The Runner's entry point ------------------------------------------------------------------------
 
 
-def run_processors(config: Any) -> tuple:
+def run_processors(config: Any, inherited: tuple = ()) -> tuple:
     """The processors one run adds for itself: a JSON-lines file (`config.trace_path`, else the environment's
-    MINIAGENTS_TRACE) and the stderr live view (MINIAGENTS_DEBUG=1). A file that cannot be opened is a
-    `UserError` when the run starts."""
+    MINIAGENTS_TRACE) and the stderr live view (MINIAGENTS_DEBUG=1), unless the enclosing run already has
+    the same one (a nested run would write each span twice). A file that cannot be opened is a `UserError`
+    when the run starts."""
     own: list = []
     path = getattr(config, "trace_path", None) or os.environ.get("MINIAGENTS_TRACE")
-    if path:
+    if path and not any(isinstance(p, JsonlTraceProcessor) and p.path == os.path.abspath(path) for p in inherited):
         own.append(JsonlTraceProcessor(path))
-    if os.environ.get("MINIAGENTS_DEBUG", "").strip().lower() in _TRUE:
+    debug = os.environ.get("MINIAGENTS_DEBUG", "").strip().lower() in _TRUE
+    if debug and not any(isinstance(p, ConsoleTraceProcessor) for p in inherited):
         own.append(ConsoleTraceProcessor())
     return tuple(own)
 
@@ -685,7 +672,7 @@ class run_trace:
         if isinstance(parent, (NoOpTrace, NoOpSpan)):
             return None
         inherited = _processors if parent is None else getattr(parent, "_processors", ())
-        own = run_processors(config)
+        own = run_processors(config, inherited)
         if not inherited and not own:
             return None
         include = bool(getattr(config, "trace_include_sensitive_data", True)) and \
@@ -730,7 +717,7 @@ class JsonlTraceProcessor(TracingProcessor):
         import json
 
         self._dumps = json.dumps
-        self.path = os.fspath(path)
+        self.path = os.path.abspath(os.fspath(path))
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:
             self._fd: Optional[int] = os.open(self.path, flags, 0o600)

@@ -488,6 +488,20 @@ def test_the_environment_chooses_the_file_and_the_config_wins_over_it(tmp_path, 
     assert len((tmp_path / "config.jsonl").read_text().splitlines()) == 4
 
 
+def test_a_nested_run_writing_to_the_same_file_or_view_adds_no_second_processor(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIAGENTS_TRACE", str(tmp_path / "t.jsonl"))
+    monkeypatch.setenv("MINIAGENTS_DEBUG", "1")
+    with tracing.run_trace(Config()):
+        with tracing.function_span("ask_expert"):
+            with tracing.run_trace(Config(trace_path=os.path.join(str(tmp_path), ".", "t.jsonl"))):
+                with tracing.handoff_span("A", "B"):
+                    pass
+    ends = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [e["span_data"].get("type") for e in ends if e["event"] == "span_end"] == [
+        "handoff", "custom", "function", "custom"]
+    assert capsys.readouterr().err.count("handoff A -> B") == 1
+
+
 def test_a_trace_file_that_cannot_be_opened_is_a_user_error_when_the_run_starts(tmp_path):
     with pytest.raises(UserError, match="cannot open the trace file .*for appending"):
         with tracing.run_trace(Config(trace_path=str(tmp_path / "no" / "such" / "dir" / "t.jsonl"))):
