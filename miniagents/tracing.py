@@ -28,14 +28,9 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 from .errors import AgentsException, UserError
-
-try:
-    from typing import TypedDict
-except ImportError:  # pragma: no cover - Python < 3.8 is not supported anyway
-    TypedDict = dict  # type: ignore[misc,assignment]
 
 logger = logging.getLogger("miniagents")
 
