@@ -12,7 +12,7 @@ from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsE
                      RunErrorDetails, ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered,
                      ToolTimeoutError, UserError)
 from .handoffs import Handoff, HandoffInputData, handoff
-from .hooks import AgentHooks, RunHooks, set_tracing_disabled, trace
+from .hooks import AgentHooks, RunHooks
 from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem)
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
@@ -31,6 +31,12 @@ _GUARDRAILS = ("GuardrailFunctionOutput", "InputGuardrail", "InputGuardrailResul
                "OutputGuardrailResult", "ToolGuardrailFunctionOutput", "ToolInputGuardrail", "ToolInputGuardrailData",
                "ToolOutputGuardrail", "ToolOutputGuardrailData", "input_guardrail", "output_guardrail",
                "tool_input_guardrail", "tool_output_guardrail")
+_TRACING = ("trace", "custom_span", "agent_span", "function_span", "generation_span", "handoff_span",
+            "guardrail_span", "turn_span", "task_span", "get_current_trace", "get_current_span",
+            "add_trace_processor", "set_trace_processors", "set_tracing_disabled", "set_tracing_export_api_key",
+            "flush_traces", "gen_trace_id", "gen_span_id", "TracingProcessor", "Trace", "Span", "SpanError",
+            "SpanData", "AgentSpanData", "CustomSpanData", "FunctionSpanData", "GenerationSpanData",
+            "GuardrailSpanData", "HandoffSpanData", "TaskSpanData", "TurnSpanData")
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
     "Session": "session", "SessionABC": "session", "SQLiteSession": "session", "SessionSettings": "session",
@@ -38,6 +44,8 @@ _LAZY = {
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider",
     "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",
+    **dict.fromkeys(_TRACING, "tracing"),
+    "Capability": "capabilities", "Workspace": "capabilities",
 }
 
 
@@ -52,7 +60,7 @@ def __getattr__(name: str):
 
 
 __all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
-    "function_tool", "handoff", "default_tool_error_function", "trace", "set_tracing_disabled")] + list(_LAZY))
+    "function_tool", "handoff", "default_tool_error_function")] + list(_LAZY))
 
 # Upstream's import paths (`miniagents.memory`, `miniagents.exceptions`, ...), its type aliases, and the
 # explained error for features miniagents leaves out: miniagents/compat.py.

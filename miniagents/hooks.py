@@ -56,22 +56,3 @@ def notify(run_hooks: Any, event: str, context: Any, agent: Any, *rest: Any) -> 
     if agent_hooks is not None and event in AGENT_METHOD:
         caller.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
 
-
-class trace:
-    """Upstream's `with trace("workflow"):`, accepted so ported code runs. Nothing is recorded or sent:
-    miniagents has no tracing; observe runs with hooks or the event stream instead."""
-
-    def __init__(self, workflow_name: str, trace_id: Any = None, group_id: Any = None, metadata: Any = None,
-                 disabled: bool = False):
-        self.workflow_name, self.trace_id, self.group_id = workflow_name, trace_id, group_id
-        self.metadata, self.disabled = metadata, disabled
-
-    def __enter__(self) -> "trace":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
-def set_tracing_disabled(disabled: bool) -> None:
-    """Accepted for compatibility; there is no tracing to disable."""
