@@ -2,7 +2,8 @@
 
 - import: wall time of `python -c "import miniagents"` in a fresh interpreter (best of N).
 - loop: the kernel's own work per turn with a scripted model and one tool call per turn, for runs of
-  2 and 200 turns (the scripted model's own cost, a deep copy of each step, is included).
+  2 and 200 turns (the scripted model's own cost, a deep copy of each step, is included), and 200 turns
+  with every span written to a trace file.
 - session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
 - state: size and time of `to_string` / `from_string` for a paused run.
 """
@@ -17,11 +18,12 @@ import tempfile
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from miniagents import Agent, Runner, function_tool  # noqa: E402
+from miniagents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 
@@ -60,22 +62,26 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def one_run(turns: int) -> float:
+def one_run(turns: int, run_config: Any = None) -> float:
     steps = [[function_call("add", {"a": i, "b": 1}, call_id=f"c{i}")] for i in range(turns - 1)]
     steps.append([assistant_message("done")])
     agent = Agent(name="Bench", tools=[add], model=ScriptedModel(steps))
     start = time.perf_counter()
-    result = Runner.run_sync(agent, "go", max_turns=turns)
+    result = Runner.run_sync(agent, "go", max_turns=turns, run_config=run_config)
     elapsed = time.perf_counter() - start
     assert result.final_output == "done"
     return elapsed
 
 
 def bench_loop() -> None:
-    for turns, repeats in ((2, 300), (200, 5)):
-        per_turn = sorted(one_run(turns) / turns for _ in range(repeats))
-        print(f"loop, {turns}-turn run: median {statistics.median(per_turn) * 1e6:.0f} µs per turn "
-              f"(best {per_turn[0] * 1e6:.0f} µs; scripted model, one tool call per turn)")
+    """Per turn: no tracing (the default: spans are no-ops), and every span written to a JSON-lines file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        traced = RunConfig(trace_path=os.path.join(tmp, "trace.jsonl"))
+        for turns, repeats, config, what in ((2, 300, None, ""), (200, 5, None, ""),
+                                             (200, 5, traced, ", traced to a JSON-lines file")):
+            per_turn = sorted(one_run(turns, config) / turns for _ in range(repeats))
+            print(f"loop, {turns}-turn run{what}: median {statistics.median(per_turn) * 1e6:.0f} µs per turn "
+                  f"(best {per_turn[0] * 1e6:.0f} µs; scripted model, one tool call per turn)")
 
 
 def bench_session() -> None:

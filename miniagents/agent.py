@@ -43,8 +43,9 @@ class Agent(Generic[TContext]):
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s it may call, `handoffs` the agents (or `Handoff`s) it
     may give the conversation to, `model` a model name or `Model`, and `output_type` the final output's type
     (None: text). `tool_use_behavior` decides whether tool results end the run; `reset_tool_choice` un-forces
-    `tool_choice` after a tool call. `mcp_servers`, `mcp_config` and `prompt` exist for upstream's signature;
-    setting them is a `UserError`."""
+    `tool_choice` after a tool call. `capabilities` add tools, instructions and request parameters for each run
+    (fresh copies per run; see miniagents.capabilities). `mcp_servers`, `mcp_config` and `prompt` exist for
+    upstream's signature; setting them is a `UserError`."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -62,11 +63,12 @@ class Agent(Generic[TContext]):
     hooks: Any = None
     tool_use_behavior: Any = "run_llm_again"
     reset_tool_choice: bool = True
+    capabilities: list = field(default_factory=list)
 
     def __post_init__(self):
         _require_type("name", self.name, (str,), "a string")
         _require_type("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
-        for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers"):
+        for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):
             _require_type(name, getattr(self, name), (list,), "a list")
         _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
         if self.mcp_servers or self.mcp_config or self.prompt is not None:

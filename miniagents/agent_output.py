@@ -48,6 +48,8 @@ class AgentOutputSchema:
         return self._schema
 
     def name(self) -> str:
+        if self.is_plain_text():
+            return "str"
         return getattr(self.output_type, "__name__", None) or repr(self.output_type)
 
     def spec(self) -> Optional[dict]:

@@ -1,7 +1,7 @@
 """What a run is configured with: `RunConfig`, and the plain data its callbacks receive and return.
 
-Nothing here runs anything; the loop (run.py) reads these. Tracing fields are accepted so that code
-written for upstream keeps working, and ignored: nothing leaves the process.
+Nothing here runs anything; the loop (run.py) reads these. Tracing stays in the process: spans go to the
+processors you registered, or to `trace_path` (JSON lines); nothing is ever sent anywhere.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ class ToolExecutionConfig:
 
 @dataclass(eq=False)
 class RunConfig:
-    """Settings for one run. Tracing fields are accepted and ignored: nothing leaves the process."""
+    """Settings for one run. Tracing (`tracing_disabled`, `trace_include_sensitive_data`, `workflow_name`,
+    `trace_id`, `group_id`, `trace_metadata`, `trace_path`) stays in the process: see miniagents.tracing."""
 
     model: Any = None
     model_provider: Any = None
@@ -47,6 +48,7 @@ class RunConfig:
     trace_metadata: Optional[dict] = None
     tracing_disabled: bool = False
     trace_include_sensitive_data: bool = True
+    trace_path: Optional[str] = None  # write this run's trace as JSON lines (MINIAGENTS_TRACE does the same)
 
     def __post_init__(self):
         if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
-from . import caller
+from . import caller, tracing
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
                      ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
 
@@ -55,8 +55,10 @@ class InputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", "input_guardrail")
 
     def run(self, agent: Any, input: Any, context: Any) -> InputGuardrailResult:
-        output = caller.call(self.guardrail_function, context, agent, input)
-        return InputGuardrailResult(guardrail=self, output=_checked(output, self.get_name()))
+        with tracing.guardrail_span(self.get_name()) as span:
+            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())
+            span.span_data.triggered = output.tripwire_triggered
+        return InputGuardrailResult(guardrail=self, output=output)
 
 
 @dataclass(eq=False)
@@ -70,9 +72,10 @@ class OutputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", "output_guardrail")
 
     def run(self, context: Any, agent: Any, agent_output: Any) -> OutputGuardrailResult:
-        output = caller.call(self.guardrail_function, context, agent, agent_output)
-        return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
-                                     output=_checked(output, self.get_name()))
+        with tracing.guardrail_span(self.get_name()) as span:
+            output = _checked(caller.call(self.guardrail_function, context, agent, agent_output), self.get_name())
+            span.span_data.triggered = output.tripwire_triggered
+        return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent, output=output)
 
 
 def run_input_guardrails(guardrails: list, agent: Any, input: Any, context: Any, results: list) -> None:
@@ -170,10 +173,12 @@ class ToolInputGuardrail:
         return self.name or getattr(self.guardrail_function, "__name__", type(self).__name__)
 
     def run(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
-        output = caller.call(self.guardrail_function, data)
-        if not isinstance(output, ToolGuardrailFunctionOutput):
-            raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
-                            f"got {type(output).__name__}")
+        with tracing.guardrail_span(self.get_name()) as span:
+            output = caller.call(self.guardrail_function, data)
+            if not isinstance(output, ToolGuardrailFunctionOutput):
+                raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
+                                f"got {type(output).__name__}")
+            span.span_data.triggered = output.behavior["type"] != "allow"
         return output
 
 

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
-from . import caller
+from . import caller, tracing
 from .agent_output import output_schema
 from .config import CallModelData, ModelInputData  # noqa: F401 - upstream's agents.run exports them
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
@@ -23,10 +23,10 @@ from .hooks import notify
 from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
                     item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
-from .state import RunState
+from .state import RunState, agent_map
 from .tool import output_text
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
-                   TurnResult, run_turn)
+                   TurnResult, get_model, run_turn)
 
 DEFAULT_MAX_TURNS = 10
 logger = logging.getLogger("miniagents")
@@ -64,9 +64,23 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
 
 
 def enter_agent(run: Run) -> Generator[Any, None, None]:
-    """The current agent starts (the run began, or a handoff made it current)."""
-    yield AgentUpdatedStreamEvent(new_agent=run.state.current_agent)
-    notify(run.hooks, "on_agent_start", run.state.context_wrapper, run.state.current_agent)
+    """The current agent starts (the run began, or a handoff made it current): its trace span opens."""
+    agent, ctx = run.state.current_agent, run.state.context_wrapper
+    leave_agent(run)
+    run.agent_span = tracing.agent_span(agent.name, output_type=output_schema(agent.output_type).name())
+    if tracing.recording():  # names are only worth computing for a span that is kept
+        run.agent_span.span_data.tools = [t.name for t in agent.get_enabled_tools(ctx)]
+        run.agent_span.span_data.handoffs = [h.agent_name for h in agent.get_enabled_handoffs(ctx)]
+    run.agent_span.start(mark_as_current=True)
+    yield AgentUpdatedStreamEvent(new_agent=agent)
+    notify(run.hooks, "on_agent_start", ctx, agent)
+
+
+def leave_agent(run: Run) -> None:
+    """Close the current agent's trace span (a handoff, the end of the run, a pause or an error)."""
+    if run.agent_span is not None:
+        run.agent_span.finish(reset_current=True)
+        run.agent_span = None
 
 
 def close_turn(run: Run, turn: TurnResult) -> Any:
@@ -138,7 +152,9 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
     """Run the winning handoff: call it, record its output, filter the history, switch agents."""
     state, config, agent = run.state, run.config, run.state.current_agent
     handoff, call_id = step.call.target, step.call.call_id
-    new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper, step.call.item.get("arguments") or "")
+    with tracing.handoff_span(from_agent=agent.name, to_agent=handoff.agent_name):
+        new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
+                                step.call.item.get("arguments") or "")
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
@@ -230,6 +246,7 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
+    run.capabilities = prepare_capabilities(starting_agent, config)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
         run.state = input
@@ -254,26 +271,47 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     return run
 
 
+def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
+    """This run's copies of every reachable agent's capabilities (agent name -> PreparedCapabilities), made
+    when the run starts, so a capability its agent's model cannot serve fails here, before any model call."""
+    prepared = {}
+    for agent in agent_map(starting_agent).values():
+        if agent.capabilities:
+            from .capabilities import prepare  # loaded only by runs whose agents have capabilities
+
+            extra_args = agent.model_settings.resolve(config.model_settings).extra_args
+            prepared[agent.name] = prepare(agent.capabilities, get_model(agent, config), extra_args)
+    return prepared
+
+
 def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
-    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`."""
+    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
+    The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
     state, loop = run.state, _loop(run)
-    try:
-        while True:
-            event = next(loop)
-            if on_event is not None:
-                on_event(event)
-            if state.cancel_mode == "immediate":  # cancelled: stop where we are (the state can resume)
-                loop.close()
-                return RunResult.from_state(state, None)
-    except StopIteration as stop:
-        return stop.value
-    except AgentsException as error:
-        if error.run_data is None:
-            error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
-                                             list(state.model_responses), state.current_agent,
-                                             state.context_wrapper, list(state.input_guardrail_results),
-                                             list(state.output_guardrail_results))
-        raise
+    with tracing.run_trace(run.config) as task:
+        try:
+            while True:
+                event = next(loop)
+                if on_event is not None:
+                    on_event(event)
+                if state.cancel_mode == "immediate":  # cancelled: stop where we are (the state can resume)
+                    loop.close()
+                    return RunResult.from_state(state, None)
+        except StopIteration as stop:
+            return stop.value
+        except AgentsException as error:
+            if isinstance(error, MaxTurnsExceeded) and run.agent_span is not None:
+                run.agent_span.set_error({"message": "Max turns exceeded", "data": {"max_turns": state.max_turns}})
+            if error.run_data is None:
+                error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
+                                                 list(state.model_responses), state.current_agent,
+                                                 state.context_wrapper, list(state.input_guardrail_results),
+                                                 list(state.output_guardrail_results))
+            raise
+        finally:
+            leave_agent(run)
+            if task is not None:
+                task.span_data.usage = state.context_wrapper.usage.to_json()
 
 
 class Runner:

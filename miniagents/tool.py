@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from . import caller
+from . import caller, tracing
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
@@ -177,6 +177,10 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     except NestedInterruption:
         raise
     except Exception as error:
+        span = tracing.get_current_span()  # the call's function span, when the run is traced
+        if span is not None:
+            span.set_error({"message": "Error running tool", "data": {"tool_name": tool.name,
+                                                                      "error": type(error).__name__}})
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
 

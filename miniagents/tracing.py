@@ -623,6 +623,12 @@ def approval_span(tool_name: str, call_id: str, decision: str, parent: Any = Non
                  None, parent, False)
 
 
+def record_approval(tool_name: str, call_id: str, decision: str) -> None:
+    """An approval step as a finished span at this point of the run (see `approval_span`)."""
+    with approval_span(tool_name, call_id, decision):
+        pass
+
+
 # --- The Runner's entry point ------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
-from . import caller
+from . import caller, tracing
 from .agent_output import AgentOutputSchema, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
@@ -57,6 +57,8 @@ class Run:
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
+    capabilities: dict = field(default_factory=dict)  # agent name -> PreparedCapabilities, made as the run starts
+    agent_span: Any = None  # the tracing span of the current agent's stretch of the run
 
 
 @dataclass(eq=False)
@@ -69,6 +71,7 @@ class TurnSetup:
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
     output: AgentOutputSchema
+    capabilities: list = field(default_factory=list)  # this run's Capability clones for the agent
 
 
 @dataclass(eq=False)
@@ -172,15 +175,18 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     state = run.state
     setup = prepare_turn(run)
     resumed = state.pending is not None
-    if not resumed:
-        yield from start_turn(run, setup)
-    pending = state.pending
-    output = classify_output(setup, pending.output, run.config)
-    if not resumed:  # what the model said is announced before any tool runs
-        yield from stream_events_for(output.items)
-    settled = settle_turn(run, setup, output, dict(pending.outputs), pending.nested, resumed)
-    turn = TurnResult(setup.agent, settled.items, decide_next_step(setup, output, settled, state.context_wrapper),
-                      output, settled, resumed)
+    with tracing.turn_span(state.current_turn + (not resumed), setup.agent.name):
+        if not resumed:
+            yield from start_turn(run, setup)
+        pending = state.pending
+        output = classify_output(setup, pending.output, run.config)
+        if not resumed:  # what the model said is announced before any tool runs
+            yield from stream_events_for(output.items)
+        settled = settle_turn(run, setup, output, dict(pending.outputs), pending.nested, resumed)
+        step = decide_next_step(setup, output, settled, state.context_wrapper)
+        for item in step.interruptions if isinstance(step, NextStepInterruption) else ():
+            tracing.record_approval(item.tool_name, item.call_id, "pending")
+    turn = TurnResult(setup.agent, settled.items, step, output, settled, resumed)
     state.record_turn(turn.new_items, settled.guardrail_results)
     return turn
 
@@ -203,8 +209,17 @@ def prepare_turn(run: Run) -> TurnSetup:
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    return TurnSetup(agent, agent.get_system_prompt(ctx), tools, handoffs, settings,
-                     output_schema(agent.output_type))
+    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(agent.name)
+    if prepared is None:
+        return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type))
+    # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
+    for tool in prepared.tools:
+        tools.setdefault(tool.name, tool)
+    if prepared.instructions:
+        instructions = f"{instructions}\n\n{prepared.instructions}" if instructions else prepared.instructions
+    settings = dataclasses.replace(settings, extra_args=prepared.extra_args)
+    return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type),
+                     prepared.capabilities)
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
@@ -239,24 +254,30 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     if config.reasoning_item_id_policy == "omit":
         model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
                        for i in model_input]
+    for capability in setup.capabilities:
+        model_input = capability.process_context(model_input)
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
     args = (instructions, model_input, setup.settings, [t.spec() for t in setup.tools.values()],
             setup.output.spec(), [h.spec() for h in setup.handoffs.values()], None)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
     notify(run.hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
-    if not run.streaming:
-        response = model.get_response(*args, **ids)
-    else:
-        response = None
-        for event in model.stream_response(*args, **ids):
-            yield RawResponsesStreamEvent(data=event)
-            if event.get("type") == "response.completed":
-                final = event["response"]
-                response = ModelResponse(output=list(final.get("output") or []),
-                                         usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
-        if response is None:
-            raise AgentsException("the model's stream ended without a response.completed event")
+    with tracing.generation_span(model=getattr(model, "model", None), model_config=setup.settings) as span:
+        if not run.streaming:
+            response = model.get_response(*args, **ids)
+        else:
+            response = None
+            for event in model.stream_response(*args, **ids):
+                yield RawResponsesStreamEvent(data=event)
+                if event.get("type") == "response.completed":
+                    final = event["response"]
+                    response = ModelResponse(output=list(final.get("output") or []),
+                                             usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
+            if response is None:
+                raise AgentsException("the model's stream ended without a response.completed event")
+        if tracing.recording():
+            span.span_data.input, span.span_data.output = model_input, response.output
+            span.span_data.usage = response.usage.to_json()
     state.context_wrapper.usage.add(response.usage)
     state.model_responses.append(response)
     notify(run.hooks, "on_llm_end", state.context_wrapper, agent, response)
@@ -343,6 +364,8 @@ def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> t
             answered[call.call_id] = _format_error(config, ctx, "tool_not_found", call.item, default)
             continue
         decision = ctx.is_tool_approved(name, call.call_id)
+        if decision is not None:  # a person decided (this call, or every call of the tool)
+            tracing.record_approval(name, call.call_id, "approved" if decision else "rejected")
         if decision is None:
             try:
                 decision = True if not _needs_approval(call.target, ctx, call.item) else None
@@ -480,10 +503,12 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
         if rejected is not None:
             return rejected, rejected, results
     notify(run.hooks, "on_tool_start", tool_ctx, agent, tool)
-    try:
-        value, text = invoke_tool(tool, tool_ctx, item.get("arguments") or "")
-    except NestedInterruption as paused:
-        return paused, None, results
+    with tracing.function_span(tool.name, input=item.get("arguments") or "") as span:
+        try:
+            value, text = invoke_tool(tool, tool_ctx, item.get("arguments") or "")
+        except NestedInterruption as paused:
+            return paused, None, results
+        span.span_data.output = text
     notify(run.hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
     if tool.tool_output_guardrails:
         from .guardrails import check_tool_output

@@ -647,10 +647,12 @@ def test_miniagents_trace_stays_upstreams_function_in_every_import_order(first):
     assert run_python(first + IN_A_TRACE) == "ok"
 
 
-def test_importing_miniagents_loads_no_tracing_until_a_tracing_name_is_used():
+def test_importing_miniagents_loads_the_span_api_but_no_processor_printer_or_capability():
+    """The loop opens spans (no-ops until a processor is set), so tracing.py comes with the package; reading
+    traces back and capabilities load only when used."""
     assert run_python("import sys, miniagents\n"
                       "print([m for m in ('miniagents.tracing', 'miniagents.trace_tree', 'miniagents.capabilities') "
-                      "if m in sys.modules])") == "[]"
+                      "if m in sys.modules])") == "['miniagents.tracing']"
 
 
 def test_the_readme_shows_the_tree_the_printer_prints():
