@@ -19,11 +19,11 @@ from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandl
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import notify
+from .hooks import AgentHooks, RunHooks, notify
 from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
-from .state import RunState, agent_map
+from .state import RunState, reachable_agents
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
 
@@ -253,6 +253,11 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if options.hooks is not None and not isinstance(options.hooks, RunHooks):
+        if isinstance(options.hooks, AgentHooks):
+            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
+                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
+        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(options.hooks).__name__}")
     session = options.session
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
@@ -291,22 +296,22 @@ def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: 
     if session is not None:  # the server and the session would each hold a history of their own
         raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id.")
-    if config.output_guardrails or any(a.output_guardrails for a in agent_map(starting_agent).values()):
+    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):
         raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id because rejected output cannot be removed from server-managed "
                         "conversation history.")
 
 
 def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
-    """This run's copies of every reachable agent's capabilities (agent name -> PreparedCapabilities), made
+    """This run's copies of every reachable agent's capabilities (id(agent) -> PreparedCapabilities), made
     when the run starts, so a capability its agent's model cannot serve fails here, before any model call."""
     prepared = {}
-    for agent in agent_map(starting_agent).values():
+    for agent in reachable_agents(starting_agent):
         if agent.capabilities:
             from .capabilities import prepare  # loaded only by runs whose agents have capabilities
 
             extra_args = agent.model_settings.resolve(config.model_settings).extra_args
-            prepared[agent.name] = prepare(agent.capabilities, get_model(agent, config), extra_args)
+            prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, config), extra_args)
     return prepared
 
 

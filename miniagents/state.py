@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, TypedDict, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, TypeVar, Union
 
 from .context import RunContextWrapper, Usage
 from .errors import UserError
@@ -19,6 +19,8 @@ from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, Reaso
                     ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
+
+TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)
@@ -37,7 +39,7 @@ class PendingTurn:
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
 
 
-class RunState:
+class RunState(Generic[TContext]):
     """Everything a run changes: input, items, responses, the paused turn, approvals, usage (see the module)."""
 
     def __init__(self, context: Any, original_input: Any, starting_agent: Any, max_turns: Optional[int] = 10,
@@ -231,19 +233,26 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     return json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
 
 
-def agent_map(initial_agent: Any) -> dict:
-    """Every agent reachable through handoffs and agents-as-tools, by name; two with one name is an error."""
-    found, queue = {}, [initial_agent]
+def reachable_agents(initial_agent: Any) -> list:
+    """Every agent reachable through handoffs and agents-as-tools, each once, starting with `initial_agent`."""
+    found, queue = [], [initial_agent]
     while queue:
         agent = queue.pop(0)
-        if agent.name in found:
-            if found[agent.name] is not agent:
-                raise UserError(f"two different agents are named {agent.name!r} in this agent graph; "
-                                "RunState binds agents by name, so names must be unique")
+        if any(agent is seen for seen in found):
             continue
-        found[agent.name] = agent
+        found.append(agent)
         queue.extend(getattr(h, "_agent", h) for h in agent.handoffs)
         queue.extend(t._agent for t in agent.tools if getattr(t, "_agent", None) is not None)
+    return found
+
+
+def agent_map(initial_agent: Any) -> dict:
+    """The reachable agents by name; two different agents with one name is an error (states bind by name)."""
+    found: dict = {}
+    for agent in reachable_agents(initial_agent):
+        if found.setdefault(agent.name, agent) is not agent:
+            raise UserError(f"two different agents are named {agent.name!r} in this agent graph; "
+                            "RunState binds agents by name, so names must be unique")
     return found
 
 

@@ -90,6 +90,9 @@ class FunctionTool:
 
     def __post_init__(self):
         check_tool_name(self.name)
+        if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
+            raise UserError(f"Invalid needs_approval value: expected a bool or callable, got "
+                            f"{type(self.needs_approval).__name__}.")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):
             raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
                             f"'raise_exception', got {self.timeout_behavior!r}")

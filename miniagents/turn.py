@@ -57,7 +57,7 @@ class Run:
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
-    capabilities: dict = field(default_factory=dict)  # agent name -> PreparedCapabilities, made as the run starts
+    capabilities: dict = field(default_factory=dict)  # id(agent) -> PreparedCapabilities, made as the run starts
     agent_span: Any = None  # the tracing span of the current agent's stretch of the run
 
 
@@ -202,14 +202,21 @@ def prepare_turn(run: Run) -> TurnSetup:
                 raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
             logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
         tools[tool.name] = tool
-    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
+    handoffs: dict = {}
+    for handoff in agent.get_enabled_handoffs(ctx):
+        if handoff.tool_name in handoffs:  # never silently the last: the first one declared wins
+            if config.tool_name_collision_policy == "error":
+                raise UserError(f"agent {agent.name!r} has two handoffs named {handoff.tool_name!r}")
+            logger.warning("agent %r has two handoffs named %r; the first one wins", agent.name, handoff.tool_name)
+            continue
+        handoffs[handoff.tool_name] = handoff
     clash = set(tools) & set(handoffs)
     if clash:
         raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(agent.name)
+    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(id(agent))
     if prepared is None:
         return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type))
     # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
@@ -251,6 +258,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     if config.call_model_input_filter is not None:
         data = caller.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+        if not isinstance(data, ModelInputData):
+            raise UserError("call_model_input_filter must return a ModelInputData instance")
         model_input, instructions = drop_orphans(data.input), data.instructions
     if config.reasoning_item_id_policy == "omit":
         model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
@@ -328,6 +337,8 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
         if kind == "message":
             classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
+            if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
+                item = {k: v for k, v in item.items() if k != "id"}
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)

@@ -54,9 +54,12 @@ class ModelSettings:
             raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
 
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
-        """Lay the non-None fields of `override` over these; `extra_args` dicts are merged."""
+        """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
+        are merged."""
         if override is None:
             return self
+        if isinstance(override, dict):
+            override = ModelSettings(**override)
         changes = {f.name: getattr(override, f.name) for f in fields(self)
                    if getattr(override, f.name) is not None}
         if self.extra_args and override.extra_args:
