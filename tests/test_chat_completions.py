@@ -7,7 +7,8 @@ from conftest_http import fast_retries, server  # noqa: F401  (fixtures)
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
     ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool, chat_tool_choice,
-    items_to_messages, message_to_items, wire_schema)
+    items_to_messages, message_to_items)
+from miniagents.models.endpoint import wire_schema
 from miniagents.models.interface import ModelSettings
 from openai_server import chat_chunks, chat_completion, sse
 

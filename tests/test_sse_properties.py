@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagents.models.chat_completions import ChatStreamTranslator, items_to_messages, messages_to_items
+from miniagents.models.chat_completions import ChatStreamTranslator, items_to_messages, message_to_items
 from miniagents.models.http import iter_lines, iter_sse
 
 text = st.text(st.sampled_from('ab :{}"\\\n\ré€😀\x00'), max_size=20)
@@ -128,6 +128,20 @@ def transcripts(draw):
                               "arguments": args, "status": "completed"})
             for cid in ids:
                 items.append({"type": "function_call_output", "call_id": cid, "output": draw(text)})
+    return items
+
+
+def messages_to_items(messages: list) -> list:
+    """Chat messages (no system) → input items: the inverse of `items_to_messages`, for the round trip."""
+    items: list = []
+    for msg in messages:
+        if msg["role"] == "assistant":
+            items.extend(message_to_items({k: v for k, v in msg.items() if k != "reasoning_content"}))
+        elif msg["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": msg["tool_call_id"],
+                          "output": msg["content"]})
+        else:
+            items.append({"role": msg["role"], "content": msg["content"]})
     return items
 
 

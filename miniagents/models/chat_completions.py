@@ -15,12 +15,11 @@ from typing import Any, Iterator, Optional
 from ..context import Usage
 from ..errors import ModelBehaviorError, UserError
 from .chat_stream import ChatStreamTranslator, chat_usage, json_text, message_to_items
+from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
-from .endpoint import wire_schema  # noqa: F401 - its old home; still importable from here
 from .http import error_from_body, parse_sse_json
 from .interface import ModelResponse, ModelSettings
-from .provider import host_of
 
 
 def chat_tool(tool: dict) -> dict:
@@ -126,19 +125,6 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
             raise UserError(f"Unhandled item type or structure for Chat Completions: {item!r:.200}")
     return messages
 
-
-def messages_to_items(messages: list) -> list:
-    """Chat messages (no system) → input items; the inverse of `items_to_messages` for transcripts."""
-    items: list = []
-    for msg in messages:
-        if msg["role"] == "assistant":
-            items.extend(message_to_items({k: v for k, v in msg.items() if k != "reasoning_content"}))
-        elif msg["role"] == "tool":
-            items.append({"type": "function_call_output", "call_id": msg["tool_call_id"],
-                          "output": msg["content"]})
-        else:
-            items.append({"role": msg["role"], "content": msg["content"]})
-    return items
 
 # ----------------------------------------------------------------------------- request body
 

@@ -9,16 +9,12 @@ Never: trust `finish_reason` to say whether calls were made, or accept a truncat
 from __future__ import annotations
 
 import json
-import os
 from typing import Optional
 
 from ..errors import ModelBehaviorError, ModelHTTPError
+from ..items import new_call_id
 from .endpoint import FAKE_ID
 from .http import error_from_body
-
-
-def new_call_id() -> str:
-    return "call_" + os.urandom(12).hex()
 
 
 def message_to_items(message: dict) -> list:

@@ -1,7 +1,7 @@
 """What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
 
 Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
-the endpoint settings, builds the transport lazily (`provider.make_transport`) and runs one call: the
+the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
 subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
 helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
 adapter only says how its API nests them. The strict-schema cleaning follows WIRE §9.
@@ -15,8 +15,8 @@ from typing import Any, Iterator, Optional
 
 from ..errors import UserError
 from . import http
+from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
-from .provider import make_transport, resolve_base_url
 
 FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
 EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}

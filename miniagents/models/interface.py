@@ -76,9 +76,6 @@ class ModelResponse:
     response_id: Optional[str] = None
     request_id: Optional[str] = None
 
-    def to_input_items(self) -> list:
-        return list(self.output)
-
 
 @runtime_checkable
 class Model(Protocol):
