@@ -33,7 +33,7 @@ def text_of(resp):
 
 def test_429_with_retry_after_is_retried_and_then_succeeds(server, monkeypatch):
     slept = []
-    monkeypatch.setattr(http.time, "sleep", slept.append)
+    monkeypatch.setattr(http.CancelSwitch, "sleep", lambda switch, seconds: slept.append(seconds))
     server.reply({"error": {"message": "Rate limit", "code": "rate_limit_exceeded"}}, status=429,
                  headers={"retry-after": "0.01"}).reply(chat_completion("ok"))
     assert text_of(ask(chat(server))) == "ok"
