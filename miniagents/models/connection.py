@@ -32,6 +32,17 @@ def host_of(base_url: str) -> str:
     return (urlsplit(base_url).hostname or "").lower()
 
 
+def check_key(key: Optional[str]) -> None:
+    """Refuse a key that cannot go in an HTTP header, before http.client refuses it with an error that
+    quotes it (a trailing newline from a key file, a space, a character outside Latin-1)."""
+    bad = next((i for i, ch in enumerate(key or "") if ch.isspace() or not ch.isprintable() or ord(ch) > 255),
+               None)
+    if bad is not None:
+        raise UserError(f"The API key (api_key=, set_default_openai_key or OPENAI_API_KEY) has a character that "
+                        f"cannot be sent in an HTTP header at position {bad + 1} of {len(key)} (a newline, a "
+                        "space or a non-Latin-1 character): check for a stray newline or a copy-paste slip.")
+
+
 def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
                    default_headers=None, timeout: float = 600.0, max_retries: int = 2,
                    api_version: Optional[str] = None) -> http.HTTPTransport:
@@ -43,6 +54,7 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     """
     base = resolve_base_url(base_url)
     key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
+    check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":
         raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "

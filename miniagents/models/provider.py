@@ -46,7 +46,8 @@ class OpenAIProvider:
         self.use_responses = use_responses
         self._endpoint = dict(organization=organization, project=project, default_headers=default_headers,
                               timeout=timeout, max_retries=max_retries, api_version=api_version)
-        self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field
+        self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
+        # tool_call_content
         self._models: dict = {}
         self._lock = threading.Lock()
 
@@ -58,20 +59,22 @@ class OpenAIProvider:
         return host_of(base_url) == "api.openai.com"
 
     def get_model(self, model_name: Optional[str]) -> Model:
+        source = None if model_name else "env" if env("OPENAI_DEFAULT_MODEL") else "default"
         name = model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
         base_url = resolve_base_url(self.base_url)
         responses = self._wants_responses(base_url)
-        key = (name, base_url, responses)
+        key = (name, source, base_url, responses)
         with self._lock:
             if key not in self._models:
                 if responses:
                     from .responses import OpenAIResponsesModel
-                    self._models[key] = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key,
-                                                             **self._endpoint)
+                    model = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key, **self._endpoint)
                 else:
                     from .chat_completions import OpenAIChatCompletionsModel
-                    self._models[key] = OpenAIChatCompletionsModel(
+                    model = OpenAIChatCompletionsModel(
                         name, base_url=base_url, api_key=self._api_key, **self._endpoint, **self._chat_options)
+                model.model_source = source  # a 404 for a name nobody chose says where it came from
+                self._models[key] = model
             return self._models[key]
 
     def __repr__(self) -> str:
