@@ -377,3 +377,41 @@ def test_azure_empty_choices_and_other_indexes_skipped():
                    {"choices": [{"index": 1, "delta": {"content": "no"}}]},
                    {"choices": [{"index": 0, "delta": {"content": "yes"}, "finish_reason": "stop"}]}])
     assert out[0]["content"][0]["text"] == "yes"
+
+# --------------------------------------------------------------------------- lone surrogates are repaired where they enter
+
+
+def _utf8_safe(value):
+    json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+    return value
+
+
+def test_lone_surrogates_in_a_whole_answer_become_replacement_characters_and_pairs_join(server):
+    server.reply(chat_completion("pair \ud83d\ude00 lone \ud800", [("call_\udc00", "f", '{"q": "\ud800"}')]))
+    message, call_item = _utf8_safe(call(model(server), []).output)
+    assert message["content"][0]["text"] == "pair 😀 lone \ufffd"
+    assert json.loads(call_item["arguments"]) == {"q": "\ufffd"} and call_item["call_id"] == "call_\ufffd"
+
+
+def _chunks_of(*deltas, finish="stop"):
+    return [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas] + [
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+
+
+@pytest.mark.parametrize("pieces,text", [(["a\ud83d", "\ude00b"], "a😀b"), (["a\ud800", "b"], "a\ufffdb"),
+                                         (["a\ud83d"], "a\ufffd"), (["\udc00", "\ud83d", "\ude00"], "\ufffd😀")])
+def test_streamed_text_split_inside_a_surrogate_pair_comes_out_joined(server, pieces, text):
+    server.reply_sse(sse(*_chunks_of(*({"content": p} for p in pieces))))
+    events = _utf8_safe(stream(model(server), []))
+    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == text
+    assert _completed(events)["output"][0]["content"][0]["text"] == text
+
+
+def test_streamed_arguments_split_inside_a_surrogate_pair_come_out_joined(server):
+    head = {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"q": "\ud83d'}}]}
+    tail = {"tool_calls": [{"index": 0, "function": {"arguments": '\ude00 \udfff"}'}}]}
+    server.reply_sse(sse(*_chunks_of(head, tail, finish="tool_calls")))
+    events = _utf8_safe(stream(model(server), []))
+    assert json.loads(_completed(events)["output"][0]["arguments"]) == {"q": "😀 \ufffd"}
+    assert "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta") == \
+        '{"q": "😀 \ufffd"}'

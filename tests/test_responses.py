@@ -166,3 +166,16 @@ def test_stream_eof_without_terminal_event_is_truncated(server):
     server.reply_sse(response_events([text_item("hi")])[:-2])
     with pytest.raises(ModelHTTPError, match="truncated"):
         stream(model(server), [])
+
+
+def test_lone_surrogates_are_repaired_in_answers_and_stream_deltas(server):
+    server.reply(response_obj([text_item("lone \ud800 pair \ud83d\ude00"), CALL | {"arguments": '{"q": "\udc00"}'}]))
+    output = call(model(server), []).output
+    assert output[0]["content"][0]["text"] == "lone \ufffd pair 😀" and output[1]["arguments"] == '{"q": "\ufffd"}'
+    delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+    server.reply_sse(sse({**delta, "delta": "a\ud83d"}, {**delta, "delta": "\ude00b"},
+                         {"type": "response.completed", "response": response_obj([text_item("a\ud83d\ude00b")])},
+                         done=False))
+    events = stream(model(server), [])
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == ["a", "😀b"]
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "a😀b"

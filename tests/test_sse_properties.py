@@ -159,3 +159,33 @@ def test_items_messages_round_trip(items):
     assert all(m.get("tool_calls") != [] for m in messages)
     back = messages_to_items(messages)
     assert [normalise(i) for i in back] == [normalise(i) for i in items]
+
+
+class CountingBytes(bytes):
+    """Bytes that add the length of every buffer the line splitter builds from them or scans to `work`."""
+
+    work = [0]
+
+    def _count(self, value):
+        CountingBytes.work[0] += len(value)
+        return value
+
+    def splitlines(self, keepends=False):
+        return bytes.splitlines(self._count(self), keepends)
+
+    def __add__(self, other):
+        return CountingBytes(self._count(bytes(self) + bytes(other)))
+
+    def __radd__(self, other):
+        return CountingBytes(self._count(bytes(other) + bytes(self)))
+
+
+def test_splitting_a_long_line_costs_work_linear_in_its_length():
+    """A 4 MB data line arriving in 1 KB chunks: the splitter scans and copies each byte a bounded number
+    of times, not once per chunk (the old rescan-the-buffer design did about 8 GB of work here)."""
+    line = b"data: " + b"x" * (4 * 1024 * 1024) + b"\n\n"
+    chunks = [CountingBytes(line[i:i + 1024]) for i in range(0, len(line), 1024)]
+    CountingBytes.work[0] = 0
+    lines = list(iter_lines(chunks))
+    assert lines == [line[:-2], b""]
+    assert CountingBytes.work[0] <= 3 * len(line)

@@ -204,7 +204,7 @@ class ChatStreamTranslator:
         slot["out"], self._count = self._count, self._count + 1
         return [{"type": "response.output_item.added", "output_index": slot["out"], "item": {
             "type": "function_call", "id": FAKE_ID, "call_id": slot["id"], "name": slot["name"],
-            "arguments": "", "status": "in_progress"}}] + self._arguments_delta(slot, slot["arguments"].value)
+            "arguments": "", "status": "in_progress"}}] + self._arguments_delta(slot, slot["arguments"].emitted)
 
     def message(self) -> dict:
         """The accumulated assistant message, in the non-streamed response's shape."""

@@ -147,5 +147,10 @@ class Deltas:
         return held
 
     @property
+    def emitted(self) -> str:
+        """What `add` has returned so far (without a piece still held back)."""
+        return "".join(self.parts)
+
+    @property
     def value(self) -> str:
-        return "".join(self.parts) + clean_text(self._held)
+        return self.emitted + clean_text(self._held)
