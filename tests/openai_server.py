@@ -125,11 +125,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         if reply.get("hold"):  # the answer is complete, but the server keeps the stream open
-            owner = self.server.owner
-            while not owner.closing.wait(reply.get("ping_every") or 60):
+            owner, until = self.server.owner, time.monotonic() + 3  # pings for 3 s at most, then silence
+            while reply.get("ping_every") and time.monotonic() < until and not owner.closing.wait(reply["ping_every"]):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"))
                 self.wfile.flush()
-            self.close_connection = True
+            self._hang()
             return
         self.wfile.write(b"0\r\n\r\n")
 

@@ -206,7 +206,8 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        shown = http.redact(self.base_url, self._client_args["api_key"])
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                      tracing=None, *, previous_response_id=None, conversation_id=None,

@@ -98,7 +98,7 @@ def parse_sse_json(data: str, secret: Optional[str] = None) -> Any:
     try:
         return json.loads(data)
     except ValueError:
-        raise http_error(None, "the stream sent a data line that is not JSON: " + redact(data[:200], secret),
+        raise http_error(None, "the stream sent a data line that is not JSON: " + redact(data, secret)[:200],
                          type="invalid_stream") from None
 
 
@@ -110,6 +110,17 @@ def redact(text: str, secret: Optional[str]) -> str:
     if secret and len(secret) >= 4 and isinstance(text, str):
         return text.replace(secret, "***")
     return text
+
+
+def redact_json(value: Any, secret: Optional[str]) -> Any:
+    """`redact` applied to every string (keys included) of a decoded JSON value."""
+    if isinstance(value, str):
+        return redact(value, secret)
+    if isinstance(value, list):
+        return [redact_json(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {redact_json(k, secret): redact_json(v, secret) for k, v in value.items()}
+    return value
 
 
 def http_error(status: Optional[int], message: str, **fields) -> ModelHTTPError:
@@ -179,8 +190,7 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
             body = json.loads(text) if text else None
         except ValueError:
             body = _strip_html(text) if text.lstrip().startswith("<") else text
-    if body is not None and secret:
-        body = json.loads(redact(json.dumps(body, ensure_ascii=False), secret))
+    body = redact_json(body, secret)
     f = {k: redact(v, secret) for k, v in error_fields(body).items()}
     message = f["message"] or (f"HTTP {status} with an empty body" if status else "unknown error")
     if len(message) > 2000:
@@ -542,7 +552,7 @@ class Exchange:
             if isinstance(exc, ssl.SSLCertVerificationError):
                 return f"the TLS certificate was not accepted ({redact(str(exc), t.secret)})", True
             if isinstance(exc, ssl.SSLError) and not isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
-                plain = f"http://{t.host}:{t.port}{t.base_path}"
+                plain = "http" + t.shown_url("")[len("https"):]
                 return (f"the TLS handshake failed ({exc.reason or type(exc).__name__}); if that server speaks "
                         f"plain HTTP, use base_url={plain!r}", True)
         return f"{type(exc).__name__}: {redact(str(exc), t.secret)}", False
@@ -623,7 +633,7 @@ class HTTPTransport:
         self._conns_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"HTTPTransport({self.scheme}://{self.host}:{self.port}{self.base_path})"
+        return f"HTTPTransport({self.shown_url('')})"
 
     def post(self, path: str, body: dict, *, stream: bool = False, headers: Optional[dict] = None,
              query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "") -> Exchange:
@@ -647,7 +657,7 @@ class HTTPTransport:
 
     def not_found_hint(self) -> str:
         """For a 404: what the base URL should look like, when it looks like the usual mistakes."""
-        base = f"{self.scheme}://{self.host}:{self.port}{self.base_path}"
+        base = self.shown_url("")
         for endpoint in ("/chat/completions", "/responses"):
             if self.base_path.endswith(endpoint):
                 root = base[:-len(endpoint)]
