@@ -142,3 +142,10 @@ def test_llama_cpp_python_also_refuses_a_missing_content(server):
     server.emulate("llama-cpp-python")
     status, body = EMULATED["llama-cpp-python"]({"messages": [{"role": "assistant", "tool_calls": []}]})
     assert status == 500 and "has no attribute 'content'" in body["error"]["message"]
+
+
+def test_the_provider_passes_the_option_on(server):
+    from miniagents import OpenAIProvider
+
+    assert OpenAIProvider(base_url=server.url, tool_call_content="").get_model("m").tool_call_content == ""
+    assert OpenAIProvider(base_url=server.url).get_model("m").tool_call_content == "auto"
