@@ -285,6 +285,11 @@ def call_item(call_id, name, args, iid="fc_1"):
 
 def response_events(output, **kw):
     """A Responses stream (event: + data: lines, no [DONE]) ending in response.completed."""
+    return sse(*response_event_list(output, **kw), done=False, event_names=True)
+
+
+def response_event_list(output, **kw):
+    """The events of a Responses stream for `output`, as dicts."""
     resp = response_obj(output, **kw)
     events = [{"type": "response.created", "response": {**resp, "status": "in_progress", "output": []}}]
     for i, item in enumerate(output):
@@ -294,4 +299,4 @@ def response_events(output, **kw):
                            "content_index": 0, "delta": item["content"][0]["text"]})
         events.append({"type": "response.output_item.done", "output_index": i, "item": item})
     events.append({"type": "response.completed", "response": resp})
-    return sse(*events, done=False, event_names=True)
+    return events

@@ -19,7 +19,8 @@ from miniagents.errors import AgentsException
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import ModelSettings
 from miniagents.models.responses import OpenAIResponsesModel
-from openai_server import OpenAITestServer, call_item, chat_chunks, chat_completion, response_obj, text_item
+from openai_server import (OpenAITestServer, call_item, chat_chunks, chat_completion, response_event_list,
+                           response_obj, text_item)
 
 FUZZ_EXAMPLES = int(os.environ.get("MINIAGENTS_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=FUZZ_EXAMPLES <= 60,
@@ -70,19 +71,7 @@ outputs = st.lists(st.sampled_from([text_item("hi"), call_item("call_1", "f", '{
 responses_bodies = st.builds(response_obj, outputs)
 
 
-def responses_stream(output):
-    resp = response_obj(output)
-    events = [{"type": "response.created", "response": {**resp, "status": "in_progress", "output": []}}]
-    for i, item in enumerate(output):
-        events.append({"type": "response.output_item.added", "output_index": i, "item": item})
-        if item["type"] == "message":
-            events.append({"type": "response.output_text.delta", "item_id": item["id"], "output_index": i,
-                           "content_index": 0, "delta": item["content"][0]["text"]})
-        events.append({"type": "response.output_item.done", "output_index": i, "item": item})
-    return events + [{"type": "response.completed", "response": resp}]
-
-
-responses_streams = st.builds(responses_stream, outputs)
+responses_streams = st.builds(response_event_list, outputs)
 
 
 @pytest.fixture(scope="module")
@@ -152,31 +141,23 @@ def check_streamed(final):
         assert final.get("id") is None or isinstance(final["id"], str)
 
 
-@given(answers(chat_bodies))
+ADAPTERS = {"chat": (OpenAIChatCompletionsModel, chat_bodies, chat_streams, True),
+            "responses": (OpenAIResponsesModel, responses_bodies, responses_streams, False)}
+
+
+@pytest.mark.parametrize("api", sorted(ADAPTERS))
+@given(data=st.data())
 @FUZZ
-def test_chat_plain(fuzz_server, body):
-    serve(fuzz_server, body)
-    check_plain(outcome(lambda: ask(OpenAIChatCompletionsModel("m", base_url=fuzz_server.url, max_retries=0))))
+def test_plain_answers(fuzz_server, api, data):
+    model, bodies, _, _ = ADAPTERS[api]
+    serve(fuzz_server, data.draw(answers(bodies)))
+    check_plain(outcome(lambda: ask(model("m", base_url=fuzz_server.url, max_retries=0))))
 
 
-@given(answers(chat_streams))
+@pytest.mark.parametrize("api", sorted(ADAPTERS))
+@given(data=st.data())
 @FUZZ
-def test_chat_streamed(fuzz_server, chunks):
-    serve(fuzz_server, events=chunks)
-    check_streamed(outcome(lambda: stream_completed(
-        OpenAIChatCompletionsModel("m", base_url=fuzz_server.url, max_retries=0))))
-
-
-@given(answers(responses_bodies))
-@FUZZ
-def test_responses_plain(fuzz_server, body):
-    serve(fuzz_server, body)
-    check_plain(outcome(lambda: ask(OpenAIResponsesModel("m", base_url=fuzz_server.url, max_retries=0))))
-
-
-@given(answers(responses_streams))
-@FUZZ
-def test_responses_streamed(fuzz_server, events):
-    serve(fuzz_server, events=events, done=False)
-    check_streamed(outcome(lambda: stream_completed(
-        OpenAIResponsesModel("m", base_url=fuzz_server.url, max_retries=0))))
+def test_streamed_answers(fuzz_server, api, data):
+    model, _, streams, done = ADAPTERS[api]
+    serve(fuzz_server, events=data.draw(answers(streams)), done=done)
+    check_streamed(outcome(lambda: stream_completed(model("m", base_url=fuzz_server.url, max_retries=0))))
