@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miniagents.models.chat_completions import ChatStreamTranslator, items_to_messages, message_to_items
-from miniagents.models.http import iter_lines, iter_sse
+from miniagents.models.protocol import iter_lines, iter_sse
 
 text = st.text(st.sampled_from('ab :{}"\\\n\ré€😀\x00'), max_size=20)
 line_text = st.text(st.sampled_from('ab :{}"é😀'), max_size=15)

@@ -20,7 +20,8 @@ from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_
 from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
-from .http import Exchange, error_from_body, is_validation_error, parse_sse_json, with_note
+from .http import Exchange
+from .protocol import error_from_body, is_validation_error, parse_sse_json, with_note
 from .interface import ModelResponse, ModelSettings
 
 

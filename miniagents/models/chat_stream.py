@@ -15,7 +15,7 @@ from ..errors import ModelBehaviorError
 from ..items import clean_text, new_call_id
 from . import shapes
 from .endpoint import FAKE_ID
-from .http import http_error
+from .protocol import http_error
 
 
 def message_to_items(message: Any, where: str = "choices[0].message") -> list:

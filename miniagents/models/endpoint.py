@@ -17,6 +17,7 @@ from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from . import http
 from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
+from .protocol import redact
 
 FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
 EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -206,7 +207,7 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        shown = http.redact(self.base_url, self._client_args["api_key"])
+        shown = redact(self.base_url, self._client_args["api_key"])
         return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,

@@ -18,7 +18,8 @@ from ..items import clean_json
 from . import shapes
 from .endpoint import (FAKE_ID, SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
-from .http import Exchange, error_from_body, http_error, parse_sse_json, redact
+from .http import Exchange
+from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
 
 
