@@ -211,8 +211,9 @@ class Exchange:
         if isinstance(self._callbacks, list) and self.switch in self._callbacks:
             self._callbacks.remove(self.switch)
         self.switch.release()
-        if self.response is not None and not self._finished and not (
-                not self.switch.cancelled and self._drain()):
+        if self.response is None or self._finished:
+            return  # nothing left unread: the connection can serve the next request
+        if self.switch.cancelled or not self._drain():
             self.transport.discard(self._conn)
 
     # -- internals
