@@ -364,3 +364,11 @@ def test_without_a_callback_list_nothing_is_registered(server):
     server.reply(chat_completion("a"))
     assert CANCEL_CALLBACKS.get() is None
     assert ask(chat(server.url)).output[0]["content"][0]["text"] == "a"
+
+
+def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server):
+    from miniagents.errors import UserError
+
+    with pytest.raises(UserError, match="cannot be sent as JSON"):
+        ask(chat(server.url), ModelSettings(extra_body={"when": object()}))
+    assert server.requests == []

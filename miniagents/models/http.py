@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
-from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError
+from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, iter_lines, iter_sse, redact, retry_delay, should_retry,
                        timeout_error, with_note)
@@ -128,7 +128,10 @@ class Exchange:
         self.transport, self.path, self.stream, self.not_found_hint = transport, path, stream, not_found_hint
         self.url = transport.shown_url(path)
         self.target = transport.request_target(path, query)
-        self.payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            self.payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # a value in extra_body/metadata/... that JSON cannot hold
+            raise UserError(f"The request body cannot be sent as JSON: {exc}") from None
         self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                                 "Accept": "text/event-stream" if stream else "application/json",
                                 **transport.headers, **(headers or {})}
