@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from miniagents.context import Usage
@@ -109,9 +109,12 @@ def readable_items(items):
 def outcome(call):
     """Run one call; an AgentsException is a fine outcome, any other exception fails the test."""
     try:
-        return call()
-    except AgentsException:
+        result = call()
+    except AgentsException as err:
+        event(f"typed error: {type(err).__name__}")  # shown by --hypothesis-show-statistics
         return None
+    event("an answer")
+    return result
 
 
 def ask(model):
