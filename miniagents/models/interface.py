@@ -7,16 +7,26 @@ Responses API's flat shape) and an output schema (`None` for plain text, else
 same Responses shape. Nothing here knows about agents or tools.
 
 Unlike upstream, the methods are synchronous: the kernel's loop is synchronous and `Runner.run`
-runs it off the event loop.
+runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, not by cancelling a task.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
 from ..context import Usage
 
+CANCEL_CALLBACKS: contextvars.ContextVar = contextvars.ContextVar("miniagents_cancel_callbacks", default=None)
+"""How a run stops a model call that is blocked on the network.
+
+The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`; while a
+request is in flight, a model appends a zero-argument callable that aborts it (and removes it when the
+request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked
+call then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is
+harmless. A model with nothing to abort may ignore the list.
+"""
 
 
 @dataclass
@@ -78,9 +88,6 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     response_id: Optional[str] = None
     request_id: Optional[str] = None
-
-    def to_input_items(self) -> list:
-        return list(self.output)
 
 
 @runtime_checkable
