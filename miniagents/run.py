@@ -319,6 +319,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
     The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
     state, loop = run.state, _loop(run)
+    aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
     with tracing.run_trace(run.config) as task:
         try:
             while True:
@@ -331,6 +332,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
         except StopIteration as stop:
             return stop.value
         except AgentsException as error:
+            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
+                return RunResult.from_state(state, None)
             if isinstance(error, MaxTurnsExceeded) and run.agent_span is not None:
                 run.agent_span.set_error({"message": "Max turns exceeded", "data": {"max_turns": state.max_turns}})
             if error.run_data is None:
@@ -340,6 +343,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                                                  list(state.output_guardrail_results))
             raise
         finally:
+            caller.CANCEL_CALLBACKS.reset(aborts)
             leave_agent(run)
             if task is not None:
                 task.span_data.usage = state.context_wrapper.usage.to_json()

@@ -177,7 +177,7 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, output_text(value)
-    except NestedInterruption:
+    except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped by a cancelled run: no output
         raise
     except Exception as error:
         span = tracing.get_current_span()  # the call's function span, when the run is traced

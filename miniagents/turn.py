@@ -470,6 +470,8 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bo
     for call, join in joins:
         try:
             outcomes.append((call, True, join()))
+        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
+            pass
         except Exception as error:
             outcomes.append((call, False, error))
     for _, ok, value in outcomes:

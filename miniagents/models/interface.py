@@ -11,22 +11,19 @@ runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, no
 """
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
+from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
 from ..context import Usage
 
-CANCEL_CALLBACKS: contextvars.ContextVar = contextvars.ContextVar("miniagents_cancel_callbacks", default=None)
-"""How a run stops a model call that is blocked on the network.
-
-The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`; while a
-request is in flight, a model appends a zero-argument callable that aborts it (and removes it when the
-request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked
-call then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is
-harmless. A model with nothing to abort may ignore the list.
-"""
+# `CANCEL_CALLBACKS` (defined in caller.py, part of this contract): how a run stops a model call blocked on the
+# network. The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`;
+# while a request is in flight, a model appends a zero-argument callable that aborts it (and removes it when the
+# request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked call
+# then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is harmless.
+# A model with nothing to abort may ignore the list.
 
 
 @dataclass
