@@ -37,6 +37,7 @@ class PendingTurn:
     outputs: dict = field(default_factory=dict)
     session_input: list = field(default_factory=list)
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
+    replays: int = 0  # calls the response repeated exactly from earlier turns: dropped, never run again
 
 
 class RunState(Generic[TContext]):
@@ -221,6 +222,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "done": {call_id: text for call_id, (_, text) in pending.outputs.items()},
             "session_input": pending.session_input,
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
+            "replays": pending.replays,
         },
         "context": {"usage": ctx.usage.to_json(), "approvals": ctx.approvals, "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
@@ -308,13 +310,17 @@ class ResponseDocument(_Response, total=False):
     request_id: Optional[str]
 
 
-class PendingTurnDocument(TypedDict):
+class _PendingTurn(TypedDict):
     agent: str
     output: List[Dict[str, Any]]
     start: int
     done: Dict[str, Union[str, List[Any]]]
     session_input: List[Dict[str, Any]]
     nested: Dict[str, Dict[str, Any]]
+
+
+class PendingTurnDocument(_PendingTurn, total=False):
+    replays: int
 
 
 class _Context(TypedDict):
@@ -445,7 +451,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
-                                    session_input=pending["session_input"])
+                                    session_input=pending["session_input"], replays=pending.get("replays", 0))
         state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
                                 for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()
