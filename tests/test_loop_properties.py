@@ -82,6 +82,21 @@ def test_every_call_sent_to_a_model_has_exactly_one_output_after_it_in_call_orde
 
 
 @given(scenarios())
+def test_a_run_goes_on_while_the_model_calls_tools_and_ends_with_its_last_message(scenario):
+    played = play(scenario)
+    expected_calls = 0
+    for run, outcome in zip(scenario.runs, played.outcomes):
+        if isinstance(outcome, Exception):  # MaxTurnsExceeded: exactly max_turns model calls in this run
+            assert scenario.max_turns is not None and scenario.max_turns < len(run)
+            expected_calls += scenario.max_turns
+            continue
+        expected_calls += len(run)  # every response but the last has calls (unknown tools and handoffs too)
+        last = run[-1].message
+        assert outcome.final_output == (last if last is not None else "")
+    assert len(played.requests) == expected_calls
+
+
+@given(scenarios())
 def test_tools_run_once_with_valid_arguments_and_never_before_approval(scenario):
     played = play(scenario)
     assert played.bad_runs == [], "a tool ran with arguments its signature does not allow"
