@@ -248,11 +248,6 @@ def generate(root: str = ROOT, files: Optional[List[str]] = None) -> List[Edit]:
             base = f"{rel}::{scope}::{kind}::{_squash(old)[:80]} -> {_squash(replacement)[:80]}"
             n = seen.get(base, 0)
             seen[base] = n + 1
-            mutated = text[:start] + replacement + text[end:]
-            try:
-                compile(mutated, rel, "exec")
-            except SyntaxError:
-                continue  # e.g. `pass` where an expression statement was a whole one-line block's value
             edits.append(Edit(rel, node.lineno, start, old, replacement, kind, base + (f" @{n}" if n else "")))
     return edits
 
