@@ -3,8 +3,8 @@
 A `Scenario` is a conversation: one or more runs on one agent graph, each run a list of scripted model
 responses (messages, reasoning, 0-5 function calls with valid or invalid arguments, unknown tools, call ids
 repeated within a response, handoffs, tools that fail, time out or need approval), the decisions a person takes
-at each pause, how each paused state travels (the state object, or JSON), an optional SQLiteSession with an
-optional history window, and an optional max_turns. `play` runs a scenario through the public API only
+at each pause, how each paused state travels (the object, or JSON before or after deciding), an optional
+SQLiteSession with an optional history window, and an optional max_turns. `play` runs a scenario through the public API only
 (Agent, Runner, function_tool, RunState, SQLiteSession, SessionSettings, ScriptedModel) and returns everything
 an observer can see: the model's requests, the tools' own log, the results, the stream events, the session.
 
@@ -35,6 +35,9 @@ HANDOFF_NAMES = ("transfer_to_beta", "transfer_to_alpha")
 CALL_NAMES = tuple(TOOL_PARAMS) + ("nope",) + HANDOFF_NAMES
 DECISIONS = ("approve", "reject", "reject_message", "always_approve", "always_reject", "later")
 PLAIN_DECISIONS = ("approve", "reject", "reject_message", "later")
+# How a paused state reaches the resume: the state object itself; to_string/from_string, then the decisions;
+# the decisions, then to_string/from_string.
+TRAVEL = ("object", "json_then_decide", "decide_then_json")
 SLOW_TIMEOUT = 0.05
 # Session files live in memory where the system offers it: SQLite's fsync on every turn would otherwise be most
 # of a play's time.
@@ -72,7 +75,7 @@ class Response:
 class Scenario:
     runs: List[List[Response]]  # per run: the responses, the last one without calls
     decisions: List[str]  # taken in order, one per interruption met (the last one repeats)
-    through_json: List[bool]  # per pause: resume from to_string/from_string (True) or the state object
+    travel: List[str]  # per pause (the last repeats): one of TRAVEL
     session: bool = False
     window: Optional[Tuple[str, int]] = None  # ("limit" | "limit_turns", n) in RunConfig.session_settings
     max_turns: Optional[int] = None
@@ -136,7 +139,7 @@ def responses(draw, run: int, count: int, names: Tuple[str, ...] = CALL_NAMES) -
 
 @st.composite
 def scenarios(draw, *, max_runs: int = 3, decisions: Tuple[str, ...] = DECISIONS, limits: bool = True,
-              session: Optional[bool] = None) -> Scenario:
+              session: Optional[bool] = None, travel: Tuple[str, ...] = TRAVEL) -> Scenario:
     with_session = draw(st.booleans()) if session is None else session
     run_count = draw(st.integers(1, max_runs)) if with_session else 1
     runs = [draw(responses(r, draw(st.integers(0, 4)))) for r in range(run_count)]
@@ -147,7 +150,7 @@ def scenarios(draw, *, max_runs: int = 3, decisions: Tuple[str, ...] = DECISIONS
     longest = max(len(r) for r in runs)
     max_turns = draw(st.one_of(st.none(), st.integers(1, longest))) if limits else None
     return Scenario(runs=runs, decisions=draw(st.lists(st.sampled_from(decisions), min_size=1, max_size=12)),
-                    through_json=draw(st.lists(st.booleans(), min_size=1, max_size=12)), session=with_session,
+                    travel=draw(st.lists(st.sampled_from(travel), min_size=1, max_size=12)), session=with_session,
                     window=window, max_turns=max_turns,
                     reopen_session=with_session and draw(st.booleans()))
 
@@ -309,9 +312,12 @@ def play(scenario: Scenario, *, streamed: bool = False, context: Any = None) -> 
                     break
                 pauses += 1
                 state = result.to_state()
-                if scenario.through_json[min(pauses - 1, len(scenario.through_json) - 1)]:
+                travel = scenario.travel[min(pauses - 1, len(scenario.travel) - 1)]
+                if travel == "json_then_decide":
                     state = RunState.from_string(world.alpha, state.to_string())
                 _decide(world, state, state.get_interruptions(), scenario.decisions, asked, played)
+                if travel == "decide_then_json":
+                    state = RunState.from_string(world.alpha, state.to_string())
                 item_input = state
                 if scenario.reopen_session and world.session is not None:
                     world.session.close()

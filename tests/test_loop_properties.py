@@ -125,7 +125,7 @@ def test_tools_run_once_with_valid_arguments_and_never_before_approval(scenario)
     assert set(ran) <= must_run | may_run, f"calls that should not have run did: {sorted(set(ran) - must_run - may_run)}"
 
 
-@given(scenarios(max_runs=1, decisions=PLAIN_DECISIONS).map(lambda s: setattr(s, "through_json", [True]) or s))
+@given(scenarios(max_runs=1, decisions=PLAIN_DECISIONS, travel=("json_then_decide", "decide_then_json")))
 def test_pausing_through_json_and_resuming_equals_deciding_the_same_approvals_up_front(scenario):
     paused = play(scenario)
     wrapper = RunContextWrapper(context={"user": "ann", "secret": SECRET})
