@@ -14,13 +14,14 @@ off to Alpha), sharing one ScriptedModel, so the script is the sequence of model
 redacted RuntimeError otherwise); `slow` blocks past its 0.05 s timeout for odd `x`.
 """
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from hypothesis import strategies as st
 
@@ -158,6 +159,16 @@ def scenarios(draw, *, max_runs: int = 3, decisions: Tuple[str, ...] = DECISIONS
 # ----------------------------------------------------------------------------- playing a scenario
 
 
+@contextlib.contextmanager
+def database_file() -> Iterator[str]:
+    """A path for a fresh SQLite database in a folder of its own, removed afterwards."""
+    folder = tempfile.mkdtemp(prefix="loop_props_", dir=FAST_TMP)
+    try:
+        yield os.path.join(folder, "conversation.db")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @dataclass
 class Played:
     """What an observer saw of one played scenario."""
@@ -177,7 +188,7 @@ class Played:
 class World:
     """Fresh tools, agents, model and session for one play; the tools log what they are called with."""
 
-    def __init__(self, scenario: Scenario, folder: str):
+    def __init__(self, scenario: Scenario, db: str):
         self.scenario = scenario
         self.lock = threading.Lock()
         self.release = threading.Event()  # lets timed-out `slow` calls finish once the play is over
@@ -186,7 +197,7 @@ class World:
         self.approved: set = set()  # call ids approved so far, and tool names approved for good
         self.approved_before_run: list = []
         self.model = ScriptedModel([r.output(i) for run in scenario.runs for i, r in enumerate(run)])
-        self.db = os.path.join(folder, "conversation.db")
+        self.db = db
         self.session = self.new_session() if scenario.session else None
         tools = self.make_tools()
         self.alpha = Agent("Alpha", instructions="You are Alpha.", model=self.model,
@@ -286,8 +297,11 @@ def _decide(world: World, state: Any, items: list, decisions: List[str], asked: 
 
 def play(scenario: Scenario, *, streamed: bool = False, context: Any = None) -> Played:
     """Run every run of the conversation to its end, deciding at every pause; see `Played`."""
-    folder = tempfile.mkdtemp(prefix="loop_props_", dir=FAST_TMP)
-    world = World(scenario, folder)
+    with database_file() as db:
+        return _play(World(scenario, db), scenario, streamed, context)
+
+
+def _play(world: World, scenario: Scenario, streamed: bool, context: Any) -> Played:
     config = RunConfig(session_settings=SessionSettings(**{scenario.window[0]: scenario.window[1]})
                        if scenario.window else None)
     kwargs = {"run_config": config}
@@ -330,7 +344,6 @@ def play(scenario: Scenario, *, streamed: bool = False, context: Any = None) -> 
         world.release.set()
         if world.session is not None:
             world.session.close()
-        shutil.rmtree(folder, ignore_errors=True)
     return Played(requests=list(world.model.calls), tool_runs=list(world.tool_runs), bad_runs=world.bad_runs,
                   outcomes=outcomes, decided=played["decided"], approval_items=played["items"],
                   approved_before_run=world.approved_before_run, events=events, session_items=session_items,

@@ -11,9 +11,6 @@ smallest counterexample as an `@example`, so it fails on every run until the bug
 strict xfail turns that into a failure, and the mark is removed.
 """
 import json
-import os
-import shutil
-import tempfile
 import threading
 
 import pytest
@@ -22,7 +19,8 @@ from hypothesis import strategies as st
 
 from miniagents import Agent, RunContextWrapper, Runner, RunState, SessionSettings, SQLiteSession, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from strategies import (PLAIN_DECISIONS, SECRET, final_output, play, run_items, scenarios, transcript_view)
+from strategies import (PLAIN_DECISIONS, SECRET, database_file, final_output, play, run_items, scenarios,
+                        transcript_view)
 
 HANDOFF_OUTPUT_PREFIX = '{"assistant": '
 
@@ -229,12 +227,11 @@ def decide_all(state, decisions):
        reopen=st.booleans())
 @example(decisions=["approve", "later"], reopen=False)
 def test_resuming_one_json_twice_with_a_session_never_runs_an_approved_call_twice(decisions, reopen):
-    path = tempfile.mkdtemp(prefix="loop_bugs_")
-    try:
+    with database_file() as db:
         desk = PayDesk()
         desk.model.enqueue(desk.pay_calls([5 + n for n in range(len(decisions))]))
         desk.model.extend([[assistant_message("done")]] * 4)
-        session = SQLiteSession("s", os.path.join(path, "db.sqlite"))
+        session = SQLiteSession("s", db)
         result = Runner.run_sync(desk.agent, "pay them", session=session)
         state = result.to_state()
         decide_all(state, decisions)
@@ -242,12 +239,10 @@ def test_resuming_one_json_twice_with_a_session_never_runs_an_approved_call_twic
         for _ in range(2):
             if reopen:
                 session.close()
-                session = SQLiteSession("s", os.path.join(path, "db.sqlite"))
+                session = SQLiteSession("s", db)
             Runner.run_sync(desk.agent, RunState.from_string(desk.agent, text), session=session)
         session.close()
         assert desk.ran_twice() == []
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.xfail(strict=True, reason="issue 9 item 2: with a windowed session an old JSON resumed later runs the call again")
@@ -256,13 +251,12 @@ def test_resuming_one_json_twice_with_a_session_never_runs_an_approved_call_twic
        later_runs=st.integers(1, 3))
 @example(window=("limit", 1), later_runs=1)
 def test_an_old_json_resumed_after_more_turns_of_a_windowed_session_never_runs_again(window, later_runs):
-    path = tempfile.mkdtemp(prefix="loop_bugs_")
-    try:
+    with database_file() as db:
         desk = PayDesk()
         desk.model.enqueue(desk.pay_calls([5]))
         desk.model.extend([[assistant_message("done")]] * (later_runs + 3))
         settings = SessionSettings(**{window[0]: window[1]})
-        session = SQLiteSession("s", os.path.join(path, "db.sqlite"), session_settings=settings)
+        session = SQLiteSession("s", db, session_settings=settings)
         state = Runner.run_sync(desk.agent, "pay", session=session).to_state()
         decide_all(state, ["approve"])
         text = state.to_string()
@@ -272,20 +266,16 @@ def test_an_old_json_resumed_after_more_turns_of_a_windowed_session_never_runs_a
         Runner.run_sync(desk.agent, RunState.from_string(desk.agent, text), session=session)
         session.close()
         assert desk.ran_twice() == []
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.xfail(strict=True, reason="issue 9 item 3: two concurrent resumes of one JSON on one database both run the call")
 @given(threads=st.integers(2, 3), shared_session=st.booleans())
 @example(threads=2, shared_session=False)
 def test_concurrent_resumes_of_one_json_run_an_approved_call_once(threads, shared_session):
-    path = tempfile.mkdtemp(prefix="loop_bugs_")
-    try:
+    with database_file() as db:
         desk = PayDesk(barrier=threading.Barrier(2))
         desk.model.enqueue(desk.pay_calls([5]))
         desk.model.extend([[assistant_message("done")]] * threads)
-        db = os.path.join(path, "db.sqlite")
         first = SQLiteSession("s", db)
         state = Runner.run_sync(desk.agent, "pay", session=first).to_state()
         decide_all(state, ["approve"])
@@ -306,8 +296,6 @@ def test_concurrent_resumes_of_one_json_run_an_approved_call_once(threads, share
         for s in set(sessions) | {first}:
             s.close()
         assert desk.ran_twice() == []
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.xfail(strict=True, reason="issue 9 item 4: call ids repeated across runs of one session mix up outputs")
@@ -316,10 +304,9 @@ def test_concurrent_resumes_of_one_json_run_an_approved_call_once(threads, share
 @example(amounts=[1, 999], approval=True, call_id="call_1")
 def test_call_ids_repeated_across_runs_of_one_session_keep_each_call_with_its_own_output(amounts, approval,
                                                                                             call_id):
-    path = tempfile.mkdtemp(prefix="loop_bugs_")
-    try:
+    with database_file() as db:
         desk = PayDesk(needs_approval=approval)
-        session = SQLiteSession("s", os.path.join(path, "db.sqlite"))
+        session = SQLiteSession("s", db)
         for n, amount in enumerate(amounts):
             desk.model.extend([desk.pay_calls([amount], ids=[call_id]), [assistant_message(f"paid {amount}")]])
             result = Runner.run_sync(desk.agent, f"pay {amount}", session=session)
@@ -334,5 +321,3 @@ def test_call_ids_repeated_across_runs_of_one_session_keep_each_call_with_its_ow
         assert outputs[-1] == f"paid {amounts[-1]}", "the model sees this run's output, not an older one"
         assert_well_paired(session.get_items(), "session")
         session.close()
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
