@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import mutation_generate  # noqa: E402  (tests/ is not a package)
 
 EQUIVALENT_FILE = os.path.join(ROOT, "tests", "mutation_equivalent.txt")
-IGNORED = (".git", ".venv", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
+IGNORED = (".git", ".venv*", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
            "build", "*.egg-info", "*.pyc")
 PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not xfail"]
 
