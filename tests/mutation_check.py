@@ -22,7 +22,8 @@ Tests marked `xfail` (known bugs) are left out of every run: a mutant must not c
 a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
 progress) are left out of every mutant's run and named in the output (`--strict-baseline` stops instead; in CI,
 right after the suite passed, `--no-baseline` skips it).
-Hypothesis runs with the derandomised "ci" profile (tests/conftest.py), so a mutant's verdict is repeatable.
+Hypothesis runs with the derandomised "mutation" profile (tests/conftest.py), so a mutant's verdict is
+repeatable; property tests that take their example count from the profile play 30 examples there.
 Exit status: 0 when every mutant was caught (generated: when the kill rate reaches `--min-kill-rate`), 1 when
 not, 2 when the check itself could not run. Standard library only.
 """
@@ -401,7 +402,7 @@ def child_env() -> dict:
     # No .pyc files: a restored source can have the same size and mtime second as its mutant, and a stale
     # cached mutant would then run in place of the real code.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["MINIAGENTS_HYPOTHESIS_PROFILE"] = "ci"  # derandomised: the same verdict every time (tests/conftest.py)
+    env["MINIAGENTS_HYPOTHESIS_PROFILE"] = "mutation"  # derandomised, shorter (tests/conftest.py)
     return env
 
 
