@@ -4,9 +4,10 @@ A `Scenario` is a conversation: one or more runs on one agent graph, each run a 
 responses (messages, reasoning, 0-5 function calls with valid or invalid arguments, unknown tools, call ids
 repeated within a response, handoffs, tools that fail, time out or need approval), the decisions a person takes
 at each pause, how each paused state travels (the object, or JSON before or after deciding), an optional
-SQLiteSession with an optional history window, and an optional max_turns. `play` runs a scenario through the public API only
-(Agent, Runner, function_tool, RunState, SQLiteSession, SessionSettings, ScriptedModel) and returns everything
-an observer can see: the model's requests, the tools' own log, the results, the stream events, the session.
+SQLiteSession with an optional history window, and an optional max_turns. `play` runs a scenario through the
+public API only (Agent, Runner, function_tool, RunState, SQLiteSession, SessionSettings, ScriptedModel) and
+returns everything an observer can see: the model's requests, the tools' own log, the results, the stream
+events, the session.
 
 The agent graph: "Alpha" (add, pay, check, fail, slow; hands off to Beta) and "Beta" (add, check, fail; hands
 off to Alpha), sharing one ScriptedModel, so the script is the sequence of model calls whoever makes them.

@@ -114,7 +114,7 @@ def test_every_generated_mutant_applies_has_a_unique_id_and_a_sample_compiles(ge
                 texts[m.file] = f.read()
         mutated = mutation_check.mutate(texts[m.file], m)
         assert all(os.path.isfile(os.path.join(mutation_check.ROOT, t)) for t in m.tests)
-        if zlib.crc32(m.id.encode()) % 20 == 0:  # compiling all of them takes seconds; the check compiles each one it runs
+        if zlib.crc32(m.id.encode()) % 20 == 0:  # all of them take seconds; the check compiles each one it runs
             compile(mutated, m.file, "exec")
 
 
