@@ -1,4 +1,4 @@
-"""The miniagents walkthrough: one help desk, told in twelve short chapters, offline.
+"""The miniagents walkthrough: one help desk, told in short chapters, offline.
 
     python demo.py                    # scripted model: no network, no install, standard library only
     python demo.py --chapter 6        # one chapter (repeat the flag for more)
@@ -568,16 +568,17 @@ def approval(desk: Walkthrough) -> None:
     desk.check("the saved JSON holds the customer but not the context's API key (context_serializer)",
                lambda: API_KEY not in text and json.loads(text)["context"]["context"] == {"customer": "Dana"})
 
-    command = [sys.executable] + ["-S"] * sys.flags.no_site + [os.path.abspath(__file__), "--resume-in-fresh-process",
-                                                               state_path, refunds, desk.config.trace_path or ""]
+    command = [sys.executable] + (["-S"] if sys.flags.no_site else []) + [
+        os.path.abspath(__file__), "--resume-in-fresh-process", state_path, refunds, desk.config.trace_path or ""]
     child = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     report = json.loads(child.stdout.decode("utf-8")) if child.returncode == 0 else {}
     if report:
         say(f"  a fresh Python process (pid {report['pid']}) read that file, approved {', '.join(report['approved'])} "
             "and resumed:")
-        show([Exchange("Help desk", None, report["model_input"], report["model_tools"], [], None,
-                       report["model_output"])],
-             label_suffix=" (in that process)")
+        elsewhere = Exchange("Help desk", None, report["model_input"], report["model_tools"], [], None,
+                             report["model_output"])
+        desk.exchanges.append(elsewhere)  # its request is checked with the others at the end
+        show([elsewhere], label_suffix=" (in that process)")
     else:
         say(f"  the fresh process failed: {short(child.stderr.decode('utf-8', 'replace'), 300)}", "31")
     say(f"  refunds made: {refunds_made(refunds)}; final_output: {short(repr(report.get('final_output')), 64)}")
@@ -661,7 +662,7 @@ def memory(desk: Walkthrough) -> None:
         say(f"    {number:>2} " + item_line(item, ""))
     users = [i for i in held if i.get("role") == "user"]
     desk.check("run 2's first request carried run 1's question, tool call and answer from the session",
-               lambda: [item_line(i, "") for i in log[2].input] == [item_line(i, "") for i in held[:len(log[2].input)]]
+               lambda: [dict(i) for i in log[2].input[:4]] == [dict(i) for i in held[:4]]
                and log[2].input[0]["content"] == "Hi, where is my order A1?" and len(log[2].input) == 5)
     desk.check(f"the session holds both runs, well paired ({len(held)} items, {len(users)} user turns)",
                lambda: well_paired(held) and [u["content"] for u in users] == ["Hi, where is my order A1?",
