@@ -37,7 +37,7 @@ def _require_type(name: str, value: Any, types: tuple, what: str) -> None:
         raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Agent(Generic[TContext]):
     """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s it may call, `handoffs` the agents (or `Handoff`s) it
@@ -66,6 +66,8 @@ class Agent(Generic[TContext]):
     capabilities: list = field(default_factory=list)
 
     def __post_init__(self):
+        if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
+            object.__setattr__(self, "model_settings", ModelSettings(**self.model_settings))
         _require_type("name", self.name, (str,), "a string")
         _require_type("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):
@@ -170,6 +172,8 @@ class Agent(Generic[TContext]):
                                  conversation_id=conversation_id)
             nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None,
                                ledger=getattr(ctx, "ledger", None))
+            if paused is None:  # the inner run's approvals are its own, kept beside the caller's
+                nested.state.context_wrapper.approval_scope = nested.state.run_id
             on_event = None if on_stream is None else lambda event: caller.call(on_stream, {
                 "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)})
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call

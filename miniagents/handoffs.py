@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
 from . import caller
 from .errors import ModelBehaviorError, UserError
@@ -33,8 +33,11 @@ class HandoffInputData:
         return dataclasses.replace(self, **kwargs)
 
 
+TContext = TypeVar("TContext")
+
+
 @dataclass(eq=False)
-class Handoff:
+class Handoff(Generic[TContext]):
     """What `handoff()` builds: the function the model sees (`tool_name`, `tool_description`,
     `input_json_schema`) and `on_invoke_handoff(ctx, raw_args)`, which returns the agent to switch to."""
 

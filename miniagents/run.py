@@ -17,14 +17,13 @@ from .agent_output import output_schema
 from .config import CallModelData, ModelInputData  # noqa: F401 - upstream's agents.run exports them
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
-from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
+from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import notify
-from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
-                    item_problem, to_input_list)
+from .hooks import AgentHooks, RunHooks, notify
+from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
+                    function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
-from .state import RunState, agent_map
-from .tool import output_text
+from .state import RunState, reachable_agents
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
 
@@ -66,6 +65,7 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
 def enter_agent(run: Run) -> Generator[Any, None, None]:
     """The current agent starts (the run began, or a handoff made it current): its trace span opens."""
     agent, ctx = run.state.current_agent, run.state.context_wrapper
+    ctx.turn_input = list(run.state.transcript)  # what the agent starts from, as hooks see it
     leave_agent(run)
     run.agent_span = tracing.agent_span(agent.name, output_type=output_schema(agent.output_type).name())
     if tracing.recording():  # names are only worth computing for a span that is kept
@@ -91,6 +91,8 @@ def close_turn(run: Run, turn: TurnResult) -> Any:
         state.record_turn(turn.new_items)
     state.pending = None
     state.transcript.extend(i.raw_item for i in turn.new_items)
+    if state.server_managed:  # the model's own items are the server's already
+        state.server_known += len(turn.output.items)
     if any(call.kind != "handoff" for call in turn.output.calls):
         state.agents_that_used_tools.add(turn.agent.name)
     return pending
@@ -132,19 +134,24 @@ def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
     verdict = caller.call(handler, RunErrorHandlerInput(error.error, state.context_wrapper, data))
     if verdict is None:
         raise error.error
-    if isinstance(verdict, dict):
+    if isinstance(verdict, dict) and "final_output" in verdict:  # a RunErrorHandlerResult as a dict
         if set(verdict) - {"final_output", "include_in_history"}:
             raise UserError("Invalid run error handler result.")
         verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):
+    if not isinstance(verdict, RunErrorHandlerResult):  # any other value (a dict too) is the final output
         verdict = RunErrorHandlerResult(verdict)
     output, schema = verdict.final_output, output_schema(agent.output_type)
-    if not schema.is_plain_text() and isinstance(output, str):
-        output = schema.validate_json(output)
-    elif not schema.is_plain_text() and isinstance(output, (dict, list)):  # JSON data: build the output type
-        output = schema.validate_data(output)
+    if not schema.is_plain_text():
+        try:
+            if isinstance(output, str):
+                output = schema.validate_json(output)
+            elif isinstance(output, (dict, list)):  # JSON data: build the output type
+                output = schema.validate_data(output)
+        except ModelBehaviorError:
+            raise UserError("Invalid run error handler final_output for structured output.") from None
     if verdict.include_in_history:
-        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output))))
+        text = schema.model_text(output)
+        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(text, FAKE_ID)))
     return NextStepFinalOutput(output)
 
 
@@ -159,10 +166,18 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
     state.transcript.append(output)
+    if run.hooks is not None:
+        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
+    if agent.hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
+        caller.resolve(agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     input_filter = handoff.input_filter or config.handoff_input_filter
     if input_filter is not None:
         if not callable(input_filter):
             raise UserError(f"Invalid input filter: {input_filter!r}")
+        if state.server_managed:
+            raise UserError("Server-managed conversations do not support handoff input filters. Remove "
+                            "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
+                            "previous_response_id, and auto_previous_response_id.")
         data = HandoffInputData(
             input_history=state.original_input if isinstance(state.original_input, str)
             else tuple(state.original_input),
@@ -175,10 +190,6 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
         state.original_input = history if isinstance(history, str) else list(history)
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
-    if run.hooks is not None:
-        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
-    if new_agent.hooks is not None:
-        caller.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
     return item
 
@@ -242,11 +253,20 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if options.hooks is not None and not isinstance(options.hooks, RunHooks):
+        if isinstance(options.hooks, AgentHooks):
+            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
+                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
+        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(options.hooks).__name__}")
     session = options.session
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
     run.capabilities = prepare_capabilities(starting_agent, config)
+    managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
+        isinstance(input, RunState) and input.server_managed)
+    if managed:
+        refuse_with_server_history(starting_agent, config, session)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
         run.state = input
@@ -271,16 +291,27 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     return run
 
 
+def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: Any) -> None:
+    """What cannot work when the server keeps the conversation is refused before the run starts."""
+    if session is not None:  # the server and the session would each hold a history of their own
+        raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id.")
+    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):
+        raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id because rejected output cannot be removed from server-managed "
+                        "conversation history.")
+
+
 def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
-    """This run's copies of every reachable agent's capabilities (agent name -> PreparedCapabilities), made
+    """This run's copies of every reachable agent's capabilities (id(agent) -> PreparedCapabilities), made
     when the run starts, so a capability its agent's model cannot serve fails here, before any model call."""
     prepared = {}
-    for agent in agent_map(starting_agent).values():
+    for agent in reachable_agents(starting_agent):
         if agent.capabilities:
             from .capabilities import prepare  # loaded only by runs whose agents have capabilities
 
             extra_args = agent.model_settings.resolve(config.model_settings).extra_args
-            prepared[agent.name] = prepare(agent.capabilities, get_model(agent, config), extra_args)
+            prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, config), extra_args)
     return prepared
 
 
@@ -288,6 +319,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
     The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
     state, loop = run.state, _loop(run)
+    aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
     with tracing.run_trace(run.config) as task:
         try:
             while True:
@@ -300,6 +332,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
         except StopIteration as stop:
             return stop.value
         except AgentsException as error:
+            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
+                return RunResult.from_state(state, None)
             if isinstance(error, MaxTurnsExceeded) and run.agent_span is not None:
                 run.agent_span.set_error({"message": "Max turns exceeded", "data": {"max_turns": state.max_turns}})
             if error.run_data is None:
@@ -309,6 +343,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                                                  list(state.output_guardrail_results))
             raise
         finally:
+            caller.CANCEL_CALLBACKS.reset(aborts)
             leave_agent(run)
             if task is not None:
                 task.span_data.usage = state.context_wrapper.usage.to_json()

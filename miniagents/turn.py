@@ -57,7 +57,7 @@ class Run:
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
-    capabilities: dict = field(default_factory=dict)  # agent name -> PreparedCapabilities, made as the run starts
+    capabilities: dict = field(default_factory=dict)  # id(agent) -> PreparedCapabilities, made as the run starts
     agent_span: Any = None  # the tracing span of the current agent's stretch of the run
 
 
@@ -202,14 +202,21 @@ def prepare_turn(run: Run) -> TurnSetup:
                 raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
             logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
         tools[tool.name] = tool
-    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
+    handoffs: dict = {}
+    for handoff in agent.get_enabled_handoffs(ctx):
+        if handoff.tool_name in handoffs:  # never silently the last: the first one declared wins
+            if config.tool_name_collision_policy == "error":
+                raise UserError(f"agent {agent.name!r} has two handoffs named {handoff.tool_name!r}")
+            logger.warning("agent %r has two handoffs named %r; the first one wins", agent.name, handoff.tool_name)
+            continue
+        handoffs[handoff.tool_name] = handoff
     clash = set(tools) & set(handoffs)
     if clash:
         raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(agent.name)
+    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(id(agent))
     if prepared is None:
         return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type))
     # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
@@ -238,18 +245,21 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
             join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
     response = yield from call_model(run, setup)
     join_guardrails()
-    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, state.call_ids),
-                                len(state.generated_items), session_input=state.unsaved_session_input)
+    taken = set() if state.server_managed else state.call_ids  # the server holds the ids it gave: keep them
+    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, taken), len(state.generated_items),
+                                session_input=state.unsaved_session_input)
     state.unsaved_session_input = []
 
 
 def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
     """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
     state, config, agent = run.state, run.config, setup.agent
-    model_input, instructions = list(state.transcript), setup.instructions
+    model_input, instructions = list(state.transcript[state.server_known:]), setup.instructions
     if config.call_model_input_filter is not None:
         data = caller.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+        if not isinstance(data, ModelInputData):
+            raise UserError("call_model_input_filter must return a ModelInputData instance")
         model_input, instructions = drop_orphans(data.input), data.instructions
     if config.reasoning_item_id_policy == "omit":
         model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
@@ -281,8 +291,10 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     state.context_wrapper.usage.add(response.usage)
     state.model_responses.append(response)
     notify(run.hooks, "on_llm_end", state.context_wrapper, agent, response)
-    if state.auto_previous_response_id and response.response_id:
-        state.previous_response_id = response.response_id
+    if state.server_managed:  # what was sent is the server's now; the next request chains to this response
+        state.server_known = len(state.transcript)
+        if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
+            state.previous_response_id = response.response_id
     return response
 
 
@@ -325,6 +337,8 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
         if kind == "message":
             classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
+            if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
+                item = {k: v for k, v in item.items() if k != "id"}
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)
@@ -456,6 +470,8 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bo
     for call, join in joins:
         try:
             outcomes.append((call, True, join()))
+        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
+            pass
         except Exception as error:
             outcomes.append((call, False, error))
     for _, ok, value in outcomes:
@@ -494,7 +510,8 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
                            approvals=ctx.approvals, tool_name=tool.name, tool_call_id=call.call_id,
                            tool_arguments=item.get("arguments") or "", tool_call=item, agent=agent,
-                           run_config=run.config, resume_state=nested.get(call.call_id), ledger=run.ledger)
+                           run_config=run.config, resume_state=nested.get(call.call_id), ledger=run.ledger,
+                           approval_scope=ctx.approval_scope)
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -533,8 +550,9 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
         to_run = claim_calls(run, to_run, nested, settled)
     ran = run_tools(run, setup, to_run, nested, record)
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""))
-                      for c in approvals]
+    scope = run.state.context_wrapper.approval_scope
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
+                                       approval_scope=scope) for c in approvals]
     still_paused = {}
     for call_id, (value, _, _) in ran.items():
         if isinstance(value, NestedInterruption):

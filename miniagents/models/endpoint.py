@@ -1,7 +1,7 @@
 """What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
 
 Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
-the endpoint settings, builds the transport lazily (`provider.make_transport`) and runs one call: the
+the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
 subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
 helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
 adapter only says how its API nests them. The strict-schema cleaning follows WIRE §9.
@@ -13,10 +13,11 @@ import json
 import threading
 from typing import Any, Iterator, Optional
 
-from ..errors import UserError
+from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from . import http
+from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
-from .provider import make_transport, resolve_base_url
+from .protocol import redact
 
 FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
 EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -176,10 +177,12 @@ class EndpointModel:
 
     A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
     handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
-    `_events(sse_pairs) -> Iterator[event]`.
+    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs). Errors that come back
+    in-band get the exchange's `explain` here, so every one names what was tried.
     """
 
     path = ""  # the endpoint under base_url
+    model_source: Optional[str] = None  # set by the provider when it chose the name: a 404 then says so
 
     def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
                  organization: Optional[str] = None, project: Optional[str] = None,
@@ -204,7 +207,8 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        shown = redact(self.base_url, self._client_args["api_key"])
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                      tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -212,8 +216,11 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, False,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        data, headers = self.transport.post_json(self.path, body, **_call_options(model_settings))
-        return self._response(data, headers.get("x-request-id"))
+        exchange = self._post(body, model_settings, stream=False)
+        try:
+            return self._response(exchange.data, exchange.request_id)
+        except (ModelHTTPError, ModelTimeoutError) as err:
+            raise exchange.explain(err) from None
 
     def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                         tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -221,10 +228,24 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, True,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        yield from self._events(self.transport.post_stream(self.path, body, **_call_options(model_settings)))
+        exchange = self._post(body, model_settings, stream=True)
+        try:
+            yield from self._events(exchange)
+        except (ModelHTTPError, ModelTimeoutError) as err:
+            raise exchange.explain(err) from None
+        finally:
+            exchange.close()  # a stream left after its last event is not read to the server's leisure
 
+    def _post(self, body: dict, settings: ModelSettings, stream: bool) -> http.Exchange:
+        """Send one request (retried by the transport); raises an explained error."""
+        return self.transport.post(self.path, body, stream=stream, not_found_hint=self._model_hint(),
+                                   headers=dict(settings.extra_headers or {}),
+                                   query=dict(settings.extra_query or {}), timeout=settings.timeout)
 
-def _call_options(settings: ModelSettings) -> dict:
-    """Per-call headers, query and timeout from `ModelSettings`."""
-    return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
-            "timeout": settings.timeout}
+    def _model_hint(self) -> str:
+        if self.model_source == "default":
+            return (f"No model name was given, so the default {self.model!r} was asked for: pass model=... "
+                    "(to the Agent or the model) or set OPENAI_DEFAULT_MODEL. ")
+        if self.model_source == "env":
+            return f"The model name {self.model!r} came from OPENAI_DEFAULT_MODEL. "
+        return ""
