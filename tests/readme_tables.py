@@ -62,12 +62,12 @@ AREAS = {
     "tracing, capabilities": ["tracing.py", "trace_tree.py", "trace.py", "capabilities.py"],
     "offline model": ["testing.py"],
 }
-BUDGETS = {  # code lines per area
-    "loop": 1200,
-    "agents, items, guardrails": 1200,
+BUDGETS = {  # code lines per area (set December 2026 with about a fifth of headroom)
+    "loop": 1300,
+    "agents, items, guardrails": 1100,
     "tools and schemas": 1100,
     "state and sessions": 1100,
-    "HTTP adapters": 1500,
+    "HTTP adapters": 1900,
     "compatibility": 300,
     "tracing, capabilities": 1200,
     "offline model": 200,
