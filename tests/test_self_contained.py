@@ -110,10 +110,15 @@ def test_the_licence_is_mit_and_travels_with_the_package():
 
 
 def can_build_wheels_offline() -> bool:
+    """setuptools with bdist_wheel is installed (looked up on disk: importing setuptools would install an
+    import hook for the rest of the test session)."""
     import importlib.util
 
-    return bool(importlib.util.find_spec("setuptools")) and bool(
-        importlib.util.find_spec("wheel") or importlib.util.find_spec("setuptools.command.bdist_wheel"))
+    setuptools = importlib.util.find_spec("setuptools")
+    if setuptools is None or not setuptools.submodule_search_locations:
+        return False
+    own = Path(list(setuptools.submodule_search_locations)[0], "command", "bdist_wheel.py").exists()
+    return own or importlib.util.find_spec("wheel") is not None
 
 
 @pytest.mark.skipif(not can_build_wheels_offline(), reason="building a wheel offline needs setuptools with "
