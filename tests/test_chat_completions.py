@@ -8,7 +8,7 @@ from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
     ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool, chat_tool_choice,
     items_to_messages, message_to_items)
-from miniagents.models.endpoint import wire_schema
+from miniagents.schema import wire_schema
 from miniagents.models.interface import ModelSettings
 from openai_server import chat_chunks, chat_completion, sse
 

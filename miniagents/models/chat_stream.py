@@ -12,9 +12,8 @@ import json
 from typing import Any, Optional
 
 from ..errors import ModelBehaviorError
-from ..items import clean_text, new_call_id
+from ..items import FAKE_ID, clean_text, new_call_id
 from . import shapes
-from .endpoint import FAKE_ID
 from .protocol import http_error
 
 

@@ -14,66 +14,16 @@ import threading
 from typing import Any, Iterator, Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
 from .protocol import redact
 
-FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
-EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
-_STRICT_REJECTS = frozenset((
-    "default", "prefixItems", "minLength", "maxLength", "patternProperties", "propertyNames",
-    "unevaluatedProperties", "minProperties", "maxProperties", "uniqueItems", "contains", "minContains",
-    "maxContains", "unevaluatedItems", "not", "if", "then", "else", "dependentRequired",
-    "dependentSchemas", "$id"))
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 # ----------------------------------------------------------------------------- pure: request pieces
-
-
-def wire_schema(schema: Optional[dict], strict: bool) -> dict:
-    """The copy of a JSON schema to put on the wire: for strict, without what strict endpoints reject.
-
-    A dropped `default` is mentioned in the description; `prefixItems` (tuples) becomes `items: anyOf`;
-    `oneOf` becomes `anyOf`; a one-entry `allOf` is merged. The caller's schema is not modified.
-    """
-    if not schema:
-        return dict(EMPTY_OBJECT)
-    return _clean(schema) if strict else schema
-
-
-def _clean(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_clean(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict = {}
-    for key, value in node.items():
-        if key in _STRICT_REJECTS:
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _clean(sub) for name, sub in value.items()}
-        elif key == "items" and value is False:
-            continue
-        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
-            out["anyOf" if key == "oneOf" else key] = _clean(value)
-        else:
-            out[key] = value
-    if isinstance(node.get("prefixItems"), list) and "items" not in out:
-        branches = []
-        for sub in _clean(node["prefixItems"]):
-            if sub not in branches:
-                branches.append(sub)
-        if branches:
-            out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1 and isinstance(out["allOf"][0], dict):
-        out = {**{k: v for k, v in out.items() if k != "allOf"}, **out["allOf"][0]}
-    if node.get("default") is not None:
-        note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
-        out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
-    return out
 
 
 def function_spec(tool: dict) -> dict:
@@ -81,9 +31,7 @@ def function_spec(tool: dict) -> dict:
     if not isinstance(tool, dict) or tool.get("type", "function") != "function":
         kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
         raise UserError(f"tool {kind!r} is not a function tool; only function tools can be sent to this API")
-    name = tool.get("name")
-    if not isinstance(name, str) or not 1 <= len(name) <= 64 or not set(name) <= _NAME_CHARS:
-        raise UserError(f"tool name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$")
+    name = check_tool_name(tool.get("name"))
     strict = bool(tool.get("strict"))
     spec: dict = {"name": name}
     if tool.get("description"):

@@ -11,12 +11,11 @@ runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, no
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
 from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
-from ..context import Usage
+from ..context import Usage, overlay
 
 # `CANCEL_CALLBACKS` (defined in caller.py, part of this contract): how a run stops a model call blocked on the
 # network. The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`;
@@ -63,15 +62,12 @@ class ModelSettings:
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
         are merged."""
-        if override is None:
-            return self
         if isinstance(override, dict):
             override = ModelSettings(**override)
-        changes = {f.name: getattr(override, f.name) for f in fields(self)
-                   if getattr(override, f.name) is not None}
-        if self.extra_args and override.extra_args:
-            changes["extra_args"] = {**self.extra_args, **override.extra_args}
-        return dataclasses.replace(self, **changes)
+        merged = overlay(self, override)
+        if override is not None and self.extra_args and override.extra_args:
+            merged.extra_args = {**self.extra_args, **override.extra_args}
+        return merged
 
     def to_json_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

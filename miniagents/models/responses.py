@@ -14,9 +14,9 @@ from typing import Any, Iterator, Optional
 
 from ..context import Usage
 from ..errors import ModelBehaviorError, UserError
-from ..items import clean_json
+from ..items import FAKE_ID, clean_json
 from . import shapes
-from .endpoint import (FAKE_ID, SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, http_error, parse_sse_json, redact
