@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The only entry points a person needs:
-#   ./run.sh test    venv + editable install with the test extra, then pytest (exit code = pytest's)
+#   ./run.sh test    venv + editable install with the test extra (again only when pyproject.toml changed),
+#                    then pytest (exit code = pytest's)
 #   ./run.sh demo    the offline walkthrough (python demo.py)
 #   ./run.sh wheel   build a wheel into dist/
 #   ./run.sh bench   the benchmarks (figures, never pass/fail)
