@@ -36,26 +36,13 @@ def repository_text_files():
                 continue
 
 
-# Citations still in files other people are changing, reported to them: (file, a piece of the citing line, which
-# itself cites nothing). Shrink this list as they are reworded; nothing may be added to it.
-NOT_YET_REWORDED = {
-    ("tests/test_sse_properties.py", "in one of the styles servers use ("),
-    ("miniagents/models/protocol.py", "Retries follow openai-python ("),
-    ("miniagents/models/http.py", "attempts (retried per "),
-    ("miniagents/models/chat_completions.py", "Kernel input items → Chat messages ("),
-    ("miniagents/models/chat_stream.py", "accumulates `chat.completion.chunk` deltas ("),
-    ("miniagents/models/endpoint.py", "The strict-schema cleaning follows "),
-}
-
-
 def test_no_file_cites_a_document_outside_the_repository():
     hits = []
     for path, text in repository_text_files():
         name = path.relative_to(ROOT).as_posix()
         for match in OUTSIDE.finditer(text):
             line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
-            if not any(name == file and quoted in line for file, quoted in NOT_YET_REWORDED):
-                hits.append(f"{name}:{text.count(chr(10), 0, match.start()) + 1}: {line.strip()}")
+            hits.append(f"{name}:{text.count(chr(10), 0, match.start()) + 1}: {line.strip()}")
     assert hits == [], "say the reason in a sentence instead of citing a document a copy does not have"
 
 
