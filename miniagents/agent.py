@@ -105,10 +105,11 @@ class Agent(Generic[TContext]):
 
     # --- What a turn needs, evaluated every turn -------------------------------------------
 
-    def get_system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
+    def get_system_prompt(self, ctx: RunContextWrapper) -> caller.Ready:
+        """The instructions for this turn (a callable is called), as a `Ready`: upstream's is a coroutine."""
         if callable(self.instructions):
-            return caller.call(self.instructions, ctx, self)
-        return self.instructions
+            return caller.Ready(caller.call(self.instructions, ctx, self))
+        return caller.Ready(self.instructions)
 
     def get_enabled_tools(self, ctx: RunContextWrapper) -> list:
         return [t for t in self.tools if _enabled(t.is_enabled, ctx, self)]

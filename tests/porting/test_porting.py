@@ -19,8 +19,6 @@ NOT_YET = {
     "output_schema_in_call": "non-object output types are not wrapped; ModelCall.output_schema is a dict, "
                              "not an AgentOutputSchemaBase",
     "output_schema_objects": "AgentOutputSchema is missing",
-    "session_basic": "session methods are synchronous: asyncio.run(session.get_items()) needs a coroutine",
-    "session_methods": "session methods are synchronous: `await session.add_items(...)` fails",
     "stream_text_deltas": "raw stream events are plain dicts: event.data.type raises AttributeError",
     "testing_errors": "miniagents.testing lacks ModelStep and upstream's error attributes",
     "testing_model_call": "ModelCall.tools holds dicts, and ModelCall has no tracing/prompt",
