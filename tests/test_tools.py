@@ -718,3 +718,24 @@ def test_missing_or_empty_call_ids_get_unique_generated_ids():
     call_ids = [i["call_id"] for i in sent if i["type"] == "function_call"]
     assert len(call_ids) == 3 and all(call_ids) and len(set(call_ids)) == 3
     assert outputs_sent(model.calls[1]) == dict(zip(call_ids, ["2", "4", "6"]))
+
+
+def test_a_failed_calls_output_value_is_the_text_the_model_saw_for_manual_tools_and_timeouts():
+    from miniagents import FunctionTool
+
+    def broken(ctx, args):
+        raise RuntimeError("internal detail")
+
+    manual = FunctionTool(name="manual", description="", params_json_schema={}, on_invoke_tool=broken)
+
+    @function_tool(timeout=0.05)
+    async def slow() -> str:
+        await asyncio.sleep(5)
+        return "late"
+
+    agent, model = make_agent([[function_call("manual", "{}", call_id="c1"), function_call("slow", "{}", call_id="c2")],
+                               [assistant_message("done")]], tools=[manual, slow])
+    result = Runner.run_sync(agent, "go")
+    outputs = {i.call_id: i for i in result.new_items if i.type == "tool_call_output_item"}
+    assert outputs["c1"].output == outputs["c1"].raw_item["output"] == REDACTED
+    assert outputs["c2"].output == outputs["c2"].raw_item["output"] == "Tool 'slow' timed out after 0.05 seconds."
