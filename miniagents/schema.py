@@ -387,6 +387,15 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                       strict_json_schema=strict_json_schema, context_kind=context_kind, _params=tuple(params))
 
 
+def is_json_object_type(tp) -> bool:
+    """Upstream's rule for an output type that stands as the schema's root: a pydantic model, or a dict type
+    (TypedDicts and `dict[str, T]` included). Everything else, dataclasses too, is wrapped in {"response": T}."""
+    base = strip_annotated(tp)[0]
+    origin = typing.get_origin(base)
+    cls = origin if origin is not None else base
+    return is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
+
+
 def type_schema(tp, *, strict: bool = True):
     """Output type -> (schema, wrapped). Object types stand as the root; others become {"response": T}."""
     builder = _Builder(strict)
@@ -394,13 +403,14 @@ def type_schema(tp, *, strict: bool = True):
         inner = builder.schema(tp)
     except _Unsupported as exc:
         raise _unsupported("output type", tp, exc) from None
-    base = strip_annotated(tp)[0]
-    if is_object_type(base) and "$ref" in inner:
+    if is_json_object_type(tp) and "$ref" in inner:
         name = inner["$ref"].rsplit("/", 1)[-1]
         root = dict(builder.defs[name])
         if f'"#/$defs/{name}"' not in json.dumps(builder.defs):  # not recursive: no need to keep it
             del builder.defs[name]
         wrapped = False
+    elif is_json_object_type(tp):
+        root, wrapped = dict(inner), False
     else:
         root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
                 "additionalProperties": False}

@@ -22,18 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
 from . import caller, tracing
-from .agent_output import AgentOutputSchema, InvalidFinalOutput, output_schema
+from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
 from .errors import AgentsException, ModelBehaviorError, ModelRefusalError, UserError
 from .hooks import notify
-from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem, ToolCallItem,
-                    ToolCallOutputItem, drop_orphans, function_call_output, message_refusal, message_text,
-                    new_call_id)
+from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
+                    ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
+                    message_text, new_call_id)
 from .models.interface import ModelResponse, ModelSettings
 from .result import RawResponsesStreamEvent, stream_events_for
 from .state import PendingTurn, RunState
-from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
+from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult, failure_text,
+                   invoke_tool)
 from .validate import ArgumentsError, parse_arguments
 
 logger = logging.getLogger("miniagents")
@@ -70,8 +71,10 @@ class TurnSetup:
     tools: dict  # name -> FunctionTool
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
-    output: AgentOutputSchema
+    output: AgentOutputSchemaBase
     capabilities: list = field(default_factory=list)  # this run's Capability clones for the agent
+    hosted: list = field(default_factory=list)  # hosted tools (run by the provider): sent, never called here
+    prompt: Optional[dict] = None  # the agent's stored prompt for this turn
 
 
 @dataclass(eq=False)
@@ -196,7 +199,9 @@ def prepare_turn(run: Run) -> TurnSetup:
     agent, state, config = run.state.current_agent, run.state, run.config
     ctx = state.context_wrapper
     tools: dict = {}
-    for tool in agent.get_enabled_tools(ctx):
+    enabled = agent.get_enabled_tools(ctx)
+    hosted = [t for t in enabled if isinstance(t, HostedTool)]
+    for tool in (t for t in enabled if not isinstance(t, HostedTool)):
         if tool.name in tools:
             if config.tool_name_collision_policy == "error":
                 raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
@@ -210,16 +215,17 @@ def prepare_turn(run: Run) -> TurnSetup:
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
     instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(agent.name)
+    setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), [], hosted,
+                      agent.get_prompt(ctx))
     if prepared is None:
-        return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type))
+        return setup
     # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
     for tool in prepared.tools:
         tools.setdefault(tool.name, tool)
     if prepared.instructions:
         instructions = f"{instructions}\n\n{prepared.instructions}" if instructions else prepared.instructions
-    settings = dataclasses.replace(settings, extra_args=prepared.extra_args)
-    return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type),
-                     prepared.capabilities)
+    return dataclasses.replace(setup, instructions=instructions, capabilities=prepared.capabilities,
+                               settings=dataclasses.replace(settings, extra_args=prepared.extra_args))
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
@@ -326,6 +332,8 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
             classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
+        elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
+            classified.items.append(ToolCallItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)
             if call["call_id"] in seen:
@@ -491,10 +499,9 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
     """
     tool, item, ctx = call.target, call.item, run.state.context_wrapper
-    tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
-                           approvals=ctx.approvals, tool_name=tool.name, tool_call_id=call.call_id,
-                           tool_arguments=item.get("arguments") or "", tool_call=item, agent=agent,
-                           run_config=run.config, resume_state=nested.get(call.call_id), ledger=run.ledger)
+    tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
+                                              tool_arguments=item.get("arguments") or "", run_config=run.config)
+    tool_ctx.resume_state, tool_ctx.ledger = nested.get(call.call_id), run.ledger
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -580,7 +587,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
         verdict = tools_final_output(setup.agent, settled.results, ctx)
         if verdict.is_final_output:
             value = verdict.final_output
-            if setup.agent.output_type in (None, str) and not isinstance(value, str):
+            if setup.output.is_plain_text() and not isinstance(value, str):
                 value = str(value)
             return NextStepFinalOutput(value)
     if output.calls:

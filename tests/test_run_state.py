@@ -462,7 +462,7 @@ def test_golden_v1_document_loads_with_its_pending_approvals_and_context():
     state = RunState.from_string(triage, read_golden())
     assert state.current_agent is worker and state.starting_agent is triage
     assert state.current_turn == 2 and state.max_turns == 8
-    assert [(i.tool_name, i.call_id, i.arguments) for i in state.get_interruptions()] == [
+    assert [(i.tool_name, i.call_id, i.parsed_arguments) for i in state.get_interruptions()] == [
         ("delete_file", "call_delete", {"path": "/tmp/old.log"}),
         ("send_email", "call_email", {"to": "ops@example.com", "body": "Cleaned /tmp"})]
     assert state.context_wrapper.context == {"user": "ann", "ticket": 42}
