@@ -234,6 +234,8 @@ class Agent(AgentBase[TContext]):
                                  conversation_id=conversation_id)
             nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None,
                                ledger=getattr(ctx, "ledger", None))
+            if paused is None:  # the inner run's approvals are its own, kept beside the caller's
+                nested.state.context_wrapper.approval_scope = nested.state.run_id
             on_event = None if on_stream is None else lambda event: caller.call(on_stream, AgentToolStreamEvent(
                 event=event, agent=agent, tool_call=getattr(ctx, "tool_call", None)))
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call

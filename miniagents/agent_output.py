@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
 from .schema import type_schema
-from .validate import ArgumentsError, validate_value
+from .validate import ArgumentsError, jsonable, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
 
@@ -109,6 +109,13 @@ class AgentOutputSchema(AgentOutputSchemaBase):
     def validate_data(self, data: Any) -> Any:
         """Already-decoded JSON data (an error handler's dict or list) -> an `output_type` value."""
         return validate_value(self.output_type, data)
+
+    def model_text(self, value: Any) -> str:
+        """A final output as the model would have written it: compact JSON, wrapped like the schema; text as is."""
+        if self.is_plain_text():
+            return value if isinstance(value, str) else str(value)
+        data = jsonable(value)
+        return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
 
 
 def type_to_str(tp: Any) -> str:

@@ -93,11 +93,20 @@ class RunContextWrapper(Generic[TContext]):
     # Approval decisions: {tool_name: {"approved": [ids] | True, "rejected": [ids] | True,
     # "rejection_messages": {call_id: message}}} -- the layout upstream stores in RunState.
     approvals: dict = field(default_factory=dict, repr=False)
+    # Whose approvals these are: "" for a run's own calls; an agent tool's inner run keeps its records under its
+    # run id (in the approvals it shares with its caller), so a decision about the caller's call with the same
+    # tool name and call id never authorises the inner one.
+    approval_scope: str = field(default="", repr=False)
+
+    def _key(self, tool_name: str, scope: Optional[str] = None) -> str:
+        scope = self.approval_scope if scope is None else scope
+        return f"{tool_name}@{scope}" if scope else tool_name
 
     def _decide(self, item: Any, decision: str, always: bool) -> dict:
         """Record `decision` ("approved" or "rejected") for the item's call, or with `always` for every call of
         its tool, withdrawing the opposite one; returns the tool's record."""
-        record = self.approvals.setdefault(item.tool_name, {"approved": [], "rejected": []})
+        key = self._key(item.tool_name, getattr(item, "approval_scope", None))
+        record = self.approvals.setdefault(key, {"approved": [], "rejected": []})
         other = "rejected" if decision == "approved" else "approved"
         if always:
             record[decision], record[other] = True, []
@@ -118,7 +127,7 @@ class RunContextWrapper(Generic[TContext]):
 
     def is_tool_approved(self, tool_name: str, call_id: str) -> Optional[bool]:
         """True / False once decided, None while the call still waits for a person."""
-        record = self.approvals.get(tool_name)
+        record = self.approvals.get(self._key(tool_name))
         if not record:
             return None
         if record["approved"] is True or call_id in record["approved"]:
@@ -128,7 +137,7 @@ class RunContextWrapper(Generic[TContext]):
         return None
 
     def rejection_message(self, tool_name: str, call_id: str) -> Optional[str]:
-        return (self.approvals.get(tool_name) or {}).get("rejection_messages", {}).get(call_id)
+        return (self.approvals.get(self._key(tool_name)) or {}).get("rejection_messages", {}).get(call_id)
 
     # Upstream's names for the two reads above; `existing_pending` (a ToolApprovalItem) may name the tool.
     def get_approval_status(self, tool_name: str, call_id: str, *, existing_pending: Any = None,

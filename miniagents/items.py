@@ -44,6 +44,9 @@ def as_raw_item(item: dict) -> RawItem:
     return item if isinstance(item, RawItem) else RawItem(item)
 
 
+FAKE_ID = "__fake_id__"  # the id of items the kernel or an adapter makes up (upstream's literal): never resent
+
+
 def new_call_id() -> str:
     return "call_" + os.urandom(12).hex()
 
@@ -276,7 +279,13 @@ class ToolApprovalItem(RunItem):
     """A call that waits for a person's decision. It is not part of the transcript."""
 
     tool_name: str = ""
+    approval_scope: str = ""  # "" for the run's own calls; an agent tool's inner run id for its calls
     type: str = field(init=False, default="tool_approval_item")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.tool_name:  # built from a raw call alone: its name is the tool's
+            self.tool_name = self.raw_item.get("name", "")
 
     @property
     def name(self) -> str:

@@ -17,14 +17,13 @@ from .agent_output import output_schema
 from .config import CallModelData, ModelInputData  # noqa: F401 - upstream's agents.run exports them
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
-from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
+from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import notify
-from .items import (HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans, function_call_output,
-                    item_problem, to_input_list)
+from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
+                    function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
 from .state import RunState, agent_map
-from .tool import output_text
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
 
@@ -66,6 +65,7 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
 def enter_agent(run: Run) -> Generator[Any, None, None]:
     """The current agent starts (the run began, or a handoff made it current): its trace span opens."""
     agent, ctx = run.state.current_agent, run.state.context_wrapper
+    ctx.turn_input = list(run.state.transcript)  # what the agent starts from, as hooks see it
     leave_agent(run)
     run.agent_span = tracing.agent_span(agent.name, output_type=output_schema(agent.output_type).name())
     if tracing.recording():  # names are only worth computing for a span that is kept
@@ -91,6 +91,8 @@ def close_turn(run: Run, turn: TurnResult) -> Any:
         state.record_turn(turn.new_items)
     state.pending = None
     state.transcript.extend(i.raw_item for i in turn.new_items)
+    if state.server_managed:  # the model's own items are the server's already
+        state.server_known += len(turn.output.items)
     if any(call.kind != "handoff" for call in turn.output.calls):
         state.agents_that_used_tools.add(turn.agent.name)
     return pending
@@ -132,19 +134,24 @@ def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
     verdict = caller.call(handler, RunErrorHandlerInput(error.error, state.context_wrapper, data))
     if verdict is None:
         raise error.error
-    if isinstance(verdict, dict):
+    if isinstance(verdict, dict) and "final_output" in verdict:  # a RunErrorHandlerResult as a dict
         if set(verdict) - {"final_output", "include_in_history"}:
             raise UserError("Invalid run error handler result.")
         verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):
+    if not isinstance(verdict, RunErrorHandlerResult):  # any other value (a dict too) is the final output
         verdict = RunErrorHandlerResult(verdict)
     output, schema = verdict.final_output, output_schema(agent.output_type)
-    if not schema.is_plain_text() and isinstance(output, str):
-        output = schema.validate_json(output)
-    elif not schema.is_plain_text() and isinstance(output, (dict, list)):  # JSON data: build the output type
-        output = schema.validate_data(output)
+    if not schema.is_plain_text():
+        try:
+            if isinstance(output, str):
+                output = schema.validate_json(output)
+            elif isinstance(output, (dict, list)):  # JSON data: build the output type
+                output = schema.validate_data(output)
+        except ModelBehaviorError:
+            raise UserError("Invalid run error handler final_output for structured output.") from None
     if verdict.include_in_history:
-        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(output_text(output))))
+        text = schema.model_text(output)
+        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(text, FAKE_ID)))
     return NextStepFinalOutput(output)
 
 
@@ -159,10 +166,18 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
     state.transcript.append(output)
+    if run.hooks is not None:
+        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
+    if agent.hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
+        caller.resolve(agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     input_filter = handoff.input_filter or config.handoff_input_filter
     if input_filter is not None:
         if not callable(input_filter):
             raise UserError(f"Invalid input filter: {input_filter!r}")
+        if state.server_managed:
+            raise UserError("Server-managed conversations do not support handoff input filters. Remove "
+                            "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
+                            "previous_response_id, and auto_previous_response_id.")
         data = HandoffInputData(
             input_history=state.original_input if isinstance(state.original_input, str)
             else tuple(state.original_input),
@@ -175,10 +190,6 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
         state.original_input = history if isinstance(history, str) else list(history)
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
-    if run.hooks is not None:
-        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
-    if new_agent.hooks is not None:
-        caller.resolve(new_agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     state.current_agent = new_agent
     return item
 
@@ -247,6 +258,10 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
     run.capabilities = prepare_capabilities(starting_agent, config)
+    managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
+        isinstance(input, RunState) and input.server_managed)
+    if managed:
+        refuse_with_server_history(starting_agent, config, session)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
         run.state = input
@@ -269,6 +284,17 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
                          auto_previous_response_id=options.auto_previous_response_id)
     run.state.unsaved_session_input = session_input
     return run
+
+
+def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: Any) -> None:
+    """What cannot work when the server keeps the conversation is refused before the run starts."""
+    if session is not None:  # the server and the session would each hold a history of their own
+        raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id.")
+    if config.output_guardrails or any(a.output_guardrails for a in agent_map(starting_agent).values()):
+        raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id because rejected output cannot be removed from server-managed "
+                        "conversation history.")
 
 
 def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:

@@ -54,6 +54,9 @@ class RunState:
         # Names this run in a session's ledger of claimed calls: every resume of one paused state shares it, so
         # an approved call claimed by one resume is never run by another.
         self.run_id = "run_" + os.urandom(12).hex()
+        # With a server-managed conversation (a response id or conversation id) the server holds the history:
+        # only transcript items from this index on are sent.
+        self.server_known = 0
         self.current_turn = 0
         self.generated_items: list = []
         self.model_responses: list = []
@@ -87,6 +90,11 @@ class RunState:
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
         for result in guardrail_results:
             getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
+
+    @property
+    def server_managed(self) -> bool:
+        """Whether the server keeps the conversation (so each request carries only what it has not seen)."""
+        return bool(self.conversation_id or self.previous_response_id or self.auto_previous_response_id)
 
     def cancel(self, mode: str = "immediate") -> None:
         """Ask the run to stop (from any thread): "immediate" at its next step boundary, what is in flight
@@ -182,6 +190,8 @@ def _dump_item(item: Any) -> dict:
         data["source_agent"], data["target_agent"] = item.source_agent.name, item.target_agent.name
     if isinstance(item, ToolApprovalItem):
         data["tool_name"] = item.tool_name
+        if item.approval_scope:
+            data["approval_scope"] = item.approval_scope
     return data
 
 
@@ -216,6 +226,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "conversation_id": state.conversation_id,
         "previous_response_id": state.previous_response_id,
         "auto_previous_response_id": state.auto_previous_response_id,
+        "server_known": state.server_known,
     }
     return json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
 
@@ -275,6 +286,7 @@ class ItemDocument(_Item, total=False):
     source_agent: str
     target_agent: str
     tool_name: str
+    approval_scope: str
 
 
 class _Response(TypedDict):
@@ -324,6 +336,7 @@ class RunStateDocument(_Document, total=False):
     """The document `RunState.to_json` writes (`run_id` is required from version 2 on)."""
 
     run_id: str
+    server_known: int
     conversation_id: Optional[str]
     previous_response_id: Optional[str]
     auto_previous_response_id: bool
@@ -369,7 +382,8 @@ def _load_item(data: dict, index: int, agents: dict) -> Any:
         return cls(agent=agent, raw_item=raw_item, source_agent=_agent(agents, data.get("source_agent")),
                    target_agent=_agent(agents, data.get("target_agent")))
     if cls is ToolApprovalItem:
-        return cls(agent=agent, raw_item=raw_item, tool_name=data.get("tool_name") or raw_item.get("name", ""))
+        return cls(agent=agent, raw_item=raw_item, tool_name=data.get("tool_name") or raw_item.get("name", ""),
+                   approval_scope=data.get("approval_scope", ""))
     if cls is ToolCallOutputItem:
         return cls(agent=agent, raw_item=raw_item, output=raw_item.get("output"))
     return cls(agent=agent, raw_item=raw_item)
@@ -406,6 +420,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
     state.run_id = data["run_id"] if version >= 2 else _derived_run_id(data)
+    state.server_known = data.get("server_known", 0)
     state.current_agent = _agent(agents, data["current_agent"])
     state.current_turn = data["current_turn"]
     state.generated_items = [_load_item(item, n, agents) for n, item in enumerate(data["generated_items"])]
@@ -432,7 +447,9 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
                  context_deserializer: Optional[Callable]) -> RunState:
     """The paused inner run of an agent-tool call, checked as a whole document like the outer one."""
     try:
-        return load_state(_nested_agent(state, call_id), doc, context_override, context_deserializer)
+        nested = load_state(_nested_agent(state, call_id), doc, context_override, context_deserializer)
+        nested.context_wrapper.approval_scope = nested.run_id  # its approvals are its own (see as_tool)
+        return nested
     except UserError as e:
         raise UserError(f"pending_turn.nested[{call_id!r}]: {e.message}") from None
 

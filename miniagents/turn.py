@@ -244,15 +244,16 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
             join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
     response = yield from call_model(run, setup)
     join_guardrails()
-    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, state.call_ids),
-                                len(state.generated_items), session_input=state.unsaved_session_input)
+    taken = set() if state.server_managed else state.call_ids  # the server holds the ids it gave: keep them
+    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, taken), len(state.generated_items),
+                                session_input=state.unsaved_session_input)
     state.unsaved_session_input = []
 
 
 def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
     """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
     state, config, agent = run.state, run.config, setup.agent
-    model_input, instructions = list(state.transcript), setup.instructions
+    model_input, instructions = list(state.transcript[state.server_known:]), setup.instructions
     if config.call_model_input_filter is not None:
         data = caller.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
@@ -287,8 +288,10 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     state.context_wrapper.usage.add(response.usage)
     state.model_responses.append(response)
     notify(run.hooks, "on_llm_end", state.context_wrapper, agent, response)
-    if state.auto_previous_response_id and response.response_id:
-        state.previous_response_id = response.response_id
+    if state.server_managed:  # what was sent is the server's now; the next request chains to this response
+        state.server_known = len(state.transcript)
+        if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
+            state.previous_response_id = response.response_id
     return response
 
 
@@ -540,8 +543,9 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
         to_run = claim_calls(run, to_run, nested, settled)
     ran = run_tools(run, setup, to_run, nested, record)
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""))
-                      for c in approvals]
+    scope = run.state.context_wrapper.approval_scope
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
+                                       approval_scope=scope) for c in approvals]
     still_paused = {}
     for call_id, (value, _, _) in ran.items():
         if isinstance(value, NestedInterruption):

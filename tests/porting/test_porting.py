@@ -13,8 +13,6 @@ NOT_YET = {
     "approval_arguments": "ToolApprovalItem.arguments is a dict; upstream gives the call's JSON text",
     "handoff_basic": "ModelCall.handoffs holds dicts; upstream holds the Handoff objects",
     "handoff_input_type": "ModelCall.handoffs holds dicts; upstream holds the Handoff objects",
-    "hooks_agent": "AgentHooks.on_handoff fires on the target agent's hooks; upstream calls the source agent's",
-    "hooks_turn_input": "context.turn_input is empty in on_agent_start",
     "imports_items_module": "miniagents.items lacks ModelResponse and the TResponse* aliases",
     "imports_run_module": "miniagents.run lacks AgentRunner, get_default_agent_runner, set_default_agent_runner",
     "output_dataclass": "a dataclass output type is not wrapped in {'response': ...}",

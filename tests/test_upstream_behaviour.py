@@ -1,0 +1,259 @@
+"""Behaviour that matches upstream's where nothing justifies a difference (issue 12).
+
+Each test names the upstream test (in openai/openai-agents-python's tests/) that shows the behaviour; the tests
+here are miniagents' own. Deliberate differences are in the README's "Coming from the OpenAI Agents SDK" table.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, RunConfig, RunContextWrapper,
+                        RunErrorHandlerResult, RunHooks, Runner, RunState, SQLiteSession, ToolApprovalItem, UserError,
+                        function_tool, handoff, output_guardrail)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import make_agent, outputs_sent
+
+
+@function_tool
+def echo(text: str) -> str:
+    return text
+
+
+def inputs(model):
+    return [[(i.get("type") or i.get("role"), i.get("call_id")) for i in call.input] for call in model.calls]
+
+
+# --- Server-managed conversations: only new items go out, chained to the latest response ---------------------
+# test_agent_runner.py::test_auto_previous_response_id_multi_turn, ::test_conversation_id_only_sends_new_items_multi_turn,
+# ::test_previous_response_id_only_sends_new_items_multi_turn (and the _streamed twins)
+
+TWO_TURNS = [[function_call("echo", {"text": "a"}, call_id="c1")], [function_call("echo", {"text": "b"}, call_id="c2")],
+             [assistant_message("done")]]
+
+
+def drain(agent, text, **kw):
+    async def go():
+        result = Runner.run_streamed(agent, text, **kw)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("options, expected_ids", [
+    (dict(auto_previous_response_id=True), [None, "resp-1", "resp-2"]),
+    (dict(previous_response_id="resp-0"), ["resp-0", "resp-1", "resp-2"]),
+    (dict(conversation_id="conv-1"), [None, None, None]),
+])
+def test_a_server_managed_conversation_sends_only_new_items(options, expected_ids, streamed):
+    agent, model = make_agent(TWO_TURNS, tools=[echo])
+    result = drain(agent, "go", **options) if streamed else Runner.run_sync(agent, "go", **options)
+    assert result.final_output == "done"
+    assert [c.previous_response_id for c in model.calls] == expected_ids
+    assert inputs(model) == [[("user", None)], [("function_call_output", "c1")], [("function_call_output", "c2")]]
+    if "conversation_id" in options:
+        assert [c.conversation_id for c in model.calls] == ["conv-1"] * 3
+
+
+def test_a_paused_server_managed_run_resumes_from_json_sending_only_the_new_outputs():
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        return "paid"
+
+    agent, model = make_agent([[function_call("pay", {"amount": 1}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[pay])
+    paused = Runner.run_sync(agent, "pay", auto_previous_response_id=True)
+    state = RunState.from_string(agent, paused.to_state().to_string())
+    state.approve(state.get_interruptions()[0])
+    Runner.run_sync(agent, state)
+    assert model.calls[1].previous_response_id == "resp-1"
+    assert inputs(model)[1] == [("function_call_output", "c1")]
+
+
+def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_path):
+    """test_agent_runner.py::test_run_rejects_session_with_resumed_conversation_state"""
+    agent, model = make_agent([[assistant_message("x")]])
+    for options in (dict(conversation_id="c"), dict(previous_response_id="r"), dict(auto_previous_response_id=True)):
+        with pytest.raises(UserError, match="Session persistence cannot be combined"):
+            Runner.run_sync(agent, "hi", session=SQLiteSession("s"), **options)
+    assert model.calls == []
+
+
+def test_handoff_input_filters_are_refused_with_a_server_managed_conversation():
+    """test_agent_runner.py::test_server_managed_handoff_input_filters_still_raise"""
+    target = Agent(name="Target", model=ScriptedModel([[assistant_message("hi")]]))
+    agent, _ = make_agent([[function_call("transfer_to_target", "{}", call_id="h1")]],
+                          handoffs=[handoff(target, input_filter=lambda data: data)])
+    with pytest.raises(UserError, match="Server-managed conversations do not support handoff input filters"):
+        Runner.run_sync(agent, "go", auto_previous_response_id=True)
+
+
+def test_output_guardrails_are_refused_with_a_server_managed_conversation():
+    @output_guardrail
+    def check(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    agent, model = make_agent([[assistant_message("x")]], output_guardrails=[check])
+    with pytest.raises(UserError, match="Output guardrails cannot be combined"):
+        Runner.run_sync(agent, "go", conversation_id="conv")
+    assert model.calls == []
+
+
+# --- Approvals are scoped to the run that asked -------------------------------------------------------------
+# test_hitl_error_scenarios.py::test_nested_agent_tool_does_not_inherit_parent_approvals,
+# test_tool_approval_call_id_reuse.py::test_parent_approval_does_not_authorize_independent_nested_run
+
+
+def test_a_parents_approval_does_not_authorise_a_nested_call_with_the_same_name_and_id():
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return f"paid {amount}"
+
+    inner = Agent(name="Inner", tools=[pay], model=ScriptedModel([[function_call("pay", {"amount": 999},
+                                                                                 call_id="c1")]]))
+    outer, model = make_agent([[function_call("pay", {"amount": 1}, call_id="c1")],
+                               [function_call("inner", {"input": "go"}, call_id="c2")]],
+                              tools=[pay, inner.as_tool("inner", "runs the inner agent")])
+    first = Runner.run_sync(outer, "go")
+    state = first.to_state()
+    state.approve(state.get_interruptions()[0])
+    second = Runner.run_sync(outer, state)
+    assert paid == [1]
+    assert [(i.tool_name, i.call_id, i.agent.name) for i in second.interruptions] == [("pay", "c1", "Inner")]
+    assert second.to_state().context_wrapper.is_tool_approved("pay", "c1") is True  # the parent's own record
+
+
+def test_a_nested_approval_given_on_the_parent_reaches_the_nested_call_only():
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return f"paid {amount}"
+
+    inner = Agent(name="Inner", tools=[pay], model=ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c1")],
+                                                                  [assistant_message("inner done")]]))
+    outer, model = make_agent([[function_call("inner", {"input": "go"}, call_id="o1")], [assistant_message("done")]],
+                              tools=[inner.as_tool("inner", "runs the inner agent")])
+    paused = Runner.run_sync(outer, "go")
+    state = RunState.from_string(outer, paused.to_state().to_string())
+    (item,) = state.get_interruptions()
+    state.approve(item)
+    assert state.context_wrapper.is_tool_approved("pay", "c1") is None  # not the parent's call
+    result = Runner.run_sync(outer, state)
+    assert paid == [5] and result.final_output == "done"
+
+
+def test_an_approval_item_without_a_tool_name_takes_it_from_the_call():
+    """test_run_context_wrapper.py::test_run_context_scopes_approvals_to_call_ids"""
+    item = ToolApprovalItem(agent=Agent(name="A"), raw_item={"type": "function_call", "name": "pay",
+                                                             "call_id": "c9", "arguments": "{}"})
+    assert item.tool_name == "pay"
+    ctx = RunContextWrapper(context=None)
+    ctx.approve_tool(item)
+    assert ctx.is_tool_approved("pay", "c9") is True and ctx.is_tool_approved("pay", "c8") is None
+
+
+# --- Error handlers: their answer is kept like any final output -------------------------------------------
+# test_max_turns.py::test_non_streamed_max_turns_handler_persists_output_to_session,
+# ::test_streamed_max_turns_handler_returns_output, ::test_structured_output_max_turns_handler_pydantic_output
+
+LOOP = [[function_call("echo", {"text": str(i)}, call_id=f"c{i}")] for i in range(5)]
+
+
+def test_a_max_turns_handlers_answer_is_saved_to_the_session(tmp_path):
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    agent, _ = make_agent(LOOP, tools=[echo])
+    result = Runner.run_sync(agent, "loop", max_turns=1, session=session,
+                             error_handlers={"max_turns": lambda data: "fallback"})
+    assert result.final_output == "fallback"
+    items = session.get_items()
+    assert [i.get("type") or i.get("role") for i in items] == ["user", "function_call", "function_call_output",
+                                                              "message"]
+    assert items[-1]["content"][0]["text"] == "fallback"
+
+
+def test_a_max_turns_handlers_answer_is_streamed():
+    agent, _ = make_agent(LOOP, tools=[echo])
+
+    async def go():
+        result = Runner.run_streamed(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda data: "fallback"})
+        names = [getattr(e, "name", None) async for e in result.stream_events()]
+        return result, names
+
+    result, names = asyncio.run(go())
+    assert result.final_output == "fallback" and names[-1] == "message_output_created"
+
+
+@dataclass
+class Verdict:
+    answer: str
+
+
+def test_a_structured_handler_answer_is_written_as_the_model_would_write_it():
+    from typing import List
+
+    agent, _ = make_agent(LOOP, tools=[echo], output_type=List[str])
+    result = Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda d: ["y", "z"]})
+    assert result.final_output == ["y", "z"]
+    assert result.new_items[-1].raw_item["content"][0]["text"] == '{"response":["y","z"]}'
+
+
+def test_a_raw_dict_handler_answer_is_the_final_output_and_a_bad_one_is_a_user_error():
+    agent, _ = make_agent(LOOP, tools=[echo], output_type=Verdict)
+    result = Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda d: {"answer": "z"}})
+    assert result.final_output == Verdict("z")
+    agent, _ = make_agent(LOOP, tools=[echo], output_type=Verdict)
+    with pytest.raises(UserError, match="Invalid run error handler final_output for structured output"):
+        Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda d: {"answer": 5}})
+    agent, _ = make_agent(LOOP, tools=[echo])
+    with pytest.raises(UserError, match="Invalid run error handler result"):
+        Runner.run_sync(agent, "loop", max_turns=1,
+                        error_handlers={"max_turns": lambda d: {"final_output": "x", "extra": 1}})
+
+
+# --- Hooks ------------------------------------------------------------------------------------------------
+# test_agent_hooks.py::test_non_streamed_agent_hooks, ::test_agent_hooks_receives_turn_input_string
+
+
+def test_agent_hooks_on_handoff_is_called_on_the_source_agent_with_the_new_agent_and_the_source():
+    calls = []
+
+    class Record(AgentHooks):
+        def __init__(self, owner):
+            self.owner = owner
+
+        def on_handoff(self, context, agent, source):
+            calls.append((self.owner, agent.name, source.name))
+
+    target = Agent(name="Target", model=ScriptedModel([[assistant_message("hi")]]))
+    target = target.clone(hooks=Record("Target"))
+    agent, _ = make_agent([[function_call("transfer_to_target", "{}", call_id="h1")]], name="Source",
+                          handoffs=[target], hooks=Record("Source"))
+    Runner.run_sync(agent, "go")
+    assert calls == [("Source", "Target", "Source")]
+
+
+def test_hooks_see_the_turn_input_when_the_agent_starts():
+    seen = []
+
+    class Run(RunHooks):
+        def on_agent_start(self, context, agent):
+            seen.append(("run", list(context.turn_input)))
+
+    class Own(AgentHooks):
+        def on_start(self, context, agent):
+            seen.append(("agent", list(context.turn_input)))
+
+    agent, _ = make_agent([[assistant_message("hi")]], hooks=Own())
+    Runner.run_sync(agent, "hello", hooks=Run())
+    assert seen == [("run", [{"content": "hello", "role": "user"}]), ("agent", [{"content": "hello", "role": "user"}])]
