@@ -70,7 +70,8 @@ class AgentOutputSchema(AgentOutputSchemaBase):
         self._wrapped = False
         if not self.is_plain_text():
             try:
-                self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema)
+                self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema,
+                                                              output_rule=True)
             except UserError as e:
                 if not strict_json_schema:
                     raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import caller
 from .errors import ModelBehaviorError, UserError
@@ -31,6 +31,9 @@ class HandoffInputData:
 
     def clone(self, **kwargs: Any) -> "HandoffInputData":
         return dataclasses.replace(self, **kwargs)
+
+
+HandoffInputFilter = Callable[[HandoffInputData], Union[HandoffInputData, Awaitable[HandoffInputData]]]
 
 
 @dataclass(eq=False)

@@ -396,20 +396,23 @@ def is_json_object_type(tp) -> bool:
     return is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
 
 
-def type_schema(tp, *, strict: bool = True):
-    """Output type -> (schema, wrapped). Object types stand as the root; others become {"response": T}."""
+def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
+    """Type -> (schema, wrapped). Object types (dataclasses, TypedDicts, NamedTuples, pydantic models) stand as
+    the root; others become {"response": T}. `output_rule`: upstream's rule for an agent's output type instead
+    (`is_json_object_type`: only pydantic models and dict types stand as the root)."""
     builder = _Builder(strict)
     try:
         inner = builder.schema(tp)
     except _Unsupported as exc:
         raise _unsupported("output type", tp, exc) from None
-    if is_json_object_type(tp) and "$ref" in inner:
+    stands = is_json_object_type(tp) if output_rule else is_object_type(strip_annotated(tp)[0])
+    if stands and "$ref" in inner:
         name = inner["$ref"].rsplit("/", 1)[-1]
         root = dict(builder.defs[name])
         if f'"#/$defs/{name}"' not in json.dumps(builder.defs):  # not recursive: no need to keep it
             del builder.defs[name]
         wrapped = False
-    elif is_json_object_type(tp):
+    elif stands and output_rule:  # a dict type: its object schema is the root
         root, wrapped = dict(inner), False
     else:
         root = {"type": "object", "properties": {"response": inner}, "required": ["response"],

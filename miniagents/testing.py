@@ -224,6 +224,21 @@ def _check(step: ModelStep, index: int) -> None:
 # --- The model --------------------------------------------------------------------------------------------
 
 
+class RecordedCalls(tuple):
+    """`ScriptedModel.calls`: a tuple (upstream's type) that also equals a list of the same calls, as
+    miniagents' `calls` was a list (`model.calls == []` keeps meaning "never called")."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 class ScriptedModel:
     """A model that plays back `steps` in order and records every call (see the module docstring)."""
 
@@ -236,9 +251,9 @@ class ScriptedModel:
         self._lock = threading.Lock()  # agents-as-tools may call one model from several threads
 
     @property
-    def calls(self) -> tuple:
-        """Detached copies of the recorded calls, in order."""
-        return tuple(_detached(call) for call in self._calls)
+    def calls(self) -> "RecordedCalls":
+        """Detached copies of the recorded calls, in order (a tuple, as upstream)."""
+        return RecordedCalls(_detached(call) for call in self._calls)
 
     @property
     def first_call(self) -> Optional[ModelCall]:

@@ -422,7 +422,7 @@ def test_agent_tool_with_needs_approval_does_not_start_the_inner_run_before_appr
         needs_approval=True)
     result = Runner.run_sync(outer, "go")
     assert [(i.tool_name, i.call_id) for i in result.interruptions] == [("cleaner", "o1")]
-    assert inner_model.calls == []
+    assert inner_model.calls == ()
     state = result.to_state()
     state.approve(result.interruptions[0])
     final = Runner.run_sync(outer, RunState.from_string(outer, state.to_string()))
