@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import logging
-import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -54,14 +53,18 @@ class ModelRetryBackoffSettings:
     def to_json_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
-        """The wait before retry number `attempt` (1-based)."""
+    def delay(self, attempt: int, rand: Optional[Callable[[], float]] = None) -> float:
+        """The wait before retry number `attempt` (1-based); `rand` (default `random.random`) draws the jitter."""
         initial = DEFAULT_INITIAL_DELAY if self.initial_delay is None else self.initial_delay
         ceiling = DEFAULT_MAX_DELAY if self.max_delay is None else self.max_delay
         multiplier = DEFAULT_MULTIPLIER if self.multiplier is None else self.multiplier
         base = min(initial * multiplier ** max(attempt - 1, 0), ceiling)
         if self.jitter is False:
             return base
+        if rand is None:
+            import random  # only a retry that waits needs it
+
+            rand = random.random
         return min(max(base * (0.875 + rand() * 0.25), 0.0), ceiling)
 
 
@@ -323,9 +326,20 @@ def _runner_managed(settings: Optional[ModelRetrySettings]) -> bool:
                                      or settings.policy is not None and (settings.max_retries or 0) > 0)
 
 
-def get_response(model: Any, settings: Optional[ModelRetrySettings], call: Callable[[], Any], ids: dict,
+def as_settings(value: Any) -> Optional[ModelRetrySettings]:
+    """`ModelSettings.retry` as `ModelRetrySettings` (a dict of its fields is accepted, as upstream)."""
+    if value is None or isinstance(value, ModelRetrySettings):
+        return value
+    if isinstance(value, dict):
+        return ModelRetrySettings(**value)
+    raise UserError(f"ModelSettings.retry must be ModelRetrySettings, a dict of its fields or None, "
+                    f"got {type(value).__name__}")
+
+
+def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict,
                  sleep: Callable[[float], None] = time.sleep) -> Any:
     """`call()` (one model call), retried as `settings` and its policy decide."""
+    settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
         attempt = 1
@@ -344,9 +358,10 @@ def get_response(model: Any, settings: Optional[ModelRetrySettings], call: Calla
         provider_retries_disabled.reset(token)
 
 
-def stream_response(model: Any, settings: Optional[ModelRetrySettings], call: Callable[[], Iterable], ids: dict,
+def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids: dict,
                     sleep: Callable[[float], None] = time.sleep) -> Iterator[Any]:
     """The events of `call()` (one streamed model call); a failure before the first event may be retried."""
+    settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
         attempt = 1

@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
-from . import caller, tracing
+from . import caller, retry, tracing
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
@@ -268,13 +268,16 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     args = (instructions, model_input, setup.settings, [t.spec() for t in setup.tools.values()],
             setup.output.spec(), [h.spec() for h in setup.handoffs.values()], None)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    if setup.prompt is not None:
+        ids["prompt"] = setup.prompt
     notify(run.hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
     with tracing.generation_span(model=getattr(model, "model", None), model_config=setup.settings) as span:
+        retrying = setup.settings.retry  # ModelRetrySettings: the run retries a failed call (miniagents.retry)
         if not run.streaming:
-            response = model.get_response(*args, **ids)
+            response = retry.get_response(model, retrying, lambda: model.get_response(*args, **ids), ids)
         else:
             response = None
-            for event in model.stream_response(*args, **ids):
+            for event in retry.stream_response(model, retrying, lambda: model.stream_response(*args, **ids), ids):
                 yield RawResponsesStreamEvent(data=event)
                 if event.get("type") == "response.completed":
                     final = event["response"]
