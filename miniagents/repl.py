@@ -14,8 +14,9 @@ from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStr
 from .run import DEFAULT_MAX_TURNS, RunOptions, Runner, drive, start_run
 
 
-def _lines(read: Callable[[str], str]):
-    """The user's lines until exit/quit/EOF/Ctrl-C, blank ones skipped."""
+def _lines(read: Optional[Callable[[str], str]]):
+    """The user's lines until exit/quit/EOF/Ctrl-C, blank ones skipped (`read`: `input` unless given)."""
+    read = read or input  # looked up at each call, so a patched `builtins.input` is honoured
     while True:
         try:
             line = read(" > ")
@@ -43,7 +44,8 @@ def show_event(event: Any) -> None:
 
 
 async def run_demo_loop(agent: Any, *, stream: bool = True, context: Any = None,
-                        max_turns: Optional[int] = DEFAULT_MAX_TURNS, read: Callable[[str], str] = input) -> None:
+                        max_turns: Optional[int] = DEFAULT_MAX_TURNS,
+                        read: Optional[Callable[[str], str]] = None) -> None:
     """Chat with `agent` in the terminal until you type exit or quit (see the module docstring)."""
     current, items = agent, []
     for line in _lines(read):
@@ -61,7 +63,8 @@ async def run_demo_loop(agent: Any, *, stream: bool = True, context: Any = None,
 
 
 def run_demo_loop_sync(agent: Any, *, stream: bool = True, context: Any = None,
-                       max_turns: Optional[int] = DEFAULT_MAX_TURNS, read: Callable[[str], str] = input) -> None:
+                       max_turns: Optional[int] = DEFAULT_MAX_TURNS,
+                       read: Optional[Callable[[str], str]] = None) -> None:
     """`run_demo_loop` without an event loop: the same conversation, streamed the same way."""
     current, items = agent, []
     for line in _lines(read):
