@@ -69,7 +69,7 @@ def _require_type(name: str, value: Any, types: tuple, what: str) -> None:
         raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class AgentBase(Generic[TContext]):
     """What every agent has (upstream's base of `Agent`): a name, a description for handoffs, tools, and the MCP
     fields miniagents does not use."""
@@ -89,7 +89,7 @@ class AgentBase(Generic[TContext]):
         return [t for t in self.tools if _enabled(getattr(t, "is_enabled", True), ctx, self)]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Agent(AgentBase[TContext]):
     """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s (and hosted tools) it may call, `handoffs` the agents
@@ -115,6 +115,8 @@ class Agent(AgentBase[TContext]):
     capabilities: list = field(default_factory=list)
 
     def __post_init__(self):
+        if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
+            object.__setattr__(self, "model_settings", ModelSettings(**self.model_settings))
         _require_type("name", self.name, (str,), "a string")
         _require_type("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):

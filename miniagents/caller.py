@@ -8,12 +8,22 @@ asyncio and threading are imported only when needed, to keep `import miniagents`
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 from typing import Any, Callable, Optional
+
+CANCEL_CALLBACKS: contextvars.ContextVar = contextvars.ContextVar("miniagents_cancel_callbacks", default=None)
+"""How a cancelled run stops what it waits on. While a run is driven, this holds its list of aborts: whatever
+is in flight (an HTTP request, an async tool's task) adds a zero-argument callable that stops it and removes
+it when done; cancelling the run calls them all, from another thread. Threads the run starts copy it."""
 
 
 class Deadline(Exception):
     """Raised by `resolve`/`in_thread` when `timeout` seconds passed first."""
+
+
+class Cancelled(Exception):
+    """Raised by `resolve` when the run was cancelled while an async call was running (its task cancelled)."""
 
 
 def start_thread(fn: Callable[[], Any], name: str = "miniagents-worker") -> Callable[..., Any]:
@@ -58,12 +68,26 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     import asyncio
 
     async def wait() -> Any:
-        if timeout is None:
-            return await value
+        task, aborts = asyncio.ensure_future(value), CANCEL_CALLBACKS.get()
+        loop = asyncio.get_running_loop()
+
+        def abort() -> None:  # from another thread: the run was cancelled
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop already ended: nothing left to stop
+                pass
+
+        if aborts is not None:
+            aborts.append(abort)
         try:
-            return await asyncio.wait_for(value, timeout)
+            return await (task if timeout is None else asyncio.wait_for(task, timeout))
         except asyncio.TimeoutError:
             raise Deadline() from None
+        except asyncio.CancelledError:
+            raise Cancelled() from None
+        finally:
+            if aborts is not None and abort in aborts:
+                aborts.remove(abort)
 
     try:
         asyncio.get_running_loop()

@@ -5,10 +5,20 @@ Responses API usage shape (the kernel's one format) with every detail optional.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Optional, TypeVar
 
 TContext = TypeVar("TContext")
+
+
+def overlay(base: Any, override: Any) -> Any:
+    """A settings dataclass (model or session settings) with every non-None field of `override` laid over it:
+    settings are layered (agent, then run), and None always means "not set here"."""
+    if override is None:
+        return base
+    return dataclasses.replace(base, **{f.name: getattr(override, f.name) for f in dataclasses.fields(base)
+                                        if getattr(override, f.name) is not None})
 
 
 @dataclass

@@ -9,7 +9,7 @@ model call and no tool ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Generic, Iterable, Optional, TypeVar
 
 from . import caller, tracing
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
@@ -43,8 +43,11 @@ class OutputGuardrailResult:
     output: GuardrailFunctionOutput
 
 
+TContext = TypeVar("TContext")
+
+
 @dataclass(eq=False)
-class InputGuardrail:
+class InputGuardrail(Generic[TContext]):
     """`guardrail_function(ctx, agent, input)`, sync or async, returns `GuardrailFunctionOutput`."""
 
     guardrail_function: Callable
@@ -62,7 +65,7 @@ class InputGuardrail:
 
 
 @dataclass(eq=False)
-class OutputGuardrail:
+class OutputGuardrail(Generic[TContext]):
     """`guardrail_function(ctx, agent, output)`, sync or async, returns `GuardrailFunctionOutput`."""
 
     guardrail_function: Callable
@@ -162,7 +165,7 @@ class ToolOutputGuardrailData(ToolInputGuardrailData):
 
 
 @dataclass(eq=False)
-class ToolInputGuardrail:
+class ToolInputGuardrail(Generic[TContext]):
     """`guardrail_function(data)`, sync or async, returns `ToolGuardrailFunctionOutput`; runs before each call
     of a tool that lists it in `tool_input_guardrails`."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional, Union
+from typing import Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
 
 from . import caller
 from .errors import ModelBehaviorError, UserError
@@ -34,10 +34,11 @@ class HandoffInputData:
 
 
 HandoffInputFilter = Callable[[HandoffInputData], Union[HandoffInputData, Awaitable[HandoffInputData]]]
+TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)
-class Handoff:
+class Handoff(Generic[TContext]):
     """What `handoff()` builds: the function the model sees (`tool_name`, `tool_description`,
     `input_json_schema`) and `on_invoke_handoff(ctx, raw_args)`, which returns the agent to switch to."""
 

@@ -6,12 +6,16 @@ they never change the run, and nothing they see leaves the process unless you se
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from . import caller
 
+TContext = TypeVar("TContext")
 
-class RunHooks:
+
+class RunHooks(Generic[TContext]):
+    """Callbacks for every agent of one run (`Runner.run_sync(..., hooks=...)`); override what you need."""
+
     def on_agent_start(self, context: Any, agent: Any) -> None: ...
 
     def on_agent_end(self, context: Any, agent: Any, output: Any) -> None: ...
@@ -27,7 +31,9 @@ class RunHooks:
     def on_llm_end(self, context: Any, agent: Any, response: Any) -> None: ...
 
 
-class AgentHooks:
+class AgentHooks(Generic[TContext]):
+    """Callbacks for one agent (`Agent(hooks=...)`); override what you need."""
+
     def on_start(self, context: Any, agent: Any) -> None: ...
 
     def on_end(self, context: Any, agent: Any, output: Any) -> None: ...

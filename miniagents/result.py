@@ -166,8 +166,10 @@ class RunResultStreaming(RunResult):
         """Yield events as the loop (in a worker thread) produces them; raise the run's error at the end.
 
         The loop waits until each event has been handled before it goes on, so the run never gets ahead
-        of its reader: a `cancel()` made while handling an event takes effect right there. The run happens
-        once: iterating again yields nothing.
+        of its reader: a `cancel()` made while handling an event takes effect right there (and one made before
+        the first read means no event at all). The run happens once: iterating again yields nothing. Whenever
+        the run ends — finished, paused, cancelled, or failed (then with the items it had accepted) — the
+        result's fields hold it and `is_complete` is True, even if the reader stopped early.
         """
         import asyncio
         import contextvars
@@ -176,6 +178,9 @@ class RunResultStreaming(RunResult):
         if self._started:
             return
         self._started = True
+        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs
+            self._complete(RunResult.from_state(self._state, None))
+            return
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
 
@@ -185,9 +190,10 @@ class RunResultStreaming(RunResult):
 
         def work() -> None:
             try:
-                outcome["result"] = self._drive(hand_over)
+                self._complete(self._drive(hand_over))
             except BaseException as e:
                 outcome["error"] = e
+                self._complete(RunResult.from_state(self._state, None))
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 
@@ -204,8 +210,10 @@ class RunResultStreaming(RunResult):
                 self._state.cancel("immediate")
                 handled.release()
         await worker
-        self.is_complete = True
         if "error" in outcome:
             raise outcome["error"]
+
+    def _complete(self, result: RunResult) -> None:
         for f in fields(RunResult):
-            setattr(self, f.name, getattr(outcome["result"], f.name))
+            setattr(self, f.name, getattr(result, f.name))
+        self.is_complete = True

@@ -21,11 +21,11 @@ from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandl
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import notify
+from .hooks import AgentHooks, RunHooks, notify
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
-from .state import RunState, agent_map
+from .state import RunState, reachable_agents
 from .tool import HostedTool
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
@@ -281,6 +281,11 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if options.hooks is not None and not isinstance(options.hooks, RunHooks):
+        if isinstance(options.hooks, AgentHooks):
+            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
+                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
+        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(options.hooks).__name__}")
     session = options.session
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
@@ -320,29 +325,29 @@ def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: 
     if session is not None:  # the server and the session would each hold a history of their own
         raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id.")
-    if config.output_guardrails or any(a.output_guardrails for a in agent_map(starting_agent).values()):
+    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):
         raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id because rejected output cannot be removed from server-managed "
                         "conversation history.")
 
 
 def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
-    """This run's copies of every reachable agent's capabilities (agent name -> PreparedCapabilities), made
+    """This run's copies of every reachable agent's capabilities (id(agent) -> PreparedCapabilities), made
     when the run starts, so a capability its agent's model cannot serve fails here, before any model call."""
     prepared = {}
-    for agent in agent_map(starting_agent).values():
+    for agent in reachable_agents(starting_agent):
         if agent.capabilities:
             from .capabilities import prepare  # loaded only by runs whose agents have capabilities
 
             extra_args = agent.model_settings.resolve(config.model_settings).extra_args
-            prepared[agent.name] = prepare(agent.capabilities, get_model(agent, config), extra_args)
+            prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, config), extra_args)
     return prepared
 
 
 def refuse_hosted_tools_on_chat(starting_agent: Any, config: RunConfig) -> None:
     """A hosted tool runs on the Responses API's side: an agent that has one and a Chat Completions model is a
     `UserError` when the run starts, before any model call."""
-    for agent in agent_map(starting_agent).values():
+    for agent in reachable_agents(starting_agent):
         hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
         if hosted is None:
             continue
@@ -358,6 +363,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
     The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
     state, loop = run.state, _loop(run)
+    aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
     with tracing.run_trace(run.config) as task:
         try:
             while True:
@@ -370,6 +376,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
         except StopIteration as stop:
             return stop.value
         except AgentsException as error:
+            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
+                return RunResult.from_state(state, None)
             if isinstance(error, MaxTurnsExceeded) and run.agent_span is not None:
                 run.agent_span.set_error({"message": "Max turns exceeded", "data": {"max_turns": state.max_turns}})
             if error.run_data is None:
@@ -379,6 +387,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                                                  list(state.output_guardrail_results))
             raise
         finally:
+            caller.CANCEL_CALLBACKS.reset(aborts)
             leave_agent(run)
             if task is not None:
                 task.span_data.usage = state.context_wrapper.usage.to_json()

@@ -235,10 +235,7 @@ def _strict(node, root, depth, count, inlining):
             out[key] = _strict(value, root, depth + 1, count, inlining)
         else:
             out[key] = copy.deepcopy(value)
-    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1 and isinstance(out["allOf"][0], dict):
-        out.update(out.pop("allOf")[0])  # before the object rules, so they see the merged keys
-    if "oneOf" in out:
-        out["anyOf"] = out.get("anyOf", []) + out.pop("oneOf")
+    out = _flat_combinators(out)  # before the object rules, so they see the merged keys
     if "properties" in out and "type" not in out:
         out["type"] = "object"
     if out.get("type") == "object":
@@ -256,6 +253,62 @@ def _strict(node, root, depth, count, inlining):
             return {"$ref": out["$ref"]}
         merged = {**_resolve_ref(root, out["$ref"]), **{k: v for k, v in out.items() if k != "$ref"}}
         return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],))
+    return out
+
+
+def _flat_combinators(node: dict) -> dict:
+    """Strict mode's combinator rules: a one-entry `allOf` is merged into its node; `oneOf` becomes `anyOf`."""
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
+        node = {**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}
+    if "oneOf" in node:
+        node = {**{k: v for k, v in node.items() if k != "oneOf"}, "anyOf": node.get("anyOf", []) + node["oneOf"]}
+    return node
+
+
+# Keywords strict endpoints reject in a request, though they are valid JSON Schema (and useful at definition).
+_WIRE_REJECTS = frozenset((
+    "default", "prefixItems", "minLength", "maxLength", "patternProperties", "propertyNames",
+    "unevaluatedProperties", "minProperties", "maxProperties", "uniqueItems", "contains", "minContains",
+    "maxContains", "unevaluatedItems", "not", "if", "then", "else", "dependentRequired",
+    "dependentSchemas", "$id"))
+
+
+def wire_schema(schema: Optional[dict], strict: bool) -> dict:
+    """The strict pass's wire mode: the copy of a schema a model adapter sends. For strict, without what strict
+    endpoints reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes
+    `items: anyOf`, and the combinator rules apply. An empty schema is the strict empty object. The caller's
+    schema is not modified."""
+    if not schema:
+        return copy.deepcopy(_EMPTY_OBJECT)
+    return _wire(schema) if strict else schema
+
+
+def _wire(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_wire(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict = {}
+    for key, value in node.items():
+        if key in _WIRE_REJECTS or (key == "items" and value is False):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _wire(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
+            out[key] = _wire(value)
+        else:
+            out[key] = value
+    if isinstance(node.get("prefixItems"), list) and "items" not in out:
+        branches: list = []
+        for sub in _wire(node["prefixItems"]):
+            if sub not in branches:
+                branches.append(sub)
+        if branches:
+            out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    out = _flat_combinators(out)
+    if node.get("default") is not None:
+        note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
+        out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
     return out
 
 

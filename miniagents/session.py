@@ -5,7 +5,7 @@ abstract-class form) and `SessionItems`. `prepare` reads the history with `get_i
 writes that turn's items with one `add_items` (one transaction). The implementations live next to this module
 and are importable from here too: `SQLiteSession` (sqlite_session.py) and `DBAPISession` (dbapi_session.py),
 both built on the SQL tables of sql_session.py. This module stores nothing itself and imports nothing of the
-kernel: it is loaded only when a run uses a session.
+kernel but the settings overlay: it is loaded only when a run uses a session.
 
 Differences from upstream (openai-agents):
 - Methods are synchronous, as the kernel is. `get_items` returns a `SessionItems` list that can also be
@@ -22,8 +22,10 @@ that guarantee.
 from __future__ import annotations
 
 import abc
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Protocol, runtime_checkable
+
+from .context import overlay
 
 
 @dataclass
@@ -35,10 +37,7 @@ class SessionSettings:
 
     def resolve(self, override: Optional[SessionSettings]) -> SessionSettings:
         """These settings with every non-None field of `override` put over them."""
-        if override is None:
-            return self
-        changes = {f.name: getattr(override, f.name) for f in fields(self) if getattr(override, f.name) is not None}
-        return replace(self, **changes)
+        return overlay(self, override)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, TypedDict, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, TypeVar, Union
 
 from .context import RunContextWrapper, Usage
 from .errors import UserError
@@ -19,6 +19,8 @@ from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutput
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
+
+TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)
@@ -35,9 +37,10 @@ class PendingTurn:
     outputs: dict = field(default_factory=dict)
     session_input: list = field(default_factory=list)
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
+    replays: int = 0  # calls the response repeated exactly from earlier turns: dropped, never run again
 
 
-class RunState:
+class RunState(Generic[TContext]):
     """Everything a run changes: input, items, responses, the paused turn, approvals, usage (see the module)."""
 
     def __init__(self, context: Any, original_input: Any, starting_agent: Any, max_turns: Optional[int] = 10,
@@ -248,6 +251,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "done": {call_id: text for call_id, (_, text) in pending.outputs.items()},
             "session_input": pending.session_input,
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
+            "replays": pending.replays,
         },
         "context": {"usage": ctx.usage.to_json(), "approvals": ctx.approvals, "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
@@ -262,19 +266,26 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     return json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
 
 
-def agent_map(initial_agent: Any) -> dict:
-    """Every agent reachable through handoffs and agents-as-tools, by name; two with one name is an error."""
-    found, queue = {}, [initial_agent]
+def reachable_agents(initial_agent: Any) -> list:
+    """Every agent reachable through handoffs and agents-as-tools, each once, starting with `initial_agent`."""
+    found, queue = [], [initial_agent]
     while queue:
         agent = queue.pop(0)
-        if agent.name in found:
-            if found[agent.name] is not agent:
-                raise UserError(f"two different agents are named {agent.name!r} in this agent graph; "
-                                "RunState binds agents by name, so names must be unique")
+        if any(agent is seen for seen in found):
             continue
-        found[agent.name] = agent
+        found.append(agent)
         queue.extend(getattr(h, "_agent", h) for h in agent.handoffs)
         queue.extend(t._agent for t in agent.tools if getattr(t, "_agent", None) is not None)
+    return found
+
+
+def agent_map(initial_agent: Any) -> dict:
+    """The reachable agents by name; two different agents with one name is an error (states bind by name)."""
+    found: dict = {}
+    for agent in reachable_agents(initial_agent):
+        if found.setdefault(agent.name, agent) is not agent:
+            raise UserError(f"two different agents are named {agent.name!r} in this agent graph; "
+                            "RunState binds agents by name, so names must be unique")
     return found
 
 
@@ -330,13 +341,17 @@ class ResponseDocument(_Response, total=False):
     request_id: Optional[str]
 
 
-class PendingTurnDocument(TypedDict):
+class _PendingTurn(TypedDict):
     agent: str
     output: List[Dict[str, Any]]
     start: int
     done: Dict[str, Union[str, List[Any]]]
     session_input: List[Dict[str, Any]]
     nested: Dict[str, Dict[str, Any]]
+
+
+class PendingTurnDocument(_PendingTurn, total=False):
+    replays: int
 
 
 class _Context(TypedDict):
@@ -471,7 +486,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
-                                    session_input=pending["session_input"])
+                                    session_input=pending["session_input"], replays=pending.get("replays", 0))
         state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
                                 for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()

@@ -96,6 +96,9 @@ class FunctionTool:
 
     def __post_init__(self):
         check_tool_name(self.name)
+        if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
+            raise UserError(f"Invalid needs_approval value: expected a bool or callable, got "
+                            f"{type(self.needs_approval).__name__}.")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):
             raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
                             f"'raise_exception', got {self.timeout_behavior!r}")
@@ -444,7 +447,7 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, tool_output(value)
-    except NestedInterruption:
+    except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped by a cancelled run: no output
         raise
     except Exception as error:
         span = tracing.get_current_span()  # the call's function span, when the run is traced

@@ -17,7 +17,9 @@ strings turns together, and what happens after the decision, is `_loop` in run.p
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
@@ -58,7 +60,7 @@ class Run:
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
-    capabilities: dict = field(default_factory=dict)  # agent name -> PreparedCapabilities, made as the run starts
+    capabilities: dict = field(default_factory=dict)  # id(agent) -> PreparedCapabilities, made as the run starts
     agent_span: Any = None  # the tracing span of the current agent's stretch of the run
 
 
@@ -96,6 +98,7 @@ class ModelOutput:
 
     items: list
     calls: list = field(default_factory=list)
+    replays: int = 0  # calls dropped as exact replays of calls that already ran (see assign_call_ids)
 
 
 @dataclass(eq=False)
@@ -183,6 +186,7 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
             yield from start_turn(run, setup)
         pending = state.pending
         output = classify_output(setup, pending.output, run.config)
+        output.replays = pending.replays
         if not resumed:  # what the model said is announced before any tool runs
             yield from stream_events_for(output.items)
         settled = settle_turn(run, setup, output, dict(pending.outputs), pending.nested, resumed)
@@ -207,14 +211,21 @@ def prepare_turn(run: Run) -> TurnSetup:
                 raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
             logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
         tools[tool.name] = tool
-    handoffs = {h.tool_name: h for h in agent.get_enabled_handoffs(ctx)}
+    handoffs: dict = {}
+    for handoff in agent.get_enabled_handoffs(ctx):
+        if handoff.tool_name in handoffs:  # never silently the last: the first one declared wins
+            if config.tool_name_collision_policy == "error":
+                raise UserError(f"agent {agent.name!r} has two handoffs named {handoff.tool_name!r}")
+            logger.warning("agent %r has two handoffs named %r; the first one wins", agent.name, handoff.tool_name)
+            continue
+        handoffs[handoff.tool_name] = handoff
     clash = set(tools) & set(handoffs)
     if clash:
         raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(agent.name)
+    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(id(agent))
     setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), [], hosted,
                       agent.get_prompt(ctx))
     if prepared is None:
@@ -244,8 +255,8 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
             join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
     response = yield from call_model(run, setup)
     join_guardrails()
-    taken = set() if state.server_managed else state.call_ids  # the server holds the ids it gave: keep them
-    state.pending = PendingTurn(agent.name, assign_call_ids(response.output, taken), len(state.generated_items),
+    output, replays = (response.output, 0) if state.server_managed else assign_call_ids(response.output, state)
+    state.pending = PendingTurn(agent.name, output, len(state.generated_items), replays=replays,
                                 session_input=state.unsaved_session_input)
     state.unsaved_session_input = []
 
@@ -257,6 +268,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     if config.call_model_input_filter is not None:
         data = caller.call(config.call_model_input_filter, CallModelData(
             ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+        if not isinstance(data, ModelInputData):
+            raise UserError("call_model_input_filter must return a ModelInputData instance")
         model_input, instructions = drop_orphans(data.input), data.instructions
     if config.reasoning_item_id_policy == "omit":
         model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
@@ -317,15 +330,47 @@ def get_model(agent: Any, config: RunConfig) -> Any:
     return provider.get_model(model)
 
 
-def assign_call_ids(output: list, taken: set) -> list:
-    """Give every function call a call id not used earlier in the run (fixed once per response, so a
-    resumed turn sees the same ids). Missing ids and ids reused from earlier turns get fresh ones."""
-    fixed = []
+NUMBERED_ID = re.compile(r"([A-Za-z]+[_-])?\d+")  # "0", "call_1", "tool-3": numbered per response, not unique
+
+
+def assign_call_ids(output: list, state: RunState) -> tuple:
+    """Fix every function call's id once per response (so a resumed turn sees the same ids); returns (output,
+    how many calls were dropped as replays). A call id must never answer two different calls, and a call must
+    never run twice, for servers that number ids per response ("call_0" in every response) and for servers
+    whose ids are unique alike. A call with no id, or with an id used earlier in the run or its history:
+    - a numbered id is the server's count: it is a new call, and gets a fresh id;
+    - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
+      output stands; nothing runs again);
+    - a unique id on a different call gets a fresh id: it is a new call.
+    The server-managed conversation keeps the ids it gave (the caller skips this)."""
+    fixed, replays, earlier = [], 0, None
     for item in output:
-        if item.get("type") == "function_call" and (not item.get("call_id") or item["call_id"] in taken):
+        call_id = item.get("call_id") if item.get("type") == "function_call" else None
+        if item.get("type") == "function_call" and (not call_id or call_id in state.call_ids):
+            if call_id and not NUMBERED_ID.fullmatch(call_id):
+                earlier = earlier if earlier is not None else _calls_by_id(state)
+                if earlier.get(call_id) == _invocation(item):
+                    replays += 1
+                    continue
             item = {**item, "call_id": new_call_id()}
         fixed.append(item)
-    return fixed
+    return fixed, replays
+
+
+def _calls_by_id(state: RunState) -> dict:
+    """call id -> (name, arguments) of every function call in the run's history."""
+    items = list(state.transcript) + [i.raw_item for i in state.generated_items]
+    return {i.get("call_id"): _invocation(i) for i in items if i.get("type") == "function_call"}
+
+
+def _invocation(call: dict) -> tuple:
+    """What a call asks for, with its arguments compared as JSON (spacing and key order do not matter)."""
+    text = call.get("arguments") or "{}"
+    try:
+        arguments = json.dumps(json.loads(text), sort_keys=True)
+    except (TypeError, ValueError):
+        arguments = text
+    return call.get("name"), arguments
 
 
 def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelOutput:
@@ -337,6 +382,8 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
         if kind == "message":
             classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
+            if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
+                item = {k: v for k, v in item.items() if k != "id"}
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
             classified.items.append(ToolCallItem(agent=agent, raw_item=item))
@@ -470,6 +517,8 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bo
     for call, join in joins:
         try:
             outcomes.append((call, True, join()))
+        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
+            pass
         except Exception as error:
             outcomes.append((call, False, error))
     for _, ok, value in outcomes:
@@ -597,7 +646,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
             if setup.output.is_plain_text() and not isinstance(value, str):
                 value = str(value)
             return NextStepFinalOutput(value)
-    if output.calls:
+    if output.calls or output.replays:
         return NextStepRunAgain()
     messages = [i for i in output.items if isinstance(i, MessageOutputItem)]
     last = messages[-1].raw_item if messages else None

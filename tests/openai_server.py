@@ -3,13 +3,20 @@
 Tests script the replies (`server.reply(...)`, `server.reply_sse(...)`), then point an adapter at
 `server.url`. Every request is recorded (path, query, headers, parsed JSON body, client port — so
 keep-alive reuse is visible). Faults are part of a scripted reply: status + headers (429 with
-`retry-after`), a raw body (HTML 502 page, empty, plain string), a silent close after replying, a delay (past the client's timeout),
-SSE written in tiny chunks (every byte), keep-alive comments, and a dropped connection mid-stream.
+`retry-after`), a raw body (HTML 502 page, empty, plain string), a silent close after replying, a delay
+(past the client's timeout), SSE written in tiny chunks (every byte), keep-alive comments, a dropped
+connection mid-stream, raw bytes on the wire (`wire=`: a body shorter than its Content-Length, bad chunk
+sizes) followed by a close, a reset or silence, silence instead of any answer (`hang=True`), and a stream
+that stays open after its last event (`hold=True`, optionally pinging).
 Replies are consumed in order; with none left the server answers 500 "no scripted reply".
+`server.emulate(name)` makes it refuse requests the way a real server does (see `EMULATED`): a refused
+request is recorded with what was answered (`"refused"`) and consumes no scripted reply.
 """
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,18 +53,43 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         parts = urlsplit(self.path)
+        record = {"path": parts.path, "query": dict(parse_qsl(parts.query)),
+                  "headers": {k.lower(): v for k, v in self.headers.items()},
+                  "body": body, "client_port": self.client_address[1]}
+        refusal = srv.judge(body) if srv.judge is not None and isinstance(body, dict) else None
         with srv.lock:
-            srv.requests.append({"path": parts.path, "query": dict(parse_qsl(parts.query)),
-                                 "headers": {k.lower(): v for k, v in self.headers.items()},
-                                 "body": body, "client_port": self.client_address[1]})
-            reply = srv.replies.pop(0) if srv.replies else {"status": 500, "json": {
-                "error": {"message": "no scripted reply", "type": "server_error"}}}
+            srv.requests.append(record)
+            if refusal is not None:
+                record["refused"] = {"status": refusal[0], "json": refusal[1]}
+                reply = {"status": refusal[0], "json": refusal[1]}
+            else:
+                reply = srv.replies.pop(0) if srv.replies else {"status": 500, "json": {
+                    "error": {"message": "no scripted reply", "type": "server_error"}}}
         if reply.get("delay"):
             time.sleep(reply["delay"])
-        if "sse" in reply:
+        if reply.get("hang"):
+            self._hang()
+        elif "wire" in reply:
+            self._wire(reply)
+        elif "sse" in reply:
             self._stream(reply)
         else:
             self._plain(reply)
+
+    def _hang(self):
+        """Say nothing until the server closes (a silent server, for timeouts and cancelling)."""
+        self.server.owner.closing.wait(60)
+        self.close_connection = True
+
+    def _wire(self, reply):
+        self.wfile.write(reply["wire"])
+        self.wfile.flush()
+        after = reply.get("after", "close")
+        if after == "hang":
+            self._hang()
+        elif after == "reset":  # RST instead of FIN: the client's read fails with ConnectionResetError
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
 
     def _plain(self, reply):
         data = reply["raw"] if "raw" in reply else json.dumps(reply.get("json", {})).encode()
@@ -92,6 +124,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(2)
             return
+        if reply.get("hold"):  # the answer is complete, but the server keeps the stream open
+            owner, until = self.server.owner, time.monotonic() + 3  # pings for 3 s at most, then silence
+            while reply.get("ping_every") and time.monotonic() < until and not owner.closing.wait(reply["ping_every"]):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"))
+                self.wfile.flush()
+            self._hang()
+            return
         self.wfile.write(b"0\r\n\r\n")
 
 
@@ -107,6 +146,8 @@ class OpenAITestServer:
         self.requests: list = []
         self.replies: list = []
         self.lock = threading.Lock()
+        self.closing = threading.Event()
+        self.judge = None  # body -> None (accept) or (status, json body) to refuse it
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.owner = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -123,13 +164,70 @@ class OpenAITestServer:
         self.replies.append({"sse": list(lines), **kw})
         return self
 
+    def emulate(self, name: str) -> "OpenAITestServer":
+        """Refuse requests as the named real server does (a key of `EMULATED`)."""
+        self.judge = EMULATED[name]
+        return self
+
     @property
     def bodies(self) -> list:
         return [r["body"] for r in self.requests]
 
     def close(self):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# ---------------------------------------------------------------------------- real servers' refusals
+# What each server answers when an assistant message (one that carries tool calls, or any) says "no text"
+# in a form it does not take: `null`, `""`, or no `content` key at all.
+
+def _error(message, type_="invalid_request_error"):
+    return {"error": {"message": message, "type": type_, "param": None, "code": None}}
+
+
+def _assistant_contents(body):
+    """(index, content or the string "<missing>") for every assistant message of a Chat body."""
+    return [(i, m["content"] if "content" in m else "<missing>")
+            for i, m in enumerate(body.get("messages") or []) if isinstance(m, dict) and m.get("role") == "assistant"]
+
+
+def llama_cpp_python(body):
+    """llama-cpp-python's server: its request model wants a string (pydantic, reported as a 500 by its
+    catch-all handler); a message without `content` passes validation and breaks the chat template."""
+    for i, content in _assistant_contents(body):
+        if content is None:
+            errors = [{"type": "string_type", "loc": ("body", "messages", i, "ChatCompletionRequestAssistantMessage",
+                                                      "content"), "msg": "Input should be a valid string",
+                       "input": None}] + [
+                {"type": "literal_error", "loc": ("body", "messages", i, f"ChatCompletionRequest{role}Message",
+                                                  "role"), "msg": f"Input should be '{role.lower()}'",
+                 "input": "assistant", "ctx": {"expected": f"'{role.lower()}'"}} for role in ("System", "User", "Tool")]
+            text = f"{len(errors)} validation errors:\n" + "".join(f"  {e}\n" for e in errors)
+            return 500, _error(text, "internal_server_error")
+        if content == "<missing>":
+            return 500, _error("'dict object' has no attribute 'content'", "internal_server_error")
+    return None
+
+
+def ollama(body):
+    """Ollama's OpenAI-compatible endpoint (Go): a null content decodes to nil and is refused."""
+    for _, content in _assistant_contents(body):
+        if content is None or content == "<missing>":
+            return 400, _error("invalid message content type: <nil>")
+    return None
+
+
+def bedrock_gateway(body):
+    """A gateway in front of Bedrock: an empty string becomes an empty text block, which Bedrock refuses."""
+    for i, content in _assistant_contents(body):
+        if content == "":
+            return 400, _error(f"messages.{i}.content.0.text: text content blocks must be non-empty")
+    return None
+
+
+EMULATED = {"llama-cpp-python": llama_cpp_python, "ollama": ollama, "bedrock-gateway": bedrock_gateway}
 
 
 # ---------------------------------------------------------------------------- canned wire replies
@@ -187,6 +285,11 @@ def call_item(call_id, name, args, iid="fc_1"):
 
 def response_events(output, **kw):
     """A Responses stream (event: + data: lines, no [DONE]) ending in response.completed."""
+    return sse(*response_event_list(output, **kw), done=False, event_names=True)
+
+
+def response_event_list(output, **kw):
+    """The events of a Responses stream for `output`, as dicts."""
     resp = response_obj(output, **kw)
     events = [{"type": "response.created", "response": {**resp, "status": "in_progress", "output": []}}]
     for i, item in enumerate(output):
@@ -196,4 +299,4 @@ def response_events(output, **kw):
                            "content_index": 0, "delta": item["content"][0]["text"]})
         events.append({"type": "response.output_item.done", "output_index": i, "item": item})
     events.append({"type": "response.completed", "response": resp})
-    return sse(*events, done=False, event_names=True)
+    return events

@@ -31,13 +31,24 @@ def news(topic: str) -> str:
     ({"name": 1}, "Agent name must be a string, got int"),
     ({"name": "a", "tools": weather}, "Agent tools must be a list"),
     ({"name": "a", "handoffs": ["not an agent"]}, "handoffs"),
-    ({"name": "a", "model_settings": {"temperature": 1}}, "model_settings"),
+    ({"name": "a", "model_settings": "hot"}, "model_settings"),
     ({"name": "a", "instructions": 42}, "instructions"),
     ({"name": "a", "handoff_description": 3}, "handoff_description"),
 ])
 def test_agent_fields_are_type_checked_on_construction(kwargs, message):
     with pytest.raises(TypeError, match=message):
         Agent(**kwargs)
+
+
+def test_model_settings_may_be_given_as_a_dict_as_upstream_allows():
+    from miniagents import ModelSettings, RunConfig
+
+    agent = Agent(name="a", model_settings={"temperature": 0.5})
+    assert agent.model_settings == ModelSettings(temperature=0.5)
+    assert RunConfig(model_settings={"top_p": 0.9}).model_settings == ModelSettings(top_p=0.9)
+    assert ModelSettings(temperature=0.1).resolve({"temperature": 0.2}).temperature == 0.2
+    with pytest.raises(TypeError):
+        Agent(name="a", model_settings={"temprature": 0.5})  # a misspelt setting is still an error
 
 
 def test_an_instructions_callable_must_take_context_and_agent():

@@ -51,3 +51,40 @@ def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume
     assert runs == [7, ("guarded", 8)]  # the sibling that ran before the pause did not run again
     ids = call_ids(model.calls[1].input)
     assert ids[0].startswith("call_") and len(set(ids)) == 2
+
+
+# --- One rule for a call id repeated in a later turn, safe for both kinds of server -------------------------------
+# (upstream: test_tool_approval_call_id_reuse.py::test_non_approval_completed_replay_does_not_execute_again,
+#  ::test_changed_arguments_under_reused_call_id_fail_before_second_side_effect)
+
+
+def test_a_unique_call_id_replayed_with_the_same_call_does_not_run_again():
+    runs.clear()
+    call = function_call("ping", {"n": 1}, call_id="call_Xk3fQ9aLm2")
+    model = ScriptedModel([[call], [dict(call, arguments='{"n": 1}')], [assistant_message("done")]])
+    result = Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go")
+    assert runs == [1] and result.final_output == "done" and len(model.calls) == 3
+    sent = model.calls[2].input
+    assert call_ids(sent) == ["call_Xk3fQ9aLm2"]  # one call/output pair: the replay added nothing
+    assert [i["output"] for i in sent if i.get("type") == "function_call_output"] == ["pong 1"]
+
+
+def test_a_numbered_call_id_repeated_with_the_same_call_is_a_new_call():
+    runs.clear()
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0")],
+                           [function_call("ping", {"n": 1}, call_id="call_0")],  # polled again, same server count
+                           [assistant_message("done")]])
+    Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go")
+    assert runs == [1, 1]
+    assert len(set(call_ids(model.calls[2].input))) == 2
+
+
+def test_a_unique_call_id_reused_for_a_different_call_gets_a_fresh_id_and_runs():
+    runs.clear()
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_Xk3fQ9aLm2")],
+                           [function_call("ping", {"n": 2}, call_id="call_Xk3fQ9aLm2")],
+                           [assistant_message("done")]])
+    Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go")
+    assert runs == [1, 2]
+    ids = call_ids(model.calls[2].input)
+    assert ids[0] == "call_Xk3fQ9aLm2" and ids[1] != ids[0]

@@ -164,3 +164,79 @@ def test_ctrl_c_during_parallel_tools_interrupts_at_once_and_leaves_the_session_
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=60)  # the tools never return: only a prompt interrupt ends the child
     assert out.strip() == "interrupted 0 True" and child.returncode == 0
+
+
+# --- Cancelling reaches what the run waits on: an HTTP request, an async tool -----------------------------------
+
+from conftest_http import fast_retries, server  # noqa: E402,F401  (fixtures)
+from openai_server import chat_chunks, sse  # noqa: E402
+
+
+def test_cancelling_a_streamed_run_against_a_silent_server_ends_it_at_once(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply_sse(sse(*chat_chunks("Hello there")[:2], done=False), hold=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+    result = Runner.run_streamed(agent, "hi")
+
+    async def go():
+        async for event in result.stream_events():
+            if event.type == "raw_response_event" and event.data.get("type") == "response.output_text.delta":
+                result.cancel()
+
+    started = time.monotonic()
+    asyncio.run(go())  # returns only once the run's thread is done
+    assert time.monotonic() - started < 10  # against a 60 s read timeout: the cancel closed the response
+    assert result.is_complete and result.final_output is None and len(server.requests) == 1
+
+
+def test_cancelling_the_awaiting_task_during_a_model_call_aborts_the_request(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply(hang=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+
+    async def main():
+        task = asyncio.ensure_future(Runner.run(agent, "hi"))
+        while not server.requests:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(main())  # waits for the worker thread: it ends because the request was aborted
+    assert time.monotonic() - started < 10 and len(server.requests) == 1
+
+
+def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes():
+    started, cancelled, finished = threading.Event(), [], []
+
+    @function_tool
+    async def slow(n: int) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            raise
+        finished.append(n)
+        return "slept"
+
+    agent, model = make_agent([[function_call("slow", {"n": 1}, call_id="c1")], [assistant_message("end")]],
+                              tools=[slow])
+    result = Runner.run_streamed(agent, "go")
+
+    async def drain():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called":
+                threading.Thread(target=lambda: (started.wait(30), result.cancel())).start()
+
+    asyncio.run(drain())
+    assert cancelled == [1] and finished == [] and len(model.calls) == 1
+    state = result.to_state()
+    assert state.get_interruptions() == [] and state.pending is not None  # the call has no output yet

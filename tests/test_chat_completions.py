@@ -7,7 +7,8 @@ from conftest_http import fast_retries, server  # noqa: F401  (fixtures)
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
     ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool, chat_tool_choice,
-    items_to_messages, message_to_items, wire_schema)
+    items_to_messages, message_to_items)
+from miniagents.schema import wire_schema
 from miniagents.models.interface import ModelSettings
 from openai_server import chat_chunks, chat_completion, sse
 
@@ -376,3 +377,116 @@ def test_azure_empty_choices_and_other_indexes_skipped():
                    {"choices": [{"index": 1, "delta": {"content": "no"}}]},
                    {"choices": [{"index": 0, "delta": {"content": "yes"}, "finish_reason": "stop"}]}])
     assert out[0]["content"][0]["text"] == "yes"
+
+# --------------------------------------------------------------------------- lone surrogates are repaired where they enter
+
+
+def _utf8_safe(value):
+    json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+    return value
+
+
+def test_lone_surrogates_in_a_whole_answer_become_replacement_characters_and_pairs_join(server):
+    server.reply(chat_completion("pair \ud83d\ude00 lone \ud800", [("call_\udc00", "f", '{"q": "\ud800"}')]))
+    message, call_item = _utf8_safe(call(model(server), []).output)
+    assert message["content"][0]["text"] == "pair 😀 lone \ufffd"
+    assert json.loads(call_item["arguments"]) == {"q": "\ufffd"} and call_item["call_id"] == "call_\ufffd"
+
+
+def _chunks_of(*deltas, finish="stop"):
+    return [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas] + [
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+
+
+@pytest.mark.parametrize("pieces,text", [(["a\ud83d", "\ude00b"], "a😀b"), (["a\ud800", "b"], "a\ufffdb"),
+                                         (["a\ud83d"], "a\ufffd"), (["\udc00", "\ud83d", "\ude00"], "\ufffd😀")])
+def test_streamed_text_split_inside_a_surrogate_pair_comes_out_joined(server, pieces, text):
+    server.reply_sse(sse(*_chunks_of(*({"content": p} for p in pieces))))
+    events = _utf8_safe(stream(model(server), []))
+    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == text
+    assert _completed(events)["output"][0]["content"][0]["text"] == text
+
+
+def test_streamed_arguments_split_inside_a_surrogate_pair_come_out_joined(server):
+    head = {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": '{"q": "\ud83d'}}]}
+    tail = {"tool_calls": [{"index": 0, "function": {"arguments": '\ude00 \udfff"}'}}]}
+    server.reply_sse(sse(*_chunks_of(head, tail, finish="tool_calls")))
+    events = _utf8_safe(stream(model(server), []))
+    assert json.loads(_completed(events)["output"][0]["arguments"]) == {"q": "😀 \ufffd"}
+    assert "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta") == \
+        '{"q": "😀 \ufffd"}'
+
+# --------------------------------------------------------------------------- empty and malformed answers are typed errors
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length"}]},
+     "The model's answer is empty: the token limit was reached before anything was written (finish_reason "
+     "'length'); raise max_tokens (a reasoning model spends tokens thinking first)."),
+    ({"choices": [{"index": 0, "message": {"content": ""}, "finish_reason": "content_filter"}]},
+     "The model's answer is empty: the provider's content filter blocked it (finish_reason 'content_filter')."),
+    ({"choices": [{"index": 0, "message": {}}]},
+     "The model's answer is empty: no text, no tool call and no finish_reason."),
+    ({"choices": []}, "The model's answer is empty: the response has no choices."),
+    ({"id": "x"}, "The model's answer is empty: the response has no choices."),
+    ({"choices": [{"message": {"content": "hi"}, "finish_reason": "tool_calls"}]},
+     "The model's answer says finish_reason 'tool_calls' but carries no tool call."),
+])
+def test_empty_answers_are_typed_errors_with_the_reason(server, body, message):
+    server.reply(body)
+    with pytest.raises(ModelBehaviorError) as info:
+        call(model(server), [])
+    assert str(info.value) == message
+
+
+def test_an_explicitly_empty_answer_is_accepted(server):
+    server.reply({"choices": [{"index": 0, "message": {"content": ""}, "finish_reason": "stop"}]})
+    assert call(model(server), []).output == []
+
+
+@pytest.mark.parametrize("chunks,message", [
+    ([{}], "The model's answer is empty: the stream carried no choices."),
+    ([{"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}], "finish_reason 'length'"),
+])
+def test_empty_streams_are_typed_errors_with_the_reason(server, chunks, message):
+    server.reply_sse(sse(*chunks))
+    with pytest.raises(ModelBehaviorError) as info:
+        stream(model(server), [])
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("body,where", [
+    ({"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": {"n": 1}}},
+     "usage.prompt_tokens is an object, expected a non-negative number"),
+    ({"choices": [{"message": {"content": "hi"}}], "usage": {"total_tokens": "12"}},
+     "usage.total_tokens is a string, expected a non-negative number"),
+    ({"choices": ["hi"]}, "choices[0] is a string, expected an object"),
+    ({"choices": [{"message": ["hi"]}]}, "choices[0].message is an array, expected an object"),
+    ({"choices": [{"message": {"tool_calls": ["f"]}}]}, "choices[0].message.tool_calls[0] is a string, expected an object"),
+    ({"choices": [{"message": {"tool_calls": [{"function": "f"}]}}]},
+     "choices[0].message.tool_calls[0].function is a string, expected an object"),
+    ({"choices": [{"message": {"content": [{"type": "text", "text": 5}]}}]},
+     "choices[0].message.content[0].text is a number, expected a string"),
+    ({"choices": [{"message": {"content": 5}}]}, "choices[0].message.content is a number, expected a string"),
+])
+def test_malformed_answers_name_the_field(server, body, where):
+    server.reply(body)
+    with pytest.raises(ModelBehaviorError) as info:
+        call(model(server), [])
+    assert str(info.value) == f"The model's answer is malformed: {where}."
+
+
+@pytest.mark.parametrize("chunk,where", [
+    ("hi", "a stream chunk is a string"),
+    ({"choices": [5]}, "a stream chunk's choices[0] is a number"),
+    ({"choices": [{"delta": "hi"}]}, "a stream chunk's choices[0].delta is a string"),
+    ({"choices": [{"delta": {"tool_calls": [None]}}]}, "a stream chunk's choices[0].delta.tool_calls[0] is null"),
+    ({"choices": [{"delta": {"tool_calls": [{"index": [0]}]}}]},
+     "a stream chunk's choices[0].delta.tool_calls[0].index is an array, expected an integer"),
+    ({"choices": [], "usage": {"prompt_tokens": [1]}}, "a stream chunk's usage.prompt_tokens is an array"),
+])
+def test_malformed_stream_chunks_name_the_field(server, chunk, where):
+    server.reply_sse(["data: " + json.dumps(chunk) + "\n\n", "data: [DONE]\n\n"])
+    with pytest.raises(ModelBehaviorError) as info:
+        stream(model(server), [])
+    assert str(info.value).startswith(f"The model's answer is malformed: {where}")

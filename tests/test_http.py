@@ -6,7 +6,7 @@ import pytest
 
 from conftest_http import fast_retries, server  # noqa: F401  (fixtures)
 from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
-from miniagents.models import http
+from miniagents.models import http, protocol
 from miniagents.models import provider as provider_mod
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import ModelSettings
@@ -33,7 +33,7 @@ def text_of(resp):
 
 def test_429_with_retry_after_is_retried_and_then_succeeds(server, monkeypatch):
     slept = []
-    monkeypatch.setattr(http.time, "sleep", slept.append)
+    monkeypatch.setattr(http.CancelSwitch, "sleep", lambda switch, seconds: slept.append(seconds))
     server.reply({"error": {"message": "Rate limit", "code": "rate_limit_exceeded"}}, status=429,
                  headers={"retry-after": "0.01"}).reply(chat_completion("ok"))
     assert text_of(ask(chat(server))) == "ok"
@@ -173,33 +173,33 @@ def test_extra_headers_and_query_per_call(server):
 
 
 def test_backoff_follows_openai_python_constants(monkeypatch):
-    monkeypatch.setattr(http, "INITIAL_RETRY_DELAY", 0.5)
-    monkeypatch.setattr(http, "MAX_RETRY_DELAY", 8.0)
-    assert [http.retry_delay(n, rand=lambda: 0.0) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
-    assert http.retry_delay(0, rand=lambda: 1.0) == 0.375
-    assert http.retry_delay(3, {"retry-after-ms": "250"}) == 0.25
-    assert http.retry_delay(0, {"retry-after": "0"}, rand=lambda: 0.0) == 0.5  # not in (0, cap]: backoff
+    monkeypatch.setattr(protocol, "INITIAL_RETRY_DELAY", 0.5)
+    monkeypatch.setattr(protocol, "MAX_RETRY_DELAY", 8.0)
+    assert [protocol.retry_delay(n, rand=lambda: 0.0) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert protocol.retry_delay(0, rand=lambda: 1.0) == 0.375
+    assert protocol.retry_delay(3, {"retry-after-ms": "250"}) == 0.25
+    assert protocol.retry_delay(0, {"retry-after": "0"}, rand=lambda: 0.0) == 0.5  # not in (0, cap]: backoff
 
 
 def test_retry_after_http_date():
-    assert http.retry_after({"retry-after": "Thu, 01 Jan 2026 00:00:30 GMT"}, now=1767225600.0) == 30.0
-    assert http.retry_after({"retry-after": "soon"}) is None
+    assert protocol.retry_after({"retry-after": "Thu, 01 Jan 2026 00:00:30 GMT"}, now=1767225600.0) == 30.0
+    assert protocol.retry_after({"retry-after": "soon"}) is None
 
 
 def test_error_fields_stringify_codes_and_messages():
-    err = http.error_from_body(400, b'{"error": {"message": {"detail": "x"}, "code": 400}}')
+    err = protocol.error_from_body(400, b'{"error": {"message": {"detail": "x"}, "code": 400}}')
     assert err.code == "400" and err.message == '{"detail": "x"}'
 
 
 def test_sse_framing_all_line_endings_multiline_comments_and_eof():
     stream = b": hi\r\nevent: a\r\ndata: 1\rdata: 2\n\ndata: [DONE]\n\nid: 7\nretry: 5\ndata:tail"
-    assert list(http.iter_sse(http.iter_lines([stream]))) == [("a", "1\n2"), ("message", "[DONE]"),
+    assert list(protocol.iter_sse(protocol.iter_lines([stream]))) == [("a", "1\n2"), ("message", "[DONE]"),
                                                                ("message", "tail")]
 
 
 def test_sse_a_comment_inside_an_event_does_not_split_it():
     stream = b'data: {"a":\n: keep-alive\ndata: 1}\n\n'
-    assert list(http.iter_sse(http.iter_lines([stream]))) == [("message", '{"a":\n1}')]
+    assert list(protocol.iter_sse(protocol.iter_lines([stream]))) == [("message", '{"a":\n1}')]
 
 
 # --------------------------------------------------------------------------- provider and endpoints

@@ -90,3 +90,25 @@ def test_non_streamed_responses_agent_uses_instructions_and_response_id(server):
     result = Runner.run_sync(agent, "hello", run_config=RunConfig(
         model_provider=OpenAIProvider(base_url=server.url, api_key="sk-test", use_responses=True)))
     assert result.final_output == "hi" and server.bodies[0]["input"] == [{"role": "user", "content": "hello"}]
+
+
+def test_a_lone_surrogate_from_the_model_does_not_break_the_next_request_or_the_session(server):
+    from miniagents import SQLiteSession
+
+    seen = []
+
+    @function_tool
+    def search(query: str) -> str:
+        """Search."""
+        seen.append(query)
+        return f"results for {query}"
+
+    server.reply(chat_completion(None, [("call_1", "search", '{"query": "caf\udce9"}')]))
+    server.reply(chat_completion("Found it \ud83d"))
+    agent = Agent(name="A", tools=[search], model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="x"))
+    session = SQLiteSession("s1")
+    result = Runner.run_sync(agent, "find it", session=session)
+    assert seen == ["caf\ufffd"] and result.final_output == "Found it \ufffd"
+    assert server.bodies[1]["messages"][-1]["content"] == "results for caf\ufffd"
+    assert [i.get("output") for i in session.get_items() if i.get("type") == "function_call_output"] == [
+        "results for caf\ufffd"]

@@ -1,4 +1,6 @@
 """Responses adapter: body building (pure) and the model over a real socket."""
+import json
+
 import pytest
 
 from conftest_http import fast_retries, server  # noqa: F401  (fixtures)
@@ -166,3 +168,62 @@ def test_stream_eof_without_terminal_event_is_truncated(server):
     server.reply_sse(response_events([text_item("hi")])[:-2])
     with pytest.raises(ModelHTTPError, match="truncated"):
         stream(model(server), [])
+
+
+def test_lone_surrogates_are_repaired_in_answers_and_stream_deltas(server):
+    server.reply(response_obj([text_item("lone \ud800 pair \ud83d\ude00"), CALL | {"arguments": '{"q": "\udc00"}'}]))
+    output = call(model(server), []).output
+    assert output[0]["content"][0]["text"] == "lone \ufffd pair 😀" and output[1]["arguments"] == '{"q": "\ufffd"}'
+    delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+    server.reply_sse(sse({**delta, "delta": "a\ud83d"}, {**delta, "delta": "\ude00b"},
+                         {"type": "response.completed", "response": response_obj([text_item("a\ud83d\ude00b")])},
+                         done=False))
+    events = stream(model(server), [])
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == ["a", "😀b"]
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "a😀b"
+
+
+@pytest.mark.parametrize("body,error,message", [
+    ({}, ModelBehaviorError, "The model's answer is empty: the response has no 'output'."),
+    ({"output": [], "status": "in_progress"}, ModelBehaviorError,
+     "The model's answer is empty: no output items, and the response does not say it completed."),
+    ({"object": "error", "message": "vLLM says no", "code": 400}, ModelHTTPError, "HTTP 200: code=400 vLLM says no"),
+    ({"output": ["hi"]}, ModelBehaviorError, "The model's answer is malformed: output[0] is a string, expected an object."),
+    ({"output": [{"type": "message", "content": [{"type": "output_text", "text": ["a"]}]}]}, ModelBehaviorError,
+     "The model's answer is malformed: output[0].content[0].text is an array, expected a string."),
+    ({"output": [{"type": "function_call", "name": "f", "arguments": {"a": 1}}]}, ModelBehaviorError,
+     "The model's answer is malformed: output[0].arguments is an object, expected a string."),
+    ({"output": [], "status": "completed", "usage": {"input_tokens": {"n": 1}}}, ModelBehaviorError,
+     "The model's answer is malformed: usage.input_tokens is an object, expected a non-negative number."),
+])
+def test_empty_and_malformed_answers_are_typed_errors(server, body, error, message):
+    server.reply(body)
+    with pytest.raises(error) as info:
+        call(model(server), [])
+    assert str(info.value).startswith(message)
+
+
+def test_a_completed_response_with_no_output_is_an_empty_answer_not_an_error(server):
+    server.reply({"id": "r", "status": "completed", "output": []})
+    assert call(model(server), []).output == []
+
+
+@pytest.mark.parametrize("events,message", [
+    ([{"type": "response.completed"}],
+     "The model's answer is empty: the response.completed event carries no response."),
+    ([{"type": "response.output_item.done", "output_index": [0], "item": CALL},
+      {"type": "response.completed", "response": {"id": "r"}}], None),
+    ([{"type": "response.output_item.done", "item": "x"}],
+     "The model's answer is malformed: response.output_item.done.item is a string, expected an object."),
+    (["x"], "The model's answer is malformed: a stream event is a string, expected an object."),
+    ([{"type": "response.completed", "response": {"output": [], "usage": {"output_tokens": "5"}}}],
+     "The model's answer is malformed: response.completed.response.usage.output_tokens is a string"),
+])
+def test_stream_events_of_the_wrong_shape(server, events, message):
+    server.reply_sse(["data: " + json.dumps(e) + "\n\n" for e in events])
+    if message is None:  # an unhashable output_index: the item is kept by arrival order
+        assert stream(model(server), [])[-1]["response"]["output"] == [CALL]
+        return
+    with pytest.raises(ModelBehaviorError) as info:
+        stream(model(server), [])
+    assert str(info.value).startswith(message)

@@ -258,3 +258,105 @@ def test_hooks_see_the_turn_input_when_the_agent_starts():
     agent, _ = make_agent([[assistant_message("hi")]], hooks=Own())
     Runner.run_sync(agent, "hello", hooks=Run())
     assert seen == [("run", [{"content": "hello", "role": "user"}]), ("agent", [{"content": "hello", "role": "user"}])]
+
+
+# --- Streaming results ------------------------------------------------------------------------------------
+# test_cancel_streaming.py, test_agent_runner_streamed.py::test_streamed_trip_preserves_accepted_tool_prefix
+
+
+def test_cancel_before_streaming_yields_nothing_and_completes():
+    agent, model = make_agent([[assistant_message("never")]])
+    result = Runner.run_streamed(agent, "go")
+    result.cancel()
+
+    async def go():
+        return [e async for e in result.stream_events()]
+
+    assert asyncio.run(go()) == [] and result.is_complete and model.calls == []
+
+
+def test_a_reader_that_stops_early_still_gets_a_complete_result():
+    agent, model = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")], [assistant_message("never")]],
+                              tools=[echo])
+    result = Runner.run_streamed(agent, "go")
+
+    async def first_only():
+        async for _ in result.stream_events():
+            break
+
+    asyncio.run(first_only())  # asyncio.run waits for the worker thread, which stops at the next step
+    assert result.is_complete and result.final_output is None and result.to_state() is not None
+
+
+def test_a_streamed_run_that_fails_keeps_the_items_it_had_accepted():
+    agent, model = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")], RuntimeError("model down")],
+                              tools=[echo])
+    result = Runner.run_streamed(agent, "go")
+
+    async def go():
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(RuntimeError, match="model down"):
+        asyncio.run(go())
+    assert [i.type for i in result.new_items] == ["tool_call_item", "tool_call_output_item"]
+    assert result.is_complete
+
+
+# --- Shapes and checks upstream code relies on --------------------------------------------------------------
+
+
+def test_generic_classes_can_be_subscripted_in_annotations():
+    from miniagents import AgentHooks, Handoff, InputGuardrail, OutputGuardrail, RunHooks, RunState, \
+        ToolInputGuardrail
+
+    for cls in (RunHooks, AgentHooks, RunState, InputGuardrail, OutputGuardrail, ToolInputGuardrail, Handoff,
+                RunContextWrapper, Agent):
+        assert cls[dict] is not None
+
+
+def test_agent_hooks_passed_as_run_hooks_are_a_clear_type_error():
+    agent, model = make_agent([[assistant_message("x")]])
+    with pytest.raises(TypeError, match="Run hooks must be instances of RunHooks"):
+        Runner.run_sync(agent, "hi", hooks=AgentHooks())
+    assert model.calls == []
+
+
+def test_a_call_model_input_filter_must_return_model_input_data():
+    agent, _ = make_agent([[assistant_message("x")]])
+    config = RunConfig(call_model_input_filter=lambda data: data.model_data.input)
+    with pytest.raises(UserError, match="call_model_input_filter must return a ModelInputData instance"):
+        Runner.run_sync(agent, "hi", run_config=config)
+
+
+def test_needs_approval_of_the_wrong_type_is_refused_where_the_tool_is_defined():
+    def pay() -> str:
+        return "paid"
+
+    with pytest.raises(UserError, match="Invalid needs_approval value: expected a bool or callable, got str"):
+        function_tool(needs_approval="yes")(pay)
+
+
+def test_agents_compare_by_their_fields_like_the_dataclass_they_are():
+    assert Agent(name="A", instructions="x") == Agent(name="A", instructions="x")
+    assert Agent(name="A") != Agent(name="B")
+
+
+def test_two_handoffs_with_one_name_never_silently_take_the_last(caplog):
+    first = Agent(name="Desk", model=ScriptedModel([[assistant_message("first desk")]]))
+    second = Agent(name="Desk", model=ScriptedModel([[assistant_message("second desk")]]))
+    agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
+    assert Runner.run_sync(agent, "go").final_output == "first desk"
+    assert "two handoffs named 'transfer_to_desk'" in caplog.text
+    agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
+    with pytest.raises(UserError, match="two handoffs"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
+
+
+def test_reasoning_ids_left_out_by_policy_stay_out_of_the_stored_items(tmp_path):
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    agent, model = make_agent([[{"type": "reasoning", "id": "rs_1", "summary": []}, assistant_message("hi")]])
+    result = Runner.run_sync(agent, "go", session=session, run_config=RunConfig(reasoning_item_id_policy="omit"))
+    stored = [i for i in session.get_items() if i.get("type") == "reasoning"]
+    assert stored == [{"type": "reasoning", "summary": []}]
+    assert "id" not in result.to_input_list()[1]

@@ -13,14 +13,16 @@ import json
 from typing import Any, Iterator, Optional
 
 from ..context import Usage
-from ..errors import ModelBehaviorError, UserError
-from .chat_stream import ChatStreamTranslator, chat_usage, json_text, message_to_items
+from ..errors import ModelBehaviorError, ModelHTTPError, UserError
+from ..items import clean_json
+from . import shapes
+from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
+from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
-from .endpoint import wire_schema  # noqa: F401 - its old home; still importable from here
-from .http import error_from_body, parse_sse_json
+from .http import Exchange
+from .protocol import error_from_body, is_validation_error, parse_sse_json, with_note
 from .interface import ModelResponse, ModelSettings
-from .provider import host_of
 
 
 def chat_tool(tool: dict) -> dict:
@@ -69,10 +71,11 @@ def _user_part(part: dict) -> dict:
 
 
 def items_to_messages(items: list, instructions: Optional[str] = None, *, system_role: str = "system",
-                      reasoning_field: Optional[str] = None) -> list:
+                      reasoning_field: Optional[str] = None, empty_content: Any = None) -> list:
     """Kernel input items → Chat messages (REFERENCE §6). Pure; raises `UserError` on what Chat can't say.
 
-    Text plus calls make ONE assistant message; each output is a `tool` message with string content;
+    Text plus calls make ONE assistant message; an assistant message without text carries `empty_content`
+    (`None` or `""`: servers disagree); each output is a `tool` message with string content;
     reasoning items are dropped, or echoed as `reasoning_field` on the next assistant message that
     carries tool calls (DeepSeek thinking mode wants `reasoning_content`).
     """
@@ -88,7 +91,7 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
             parts = content if isinstance(content, list) else []
             text = content if isinstance(content, str) else _text_of(
                 [p for p in parts if p.get("type") != "refusal"], "assistant message")
-            open_asst = {"role": "assistant", "content": text or None}
+            open_asst = {"role": "assistant", "content": text or empty_content}
             refusal = "".join(p.get("refusal", "") for p in parts if p.get("type") == "refusal")
             if refusal:
                 open_asst["refusal"] = refusal
@@ -104,7 +107,7 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
                                  "content": _text_of(content, f"{role} message")})
         elif kind == "function_call":
             if open_asst is None:
-                open_asst = {"role": "assistant", "content": None}
+                open_asst = {"role": "assistant", "content": empty_content}
                 messages.append(open_asst)
             open_asst.setdefault("tool_calls", []).append({
                 "id": item.get("call_id") or item.get("id"), "type": "function",
@@ -127,26 +130,14 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
     return messages
 
 
-def messages_to_items(messages: list) -> list:
-    """Chat messages (no system) → input items; the inverse of `items_to_messages` for transcripts."""
-    items: list = []
-    for msg in messages:
-        if msg["role"] == "assistant":
-            items.extend(message_to_items({k: v for k, v in msg.items() if k != "reasoning_content"}))
-        elif msg["role"] == "tool":
-            items.append({"type": "function_call_output", "call_id": msg["tool_call_id"],
-                          "output": msg["content"]})
-        else:
-            items.append({"role": msg["role"], "content": msg["content"]})
-    return items
-
 # ----------------------------------------------------------------------------- request body
 
 
 def build_body(model: str, instructions: Optional[str], input: list, settings: ModelSettings,
                tools: list, output_schema: Optional[dict], handoffs: list, *, stream: bool = False,
                system_role: str = "system", max_tokens_field: str = "max_completion_tokens",
-               include_usage: bool = False, reasoning_field: Optional[str] = None) -> dict:
+               include_usage: bool = False, reasoning_field: Optional[str] = None,
+               empty_content: Any = None) -> dict:
     """The JSON body for one call; `UserError` for any setting Chat Completions cannot express."""
     for name in ("truncation", "response_include", "context_management", "prompt_cache_options"):
         value = getattr(settings, name)
@@ -154,7 +145,8 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
             raise UserError(f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
                             "cannot express it (use OpenAIResponsesModel or unset it)")
     body: dict = {"model": model, "messages": items_to_messages(
-        input, instructions, system_role=system_role, reasoning_field=reasoning_field)}
+        input, instructions, system_role=system_role, reasoning_field=reasoning_field,
+        empty_content=empty_content)}
     add_tools(body, settings, [chat_tool(t) for t in list(tools or []) + list(handoffs or [])],
               chat_tool_choice(settings.tool_choice))
     if output_schema:
@@ -175,6 +167,39 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
         body["stream_options"] = {"include_usage": True}
     return add_extras(body, settings, stream)
 
+# ----------------------------------------------------------------------------- assistant content form
+
+EMPTY_CONTENT_FORMS = (None, "")  # how an assistant message without text says so: `null` or `""`
+_accepted_forms: dict = {}  # (base_url, model) -> the form that endpoint accepted, for the rest of the process
+
+
+def empty_content_form(body: dict) -> Any:
+    """The form (`None` or `""`) the body's text-less assistant messages use; `...` when it has none."""
+    for message in body.get("messages") or ():
+        if message.get("role") == "assistant" and message.get("content") in EMPTY_CONTENT_FORMS:
+            return message["content"]
+    return ...
+
+
+def with_empty_content(body: dict, form: Any) -> dict:
+    """A copy of `body` whose text-less assistant messages carry `form` as their content."""
+    messages = [{**m, "content": form} if m.get("role") == "assistant" and m.get("content") in EMPTY_CONTENT_FORMS
+                else m for m in body["messages"]]
+    return {**body, "messages": messages}
+
+
+def refuses_content(err: ModelHTTPError) -> bool:
+    """Whether a refusal points at a message's content: a 4xx, or a 5xx validation error, naming `content`
+    (llama-cpp-python: 500 "validation errors ... content"; Ollama: 400 "invalid message content type: <nil>";
+    Bedrock-backed gateways: "text content blocks must be non-empty"), but not a content filter."""
+    if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
+        return False
+    said = f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
+    if "content_filter" in said or "content management" in said or "content policy" in said:
+        return False
+    return "content" in said or "<nil>" in said
+
+
 # ----------------------------------------------------------------------------- the model
 
 
@@ -185,20 +210,33 @@ class OpenAIChatCompletionsModel(EndpointModel):
     OpenAI models), `max_tokens_field` (default `max_completion_tokens` for api.openai.com and Azure,
     `max_tokens` elsewhere — Ollama reads only that), `include_usage` (`stream_options`; default on
     only for api.openai.com, `ModelSettings.include_usage` overrides), `reasoning_field` (echo
-    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off).
+    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off),
+    `tool_call_content` (what an assistant message with tool calls but no text sends as `content`:
+    "auto" sends `null`, and when the server refuses that form it resends once with `""` (or the other
+    way round) and remembers the form per base URL and model for the rest of the process; `None` or
+    `""` forces one form).
     """
 
     path = "/chat/completions"
 
     def __init__(self, model: str, *, system_role: str = "system", max_tokens_field: Optional[str] = None,
-                 include_usage: Optional[bool] = None, reasoning_field: Optional[str] = None, **endpoint):
+                 include_usage: Optional[bool] = None, reasoning_field: Optional[str] = None,
+                 tool_call_content: Any = "auto", **endpoint):
         super().__init__(model, **endpoint)
+        if tool_call_content != "auto" and tool_call_content not in EMPTY_CONTENT_FORMS:
+            raise ValueError(f"tool_call_content must be 'auto', None or '', got {tool_call_content!r}")
         host = host_of(self.base_url)
         official = host == "api.openai.com" or host.endswith(".azure.com")
         self.system_role = system_role
         self.max_tokens_field = max_tokens_field or ("max_completion_tokens" if official else "max_tokens")
         self.include_usage = (host == "api.openai.com") if include_usage is None else include_usage
         self.reasoning_field = reasoning_field or ("reasoning_content" if host == "api.deepseek.com" else None)
+        self.tool_call_content = tool_call_content
+
+    def _content_form(self) -> Any:
+        if self.tool_call_content != "auto":
+            return self.tool_call_content
+        return _accepted_forms.get((self.base_url, self.model))
 
     def _body(self, instructions, input, settings, tools, output_schema, handoffs, stream, **ids) -> dict:
         for name, value in ids.items():
@@ -207,29 +245,56 @@ class OpenAIChatCompletionsModel(EndpointModel):
                                 "transcript (use OpenAIResponsesModel, or drop it)")
         return build_body(self.model, instructions, list(input), settings, tools, output_schema, handoffs,
                           stream=stream, system_role=self.system_role, max_tokens_field=self.max_tokens_field,
-                          include_usage=self.include_usage, reasoning_field=self.reasoning_field)
+                          include_usage=self.include_usage, reasoning_field=self.reasoning_field,
+                          empty_content=self._content_form())
+
+    def _post(self, body: dict, settings: ModelSettings, stream: bool) -> Exchange:
+        """Send; if the server refuses how text-less assistant messages say so, send once more in the
+        other form (a fresh retry budget: the refusal was not retried) and remember what worked."""
+        try:
+            return super()._post(body, settings, stream)
+        except ModelHTTPError as err:
+            sent = empty_content_form(body)
+            if self.tool_call_content != "auto" or sent is ... or not refuses_content(err):
+                raise
+            other = "" if sent is None else None
+            try:
+                exchange = super()._post(with_empty_content(body, other), settings, stream)
+            except ModelHTTPError as again:
+                raise with_note(again, f"[sent twice: assistant content {json.dumps(sent)} was refused first: "
+                                       f"{err.message[:300]}]") from None
+        _accepted_forms[(self.base_url, self.model)] = other
+        return exchange
 
     def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
+        secret = self.transport.secret
         if not isinstance(data, dict) or data.get("error") or data.get("object") == "error":
-            raise error_from_body(200, data, request_id, self.transport.secret)
-        choices = [c for c in data.get("choices") or [] if c.get("index", 0) == 0]
+            raise error_from_body(200, data, request_id, secret)
+        data = clean_json(data)
+        choices = shapes.arr(data.get("choices"), "choices")
+        choices = [c for i, c in enumerate(choices) if shapes.obj(c, f"choices[{i}]").get("index", 0) == 0]
         if not choices:
-            raise ModelBehaviorError(f"chat completion had no choices: {json.dumps(data)[:300]}")
-        items = message_to_items(choices[0].get("message") or {})
+            raise ModelBehaviorError("The model's answer is empty: the response has no choices.")
+        message = choices[0].get("message")
+        items = message_to_items({} if message is None else message)
+        check_answered(items, shapes.opt_str(choices[0].get("finish_reason"), "choices[0].finish_reason"))
         return ModelResponse(output=items, usage=Usage.from_json(chat_usage(data.get("usage"))),
                              response_id=None, request_id=request_id)
 
-    def _events(self, sse: Iterator) -> Iterator[dict]:
+    def _events(self, exchange: Exchange) -> Iterator[dict]:
+        secret = self.transport.secret
         translator, saw_done, started = ChatStreamTranslator(), False, False
-        for _event, data in sse:
+        for _event, data in exchange:
             if not started:
                 started = True
                 yield from translator.start()
-            payload = parse_sse_json(data, self.transport.secret)
+            payload = parse_sse_json(data, secret)
             if payload == "[DONE]":
                 saw_done = True
-            elif not saw_done:
-                yield from translator.feed(payload)
+                break  # the answer is complete: never wait for a server that holds the connection open
+            if isinstance(payload, dict) and (payload.get("error") or payload.get("object") == "error"):
+                raise error_from_body(None, payload, exchange.request_id, secret)
+            yield from translator.feed(payload)
         if not started:
             yield from translator.start()
         yield from translator.finish(saw_done)

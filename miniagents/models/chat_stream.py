@@ -9,44 +9,65 @@ Never: trust `finish_reason` to say whether calls were made, or accept a truncat
 from __future__ import annotations
 
 import json
-import os
-from typing import Optional
+from typing import Any, Optional
 
-from ..errors import ModelBehaviorError, ModelHTTPError
-from .endpoint import FAKE_ID
-from .http import error_from_body
-
-
-def new_call_id() -> str:
-    return "call_" + os.urandom(12).hex()
+from ..errors import ModelBehaviorError
+from ..items import FAKE_ID, clean_text, new_call_id
+from . import shapes
+from .protocol import http_error
 
 
-def message_to_items(message: dict) -> list:
+def message_to_items(message: Any, where: str = "choices[0].message") -> list:
     """One Chat assistant message → output items: reasoning, message (text/refusal), function calls."""
+    message = shapes.obj(message, where)
     items: list = []
     reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:
+    if isinstance(reasoning, str) and reasoning:  # OpenRouter's structured reasoning_details are not read
         items.append({"type": "reasoning", "id": FAKE_ID,
                       "summary": [{"type": "summary_text", "text": reasoning}]})
     content = message.get("content")
     if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        content = "".join(shapes.text(shapes.obj(p, f"{where}.content[{i}]").get("text", ""),
+                                      f"{where}.content[{i}].text") for i, p in enumerate(content))
+    content = shapes.opt_str(content, f"{where}.content")
+    refusal = shapes.opt_str(message.get("refusal"), f"{where}.refusal")
     parts: list = []
     if content:
         parts.append({"type": "output_text", "text": content, "annotations": [], "logprobs": []})
-    if message.get("refusal"):
-        parts.append({"type": "refusal", "refusal": message["refusal"]})
+    if refusal:
+        parts.append({"type": "refusal", "refusal": refusal})
     if parts:
         items.append({"type": "message", "id": FAKE_ID, "role": "assistant", "status": "completed",
                       "content": parts})
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        if not fn.get("name"):
-            raise ModelBehaviorError(f"model sent a tool call without a function name: {call!r:.200}")
-        items.append({"type": "function_call", "id": FAKE_ID, "call_id": call.get("id") or new_call_id(),
-                      "name": fn["name"], "arguments": json_text(fn.get("arguments")) or "{}",
-                      "status": "completed"})
+    for i, call in enumerate(shapes.arr(message.get("tool_calls"), f"{where}.tool_calls")):
+        call = shapes.obj(call, f"{where}.tool_calls[{i}]")
+        fn = shapes.obj(_or_empty(call.get("function")), f"{where}.tool_calls[{i}].function")
+        name = shapes.opt_str(fn.get("name"), f"{where}.tool_calls[{i}].function.name")
+        if not name:
+            raise ModelBehaviorError(f"The model sent a tool call without a function name ({where}.tool_calls[{i}]).")
+        items.append({"type": "function_call", "id": FAKE_ID,
+                      "call_id": shapes.opt_str(call.get("id"), f"{where}.tool_calls[{i}].id") or new_call_id(),
+                      "name": name, "arguments": json_text(fn.get("arguments")) or "{}", "status": "completed"})
     return items
+
+
+def check_answered(items: list, finish_reason: Optional[str]) -> None:
+    """Refuse an answer with nothing in it, unless the server said it stopped on purpose (`stop`); and
+    one that says it called tools but carries no call."""
+    if finish_reason == "tool_calls" and not any(item["type"] == "function_call" for item in items):
+        raise ModelBehaviorError("The model's answer says finish_reason 'tool_calls' but carries no tool call.")
+    if items or finish_reason not in (None, "length", "content_filter"):
+        return
+    reason = {None: "no text, no tool call and no finish_reason",
+              "length": "the token limit was reached before anything was written (finish_reason 'length'); "
+                        "raise max_tokens (a reasoning model spends tokens thinking first)",
+              "content_filter": "the provider's content filter blocked it (finish_reason 'content_filter')",
+              }[finish_reason]
+    raise ModelBehaviorError(f"The model's answer is empty: {reason}.")
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
 
 
 def json_text(value) -> str:
@@ -56,16 +77,9 @@ def json_text(value) -> str:
     return json.dumps(value, ensure_ascii=False) if value else ""
 
 
-def chat_usage(usage: Optional[dict]) -> Optional[dict]:
-    """Chat usage → the Responses shape `Usage.from_json` reads; None stays None."""
-    if not isinstance(usage, dict):
-        return None
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    inp, out = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
-    return {"input_tokens": inp, "output_tokens": out, "total_tokens": usage.get("total_tokens") or inp + out,
-            "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens_details": {"reasoning_tokens": reasoning}}
+def chat_usage(usage: Any, where: str = "usage") -> Optional[dict]:
+    """Chat usage (`prompt_tokens`, ...) → the Responses shape `Usage.from_json` reads, checked; None stays None."""
+    return shapes.usage(usage, where, shapes.CHAT_USAGE)
 
 
 def _event(kind: str, output_index: int, **fields) -> dict:
@@ -76,14 +90,16 @@ class ChatStreamTranslator:
     """Accumulates chunk deltas and emits Responses-shaped events.
 
     `start()`, `feed(chunk)` and `finish(saw_done)` return lists of events; `finish` ends with
-    `response.completed` carrying the same items `message_to_items` gives for the whole message.
+    `response.completed` carrying the same items `message_to_items` gives for the whole message. Every
+    chunk is checked as it comes (`shapes`); text is cleaned as it streams (`shapes.Deltas`).
     """
 
     def __init__(self):
-        self.text, self.refusal, self.reasoning = "", "", ""
-        self.calls: list = []   # slots: {"index", "id", "name", "arguments", "announced", "out"}
+        self.text, self.refusal, self.reasoning = shapes.Deltas(), shapes.Deltas(), shapes.Deltas()
+        self.calls: list = []   # slots: {"index", "id", "name", "arguments" (Deltas), "announced", "out"}
         self.usage: Optional[dict] = None
         self.finish_reason: Optional[str] = None
+        self.saw_choice = False
         self._open: dict = {}   # "reasoning"/"message" -> output_index; "output_text"/"refusal" -> content_index
         self._count = 0
 
@@ -95,28 +111,29 @@ class ChatStreamTranslator:
         self._count += 1
         return [{"type": "response.output_item.added", "output_index": self._open[key], "item": item}]
 
-    def feed(self, chunk: dict) -> list:
-        if not isinstance(chunk, dict):
-            return []
-        if chunk.get("error") or chunk.get("object") == "error":
-            raise error_from_body(None, chunk)
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
+    def feed(self, chunk: Any) -> list:
+        chunk = shapes.obj(chunk, "a stream chunk")
+        if chunk.get("usage") is not None:
+            self.usage = chat_usage(chunk["usage"], "a stream chunk's usage")
         events: list = []
-        for choice in chunk.get("choices") or []:
+        for i, choice in enumerate(shapes.arr(chunk.get("choices"), "a stream chunk's choices")):
+            choice = shapes.obj(choice, f"a stream chunk's choices[{i}]")
             if choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
+            self.saw_choice = True
+            delta = shapes.obj(_or_empty(choice.get("delta")), "a stream chunk's choices[0].delta")
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
                     events += self._reasoning(delta[key])
             for key in ("content", "refusal"):
-                if isinstance(delta.get(key), str) and delta[key]:
+                if shapes.opt_str(delta.get(key), f"a stream chunk's choices[0].delta.{key}"):
                     events += self._text(key, delta[key])
-            for tc in delta.get("tool_calls") or []:
-                events += self._call(tc)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+            for j, tc in enumerate(shapes.arr(delta.get("tool_calls"), "a stream chunk's choices[0].delta.tool_calls")):
+                events += self._call(shapes.obj(tc, f"a stream chunk's choices[0].delta.tool_calls[{j}]"),
+                                     f"a stream chunk's choices[0].delta.tool_calls[{j}]")
+            reason = shapes.opt_str(choice.get("finish_reason"), "a stream chunk's choices[0].finish_reason")
+            if reason:
+                self.finish_reason = clean_text(reason)
         return events
 
     def _reasoning(self, piece: str) -> list:
@@ -124,9 +141,11 @@ class ChatStreamTranslator:
             "reasoning", {"type": "reasoning", "id": FAKE_ID, "summary": []}) + [
             _event("response.reasoning_summary_part.added", self._open["reasoning"], summary_index=0,
                    part={"type": "summary_text", "text": ""})]
-        self.reasoning += piece
-        return events + [_event("response.reasoning_summary_text.delta", self._open["reasoning"],
-                                summary_index=0, delta=piece)]
+        return events + self._reasoning_delta(self.reasoning.add(piece))
+
+    def _reasoning_delta(self, piece: str) -> list:
+        return [_event("response.reasoning_summary_text.delta", self._open["reasoning"], summary_index=0,
+                       delta=piece)] if piece else []
 
     def _text(self, kind: str, piece: str) -> list:
         events = [] if "message" in self._open else self._item("message", {
@@ -138,16 +157,19 @@ class ChatStreamTranslator:
                 if kind == "content" else {"type": "refusal", "refusal": ""}
             events.append(_event("response.content_part.added", self._open["message"],
                                  content_index=self._open[part], part=empty))
-        if kind == "content":
-            self.text += piece
-        else:
-            self.refusal += piece
-        return events + [_event(f"response.{part}.delta", self._open["message"],
-                                content_index=self._open[part], delta=piece)]
+        return events + self._text_delta(part, (self.text if kind == "content" else self.refusal).add(piece))
 
-    def _call(self, tc: dict) -> list:
-        index, cid = tc.get("index"), tc.get("id") or None
-        fn = tc.get("function") or {}
+    def _text_delta(self, part: str, piece: str) -> list:
+        return [_event(f"response.{part}.delta", self._open["message"], content_index=self._open[part],
+                       delta=piece)] if piece else []
+
+    def _call(self, tc: dict, where: str) -> list:
+        index = tc.get("index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise shapes.malformed(f"{where}.index", index, "an integer")
+        cid = clean_text(shapes.opt_str(tc.get("id"), f"{where}.id") or "") or None
+        fn = shapes.obj(_or_empty(tc.get("function")), f"{where}.function")
+        name = clean_text(shapes.opt_str(fn.get("name"), f"{where}.function.name") or "")
         slot = next((s for s in self.calls if cid and s["id"] == cid), None)
         if slot is None and index is not None:
             same = [s for s in self.calls if s["index"] == index]
@@ -157,60 +179,73 @@ class ChatStreamTranslator:
         if slot is None and index is None and not cid and self.calls:
             slot = self.calls[-1]
         if slot is None:
-            slot = {"index": index, "id": None, "name": None, "arguments": "", "announced": False}
+            slot = {"index": index, "id": None, "name": None, "arguments": shapes.Deltas(), "announced": False}
             self.calls.append(slot)
         if cid and not slot["id"]:
             slot["id"] = cid
-        if fn.get("name") and not slot["name"]:
-            slot["name"] = fn["name"]
+        if name and not slot["name"]:
+            slot["name"] = name
         args = fn.get("arguments")
         if args is not None and not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
-        slot["arguments"] += args or ""
+        piece = slot["arguments"].add(args or "")
         if not slot["announced"] and slot["name"]:
             return self._announce(slot)
-        if slot["announced"] and args:
-            return [_event("response.function_call_arguments.delta", slot["out"], delta=args)]
+        return self._arguments_delta(slot, piece)
+
+    def _arguments_delta(self, slot: dict, piece: str) -> list:
+        if slot["announced"] and piece:
+            return [_event("response.function_call_arguments.delta", slot["out"], delta=piece)]
         return []
 
     def _announce(self, slot: dict) -> list:
         slot["announced"], slot["id"] = True, slot["id"] or new_call_id()
         slot["out"], self._count = self._count, self._count + 1
-        events = [{"type": "response.output_item.added", "output_index": slot["out"], "item": {
+        return [{"type": "response.output_item.added", "output_index": slot["out"], "item": {
             "type": "function_call", "id": FAKE_ID, "call_id": slot["id"], "name": slot["name"],
-            "arguments": "", "status": "in_progress"}}]
-        if slot["arguments"]:
-            events.append(_event("response.function_call_arguments.delta", slot["out"], delta=slot["arguments"]))
-        return events
+            "arguments": "", "status": "in_progress"}}] + self._arguments_delta(slot, slot["arguments"].emitted)
 
     def message(self) -> dict:
         """The accumulated assistant message, in the non-streamed response's shape."""
-        msg: dict = {"role": "assistant", "content": self.text or None}
-        if self.refusal:
-            msg["refusal"] = self.refusal
-        if self.reasoning:
-            msg["reasoning_content"] = self.reasoning
+        msg: dict = {"role": "assistant", "content": self.text.value or None}
+        if self.refusal.value:
+            msg["refusal"] = self.refusal.value
+        if self.reasoning.value:
+            msg["reasoning_content"] = self.reasoning.value
         if self.calls:
             msg["tool_calls"] = [{"id": s["id"], "type": "function",
-                                  "function": {"name": s["name"], "arguments": s["arguments"]}}
+                                  "function": {"name": s["name"], "arguments": s["arguments"].value}}
                                  for s in self.calls]
         return msg
+
+    def _flush(self) -> list:
+        """Deltas for text held back at the very end (a lone high surrogate, now U+FFFD)."""
+        events = self._reasoning_delta(self.reasoning.flush()) if "reasoning" in self._open else []
+        for part, text in (("output_text", self.text), ("refusal", self.refusal)):
+            if part in self._open:
+                events += self._text_delta(part, text.flush())
+        for slot in self.calls:
+            events += self._arguments_delta(slot, slot["arguments"].flush())
+        return events
 
     def finish(self, saw_done: bool) -> list:
         """Close the stream: validate how it ended, emit the `.done` events and `response.completed`."""
         if not saw_done and self.finish_reason is None:
-            raise ModelHTTPError(None, "the stream ended before a finish_reason or [DONE]: the response is "
-                                 "truncated (connection dropped or server failed mid-stream)",
-                                 type="stream_error", code="truncated")
-        if self.finish_reason == "tool_calls" and not self.calls:
-            raise ModelBehaviorError("finish_reason was 'tool_calls' but the stream carried no tool call")
+            raise http_error(None, "the stream ended before a finish_reason or [DONE]: the response is "
+                             "truncated (connection dropped or server failed mid-stream)",
+                             type="stream_error", code="truncated")
+        if not self.saw_choice:
+            raise ModelBehaviorError("The model's answer is empty: the stream carried no choices.")
         events: list = []
         for slot in self.calls:
             if not slot["name"]:
-                raise ModelBehaviorError(f"streamed tool call {slot['id'] or slot['index']} has no name")
+                raise ModelBehaviorError(f"The model streamed a tool call without a function name "
+                                         f"(call {slot['id'] or slot['index']}).")
             if not slot["announced"]:
                 events += self._announce(slot)
+        events += self._flush()
         items = message_to_items(self.message())
+        check_answered(items, self.finish_reason)
         calls = iter(self.calls)
         for item in items:
             if item["type"] == "function_call":
@@ -219,7 +254,7 @@ class ChatStreamTranslator:
             elif item["type"] == "reasoning":
                 index = self._open.get("reasoning")
                 events += [_event("response.reasoning_summary_text.done", index, summary_index=0,
-                                  text=self.reasoning),
+                                  text=self.reasoning.value),
                            _event("response.reasoning_summary_part.done", index, summary_index=0,
                                   part=item["summary"][0])]
             else:
@@ -232,4 +267,4 @@ class ChatStreamTranslator:
             events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         return events + [{"type": "response.completed", "response": {
             "id": None, "object": "response", "status": "completed", "output": items,
-            "usage": chat_usage(self.usage)}}]
+            "usage": self.usage}}]

@@ -1,7 +1,7 @@
 """What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
 
 Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
-the endpoint settings, builds the transport lazily (`provider.make_transport`) and runs one call: the
+the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
 subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
 helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
 adapter only says how its API nests them. The strict-schema cleaning follows WIRE §9.
@@ -13,66 +13,17 @@ import json
 import threading
 from typing import Any, Iterator, Optional
 
-from ..errors import UserError
+from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+from ..schema import check_tool_name, wire_schema
 from . import http
+from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
-from .provider import make_transport, resolve_base_url
+from .protocol import redact
 
-FAKE_ID = "__fake_id__"  # item id for items that Chat Completions gives no id (upstream's literal)
-EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
-_STRICT_REJECTS = frozenset((
-    "default", "prefixItems", "minLength", "maxLength", "patternProperties", "propertyNames",
-    "unevaluatedProperties", "minProperties", "maxProperties", "uniqueItems", "contains", "minContains",
-    "maxContains", "unevaluatedItems", "not", "if", "then", "else", "dependentRequired",
-    "dependentSchemas", "$id"))
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 # ----------------------------------------------------------------------------- pure: request pieces
-
-
-def wire_schema(schema: Optional[dict], strict: bool) -> dict:
-    """The copy of a JSON schema to put on the wire: for strict, without what strict endpoints reject.
-
-    A dropped `default` is mentioned in the description; `prefixItems` (tuples) becomes `items: anyOf`;
-    `oneOf` becomes `anyOf`; a one-entry `allOf` is merged. The caller's schema is not modified.
-    """
-    if not schema:
-        return dict(EMPTY_OBJECT)
-    return _clean(schema) if strict else schema
-
-
-def _clean(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_clean(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict = {}
-    for key, value in node.items():
-        if key in _STRICT_REJECTS:
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _clean(sub) for name, sub in value.items()}
-        elif key == "items" and value is False:
-            continue
-        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
-            out["anyOf" if key == "oneOf" else key] = _clean(value)
-        else:
-            out[key] = value
-    if isinstance(node.get("prefixItems"), list) and "items" not in out:
-        branches = []
-        for sub in _clean(node["prefixItems"]):
-            if sub not in branches:
-                branches.append(sub)
-        if branches:
-            out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    if isinstance(out.get("allOf"), list) and len(out["allOf"]) == 1 and isinstance(out["allOf"][0], dict):
-        out = {**{k: v for k, v in out.items() if k != "allOf"}, **out["allOf"][0]}
-    if node.get("default") is not None:
-        note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
-        out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
-    return out
 
 
 def function_spec(tool: dict) -> dict:
@@ -80,9 +31,7 @@ def function_spec(tool: dict) -> dict:
     if not isinstance(tool, dict) or tool.get("type", "function") != "function":
         kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
         raise UserError(f"tool {kind!r} is not a function tool; only function tools can be sent to this API")
-    name = tool.get("name")
-    if not isinstance(name, str) or not 1 <= len(name) <= 64 or not set(name) <= _NAME_CHARS:
-        raise UserError(f"tool name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$")
+    name = check_tool_name(tool.get("name"))
     strict = bool(tool.get("strict"))
     spec: dict = {"name": name}
     if tool.get("description"):
@@ -176,10 +125,12 @@ class EndpointModel:
 
     A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
     handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
-    `_events(sse_pairs) -> Iterator[event]`.
+    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs). Errors that come back
+    in-band get the exchange's `explain` here, so every one names what was tried.
     """
 
     path = ""  # the endpoint under base_url
+    model_source: Optional[str] = None  # set by the provider when it chose the name: a 404 then says so
 
     def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
                  organization: Optional[str] = None, project: Optional[str] = None,
@@ -204,7 +155,8 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        shown = redact(self.base_url, self._client_args["api_key"])
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                      tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -212,8 +164,11 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, False,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        data, headers = self.transport.post_json(self.path, body, **_call_options(model_settings))
-        return self._response(data, headers.get("x-request-id"))
+        exchange = self._post(body, model_settings, stream=False)
+        try:
+            return self._response(exchange.data, exchange.request_id)
+        except (ModelHTTPError, ModelTimeoutError) as err:
+            raise exchange.explain(err) from None
 
     def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                         tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -221,10 +176,24 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, True,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        yield from self._events(self.transport.post_stream(self.path, body, **_call_options(model_settings)))
+        exchange = self._post(body, model_settings, stream=True)
+        try:
+            yield from self._events(exchange)
+        except (ModelHTTPError, ModelTimeoutError) as err:
+            raise exchange.explain(err) from None
+        finally:
+            exchange.close()  # a stream left after its last event is not read to the server's leisure
 
+    def _post(self, body: dict, settings: ModelSettings, stream: bool) -> http.Exchange:
+        """Send one request (retried by the transport); raises an explained error."""
+        return self.transport.post(self.path, body, stream=stream, not_found_hint=self._model_hint(),
+                                   headers=dict(settings.extra_headers or {}),
+                                   query=dict(settings.extra_query or {}), timeout=settings.timeout)
 
-def _call_options(settings: ModelSettings) -> dict:
-    """Per-call headers, query and timeout from `ModelSettings`."""
-    return {"headers": dict(settings.extra_headers or {}), "query": dict(settings.extra_query or {}),
-            "timeout": settings.timeout}
+    def _model_hint(self) -> str:
+        if self.model_source == "default":
+            return (f"No model name was given, so the default {self.model!r} was asked for: pass model=... "
+                    "(to the Agent or the model) or set OPENAI_DEFAULT_MODEL. ")
+        if self.model_source == "env":
+            return f"The model name {self.model!r} came from OPENAI_DEFAULT_MODEL. "
+        return ""

@@ -1,219 +1,396 @@
-"""The transport under both adapters: JSON POST over `http.client`, retries, error bodies, SSE framing.
+"""The transport under both adapters: JSON POST over `http.client`, attempts and retries, cancelling.
 
-Where it sits: `chat_completions.py` and `responses.py` build a body, hand it to `HTTPTransport`, and get
-back parsed JSON (or SSE events). Everything protocol-shaped that needs no socket is a pure function here
-(`iter_lines`, `iter_sse`, `error_from_body`, `should_retry`, `retry_delay`) so tests can hammer it.
-Never: retry after a stream has delivered an event, put the API key in a message or repr, follow
-redirects, ask for gzip, or import `http.client`/`ssl`/`urllib` at module import time.
+Where it sits: `chat_completions.py` and `responses.py` build a body, hand it to `HTTPTransport.post`, and get
+back an `Exchange`: parsed JSON (`data`) or SSE pairs (iterate it). The rules it applies (SSE framing, error
+bodies, which failures to retry and how long to wait) are pure functions in `protocol.py`.
+Never: retry after a stream has delivered an event, retry a validation error unchanged, put the API key in
+a message, repr or URL shown, follow redirects, ask for gzip, or import `http.client`/`ssl`/`urllib` at
+module import time.
 
-Retries follow openai-python (WIRE.md §8.2): connection errors, timeouts, 408/409/429 (not
-`insufficient_quota`) and 5xx, `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to
-`MAX_SERVER_DELAY` (a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
+Retried (per `protocol.should_retry`): connection errors, timeouts, bodies that broke off, and the statuses
+openai-python retries. Timeouts: connecting is bounded by `CONNECT_TIMEOUT`; after that `timeout` bounds each wait for data (an
+idle limit, so a long stream that keeps talking is never cut). Every error names the method, URL and attempts.
+Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
+its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
 Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https).
 """
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
-from typing import Any, Iterable, Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional
 
-from ..errors import ModelHTTPError, ModelTimeoutError
+from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
+from .interface import CANCEL_CALLBACKS
+from .protocol import (error_from_body, http_error, iter_lines, iter_sse, redact, retry_delay, should_retry,
+                       timeout_error, with_note)
 
-INITIAL_RETRY_DELAY = 0.5   # seconds; tests patch these two to keep the suite fast
-MAX_RETRY_DELAY = 8.0
-MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means "fail now"
-CONNECT_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
+DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for the body's end before hanging up
 USER_AGENT = "miniagents/0.1 (python stdlib)"
 
-# ----------------------------------------------------------------------------- pure: SSE framing
+# ----------------------------------------------------------------------------- cancelling
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Split a byte stream, chunked anyhow, into lines without terminators (\\n, \\r\\n or \\r)."""
-    buf, skip_lf = b"", False
-    for chunk in chunks:
-        if skip_lf and chunk[:1] == b"\n":
-            chunk = chunk[1:]
-        if not chunk:
-            continue
-        skip_lf = False
-        pieces = (buf + chunk).splitlines(keepends=True)
-        buf = pieces.pop() if not pieces[-1].endswith((b"\n", b"\r")) else b""
-        for piece in pieces:
-            yield piece.rstrip(b"\r\n")
-        skip_lf = not buf and bool(pieces) and pieces[-1].endswith(b"\r")
-    if buf:
-        yield buf
+class CancelSwitch:
+    """Aborts one request from any thread by shutting its sockets, so a blocked connect, send or read returns.
 
-
-def iter_sse(lines: Iterable[Any]) -> Iterator[Tuple[str, str]]:
-    """Server-sent events from lines: yields `(event, data)`; comments skipped, data lines joined by \\n.
-
-    A blank line dispatches; a pending event is dispatched at EOF too. `id`, `retry` and unknown
-    fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str.
+    Calling it twice is harmless; after `release()` (the request is over and its socket may serve the
+    next one) it touches nothing.
     """
-    event, data = "", []
-    for line in lines:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", errors="replace")
-        if not line:
-            if data:
-                yield event or "message", "\n".join(data)
-            event, data = "", []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
-    if data:
-        yield event or "message", "\n".join(data)
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._sockets: list = []
+        self._cancelled = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def watch(self, sock) -> None:
+        """Let a cancel reach `sock` (shut at once if the request is already cancelled)."""
+        with self._lock:
+            if not self.cancelled:
+                self._sockets.append(sock)
+                return
+        _shut(sock)
+
+    def release(self) -> None:
+        with self._lock:
+            self._sockets = []
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, but wake up the moment the request is cancelled."""
+        self._cancelled.wait(seconds)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self._cancelled.set()
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shut(sock)
 
 
-def parse_sse_json(data: str, secret: Optional[str] = None) -> Any:
-    """The JSON payload of one `data:` field; `"[DONE]"` is returned as is."""
-    if data.strip() == "[DONE]":
-        return "[DONE]"
+def _shut(sock) -> None:
+    import socket
     try:
-        return json.loads(data)
-    except ValueError:
-        raise ModelHTTPError(None, "stream sent a data line that is not JSON: "
-                             + redact(data[:200], secret), type="invalid_stream") from None
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: a TLS socket's would touch its state
+    except (OSError, ValueError):
+        pass  # not connected yet, or already closed
 
 
-# ----------------------------------------------------------------------------- pure: errors, retries
-
-
-def redact(text: str, secret: Optional[str]) -> str:
-    """`text` with the API key (if any, and not trivially short) replaced by `***`."""
-    if secret and len(secret) >= 4 and isinstance(text, str):
-        return text.replace(secret, "***")
-    return text
-
-
-def error_fields(body: Any) -> dict:
-    """`{message, type, code, param}` from an error body of any shape (object, string, empty)."""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if not isinstance(err, dict):  # LM Studio: {"error": "<string>"}
-            err = {"message": err}
-    elif body in (None, ""):
-        err = {}
-    else:
-        err = {"message": body}
-    out = {}
-    for key in ("message", "type", "code", "param"):
-        value = err.get(key)
-        if value is not None and not isinstance(value, str):
-            value = json.dumps(value, ensure_ascii=False) if key == "message" else str(value)
-        out[key] = value
-    return out
-
-
-def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] = None,
-                    secret: Optional[str] = None) -> ModelHTTPError:
-    """A readable `ModelHTTPError` from a response body (bytes/str/parsed), never a JSON traceback."""
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", errors="replace")
-    body = raw
-    if isinstance(raw, str):
-        text = raw.strip()
+def _open_socket(switch: CancelSwitch, address, timeout, source_address=None, *_):
+    """`socket.create_connection`, with each socket handed to the cancel switch before it starts connecting."""
+    import socket
+    host, port = address
+    error: Optional[OSError] = None
+    for family, kind, proto, _name, addr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        switch.watch(sock)
         try:
-            body = json.loads(text) if text else None
-        except ValueError:
-            body = _strip_html(text) if text.lstrip().startswith("<") else text
-    f = error_fields(body)
-    message = f["message"] or (f"HTTP {status} with an empty body" if status else "unknown error")
-    if len(message) > 2000:
-        message = message[:2000] + "…"
-    body = json.loads(redact(json.dumps(body, ensure_ascii=False), secret)) if body is not None else None
-    return ModelHTTPError(status, redact(message, secret), type=f["type"], code=f["code"],
-                          param=f["param"], request_id=request_id, body=body)
-
-
-def _strip_html(text: str) -> str:
-    """The visible text of an HTML error page, squeezed to one line (a 502 from a proxy, say)."""
-    out, in_tag = [], False
-    for ch in text:
-        if ch == "<":
-            in_tag = True
-        elif ch == ">":
-            in_tag = False
-            out.append(" ")
-        elif not in_tag:
-            out.append(ch)
-    return " ".join("".join(out).split())
-
-
-def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
-    """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return when.timestamp() - (time.time() if now is None else now)
-
-
-def should_retry(status: int, headers: dict, error: Optional[ModelHTTPError] = None) -> bool:
-    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota`."""
-    delay = retry_after(headers)
-    if delay is not None and delay > MAX_SERVER_DELAY:
-        return False
-    if error is not None and "insufficient_quota" in (error.code or "", error.type or ""):
-        return False
-    flag = (headers.get("x-should-retry") or "").lower()
-    if flag in ("true", "false"):
-        return flag == "true"
-    return status in (408, 409, 429) or status >= 500
-
-
-def retry_delay(retries_so_far: int, headers: Optional[dict] = None, rand=random.random) -> float:
-    """Seconds to sleep before the next attempt: the server's delay if sane, else jittered backoff."""
-    delay = retry_after(headers or {})
-    if delay is not None and 0 < delay <= MAX_SERVER_DELAY:
-        return delay
-    return min(INITIAL_RETRY_DELAY * 2 ** retries_so_far, MAX_RETRY_DELAY) * (1 - 0.25 * rand())
+            sock.settimeout(timeout)
+            if source_address:
+                sock.bind(source_address)
+            sock.connect(addr)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+            if switch.cancelled:
+                break
+    raise error if error is not None else OSError(f"no address found for {host}")
 
 
 # ----------------------------------------------------------------------------- the transport
 
 
 class _Retry(Exception):
-    """Internal: an attempt failed in a retryable way (carries the error and the response headers)."""
+    """Internal: an attempt failed in a retryable way (carries the error to raise and the response headers)."""
 
-    def __init__(self, error: Exception, headers: Optional[dict] = None):
+    def __init__(self, error: AgentsException, headers: Optional[dict] = None):
         self.error, self.headers = error, headers or {}
 
 
+class Exchange:
+    """One POST as it happens: attempts (retried per WIRE §8), the 2xx response, then its body.
+
+    A plain exchange has its parsed JSON in `data`; a streamed one is iterated for SSE `(event, data)`
+    pairs and must be `close()`d (safe twice): a body read to its end leaves the connection for the next
+    request, one that was left early is drained briefly or hung up. `explain(err)` adds what was tried.
+    """
+
+    def __init__(self, transport: "HTTPTransport", path: str, body: dict, headers: Optional[dict],
+                 query: Optional[dict], timeout: Optional[float], stream: bool, not_found_hint: str = ""):
+        import http.client
+        self._broken = (OSError, ValueError, http.client.HTTPException)  # what a socket or a garbled answer raises
+        self.transport, self.path, self.stream, self.not_found_hint = transport, path, stream, not_found_hint
+        self.url = transport.shown_url(path)
+        self.target = transport.request_target(path, query)
+        try:
+            self.payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # a value in extra_body/metadata/... that JSON cannot hold
+            raise UserError(f"The request body cannot be sent as JSON: {exc}") from None
+        self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
+                                "Accept": "text/event-stream" if stream else "application/json",
+                                **transport.headers, **(headers or {})}
+        self.read_timeout = transport.timeout if timeout is None else timeout
+        self.attempts = 0
+        self.switch = CancelSwitch()
+        self.response: Any = None
+        self.headers: dict = {}
+        self.data: Any = None
+        self._conn: Any = None
+        self._finished = self._closed = False
+        self._callbacks = CANCEL_CALLBACKS.get()
+        if isinstance(self._callbacks, list):
+            self._callbacks.append(self.switch)
+
+    @property
+    def request_id(self) -> Optional[str]:
+        return redact(self.headers.get("x-request-id"), self.transport.secret)
+
+    @property
+    def where(self) -> str:
+        """What was tried, for error messages: method, URL (no query, no key) and attempts."""
+        return f"(POST {self.url}, {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
+
+    def explain(self, err: AgentsException) -> AgentsException:
+        """`err` naming what was tried (once), plus a hint for a 404 that a mistyped base URL explains."""
+        if getattr(err, "explained", False) or not isinstance(err, (ModelHTTPError, ModelTimeoutError)):
+            return err
+        hint = self.transport.not_found_hint() + self.not_found_hint if getattr(err, "status", None) == 404 else ""
+        err = with_note(err, f"{hint}{self.where}")
+        err.explained = True
+        return err
+
+    # -- the request
+
+    def open(self) -> "Exchange":
+        """Send until a 2xx status line arrives (retrying); then read a plain body. Raises explained errors."""
+        try:
+            while True:
+                self._send()
+                if self.stream:
+                    return self
+                try:
+                    self.data = self._read_json()
+                    self.close()
+                    return self
+                except _Retry as retry:
+                    self._wait_or_fail(retry)
+        except AgentsException as err:
+            self.close()
+            raise self.explain(err) from None
+
+    def __iter__(self) -> Iterator[tuple]:
+        """SSE `(event, data)` pairs; a stream that breaks before its first event is sent again."""
+        delivered = False
+        try:
+            while True:
+                try:
+                    for pair in iter_sse(iter_lines(self._chunks())):
+                        delivered = True
+                        yield pair
+                    self.close()
+                    return
+                except _Retry as retry:
+                    if delivered:
+                        raise retry.error from None
+                    self._wait_or_fail(retry)
+                    self._send()
+        except AgentsException as err:
+            self.close()
+            raise self.explain(err) from None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the exchange: keep a finished connection, drain a stream left early for a moment, else hang up."""
+        if self._closed:
+            return
+        self._closed = True
+        if isinstance(self._callbacks, list) and self.switch in self._callbacks:
+            self._callbacks.remove(self.switch)
+        self.switch.release()
+        if self.response is None or self._finished:
+            return  # nothing left unread: the connection can serve the next request
+        if self.switch.cancelled or not self._drain():
+            self.transport.discard(self._conn)
+
+    # -- internals
+
+    def _cancelled(self) -> ModelHTTPError:
+        return http_error(None, "the request was cancelled", type="cancelled", code="cancelled")
+
+    def _send(self) -> None:
+        """Attempt until a 2xx status line arrives, waiting between attempts; raises the last error."""
+        while True:
+            try:
+                return self._attempt()
+            except _Retry as retry:
+                self._wait_or_fail(retry)
+
+    def _wait_or_fail(self, retry: _Retry) -> None:
+        if self.switch.cancelled:
+            raise self._cancelled()
+        if self.attempts > self.transport.max_retries:
+            raise retry.error
+        self.switch.sleep(retry_delay(self.attempts - 1, retry.headers))
+        if self.switch.cancelled:
+            raise self._cancelled()
+
+    def _attempt(self) -> None:
+        """One attempt: connect if needed, send, read the status line. Leaves a 2xx response in `response`."""
+        import socket
+        if self.switch.cancelled:
+            raise self._cancelled()
+        self.attempts += 1
+        t = self.transport
+        for second_try in (False, True):
+            conn = self._conn = t.connection()
+            reused = conn.sock is not None
+            if not reused:
+                self._connect(conn)
+            self.switch.watch(conn.sock)
+            try:
+                conn.sock.settimeout(self.read_timeout)
+                conn.request("POST", self.target, body=self.payload, headers=self.request_headers)
+                resp = conn.getresponse()
+                break
+            except self._broken as exc:
+                t.discard(conn)
+                if self.switch.cancelled:
+                    raise self._cancelled() from None
+                if reused and not second_try:
+                    continue  # the server closed an idle keep-alive socket: one free retry on a fresh one
+                if isinstance(exc, socket.timeout):
+                    raise _Retry(timeout_error(self.read_timeout, "waiting for the response to start")) from None
+                raise _Retry(http_error(None, f"the connection to {t.host}:{t.port} failed while sending the "
+                                              f"request: {type(exc).__name__}: {redact(str(exc), t.secret)}",
+                                        type="connection_error")) from None
+        self.response, self.headers = resp, {k.lower(): v for k, v in resp.getheaders()}
+        if 200 <= resp.status < 300:
+            self._finished = False
+            return
+        try:
+            raw = resp.read()
+        except self._broken:
+            raw = b""
+            t.discard(conn)
+        self.response = None
+        err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), t.secret)
+        if should_retry(resp.status, self.headers, err):
+            raise _Retry(err, self.headers)
+        raise err
+
+    def _connect(self, conn) -> None:
+        import socket
+        t = self.transport
+        seconds = min(self.read_timeout, CONNECT_TIMEOUT)
+        conn.timeout = seconds
+        conn._create_connection = lambda *a: _open_socket(self.switch, *a)
+        try:
+            conn.connect()
+        except self._broken as exc:
+            t.discard(conn)
+            if self.switch.cancelled:
+                raise self._cancelled() from None
+            target = f"{conn.host}:{conn.port}" + (" (the proxy)" if t.proxy() else "")
+            if isinstance(exc, socket.timeout):
+                raise _Retry(timeout_error(seconds, f"Could not connect to {target} within {seconds:g} s.")) from None
+            reason, final = self._connect_failure(exc)
+            err = http_error(None, f"could not connect to {target}: {reason}", type="connection_error")
+            if final:
+                raise err from None
+            raise _Retry(err) from None
+        t.adopt(conn)
+
+    def _connect_failure(self, exc: BaseException) -> tuple:
+        """Why a connection failed, in words, and whether trying again is pointless."""
+        import socket
+        t = self.transport
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused (is the server running, and on that port?)", False
+        if isinstance(exc, socket.gaierror):
+            return f"the host name {t.host!r} could not be resolved", False
+        if t.scheme == "https":
+            import ssl
+            if isinstance(exc, ssl.SSLCertVerificationError):
+                return f"the TLS certificate was not accepted ({redact(str(exc), t.secret)})", True
+            if isinstance(exc, ssl.SSLError) and not isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+                plain = "http" + t.shown_url("")[len("https"):]
+                return (f"the TLS handshake failed ({exc.reason or type(exc).__name__}); if that server speaks "
+                        f"plain HTTP, use base_url={plain!r}", True)
+        return f"{type(exc).__name__}: {redact(str(exc), t.secret)}", False
+
+    def _read_json(self) -> Any:
+        resp = self.response
+        try:
+            raw = resp.read()
+        except self._broken as exc:
+            raise self._read_failure(exc) from None
+        if self.switch.cancelled:
+            self.transport.discard(self._conn)
+            raise self._cancelled()
+        self._finished = True
+        text = raw.decode("utf-8", errors="replace").strip()  # DeepSeek pads with blank lines
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise error_from_body(resp.status, raw, self.request_id, self.transport.secret) from None
+
+    def _chunks(self) -> Iterator[bytes]:
+        resp = self.response
+        while True:
+            try:
+                chunk = resp.read1(65536)
+            except self._broken as exc:
+                raise self._read_failure(exc) from None
+            if self.switch.cancelled:
+                self.transport.discard(self._conn)
+                raise self._cancelled()
+            if not chunk:
+                self._finished = True
+                return
+            yield chunk
+
+    def _read_failure(self, exc: BaseException) -> BaseException:
+        """A body that broke off (reset, stall, bad chunking) as a retryable error, or the cancellation."""
+        import socket
+        self.transport.discard(self._conn)
+        if self.switch.cancelled:
+            return self._cancelled()
+        if isinstance(exc, socket.timeout):
+            return _Retry(timeout_error(self.read_timeout, "The server sent nothing more within the timeout."))
+        t = self.transport
+        return _Retry(http_error(None, f"the connection to {t.host}:{t.port} broke off in the middle of the "
+                                       f"response ({type(exc).__name__}): it is truncated",
+                                 type="connection_error", code="truncated"))
+
+    def _drain(self) -> bool:
+        """Read what is left of a body for `DRAIN_SECONDS` at most; True when it ended (socket reusable)."""
+        deadline = time.monotonic() + DRAIN_SECONDS
+        try:
+            while self._conn.sock is not None and time.monotonic() < deadline:
+                self._conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                if not self.response.read1(65536):
+                    return True
+        except self._broken:
+            pass
+        return False
+
+
 class HTTPTransport:
-    """POSTs JSON to one base URL with one keep-alive connection per thread, retrying per WIRE §8."""
+    """POSTs JSON to one base URL with one keep-alive connection per thread."""
 
     def __init__(self, base_url: str, headers: dict, *, timeout: float = 600.0, max_retries: int = 2,
                  query: Optional[dict] = None, secret: Optional[str] = None):
         from urllib.parse import urlsplit
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+            raise ValueError(f"base_url must be an http(s) URL, got {redact(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query
@@ -224,120 +401,41 @@ class HTTPTransport:
         self._conns_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"HTTPTransport({self.scheme}://{self.host}:{self.port}{self.base_path})"
+        return f"HTTPTransport({self.shown_url('')})"
 
-    # -- public
+    def post(self, path: str, body: dict, *, stream: bool = False, headers: Optional[dict] = None,
+             query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "") -> Exchange:
+        """POST `body` (JSON) to `base_url + path`; returns the open `Exchange` once a 2xx status arrived.
 
-    def post_json(self, path: str, body: dict, *, headers: Optional[dict] = None,
-                  query: Optional[dict] = None, timeout: Optional[float] = None) -> Tuple[Any, dict]:
-        """POST `body`; returns `(parsed JSON, response headers)`. Raises `ModelHTTPError`/`ModelTimeoutError`."""
-        def attempt(t):
-            resp, hdrs = self._open(path, body, headers, query, t, stream=False)
-            raw = resp.read()
-            text = raw.decode("utf-8", errors="replace").strip()  # DeepSeek pads with blank lines
-            try:
-                return json.loads(text), hdrs
-            except ValueError:
-                raise error_from_body(resp.status, raw, hdrs.get("x-request-id"), self.secret) from None
-        return self._with_retries(attempt, timeout)
+        `not_found_hint` is added to a 404's message (the caller knows things the URL does not)."""
+        return Exchange(self, path, body, headers, query, timeout, stream, not_found_hint).open()
 
-    def post_stream(self, path: str, body: dict, *, headers: Optional[dict] = None,
-                    query: Optional[dict] = None, timeout: Optional[float] = None,
-                    on_headers=None) -> Iterator[Tuple[str, str]]:
-        """POST `body` and yield SSE `(event, data)` pairs. Retries only until the first event is yielded."""
-        import http.client
-        import socket
-        t = self.timeout if timeout is None else timeout
-        hdrs = dict(headers or {}, Accept="text/event-stream")
-        retries = 0
-        while True:
-            resp, rh = self._with_retries(lambda tt: self._open(path, body, hdrs, query, tt, stream=True),
-                                          timeout, retries_start=retries)
-            if on_headers is not None:
-                on_headers(rh)
-            delivered, finished = False, False
-            try:
-                for event in iter_sse(iter_lines(iter(lambda: resp.read1(65536), b""))):
-                    delivered = True
-                    yield event
-                finished = True
-                return
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop()
-                if delivered or retries >= self.max_retries:
-                    if isinstance(exc, socket.timeout):
-                        raise ModelTimeoutError(t) from None
-                    raise ModelHTTPError(None, f"stream broken after it started: {type(exc).__name__}",
-                                         type="stream_error", code="truncated") from None
-                time.sleep(retry_delay(retries))
-                retries += 1
-            finally:
-                if not finished:
-                    self._drop()  # an abandoned stream leaves unread bytes: never reuse that socket
+    # -- what the exchange needs
 
-    # -- internals
+    def shown_url(self, path: str) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}{redact(self.base_path, self.secret)}{path}"
 
-    def _with_retries(self, attempt, timeout: Optional[float], retries_start: int = 0):
-        import socket
-        t = self.timeout if timeout is None else timeout
-        retries = retries_start
-        while True:
-            try:
-                return attempt(t)
-            except _Retry as r:
-                if retries >= self.max_retries:
-                    if isinstance(r.error, socket.timeout):
-                        raise ModelTimeoutError(t) from None
-                    raise r.error from None
-                time.sleep(retry_delay(retries, r.headers))
-                retries += 1
-
-    def _open(self, path, body, headers, query, timeout, *, stream):
-        """One attempt: send, get status+headers. Returns `(response, lowercased headers)` on 2xx."""
-        import http.client
-        import socket
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        all_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-                       "Accept": "application/json", **self.headers, **(headers or {})}
-        url = self._url(path, query)
-        for fresh in (False, True):
-            reused = False
-            try:
-                conn, reused = self._connection(timeout)
-                conn.request("POST", url, body=payload, headers=all_headers)
-                resp = conn.getresponse()
-                break
-            except socket.timeout as exc:
-                self._drop()
-                raise _Retry(exc) from None
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop()
-                if reused and not fresh:
-                    continue  # the server closed an idle keep-alive socket: one free retry, fresh socket
-                raise _Retry(ModelHTTPError(None, f"connection to {self.host}:{self.port} failed: "
-                                                  f"{type(exc).__name__}: {redact(str(exc), self.secret)}",
-                                            type="connection_error")) from None
-        rh = {k.lower(): v for k, v in resp.getheaders()}
-        if 200 <= resp.status < 300:
-            return resp, rh
-        try:
-            raw = resp.read()
-        except (OSError, http.client.HTTPException):
-            raw, _ = b"", self._drop()
-        err = error_from_body(resp.status, raw, rh.get("x-request-id"), self.secret)
-        if should_retry(resp.status, rh, err):
-            raise _Retry(err, rh)
-        raise err
-
-    def _url(self, path: str, query: Optional[dict]) -> str:
+    def request_target(self, path: str, query: Optional[dict]) -> str:
         from urllib.parse import urlencode
         q = "&".join(p for p in (self.base_query, urlencode({**self.query, **(query or {})})) if p)
         url = self.base_path + path + (("?" + q) if q else "")
-        if self._proxy() and self.scheme == "http":
+        if self.proxy() and self.scheme == "http":
             return f"http://{self.host}:{self.port}{url}"  # plain-http proxy: absolute-form target
         return url
 
-    def _proxy(self):
+    def not_found_hint(self) -> str:
+        """For a 404: what the base URL should look like, when it looks like the usual mistakes."""
+        base = self.shown_url("")
+        for endpoint in ("/chat/completions", "/responses"):
+            if self.base_path.endswith(endpoint):
+                root = base[:-len(endpoint)]
+                return (f"The base URL must stop before the endpoint: use base_url={root!r} "
+                        f"(the adapter adds {endpoint}). ")
+        if "v1" not in self.base_path.split("/") and "api-version" not in self.query:
+            return (f"Most OpenAI-compatible servers serve the API under /v1: try base_url={base + '/v1'!r}. ")
+        return ""
+
+    def proxy(self):
         if not hasattr(self, "_proxy_cache"):
             from urllib.parse import urlsplit
             import urllib.request
@@ -349,40 +447,37 @@ class HTTPTransport:
                 if proxy else None
         return self._proxy_cache
 
-    def _connection(self, timeout: float):
+    def connection(self):
+        """This thread's connection object (not necessarily connected)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
-            if conn.sock is not None:
-                conn.sock.settimeout(timeout)
-            conn.timeout = timeout
-            return conn, conn.sock is not None
+            return conn
         import http.client
-        proxy = self._proxy()
+        proxy = self.proxy()
         host, port = (proxy.hostname, proxy.port or 80) if proxy else (self.host, self.port)
         if self.scheme == "https":
             import ssl
-            conn = http.client.HTTPSConnection(host, port, timeout=min(timeout, CONNECT_TIMEOUT),
-                                               context=ssl.create_default_context())
+            conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context())
             if proxy:
                 conn.set_tunnel(self.host, self.port)
         else:
-            conn = http.client.HTTPConnection(host, port, timeout=min(timeout, CONNECT_TIMEOUT))
+            conn = http.client.HTTPConnection(host, port)
         self._local.conn = conn
-        with self._conns_lock:
-            self._conns.append(conn)
-        conn.connect()
-        conn.sock.settimeout(timeout)
-        conn.timeout = timeout
-        return conn, False
+        return conn
 
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            conn.close()
-            with self._conns_lock:
-                if conn in self._conns:
-                    self._conns.remove(conn)
+    def adopt(self, conn) -> None:
+        with self._conns_lock:
+            if conn not in self._conns:
+                self._conns.append(conn)
+
+    def discard(self, conn) -> None:
+        """Hang up `conn` (its unread bytes make it useless); the next request on its thread reconnects."""
+        if conn is None:
+            return
+        conn.close()
+        with self._conns_lock:
+            if conn in self._conns:
+                self._conns.remove(conn)
 
     def close(self) -> None:
         """Close every pooled connection (a later call simply reconnects)."""

@@ -7,16 +7,22 @@ Responses API's flat shape) and an output schema (`None` for plain text, else
 same Responses shape. Nothing here knows about agents or tools.
 
 Unlike upstream, the methods are synchronous: the kernel's loop is synchronous and `Runner.run`
-runs it off the event loop.
+runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, not by cancelling a task.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
-from ..context import Usage
+from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
+from ..context import Usage, overlay
 
+# `CANCEL_CALLBACKS` (defined in caller.py, part of this contract): how a run stops a model call blocked on the
+# network. The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`;
+# while a request is in flight, a model appends a zero-argument callable that aborts it (and removes it when the
+# request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked call
+# then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is harmless.
+# A model with nothing to abort may ignore the list.
 
 
 @dataclass
@@ -54,14 +60,14 @@ class ModelSettings:
             raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
 
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
-        """Lay the non-None fields of `override` over these; `extra_args` dicts are merged."""
-        if override is None:
-            return self
-        changes = {f.name: getattr(override, f.name) for f in fields(self)
-                   if getattr(override, f.name) is not None}
-        if self.extra_args and override.extra_args:
-            changes["extra_args"] = {**self.extra_args, **override.extra_args}
-        return dataclasses.replace(self, **changes)
+        """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
+        are merged."""
+        if isinstance(override, dict):
+            override = ModelSettings(**override)
+        merged = overlay(self, override)
+        if override is not None and self.extra_args and override.extra_args:
+            merged.extra_args = {**self.extra_args, **override.extra_args}
+        return merged
 
     def to_json_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
@@ -75,9 +81,6 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     response_id: Optional[str] = None
     request_id: Optional[str] = None
-
-    def to_input_items(self) -> list:
-        return list(self.output)
 
 
 @runtime_checkable

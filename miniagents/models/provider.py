@@ -6,74 +6,18 @@ else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and
 any other (compatible servers implement Chat far more faithfully). Environment: `OPENAI_API_KEY`,
 `OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_DEFAULT_MODEL`, `OPENAI_ORG_ID`,
 `OPENAI_PROJECT_ID`; read when a model is first resolved, never at import.
-It also resolves an endpoint for both adapters (`make_transport`: base URL, key, Azure `api-key` +
-`api-version`, org/project/custom headers).
+The endpoint itself (base URL, key, headers) is resolved in `connection.py`, below the adapters.
 Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Optional
 
-from ..errors import UserError
-from . import http
+from .connection import DEFAULTS, env, host_of, resolve_base_url
 from .interface import Model
 
 DEFAULT_MODEL = "gpt-4.1"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULTS: dict = {"api_key": None}  # set by set_default_openai_key
-
-
-def env(name: str) -> Optional[str]:
-    """An environment variable, with empty meaning unset."""
-    return os.environ.get(name) or None
-
-
-def resolve_base_url(base_url: Optional[str]) -> str:
-    return (base_url or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-
-
-def host_of(base_url: str) -> str:
-    from urllib.parse import urlsplit
-    return (urlsplit(base_url).hostname or "").lower()
-
-
-def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
-                   default_headers=None, timeout: float = 600.0, max_retries: int = 2,
-                   api_version: Optional[str] = None) -> http.HTTPTransport:
-    """The transport for one endpoint: base URL and key from arguments, then defaults, then env.
-
-    Azure (`*.azure.com` or an `api_version`): the key goes in an `api-key` header and `api_version`
-    becomes the `api-version` query parameter. Elsewhere `Authorization: Bearer`, with a dummy key for
-    local servers that need none; api.openai.com without a key is a `UserError` (before any request).
-    """
-    base = resolve_base_url(base_url)
-    key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
-    host = host_of(base)
-    if not key and host == "api.openai.com":
-        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
-                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
-    headers = {}
-    if api_version or host.endswith(".azure.com"):
-        if key:
-            headers["api-key"] = key
-    else:
-        headers["Authorization"] = f"Bearer {key or 'no-key'}"
-    org, proj = organization or env("OPENAI_ORG_ID"), project or env("OPENAI_PROJECT_ID")
-    if org:
-        headers["OpenAI-Organization"] = org
-    if proj:
-        headers["OpenAI-Project"] = proj
-    for line in (env("OPENAI_CUSTOM_HEADERS") or "").splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip():
-            headers[name.strip()] = value.strip()
-    headers.update(default_headers or {})
-    return http.HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
-                              query={"api-version": api_version} if api_version else None, secret=key)
-
-
 _default_api: dict = {"api": None}
 
 
@@ -102,7 +46,8 @@ class OpenAIProvider:
         self.use_responses = use_responses
         self._endpoint = dict(organization=organization, project=project, default_headers=default_headers,
                               timeout=timeout, max_retries=max_retries, api_version=api_version)
-        self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field
+        self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
+        # tool_call_content
         self._models: dict = {}
         self._lock = threading.Lock()
 
@@ -114,20 +59,22 @@ class OpenAIProvider:
         return host_of(base_url) == "api.openai.com"
 
     def get_model(self, model_name: Optional[str]) -> Model:
+        source = None if model_name else "env" if env("OPENAI_DEFAULT_MODEL") else "default"
         name = model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
         base_url = resolve_base_url(self.base_url)
         responses = self._wants_responses(base_url)
-        key = (name, base_url, responses)
+        key = (name, source, base_url, responses)
         with self._lock:
             if key not in self._models:
                 if responses:
                     from .responses import OpenAIResponsesModel
-                    self._models[key] = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key,
-                                                             **self._endpoint)
+                    model = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key, **self._endpoint)
                 else:
                     from .chat_completions import OpenAIChatCompletionsModel
-                    self._models[key] = OpenAIChatCompletionsModel(
+                    model = OpenAIChatCompletionsModel(
                         name, base_url=base_url, api_key=self._api_key, **self._endpoint, **self._chat_options)
+                model.model_source = source  # a 404 for a name nobody chose says where it came from
+                self._models[key] = model
             return self._models[key]
 
     def __repr__(self) -> str:

@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from ..context import Usage
-from ..errors import ModelBehaviorError, ModelHTTPError, UserError
-from .endpoint import (FAKE_ID, SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
+from ..errors import ModelBehaviorError, UserError
+from ..items import FAKE_ID, clean_json
+from . import shapes
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, wire_tool_choice)
-from .http import error_from_body, parse_sse_json
+from .http import Exchange
+from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
 
 
@@ -81,14 +84,16 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
     return add_extras(body, settings, stream)
 
 
-def check_final(response: dict, request_id: Optional[str] = None) -> dict:
+def check_final(response: dict, request_id: Optional[str] = None, secret: Optional[str] = None) -> dict:
     """Raise for a `failed` or `incomplete` response; return it otherwise."""
-    status = response.get("status")
+    status = shapes.opt_str(response.get("status"), "status")
     if status == "failed" or (status is None and response.get("error")):
         raise error_from_body(None, {"error": response.get("error") or {"message": "response failed"}},
-                              request_id)
+                              request_id, secret)
     if status == "incomplete":
-        reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+        details = response.get("incomplete_details")
+        reason = shapes.obj({} if details is None else details, "incomplete_details").get("reason")
+        reason = redact(reason, secret) if isinstance(reason, str) and reason else "unknown"
         raise ModelBehaviorError(f"The model's response is incomplete (reason: {reason}); raise "
                                  "max_tokens or shorten the input.")
     return response
@@ -104,38 +109,73 @@ class OpenAIResponsesModel(EndpointModel):
                           stream=stream, **ids)
 
     def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
-        if not isinstance(data, dict) or ("output" not in data and data.get("error")):
-            raise error_from_body(200, data, request_id, self.transport.secret)
-        check_final(data, request_id)
-        return ModelResponse(output=list(data.get("output") or []), usage=Usage.from_json(data.get("usage")),
-                             response_id=data.get("id"), request_id=request_id)
+        secret = self.transport.secret
+        if not isinstance(data, dict) or data.get("object") == "error" or ("output" not in data and data.get("error")):
+            raise error_from_body(200, data, request_id, secret)
+        data = clean_json(data)
+        check_final(data, request_id, secret)
+        if "output" not in data:
+            raise ModelBehaviorError("The model's answer is empty: the response has no 'output'.")
+        output = shapes.output_items(data["output"])
+        if not output and data.get("status") != "completed":
+            raise ModelBehaviorError("The model's answer is empty: no output items, and the response does not "
+                                     "say it completed.")
+        return ModelResponse(output=output, usage=Usage.from_json(shapes.usage(data.get("usage"))),
+                             response_id=shapes.opt_str(data.get("id"), "id"), request_id=request_id)
 
-    def _events(self, sse: Iterator) -> Iterator[dict]:
+    def _events(self, exchange: Exchange) -> Iterator[dict]:
+        secret = self.transport.secret
         collected: dict = {}
-        completed = False
-        for name, data in sse:
-            event = parse_sse_json(data, self.transport.secret)
-            if completed or event == "[DONE]" or not isinstance(event, dict):
+        deltas: dict = {}  # one shapes.Deltas per streamed text, so split surrogate pairs come out joined
+        for name, data in exchange:
+            event = parse_sse_json(data, secret)
+            if event == "[DONE]":
                 continue
+            event = _cleaned(shapes.obj(event, "a stream event"), deltas)
             kind = event.get("type") or name
-            event.setdefault("type", kind)
+            event["type"] = shapes.text(kind, "a stream event's type")
             if kind == "error":
-                raise error_from_body(None, event, secret=self.transport.secret)
-            if kind == "response.output_item.done" and isinstance(event.get("item"), dict):
+                raise error_from_body(None, event, exchange.request_id, secret)
+            if kind == "response.output_item.done":
+                item = shapes.output_item(event.get("item"), f"{kind}.item")
                 key = event.get("output_index")
-                collected[key if key is not None else event["item"].get("id") or len(collected)] = event["item"]
+                if not isinstance(key, (int, str)):
+                    key = item.get("id") if isinstance(item.get("id"), str) else len(collected)
+                collected[key] = item
             if kind in ("response.failed", "response.incomplete"):
-                check_final({**(event.get("response") or {}), "status": kind.split(".")[1]})
+                response = event.get("response")
+                check_final({**shapes.obj({} if response is None else response, f"{kind}.response"),
+                             "status": kind.split(".")[1]}, exchange.request_id, secret)
             if kind == "response.completed":
-                response = dict(event.get("response") or {})
-                if not response.get("output") and collected:  # minimal servers: use the collected items
-                    response["output"] = list(collected.values())
-                response.setdefault("output", [])
-                completed = True  # keep reading to EOF so the connection can be reused
-                yield {**event, "response": response}
-                continue
+                yield {**event, "response": _completed(event.get("response"), collected)}
+                return  # the answer is complete: never wait for a server that holds the connection open
             yield event
-        if not completed:
-            raise ModelHTTPError(None, "the stream ended before response.completed: the response is "
-                                 "truncated (connection dropped or server failed mid-stream)",
-                                 type="stream_error", code="truncated")
+        raise http_error(None, "the stream ended before response.completed: the response is truncated "
+                               "(connection dropped or server failed mid-stream)",
+                         type="stream_error", code="truncated")
+
+
+def _completed(response: Any, collected: dict) -> dict:
+    """The final response of a stream, checked; minimal servers' empty `output` is filled from the items
+    their `output_item.done` events carried."""
+    if response is None:
+        raise ModelBehaviorError("The model's answer is empty: the response.completed event carries no response.")
+    response = dict(shapes.obj(response, "response.completed.response"))
+    output = response.get("output")
+    if not output and collected:
+        output = list(collected.values())
+    response["output"] = shapes.output_items(output, "response.completed.response.output")
+    response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
+    shapes.opt_str(response.get("id"), "response.completed.response.id")
+    return response
+
+
+def _cleaned(event: dict, deltas: dict) -> dict:
+    """An event with its strings cleaned (`items.clean_json`); a `delta` through its text's `Deltas`."""
+    delta = event.get("delta")
+    out = clean_json(event)
+    if isinstance(delta, str):
+        key = tuple(repr(event.get(k)) for k in ("type", "item_id", "output_index", "content_index",
+                                                 "summary_index"))
+        out["delta"] = deltas.setdefault(key, shapes.Deltas()).add(delta)
+    return out

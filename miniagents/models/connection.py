@@ -1,0 +1,79 @@
+"""Where a model's requests go and how they authenticate: base URL, API key and headers → `HTTPTransport`.
+
+Where it sits: below both the adapters (`endpoint.py` builds each model's transport here) and
+`provider.py` (which picks an adapter for a model name), so nothing in models/ imports upwards.
+Environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_ORG_ID`,
+`OPENAI_PROJECT_ID`, `OPENAI_CUSTOM_HEADERS`; read when a transport is built, never at import.
+Never: put the key anywhere but the auth header, or import http.client/ssl/urllib.request at import time.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..errors import UserError
+from . import http
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULTS: dict = {"api_key": None}  # set by provider.set_default_openai_key
+
+
+def env(name: str) -> Optional[str]:
+    """An environment variable, with empty meaning unset."""
+    return os.environ.get(name) or None
+
+
+def resolve_base_url(base_url: Optional[str]) -> str:
+    return (base_url or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def host_of(base_url: str) -> str:
+    from urllib.parse import urlsplit
+    return (urlsplit(base_url).hostname or "").lower()
+
+
+def check_key(key: Optional[str]) -> None:
+    """Refuse a key that cannot go in an HTTP header, before http.client refuses it with an error that
+    quotes it (a trailing newline from a key file, a space, a character outside Latin-1)."""
+    bad = next((i for i, ch in enumerate(key or "") if ch.isspace() or not ch.isprintable() or ord(ch) > 255),
+               None)
+    if bad is not None:
+        raise UserError(f"The API key (api_key=, set_default_openai_key or OPENAI_API_KEY) has a character that "
+                        f"cannot be sent in an HTTP header at position {bad + 1} of {len(key)} (a newline, a "
+                        "space or a non-Latin-1 character): check for a stray newline or a copy-paste slip.")
+
+
+def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
+                   default_headers=None, timeout: float = 600.0, max_retries: int = 2,
+                   api_version: Optional[str] = None) -> http.HTTPTransport:
+    """The transport for one endpoint: base URL and key from arguments, then defaults, then env.
+
+    Azure (`*.azure.com` or an `api_version`): the key goes in an `api-key` header and `api_version`
+    becomes the `api-version` query parameter. Elsewhere `Authorization: Bearer`, with a dummy key for
+    local servers that need none; api.openai.com without a key is a `UserError` (before any request).
+    """
+    base = resolve_base_url(base_url)
+    key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
+    check_key(key)
+    host = host_of(base)
+    if not key and host == "api.openai.com":
+        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
+                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
+    headers = {}
+    if api_version or host.endswith(".azure.com"):
+        if key:
+            headers["api-key"] = key
+    else:
+        headers["Authorization"] = f"Bearer {key or 'no-key'}"
+    org, proj = organization or env("OPENAI_ORG_ID"), project or env("OPENAI_PROJECT_ID")
+    if org:
+        headers["OpenAI-Organization"] = org
+    if proj:
+        headers["OpenAI-Project"] = proj
+    for line in (env("OPENAI_CUSTOM_HEADERS") or "").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            headers[name.strip()] = value.strip()
+    headers.update(default_headers or {})
+    return http.HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
+                              query={"api-version": api_version} if api_version else None, secret=key)

@@ -1,0 +1,252 @@
+"""The HTTP side of both APIs as pure functions: SSE framing, error bodies and messages, the retry policy.
+
+Where it sits: below the transport (`http.py`), which applies these to real sockets, and the adapters,
+which read error events and stream payloads with them. No I/O here, so tests can hammer every rule.
+Retries follow openai-python (WIRE.md §8.2): 408/409/429 (not `insufficient_quota`) and 5xx (not a
+validation error), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to `MAX_SERVER_DELAY`
+(a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
+Never: put the API key in a message (redact before anything is cut short), or parse anything quadratically.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any, Iterable, Iterator, Optional
+
+from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError
+
+INITIAL_RETRY_DELAY = 0.5   # seconds; tests patch these two to keep the suite fast
+MAX_RETRY_DELAY = 8.0
+MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means "fail now"
+
+# ----------------------------------------------------------------------------- pure: SSE framing
+
+
+def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Split a byte stream, chunked anyhow, into lines without terminators (\\n, \\r\\n or \\r).
+
+    Linear in the input: each chunk is scanned once, and a line's pieces are only joined when it ends
+    (a 4 MB line arriving in 1 KB chunks is never rescanned or recopied chunk by chunk).
+    """
+    pending = bytearray()   # the unfinished line
+    skip_lf = False         # the last chunk ended in \r: a \n starting the next one belongs to it
+    for chunk in chunks:
+        if skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        if not chunk:
+            continue
+        for piece in chunk.splitlines(keepends=True):
+            if piece.endswith((b"\n", b"\r")):
+                pending += piece.rstrip(b"\r\n")
+                yield bytes(pending)
+                pending.clear()
+            else:
+                pending += piece
+        skip_lf = chunk.endswith(b"\r")
+    if pending:
+        yield bytes(pending)
+
+
+def iter_sse(lines: Iterable[Any]) -> Iterator[tuple]:
+    """Server-sent events from lines: yields `(event, data)`; comments skipped, data lines joined by \\n.
+
+    A blank line dispatches; a pending event is dispatched at EOF too. `id`, `retry` and unknown
+    fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str.
+    """
+    event, data = "", []
+    for line in lines:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        if not line:
+            if data:
+                yield event or "message", "\n".join(data)
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    if data:
+        yield event or "message", "\n".join(data)
+
+
+def parse_sse_json(data: str, secret: Optional[str] = None) -> Any:
+    """The JSON payload of one `data:` field; `"[DONE]"` is returned as is."""
+    if data.strip() == "[DONE]":
+        return "[DONE]"
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise http_error(None, "the stream sent a data line that is not JSON: " + redact(data, secret)[:200],
+                         type="invalid_stream") from None
+
+
+# ----------------------------------------------------------------------------- pure: errors, retries
+
+
+def redact(text: str, secret: Optional[str]) -> str:
+    """`text` with the API key (if any, and not trivially short) replaced by `***`."""
+    if secret and len(secret) >= 4 and isinstance(text, str):
+        return text.replace(secret, "***")
+    return text
+
+
+def redact_json(value: Any, secret: Optional[str]) -> Any:
+    """`redact` applied to every string (keys included) of a decoded JSON value."""
+    if isinstance(value, str):
+        return redact(value, secret)
+    if isinstance(value, list):
+        return [redact_json(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {redact_json(k, secret): redact_json(v, secret) for k, v in value.items()}
+    return value
+
+
+def http_error(status: Optional[int], message: str, **fields) -> ModelHTTPError:
+    """A `ModelHTTPError`; without a status it reads as its message (not "stream error: ..."), since the
+    failures that have none (could not connect, cancelled, broken stream) say what happened themselves."""
+    err = ModelHTTPError(status, message, **fields)
+    if status is None:
+        detail = "".join(f" {k}={v}" for k, v in (("type", err.type), ("code", err.code)) if v)
+        rid = f" (request id {err.request_id})" if err.request_id else ""
+        err.args = (f"{message}{rid}" + (f" [{detail.strip()}]" if detail else ""),)
+    return err
+
+
+def timeout_error(seconds: float, what: str) -> ModelTimeoutError:
+    """A `ModelTimeoutError` that also says which wait ran out."""
+    err = ModelTimeoutError(seconds)
+    err.args = (f"{err.args[0]} {what}",)
+    return err
+
+
+def with_note(err: AgentsException, note: str) -> AgentsException:
+    """The same error (same type and fields) with `note` appended to what it says."""
+    if isinstance(err, ModelHTTPError):
+        new = http_error(err.status, f"{err.message} {note}", type=err.type, code=err.code, param=err.param,
+                         request_id=err.request_id, body=err.body)
+    elif isinstance(err, ModelTimeoutError):
+        new = ModelTimeoutError(err.timeout_seconds)
+        new.args = (f"{err.args[0]} {note}",)
+    else:
+        return err
+    new.explained = getattr(err, "explained", False)
+    return new
+
+
+def error_fields(body: Any) -> dict:
+    """`{message, type, code, param}` from an error body of any shape (object, string, empty)."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if not isinstance(err, dict):  # LM Studio: {"error": "<string>"}
+            err = {"message": err}
+    elif body in (None, ""):
+        err = {}
+    else:
+        err = {"message": body}
+    out = {}
+    for key in ("message", "type", "code", "param"):
+        value = err.get(key)
+        if value is not None and not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False) if key == "message" else str(value)
+        out[key] = value
+    return out
+
+
+def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] = None,
+                    secret: Optional[str] = None) -> ModelHTTPError:
+    """A readable `ModelHTTPError` from a response body (bytes/str/parsed), never a JSON traceback.
+
+    Without a status the body came in-band (an error event in a stream). The key is redacted from every
+    field before anything is cut short, so no part of it survives a truncation.
+    """
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    body = raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            body = json.loads(text) if text else None
+        except ValueError:
+            body = _strip_html(text) if text.lstrip().startswith("<") else text
+    body = redact_json(body, secret)
+    f = {k: redact(v, secret) for k, v in error_fields(body).items()}
+    message = f["message"] or (f"HTTP {status} with an empty body" if status else "unknown error")
+    if len(message) > 2000:
+        message = message[:2000] + "…"
+    if status is None:
+        message = "the server reported an error in the stream: " + message
+    return http_error(status, message, type=f["type"], code=f["code"], param=f["param"],
+                      request_id=redact(request_id, secret), body=body)
+
+
+def _strip_html(text: str) -> str:
+    """The visible text of an HTML error page, squeezed to one line (a 502 from a proxy, say)."""
+    out, in_tag = [], False
+    for ch in text:
+        if ch == "<":
+            in_tag = True
+        elif ch == ">":
+            in_tag = False
+            out.append(" ")
+        elif not in_tag:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
+    """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.timestamp() - (time.time() if now is None else now)
+
+
+def is_validation_error(error: ModelHTTPError) -> bool:
+    """Whether the server refused the request's shape (pydantic's "N validation errors" on a 500, say):
+    such a request fails the same way every time, so it is never retried unchanged."""
+    return "validation error" in (error.message or "").lower()
+
+
+def should_retry(status: int, headers: dict, error: Optional[ModelHTTPError] = None) -> bool:
+    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota` or a
+    validation error."""
+    delay = retry_after(headers)
+    if delay is not None and delay > MAX_SERVER_DELAY:
+        return False
+    if error is not None and ("insufficient_quota" in (error.code or "", error.type or "")
+                              or is_validation_error(error)):
+        return False
+    flag = (headers.get("x-should-retry") or "").lower()
+    if flag in ("true", "false"):
+        return flag == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_delay(retries_so_far: int, headers: Optional[dict] = None, rand=random.random) -> float:
+    """Seconds to sleep before the next attempt: the server's delay if sane, else jittered backoff."""
+    delay = retry_after(headers or {})
+    if delay is not None and 0 < delay <= MAX_SERVER_DELAY:
+        return delay
+    return min(INITIAL_RETRY_DELAY * 2 ** retries_so_far, MAX_RETRY_DELAY) * (1 - 0.25 * rand())
