@@ -15,7 +15,7 @@ import typing
 from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
-from .schema import type_schema
+from .schema import SpecReads, type_schema
 from .validate import ArgumentsError, jsonable, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
@@ -29,7 +29,7 @@ class InvalidFinalOutput(ModelBehaviorError):
         self.raw_text = raw_text
 
 
-class AgentOutputSchemaBase(abc.ABC):
+class AgentOutputSchemaBase(SpecReads, abc.ABC):
     """What the run needs of an output type: its JSON schema, whether it is strict or plain text, its name,
     and how to turn the model's final text into the output (raising `ModelBehaviorError` when it does not fit).
     Subclass it to control the schema sent and the parsing done; pass an instance as `Agent(output_type=...)`."""

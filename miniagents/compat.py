@@ -55,6 +55,7 @@ UPSTREAM_PATHS = {
     "models.openai_chatcompletions": "OpenAIChatCompletionsModel",
     "models.openai_responses": "OpenAIResponsesModel",
     "models.openai_provider": "OpenAIProvider",
+    "models.multi_provider": "MultiProvider=models.provider:MultiProvider MultiProviderMap=models.provider:MultiProviderMap",
     "extensions": "",
     "extensions.handoff_filters": "remove_all_tools=handoff_helpers:remove_all_tools",
     "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
@@ -86,6 +87,8 @@ TOP_LEVEL = {
     "ToolInputGuardrailResult": "guardrails:ToolInputGuardrailResult",
     "ToolOutputGuardrailResult": "guardrails:ToolOutputGuardrailResult",
     "enable_verbose_stdout_logging": "logger:enable_verbose_stdout_logging",
+    "MultiProvider": "models.provider:MultiProvider", "ModelTracing": "models.interface:ModelTracing",
+    "set_default_openai_client": "models.provider:set_default_openai_client",
     "run_demo_loop": "repl:run_demo_loop",
 }
 
@@ -115,8 +118,9 @@ LEFT_OUT = {
     "voice pipelines": ("", "voice"),
     "sandbox agents": ("", "sandbox extensions.sandbox"),
     "tracing exporters and the spans of left-out features": (_TRACING_NAMES, ""),
-    "tool search and programmatic tool calling": ("ToolSearchTool ToolSearchCallItem ToolSearchOutputItem tool_namespace "
-                                                  "ProgrammaticToolCallingTool ToolCaller", ""),
+    "tool search and programmatic tool calling": (
+        "ToolSearchTool ToolSearchCallItem ToolSearchOutputItem tool_namespace ProgrammaticToolCallingTool ToolCaller",
+        ""),
     "custom (free-form text) tools": ("CustomTool CustomToolCustomDataContext CustomToolCustomDataExtractor", ""),
     "tool origin metadata and custom tool data": ("ToolOrigin ToolOriginType FunctionToolCustomDataContext "
                                                   "FunctionToolCustomDataExtractor", ""),

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Optional
 
+from .context import Usage
+
 # Upstream's names for the three kinds of Responses data; in miniagents each is a JSON-ready dict.
 TResponseInputItem = Dict[str, Any]
 TResponseOutputItem = Dict[str, Any]
@@ -37,6 +39,16 @@ class RawItem(dict):
                 if type(element) is dict:
                     value[n] = RawItem(element)
         return value
+
+
+@dataclass
+class ModelResponse:
+    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
+
+    output: list
+    usage: Usage = field(default_factory=Usage)
+    response_id: Optional[str] = None
+    request_id: Optional[str] = None
 
 
 def as_raw_item(item: dict) -> RawItem:

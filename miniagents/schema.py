@@ -42,6 +42,21 @@ def tool_spec(name: str, description: str, parameters: dict, strict: bool) -> di
             "strict": strict}
 
 
+class SpecReads:
+    """Lets an object the kernel hands a model (a tool, a handoff, an output schema) also be read like its
+    plain-data `spec()` (`tool["name"]`, `handoff.get("parameters")`), as models written against miniagents'
+    earlier boundary, which passed the specs themselves, read them."""
+
+    def spec(self) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.spec()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return (self.spec() or {}).get(key, default)
+
+
 def check_tool_name(name: str) -> str:
     if not isinstance(name, str) or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
         raise UserError(f"Invalid tool name {name!r}: a tool name must match ^[a-zA-Z0-9_-]{{1,64}}$ "

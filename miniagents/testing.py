@@ -188,7 +188,8 @@ def coerce_step(step: Any, index: int) -> ModelStep:
     _check(normalized, index)
     events = normalized.stream_events
     return dataclasses.replace(
-        normalized, output=[_as_item(copy.deepcopy(i)) for i in normalized.output], usage=copy.deepcopy(normalized.usage),
+        normalized, output=[_as_item(copy.deepcopy(i)) for i in normalized.output],
+        usage=copy.deepcopy(normalized.usage),
         raw_usage=copy.deepcopy(normalized.raw_usage), retry_advice=copy.deepcopy(normalized.retry_advice),
         stream_events=events if events is None or callable(events) else copy.deepcopy(events))
 
@@ -249,6 +250,10 @@ class ScriptedModel:
         self._calls: List[ModelCall] = []
         self._advice: dict = {}  # id(error) -> (error, advice) of the scripted errors raised
         self._lock = threading.Lock()  # agents-as-tools may call one model from several threads
+
+    def __deepcopy__(self, memo: dict) -> "ScriptedModel":
+        """A model is a shared service, not data: copying an agent (or a tool holding one) keeps its model."""
+        return self
 
     @property
     def calls(self) -> "RecordedCalls":

@@ -19,7 +19,7 @@ from . import caller, tracing
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
-from .schema import check_tool_name, function_schema, tool_spec
+from .schema import SpecReads, check_tool_name, function_schema, tool_spec
 from .validate import ArgumentsError, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
@@ -72,7 +72,7 @@ def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str
 
 
 @dataclass(eq=False)
-class FunctionTool:
+class FunctionTool(SpecReads):
     """A tool the model can call. `name`, `description` and `params_json_schema` are what it sees (`spec()`);
     `on_invoke_tool(tool_context, raw_json_args)` runs one call. `needs_approval` pauses the run until a
     person decides; `timeout_*` and `failure_error_function` set what the model is told when a call fails
@@ -151,7 +151,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 # --- Hosted tools: run by the model provider (Responses API only); the kernel sends their configuration ------
 
 
-class HostedTool:
+class HostedTool(SpecReads):
     """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object, `includes`
     the `include` values the request needs. A Chat Completions model cannot use them (refused at run start)."""
 

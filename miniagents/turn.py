@@ -32,7 +32,7 @@ from .hooks import notify
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
-from .models.interface import ModelResponse, ModelSettings
+from .models.interface import ModelResponse, ModelSettings, ModelTracing
 from .result import RawResponsesStreamEvent, stream_events_for
 from .state import PendingTurn, RunState
 from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult, failure_text,
@@ -278,8 +278,11 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
         model_input = capability.process_context(model_input)
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
-    args = (instructions, model_input, setup.settings, [t.spec() for t in setup.tools.values()],
-            setup.output.spec(), [h.spec() for h in setup.handoffs.values()], None)
+    # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
+    tracing_mode = ModelTracing.DISABLED if config.tracing_disabled else (
+        ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA)
+    args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted,
+            None if setup.output.is_plain_text() else setup.output, list(setup.handoffs.values()), tracing_mode)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
     if setup.prompt is not None:
         ids["prompt"] = setup.prompt
@@ -322,10 +325,10 @@ def get_model(agent: Any, config: RunConfig) -> Any:
         return model
     provider = config.model_provider
     if provider is None:
-        if _default_provider is None:
-            from .models.provider import OpenAIProvider
+        if _default_provider is None:  # upstream's default: prefixes route ("openai/gpt-4.1"), the rest is OpenAI
+            from .models.provider import MultiProvider
 
-            _default_provider = OpenAIProvider()
+            _default_provider = MultiProvider()
         provider = _default_provider
     return provider.get_model(model)
 

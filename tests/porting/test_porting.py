@@ -9,15 +9,8 @@ import pytest
 from porting import PROGRAMS, ported, run
 
 NOT_YET = {
-    "handoff_basic": "the kernel still sends models handoff specs (dicts), not the Handoff objects",
-    "handoff_input_type": "the kernel still sends models handoff specs (dicts), not the Handoff objects",
-    "imports_items_module": "ModelResponse still lives in miniagents.models.interface only",
-    "output_schema_in_call": "the kernel still sends models the output schema as a dict",
-    "output_schema_objects": "the kernel still sends models the output schema as a dict",
     "session_basic": "session methods are synchronous: asyncio.run(session.get_items()) needs a coroutine",
     "session_methods": "session methods are synchronous: `await session.add_items(...)` fails",
-    "testing_model_call": "the kernel still sends models tool specs (dicts), not the tool objects",
-    "tools_decorators_module": "the kernel still sends models tool specs (dicts), not the tool objects",
 }
 
 
@@ -59,9 +52,7 @@ REAL_MODULE_NAMES = {
                "UnexpectedModelCall assistant_message function_call",
     "result": "AgentToolInvocation RunResult RunResultBase RunResultStreaming",
 }
-MISSING_FROM_REAL_MODULES = set("""
-items.ModelResponse models.interface.ModelTracing
-""".split())
+MISSING_FROM_REAL_MODULES = set()
 
 
 @pytest.mark.parametrize("dotted", [
