@@ -239,12 +239,18 @@ class WebSearchTool(HostedTool):
 @dataclass
 class HostedMCPTool(HostedTool):
     """A remote MCP server the provider calls for the model (`tool_config`: the Responses API's `mcp` tool).
-    `on_approval_request(request) -> {"approve": bool, "reason"?: str}` answers the server's approval
-    requests during the run; without it they stay in the transcript, to be answered with an
-    `mcp_approval_response` input item in a later run."""
+    The server's approval requests (`mcp_approval_request` items) stay in the transcript, to be answered
+    with an `mcp_approval_response` input item in the next run; answering them during the run
+    (`on_approval_request`) is refused: set `"require_approval": "never"` in `tool_config` instead."""
 
     tool_config: Dict[str, Any]
     on_approval_request: Optional[Callable] = None
+
+    def __post_init__(self):
+        if self.on_approval_request is not None:
+            raise UserError("HostedMCPTool(on_approval_request=...) is not supported by miniagents: approval requests "
+                            "stay in the transcript (answer them with an mcp_approval_response input item in the next "
+                            "run), or set \"require_approval\": \"never\" in tool_config")
 
     @property
     def name(self) -> str:

@@ -233,6 +233,8 @@ def test_hosted_tools_are_configuration_in_upstreams_wire_shape():
     assert FileSearchTool(["v"], max_num_results=0).spec() == {"type": "file_search", "vector_store_ids": ["v"]}
     with pytest.raises(UserError, match="max_num_results"):
         FileSearchTool(["v"], max_num_results=51)
+    with pytest.raises(UserError, match="on_approval_request=...\\) is not supported"):
+        HostedMCPTool(tool_config={"type": "mcp"}, on_approval_request=lambda request: {"approve": True})
     config = {"type": "mcp", "server_label": "docs", "server_url": "https://x/mcp", "require_approval": "never"}
     for tool, name in ((HostedMCPTool(tool_config=config), "hosted_mcp"),
                        (CodeInterpreterTool(tool_config={"type": "code_interpreter"}), "code_interpreter"),
