@@ -55,7 +55,8 @@ UPSTREAM_PATHS = {
     "models.openai_chatcompletions": "OpenAIChatCompletionsModel",
     "models.openai_responses": "OpenAIResponsesModel",
     "models.openai_provider": "OpenAIProvider",
-    "models.multi_provider": "MultiProvider=models.provider:MultiProvider MultiProviderMap=models.provider:MultiProviderMap",
+    "models.multi_provider": "MultiProvider=models.provider:MultiProvider "
+                             "MultiProviderMap=models.provider:MultiProviderMap",
     "extensions": "",
     "extensions.handoff_filters": "remove_all_tools=handoff_helpers:remove_all_tools",
     "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=handoff_helpers:RECOMMENDED_PROMPT_PREFIX "

@@ -8,7 +8,7 @@ the same loop for code without an event loop. It reads stdin and writes stdout, 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generator, Optional
 
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent
 from .run import DEFAULT_MAX_TURNS, RunOptions, Runner, drive, start_run
@@ -43,38 +43,53 @@ def show_event(event: Any) -> None:
         print(f"\n[Agent updated: {event.new_agent.name}]", flush=True)
 
 
+def _conversation(agent: Any, read: Optional[Callable[[str], str]], streamed: bool) -> Generator[tuple, Any, None]:
+    """The loop's bookkeeping, in one place for both flavours: yields (agent, input items) for each line typed;
+    is sent the run's result, whose last agent and history the next line continues (and whose final output it
+    prints when the run was not streamed)."""
+    current, items = agent, []
+    for line in _lines(read):
+        result = yield current, items + [{"role": "user", "content": line}]
+        if result.final_output is not None and not streamed:
+            print(result.final_output)
+        current, items = result.last_agent, result.to_input_list()
+
+
+def _next(conversation: Generator, result: Any = None) -> Optional[tuple]:
+    try:
+        return conversation.send(result)
+    except StopIteration:
+        return None
+
+
 async def run_demo_loop(agent: Any, *, stream: bool = True, context: Any = None,
                         max_turns: Optional[int] = DEFAULT_MAX_TURNS,
                         read: Optional[Callable[[str], str]] = None) -> None:
     """Chat with `agent` in the terminal until you type exit or quit (see the module docstring)."""
-    current, items = agent, []
-    for line in _lines(read):
-        items.append({"role": "user", "content": line})
+    conversation = _conversation(agent, read, stream)
+    request = _next(conversation)
+    while request is not None:
         if stream:
-            result = Runner.run_streamed(current, items, context=context, max_turns=max_turns)
+            result = Runner.run_streamed(*request, context=context, max_turns=max_turns)
             async for event in result.stream_events():
                 show_event(event)
             print()
         else:
-            result = await Runner.run(current, items, context=context, max_turns=max_turns)
-            if result.final_output is not None:
-                print(result.final_output)
-        current, items = result.last_agent, result.to_input_list()
+            result = await Runner.run(*request, context=context, max_turns=max_turns)
+        request = _next(conversation, result)
 
 
 def run_demo_loop_sync(agent: Any, *, stream: bool = True, context: Any = None,
                        max_turns: Optional[int] = DEFAULT_MAX_TURNS,
                        read: Optional[Callable[[str], str]] = None) -> None:
     """`run_demo_loop` without an event loop: the same conversation, streamed the same way."""
-    current, items = agent, []
-    for line in _lines(read):
-        items.append({"role": "user", "content": line})
+    conversation = _conversation(agent, read, stream)
+    request = _next(conversation)
+    while request is not None:
         if stream:
             options = RunOptions(context=context, max_turns=max_turns)
-            result = drive(start_run(current, items, options, streaming=True), show_event)
+            result = drive(start_run(*request, options, streaming=True), show_event)
             print()
         else:
-            result = Runner.run_sync(current, items, context=context, max_turns=max_turns)
-            if result.final_output is not None:
-                print(result.final_output)
-        current, items = result.last_agent, result.to_input_list()
+            result = Runner.run_sync(*request, context=context, max_turns=max_turns)
+        request = _next(conversation, result)

@@ -152,14 +152,15 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 
 
 class HostedTool(SpecReads):
-    """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object, `includes`
-    the `include` values the request needs. A Chat Completions model cannot use them (refused at run start)."""
+    """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object (by default a
+    copy of the tool's `tool_config`, sent as given), `includes` the `include` values the request needs. A Chat
+    Completions model cannot use them (refused at run start)."""
 
     name = ""
     includes: tuple = ()
 
     def spec(self) -> dict:
-        raise NotImplementedError
+        return dict(getattr(self, "tool_config"))
 
 
 @dataclass
@@ -256,9 +257,6 @@ class HostedMCPTool(HostedTool):
     def name(self) -> str:
         return "hosted_mcp"
 
-    def spec(self) -> dict:
-        return dict(self.tool_config)
-
 
 @dataclass
 class CodeInterpreterTool(HostedTool):
@@ -269,9 +267,6 @@ class CodeInterpreterTool(HostedTool):
     @property
     def name(self) -> str:
         return "code_interpreter"
-
-    def spec(self) -> dict:
-        return dict(self.tool_config)
 
 
 class ImageGenerationToolConfig(TypedDict, total=False):
@@ -300,9 +295,6 @@ class ImageGenerationTool(HostedTool):
     @property
     def name(self) -> str:
         return "image_generation"
-
-    def spec(self) -> dict:
-        return dict(self.tool_config)
 
 
 Tool = Union[FunctionTool, FileSearchTool, WebSearchTool, HostedMCPTool, CodeInterpreterTool, ImageGenerationTool]
