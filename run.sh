@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The only entry points a person needs:
-#   ./run.sh test    venv + editable install with the test extra, then pytest (exit code = pytest's)
+#   ./run.sh test    venv + editable install with the test extra (again only when pyproject.toml changed),
+#                    then pytest (exit code = pytest's)
 #   ./run.sh demo    the offline walkthrough (python demo.py)
 #   ./run.sh wheel   build a wheel into dist/
 #   ./run.sh bench   the benchmarks (figures, never pass/fail)
@@ -10,13 +11,32 @@ cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 VENV=.venv
 
+STAMP=$VENV/.installed-from  # what the install was made from: pyproject.toml's checksum
+
+# The venv, installed once: pip runs (and needs the package index) only when the venv is new, pyproject.toml
+# changed, or the test extra is missing. So once it exists, `./run.sh test` works offline.
 venv() {
   if [ ! -x "$VENV/bin/python" ]; then "$PY" -m venv "$VENV"; fi
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  local want; want=$(cksum < pyproject.toml)
+  if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ] || ! "$VENV/bin/python" -c 'import pytest, hypothesis' 2>/dev/null
+  then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+    echo "$want" > "$STAMP"
+  fi
 }
 run_tests() { venv; "$VENV/bin/python" -m pytest -q "$@"; }
-wheel() { venv; "$VENV/bin/python" -m pip wheel --quiet --no-deps --no-build-isolation -w dist . 2>/dev/null \
-          || "$VENV/bin/python" -m pip wheel --quiet --no-deps -w dist .; ls dist/*.whl; }
+# Offline when the venv's setuptools can build wheels itself; else pip fetches a build backend. Either way a
+# failing build shows its own error and stops here.
+wheel() {
+  venv
+  if "$VENV/bin/python" -c 'import setuptools.command.bdist_wheel' 2>/dev/null \
+     || "$VENV/bin/python" -c 'import setuptools, wheel' 2>/dev/null; then
+    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist .
+  else
+    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
+  fi
+  ls dist/*.whl
+}
 demo() { "$PY" demo.py "$@"; }
 bench() { venv; "$VENV/bin/python" benchmarks/run.py "$@"; }
 

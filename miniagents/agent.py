@@ -158,10 +158,11 @@ class Agent(AgentBase[TContext]):
 
     # --- What a turn needs, evaluated every turn -------------------------------------------
 
-    def get_system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
+    def get_system_prompt(self, ctx: RunContextWrapper) -> caller.Ready:
+        """The instructions for this turn (a callable is called), as a `Ready`: upstream's is a coroutine."""
         if callable(self.instructions):
-            return caller.call(self.instructions, ctx, self)
-        return self.instructions
+            return caller.Ready(caller.call(self.instructions, ctx, self))
+        return caller.Ready(self.instructions)
 
     def get_prompt(self, ctx: RunContextWrapper) -> Optional[dict]:
         """The stored prompt to send this turn: `prompt` as given, or what its function returns."""

@@ -8,6 +8,7 @@ asyncio and threading are imported only when needed, to keep `import miniagents`
 """
 from __future__ import annotations
 
+import collections.abc
 import contextvars
 import inspect
 from typing import Any, Callable, Optional
@@ -16,6 +17,53 @@ CANCEL_CALLBACKS: contextvars.ContextVar = contextvars.ContextVar("miniagents_ca
 """How a cancelled run stops what it waits on. While a run is driven, this holds its list of aborts: whatever
 is in flight (an HTTP request, an async tool's task) adds a zero-argument callable that stops it and removes
 it when done; cancelling the run calls them all, from another thread. Threads the run starts copy it."""
+
+
+class AlreadyDone(collections.abc.Coroutine):
+    """Mixin: a result that is already there, shaped like the coroutine upstream's method returns, so code
+    written for upstream can `await` it or hand it to `asyncio.run`, while synchronous code just uses it."""
+
+    __slots__ = ()
+
+    def _result(self) -> Any:
+        return self
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration(self._result())
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise typ if val is None else val
+
+    def close(self) -> None:
+        return None
+
+    def __await__(self) -> Any:
+        return self._result()
+        yield  # pragma: no cover - makes this a generator, as `await` requires
+
+
+class Ready(AlreadyDone):
+    """`AlreadyDone` for any value: `await` it, pass it to `asyncio.run`, or read `.value`. It is true, false
+    and equal as its value is."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def _result(self) -> Any:
+        return self.value
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __eq__(self, other: Any) -> bool:
+        return self.value == (other.value if isinstance(other, Ready) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Ready({self.value!r})"
 
 
 class Deadline(Exception):
@@ -63,6 +111,8 @@ def in_thread(fn: Callable[[], Any], timeout: Optional[float] = None, name: str 
 
 def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     """Return `value`, or the result of awaiting it when it is awaitable (cancelled past `timeout`)."""
+    if isinstance(value, AlreadyDone):  # computed already: no event loop needed
+        return value._result()
     if not inspect.isawaitable(value):
         return value
     import asyncio
@@ -96,9 +146,9 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     return in_thread(lambda: asyncio.run(wait()), name="miniagents-await")
 
 
-def call(fn: Callable, *args: Any) -> Any:
-    """Call `fn(*args)` and resolve the result."""
-    return resolve(fn(*args))
+def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Call `fn(*args, **kwargs)` and resolve the result."""
+    return resolve(fn(*args, **kwargs))
 
 
 def arity(fn: Callable) -> int:

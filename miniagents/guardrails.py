@@ -57,11 +57,12 @@ class InputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "input_guardrail")
 
-    def run(self, agent: Any, input: Any, context: Any) -> InputGuardrailResult:
+    def run(self, agent: Any, input: Any, context: Any) -> caller.Ready:
+        """Check `input`: an `InputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
         with tracing.guardrail_span(self.get_name()) as span:
             output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())
             span.span_data.triggered = output.tripwire_triggered
-        return InputGuardrailResult(guardrail=self, output=output)
+        return caller.Ready(InputGuardrailResult(guardrail=self, output=output))
 
 
 @dataclass(eq=False)
@@ -74,21 +75,25 @@ class OutputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "output_guardrail")
 
-    def run(self, context: Any, agent: Any, agent_output: Any) -> OutputGuardrailResult:
+    def run(self, context: Any, agent: Any, agent_output: Any) -> caller.Ready:
+        """Check the final output: an `OutputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
         with tracing.guardrail_span(self.get_name()) as span:
             output = _checked(caller.call(self.guardrail_function, context, agent, agent_output), self.get_name())
             span.span_data.triggered = output.tripwire_triggered
-        return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent, output=output)
+        return caller.Ready(OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
+                                                  output=output))
 
 
 def run_input_guardrails(guardrails: list, agent: Any, input: Any, context: Any, results: list) -> None:
     """Run each guardrail in order, appending its result; the first tripwire raises."""
-    _until_tripwire((g.run(agent, input, context) for g in guardrails), InputGuardrailTripwireTriggered, results)
+    _until_tripwire((caller.resolve(g.run(agent, input, context)) for g in guardrails), InputGuardrailTripwireTriggered,
+                    results)
 
 
 def run_output_guardrails(guardrails: list, agent: Any, output: Any, context: Any, results: list) -> None:
     """Run each guardrail on the final output in order, appending its result; the first tripwire raises."""
-    _until_tripwire((g.run(context, agent, output) for g in guardrails), OutputGuardrailTripwireTriggered, results)
+    _until_tripwire((caller.resolve(g.run(context, agent, output)) for g in guardrails),
+                    OutputGuardrailTripwireTriggered, results)
 
 
 def _until_tripwire(results_in_order: Iterable, tripwire: type, results: list) -> None:
@@ -175,14 +180,15 @@ class ToolInputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", type(self).__name__)
 
-    def run(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    def run(self, data: ToolInputGuardrailData) -> caller.Ready:
+        """Check one call: its `ToolGuardrailFunctionOutput`, as a `Ready` (upstream's is a coroutine)."""
         with tracing.guardrail_span(self.get_name()) as span:
             output = caller.call(self.guardrail_function, data)
             if not isinstance(output, ToolGuardrailFunctionOutput):
                 raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
                                 f"got {type(output).__name__}")
             span.span_data.triggered = output.behavior["type"] != "allow"
-        return output
+        return caller.Ready(output)
 
 
 @dataclass(eq=False)
@@ -237,7 +243,7 @@ def _run_tool_guardrails(guardrails: list, data: Any, result_cls: Any, tripwire:
                          results: list) -> Optional[str]:
     """Run each in order, recording its verdict: a rejection ends the checks with its message, a raise trips."""
     for guardrail in guardrails or ():
-        verdict = guardrail.run(data)
+        verdict = caller.resolve(guardrail.run(data))
         results.append(result_cls(guardrail, verdict))
         if verdict.behavior["type"] == "raise_exception":
             raise tripwire(guardrail, verdict)

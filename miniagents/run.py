@@ -230,9 +230,9 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
     settings = config.session_settings
     limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
-        history = session.get_items(limit, limit_turns=limit_turns)
-    else:
-        history = session.get_items(limit) if limit is not None else session.get_items()
+        history = caller.call(session.get_items, limit, limit_turns=limit_turns)
+    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
+        history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
     new_items = to_input_list(input)
     if config.session_input_callback is not None:
         return list(caller.call(config.session_input_callback, history, new_items)), new_items
@@ -246,9 +246,9 @@ def save_turn(run: Run, pending: Any, turn: TurnResult) -> Generator[Any, None, 
     items = (pending.session_input if pending is not None else []) + [i.raw_item for i in turn.new_items]
     if run.session is not None:
         if turn.resumed and run.ledger is run.session:
-            run.session.add_items(items, once=f"{run.state.run_id}/turn-{run.state.current_turn}")
+            caller.call(run.session.add_items, items, once=f"{run.state.run_id}/turn-{run.state.current_turn}")
         else:
-            run.session.add_items(items)
+            caller.call(run.session.add_items, items)
     yield from stream_events_for(turn.new_items[len(turn.output.items):])  # outputs, once settled
 
 

@@ -8,9 +8,10 @@ both built on the SQL tables of sql_session.py. This module stores nothing itsel
 kernel but the settings overlay: it is loaded only when a run uses a session.
 
 Differences from upstream (openai-agents):
-- Methods are synchronous, as the kernel is. `get_items` returns a `SessionItems` list that can also be
-  awaited (`await session.get_items()` gives the same list); `add_items`, `pop_item` and `clear_session`
-  are plain calls — do not await them.
+- Methods do their work synchronously, as the kernel does, and return what upstream's coroutines return in a
+  form code written for upstream can `await` (or run with `asyncio.run`): `get_items` a `SessionItems` list,
+  `add_items`, `pop_item` and `clear_session` a `caller.Ready` (synchronous code reads `.value`). A session
+  of your own may define these methods as coroutines (`async def`): the kernel awaits what they return.
 - `SessionSettings.limit_turns=N` returns the items from the N-th most recent user message on, so a
   `function_call` is never cut from its `function_call_output` (upstream's `limit` counts items).
 
@@ -25,6 +26,7 @@ import abc
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Protocol, runtime_checkable
 
+from .caller import AlreadyDone
 from .context import overlay
 
 
@@ -43,12 +45,9 @@ class SessionSettings:
         return asdict(self)
 
 
-class SessionItems(list):
-    """The list `get_items` returns. Awaiting it yields itself, for code written against upstream's async API."""
-
-    def __await__(self):
-        return self
-        yield  # pragma: no cover - makes this a generator, as `await` requires
+class SessionItems(list, AlreadyDone):
+    """The list `get_items` returns: a list, which code written against upstream's async API can also `await`
+    or hand to `asyncio.run` (it is its own result)."""
 
 
 @runtime_checkable

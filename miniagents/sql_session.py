@@ -37,6 +37,7 @@ import re
 from types import SimpleNamespace
 from typing import Any, Callable, List, Optional, Tuple, Union
 
+from .caller import Ready
 from .errors import AgentsException, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
@@ -222,8 +223,9 @@ class SQLSession(SessionABC):
             before, page = rows[-1][0], min(page * 2, 4096)
         return newest_first
 
-    def add_items(self, items: List[dict], *, once: Optional[str] = None) -> bool:
-        """Append `items` in one transaction: all rows land, or none (a plain call: do not await it).
+    def add_items(self, items: List[dict], *, once: Optional[str] = None) -> Ready:
+        """Append `items` in one transaction: all rows land, or none. Returns a `Ready` (await it as upstream's
+        coroutine, or read `.value`; it is true or false as its value is).
 
         With `once=key` the append happens only if no earlier `add_items` of this session used `key`; the key
         is recorded in the same transaction as the rows. Returns True when this call appended, False when the
@@ -234,7 +236,7 @@ class SQLSession(SessionABC):
         if once is not None:
             check_key(owner, "once", once)
         elif not rows:
-            return True
+            return Ready(True)
 
         def body(cur: Any) -> bool:
             self._execute(cur, "ensure_session", self.session_id)
@@ -245,11 +247,11 @@ class SQLSession(SessionABC):
                 cur.executemany(self._sql.insert_message, [self._style.args(row) for row in rows])
             return True
 
-        return self._transaction(body, write=True, repeatable=once is not None)
+        return Ready(self._transaction(body, write=True, repeatable=once is not None))
 
-    def pop_item(self) -> Optional[dict]:
-        """Remove and return the newest item, or None (a plain call: do not await it). Rows that are not JSON
-        objects are dropped on the way to the newest valid item."""
+    def pop_item(self) -> Ready:
+        """Remove the newest item and return it, or None, as a `Ready` (await it, or read `.value`). Rows that
+        are not JSON objects are dropped on the way to the newest valid item."""
         def body(cur: Any) -> Optional[dict]:
             self._execute(cur, "touch_session", self.session_id)
             while True:
@@ -261,16 +263,16 @@ class SQLSession(SessionABC):
                 if item is not _SKIPPED:
                     return item
 
-        return self._transaction(body, write=True, repeatable=False)
+        return Ready(self._transaction(body, write=True, repeatable=False))
 
-    def clear_session(self) -> None:
-        """Remove this session's items, its ledger and its session row (a plain call: do not await it)."""
+    def clear_session(self) -> Ready:
+        """Remove this session's items, its ledger and its session row (a `Ready` of None: awaitable)."""
         def body(cur: Any) -> None:
             self._execute(cur, "touch_session", self.session_id)
             for name in ("clear_messages", "clear_ledger", "clear_session"):
                 self._execute(cur, name, self.session_id)
 
-        self._transaction(body, write=True)
+        return Ready(self._transaction(body, write=True))
 
     # --- the exactly-once ledger ---------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ sends its configuration (`spec()`, the Responses API's tool object) and keeps th
 """
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from dataclasses import dataclass, field
@@ -131,12 +132,18 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                                  strict_json_schema=strict_mode)
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
-            args, kwargs = schema.to_call_args(parse_arguments(raw_args, schema.name))
-            if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
-                args.insert(0, ctx)
-            return fn(*args, **kwargs)
+            """Upstream's shape: something to await (the function's own coroutine, guarded, or a `Ready`), and
+            a failure comes back as the text the model sees (`failure_text`) instead of an exception."""
+            try:
+                args, kwargs = schema.to_call_args(parse_arguments(raw_args, schema.name))
+                if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
+                    args.insert(0, ctx)
+                result = fn(*args, **kwargs)
+            except Exception as error:
+                return caller.Ready(failure_text(tool, ctx, raw_args, error))
+            return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else caller.Ready(result)
 
-        return FunctionTool(name=schema.name, description=schema.description,
+        tool = FunctionTool(name=schema.name, description=schema.description,
                             params_json_schema=schema.params_json_schema, on_invoke_tool=on_invoke_tool,
                             strict_json_schema=strict_mode, is_enabled=is_enabled,
                             tool_input_guardrails=tool_input_guardrails,
@@ -144,8 +151,17 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                             timeout_seconds=timeout, timeout_behavior=timeout_behavior,
                             timeout_error_function=timeout_error_function,
                             failure_error_function=failure_error_function)
+        return tool
 
     return make(func) if func is not None else make
+
+
+async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending: Any) -> Any:
+    """An async tool's coroutine, with its failure turned into the text the model sees (a cancel passes)."""
+    try:
+        return await pending
+    except Exception as error:
+        return failure_text(tool, ctx, raw_args, error)
 
 
 # --- Hosted tools: run by the model provider (Responses API only); the kernel sends their configuration ------
@@ -448,16 +464,17 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped by a cancelled run: no output
         raise
     except Exception as error:
-        span = tracing.get_current_span()  # the call's function span, when the run is traced
-        if span is not None:
-            span.set_error({"message": "Error running tool", "data": {"tool_name": tool.name,
-                                                                      "error": type(error).__name__}})
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
-    """The failure policy: the text the model sees for `error`, or `error` re-raised."""
+    """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's trace span,
+    if the run is traced, records the failure."""
+    span = tracing.get_current_span()
+    if span is not None:
+        span.set_error({"message": "Error running tool", "data": {"tool_name": tool.name,
+                                                                  "error": type(error).__name__}})
     if isinstance(error, ArgumentsError):  # the model's mistake: say what to fix
         text = error.message  # parse errors already name the tool and carry a preview
         if not text.startswith("Invalid JSON input for tool"):

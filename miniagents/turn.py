@@ -225,7 +225,7 @@ def prepare_turn(run: Run) -> TurnSetup:
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions, prepared = agent.get_system_prompt(ctx), run.capabilities.get(id(agent))
+    instructions, prepared = caller.resolve(agent.get_system_prompt(ctx)), run.capabilities.get(id(agent))
     setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), [], hosted,
                       agent.get_prompt(ctx))
     if prepared is None:
@@ -478,7 +478,8 @@ def claim_calls(run: Run, to_run: list, nested: dict, settled: dict) -> list:
     """
     ledger, run_id, mine = run.ledger, run.state.run_id, []
     for call in to_run:
-        won, recorded = (True, None) if call.call_id in nested else ledger.claim_call(run_id, call.call_id)
+        won, recorded = (True, None) if call.call_id in nested else caller.call(ledger.claim_call, run_id,
+                                                                                 call.call_id)
         if won:
             mine.append(call)
         else:
@@ -547,7 +548,7 @@ def _run_one(run: Run, agent: Any, call: Call, nested: dict, record: bool) -> tu
     """One call, its outcome recorded in the ledger (with `record`) the moment it is known."""
     value, text, results = _invoke_guarded(run, agent, call, nested)
     if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes
-        run.ledger.settle_call(run.state.run_id, call.call_id, text)
+        caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
     return value, text, results
 
 

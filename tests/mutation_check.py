@@ -1,28 +1,38 @@
-"""Mutation check: inject known regressions into the kernel and prove the test suite catches each one.
+"""Mutation check: inject regressions into the kernel and prove the test suite catches each one.
 
 A script, not a test module (pytest does not collect it: its name does not start with `test_`).
 
-    python tests/mutation_check.py              # every mutant, 2 jobs
+    python tests/mutation_check.py              # every curated mutant, 2 jobs
     python tests/mutation_check.py --list       # what the mutants are
     python tests/mutation_check.py --only sse   # mutants whose id, file or description contain "sse"
     python tests/mutation_check.py --full       # always run the whole suite for each mutant
+    python tests/mutation_check.py --generated --sample 60 --seed 1   # generated mutants (mutation_generate.py)
 
-Each mutant is one hand-written edit, `(file, old, new, breaks)`, aimed at one rule the kernel keeps: the
-`old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code
-moves). For each mutant the script edits a private copy of the repository (one copy per job, made once),
-runs the test files most likely to catch it, and only if those pass runs the rest of the suite: a mutant
-SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant that
-outlives the timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
-First the unmutated suite runs once: tests that already fail without any mutant (work in progress) are
-left out of every mutant's run and named in the output (`--strict-baseline` stops instead).
-Exit status: 0 when every mutant was caught, 1 when any survived, 2 when the check itself could not run.
-Standard library only.
+Curated mutants are hand-written edits, `(file, old, new, breaks)`, each aimed at one rule the kernel keeps: the
+`old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code moves and
+names the mutant to update when it stops matching). Generated mutants come from the AST of every module (see
+tests/mutation_generate.py for the rules); a generated mutant that survives and cannot change behaviour is listed
+with a one-line reason in tests/mutation_equivalent.txt (by its stable id) and is counted apart, not as a survivor.
+
+For each mutant the script edits a private copy of the repository (one copy per job, made once; the work tree
+is never touched), runs the test files most likely to catch it, and only if those pass runs the rest of the
+suite: a mutant SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant
+that outlives the per-mutant timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
+Tests marked `xfail` (known bugs) are left out of every run: a mutant must not count as killed because it made
+a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
+progress) are left out of every mutant's run and named in the output (`--strict-baseline` stops instead; in CI,
+right after the suite passed, `--no-baseline` skips it).
+Hypothesis runs with the derandomised "mutation" profile (tests/conftest.py), so a mutant's verdict is
+repeatable; property tests that take their example count from the profile play 30 examples there.
+Exit status: 0 when every mutant was caught (generated: when the kill rate reaches `--min-kill-rate`), 1 when
+not, 2 when the check itself could not run. Standard library only.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import queue
+import random
 import shutil
 import signal
 import subprocess
@@ -32,25 +42,41 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IGNORED = (".git", ".venv", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import mutation_generate  # noqa: E402  (tests/ is not a package)
+
+EQUIVALENT_FILE = os.path.join(ROOT, "tests", "mutation_equivalent.txt")
+IGNORED = (".git", ".venv*", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
            "build", "*.egg-info", "*.pyc")
-PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not xfail"]
 
 
 @dataclass(frozen=True)
 class Mutant:
     file: str           # path relative to the repository root
-    old: str            # text that occurs exactly once in the file
+    old: str            # text that occurs exactly once in the file (curated), or at `start` (generated)
     new: str            # what it becomes
-    breaks: str         # the behaviour the suite must pin
-    tests: Tuple[str, ...] = ()  # test files to run first (relative to tests/)
+    breaks: str         # the behaviour the suite must pin (curated); the stable id (generated)
+    tests: Tuple[str, ...] = ()  # test files to run first (relative to the root)
+    start: Optional[int] = None  # generated mutants: where `old` is in the file
+    line: int = 0
+
+    @property
+    def generated(self) -> bool:
+        return self.start is not None
 
     @property
     def id(self) -> str:
-        return f"{os.path.basename(self.file)}: {self.breaks}"
+        return self.breaks if self.generated else f"{os.path.basename(self.file)}: {self.breaks}"
+
+    def describe(self) -> str:
+        if not self.generated:
+            return f"{self.file[len('miniagents/'):]}  {self.breaks}"
+        squash = mutation_generate._squash
+        return f"{self.file[len('miniagents/'):]}:{self.line}  {squash(self.old)[:70]}  ->  {squash(self.new)[:70]}"
 
 
 def M(file: str, old: str, new: str, breaks: str, *tests: str) -> Mutant:
@@ -327,16 +353,53 @@ MUTANTS: List[Mutant] = [
 # ----------------------------------------------------------------------------- applying a mutant
 
 
+def generated_mutants(root: str = ROOT) -> List[Mutant]:
+    """Every generated mutant, with the test files to run first (see mutation_generate.py)."""
+    test_files = all_test_files(root)
+    first = {f: mutation_generate.tests_for(f, test_files, root) for f in mutation_generate.module_files(root)}
+    return [Mutant(e.file, e.old, e.new, e.id, first[e.file], e.start, e.line)
+            for e in mutation_generate.generate(root)]
+
+
+def load_equivalent(path: str = EQUIVALENT_FILE) -> Dict[str, str]:
+    """{generated mutant id: why it cannot change behaviour}, from `<id> | <reason>` lines (# comments)."""
+    found: Dict[str, str] = {}
+    if not os.path.exists(path):
+        return found
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            mutant_id, sep, reason = line.rpartition(" | ")
+            if not sep or not mutant_id.strip() or not reason.strip():
+                raise ValueError(f"{path}:{number}: want `<mutant id> | <reason>`, got {line!r}")
+            found[mutant_id.strip()] = reason.strip()
+    return found
+
+
+def mutate(text: str, mutant: Mutant) -> str:
+    """The text with the mutant in place. Raises ValueError when the mutant no longer fits the text."""
+    if mutant.generated:
+        if text[mutant.start:mutant.start + len(mutant.old)] != mutant.old:
+            raise ValueError(f"{mutant.file}:{mutant.line}: the generated mutant no longer matches; regenerate")
+        return text[:mutant.start] + mutant.new + text[mutant.start + len(mutant.old):]
+    count = text.count(mutant.old)
+    if count != 1:
+        first_line = mutant.old.strip().splitlines()[0] if mutant.old.strip() else mutant.old
+        raise ValueError(f"curated mutant {mutant.breaks!r} in {mutant.file}: its old text ({first_line[:60]!r}...) "
+                         f"occurs {count} times, want exactly 1; update that MUTANTS entry in "
+                         "tests/mutation_check.py")
+    return text.replace(mutant.old, mutant.new)
+
+
 def apply(root: str, mutant: Mutant) -> str:
     """Write the mutant into `root`; return the original text (to restore). Raises ValueError if it
     does not apply exactly once or the result does not compile."""
     path = os.path.join(root, mutant.file)
     with open(path, encoding="utf-8") as f:
         original = f.read()
-    count = original.count(mutant.old)
-    if count != 1:
-        raise ValueError(f"{mutant.file}: the old text occurs {count} times (want exactly 1)")
-    mutated = original.replace(mutant.old, mutant.new)
+    mutated = mutate(original, mutant)
     compile(mutated, path, "exec")  # a mutant that does not compile would be "caught" for nothing
     with open(path, "w", encoding="utf-8") as f:
         f.write(mutated)
@@ -359,6 +422,7 @@ def child_env() -> dict:
     # No .pyc files: a restored source can have the same size and mtime second as its mutant, and a stale
     # cached mutant would then run in place of the real code.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["MINIAGENTS_HYPOTHESIS_PROFILE"] = "mutation"  # derandomised, shorter (tests/conftest.py)
     return env
 
 
@@ -437,43 +501,103 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
 # ----------------------------------------------------------------------------- main
 
 
+def select(args: argparse.Namespace) -> List[Mutant]:
+    mutants = generated_mutants() if args.generated else list(MUTANTS)
+    if args.only:
+        mutants = [m for m in mutants if args.only.lower() in m.id.lower()]
+    if args.sample is not None and args.sample < len(mutants):
+        mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.file, m.start or 0))
+    return mutants
+
+
+def misfits(root: str, mutants: List[Mutant]) -> List[str]:
+    """A line per mutant that no longer fits the code in `root` (which mutant, which file, what to do)."""
+    problems = []
+    for m in mutants:
+        with open(os.path.join(root, m.file), encoding="utf-8") as f:
+            try:
+                mutate(f.read(), m)
+            except ValueError as e:
+                problems.append(str(e))
+    return problems
+
+
+def report_generated(outcomes: List[Outcome], equivalent: Dict[str, str]) -> Tuple[int, int]:
+    """Print the kill rate per module and the survivors; return (killed, counted), where `counted` leaves out
+    the survivors listed as equivalent."""
+    by_module: Dict[str, List[Outcome]] = {}
+    for o in outcomes:
+        by_module.setdefault(o.mutant.file, []).append(o)
+    print(f"\n{'module':36s} {'mutants':>7s} {'killed':>6s} {'equiv':>5s} {'survived':>8s} {'kill rate':>9s}")
+    killed_all = counted_all = 0
+    for module in sorted(by_module):
+        rows = by_module[module]
+        killed = sum(o.status in ("KILLED", "TIMEOUT") for o in rows)
+        equiv = sum(o.status == "SURVIVED" and o.mutant.id in equivalent for o in rows)
+        counted = sum(o.status != "ERROR" for o in rows) - equiv
+        killed_all, counted_all = killed_all + killed, counted_all + counted
+        rate = f"{100.0 * killed / counted:.0f}%" if counted else "-"
+        print(f"{module:36s} {len(rows):7d} {killed:6d} {equiv:5d} {counted - killed:8d} {rate:>9s}")
+    rate = f"{100.0 * killed_all / counted_all:.1f}%" if counted_all else "-"
+    print(f"{'all':36s} {len(outcomes):7d} {killed_all:6d} {len(outcomes) - counted_all:5d} "
+          f"{counted_all - killed_all:8d} {rate:>9s}")
+    survivors = [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id not in equivalent]
+    if survivors:
+        print("\nsurvivors (file:line  mutation  [id for tests/mutation_equivalent.txt]):")
+        for o in survivors:
+            print(f"  {o.mutant.describe()}\n      [{o.mutant.id}]")
+    stale = [o.mutant.id for o in outcomes if o.mutant.id in equivalent and o.status in ("KILLED", "TIMEOUT")]
+    for mutant_id in stale:
+        print(f"listed as equivalent but killed (remove it from tests/mutation_equivalent.txt): {mutant_id}")
+    return killed_all, counted_all
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--only", metavar="SUBSTRING", help="only mutants whose file or description contain it")
+    parser.add_argument("--only", metavar="SUBSTRING", help="only mutants whose id (file, description) contains it")
+    parser.add_argument("--generated", action="store_true",
+                        help="mutants generated from the AST of every module (tests/mutation_generate.py)")
+    parser.add_argument("--sample", type=int, metavar="N", help="a random sample of N mutants (see --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    parser.add_argument("--min-kill-rate", type=float, metavar="PERCENT",
+                        help="generated: exit 1 when fewer than PERCENT%% of the mutants are killed (default 100)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, each with its own copy (default 2)")
     parser.add_argument("--full", action="store_true", help="always run the full suite for each mutant")
-    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per mutant (default 240)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per mutant (default 240 curated, 120 generated)")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip running the unmutated suite first")
     parser.add_argument("--strict-baseline", action="store_true",
                         help="stop if the unmutated suite fails (default: leave its failing tests out and say so)")
     args = parser.parse_args(argv)
+    timeout = args.timeout or (120.0 if args.generated else 240.0)
 
-    mutants = [m for m in MUTANTS if not args.only or args.only.lower() in m.id.lower()]
+    mutants = select(args)
     if args.list:
         for n, m in enumerate(mutants, 1):
-            print(f"{n:3d}  {m.file}: {m.breaks}  [{', '.join(m.tests) or 'full suite'}]")
+            print(f"{n:4d}  {m.describe()}  [{', '.join(m.tests) or 'full suite'}]"
+                  + (f"\n      {m.id}" if m.generated else ""))
         return 0
     if not mutants:
         print(f"no mutant matches {args.only!r}", file=sys.stderr)
         return 2
+    equivalent = load_equivalent() if args.generated else {}
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
         copies = [make_copy(tmp, n) for n in range(jobs)]
-        for m in mutants:  # fail fast on a mutant list that no longer fits the code
-            with open(os.path.join(copies[0], m.file), encoding="utf-8") as f:
-                if f.read().count(m.old) != 1:
-                    print(f"ERROR  {m.id}: the old text does not occur exactly once in {m.file}", file=sys.stderr)
-                    return 2
+        problems = misfits(copies[0], mutants)  # fail fast on a mutant list that no longer fits the code
+        if problems:
+            print("ERROR  mutants that no longer fit the code:\n  " + "\n  ".join(problems), file=sys.stderr)
+            return 2
         skip: List[str] = []
         if not args.no_baseline:
             # The whole suite, not stopping at the first failure, to learn what fails without any mutant.
-            proc = subprocess.run(PYTEST[:3] + ["-q", "-p", "no:cacheprovider", "-rfE"], cwd=copies[0],
+            proc = subprocess.run(PYTEST[:3] + PYTEST[4:] + ["-rfE"], cwd=copies[0],
                                   env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=args.timeout * 3)
+                                  timeout=max(timeout, 240.0) * 3)
             out = proc.stdout.decode("utf-8", "replace")
             failed, broken = baseline_failures(out)
             if proc.returncode not in (0, 1) or (proc.returncode == 1 and not failed and not broken):
@@ -492,18 +616,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         for c in copies:
             free.put(c)
         lock = threading.Lock()
-        width = max(len(m.file) for m in mutants) - len("miniagents/")
+        mutated_at = time.monotonic()
 
         def work(m: Mutant) -> Outcome:
             root = free.get()
             try:
-                outcome = check(root, m, args.full, args.timeout, skip)
+                outcome = check(root, m, args.full, timeout, skip)
             finally:
                 free.put(root)
             with lock:
-                print(f"{outcome.status:8s} {m.file[len('miniagents/'):]:{width}s}  {m.breaks}  "
-                      f"({outcome.seconds:.1f} s)" + (f"  by {outcome.by}" if args.verbose and outcome.by else ""),
-                      flush=True)
+                print(f"{outcome.status:8s} {m.describe()}  ({outcome.seconds:.1f} s)"
+                      + (f"  by {outcome.by}" if args.verbose and outcome.by else ""), flush=True)
                 if outcome.detail:
                     print("    " + outcome.detail.replace("\n", "\n    "), flush=True)
             return outcome
@@ -511,14 +634,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             outcomes = list(pool.map(work, mutants))
 
-    killed = sum(o.status in ("KILLED", "TIMEOUT") for o in outcomes)
-    survived = [o for o in outcomes if o.status == "SURVIVED"]
+    elapsed = time.monotonic() - started
     errors = [o for o in outcomes if o.status == "ERROR"]
     timeouts = sum(o.status == "TIMEOUT" for o in outcomes)
+    if args.generated:
+        killed, counted = report_generated(outcomes, equivalent)
+        per_mutant = (time.monotonic() - mutated_at) * jobs / len(outcomes)
+        print(f"\n{killed}/{counted} generated mutants killed" + (f" ({timeouts} by timeout)" if timeouts else "")
+              + (f", {len(errors)} errors" if errors else "")
+              + f" in {elapsed:.0f} s; {per_mutant:.1f} s of one job per mutant")
+        if errors:
+            return 2
+        wanted = 100.0 if args.min_kill_rate is None else args.min_kill_rate
+        return 0 if counted == 0 or 100.0 * killed / counted >= wanted else 1
+    killed = sum(o.status in ("KILLED", "TIMEOUT") for o in outcomes)
+    survived = [o for o in outcomes if o.status == "SURVIVED"]
     print(f"\nmutants: {killed}/{len(outcomes)} killed"
           + (f" ({timeouts} by timeout)" if timeouts else "")
           + (f", {len(errors)} errors" if errors else "")
-          + f" in {time.monotonic() - started:.0f} s")
+          + f" in {elapsed:.0f} s")
     for o in survived:
         print(f"SURVIVED {o.mutant.file}: {o.mutant.breaks}")
     if errors:

@@ -48,17 +48,21 @@ def test_sqlite_session_satisfies_protocol_and_abc(session):
     assert not isinstance(object(), Session)
 
 
-def test_get_items_can_be_awaited_and_other_methods_are_documented_as_plain_calls(session):
-    session.add_items([user("hi")])
+def test_every_method_upstream_awaits_can_be_awaited_or_run_with_asyncio_and_used_synchronously(session):
+    """Code written for upstream's coroutines runs unchanged; synchronous code uses the results directly."""
+    assert asyncio.run(session.add_items([user("hi"), user("there")])) is True
 
     async def main():
         return await session.get_items()
 
     items = asyncio.run(main())
-    assert items == [user("hi")] and isinstance(items, SessionItems)
+    assert items == [user("hi"), user("there")] and isinstance(items, SessionItems)
+    assert asyncio.run(session.get_items()) == items  # asyncio.run takes it like a coroutine
+    assert asyncio.run(session.pop_item()) == user("there")
+    assert session.pop_item().value == user("hi") and session.pop_item().value is None
+    assert asyncio.run(session.clear_session()) is None
     for name in ("add_items", "pop_item", "clear_session"):
-        assert "do not await" in getattr(SQLiteSession, name).__doc__
-    assert "do not await" in session_mod.__doc__
+        assert "Ready" in getattr(SQLiteSession, name).__doc__
 
 
 # -- behaviour -----------------------------------------------------------------------------------------

@@ -107,12 +107,12 @@ def test_sessions_are_isolated_and_clearing_one_leaves_the_other(backend):
 
 def test_pop_item_returns_the_newest_and_removes_it(backend):
     s = backend.session()
-    assert s.pop_item() is None
+    assert s.pop_item().value is None
     s.add_items([user("1"), user("2")])
     s.add_items([user("3")])
     assert s.pop_item() == user("3")
     assert s.get_items() == [user("1"), user("2")]
-    assert s.pop_item() == user("2") and s.pop_item() == user("1") and s.pop_item() is None
+    assert s.pop_item() == user("2") and s.pop_item() == user("1") and s.pop_item().value is None
 
 
 def test_clear_session_removes_items_session_row_and_ledger(backend):
@@ -124,7 +124,7 @@ def test_clear_session_removes_items_session_row_and_ledger(backend):
     assert s.get_items() == []
     assert backend.count("agent_sessions") == 0 and backend.count("agent_tool_calls") == 0
     assert s.claim_call("r", "c1") == (True, None)
-    assert s.add_items([user("again")], once="r/turn-1") is True
+    assert s.add_items([user("again")], once="r/turn-1").value is True
 
 
 def test_limit_returns_the_newest_n_in_order(backend):
@@ -183,7 +183,7 @@ def test_stored_rows_that_are_not_json_objects_are_skipped_with_a_warning(backen
     assert "is not valid JSON" in caplog.text and "is not a JSON object" in caplog.text
     assert s.pop_item() == user("2")
     assert s.pop_item() == user("1")  # the bad rows are dropped on the way
-    assert s.pop_item() is None and backend.count() == 0
+    assert s.pop_item().value is None and backend.count() == 0
 
 
 def test_add_items_refuses_what_is_not_a_json_object_and_stores_nothing(backend):
@@ -288,27 +288,27 @@ def test_the_ledger_is_read_by_key_not_through_the_history_window(backend):
         s.add_items([user(f"turn {turn}"), call(f"c{turn}x"), output(f"c{turn}x")], once=f"new-run/turn-{turn}")
     assert len(s.get_items()) == 3
     assert s.claim_call("old-run", "c1") == (False, "paid 5")
-    assert s.add_items([user("again")], once="new-run/turn-0") is False
+    assert s.add_items([user("again")], once="new-run/turn-0").value is False
 
 
 def test_once_appends_at_most_once_per_key(backend):
     s = backend.session()
     turn = [user("pay 5"), call("c1"), output("c1")]
-    assert s.add_items(turn, once="run1/turn-1") is True
-    assert s.add_items(turn, once="run1/turn-1") is False
-    assert backend.session().add_items(turn, once="run1/turn-1") is False
+    assert s.add_items(turn, once="run1/turn-1").value is True
+    assert s.add_items(turn, once="run1/turn-1").value is False
+    assert backend.session().add_items(turn, once="run1/turn-1").value is False
     assert s.get_items() == turn
-    assert s.add_items([], once="run1/turn-2") is True  # an empty append still uses its key
-    assert s.add_items([user("late")], once="run1/turn-2") is False
-    assert s.add_items(turn, once="run2/turn-1") is True and len(s.get_items()) == 6
-    assert s.add_items([user("plain")]) is True
+    assert s.add_items([], once="run1/turn-2").value is True  # an empty append still uses its key
+    assert s.add_items([user("late")], once="run1/turn-2").value is False
+    assert s.add_items(turn, once="run2/turn-1").value is True and len(s.get_items()) == 6
+    assert s.add_items([user("plain")]).value is True
 
 
 def test_once_keys_and_call_claims_never_collide(backend):
     s = backend.session()
-    assert s.add_items([user("x")], once="r/turn-1") is True
+    assert s.add_items([user("x")], once="r/turn-1").value is True
     assert s.claim_call("r/turn-1", "") == (True, None)
-    assert s.add_items([user("y")], once="r/turn-1") is False
+    assert s.add_items([user("y")], once="r/turn-1").value is False
 
 
 def run_threads(count, target):
@@ -341,7 +341,7 @@ def test_eight_threads_appending_with_one_once_key_store_it_once(backend):
     sessions = [backend.session() for _ in range(8)]
     results = run_threads(8, lambda n: sessions[n].add_items([user(f"from {n}"), call("c1"), output("c1")],
                                                              once="run/turn-1"))
-    assert sorted(results) == [False] * 7 + [True]
+    assert sorted(r.value for r in results) == [False] * 7 + [True]
     assert backend.count() == 3
 
 

@@ -133,7 +133,7 @@ def test_a_write_that_fails_transiently_midway_is_retried_whole(flaky, caplog, s
     s = make()
     plan[INSERT_MESSAGE] = [(sqlstate, lose, True)]  # the rows went in, then the failure: rolled back
     with caplog.at_level(logging.WARNING, logger="miniagents.session"):
-        assert s.add_items([user("1"), user("2")]) is True
+        assert s.add_items([user("1"), user("2")]).value is True
     assert s.get_items() == [user("1"), user("2")] and rows(connections) == 2
     assert "retrying a write after DriverError (attempt 2 of 3)" in caplog.text
     assert len(connections) == 2  # the retry ran on a fresh connection
@@ -198,7 +198,7 @@ def test_losing_the_connection_while_committing_a_once_append_retries_safely(fla
     make, plan, connections = flaky
     s = make()
     plan["COMMIT"] = [(None, True, True)]
-    assert s.add_items([user("1")], once="run/turn-1") is False  # the retry found its own key
+    assert s.add_items([user("1")], once="run/turn-1").value is False  # the retry found its own key
     assert s.get_items() == [user("1")]
 
 

@@ -51,7 +51,8 @@ names = st.text(st.sampled_from("abc_xyz"), min_size=1, max_size=8)
 
 @st.composite
 def chat_streams(draw):
-    """(chunks, expected calls, expected text) in one of the styles servers use (WIRE §6.2, §7)."""
+    """(chunks, expected calls, expected text) in one of the styles real servers use (indexed, id-only,
+    repeated names, all calls at index 0)."""
     style = draw(st.sampled_from(["openai", "vllm", "ollama", "no_index"]))
     calls = draw(st.lists(st.tuples(names, json_args), max_size=3))
     content = draw(text)

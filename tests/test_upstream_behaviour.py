@@ -360,3 +360,68 @@ def test_reasoning_ids_left_out_by_policy_stay_out_of_the_stored_items(tmp_path)
     stored = [i for i in session.get_items() if i.get("type") == "reasoning"]
     assert stored == [{"type": "reasoning", "summary": []}]
     assert "id" not in result.to_input_list()[1]
+
+
+# --- Methods that are coroutines upstream can be awaited (and used synchronously) --------------------------
+# test_function_tool.py::test_sync_custom_error_function_works
+
+
+def test_on_invoke_tool_is_awaitable_and_a_failure_is_the_text_from_failure_error_function():
+    def custom(ctx, error):
+        return f"custom: {error}"
+
+    @function_tool(failure_error_function=custom)
+    def boom(n: int) -> str:
+        raise ValueError("bad n")
+
+    @function_tool
+    async def later(n: int) -> str:
+        return f"got {n}"
+
+    assert asyncio.run(boom.on_invoke_tool(None, '{"n": 1}')) == "custom: bad n"
+    assert "Invalid JSON input for tool boom" in asyncio.run(boom.on_invoke_tool(None, '{"n": "x"}'))
+    assert asyncio.run(later.on_invoke_tool(None, '{"n": 2}')) == "got 2"
+    assert boom.on_invoke_tool(None, '{"n": 1}').value == "custom: bad n"  # synchronous code reads .value
+
+
+def test_handoffs_guardrails_and_instructions_are_awaitable_as_upstream_code_awaits_them():
+    from miniagents import InputGuardrail, OutputGuardrail
+
+    target = Agent(name="Target")
+    ctx = RunContextWrapper(context=None)
+    assert asyncio.run(handoff(target).on_invoke_handoff(ctx, "{}")) is target
+
+    def passing(ctx, agent, value):
+        return GuardrailFunctionOutput(output_info="ok", tripwire_triggered=False)
+
+    agent = Agent(name="A", instructions=lambda ctx, agent: f"You are {agent.name}.")
+    assert asyncio.run(InputGuardrail(passing).run(agent, "hi", ctx)).output.output_info == "ok"
+    assert asyncio.run(OutputGuardrail(passing).run(ctx, agent, "out")).agent_output == "out"
+    assert asyncio.run(agent.get_system_prompt(ctx)) == "You are A."
+
+
+def test_a_session_written_for_upstream_with_coroutine_methods_works_in_a_run():
+    class MemorySession:
+        session_id, session_settings = "mem", None
+
+        def __init__(self):
+            self.items = []
+
+        async def get_items(self, limit=None):
+            return list(self.items)
+
+        async def add_items(self, items):
+            self.items.extend(items)
+
+        async def pop_item(self):
+            return self.items.pop() if self.items else None
+
+        async def clear_session(self):
+            self.items.clear()
+
+    session = MemorySession()
+    agent, model = make_agent([[assistant_message("first")], [assistant_message("second")]])
+    Runner.run_sync(agent, "one", session=session)
+    Runner.run_sync(agent, "two", session=session)
+    assert [i.get("role") for i in model.calls[1].input] == ["user", "assistant", "user"]
+    assert len(session.items) == 4

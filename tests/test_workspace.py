@@ -4,6 +4,7 @@ Issue 14.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -292,14 +293,15 @@ def test_the_tools_have_schemas_like_any_function_tool(tree):
     assert all(t.strict_json_schema for t in tools.values())
 
 
-def test_calling_the_tools_directly_returns_text_or_raises_the_model_visible_error(tree):
+def test_calling_the_tools_directly_gives_the_text_the_model_would_see_as_upstream_does(tree):
+    """on_invoke_tool is awaitable, like upstream's coroutine, and a refusal is the model-visible text."""
     tools = {t.name: t for t in Workspace(tree[0]).tools()}
     ctx = ToolContext(context=None, tool_name="read_file", tool_call_id="c1")
-    text = tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "docs/guide.md", "start_line": 2,
-                                                              "end_line": 2}))
+    text = asyncio.run(tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "docs/guide.md", "start_line": 2,
+                                                                          "end_line": 2})))
     assert text == "     2\tReturns are free within 30 days."
-    with pytest.raises(ToolError, match="contains '..'"):
-        tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "../x", "start_line": 1, "end_line": None}))
+    refused = tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "../x", "start_line": 1, "end_line": None}))
+    assert "contains '..'" in refused.value
 
 
 def test_an_agent_answers_from_the_workspace_and_an_escape_attempt_reaches_the_model_as_a_message(tree):

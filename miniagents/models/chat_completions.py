@@ -97,7 +97,8 @@ def tool_output_content(item: dict) -> tuple:
 
 def items_to_messages(items: list, instructions: Optional[str] = None, *, system_role: str = "system",
                       reasoning_field: Optional[str] = None, empty_content: Any = None) -> list:
-    """Kernel input items → Chat messages (REFERENCE §6). Pure; raises `UserError` on what Chat can't say.
+    """Kernel input items → Chat messages, as upstream converts them (so a transcript means the same on both
+    APIs). Pure; raises `UserError` on what Chat can't say.
 
     Text plus calls make ONE assistant message; an assistant message without text carries `empty_content`
     (`None` or `""`: servers disagree); each output is a `tool` message with string content, and the images

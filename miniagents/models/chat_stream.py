@@ -2,8 +2,8 @@
 
 Where it sits: `chat_completions.py` sends the request; what comes back is translated here, so the kernel
 sees one format. `message_to_items` turns a whole assistant message into output items;
-`ChatStreamTranslator` accumulates `chat.completion.chunk` deltas (WIRE §6.2) into the same items while
-emitting the Responses API's stream events. Pure: no I/O.
+`ChatStreamTranslator` accumulates `chat.completion.chunk` deltas (an id and name once, argument fragments
+to be concatenated) into the same items while emitting the Responses API's stream events. Pure: no I/O.
 Never: trust `finish_reason` to say whether calls were made, or accept a truncated stream as complete.
 """
 from __future__ import annotations

@@ -4,7 +4,8 @@ Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass 
 the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
 subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
 helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
-adapter only says how its API nests them. The strict-schema cleaning follows WIRE §9.
+adapter only says how its API nests them. Strict schemas are sent in the wire mode of the strict pass
+(`schema.wire_schema`).
 Never: modify the caller's tools or schemas, or import http.client/ssl/urllib at import time.
 """
 from __future__ import annotations

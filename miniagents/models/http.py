@@ -8,8 +8,8 @@ a message, repr or URL shown, follow redirects, ask for gzip, or import `http.cl
 module import time.
 
 Retried (per `protocol.should_retry`): connection errors, timeouts, bodies that broke off, and the statuses
-openai-python retries. Timeouts: connecting is bounded by `CONNECT_TIMEOUT`; after that `timeout` bounds each wait for data (an
-idle limit, so a long stream that keeps talking is never cut). Every error names the method, URL and attempts.
+openai-python retries. Timeouts: connecting is bounded by `CONNECT_TIMEOUT`; after that `timeout` bounds each
+wait for data (an idle limit, so a long stream that keeps talking is never cut). Every error names the method, URL and attempts.
 Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
 its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
 Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https).
@@ -114,7 +114,7 @@ class _Retry(Exception):
 
 
 class Exchange:
-    """One POST as it happens: attempts (retried per WIRE §8), the 2xx response, then its body.
+    """One POST as it happens: attempts (retried by the policy in protocol.py), the 2xx response, then its body.
 
     A plain exchange has its parsed JSON in `data`; a streamed one is iterated for SSE `(event, data)`
     pairs and must be `close()`d (safe twice): a body read to its end leaves the connection for the next

@@ -2,8 +2,8 @@
 
 Where it sits: below the transport (`http.py`), which applies these to real sockets, and the adapters,
 which read error events and stream payloads with them. No I/O here, so tests can hammer every rule.
-Retries follow openai-python (WIRE.md §8.2): 408/409/429 (not `insufficient_quota`) and 5xx (not a
-validation error), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to `MAX_SERVER_DELAY`
+Retries follow openai-python, since servers are built to its behaviour: 408/409/429 (not `insufficient_quota`)
+and 5xx (not a validation error), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to `MAX_SERVER_DELAY`
 (a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
 Never: put the API key in a message (redact before anything is cut short), or parse anything quadratically.
 """

@@ -8,10 +8,7 @@ import pytest
 
 from porting import PROGRAMS, ported, run
 
-NOT_YET = {
-    "session_basic": "session methods are synchronous: asyncio.run(session.get_items()) needs a coroutine",
-    "session_methods": "session methods are synchronous: `await session.add_items(...)` fails",
-}
+NOT_YET: dict = {}  # program name -> why it cannot pass yet (a strict xfail); none today
 
 
 def test_every_xfail_names_a_program():
