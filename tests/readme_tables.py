@@ -51,14 +51,14 @@ READING_ORDER = [
 
 # area -> module paths under miniagents/ ("folder/": every module in it); every module is in exactly one area.
 AREAS = {
-    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py"],
+    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py", "retry.py"],
     "agents, items, guardrails": ["__init__.py", "agent.py", "handoffs.py", "guardrails.py", "hooks.py", "items.py",
                                   "context.py", "errors.py"],
     "tools and schemas": ["tool.py", "schema.py", "validate.py", "docstrings.py", "agent_output.py"],
     "state and sessions": ["state.py", "session.py", "sql_session.py", "sql_dialect.py", "sqlite_session.py",
                            "dbapi_session.py"],
     "HTTP adapters": ["models/"],
-    "compatibility": ["compat.py", "aliases.py", "handoff_helpers.py"],
+    "compatibility": ["compat.py", "handoff_helpers.py", "repl.py", "logger.py"],
     "tracing, capabilities": ["tracing.py", "trace_tree.py", "trace.py", "capabilities.py"],
     "offline model": ["testing.py"],
 }
