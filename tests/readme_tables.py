@@ -63,14 +63,14 @@ AREAS = {
     "offline model": ["testing.py"],
 }
 BUDGETS = {  # code lines per area (set December 2026 with about a fifth of headroom)
-    "loop": 1300,
+    "loop": 1750,  # raised for issue 11: runner-managed retries (retry.py), RunState.add_input, AgentRunner
     "agents, items, guardrails": 1100,
-    "tools and schemas": 1100,
+    "tools and schemas": 1350,  # raised for issue 11: hosted tools and structured tool outputs
     "state and sessions": 1100,
     "HTTP adapters": 1900,
-    "compatibility": 300,
+    "compatibility": 400,  # raised for issue 11: run_demo_loop, enable_verbose_stdout_logging, more left-out names
     "tracing, capabilities": 1200,
-    "offline model": 200,
+    "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
 }
 
 MARKERS = {
