@@ -230,7 +230,22 @@ def ensure_strict_json_schema(schema: dict) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
-    return _strict(schema, schema, 0, [0], ())
+    strict = _strict(schema, schema, 0, [0], ())
+    for name in strict.get("$defs") or {}:
+        _no_bare_ref_cycle(strict, f"#/$defs/{name}")
+    return strict
+
+
+def _no_bare_ref_cycle(root: dict, ref: str) -> None:
+    """A definition that is only a `$ref` back to itself (through others) describes no value: refuse it."""
+    seen = []
+    while isinstance(ref, str) and ref not in seen:
+        seen.append(ref)
+        node = _resolve_ref(root, ref)
+        ref = node.get("$ref") if set(node) == {"$ref"} else None
+    if ref is not None:
+        raise UserError(f"JSON schema is too large for the strict pass: {' -> '.join(seen + [ref])} is a $ref "
+                        "cycle with no schema in it; simplify or flatten the schema")
 
 
 def _strict(node, root, depth, count, inlining):

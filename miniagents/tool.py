@@ -20,7 +20,7 @@ from . import caller, tracing
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
-from .schema import SpecReads, check_tool_name, function_schema, tool_spec
+from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
@@ -97,6 +97,8 @@ class FunctionTool(SpecReads):
 
     def __post_init__(self):
         check_tool_name(self.name)
+        if self.strict_json_schema:  # a hand-written schema too: what strict mode refuses fails here, not later
+            self.params_json_schema = ensure_strict_json_schema(self.params_json_schema)
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
             raise UserError(f"Invalid needs_approval value: expected a bool or callable, got "
                             f"{type(self.needs_approval).__name__}.")

@@ -425,3 +425,34 @@ def test_a_session_written_for_upstream_with_coroutine_methods_works_in_a_run():
     Runner.run_sync(agent, "two", session=session)
     assert [i.get("role") for i in model.calls[1].input] == ["user", "assistant", "user"]
     assert len(session.items) == 4
+
+
+# --- Strict schemas are checked where a tool is defined, not by the server later -------------------------------
+# test_strict_schema.py::test_open_map_root_errors, test_function_tool.py::test_manual_function_tool_rejects_root_union,
+# ::test_manual_function_tool_normalizes_typeless_object_schemas
+
+
+def manual(schema, strict=True):
+    from miniagents import FunctionTool
+
+    return FunctionTool(name="manual", description="", params_json_schema=schema,
+                        on_invoke_tool=lambda ctx, args: "ok", strict_json_schema=strict)
+
+
+def test_a_manual_strict_tool_schema_is_normalised_when_it_is_defined():
+    tool = manual({"properties": {"city": {"type": "string"}, "unit": {"type": "string", "default": None}}})
+    assert tool.params_json_schema == {"type": "object", "additionalProperties": False, "required": ["city", "unit"],
+                                       "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}
+    assert manual({}).params_json_schema["properties"] == {}
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"anyOf": [{"type": "object", "properties": {}}, {"type": "string"}]}, "must not use 'anyOf'"),
+    ({"type": "object", "additionalProperties": {"type": "string"}}, "additionalProperties"),
+    ({"type": "object", "properties": {"x": {"allOf": [{"$ref": "#/$defs/loop"}]}},
+      "$defs": {"loop": {"allOf": [{"$ref": "#/$defs/loop"}]}}}, "too large"),
+])
+def test_a_manual_strict_tool_schema_strict_mode_refuses_fails_when_it_is_defined(schema, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+        manual(schema)
+    assert manual(schema, strict=False).params_json_schema == schema  # non-strict: sent as written
