@@ -377,13 +377,14 @@ def structured_output(desk: Walkthrough) -> None:
     def after_the_complaint(call):  # a model that reads the error it was sent and fixes its JSON
         said = call.input[-1].get("content", "") if call.input else ""
         eta = 3 if "eta_days" in str(said) else "three days"
-        return [assistant_message(json.dumps({"order_id": "A1", "status": "in transit", "eta_days": eta,
-                                              "reply": "Your kettle is on its way and arrives in 3 days."}))]
+        return [assistant_message(json.dumps({"response": {
+            "order_id": "A1", "status": "in transit", "eta_days": eta,
+            "reply": "Your kettle is on its way and arrives in 3 days."}}))]
 
     agent = Agent(name="Help desk", instructions=HELP_DESK + " Answer as JSON.", output_type=DeliveryAnswer,
                   model=desk.model("Help desk", [
-                      [assistant_message('{"order_id": "A1", "status": "in transit", "eta_days": "three days", '
-                                         '"reply": "Your kettle is on its way."}')],
+                      [assistant_message('{"response": {"order_id": "A1", "status": "in transit", '
+                                         '"eta_days": "three days", "reply": "Your kettle is on its way."}}')],
                       after_the_complaint], log))
     question = "Where is order A1, and how many days until it arrives?"
     error, result = None, None
@@ -392,9 +393,11 @@ def structured_output(desk: Walkthrough) -> None:
     except ModelBehaviorError as e:
         error = e
     spec = (log[0].output_schema or {}) if log else {}
-    schema = spec.get("schema") or {}
+    wrapper = spec.get("schema") or {}  # a dataclass is sent wrapped, as {"response": DeliveryAnswer}
+    schema = (wrapper.get("$defs") or {}).get("DeliveryAnswer", wrapper)
     fields = ", ".join(f"{name} ({kind_of_schema(s)})" for name, s in (schema.get("properties") or {}).items())
-    say(f'  the schema the model is given: name "{spec.get("name")}", strict={spec.get("strict")}')
+    say(f'  the schema the model is given: name "{spec.get("name")}", strict={spec.get("strict")}, '
+        'wrapped as {"response": ...}')
     say(f"      {fields}")
     say(f"      required: {len(schema.get('required') or [])} of {len(schema.get('properties') or {})} fields; "
         f"additionalProperties: {json.dumps(schema.get('additionalProperties'))}")

@@ -12,17 +12,17 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, List, Optional, TypedDict, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, TypedDict, TypeVar, Union
 
 from . import caller
-from .context import RunContextWrapper
+from .context import RunContextWrapper, ToolContext
 from .errors import ModelBehaviorError, UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .validate import ArgumentsError, parse_arguments, validate_value
-from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
-from .tool import ToolsToFinalOutputResult  # noqa: F401 - upstream's agents.agent exports it
+from .tool import (FunctionTool, FunctionToolResult, HostedTool, NestedInterruption, ToolError,
+                   ToolsToFinalOutputResult, default_tool_error_function, output_text)
 
 logger = logging.getLogger("miniagents")
 TContext = TypeVar("TContext")
@@ -32,26 +32,75 @@ class StopAtTools(TypedDict):
     stop_at_tool_names: List[str]
 
 
+ToolsToFinalOutputFunction = Callable[[RunContextWrapper, List[FunctionToolResult]],
+                                      Union[ToolsToFinalOutputResult, Awaitable[ToolsToFinalOutputResult]]]
+
+
+class AgentToolStreamEvent(TypedDict):
+    """What `as_tool(on_stream=...)` receives for each event of the nested run: the event, the nested agent, and
+    the `function_call` item that started it."""
+
+    event: Any
+    agent: Any
+    tool_call: Optional[dict]
+
+
+class Prompt(TypedDict, total=False):
+    """A prompt stored on the OpenAI platform (`id`, optional `version` and `variables`); Responses API only."""
+
+    id: str
+    version: str
+    variables: Dict[str, Any]
+
+
+@dataclass
+class GenerateDynamicPromptData:
+    """What a `DynamicPromptFunction` is given each turn: the run's context and the agent."""
+
+    context: RunContextWrapper
+    agent: Any
+
+
+DynamicPromptFunction = Callable[[GenerateDynamicPromptData], Union[Prompt, Awaitable[Prompt]]]
+
+
 def _require_type(name: str, value: Any, types: tuple, what: str) -> None:
     if not isinstance(value, types):
         raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
 
 
 @dataclass(frozen=True)
-class Agent(Generic[TContext]):
-    """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
-    `(ctx, agent) -> str`), `tools` the `FunctionTool`s it may call, `handoffs` the agents (or `Handoff`s) it
-    may give the conversation to, `model` a model name or `Model`, and `output_type` the final output's type
-    (None: text). `tool_use_behavior` decides whether tool results end the run; `reset_tool_choice` un-forces
-    `tool_choice` after a tool call. `capabilities` add tools, instructions and request parameters for each run
-    (fresh copies per run; see miniagents.capabilities). `mcp_servers`, `mcp_config` and `prompt` exist for
-    upstream's signature; setting them is a `UserError`."""
+class AgentBase(Generic[TContext]):
+    """What every agent has (upstream's base of `Agent`): a name, a description for handoffs, tools, and the MCP
+    fields miniagents does not use."""
 
     name: str
     handoff_description: Optional[str] = None
     tools: list = field(default_factory=list)
     mcp_servers: list = field(default_factory=list)
     mcp_config: dict = field(default_factory=dict)
+
+    async def get_all_tools(self, run_context: RunContextWrapper) -> list:
+        """The tools enabled for this run context (upstream's coroutine): function tools whose `is_enabled`
+        says so, and every hosted tool."""
+        return self.get_enabled_tools(run_context)
+
+    def get_enabled_tools(self, ctx: RunContextWrapper) -> list:
+        return [t for t in self.tools if _enabled(getattr(t, "is_enabled", True), ctx, self)]
+
+
+@dataclass(frozen=True)
+class Agent(AgentBase[TContext]):
+    """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
+    `(ctx, agent) -> str`), `tools` the `FunctionTool`s (and hosted tools) it may call, `handoffs` the agents
+    (or `Handoff`s) it may give the conversation to, `model` a model name or `Model`, and `output_type` the final
+    output's type (None: text) or an `AgentOutputSchemaBase`. `prompt` is a stored prompt (`Prompt`, or a
+    `DynamicPromptFunction` called each turn) sent to a Responses API model. `tool_use_behavior` decides
+    whether tool results end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call.
+    `capabilities` add tools, instructions and request parameters for each run (fresh copies per run; see
+    miniagents.capabilities). `mcp_servers` and `mcp_config` exist for upstream's signature; setting them is a
+    `UserError`."""
+
     instructions: Union[str, Callable, None] = None
     prompt: Any = None
     handoffs: list = field(default_factory=list)
@@ -73,9 +122,13 @@ class Agent(Generic[TContext]):
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):
             _require_type(name, getattr(self, name), (list,), "a list")
         _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
-        if self.mcp_servers or self.mcp_config or self.prompt is not None:
-            raise UserError(f"Agent {self.name!r}: mcp_servers, mcp_config and prompt are not supported by "
-                            "miniagents (no MCP, no stored prompts); wrap an MCP tool as a function_tool instead")
+        if self.mcp_servers or self.mcp_config:
+            raise UserError(f"Agent {self.name!r}: mcp_servers and mcp_config are not supported by miniagents (no "
+                            "MCP client); use HostedMCPTool, or wrap an MCP tool as a function_tool")
+        if self.prompt is not None and not (callable(self.prompt) or isinstance(self.prompt, dict)
+                                            and isinstance(self.prompt.get("id"), str)):
+            raise TypeError(f"Agent prompt must be a Prompt dict with an 'id', a function returning one, or None, "
+                            f"got {type(self.prompt).__name__}")
         _require_type("reset_tool_choice", self.reset_tool_choice, (bool,), "a bool")
         if self.model is not None and not isinstance(self.model, (str, Model)):
             raise TypeError(f"Agent model must be a string, a Model or None, got {type(self.model).__name__}")
@@ -92,9 +145,9 @@ class Agent(Generic[TContext]):
                 or (isinstance(behavior, dict) and "stop_at_tool_names" in behavior)):
             raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
         for tool in self.tools:
-            if not isinstance(tool, FunctionTool):
+            if not isinstance(tool, (FunctionTool, HostedTool)):
                 raise TypeError(f"Agent tools must be FunctionTool objects (decorate functions with "
-                                f"@function_tool), got {type(tool).__name__}")
+                                f"@function_tool) or hosted tools, got {type(tool).__name__}")
         for item in self.handoffs:
             if not isinstance(item, (Agent, Handoff)):
                 raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")
@@ -111,8 +164,15 @@ class Agent(Generic[TContext]):
             return caller.Ready(caller.call(self.instructions, ctx, self))
         return caller.Ready(self.instructions)
 
-    def get_enabled_tools(self, ctx: RunContextWrapper) -> list:
-        return [t for t in self.tools if _enabled(t.is_enabled, ctx, self)]
+    def get_prompt(self, ctx: RunContextWrapper) -> Optional[dict]:
+        """The stored prompt to send this turn: `prompt` as given, or what its function returns."""
+        if callable(self.prompt):
+            prompt = caller.call(self.prompt, GenerateDynamicPromptData(context=ctx, agent=self))
+            if not (isinstance(prompt, dict) and isinstance(prompt.get("id"), str)):
+                raise UserError(f"Agent {self.name!r}: the prompt function must return a Prompt dict with an 'id', "
+                                f"got {type(prompt).__name__}")
+            return prompt
+        return self.prompt
 
     def get_enabled_handoffs(self, ctx: RunContextWrapper) -> list:
         wrapped = [h if isinstance(h, Handoff) else handoff(h) for h in self.handoffs]
@@ -159,8 +219,12 @@ class Agent(Generic[TContext]):
                 text = data.get("input")
                 if not isinstance(text, str):
                     raise ArgumentsError(f"tool '{name}': parameter 'input' must be a string, got {text!r}")
-            # The inner run shares usage and approval decisions with the caller's run.
-            nested_ctx = RunContextWrapper(context=ctx.context, usage=ctx.usage, approvals=ctx.approvals)
+            # The inner run shares usage and approval decisions with the caller's run; its context is a ToolContext
+            # naming this call, so its result's `agent_tool_invocation` says which call made it.
+            nested_ctx = ToolContext.from_agent_context(ctx, getattr(ctx, "tool_call_id", ""),
+                                                        getattr(ctx, "tool_call", None), agent, tool_name=name,
+                                                        tool_arguments=raw_args)
+            nested_ctx.turn_input = []
             paused = getattr(ctx, "resume_state", None)
             if paused is not None:
                 paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
@@ -175,8 +239,8 @@ class Agent(Generic[TContext]):
                                ledger=getattr(ctx, "ledger", None))
             if paused is None:  # the inner run's approvals are its own, kept beside the caller's
                 nested.state.context_wrapper.approval_scope = nested.state.run_id
-            on_event = None if on_stream is None else lambda event: caller.call(on_stream, {
-                "event": event, "agent": agent, "tool_call": getattr(ctx, "tool_call", None)})
+            on_event = None if on_stream is None else lambda event: caller.call(on_stream, AgentToolStreamEvent(
+                event=event, agent=agent, tool_call=getattr(ctx, "tool_call", None)))
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
                 result = drive(nested, on_event)
             except ModelBehaviorError as inner:  # the inner model's mistake, not this call's arguments

@@ -1,17 +1,21 @@
 """An agent's `output_type` as the model sees it and as the run reads it back: `AgentOutputSchema`.
 
-The model is sent a strict JSON schema named `final_output`; a type that is not an object is wrapped as
-`{"response": T}` (JSON Schema roots must be objects) and unwrapped after parsing. The final text is parsed
-with the same validator tool arguments use, so a wrong answer names its path. Declared once per type and
-cached: building a schema is pure, and a turn must not pay for it again.
+The model is sent a JSON schema named `final_output` (strict unless `AgentOutputSchema(T,
+strict_json_schema=False)` says otherwise); as upstream, a type that is not a pydantic model or a dict type
+(a dataclass, a list, an int) is wrapped as `{"response": T}` and unwrapped after parsing. The final text
+is parsed with the same validator tool arguments use, so a wrong answer names its path. An agent's
+`output_type` may also be any `AgentOutputSchemaBase`, used as given. Declared once per type and cached:
+building a schema is pure, and a turn must not pay for it again.
 """
 from __future__ import annotations
 
+import abc
 import json
+import typing
 from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
-from .schema import type_schema
+from .schema import SpecReads, type_schema
 from .validate import ArgumentsError, jsonable, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
@@ -25,7 +29,38 @@ class InvalidFinalOutput(ModelBehaviorError):
         self.raw_text = raw_text
 
 
-class AgentOutputSchema:
+class AgentOutputSchemaBase(SpecReads, abc.ABC):
+    """What the run needs of an output type: its JSON schema, whether it is strict or plain text, its name,
+    and how to turn the model's final text into the output (raising `ModelBehaviorError` when it does not fit).
+    Subclass it to control the schema sent and the parsing done; pass an instance as `Agent(output_type=...)`."""
+
+    @abc.abstractmethod
+    def is_plain_text(self) -> bool: ...
+
+    @abc.abstractmethod
+    def name(self) -> str: ...
+
+    @abc.abstractmethod
+    def json_schema(self) -> dict: ...
+
+    @abc.abstractmethod
+    def is_strict_json_schema(self) -> bool: ...
+
+    @abc.abstractmethod
+    def validate_json(self, json_str: str) -> Any: ...
+
+    def validate_data(self, data: Any) -> Any:
+        """Already-decoded JSON data (an error handler's dict or list) -> the output (here: via its JSON text)."""
+        return self.validate_json(json.dumps(data))
+
+    def spec(self) -> Optional[dict]:
+        """What the kernel sends a model: None for plain text, else `{"name", "schema", "strict"}`."""
+        if self.is_plain_text():
+            return None
+        return {"name": FINAL_OUTPUT, "schema": self.json_schema(), "strict": self.is_strict_json_schema()}
+
+
+class AgentOutputSchema(AgentOutputSchemaBase):
     """The JSON schema of `output_type` (None or `str`: plain text, no schema) and how to read an answer."""
 
     def __init__(self, output_type: Any, strict_json_schema: bool = True):
@@ -34,7 +69,15 @@ class AgentOutputSchema:
         self._schema: Optional[dict] = None
         self._wrapped = False
         if not self.is_plain_text():
-            self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema)
+            try:
+                self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema,
+                                                              output_rule=True)
+            except UserError as e:
+                if not strict_json_schema:
+                    raise
+                raise UserError(f"Strict JSON schema is enabled, but the output type is not valid: {e.message}. "
+                                "Either make the output type strict, or wrap your type with "
+                                "AgentOutputSchema(YourType, strict_json_schema=False)") from None
 
     def is_plain_text(self) -> bool:
         return self.output_type in (None, str)
@@ -48,15 +91,7 @@ class AgentOutputSchema:
         return self._schema
 
     def name(self) -> str:
-        if self.is_plain_text():
-            return "str"
-        return getattr(self.output_type, "__name__", None) or repr(self.output_type)
-
-    def spec(self) -> Optional[dict]:
-        """What the kernel sends a model: None for plain text, else `{"name", "schema", "strict"}`."""
-        if self._schema is None:
-            return None
-        return {"name": FINAL_OUTPUT, "schema": self._schema, "strict": self._strict}
+        return "str" if self.output_type is None else type_to_str(self.output_type)
 
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
@@ -84,11 +119,23 @@ class AgentOutputSchema:
         return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
 
 
+def type_to_str(tp: Any) -> str:
+    """A type as upstream names it: `Answer`, `list[str]`, `dict[str, int]`."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is None:
+        return getattr(tp, "__name__", repr(tp))
+    if not args:
+        return str(tp)
+    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_to_str(a) for a in args)}]"
+
+
 _cache: dict = {}
 
 
-def output_schema(output_type: Any) -> AgentOutputSchema:
-    """The `AgentOutputSchema` of an agent's `output_type`, built once per (hashable) type."""
+def output_schema(output_type: Any) -> AgentOutputSchemaBase:
+    """The schema object of an agent's `output_type` (itself when it is one), built once per (hashable) type."""
+    if isinstance(output_type, AgentOutputSchemaBase):
+        return output_type
     try:
         return _cache[output_type]
     except KeyError:

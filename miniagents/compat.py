@@ -26,18 +26,18 @@ from importlib.machinery import ModuleSpec
 UPSTREAM_PATHS = {
     "decorators": "function_tool tool=function_tool input_guardrail output_guardrail tool_input_guardrail "
                   "tool_output_guardrail",
-    "memory": "Session SessionABC SQLiteSession SessionSettings SessionInputCallback=aliases:SessionInputCallback",
+    "memory": "Session SessionABC SQLiteSession SessionSettings SessionInputCallback=config:SessionInputCallback",
     "memory.session": "Session SessionABC",
     "memory.session_settings": "SessionSettings",
     "memory.sqlite_session": "SQLiteSession",
     "exceptions": "AgentsException InputGuardrailTripwireTriggered MaxTurnsExceeded ModelBehaviorError "
                   "ModelRefusalError ModelTimeoutError OutputGuardrailTripwireTriggered RunErrorDetails "
                   "ToolInputGuardrailTripwireTriggered ToolOutputGuardrailTripwireTriggered ToolTimeoutError UserError",
-    "run_context": "RunContextWrapper TContext",
-    "model_settings": "ModelSettings ToolChoice=aliases:ToolChoice",
+    "run_context": "RunContextWrapper TContext AgentHookContext",
+    "model_settings": "ModelSettings ToolChoice=config:ToolChoice",
     "usage": "Usage",
     "run_state": "RunState",
-    "lifecycle": "RunHooks AgentHooks",
+    "lifecycle": "RunHooks AgentHooks RunHooksBase=RunHooks AgentHooksBase=AgentHooks AgentHookContext",
     "guardrail": "GuardrailFunctionOutput InputGuardrail InputGuardrailResult OutputGuardrail OutputGuardrailResult "
                  "input_guardrail output_guardrail",
     "tool_guardrails": "ToolGuardrailFunctionOutput ToolInputGuardrail ToolInputGuardrailData ToolInputGuardrailResult "
@@ -47,7 +47,7 @@ UPSTREAM_PATHS = {
     "stream_events": "AgentUpdatedStreamEvent RawResponsesStreamEvent RunItemStreamEvent StreamEvent "
                      "TResponseStreamEvent",
     "run_config": "RunConfig ToolExecutionConfig CallModelData ModelInputData ToolErrorFormatterArgs DEFAULT_MAX_TURNS "
-                  "CallModelInputFilter=aliases:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
+                  "CallModelInputFilter=config:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
                   "ToolNameCollisionPolicy ReasoningItemIdPolicy",
     "run_error_handlers": "RunErrorData RunErrorHandler RunErrorHandlerInput RunErrorHandlerResult RunErrorHandlers",
     "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema",
@@ -55,23 +55,42 @@ UPSTREAM_PATHS = {
     "models.openai_chatcompletions": "OpenAIChatCompletionsModel",
     "models.openai_responses": "OpenAIResponsesModel",
     "models.openai_provider": "OpenAIProvider",
+    "models.multi_provider": "MultiProvider=models.provider:MultiProvider "
+                             "MultiProviderMap=models.provider:MultiProviderMap",
     "extensions": "",
     "extensions.handoff_filters": "remove_all_tools=handoff_helpers:remove_all_tools",
     "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
                                  "prompt_with_handoff_instructions=handoff_helpers:prompt_with_handoff_instructions",
     "version": "__version__",
+    "prompts": "Prompt DynamicPromptFunction GenerateDynamicPromptData",
 }
 
 # Names the package serves from here: upstream's type aliases, and classes miniagents defines but does
 # not import into the package itself.
 TOP_LEVEL = {
-    **{name: "aliases:" + name for name in (
-        "TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "TContext", "Tool", "StreamEvent",
-        "ToolsToFinalOutputFunction", "HandoffInputFilter", "RunErrorHandler", "RunErrorHandlers",
-        "ToolErrorFormatter", "ToolNotFoundBehavior", "ReasoningItemIdPolicy", "ToolNameCollisionPolicy")},
+    **{name: "items:" + name for name in ("TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent",
+                                          "InputItem")},
+    **{name: "tool:" + name for name in (
+        "Tool", "ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", "ToolOutputTextDict",
+        "ToolOutputImageDict", "ToolOutputFileContentDict", "WebSearchTool", "WebSearchToolImageSettings",
+        "FileSearchTool", "CodeInterpreterTool", "ImageGenerationTool", "ImageGenerationToolConfig",
+        "HostedMCPTool")},
+    **{name: "agent:" + name for name in ("AgentBase", "AgentToolStreamEvent", "ToolsToFinalOutputFunction",
+                                          "Prompt", "DynamicPromptFunction", "GenerateDynamicPromptData")},
+    **{name: "config:" + name for name in ("RunErrorHandler", "RunErrorHandlers", "RunErrorData", "ToolErrorFormatter",
+                                           "ToolNotFoundBehavior", "ReasoningItemIdPolicy", "ToolNameCollisionPolicy")},
+    **{name: "retry:" + name for name in (
+        "ModelRetrySettings", "ModelRetryBackoffSettings", "ModelRetryAdvice", "ModelRetryAdviceRequest",
+        "ModelRetryNormalizedError", "RetryDecision", "RetryPolicy", "RetryPolicyContext", "retry_policies")},
+    "TContext": "context:TContext", "AgentHookContext": "context:AgentHookContext",
+    "StreamEvent": "result:StreamEvent", "AgentToolInvocation": "result:AgentToolInvocation",
+    "HandoffInputFilter": "handoffs:HandoffInputFilter", "AgentOutputSchemaBase": "agent_output:AgentOutputSchemaBase",
     "ToolInputGuardrailResult": "guardrails:ToolInputGuardrailResult",
     "ToolOutputGuardrailResult": "guardrails:ToolOutputGuardrailResult",
-    "RunErrorData": "config:RunErrorData",
+    "enable_verbose_stdout_logging": "logger:enable_verbose_stdout_logging",
+    "MultiProvider": "models.provider:MultiProvider", "ModelTracing": "models.interface:ModelTracing",
+    "set_default_openai_client": "models.provider:set_default_openai_client",
+    "run_demo_loop": "repl:run_demo_loop",
 }
 
 _TRACING_NAMES = (  # what tracing.py provides is not here: only exporters and spans of left-out features
@@ -100,6 +119,22 @@ LEFT_OUT = {
     "voice pipelines": ("", "voice"),
     "sandbox agents": ("", "sandbox extensions.sandbox"),
     "tracing exporters and the spans of left-out features": (_TRACING_NAMES, ""),
+    "tool search and programmatic tool calling": (
+        "ToolSearchTool ToolSearchCallItem ToolSearchOutputItem tool_namespace ProgrammaticToolCallingTool ToolCaller",
+        ""),
+    "custom (free-form text) tools": ("CustomTool CustomToolCustomDataContext CustomToolCustomDataExtractor", ""),
+    "tool origin metadata and custom tool data": ("ToolOrigin ToolOriginType FunctionToolCustomDataContext "
+                                                  "FunctionToolCustomDataExtractor", ""),
+    "nested handoff history": ("nest_handoff_history default_handoff_history_mapper get_conversation_history_wrappers "
+                               "set_conversation_history_wrappers reset_conversation_history_wrappers", ""),
+    "replacement messages for blocked tool output": ("OutputGuardrailBlockedMessageArgs "
+                                                     "OutputGuardrailBlockedMessageFormatter", ""),
+    "OpenAI server-side sessions, compaction and transports": (
+        "OpenAIConversationsSession OpenAIResponsesCompactionArgs OpenAIResponsesCompactionAwareSession "
+        "OpenAIResponsesCompactionSession is_openai_responses_compaction_aware_session CompactionItem "
+        "OpenAIResponsesWSModel OpenAIResponsesWebSocketOptions ResponsesWebSocketSession responses_websocket_session "
+        "set_default_openai_responses_transport OpenAIAgentRegistrationConfig set_default_openai_agent_registration "
+        "set_default_openai_harness", ""),
 }
 _FEATURE_OF_NAME = {name: feature for feature, (names, _) in LEFT_OUT.items() for name in names.split()}
 _FEATURE_OF_PATH = {path: feature for feature, (_, paths) in LEFT_OUT.items() for path in paths.split()}

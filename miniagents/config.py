@@ -6,10 +6,17 @@ processors you registered, or to `trace_path` (JSON lines); nothing is ever sent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Awaitable, Callable, List, Literal, Optional, TypedDict, Union
 
 from .errors import UserError
+from .items import TResponseInputItem
 from .models.interface import ModelSettings
+
+# Upstream's type names for RunConfig's choices and callbacks (a callback may also return an awaitable).
+ToolNotFoundBehavior = Literal["raise_error", "return_error_to_model"]
+ReasoningItemIdPolicy = Literal["preserve", "omit"]
+ToolNameCollisionPolicy = Literal["warn", "error"]
+ToolChoice = Union[Literal["auto", "required", "none"], str, None]
 
 
 @dataclass
@@ -128,3 +135,13 @@ class RunErrorHandlerResult:
 
     final_output: Any
     include_in_history: bool = True
+
+
+ToolErrorFormatter = Callable[[ToolErrorFormatterArgs], Union[Optional[str], Awaitable[Optional[str]]]]
+CallModelInputFilter = Callable[[CallModelData], Union[ModelInputData, Awaitable[ModelInputData]]]
+SessionInputCallback = Callable[[List[TResponseInputItem], List[TResponseInputItem]],
+                                Union[List[TResponseInputItem], Awaitable[List[TResponseInputItem]]]]
+# A handler returns a RunErrorHandlerResult, a dict of its fields, a raw final output, or None (re-raise).
+RunErrorHandler = Callable[[RunErrorHandlerInput], Any]
+RunErrorHandlers = TypedDict("RunErrorHandlers", {"max_turns": RunErrorHandler, "model_refusal": RunErrorHandler,
+                                                  "invalid_final_output": RunErrorHandler}, total=False)

@@ -6,7 +6,7 @@ Responses API usage shape (the kernel's one format) with every detail optional.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Optional, TypeVar
 
 TContext = TypeVar("TContext")
@@ -149,6 +149,22 @@ class RunContextWrapper(Generic[TContext]):
     def rejection_message(self, tool_name: str, call_id: str) -> Optional[str]:
         return (self.approvals.get(self._key(tool_name)) or {}).get("rejection_messages", {}).get(call_id)
 
+    # Upstream's names for the two reads above; `existing_pending` (a ToolApprovalItem) may name the tool.
+    def get_approval_status(self, tool_name: str, call_id: str, *, existing_pending: Any = None,
+                            **_upstream_only: Any) -> Optional[bool]:
+        """True / False once a person decided about this call (or every call of its tool), None while it waits."""
+        return self.is_tool_approved(getattr(existing_pending, "tool_name", None) or tool_name, call_id)
+
+    def get_rejection_message(self, tool_name: str, call_id: str, *, existing_pending: Any = None,
+                              **_upstream_only: Any) -> Optional[str]:
+        """The message given with `reject(..., rejection_message=...)` for this call, or None."""
+        return self.rejection_message(getattr(existing_pending, "tool_name", None) or tool_name, call_id)
+
+
+@dataclass(eq=False)
+class AgentHookContext(RunContextWrapper[TContext]):
+    """The context agent hooks receive (upstream's name); the same data as a `RunContextWrapper`."""
+
 
 @dataclass(eq=False)
 class ToolContext(RunContextWrapper[TContext]):
@@ -164,3 +180,26 @@ class ToolContext(RunContextWrapper[TContext]):
     # the turn, read by as_tool: an inner run without a session of its own claims its calls there).
     resume_state: Any = field(default=None, repr=False)
     ledger: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_agent_context(cls, context: RunContextWrapper, tool_call_id: str, tool_call: Any = None,
+                           agent: Any = None, *, tool_name: Optional[str] = None,
+                           tool_arguments: Optional[str] = None, tool_namespace: Optional[str] = None,
+                           run_config: Any = None) -> "ToolContext":
+        """A tool's context made from the run's: the same context object, usage and approval decisions
+        (shared, not copied), the call's name and arguments (from `tool_call` unless given), and the agent and
+        run config of `context` when it is itself a ToolContext and none are given."""
+        if tool_name is None:
+            if tool_call is None:
+                raise ValueError("tool_name must be passed to ToolContext")
+            tool_name = tool_call["name"] if isinstance(tool_call, dict) else tool_call.name
+        if tool_arguments is None:
+            if tool_call is None:
+                raise ValueError("tool_arguments must be passed to ToolContext")
+            tool_arguments = tool_call["arguments"] if isinstance(tool_call, dict) else tool_call.arguments
+        if isinstance(context, ToolContext):
+            agent = agent if agent is not None else context.agent
+            run_config = run_config if run_config is not None else context.run_config
+        shared = {f.name: getattr(context, f.name) for f in fields(RunContextWrapper) if f.init}
+        return cls(**shared, tool_name=tool_name, tool_call_id=tool_call_id, tool_arguments=tool_arguments,
+                   tool_call=tool_call, agent=agent, run_config=run_config)

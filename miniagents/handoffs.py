@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
 
 from . import caller
 from .errors import ModelBehaviorError, UserError
 from .items import preview
-from .schema import check_tool_name, ensure_strict_json_schema, tool_name_from, tool_spec, type_schema
+from .schema import (SpecReads, check_tool_name, ensure_strict_json_schema, tool_name_from, tool_spec,
+                     type_schema)
 from .validate import validate_value
 
 
@@ -33,11 +34,12 @@ class HandoffInputData:
         return dataclasses.replace(self, **kwargs)
 
 
+HandoffInputFilter = Callable[[HandoffInputData], Union[HandoffInputData, Awaitable[HandoffInputData]]]
 TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)
-class Handoff(Generic[TContext]):
+class Handoff(SpecReads, Generic[TContext]):
     """What `handoff()` builds: the function the model sees (`tool_name`, `tool_description`,
     `input_json_schema`) and `on_invoke_handoff(ctx, raw_args)`, which returns the agent to switch to."""
 

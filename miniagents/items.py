@@ -11,19 +11,44 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional
+
+from .context import Usage
+
+# Upstream's names for the three kinds of Responses data; in miniagents each is a JSON-ready dict.
+TResponseInputItem = Dict[str, Any]
+TResponseOutputItem = Dict[str, Any]
+TResponseStreamEvent = Dict[str, Any]
 
 
 class RawItem(dict):
-    """A JSON-ready dict whose keys can also be read as attributes."""
+    """A JSON-ready dict whose keys can also be read as attributes, nested ones too
+    (`item.raw_item.content[0].text`, `event.data.response.output`), as upstream's typed objects allow."""
 
     __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return self[name]
+            value = self[name]
         except KeyError:
             raise AttributeError(f"item of type {self.get('type', 'message')!r} has no field {name!r}") from None
+        if type(value) is dict:  # made readable the first time it is read, in place, so it stays one object
+            value = self[name] = RawItem(value)
+        elif type(value) is list:
+            for n, element in enumerate(value):
+                if type(element) is dict:
+                    value[n] = RawItem(element)
+        return value
+
+
+@dataclass
+class ModelResponse:
+    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
+
+    output: list
+    usage: Usage = field(default_factory=Usage)
+    response_id: Optional[str] = None
+    request_id: Optional[str] = None
 
 
 def as_raw_item(item: dict) -> RawItem:
@@ -253,6 +278,15 @@ class HandoffOutputItem(RunItem):
 
 
 @dataclass
+class InputItem(RunItem):
+    """Input added to a paused run (`RunState.add_input`), as it entered the transcript before the next model
+    call; `input_id` names this occurrence."""
+
+    input_id: str = field(default_factory=lambda: os.urandom(16).hex())
+    type: str = field(init=False, default="input_item")
+
+
+@dataclass
 class ToolApprovalItem(RunItem):
     """A call that waits for a person's decision. It is not part of the transcript."""
 
@@ -270,7 +304,13 @@ class ToolApprovalItem(RunItem):
         return self.raw_item.get("name", "")
 
     @property
-    def arguments(self) -> Any:
+    def arguments(self) -> Optional[str]:
+        """The call's arguments as the model sent them: JSON text (upstream's type)."""
+        return self.raw_item.get("arguments")
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded: a dict for a JSON object ({} when there are none), else the text as sent."""
         text = self.raw_item.get("arguments") or "{}"
         try:
             return json.loads(text)

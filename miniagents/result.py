@@ -6,9 +6,9 @@ hands back that state so a paused run can be approved, serialised and resumed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, AsyncIterator, Callable, Optional
+from typing import Any, AsyncIterator, Callable, Optional, Union
 
-from .items import ToolApprovalItem, drop_orphans, to_input_list
+from .items import ToolApprovalItem, as_raw_item, drop_orphans, to_input_list
 
 EVENT_NAMES = {
     "message_output_item": "message_output_created",
@@ -26,6 +26,9 @@ class RawResponsesStreamEvent:
 
     data: dict
     type: str = "raw_response_event"
+
+    def __post_init__(self):
+        self.data = as_raw_item(self.data)  # `event.data.type`, `event.data.delta`, as upstream's typed events
 
 
 @dataclass(eq=False)
@@ -56,8 +59,35 @@ def replayable(input: Any, new_items: list, mode: str) -> list:
     return drop_orphans(items) if mode == "normalized" else items
 
 
+StreamEvent = Union[RawResponsesStreamEvent, RunItemStreamEvent, AgentUpdatedStreamEvent]
+
+
+@dataclass(frozen=True)
+class AgentToolInvocation:
+    """Which call of an agent-as-tool produced a nested run's result: the tool's name, call id and arguments."""
+
+    tool_name: str
+    tool_call_id: str
+    tool_arguments: str
+
+
+class RunResultBase:
+    """What `RunResult` and `RunResultStreaming` share (upstream's base class)."""
+
+    context_wrapper: Any
+
+    @property
+    def agent_tool_invocation(self) -> Optional[AgentToolInvocation]:
+        """For the result of an agent run as a tool (`Agent.as_tool`): the call that ran it; else None."""
+        ctx = self.context_wrapper
+        name = getattr(ctx, "tool_name", None)
+        if not name:
+            return None
+        return AgentToolInvocation(name, ctx.tool_call_id, ctx.tool_arguments)
+
+
 @dataclass(eq=False)
-class RunResult:
+class RunResult(RunResultBase):
     """What a finished or paused run returns: its input, the items it generated, the model responses, the
     final output (None while paused on `interruptions`), the last agent and the guardrail results."""
 

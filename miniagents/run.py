@@ -14,16 +14,19 @@ from typing import Any, Callable, Generator, Optional
 
 from . import caller, tracing
 from .agent_output import output_schema
-from .config import CallModelData, ModelInputData  # noqa: F401 - upstream's agents.run exports them
+from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolErrorFormatter,  # noqa: F401
+                     ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy,  # upstream's agents.run
+                     ToolNotFoundBehavior)  # exports them
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import AgentHooks, RunHooks, notify
-from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
+from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
 from .state import RunState, reachable_agents
+from .tool import HostedTool
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
 
@@ -45,6 +48,8 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
             turn = TurnResult(state.current_agent, [], NextStepError(
                 "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
         else:
+            if state.pending is None and state.pending_input:
+                admit_input(run)
             turn = yield from run_turn(run)
         step = turn.next_step
         if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
@@ -117,7 +122,30 @@ def finish(run: Run, output: Any) -> RunResult:
 
         run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
     notify(run.hooks, "on_agent_end", state.context_wrapper, agent, output)
+    state.finished = True
     return RunResult.from_state(state, output)
+
+
+def admit_input(run: Run) -> None:
+    """`RunState.add_input`'s items enter the run before the next model call: the input guardrails check them
+    first, then they join the items and transcript (as `InputItem`s) and the session."""
+    state, agent = run.state, run.state.current_agent
+    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
+    if guardrails:
+        from .guardrails import run_input_guardrails
+
+        run_input_guardrails(guardrails, agent, list(state.pending_input), state.context_wrapper,
+                             state.input_guardrail_results)
+    admitted = [InputItem(agent=agent, raw_item=item) for item in state.pending_input]
+    state.pending_input = []
+    state.generated_items.extend(admitted)
+    state.transcript.extend(item.raw_item for item in admitted)
+    if run.session is not None:
+        items = [item.raw_item for item in admitted]
+        if run.ledger is run.session:  # another resume of the same state may have admitted them already
+            run.session.add_items(items, once=f"{state.run_id}/input-{state.current_turn}")
+        else:
+            run.session.add_items(items)
 
 
 def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
@@ -263,6 +291,7 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
     run.capabilities = prepare_capabilities(starting_agent, config)
+    refuse_hosted_tools_on_chat(starting_agent, config)
     managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
         isinstance(input, RunState) and input.server_managed)
     if managed:
@@ -315,6 +344,21 @@ def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
     return prepared
 
 
+def refuse_hosted_tools_on_chat(starting_agent: Any, config: RunConfig) -> None:
+    """A hosted tool runs on the Responses API's side: an agent that has one and a Chat Completions model is a
+    `UserError` when the run starts, before any model call."""
+    for agent in reachable_agents(starting_agent):
+        hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
+        if hosted is None:
+            continue
+        model = get_model(agent, config)
+        if any(cls.__name__ == "OpenAIChatCompletionsModel" for cls in type(model).__mro__):
+            raise UserError(f"{type(hosted).__name__} ({hosted.name!r}) of agent {agent.name!r} is a hosted tool, "
+                            "which only the Responses API runs, but the agent's model uses Chat Completions. Use an "
+                            "OpenAIResponsesModel (OpenAIProvider(use_responses=True), or "
+                            "set_default_openai_api('responses')), or remove the tool.")
+
+
 def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
     The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
@@ -349,11 +393,12 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                 task.span_data.usage = state.context_wrapper.usage.to_json()
 
 
-class Runner:
-    """Runs an agent until it produces a final output, hands off, or pauses for approval."""
+class AgentRunner:
+    """Runs an agent until it produces a final output, hands off, or pauses for approval. `Runner`'s class
+    methods call the default instance (`get_default_agent_runner()`); subclass it and install yours with
+    `set_default_agent_runner` to change how every run starts (upstream's extension point)."""
 
-    @classmethod
-    def run_sync(cls, starting_agent: Any, input: Any, *, context: Any = None,
+    def run_sync(self, starting_agent: Any, input: Any, *, context: Any = None,
                  max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                  error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
                  auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
@@ -369,8 +414,7 @@ class Runner:
                              auto_previous_response_id, conversation_id, session)
         return drive(start_run(starting_agent, input, options, streaming=False))
 
-    @classmethod
-    async def run(cls, starting_agent: Any, input: Any, *, context: Any = None,
+    async def run(self, starting_agent: Any, input: Any, *, context: Any = None,
                   max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                   error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
                   auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
@@ -389,8 +433,7 @@ class Runner:
             run.state.cancel("immediate")
             raise
 
-    @classmethod
-    def run_streamed(cls, starting_agent: Any, input: Any, context: Any = None,
+    def run_streamed(self, starting_agent: Any, input: Any, context: Any = None,
                      max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                      previous_response_id: Optional[str] = None, auto_previous_response_id: bool = False,
                      conversation_id: Optional[str] = None, session: Any = None, *,
@@ -400,3 +443,44 @@ class Runner:
                              auto_previous_response_id, conversation_id, session)
         run = start_run(starting_agent, input, options, streaming=True)
         return RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
+
+
+_default_runner = AgentRunner()
+
+
+def set_default_agent_runner(runner: Optional[AgentRunner]) -> None:
+    """Make `runner` the one `Runner.run_sync`/`run`/`run_streamed` use (None: back to a plain `AgentRunner`)."""
+    global _default_runner
+    _default_runner = runner if runner is not None else AgentRunner()
+
+
+def get_default_agent_runner() -> AgentRunner:
+    return _default_runner
+
+
+def _same_signature(method: Callable) -> Callable:
+    """Give a `Runner` class method the signature and help text of the `AgentRunner` method it calls."""
+    import inspect
+
+    def adopt(forward: Callable) -> Callable:
+        forward.__signature__ = inspect.signature(method)  # its `self` stands for `cls`
+        forward.__doc__ = method.__doc__
+        return classmethod(forward)
+    return adopt
+
+
+class Runner:
+    """Runs an agent until it produces a final output, hands off, or pauses for approval (each call goes to
+    `get_default_agent_runner()`)."""
+
+    @_same_signature(AgentRunner.run_sync)
+    def run_sync(cls, starting_agent: Any, input: Any, **options: Any) -> RunResult:
+        return get_default_agent_runner().run_sync(starting_agent, input, **options)
+
+    @_same_signature(AgentRunner.run)
+    async def run(cls, starting_agent: Any, input: Any, **options: Any) -> RunResult:
+        return await get_default_agent_runner().run(starting_agent, input, **options)
+
+    @_same_signature(AgentRunner.run_streamed)
+    def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> RunResultStreaming:
+        return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)

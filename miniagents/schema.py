@@ -42,6 +42,21 @@ def tool_spec(name: str, description: str, parameters: dict, strict: bool) -> di
             "strict": strict}
 
 
+class SpecReads:
+    """Lets an object the kernel hands a model (a tool, a handoff, an output schema) also be read like its
+    plain-data `spec()` (`tool["name"]`, `handoff.get("parameters")`), as models written against miniagents'
+    earlier boundary, which passed the specs themselves, read them."""
+
+    def spec(self) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.spec()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return (self.spec() or {}).get(key, default)
+
+
 def check_tool_name(name: str) -> str:
     if not isinstance(name, str) or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
         raise UserError(f"Invalid tool name {name!r}: a tool name must match ^[a-zA-Z0-9_-]{{1,64}}$ "
@@ -455,20 +470,33 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                       strict_json_schema=strict_json_schema, context_kind=context_kind, _params=tuple(params))
 
 
-def type_schema(tp, *, strict: bool = True):
-    """Output type -> (schema, wrapped). Object types stand as the root; others become {"response": T}."""
+def is_json_object_type(tp) -> bool:
+    """Upstream's rule for an output type that stands as the schema's root: a pydantic model, or a dict type
+    (TypedDicts and `dict[str, T]` included). Everything else, dataclasses too, is wrapped in {"response": T}."""
+    base = strip_annotated(tp)[0]
+    origin = typing.get_origin(base)
+    cls = origin if origin is not None else base
+    return is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
+
+
+def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
+    """Type -> (schema, wrapped). Object types (dataclasses, TypedDicts, NamedTuples, pydantic models) stand as
+    the root; others become {"response": T}. `output_rule`: upstream's rule for an agent's output type instead
+    (`is_json_object_type`: only pydantic models and dict types stand as the root)."""
     builder = _Builder(strict)
     try:
         inner = builder.schema(tp)
     except _Unsupported as exc:
         raise _unsupported("output type", tp, exc) from None
-    base = strip_annotated(tp)[0]
-    if is_object_type(base) and "$ref" in inner:
+    stands = is_json_object_type(tp) if output_rule else is_object_type(strip_annotated(tp)[0])
+    if stands and "$ref" in inner:
         name = inner["$ref"].rsplit("/", 1)[-1]
         root = dict(builder.defs[name])
         if f'"#/$defs/{name}"' not in json.dumps(builder.defs):  # not recursive: no need to keep it
             del builder.defs[name]
         wrapped = False
+    elif stands and output_rule:  # a dict type: its object schema is the root
+        root, wrapped = dict(inner), False
     else:
         root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
                 "additionalProperties": False}

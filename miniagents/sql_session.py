@@ -35,7 +35,7 @@ import json
 import logging
 import re
 from types import SimpleNamespace
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 from .caller import Ready
 from .errors import AgentsException, UserError
@@ -293,13 +293,15 @@ class SQLSession(SessionABC):
 
         return self._transaction(body, write=True)
 
-    def settle_call(self, run_id: str, call_id: str, output: str) -> None:
-        """Record the output text of a claimed call, in its own small transaction (right after the call ran).
+    def settle_call(self, run_id: str, call_id: str, output: Union[str, list]) -> None:
+        """Record the output of a claimed call (its text, or the list of content parts a tool returned as
+        `ToolOutputText`/`Image`/`FileContent`), in its own small transaction (right after the call ran).
         A call nobody claimed is claimed and settled at once."""
         owner = type(self).__name__
         key = (self.session_id, check_key(owner, "run_id", run_id), check_key(owner, "call_id", call_id, True))
-        if not isinstance(output, str):
-            raise UserError(f"{owner}.settle_call: output must be a string, not {type(output).__name__}")
+        if not isinstance(output, (str, list)):
+            raise UserError(f"{owner}.settle_call: output must be a string or a list of content parts, "
+                            f"not {type(output).__name__}")
         stored = json.dumps(output)
 
         def body(cur: Any) -> None:
@@ -309,10 +311,11 @@ class SQLSession(SessionABC):
         self._transaction(body, write=True)
 
 
-def _output_text(stored: str) -> str:
-    """A settled output as recorded (a JSON string); a row edited by hand to plain text is returned as is."""
+def _output_text(stored: str) -> Union[str, list]:
+    """A settled output as recorded (JSON: a string or a list of content parts); a row edited by hand to plain
+    text is returned as is."""
     try:
         value = json.loads(stored)
     except ValueError:
         return stored
-    return value if isinstance(value, str) else stored
+    return value if isinstance(value, (str, list)) else stored

@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Type
 
 from .context import RunContextWrapper, Usage
 from .errors import UserError
-from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
+from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -71,6 +71,8 @@ class RunState(Generic[TContext]):
         self.tool_output_guardrail_results: list = []
         self.transcript: list = []
         self.unsaved_session_input: list = []  # the new input, saved with the first completed turn
+        self.pending_input: list = []  # add_input's items, admitted before the next model call
+        self.finished = False  # a final output ended the run: no input may be added
         self.cancel_mode: Optional[str] = None  # set by cancel(); like `aborts`, never serialised
         self.aborts: list = []  # callables that abort what is in flight (an HTTP request), for cancel()
         self.rebuild_transcript()
@@ -111,6 +113,31 @@ class RunState(Generic[TContext]):
 
     def get_interruptions(self) -> list:
         return [i for i in self.generated_items if isinstance(i, ToolApprovalItem)] if self.pending else []
+
+    def add_input(self, input: Any) -> None:
+        """Add input (a string or input items) to a paused or cancelled run: it enters the transcript, after the
+        paused turn's outputs and the input guardrails, before the next model call. `UserError` when the run
+        ended with a final output, has no model turn left, or is paused on calls whose result may end it."""
+        if self.finished:
+            raise UserError("Cannot add input to a terminal RunState")
+        if self.max_turns is not None and self.current_turn >= self.max_turns:
+            raise UserError("Cannot add input to a RunState with no remaining model turns")
+        if self.pending is not None:
+            behavior = self.current_agent.tool_use_behavior
+            names = {i.get("name") for i in self.pending.output if i.get("type") == "function_call"}
+            if behavior == "stop_on_first_tool" or callable(behavior) or (
+                    isinstance(behavior, dict) and names & set(behavior.get("stop_at_tool_names", ()))):
+                raise UserError("Cannot add input to an interrupted RunState whose tool result may end the run")
+        if not isinstance(input, (str, list)):
+            raise UserError(f"add_input takes a string or a list of input items, got {type(input).__name__}")
+        new = to_input_list(input)
+        for n, problem in enumerate(item_problem(i) for i in new):
+            if problem:
+                raise UserError(f"add_input: input[{n}] {problem}")
+        self.pending_input.extend(json.loads(json.dumps(new)))  # a copy of its own
+
+    def clear_pending_input(self) -> None:
+        self.pending_input = []
 
     def approve(self, item: ToolApprovalItem, always_approve: bool = False) -> None:
         self.context_wrapper.approve_tool(item, always_approve=always_approve)
@@ -154,16 +181,18 @@ class RunState(Generic[TContext]):
 
 # --- The JSON document ------------------------------------------------------------------------
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_VERSIONS = {
     1: "first release: agents by name, input, generated items, model responses, the paused turn "
        "(response, settled outputs, nested agent-tool states), approvals, usage, JSON context",
     2: "adds run_id, the key of the run's calls in a session's exactly-once ledger (a version 1 document gets "
        "one derived from its content, the same at every load)",
+    3: "adds pending_input (RunState.add_input's items, not yet in the transcript), input_item generated items, "
+       "and finished (a final output ended the run)",
 }
 ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                 for cls in (MessageOutputItem, ReasoningItem, ToolCallItem, ToolCallOutputItem, HandoffCallItem,
-                            HandoffOutputItem, ToolApprovalItem)}
+                            HandoffOutputItem, ToolApprovalItem, InputItem)}
 
 
 def _json_path_error(value: Any, path: str = "context") -> Optional[str]:
@@ -227,6 +256,8 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "context": {"usage": ctx.usage.to_json(), "approvals": ctx.approvals, "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
         "unsaved_session_input": state.unsaved_session_input,
+        "pending_input": state.pending_input,
+        "finished": state.finished,
         "conversation_id": state.conversation_id,
         "previous_response_id": state.previous_response_id,
         "auto_previous_response_id": state.auto_previous_response_id,
@@ -351,6 +382,8 @@ class RunStateDocument(_Document, total=False):
     """The document `RunState.to_json` writes (`run_id` is required from version 2 on)."""
 
     run_id: str
+    pending_input: List[Dict[str, Any]]
+    finished: bool
     server_known: int
     conversation_id: Optional[str]
     previous_response_id: Optional[str]
@@ -375,6 +408,7 @@ def _bad_item(data: dict) -> Optional[str]:
     places += [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
     places += [(f"pending_turn.session_input[{n}]", i) for n, i in enumerate(pending["session_input"])]
     places += [(f"unsaved_session_input[{n}]", i) for n, i in enumerate(data["unsaved_session_input"])]
+    places += [(f"pending_input[{n}]", i) for n, i in enumerate(data.get("pending_input", ()))]
     for where, item in places:
         problem = item_problem(item)
         if problem:
@@ -444,6 +478,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                              for r in data["model_responses"]]
     state.agents_that_used_tools = set(data["agents_that_used_tools"])
     state.unsaved_session_input = data["unsaved_session_input"]
+    state.pending_input, state.finished = data.get("pending_input", []), data.get("finished", False)
     pending = data["pending_turn"]
     if pending is not None:
         if not 0 <= pending["start"] <= len(state.generated_items):

@@ -1,9 +1,12 @@
-"""Function tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy.
+"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; the hosted
+tools of the Responses API as configuration; the structured outputs (`ToolOutputText`/`Image`/`FileContent`).
 
-A tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
-`invoke_tool` is the one place that turns whatever happens inside a tool into text the model sees:
-the value as JSON text, a `ToolError`'s message verbatim, a redacted message for any other
-exception, or a timeout message. It never decides *whether* a call runs (that is `turn.py`'s plan).
+A function tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
+`invoke_tool` is the one place that turns whatever happens inside a tool into what the model sees:
+the value as JSON text (structured outputs as content parts), a `ToolError`'s message verbatim, a redacted
+message for any other exception, or a timeout message. It never decides *whether* a call runs (that is
+`turn.py`'s plan). A hosted tool (`WebSearchTool`, ...) runs on the model provider's side: the kernel only
+sends its configuration (`spec()`, the Responses API's tool object) and keeps the items it produces.
 """
 from __future__ import annotations
 
@@ -11,13 +14,13 @@ import inspect
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
 from . import caller, tracing
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
-from .schema import check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
+from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
@@ -61,13 +64,16 @@ class FunctionToolResult:
     agent_run_result: Any = None
 
 
+ToolErrorFunction = Callable[[RunContextWrapper, Exception], Union[str, Awaitable[str]]]
+
+
 def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str:
     """Upstream's redacted default: internal details (paths, secrets) never reach the prompt."""
     return REDACTED_TOOL_ERROR
 
 
 @dataclass(eq=False)
-class FunctionTool:
+class FunctionTool(SpecReads):
     """A tool the model can call. `name`, `description` and `params_json_schema` are what it sees (`spec()`);
     `on_invoke_tool(tool_context, raw_json_args)` runs one call. `needs_approval` pauses the run until a
     person decides; `timeout_*` and `failure_error_function` set what the model is told when a call fails
@@ -114,8 +120,13 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   strict_mode: bool = True, is_enabled: Union[bool, Callable] = True,
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
-                  timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None):
-    """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called."""
+                  timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
+                  defer_loading: bool = False):
+    """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called.
+    `defer_loading=True` (upstream: load the tool through the Responses API's tool search) is refused."""
+    if defer_loading:
+        raise UserError("function_tool(defer_loading=True) needs the Responses API's tool search (ToolSearchTool), "
+                        "which miniagents does not provide; drop defer_loading to send the tool with every request")
 
     def make(fn: Callable) -> FunctionTool:
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
@@ -153,6 +164,263 @@ async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending:
         return await pending
     except Exception as error:
         return failure_text(tool, ctx, raw_args, error)
+
+
+# --- Hosted tools: run by the model provider (Responses API only); the kernel sends their configuration ------
+
+
+class HostedTool(SpecReads):
+    """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object (by default a
+    copy of the tool's `tool_config`, sent as given), `includes` the `include` values the request needs. A Chat
+    Completions model cannot use them (refused at run start)."""
+
+    name = ""
+    includes: tuple = ()
+
+    def spec(self) -> dict:
+        return dict(getattr(self, "tool_config"))
+
+
+@dataclass
+class FileSearchTool(HostedTool):
+    """Search the given vector stores (OpenAI's file search)."""
+
+    vector_store_ids: List[str]
+    max_num_results: Optional[int] = None
+    include_search_results: bool = False
+    ranking_options: Optional[dict] = None
+    filters: Optional[dict] = None
+
+    def __post_init__(self):
+        n = self.max_num_results
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 50):
+            raise UserError("FileSearchTool max_num_results must be zero, an integer between 1 and 50, or None.")
+
+    @property
+    def name(self) -> str:
+        return "file_search"
+
+    @property
+    def includes(self) -> tuple:
+        return ("file_search_call.results",) if self.include_search_results else ()
+
+    def spec(self) -> dict:
+        spec: dict = {"type": "file_search", "vector_store_ids": list(self.vector_store_ids)}
+        if self.max_num_results:  # 0 and None both mean the provider's default
+            spec["max_num_results"] = self.max_num_results
+        if self.ranking_options:
+            spec["ranking_options"] = self.ranking_options
+        if self.filters:
+            spec["filters"] = self.filters
+        return spec
+
+
+class WebSearchToolImageSettings(TypedDict, total=False):
+    """Image results of `WebSearchTool` when `search_content_types` includes "image"."""
+
+    max_results: int
+    caption: bool
+
+
+@dataclass
+class WebSearchTool(HostedTool):
+    """Search the web (OpenAI's web search)."""
+
+    user_location: Optional[dict] = None
+    filters: Optional[dict] = None
+    search_context_size: Literal["low", "medium", "high"] = "medium"
+    external_web_access: Optional[bool] = None
+    search_content_types: Optional[List[str]] = None
+    image_settings: Optional[WebSearchToolImageSettings] = None
+
+    @property
+    def name(self) -> str:
+        return "web_search"
+
+    @property
+    def includes(self) -> tuple:
+        return ("web_search_call.results",) if "image" in (self.search_content_types or ()) else ()
+
+    def spec(self) -> dict:
+        filters = self.filters
+        dump = getattr(filters, "model_dump", None)
+        spec: dict = {"type": "web_search", "filters": dump() if callable(dump) else filters,
+                      "user_location": self.user_location, "search_context_size": self.search_context_size}
+        if self.external_web_access is not None:
+            spec["external_web_access"] = self.external_web_access
+        if self.search_content_types is not None:
+            spec["search_content_types"] = list(self.search_content_types)
+        if self.image_settings is not None:
+            spec["image_settings"] = dict(self.image_settings)
+        return spec
+
+
+@dataclass
+class HostedMCPTool(HostedTool):
+    """A remote MCP server the provider calls for the model (`tool_config`: the Responses API's `mcp` tool).
+    The server's approval requests (`mcp_approval_request` items) stay in the transcript, to be answered
+    with an `mcp_approval_response` input item in the next run; answering them during the run
+    (`on_approval_request`) is refused: set `"require_approval": "never"` in `tool_config` instead."""
+
+    tool_config: Dict[str, Any]
+    on_approval_request: Optional[Callable] = None
+
+    def __post_init__(self):
+        if self.on_approval_request is not None:
+            raise UserError("HostedMCPTool(on_approval_request=...) is not supported by miniagents: approval requests "
+                            "stay in the transcript (answer them with an mcp_approval_response input item in the next "
+                            "run), or set \"require_approval\": \"never\" in tool_config")
+
+    @property
+    def name(self) -> str:
+        return "hosted_mcp"
+
+
+@dataclass
+class CodeInterpreterTool(HostedTool):
+    """Run code in a provider-side container (`tool_config`: the Responses API's `code_interpreter` tool)."""
+
+    tool_config: Dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return "code_interpreter"
+
+
+class ImageGenerationToolConfig(TypedDict, total=False):
+    """The Responses API's `image_generation` tool settings (sent unchanged)."""
+
+    type: Literal["image_generation"]
+    action: str
+    background: str
+    input_fidelity: Optional[str]
+    input_image_mask: dict
+    model: str
+    moderation: str
+    output_compression: int
+    output_format: str
+    partial_images: int
+    quality: str
+    size: str
+
+
+@dataclass
+class ImageGenerationTool(HostedTool):
+    """Generate images on the provider's side (`tool_config`: the Responses API's `image_generation` tool)."""
+
+    tool_config: Dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return "image_generation"
+
+
+Tool = Union[FunctionTool, FileSearchTool, WebSearchTool, HostedMCPTool, CodeInterpreterTool, ImageGenerationTool]
+
+
+# --- Structured tool outputs: text, images and files the model reads as content -------------------------
+
+
+@dataclass
+class ToolOutputText:
+    """Return it from a tool to send the model text as a content part."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ToolOutputImage:
+    """Return it from a tool to show the model an image: `image_url` (a URL or data URL) or `file_id`."""
+
+    image_url: Optional[str] = None
+    file_id: Optional[str] = None
+    detail: Optional[Literal["low", "high", "auto"]] = None
+    type: Literal["image"] = "image"
+
+    def __post_init__(self):
+        if self.image_url is None and self.file_id is None:
+            raise ValueError("At least one of image_url or file_id must be provided")
+
+
+@dataclass
+class ToolOutputFileContent:
+    """Return it from a tool to give the model a file: `file_data` (base64), `file_url` or `file_id`."""
+
+    file_data: Optional[str] = None
+    file_url: Optional[str] = None
+    file_id: Optional[str] = None
+    filename: Optional[str] = None
+    type: Literal["file"] = "file"
+
+    def __post_init__(self):
+        if self.file_data is None and self.file_url is None and self.file_id is None:
+            raise ValueError("At least one of file_data, file_url, or file_id must be provided")
+
+
+class ToolOutputTextDict(TypedDict, total=False):
+    type: Literal["text"]
+    text: str
+
+
+class ToolOutputImageDict(TypedDict, total=False):
+    type: Literal["image"]
+    image_url: str
+    file_id: str
+    detail: Literal["low", "high", "auto"]
+
+
+class ToolOutputFileContentDict(TypedDict, total=False):
+    type: Literal["file"]
+    file_data: str
+    file_url: str
+    file_id: str
+    filename: str
+
+
+_OUTPUT_CLASSES = {"text": ToolOutputText, "image": ToolOutputImage, "file": ToolOutputFileContent}
+_OPTIONAL_TEXT = {"image": ("image_url", "file_id"), "file": ("file_data", "file_url", "file_id", "filename")}
+
+
+def _structured(value: Any) -> Optional[Any]:
+    """`value` as a ToolOutput* object: itself, or a dict of one (with its `type`), else None."""
+    if isinstance(value, (ToolOutputText, ToolOutputImage, ToolOutputFileContent)):
+        return value
+    if not isinstance(value, dict) or value.get("type") not in _OUTPUT_CLASSES:
+        return None
+    kind = value["type"]
+    if kind == "text":
+        return ToolOutputText(value["text"]) if isinstance(value.get("text"), str) else None
+    fields = {k: value.get(k) for k in _OPTIONAL_TEXT[kind]}
+    if any(v is not None and not isinstance(v, str) for v in fields.values()):
+        return None
+    if kind == "image":
+        if value.get("detail") not in (None, "low", "high", "auto"):
+            return None
+        fields["detail"] = value.get("detail")
+    try:
+        return _OUTPUT_CLASSES[kind](**fields)
+    except ValueError:  # none of its sources given
+        return None
+
+
+def _content_part(output: Any) -> dict:
+    """One ToolOutput* as the Responses API's input content part (only the fields that are set)."""
+    if isinstance(output, ToolOutputText):
+        return {"type": "input_text", "text": output.text}
+    kind = "input_image" if isinstance(output, ToolOutputImage) else "input_file"
+    names = ("image_url", "file_id", "detail") if kind == "input_image" else _OPTIONAL_TEXT["file"]
+    return {"type": kind, **{n: getattr(output, n) for n in names if getattr(output, n) is not None}}
+
+
+def tool_output(value: Any) -> Union[str, list]:
+    """What the model sees for a tool's return value: a ToolOutput* (object or dict), or a non-empty list of
+    only those, becomes content parts (as upstream sends them); anything else is `output_text(value)`."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    structured = [_structured(v) for v in values]
+    if structured and all(s is not None for s in structured):
+        return [_content_part(s) for s in structured]
+    return output_text(value)
 
 
 # --- Output conversion ------------------------------------------------------------------------
@@ -194,7 +462,7 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     """
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
-        return value, output_text(value)
+        return value, tool_output(value)
     except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped by a cancelled run: no output
         raise
     except Exception as error:

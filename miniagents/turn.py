@@ -23,19 +23,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
-from . import caller, tracing
-from .agent_output import AgentOutputSchema, InvalidFinalOutput, output_schema
+from . import caller, retry, tracing
+from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
 from .errors import AgentsException, ModelBehaviorError, ModelRefusalError, UserError
 from .hooks import notify
-from .items import (HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem, ToolCallItem,
-                    ToolCallOutputItem, drop_orphans, function_call_output, message_refusal, message_text,
-                    new_call_id)
-from .models.interface import ModelResponse, ModelSettings
+from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
+                    ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
+                    message_text, new_call_id)
+from .models.interface import ModelResponse, ModelSettings, ModelTracing
 from .result import RawResponsesStreamEvent, stream_events_for
 from .state import PendingTurn, RunState
-from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
+from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult, failure_text,
+                   invoke_tool)
 from .validate import ArgumentsError, parse_arguments
 
 logger = logging.getLogger("miniagents")
@@ -72,8 +73,10 @@ class TurnSetup:
     tools: dict  # name -> FunctionTool
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
-    output: AgentOutputSchema
+    output: AgentOutputSchemaBase
     capabilities: list = field(default_factory=list)  # this run's Capability clones for the agent
+    hosted: list = field(default_factory=list)  # hosted tools (run by the provider): sent, never called here
+    prompt: Optional[dict] = None  # the agent's stored prompt for this turn
 
 
 @dataclass(eq=False)
@@ -200,7 +203,9 @@ def prepare_turn(run: Run) -> TurnSetup:
     agent, state, config = run.state.current_agent, run.state, run.config
     ctx = state.context_wrapper
     tools: dict = {}
-    for tool in agent.get_enabled_tools(ctx):
+    enabled = agent.get_enabled_tools(ctx)
+    hosted = [t for t in enabled if isinstance(t, HostedTool)]
+    for tool in (t for t in enabled if not isinstance(t, HostedTool)):
         if tool.name in tools:
             if config.tool_name_collision_policy == "error":
                 raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
@@ -221,16 +226,17 @@ def prepare_turn(run: Run) -> TurnSetup:
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
     instructions, prepared = caller.resolve(agent.get_system_prompt(ctx)), run.capabilities.get(id(agent))
+    setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), [], hosted,
+                      agent.get_prompt(ctx))
     if prepared is None:
-        return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type))
+        return setup
     # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
     for tool in prepared.tools:
         tools.setdefault(tool.name, tool)
     if prepared.instructions:
         instructions = f"{instructions}\n\n{prepared.instructions}" if instructions else prepared.instructions
-    settings = dataclasses.replace(settings, extra_args=prepared.extra_args)
-    return TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type),
-                     prepared.capabilities)
+    return dataclasses.replace(setup, instructions=instructions, capabilities=prepared.capabilities,
+                               settings=dataclasses.replace(settings, extra_args=prepared.extra_args))
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
@@ -272,16 +278,22 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
         model_input = capability.process_context(model_input)
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
-    args = (instructions, model_input, setup.settings, [t.spec() for t in setup.tools.values()],
-            setup.output.spec(), [h.spec() for h in setup.handoffs.values()], None)
+    # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
+    tracing_mode = ModelTracing.DISABLED if config.tracing_disabled else (
+        ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA)
+    args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted,
+            None if setup.output.is_plain_text() else setup.output, list(setup.handoffs.values()), tracing_mode)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    if setup.prompt is not None:
+        ids["prompt"] = setup.prompt
     notify(run.hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
     with tracing.generation_span(model=getattr(model, "model", None), model_config=setup.settings) as span:
+        retrying = setup.settings.retry  # ModelRetrySettings: the run retries a failed call (miniagents.retry)
         if not run.streaming:
-            response = model.get_response(*args, **ids)
+            response = retry.get_response(model, retrying, lambda: model.get_response(*args, **ids), ids)
         else:
             response = None
-            for event in model.stream_response(*args, **ids):
+            for event in retry.stream_response(model, retrying, lambda: model.stream_response(*args, **ids), ids):
                 yield RawResponsesStreamEvent(data=event)
                 if event.get("type") == "response.completed":
                     final = event["response"]
@@ -313,10 +325,10 @@ def get_model(agent: Any, config: RunConfig) -> Any:
         return model
     provider = config.model_provider
     if provider is None:
-        if _default_provider is None:
-            from .models.provider import OpenAIProvider
+        if _default_provider is None:  # upstream's default: prefixes route ("openai/gpt-4.1"), the rest is OpenAI
+            from .models.provider import MultiProvider
 
-            _default_provider = OpenAIProvider()
+            _default_provider = MultiProvider()
         provider = _default_provider
     return provider.get_model(model)
 
@@ -376,6 +388,8 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
             if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
                 item = {k: v for k, v in item.items() if k != "id"}
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
+        elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
+            classified.items.append(ToolCallItem(agent=agent, raw_item=item))
         elif kind == "function_call":
             call = RawItem(item)
             if call["call_id"] in seen:
@@ -544,11 +558,9 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
     """
     tool, item, ctx = call.target, call.item, run.state.context_wrapper
-    tool_ctx = ToolContext(context=ctx.context, usage=ctx.usage, turn_input=ctx.turn_input,
-                           approvals=ctx.approvals, tool_name=tool.name, tool_call_id=call.call_id,
-                           tool_arguments=item.get("arguments") or "", tool_call=item, agent=agent,
-                           run_config=run.config, resume_state=nested.get(call.call_id), ledger=run.ledger,
-                           approval_scope=ctx.approval_scope)
+    tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
+                                              tool_arguments=item.get("arguments") or "", run_config=run.config)
+    tool_ctx.resume_state, tool_ctx.ledger = nested.get(call.call_id), run.ledger
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -635,7 +647,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
         verdict = tools_final_output(setup.agent, settled.results, ctx)
         if verdict.is_final_output:
             value = verdict.final_output
-            if setup.agent.output_type in (None, str) and not isinstance(value, str):
+            if setup.output.is_plain_text() and not isinstance(value, str):
                 value = str(value)
             return NextStepFinalOutput(value)
     if output.calls or output.replays:

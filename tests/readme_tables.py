@@ -51,26 +51,26 @@ READING_ORDER = [
 
 # area -> module paths under miniagents/ ("folder/": every module in it); every module is in exactly one area.
 AREAS = {
-    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py"],
+    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py", "retry.py"],
     "agents, items, guardrails": ["__init__.py", "agent.py", "handoffs.py", "guardrails.py", "hooks.py", "items.py",
                                   "context.py", "errors.py"],
     "tools and schemas": ["tool.py", "schema.py", "validate.py", "docstrings.py", "agent_output.py"],
     "state and sessions": ["state.py", "session.py", "sql_session.py", "sql_dialect.py", "sqlite_session.py",
                            "dbapi_session.py"],
     "HTTP adapters": ["models/"],
-    "compatibility": ["compat.py", "aliases.py", "handoff_helpers.py"],
+    "compatibility": ["compat.py", "handoff_helpers.py", "repl.py", "logger.py"],
     "tracing, capabilities": ["tracing.py", "trace_tree.py", "trace.py", "capabilities.py"],
     "offline model": ["testing.py"],
 }
 BUDGETS = {  # code lines per area (set December 2026 with about a fifth of headroom)
-    "loop": 1300,
+    "loop": 1750,  # raised for issue 11: runner-managed retries (retry.py), RunState.add_input, AgentRunner
     "agents, items, guardrails": 1100,
-    "tools and schemas": 1100,
+    "tools and schemas": 1350,  # raised for issue 11: hosted tools and structured tool outputs
     "state and sessions": 1100,
     "HTTP adapters": 1900,
-    "compatibility": 300,
+    "compatibility": 400,  # raised for issue 11: run_demo_loop, enable_verbose_stdout_logging, more left-out names
     "tracing, capabilities": 1200,
-    "offline model": 200,
+    "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
 }
 
 MARKERS = {

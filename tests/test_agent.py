@@ -349,7 +349,8 @@ def test_as_tool_output_of_a_structured_agent_is_its_final_output_as_json():
         ok: bool
         reason: str
 
-    judge, _ = make_agent([[assistant_message('{"ok": true, "reason": "fine"}')]], name="Judge", output_type=Verdict)
+    judge, _ = make_agent([[assistant_message('{"response": {"ok": true, "reason": "fine"}}')]], name="Judge",
+                          output_type=Verdict)
     agent, model = make_agent([[function_call("judge", {"input": "check"}, call_id="c1")], [assistant_message("ok")]],
                               tools=[judge.as_tool("judge", "Judge.")])
     result = Runner.run_sync(agent, "hi")
@@ -407,7 +408,7 @@ def test_bad_agent_tool_arguments_go_back_to_the_model():
     agent, model = make_agent([[function_call("helper", {"input": 5}, call_id="c1")], [assistant_message("ok")]],
                               tools=[helper.as_tool("helper", "Ask.")])
     Runner.run_sync(agent, "hi")
-    assert sub_model.calls == []
+    assert sub_model.calls == ()
     assert "input" in outputs_sent(model.calls[1])["c1"]
 
 

@@ -83,14 +83,14 @@ def test_call_needing_approval_does_not_run_and_is_listed_as_an_interruption():
     assert isinstance(item, ToolApprovalItem)
     assert item.type == "tool_approval_item"
     assert (item.tool_name, item.name, item.call_id) == ("delete_file", "delete_file", "c1")
-    assert item.arguments == {"path": "a.txt"}
+    assert item.parsed_arguments == {"path": "a.txt"} and item.arguments == '{"path":"a.txt"}'
     assert len(model.calls) == 1
 
 
 def test_two_pending_approvals_of_one_turn_are_both_listed_in_model_order():
     log, model = [], ScriptedModel()
     _, result = paused(model, log, delete("a.txt", "c1"), function_call("send_email", {"to": "bob"}, call_id="c2"))
-    assert [(i.tool_name, i.call_id, i.arguments) for i in result.interruptions] == [
+    assert [(i.tool_name, i.call_id, i.parsed_arguments) for i in result.interruptions] == [
         ("delete_file", "c1", {"path": "a.txt"}), ("send_email", "c2", {"to": "bob"})]
     assert log == []
 
@@ -422,7 +422,7 @@ def test_agent_tool_with_needs_approval_does_not_start_the_inner_run_before_appr
         needs_approval=True)
     result = Runner.run_sync(outer, "go")
     assert [(i.tool_name, i.call_id) for i in result.interruptions] == [("cleaner", "o1")]
-    assert inner_model.calls == []
+    assert inner_model.calls == ()
     state = result.to_state()
     state.approve(result.interruptions[0])
     final = Runner.run_sync(outer, RunState.from_string(outer, state.to_string()))

@@ -82,7 +82,7 @@ def test_a_capability_the_model_adapter_cannot_serve_fails_before_any_model_call
         prepare([Notes(), ResponsesOnly()], model)
     assert str(caught.value) == ("capability ResponsesOnly ('compaction') cannot run on the model adapter "
                                  "ScriptedModel; it serves OpenAIResponsesModel")
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_a_subclass_of_a_named_adapter_qualifies():

@@ -71,9 +71,18 @@ def test_structured_tool_output_is_json_string_and_text_parts_are_joined():
     assert msgs[1]["content"] == "hi"
 
 
-def test_image_in_tool_output_cannot_be_expressed():
-    with pytest.raises(UserError, match="input_image"):
-        items_to_messages([CALL, {**OUTPUT, "output": [{"type": "input_image", "image_url": "data:x"}]}])
+def test_images_and_files_a_tool_returned_follow_the_tool_messages_in_a_user_message():
+    second = {**CALL, "call_id": "call_2"}
+    picture = [{"type": "input_text", "text": "a cat"}, {"type": "input_image", "image_url": "data:x", "detail": "low"}]
+    messages = items_to_messages([CALL, second, {**OUTPUT, "output": picture},
+                                  {**OUTPUT, "call_id": "call_2", "output": [{"type": "input_image", "file_id": "f"}]},
+                                  {"role": "user", "content": "thanks"}])
+    assert [m["role"] for m in messages] == ["assistant", "tool", "tool", "user", "user"]
+    assert messages[1]["content"] == "a cat\n[1 attachment(s) in the next message]"
+    assert messages[2]["content"] == "[input_image not shown: Chat Completions cannot send it]"
+    assert messages[3]["content"] == [{"type": "text", "text": "Returned by tool call call_q1:"},
+                                      {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]
+    assert messages[4] == {"role": "user", "content": "thanks"}
 
 
 def test_reasoning_dropped_or_echoed_on_tool_call_turn():

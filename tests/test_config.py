@@ -70,4 +70,4 @@ def test_two_tools_with_one_name_are_an_error_under_the_error_policy():
     with pytest.raises(UserError, match="two tools named 'dup'"):
         Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go",
                         run_config=RunConfig(tool_name_collision_policy="error"))
-    assert model.calls == []
+    assert model.calls == ()

@@ -96,7 +96,7 @@ def test_only_the_first_handoff_runs_and_the_others_are_told_so():
                               handoffs=[first, second])
     result = Runner.run_sync(agent, "go")
     assert result.last_agent is first
-    assert second_model.calls == []
+    assert second_model.calls == ()
     sent = first_model.calls[0].input
     assert kinds(sent) == ["user", "call:h1", "call:h2", "out:h2", "out:h1"]  # upstream's order
     assert outputs_sent(first_model.calls[0]) == {"h2": MULTIPLE, "h1": '{"assistant": "First"}'}
@@ -182,7 +182,7 @@ def test_a_tool_and_a_handoff_with_the_same_name_on_one_agent_is_an_error():
     agent, model = make_agent([[assistant_message("never")]], tools=[fake], handoffs=[Agent(name="Billing")])
     with pytest.raises(UserError, match="transfer_to_billing"):
         Runner.run_sync(agent, "go")
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_name_and_description_overrides_are_what_the_model_sees():
@@ -248,7 +248,7 @@ def test_handoff_arguments_that_do_not_fit_the_input_type_are_a_model_behavior_e
                           handoffs=[handoff(target, on_handoff=lambda ctx, data: None, input_type=EscalationData)])
     with pytest.raises(ModelBehaviorError):
         Runner.run_sync(agent, "go")
-    assert target_model.calls == []
+    assert target_model.calls == ()
 
 
 def test_handoff_arguments_that_are_not_json_are_a_model_behavior_error():

@@ -269,7 +269,7 @@ def test_key_never_in_repr():
     assert "sk-secret" not in repr(m.transport)
 
 
-@pytest.mark.parametrize("field", ["retry", "prompt_cache_options", "preserve_raw_usage"])
+@pytest.mark.parametrize("field", ["prompt_cache_options", "preserve_raw_usage"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_model_settings_the_adapters_cannot_send_are_refused_before_any_request(server, field, api):
     from miniagents import ModelSettings, UserError

@@ -457,7 +457,7 @@ def test_as_tool_model_parameters_that_fail_validation_go_back_to_the_model(mode
     agent, model = make_agent([[function_call("profile", BAD_ADA, call_id="c1")], [assistant_message("ok")]],
                               tools=[tool])
     Runner.run_sync(agent, "go")
-    assert sub_model.calls == []
+    assert sub_model.calls == ()
     assert "age must be non-negative" in outputs_sent(model.calls[1])["c1"]
 
 

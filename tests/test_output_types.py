@@ -63,15 +63,16 @@ class Movie(TypedDict):
     year: int
 
 
-def test_a_dataclass_output_type_sends_a_strict_schema_and_the_final_output_is_an_instance():
+def test_a_dataclass_output_type_is_wrapped_as_response_as_upstream_does_and_the_final_output_is_an_instance():
     agent, model = make_agent([[assistant_message(
-        '{"location": {"city": "Oslo", "country": "NO"}, "temperature": 21.5, "mood": "happy", "unit": "c", '
-        '"notes": null}')]], output_type=WeatherReport)
+        '{"response": {"location": {"city": "Oslo", "country": "NO"}, "temperature": 21.5, "mood": "happy", '
+        '"unit": "c", "notes": null}}')]], output_type=WeatherReport)
     result = Runner.run_sync(agent, "weather?")
     spec = model.calls[0].output_schema
     assert spec["name"] == "final_output" and spec["strict"] is True
-    assert spec["schema"]["type"] == "object"
-    assert sorted(spec["schema"]["properties"]) == ["location", "mood", "notes", "temperature", "unit"]
+    assert spec["schema"]["type"] == "object" and spec["schema"]["required"] == ["response"]
+    inner = spec["schema"]["$defs"]["WeatherReport"]
+    assert sorted(inner["properties"]) == ["location", "mood", "notes", "temperature", "unit"]
     assert_strict(spec["schema"])
     assert result.final_output == WeatherReport(Location("Oslo", "NO"), 21.5, Mood.HAPPY, "c", None)
     assert isinstance(result.final_output.location, Location)
@@ -130,11 +131,11 @@ def test_output_that_is_not_json_is_a_model_behavior_error_carrying_the_raw_text
 
 
 def test_json_of_the_wrong_shape_is_a_model_behavior_error_naming_the_problem_and_carrying_the_raw_text():
-    agent, _ = make_agent([[assistant_message('{"city": "Oslo"}')]], output_type=Location)
+    agent, _ = make_agent([[assistant_message('{"response": {"city": "Oslo"}}')]], output_type=Location)
     with pytest.raises(ModelBehaviorError) as info:
         Runner.run_sync(agent, "x")
     assert "country" in str(info.value)
-    assert '{"city": "Oslo"}' in str(info.value)
+    assert '{"response": {"city": "Oslo"}}' in str(info.value)
 
 
 def test_a_wrapped_output_without_the_response_key_is_a_model_behavior_error():
@@ -149,9 +150,9 @@ def test_a_message_that_arrives_with_a_tool_call_does_not_end_a_structured_run()
         return "NO"
 
     agent, model = make_agent([
-        [assistant_message('{"city": "Early", "country": "XX"}'), function_call("lookup", {"city": "Oslo"},
-                                                                                call_id="c1")],
-        [assistant_message('{"city": "Oslo", "country": "NO"}')],
+        [assistant_message('{"response": {"city": "Early", "country": "XX"}}'),
+         function_call("lookup", {"city": "Oslo"}, call_id="c1")],
+        [assistant_message('{"response": {"city": "Oslo", "country": "NO"}}')],
     ], output_type=Location, tools=[lookup])
     result = Runner.run_sync(agent, "x")
     assert result.final_output == Location("Oslo", "NO")
@@ -159,7 +160,8 @@ def test_a_message_that_arrives_with_a_tool_call_does_not_end_a_structured_run()
 
 
 def test_a_structured_agent_that_returns_no_text_is_asked_again():
-    agent, model = make_agent([[], [assistant_message('{"city": "Oslo", "country": "NO"}')]], output_type=Location)
+    agent, model = make_agent([[], [assistant_message('{"response": {"city": "Oslo", "country": "NO"}}')]],
+                              output_type=Location)
     result = Runner.run_sync(agent, "x")
     assert result.final_output == Location("Oslo", "NO")
     assert len(model.calls) == 2
@@ -170,7 +172,7 @@ def test_a_structured_agent_with_no_text_goes_to_the_invalid_final_output_handle
 
     def on_invalid(data):
         errors.append(str(data.error))
-        return '{"city": "Nowhere", "country": "XX"}'
+        return '{"response": {"city": "Nowhere", "country": "XX"}}'
 
     agent, model = make_agent([[]], output_type=Location)
     result = Runner.run_sync(agent, "x", error_handlers={"invalid_final_output": on_invalid})
@@ -197,3 +199,32 @@ def test_the_output_schema_follows_the_current_agent_after_a_handoff():
     assert model.calls[0].output_schema is None
     assert target_model.calls[0].output_schema["name"] == "final_output"
     assert result.final_output == {"title": "Heat", "year": 1995}
+
+
+def test_a_dict_type_stands_as_the_root_and_a_pydantic_free_typeddict_too():
+    """Upstream's rule: only pydantic models and dict types (TypedDicts, dict[str, T]) are not wrapped."""
+    from miniagents import AgentOutputSchema
+
+    assert AgentOutputSchema(Movie).json_schema()["required"] == ["title", "year"]
+    loose = AgentOutputSchema(dict, strict_json_schema=False)
+    assert loose.json_schema()["type"] == "object" and "response" not in loose.json_schema().get("properties", {})
+    assert loose.validate_json('{"any": [1]}') == {"any": [1]}
+    for wrapped in (Location, List[str], int):
+        assert AgentOutputSchema(wrapped).json_schema()["required"] == ["response"]
+
+
+def test_a_type_strict_mode_cannot_express_says_how_to_send_it_non_strict():
+    from miniagents import AgentOutputSchema, UserError
+
+    with pytest.raises(UserError, match=r"AgentOutputSchema\(YourType, strict_json_schema=False\)"):
+        AgentOutputSchema(dict)
+
+
+def test_output_schema_names_follow_upstream():
+    from typing import Dict
+
+    from miniagents import AgentOutputSchema
+
+    assert [AgentOutputSchema(t).name() for t in (Location, List[str])] == ["Location", "list[str]"]
+    assert AgentOutputSchema(Dict[str, int], strict_json_schema=False).name() == "dict[str, int]"
+    assert AgentOutputSchema(None).name() == "str"

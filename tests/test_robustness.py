@@ -147,7 +147,7 @@ def test_a_malformed_input_item_is_a_user_error_naming_it_before_any_model_call(
     with pytest.raises(UserError) as caught:
         Runner.run_sync(agent, [{"role": "user", "content": "hello"}, item])
     assert named in str(caught.value) and "input[1]" in str(caught.value)
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_well_formed_input_items_of_every_kind_are_accepted():

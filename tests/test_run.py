@@ -108,7 +108,7 @@ def test_a_pending_approval_wins_over_a_handoff():
     assert [i.type for i in result.interruptions] == ["tool_approval_item"]
     assert result.interruptions[0].raw_item["call_id"] == "c1"
     assert result.last_agent is agent
-    assert target_model.calls == []
+    assert target_model.calls == ()
     assert calls_made == []
 
 
@@ -228,7 +228,7 @@ def test_an_invalid_final_output_error_handler_supplies_the_final_output():
 
     def on_invalid(data):
         handled.append(data.error)
-        return '{"value": 7}'
+        return '{"response": {"value": 7}}'
 
     agent, model = make_agent([[assistant_message("not json at all")]], output_type=Answer)
     result = Runner.run_sync(agent, "go", error_handlers={"invalid_final_output": on_invalid})
@@ -307,7 +307,7 @@ def test_run_config_may_be_a_dict_and_its_model_overrides_the_agents():
     agent = Agent(name="A", model=agent_model)
     result = Runner.run_sync(agent, "hi", run_config={"model": run_model})
     assert result.final_output == "from run config model"
-    assert agent_model.calls == [] and len(run_model.calls) == 1
+    assert agent_model.calls == () and len(run_model.calls) == 1
 
 
 def test_an_extra_model_call_raises_the_scripted_models_clear_error():
@@ -704,6 +704,6 @@ def test_a_reader_that_stops_early_ends_the_run_and_leaves_the_state_resumable()
             return event
 
     assert asyncio.run(first_event_only()).type == "agent_updated_stream_event"
-    assert model.calls == []
+    assert model.calls == ()
     resumed = Runner.run_sync(agent, result.to_state())
     assert resumed.final_output == "never" and len(model.calls) == 2

@@ -59,10 +59,10 @@ def outputs_sent(model_call):
 # --- The document -------------------------------------------------------------------------------------------
 
 
-def test_to_json_is_a_dict_with_schema_version_2_and_to_string_is_its_json_text():
+def test_to_json_is_a_dict_with_schema_version_3_and_to_string_is_its_json_text():
     _, state, _, _ = paused_state()
     data = state.to_json()
-    assert isinstance(data, dict) and data["schema_version"] == 2 == SCHEMA_VERSION
+    assert isinstance(data, dict) and data["schema_version"] == 3 == SCHEMA_VERSION
     assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
     assert json.loads(state.to_string()) == data
 
@@ -268,9 +268,9 @@ def test_a_newer_schema_version_is_a_user_error_and_nothing_runs():
     [item] = state.get_interruptions()
     state.approve(item)
     data = state.to_json()
-    data["schema_version"] = 3
+    data["schema_version"] = 4
     model.enqueue([assistant_message("must not be used")])
-    with pytest.raises(UserError, match="3"):
+    with pytest.raises(UserError, match="4"):
         Runner.run_sync(agent, RunState.from_string(agent, json.dumps(data)))
     assert log == [("list_files", "/")]  # only what ran before the pause
     assert len(model.calls) == 1 and model.remaining_steps == 1
@@ -462,14 +462,14 @@ def test_golden_v1_document_loads_with_its_pending_approvals_and_context():
     state = RunState.from_string(triage, read_golden())
     assert state.current_agent is worker and state.starting_agent is triage
     assert state.current_turn == 2 and state.max_turns == 8
-    assert [(i.tool_name, i.call_id, i.arguments) for i in state.get_interruptions()] == [
+    assert [(i.tool_name, i.call_id, i.parsed_arguments) for i in state.get_interruptions()] == [
         ("delete_file", "call_delete", {"path": "/tmp/old.log"}),
         ("send_email", "call_email", {"to": "ops@example.com", "body": "Cleaned /tmp"})]
     assert state.context_wrapper.context == {"user": "ann", "ticket": 42}
     usage = state.context_wrapper.usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (2, 240, 60, 300)
     assert (usage.input_tokens_details.cached_tokens, usage.output_tokens_details.reasoning_tokens) == (40, 10)
-    assert log == [] and model.calls == []
+    assert log == [] and model.calls == ()
 
 
 def test_golden_v1_document_resumes_to_the_expected_final_output():

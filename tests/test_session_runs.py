@@ -233,7 +233,7 @@ def test_an_input_guardrail_trip_saves_no_assistant_message(db, session):
     agent = Agent("A", model=model, input_guardrails=[block])
     with pytest.raises(InputGuardrailTripwireTriggered):
         Runner.run_sync(agent, "do something bad", session=session)
-    assert model.calls == []
+    assert model.calls == ()
     assert not any(i.get("role") == "assistant" or i.get("type") == "message" for i in rows(db))
 
 

@@ -528,7 +528,7 @@ def test_two_tools_with_one_name_are_an_error_under_the_error_collision_policy()
     agent, model = make_agent([[assistant_message("never")]], tools=[first, second])
     with pytest.raises(UserError, match="dup"):
         Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_tool_not_found_behavior_raise_error_raises_model_behavior_error():

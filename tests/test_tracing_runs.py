@@ -221,7 +221,7 @@ def test_a_capability_its_model_cannot_serve_is_refused_when_the_run_starts():
     with pytest.raises(UserError) as caught:
         Runner.run_sync(front, "hi")
     assert "ResponsesOnly" in str(caught.value) and "ScriptedModel" in str(caught.value)
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_a_workspace_answers_from_its_files_and_refuses_a_path_that_escapes(tmp_path):

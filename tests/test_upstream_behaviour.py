@@ -14,7 +14,7 @@ import pytest
 from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, RunConfig, RunContextWrapper,
                         RunErrorHandlerResult, RunHooks, Runner, RunState, SQLiteSession, ToolApprovalItem, UserError,
                         function_tool, handoff, output_guardrail)
-from miniagents.testing import ScriptedModel, assistant_message, function_call
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from support import make_agent, outputs_sent
 
 
@@ -31,8 +31,9 @@ def inputs(model):
 # test_agent_runner.py::test_auto_previous_response_id_multi_turn, ::test_conversation_id_only_sends_new_items_multi_turn,
 # ::test_previous_response_id_only_sends_new_items_multi_turn (and the _streamed twins)
 
-TWO_TURNS = [[function_call("echo", {"text": "a"}, call_id="c1")], [function_call("echo", {"text": "b"}, call_id="c2")],
-             [assistant_message("done")]]
+TWO_TURNS = [ModelStep(output=[function_call("echo", {"text": "a"}, call_id="c1")], response_id="resp-1"),
+             ModelStep(output=[function_call("echo", {"text": "b"}, call_id="c2")], response_id="resp-2"),
+             ModelStep(output=[assistant_message("done")], response_id="resp-3")]
 
 
 def drain(agent, text, **kw):
@@ -66,8 +67,8 @@ def test_a_paused_server_managed_run_resumes_from_json_sending_only_the_new_outp
     def pay(amount: int) -> str:
         return "paid"
 
-    agent, model = make_agent([[function_call("pay", {"amount": 1}, call_id="c1")], [assistant_message("ok")]],
-                              tools=[pay])
+    agent, model = make_agent([ModelStep(output=[function_call("pay", {"amount": 1}, call_id="c1")],
+                                         response_id="resp-1"), [assistant_message("ok")]], tools=[pay])
     paused = Runner.run_sync(agent, "pay", auto_previous_response_id=True)
     state = RunState.from_string(agent, paused.to_state().to_string())
     state.approve(state.get_interruptions()[0])
@@ -82,7 +83,7 @@ def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_pat
     for options in (dict(conversation_id="c"), dict(previous_response_id="r"), dict(auto_previous_response_id=True)):
         with pytest.raises(UserError, match="Session persistence cannot be combined"):
             Runner.run_sync(agent, "hi", session=SQLiteSession("s"), **options)
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_handoff_input_filters_are_refused_with_a_server_managed_conversation():
@@ -102,7 +103,7 @@ def test_output_guardrails_are_refused_with_a_server_managed_conversation():
     agent, model = make_agent([[assistant_message("x")]], output_guardrails=[check])
     with pytest.raises(UserError, match="Output guardrails cannot be combined"):
         Runner.run_sync(agent, "go", conversation_id="conv")
-    assert model.calls == []
+    assert model.calls == ()
 
 
 # --- Approvals are scoped to the run that asked -------------------------------------------------------------

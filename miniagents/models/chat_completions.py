@@ -70,23 +70,61 @@ def _user_part(part: dict) -> dict:
     raise UserError(f"user content part {part!r:.200} cannot be sent to Chat Completions")
 
 
+def tool_output_content(item: dict) -> tuple:
+    """A `function_call_output` as Chat can carry it: (the tool message's text, the images and files the tool
+    returned as user content parts). A Chat tool message holds text only, so what a tool returned as
+    `ToolOutputImage`/`ToolOutputFileContent` follows in a user message; what Chat cannot send at all (an image
+    given only by `file_id`, a file by URL) is named in the text instead."""
+    output = item.get("output")
+    if isinstance(output, str):
+        return output, []
+    if not isinstance(output, list):
+        return json.dumps(output, ensure_ascii=False), []
+    texts, media = [], []
+    for part in output:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text"):
+            texts.append(part.get("text") or "")
+            continue
+        try:
+            media.append(_user_part(part))
+        except UserError:
+            texts.append(f"[{kind or 'a part'} not shown: Chat Completions cannot send it]")
+    if media:
+        texts.append(f"[{len(media)} attachment(s) in the next message]")
+    return "\n".join(texts), media
+
+
 def items_to_messages(items: list, instructions: Optional[str] = None, *, system_role: str = "system",
                       reasoning_field: Optional[str] = None, empty_content: Any = None) -> list:
     """Kernel input items → Chat messages, as upstream converts them (so a transcript means the same on both
     APIs). Pure; raises `UserError` on what Chat can't say.
 
     Text plus calls make ONE assistant message; an assistant message without text carries `empty_content`
-    (`None` or `""`: servers disagree); each output is a `tool` message with string content;
+    (`None` or `""`: servers disagree); each output is a `tool` message with string content, and the images
+    and files tools returned follow the turn's tool messages in one user message (`tool_output_content`);
     reasoning items are dropped, or echoed as `reasoning_field` on the next assistant message that
     carries tool calls (DeepSeek thinking mode wants `reasoning_content`).
     """
     messages: list = [{"role": system_role, "content": instructions}] if instructions else []
     open_asst: Optional[dict] = None
     reasoning: Optional[str] = None
+    attachments: list = []  # (call id, parts) of tool outputs, sent once the turn's tool messages are done
+
+    def attach() -> None:
+        if attachments:
+            ids = ", ".join(call_id for call_id, _ in attachments)
+            said = f"Returned by tool call{'s' if len(attachments) > 1 else ''} {ids}:"
+            messages.append({"role": "user", "content": [{"type": "text", "text": said}]
+                             + [part for _, parts in attachments for part in parts]})
+            attachments.clear()
+
     for item in items:
         if not isinstance(item, dict):
             raise UserError(f"Unhandled item type or structure: {item!r:.200}")
         kind, role = item.get("type"), item.get("role")
+        if kind != "function_call_output":
+            attach()
         if kind in (None, "message") and role == "assistant":
             content = item.get("content")
             parts = content if isinstance(content, list) else []
@@ -117,17 +155,17 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
                 open_asst[reasoning_field], reasoning = reasoning, None
         elif kind == "function_call_output":
             open_asst = None
-            output = item.get("output")
-            if not isinstance(output, str):
-                output = (_text_of(output, f"output of call {item.get('call_id')}")
-                          if isinstance(output, list) else json.dumps(output, ensure_ascii=False))
-            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": output})
+            text, media = tool_output_content(item)
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
+            if media:
+                attachments.append((item["call_id"], media))
         elif kind == "reasoning":
             parts = list(item.get("summary") or []) + list(item.get("content") or [])
             open_asst = None
             reasoning = "\n".join(p.get("text", "") for p in parts if isinstance(p, dict)) or None
         else:
             raise UserError(f"Unhandled item type or structure for Chat Completions: {item!r:.200}")
+    attach()
     return messages
 
 
@@ -220,10 +258,10 @@ class OpenAIChatCompletionsModel(EndpointModel):
 
     path = "/chat/completions"
 
-    def __init__(self, model: str, *, system_role: str = "system", max_tokens_field: Optional[str] = None,
-                 include_usage: Optional[bool] = None, reasoning_field: Optional[str] = None,
-                 tool_call_content: Any = "auto", **endpoint):
-        super().__init__(model, **endpoint)
+    def __init__(self, model: str, openai_client: Any = None, *, system_role: str = "system",
+                 max_tokens_field: Optional[str] = None, include_usage: Optional[bool] = None,
+                 reasoning_field: Optional[str] = None, tool_call_content: Any = "auto", **endpoint):
+        super().__init__(model, openai_client, **endpoint)
         if tool_call_content != "auto" and tool_call_content not in EMPTY_CONTENT_FORMS:
             raise ValueError(f"tool_call_content must be 'auto', None or '', got {tool_call_content!r}")
         host = host_of(self.base_url)

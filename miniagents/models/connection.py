@@ -9,13 +9,14 @@ Never: put the key anywhere but the auth header, or import http.client/ssl/urlli
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import UserError
 from . import http
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULTS: dict = {"api_key": None}  # set by provider.set_default_openai_key
+# set by provider.set_default_openai_key / set_default_openai_client (the endpoint read from that client)
+DEFAULTS: dict = {"api_key": None, "client": None}
 
 
 def env(name: str) -> Optional[str]:
@@ -23,8 +24,21 @@ def env(name: str) -> Optional[str]:
     return os.environ.get(name) or None
 
 
+def client_endpoint(client: Any) -> dict:
+    """The endpoint an OpenAI client object points at: its `base_url` and `api_key` (and `organization`,
+    `project` when it has them). Any object with those attributes works: `openai.OpenAI`/`AsyncOpenAI`
+    instances do, and miniagents never imports openai. Its own HTTP machinery is not used."""
+    if not (hasattr(client, "base_url") and hasattr(client, "api_key")):
+        raise UserError(f"openai_client must have base_url and api_key attributes (an openai.AsyncOpenAI or "
+                        f"openai.OpenAI instance works), got {type(client).__name__}")
+    base_url, key = client.base_url, client.api_key
+    return {"base_url": str(base_url) if base_url else None, "api_key": key if isinstance(key, str) else None,
+            "organization": getattr(client, "organization", None), "project": getattr(client, "project", None)}
+
+
 def resolve_base_url(base_url: Optional[str]) -> str:
-    return (base_url or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    default = DEFAULTS["client"] and DEFAULTS["client"]["base_url"]
+    return (base_url or default or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
 def host_of(base_url: str) -> str:
@@ -53,7 +67,7 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     local servers that need none; api.openai.com without a key is a `UserError` (before any request).
     """
     base = resolve_base_url(base_url)
-    key = api_key or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
+    key = api_key or (DEFAULTS["client"] or {}).get("api_key") or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
     check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":

@@ -15,11 +15,12 @@ import threading
 from typing import Any, Iterator, Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+from ..retry import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
-from .connection import make_transport, resolve_base_url
+from .connection import client_endpoint, make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
-from .protocol import redact
+from .protocol import redact, should_retry
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -27,11 +28,21 @@ SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "
 # ----------------------------------------------------------------------------- pure: request pieces
 
 
-def function_spec(tool: dict) -> dict:
-    """A kernel tool spec → `{name, description?, parameters, strict}`; `UserError` if it cannot be sent."""
+def kernel_spec(value: Any) -> Any:
+    """What the kernel passes for a tool, handoff or output schema, as plain data: its `spec()` (the objects
+    the kernel sends have one), or the value itself (a spec already)."""
+    spec = getattr(value, "spec", None)
+    return spec() if callable(spec) else value
+
+
+def function_spec(tool: Any) -> dict:
+    """A function tool or handoff (or its spec) → `{name, description?, parameters, strict}`; `UserError` if it
+    cannot be sent (a hosted tool, which only the Responses API runs, included)."""
+    tool = kernel_spec(tool)
     if not isinstance(tool, dict) or tool.get("type", "function") != "function":
         kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
-        raise UserError(f"tool {kind!r} is not a function tool; only function tools can be sent to this API")
+        raise UserError(f"tool {kind!r} is not a function tool; only function tools can be sent to this API "
+                        "(hosted tools need the Responses API: OpenAIResponsesModel)")
     name = check_tool_name(tool.get("name"))
     strict = bool(tool.get("strict"))
     spec: dict = {"name": name}
@@ -72,8 +83,10 @@ def wire_tool_choice(choice: Any, chat: bool) -> Any:
     raise UserError(f"tool_choice {choice!r} cannot be expressed in {api}")
 
 
-def output_format(output_schema: Optional[dict]) -> Optional[dict]:
-    """The output schema as `{name, schema, strict}` (each API nests it its own way); None for text."""
+def output_format(output_schema: Any) -> Optional[dict]:
+    """The output schema (object or spec) as `{name, schema, strict}` (each API nests it its own way); None for
+    text."""
+    output_schema = kernel_spec(output_schema)
     if not output_schema:
         return None
     strict = bool(output_schema.get("strict"))
@@ -101,7 +114,6 @@ def add_settings(body: dict, settings: ModelSettings, names: tuple) -> None:
 
 
 NOT_SENT = {  # ModelSettings fields neither adapter expresses: refused, never silently dropped
-    "retry": "set max_retries= on the model or OpenAIProvider instead",
     "prompt_cache_options": "not supported by these adapters; pass it in extra_body if your server takes it",
     "preserve_raw_usage": "not supported: usage is always read into Usage",
 }
@@ -133,12 +145,16 @@ class EndpointModel:
     path = ""  # the endpoint under base_url
     model_source: Optional[str] = None  # set by the provider when it chose the name: a 404 then says so
 
-    def __init__(self, model: str, *, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 organization: Optional[str] = None, project: Optional[str] = None,
+    def __init__(self, model: str, openai_client: Any = None, *, base_url: Optional[str] = None,
+                 api_key: Optional[str] = None, organization: Optional[str] = None, project: Optional[str] = None,
                  default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
                  api_version: Optional[str] = None):
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
+        if openai_client is not None:  # upstream's way to say where requests go: read, never called
+            found = client_endpoint(openai_client)
+            base_url, api_key = base_url or found["base_url"], api_key or found["api_key"]
+            organization, project = organization or found["organization"], project or found["project"]
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.timeout, self.max_retries = timeout, max_retries
@@ -147,6 +163,10 @@ class EndpointModel:
                                  max_retries=max_retries, api_version=api_version)
         self._transport: Optional[http.HTTPTransport] = None
         self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> "EndpointModel":
+        """A model is a shared service (its connections, its lock): copying an agent keeps its model."""
+        return self
 
     @property
     def transport(self) -> http.HTTPTransport:
@@ -186,10 +206,26 @@ class EndpointModel:
             exchange.close()  # a stream left after its last event is not read to the server's leisure
 
     def _post(self, body: dict, settings: ModelSettings, stream: bool) -> http.Exchange:
-        """Send one request (retried by the transport); raises an explained error."""
+        """Send one request (retried by the transport, unless the run retries this call itself: see
+        miniagents.retry); raises an explained error."""
         return self.transport.post(self.path, body, stream=stream, not_found_hint=self._model_hint(),
                                    headers=dict(settings.extra_headers or {}),
-                                   query=dict(settings.extra_query or {}), timeout=settings.timeout)
+                                   query=dict(settings.extra_query or {}), timeout=settings.timeout,
+                                   max_retries=0 if provider_retries_disabled.get() else None)
+
+    def get_retry_advice(self, request: Any) -> Optional[ModelRetryAdvice]:
+        """This adapter's own retry rule applied to a failed call (what its transport retries), for runner-managed
+        retries (`retry_policies.provider_suggested()`); None for failures it has no opinion on."""
+        error = request.error
+        if isinstance(error, ModelTimeoutError):
+            return ModelRetryAdvice(suggested=True, reason="the request timed out")
+        if not isinstance(error, ModelHTTPError):
+            return None
+        if error.code == "cancelled":
+            return ModelRetryAdvice(suggested=False, reason="the run was cancelled")
+        if error.status is None:
+            return ModelRetryAdvice(suggested=True, reason="the connection failed")
+        return ModelRetryAdvice(suggested=should_retry(error.status, {}, error), reason=f"HTTP {error.status}")
 
     def _model_hint(self) -> str:
         if self.model_source == "default":

@@ -122,7 +122,8 @@ class Exchange:
     """
 
     def __init__(self, transport: "HTTPTransport", path: str, body: dict, headers: Optional[dict],
-                 query: Optional[dict], timeout: Optional[float], stream: bool, not_found_hint: str = ""):
+                 query: Optional[dict], timeout: Optional[float], stream: bool, not_found_hint: str = "",
+                 max_retries: Optional[int] = None):
         import http.client
         self._broken = (OSError, ValueError, http.client.HTTPException)  # what a socket or a garbled answer raises
         self.transport, self.path, self.stream, self.not_found_hint = transport, path, stream, not_found_hint
@@ -136,6 +137,7 @@ class Exchange:
                                 "Accept": "text/event-stream" if stream else "application/json",
                                 **transport.headers, **(headers or {})}
         self.read_timeout = transport.timeout if timeout is None else timeout
+        self.max_retries = transport.max_retries if max_retries is None else max_retries
         self.attempts = 0
         self.switch = CancelSwitch()
         self.response: Any = None
@@ -235,7 +237,7 @@ class Exchange:
     def _wait_or_fail(self, retry: _Retry) -> None:
         if self.switch.cancelled:
             raise self._cancelled()
-        if self.attempts > self.transport.max_retries:
+        if self.attempts > self.max_retries:
             raise retry.error
         self.switch.sleep(retry_delay(self.attempts - 1, retry.headers))
         if self.switch.cancelled:
@@ -404,11 +406,13 @@ class HTTPTransport:
         return f"HTTPTransport({self.shown_url('')})"
 
     def post(self, path: str, body: dict, *, stream: bool = False, headers: Optional[dict] = None,
-             query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "") -> Exchange:
+             query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "",
+             max_retries: Optional[int] = None) -> Exchange:
         """POST `body` (JSON) to `base_url + path`; returns the open `Exchange` once a 2xx status arrived.
 
-        `not_found_hint` is added to a 404's message (the caller knows things the URL does not)."""
-        return Exchange(self, path, body, headers, query, timeout, stream, not_found_hint).open()
+        `not_found_hint` is added to a 404's message (the caller knows things the URL does not); `max_retries`
+        overrides the transport's for this request (0 while the run manages retries itself)."""
+        return Exchange(self, path, body, headers, query, timeout, stream, not_found_hint, max_retries).open()
 
     # -- what the exchange needs
 

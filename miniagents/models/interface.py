@@ -1,21 +1,25 @@
-"""The boundary between the kernel and a model: `Model`, `ModelResponse`, `ModelSettings`.
+"""The boundary between the kernel and a model: `Model`, `ModelResponse`, `ModelSettings`, `ModelTracing`.
 
-Everything that crosses it is plain data. The kernel sends input items (Responses-shaped dicts),
-tool specs (`{"type": "function", "name", "description", "parameters", "strict"}` dicts, the
-Responses API's flat shape) and an output schema (`None` for plain text, else
-`{"name": "final_output", "schema": {...}, "strict": bool}`). A model returns output items in the
-same Responses shape. Nothing here knows about agents or tools.
+As upstream, the kernel sends input items (Responses-shaped dicts), the tool objects the agent offers
+(`FunctionTool`s and hosted tools), its `Handoff`s, the output schema object (an `AgentOutputSchemaBase`, or
+None for plain text) and a `ModelTracing`. Each tool, handoff and output schema has `spec()`, its plain-data
+form: a function tool's and a handoff's is `{"type": "function", "name", "description", "parameters",
+"strict"}` (the Responses API's flat shape), a hosted tool's is its Responses tool object, an output
+schema's is `{"name": "final_output", "schema": {...}, "strict": bool}`. Model adapters read only those
+specs, so nothing here knows about agents or tools. A model returns output items in the Responses shape.
 
 Unlike upstream, the methods are synchronous: the kernel's loop is synchronous and `Runner.run`
 runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, not by cancelling a task.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import enum
+from dataclasses import dataclass, fields
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
 from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
-from ..context import Usage, overlay
+from ..context import overlay
+from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.interface exports it
 
 # `CANCEL_CALLBACKS` (defined in caller.py, part of this contract): how a run stops a model call blocked on the
 # network. The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`;
@@ -73,14 +77,18 @@ class ModelSettings:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-@dataclass
-class ModelResponse:
-    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
+class ModelTracing(enum.Enum):
+    """What a model may record about a call in traces: nothing, everything, or everything but the data."""
 
-    output: list
-    usage: Usage = field(default_factory=Usage)
-    response_id: Optional[str] = None
-    request_id: Optional[str] = None
+    DISABLED = 0
+    ENABLED = 1
+    ENABLED_WITHOUT_DATA = 2
+
+    def is_disabled(self) -> bool:
+        return self is ModelTracing.DISABLED
+
+    def include_data(self) -> bool:
+        return self is ModelTracing.ENABLED
 
 
 @runtime_checkable
@@ -92,12 +100,12 @@ class Model(Protocol):
     """
 
     def get_response(self, system_instructions: Optional[str], input: list,
-                     model_settings: ModelSettings, tools: list, output_schema: Optional[dict],
+                     model_settings: ModelSettings, tools: list, output_schema: Any,
                      handoffs: list, tracing: Any = None, *, previous_response_id: Optional[str] = None,
                      conversation_id: Optional[str] = None, prompt: Any = None) -> ModelResponse: ...
 
     def stream_response(self, system_instructions: Optional[str], input: list,
-                        model_settings: ModelSettings, tools: list, output_schema: Optional[dict],
+                        model_settings: ModelSettings, tools: list, output_schema: Any,
                         handoffs: list, tracing: Any = None, *, previous_response_id: Optional[str] = None,
                         conversation_id: Optional[str] = None, prompt: Any = None) -> Iterator[dict]: ...
 

@@ -12,10 +12,11 @@ Never: import http.client/ssl/urllib.request at import time (importing this modu
 from __future__ import annotations
 
 import threading
-from typing import Optional
+from typing import Any, Literal, Optional
 
-from .connection import DEFAULTS, env, host_of, resolve_base_url
-from .interface import Model
+from ..errors import UserError
+from .connection import DEFAULTS, client_endpoint, env, host_of, resolve_base_url
+from .interface import Model, ModelProvider
 
 DEFAULT_MODEL = "gpt-4.1"
 _default_api: dict = {"api": None}
@@ -24,6 +25,13 @@ _default_api: dict = {"api": None}
 def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
     """The API key used when neither the model nor the provider was given one (beats OPENAI_API_KEY)."""
     DEFAULTS["api_key"] = key
+
+
+def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None:
+    """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
+    provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
+    environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
+    DEFAULTS["client"] = client_endpoint(client)
 
 
 def set_default_openai_api(api: str) -> None:
@@ -38,9 +46,13 @@ class OpenAIProvider:
 
     def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None,
                  organization: Optional[str] = None, project: Optional[str] = None,
-                 use_responses: Optional[bool] = None, *, default_headers: Optional[dict] = None,
-                 timeout: float = 600.0, max_retries: int = 2, api_version: Optional[str] = None,
-                 **chat_options):
+                 use_responses: Optional[bool] = None, *, openai_client: Any = None,
+                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
+                 api_version: Optional[str] = None, **chat_options):
+        if openai_client is not None:  # where the client points, with its key (the client is never called)
+            found = client_endpoint(openai_client)
+            api_key, base_url = api_key or found["api_key"], base_url or found["base_url"]
+            organization, project = organization or found["organization"], project or found["project"]
         self._api_key = api_key
         self.base_url, self.organization, self.project = base_url, organization, project
         self.use_responses = use_responses
@@ -79,3 +91,76 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(base_url={self.base_url!r}, use_responses={self.use_responses!r})"
+
+
+MultiProviderOpenAIPrefixMode = Literal["alias", "model_id"]
+MultiProviderUnknownPrefixMode = Literal["error", "model_id"]
+
+
+class MultiProviderMap:
+    """Model-name prefixes (`"local"` in `"local/llama3"`) → the `ModelProvider` that resolves them."""
+
+    def __init__(self):
+        self._mapping: dict = {}
+
+    def has_prefix(self, prefix: str) -> bool:
+        return prefix in self._mapping
+
+    def get_mapping(self) -> dict:
+        return dict(self._mapping)
+
+    def set_mapping(self, mapping: dict) -> None:
+        self._mapping = dict(mapping)
+
+    def get_provider(self, prefix: str) -> Optional[ModelProvider]:
+        return self._mapping.get(prefix)
+
+    def add_provider(self, prefix: str, provider: ModelProvider) -> None:
+        self._mapping[prefix] = provider
+
+    def remove_provider(self, prefix: str) -> None:
+        del self._mapping[prefix]
+
+
+class MultiProvider:
+    """Routes a model name by its prefix, as upstream: no prefix or `openai/` → an `OpenAIProvider` (built from
+    the `openai_*` arguments; `openai/` is stripped unless `openai_prefix_mode="model_id"`); a prefix in
+    `provider_map` → that provider, with the rest of the name; any other prefix is a `UserError` (or, with
+    `unknown_prefix_mode="model_id"`, the whole name goes to the OpenAI provider, for servers whose model ids
+    contain "/"). `litellm/` and `any-llm/` need upstream's extensions, which miniagents does not provide. This is
+    the default provider of a run without `RunConfig(model_provider=...)`."""
+
+    def __init__(self, *, provider_map: Optional[MultiProviderMap] = None, openai_api_key: Optional[str] = None,
+                 openai_base_url: Optional[str] = None, openai_client: Any = None,
+                 openai_organization: Optional[str] = None, openai_project: Optional[str] = None,
+                 openai_use_responses: Optional[bool] = None, openai_prefix_mode: str = "alias",
+                 unknown_prefix_mode: str = "error"):
+        if openai_prefix_mode not in ("alias", "model_id"):
+            raise UserError("MultiProvider openai_prefix_mode must be one of: 'alias', 'model_id'.")
+        if unknown_prefix_mode not in ("error", "model_id"):
+            raise UserError("MultiProvider unknown_prefix_mode must be one of: 'error', 'model_id'.")
+        self.provider_map = provider_map
+        self.openai_provider = OpenAIProvider(openai_api_key, openai_base_url, openai_organization, openai_project,
+                                              openai_use_responses, openai_client=openai_client)
+        self._openai_prefix_mode, self._unknown_prefix_mode = openai_prefix_mode, unknown_prefix_mode
+
+    def get_model(self, model_name: Optional[str]) -> Model:
+        if model_name is None or "/" not in model_name:
+            return self.openai_provider.get_model(model_name)
+        prefix, rest = model_name.split("/", 1)
+        chosen = self.provider_map.get_provider(prefix) if self.provider_map is not None else None
+        if chosen is not None:  # an explicit mapping always wins
+            return chosen.get_model(rest)
+        if prefix in ("litellm", "any-llm"):
+            raise UserError(f"Model {model_name!r}: the {prefix!r} prefix needs upstream's {prefix} extension, which "
+                            "miniagents does not provide; point OPENAI_BASE_URL (or a MultiProviderMap entry) at an "
+                            "OpenAI-compatible server instead")
+        if prefix == "openai":
+            return self.openai_provider.get_model(rest if self._openai_prefix_mode == "alias" else model_name)
+        if self._unknown_prefix_mode == "model_id":
+            return self.openai_provider.get_model(model_name)
+        raise UserError(f"Unknown prefix: {prefix}")
+
+    def __repr__(self) -> str:
+        prefixes = sorted(self.provider_map.get_mapping()) if self.provider_map is not None else []
+        return f"MultiProvider(prefixes={prefixes!r}, openai={self.openai_provider!r})"

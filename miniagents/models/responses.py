@@ -17,15 +17,19 @@ from ..errors import ModelBehaviorError, UserError
 from ..items import FAKE_ID, clean_json
 from . import shapes
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       output_format, wire_tool_choice)
+                       kernel_spec, output_format, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
 
 
-def responses_tool(tool: dict) -> dict:
-    """A kernel tool spec → the flat Responses shape, `strict` always explicit (omitted means "try strict")."""
-    return {"type": "function", **function_spec(tool)}
+def responses_tool(tool: Any) -> dict:
+    """A tool or handoff the kernel offers → the flat Responses shape, `strict` always explicit (omitted means
+    "try strict"); a hosted tool's configuration (`WebSearchTool`, ...) is sent as it is."""
+    spec = kernel_spec(tool)
+    if isinstance(spec, dict) and spec.get("type", "function") != "function":
+        return dict(spec)
+    return {"type": "function", **function_spec(spec)}
 
 
 def responses_tool_choice(choice: Any) -> Any:
@@ -66,8 +70,12 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
         r = settings.reasoning
         body["reasoning"] = r if isinstance(r, dict) else {
             k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k, None) is not None}
-    if settings.response_include:
-        body["include"] = list(settings.response_include)
+    include = list(settings.response_include or [])
+    for value in (i for t in tools or [] for i in getattr(t, "includes", ())):  # what hosted tools need back
+        if value not in include:
+            include.append(value)
+    if include:
+        body["include"] = include
     text: dict = {}
     if output_schema:
         text["format"] = {"type": "json_schema", **output_format(output_schema)}

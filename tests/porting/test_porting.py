@@ -8,24 +8,7 @@ import pytest
 
 from porting import PROGRAMS, ported, run
 
-NOT_YET = {
-    "agent_instructions_settings": "Agent.get_all_tools (a coroutine upstream) is missing",
-    "approval_arguments": "ToolApprovalItem.arguments is a dict; upstream gives the call's JSON text",
-    "handoff_basic": "ModelCall.handoffs holds dicts; upstream holds the Handoff objects",
-    "handoff_input_type": "ModelCall.handoffs holds dicts; upstream holds the Handoff objects",
-    "imports_items_module": "miniagents.items lacks ModelResponse and the TResponse* aliases",
-    "imports_run_module": "miniagents.run lacks AgentRunner, get_default_agent_runner, set_default_agent_runner",
-    "output_dataclass": "a dataclass output type is not wrapped in {'response': ...}",
-    "output_schema_in_call": "non-object output types are not wrapped; ModelCall.output_schema is a dict, "
-                             "not an AgentOutputSchemaBase",
-    "output_schema_objects": "AgentOutputSchema is missing",
-    "stream_text_deltas": "raw stream events are plain dicts: event.data.type raises AttributeError",
-    "testing_errors": "miniagents.testing lacks ModelStep and upstream's error attributes",
-    "testing_model_call": "ModelCall.tools holds dicts, and ModelCall has no tracing/prompt",
-    "testing_responder": "miniagents.testing lacks ModelStep and dict steps with 'responder'",
-    "testing_step_forms": "miniagents.testing lacks ModelStep and dict steps with 'output'",
-    "tools_decorators_module": "ModelCall.tools holds dicts; upstream holds the tool objects",
-}
+NOT_YET: dict = {}  # program name -> why it cannot pass yet (a strict xfail); none today
 
 
 def test_every_xfail_names_a_program():
@@ -66,15 +49,7 @@ REAL_MODULE_NAMES = {
                "UnexpectedModelCall assistant_message function_call",
     "result": "AgentToolInvocation RunResult RunResultBase RunResultStreaming",
 }
-MISSING_FROM_REAL_MODULES = set("""
-run.AgentRunner run.ReasoningItemIdPolicy run.ToolErrorFormatter run.ToolErrorFormatterArgs run.ToolExecutionConfig
-run.ToolNameCollisionPolicy run.ToolNotFoundBehavior run.get_default_agent_runner run.set_default_agent_runner
-items.ModelResponse items.TResponseInputItem items.TResponseOutputItem items.TResponseStreamEvent
-tool.CodeInterpreterTool tool.FileSearchTool tool.HostedMCPTool tool.ImageGenerationTool
-tool.Tool tool.ToolErrorFunction tool.ToolOutputFileContent tool.ToolOutputImage tool.ToolOutputText tool.WebSearchTool
-agent.AgentBase agent.AgentToolStreamEvent agent.ToolsToFinalOutputFunction handoffs.HandoffInputFilter
-models.interface.ModelTracing testing.ModelStep testing.ModelStepSpec result.AgentToolInvocation result.RunResultBase
-""".split())
+MISSING_FROM_REAL_MODULES = set()
 
 
 @pytest.mark.parametrize("dotted", [

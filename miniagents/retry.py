@@ -1,0 +1,384 @@
+"""Runner-managed model retries: `ModelRetrySettings`, the policies that decide, and the loop that retries.
+
+`ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested()))` asks
+the run to call the model again when a call fails and the policy says so. The model adapters have their own
+transport retries (connection errors, 429, 5xx); `provider_suggested()` follows what the adapter would
+have decided, which it reports as `ModelRetryAdvice` (`Model.get_retry_advice`, optional on any model).
+While the run manages the retries of a call, the adapter is told not to retry on its own
+(`provider_retries_disabled`), so a failure is never retried twice over.
+
+Never: retry a call that already streamed an event to the reader, retry an abort, replay a request bound
+to server-side state (`previous_response_id`, `conversation_id`) unless the provider says it is safe or
+the policy explicitly approves it. Names and fields are upstream's; decisions are plain data, policies
+may be sync or `async def`.
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
+
+from . import caller
+from .errors import ModelHTTPError, ModelTimeoutError, UserError
+
+logger = logging.getLogger("miniagents")
+DEFAULT_INITIAL_DELAY = 0.25
+DEFAULT_MAX_DELAY = 2.0
+DEFAULT_MULTIPLIER = 2.0
+
+# True while the run retries a call itself: a model adapter reading it makes one attempt only.
+provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("miniagents_provider_retries_disabled",
+                                                                          default=False)
+
+
+@dataclass
+class ModelRetryBackoffSettings:
+    """How long to wait before a retry the policy did not time: `initial_delay * multiplier**(attempt-1)`, at
+    most `max_delay`, with +-12.5% jitter unless `jitter=False` (None: 0.25 s, 2 s, 2.0, jitter on)."""
+
+    initial_delay: Optional[float] = None
+    max_delay: Optional[float] = None
+    multiplier: Optional[float] = None
+    jitter: Optional[bool] = None
+
+    def __post_init__(self):
+        for name in ("initial_delay", "max_delay", "multiplier"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise UserError(f"ModelRetryBackoffSettings.{name} must be a number >= 0 or None, got {value!r}")
+
+    def to_json_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def delay(self, attempt: int, rand: Optional[Callable[[], float]] = None) -> float:
+        """The wait before retry number `attempt` (1-based); `rand` (default `random.random`) draws the jitter."""
+        initial = DEFAULT_INITIAL_DELAY if self.initial_delay is None else self.initial_delay
+        ceiling = DEFAULT_MAX_DELAY if self.max_delay is None else self.max_delay
+        multiplier = DEFAULT_MULTIPLIER if self.multiplier is None else self.multiplier
+        base = min(initial * multiplier ** max(attempt - 1, 0), ceiling)
+        if self.jitter is False:
+            return base
+        if rand is None:
+            import random  # only a retry that waits needs it
+
+            rand = random.random
+        return min(max(base * (0.875 + rand() * 0.25), 0.0), ceiling)
+
+
+@dataclass
+class ModelRetrySettings:
+    """Runner-managed retries of a failed model call: at most `max_retries` after the first attempt, when
+    `policy` (a `RetryPolicy`) says so; `backoff` (settings or a dict of them) times the waits."""
+
+    max_retries: Optional[int] = None
+    backoff: Union[ModelRetryBackoffSettings, dict, None] = None
+    policy: Optional[Callable[..., Any]] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.max_retries is not None and (isinstance(self.max_retries, bool)
+                                             or not isinstance(self.max_retries, int)):
+            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r}")
+        if isinstance(self.backoff, dict):
+            self.backoff = ModelRetryBackoffSettings(**self.backoff)
+        elif self.backoff is not None and not isinstance(self.backoff, ModelRetryBackoffSettings):
+            raise UserError("ModelRetrySettings.backoff must be ModelRetryBackoffSettings, a dict or None, "
+                            f"got {type(self.backoff).__name__}")
+        if self.policy is not None and not callable(self.policy):
+            raise UserError(f"ModelRetrySettings.policy must be callable, got {type(self.policy).__name__}")
+
+    def to_json_dict(self) -> dict:
+        return {"max_retries": self.max_retries,
+                "backoff": self.backoff.to_json_dict() if self.backoff is not None else None}
+
+
+@dataclass
+class ModelRetryNormalizedError:
+    """What a policy needs to know about a failure, whatever the model adapter raised."""
+
+    status_code: Optional[int] = None
+    error_code: Optional[str] = None
+    message: Optional[str] = None
+    request_id: Optional[str] = None
+    retry_after: Optional[float] = None
+    is_abort: bool = False
+    is_network_error: bool = False
+    is_timeout: bool = False
+
+
+@dataclass
+class ModelRetryAdvice:
+    """A model adapter's opinion on retrying a failure: `suggested` (None: no opinion), the delay the server
+    asked for, and whether replaying the request is "safe" or "unsafe" (None: unknown)."""
+
+    suggested: Optional[bool] = None
+    retry_after: Optional[float] = None
+    replay_safety: Optional[str] = None
+    reason: Optional[str] = None
+    normalized: Optional[ModelRetryNormalizedError] = None
+    response_started: bool = False
+
+
+@dataclass
+class ModelRetryAdviceRequest:
+    """What the run asks a model's `get_retry_advice` about."""
+
+    error: Exception
+    attempt: int
+    stream: bool
+    previous_response_id: Optional[str] = None
+    conversation_id: Optional[str] = None
+
+
+@dataclass
+class RetryDecision:
+    """A policy's answer: retry or not, after `delay` seconds (None: the backoff's or the server's delay).
+    `approve_unsafe_replay` lets a request the provider marked replay-unsafe be sent again."""
+
+    retry: bool
+    delay: Optional[float] = None
+    reason: Optional[str] = None
+    approve_unsafe_replay: bool = False
+
+
+@dataclass
+class RetryPolicyContext:
+    """What a `RetryPolicy` is given: the error, the attempt (1 for the first retry), the budget, the
+    normalized facts and the provider's advice."""
+
+    error: Exception
+    attempt: int
+    max_retries: int
+    stream: bool
+    normalized: ModelRetryNormalizedError
+    provider_advice: Optional[ModelRetryAdvice] = None
+    previous_response_id: Optional[str] = None
+    conversation_id: Optional[str] = None
+
+    @property
+    def replay_safety(self) -> str:
+        """"safe", "unsafe" or "unknown", as the provider said."""
+        safety = self.provider_advice.replay_safety if self.provider_advice is not None else None
+        return safety if safety in ("safe", "unsafe") else "unknown"
+
+    @property
+    def response_started(self) -> bool:
+        return bool(self.provider_advice is not None and self.provider_advice.response_started)
+
+    @property
+    def stateful_request(self) -> bool:
+        return bool(self.previous_response_id or self.conversation_id)
+
+
+RetryPolicy = Callable[[RetryPolicyContext], Any]  # -> bool | RetryDecision, or an awaitable of one
+
+
+def _decision(value: Any) -> RetryDecision:
+    return value if isinstance(value, RetryDecision) else RetryDecision(retry=bool(value))
+
+
+class _Veto(RetryDecision):
+    """A provider's explicit "do not retry": no other policy in `any()`/`all()` overrides it."""
+
+
+class RetryPolicies:
+    """The ready-made policies (`retry_policies.network_error()`, ...) and their combinations."""
+
+    @staticmethod
+    def never() -> RetryPolicy:
+        return lambda context: False
+
+    @staticmethod
+    def provider_suggested() -> RetryPolicy:
+        """Retry when the model adapter says the failure is worth retrying (its own transport's rule)."""
+
+        def policy(context: RetryPolicyContext) -> RetryDecision:
+            advice = context.provider_advice
+            if advice is None or advice.suggested is None:
+                return RetryDecision(False)
+            if advice.suggested is False:
+                return _Veto(False, reason=advice.reason)
+            return RetryDecision(True, delay=advice.retry_after, reason=advice.reason,
+                                 approve_unsafe_replay=advice.replay_safety == "safe")
+        return policy
+
+    @staticmethod
+    def network_error() -> RetryPolicy:
+        return lambda context: context.normalized.is_network_error or context.normalized.is_timeout
+
+    @staticmethod
+    def retry_after() -> RetryPolicy:
+        """Retry when the server said how long to wait, after that long."""
+
+        def policy(context: RetryPolicyContext) -> RetryDecision:
+            delay = context.normalized.retry_after
+            if delay is None and context.provider_advice is not None:
+                delay = context.provider_advice.retry_after
+            return RetryDecision(True, delay=delay) if delay is not None else RetryDecision(False)
+        return policy
+
+    @staticmethod
+    def http_status(statuses: Iterable[int]) -> RetryPolicy:
+        allowed = frozenset(statuses)
+        return lambda context: context.normalized.status_code in allowed
+
+    @staticmethod
+    def any(*policies: RetryPolicy) -> RetryPolicy:
+        """Retry when one policy says so (a provider veto wins); the first positive decision's timing."""
+
+        def policy(context: RetryPolicyContext) -> RetryDecision:
+            decisions = [_decision(caller.call(p, context)) for p in policies]
+            veto = next((d for d in decisions if isinstance(d, _Veto)), None)
+            return veto or next((d for d in decisions if d.retry), RetryDecision(False))
+        return policy
+
+    @staticmethod
+    def all(*policies: RetryPolicy) -> RetryPolicy:
+        """Retry only when every policy says so; the last delay and reason given win."""
+
+        def policy(context: RetryPolicyContext) -> RetryDecision:
+            merged = RetryDecision(bool(policies))
+            for p in policies:
+                decision = _decision(caller.call(p, context))
+                if not decision.retry:
+                    return decision
+                merged.delay = decision.delay if decision.delay is not None else merged.delay
+                merged.reason = decision.reason or merged.reason
+                merged.approve_unsafe_replay = merged.approve_unsafe_replay or decision.approve_unsafe_replay
+            return merged
+        return policy
+
+
+retry_policies = RetryPolicies()
+
+
+# --- The loop the run wraps around a model call ---------------------------------------------------------
+
+
+def normalize(error: Exception, advice: Optional[ModelRetryAdvice]) -> ModelRetryNormalizedError:
+    """The facts a policy reads, from miniagents' model errors, overridden by what the provider normalized."""
+    http = error if isinstance(error, ModelHTTPError) else None
+    facts = ModelRetryNormalizedError(
+        status_code=http.status if http else None, error_code=http.code if http else None, message=str(error),
+        request_id=http.request_id if http else None, retry_after=getattr(error, "retry_after", None),
+        is_abort=bool(http and http.code == "cancelled"),
+        is_network_error=bool(http and http.status is None and http.code != "cancelled"),
+        is_timeout=isinstance(error, (ModelTimeoutError, TimeoutError)))
+    if advice is not None:
+        if advice.retry_after is not None:
+            facts.retry_after = advice.retry_after
+        if advice.normalized is not None:
+            for name, value in dataclasses.asdict(advice.normalized).items():
+                if value not in (None, False):
+                    setattr(facts, name, value)
+    return facts
+
+
+def decide(settings: Optional[ModelRetrySettings], context: RetryPolicyContext,
+           streamed_already: bool = False) -> RetryDecision:
+    """Whether to retry this failure: the budget, the absolute vetoes, then the policy and the replay rules."""
+    advice = context.provider_advice
+    reason = advice.reason if advice is not None else None
+    if settings is None or settings.policy is None or context.attempt > context.max_retries:
+        return RetryDecision(False, reason=reason)
+    if context.normalized.is_abort or streamed_already:
+        return RetryDecision(False, reason=reason)
+    unsafe = context.replay_safety == "unsafe"
+    if unsafe and context.stream:
+        return RetryDecision(False, reason=reason)
+    decision = _decision(caller.call(settings.policy, context))
+    if not decision.retry:
+        return decision
+    approved = decision.approve_unsafe_replay or context.replay_safety == "safe"
+    if (context.stateful_request or unsafe) and not approved:
+        return RetryDecision(False, reason=decision.reason or reason)
+    delay = decision.delay
+    if delay is None:
+        delay = context.normalized.retry_after
+    if delay is None:
+        delay = (settings.backoff or ModelRetryBackoffSettings()).delay(context.attempt)
+    return RetryDecision(True, delay=delay, reason=decision.reason or reason,
+                         approve_unsafe_replay=decision.approve_unsafe_replay)
+
+
+def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception, attempt: int, stream: bool,
+                     ids: dict) -> RetryPolicyContext:
+    request = ModelRetryAdviceRequest(error, attempt, stream, ids.get("previous_response_id"),
+                                      ids.get("conversation_id"))
+    ask = getattr(model, "get_retry_advice", None)
+    advice = ask(request) if callable(ask) else None
+    return RetryPolicyContext(error, attempt, max(settings.max_retries or 0, 0), stream, normalize(error, advice),
+                              advice, request.previous_response_id, request.conversation_id)
+
+
+def _wait(decision: RetryDecision, attempt: int, settings: ModelRetrySettings, sleep: Callable) -> None:
+    logger.debug("retrying the failed model call in %.2fs (retry %d of %d)", decision.delay or 0.0, attempt,
+                 settings.max_retries or 0)
+    if decision.delay:
+        sleep(decision.delay)
+
+
+def _runner_managed(settings: Optional[ModelRetrySettings]) -> bool:
+    """Whether the run decides retries of this call (then the adapter makes one attempt per call)."""
+    return settings is not None and (settings.max_retries is not None and settings.max_retries <= 0
+                                     or settings.policy is not None and (settings.max_retries or 0) > 0)
+
+
+def as_settings(value: Any) -> Optional[ModelRetrySettings]:
+    """`ModelSettings.retry` as `ModelRetrySettings` (a dict of its fields is accepted, as upstream)."""
+    if value is None or isinstance(value, ModelRetrySettings):
+        return value
+    if isinstance(value, dict):
+        return ModelRetrySettings(**value)
+    raise UserError(f"ModelSettings.retry must be ModelRetrySettings, a dict of its fields or None, "
+                    f"got {type(value).__name__}")
+
+
+def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict,
+                 sleep: Callable[[float], None] = time.sleep) -> Any:
+    """`call()` (one model call), retried as `settings` and its policy decide."""
+    settings = as_settings(settings)
+    token = provider_retries_disabled.set(_runner_managed(settings))
+    try:
+        attempt = 1
+        while True:
+            try:
+                return call()
+            except Exception as error:
+                if settings is None:
+                    raise
+                decision = decide(settings, _failure_context(model, settings, error, attempt, False, ids))
+                if not decision.retry:
+                    raise
+                _wait(decision, attempt, settings, sleep)
+                attempt += 1
+    finally:
+        provider_retries_disabled.reset(token)
+
+
+def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids: dict,
+                    sleep: Callable[[float], None] = time.sleep) -> Iterator[Any]:
+    """The events of `call()` (one streamed model call); a failure before the first event may be retried."""
+    settings = as_settings(settings)
+    token = provider_retries_disabled.set(_runner_managed(settings))
+    try:
+        attempt = 1
+        while True:
+            started = False
+            try:
+                for event in call():
+                    started = True
+                    yield event
+                return
+            except Exception as error:
+                if settings is None:
+                    raise
+                decision = decide(settings, _failure_context(model, settings, error, attempt, True, ids), started)
+                if not decision.retry:
+                    raise
+                _wait(decision, attempt, settings, sleep)
+                attempt += 1
+    finally:
+        provider_retries_disabled.reset(token)

@@ -1,0 +1,148 @@
+"""Runner-managed model retries (miniagents.retry): upstream's settings, policies and decisions."""
+import asyncio
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from miniagents import (Agent, ModelHTTPError, ModelRetryAdvice, ModelRetryBackoffSettings, ModelRetrySettings,
+                        ModelSettings, ModelTimeoutError, RetryDecision, RetryPolicyContext, Runner, UserError,
+                        retry_policies)
+from miniagents import retry
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message
+
+
+def unavailable():
+    return ModelHTTPError(503, "try later", request_id="req_1")
+
+
+def agent(model, **settings):
+    return Agent(name="A", model=model, model_settings=ModelSettings(**settings))
+
+
+def context(error=None, attempt=1, max_retries=3, stream=False, advice=None, **ids):
+    error = error or unavailable()
+    return RetryPolicyContext(error, attempt, max_retries, stream, retry.normalize(error, advice), advice,
+                              ids.get("previous_response_id"), ids.get("conversation_id"))
+
+
+def test_a_failed_call_is_retried_when_the_policy_says_so():
+    model = ScriptedModel([unavailable(), [assistant_message("ok")]])
+    settings = ModelRetrySettings(max_retries=2, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    result = Runner.run_sync(agent(model, retry=settings), "hi")
+    assert result.final_output == "ok" and len(model.calls) == 2
+
+
+def test_the_budget_bounds_the_retries_and_the_last_error_is_raised():
+    model = ScriptedModel([unavailable(), unavailable(), unavailable()])
+    settings = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    with pytest.raises(ModelHTTPError):
+        Runner.run_sync(agent(model, retry=settings), "hi")
+    assert len(model.calls) == 2 and model.remaining_steps == 1
+
+
+def test_without_retry_settings_or_policy_nothing_is_retried():
+    for settings in (None, ModelRetrySettings(max_retries=3)):
+        model = ScriptedModel([unavailable(), [assistant_message("never")]])
+        with pytest.raises(ModelHTTPError):
+            Runner.run_sync(agent(model, retry=settings), "hi")
+        assert len(model.calls) == 1
+
+
+def test_provider_suggested_follows_the_models_advice_and_its_veto():
+    step = ModelStep.raise_error(unavailable(), retry_advice=ModelRetryAdvice(suggested=True, retry_after=0))
+    model = ScriptedModel([step, [assistant_message("ok")]])
+    settings = {"max_retries": 1, "policy": retry_policies.provider_suggested()}  # a dict, as upstream allows
+    assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
+    vetoed = ModelStep.raise_error(unavailable(), retry_advice=ModelRetryAdvice(suggested=False))
+    model = ScriptedModel([vetoed, [assistant_message("never")]])
+    either = retry_policies.any(retry_policies.provider_suggested(), retry_policies.http_status([503]))
+    with pytest.raises(ModelHTTPError):
+        Runner.run_sync(agent(model, retry=ModelRetrySettings(max_retries=1, policy=either)), "hi")
+    assert len(model.calls) == 1
+
+
+def test_a_streamed_call_is_retried_only_before_its_first_event():
+    model = ScriptedModel([unavailable(), [assistant_message("ok")]])
+    settings = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+
+    async def go():
+        result = Runner.run_streamed(agent(model, retry=settings), "hi")
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    assert asyncio.run(go()).final_output == "ok" and len(model.calls) == 2
+    sleeps, calls = [], []
+
+    def stream_then_fail():
+        calls.append(1)
+        yield {"type": "response.created"}
+        raise unavailable()
+
+    with pytest.raises(ModelHTTPError):
+        list(retry.stream_response(None, settings, stream_then_fail, {}, sleep=sleeps.append))
+    assert len(calls) == 1
+
+
+def test_the_adapter_is_told_not_to_retry_while_the_run_manages_retries():
+    seen = []
+
+    def call():
+        seen.append(retry.provider_retries_disabled.get())
+        return "answer"
+
+    policy = retry_policies.network_error()
+    assert retry.get_response(None, ModelRetrySettings(max_retries=2, policy=policy), call, {}) == "answer"
+    assert retry.get_response(None, None, call, {}) == "answer"
+    assert retry.get_response(None, ModelRetrySettings(max_retries=0), call, {}) == "answer"
+    assert seen == [True, False, True] and retry.provider_retries_disabled.get() is False
+
+
+def test_ready_made_policies():
+    assert retry_policies.never()(context()) is False
+    assert retry_policies.http_status([503])(context()) is True
+    assert retry_policies.http_status([429])(context()) is False
+    assert retry_policies.network_error()(context(ModelHTTPError(None, "reset"))) is True
+    assert retry_policies.network_error()(context(ModelTimeoutError(5))) is True
+    assert retry_policies.retry_after()(context(advice=ModelRetryAdvice(retry_after=1.5))) == RetryDecision(True, 1.5)
+    assert retry_policies.retry_after()(context()) == RetryDecision(False)
+    both = retry_policies.all(retry_policies.http_status([503]), lambda c: RetryDecision(True, delay=0.5))
+    assert both(context()) == RetryDecision(True, delay=0.5)
+    assert retry_policies.all(retry_policies.http_status([503]), retry_policies.never())(context()).retry is False
+
+
+def test_decide_keeps_upstreams_vetoes():
+    settings = ModelRetrySettings(max_retries=2, policy=lambda c: True, backoff={"jitter": False})
+    assert retry.decide(settings, context()).delay == 0.25
+    assert retry.decide(settings, context(attempt=3, max_retries=2)).retry is False
+    assert retry.decide(settings, context(ModelHTTPError(None, "x", code="cancelled"))).retry is False
+    assert retry.decide(settings, context(), streamed_already=True).retry is False
+    assert retry.decide(settings, context(previous_response_id="r1")).retry is False  # bound to server state
+    approve = ModelRetrySettings(max_retries=2, policy=lambda c: RetryDecision(True, approve_unsafe_replay=True))
+    assert retry.decide(approve, context(previous_response_id="r1")).retry is True
+    unsafe = ModelRetryAdvice(replay_safety="unsafe")
+    assert retry.decide(settings, context(advice=unsafe)).retry is False
+    assert retry.decide(settings, context(stream=True, advice=unsafe)).retry is False
+    assert retry.decide(approve, context(stream=True, advice=unsafe)).retry is False
+    safe = ModelRetryAdvice(replay_safety="safe")
+    assert retry.decide(settings, context(conversation_id="c", advice=safe)).retry is True
+
+
+@given(st.integers(1, 20), st.floats(0, 5), st.floats(0, 10), st.floats(1, 4), st.floats(0, 1))
+def test_backoff_stays_within_its_ceiling_and_jitter_band(attempt, initial, ceiling, multiplier, rand):
+    settings = ModelRetryBackoffSettings(initial_delay=initial, max_delay=ceiling, multiplier=multiplier)
+    base = min(initial * multiplier ** (attempt - 1), ceiling)
+    delay = settings.delay(attempt, rand=lambda: rand)
+    assert 0 <= delay <= ceiling and base * 0.875 - 1e-9 <= delay <= base * 1.125 + 1e-9
+    assert ModelRetryBackoffSettings(initial, ceiling, multiplier, jitter=False).delay(attempt) == base
+
+
+def test_bad_settings_are_user_errors():
+    for bad in (dict(max_retries="2"), dict(backoff=3), dict(policy="always"), dict(backoff={"initial_delay": -1})):
+        with pytest.raises(UserError):
+            ModelRetrySettings(**bad)
+    with pytest.raises(UserError, match="ModelSettings.retry"):
+        Runner.run_sync(agent(ScriptedModel([[assistant_message("x")]]), retry=3), "hi")
+    assert ModelRetrySettings(max_retries=1, backoff={"max_delay": 1}).to_json_dict() == {
+        "max_retries": 1, "backoff": {"initial_delay": None, "max_delay": 1, "multiplier": None, "jitter": None}}
