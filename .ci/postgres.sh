@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Best effort, called by .ci/run before the tests: the PostgreSQL server programs (Debian's `postgresql`
 # package) and the psycopg 3 / psycopg2 drivers in the test venv, for the PostgreSQL cases of the session tests
-# (tests/test_session_contract.py, tests/test_session_postgres.py, tests/test_crash.py). The tests start their
+# (tests/state/test_session_contract.py, tests/state/test_session_postgres.py, tests/state/test_crash.py). The tests start their
 # own server in a temporary folder. This script never fails CI: when something cannot be installed it says why,
 # and those tests skip with the reason. The drivers go into the test venv only, never into pyproject's extras.
 set -u

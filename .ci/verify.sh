@@ -4,7 +4,7 @@
 #      an interpreter that is not installed is reported and skipped, not a failure
 #   2. the pydantic interop tests against real pydantic, in a venv used only for that (.venv-pydantic/)
 #   3. a fixed sample of generated mutants, and the full curated mutation check
-# The vendoring test (tests/test_vendoring.py) runs inside every suite run, on every installed Python.
+# The vendoring test (tests/project/test_vendoring.py) runs inside every suite run, on every installed Python.
 # Each step prints its own wall time; everything runs on the two cores CI has.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +53,7 @@ pydantic_interop() {
   echo "pydantic $(.venv-pydantic/bin/python -c 'import pydantic; print(pydantic.VERSION)')"
   local out
   out=$(PYTHONPATH="$PWD" .venv-pydantic/bin/python -m pytest -q -p no:cacheprovider -rs \
-        tests/test_interop.py tests/test_schema.py 2>&1) || { echo "$out"; return 1; }
+        tests/schemas/test_interop.py tests/schemas/test_schema.py 2>&1) || { echo "$out"; return 1; }
   echo "$out" | tail -n 3
   if echo "$out" | grep -qi "could not import 'pydantic'\|pydantic v1"; then
     echo "pydantic tests were skipped although pydantic is installed"; return 1

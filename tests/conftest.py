@@ -1,4 +1,7 @@
-"""Hypothesis profiles for the suite.
+"""What every test module gets: hypothesis profiles, the local OpenAI-compatible test server, fast retries, and
+the PostgreSQL server fixture (tests/postgres.py; its tests skip with the reason when there is none).
+
+Hypothesis profiles:
 
 - "default": what `./run.sh test` uses; small enough for CI (the loop's property tests play 100
   generated conversations each). Tests that pass their own `max_examples` keep it in every profile.
@@ -11,7 +14,13 @@ Choose one with `pytest --hypothesis-profile=long`, or `MINIAGENTS_HYPOTHESIS_PR
 """
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from miniagents.models import protocol
+from openai_server import OpenAITestServer
+
+pytest_plugins = ("postgres",)  # the postgres_server fixture: one server for the whole test session
 
 PROFILE_ENV = "MINIAGENTS_HYPOTHESIS_PROFILE"
 
@@ -21,3 +30,22 @@ settings.register_profile("mutation", parent=settings.get_profile("default"), de
                           max_examples=30)
 settings.register_profile("long", parent=settings.get_profile("default"), max_examples=2000)
 settings.load_profile(os.environ.get(PROFILE_ENV) or "default")
+
+
+@pytest.fixture
+def server():
+    """A live OpenAI-compatible server on loopback that plays scripted replies (tests/openai_server.py)."""
+    srv = OpenAITestServer()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch):
+    """Backoff of a millisecond, so retry tests stay fast; no OPENAI_* or proxy variable leaks into a test."""
+    monkeypatch.setattr(protocol, "INITIAL_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(protocol, "MAX_RETRY_DELAY", 0.002)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_DEFAULT_MODEL", "OPENAI_ORG_ID",
+                 "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS", "http_proxy", "https_proxy",
+                 "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)

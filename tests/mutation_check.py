@@ -80,7 +80,17 @@ class Mutant:
 
 
 def M(file: str, old: str, new: str, breaks: str, *tests: str) -> Mutant:
-    return Mutant("miniagents/" + file, old, new, breaks, tuple(f"tests/{t}.py" for t in tests))
+    """A curated mutant of `miniagents/<file>`; `tests` are test module names to run first (e.g. "test_run")."""
+    return Mutant("miniagents/" + file, old, new, breaks, tuple(test_path(t) for t in tests))
+
+
+def test_path(name: str) -> str:
+    """Where the test module `name` lives (tests/<area>/<name>.py), relative to the root; a missing one is named
+    as it would be at the top of tests/, so the mutant list's own test reports it."""
+    for folder, _, files in os.walk(os.path.join(ROOT, "tests")):
+        if f"{name}.py" in files:
+            return os.path.relpath(os.path.join(folder, f"{name}.py"), ROOT).replace(os.sep, "/")
+    return f"tests/{name}.py"
 
 
 MUTANTS: List[Mutant] = [
@@ -457,8 +467,12 @@ SELF_TEST = "test_mutation_check.py"  # checks the mutant list against the sourc
 
 
 def all_test_files(root: str) -> List[str]:
-    return sorted(f"tests/{n}" for n in os.listdir(os.path.join(root, "tests"))
-                  if n.startswith("test_") and n.endswith(".py") and n != SELF_TEST)
+    """Every test module under tests/ (its area folders included), relative to the root."""
+    found = []
+    for folder, _, files in os.walk(os.path.join(root, "tests")):
+        found += [os.path.relpath(os.path.join(folder, n), root).replace(os.sep, "/") for n in files
+                  if n.startswith("test_") and n.endswith(".py") and n != SELF_TEST]
+    return sorted(found)
 
 
 @dataclass

@@ -277,5 +277,5 @@ def tests_for(module_file: str, test_files: List[str], root: str = ROOT) -> Tupl
             text = f.read()
         if (key and key in name[len("test_"):]) or (stem != "__init__" and _imports_module(text, dotted)):
             chosen.append(test)
-    extra = [f"tests/{t}.py" for t in EXTRA_TESTS.get(stem, ())]
-    return tuple(dict.fromkeys(chosen + [t for t in extra if t in test_files]))
+    extra = [t for t in test_files if os.path.splitext(os.path.basename(t))[0] in EXTRA_TESTS.get(stem, ())]
+    return tuple(dict.fromkeys(chosen + extra))

@@ -1,7 +1,11 @@
 """Small helpers the kernel tests share: build an agent on a scripted model, read what a model was sent."""
+import os
+
 from miniagents import Agent
 from miniagents.testing import ScriptedModel
 
+TESTS = os.path.dirname(os.path.abspath(__file__))  # tests/: helpers, golden files, scripts
+ROOT = os.path.dirname(TESTS)  # the repository
 REDACTED = "An error occurred while running the tool. Please try again."
 
 
@@ -14,6 +18,18 @@ def make_agent(steps, name="Assistant", **kw):
 def outputs_sent(call):
     """{call_id: output} of every function_call_output a recorded model call received."""
     return {i["call_id"]: i["output"] for i in call.input if i.get("type") == "function_call_output"}
+
+
+def json_values(value):
+    """Every key and value inside a JSON-like structure (dicts, lists, tuples), depth first, `value` first."""
+    yield value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from json_values(k)
+            yield from json_values(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from json_values(v)
 
 
 def kinds(items):

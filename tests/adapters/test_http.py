@@ -1,0 +1,281 @@
+"""Transport (retries, error bodies, timeouts, keep-alive, SSE framing) and the provider."""
+import socket
+import time
+
+import pytest
+
+from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
+from miniagents.models import http, protocol
+from miniagents.models import provider as provider_mod
+from miniagents.models.chat_completions import OpenAIChatCompletionsModel
+from miniagents.models.interface import ModelSettings
+from miniagents.models.provider import OpenAIProvider, set_default_openai_api, set_default_openai_key
+from miniagents.models.responses import OpenAIResponsesModel
+from openai_server import chat_chunks, chat_completion, sse
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def chat(server, **kw):
+    return OpenAIChatCompletionsModel("m", base_url=server.url, api_key="sk-secret-123", **kw)
+
+
+def ask(m, settings=None):
+    return m.get_response(None, USER, settings or ModelSettings(), [], None, [])
+
+
+def text_of(resp):
+    return resp.output[0]["content"][0]["text"]
+
+# --------------------------------------------------------------------------- retries over sockets
+
+
+def test_429_with_retry_after_is_retried_and_then_succeeds(server, monkeypatch):
+    slept = []
+    monkeypatch.setattr(http.CancelSwitch, "sleep", lambda switch, seconds: slept.append(seconds))
+    server.reply({"error": {"message": "Rate limit", "code": "rate_limit_exceeded"}}, status=429,
+                 headers={"retry-after": "0.01"}).reply(chat_completion("ok"))
+    assert text_of(ask(chat(server))) == "ok"
+    assert len(server.requests) == 2 and slept == [0.01]
+
+
+def test_500_then_success(server):
+    server.reply({"error": {"message": "oops"}}, status=500).reply(chat_completion("ok"))
+    assert text_of(ask(chat(server))) == "ok"
+
+
+def test_retries_exhausted_gives_the_last_error(server):
+    for _ in range(3):
+        server.reply({"error": {"message": "overloaded", "type": "server_error"}}, status=503)
+    with pytest.raises(ModelHTTPError, match="overloaded") as info:
+        ask(chat(server))
+    assert info.value.status == 503 and len(server.requests) == 3  # max_retries=2 → 3 attempts
+
+
+def test_insufficient_quota_429_is_not_retried(server):
+    server.reply({"error": {"message": "You exceeded your quota", "type": "insufficient_quota",
+                            "code": "insufficient_quota"}}, status=429)
+    with pytest.raises(ModelHTTPError, match="quota"):
+        ask(chat(server))
+    assert len(server.requests) == 1
+
+
+def test_x_should_retry_overrides_status(server):
+    server.reply({"error": {"message": "no"}}, status=500, headers={"x-should-retry": "false"})
+    with pytest.raises(ModelHTTPError):
+        ask(chat(server))
+    server.reply({"error": {"message": "again"}}, status=400, headers={"x-should-retry": "true"})
+    server.reply(chat_completion("ok"))
+    assert text_of(ask(chat(server))) == "ok" and len(server.requests) == 3
+
+
+def test_retry_after_beyond_cap_fails_fast(server):
+    server.reply({"error": {"message": "later"}}, status=429, headers={"retry-after": "3600"})
+    started = time.monotonic()
+    with pytest.raises(ModelHTTPError):
+        ask(chat(server))
+    assert len(server.requests) == 1 and time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_client_errors_fail_at_once(server, status):
+    server.reply({"error": {"message": "bad"}}, status=status)
+    with pytest.raises(ModelHTTPError):
+        ask(chat(server))
+    assert len(server.requests) == 1
+
+
+def test_html_502_page_gives_readable_error(server):
+    page = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+    for _ in range(3):
+        server.reply(status=502, raw=page, content_type="text/html")
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(server))
+    assert info.value.status == 502 and "502 Bad Gateway" in info.value.message
+    assert "<" not in info.value.message
+
+
+@pytest.mark.parametrize("raw,expected", [(b"", "empty body"), (b"model not loaded", "model not loaded"),
+                                          (b'{"error": "lm studio says no"}', "lm studio says no"),
+                                          (b'{"object": "error", "message": "old vllm", "code": 400}', "old vllm")])
+def test_error_bodies_of_every_shape(server, raw, expected):
+    server.reply(status=400, raw=raw)
+    with pytest.raises(ModelHTTPError, match=expected):
+        ask(chat(server))
+
+
+def test_slow_response_past_timeout_raises_model_timeout(server):
+    server.reply(chat_completion("late"), delay=0.6).reply(chat_completion("late"), delay=0.6)
+    with pytest.raises(ModelTimeoutError) as info:
+        ask(chat(server, timeout=0.2, max_retries=1))
+    assert info.value.timeout_seconds == 0.2 and len(server.requests) == 2
+    assert isinstance(info.value, AgentsException)
+
+
+def test_per_call_timeout_from_settings(server):
+    server.reply(chat_completion("late"), delay=0.5)
+    with pytest.raises(ModelTimeoutError):
+        ask(chat(server, max_retries=0), ModelSettings(timeout=0.1))
+
+
+def test_connection_refused_is_retried_then_reported():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    m = OpenAIChatCompletionsModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-secret-123")
+    with pytest.raises(ModelHTTPError, match="connection") as info:
+        ask(m)
+    assert info.value.type == "connection_error" and "sk-secret" not in str(info.value)
+
+
+def test_keep_alive_connection_reused_across_calls_and_streams(server):
+    server.reply(chat_completion("a")).reply_sse(sse(*chat_chunks("b"))).reply(chat_completion("c"))
+    m = chat(server)
+    ask(m)
+    list(m.stream_response(None, USER, ModelSettings(), [], None, []))
+    ask(m)
+    assert len({r["client_port"] for r in server.requests}) == 1
+
+
+def test_stale_keep_alive_socket_is_replaced_without_counting_a_retry(server):
+    server.reply(chat_completion("a"), close_after=True).reply(chat_completion("b"))
+    m = chat(server, max_retries=0)
+    ask(m)
+    time.sleep(0.05)
+    assert text_of(ask(m)) == "b" and len(server.requests) == 2
+
+
+def test_stream_retried_before_first_event_but_not_after(server):
+    server.reply({"error": {"message": "warming up"}}, status=503).reply_sse(sse(*chat_chunks("ok")))
+    events = list(chat(server).stream_response(None, USER, ModelSettings(), [], None, []))
+    assert events[-1]["type"] == "response.completed" and len(server.requests) == 2
+
+
+def test_headers_sent(server):
+    server.reply(chat_completion("ok"))
+    ask(OpenAIChatCompletionsModel("m", base_url=server.url + "/", api_key="k1", organization="org_1",
+                                   project="proj_1", default_headers={"X-Title": "demo"}))
+    h = server.requests[0]["headers"]
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+    assert (h["authorization"], h["openai-organization"], h["openai-project"], h["x-title"]) == (
+        "Bearer k1", "org_1", "proj_1", "demo")
+    assert h["content-type"] == "application/json" and "gzip" not in h.get("accept-encoding", "")
+
+
+def test_extra_headers_and_query_per_call(server):
+    server.reply(chat_completion("ok"))
+    ask(chat(server), ModelSettings(extra_headers={"X-Trace": "1"}, extra_query={"debug": "yes"}))
+    assert server.requests[0]["headers"]["x-trace"] == "1" and server.requests[0]["query"] == {"debug": "yes"}
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def test_backoff_follows_openai_python_constants(monkeypatch):
+    monkeypatch.setattr(protocol, "INITIAL_RETRY_DELAY", 0.5)
+    monkeypatch.setattr(protocol, "MAX_RETRY_DELAY", 8.0)
+    assert [protocol.retry_delay(n, rand=lambda: 0.0) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert protocol.retry_delay(0, rand=lambda: 1.0) == 0.375
+    assert protocol.retry_delay(3, {"retry-after-ms": "250"}) == 0.25
+    assert protocol.retry_delay(0, {"retry-after": "0"}, rand=lambda: 0.0) == 0.5  # not in (0, cap]: backoff
+
+
+def test_retry_after_http_date():
+    assert protocol.retry_after({"retry-after": "Thu, 01 Jan 2026 00:00:30 GMT"}, now=1767225600.0) == 30.0
+    assert protocol.retry_after({"retry-after": "soon"}) is None
+
+
+def test_error_fields_stringify_codes_and_messages():
+    err = protocol.error_from_body(400, b'{"error": {"message": {"detail": "x"}, "code": 400}}')
+    assert err.code == "400" and err.message == '{"detail": "x"}'
+
+
+def test_sse_framing_all_line_endings_multiline_comments_and_eof():
+    stream = b": hi\r\nevent: a\r\ndata: 1\rdata: 2\n\ndata: [DONE]\n\nid: 7\nretry: 5\ndata:tail"
+    assert list(protocol.iter_sse(protocol.iter_lines([stream]))) == [("a", "1\n2"), ("message", "[DONE]"),
+                                                               ("message", "tail")]
+
+
+def test_sse_a_comment_inside_an_event_does_not_split_it():
+    stream = b'data: {"a":\n: keep-alive\ndata: 1}\n\n'
+    assert list(protocol.iter_sse(protocol.iter_lines([stream]))) == [("message", '{"a":\n1}')]
+
+
+# --------------------------------------------------------------------------- provider and endpoints
+
+
+def test_provider_picks_responses_for_openai_and_chat_elsewhere(monkeypatch):
+    monkeypatch.setattr(provider_mod, "_default_api", {"api": None})
+    assert isinstance(OpenAIProvider(api_key="k").get_model("gpt-4.1"), OpenAIResponsesModel)
+    assert isinstance(OpenAIProvider(base_url="http://localhost:11434/v1").get_model("qwen3"),
+                      OpenAIChatCompletionsModel)
+    assert isinstance(OpenAIProvider(base_url="http://x/v1", use_responses=True).get_model("m"),
+                      OpenAIResponsesModel)
+    set_default_openai_api("chat_completions")
+    assert isinstance(OpenAIProvider(api_key="k").get_model("gpt-4.1"), OpenAIChatCompletionsModel)
+    with pytest.raises(ValueError):
+        set_default_openai_api("soap")
+
+
+def test_provider_reads_environment_lazily(server, monkeypatch):
+    monkeypatch.setattr(provider_mod, "_default_api", {"api": None})
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "llama3")
+    server.reply(chat_completion("ok"))
+    m = OpenAIProvider().get_model(None)
+    assert (m.model, type(m)) == ("llama3", OpenAIChatCompletionsModel)
+    ask(m)
+    assert server.requests[0]["headers"]["authorization"] == "Bearer sk-env"
+    assert server.bodies[0]["model"] == "llama3"
+
+
+def test_default_key_beats_env_and_openai_without_key_is_user_error(server, monkeypatch):
+    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        ask(OpenAIChatCompletionsModel("m", base_url="https://api.openai.com/v1"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    set_default_openai_key("sk-default")
+    server.reply(chat_completion("ok"))
+    ask(OpenAIChatCompletionsModel("m", base_url=server.url))
+    assert server.requests[0]["headers"]["authorization"] == "Bearer sk-default"
+
+
+def test_local_server_without_key_gets_a_dummy_bearer(server, monkeypatch):
+    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
+    server.reply(chat_completion("ok"))
+    ask(OpenAIChatCompletionsModel("m", base_url=server.url))
+    assert server.requests[0]["headers"]["authorization"] == "Bearer no-key"
+
+
+def test_azure_api_key_header_and_api_version_query(server):
+    server.reply(chat_completion("ok"))
+    m = OpenAIChatCompletionsModel("my-deployment", base_url=server.url + "/openai/deployments/my-deployment",
+                                   api_key="azure-key", api_version="2024-10-21")
+    ask(m)
+    req = server.requests[0]
+    assert req["path"] == "/v1/openai/deployments/my-deployment/chat/completions"
+    assert req["query"] == {"api-version": "2024-10-21"}
+    assert req["headers"]["api-key"] == "azure-key" and "authorization" not in req["headers"]
+
+
+def test_key_never_in_repr():
+    for obj in (OpenAIProvider(api_key="sk-secret-123"),
+                OpenAIChatCompletionsModel("m", api_key="sk-secret-123"),
+                OpenAIResponsesModel("m", api_key="sk-secret-123")):
+        assert "sk-secret" not in repr(obj)
+    m = OpenAIResponsesModel("m", api_key="sk-secret-123")
+    assert "sk-secret" not in repr(m.transport)
+
+
+@pytest.mark.parametrize("field", ["prompt_cache_options", "preserve_raw_usage"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_model_settings_the_adapters_cannot_send_are_refused_before_any_request(server, field, api):
+    from miniagents import ModelSettings, UserError
+
+    model = (OpenAIChatCompletionsModel if api == "chat" else OpenAIResponsesModel)(
+        "m", base_url=server.url, api_key="sk-test")
+    settings = ModelSettings(**{field: True})
+    with pytest.raises(UserError, match=field):
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert server.requests == []

@@ -1,0 +1,373 @@
+"""When the network or the server misbehaves: typed errors a person can act on, retried where a retry can help,
+streams that end at their last event, and requests that stop the moment a run is cancelled."""
+import contextlib
+import socket
+import threading
+import time
+
+import pytest
+
+from miniagents.errors import ModelHTTPError, ModelTimeoutError
+from miniagents.models import http
+from miniagents.models.chat_completions import OpenAIChatCompletionsModel
+from miniagents.models.interface import CANCEL_CALLBACKS, ModelSettings
+from miniagents.models.provider import OpenAIProvider
+from miniagents.models.responses import OpenAIResponsesModel
+from openai_server import chat_chunks, chat_completion, response_events, sse, text_item
+
+USER = [{"role": "user", "content": "hi"}]
+KEY = "sk-secret-123"
+
+
+def chat(base_url, **kw):
+    return OpenAIChatCompletionsModel("m", base_url=base_url, api_key=KEY, **kw)
+
+
+def ask(model, settings=None):
+    return model.get_response(None, USER, settings or ModelSettings(), [], None, [])
+
+
+def stream(model):
+    return model.stream_response(None, USER, ModelSettings(), [], None, [])
+
+
+def port_of(url):
+    return int(url.split(":")[2].split("/")[0])
+
+
+@contextlib.contextmanager
+def free_port():
+    """A port nothing listens on."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    yield port
+
+
+@contextlib.contextmanager
+def unanswered_port():
+    """A port whose listener never accepts and whose queue is full: connecting to it hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    time.sleep(0.1)
+    try:
+        yield port
+    finally:
+        for sock in fillers + [listener]:
+            sock.close()
+
+
+@contextlib.contextmanager
+def plain_text_listener():
+    """A plain-TCP listener that answers every connection at once with a plain HTTP 400 (so a TLS client
+    reads a non-TLS record); yields (port, accepted connection count)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1], accepted
+    finally:
+        listener.close()
+
+
+def no_key_in(err):
+    chain, seen = [], err
+    while seen is not None:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for e in chain:
+        assert KEY not in str(e) and KEY not in repr(e) and KEY not in repr(e.args)
+
+# --------------------------------------------------------------------------- what every error says
+
+
+def test_an_exhausted_retry_names_method_url_and_attempts(server):
+    for _ in range(3):
+        server.reply({"error": {"message": "overloaded"}}, status=503)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(server.url))
+    assert str(info.value) == (f"HTTP 503: overloaded (POST http://127.0.0.1:{port_of(server.url)}"
+                               "/v1/chat/completions, 3 attempts)")
+    no_key_in(info.value)
+
+
+@pytest.mark.parametrize("reply,expected", [
+    ({"status": 400, "json": {"error": {"message": "bad", "code": "x"}}}, "HTTP 400: code=x bad"),
+    ({"status": 200, "json": {"error": {"message": "upstream failed"}}}, "HTTP 200: upstream failed"),
+    ({"sse": sse({"error": {"message": "provider overloaded", "code": 502}}, done=False)},
+     "the server reported an error in the stream: provider overloaded"),
+    ({"sse": sse(*chat_chunks("Hello")[:2], done=False)}, "the stream ended before a finish_reason or [DONE]"),
+])
+def test_errors_from_one_attempt_name_it_too(server, reply, expected):
+    server.replies.append(reply)
+    model = chat(server.url)
+    with pytest.raises(ModelHTTPError) as info:
+        list(stream(model)) if "sse" in reply else ask(model)
+    assert expected in str(info.value)
+    assert f"(POST http://127.0.0.1:{port_of(server.url)}/v1/chat/completions, 1 attempt)" in str(info.value)
+
+
+def test_a_404_from_a_base_url_without_v1_says_what_it_should_be(server):
+    root = server.url[:-len("/v1")]
+    server.reply({"error": {"message": "Not Found"}}, status=404)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(root))
+    assert (f"Most OpenAI-compatible servers serve the API under /v1: try base_url='{root}/v1'. "
+            f"(POST {root}/chat/completions, 1 attempt)") in str(info.value)
+
+
+@pytest.mark.parametrize("endpoint,make", [("/chat/completions", chat),
+                                           ("/responses", lambda url: OpenAIResponsesModel("m", base_url=url))])
+def test_a_404_from_a_base_url_with_the_endpoint_in_it_says_what_it_should_be(server, endpoint, make):
+    server.reply({"error": {"message": "Not Found"}}, status=404)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(make(server.url + endpoint))
+    assert (f"The base URL must stop before the endpoint: use base_url='{server.url}' (the adapter adds "
+            f"{endpoint}).") in str(info.value)
+
+
+def test_a_404_for_the_default_model_name_says_where_the_name_came_from(server, monkeypatch):
+    for _ in range(3):
+        server.reply({"error": {"message": "model 'gpt-4.1' not found", "code": "model_not_found"}}, status=404)
+    provider = OpenAIProvider(base_url=server.url, api_key=KEY)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(provider.get_model(None))
+    assert ("No model name was given, so the default 'gpt-4.1' was asked for: pass model=... (to the Agent or "
+            "the model) or set OPENAI_DEFAULT_MODEL.") in str(info.value)
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "llama3")
+    with pytest.raises(ModelHTTPError, match="The model name 'llama3' came from OPENAI_DEFAULT_MODEL."):
+        ask(provider.get_model(None))
+    with pytest.raises(ModelHTTPError) as info:
+        ask(provider.get_model("qwen3"))
+    assert "OPENAI_DEFAULT_MODEL" not in str(info.value) and "model=" not in str(info.value)
+
+
+def test_a_refused_connection_says_could_not_connect():
+    with free_port() as port:
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(f"http://127.0.0.1:{port}/v1"))
+    assert str(info.value) == (f"could not connect to 127.0.0.1:{port}: connection refused (is the server "
+                               f"running, and on that port?) (POST http://127.0.0.1:{port}/v1/chat/completions, "
+                               f"3 attempts) [type=connection_error]")
+    assert info.value.type == "connection_error"
+    no_key_in(info.value)
+
+
+def test_https_pointed_at_a_plain_http_server_gets_a_hint_and_no_retry():
+    with plain_text_listener() as (port, accepted):
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(f"https://127.0.0.1:{port}/v1"))
+    assert f"could not connect to 127.0.0.1:{port}: the TLS handshake failed" in str(info.value)
+    assert f"if that server speaks plain HTTP, use base_url='http://127.0.0.1:{port}/v1'" in str(info.value)
+    assert "1 attempt)" in str(info.value) and len(accepted) == 1
+
+# --------------------------------------------------------------------------- timeouts
+
+
+def test_connecting_has_its_own_timeout_separate_from_the_read_timeout(monkeypatch):
+    monkeypatch.setattr(http, "CONNECT_TIMEOUT", 0.2)
+    with unanswered_port() as port:
+        with pytest.raises(ModelTimeoutError) as info:
+            ask(chat(f"http://127.0.0.1:{port}/v1", timeout=60, max_retries=0))
+    assert info.value.timeout_seconds == 0.2
+    assert str(info.value) == (f"Model call timed out after 0.2 seconds. Could not connect to 127.0.0.1:{port} "
+                               f"within 0.2 s. (POST http://127.0.0.1:{port}/v1/chat/completions, 1 attempt)")
+
+
+def test_a_slow_answer_is_bounded_by_the_read_timeout_not_the_connect_timeout(server, monkeypatch):
+    monkeypatch.setattr(http, "CONNECT_TIMEOUT", 0.05)
+    server.reply(chat_completion("late but fine"), delay=0.3)
+    assert ask(chat(server.url, timeout=5)).output[0]["content"][0]["text"] == "late but fine"
+    assert len(server.requests) == 1
+
+
+def test_a_read_timeout_names_the_wait(server):
+    server.reply(hang=True).reply(hang=True)
+    with pytest.raises(ModelTimeoutError) as info:
+        ask(chat(server.url, timeout=0.2, max_retries=1))
+    assert "waiting for the response to start" in str(info.value) and "2 attempts)" in str(info.value)
+
+# --------------------------------------------------------------------------- bodies that break off (typed, retried)
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+SHORT = HEAD + b"Content-Length: 500\r\n\r\n" + b'{"choices": [{"index": 0, "message": {"role": "assist'
+BAD_CHUNK = HEAD + b"Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize("wire,after", [(SHORT, "close"), (SHORT, "reset"), (BAD_CHUNK, "close")],
+                         ids=["shorter-than-content-length", "reset-mid-body", "bad-chunk-size"])
+def test_a_broken_body_is_retried(server, wire, after):
+    server.reply(wire=wire, after=after).reply(chat_completion("ok"))
+    response = ask(chat(server.url))
+    assert response.output[0]["content"][0]["text"] == "ok" and len(server.requests) == 2
+
+
+def test_a_body_broken_on_every_attempt_is_a_typed_error(server):
+    for _ in range(3):
+        server.reply(wire=SHORT, after="close")
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(server.url))
+    assert (info.value.type, info.value.code) == ("connection_error", "truncated")
+    assert "broke off in the middle of the response" in str(info.value) and "3 attempts)" in str(info.value)
+
+
+def test_a_body_that_stalls_midway_is_a_timeout_after_retries(server):
+    server.reply(wire=SHORT, after="hang").reply(wire=SHORT, after="hang")
+    with pytest.raises(ModelTimeoutError) as info:
+        ask(chat(server.url, timeout=0.2, max_retries=1))
+    assert "The server sent nothing more within the timeout." in str(info.value)
+    assert len(server.requests) == 2
+
+# --------------------------------------------------------------------------- a stream ends at its last event
+
+
+@pytest.mark.parametrize("ping", [None, 0.05], ids=["silent", "pinging"])
+def test_a_chat_stream_ends_at_done_even_if_the_server_holds_the_connection(server, ping):
+    server.reply_sse(sse(*chat_chunks("Hello")), hold=True, ping_every=ping).reply(chat_completion("next"))
+    model = chat(server.url, timeout=1.0)
+    events = list(stream(model))
+    assert events[-1]["type"] == "response.completed"
+    assert ask(model).output[0]["content"][0]["text"] == "next"  # the held connection was let go
+
+
+@pytest.mark.parametrize("ping", [None, 0.05], ids=["silent", "pinging"])
+def test_a_responses_stream_ends_at_response_completed_even_if_held(server, ping):
+    server.reply_sse(response_events([text_item("hi")]), hold=True, ping_every=ping)
+    model = OpenAIResponsesModel("m", base_url=server.url, api_key=KEY, timeout=1.0)
+    assert list(stream(model))[-1]["response"]["output"] == [text_item("hi")]
+
+# --------------------------------------------------------------------------- cancelling
+
+
+class Recording(list):
+    """A callback list that also remembers every callable ever put in it."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def append(self, item):
+        self.seen.append(item)
+        super().append(item)
+
+
+def cancel_when(condition, callbacks):
+    """From another thread: wait (up to 10 s) until `condition()` and a callback is registered, then call
+    every callback, twice."""
+    def run():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (condition() and callbacks):
+            time.sleep(0.01)
+        for callback in list(callbacks) * 2:
+            callback()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@contextlib.contextmanager
+def cancellable():
+    callbacks = Recording()
+    token = CANCEL_CALLBACKS.set(callbacks)
+    try:
+        yield callbacks
+    finally:
+        CANCEL_CALLBACKS.reset(token)
+
+
+def test_cancelling_a_call_blocked_on_a_silent_server_ends_it(server):
+    server.reply(hang=True)
+    with cancellable() as callbacks:
+        thread = cancel_when(lambda: server.requests, callbacks)
+        started = time.monotonic()
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(server.url, timeout=60))
+    thread.join()
+    assert info.value.code == "cancelled" and "the request was cancelled" in str(info.value)
+    assert time.monotonic() - started < 10  # against a 60 s read timeout: it ended because of the cancel
+    assert len(server.requests) == 1 and list(callbacks) == []  # never retried; the callback was removed
+
+
+def test_cancelling_a_stream_blocked_between_events_ends_it(server):
+    server.reply_sse(sse(*chat_chunks("Hello there")[:2], done=False), hold=True)
+    got = []
+    with cancellable() as callbacks:
+        thread = cancel_when(lambda: got, callbacks)
+        started = time.monotonic()
+        with pytest.raises(ModelHTTPError) as info:
+            for event in stream(chat(server.url, timeout=60)):
+                got.append(event)
+    thread.join()
+    assert info.value.code == "cancelled" and got and time.monotonic() - started < 10
+    assert len(server.requests) == 1 and list(callbacks) == []
+
+
+def test_cancelling_a_call_blocked_connecting_ends_it(monkeypatch):
+    monkeypatch.setattr(http, "CONNECT_TIMEOUT", 60)
+    with unanswered_port() as port, cancellable() as callbacks:
+        thread = cancel_when(lambda: True, callbacks)
+        started = time.monotonic()
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(f"http://127.0.0.1:{port}/v1", timeout=60))
+    thread.join()
+    assert info.value.code == "cancelled" and time.monotonic() - started < 10
+
+
+def test_cancelling_during_a_retry_wait_ends_it(server):
+    server.reply({"error": {"message": "busy"}}, status=503, headers={"retry-after": "50"})
+    with cancellable() as callbacks:
+        thread = cancel_when(lambda: server.requests, callbacks)
+        started = time.monotonic()
+        with pytest.raises(ModelHTTPError, match="cancelled"):
+            ask(chat(server.url))
+    thread.join()
+    assert time.monotonic() - started < 10 and len(server.requests) == 1
+
+
+def test_a_cancel_after_the_request_finished_touches_nothing(server):
+    server.reply(chat_completion("a")).reply(chat_completion("b"))
+    model = chat(server.url)
+    with cancellable() as callbacks:
+        ask(model)
+    assert list(callbacks) == [] and len(callbacks.seen) == 1
+    callbacks.seen[0]()
+    callbacks.seen[0]()
+    assert ask(model).output[0]["content"][0]["text"] == "b"
+    assert server.requests[0]["client_port"] == server.requests[1]["client_port"]  # the socket was not shut
+
+
+def test_without_a_callback_list_nothing_is_registered(server):
+    server.reply(chat_completion("a"))
+    assert CANCEL_CALLBACKS.get() is None
+    assert ask(chat(server.url)).output[0]["content"][0]["text"] == "a"
+
+
+def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server):
+    from miniagents.errors import UserError
+
+    with pytest.raises(UserError, match="cannot be sent as JSON"):
+        ask(chat(server.url), ModelSettings(extra_body={"when": object()}))
+    assert server.requests == []

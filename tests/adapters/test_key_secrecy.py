@@ -1,0 +1,127 @@
+"""The API key never appears in an exception (text, repr, args, fields, chained causes), a log line or a run's
+`run_data`, whatever a server echoes back on any error path of either adapter, plain or streamed; and a key
+that cannot be sent at all is refused without being quoted."""
+import json
+import logging
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from miniagents import Agent, AgentsException, Runner, UserError
+from miniagents.models.chat_completions import OpenAIChatCompletionsModel
+from miniagents.models.interface import ModelSettings
+from miniagents.models.responses import OpenAIResponsesModel
+from openai_server import OpenAITestServer, chat_chunks
+
+KEY = "sk-proj-Q7kd93jfKEYx81"
+
+
+def leaks(err: BaseException) -> list:
+    """Every text an exception exposes (itself and its causes) that contains the key."""
+    found, seen = [], err
+    while seen is not None:
+        texts = [str(seen), repr(seen), repr(seen.args)] + [
+            json.dumps(getattr(seen, name), default=repr, ensure_ascii=False)
+            for name in ("message", "type", "code", "param", "request_id", "body") if hasattr(seen, name)]
+        if getattr(seen, "run_data", None) is not None:
+            texts.append(repr(seen.run_data))
+        found += [t for t in texts if KEY in t]
+        seen = seen.__cause__ or seen.__context__
+    return found
+
+
+def around(text_before: str) -> str:
+    return f"{text_before}{KEY} is not valid, {KEY}"
+
+
+# One scenario = (reply kwargs for the test server, streamed?). Each echoes the key somewhere a server might.
+def plain(status, **kw):
+    return ({"status": status, **kw}, False)
+
+
+def streamed(*lines):
+    return ({"sse": list(lines)}, True)
+
+
+def data(value):
+    return "data: " + (value if isinstance(value, str) else json.dumps(value)) + "\n\n"
+
+
+pad = st.sampled_from(["", "Incorrect API key provided: ", "x" * 1990, "x" * 1998, "x" * 2005])
+SCENARIOS = [
+    lambda p: plain(401, json={"error": {"message": around(p), "type": KEY, "code": KEY, "param": KEY}},
+                    headers={"x-request-id": KEY}),
+    lambda p: plain(500, json={"error": {"message": around(p)}}),
+    lambda p: plain(400, raw=around(p)),
+    lambda p: plain(502, raw=f"<html><body><h1>{around(p)}</h1></body></html>", content_type="text/html"),
+    lambda p: plain(400, json={KEY: {"nested": [around(p)]}}),
+    lambda p: plain(200, json={"error": {"message": around(p), "code": 500}}),
+    lambda p: plain(200, json={"object": "error", "message": around(p), "code": 400}),
+    lambda p: plain(200, raw=around(p) + " {"),
+    lambda p: plain(200, json={"choices": around(p)}),
+    lambda p: plain(200, json={"choices": [{"index": 0, "message": {"content": [{"text": 5}], "refusal": KEY}}]}),
+    lambda p: plain(200, json={"choices": [{"message": {"tool_calls": [{"id": KEY, "function": {"name": ""}}]}}]}),
+    lambda p: plain(200, json={"status": "incomplete", "incomplete_details": {"reason": around(p)}, "output": []}),
+    lambda p: plain(200, json={"status": "failed", "error": {"message": around(p), "code": KEY}, "output": []}),
+    lambda p: plain(200, json={"output": around(p)}),
+    lambda p: plain(200, json={"output": [{"type": "function_call", "name": KEY, "arguments": 7}]}),
+    lambda p: plain(200, json={"usage": {"input_tokens": around(p)}, "choices": [], "output": []}),
+    lambda p: streamed(data({"error": {"message": around(p), "code": 502}})),
+    lambda p: streamed(data(chat_chunks("hi")[0]), data(around(p))),
+    lambda p: streamed(data({"type": "error", "message": around(p), "code": KEY})),
+    lambda p: streamed(data({"type": "response.failed", "response": {"error": {"message": around(p)}}})),
+    lambda p: streamed(data({"type": "response.incomplete", "response": {"incomplete_details": {"reason": around(p)}}})),
+    lambda p: streamed(data({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": KEY}]}}]})),
+    lambda p: streamed(data({"type": "response.completed", "response": {"output": [{"type": KEY, "x": around(p)}],
+                                                                         "usage": {"input_tokens": KEY}}})),
+    lambda p: streamed(data({"choices": [{"index": 0, "delta": {"content": around(p)}}]})),  # then truncated
+]
+
+
+@pytest.fixture(scope="module")
+def key_server():
+    srv = OpenAITestServer()
+    yield srv
+    srv.close()
+
+
+@given(scenario=st.sampled_from(SCENARIOS), prefix=pad, adapter=st.sampled_from(["chat", "responses"]),
+       key_in_url=st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_no_error_path_shows_the_key(key_server, caplog, scenario, prefix, adapter, key_in_url):
+    reply, is_stream = scenario(prefix)
+    key_server.replies[:] = [dict(reply) for _ in range(3)]  # enough for every retry
+    base_url = key_server.url + (f"/{KEY}/v1" if key_in_url else "")
+    cls = OpenAIChatCompletionsModel if adapter == "chat" else OpenAIResponsesModel
+    model = cls("m", base_url=base_url, api_key=KEY)
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        try:
+            if is_stream:
+                list(model.stream_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, []))
+            else:
+                model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+        except AgentsException as err:
+            assert leaks(err) == []
+    assert KEY not in caplog.text and KEY not in repr(model) and KEY not in repr(model.transport)
+
+
+def test_a_failed_run_keeps_the_key_out_of_the_error_and_its_run_data(key_server):
+    key_server.replies[:] = [{"status": 401, "json": {"error": {"message": around("Incorrect API key: ")}}}]
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=key_server.url, api_key=KEY))
+    with pytest.raises(AgentsException) as info:
+        Runner.run_sync(agent, "hi")
+    assert leaks(info.value) == []
+
+
+@pytest.mark.parametrize("bad", [KEY + "\n", KEY + " ", " " + KEY, KEY[:6] + "é☃" + KEY[6:], KEY + "\x00",
+                                 KEY[:4] + "\u2028" + KEY[4:]])
+@pytest.mark.parametrize("cls", [OpenAIChatCompletionsModel, OpenAIResponsesModel])
+def test_a_key_that_cannot_go_in_a_header_is_refused_without_being_quoted(bad, cls):
+    model = cls("m", base_url="http://127.0.0.1:9/v1", api_key=bad)
+    with pytest.raises(UserError) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert "cannot be sent in an HTTP header" in str(info.value)
+    assert all(KEY[:8] not in text and KEY[-8:] not in text for text in (str(info.value), repr(info.value.args)))
+    assert info.value.__cause__ is None and info.value.__context__ is None

@@ -1,0 +1,241 @@
+"""Cancelling a run stops it at the next step boundary; nothing starts after, what runs finishes, history stays paired.
+
+The loop is synchronous and runs in a worker thread under `await Runner.run(...)` and `stream_events()`, so
+cancelling the awaiting task cannot interrupt it: it asks the run to stop, and the run checks between steps.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from miniagents import Runner, function_tool
+from miniagents.testing import assistant_message, function_call
+from support import make_agent
+
+from support import ROOT  # noqa: E402
+
+
+def test_cancelling_the_awaiting_task_stops_the_run_before_the_next_step():
+    ran, started, release = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def work(n: int) -> str:
+        ran.append(n)
+        started.set()
+        release.wait(30)
+        return "done"
+
+    steps = [[function_call("work", {"n": i}, call_id=f"c{i}")] for i in range(8)] + [[assistant_message("end")]]
+    agent, model = make_agent(steps, tools=[work])
+
+    async def main():
+        task = asyncio.ensure_future(Runner.run(agent, "go", max_turns=20))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()  # the running tool finishes; asyncio.run then waits for the worker thread to end
+
+    asyncio.run(main())
+    assert ran == [0] and len(model.calls) == 1
+
+
+def test_cancelled_tools_that_had_not_started_never_start_and_the_state_resumes():
+    ran, started, release = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def work(n: int) -> str:
+        ran.append(n)
+        started.set()
+        release.wait(30)
+        return f"done {n}"
+
+    agent, model = make_agent([[function_call("work", {"n": 1}, call_id="c1"),
+                                function_call("work", {"n": 2}, call_id="c2")],
+                               [assistant_message("end")]], tools=[work])
+    from miniagents import RunConfig
+
+    result = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=1))
+
+    async def drain():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called" and event.item.call_id == "c2":
+                threading.Thread(target=lambda: (started.wait(30), result.cancel(), release.set())).start()
+
+    asyncio.run(drain())
+    assert ran == [1] and len(model.calls) == 1
+    state = result.to_state()
+    resumed = Runner.run_sync(agent, state)
+    assert ran == [1, 2] and resumed.final_output == "end"
+    outputs = [i["output"] for i in model.calls[1].input if i.get("type") == "function_call_output"]
+    assert outputs == ["done 1", "done 2"]
+
+
+def test_iterating_stream_events_a_second_time_never_runs_the_model_again():
+    agent, model = make_agent([[assistant_message("once")]])
+    result = Runner.run_streamed(agent, "go")
+
+    async def drain():
+        return [e async for e in result.stream_events()]
+
+    assert asyncio.run(drain())
+    assert asyncio.run(drain()) == []
+    assert len(model.calls) == 1 and result.final_output == "once"
+
+
+REQUEST = contextvars.ContextVar("request", default=None)
+
+
+def test_tools_see_the_callers_context_variables_in_every_way_of_running():
+    seen = []
+
+    @function_tool
+    def who() -> str:
+        seen.append(REQUEST.get())
+        return "ok"
+
+    @function_tool
+    async def who_async() -> str:
+        seen.append(REQUEST.get())
+        return "ok"
+
+    def script():
+        return [[function_call("who", "{}", call_id="c1"), function_call("who_async", "{}", call_id="c2")],
+                [assistant_message("end")]]
+
+    REQUEST.set("req-1")
+    agent, _ = make_agent(script(), tools=[who, who_async])
+    Runner.run_sync(agent, "go")
+
+    async def main():
+        REQUEST.set("req-2")
+        agent, _ = make_agent(script(), tools=[who, who_async])
+        await Runner.run(agent, "go")
+        agent, _ = make_agent(script(), tools=[who, who_async])
+        async for _ in Runner.run_streamed(agent, "go").stream_events():
+            pass
+
+    asyncio.run(main())
+    assert seen == ["req-1", "req-1", "req-2", "req-2", "req-2", "req-2"]
+
+
+CTRL_C = textwrap.dedent("""
+    import sys, threading
+    sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+    from miniagents import Runner, SQLiteSession, function_tool
+    from miniagents.items import drop_orphans
+    from miniagents.testing import assistant_message, function_call
+    from support import make_agent
+
+    never, printing = threading.Event(), threading.Lock()
+
+    @function_tool
+    def stuck(n: int) -> str:
+        with printing:
+            print("started", n, flush=True)
+        never.wait()
+        return "never"
+
+    agent, model = make_agent([[function_call("stuck", {{"n": 1}}, call_id="c1"),
+                                function_call("stuck", {{"n": 2}}, call_id="c2")],
+                               [assistant_message("end")]], tools=[stuck])
+    session = SQLiteSession("s", {db!r})
+    try:
+        Runner.run_sync(agent, "go", session=session)
+    except KeyboardInterrupt:
+        items = session.get_items()
+        print("interrupted", len(items), drop_orphans(items) == list(items), flush=True)
+""")
+
+
+def test_ctrl_c_during_parallel_tools_interrupts_at_once_and_leaves_the_session_paired(tmp_path):
+    code = CTRL_C.format(root=ROOT, tests=os.path.join(ROOT, "tests"), db=str(tmp_path / "s.db"))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    lines = [child.stdout.readline().strip(), child.stdout.readline().strip()]
+    assert sorted(lines) == ["started 1", "started 2"]
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=60)  # the tools never return: only a prompt interrupt ends the child
+    assert out.strip() == "interrupted 0 True" and child.returncode == 0
+
+
+# --- Cancelling reaches what the run waits on: an HTTP request, an async tool -----------------------------------
+
+from openai_server import chat_chunks, sse  # noqa: E402
+
+
+def test_cancelling_a_streamed_run_against_a_silent_server_ends_it_at_once(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply_sse(sse(*chat_chunks("Hello there")[:2], done=False), hold=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+    result = Runner.run_streamed(agent, "hi")
+
+    async def go():
+        async for event in result.stream_events():
+            if event.type == "raw_response_event" and event.data.get("type") == "response.output_text.delta":
+                result.cancel()
+
+    started = time.monotonic()
+    asyncio.run(go())  # returns only once the run's thread is done
+    assert time.monotonic() - started < 10  # against a 60 s read timeout: the cancel closed the response
+    assert result.is_complete and result.final_output is None and len(server.requests) == 1
+
+
+def test_cancelling_the_awaiting_task_during_a_model_call_aborts_the_request(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply(hang=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+
+    async def main():
+        task = asyncio.ensure_future(Runner.run(agent, "hi"))
+        while not server.requests:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(main())  # waits for the worker thread: it ends because the request was aborted
+    assert time.monotonic() - started < 10 and len(server.requests) == 1
+
+
+def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes():
+    started, cancelled, finished = threading.Event(), [], []
+
+    @function_tool
+    async def slow(n: int) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            raise
+        finished.append(n)
+        return "slept"
+
+    agent, model = make_agent([[function_call("slow", {"n": 1}, call_id="c1")], [assistant_message("end")]],
+                              tools=[slow])
+    result = Runner.run_streamed(agent, "go")
+
+    async def drain():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called":
+                threading.Thread(target=lambda: (started.wait(30), result.cancel())).start()
+
+    asyncio.run(drain())
+    assert cancelled == [1] and finished == [] and len(model.calls) == 1
+    state = result.to_state()
+    assert state.get_interruptions() == [] and state.pending is not None  # the call has no output yet

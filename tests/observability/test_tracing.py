@@ -1,0 +1,663 @@
+"""Tracing (miniagents/tracing.py, trace_tree.py, trace.py): upstream's API recorded in-process, the JSON-lines
+and stderr processors, the sensitive-data and API-key rules, the Runner's entry point `run_trace`, the tree
+printer `python -m miniagents.trace`, and the `miniagents.trace` name in every import order. Issue 14.
+
+The spans below are written with the tracing API directly, shaped as the Runner will emit them
+(`help_desk_runs`): task -> agent -> turn -> guardrail / generation / function / handoff / approval.
+"""
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miniagents import MaxTurnsExceeded, ModelSettings, UserError, Usage, tracing
+from miniagents.testing import assistant_message, function_call
+from miniagents.trace_tree import describe, main, read, render
+
+from support import ROOT  # noqa: E402
+
+
+class Recorder(tracing.TracingProcessor):
+    """Keeps every event as (event, export) so a test can read what processors saw, when they saw it."""
+
+    def __init__(self):
+        self.events, self.flushed, self.closed = [], 0, 0
+
+    def on_trace_start(self, trace):
+        self.events.append(("trace_start", trace.export()))
+
+    def on_trace_end(self, trace):
+        self.events.append(("trace_end", trace.export()))
+
+    def on_span_start(self, span):
+        self.events.append(("span_start", span.export()))
+
+    def on_span_end(self, span):
+        self.events.append(("span_end", span.export()))
+
+    def force_flush(self):
+        self.flushed += 1
+
+    def shutdown(self):
+        self.closed += 1
+
+    def ended(self, kind=None):
+        return [e for name, e in self.events if name == "span_end"
+                and (kind is None or e["span_data"]["type"] == kind)]
+
+
+class Config:
+    """The RunConfig fields run_trace reads (RunConfig itself gains trace_path when the Runner is wired)."""
+
+    def __init__(self, **fields):
+        self.workflow_name, self.trace_id, self.group_id, self.trace_metadata = "Help desk", None, None, None
+        self.tracing_disabled, self.trace_include_sensitive_data, self.trace_path = False, True, None
+        self.__dict__.update(fields)
+
+
+@pytest.fixture(autouse=True)
+def clean_tracing(monkeypatch):
+    """No processor, not disabled, no tracing variables: the state a fresh process starts in."""
+    for name in ("MINIAGENTS_TRACE", "MINIAGENTS_DEBUG", "OPENAI_AGENTS_DISABLE_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(tracing, "_disabled", None)
+    tracing.set_trace_processors([])
+    yield
+    tracing.set_trace_processors([])
+
+
+@pytest.fixture
+def recorder():
+    processor = Recorder()
+    tracing.add_trace_processor(processor)
+    return processor
+
+
+def usage(inp, out, requests=1):
+    return Usage(requests=requests, input_tokens=inp, output_tokens=out, total_tokens=inp + out).to_json()
+
+
+def model_call(model_input, output, tokens, settings=None):
+    """A generation span as the Runner makes it around one model call."""
+    with tracing.generation_span(model="gpt-4o-mini", model_config=settings or ModelSettings(temperature=0)) as gen:
+        gen.span_data.input = model_input
+        gen.span_data.output = output
+        gen.span_data.usage = usage(*tokens)
+
+
+def help_desk_runs(config):
+    """Two runs shaped exactly as the Runner emits them: the first hands off and pauses for an approval; the
+    second (the resume) runs the approved call, whose tool fails, answers, and checks the output."""
+    with tracing.run_trace(config) as task:
+        agent = tracing.agent_span("Triage", handoffs=["Billing"], tools=["lookup_order"], output_type="str")
+        agent.start(mark_as_current=True)
+        with tracing.turn_span(1, "Triage") as turn:
+            with tracing.guardrail_span("no_card_numbers") as guard:
+                guard.span_data.triggered = False
+            model_call([{"role": "user", "content": "Where is order A-1? I want a refund."}],
+                       [function_call("lookup_order", {"order_id": "A-1"}, call_id="c1")], (42, 9))
+            with tracing.function_span("lookup_order") as fn:
+                fn.span_data.input = '{"order_id":"A-1"}'
+                fn.span_data.output = "Order A-1 shipped on 2 May"
+            turn.span_data.usage = usage(42, 9)
+        with tracing.turn_span(2, "Triage"):
+            model_call([], [function_call("transfer_to_billing", {}, call_id="c2")], (60, 5))
+            with tracing.handoff_span(from_agent="Triage") as hand:
+                hand.span_data.to_agent = "Billing"
+        agent.finish(reset_current=True)
+        agent = tracing.agent_span("Billing", tools=["refund"], output_type="str")
+        agent.start(mark_as_current=True)
+        with tracing.turn_span(3, "Billing"):
+            model_call([], [function_call("refund", {"order_id": "A-1"}, call_id="c3")], (80, 7))
+            with tracing.approval_span("refund", "c3", "pending"):
+                pass
+        agent.finish(reset_current=True)
+        task.span_data.usage = usage(182, 21, requests=3)
+    with tracing.run_trace(config) as task:
+        agent = tracing.agent_span("Billing", tools=["refund"], output_type="str")
+        agent.start(mark_as_current=True)
+        with tracing.turn_span(3, "Billing"):
+            with tracing.approval_span("refund", "c3", "approved"):
+                pass
+            with tracing.function_span("refund") as fn:
+                fn.span_data.input = '{"order_id":"A-1"}'
+                fn.span_data.output = "An error occurred while running the tool. Please try again."
+                fn.set_error({"message": "Error running tool", "data": {"tool_name": "refund", "error": "ValueError"}})
+        with tracing.turn_span(4, "Billing"):
+            model_call([], [assistant_message("The refund failed; a person will call you today.")], (95, 12))
+        with tracing.guardrail_span("polite") as guard:
+            guard.span_data.triggered = False
+        agent.finish(reset_current=True)
+
+
+def out_of_turns_run(config):
+    """A run that ends in an error: the model call fails once, then the turn limit is hit."""
+    with pytest.raises(MaxTurnsExceeded):
+        with tracing.run_trace(config):
+            agent = tracing.agent_span("Triage", tools=[], output_type="str")
+            agent.start(mark_as_current=True)
+            try:
+                with tracing.turn_span(1, "Triage"):
+                    try:
+                        with tracing.generation_span(model="gpt-4o-mini"):
+                            raise TimeoutError("read timed out after 30 s, key sk-should-not-appear")
+                    except TimeoutError:
+                        pass
+                agent.set_error({"message": "Max turns exceeded", "data": {"max_turns": 1}})
+                raise MaxTurnsExceeded("Max turns (1) exceeded")
+            finally:
+                agent.finish(reset_current=True)
+
+
+def normalized(text):
+    text = re.sub(r"(trace|span)_[0-9a-f]{24,32}", r"\1_ID", text)
+    return re.sub(r"\[(<1 ms|\d+ ms|\d+\.\d\d s)\]", "[T]", text)
+
+
+HELP_DESK_TREE = """\
+trace 'Help desk' trace_ID [T]
+└─ run 'Help desk' [T] 3 model calls, 182 in / 21 out tokens
+   ├─ agent Triage [T] tools: lookup_order; handoffs: Billing
+   │  ├─ turn 1 (Triage) [T] 42 in / 9 out tokens
+   │  │  ├─ guardrail no_card_numbers [T] passed
+   │  │  ├─ model gpt-4o-mini [T] 42 in / 9 out tokens -> call lookup_order
+   │  │  └─ tool lookup_order({"order_id":"A-1"}) [T] -> Order A-1 shipped on 2 May
+   │  └─ turn 2 (Triage) [T]
+   │     ├─ model gpt-4o-mini [T] 60 in / 5 out tokens -> call transfer_to_billing
+   │     └─ handoff Triage -> Billing [T]
+   └─ agent Billing [T] tools: refund
+      └─ turn 3 (Billing) [T]
+         ├─ model gpt-4o-mini [T] 80 in / 7 out tokens -> call refund
+         └─ approval refund (call c3) [T] pending
+trace 'Help desk' trace_ID [T]
+└─ run 'Help desk' [T]
+   └─ agent Billing [T] tools: refund
+      ├─ turn 3 (Billing) [T]
+      │  ├─ approval refund (call c3) [T] approved
+      │  └─ tool refund({"order_id":"A-1"}) [T] -> An error occurred while running the tool. Please try again.  \
+!! Error running tool {"tool_name": "refund", "error": "ValueError"}
+      ├─ turn 4 (Billing) [T]
+      │  └─ model gpt-4o-mini [T] 95 in / 12 out tokens -> "The refund failed; a person will call you today."
+      └─ guardrail polite [T] passed
+trace 'Help desk' trace_ID [T]
+└─ run 'Help desk' [T]  !! MaxTurnsExceeded: Max turns (1) exceeded {"type": "MaxTurnsExceeded"}
+   └─ agent Triage [T]  !! Max turns exceeded {"max_turns": 1}
+      └─ turn 1 (Triage) [T]
+         └─ model gpt-4o-mini [T]  !! TimeoutError {"type": "TimeoutError"}"""
+
+
+def write_help_desk_file(tmp_path, **config):
+    path = tmp_path / "run.jsonl"
+    help_desk_runs(Config(trace_path=str(path), **config))
+    out_of_turns_run(Config(trace_path=str(path), **config))
+    return path
+
+
+# --- The tree printer ----------------------------------------------------------------------------------
+
+
+def test_the_tree_printer_shows_turns_model_calls_tools_handoffs_approvals_guardrails_and_errors(tmp_path):
+    path = write_help_desk_file(tmp_path)
+    traces, problems = read(path.read_text(encoding="utf-8").splitlines())
+    assert problems == [] and len(traces) == 3
+    assert normalized(render(traces)) == HELP_DESK_TREE
+    assert "sk-should-not-appear" not in path.read_text(encoding="utf-8")  # only our own errors carry text
+
+
+def test_python_dash_m_miniagents_trace_prints_the_file(tmp_path):
+    path = write_help_desk_file(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "miniagents.trace", str(path)], cwd=ROOT, capture_output=True,
+                         env={**os.environ, "PYTHONPATH": ROOT, "PYTHONIOENCODING": "utf-8"})
+    assert out.returncode == 0, out.stderr
+    assert normalized(out.stdout.decode("utf-8")).rstrip("\n") == HELP_DESK_TREE
+    assert b"RuntimeWarning" not in out.stderr
+
+
+def test_the_printer_falls_back_to_ascii_branches_when_the_terminal_cannot_show_box_lines(tmp_path):
+    path = write_help_desk_file(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "miniagents.trace", str(path)], cwd=ROOT, capture_output=True,
+                         env={**os.environ, "PYTHONPATH": ROOT, "PYTHONIOENCODING": "ascii"})
+    assert out.returncode == 0 and out.stdout.decode("ascii").splitlines()[1] .startswith("`- run 'Help desk'")
+
+
+def test_arguments_and_outputs_are_shortened_unless_full_is_asked(tmp_path, capsys):
+    path = tmp_path / "long.jsonl"
+    with tracing.run_trace(Config(trace_path=str(path))):
+        with tracing.function_span("echo", input=json.dumps({"text": "x" * 500})) as fn:
+            fn.span_data.output = "y" * 500
+    assert main([str(path)]) == 0
+    short = capsys.readouterr().out
+    assert "x" * 100 not in short and "..." in short
+    assert main([str(path), "--full"]) == 0
+    assert "x" * 500 in capsys.readouterr().out
+
+
+def test_the_printer_shows_unfinished_spans_and_reports_lines_it_cannot_read(tmp_path, capsys):
+    path = tmp_path / "crash.jsonl"
+    processor = tracing.JsonlTraceProcessor(path)
+    tracing.add_trace_processor(processor)
+    with tracing.trace("crashed"):
+        tracing.function_span("slow_tool").start()  # the process died before this span ended
+    processor.shutdown()
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("not json\n[1, 2]\n\n")
+    assert main([str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "tool slow_tool [unfinished]" in captured.out
+    assert "line 4 is not JSON; skipped" in captured.err and "line 5 is not a trace or span record" in captured.err
+
+
+def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, capsys):
+    assert main([str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main([str(tmp_path / "empty.jsonl")]) == 1
+    assert "no traces" in capsys.readouterr().err
+
+
+def test_spans_whose_parent_is_not_in_the_file_are_shown_at_the_top_of_their_trace():
+    lines = [json.dumps({"object": "trace.span", "id": f"s{n}", "trace_id": "t1", "parent_id": "gone",
+                         "started_at": f"2026-01-01T00:00:0{n}+00:00",
+                         "span_data": {"type": "handoff", "from_agent": "A", "to_agent": f"B{n}"}}) for n in (1, 2)]
+    assert render(read(lines)[0]).splitlines() == ["trace t1", "├─ handoff A -> B1 [unfinished]",
+                                                   "└─ handoff A -> B2 [unfinished]"]
+
+
+span_ids = st.sampled_from(["a", "b", "c", "d", "e"])
+records = st.lists(st.fixed_dictionaries({
+    "object": st.just("trace.span"), "id": span_ids, "trace_id": st.sampled_from(["t1", "t2"]),
+    "parent_id": st.one_of(st.none(), span_ids), "event": st.sampled_from(["span_start", "span_end"]),
+    "started_at": st.sampled_from([None, "2026-01-01T00:00:00+00:00", "garbage"]),
+    "ended_at": st.sampled_from([None, "2026-01-01T00:00:01+00:00"]),
+    "span_data": st.one_of(st.just({"type": "function", "name": "f"}), st.dictionaries(st.text(), st.text())),
+    "error": st.one_of(st.none(), st.just({"message": "m", "data": None}), st.text())}), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(records)
+def test_every_span_in_a_file_is_printed_exactly_once_whatever_its_parent_links(recs):
+    traces, _ = read(json.dumps(r) for r in recs)
+    text = render(traces)
+    lines = text.splitlines()
+    assert len(lines) == len(traces) + sum(len(entry["spans"]) for _, entry in traces)
+
+
+# --- The API: nesting, timings, errors ---------------------------------------------------------------------
+
+
+def test_spans_nest_under_the_current_span_and_processors_see_starts_and_ends_in_order(recorder):
+    with tracing.trace("Help desk", group_id="g1", metadata={"user": "u1"}) as t:
+        assert tracing.get_current_trace() is t
+        with tracing.agent_span("Triage") as agent:
+            assert tracing.get_current_span() is agent
+            with tracing.custom_span("lookup", {"rows": 3}) as inner:
+                pass
+            assert tracing.get_current_span() is agent
+        assert tracing.get_current_span() is None
+    assert tracing.get_current_trace() is None
+    assert [(name, e.get("workflow_name") or e["span_data"]["type"]) for name, e in recorder.events] == [
+        ("trace_start", "Help desk"), ("span_start", "agent"), ("span_start", "custom"), ("span_end", "custom"),
+        ("span_end", "agent"), ("trace_end", "Help desk")]
+    custom = recorder.ended("custom")[0]
+    assert custom["parent_id"] == agent.span_id and custom["trace_id"] == t.trace_id == agent.trace_id
+    assert custom["span_data"] == {"type": "custom", "name": "lookup", "data": {"rows": 3}}
+    assert custom["started_at"] <= custom["ended_at"] and inner.ended_at == custom["ended_at"]
+    assert re.fullmatch(r"trace_[0-9a-f]{32}", t.trace_id) and re.fullmatch(r"span_[0-9a-f]{24}", agent.span_id)
+    assert recorder.events[0][1] == {"object": "trace", "id": t.trace_id, "workflow_name": "Help desk",
+                                     "group_id": "g1", "metadata": {"user": "u1"}}
+
+
+def test_upstreams_export_shapes_for_each_span_kind(recorder):
+    with tracing.trace("shapes"):
+        spans = [tracing.agent_span("A", handoffs=["B"], tools=["t"], output_type="Answer"),
+                 tracing.function_span("t", input="{}", output={"x": 1}),
+                 tracing.generation_span(input=[], output=[], model="m", usage={"input_tokens": 1}),
+                 tracing.handoff_span("A", "B"), tracing.guardrail_span("g", triggered=True),
+                 tracing.turn_span(2, "A"), tracing.task_span("wf")]
+        exported = [s.span_data.export() for s in spans]
+    assert exported == [
+        {"type": "agent", "name": "A", "handoffs": ["B"], "tools": ["t"], "output_type": "Answer"},
+        {"type": "function", "name": "t", "input": "{}", "output": "{'x': 1}", "mcp_data": None},
+        {"type": "generation", "input": [], "output": [], "model": "m", "model_config": None,
+         "usage": {"input_tokens": 1}},
+        {"type": "handoff", "from_agent": "A", "to_agent": "B"},
+        {"type": "guardrail", "name": "g", "triggered": True},
+        {"type": "custom", "name": "turn", "data": {"sdk_span_type": "turn", "turn": 2, "agent_name": "A"}},
+        {"type": "custom", "name": "task", "data": {"sdk_span_type": "task", "name": "wf"}}]
+
+
+def test_explicit_parents_and_manual_start_finish(recorder):
+    t = tracing.trace("manual")
+    t.start()
+    assert tracing.get_current_trace() is None  # not marked current
+    parent = tracing.agent_span("A", parent=t)
+    parent.start()
+    child = tracing.function_span("f", parent=parent)
+    child.start()
+    child.finish()
+    parent.finish()
+    t.finish()
+    assert child.parent_id == parent.span_id and parent.parent_id is None and child.trace_id == t.trace_id
+    assert [n for n, _ in recorder.events].count("span_end") == 2
+
+
+def test_set_error_and_an_exception_leaving_a_span_are_recorded_without_foreign_exception_text(recorder):
+    with tracing.trace("errors"):
+        with tracing.custom_span("explicit") as span:
+            span.set_error({"message": "Widget failed", "data": {"widget": 7}})
+        with pytest.raises(ValueError):
+            with tracing.custom_span("raised"):
+                raise ValueError("password=hunter2")
+        with pytest.raises(UserError):
+            with tracing.custom_span("ours"):
+                raise UserError("bad config")
+    errors = {e["span_data"]["name"]: e["error"] for e in recorder.ended()}
+    assert errors == {"explicit": {"message": "Widget failed", "data": {"widget": 7}},
+                      "raised": {"message": "ValueError", "data": {"type": "ValueError"}},
+                      "ours": {"message": "UserError: bad config", "data": {"type": "UserError"}}}
+
+
+def test_contexts_copied_into_threads_keep_the_parent_and_bare_threads_do_not(recorder):
+    seen = {}
+    with tracing.trace("threads"):
+        with tracing.turn_span(1, "A") as turn:
+            def tool(name):
+                with tracing.function_span(name) as span:
+                    seen[name] = (tracing.get_current_trace() is not None, span)
+
+            jobs = [(contextvars.copy_context(), name) for name in ("copied_1", "copied_2")]  # one copy per job
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(lambda job: job[0].run(tool, job[1]), jobs))
+            bare = threading.Thread(target=tool, args=("bare",))
+            bare.start()
+            bare.join()
+    assert seen["copied_1"][1].parent_id == turn.span_id == seen["copied_2"][1].parent_id
+    assert seen["copied_1"][0] and not seen["bare"][0]
+    assert isinstance(seen["bare"][1], tracing.NoOpSpan)
+    assert sorted(e["span_data"]["name"] for e in recorder.ended("function")) == ["copied_1", "copied_2"]
+
+
+def test_a_failing_processor_is_logged_by_type_and_never_breaks_the_trace(recorder, caplog):
+    class Broken(Recorder):
+        def on_span_end(self, span):
+            raise RuntimeError("secret detail")
+
+    tracing.set_trace_processors([Broken(), recorder])
+    with caplog.at_level(logging.WARNING, logger="miniagents"):
+        with tracing.trace("x"):
+            with tracing.custom_span("still recorded"):
+                pass
+    assert [e["span_data"]["name"] for e in recorder.ended()] == ["still recorded"]
+    assert "Broken failed in on_span_end (RuntimeError)" in caplog.text and "secret detail" not in caplog.text
+
+
+def test_flush_traces_asks_every_registered_processor(recorder):
+    tracing.flush_traces()
+    assert recorder.flushed == 1
+
+
+# --- Cheap when unused, and disabling --------------------------------------------------------------------
+
+
+def test_with_no_processor_traces_are_silent_and_every_span_is_a_no_op():
+    assert not tracing.recording()
+    with tracing.trace("Help desk", group_id="g1") as t:
+        assert t.name == "Help desk" and t.trace_id.startswith("trace_")
+        assert not tracing.recording()
+        with tracing.agent_span("A") as span:
+            assert isinstance(span, tracing.NoOpSpan) and span.export() is None
+            assert tracing.get_current_span() is span  # upstream: a no-op span is still current
+    with tracing.run_trace(Config()) as task:
+        assert task is None
+
+
+def test_recording_is_true_only_under_a_trace_that_has_a_processor(recorder):
+    assert not tracing.recording()
+    with tracing.trace("x"):
+        assert tracing.recording()
+        with tracing.custom_span("disabled one", disabled=True):
+            assert not tracing.recording()
+
+
+@pytest.mark.parametrize("how", ["function", "environment", "argument"])
+def test_tracing_can_be_disabled_like_upstream(recorder, monkeypatch, how):
+    if how == "function":
+        tracing.set_tracing_disabled(True)
+    elif how == "environment":
+        monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    with tracing.trace("off", disabled=how == "argument") as t:
+        assert isinstance(t, tracing.NoOpTrace) and t.export() is None
+        with tracing.agent_span("A") as span:
+            assert isinstance(span, tracing.NoOpSpan)
+        with tracing.run_trace(Config()) as task:
+            assert task is None
+    assert recorder.events == []
+    tracing.set_tracing_disabled(False)
+
+
+def test_run_config_tracing_disabled_opens_no_file(tmp_path):
+    path = tmp_path / "never.jsonl"
+    with tracing.run_trace(Config(tracing_disabled=True, trace_path=str(path))) as task:
+        assert task is None
+    assert not path.exists()
+
+
+# --- run_trace: the Runner's entry point -------------------------------------------------------------------
+
+
+def test_a_run_with_a_trace_path_writes_its_own_trace_and_closes_the_file(tmp_path):
+    path = tmp_path / "run.jsonl"
+    config = Config(trace_path=str(path), trace_id="trace_" + "ab" * 16, group_id="conv-7",
+                    trace_metadata={"ticket": 12})
+    with tracing.run_trace(config) as task:
+        assert tracing.get_current_span() is task and tracing.recording()
+        with tracing.agent_span("A"):
+            pass
+    assert tracing.get_current_trace() is None and tracing.get_current_span() is None
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [line["event"] for line in lines] == ["trace_start", "span_start", "span_start", "span_end", "span_end",
+                                                 "trace_end"]
+    assert lines[0] == {"event": "trace_start", "object": "trace", "id": "trace_" + "ab" * 16,
+                        "workflow_name": "Help desk", "group_id": "conv-7", "metadata": {"ticket": 12}}
+    if os.name == "posix":
+        assert oct(os.stat(path).st_mode & 0o777) == oct(0o600)
+    with tracing.trace("after the run"):  # the run's processor is gone: nothing more reaches the file
+        with tracing.custom_span("later"):
+            pass
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 6
+
+
+def test_the_environment_chooses_the_file_and_the_config_wins_over_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIAGENTS_TRACE", str(tmp_path / "env.jsonl"))
+    with tracing.run_trace(Config()):
+        pass
+    with tracing.run_trace(Config(trace_path=str(tmp_path / "config.jsonl"))):
+        pass
+    assert len((tmp_path / "env.jsonl").read_text().splitlines()) == 4  # appended, one run each
+    assert len((tmp_path / "config.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_nested_run_writing_to_the_same_file_or_view_adds_no_second_processor(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIAGENTS_TRACE", str(tmp_path / "t.jsonl"))
+    monkeypatch.setenv("MINIAGENTS_DEBUG", "1")
+    with tracing.run_trace(Config()):
+        with tracing.function_span("ask_expert"):
+            with tracing.run_trace(Config(trace_path=os.path.join(str(tmp_path), ".", "t.jsonl"))):
+                with tracing.handoff_span("A", "B"):
+                    pass
+    ends = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [e["span_data"].get("type") for e in ends if e["event"] == "span_end"] == [
+        "handoff", "custom", "function", "custom"]
+    assert capsys.readouterr().err.count("handoff A -> B") == 1
+
+
+def test_a_trace_file_that_cannot_be_opened_is_a_user_error_when_the_run_starts(tmp_path):
+    with pytest.raises(UserError, match="cannot open the trace file .*for appending"):
+        with tracing.run_trace(Config(trace_path=str(tmp_path / "no" / "such" / "dir" / "t.jsonl"))):
+            pytest.fail("the run must not start")
+
+
+def test_a_run_inside_the_callers_trace_nests_there_and_adds_its_file_for_its_own_spans(tmp_path, recorder):
+    path = tmp_path / "inner.jsonl"
+    with tracing.trace("outer") as outer:
+        with tracing.custom_span("before"):
+            pass
+        with tracing.run_trace(Config(trace_path=str(path))) as task:
+            with tracing.agent_span("A"):
+                pass
+    assert task.trace_id == outer.trace_id and task.parent_id is None
+    file_events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert file_events == ["span_start", "span_start", "span_end", "span_end"]  # no outer trace, no "before"
+    assert [n for n, _ in recorder.events].count("span_end") == 3  # the global processor saw everything
+
+
+def test_a_nested_run_in_a_tool_nests_under_the_tool_and_keeps_the_stricter_sensitive_data_rule(recorder):
+    with tracing.run_trace(Config(trace_include_sensitive_data=False)):
+        with tracing.function_span("ask_expert") as tool_span:
+            with tracing.run_trace(Config(trace_include_sensitive_data=True)) as inner:
+                with tracing.function_span("inner_tool", input='{"q": 1}', output="secret answer"):
+                    pass
+    assert inner.parent_id == tool_span.span_id
+    inner_tool = [e for e in recorder.ended("function") if e["span_data"]["name"] == "inner_tool"][0]
+    assert inner_tool["span_data"]["input"] is None and inner_tool["span_data"]["output"] is None
+
+
+def test_an_error_escaping_the_run_is_recorded_on_its_task_span(recorder):
+    with pytest.raises(MaxTurnsExceeded):
+        with tracing.run_trace(Config()):
+            raise MaxTurnsExceeded("Max turns (3) exceeded")
+    task = recorder.ended()[0]
+    assert task["error"] == {"message": "MaxTurnsExceeded: Max turns (3) exceeded",
+                             "data": {"type": "MaxTurnsExceeded"}}
+
+
+# --- Sensitive data and secrets ----------------------------------------------------------------------------
+
+
+def test_without_sensitive_data_processors_never_see_model_or_tool_inputs_and_outputs(recorder):
+    help_desk_runs(Config(trace_include_sensitive_data=False))
+    generations, functions = recorder.ended("generation"), recorder.ended("function")
+    assert generations and functions
+    for name, event in recorder.events:
+        data = event.get("span_data") or {}
+        if data.get("type") in ("generation", "function"):
+            assert data["input"] is None and data["output"] is None, (name, data)
+    assert generations[0]["span_data"]["usage"]["input_tokens"] == 42  # counts are not sensitive
+    assert generations[0]["span_data"]["model_config"] == {"temperature": 0}
+
+
+def test_with_sensitive_data_the_items_and_arguments_are_recorded(recorder):
+    help_desk_runs(Config(trace_include_sensitive_data=True))
+    first = recorder.ended("generation")[0]["span_data"]
+    assert first["input"] == [{"role": "user", "content": "Where is order A-1? I want a refund."}]
+    assert first["output"][0]["name"] == "lookup_order"
+    assert recorder.ended("function")[0]["span_data"]["input"] == '{"order_id":"A-1"}'
+
+
+def test_an_api_key_never_reaches_a_trace_file(tmp_path):
+    secret = "sk-proj-DoNotLeakMe123"
+    path = tmp_path / "keys.jsonl"
+    tracing.set_tracing_export_api_key(secret)
+    settings_with_secrets = ModelSettings(temperature=0.2, extra_headers={"Authorization": f"Bearer {secret}"},
+                                          extra_query={"key": secret}, extra_body={"api_key": secret},
+                                          extra_args={"api_key": secret})
+    with tracing.trace("wf", tracing={"api_key": secret}) as t:
+        with tracing.run_trace(Config(trace_path=str(path))):
+            model_call([], [], (1, 1), settings=settings_with_secrets)
+            with tracing.generation_span(model="m", model_config={"api_key": secret, "top_p": 0.5}):
+                pass
+    text = path.read_text(encoding="utf-8")
+    assert secret not in text and t.tracing_api_key is None and secret not in json.dumps(t.to_json())
+    configs = [r["span_data"]["model_config"] for r in map(json.loads, text.splitlines())
+               if r["event"] == "span_end" and r["span_data"]["type"] == "generation"]
+    assert configs == [{"temperature": 0.2}, {"top_p": 0.5}]
+
+
+def test_the_file_round_trips_non_ascii_text_and_lone_surrogates(tmp_path):
+    path = tmp_path / "text.jsonl"
+    with tracing.run_trace(Config(trace_path=str(path))):
+        with tracing.function_span("t", input="{}", output="21°C in Zürich \ud800 ✓"):
+            pass
+    ends = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert ends[2]["span_data"]["output"] == "21°C in Zürich \ud800 ✓"
+
+
+# --- The live view on stderr -------------------------------------------------------------------------------
+
+
+def test_miniagents_debug_prints_a_compact_live_view_on_stderr(monkeypatch, capsys):
+    monkeypatch.setenv("MINIAGENTS_DEBUG", "1")
+    help_desk_runs(Config())
+    err = normalized(capsys.readouterr().err).splitlines()
+    assert err[:6] == ["[miniagents] trace 'Help desk' trace_ID",
+                       "[miniagents]   run 'Help desk'",
+                       "[miniagents]     agent Triage tools: lookup_order; handoffs: Billing",
+                       "[miniagents]       turn 1 (Triage)",
+                       "[miniagents]         guardrail no_card_numbers [T] passed",
+                       "[miniagents]         model gpt-4o-mini [T] 42 in / 9 out tokens -> call lookup_order"]
+    assert "[miniagents]         tool refund({\"order_id\":\"A-1\"}) [T] -> An error occurred while running the " \
+           "tool. Please try again.  !! Error running tool {\"tool_name\": \"refund\", \"error\": \"ValueError\"}" in err
+
+
+def test_describe_names_each_kind_of_span_on_one_line():
+    record = {"span_data": {"type": "custom", "name": "approval",
+                            "data": {"tool_name": "refund", "call_id": "c3", "decision": "rejected"}},
+              "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01.500000+00:00"}
+    assert describe(record) == "approval refund (call c3) [1.50 s] rejected"
+    assert describe({"span_data": {"type": "custom", "name": "cache", "data": {"hit": True}}}) == \
+        'cache [unfinished] {"hit": true}'
+
+
+# --- The name miniagents.trace in every import order -------------------------------------------------------
+
+
+def run_python(code):
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+IN_A_TRACE = ("with miniagents.trace('x') as t:\n"
+              "    assert miniagents.get_current_trace() is t\n"
+              "assert miniagents.trace is miniagents.tracing.trace\n"
+              "from miniagents import trace\n"
+              "assert trace is miniagents.tracing.trace\n"
+              "print('ok')\n")
+
+
+@pytest.mark.parametrize("first", [
+    "import miniagents.trace\nimport miniagents\n",
+    "import miniagents\nminiagents.trace\nimport miniagents.trace\n",
+    "from miniagents import trace\nimport miniagents.trace as submodule\nimport miniagents\n"
+    "assert submodule is trace\n",
+    "import importlib, miniagents\nassert importlib.import_module('miniagents.trace') is miniagents.trace\n"])
+def test_miniagents_trace_stays_upstreams_function_in_every_import_order(first):
+    assert run_python(first + IN_A_TRACE) == "ok"
+
+
+def test_importing_miniagents_loads_the_span_api_but_no_processor_printer_or_capability():
+    """The loop opens spans (no-ops until a processor is set), so tracing.py comes with the package; reading
+    traces back and capabilities load only when used."""
+    assert run_python("import sys, miniagents\n"
+                      "print([m for m in ('miniagents.tracing', 'miniagents.trace_tree', 'miniagents.capabilities') "
+                      "if m in sys.modules])") == "['miniagents.tracing']"
+
+
+def test_the_readme_shows_the_tree_the_printer_prints():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    shown = readme.split("$ python -m miniagents.trace run.jsonl", 1)[1].split("```", 1)[0].split("\n", 1)[1]
+    two_runs = HELP_DESK_TREE.split("\ntrace 'Help desk'")[:2]
+    assert normalized(shown).rstrip("\n") == "\ntrace 'Help desk'".join(two_runs)

@@ -1,0 +1,71 @@
+"""The README is part of the contract: its hello world runs and every public name it shows exists."""
+import contextlib
+import io
+import pathlib
+import re
+
+import miniagents
+from support import ROOT
+
+README = (pathlib.Path(ROOT) / "README.md").read_text(encoding="utf-8")
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+
+
+def test_hello_world_runs_and_prints_what_its_comments_say():
+    code = python_blocks()[0]
+    assert len(code.strip().splitlines()) <= 20
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    expected = [m.strip() for m in re.findall(r"print\(.*\)\s+#\s*(.*)", code)]
+    assert out.getvalue().splitlines() == expected
+
+
+def test_every_public_name_in_the_readme_table_exists():
+    table = README.split("## What exists", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for cell in re.findall(r"`([^`]+)`", table):
+        for name in re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)", cell):
+            names.add(name)
+    names -= {"miniagents", "needs_approval", "limit_turns", "run_in_parallel", "item"}
+    import miniagents.testing
+
+    exported = [getattr(miniagents, n) for n in miniagents.__all__]
+    missing = [name for name in sorted(names)
+               if not hasattr(miniagents, name) and not hasattr(miniagents.testing, name)
+               and not any(hasattr(obj, name) for obj in exported if isinstance(obj, type))]
+    assert not missing, f"README names that miniagents does not export: {missing}"
+
+
+def test_readme_names_the_two_commands():
+    assert "python demo.py" in README and "./run.sh test" in README
+
+
+def test_the_local_server_snippet_talks_chat_completions_to_the_base_url(monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from openai_server import OpenAITestServer, chat_completion
+
+    code = python_blocks()[1]
+    assert "OPENAI_BASE_URL" in code
+    server = OpenAITestServer()
+    try:
+        server.reply(chat_completion("Hello there!"))
+        monkeypatch.setenv("OPENAI_BASE_URL", "restored-after-the-test")  # the snippet sets both
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        monkeypatch.delenv("OPENAI_API_KEY")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code.replace("http://localhost:11434/v1", server.url), "README.md", "exec"), {})
+        assert out.getvalue().strip() == "Hello there!"
+        request = server.requests[0]
+        assert request["path"].endswith("/chat/completions")
+        assert request["body"]["model"] == "llama3.2"
+        assert request["body"]["messages"][0] == {"role": "system", "content": "Answer in one sentence."}
+    finally:
+        server.close()

@@ -1,0 +1,644 @@
+"""Specification of `RunState` JSON: the document, loading it back, rejecting bad ones, and resuming identically.
+
+A paused run becomes a JSON document (`to_json` / `to_string`) that loads back (`from_json` / `from_string`)
+against the caller's agent graph, by name. A document this version cannot read, or a broken one, is a
+`UserError` that names the problem, raised before anything runs. tests/golden/run_state_v1.json is a released
+version-1 document (written by tests/golden/make_run_state_golden.py) that must keep loading and resuming.
+"""
+import asyncio
+import copy
+import json
+import os
+import sqlite3
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from miniagents import Agent, AgentsException, RunContextWrapper, Runner, RunState, UserError, function_tool
+from miniagents.state import SCHEMA_VERSION, SCHEMA_VERSIONS
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import TESTS, outputs_sent
+
+GOLDEN = os.path.join(TESTS, "golden", "run_state_v1.json")
+REJECTED = "Tool execution was not approved."
+
+
+def make_agent(model, log, name="Janitor"):
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete one file."""
+        log.append(("delete_file", path))
+        return f"deleted {path}"
+
+    @function_tool
+    def list_files(folder: str) -> str:
+        """List a folder."""
+        log.append(("list_files", folder))
+        return "a.txt"
+
+    return Agent(name, tools=[delete_file, list_files], model=model)
+
+
+def paused_state(context=None, max_turns=10, log=None, model=None):
+    """A run of agent 'Janitor' paused on one delete_file call (c1), after list_files (c2) ran."""
+    log = [] if log is None else log
+    model = model or ScriptedModel()
+    model.enqueue([function_call("delete_file", {"path": "a.txt"}, call_id="c1"),
+                   function_call("list_files", {"folder": "/"}, call_id="c2")])
+    agent = make_agent(model, log)
+    result = Runner.run_sync(agent, "tidy up", context=context, max_turns=max_turns)
+    assert [i.call_id for i in result.interruptions] == ["c1"]
+    return agent, result.to_state(), model, log
+
+
+# --- The document -------------------------------------------------------------------------------------------
+
+
+def test_to_json_is_a_dict_with_schema_version_3_and_to_string_is_its_json_text():
+    _, state, _, _ = paused_state()
+    data = state.to_json()
+    assert isinstance(data, dict) and data["schema_version"] == 3 == SCHEMA_VERSION
+    assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
+    assert json.loads(state.to_string()) == data
+
+
+def test_a_version_1_document_gets_the_same_run_id_at_every_load_and_a_version_2_keeps_its_own():
+    log, model = [], ScriptedModel()
+    triage, _ = golden_agents(model, log)
+    golden = json.loads(read_golden())
+    first, again = RunState.from_json(triage, golden), RunState.from_json(triage, json.loads(read_golden()))
+    assert first.run_id == again.run_id and first.run_id.startswith("v1_")
+    assert RunState.from_json(triage, first.to_json()).run_id == first.run_id
+
+
+def test_a_version_2_document_without_its_run_id_is_a_user_error():
+    agent, state, _, _ = paused_state()
+    data = state.to_json()
+    del data["run_id"]
+    with pytest.raises(UserError, match="run_id"):
+        RunState.from_json(agent, data)
+
+
+def test_to_json_returns_a_document_independent_of_the_state():
+    _, state, _, _ = paused_state(context={"ids": [1]})
+    before = state.to_string()
+    data = state.to_json()
+    data["pending_turn"]["output"][0]["arguments"] = "{}"
+    data["model_responses"][0]["output"][0]["name"] = "other"
+    data["generated_items"][0]["raw_item"]["name"] = "other"
+    data["context"]["context"]["ids"].append(2)
+    data["context"]["approvals"]["delete_file"] = {"approved": True, "rejected": []}
+    assert state.to_string() == before
+
+
+def test_every_released_schema_version_has_a_one_line_summary():
+    assert SCHEMA_VERSION in SCHEMA_VERSIONS and max(SCHEMA_VERSIONS) == SCHEMA_VERSION
+    for version, summary in SCHEMA_VERSIONS.items():
+        assert isinstance(version, int) and isinstance(summary, str) and summary.strip() and "\n" not in summary
+
+
+def test_from_json_and_from_string_round_trip_the_document():
+    agent, state, _, _ = paused_state(context={"user": "ann"})
+    data = state.to_json()
+    assert RunState.from_json(agent, data).to_json() == data
+    assert RunState.from_string(agent, state.to_string()).to_json() == data
+
+
+def test_loaded_state_holds_what_resuming_needs():
+    agent, state, _, _ = paused_state(context={"user": "ann"}, max_turns=7)
+    loaded = RunState.from_string(agent, state.to_string())
+    assert loaded.current_agent is agent and loaded.starting_agent is agent
+    assert loaded.current_turn == 1 and loaded.max_turns == 7
+    assert loaded.original_input == "tidy up"
+    assert [i.raw_item for i in loaded.generated_items] == [i.raw_item for i in state.generated_items]
+    assert [(i.tool_name, i.call_id) for i in loaded.get_interruptions()] == [("delete_file", "c1")]
+    assert loaded.context_wrapper.usage.requests == state.context_wrapper.usage.requests == 1
+
+
+def test_max_turns_none_round_trips():
+    agent, state, _, _ = paused_state(max_turns=None)
+    assert state.to_json()["max_turns"] is None
+    assert RunState.from_string(agent, state.to_string()).max_turns is None
+
+
+def test_await_from_string_works_like_upstreams_coroutine():
+    agent, state, _, _ = paused_state()
+
+    async def load():
+        return await RunState.from_string(agent, state.to_string())
+
+    loaded = asyncio.run(load())
+    assert isinstance(loaded, RunState) and loaded.to_json() == state.to_json()
+
+
+def test_decisions_are_kept_in_the_document():
+    agent, state, model, log = paused_state()
+    [item] = state.get_interruptions()
+    state.reject(item, rejection_message="keep it")
+    loaded = RunState.from_string(agent, state.to_string())
+    model.enqueue([assistant_message("ok")])
+    Runner.run_sync(agent, loaded)
+    assert outputs_sent(model.calls[1]) == {"c1": "keep it", "c2": "a.txt"}
+    assert log == [("list_files", "/")]
+
+
+# --- The context ---------------------------------------------------------------------------------------------
+
+
+def test_json_serialisable_context_is_kept():
+    context = {"user": "ann", "ids": [1, 2], "flags": {"dry": True}, "score": 0.5, "none": None}
+    agent, state, _, _ = paused_state(context=context)
+    loaded = RunState.from_string(agent, state.to_string())
+    assert loaded.context_wrapper.context == context
+
+
+def test_non_serialisable_context_is_a_type_error_naming_the_key():
+    conn = sqlite3.connect(":memory:")
+    try:
+        _, state, _, _ = paused_state(context={"user": "ann", "conn": conn})
+        with pytest.raises(TypeError, match=r"context\['conn'\]"):
+            state.to_json()
+        with pytest.raises(TypeError, match=r"context\['conn'\]"):
+            state.to_string()
+    finally:
+        conn.close()
+
+
+def test_a_nested_non_serialisable_value_is_named_by_its_path():
+    _, state, _, _ = paused_state(context={"deps": {"clients": [1, object()]}})
+    with pytest.raises(TypeError, match=r"context\['deps'\]\['clients'\]\[1\]"):
+        state.to_json()
+
+
+def test_an_object_context_is_not_silently_stringified():
+    class Deps:
+        pass
+
+    _, state, _, _ = paused_state(context=Deps())
+    with pytest.raises(TypeError, match="context"):
+        state.to_string()
+
+
+class Account:
+    def __init__(self, owner, balance):
+        self.owner, self.balance = owner, balance
+
+
+def test_context_serializer_and_deserializer_pair():
+    agent, state, model, log = paused_state(context=Account("ann", 10))
+    text = state.to_string(context_serializer=lambda a: {"owner": a.owner, "balance": a.balance})
+    assert json.loads(text)["context"]["context"] == {"owner": "ann", "balance": 10}
+    loaded = RunState.from_string(agent, text, context_deserializer=lambda d: Account(d["owner"], d["balance"]))
+    account = loaded.context_wrapper.context
+    assert isinstance(account, Account) and (account.owner, account.balance) == ("ann", 10)
+
+
+def test_context_override_replaces_the_stored_context():
+    agent, state, model, log = paused_state(context={"user": "ann"})
+    live = Account("bob", 3)
+    loaded = RunState.from_string(agent, state.to_string(), context_override=live)
+    assert loaded.context_wrapper.context is live
+
+
+def test_the_restored_context_reaches_tools_on_resume():
+    seen, model = [], ScriptedModel()
+
+    @function_tool(needs_approval=True)
+    def whoami(ctx: RunContextWrapper) -> str:
+        """Who is asking."""
+        seen.append(ctx.context.owner)
+        return ctx.context.owner
+
+    agent = Agent("A", tools=[whoami], model=model)
+    model.enqueue([function_call("whoami", {}, call_id="c1")])
+    state = Runner.run_sync(agent, "who", context=Account("ann", 1)).to_state()
+    text = state.to_string(context_serializer=lambda a: {"owner": a.owner, "balance": a.balance})
+    loaded = RunState.from_string(agent, text, context_deserializer=lambda d: Account(d["owner"], d["balance"]))
+    loaded.approve(loaded.get_interruptions()[0])
+    model.enqueue([assistant_message("done")])
+    Runner.run_sync(agent, loaded)
+    assert seen == ["ann"]
+
+
+# --- Binding agents by name -----------------------------------------------------------------------------------
+
+
+def test_two_agents_with_the_same_name_in_the_graph_is_a_user_error_at_load():
+    agent, state, _, _ = paused_state()
+    twin = Agent("Janitor")
+    graph = agent.clone(handoffs=[Agent("Helper", handoffs=[twin])])
+    with pytest.raises(UserError, match="Janitor"):
+        RunState.from_string(graph, state.to_string())
+
+
+def test_unknown_current_agent_is_a_user_error():
+    agent, state, _, _ = paused_state()
+    data = state.to_json()
+    data["current_agent"] = "Ghost"
+    with pytest.raises(UserError, match="Ghost"):
+        RunState.from_json(agent, data)
+
+
+def test_agents_are_found_through_handoffs_and_agent_tools():
+    log, model = [], ScriptedModel()
+    worker = make_agent(model, log, name="Worker")
+    triage = Agent("Triage", handoffs=[worker], tools=[Agent("Critic").as_tool("critic", "Critiques.")],
+                   model=model)
+    model.enqueue([function_call("transfer_to_worker", {}, call_id="h1")])
+    model.enqueue([function_call("delete_file", {"path": "a.txt"}, call_id="c1")])
+    result = Runner.run_sync(triage, "go")
+    loaded = RunState.from_string(triage, result.to_state().to_string())
+    assert loaded.current_agent is worker and loaded.starting_agent is triage
+    loaded.approve(loaded.get_interruptions()[0])
+    model.enqueue([assistant_message("done")])
+    final = Runner.run_sync(triage, loaded)
+    assert final.final_output == "done" and final.last_agent is worker and log == [("delete_file", "a.txt")]
+
+
+# --- Rejecting documents before anything runs ------------------------------------------------------------------
+
+
+def test_a_newer_schema_version_is_a_user_error_and_nothing_runs():
+    agent, state, model, log = paused_state()
+    [item] = state.get_interruptions()
+    state.approve(item)
+    data = state.to_json()
+    data["schema_version"] = 4
+    model.enqueue([assistant_message("must not be used")])
+    with pytest.raises(UserError, match="4"):
+        Runner.run_sync(agent, RunState.from_string(agent, json.dumps(data)))
+    assert log == [("list_files", "/")]  # only what ran before the pause
+    assert len(model.calls) == 1 and model.remaining_steps == 1
+
+
+def test_truncated_json_is_a_user_error_saying_it_failed_to_parse():
+    agent, state, _, _ = paused_state()
+    text = state.to_string()
+    with pytest.raises(UserError, match="^Failed to parse run state JSON"):
+        RunState.from_string(agent, text[: len(text) // 2])
+
+
+def mutate(data, path, value=KeyError):
+    """A deep copy of `data` with the value at `path` replaced (or deleted when `value` is KeyError)."""
+    data = copy.deepcopy(data)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+# (path, new value or KeyError to delete, text the message must contain)
+BROKEN = [
+    (("schema_version",), KeyError, "schema_version"),
+    (("schema_version",), "1", "schema_version"),
+    (("schema_version",), True, "schema_version"),
+    (("schema_version",), 0, "0"),
+    (("schema_version",), 99, "99"),
+    (("generated_items",), "oops", "generated_items"),
+    (("generated_items",), KeyError, "generated_items"),
+    (("generated_items", 0, "raw_item"), KeyError, "raw_item"),
+    (("generated_items", 0, "raw_item"), [], "raw_item"),
+    (("generated_items", 0, "type"), "bogus_item", "bogus_item"),
+    (("generated_items", 0, "agent"), "Ghost", "Ghost"),
+    (("current_turn",), "1", "current_turn"),
+    (("current_turn",), None, "current_turn"),
+    (("max_turns",), "10", "max_turns"),
+    (("current_agent",), 7, "current_agent"),
+    (("starting_agent",), KeyError, "starting_agent"),
+    (("original_input",), 5, "original_input"),
+    (("model_responses",), {}, "model_responses"),
+    (("model_responses", 0, "output"), KeyError, "output"),
+    (("model_responses", 0), "x", "model_responses"),
+    (("context",), KeyError, "context"),
+    (("context",), None, "context"),
+    (("context", "approvals"), [], "approvals"),
+    (("context", "usage"), KeyError, "usage"),
+    (("pending_turn",), "x", "pending_turn"),
+    (("pending_turn", "start"), 99, "start"),
+    (("pending_turn", "start"), "2", "start"),
+    (("pending_turn", "done"), [], "done"),
+    (("pending_turn", "output"), KeyError, "output"),
+    (("pending_turn", "agent"), "Ghost", "Ghost"),
+    (("pending_turn", "nested"), {"c2": {}}, "c2"),
+    (("agents_that_used_tools",), "Janitor", "agents_that_used_tools"),
+    (("unsaved_session_input",), KeyError, "unsaved_session_input"),
+]
+
+
+@pytest.mark.parametrize("path, value, named", BROKEN,
+                         ids=[".".join(map(str, p)) + ("-deleted" if v is KeyError else f"={v!r}")
+                              for p, v, _ in BROKEN])
+def test_a_missing_or_mistyped_field_is_a_user_error_naming_it(path, value, named):
+    agent, state, model, log = paused_state()
+    data = mutate(state.to_json(), path, value)
+    with pytest.raises(UserError) as caught:
+        RunState.from_json(agent, data)
+    assert named in str(caught.value)
+
+
+def test_a_document_that_is_not_an_object_is_a_user_error():
+    agent, _, _, _ = paused_state()
+    for text in ("[]", "1", '"state"', "null"):
+        with pytest.raises(UserError):
+            RunState.from_string(agent, text)
+
+
+# Mistyped values deeper in the document: each is a UserError at load, not a crash (at load or on resume).
+NESTED = [
+    pytest.param(("model_responses", 0, "usage"), "x", "usage", id="model_responses.0.usage='x'"),
+    pytest.param(("context", "usage", "input_tokens"), "many", "input_tokens",
+                 id="context.usage.input_tokens='many'"),
+    pytest.param(("original_input",), [1], "original_input", id="original_input=[1]"),
+    pytest.param(("agents_that_used_tools",), [[1]], "agents_that_used_tools", id="agents_that_used_tools=[[1]]"),
+    pytest.param(("max_turns",), True, "max_turns", id="max_turns=True"),
+    pytest.param(("pending_turn", "output"), ["oops"], "output", id="pending_turn.output=['oops']"),
+    pytest.param(("context", "approvals"), {"delete_file": []}, "approvals", id="context.approvals.delete_file=[]"),
+    pytest.param(("model_responses", 0, "usage", "input_tokens_details", "cached_tokens"), [None], "cached_tokens",
+                 id="model_responses.0.usage.input_tokens_details.cached_tokens=[None]"),
+    pytest.param(("context", "usage", "input_tokens_details"), [None], "input_tokens_details",
+                 id="context.usage.input_tokens_details=[None]"),
+    pytest.param(("pending_turn", "output", 0, "call_id"), [1], "call_id", id="pending_turn.output.0.call_id=[1]"),
+]
+
+
+@pytest.mark.parametrize("path, value, named", NESTED)
+def test_a_mistyped_nested_field_is_a_user_error_before_anything_runs(path, value, named):
+    agent, state, model, log = paused_state()
+    data = mutate(state.to_json(), path, value)
+    model.enqueue([assistant_message("done")])
+    with pytest.raises(UserError) as caught:
+        loaded = RunState.from_json(agent, data)
+        for item in loaded.get_interruptions():
+            loaded.approve(item)
+        Runner.run_sync(agent, loaded)
+    assert named in str(caught.value)
+    assert log == [("list_files", "/")] and len(model.calls) == 1
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-3, 300) | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                       max_size=3),
+                           max_leaves=6)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, prefix + (key,))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _paths(inner, prefix + (index,))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate], report_multiple_bugs=False)  # no slow shrinking
+@given(data=st.data())
+def test_any_corrupted_field_is_a_user_error_or_loads_and_resumes_without_a_crash(data):
+    agent, state, model, log = paused_state()
+    document = json.loads(state.to_string())  # the stored form: no dict shared between two places
+    paths = [p for p in _paths(document) if p]
+    path = data.draw(st.sampled_from(paths), label="path")
+    value = data.draw(st.just(KeyError) | JSON_VALUES, label="value")
+    broken = mutate(document, path, value)
+    model.enqueue([assistant_message("done")])
+    try:
+        loaded = RunState.from_json(agent, broken)
+    except UserError:
+        return
+    for item in loaded.get_interruptions():
+        loaded.approve(item)
+    try:
+        Runner.run_sync(agent, loaded)
+    except AgentsException:  # e.g. MaxTurnsExceeded after a changed max_turns: a run's own typed errors
+        pass
+
+
+# --- The golden version-1 document ------------------------------------------------------------------------------
+
+
+def golden_agents(model, log):
+    """The agents tests/golden/make_run_state_golden.py ran, defined again here on purpose."""
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete one file."""
+        log.append(("delete_file", path))
+        return f"deleted {path}"
+
+    @function_tool(needs_approval=True)
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        log.append(("send_email", to))
+        return f"sent to {to}"
+
+    @function_tool
+    def list_files(folder: str) -> list:
+        """List a folder."""
+        log.append(("list_files", folder))
+        return ["report.txt", "old.log"]
+
+    worker = Agent("Worker", instructions="Do the work.", tools=[delete_file, send_email, list_files], model=model)
+    triage = Agent("Triage", instructions="Route the request.", handoffs=[worker], model=model)
+    return triage, worker
+
+
+def read_golden():
+    with open(GOLDEN, encoding="utf-8") as f:
+        return f.read()
+
+
+def test_golden_v1_document_loads_with_its_pending_approvals_and_context():
+    log, model = [], ScriptedModel()
+    triage, worker = golden_agents(model, log)
+    state = RunState.from_string(triage, read_golden())
+    assert state.current_agent is worker and state.starting_agent is triage
+    assert state.current_turn == 2 and state.max_turns == 8
+    assert [(i.tool_name, i.call_id, i.parsed_arguments) for i in state.get_interruptions()] == [
+        ("delete_file", "call_delete", {"path": "/tmp/old.log"}),
+        ("send_email", "call_email", {"to": "ops@example.com", "body": "Cleaned /tmp"})]
+    assert state.context_wrapper.context == {"user": "ann", "ticket": 42}
+    usage = state.context_wrapper.usage
+    assert (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens) == (2, 240, 60, 300)
+    assert (usage.input_tokens_details.cached_tokens, usage.output_tokens_details.reasoning_tokens) == (40, 10)
+    assert log == [] and model.calls == ()
+
+
+def test_golden_v1_document_resumes_to_the_expected_final_output():
+    log, model = [], ScriptedModel([[assistant_message("Cleaned up and told ops.")]])
+    triage, worker = golden_agents(model, log)
+    state = RunState.from_string(triage, read_golden())
+    delete, email = state.get_interruptions()
+    state.approve(delete)
+    state.reject(email, rejection_message="No email today.")
+    result = Runner.run_sync(triage, state)
+    assert result.final_output == "Cleaned up and told ops."
+    assert result.last_agent is worker
+    assert log == [("delete_file", "/tmp/old.log")]  # list_files ran before the pause, not again
+    assert len(model.calls) == 1
+    sent = model.calls[0]
+    assert sent.system_instructions == "Do the work."
+    expected = [
+        {"content": "Please tidy /tmp and tell ops.", "role": "user"},
+        ("function_call", "call_handoff"), ("function_call_output", "call_handoff"),
+        ("reasoning", None), ("message", None),
+        ("function_call", "call_list"), ("function_call", "call_delete"), ("function_call", "call_email"),
+        ("function_call_output", "call_list"), ("function_call_output", "call_delete"),
+        ("function_call_output", "call_email"),
+    ]
+    assert dict(sent.input[0]) == expected[0]
+    assert [(i.get("type"), i.get("call_id")) for i in sent.input[1:]] == expected[1:]
+    assert outputs_sent(sent) == {"call_handoff": '{"assistant": "Worker"}',
+                                  "call_list": '["report.txt", "old.log"]',
+                                  "call_delete": "deleted /tmp/old.log", "call_email": "No email today."}
+
+
+def test_golden_v1_document_is_written_back_unchanged_while_v1_is_current():
+    log, model = [], ScriptedModel()
+    triage, _ = golden_agents(model, log)
+    golden = json.loads(read_golden())
+    written = RunState.from_json(triage, golden).to_json()
+    if SCHEMA_VERSION == 1:
+        assert written == golden
+    else:  # a later version rewrites old documents at its own version, keeping what they held
+        assert written["generated_items"] == golden["generated_items"]
+
+
+# --- Round trip property -------------------------------------------------------------------------------------------
+
+DECISIONS = ["approve", "reject", "reject_with_message", "always_approve", "always_reject"]
+CALLS = st.tuples(st.sampled_from(["add", "danger", "maybe"]), st.integers(0, 9), st.sampled_from(DECISIONS))
+TURNS = st.lists(st.fixed_dictionaries({"calls": st.lists(CALLS, max_size=3), "message": st.booleans(),
+                                        "reasoning": st.booleans(), "handoff": st.booleans()}),
+                 min_size=1, max_size=4)
+
+
+def property_agents(model, log):
+    @function_tool
+    def add(x: int) -> int:
+        """Add one."""
+        log.append(("add", x))
+        return x + 1
+
+    @function_tool(needs_approval=True)
+    def danger(x: int) -> str:
+        """Always asks."""
+        log.append(("danger", x))
+        return f"danger {x}"
+
+    @function_tool(needs_approval=lambda ctx, params, call_id: params["x"] % 2 == 0)
+    def maybe(x: int) -> dict:
+        """Asks for even x."""
+        log.append(("maybe", x))
+        return {"x": x, "context": ctx_marker}
+
+    ctx_marker = "m"
+    tools = [add, danger, maybe]
+    main = Agent("Main", instructions="main", tools=tools, handoffs=[], model=model)
+    helper = Agent("Helper", instructions="helper", tools=tools, handoffs=[main], model=model)
+    main.handoffs.append(helper)
+    return main
+
+
+def build_script(turns):
+    """Scripted responses for `turns`, then a final message; and the decision for every call id."""
+    script, decisions, current = [], {}, "Main"
+    for t, turn in enumerate(turns):
+        output = []
+        if turn["reasoning"]:
+            output.append({"type": "reasoning", "id": f"rs_{t}", "summary": []})
+        if turn["message"]:
+            output.append(assistant_message(f"step {t}", item_id=f"msg_{t}"))
+        for i, (name, x, decision) in enumerate(turn["calls"]):
+            call_id = f"t{t}c{i}"
+            output.append(function_call(name, {"x": x}, call_id=call_id))
+            decisions[call_id] = decision
+        if turn["handoff"] or not turn["calls"]:  # a turn without calls must not end the run: hand off
+            current = "Helper" if current == "Main" else "Main"
+            output.append(function_call(f"transfer_to_{current.lower()}", {}, call_id=f"t{t}h"))
+        script.append(output)
+    script.append([assistant_message("final", item_id="msg_final")])
+    return script, decisions
+
+
+def decide(state, items, decisions):
+    for item in items:
+        decision = decisions[item.call_id]
+        if decision == "approve":
+            state.approve(item)
+        elif decision == "always_approve":
+            state.approve(item, always_approve=True)
+        elif decision == "reject":
+            state.reject(item)
+        elif decision == "always_reject":
+            state.reject(item, always_reject=True)
+        else:
+            state.reject(item, rejection_message=f"no to {item.call_id}")
+
+
+def snapshot(result):
+    return {"final_output": result.final_output, "last_agent": result.last_agent.name,
+            "new_items": [(i.type, dict(i.raw_item)) for i in result.new_items],
+            "interruptions": [i.call_id for i in result.interruptions]}
+
+
+def drive(turns, round_trip, decide_after_load):
+    """Run the script to its end, deciding every pause; with `round_trip`, every paused state is replaced by
+    `from_string(to_string(state))` (decided before or after the trip)."""
+    log = []
+    script, decisions = build_script(turns)
+    model = ScriptedModel(script)
+    main = property_agents(model, log)
+    result = Runner.run_sync(main, "start", context={"k": [1, 2]}, max_turns=len(script) + 1)
+    segments = [snapshot(result)]
+    for _ in range(len(script) + 2):
+        if not result.interruptions:
+            break
+        state = result.to_state()
+        if not round_trip:
+            decide(state, result.interruptions, decisions)
+        elif decide_after_load:
+            state = RunState.from_string(main, state.to_string())
+            decide(state, state.get_interruptions(), decisions)
+        else:
+            decide(state, result.interruptions, decisions)
+            state = RunState.from_string(main, state.to_string())
+        result = Runner.run_sync(main, state)
+        segments.append(snapshot(result))
+    inputs = [[dict(i) for i in call.input] for call in model.calls]
+    return segments, Counter(log), inputs, model.remaining_steps
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=TURNS, decide_after_load=st.booleans())
+def test_from_string_of_to_string_resumes_identically(turns, decide_after_load):
+    plain = drive(turns, round_trip=False, decide_after_load=False)
+    tripped = drive(turns, round_trip=True, decide_after_load=decide_after_load)
+    assert plain[0][-1]["final_output"] == "final" and plain[3] == 0  # the generated run reached its end
+    assert tripped[0] == plain[0]  # final output, new items (raw), interruptions, at every pause and the end
+    assert tripped[2] == plain[2]  # what the model received, on every call
+    assert tripped[1] == plain[1]  # which tools ran, how often
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=TURNS)
+def test_a_loaded_state_writes_back_the_same_document(turns):
+    log = []
+    script, decisions = build_script(turns)
+    model = ScriptedModel(script)
+    main = property_agents(model, log)
+    result = Runner.run_sync(main, "start", context={"k": [1, 2]}, max_turns=len(script) + 1)
+    for _ in range(len(script) + 2):
+        if not result.interruptions:
+            break
+        state = result.to_state()
+        decide(state, result.interruptions[:1], decisions)  # a partly decided state, too
+        text = state.to_string()
+        assert RunState.from_string(main, text).to_string() == text
+        decide(state, result.interruptions, decisions)
+        result = Runner.run_sync(main, state)
