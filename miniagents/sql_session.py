@@ -98,7 +98,7 @@ class SQLSession(SessionABC):
         self.sessions_table = check_table_name(owner, "sessions_table", sessions_table)
         self.messages_table = check_table_name(owner, "messages_table", messages_table)
         self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
-        self.session_settings = session_settings
+        self.session_settings = session_settings or SessionSettings()  # upstream's default: no limit
 
     def _bind(self, dialect: Dialect, paramstyle: Any) -> None:
         """Build every statement once, in the dialect and the driver's placeholder style."""
@@ -193,7 +193,7 @@ class SQLSession(SessionABC):
         owner = type(self).__name__
         _check_count(owner, "limit", limit)
         _check_count(owner, "limit_turns", limit_turns)
-        settings = self.session_settings or SessionSettings()
+        settings = self.session_settings
         if limit is None and limit_turns is None:
             limit_turns = settings.limit_turns
             limit = settings.limit if limit_turns is None else None

@@ -456,3 +456,9 @@ def test_a_manual_strict_tool_schema_strict_mode_refuses_fails_when_it_is_define
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         manual(schema)
     assert manual(schema, strict=False).params_json_schema == schema  # non-strict: sent as written
+
+
+def test_a_sessions_settings_default_to_upstreams_no_limit():
+    from miniagents import SessionSettings
+
+    assert SQLiteSession("s").session_settings == SessionSettings()
