@@ -59,8 +59,17 @@ def __getattr__(name: str):
     return _upstream_name(name)
 
 
-__all__ = sorted([n for n in globals() if not n.startswith("_") and n[0].isupper() or n in (
-    "function_tool", "handoff", "default_tool_error_function")] + list(_LAZY))
+_EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent", "AgentsException", "CallModelData",
+          "DEFAULT_MAX_TURNS", "FunctionTool", "FunctionToolResult", "Handoff", "HandoffCallItem", "HandoffInputData",
+          "HandoffOutputItem", "InputGuardrailTripwireTriggered", "ItemHelpers", "MaxTurnsExceeded",
+          "MessageOutputItem", "Model", "ModelBehaviorError", "ModelHTTPError", "ModelInputData", "ModelProvider",
+          "ModelRefusalError", "ModelResponse", "ModelSettings", "ModelTimeoutError", "OutputGuardrailTripwireTriggered",
+          "RawResponsesStreamEvent", "ReasoningItem", "RunConfig", "RunContextWrapper", "RunErrorDetails",
+          "RunErrorHandlerInput", "RunErrorHandlerResult", "RunHooks", "RunItem", "RunItemStreamEvent", "RunResult",
+          "RunResultStreaming", "RunState", "Runner", "StopAtTools", "ToolApprovalItem", "ToolCallItem",
+          "ToolCallOutputItem", "ToolContext", "ToolError", "ToolErrorFormatterArgs", "ToolExecutionConfig",
+          "ToolInputGuardrailTripwireTriggered", "ToolOutputGuardrailTripwireTriggered", "ToolTimeoutError",
+          "ToolsToFinalOutputResult", "Usage", "UserError", "default_tool_error_function", "function_tool", "handoff"]
 
 # Upstream's import paths (`miniagents.memory`, `miniagents.exceptions`, ...), its type aliases, and the
 # explained error for features miniagents leaves out: miniagents/compat.py.
@@ -68,4 +77,4 @@ from .compat import TOP_LEVEL as _UPSTREAM_NAMES, install as _install_upstream_p
 from .compat import top_level as _upstream_name  # noqa: E402
 
 _install_upstream_paths()
-__all__ = sorted(__all__ + list(_UPSTREAM_NAMES))
+__all__ = sorted(_EAGER + list(_LAZY) + list(_UPSTREAM_NAMES))  # what is imported above, loaded on use, upstream's

@@ -15,8 +15,17 @@ from ..errors import UserError
 from . import http
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# set by provider.set_default_openai_key / set_default_openai_client (the endpoint read from that client)
-DEFAULTS: dict = {"api_key": None, "client": None}
+_default_key: Optional[str] = None  # set_default_openai_key
+_default_client: Optional[dict] = None  # set_default_openai_client: the endpoint read from that client
+
+
+def set_default_endpoint(*, api_key: Optional[str] = None, client: Optional[dict] = None) -> None:
+    """Set the process-wide defaults the provider's `set_default_openai_key`/`_client` give."""
+    global _default_key, _default_client
+    if api_key is not None:
+        _default_key = api_key
+    if client is not None:
+        _default_client = client
 
 
 def env(name: str) -> Optional[str]:
@@ -37,7 +46,7 @@ def client_endpoint(client: Any) -> dict:
 
 
 def resolve_base_url(base_url: Optional[str]) -> str:
-    default = DEFAULTS["client"] and DEFAULTS["client"]["base_url"]
+    default = _default_client and _default_client["base_url"]
     return (base_url or default or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
@@ -67,7 +76,7 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     local servers that need none; api.openai.com without a key is a `UserError` (before any request).
     """
     base = resolve_base_url(base_url)
-    key = api_key or (DEFAULTS["client"] or {}).get("api_key") or DEFAULTS["api_key"] or env("OPENAI_API_KEY")
+    key = api_key or (_default_client or {}).get("api_key") or _default_key or env("OPENAI_API_KEY")
     check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":

@@ -15,30 +15,31 @@ import threading
 from typing import Any, Literal, Optional
 
 from ..errors import UserError
-from .connection import DEFAULTS, client_endpoint, env, host_of, resolve_base_url
+from .connection import client_endpoint, env, host_of, resolve_base_url, set_default_endpoint
 from .interface import Model, ModelProvider
 
 DEFAULT_MODEL = "gpt-4.1"
-_default_api: dict = {"api": None}
+_default_api: Optional[str] = None  # set_default_openai_api
 
 
 def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
     """The API key used when neither the model nor the provider was given one (beats OPENAI_API_KEY)."""
-    DEFAULTS["api_key"] = key
+    set_default_endpoint(api_key=key)
 
 
 def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None:
     """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
     provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
     environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
-    DEFAULTS["client"] = client_endpoint(client)
+    set_default_endpoint(client=client_endpoint(client))
 
 
 def set_default_openai_api(api: str) -> None:
     """`"chat_completions"` or `"responses"`: the API providers use unless told otherwise."""
     if api not in ("chat_completions", "responses"):
         raise ValueError(f"api must be 'chat_completions' or 'responses', got {api!r}")
-    _default_api["api"] = api
+    global _default_api
+    _default_api = api
 
 
 class OpenAIProvider:
@@ -66,8 +67,8 @@ class OpenAIProvider:
     def _wants_responses(self, base_url: str) -> bool:
         if self.use_responses is not None:
             return self.use_responses
-        if _default_api["api"] is not None:
-            return _default_api["api"] == "responses"
+        if _default_api is not None:
+            return _default_api == "responses"
         return host_of(base_url) == "api.openai.com"
 
     def get_model(self, model_name: Optional[str]) -> Model:

@@ -6,6 +6,7 @@ import pytest
 
 from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from miniagents.models import http, protocol
+from miniagents.models import connection as connection_mod
 from miniagents.models import provider as provider_mod
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import ModelSettings
@@ -205,7 +206,7 @@ def test_sse_a_comment_inside_an_event_does_not_split_it():
 
 
 def test_provider_picks_responses_for_openai_and_chat_elsewhere(monkeypatch):
-    monkeypatch.setattr(provider_mod, "_default_api", {"api": None})
+    monkeypatch.setattr(provider_mod, "_default_api", None)
     assert isinstance(OpenAIProvider(api_key="k").get_model("gpt-4.1"), OpenAIResponsesModel)
     assert isinstance(OpenAIProvider(base_url="http://localhost:11434/v1").get_model("qwen3"),
                       OpenAIChatCompletionsModel)
@@ -218,7 +219,7 @@ def test_provider_picks_responses_for_openai_and_chat_elsewhere(monkeypatch):
 
 
 def test_provider_reads_environment_lazily(server, monkeypatch):
-    monkeypatch.setattr(provider_mod, "_default_api", {"api": None})
+    monkeypatch.setattr(provider_mod, "_default_api", None)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "llama3")
@@ -231,7 +232,7 @@ def test_provider_reads_environment_lazily(server, monkeypatch):
 
 
 def test_default_key_beats_env_and_openai_without_key_is_user_error(server, monkeypatch):
-    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
+    monkeypatch.setattr(connection_mod, "_default_key", None)
     with pytest.raises(UserError, match="OPENAI_API_KEY"):
         ask(OpenAIChatCompletionsModel("m", base_url="https://api.openai.com/v1"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
@@ -242,7 +243,7 @@ def test_default_key_beats_env_and_openai_without_key_is_user_error(server, monk
 
 
 def test_local_server_without_key_gets_a_dummy_bearer(server, monkeypatch):
-    monkeypatch.setitem(provider_mod.DEFAULTS, "api_key", None)
+    monkeypatch.setattr(connection_mod, "_default_key", None)
     server.reply(chat_completion("ok"))
     ask(OpenAIChatCompletionsModel("m", base_url=server.url))
     assert server.requests[0]["headers"]["authorization"] == "Bearer no-key"

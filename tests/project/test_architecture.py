@@ -110,3 +110,10 @@ def test_the_back_edge_is_real_and_function_level():
     tree = ast.parse((PACKAGE / "agent.py").read_text(encoding="utf-8"))
     top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert "run" not in top_level
+
+
+def test_all_lists_every_public_name_of_the_package_and_each_one_resolves():
+    """`__all__` is written out: a name imported into the package and left out of it (or listed and gone) fails."""
+    imported = {n for n, v in vars(miniagents).items() if not n.startswith("_") and not isinstance(v, type(ast))}
+    assert imported - set(miniagents.__all__) == set()
+    assert [n for n in miniagents.__all__ if not hasattr(miniagents, n)] == []

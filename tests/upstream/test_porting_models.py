@@ -103,11 +103,11 @@ def test_openai_client_objects_say_where_requests_go_and_with_which_key(server, 
     assert provider.get_model("m").transport.headers["OpenAI-Organization"] == "org-1"
     with pytest.raises(UserError, match="must have base_url and api_key attributes"):
         OpenAIChatCompletionsModel("m", openai_client=object())
-    monkeypatch.setitem(connection.DEFAULTS, "client", None)
+    monkeypatch.setattr(connection, "_default_client", None)
     set_default_openai_client(FakeClient(server.url, api_key="sk-default"))
     default = OpenAIResponsesModel("m")
     assert default.base_url == server.url and default.transport.headers["Authorization"] == "Bearer sk-default"
-    assert "sk-default" not in repr(default) + repr(connection.DEFAULTS.get("client", {}).get("base_url"))
+    assert "sk-default" not in repr(default) + repr((connection._default_client or {}).get("base_url"))
 
 
 # --- Hosted tools and structured outputs on the wire -------------------------------------------------------------
