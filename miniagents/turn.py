@@ -189,7 +189,7 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
         output.replays = pending.replays
         if not resumed:  # what the model said is announced before any tool runs
             yield from stream_events_for(output.items)
-        settled = settle_turn(run, setup, output, dict(pending.outputs), pending.nested, resumed)
+        settled = settle_turn(run, setup, output, resumed)
         step = decide_next_step(setup, output, settled, state.context_wrapper)
         for item in step.interruptions if isinstance(step, NextStepInterruption) else ():
             tracing.record_approval(item.tool_name, item.call_id, "pending")
@@ -468,7 +468,7 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
         return True
 
 
-def claim_calls(run: Run, to_run: list, nested: dict, settled: dict) -> list:
+def claim_calls(run: Run, to_run: list, settled: dict) -> list:
     """Exactly once across resumes: claim each call of a resumed turn in the session's ledger before it runs.
 
     A paused state can be resumed twice, one after the other or at the same time on two machines; the claim
@@ -476,7 +476,7 @@ def claim_calls(run: Run, to_run: list, nested: dict, settled: dict) -> list:
     resume recorded, or (still running, or it crashed mid-call) a message saying so, added to `settled`.
     Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it.
     """
-    ledger, run_id, mine = run.ledger, run.state.run_id, []
+    ledger, run_id, nested, mine = run.ledger, run.state.run_id, run.state.pending.nested, []
     for call in to_run:
         won, recorded = (True, None) if call.call_id in nested else caller.call(ledger.claim_call, run_id,
                                                                                  call.call_id)
@@ -488,7 +488,7 @@ def claim_calls(run: Run, to_run: list, nested: dict, settled: dict) -> list:
     return mine
 
 
-def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bool) -> dict:
+def run_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
     """Run calls concurrently (daemon threads), bounded by the config; returns {call id: (value, text, results)}
     for the calls that ran. With `record`, each output is recorded in the ledger as soon as its call finished.
 
@@ -504,7 +504,7 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, nested: dict, record: bo
 
     def job(call: Call) -> tuple:
         try:
-            return _run_one(run, setup.agent, call, nested, record)
+            return _run_one(run, setup.agent, call, record)
         finally:
             slots.release()
 
@@ -544,15 +544,15 @@ def _finished(job: Callable, call: Call) -> Callable:
     return lambda: value
 
 
-def _run_one(run: Run, agent: Any, call: Call, nested: dict, record: bool) -> tuple:
+def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
     """One call, its outcome recorded in the ledger (with `record`) the moment it is known."""
-    value, text, results = _invoke_guarded(run, agent, call, nested)
+    value, text, results = _invoke_guarded(run, agent, call)
     if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes
         caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
     return value, text, results
 
 
-def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
+def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
     """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
@@ -560,7 +560,7 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     tool, item, ctx = call.target, call.item, run.state.context_wrapper
     tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
                                               tool_arguments=item.get("arguments") or "", run_config=run.config)
-    tool_ctx.resume_state, tool_ctx.ledger = nested.get(call.call_id), run.ledger
+    tool_ctx.resume_state, tool_ctx.ledger = run.state.pending.nested.get(call.call_id), run.ledger
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -585,19 +585,18 @@ def _invoke_guarded(run: Run, agent: Any, call: Call, nested: dict) -> tuple:
     return value, text, results
 
 
-def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, nested: dict,
-                resumed: bool) -> SettledCalls:
+def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, resumed: bool) -> SettledCalls:
     """Plan, run and order one response's calls.
 
-    `settled` maps call ids that already have an output (from before a pause) to `(value, text)`; those calls
-    are never run again. A resumed turn's calls are claimed in the ledger first (`claim_calls`).
+    The pending turn's `outputs` (calls settled before a pause) are never run again. A resumed turn's calls
+    are claimed in the ledger first (`claim_calls`), which may settle some more.
     """
-    agent = setup.agent
+    agent, settled = setup.agent, dict(run.state.pending.outputs)
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
     record = resumed and run.ledger is not None
     if record:
-        to_run = claim_calls(run, to_run, nested, settled)
-    ran = run_tools(run, setup, to_run, nested, record)
+        to_run = claim_calls(run, to_run, settled)
+    ran = run_tools(run, setup, to_run, record)
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     scope = run.state.context_wrapper.approval_scope
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
