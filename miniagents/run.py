@@ -14,9 +14,9 @@ from typing import Any, Callable, Generator, Optional
 
 from . import caller, tracing
 from .agent_output import output_schema
+# Upstream's agents.run exports these, so code importing them from there finds them here.
 from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolErrorFormatter,  # noqa: F401
-                     ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy,  # upstream's agents.run
-                     ToolNotFoundBehavior)  # exports them
+                     ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy, ToolNotFoundBehavior)
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
@@ -140,12 +140,8 @@ def admit_input(run: Run) -> None:
     state.pending_input = []
     state.generated_items.extend(admitted)
     state.transcript.extend(item.raw_item for item in admitted)
-    if run.session is not None:
-        items = [item.raw_item for item in admitted]
-        if run.ledger is run.session:  # another resume of the same state may have admitted them already
-            run.session.add_items(items, once=f"{state.run_id}/input-{state.current_turn}")
-        else:
-            run.session.add_items(items)
+    # another resume of the same state may have admitted them already
+    write_to_session(run, [item.raw_item for item in admitted], f"input-{state.current_turn}")
 
 
 def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
@@ -244,12 +240,19 @@ def save_turn(run: Run, pending: Any, turn: TurnResult) -> Generator[Any, None, 
     announce the turn's outputs. A resumed turn is written once per session: another resume of the same
     paused state may have written it already (the ledger's `once` key says so)."""
     items = (pending.session_input if pending is not None else []) + [i.raw_item for i in turn.new_items]
-    if run.session is not None:
-        if turn.resumed and run.ledger is run.session:
-            caller.call(run.session.add_items, items, once=f"{run.state.run_id}/turn-{run.state.current_turn}")
-        else:
-            caller.call(run.session.add_items, items)
+    write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
     yield from stream_events_for(turn.new_items[len(turn.output.items):])  # outputs, once settled
+
+
+def write_to_session(run: Run, items: list, once: Optional[str]) -> None:
+    """Append `items` to the session in one transaction. With `once` (what may already have been written by
+    another resume of the same paused state) and a ledger-keeping session, the append happens once per run."""
+    if run.session is None:
+        return
+    if once is not None and run.ledger is run.session:
+        caller.call(run.session.add_items, items, once=f"{run.state.run_id}/{once}")
+    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
+        caller.call(run.session.add_items, items)
 
 
 # --- Starting and driving a run ------------------------------------------------------------------------
