@@ -111,8 +111,8 @@ BROKEN_KERNELS = {
     "approval never pauses": (
         [("turn.py", "    flag = tool.needs_approval\n", "    flag = False\n")], "✗ ch6: "),
     "session never saves": (
-        [("run.py", "    if run.session is not None:\n        if turn.resumed",
-          "    if False:\n        if turn.resumed")], "✗ ch7: run 2's first request carried run 1's"),
+        [("run.py", "    if run.session is None:\n        return\n    if once is not None",
+          "    if True:\n        return\n    if once is not None")], "✗ ch7: run 2's first request carried run 1's"),
     "structured output unparsed": (
         [("turn.py", "return NextStepFinalOutput(setup.output.validate_json(text))", "return NextStepFinalOutput(text)")],
         "✗ ch3: final_output is a DeliveryAnswer"),
