@@ -199,6 +199,32 @@ def test_cancelling_a_streamed_run_against_a_silent_server_ends_it_at_once(serve
     assert result.is_complete and result.final_output is None and len(server.requests) == 1
 
 
+def test_cancel_from_another_thread_during_a_model_call_ends_the_stream_quietly(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply(hang=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+    result = Runner.run_streamed(agent, "hi")
+
+    def cancel_once_the_request_is_in():
+        while not server.requests:
+            time.sleep(0.01)
+        result.cancel()  # aborts the request: the failure it causes is the cancel, not an error of the run
+
+    canceller = threading.Thread(target=cancel_once_the_request_is_in)
+    canceller.start()
+
+    async def go():
+        return [e.type async for e in result.stream_events()]
+
+    events = asyncio.run(go())
+    canceller.join()
+    assert events == ["agent_updated_stream_event"]
+    assert result.is_complete and result.final_output is None and len(server.requests) == 1
+
+
 def test_cancelling_the_awaiting_task_during_a_model_call_aborts_the_request(server):
     import time
 
