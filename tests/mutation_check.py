@@ -7,6 +7,7 @@ A script, not a test module (pytest does not collect it: its name does not start
     python tests/mutation_check.py --only sse   # mutants whose id, file or description contain "sse"
     python tests/mutation_check.py --full       # always run the whole suite for each mutant
     python tests/mutation_check.py --generated --sample 60 --seed 1   # generated mutants (mutation_generate.py)
+    python tests/mutation_check.py --generated --per-module 16 --seed 1  # 16 of each module's, for its rate
 
 Curated mutants are hand-written edits, `(file, old, new, breaks)`, each aimed at one rule the kernel keeps: the
 `old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code moves and
@@ -357,6 +358,421 @@ MUTANTS: List[Mutant] = [
       "    return json.loads(json.dumps(document))",
       "    return document",
       "to_json returns a document of its own", "test_run_state"),
+    # --- agent.py: agents as tools ---------------------------------------------------------------------
+    M("agent.py",
+      "            if paused is None:  # the inner run's approvals are its own, kept beside the caller's\n"
+      "                nested.state.context_wrapper.approval_scope = nested.state.run_id",
+      "            if False:\n                nested.state.context_wrapper.approval_scope = nested.state.run_id",
+      "as_tool: an inner run's approvals are its own: approving the caller's call never approves the inner one",
+      "test_approvals"),
+    M("agent.py",
+      "max_turns=max_turns or DEFAULT_MAX_TURNS,",
+      "max_turns=DEFAULT_MAX_TURNS,",
+      "as_tool(max_turns=N) limits the nested run's model calls", "test_agent"),
+    M("agent.py",
+      "            if result.interruptions:\n                raise NestedInterruption(",
+      "            if False:\n                raise NestedInterruption(",
+      "as_tool: a call waiting for approval inside the nested run pauses the caller's run", "test_approvals"),
+    M("agent.py",
+      "                paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals",
+      "                pass",
+      "as_tool: resuming a paused nested run applies the decisions made on the caller's state", "test_approvals",
+      "test_upstream_behaviour"),
+    M("agent.py",
+      "                               ledger=getattr(ctx, \"ledger\", None))",
+      "                               ledger=None)",
+      "as_tool: the nested run claims its calls in the caller's ledger (exactly once across resumes)",
+      "test_exactly_once"),
+    M("agent.py",
+      "                config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's",
+      "                pass",
+      "as_tool: the nested agent's model name resolves with the caller's model provider", "test_agent"),
+    M("agent.py",
+      "    for item in reversed(result.new_items):",
+      "    for item in result.new_items:",
+      "as_tool: without a final output, the tool output is the nested run's last non-empty message", "test_agent"),
+    M("agent.py",
+      "                raise ToolError(f\"The agent '{agent.name}' could not finish: {inner.message}\") from inner",
+      "                raise",
+      "as_tool: the nested model's misbehaviour reaches the caller's model as a tool failure", "test_agent",
+      "test_robustness"),
+    # --- guardrails.py and the loop's use of them --------------------------------------------------------
+    M("guardrails.py",
+      "        if verdict.behavior[\"type\"] == \"reject_content\":\n            return verdict.behavior[\"message\"]",
+      "        if verdict.behavior[\"type\"] == \"reject_content\":\n            return None",
+      "tool guardrail reject_content: the model sees the message instead of the tool's output", "test_guardrails"),
+    M("guardrails.py",
+      "        if verdict.behavior[\"type\"] == \"raise_exception\":\n            raise tripwire(guardrail, verdict)",
+      "        if False:\n            raise tripwire(guardrail, verdict)",
+      "tool guardrail raise_exception stops the run with its tripwire exception", "test_guardrails"),
+    M("guardrails.py",
+      "    if not isinstance(output, GuardrailFunctionOutput):\n        raise TypeError(",
+      "    if False:\n        raise TypeError(",
+      "a guardrail that returns something else than GuardrailFunctionOutput is a TypeError naming it",
+      "test_guardrails"),
+    M("guardrails.py",
+      "    _until_tripwire((caller.resolve(g.run(agent, input, context)) for g in guardrails), "
+      "InputGuardrailTripwireTriggered,",
+      "    _until_tripwire([caller.resolve(g.run(agent, input, context)) for g in guardrails], "
+      "InputGuardrailTripwireTriggered,",
+      "input guardrails run in order and stop at the first tripwire: later ones never run", "test_guardrails"),
+    M("guardrails.py",
+      "    data = ToolOutputGuardrailData(context=context, agent=agent, output=output)",
+      "    data = ToolOutputGuardrailData(context=context, agent=agent, output=None)",
+      "a tool output guardrail sees the value the tool returned", "test_guardrails"),
+    M("guardrails.py",
+      "            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())\n"
+      "            span.span_data.triggered = output.tripwire_triggered",
+      "            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())\n"
+      "            span.span_data.triggered = False",
+      "a tripped input guardrail's trace span says triggered", "test_tracing_runs", "test_tracing"),
+    M("turn.py",
+      "    response = yield from call_model(run, setup)\n    join_guardrails()\n",
+      "    response = yield from call_model(run, setup)\n",
+      "a parallel input guardrail's tripwire stops the run before any tool of the first response runs",
+      "test_guardrails"),
+    # --- result.py / run.py: streaming results and cancel --------------------------------------------------
+    M("result.py",
+      "        if self._started:\n            return\n",
+      "",
+      "stream_events: the run happens once; iterating again yields nothing", "test_cancellation", "test_run"),
+    M("result.py",
+      "        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs",
+      "        if False:",
+      "cancel() before the first read of stream_events: no event and no model call", "test_cancellation",
+      "test_upstream_behaviour"),
+    M("result.py",
+      "        if \"error\" in outcome:\n            raise outcome[\"error\"]",
+      "        if False:\n            raise outcome[\"error\"]",
+      "a streamed run's error is raised by stream_events", "test_cancellation", "test_run"),
+    M("result.py",
+      "            handled.acquire()",
+      "            pass",
+      "a streamed run never gets ahead of its reader: cancel() while handling an event takes effect right there",
+      "test_run", "test_cancellation"),
+    M("result.py",
+      "                outcome[\"error\"] = e\n                self._complete(RunResult.from_state(self._state, None))",
+      "                outcome[\"error\"] = e",
+      "a failed streamed run still completes its result with the items it had accepted",
+      "test_upstream_behaviour"),
+    M("result.py",
+      "        return self.raw_responses[-1].response_id if self.raw_responses else None",
+      "        return self.raw_responses[0].response_id if self.raw_responses else None",
+      "last_response_id is the id of the run's last model response", "test_run", "test_responses"),
+    M("run.py",
+      "                if state.cancel_mode == \"immediate\":  # cancelled: stop where we are (the state can resume)",
+      "                if False:",
+      "cancel() (immediate) stops the run at the next event", "test_run", "test_cancellation"),
+    M("run.py",
+      "        if state.cancel_mode is not None and state.pending is None:  # cancelled: no new turn starts",
+      "        if False:",
+      "cancel(mode='after_turn'): the current turn settles and no new turn starts", "test_run", "test_cancellation"),
+    M("run.py",
+      "            if state.cancel_mode == \"immediate\":  # what was in flight was aborted by the cancel: no error",
+      "            if False:",
+      "a model call aborted by cancel() ends the run quietly, not with an error", "test_cancellation"),
+    M("run.py",
+      "            run.state.cancel(\"immediate\")\n            raise",
+      "            raise",
+      "cancelling the task that awaits Runner.run stops the run at its next step", "test_cancellation"),
+    M("run.py",
+      "        input.cancel_mode = None  # a cancelled streamed run can be resumed",
+      "        pass",
+      "a cancelled run's state can be resumed", "test_cancellation"),
+    M("turn.py",
+      "        if run.state.cancel_mode == \"immediate\":\n            slots.release()\n            break",
+      "        if False:\n            slots.release()\n            break",
+      "once the run is cancelled no further tool call starts (the resumed state runs it)", "test_cancellation"),
+    # --- models/responses.py: the Responses adapter ----------------------------------------------------------
+    M("models/responses.py",
+      "    if item.get(\"id\") == FAKE_ID:\n",
+      "    if False:\n",
+      "Responses: an item with the Chat adapter's placeholder id is sent without it", "test_responses"),
+    M("models/responses.py",
+      "        body[\"max_output_tokens\"] = settings.max_tokens",
+      "        body[\"max_tokens\"] = settings.max_tokens",
+      "Responses: max_tokens is sent as max_output_tokens", "test_responses"),
+    M("models/responses.py",
+      "        body[\"conversation\"] = conversation_id",
+      "        body[\"conversation_id\"] = conversation_id",
+      "Responses: conversation_id is sent as the request's `conversation`", "test_responses"),
+    M("models/responses.py",
+      "    if status == \"incomplete\":",
+      "    if False:",
+      "Responses: an incomplete response raises ModelBehaviorError, never a silent partial answer",
+      "test_responses"),
+    M("models/responses.py",
+      "        raise http_error(None, \"the stream ended before response.completed: the response is truncated \"\n"
+      "                               \"(connection dropped or server failed mid-stream)\",\n"
+      "                         type=\"stream_error\", code=\"truncated\")",
+      "        return",
+      "Responses: a stream that ends before response.completed is an error, not an empty answer",
+      "test_responses", "test_http"),
+    M("models/responses.py",
+      "    if not output and collected:",
+      "    if False:",
+      "Responses: an empty output in response.completed is filled from the output_item.done events",
+      "test_responses"),
+    M("models/responses.py",
+      "    if isinstance(spec, dict) and spec.get(\"type\", \"function\") != \"function\":\n        return dict(spec)",
+      "    if False:\n        return dict(spec)",
+      "Responses: a hosted tool is sent as its own configuration", "test_responses", "test_porting_models"),
+    M("models/responses.py",
+      " if not (isinstance(i, dict) and i.get(\"type\") == \"reasoning\" and i.get(\"id\") == FAKE_ID)]",
+      " if True]",
+      "Responses: reasoning the Chat adapter produced is never sent", "test_responses"),
+    M("models/responses.py",
+      "                             \"status\": kind.split(\".\")[1]}, exchange.request_id, secret)",
+      "                             \"status\": \"completed\"}, exchange.request_id, secret)",
+      "Responses: response.failed and response.incomplete events in a stream raise", "test_responses"),
+    # --- models/provider.py: OpenAIProvider and MultiProvider --------------------------------------------
+    M("models/provider.py",
+      "        return host_of(base_url) == \"api.openai.com\"",
+      "        return True",
+      "provider: a base URL other than OpenAI's gets the Chat Completions adapter", "test_http",
+      "test_http_end_to_end"),
+    M("models/provider.py",
+      "        if self.use_responses is not None:\n            return self.use_responses",
+      "        if False:\n            return self.use_responses",
+      "provider: use_responses chooses the adapter", "test_http", "test_http_end_to_end"),
+    M("models/provider.py",
+      "        if _default_api[\"api\"] is not None:",
+      "        if False:",
+      "provider: set_default_openai_api chooses the adapter when the provider is not told",
+      "test_http", "test_http_end_to_end"),
+    M("models/provider.py",
+      "            return chosen.get_model(rest)",
+      "            return chosen.get_model(model_name)",
+      "MultiProvider: a mapped prefix's provider gets the model name without the prefix", "test_porting_models"),
+    M("models/provider.py",
+      "rest if self._openai_prefix_mode == \"alias\" else model_name",
+      "rest",
+      "MultiProvider: openai_prefix_mode='model_id' keeps the openai/ prefix in the model id", "test_porting_models"),
+    M("models/provider.py",
+      "        if self._unknown_prefix_mode == \"model_id\":",
+      "        if True:",
+      "MultiProvider: an unknown prefix is a UserError by default", "test_porting_models"),
+    M("models/provider.py",
+      "            if key not in self._models:",
+      "            if True:",
+      "provider: one model object per model name (its connections are reused)", "test_porting_models"),
+    # --- caller.py: sync and async callables -----------------------------------------------------------------
+    M("caller.py",
+      "    def __bool__(self) -> bool:\n        return bool(self.value)",
+      "    def __bool__(self) -> bool:\n        return True",
+      "a Ready is true or false as its value is", "test_agent"),
+    M("caller.py",
+      "        if aborts is not None:\n            aborts.append(abort)",
+      "        if False:\n            aborts.append(abort)",
+      "cancel() stops a running async tool (its task is cancelled)", "test_cancellation"),
+    M("caller.py",
+      "            box[\"value\"] = context.run(fn)",
+      "            box[\"value\"] = fn()",
+      "a thread the run starts sees the caller's context variables", "test_tools", "test_tracing_runs",
+      "test_cancellation"),
+    M("caller.py",
+      "            return await (task if timeout is None else asyncio.wait_for(task, timeout))",
+      "            return await task",
+      "an async callable is cancelled at its timeout", "test_tools"),
+    M("caller.py",
+      "        return asyncio.run(wait())\n"
+      "    return in_thread(lambda: asyncio.run(wait()), name=\"miniagents-await\")",
+      "        return asyncio.run(wait())\n    return asyncio.run(wait())",
+      "run_sync called from async code still awaits async tools (in a helper thread)", "test_tools", "test_run"),
+    # --- turn.py / run.py: exactly once across resumes -------------------------------------------------------
+    M("turn.py",
+      "        won, recorded = (True, None) if call.call_id in nested else caller.call(ledger.claim_call, run_id,",
+      "        won, recorded = (True, None) if True else caller.call(ledger.claim_call, run_id,",
+      "exactly once: a call another resume claimed is not run again", "test_exactly_once"),
+    M("turn.py",
+      "            text = recorded if recorded is not None else NOT_RUN_AGAIN",
+      "            text = NOT_RUN_AGAIN",
+      "exactly once: a call an earlier resume ran gets the output that resume recorded", "test_exactly_once"),
+    M("turn.py",
+      "    if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes",
+      "    if False:",
+      "exactly once: a call's output is recorded in the ledger the moment it finishes", "test_exactly_once"),
+    M("run.py",
+      "        if turn.resumed and run.ledger is run.session:",
+      "        if False:",
+      "exactly once: a resumed turn is written to the session once, however often the state is resumed",
+      "test_exactly_once"),
+    M("run.py",
+      "        if run.ledger is run.session:  # another resume of the same state may have admitted them already",
+      "        if False:",
+      "exactly once: add_input's items are written to the session once across resumes", "test_exactly_once"),
+    M("run.py",
+      "    if session is not None and callable(getattr(session, \"claim_call\", None)):\n        ledger = session",
+      "    if False:\n        ledger = session",
+      "exactly once: a session that keeps a ledger is the run's ledger", "test_exactly_once"),
+    # --- server-managed conversations (conversation_id, previous_response_id) --------------------------------
+    M("turn.py",
+      "        state.server_known = len(state.transcript)",
+      "        pass",
+      "server-managed: a request sends only the items the server does not have yet", "test_upstream_behaviour"),
+    M("turn.py",
+      "            state.previous_response_id = response.response_id",
+      "            pass",
+      "server-managed: each request chains to the last response (previous_response_id)", "test_upstream_behaviour"),
+    M("turn.py",
+      "    output, replays = (response.output, 0) if state.server_managed else assign_call_ids(response.output, state)",
+      "    output, replays = assign_call_ids(response.output, state)",
+      "server-managed: the call ids the server gave are kept", "test_call_ids"),
+    M("run.py",
+      "        state.server_known += len(turn.output.items)",
+      "        pass",
+      "server-managed: the model's own items are never sent back to the server that made them",
+      "test_upstream_behaviour"),
+    M("run.py",
+      "    if session is not None:  # the server and the session would each hold a history of their own",
+      "    if False:",
+      "server-managed: a session with conversation_id / previous_response_id is refused", "test_upstream_behaviour"),
+    M("run.py",
+      "    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):",
+      "    if config.output_guardrails:",
+      "server-managed: an agent's output guardrails are refused (a rejected output cannot be removed)",
+      "test_upstream_behaviour"),
+    M("run.py",
+      "        if state.server_managed:\n            raise UserError(\"Server-managed conversations do not support",
+      "        if False:\n            raise UserError(\"Server-managed conversations do not support",
+      "server-managed: a handoff input filter is refused", "test_upstream_behaviour"),
+    # --- context.py: approval records and their scopes -----------------------------------------------------
+    M("context.py",
+      "        return f\"{tool_name}@{scope}\" if scope else tool_name",
+      "        return tool_name",
+      "approvals are scoped: a decision in one run never covers a call of another run with the same id",
+      "test_approvals", "test_upstream_behaviour"),
+    M("context.py",
+      "        if isinstance(record[other], list) and item.call_id in record[other]:",
+      "        if False:",
+      "approving a call withdraws its earlier rejection, and the other way round", "test_approvals"),
+    M("context.py",
+      "        key = self._key(item.tool_name, getattr(item, \"approval_scope\", None))",
+      "        key = self._key(item.tool_name)",
+      "a decision is recorded in the scope of the run the item belongs to (a nested run's approval item)",
+      "test_approvals"),
+    M("context.py",
+      "        return self.is_tool_approved(getattr(existing_pending, \"tool_name\", None) or tool_name, call_id)",
+      "        return self.is_tool_approved(tool_name, call_id)",
+      "get_approval_status(existing_pending=item) reads the decision under the item's tool name", "test_porting_names"),
+    # --- turn.assign_call_ids: a call id never answers two calls, a call never runs twice ---------------------
+    M("turn.py",
+      "                if earlier.get(call_id) == _invocation(item):",
+      "                if False:",
+      "call ids: an exact replay of an earlier call (same unique id, name, arguments) is dropped, not run again",
+      "test_call_ids"),
+    M("turn.py",
+      "            if call_id and not NUMBERED_ID.fullmatch(call_id):",
+      "            if call_id:",
+      "call ids: a numbered id (call_0) seen before is a new call, never a replay", "test_call_ids"),
+    M("turn.py",
+      "        arguments = json.dumps(json.loads(text), sort_keys=True)",
+      "        arguments = text",
+      "call ids: a replay is recognised whatever the spacing and key order of its arguments", "test_call_ids"),
+    # --- tracing.py: spans ---------------------------------------------------------------------------------
+    M("tracing.py",
+      "    def _scrub(self) -> None:\n        if not self._include_data:",
+      "    def _scrub(self) -> None:\n        if False:",
+      "tracing: with trace_include_sensitive_data=False no span holds inputs, outputs or arguments",
+      "test_tracing", "test_tracing_runs"),
+    M("tracing.py",
+      "    if include_data and isinstance(exc, AgentsException):",
+      "    if include_data:",
+      "tracing: a span's error carries the message of miniagents' own exceptions only", "test_tracing",
+      "test_tracing_runs"),
+    M("tracing.py",
+      "frozenset((\"extra_headers\", \"extra_query\",",
+      "frozenset((\"extra_query\",",
+      "tracing: a model's extra headers never reach a generation span", "test_tracing", "test_tracing_runs"),
+    M("tracing.py",
+      "            self.error = _error_for(exc, self._include_data)",
+      "            pass",
+      "tracing: an exception leaving a span is recorded as its error", "test_tracing", "test_tracing_runs"),
+    M("tracing.py",
+      "        self.parent_id = parent.span_id if isinstance(parent, SpanImpl) else None",
+      "        self.parent_id = None",
+      "tracing: a span names its parent span", "test_tracing", "test_tracing_runs"),
+    M("tracing.py",
+      "        include = bool(getattr(config, \"trace_include_sensitive_data\", True)) and \\\n"
+      "            getattr(parent, \"_include_data\", True)",
+      "        include = bool(getattr(config, \"trace_include_sensitive_data\", True))",
+      "tracing: a nested run never records more sensitive data than the run that called it", "test_tracing",
+      "test_tracing_runs"),
+    M("tracing.py",
+      "    if path and not any(isinstance(p, JsonlTraceProcessor) and p.path == os.path.abspath(path) "
+      "for p in inherited):",
+      "    if path:",
+      "tracing: a nested run writing to its caller's trace file writes each span once", "test_tracing",
+      "test_tracing_runs"),
+    M("tracing.py",
+      "            self._fd: Optional[int] = os.open(self.path, flags, 0o600)",
+      "            self._fd: Optional[int] = os.open(self.path, flags, 0o644)",
+      "tracing: a trace file is created readable by its owner only", "test_tracing", "test_tracing_runs"),
+    # --- capabilities.py: Workspace paths ----------------------------------------------------------------
+    M("capabilities.py",
+      "        if \"..\" in parts:",
+      "        if False:",
+      "Workspace: a path containing '..' is refused, saying why", "test_workspace"),
+    M("capabilities.py",
+      "        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)",
+      "        return real == self.root or real.startswith(self.root)",
+      "Workspace: a sibling folder whose name starts with the root's name is outside", "test_workspace"),
+    M("capabilities.py",
+      "        if plain.startswith(\"/\") or os.path.splitdrive(path)[0] or os.path.isabs(path):",
+      "        if os.path.splitdrive(path)[0]:",
+      "Workspace: an absolute path is refused, saying to use a relative one", "test_workspace"),
+    M("capabilities.py",
+      "        if not self._inside(real):\n            raise ToolError(f\"Path refused: {shown} leads outside",
+      "        if False:\n            raise ToolError(f\"Path refused: {shown} leads outside",
+      "Workspace: a symbolic link that leads outside the root is refused", "test_workspace"),
+    M("capabilities.py",
+      "        if b\"\\x00\" in handle.peek(8192)[:8192]:",
+      "        if False:",
+      "Workspace: a binary file is refused by read_file", "test_workspace"),
+    M("capabilities.py",
+      "            @function_tool(needs_approval=self.write_needs_approval)",
+      "            @function_tool(needs_approval=False)",
+      "Workspace: write_file needs a person's approval by default", "test_workspace"),
+    M("capabilities.py",
+      "                if self._inside(target) and os.path.isfile(target):",
+      "                if os.path.isfile(target):",
+      "Workspace: search never reads a file outside the root through a link", "test_workspace"),
+    # --- retry.py: runner-managed model retries -------------------------------------------------------------
+    M("retry.py",
+      "context.attempt > context.max_retries:",
+      "context.attempt >= context.max_retries:",
+      "retries: max_retries=N allows N retries after the first attempt", "test_retry"),
+    M("retry.py",
+      "    if context.normalized.is_abort or streamed_already:",
+      "    if context.normalized.is_abort:",
+      "retries: a stream that delivered an event is never retried", "test_retry"),
+    M("retry.py",
+      "    if (context.stateful_request or unsafe) and not approved:",
+      "    if unsafe and not approved:",
+      "retries: a request bound to server state is not replayed unless approved", "test_retry"),
+    M("retry.py",
+      "    if unsafe and context.stream:",
+      "    if False:",
+      "retries: a streamed request the provider marked replay-unsafe is never retried", "test_retry"),
+    M("retry.py",
+      "        base = min(initial * multiplier ** max(attempt - 1, 0), ceiling)",
+      "        base = min(initial * multiplier ** attempt, ceiling)",
+      "retries: the first retry waits initial_delay, each next one multiplier times longer", "test_retry"),
+    M("retry.py",
+      "            return veto or next((d for d in decisions if d.retry), RetryDecision(False))",
+      "            return next((d for d in decisions if d.retry), RetryDecision(False))",
+      "retries: in retry_policies.any(), a provider's veto wins", "test_retry"),
+    M("retry.py",
+      "    settings = as_settings(settings)\n    token = provider_retries_disabled.set(_runner_managed(settings))\n"
+      "    try:\n        attempt = 1\n        while True:\n            try:\n                return call()",
+      "    settings = as_settings(settings)\n    token = provider_retries_disabled.set(False)\n"
+      "    try:\n        attempt = 1\n        while True:\n            try:\n                return call()",
+      "retries: while the run retries a call, the adapter makes one attempt (a failure is never retried twice over)",
+      "test_retry", "test_http"),
+    M("retry.py",
+      "    if delay is None:\n        delay = context.normalized.retry_after",
+      "    if False:\n        delay = context.normalized.retry_after",
+      "retries: the server's Retry-After times the wait when the policy gives none", "test_retry"),
 ]
 
 
@@ -463,7 +879,10 @@ def baseline_failures(out: str) -> Tuple[List[str], List[str]]:
     return failed, broken
 
 
-SELF_TEST = "test_mutation_check.py"  # checks the mutant list against the sources: a mutant always "fails" it
+# Tests of the source's shape, not its behaviour, left out of every mutant's run: the mutant list's own test
+# (a mutant always "fails" it) and the README tables' (function line ranges and code-line counts: any mutant that
+# removes a line "fails" it, which says nothing about the behaviour the mutant changed).
+SHAPE_TESTS = ("test_mutation_check.py", "test_readme_tables.py")
 
 
 def all_test_files(root: str) -> List[str]:
@@ -471,7 +890,7 @@ def all_test_files(root: str) -> List[str]:
     found = []
     for folder, _, files in os.walk(os.path.join(root, "tests")):
         found += [os.path.relpath(os.path.join(folder, n), root).replace(os.sep, "/") for n in files
-                  if n.startswith("test_") and n.endswith(".py") and n != SELF_TEST]
+                  if n.startswith("test_") and n.endswith(".py") and n not in SHAPE_TESTS]
     return sorted(found)
 
 
@@ -518,10 +937,19 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
 def select(args: argparse.Namespace) -> List[Mutant]:
     mutants = generated_mutants() if args.generated else list(MUTANTS)
     if args.only:
-        mutants = [m for m in mutants if args.only.lower() in m.id.lower()]
+        wanted = [text.lower() for text in args.only]
+        mutants = [m for m in mutants if any(text in m.id.lower() for text in wanted)]
+    draw = random.Random(args.seed)
+    if args.per_module is not None:  # a stratified sample: every module gets the same number (or all it has)
+        by_module: Dict[str, List[Mutant]] = {}
+        for m in mutants:
+            by_module.setdefault(m.file, []).append(m)
+        mutants = [m for module in sorted(by_module) for m in
+                   (by_module[module] if len(by_module[module]) <= args.per_module
+                    else draw.sample(by_module[module], args.per_module))]
     if args.sample is not None and args.sample < len(mutants):
-        mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.file, m.start or 0))
-    return mutants
+        mutants = draw.sample(mutants, args.sample)
+    return sorted(mutants, key=lambda m: (m.file, m.start or 0)) if args.generated else mutants
 
 
 def misfits(root: str, mutants: List[Mutant]) -> List[str]:
@@ -569,24 +997,30 @@ def report_generated(outcomes: List[Outcome], equivalent: Dict[str, str]) -> Tup
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--only", metavar="SUBSTRING", help="only mutants whose id (file, description) contains it")
+    parser.add_argument("--only", metavar="SUBSTRING", action="append",
+                        help="only mutants whose id (file, description) contains it; repeat it for several "
+                             "(a generated id starts with its module: --only miniagents/tool.py::)")
     parser.add_argument("--generated", action="store_true",
                         help="mutants generated from the AST of every module (tests/mutation_generate.py)")
     parser.add_argument("--sample", type=int, metavar="N", help="a random sample of N mutants (see --seed)")
+    parser.add_argument("--per-module", type=int, metavar="N",
+                        help="a random sample of N mutants from each module (all of a module that has fewer), "
+                             "so every module's kill rate is measured; with --sample, then N of those")
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     parser.add_argument("--min-kill-rate", type=float, metavar="PERCENT",
                         help="generated: exit 1 when fewer than PERCENT%% of the mutants are killed (default 100)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, each with its own copy (default 2)")
     parser.add_argument("--full", action="store_true", help="always run the full suite for each mutant")
     parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds per mutant (default 240 curated, 120 generated)")
+                        help="seconds per mutant (default 360: a survivor runs the whole suite, which must "
+                             "fit well inside, or the survivor would count as caught)")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip running the unmutated suite first")
     parser.add_argument("--strict-baseline", action="store_true",
                         help="stop if the unmutated suite fails (default: leave its failing tests out and say so)")
     args = parser.parse_args(argv)
-    timeout = args.timeout or (120.0 if args.generated else 240.0)
+    timeout = args.timeout or 360.0
 
     mutants = select(args)
     if args.list:
@@ -595,7 +1029,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   + (f"\n      {m.id}" if m.generated else ""))
         return 0
     if not mutants:
-        print(f"no mutant matches {args.only!r}", file=sys.stderr)
+        print(f"no mutant matches {' or '.join(args.only or [])!r}", file=sys.stderr)
         return 2
     equivalent = load_equivalent() if args.generated else {}
     started = time.monotonic()

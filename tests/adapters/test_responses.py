@@ -94,6 +94,12 @@ def test_previous_response_id_passes_through(server):
     assert server.bodies[0]["previous_response_id"] == "resp_0"
 
 
+def test_a_conversation_id_is_sent_as_the_requests_conversation(server):
+    server.reply(response_obj([text_item("ok")]))
+    call(model(server), [OUTPUT], conversation_id="conv_1")
+    assert server.bodies[0]["conversation"] == "conv_1" and "conversation_id" not in server.bodies[0]
+
+
 def test_failed_and_incomplete_responses_raise(server):
     server.reply(response_obj([], status="failed", error={"code": "server_error", "message": "boom"}))
     with pytest.raises(ModelHTTPError, match="boom"):

@@ -114,6 +114,22 @@ def test_no_instructions_means_no_system_prompt():
     assert model.calls[0].system_instructions is None
 
 
+def test_get_system_prompt_can_be_awaited_or_used_as_its_value_true_false_and_equal_as_it():
+    import asyncio
+
+    ctx = RunContextWrapper()
+    given, missing = Agent(name="a", instructions="Be brief.").get_system_prompt(ctx), \
+        Agent(name="b").get_system_prompt(ctx)
+    assert given == "Be brief." and bool(given) and given.value == "Be brief."
+    assert not missing and missing.value is None and missing == None  # noqa: E711 (equal as its value is)
+    assert asyncio.run(given) == "Be brief."
+
+    async def awaited():
+        return await missing
+
+    assert asyncio.run(awaited()) is None
+
+
 # --- tool_use_behavior ------------------------------------------------------------------------------------------
 
 
@@ -341,6 +357,19 @@ def test_as_tool_output_falls_back_to_the_last_non_empty_message_when_final_outp
                               tools=[helper.as_tool("helper", "Ask.")])
     Runner.run_sync(agent, "hi")
     assert outputs_sent(model.calls[1]) == {"c1": "the answer is 42"}
+
+
+def test_as_tool_output_falls_back_to_the_latest_string_tool_output_after_an_earlier_message():
+    @function_tool
+    def look_up() -> str:
+        return "found it"
+
+    helper, _ = make_agent([[assistant_message("let me look"), function_call("look_up", "{}", call_id="s1")],
+                            [assistant_message("")]], name="Helper", tools=[look_up])
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.")])
+    Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": "found it"}
 
 
 def test_as_tool_output_of_a_structured_agent_is_its_final_output_as_json():

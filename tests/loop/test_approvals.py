@@ -254,6 +254,19 @@ def test_approving_one_and_rejecting_the_other_of_a_turn():
                      ("function_call_output", "c1"), ("function_call_output", "c2")]
 
 
+def test_the_last_decision_about_a_call_wins_a_rejection_withdraws_an_earlier_approval_and_back():
+    for decisions, ran, output in ((("approve", "reject"), [], REJECTED),
+                                   (("reject", "approve"), [("delete_file", "a.txt")], "deleted a.txt")):
+        log, model = [], ScriptedModel()
+        agent, result = paused(model, log, delete("a.txt", "c1"))
+        state = result.to_state()
+        for decision in decisions:  # a person changes their mind before the run resumes
+            getattr(state, decision)(result.interruptions[0])
+        model.enqueue([assistant_message("done")])
+        Runner.run_sync(agent, state)
+        assert log == ran and outputs_sent(model.calls[1]) == {"c1": output}
+
+
 # --- needs_approval as a callable ------------------------------------------------------------------------------
 
 

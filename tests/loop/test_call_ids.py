@@ -37,6 +37,18 @@ def test_a_call_id_reused_in_a_later_turn_gets_a_fresh_id_and_the_history_stays_
     assert [o["call_id"] for o in outputs] == ids and [o["output"] for o in outputs] == ["pong 1", "pong 2"]
 
 
+def test_a_server_managed_conversation_keeps_the_ids_the_server_gave_even_repeated():
+    runs.clear()
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0")],
+                           [function_call("ping", {"n": 2}, call_id="call_0")],  # the server knows its own ids
+                           [assistant_message("done")]])
+    result = Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go", conversation_id="conv-1")
+    assert runs == [1, 2] and result.final_output == "done"
+    sent = [[(i["type"], i["call_id"]) for i in call.input if i.get("type") == "function_call_output"]
+            for call in model.calls[1:]]
+    assert sent == [[("function_call_output", "call_0")], [("function_call_output", "call_0")]]
+
+
 def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume():
     runs.clear()
     no_id = function_call("ping", {"n": 7}, call_id="x")

@@ -128,7 +128,10 @@ def test_tools_see_the_callers_context_variables_in_every_way_of_running():
 
 
 CTRL_C = textwrap.dedent("""
-    import sys, threading
+    import signal, sys, threading
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, even when this test runs in the background (a shell
+    # starts background jobs with SIGINT ignored, and a child process inherits that).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
     from miniagents import Runner, SQLiteSession, function_tool
     from miniagents.items import drop_orphans
@@ -159,10 +162,15 @@ CTRL_C = textwrap.dedent("""
 def test_ctrl_c_during_parallel_tools_interrupts_at_once_and_leaves_the_session_paired(tmp_path):
     code = CTRL_C.format(root=ROOT, tests=os.path.join(ROOT, "tests"), db=str(tmp_path / "s.db"))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    lines = [child.stdout.readline().strip(), child.stdout.readline().strip()]
-    assert sorted(lines) == ["started 1", "started 2"]
-    child.send_signal(signal.SIGINT)
-    out, _ = child.communicate(timeout=60)  # the tools never return: only a prompt interrupt ends the child
+    try:
+        lines = [child.stdout.readline().strip(), child.stdout.readline().strip()]
+        assert sorted(lines) == ["started 1", "started 2"]
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)  # the tools never return: only a prompt interrupt ends the child
+    finally:
+        if child.poll() is None:  # never leave a stuck child behind
+            child.kill()
+            child.communicate()
     assert out.strip() == "interrupted 0 True" and child.returncode == 0
 
 
@@ -188,6 +196,32 @@ def test_cancelling_a_streamed_run_against_a_silent_server_ends_it_at_once(serve
     started = time.monotonic()
     asyncio.run(go())  # returns only once the run's thread is done
     assert time.monotonic() - started < 10  # against a 60 s read timeout: the cancel closed the response
+    assert result.is_complete and result.final_output is None and len(server.requests) == 1
+
+
+def test_cancel_from_another_thread_during_a_model_call_ends_the_stream_quietly(server):
+    import time
+
+    from miniagents import Agent, OpenAIChatCompletionsModel
+
+    server.reply(hang=True)
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+    result = Runner.run_streamed(agent, "hi")
+
+    def cancel_once_the_request_is_in():
+        while not server.requests:
+            time.sleep(0.01)
+        result.cancel()  # aborts the request: the failure it causes is the cancel, not an error of the run
+
+    canceller = threading.Thread(target=cancel_once_the_request_is_in)
+    canceller.start()
+
+    async def go():
+        return [e.type async for e in result.stream_events()]
+
+    events = asyncio.run(go())
+    canceller.join()
+    assert events == ["agent_updated_stream_event"]
     assert result.is_complete and result.final_output is None and len(server.requests) == 1
 
 

@@ -71,6 +71,40 @@ def test_the_ledger_is_read_by_key_not_through_a_limited_history_window(tmp_path
                 if i.get("type") == "function_call_output"} == {"c5": "paid 5"}
 
 
+def test_input_added_to_a_paused_state_reaches_the_session_once_however_often_it_is_resumed(tmp_path):
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    agent, _ = payer([], paid)
+    state = RunState.from_string(agent, paused_json(session, paid, amounts=(5,)))
+    state.add_input("and say thanks")
+    text = state.to_string()
+    resume(text, paid, session)
+    resume(text, paid, session)
+    added = [i for i in session.get_items() if i.get("content") == "and say thanks"]
+    assert paid == [5] and len(added) == 1
+
+
+def boss(paid, inner_steps, outer_steps):
+    """An agent whose one tool is the Payer agent (as_tool): the approval waits inside the nested run."""
+    inner, _ = payer(inner_steps, paid)
+    return Agent(name="Boss", tools=[inner.as_tool("payer", "Pays.")], model=ScriptedModel(outer_steps))
+
+
+def test_a_call_inside_an_agent_tool_runs_once_when_the_paused_state_is_resumed_twice(tmp_path):
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    agent = boss(paid, [[function_call("pay", {"amount": 5}, call_id="c5")]],
+                 [[function_call("payer", {"input": "pay 5"}, call_id="o1")]])
+    paused = Runner.run_sync(agent, "pay", session=session)
+    assert [i.call_id for i in paused.interruptions] == ["c5"]
+    text, finals = paused.to_state().to_string(), []
+    for _ in range(2):  # the same paused state, approved and resumed twice
+        agent = boss(paid, [[assistant_message("paid")]], [[assistant_message("done")]])
+        state = RunState.from_string(agent, text)
+        for item in state.get_interruptions():
+            state.approve(item)
+        finals.append(Runner.run_sync(agent, state, session=session).final_output)
+    assert paid == [5] and finals == ["done", "done"]
+
+
 def test_two_threads_resuming_the_same_json_run_the_call_once(tmp_path):
     paid, db = [], str(tmp_path / "db")
     text = paused_json(SQLiteSession("s", db), paid, amounts=(5,))

@@ -115,6 +115,24 @@ def test_input_guardrails_run_once_on_the_first_turn_for_the_starting_agent_only
     assert counts == {"start": 1, "target": 0}
 
 
+def test_input_guardrails_run_in_order_and_the_first_tripwire_stops_the_rest():
+    called = []
+
+    def check(name, tripped):
+        def fn(ctx, agent, input):
+            called.append(name)
+            return trip(name) if tripped else ok()
+        return InputGuardrail(fn, name=name)
+
+    agent, model = make_agent([[assistant_message("hi")]],
+                              input_guardrails=[check("first", False), check("second", True), check("third", False)])
+    with pytest.raises(InputGuardrailTripwireTriggered) as info:
+        Runner.run_sync(agent, "go")
+    assert called == ["first", "second"] and model.calls == ()
+    assert info.value.guardrail_result.guardrail.name == "second"
+    assert [r.guardrail.name for r in info.value.run_data.input_guardrail_results] == ["first", "second"]
+
+
 def test_an_exception_inside_an_input_guardrail_propagates_and_the_model_is_not_called():
     class GuardrailCrashed(Exception):
         pass

@@ -129,6 +129,15 @@ def test_decide_keeps_upstreams_vetoes():
     assert retry.decide(settings, context(conversation_id="c", advice=safe)).retry is True
 
 
+def test_the_wait_is_the_policys_delay_else_the_servers_retry_after_else_the_backoff():
+    settings = ModelRetrySettings(max_retries=2, policy=lambda c: True, backoff={"jitter": False})
+    told = ModelRetryAdvice(retry_after=1.5)
+    assert retry.decide(settings, context(advice=told)).delay == 1.5
+    assert retry.decide(settings, context()).delay == 0.25
+    timed = ModelRetrySettings(max_retries=2, policy=lambda c: RetryDecision(True, delay=0.1))
+    assert retry.decide(timed, context(advice=told)).delay == 0.1
+
+
 @given(st.integers(1, 20), st.floats(0, 5), st.floats(0, 10), st.floats(1, 4), st.floats(0, 1))
 def test_backoff_stays_within_its_ceiling_and_jitter_band(attempt, initial, ceiling, multiplier, rand):
     settings = ModelRetryBackoffSettings(initial_delay=initial, max_delay=ceiling, multiplier=multiplier)

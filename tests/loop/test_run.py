@@ -16,7 +16,7 @@ import pytest
 from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelSettings, RunConfig,
                         RunContextWrapper, Runner, RunErrorHandlerResult, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
-from miniagents.testing import ScriptedModel, UnexpectedModelCall, assistant_message, function_call
+from miniagents.testing import ModelStep, ScriptedModel, UnexpectedModelCall, assistant_message, function_call
 from support import ROOT, json_values, kinds, make_agent, outputs_sent
 
 
@@ -383,6 +383,12 @@ def test_run_streamed_raises_max_turns_from_stream_events():
 # --- RunResult ---------------------------------------------------------------------------------------
 
 
+def test_last_response_id_is_the_id_of_the_runs_last_model_response():
+    agent, _ = make_agent([ModelStep([function_call("echo", {"text": "a"}, call_id="c1")], response_id="resp_1"),
+                           ModelStep([assistant_message("done")], response_id="resp_2")], tools=[echo])
+    assert Runner.run_sync(agent, "go").last_response_id == "resp_2"
+
+
 def test_to_input_list_is_the_input_then_the_new_items():
     agent, _ = make_agent([[assistant_message("hello")]])
     result = Runner.run_sync(agent, "hi")
@@ -662,7 +668,7 @@ def test_cancel_immediate_stops_the_stream_before_the_tool_runs():
     events = asyncio.run(drain())
     assert result.is_complete and result.final_output is None
     assert ran == [] and len(model.calls) == 1
-    assert "tool_output" not in _event_names(events)
+    assert _event_names(events) == ["agent_updated_stream_event", "raw_response_event"]  # the cancel's is the last
 
 
 def test_cancel_after_turn_finishes_the_turn_then_stops_before_the_next_model_call():

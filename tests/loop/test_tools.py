@@ -438,6 +438,24 @@ def test_a_slow_async_tool_times_out_with_a_message_and_the_run_continues():
     assert result.final_output == "done"
 
 
+def test_an_async_tool_past_its_timeout_is_cancelled_not_left_running():
+    cancelled, finished = threading.Event(), []
+
+    @function_tool(timeout=0.05)
+    async def slow_async() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        finished.append("too late")  # a side effect after the model was told the call timed out
+        return "too late"
+
+    _, text = run_one_call(slow_async, "{}")
+    assert text == "Tool 'slow_async' timed out after 0.05 seconds."
+    assert cancelled.wait(20) and finished == []
+
+
 @pytest.mark.parametrize("is_async", [False, True])
 def test_timeout_behavior_raise_exception_raises_tool_timeout_error(is_async):
     if is_async:

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, ModelSettings, RunConfig, RunState, Runner,
-                        UserError, function_tool, input_guardrail)
+from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
+                        OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner, UserError, function_tool,
+                        input_guardrail, output_guardrail)
 from miniagents.capabilities import Capability, Workspace
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.trace_tree import describe, read
@@ -127,6 +128,29 @@ def test_max_turns_is_an_error_on_the_agent_span_and_the_run(tmp_path):
     (lines,) = tree(path)
     assert lines[0].startswith("run 'Agent workflow'") and "!! MaxTurnsExceeded" in lines[0]
     assert lines[1].startswith("  agent Looper") and "!! Max turns exceeded" in lines[1]
+
+
+def test_a_tripped_input_or_output_guardrail_is_traced_as_tripped(tmp_path):
+    path = str(tmp_path / "run.jsonl")
+
+    @input_guardrail
+    def no_refunds(ctx, agent, text):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in text)
+
+    @output_guardrail
+    def no_promises(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="promise" in output)
+
+    agent = Agent(name="Desk", input_guardrails=[no_refunds], output_guardrails=[no_promises],
+                  model=ScriptedModel([[assistant_message("I promise")]]))
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        Runner.run_sync(agent, "refund please", run_config=RunConfig(trace_path=path))
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        Runner.run_sync(agent, "hello", run_config=RunConfig(trace_path=path))
+    tripped_input, tripped_output = tree(path)
+    assert "      guardrail no_refunds TRIPPED" in tripped_input
+    assert "      guardrail no_refunds passed" in tripped_output
+    assert "    guardrail no_promises TRIPPED" in tripped_output  # in the agent's span, after its last turn
 
 
 def test_the_environment_variable_traces_a_run_and_sensitive_data_can_be_left_out(tmp_path, monkeypatch):

@@ -80,6 +80,21 @@ def test_a_symbolic_link_to_a_file_outside_is_refused_and_one_inside_is_followed
 
 
 @posix_only
+def test_a_link_to_a_sibling_folder_whose_name_starts_with_the_roots_is_outside(tree):
+    root, _ = tree
+    sibling = root + "-secrets"  # ".../root-secrets" starts with ".../root" but is not inside it
+    os.makedirs(sibling)
+    with open(os.path.join(sibling, "keys.txt"), "w") as f:
+        f.write("api key: sk-live\n")
+    os.symlink(os.path.join(sibling, "keys.txt"), os.path.join(root, "keys.txt"))
+    os.symlink(sibling, os.path.join(root, "more"))
+    workspace = Workspace(root)
+    for path in ("keys.txt", "more/keys.txt"):
+        assert "leads outside the workspace" in refused(workspace.read_file, path)
+    assert "No matches" in workspace.search("sk-live")
+
+
+@posix_only
 def test_a_symbolic_link_in_an_intermediate_folder_cannot_lead_out(tree):
     root, outside = tree
     os.symlink(outside, os.path.join(root, "docs", "shared"))

@@ -119,6 +119,11 @@ def test_every_generated_mutant_applies_has_a_unique_id_and_a_sample_compiles(ge
             compile(mutated, m.file, "exec")
 
 
+def test_tests_of_the_sources_shape_are_left_out_of_mutant_runs():
+    names = {os.path.basename(t) for t in mutation_check.all_test_files(mutation_check.ROOT)}
+    assert "test_run.py" in names and "test_mutation_check.py" not in names and "test_readme_tables.py" not in names
+
+
 def test_every_module_is_mapped_to_test_files_that_exist():
     test_files = mutation_check.all_test_files(mutation_check.ROOT)
     for module in mutation_generate.module_files():
