@@ -2,7 +2,7 @@
 `miniagents` (the import lines rewritten, nothing else).
 
 Each program is a script that asserts what upstream does and exits 0. Used by test_porting.py, and by
-hand against an upstream install: `python tests/porting/porting.py --python <venv>/bin/python --package agents`.
+hand against an upstream install: `python tests/upstream/porting/porting.py --python <venv>/bin/python --package agents`.
 """
 import argparse
 import os
@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parents[2]  # the repository: tests/upstream/porting/ is three levels down
 PROGRAMS = sorted(path.stem for path in (HERE / "programs").glob("*.py"))
 _IMPORT = re.compile(r"^(\s*)(from|import) agents\b", flags=re.M)
 

@@ -6,13 +6,18 @@ reason says what is missing: when one starts to pass, the mark must go.
 """
 import pytest
 
-from porting import PROGRAMS, ported, run
+from porting import PROGRAMS, ROOT, ported, run
 
 NOT_YET: dict = {}  # program name -> why it cannot pass yet (a strict xfail); none today
 
 
 def test_every_xfail_names_a_program():
     assert set(NOT_YET) <= set(PROGRAMS)
+
+
+def test_the_programs_import_this_checkout_not_an_installed_copy():
+    # The programs run with PYTHONPATH=ROOT; a wrong ROOT passes only where miniagents happens to be installed.
+    assert (ROOT / "miniagents" / "__init__.py").is_file()
 
 
 def test_only_import_lines_change():
