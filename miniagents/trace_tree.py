@@ -144,7 +144,7 @@ def read(lines: Iterable[str]) -> tuple:
             entry["trace"] = record
         else:
             spans, before = entry["spans"], entry["spans"].get(record.get("id"))
-            if before is None or record.get("event") != "span_start" or before.get("event") == "span_start":
+            if before is None or record.get("event") != "span_start":  # a span's start never hides its end
                 spans[record.get("id")] = record
     return list(traces.items()), problems
 

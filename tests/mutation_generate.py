@@ -15,8 +15,9 @@ What is mutated (each mutant is one edit, applied to a private copy of the repos
 
 What is never mutated (it cannot change what a caller sees, or a change there says nothing about the tests):
 docstrings; logging calls (`logger.*(...)`, `logging.*(...)`, `warnings.warn(...)`) and the lines that make a
-logger; `__repr__` bodies; `if TYPE_CHECKING:` blocks; assignments to dunder names (`__all__`, `__version__`);
-type annotations; f-strings (their pieces are formatting, the whole is tested through the message it makes).
+logger; `__repr__` bodies; abstract methods; `if TYPE_CHECKING:` blocks; assignments to dunder names (`__all__`,
+`__version__`); type annotations; f-strings (their pieces are formatting, the whole is tested through the
+message it makes).
 
 Each mutant has a stable id that survives cosmetic edits (reformatting, moving code, adding lines elsewhere):
 `<module path>::<enclosing function or class>::<kind>::<source text> -> <mutated text>`, plus `@N` when the
@@ -106,8 +107,11 @@ def _is_logging(node: ast.AST) -> bool:
 
 
 def _is_skipped_block(node: ast.AST) -> bool:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__repr__":
-        return True
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        # An abstract method's defaults and body never run: callers reach the subclass's method.
+        return node.name == "__repr__" or any(
+            (d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else None) == "abstractmethod"
+            for d in node.decorator_list)
     if isinstance(node, ast.If):
         test = node.test
         name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None

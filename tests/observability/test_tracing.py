@@ -266,6 +266,18 @@ def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, 
     assert "no traces" in capsys.readouterr().err
 
 
+def test_a_spans_end_record_wins_over_its_start_in_whatever_order_the_file_holds_them():
+    # A file merged from several, or sorted by another tool, can hold an end before its start: the end says more.
+    span = {"object": "trace.span", "id": "s1", "trace_id": "t1", "parent_id": None,
+            "started_at": "2026-01-01T00:00:00+00:00", "span_data": {"type": "function", "name": "f"}}
+    start = dict(span, event="span_start")
+    end = dict(span, event="span_end", ended_at="2026-01-01T00:00:01+00:00")
+    for order in ([start, end], [end, start]):
+        (_, entry), = read(json.dumps(r) for r in order)[0]
+        assert entry["spans"]["s1"]["event"] == "span_end"
+        assert "unfinished" not in render(read(json.dumps(r) for r in order)[0])
+
+
 def test_spans_whose_parent_is_not_in_the_file_are_shown_at_the_top_of_their_trace():
     lines = [json.dumps({"object": "trace.span", "id": f"s{n}", "trace_id": "t1", "parent_id": "gone",
                          "started_at": f"2026-01-01T00:00:0{n}+00:00",
@@ -417,6 +429,7 @@ def test_with_no_processor_traces_are_silent_and_every_span_is_a_no_op():
         assert not tracing.recording()
         with tracing.agent_span("A") as span:
             assert isinstance(span, tracing.NoOpSpan) and span.export() is None
+            assert (span.trace_id, span.span_id, span.parent_id) == ("no-op", "no-op", None)  # upstream's ids
             assert tracing.get_current_span() is span  # upstream: a no-op span is still current
     with tracing.run_trace(Config()) as task:
         assert task is None
