@@ -130,6 +130,19 @@ def test_get_system_prompt_can_be_awaited_or_used_as_its_value_true_false_and_eq
     assert asyncio.run(awaited()) is None
 
 
+
+def test_a_ready_result_driven_by_hand_like_a_coroutine_returns_its_value_or_raises_what_is_thrown_in():
+    # Code written for upstream may drive the coroutine it expects with send/throw (a scheduler, a test).
+    ready = Agent(name="a", instructions="Be brief.").get_system_prompt(RunContextWrapper())
+    with pytest.raises(StopIteration) as stopped:
+        ready.send(None)
+    assert stopped.value.value == "Be brief."
+    with pytest.raises(KeyError, match="thrown"):
+        ready.throw(KeyError("thrown"))
+    with pytest.raises(KeyError):
+        ready.throw(KeyError)
+    assert ready.close() is None
+
 # --- tool_use_behavior ------------------------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import List, Optional, TypedDict
+from typing import Annotated, List, Optional, TypedDict
 
 import pytest
 
@@ -113,6 +113,14 @@ def test_primitive_and_list_output_types_are_wrapped(output_type, text, expected
     assert type(result.final_output) is type(expected)
     assert list(model.calls[0].output_schema["schema"]["properties"]) == ["response"]
 
+
+
+def test_an_unhashable_output_type_is_built_each_run_instead_of_cached():
+    output_type = Annotated[int, {"unit": "items"}]  # metadata that is a dict makes the annotation unhashable
+    for answer in (3, 4):
+        agent, model = make_agent([[assistant_message(f'{{"response": {answer}}}')]], output_type=output_type)
+        assert Runner.run_sync(agent, "how many?").final_output == answer
+        assert model.calls[0].output_schema["schema"]["properties"]["response"] == {"type": "integer"}
 
 @pytest.mark.parametrize("output_type", [None, str])
 def test_a_text_agent_sends_no_output_schema(output_type):
