@@ -48,6 +48,27 @@ def test_cancelling_the_awaiting_task_stops_the_run_before_the_next_step():
     assert ran == [0] and len(model.calls) == 1
 
 
+
+def test_an_awaited_value_takes_its_abort_callback_back_when_it_is_done():
+    # A run's list of aborts holds only what is still in flight, or cancel() would reach finished work.
+    from miniagents import caller
+
+    async def value():
+        return 3
+
+    async def fails():
+        raise KeyError("boom")
+
+    aborts: list = []
+    token = caller.CANCEL_CALLBACKS.set(aborts)
+    try:
+        assert caller.resolve(value()) == 3
+        with pytest.raises(KeyError):
+            caller.resolve(fails())
+    finally:
+        caller.CANCEL_CALLBACKS.reset(token)
+    assert aborts == []
+
 def test_cancelled_tools_that_had_not_started_never_start_and_the_state_resumes():
     ran, started, release = [], threading.Event(), threading.Event()
 

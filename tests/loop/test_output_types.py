@@ -122,6 +122,13 @@ def test_an_unhashable_output_type_is_built_each_run_instead_of_cached():
         assert Runner.run_sync(agent, "how many?").final_output == answer
         assert model.calls[0].output_schema["schema"]["properties"]["response"] == {"type": "integer"}
 
+
+def test_a_plain_text_output_schema_has_no_json_schema_to_give():
+    from miniagents import AgentOutputSchema, UserError
+
+    with pytest.raises(UserError, match="Output type is plain text, so no JSON schema is available"):
+        AgentOutputSchema(str).json_schema()
+
 @pytest.mark.parametrize("output_type", [None, str])
 def test_a_text_agent_sends_no_output_schema(output_type):
     agent, model = make_agent([[assistant_message('{"not": "parsed"}')]], output_type=output_type)

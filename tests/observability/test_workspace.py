@@ -240,6 +240,16 @@ def test_search_takes_a_regular_expression_and_a_bad_one_is_a_message(tree):
     assert refused(workspace.search, "") == "The search pattern is empty."
 
 
+
+def test_search_visits_folders_in_name_order_whatever_order_they_were_made_in(tree):
+    root = tree[0]
+    for name in ("m", "c", "x", "a", "q", "f"):  # the file system may list them in any order
+        os.makedirs(os.path.join(root, "notes", name))
+        with open(os.path.join(root, "notes", name, "note.txt"), "w") as f:
+            f.write("refund\n")
+    found = Workspace(root).search("refund", "notes").splitlines()
+    assert found == [f"notes/{name}/note.txt:1: refund" for name in "acfmqx"]
+
 def test_search_results_are_bounded(tree):
     workspace = Workspace(tree[0])
     found = workspace.search("line", "big.txt").splitlines()
