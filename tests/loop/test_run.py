@@ -442,6 +442,22 @@ def test_usage_counts_every_model_request():
     assert Runner.run_sync(agent, "hi").context_wrapper.usage.requests == 2
 
 
+
+def test_usage_keeps_each_requests_own_entry_and_a_summed_usage_passes_its_entries_on():
+    from miniagents.context import InputTokensDetails, OutputTokensDetails, Usage
+
+    run = Usage()
+    for tokens in (3, 5):
+        run.add(Usage(requests=1, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1,
+                      input_tokens_details=InputTokensDetails(cached_tokens=tokens - 1),
+                      output_tokens_details=OutputTokensDetails(reasoning_tokens=tokens * 2)))
+    assert [entry["input_tokens"] for entry in run.request_usage_entries] == [3, 5]
+    parent = Usage()
+    parent.add(run)  # a nested run's usage: its requests' entries, not one entry for the whole run
+    assert (parent.requests, parent.input_tokens, parent.output_tokens, parent.total_tokens) == (2, 8, 2, 10)
+    assert (parent.input_tokens_details.cached_tokens, parent.output_tokens_details.reasoning_tokens) == (6, 16)
+    assert len(parent.request_usage_entries) == 2
+
 def test_model_settings_of_the_run_config_are_laid_over_the_agents():
     agent, model = make_agent([[assistant_message("ok")]],
                               model_settings=ModelSettings(temperature=0.1, top_p=0.5))

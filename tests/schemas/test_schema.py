@@ -187,6 +187,17 @@ def test_numpy_docstring_is_detected_and_parsed():
                                                        "offset": "Paging."}, "numpy")
 
 
+
+def test_a_numpy_docstring_with_only_a_returns_section_keeps_it_out_of_the_description():
+    doc = """Add two numbers.
+
+    Returns
+    -------
+    int
+        The sum.
+    """
+    assert parse_docstring(doc) == ("Add two numbers.", {}, "numpy")
+
 def test_sphinx_docstring_is_detected_and_parsed():
     doc = """Search things.
 

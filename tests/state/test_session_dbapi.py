@@ -16,6 +16,7 @@ import os
 import re
 import sqlite3
 import sys
+import types
 
 import pytest
 from hypothesis import given, strategies as st
@@ -152,6 +153,16 @@ def test_retries_are_bounded_and_then_a_session_store_error_says_nothing_was_sto
     s.add_items([user("after")])
     assert s.get_items() == [user("after")]
 
+
+
+def test_the_wait_before_each_retry_doubles(flaky, monkeypatch):
+    make, plan, _ = flaky
+    waits = []
+    monkeypatch.setattr(dbapi_session, "RETRY_DELAY", 0.25)
+    monkeypatch.setattr(dbapi_session, "time", types.SimpleNamespace(sleep=waits.append))  # this module's only
+    plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 3
+    make(max_attempts=4).add_items([user("1")])
+    assert waits == [0.25, 0.5, 1.0]
 
 def test_an_error_that_is_not_transient_is_raised_as_is_without_retry(flaky):
     make, plan, connections = flaky
