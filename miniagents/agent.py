@@ -12,10 +12,10 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, TypedDict, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
 from . import caller
-from .context import RunContextWrapper, ToolContext
+from .context import RunContextWrapper, TContext, ToolContext
 from .errors import ModelBehaviorError, UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
@@ -25,7 +25,6 @@ from .tool import (FunctionTool, FunctionToolResult, HostedTool, NestedInterrupt
                    ToolsToFinalOutputResult, default_tool_error_function, output_text)
 
 logger = logging.getLogger("miniagents")
-TContext = TypeVar("TContext")
 
 
 class StopAtTools(TypedDict):

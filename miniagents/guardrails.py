@@ -9,9 +9,10 @@ model call and no tool ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Optional, TypeVar
+from typing import Any, Callable, Generic, Iterable, Optional
 
 from . import caller, tracing
+from .context import TContext
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
                      ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
 
@@ -41,9 +42,6 @@ class OutputGuardrailResult:
     agent_output: Any
     agent: Any
     output: GuardrailFunctionOutput
-
-
-TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Generic, Optional, Union
 
 from . import caller
+from .context import TContext
 from .errors import ModelBehaviorError, UserError
 from .items import preview
 from .schema import (SpecReads, check_tool_name, ensure_strict_json_schema, tool_name_from, tool_spec,
@@ -35,7 +36,6 @@ class HandoffInputData:
 
 
 HandoffInputFilter = Callable[[HandoffInputData], Union[HandoffInputData, Awaitable[HandoffInputData]]]
-TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)

@@ -6,11 +6,10 @@ they never change the run, and nothing they see leaves the process unless you se
 """
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from . import caller
-
-TContext = TypeVar("TContext")
+from .context import TContext
 
 
 class RunHooks(Generic[TContext]):

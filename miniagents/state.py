@@ -11,16 +11,14 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
-from .context import RunContextWrapper, Usage
+from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
-
-TContext = TypeVar("TContext")
 
 
 @dataclass(eq=False)

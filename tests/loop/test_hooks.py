@@ -65,3 +65,35 @@ def test_agent_hooks_see_their_own_agent_only():
     Runner.run_sync(agent, "hello")
     assert seen == [("start", "Solo"), ("end", "hi")]
 
+
+
+def test_agent_hooks_hear_every_event_the_run_hooks_hear_on_their_agent():
+    seen = []
+
+    class Mine(AgentHooks):
+        def on_start(self, context, agent):
+            seen.append("start")
+
+        def on_llm_start(self, context, agent, system_prompt, input_items):
+            seen.append("llm_start")
+
+        def on_llm_end(self, context, agent, response):
+            seen.append("llm_end")
+
+        def on_tool_start(self, context, agent, tool):
+            seen.append(f"tool_start {tool.name}")
+
+        def on_tool_end(self, context, agent, tool, result):
+            seen.append(f"tool_end {result}")
+
+        def on_end(self, context, agent, output):
+            seen.append(f"end {output}")
+
+    @function_tool
+    def double(n: int) -> int:
+        return n * 2
+
+    model = ScriptedModel([[function_call("double", {"n": 2}, call_id="c1")], [assistant_message("4")]])
+    Runner.run_sync(Agent(name="Solo", hooks=Mine(), tools=[double], model=model), "double 2")
+    assert seen == ["start", "llm_start", "llm_end", "tool_start double", "tool_end 4", "llm_start", "llm_end",
+                    "end 4"]

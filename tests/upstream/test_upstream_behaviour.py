@@ -310,9 +310,12 @@ def test_generic_classes_can_be_subscripted_in_annotations():
     from miniagents import AgentHooks, Handoff, InputGuardrail, OutputGuardrail, RunHooks, RunState, \
         ToolInputGuardrail
 
+    from miniagents.run_context import TContext
+
     for cls in (RunHooks, AgentHooks, RunState, InputGuardrail, OutputGuardrail, ToolInputGuardrail, Handoff,
                 RunContextWrapper, Agent):
         assert cls[dict] is not None
+        assert cls.__parameters__ == (TContext,)  # one context type variable, the one upstream exports
 
 
 def test_agent_hooks_passed_as_run_hooks_are_a_clear_type_error():
