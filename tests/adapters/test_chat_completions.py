@@ -90,6 +90,8 @@ def test_reasoning_dropped_or_echoed_on_tool_call_turn():
         "role": "assistant", "content": None, "tool_calls": [items_to_messages([CALL])[0]["tool_calls"][0]]}
     echoed = items_to_messages([reasoning, CALL, OUTPUT], reasoning_field="reasoning_content")
     assert echoed[0]["reasoning_content"] == "Need rate."
+    two_parts = dict(reasoning, summary=reasoning["summary"] * 2)
+    assert items_to_messages([two_parts, CALL, OUTPUT], reasoning_field="r")[0]["r"] == "Need rate.\nNeed rate."
 
 
 @pytest.mark.parametrize("item", [{"type": "item_reference", "id": "x"}, {"type": "web_search_call"},
@@ -144,6 +146,9 @@ def test_tool_choice_forms():
     assert chat_tool_choice({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
     with pytest.raises(UserError):
         chat_tool_choice(42)
+    allowed = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "x"}]}
+    assert chat_tool_choice(allowed) == {"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "x"}}]}}
 
 
 def test_body_settings_mapping():
@@ -301,6 +306,9 @@ def test_stream_tool_calls_split_at_every_byte_with_keepalive_comments(server):
     added = [e["item"]["name"] for e in events if e["type"] == "response.output_item.added"
              and e["item"]["type"] == "function_call"]
     assert added == ["convert_currency", "transfer_to_billing"]
+    # Output items are numbered from 0 in the order they open, as the Responses API numbers them.
+    opened = [e["output_index"] for e in events if e["type"] == "response.output_item.added"]
+    assert opened == [0, 1, 2]
 
 
 def test_stream_in_band_error_event(server):

@@ -247,6 +247,7 @@ def test_local_server_without_key_gets_a_dummy_bearer(server, monkeypatch):
     server.reply(chat_completion("ok"))
     ask(OpenAIChatCompletionsModel("m", base_url=server.url))
     assert server.requests[0]["headers"]["authorization"] == "Bearer no-key"
+    assert server.requests[0]["headers"]["user-agent"].startswith("miniagents/")  # who is calling, for logs
 
 
 def test_azure_api_key_header_and_api_version_query(server):
@@ -280,3 +281,4 @@ def test_model_settings_the_adapters_cannot_send_are_refused_before_any_request(
     with pytest.raises(UserError, match=field):
         model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
     assert server.requests == []
+

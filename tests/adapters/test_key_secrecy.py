@@ -113,6 +113,7 @@ def test_a_failed_run_keeps_the_key_out_of_the_error_and_its_run_data(key_server
     with pytest.raises(AgentsException) as info:
         Runner.run_sync(agent, "hi")
     assert leaks(info.value) == []
+    assert "Incorrect API key: *** is not valid, ***" in str(info.value)  # marked where it was, not just cut
 
 
 @pytest.mark.parametrize("bad", [KEY + "\n", KEY + " ", " " + KEY, KEY[:6] + "é☃" + KEY[6:], KEY + "\x00",

@@ -131,6 +131,17 @@ def test_an_error_that_is_not_about_content_is_not_resent(server):
     assert len(server.requests) == 2
 
 
+
+def test_a_content_refusal_of_a_request_with_no_text_less_message_is_not_resent(server):
+    # Only a text-less assistant message has another form to try; an assistant message with text has none.
+    server.replies.append({"status": 400, "json": {"error": {"message": "'content' field must be a string"}}})
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+               {"role": "user", "content": "Weather in Paris?"}]
+    model = OpenAIChatCompletionsModel("smol", base_url=server.url, api_key="sk-test")
+    with pytest.raises(ModelHTTPError, match="must be a string"):
+        Runner.run_sync(Agent(name="Weather", model=model), history)
+    assert len(server.requests) == 1
+
 def test_the_option_is_checked():
     with pytest.raises(ValueError, match="tool_call_content"):
         OpenAIChatCompletionsModel("m", base_url="http://localhost:1/v1", tool_call_content="none")
