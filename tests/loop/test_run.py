@@ -355,10 +355,11 @@ def test_run_streamed_yields_agent_updated_raw_and_item_events_in_order_and_fill
                      if e.type == "raw_response_event" and e.data["type"] == "response.output_text.delta")
     assert deltas == "streamed answer"
     assert result.final_output == "streamed answer"
-    assert result.is_complete
+    assert result.is_complete and result.current_turn == 2
     assert [i.type for i in result.new_items] == ["tool_call_item", "tool_call_output_item",
                                                   "message_output_item"]
     assert all(c.streamed for c in model.calls)
+    assert "_state" not in repr(result)  # the run's internals (and their context) stay out of a printed result
 
 
 def test_run_streamed_announces_the_new_agent_after_a_handoff():
