@@ -39,7 +39,7 @@ _TRACING = ("trace", "custom_span", "agent_span", "function_span", "generation_s
             "GuardrailSpanData", "HandoffSpanData", "TaskSpanData", "TurnSpanData")
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
-    "Session": "session", "SessionABC": "session", "SQLiteSession": "session", "SessionSettings": "session",
+    "Session": "session", "SessionABC": "session", "SQLiteSession": "sqlite_session", "SessionSettings": "session",
     "DBAPISession": "dbapi_session", "SessionStoreError": "sql_session",
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider",

@@ -98,7 +98,7 @@ def close_turn(run: Run, turn: TurnResult) -> Any:
     state.transcript.extend(i.raw_item for i in turn.new_items)
     if state.server_managed:  # the model's own items are the server's already
         state.server_known += len(turn.output.items)
-    if any(call.kind != "handoff" for call in turn.output.calls):
+    if turn.output.calls:  # a handoff counts as using a tool, as upstream counts it: no "required" ping-pong
         state.agents_that_used_tools.add(turn.agent.name)
     return pending
 

@@ -84,16 +84,15 @@ class SessionABC(abc.ABC):
     def clear_session(self) -> None: ...
 
 
-_IMPLEMENTATIONS = {"SQLiteSession": "sqlite_session", "DBAPISession": "dbapi_session",
-                    "SessionStoreError": "sql_session"}
+_IMPLEMENTATIONS = ("SQLiteSession", "DBAPISession", "SessionStoreError")
 
 
 def __getattr__(name: str) -> Any:
-    """`from miniagents.session import SQLiteSession` (or `DBAPISession`) loads only the module asked for."""
+    """`from miniagents.session import SQLiteSession` (or `DBAPISession`) loads only the module asked for: the
+    package's table of lazy names says which."""
     if name in _IMPLEMENTATIONS:
-        import importlib
+        from . import __getattr__ as load  # the package's loader: one table of where each name lives
 
-        value = getattr(importlib.import_module(f".{_IMPLEMENTATIONS[name]}", __package__), name)
-        globals()[name] = value
+        value = globals()[name] = load(name)
         return value
     raise AttributeError(f"module 'miniagents.session' has no attribute {name!r}")

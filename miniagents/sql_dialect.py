@@ -7,13 +7,14 @@ SQLSTATE, whether a connection reports itself closed) it reads from the objects 
 """
 from __future__ import annotations
 
+import abc
 import zlib
 from typing import Any, Callable, Optional, Tuple
 
 from .errors import UserError
 
 
-class Dialect:
+class Dialect(abc.ABC):
     """What differs between databases: the id column, ignoring a key conflict, how a transaction starts and
     ends, what the schema creation locks, and which errors are worth retrying."""
 
@@ -23,8 +24,9 @@ class Dialect:
     def own(self, conn: Any) -> None:
         """Put a connection in the transaction mode the session's statements expect."""
 
+    @abc.abstractmethod
     def insert_ignoring_conflict(self, table: str, columns: str, count: int) -> str:
-        raise NotImplementedError
+        """An INSERT of `count` rows that skips a row whose key exists: the atomic claim needs it."""
 
     def begin(self, cur: Any, write: bool) -> None:
         """Start a transaction (drivers that open one implicitly at the first statement need nothing)."""

@@ -256,6 +256,18 @@ def test_a_required_tool_choice_is_not_sent_on_the_turn_after_a_tool_ran():
     assert agent.model_settings.tool_choice == "required"  # the agent itself is untouched
 
 
+
+def test_a_handoff_counts_as_using_a_tool_so_a_forced_choice_is_not_sent_again_when_control_comes_back():
+    from miniagents import handoff
+
+    back = ScriptedModel([[function_call("transfer_to_triage", {}, call_id="h2")]])
+    billing = Agent(name="Billing", model=back)
+    model = ScriptedModel([[function_call("transfer_to_billing", {}, call_id="h1")], [assistant_message("done")]])
+    triage = Agent(name="Triage", model=model, handoffs=[billing], model_settings=ModelSettings(tool_choice="required"))
+    billing.handoffs.append(handoff(triage))
+    assert Runner.run_sync(triage, "refund").final_output == "done"
+    assert [c.model_settings.tool_choice for c in model.calls] == ["required", None]
+
 def test_reset_tool_choice_false_keeps_the_forced_tool_choice():
     agent, model = make_agent([[function_call("weather", {"city": "Oslo"}, call_id="c1")],
                                [function_call("weather", {"city": "Rome"}, call_id="c2")],

@@ -222,11 +222,17 @@ def test_function_calls_and_reasoning_stream_their_parts():
 
     async def go():
         result = Runner.run_streamed(Agent(name="A", model=model, tools=[noop]), "go")
-        return [e.data.type async for e in result.stream_events() if e.type == "raw_response_event"]
+        return [e.data async for e in result.stream_events() if e.type == "raw_response_event"]
 
-    kinds = asyncio.run(go())
+    raw = asyncio.run(go())
+    kinds = [e.type for e in raw]
     assert "response.reasoning_summary_text.delta" in kinds
     assert kinds.index("response.function_call_arguments.delta") < kinds.index("response.function_call_arguments.done")
+    # Each item opens empty, as upstream's events show it, and closes whole.
+    added = [e.item for e in raw if e.type == "response.output_item.added"]
+    done = [e.item for e in raw if e.type == "response.output_item.done"]
+    assert (added[0].summary, added[1].arguments, added[1].status) == ([], "", "in_progress")
+    assert (done[0].summary[0].text, done[1].arguments, done[1].call_id) == ("think", "{}", "c1")
 
 
 @pytest.mark.parametrize("factory", ["list", "sync", "async"])
