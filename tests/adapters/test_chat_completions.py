@@ -149,6 +149,9 @@ def test_tool_choice_forms():
     allowed = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "x"}]}
     assert chat_tool_choice(allowed) == {"type": "allowed_tools", "allowed_tools": {
         "mode": "required", "tools": [{"type": "function", "function": {"name": "x"}}]}}
+    from miniagents.models.endpoint import wire_tool_choice  # and back, for the Responses API
+
+    assert wire_tool_choice(chat_tool_choice(allowed), chat=False) == allowed
 
 
 def test_body_settings_mapping():
