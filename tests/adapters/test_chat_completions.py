@@ -162,6 +162,9 @@ def test_body_settings_mapping():
     assert body["max_tokens"] == 50 and "max_completion_tokens" not in body
     assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is False
     assert body["reasoning_effort"] == "low" and body["logprobs"] is True and body["seed"] == 7
+    assert "stream" not in body and "stream_options" not in body  # a plain request unless asked to stream
+    streamed = build_body("m", None, [], ModelSettings(), [], None, [], stream=True)
+    assert streamed["stream"] is True and "stream_options" not in streamed  # usage only when asked for
     no_tools = build_body("m", None, [], ModelSettings(parallel_tool_calls=True, tool_choice="auto"), [], None, [])
     assert "parallel_tool_calls" not in no_tools and "tool_choice" not in no_tools and "tools" not in no_tools
 
@@ -183,10 +186,16 @@ def test_output_schema_becomes_response_format():
     assert "default" not in body["response_format"]["json_schema"]["schema"]["properties"]["a"]
 
 
+def test_content_sent_as_a_list_of_text_parts_is_joined_into_one_text():
+    parts = {"role": "assistant", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": " there"}]}
+    assert message_to_items(parts)[0]["content"][0]["text"] == "Hi there"
+
+
 def test_message_to_items_order_and_shapes():
     items = message_to_items({"role": "assistant", "content": "ok", "reasoning_content": "think",
                               "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": ""}}]})
     assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
+    assert items[0]["summary"] == [{"type": "summary_text", "text": "think"}]
     assert items[1]["content"] == [{"type": "output_text", "text": "ok", "annotations": [], "logprobs": []}]
     assert items[2]["call_id"].startswith("call_") and items[2]["arguments"] == "{}"
     refusal = message_to_items({"role": "assistant", "content": None, "refusal": "No."})

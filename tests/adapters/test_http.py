@@ -282,3 +282,10 @@ def test_model_settings_the_adapters_cannot_send_are_refused_before_any_request(
         model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
     assert server.requests == []
 
+
+
+@pytest.mark.parametrize("base_url", ["ftp://example.com/v1", "http:///v1", "localhost:8080/v1"])
+def test_a_base_url_that_is_not_an_http_url_with_a_host_is_refused_before_any_request(base_url):
+    model = OpenAIChatCompletionsModel("m", base_url=base_url, api_key="k")
+    with pytest.raises(ValueError, match="base_url must be an http"):
+        model.transport

@@ -190,3 +190,7 @@ def test_splitting_a_long_line_costs_work_linear_in_its_length():
     lines = list(iter_lines(chunks))
     assert lines == [line[:-2], b""]
     assert CountingBytes.work[0] <= 3 * len(line)
+
+
+def test_a_crlf_split_between_its_two_bytes_ends_one_line_and_loses_nothing_after_it():
+    assert list(iter_lines([b"a\r", b"\nbc\r", b"\nd\n"])) == [b"a", b"bc", b"d"]

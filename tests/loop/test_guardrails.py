@@ -338,6 +338,7 @@ def test_a_tool_input_guardrail_raise_exception_stops_the_run():
         Runner.run_sync(agent, "go")
     assert ran == []
     assert info.value.output.output_info == "forbidden"
+    assert str(info.value) == "Tool input guardrail ToolInputGuardrail triggered tripwire"  # upstream's text
     assert len(model.calls) == 1
 
 

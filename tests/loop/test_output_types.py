@@ -151,6 +151,7 @@ def test_json_of_the_wrong_shape_is_a_model_behavior_error_naming_the_problem_an
         Runner.run_sync(agent, "x")
     assert "country" in str(info.value)
     assert '{"response": {"city": "Oslo"}}' in str(info.value)
+    assert info.value.raw_text == '{"response": {"city": "Oslo"}}'  # kept whole for a caller's re-prompt
 
 
 def test_a_wrapped_output_without_the_response_key_is_a_model_behavior_error():

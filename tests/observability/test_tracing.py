@@ -435,6 +435,24 @@ def test_with_no_processor_traces_are_silent_and_every_span_is_a_no_op():
         assert task is None
 
 
+
+def test_a_trace_finished_twice_ends_once(recorder):
+    trace = tracing.trace("Help desk")
+    trace.start()
+    trace.finish()
+    trace.finish()
+    assert [name for name, _ in recorder.events] == ["trace_start", "trace_end"]
+
+
+def test_a_disabled_trace_stays_current_until_it_is_finished_with_reset_current():
+    trace = tracing.trace("Help desk", disabled=True)
+    assert isinstance(trace, tracing.NoOpTrace)
+    trace.start(mark_as_current=True)
+    trace.finish()  # upstream: finishing without reset_current leaves the current trace alone
+    assert tracing.get_current_trace() is trace
+    trace.finish(reset_current=True)
+    assert tracing.get_current_trace() is None
+
 def test_recording_is_true_only_under_a_trace_that_has_a_processor(recorder):
     assert not tracing.recording()
     with tracing.trace("x"):

@@ -144,6 +144,12 @@ def test_google_docstring_summary_and_params():
                                      {"city": "The city to look up.", "units": "Temperature units."}, "google")
 
 
+def test_every_google_parameter_header_is_read():
+    for header in ("Args", "Arguments", "Params", "Parameters", "Keyword Args", "Keyword Arguments"):
+        assert parse_docstring(f"Do.\n\n{header}:\n    limit: How many.\n") == ("Do.", {"limit": "How many."},
+                                                                                   "google"), header
+
+
 def test_google_args_section_without_blank_line_is_still_read():
     doc = """Add two numbers.
     Args:

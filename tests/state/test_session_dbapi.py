@@ -173,6 +173,14 @@ def test_an_error_that_is_not_transient_is_raised_as_is_without_retry(flaky):
     assert len(connections) == 1 and rows(connections) == 0
 
 
+def test_a_schema_that_cannot_be_created_fails_the_constructor_and_closes_its_connection(flaky):
+    make, plan, connections = flaky
+    plan["CREATE TABLE"] = [("42501", False, False)]  # insufficient privilege: not transient
+    with pytest.raises(DriverError, match="injected"):
+        make()
+    assert len(connections) == 1 and connections[0].closed
+
+
 def test_reads_are_retried_too(flaky):
     make, plan, connections = flaky
     s = make()

@@ -189,6 +189,16 @@ def test_remove_all_tools_shows_the_next_agent_the_conversation_only():
     assert [item.get("content") for item in sent if item.get("role") == "user"] == ["earlier", "Refund order 7"]
 
 
+def test_remove_all_tools_drops_every_hosted_tools_traffic_too():
+    from miniagents.extensions.handoff_filters import remove_all_tools
+
+    hosted = ["file_search_call", "web_search_call", "code_interpreter_call", "image_generation_call",
+              "computer_call", "computer_call_output", "local_shell_call", "mcp_call", "mcp_list_tools"]
+    history = [{"role": "user", "content": "hi"}] + [{"type": kind, "id": kind} for kind in hosted]
+    data = miniagents.HandoffInputData(input_history=tuple(history), pre_handoff_items=(), new_items=())
+    assert remove_all_tools(data).input_history == ({"role": "user", "content": "hi"},)
+
+
 def test_remove_all_tools_keeps_a_string_history_and_filters_input_items():
     from miniagents.extensions.handoff_filters import remove_all_tools
     from miniagents.items import MessageOutputItem, ToolCallItem

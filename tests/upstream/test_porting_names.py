@@ -397,16 +397,17 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
 def test_enable_verbose_stdout_logging_adds_one_stdout_handler(monkeypatch):
     from miniagents.logger import logger
 
-    buffer = io.StringIO()
-    monkeypatch.setattr("sys.stdout", buffer)
+    earlier, buffer = io.StringIO(), io.StringIO()
     before, level = list(logger.handlers), logger.level
     try:
+        monkeypatch.setattr("sys.stdout", earlier)
         miniagents.enable_verbose_stdout_logging()
+        monkeypatch.setattr("sys.stdout", buffer)  # stdout replaced since (a test runner, a notebook)
         miniagents.enable_verbose_stdout_logging()
         added = [h for h in logger.handlers if h not in before]
         assert len(added) == 1 and logger.level == logging.DEBUG
         logging.getLogger("miniagents").debug("hello from the kernel")
-        assert "hello from the kernel" in buffer.getvalue()
+        assert "hello from the kernel" in buffer.getvalue() and earlier.getvalue() == ""
     finally:
         for handler in logger.handlers[:]:
             if handler not in before:

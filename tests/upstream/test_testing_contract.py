@@ -216,6 +216,20 @@ def test_a_streamed_step_sends_one_text_delta_per_part_in_upstreams_event_order(
     assert result.final_output == "Hello brave new world"
 
 
+def test_a_streamed_message_announces_each_of_its_annotations():
+    message = assistant_message("See the FAQ.")
+    link = {"type": "url_citation", "url": "https://example.com/faq", "title": "FAQ", "start_index": 8,
+            "end_index": 11}
+    message["content"][0]["annotations"] = [link]
+    _, events = streamed(ScriptedModel([[message]]))
+    added = [e.data for e in events if e.type == "raw_response_event"
+             and e.data.type == "response.output_text.annotation.added"]
+    assert [(e.annotation_index, e.annotation.url) for e in added] == [(0, "https://example.com/faq")]
+    (opened,) = [e.data.part for e in events if e.type == "raw_response_event"
+                 and e.data.type == "response.content_part.added"]
+    assert (opened.text, opened.annotations) == ("", [])  # the part opens empty; its annotations come after
+
+
 def test_function_calls_and_reasoning_stream_their_parts():
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]}
     model = ScriptedModel([[reasoning, function_call("noop", {}, call_id="c1")], [assistant_message("ok")]])
