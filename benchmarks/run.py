@@ -2,8 +2,9 @@
 
 - import: wall time of `python -c "import miniagents"` in a fresh interpreter (best of N).
 - loop: the kernel's own work per turn with a scripted model and one tool call per turn, for runs of
-  2 and 200 turns (the scripted model's own cost, a deep copy of each step, is included), and 200 turns
-  with every span written to a trace file.
+  2 and 200 turns, and 200 turns with every span written to a trace file. The scripted model's own cost is
+  included: it copies each step and snapshots each call's whole input (as upstream's records it), so that
+  part grows with the history and dominates a 200-turn run.
 - session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
 - state: size and time of `to_string` / `from_string` for a paused run.
 """
