@@ -180,6 +180,8 @@ class ToolContext(RunContextWrapper[TContext]):
     # the turn, read by as_tool: an inner run without a session of its own claims its calls there).
     resume_state: Any = field(default=None, repr=False)
     ledger: Any = field(default=None, repr=False)
+    # The exception the tool raised when the model was told a failure text instead (set by tool.failure_text).
+    failure: Any = field(default=None, repr=False)
 
     @classmethod
     def from_agent_context(cls, context: RunContextWrapper, tool_call_id: str, tool_call: Any = None,

@@ -9,9 +9,9 @@ model call and no tool ran.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Optional
+from typing import Any, Callable, Generic, Optional
 
-from . import caller, tracing
+from . import caller, seams
 from .context import TContext
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
                      ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
@@ -57,9 +57,7 @@ class InputGuardrail(Generic[TContext]):
 
     def run(self, agent: Any, input: Any, context: Any) -> caller.Ready:
         """Check `input`: an `InputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
-        with tracing.guardrail_span(self.get_name()) as span:
-            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())
-            span.span_data.triggered = output.tripwire_triggered
+        output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())
         return caller.Ready(InputGuardrailResult(guardrail=self, output=output))
 
 
@@ -75,30 +73,34 @@ class OutputGuardrail(Generic[TContext]):
 
     def run(self, context: Any, agent: Any, agent_output: Any) -> caller.Ready:
         """Check the final output: an `OutputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
-        with tracing.guardrail_span(self.get_name()) as span:
-            output = _checked(caller.call(self.guardrail_function, context, agent, agent_output), self.get_name())
-            span.span_data.triggered = output.tripwire_triggered
+        output = _checked(caller.call(self.guardrail_function, context, agent, agent_output), self.get_name())
         return caller.Ready(OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
                                                   output=output))
 
 
-def run_input_guardrails(guardrails: list, agent: Any, input: Any, context: Any, results: list) -> None:
+def run_input_guardrails(run: Any, guardrails: list, agent: Any, input: Any, results: list) -> None:
     """Run each guardrail in order, appending its result; the first tripwire raises."""
-    _until_tripwire((caller.resolve(g.run(agent, input, context)) for g in guardrails), InputGuardrailTripwireTriggered,
+    context = run.state.context_wrapper
+    _until_tripwire(run, "input", guardrails, lambda g: g.run(agent, input, context), InputGuardrailTripwireTriggered,
                     results)
 
 
-def run_output_guardrails(guardrails: list, agent: Any, output: Any, context: Any, results: list) -> None:
+def run_output_guardrails(run: Any, guardrails: list, agent: Any, output: Any, results: list) -> None:
     """Run each guardrail on the final output in order, appending its result; the first tripwire raises."""
-    _until_tripwire((caller.resolve(g.run(context, agent, output)) for g in guardrails),
+    context = run.state.context_wrapper
+    _until_tripwire(run, "output", guardrails, lambda g: g.run(context, agent, output),
                     OutputGuardrailTripwireTriggered, results)
 
 
-def _until_tripwire(results_in_order: Iterable, tripwire: type, results: list) -> None:
-    """Collect results (a generator: each guardrail runs only once the previous one passed); raise at a trip."""
-    for result in results_in_order:
+def _until_tripwire(run: Any, kind: str, guardrails: list, check: Callable, tripwire: type, results: list) -> None:
+    """Run each guardrail once the previous one passed, through the `guardrail` seam; raise at a trip."""
+    for guardrail in guardrails:
+        step = seams.GuardrailStep(guardrail.get_name(), kind)
+        with seams.around(run.plugins, "guardrail", run, step):
+            result = caller.resolve(check(guardrail))
+            step.triggered = result.output.tripwire_triggered
         results.append(result)
-        if result.output.tripwire_triggered:
+        if step.triggered:
             raise tripwire(result)
 
 
@@ -180,12 +182,10 @@ class ToolInputGuardrail(Generic[TContext]):
 
     def run(self, data: ToolInputGuardrailData) -> caller.Ready:
         """Check one call: its `ToolGuardrailFunctionOutput`, as a `Ready` (upstream's is a coroutine)."""
-        with tracing.guardrail_span(self.get_name()) as span:
-            output = caller.call(self.guardrail_function, data)
-            if not isinstance(output, ToolGuardrailFunctionOutput):
-                raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
-                                f"got {type(output).__name__}")
-            span.span_data.triggered = output.behavior["type"] != "allow"
+        output = caller.call(self.guardrail_function, data)
+        if not isinstance(output, ToolGuardrailFunctionOutput):
+            raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
+                            f"got {type(output).__name__}")
         return caller.Ready(output)
 
 
@@ -223,25 +223,28 @@ def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str
     return _decorator(ToolOutputGuardrail, func, name)
 
 
-def check_tool_input(tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
+def check_tool_input(run: Any, tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
     """Run a call's input guardrails before the tool: the text the model sees instead, if one rejects."""
     data = ToolInputGuardrailData(context=context, agent=agent)
-    return _run_tool_guardrails(tool.tool_input_guardrails, data, ToolInputGuardrailResult,
+    return _run_tool_guardrails(run, "tool_input", tool.tool_input_guardrails, data, ToolInputGuardrailResult,
                                 ToolInputGuardrailTripwireTriggered, results)
 
 
-def check_tool_output(tool: Any, context: Any, agent: Any, output: Any, results: list) -> Optional[str]:
+def check_tool_output(run: Any, tool: Any, context: Any, agent: Any, output: Any, results: list) -> Optional[str]:
     """Run a call's output guardrails on its result: the text the model sees instead, if one rejects."""
     data = ToolOutputGuardrailData(context=context, agent=agent, output=output)
-    return _run_tool_guardrails(tool.tool_output_guardrails, data, ToolOutputGuardrailResult,
+    return _run_tool_guardrails(run, "tool_output", tool.tool_output_guardrails, data, ToolOutputGuardrailResult,
                                 ToolOutputGuardrailTripwireTriggered, results)
 
 
-def _run_tool_guardrails(guardrails: list, data: Any, result_cls: Any, tripwire: Any,
+def _run_tool_guardrails(run: Any, kind: str, guardrails: list, data: Any, result_cls: Any, tripwire: Any,
                          results: list) -> Optional[str]:
     """Run each in order, recording its verdict: a rejection ends the checks with its message, a raise trips."""
     for guardrail in guardrails or ():
-        verdict = caller.resolve(guardrail.run(data))
+        step = seams.GuardrailStep(guardrail.get_name(), kind)
+        with seams.around(run.plugins, "guardrail", run, step):
+            verdict = caller.resolve(guardrail.run(data))
+            step.triggered = verdict.behavior["type"] != "allow"
         results.append(result_cls(guardrail, verdict))
         if verdict.behavior["type"] == "raise_exception":
             raise tripwire(guardrail, verdict)

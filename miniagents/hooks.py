@@ -2,14 +2,17 @@
 
 Subclass `RunHooks` (for a whole run, `Runner.run_sync(..., hooks=...)`) or `AgentHooks` (one agent,
 `Agent(hooks=...)`) and override what you need; methods may be sync or `async def`. Hooks observe:
-they never change the run, and nothing they see leaves the process unless you send it.
+they never change the run, and nothing they see leaves the process unless you send it. The run calls them
+through its seams (`HookPlugin`, a plugin active for that run only), as tracing does.
 """
 from __future__ import annotations
 
-from typing import Any, Generic
+import contextlib
+from typing import Any, Generic, Iterator
 
 from . import caller
 from .context import TContext
+from .seams import HandoffStep, ModelStep, Plugin, ToolStep
 
 
 class RunHooks(Generic[TContext]):
@@ -53,11 +56,45 @@ AGENT_METHOD = {"on_agent_start": "on_start", "on_agent_end": "on_end", "on_tool
                 "on_tool_end": "on_tool_end", "on_llm_start": "on_llm_start", "on_llm_end": "on_llm_end"}
 
 
-def notify(run_hooks: Any, event: str, context: Any, agent: Any, *rest: Any) -> None:
-    """Call `event` on the run's hooks and the matching method on the agent's own hooks."""
-    if run_hooks is not None:
-        caller.resolve(getattr(run_hooks, event)(context, agent, *rest))
-    agent_hooks = getattr(agent, "hooks", None)
-    if agent_hooks is not None and event in AGENT_METHOD:
-        caller.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
+class HookPlugin(Plugin):
+    """A run's `RunHooks` (None: none) and its agents' `AgentHooks`, called from the seams of that run."""
 
+    def __init__(self, run_hooks: Any):
+        self.run_hooks = run_hooks
+
+    def notify(self, event: str, context: Any, agent: Any, *rest: Any) -> None:
+        """Call `event` on the run's hooks and the matching method on the agent's own hooks."""
+        if self.run_hooks is not None:
+            caller.resolve(getattr(self.run_hooks, event)(context, agent, *rest))
+        agent_hooks = getattr(agent, "hooks", None)
+        if agent_hooks is not None and event in AGENT_METHOD:
+            caller.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
+
+    def agent_started(self, run: Any, agent: Any) -> None:
+        self.notify("on_agent_start", run.state.context_wrapper, agent)
+
+    def final_output(self, run: Any, agent: Any, output: Any) -> None:
+        self.notify("on_agent_end", run.state.context_wrapper, agent, output)
+
+    @contextlib.contextmanager
+    def model_call(self, run: Any, step: ModelStep) -> Iterator[None]:
+        context = run.state.context_wrapper
+        self.notify("on_llm_start", context, step.agent, step.instructions, step.input)
+        yield
+        self.notify("on_llm_end", context, step.agent, step.response)
+
+    @contextlib.contextmanager
+    def tool_call(self, run: Any, step: ToolStep) -> Iterator[None]:
+        self.notify("on_tool_start", step.context, step.agent, step.tool)
+        yield
+        result = step.value if step.value is not None else step.text
+        self.notify("on_tool_end", step.context, step.agent, step.tool, result)
+
+    @contextlib.contextmanager
+    def handoff(self, run: Any, step: HandoffStep) -> Iterator[None]:
+        yield
+        context, source = run.state.context_wrapper, step.from_agent
+        if self.run_hooks is not None:
+            caller.resolve(self.run_hooks.on_handoff(context, source, step.to_agent))
+        if source.hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
+            caller.resolve(source.hooks.on_handoff(context, step.to_agent, source))

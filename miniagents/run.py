@@ -12,7 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
-from . import caller, tracing
+import os
+
+from . import caller, seams
 from .agent_output import output_schema
 # Upstream's agents.run exports these, so code importing them from there finds them here.
 from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolErrorFormatter,  # noqa: F401
@@ -21,7 +23,7 @@ from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandl
 from .context import RunContextWrapper
 from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import AgentHooks, RunHooks, notify
+from .hooks import AgentHooks, HookPlugin, RunHooks
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
@@ -68,24 +70,21 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
 
 
 def enter_agent(run: Run) -> Generator[Any, None, None]:
-    """The current agent starts (the run began, or a handoff made it current): its trace span opens."""
-    agent, ctx = run.state.current_agent, run.state.context_wrapper
-    ctx.turn_input = list(run.state.transcript)  # what the agent starts from, as hooks see it
+    """The current agent takes the conversation (the run began, or a handoff made it current)."""
+    agent = run.state.current_agent
+    run.state.context_wrapper.turn_input = list(run.state.transcript)  # what the agent starts from, as hooks see it
     leave_agent(run)
-    run.agent_span = tracing.agent_span(agent.name, output_type=output_schema(agent.output_type).name())
-    if tracing.recording():  # names are only worth computing for a span that is kept
-        run.agent_span.span_data.tools = [t.name for t in agent.get_enabled_tools(ctx)]
-        run.agent_span.span_data.handoffs = [h.agent_name for h in agent.get_enabled_handoffs(ctx)]
-    run.agent_span.start(mark_as_current=True)
+    run.agent = agent
     yield AgentUpdatedStreamEvent(new_agent=agent)
-    notify(run.hooks, "on_agent_start", ctx, agent)
+    if run.plugins:
+        seams.emit(run.plugins, "agent_started", run, agent)
 
 
-def leave_agent(run: Run) -> None:
-    """Close the current agent's trace span (a handoff, the end of the run, a pause or an error)."""
-    if run.agent_span is not None:
-        run.agent_span.finish(reset_current=True)
-        run.agent_span = None
+def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
+    """The current agent's stretch ends (a handoff, the end of the run, a pause or an error)."""
+    agent, run.agent = run.agent, None
+    if agent is not None and run.plugins:
+        seams.emit(run.plugins, "agent_ended", run, agent, error)
 
 
 def close_turn(run: Run, turn: TurnResult) -> Any:
@@ -120,8 +119,9 @@ def finish(run: Run, output: Any) -> RunResult:
     if guardrails:
         from .guardrails import run_output_guardrails
 
-        run_output_guardrails(guardrails, agent, output, state.context_wrapper, state.output_guardrail_results)
-    notify(run.hooks, "on_agent_end", state.context_wrapper, agent, output)
+        run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
+    if run.plugins:
+        seams.emit(run.plugins, "final_output", run, agent, output)
     state.finished = True
     return RunResult.from_state(state, output)
 
@@ -134,8 +134,7 @@ def admit_input(run: Run) -> None:
     if guardrails:
         from .guardrails import run_input_guardrails
 
-        run_input_guardrails(guardrails, agent, list(state.pending_input), state.context_wrapper,
-                             state.input_guardrail_results)
+        run_input_guardrails(run, guardrails, agent, list(state.pending_input), state.input_guardrail_results)
     admitted = [InputItem(agent=agent, raw_item=item) for item in state.pending_input]
     state.pending_input = []
     state.generated_items.extend(admitted)
@@ -183,17 +182,14 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
     """Run the winning handoff: call it, record its output, filter the history, switch agents."""
     state, config, agent = run.state, run.config, run.state.current_agent
     handoff, call_id = step.call.target, step.call.call_id
-    with tracing.handoff_span(from_agent=agent.name, to_agent=handoff.agent_name):
-        new_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
-                                step.call.item.get("arguments") or "")
+    seam = seams.HandoffStep(agent, handoff)
+    with seams.around(run.plugins, "handoff", run, seam):
+        new_agent = seam.to_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
+                                                step.call.item.get("arguments") or "")
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
     state.transcript.append(output)
-    if run.hooks is not None:
-        caller.resolve(run.hooks.on_handoff(state.context_wrapper, agent, new_agent))
-    if agent.hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
-        caller.resolve(agent.hooks.on_handoff(state.context_wrapper, new_agent, agent))
     input_filter = handoff.input_filter or config.handoff_input_filter
     if input_filter is not None:
         if not callable(input_filter):
@@ -293,6 +289,11 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
+    if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
+        seams.load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
+    agents = reachable_agents(starting_agent)
+    hooked = options.hooks is not None or any(a.hooks is not None for a in agents)
+    run.plugins = seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())
     run.capabilities = prepare_capabilities(starting_agent, config)
     refuse_hosted_tools_on_chat(starting_agent, config)
     managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
@@ -367,7 +368,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
     state, loop = run.state, _loop(run)
     aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
-    with tracing.run_trace(run.config) as task:
+    with seams.around(run.plugins, "run", run):
+        ended: Optional[BaseException] = None
         try:
             while True:
                 event = next(loop)
@@ -381,8 +383,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
         except AgentsException as error:
             if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
                 return RunResult.from_state(state, None)
-            if isinstance(error, MaxTurnsExceeded) and run.agent_span is not None:
-                run.agent_span.set_error({"message": "Max turns exceeded", "data": {"max_turns": state.max_turns}})
+            ended = error
             if error.run_data is None:
                 error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
                                                  list(state.model_responses), state.current_agent,
@@ -391,9 +392,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
-            leave_agent(run)
-            if task is not None:
-                task.span_data.usage = state.context_wrapper.usage.to_json()
+            leave_agent(run, ended)
 
 
 class AgentRunner:

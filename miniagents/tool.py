@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
-from . import caller, tracing
+from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
@@ -471,12 +471,10 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
-    """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's trace span,
-    if the run is traced, records the failure."""
-    span = tracing.get_current_span()
-    if span is not None:
-        span.set_error({"message": "Error running tool", "data": {"tool_name": tool.name,
-                                                                  "error": type(error).__name__}})
+    """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's context keeps
+    the error (`ToolContext.failure`), for the run's plugins (a trace records it)."""
+    if isinstance(ctx, ToolContext):
+        ctx.failure = error
     if isinstance(error, ArgumentsError):  # the model's mistake: say what to fix
         text = error.message  # parse errors already name the tool and carry a preview
         if not text.startswith("Invalid JSON input for tool"):

@@ -22,15 +22,18 @@ processor sees a span when the run says `trace_include_sensitive_data=False`.
 from __future__ import annotations
 
 import abc
+import contextlib
 import contextvars
 import logging
 import os
 import sys
 import threading
 import time
-from typing import Any, Mapping, Optional, Sequence, TypedDict
+from typing import Any, Iterator, Mapping, Optional, Sequence, TypedDict
 
+from . import seams
 from .errors import AgentsException, UserError
+from .seams import Plugin
 
 logger = logging.getLogger("miniagents")
 
@@ -705,6 +708,80 @@ class run_trace:
                                    type(error).__name__)
 
 
+class _TracedRun(run_trace):
+    """`run_trace` for one run of the kernel: the task span also records the run's token usage."""
+
+    def __init__(self, run: Any):
+        super().__init__(run.config)
+        self._run = run
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._task is not None:
+            self._task.span_data.usage = self._run.state.context_wrapper.usage.to_json()
+        super().__exit__(exc_type, exc, tb)
+
+
+class TracingPlugin(Plugin):
+    """How a run is traced, through the kernel's seams: the run is a task span (in the caller's trace, or a
+    trace of its own), holding a span for each agent's stretch, each turn, model call, tool call, handoff,
+    guardrail and approval. Registered when this module is imported."""
+
+    def run(self, run: Any) -> Any:
+        return _TracedRun(run)
+
+    def agent_started(self, run: Any, agent: Any) -> None:
+        from .agent_output import output_schema
+
+        span = agent_span(agent.name, output_type=output_schema(agent.output_type).name())
+        if recording():  # names are only worth computing for a span that is kept
+            ctx = run.state.context_wrapper
+            span.span_data.tools = [t.name for t in agent.get_enabled_tools(ctx)]
+            span.span_data.handoffs = [h.agent_name for h in agent.get_enabled_handoffs(ctx)]
+        span.start(mark_as_current=True)
+        run.scratch[self] = span
+
+    def agent_ended(self, run: Any, agent: Any, error: Optional[BaseException] = None) -> None:
+        span = run.scratch.pop(self, None)
+        if span is None:
+            return
+        if type(error).__name__ == "MaxTurnsExceeded":
+            span.set_error({"message": "Max turns exceeded", "data": {"max_turns": run.state.max_turns}})
+        span.finish(reset_current=True)
+
+    def turn(self, run: Any, step: Any) -> Any:
+        return turn_span(step.number, step.agent.name)
+
+    @contextlib.contextmanager
+    def model_call(self, run: Any, step: Any) -> Iterator[None]:
+        with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
+            yield
+            if recording():
+                response = step.response
+                span.span_data.input, span.span_data.output = step.input, response.output
+                span.span_data.usage = response.usage.to_json()
+
+    @contextlib.contextmanager
+    def tool_call(self, run: Any, step: Any) -> Iterator[None]:
+        with function_span(step.tool.name, input=step.arguments) as span:
+            yield
+            if step.error is not None:
+                span.set_error({"message": "Error running tool", "data": {"tool_name": step.tool.name,
+                                                                          "error": type(step.error).__name__}})
+            span.span_data.output = step.text
+
+    def handoff(self, run: Any, step: Any) -> Any:
+        return handoff_span(from_agent=step.from_agent.name, to_agent=step.handoff.agent_name)
+
+    @contextlib.contextmanager
+    def guardrail(self, run: Any, step: Any) -> Iterator[None]:
+        with guardrail_span(step.name) as span:
+            yield
+            span.span_data.triggered = step.triggered
+
+    def approval(self, run: Any, tool_name: str, call_id: str, decision: str) -> None:
+        record_approval(tool_name, call_id, decision)
+
+
 # --- Ready processors --------------------------------------------------------------------------------
 
 
@@ -792,3 +869,6 @@ class ConsoleTraceProcessor(TracingProcessor):
             depth = self._depth.pop(span.span_id, 0)
         if kind_of(record) not in CONTAINERS or record.get("error"):
             self._line(depth, describe(record))
+
+
+seams.register(TracingPlugin())

@@ -23,12 +23,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
-from . import caller, retry, tracing
+from . import caller, retry, seams
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
 from .errors import AgentsException, ModelBehaviorError, ModelRefusalError, UserError
-from .hooks import notify
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
@@ -61,7 +60,9 @@ class Run:
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
     capabilities: dict = field(default_factory=dict)  # id(agent) -> PreparedCapabilities, made as the run starts
-    agent_span: Any = None  # the tracing span of the current agent's stretch of the run
+    plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's hooks
+    scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
+    agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
 
 
 @dataclass(eq=False)
@@ -181,7 +182,8 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     state = run.state
     setup = prepare_turn(run)
     resumed = state.pending is not None
-    with tracing.turn_span(state.current_turn + (not resumed), setup.agent.name):
+    step_record = seams.TurnStep(setup.agent, state.current_turn + (not resumed), resumed)
+    with seams.around(run.plugins, "turn", run, step_record):
         if not resumed:
             yield from start_turn(run, setup)
         pending = state.pending
@@ -191,8 +193,8 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
             yield from stream_events_for(output.items)
         settled = settle_turn(run, setup, output, resumed)
         step = decide_next_step(setup, output, settled, state.context_wrapper)
-        for item in step.interruptions if isinstance(step, NextStepInterruption) else ():
-            tracing.record_approval(item.tool_name, item.call_id, "pending")
+        for item in step.interruptions if isinstance(step, NextStepInterruption) and run.plugins else ():
+            seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
     turn = TurnResult(setup.agent, settled.items, step, output, settled, resumed)
     state.record_turn(turn.new_items, settled.guardrail_results)
     return turn
@@ -248,11 +250,12 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
     if guardrails and state.current_turn == 1 and not state.model_responses:
         from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
 
-        check = (state.starting_agent, state.original_input, state.context_wrapper, state.input_guardrail_results)
-        run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model
+        check = (state.starting_agent, state.original_input, state.input_guardrail_results)
+        run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)  # before the model
         racing = [g for g in guardrails if g.run_in_parallel]
         if racing:  # beside the first model call; a trip discards its response before any tool runs
-            join_guardrails = caller.start_thread(lambda: run_input_guardrails(racing, *check), "input-guardrails")
+            join_guardrails = caller.start_thread(lambda: run_input_guardrails(run, racing, *check),
+                                                  "input-guardrails")
     response = yield from call_model(run, setup)
     join_guardrails()
     output, replays = (response.output, 0) if state.server_managed else assign_call_ids(response.output, state)
@@ -286,8 +289,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
     if setup.prompt is not None:
         ids["prompt"] = setup.prompt
-    notify(run.hooks, "on_llm_start", state.context_wrapper, agent, instructions, model_input)
-    with tracing.generation_span(model=getattr(model, "model", None), model_config=setup.settings) as span:
+    seam = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
+    with seams.around(run.plugins, "model_call", run, seam):
         retrying = setup.settings.retry  # ModelRetrySettings: the run retries a failed call (miniagents.retry)
         if not run.streaming:
             response = retry.get_response(model, retrying, lambda: model.get_response(*args, **ids), ids)
@@ -301,12 +304,9 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
                                              usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
             if response is None:
                 raise AgentsException("the model's stream ended without a response.completed event")
-        if tracing.recording():
-            span.span_data.input, span.span_data.output = model_input, response.output
-            span.span_data.usage = response.usage.to_json()
-    state.context_wrapper.usage.add(response.usage)
-    state.model_responses.append(response)
-    notify(run.hooks, "on_llm_end", state.context_wrapper, agent, response)
+        seam.response = response
+        state.context_wrapper.usage.add(response.usage)
+        state.model_responses.append(response)
     if state.server_managed:  # what was sent is the server's now; the next request chains to this response
         state.server_known = len(state.transcript)
         if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
@@ -428,8 +428,8 @@ def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> t
             answered[call.call_id] = _format_error(config, ctx, "tool_not_found", call.item, default)
             continue
         decision = ctx.is_tool_approved(name, call.call_id)
-        if decision is not None:  # a person decided (this call, or every call of the tool)
-            tracing.record_approval(name, call.call_id, "approved" if decision else "rejected")
+        if decision is not None and run.plugins:  # a person decided (this call, or every call of the tool)
+            seams.emit(run.plugins, "approval", run, name, call.call_id, "approved" if decision else "rejected")
         if decision is None:
             try:
                 decision = True if not _needs_approval(call.target, ctx, call.item) else None
@@ -565,21 +565,20 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
 
-        rejected = check_tool_input(tool, tool_ctx, agent, results)
+        rejected = check_tool_input(run, tool, tool_ctx, agent, results)
         if rejected is not None:
             return rejected, rejected, results
-    notify(run.hooks, "on_tool_start", tool_ctx, agent, tool)
-    with tracing.function_span(tool.name, input=item.get("arguments") or "") as span:
+    seam = seams.ToolStep(agent, tool, tool_ctx, item.get("arguments") or "")
+    with seams.around(run.plugins, "tool_call", run, seam):
         try:
-            value, text = invoke_tool(tool, tool_ctx, item.get("arguments") or "")
+            value, text = invoke_tool(tool, tool_ctx, seam.arguments)
         except NestedInterruption as paused:
             return paused, None, results
-        span.span_data.output = text
-    notify(run.hooks, "on_tool_end", tool_ctx, agent, tool, value if value is not None else text)
+        seam.value, seam.text, seam.error = value, text, tool_ctx.failure
     if tool.tool_output_guardrails:
         from .guardrails import check_tool_output
 
-        rejected = check_tool_output(tool, tool_ctx, agent, value, results)
+        rejected = check_tool_output(run, tool, tool_ctx, agent, value, results)
         if rejected is not None:
             return rejected, rejected, results
     return value, text, results

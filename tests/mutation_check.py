@@ -173,7 +173,7 @@ MUTANTS: List[Mutant] = [
       "state.current_turn > state.max_turns",
       "max_turns off by one: the run stops before model call max_turns + 1", "test_run"),
     M("turn.py",
-      "run_input_guardrails([g for g in guardrails if not g.run_in_parallel], *check)  # before the model\n"
+      "run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)  # before the model\n"
       "        racing = [g for g in guardrails if g.run_in_parallel]",
       "racing = guardrails",
       "input guardrails block by default: a tripwire means no model call", "test_guardrails"),
@@ -183,8 +183,8 @@ MUTANTS: List[Mutant] = [
       "input guardrails run once, for the starting agent, before the first model call", "test_guardrails",
       "test_handoffs"),
     M("run.py",
-      "run_output_guardrails(guardrails, agent, output,",
-      "(lambda *args: None)(guardrails, agent, output,",
+      "run_output_guardrails(run, guardrails, agent, output,",
+      "(lambda *args: None)(run, guardrails, agent, output,",
       "output guardrails run before a final output is returned", "test_guardrails"),
     M("run.py",
       "list(agent.output_guardrails) + list(run.config.output_guardrails or ())",
@@ -411,19 +411,16 @@ MUTANTS: List[Mutant] = [
       "a guardrail that returns something else than GuardrailFunctionOutput is a TypeError naming it",
       "test_guardrails"),
     M("guardrails.py",
-      "    _until_tripwire((caller.resolve(g.run(agent, input, context)) for g in guardrails), "
-      "InputGuardrailTripwireTriggered,",
-      "    _until_tripwire([caller.resolve(g.run(agent, input, context)) for g in guardrails], "
-      "InputGuardrailTripwireTriggered,",
+      "        results.append(result)\n        if step.triggered:\n            raise tripwire(result)\n",
+      "        results.append(result)\n    for result in results:\n        if result.output.tripwire_triggered:\n"
+      "            raise tripwire(result)\n",
       "input guardrails run in order and stop at the first tripwire: later ones never run", "test_guardrails"),
     M("guardrails.py",
       "    data = ToolOutputGuardrailData(context=context, agent=agent, output=output)",
       "    data = ToolOutputGuardrailData(context=context, agent=agent, output=None)",
       "a tool output guardrail sees the value the tool returned", "test_guardrails"),
-    M("guardrails.py",
-      "            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())\n"
-      "            span.span_data.triggered = output.tripwire_triggered",
-      "            output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())\n"
+    M("tracing.py",
+      "            span.span_data.triggered = step.triggered",
       "            span.span_data.triggered = False",
       "a tripped input guardrail's trace span says triggered", "test_tracing_runs", "test_tracing"),
     M("turn.py",

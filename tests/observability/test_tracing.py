@@ -678,12 +678,15 @@ def test_miniagents_trace_stays_upstreams_function_in_every_import_order(first):
     assert run_python(first + IN_A_TRACE) == "ok"
 
 
-def test_importing_miniagents_loads_the_span_api_but_no_processor_printer_or_capability():
-    """The loop opens spans (no-ops until a processor is set), so tracing.py comes with the package; reading
-    traces back and capabilities load only when used."""
+def test_importing_miniagents_or_running_untraced_loads_no_tracing_printer_or_capability():
+    """Tracing is a shell: a run asks for it only through its seams, so neither the import nor a plain run loads
+    it; reading traces back and capabilities load only when used."""
     assert run_python("import sys, miniagents\n"
+                      "from miniagents import Agent, Runner\n"
+                      "from miniagents.testing import ScriptedModel, assistant_message\n"
+                      "Runner.run_sync(Agent(name='a', model=ScriptedModel([[assistant_message('hi')]])), 'hi')\n"
                       "print([m for m in ('miniagents.tracing', 'miniagents.trace_tree', 'miniagents.capabilities') "
-                      "if m in sys.modules])") == "['miniagents.tracing']"
+                      "if m in sys.modules])") == "[]"
 
 
 def test_the_readme_shows_the_tree_the_printer_prints():

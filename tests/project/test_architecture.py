@@ -13,12 +13,12 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 # Each layer may import its own modules and those of the layers before it (models/ is beside the kernel: it
 # knows items and the Model interface, nothing of agents or tools).
 LAYERS = {
-    "data": ["errors", "items", "context", "caller", "tracing", "trace_tree", "trace", "retry", "logger"],
+    "data": ["errors", "seams", "items", "context", "caller", "retry", "logger"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "capabilities", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
     "running": ["state", "turn", "result", "run", "testing", "repl"],
-    "compatibility": ["handoff_helpers", "compat"],
+    "compatibility": ["handoff_helpers", "compat", "tracing", "trace_tree", "trace"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.http", "models.endpoint",
           "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]

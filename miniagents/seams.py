@@ -1,0 +1,264 @@
+"""Every seam of the kernel on one page: where an optional part plugs into a run.
+
+The kernel is the loop and what it cannot do without. Everything else — tracing, retries the run manages,
+capabilities, upstream's import paths, sessions on other databases — is a *shell*: a folder of miniagents/
+that imports the kernel and is never imported by it. A shell that takes part in runs does it through a
+`Plugin`: an object with methods named after the seams below, registered once (`register`, usually when the
+shell is imported). The run's `RunHooks` and its agents' `AgentHooks` are a plugin too (`hooks.HookPlugin`),
+active for one run; so tracing and hooks are two users of the same seams, not two code paths in the turn.
+
+Three kinds of seam:
+
+- **around a step** (`run`, `turn`, `model_call`, `tool_call`, `handoff`, `guardrail`): the method returns a
+  context manager, or None for nothing to do. It is entered just before the step and left just after it
+  (with the step's exception, if it failed), in the thread that runs the step, so what it makes current
+  (a trace span, a context variable) is current inside the step. Before it is left, the step's record
+  (the `*Step` classes below) holds what the step produced. It may not change the step.
+- **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
+- **a change** (`prepare_run`, `offer`, `model_input`, `model`): returns what the kernel uses instead of
+  what it passed (the same object when the plugin has nothing to change).
+
+Plugins see steps in registration order, the run's hooks last, and leave around-seams in reverse order.
+A plugin that raises makes the step fail as if the step had raised.
+
+With no plugin active a run pays one check per seam and runs no plugin code; the records are plain data.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+from dataclasses import dataclass
+from importlib.machinery import ModuleSpec, PathFinder
+from typing import Any, Optional
+
+_plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
+
+# The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
+SHELLS = {
+    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.trace`)",
+    "retry": "retries the run manages (`ModelSettings(retry=ModelRetrySettings(...))`)",
+    "capabilities": "capabilities and the Workspace",
+    "dbapi": "sessions on any DB-API 2.0 database (`DBAPISession`)",
+    "upstream": "compatibility with upstream's programs (its import paths, handoff filters, `run_demo_loop`)",
+    "recording": "recording a run and replaying it offline",
+}
+
+
+class Plugin:
+    """The seams, one method each; this base does nothing, so a plugin overrides only what it needs.
+
+    `run` is the kernel's run in progress (`turn.Run`): `run.state` is the `RunState`, `run.config` the
+    `RunConfig`; a plugin may keep what it needs for one run in `run.scratch[self]`."""
+
+    # --- Around a step ------------------------------------------------------------------------------
+
+    def run(self, run: Any) -> Optional[contextlib.AbstractContextManager]:
+        """Around one drive of the loop: a run from its start, or a paused one resumed, until it returns
+        (final output, pause, cancel) or raises. Nested runs (an agent used as a tool) are inside their
+        caller's `tool_call`."""
+        return None
+
+    def turn(self, run: Any, step: "TurnStep") -> Optional[contextlib.AbstractContextManager]:
+        """Around one turn: from resolving the agent's offer to deciding the next step (a resumed turn too)."""
+        return None
+
+    def model_call(self, run: Any, step: "ModelStep") -> Optional[contextlib.AbstractContextManager]:
+        """Around one call of the model, retries included; `step.response` is set when it answered."""
+        return None
+
+    def tool_call(self, run: Any, step: "ToolStep") -> Optional[contextlib.AbstractContextManager]:
+        """Around one function call's invocation (after its approval and tool input guardrails, before its
+        output guardrails); `step.value`/`step.text` are set when it returned, `step.error` when the tool
+        raised and the model was told `step.text` instead."""
+        return None
+
+    def handoff(self, run: Any, step: "HandoffStep") -> Optional[contextlib.AbstractContextManager]:
+        """Around the winning handoff's invocation; `step.to_agent` is set when the new agent is known."""
+        return None
+
+    def guardrail(self, run: Any, step: "GuardrailStep") -> Optional[contextlib.AbstractContextManager]:
+        """Around one guardrail's check (input, output, tool input, tool output); `step.triggered` is set."""
+        return None
+
+    # --- Events --------------------------------------------------------------------------------------
+
+    def agent_started(self, run: Any, agent: Any) -> None:
+        """`agent` takes the conversation: the run started (or resumed) with it, or a handoff chose it."""
+
+    def agent_ended(self, run: Any, agent: Any, error: Optional[BaseException]) -> None:
+        """`agent`'s stretch of the run ended: it handed off, the run finished, paused, was cancelled, or raised
+        `error` (an `AgentsException`; None otherwise)."""
+
+    def approval(self, run: Any, tool_name: str, call_id: str, decision: str) -> None:
+        """A call needs a person: `decision` is "pending" (the run pauses), "approved" or "rejected"."""
+
+    def final_output(self, run: Any, agent: Any, output: Any) -> None:
+        """The run ends with `output` from `agent` (after the output guardrails passed)."""
+
+    # --- Changes -------------------------------------------------------------------------------------
+
+    def prepare_run(self, run: Any) -> None:
+        """The run is about to start, before any model call: refuse what cannot work (raise `UserError`), and
+        make what this run needs (kept in `run.scratch[self]`). Not called when a paused run resumes."""
+
+    def offer(self, run: Any, setup: Any) -> Any:
+        """What the agent offers the model this turn (`turn.TurnSetup`: instructions, tools, handoffs,
+        settings); return it, or a changed copy (`dataclasses.replace`)."""
+        return setup
+
+    def model_input(self, run: Any, setup: Any, items: list) -> list:
+        """The items about to be sent to the model this turn (after `RunConfig.call_model_input_filter`);
+        return them, or the list to send instead."""
+        return items
+
+    def model(self, run: Any, setup: Any, model: Any) -> Any:
+        """The `Model` this turn calls; return it, or one that wraps it (retries, recording)."""
+        return model
+
+
+# --- The records a step fills in (what around-seams read before they are left) --------------------------
+
+
+@dataclass(eq=False)
+class TurnStep:
+    agent: Any
+    number: int  # the run's turn count, 1-based
+    resumed: bool
+
+
+@dataclass(eq=False)
+class ModelStep:
+    agent: Any
+    model: Any
+    instructions: Optional[str]
+    input: list
+    settings: Any
+    response: Any = None
+
+
+@dataclass(eq=False)
+class ToolStep:
+    agent: Any
+    tool: Any
+    context: Any  # the call's ToolContext
+    arguments: str
+    value: Any = None
+    text: Any = None
+    error: Optional[BaseException] = None
+
+
+@dataclass(eq=False)
+class HandoffStep:
+    from_agent: Any
+    handoff: Any
+    to_agent: Any = None
+
+
+@dataclass(eq=False)
+class GuardrailStep:
+    name: str
+    kind: str  # "input" | "output" | "tool_input" | "tool_output"
+    triggered: bool = False
+
+
+# --- Registration and dispatch -----------------------------------------------------------------------
+
+
+def register(plugin: Plugin) -> None:
+    """Make `plugin` take part in every run that starts from now on (once, however often registered)."""
+    global _plugins
+    if plugin not in _plugins:
+        _plugins = _plugins + (plugin,)
+
+
+def unregister(plugin: Plugin) -> None:
+    global _plugins
+    _plugins = tuple(p for p in _plugins if p is not plugin)
+
+
+def registered() -> tuple:
+    """The plugins every run takes (the run adds its own hooks)."""
+    return _plugins
+
+
+def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.AbstractContextManager:
+    """The plugins' context managers for one around-seam, entered as one (a plain no-op when there are none)."""
+    stack = contextlib.ExitStack()
+    try:
+        for plugin in plugins:
+            manager = getattr(plugin, seam)(run, *step)
+            if manager is not None:
+                stack.enter_context(manager)
+    except BaseException:
+        stack.close()  # the ones already entered are left again
+        raise
+    return stack
+
+
+def emit(plugins: tuple, seam: str, run: Any, *args: Any) -> None:
+    """Call an event seam on every plugin."""
+    for plugin in plugins:
+        getattr(plugin, seam)(run, *args)
+
+
+def change(plugins: tuple, seam: str, run: Any, *args: Any) -> Any:
+    """Pass a value through a change seam: each plugin gets what the one before returned (the last argument)."""
+    *fixed, value = args
+    for plugin in plugins:
+        value = getattr(plugin, seam)(run, *fixed, value)
+    return value
+
+
+# --- Shells by name ------------------------------------------------------------------------------------
+# The kernel never imports a shell. It names one only here: to load it when the run's configuration asks
+# for its feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out,
+# why a name or module path of that shell is missing.
+
+
+class MissingShellError(ImportError):
+    """A name or module of a shell folder this copy of miniagents does not have."""
+
+
+def missing(what: str, shell: str) -> str:
+    return (f"{what} is part of {SHELLS[shell]}: the shell folder miniagents/{shell}/, which this copy of "
+            f"miniagents does not have (copy that folder back from a full miniagents to use it)")
+
+
+def load_shell(shell: str, what: Optional[str] = None) -> Any:
+    """Import the shell `miniagents.<shell>`; `MissingShellError` (naming `what` needs it) when it was left out."""
+    try:
+        return importlib.import_module(f"miniagents.{shell}")
+    except ModuleNotFoundError as error:
+        if error.name != f"miniagents.{shell}":
+            raise
+        raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
+
+
+class ShellFinder:
+    """Last on `sys.meta_path`: what `miniagents.<name>` is when no module of that name exists. A shell's
+    top-level name or folder that this copy lacks raises `MissingShellError`; any other path is asked of the
+    upstream shell (upstream's module paths, and upstream's features miniagents leaves out), when there is one."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
+        head, _, rest = fullname.partition(".")
+        if head != "miniagents" or not rest:
+            return None
+        first = rest.split(".")[0]
+        shell = first if first in SHELLS else sys.modules["miniagents"]._SHELL_OF.get(first)
+        if shell is not None and not _present(shell):
+            raise MissingShellError(missing(f"miniagents.{rest}" if first in SHELLS else first, shell), name=fullname)
+        if shell is None and _present("upstream"):
+            return importlib.import_module("miniagents.upstream").find_spec(fullname)
+        return None
+
+
+def _present(shell: str) -> bool:
+    """Whether this copy of miniagents has the shell folder (found without importing it)."""
+    return PathFinder.find_spec(f"miniagents.{shell}", sys.modules["miniagents"].__path__) is not None
+
+
+def install_finder() -> None:
+    if ShellFinder not in sys.meta_path:
+        sys.meta_path.append(ShellFinder)
