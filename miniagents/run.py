@@ -12,8 +12,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
-import os
-
 from . import caller, seams
 from .agent_output import output_schema
 # Upstream's agents.run exports these, so code importing them from there finds them here.
@@ -289,8 +287,7 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
-    if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
-        seams.load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
+    seams.load_asked_for(config)
     agents = reachable_agents(starting_agent)
     hooked = options.hooks is not None or any(a.hooks is not None for a in agents)
     run.plugins = seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
@@ -233,6 +234,13 @@ def load_shell(shell: str, what: Optional[str] = None) -> Any:
         if error.name != f"miniagents.{shell}":
             raise
         raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
+
+
+def load_asked_for(config: Any) -> None:
+    """Load the shells a run's configuration (or the environment) asks for: tracing, for `RunConfig(trace_path=...)`,
+    `MINIAGENTS_TRACE` or `MINIAGENTS_DEBUG`. A plain run asks for none."""
+    if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
+        load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
 
 
 class ShellFinder:

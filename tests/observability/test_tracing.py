@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from miniagents import MaxTurnsExceeded, ModelSettings, UserError, Usage, tracing
 from miniagents.testing import assistant_message, function_call
-from miniagents.trace_tree import describe, main, read, render
+from miniagents.tracing.tree import describe, main, read, render
 
 from support import ROOT  # noqa: E402
 
@@ -71,7 +71,7 @@ def clean_tracing(monkeypatch):
     """No processor, not disabled, no tracing variables: the state a fresh process starts in."""
     for name in ("MINIAGENTS_TRACE", "MINIAGENTS_DEBUG", "OPENAI_AGENTS_DISABLE_TRACING"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(tracing, "_disabled", None)
+    monkeypatch.setattr(tracing.provider, "_disabled", None)
     tracing.set_trace_processors([])
     yield
     tracing.set_trace_processors([])
@@ -685,7 +685,7 @@ def test_importing_miniagents_or_running_untraced_loads_no_tracing_printer_or_ca
                       "from miniagents import Agent, Runner\n"
                       "from miniagents.testing import ScriptedModel, assistant_message\n"
                       "Runner.run_sync(Agent(name='a', model=ScriptedModel([[assistant_message('hi')]])), 'hi')\n"
-                      "print([m for m in ('miniagents.tracing', 'miniagents.trace_tree', 'miniagents.capabilities') "
+                      "print([m for m in ('miniagents.tracing', 'miniagents.tracing.tree', 'miniagents.capabilities') "
                       "if m in sys.modules])") == "[]"
 
 

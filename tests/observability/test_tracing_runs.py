@@ -18,7 +18,7 @@ from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, InputGuardra
                         input_guardrail, output_guardrail)
 from miniagents.capabilities import Capability, Workspace
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from miniagents.trace_tree import describe, read
+from miniagents.tracing.tree import describe, read
 from support import outputs_sent
 
 from support import ROOT  # noqa: E402

@@ -1,5 +1,7 @@
-"""The package's shape: imports flow one way, layer by layer, and the only edge back is `Agent.as_tool` -> the runner.
+"""The package's shape: a kernel whose imports flow one way, layer by layer, and shells the kernel never imports.
 
+The kernel is the modules directly in miniagents/ and in miniagents/models/; every other folder of miniagents/ is a
+shell (listed in `seams.SHELLS`), which may import the kernel and the shells it declares below, and nothing else.
 Every import counts, function-level ones included. A new module must be given a layer here: where it sits is a
 decision, not an accident.
 """
@@ -7,6 +9,7 @@ import ast
 import pathlib
 
 import miniagents
+from miniagents import seams
 
 PACKAGE = pathlib.Path(miniagents.__file__).parent
 
@@ -17,8 +20,8 @@ LAYERS = {
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "capabilities", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
-    "running": ["state", "turn", "result", "run", "testing", "repl"],
-    "compatibility": ["handoff_helpers", "compat", "tracing", "trace_tree", "trace"],
+    "running": ["state", "turn", "result", "run", "testing", "repl", "trace"],
+    "compatibility": ["handoff_helpers", "compat"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.http", "models.endpoint",
           "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
@@ -28,20 +31,36 @@ MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "valida
     set(MODELS) - {"models.provider"})
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
+# shell -> the other shells it may import (each imports the kernel freely)
+SHELL_IMPORTS = {"tracing": set()}
+# The kernel names a shell only as text, in these modules: seams.load_shell and the finder, the package's table of
+# names that load on first use, and trace.py (the tracing shell's command under its old name).
+NAMES_SHELLS = {"seams", "__init__", "trace"}
 
 
 def module_files():
+    """(dotted name, path) of every module; a shell's `__init__.py` is the shell's own module."""
     for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).with_suffix("")
-        parts = list(rel.parts)
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
         if parts[-1] == "__init__":
-            continue
+            if len(parts) == 1 or parts[0] == "models":
+                continue
+            parts = parts[:-1]
         yield ".".join(parts), path
+
+
+SHELL_FOLDERS = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} - {"models"}
+
+
+def shell_of(module):
+    """The shell a module belongs to, or None for a kernel module."""
+    head = module.split(".")[0]
+    return head if head in SHELL_FOLDERS else None
 
 
 def imports_of(name, path):
     """The package modules `path` imports, at any depth of the file."""
-    package = name.split(".")[:-1]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -59,25 +78,56 @@ def imports_of(name, path):
             continue
         found.update(c for c in candidates if c in MODULES)
     found.discard(name)
+    found.discard(".".join(package))  # `from . import x` names the module's own package: not an import of it
     return found
 
 
 MODULES = {name for name, _ in module_files()}
 GRAPH = {name: imports_of(name, path) for name, path in module_files()}
+KERNEL = {m for m in MODULES if shell_of(m) is None}
 
 
 def test_every_module_has_a_place():
     placed = {m for layer in LAYERS.values() for m in layer} | set(MODELS)
-    assert MODULES - placed == set(), "give the new module a layer in tests/project/test_architecture.py"
-    assert placed - MODULES == set(), "a module listed here no longer exists"
+    assert KERNEL - placed == set(), "give the new module a layer in tests/project/test_architecture.py"
+    assert placed - KERNEL == set(), "a module listed here no longer exists"
+    assert SHELL_FOLDERS <= set(seams.SHELLS), "a new folder of miniagents/ is a shell: list it in seams.SHELLS"
+    assert set(SHELL_IMPORTS) == SHELL_FOLDERS, "say which shells each shell may import (SHELL_IMPORTS)"
 
 
-def test_imports_flow_one_way():
+def test_the_kernel_never_imports_a_shell():
+    wrong = [f"{m} -> {t}" for m in sorted(KERNEL) for t in sorted(GRAPH[m]) if shell_of(t) is not None]
+    assert wrong == []
+
+
+def test_the_kernel_names_shells_only_where_it_loads_them():
+    """`load_shell`, and any text naming a shell's module (`"miniagents.tracing"`, `".tracing"`), appear nowhere else."""
+    wrong = []
+    for name, path in module_files():
+        if name not in KERNEL or name in NAMES_SHELLS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            calls_loader = isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) \
+                == "load_shell"
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            names_shell = any(text.startswith(p + shell) for p in ("miniagents.", ".") for shell in seams.SHELLS)
+            if calls_loader or names_shell:
+                wrong.append(f"{name}:{node.lineno}")
+    assert wrong == []
+
+
+def test_shells_import_the_kernel_and_the_shells_they_declare():
+    wrong = [f"{m} -> {t}" for m in sorted(MODULES - KERNEL) for t in sorted(GRAPH[m])
+             if shell_of(t) not in (None, shell_of(m)) and shell_of(t) not in SHELL_IMPORTS[shell_of(m)]]
+    assert wrong == []
+
+
+def test_kernel_imports_flow_one_way():
     order = {m: i for i, layer in enumerate(LAYERS.values()) for m in layer}
     wrong = []
-    for module, targets in GRAPH.items():
-        for target in targets:
-            if (module, target) in BACK_EDGES | LAZY_EDGES:
+    for module in sorted(KERNEL):
+        for target in GRAPH[module]:
+            if (module, target) in BACK_EDGES | LAZY_EDGES or target not in KERNEL:
                 continue
             if module in MODELS:
                 if target not in MODELS_MAY_IMPORT:

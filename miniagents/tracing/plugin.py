@@ -1,0 +1,171 @@
+"""How a run is traced: the plugin on the kernel's seams, and the processors a run adds for itself."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Any, Iterator, Optional
+
+from .. import seams
+from ..seams import Plugin
+from . import provider
+from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval, recording,
+                     turn_span)
+from .processors import ConsoleTraceProcessor, JsonlTraceProcessor
+from .scope import _current_span, _current_trace
+from .span_data import TaskSpanData
+from .spans import NoOpSpan, Span, SpanImpl
+from .traces import NoOpTrace, TraceImpl
+from .util import TRUE
+
+logger = logging.getLogger("miniagents")
+
+
+def run_processors(config: Any, inherited: tuple = ()) -> tuple:
+    """The processors one run adds for itself: a JSON-lines file (`config.trace_path`, else the environment's
+    MINIAGENTS_TRACE) and the stderr live view (MINIAGENTS_DEBUG=1), unless the enclosing run already has
+    the same one (a nested run would write each span twice). A file that cannot be opened is a `UserError`
+    when the run starts."""
+    own: list = []
+    path = getattr(config, "trace_path", None) or os.environ.get("MINIAGENTS_TRACE")
+    if path and not any(isinstance(p, JsonlTraceProcessor) and p.path == os.path.abspath(path) for p in inherited):
+        own.append(JsonlTraceProcessor(path))
+    debug = os.environ.get("MINIAGENTS_DEBUG", "").strip().lower() in TRUE
+    if debug and not any(isinstance(p, ConsoleTraceProcessor) for p in inherited):
+        own.append(ConsoleTraceProcessor())
+    return tuple(own)
+
+
+class run_trace:
+    """`with tracing.run_trace(config) as task:` around one run: the Runner's one tracing call per run.
+
+    Opens a task span (upstream's "task") under the caller's current span or trace, or under a new trace
+    named `config.workflow_name` when there is none, with the run's own processors (`run_processors`) added
+    for this run only; yields it, or None when nothing would record (no processor anywhere, or
+    `config.tracing_disabled`, or the caller's trace is disabled), in which case every span the run makes
+    is a no-op. On exit it records an escaping exception, ends the span (and its own trace), and shuts
+    down the run's own processors. The sensitive-data rule is `config.trace_include_sensitive_data`,
+    and-ed with the enclosing run's.
+    """
+
+    def __init__(self, config: Any):
+        self._config = config
+        self._trace: Optional[TraceImpl] = None
+        self._task: Optional[SpanImpl] = None
+        self._own: tuple = ()
+
+    def __enter__(self) -> Optional[Span]:
+        config = self._config
+        if getattr(config, "tracing_disabled", False) or provider.tracing_disabled():
+            return None
+        parent = _current_span.get() or _current_trace.get()
+        if isinstance(parent, (NoOpTrace, NoOpSpan)):
+            return None
+        inherited = provider.processors() if parent is None else getattr(parent, "_processors", ())
+        own = run_processors(config, inherited)
+        if not inherited and not own:
+            return None
+        include = bool(getattr(config, "trace_include_sensitive_data", True)) and \
+            getattr(parent, "_include_data", True)
+        self._own = own
+        if parent is None:
+            parent = self._trace = TraceImpl(getattr(config, "workflow_name", "Agent workflow"),
+                                             getattr(config, "trace_id", None), getattr(config, "group_id", None),
+                                             getattr(config, "trace_metadata", None), inherited + own, include)
+            self._trace.start(mark_as_current=True)
+        task = self._task = SpanImpl(TaskSpanData(getattr(config, "workflow_name", "Agent workflow")), parent)
+        task._processors, task._include_data = inherited + own, include
+        task.start(mark_as_current=True)
+        return task
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._task is None:
+            return
+        try:
+            self._task.__exit__(exc_type, exc, tb)
+            if self._trace is not None:
+                self._trace.finish(reset_current=True)
+        finally:
+            for processor in self._own:
+                try:
+                    processor.shutdown()
+                except Exception as error:
+                    logger.warning("trace processor %s failed to shut down (%s)", type(processor).__name__,
+                                   type(error).__name__)
+
+
+class _TracedRun(run_trace):
+    """`run_trace` for one run of the kernel: the task span also records the run's token usage."""
+
+    def __init__(self, run: Any):
+        super().__init__(run.config)
+        self._run = run
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._task is not None:
+            self._task.span_data.usage = self._run.state.context_wrapper.usage.to_json()
+        super().__exit__(exc_type, exc, tb)
+
+
+class TracingPlugin(Plugin):
+    """How a run is traced, through the kernel's seams: the run is a task span (in the caller's trace, or a
+    trace of its own), holding a span for each agent's stretch, each turn, model call, tool call, handoff,
+    guardrail and approval. Registered when this module is imported."""
+
+    def run(self, run: Any) -> Any:
+        return _TracedRun(run)
+
+    def agent_started(self, run: Any, agent: Any) -> None:
+        from ..agent_output import output_schema
+
+        span = agent_span(agent.name, output_type=output_schema(agent.output_type).name())
+        if recording():  # names are only worth computing for a span that is kept
+            ctx = run.state.context_wrapper
+            span.span_data.tools = [t.name for t in agent.get_enabled_tools(ctx)]
+            span.span_data.handoffs = [h.agent_name for h in agent.get_enabled_handoffs(ctx)]
+        span.start(mark_as_current=True)
+        run.scratch[self] = span
+
+    def agent_ended(self, run: Any, agent: Any, error: Optional[BaseException] = None) -> None:
+        span = run.scratch.pop(self, None)
+        if span is None:
+            return
+        if type(error).__name__ == "MaxTurnsExceeded":
+            span.set_error({"message": "Max turns exceeded", "data": {"max_turns": run.state.max_turns}})
+        span.finish(reset_current=True)
+
+    def turn(self, run: Any, step: Any) -> Any:
+        return turn_span(step.number, step.agent.name)
+
+    @contextlib.contextmanager
+    def model_call(self, run: Any, step: Any) -> Iterator[None]:
+        with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
+            yield
+            if recording():
+                response = step.response
+                span.span_data.input, span.span_data.output = step.input, response.output
+                span.span_data.usage = response.usage.to_json()
+
+    @contextlib.contextmanager
+    def tool_call(self, run: Any, step: Any) -> Iterator[None]:
+        with function_span(step.tool.name, input=step.arguments) as span:
+            yield
+            if step.error is not None:
+                span.set_error({"message": "Error running tool", "data": {"tool_name": step.tool.name,
+                                                                          "error": type(step.error).__name__}})
+            span.span_data.output = step.text
+
+    def handoff(self, run: Any, step: Any) -> Any:
+        return handoff_span(from_agent=step.from_agent.name, to_agent=step.handoff.agent_name)
+
+    @contextlib.contextmanager
+    def guardrail(self, run: Any, step: Any) -> Iterator[None]:
+        with guardrail_span(step.name) as span:
+            yield
+            span.span_data.triggered = step.triggered
+
+    def approval(self, run: Any, tool_name: str, call_id: str, decision: str) -> None:
+        record_approval(tool_name, call_id, decision)
+
+
+seams.register(TracingPlugin())

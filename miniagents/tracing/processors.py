@@ -1,0 +1,102 @@
+"""Two ready processors: `JsonlTraceProcessor` (JSON lines in a file) and `ConsoleTraceProcessor` (a live view on
+stderr)."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from typing import Any, Optional
+
+from ..errors import UserError
+from .processor_interface import TracingProcessor
+from .spans import Span
+from .traces import Trace
+
+logger = logging.getLogger("miniagents")
+
+
+class JsonlTraceProcessor(TracingProcessor):
+    """Appends one JSON object per line to `path`: `{"event": "trace_start"|"trace_end"|"span_start"|
+    "span_end", ...}` plus the trace's or span's `export()`. Each line is one write to a file opened for
+    appending, so several runs can share a file; the file is created readable by its owner only (it may
+    hold model inputs and tool arguments). Read it back with `python -m miniagents.trace FILE`."""
+
+    def __init__(self, path: Any):
+        import json
+
+        self._dumps = json.dumps
+        self.path = os.path.abspath(os.fspath(path))
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self._fd: Optional[int] = os.open(self.path, flags, 0o600)
+        except OSError as error:
+            raise UserError(f"cannot open the trace file {self.path!r} for appending: {error.strerror}") from None
+        self._lock = threading.Lock()
+
+    def _write(self, event: str, item: Any) -> None:
+        record = item.export()
+        if record is None:
+            return
+        line = self._dumps({"event": event, **record}, ensure_ascii=False, default=str) + "\n"
+        data = line.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a valid JSON escape
+        with self._lock:
+            while data and self._fd is not None:
+                data = data[os.write(self._fd, data):]
+
+    def on_trace_start(self, trace: Trace) -> None:
+        self._write("trace_start", trace)
+
+    def on_trace_end(self, trace: Trace) -> None:
+        self._write("trace_end", trace)
+
+    def on_span_start(self, span: Span) -> None:
+        self._write("span_start", span)
+
+    def on_span_end(self, span: Span) -> None:
+        self._write("span_end", span)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+class ConsoleTraceProcessor(TracingProcessor):
+    """A compact live view on stderr (or `stream`): one indented line when a run, agent or turn starts and one
+    when any other span ends, with its duration and error. Lines are the tree printer's (`trace_tree`)."""
+
+    def __init__(self, stream: Any = None):
+        self._stream = stream
+        self._depth: dict = {}
+        self._lock = threading.Lock()
+
+    def _line(self, depth: int, text: str) -> None:
+        stream = self._stream or sys.stderr
+        stream.write(f"[miniagents] {'  ' * depth}{text}\n")
+        stream.flush()
+
+    def on_trace_start(self, trace: Trace) -> None:
+        self._line(0, f"trace {trace.name!r} {trace.trace_id}")
+
+    def on_trace_end(self, trace: Trace) -> None:
+        pass
+
+    def on_span_start(self, span: Span) -> None:
+        from .tree import CONTAINERS, describe, kind_of
+
+        record = span.export()
+        with self._lock:
+            depth = self._depth[span.span_id] = self._depth.get(span.parent_id, 0) + 1
+        if kind_of(record) in CONTAINERS:
+            self._line(depth, describe(record, timing=False))
+
+    def on_span_end(self, span: Span) -> None:
+        from .tree import CONTAINERS, describe, kind_of
+
+        record = span.export()
+        with self._lock:
+            depth = self._depth.pop(span.span_id, 0)
+        if kind_of(record) not in CONTAINERS or record.get("error"):
+            self._line(depth, describe(record))
