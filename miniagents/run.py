@@ -287,8 +287,8 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
-    seams.load_asked_for(config)
     agents = reachable_agents(starting_agent)
+    seams.load_asked_for(config, agents)
     hooked = options.hooks is not None or any(a.hooks is not None for a in agents)
     run.plugins = seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())
     run.capabilities = prepare_capabilities(starting_agent, config)

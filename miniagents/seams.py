@@ -236,11 +236,14 @@ def load_shell(shell: str, what: Optional[str] = None) -> Any:
         raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
 
 
-def load_asked_for(config: Any) -> None:
+def load_asked_for(config: Any, agents: list) -> None:
     """Load the shells a run's configuration (or the environment) asks for: tracing, for `RunConfig(trace_path=...)`,
-    `MINIAGENTS_TRACE` or `MINIAGENTS_DEBUG`. A plain run asks for none."""
+    `MINIAGENTS_TRACE` or `MINIAGENTS_DEBUG`; retries, for `retry` in the run's or an agent's `ModelSettings`
+    (given as a dict, it names no class of the shell). A plain run asks for none."""
     if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
         load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
+    if any(getattr(s, "retry", None) is not None for s in [config.model_settings] + [a.model_settings for a in agents]):
+        load_shell("retry", "ModelSettings(retry=...)")
 
 
 class ShellFinder:

@@ -388,13 +388,14 @@ class RunStateDocument(_Document, total=False):
     auto_previous_response_id: bool
 
 
-def _problem(shape: Any, value: Any, where: str) -> Optional[str]:
-    """None if `value` fits `shape`, else what is wrong and where."""
+def _checked(shape: Any, value: Any) -> tuple:
+    """(the document as the validator reads it, None) if `value` fits `shape`, else (None, what is wrong and where).
+    As everywhere JSON is read, null for an optional field that cannot be null means "not given": the read
+    document leaves that field out, so its default applies."""
     try:
-        validate_value(shape, value, path=where)
+        return validate_value(shape, value), None
     except ArgumentsError as e:
-        return f"{e.path or 'the document'}: {e.problem}"
-    return None
+        return None, f"{e.path or 'the document'}: {e.problem}"
 
 
 def _bad_item(data: dict) -> Optional[str]:
@@ -447,7 +448,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    problem = _problem(RunStateDocument, data, "") or _bad_item(data)
+    data, problem = _checked(RunStateDocument, data)
+    problem = problem or _bad_item(data)
     if problem is None and version >= 2 and "run_id" not in data:
         problem = "the document: missing required field 'run_id'"
     if problem:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
-from . import caller, retry, seams
+from . import caller, seams
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
@@ -281,6 +281,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
         model_input = capability.process_context(model_input)
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
+    if run.plugins:  # a shell may wrap it (retries the run manages: miniagents/retry/)
+        model = seams.change(run.plugins, "model", run, setup, model)
     # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
     tracing_mode = ModelTracing.DISABLED if config.tracing_disabled else (
         ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA)
@@ -291,12 +293,11 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
         ids["prompt"] = setup.prompt
     seam = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
     with seams.around(run.plugins, "model_call", run, seam):
-        retrying = setup.settings.retry  # ModelRetrySettings: the run retries a failed call (miniagents.retry)
         if not run.streaming:
-            response = retry.get_response(model, retrying, lambda: model.get_response(*args, **ids), ids)
+            response = model.get_response(*args, **ids)
         else:
             response = None
-            for event in retry.stream_response(model, retrying, lambda: model.stream_response(*args, **ids), ids):
+            for event in model.stream_response(*args, **ids):
                 yield RawResponsesStreamEvent(data=event)
                 if event.get("type") == "response.completed":
                     final = event["response"]

@@ -51,7 +51,7 @@ READING_ORDER = [
 
 # area -> module paths under miniagents/ ("folder/": every module in it); every module is in exactly one area.
 AREAS = {
-    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py", "retry.py", "seams.py"],
+    "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py", "retry/", "seams.py"],
     "agents, items, guardrails": ["__init__.py", "agent.py", "handoffs.py", "guardrails.py", "hooks.py", "items.py",
                                   "context.py", "errors.py"],
     "tools and schemas": ["tool.py", "schema.py", "validate.py", "docstrings.py", "agent_output.py"],

@@ -280,3 +280,25 @@ def test_model_behavior_error_is_still_raised_for_an_unknown_tool_when_configure
     agent, _ = make_agent([[function_call("nope", "{}", call_id="c1")]])
     with pytest.raises(ModelBehaviorError):
         Runner.run_sync(agent, "go", run_config=RunConfig(tool_not_found_behavior="raise_error"))
+
+
+@pytest.mark.parametrize("key", ["pending_input", "finished", "server_known", "auto_previous_response_id"])
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_null_for_an_optional_state_field_means_not_given_at_every_depth(key, where):
+    """`"pending_input": null` (or any optional field that cannot be null) loads as if the field were left out;
+    it once raised a bare TypeError at load, in the outer document and in a nested agent tool's."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    inner = Agent(name="Payer", tools=[pay], model=ScriptedModel([[function_call("pay", {"amount": 5}, call_id="i1")],
+                                                                   [assistant_message("paid")]]))
+    outer_model = ScriptedModel([[function_call("payer", {"input": "pay 5"}, call_id="o1")],
+                                 [assistant_message("done")]])
+    outer = Agent(name="Boss", tools=[inner.as_tool("payer", "pays")], model=outer_model)
+    result = Runner.run_sync(outer, "go")
+    data = result.to_state().to_json()
+    (data if where == "top" else data["pending_turn"]["nested"]["o1"])[key] = None
+    state = RunState.from_json(outer, data)
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(outer, state).final_output == "done"

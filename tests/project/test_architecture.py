@@ -16,7 +16,7 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 # Each layer may import its own modules and those of the layers before it (models/ is beside the kernel: it
 # knows items and the Model interface, nothing of agents or tools).
 LAYERS = {
-    "data": ["errors", "seams", "items", "context", "caller", "retry", "logger"],
+    "data": ["errors", "seams", "items", "context", "caller", "logger"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "capabilities", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
@@ -32,7 +32,7 @@ MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "valida
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set()}
+SHELL_IMPORTS = {"tracing": set(), "retry": set()}
 # The kernel names a shell only as text, in these modules: seams.load_shell and the finder, the package's table of
 # names that load on first use, and trace.py (the tracing shell's command under its old name).
 NAMES_SHELLS = {"seams", "__init__", "trace"}

@@ -1,4 +1,4 @@
-"""Runner-managed model retries: `ModelRetrySettings`, the policies that decide, and the loop that retries.
+"""Runner-managed model retries (a shell): `ModelRetrySettings`, the policies that decide, the loop that retries.
 
 `ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested()))` asks
 the run to call the model again when a call fails and the policy says so. The model adapters have their own
@@ -10,28 +10,28 @@ While the run manages the retries of a call, the adapter is told not to retry on
 Never: retry a call that already streamed an event to the reader, retry an abort, replay a request bound
 to server-side state (`previous_response_id`, `conversation_id`) unless the provider says it is safe or
 the policy explicitly approves it. Names and fields are upstream's; decisions are plain data, policies
-may be sync or `async def`.
+may be sync or `async def`. The run reaches this shell through the `model` seam (`RetryPlugin`): a turn whose
+settings ask for retries calls a `RetryingModel` around its model.
 """
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
-from . import caller
-from .errors import ModelHTTPError, ModelTimeoutError, UserError
+from .. import caller, seams
+from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+# What a model adapter reports about a failure, and the flag that tells it the run retries: the Model contract.
+from ..models.interface import (ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError,  # noqa: F401
+                                provider_retries_disabled)
 
 logger = logging.getLogger("miniagents")
 DEFAULT_INITIAL_DELAY = 0.25
 DEFAULT_MAX_DELAY = 2.0
 DEFAULT_MULTIPLIER = 2.0
 
-# True while the run retries a call itself: a model adapter reading it makes one attempt only.
-provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("miniagents_provider_retries_disabled",
-                                                                          default=False)
 
 
 @dataclass
@@ -92,44 +92,6 @@ class ModelRetrySettings:
     def to_json_dict(self) -> dict:
         return {"max_retries": self.max_retries,
                 "backoff": self.backoff.to_json_dict() if self.backoff is not None else None}
-
-
-@dataclass
-class ModelRetryNormalizedError:
-    """What a policy needs to know about a failure, whatever the model adapter raised."""
-
-    status_code: Optional[int] = None
-    error_code: Optional[str] = None
-    message: Optional[str] = None
-    request_id: Optional[str] = None
-    retry_after: Optional[float] = None
-    is_abort: bool = False
-    is_network_error: bool = False
-    is_timeout: bool = False
-
-
-@dataclass
-class ModelRetryAdvice:
-    """A model adapter's opinion on retrying a failure: `suggested` (None: no opinion), the delay the server
-    asked for, and whether replaying the request is "safe" or "unsafe" (None: unknown)."""
-
-    suggested: Optional[bool] = None
-    retry_after: Optional[float] = None
-    replay_safety: Optional[str] = None
-    reason: Optional[str] = None
-    normalized: Optional[ModelRetryNormalizedError] = None
-    response_started: bool = False
-
-
-@dataclass
-class ModelRetryAdviceRequest:
-    """What the run asks a model's `get_retry_advice` about."""
-
-    error: Exception
-    attempt: int
-    stream: bool
-    previous_response_id: Optional[str] = None
-    conversation_id: Optional[str] = None
 
 
 @dataclass
@@ -382,3 +344,32 @@ def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids
                 attempt += 1
     finally:
         provider_retries_disabled.reset(token)
+
+
+class RetryingModel:
+    """A turn's model, with each call retried as `settings` (`ModelSettings.retry`) and its policy decide; every
+    other attribute is the wrapped model's."""
+
+    def __init__(self, model: Any, settings: ModelRetrySettings):
+        self.wrapped, self.settings = model, settings
+
+    def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return get_response(self.wrapped, self.settings, lambda: self.wrapped.get_response(*args, **kwargs), kwargs)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        return stream_response(self.wrapped, self.settings, lambda: self.wrapped.stream_response(*args, **kwargs),
+                               kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+
+class RetryPlugin(seams.Plugin):
+    """On the `model` seam: a turn whose settings have `retry` calls its model through a `RetryingModel`."""
+
+    def model(self, run: Any, setup: Any, model: Any) -> Any:
+        settings = as_settings(setup.settings.retry)
+        return model if settings is None else RetryingModel(model, settings)
+
+
+seams.register(RetryPlugin())
