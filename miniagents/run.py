@@ -290,9 +290,8 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     agents = reachable_agents(starting_agent)
     seams.load_asked_for(config, agents)
     hooked = options.hooks is not None or any(a.hooks is not None for a in agents)
-    run.plugins = seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())
-    run.capabilities = prepare_capabilities(starting_agent, config)
-    refuse_hosted_tools_on_chat(starting_agent, config)
+    run.agents, run.plugins = agents, seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())
+    refuse_hosted_tools_on_chat(agents, config)
     managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
         isinstance(input, RunState) and input.server_managed)
     if managed:
@@ -300,7 +299,15 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
         run.state = input
-        return run
+    else:
+        run.state = fresh_state(starting_agent, input, options, config)
+    if run.plugins:  # a shell refuses what cannot work, and makes what the run needs, before any model call
+        seams.emit(run.plugins, "prepare_run", run)
+    return run
+
+
+def fresh_state(starting_agent: Any, input: Any, options: RunOptions, config: RunConfig) -> RunState:
+    """A new run's state: the input checked, the session's history read once before it."""
     if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
         raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
                         f"got {type(input).__name__}: {input!r:.80}")
@@ -314,11 +321,11 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
         input, session_input = load_session_history(options.session, input, config)
     elif not isinstance(input, str):
         input = drop_orphans(to_input_list(input))
-    run.state = RunState(wrapper, input, starting_agent, options.max_turns, conversation_id=options.conversation_id,
-                         previous_response_id=options.previous_response_id,
-                         auto_previous_response_id=options.auto_previous_response_id)
-    run.state.unsaved_session_input = session_input
-    return run
+    state = RunState(wrapper, input, starting_agent, options.max_turns, conversation_id=options.conversation_id,
+                     previous_response_id=options.previous_response_id,
+                     auto_previous_response_id=options.auto_previous_response_id)
+    state.unsaved_session_input = session_input
+    return state
 
 
 def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: Any) -> None:
@@ -332,23 +339,10 @@ def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: 
                         "conversation history.")
 
 
-def prepare_capabilities(starting_agent: Any, config: RunConfig) -> dict:
-    """This run's copies of every reachable agent's capabilities (id(agent) -> PreparedCapabilities), made
-    when the run starts, so a capability its agent's model cannot serve fails here, before any model call."""
-    prepared = {}
-    for agent in reachable_agents(starting_agent):
-        if agent.capabilities:
-            from .capabilities import prepare  # loaded only by runs whose agents have capabilities
-
-            extra_args = agent.model_settings.resolve(config.model_settings).extra_args
-            prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, config), extra_args)
-    return prepared
-
-
-def refuse_hosted_tools_on_chat(starting_agent: Any, config: RunConfig) -> None:
+def refuse_hosted_tools_on_chat(agents: list, config: RunConfig) -> None:
     """A hosted tool runs on the Responses API's side: an agent that has one and a Chat Completions model is a
     `UserError` when the run starts, before any model call."""
-    for agent in reachable_agents(starting_agent):
+    for agent in agents:
         hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
         if hosted is None:
             continue

@@ -100,8 +100,9 @@ class Plugin:
     # --- Changes -------------------------------------------------------------------------------------
 
     def prepare_run(self, run: Any) -> None:
-        """The run is about to start, before any model call: refuse what cannot work (raise `UserError`), and
-        make what this run needs (kept in `run.scratch[self]`). Not called when a paused run resumes."""
+        """The run is about to start (or a paused one to resume), before any model call: refuse what cannot work
+        (raise `UserError`), and make what this run needs (kept in `run.scratch[self]`). `run.agents` lists every
+        agent it can reach."""
 
     def offer(self, run: Any, setup: Any) -> Any:
         """What the agent offers the model this turn (`turn.TurnSetup`: instructions, tools, handoffs,

@@ -59,7 +59,7 @@ class Run:
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
-    capabilities: dict = field(default_factory=dict)  # id(agent) -> PreparedCapabilities, made as the run starts
+    agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's hooks
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
@@ -75,7 +75,6 @@ class TurnSetup:
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
     output: AgentOutputSchemaBase
-    capabilities: list = field(default_factory=list)  # this run's Capability clones for the agent
     hosted: list = field(default_factory=list)  # hosted tools (run by the provider): sent, never called here
     prompt: Optional[dict] = None  # the agent's stored prompt for this turn
 
@@ -227,18 +226,12 @@ def prepare_turn(run: Run) -> TurnSetup:
     settings = agent.model_settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions, prepared = caller.resolve(agent.get_system_prompt(ctx)), run.capabilities.get(id(agent))
-    setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), [], hosted,
+    instructions = caller.resolve(agent.get_system_prompt(ctx))
+    setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), hosted,
                       agent.get_prompt(ctx))
-    if prepared is None:
-        return setup
-    # The execution copy for this run: the agent's own tools and text, then what its capabilities add.
-    for tool in prepared.tools:
-        tools.setdefault(tool.name, tool)
-    if prepared.instructions:
-        instructions = f"{instructions}\n\n{prepared.instructions}" if instructions else prepared.instructions
-    return dataclasses.replace(setup, instructions=instructions, capabilities=prepared.capabilities,
-                               settings=dataclasses.replace(settings, extra_args=prepared.extra_args))
+    if run.plugins:  # a shell may add to the offer (capabilities: miniagents/capabilities/)
+        setup = seams.change(run.plugins, "offer", run, setup)
+    return setup
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
@@ -277,8 +270,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     if config.reasoning_item_id_policy == "omit":
         model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
                        for i in model_input]
-    for capability in setup.capabilities:
-        model_input = capability.process_context(model_input)
+    if run.plugins:
+        model_input = seams.change(run.plugins, "model_input", run, setup, model_input)
     state.context_wrapper.turn_input = model_input
     model = get_model(agent, config)
     if run.plugins:  # a shell may wrap it (retries the run manages: miniagents/retry/)

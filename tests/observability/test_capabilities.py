@@ -1,4 +1,4 @@
-"""Capabilities (miniagents/capabilities.py): the per-run clones, what `prepare` collects for the Runner
+"""Capabilities (miniagents/capabilities/): the per-run clones, what `prepare` collects for the Runner
 (tools, instruction fragments, request parameters), and the fail-fast checks. Issue 14.
 
 `Agent(capabilities=...)` and the per-run execution copy of the agent are the Runner's part; these tests

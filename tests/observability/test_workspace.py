@@ -1,4 +1,4 @@
-"""The Workspace capability's tools (miniagents/capabilities.py): listing, bounded reading and searching of one
+"""The Workspace capability's tools (miniagents/capabilities/): listing, bounded reading and searching of one
 folder, approved writing, and every way a path could leave the folder refused with a message the model reads.
 Issue 14.
 """
