@@ -7,6 +7,7 @@ installed. To show that its invariants can fail, the same copy is made with one 
 """
 import inspect
 import io
+import json
 import os
 import re
 import shutil
@@ -272,3 +273,56 @@ def test_live_reports_the_models_choices_and_asserts_the_kernels_rules(tmp_path)
     assert "✓ ch1: a response with no tool calls is the final output" in proc.out
     assert "· ch2: the model called get_order_status" in proc.out and "reported, not asserted" in proc.out
     assert [r["body"]["model"] for r in server.requests] == ["tiny", "tiny"]
+
+
+# --- the package on a Python it does not support ---------------------------------------------------------
+
+def pyenv_python(version: str):
+    """The newest installed patch release of Python `version` (e.g. "3.8") under pyenv, or None."""
+    root = os.environ.get("PYENV_ROOT")
+    if not root and shutil.which("pyenv"):
+        root = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, timeout=30).stdout.decode().strip()
+    found = sorted(Path(root or Path.home() / ".pyenv").glob(f"versions/{version}.*/bin/python3"),
+                   key=lambda path: [int(n) for n in re.findall(r"\d+", path.parent.parent.name)])
+    return found[-1] if found else None
+
+
+DEFINE_A_TOOL = """
+import json, sys
+try:
+    from miniagents import function_tool
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        '''Get the weather for a city.'''
+        return city
+    said = {"tool": get_weather.name}
+except ImportError as error:
+    said = {"error": str(error)}
+said["loaded"] = sorted(name for name in sys.modules if name.startswith("miniagents."))
+print(json.dumps(said))
+"""
+
+
+def on_python(version: str, tmp_path: Path) -> dict:
+    """What a copy of the package says when Python `version` imports it and defines a tool."""
+    python = pyenv_python(version)
+    if python is None:
+        pytest.skip(f"Python {version} is not installed under pyenv")
+    repo = bare_copy(tmp_path)
+    proc = subprocess.run([str(python), "-S", "-E", "-c", DEFINE_A_TOOL], cwd=str(repo),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    return dict(json.loads(proc.stdout), python=str(python))
+
+
+def test_python_3_8_is_told_which_python_is_needed_before_anything_else_loads(tmp_path):
+    said = on_python("3.8", tmp_path)
+    version = Path(said["python"]).parent.parent.name  # pyenv's folder is named after the release: 3.8.18
+    assert said["error"] == f"miniagents needs Python 3.9 or newer; this is Python {version} ({said['python']})"
+    assert said["loaded"] == []  # the check is the package's first statement: no module of it was imported
+
+
+def test_python_3_9_imports_the_package_and_defines_a_tool(tmp_path):
+    said = on_python("3.9", tmp_path)
+    assert said.get("tool") == "get_weather", said
