@@ -10,8 +10,8 @@ Each chapter builds agents, runs them and prints every request the loop sent to 
 `←` items received), so you can follow the agent loop item by item. The scripted model
 (`miniagents.testing.ScriptedModel`) plays the model's part; some of its steps are callables that read what
 they were sent, the way a real model would. After each chapter the demo checks the rules the chapter showed
-(its invariants, ✓ or ✗) and at the end exits non-zero if any failed, so it doubles as a test of the kernel:
-a kernel that breaks one of those rules fails here, with the rule named.
+(its invariants, ✓ or ✗) and at the end exits with the number of chapters that failed (0: none), so it
+doubles as a test of the kernel: a kernel that breaks one of those rules fails here, with the rule named.
 """
 import argparse
 import ast
@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from miniagents import (Agent, AgentsException, GuardrailFunctionOutput, InputGuardrailTripwireTriggered,  # noqa: E402
                         ModelBehaviorError, ModelHTTPError, ModelTimeoutError, RunConfig, RunContextWrapper,
-                        Runner, RunState, SQLiteSession, ToolError, Workspace, function_tool, input_guardrail)
+                        Runner, RunState, SQLiteSession, ToolError, UserError, Workspace, function_tool,
+                        input_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 API_KEY = "sk-warehouse-SECRET-7f3a"  # lives in the run context; no request may ever contain it
@@ -281,13 +282,14 @@ class Walkthrough:
 
     def crashed(self, chapter_function, error: BaseException) -> None:
         """A chapter that raised: one failed invariant naming the error and the chapter's line it came through
-        (with a real model, a run that ended in an AgentsException is the model's doing: reported)."""
+        (with a real model, a run that ended in an AgentsException is the model's doing: reported; but a
+        UserError is a mistake in the setup, never the model's)."""
         frames = [f for f in traceback.extract_tb(error.__traceback__) if f.name == chapter_function.__name__
                   and os.path.abspath(f.filename) == os.path.abspath(__file__)]
         where = f" at demo.py line {frames[-1].lineno}" if frames else ""
+        the_models_doing = self.live and isinstance(error, AgentsException) and not isinstance(error, UserError)
         self._judge(f"the chapter ran to its end (it raised {type(error).__name__}{where}: "
-                    f"{short(error, 90)})", lambda: False,
-                    asserted=not (self.live and isinstance(error, AgentsException)))
+                    f"{short(error, 90)})", lambda: False, asserted=not the_models_doing)
 
     def flush(self) -> None:
         for lines, style in self.lines:
@@ -296,10 +298,12 @@ class Walkthrough:
         self.lines = []
 
 
-CHAPTERS: list = []  # (title, intro lines, function, whether a real model can play it), in story order
+CHAPTERS: list = []  # (title, intro lines, function, what it asks of a real model's server), in story order
 
 
-def chapter(title: str, *intro: str, live: bool = False):
+def chapter(title: str, *intro: str, live: str = ""):
+    """Register a chapter; `live` says what its requests ask of a real server (--live plays it, and names
+    that when the server refuses), and is empty for a chapter only the scripted model can play."""
     def register(function):
         CHAPTERS.append((title, intro, function, live))
         return function
@@ -314,7 +318,8 @@ def number_of(function) -> int:
 
 @chapter("The loop: one plain answer",
          "An Agent is configuration; Runner.run_sync calls its model in a loop, one call per turn.",
-         "A response with no tool calls is the final output, so this run ends after one model call.", live=True)
+         "A response with no tool calls is the final output, so this run ends after one model call.",
+         live="a plain answer, no tools")
 def the_loop(desk: Walkthrough) -> None:
     log: list = []
     agent = Agent(name="Help desk", instructions=HELP_DESK, model=desk.model(
@@ -330,7 +335,8 @@ def the_loop(desk: Walkthrough) -> None:
 
 @chapter("A typed tool: schema, call, output, second call",
          "@function_tool turns a signature and docstring into a strict JSON schema (below).",
-         "The model only asks for a call; the loop runs it and sends the output back on the next call.", live=True)
+         "The model only asks for a call; the loop runs it and sends the output back on the next call.",
+         live="tool calling (a function in `tools`)")
 def typed_tool(desk: Walkthrough) -> None:
     say("  the schema the model sees for get_order_status (ctx is injected, so it is not a parameter):")
     say("    " + pretty_json(get_order_status.params_json_schema, "    "))
@@ -344,7 +350,7 @@ def typed_tool(desk: Walkthrough) -> None:
     out = next((i for i in result.new_items if i.type == "tool_call_output_item"), None)
     if out is not None:
         say(f"  the tool returned a {type(out.output).__name__} (kept on the run item); the model got its JSON text")
-    say(f"  final_output: {short(repr(result.final_output))}  ({len(log)} model calls)")
+    say(f"  final_output: {short(repr(result.final_output))}  ({plural(len(log), 'model call')})")
     calls = [i for ex in log[:1] for i in ex.output if i.get("type") == "function_call"]
     desk.expect("the model called get_order_status; its next call got that call's output, as JSON text",
                 lambda: len(log) == 2 and [c["name"] for c in calls] == ["get_order_status"]
@@ -370,7 +376,7 @@ class DeliveryAnswer:
 @chapter("Structured output: a dataclass back, not text",
          "output_type=DeliveryAnswer sends the model a strict JSON schema and parses its answer into one.",
          "JSON that does not fit raises ModelBehaviorError naming the field; nothing is retried for you.",
-         live=True)
+         live="structured output (a strict JSON schema as `response_format`)")
 def structured_output(desk: Walkthrough) -> None:
     log: list = []
 
@@ -408,8 +414,14 @@ def structured_output(desk: Walkthrough) -> None:
         say("  to let the model fix it, send the message back as the next input:")
         retry = ([{"role": "user", "content": question}] + [i.raw_item for i in error.run_data.new_items]
                  + [{"role": "user", "content": f"{error.message} Answer again with JSON that fits the schema."}])
-        result = Runner.run_sync(agent, retry, context=HelpDeskContext("Dana"), run_config=desk.config)
+        missed_again = None
+        try:
+            result = Runner.run_sync(agent, retry, context=HelpDeskContext("Dana"), run_config=desk.config)
+        except ModelBehaviorError as e:  # a real model may miss twice: its doing, reported below
+            missed_again = e
         show(log[1:], label_suffix=" (a new run)")
+        if missed_again is not None:
+            say(f"  it did not fit again ({type(missed_again).__name__}): {short(missed_again.message, 60)}", "33")
     final = result.final_output if result is not None else None
     say(f"  final_output: {short(repr(final), 84)}")
     desk.check("the model was sent a strict schema: every field required, no other field allowed",
@@ -431,7 +443,7 @@ def kind_of_schema(schema: dict) -> str:
 @chapter("A handoff to a specialist",
          "A handoff is a tool too: the model sees transfer_to_<agent> and calls it like any other.",
          "The loop then switches agents; the specialist gets the whole transcript and its own instructions.",
-         live=True)
+         live="tool calling (the handoff is a function in `tools`)")
 def handoff(desk: Walkthrough) -> None:
     log: list = []
 
@@ -765,7 +777,8 @@ def streaming(desk: Walkthrough) -> None:
 
 @chapter("A blocking input guardrail stops an injection attempt",
          "Input guardrails check the user's input before the first model call (blocking by default).",
-         "A tripwire raises InputGuardrailTripwireTriggered: no model call was made and no tool ran.", live=True)
+         "A tripwire raises InputGuardrailTripwireTriggered: no model call was made and no tool ran.",
+         live="no model call at all")
 def guardrail(desk: Walkthrough) -> None:
     pattern = re.compile(r"ignore (all |any )?(previous|prior|above) instructions|system prompt|api key", re.I)
 
@@ -920,7 +933,14 @@ LIVE_HELP = """\
   OPENAI_API_KEY        its key (local servers accept any value)
   OPENAI_DEFAULT_MODEL  the model name, unless --model is given
 What a real model chooses (to call a tool, to hand off) is reported, not asserted; the kernel's own rules
-are still checked."""
+are still checked. A chapter whose request the server fails (down, 404, HTTP 500, ...) gets one line on
+stderr saying what failed and what to check, and the walkthrough goes on to the next chapter.
+
+Exit status: 0 when every chapter ran to its end and every rule it asserts held; otherwise the number of
+chapters that did not (the whole-walkthrough checks count as one more). A chapter that could not run (its
+server call failed, or the model's answer ended its run) counts; when the model cannot be set up (no API
+key, a bad OPENAI_BASE_URL) no chapter runs and all of them count. 2 is also argparse's status for a bad
+command line; 141 means stdout was closed (| head)."""
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -949,79 +969,111 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 
 
 def live_model(name: Optional[str]):
-    """The real model for --live (built from the environment), or an error line telling what to set."""
+    """The real model for --live (built from the environment), or what is wrong and what to set."""
     from miniagents import OpenAIProvider
 
     try:
-        return OpenAIProvider().get_model(name or os.environ.get("OPENAI_DEFAULT_MODEL") or None), None
+        model = OpenAIProvider().get_model(name or os.environ.get("OPENAI_DEFAULT_MODEL") or None)
     except (AgentsException, ValueError) as e:
-        return None, f"live: cannot set up the model: {short(e, 200)}"
+        return None, f"cannot set up the model: {short(e, 200)}"
+    try:
+        model.transport  # the endpoint, built now: a missing key is said before any chapter asks the model
+    except (AgentsException, ValueError) as e:
+        if isinstance(e, UserError) and not os.environ.get("OPENAI_API_KEY"):
+            return None, ("no API key: set OPENAI_API_KEY; for a local server any value works (and set "
+                          "OPENAI_BASE_URL to where it listens, e.g. http://localhost:11434/v1)")
+        return None, f"cannot set up the model: {short(e, 200)}"
+    return model, None
 
 
-def unreachable(error: BaseException) -> Optional[str]:
-    """One line saying why a real model could not be used and what to do next, or None for other errors."""
+def unreachable(error: BaseException, asks: str) -> Optional[str]:
+    """What failed and what to check next, in one line, when the real model's server could not be used (None
+    for other errors); `asks` is what the chapter's requests need of the server."""
     base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1 (OPENAI_BASE_URL is unset)"
     if isinstance(error, ModelTimeoutError):
-        return (f"live: the model at {base} did not answer in time ({short(error, 80)}). Is the model loaded? "
+        return (f"the model at {base} did not answer in time ({short(error, 80)}). Next: is the model loaded? "
                 "Try a smaller one with --model.")
     if not isinstance(error, ModelHTTPError):
         return None
-    said = short(error, 160)
+    said = short(error, 240)
     if error.status is None:
         step = "start the server, or set OPENAI_BASE_URL to where it listens (e.g. http://localhost:11434/v1)."
+    elif 200 <= error.status < 300:
+        step = ("OPENAI_BASE_URL answers, but not as an OpenAI-compatible API (a web page?): set it to the API's "
+                "address (most servers want it to end in /v1).")
     elif error.status in (401, 403):
         step = "set OPENAI_API_KEY to a key this server accepts."
     elif error.status == 404:
         step = ("check OPENAI_BASE_URL (most servers want it to end in /v1) and the model name "
                 "(--model or OPENAI_DEFAULT_MODEL).")
     else:
-        step = "the server refused the request; its own log says why."
-    return f"live: the model server at {base} failed: {said}. Next: {step}"
+        step = f"the server could not answer this request; its log says why. This chapter asks for {asks}."
+    return f"the model server at {base} failed: {said}. Next: {step}"
+
+
+def play(desk: Walkthrough, number: int) -> bool:
+    """Run chapter `number` and print its invariants; True if it ran to its end and every rule it asserts held.
+
+    With a real model, a chapter whose server call failed gets one line on stderr (what failed, what to
+    check) instead of its invariants, and the walkthrough goes on to the next chapter."""
+    title, intro, function, asks = CHAPTERS[number - 1]
+    heading(number, title, intro)
+    desk.prefix = f"ch{number}: "
+    checked = len(desk.results)
+    ran = True
+    try:
+        function(desk)
+    except Exception as error:
+        ran = False
+        line = unreachable(error, asks) if desk.live else None
+        if line:
+            print(f"live: chapter {number} could not run: {line}", file=sys.stderr)
+        else:
+            desk.crashed(function, error)
+    desk.flush()
+    return ran and all(ok for _, ok in desk.results[checked:])
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """The walkthrough; returns how many chapters did not pass (see --help: Exit status)."""
     args = parse_args(argv)
     if args.resume_in_fresh_process:
         return resume_in_fresh_process(*args.resume_in_fresh_process)
     Style.color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     Style.quiet = args.quiet
+    chosen = sorted(set(args.chapter or [n for n, c in enumerate(CHAPTERS, 1) if c[3] or not args.live]))
     real = None
     if args.live:
         real, problem = live_model(args.model)
         if problem:
-            print(problem, file=sys.stderr)
-            return 2
-    chosen = set(args.chapter or [n for n, c in enumerate(CHAPTERS, 1) if c[3] or not args.live])
+            print(f"live: no chapter ran: {problem}", file=sys.stderr)
+            return len(chosen)
     say("miniagents walkthrough: an Acme Parcels help desk" + (" (live)" if args.live else
                                                                 " (offline, scripted model)"))
     say("  → an item the loop sent to the model   ← an item the model sent back", "2")
     with tempfile.TemporaryDirectory(prefix="miniagents-demo-") as folder:
         desk = Walkthrough(real, RunConfig(workflow_name=WORKFLOW, trace_path=args.trace), folder)
-        for number, (title, intro, function, _) in enumerate(CHAPTERS, 1):
-            if number not in chosen:
-                continue
-            heading(number, title, intro)
-            desk.prefix = f"ch{number}: "
-            try:
-                function(desk)
-            except Exception as error:
-                line = unreachable(error) if args.live else None
-                if line:
-                    desk.flush()
-                    print(line, file=sys.stderr)
-                    return 2
-                desk.crashed(function, error)
-            desk.flush()
+        not_passed = [number for number in chosen if not play(desk, number)]
         say()
         rule("The whole walkthrough")
+        checked = len(desk.results)
         whole_walkthrough(desk)
         desk.flush()
+        whole_failed = not all(ok for _, ok in desk.results[checked:])
     passed = sum(ok for _, ok in desk.results)
     emit(f"invariants: {passed}/{len(desk.results)} passed", "1")
+    failed = [f"chapter {number}" for number in not_passed] + ["the whole-walkthrough checks"] * whole_failed
+    if failed:
+        emit(f"did not run to their end or broke a rule: {', '.join(failed)} (exit status {len(failed)})", "31")
     if args.trace:
         say(f"trace appended to {args.trace}; read it as a tree with: python -m miniagents.trace {args.trace}")
-    return 0 if passed == len(desk.results) else 1
+    return len(failed)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except BrokenPipeError:  # stdout was closed (`python demo.py | head`): the walkthrough ends here, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so Python's last flush cannot fail
+        status = 141  # what a shell reports for a program that SIGPIPE ended: 128 + 13
+    sys.exit(status)

@@ -4,6 +4,12 @@
 are loaded on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl,
 sqlite3, asyncio or concurrent.futures, and costs less.
 """
+import sys
+
+if sys.version_info < (3, 9):  # typing.Annotated and friends; said here, before a tool fails deep inside typing
+    raise ImportError(f"miniagents needs Python 3.9 or newer; this is Python {sys.version.split()[0]} "
+                      f"({sys.executable})")
+
 from .agent import Agent, StopAtTools
 from .agent_output import AgentOutputSchema
 from .context import RunContextWrapper, ToolContext, Usage
