@@ -1,8 +1,10 @@
 """miniagents: the agent loop of the OpenAI Agents SDK, standard library only.
 
-`import miniagents as agents` gives upstream's core names. The HTTP adapters, sessions and guardrails
-are loaded on first use (module `__getattr__`), so importing the package pulls in no urllib, ssl,
-sqlite3, asyncio or concurrent.futures, and costs less.
+`import miniagents as agents` gives upstream's core names. The rest load on first use (module `__getattr__`,
+one table, `_LAZY`): the HTTP adapters, sessions, guardrails and the kernel's less used classes, and the names
+of the shells (the optional folders: tracing/, retry/, capabilities/, upstream/, ...), so importing the package
+pulls in no urllib, ssl, sqlite3, asyncio or concurrent.futures and no shell. In a copy of miniagents that left a
+shell out, its names raise an ImportError that says so (and `hasattr` answers False).
 """
 import sys
 
@@ -30,39 +32,69 @@ from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
 from .tool import (FunctionTool, FunctionToolResult, ToolError, ToolsToFinalOutputResult, default_tool_error_function,
                    function_tool)
+from . import seams  # noqa: E402
 
 __version__ = "0.1.0"
 
 _GUARDRAILS = ("GuardrailFunctionOutput", "InputGuardrail", "InputGuardrailResult", "OutputGuardrail",
                "OutputGuardrailResult", "ToolGuardrailFunctionOutput", "ToolInputGuardrail", "ToolInputGuardrailData",
                "ToolOutputGuardrail", "ToolOutputGuardrailData", "input_guardrail", "output_guardrail",
-               "tool_input_guardrail", "tool_output_guardrail")
+               "tool_input_guardrail", "tool_output_guardrail", "ToolInputGuardrailResult", "ToolOutputGuardrailResult")
 _TRACING = ("trace", "custom_span", "agent_span", "function_span", "generation_span", "handoff_span",
             "guardrail_span", "turn_span", "task_span", "get_current_trace", "get_current_span",
             "add_trace_processor", "set_trace_processors", "set_tracing_disabled", "set_tracing_export_api_key",
             "flush_traces", "gen_trace_id", "gen_span_id", "TracingProcessor", "Trace", "Span", "SpanError",
             "SpanData", "AgentSpanData", "CustomSpanData", "FunctionSpanData", "GenerationSpanData",
             "GuardrailSpanData", "HandoffSpanData", "TaskSpanData", "TurnSpanData")
+_RETRY = ("ModelRetrySettings", "ModelRetryBackoffSettings", "RetryDecision", "RetryPolicy", "RetryPolicyContext",
+          "retry_policies")
+_TOOLS = ("Tool", "ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", "ToolOutputTextDict",
+          "ToolOutputImageDict", "ToolOutputFileContentDict", "WebSearchTool", "WebSearchToolImageSettings",
+          "FileSearchTool", "CodeInterpreterTool", "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool")
+# name -> the module it is read from on first use (a shell's names: its folder first)
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
     "Session": "session", "SessionABC": "session", "SQLiteSession": "sqlite_session", "SessionSettings": "session",
     "DBAPISession": "dbapi_session", "SessionStoreError": "sql_session",
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
-    "set_default_openai_api": "models.provider",
+    "set_default_openai_api": "models.provider", "MultiProvider": "models.provider",
+    "set_default_openai_client": "models.provider", "ModelTracing": "models.interface",
+    "ModelRetryAdvice": "models.interface", "ModelRetryAdviceRequest": "models.interface",
+    "ModelRetryNormalizedError": "models.interface",
     "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",
+    **dict.fromkeys(("TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "InputItem"), "items"),
+    **dict.fromkeys(_TOOLS, "tool"),
+    **dict.fromkeys(("AgentBase", "AgentToolStreamEvent", "ToolsToFinalOutputFunction", "Prompt",
+                     "DynamicPromptFunction", "GenerateDynamicPromptData"), "agent"),
+    **dict.fromkeys(("RunErrorHandler", "RunErrorHandlers", "RunErrorData", "ToolErrorFormatter",
+                     "ToolNotFoundBehavior", "ReasoningItemIdPolicy", "ToolNameCollisionPolicy"), "config"),
+    "TContext": "context", "AgentHookContext": "context", "StreamEvent": "result", "AgentToolInvocation": "result",
+    "HandoffInputFilter": "handoffs", "AgentOutputSchemaBase": "agent_output",
     **dict.fromkeys(_TRACING, "tracing"),
+    **dict.fromkeys(_RETRY, "retry"),
     "Capability": "capabilities", "Workspace": "capabilities",
+    "enable_verbose_stdout_logging": "upstream.logger", "run_demo_loop": "upstream.repl",
 }
+_SHELL_OF = {name: module.split(".")[0] for name, module in _LAZY.items() if module.split(".")[0] in seams.SHELLS}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+    """A name of `_LAZY`, loaded now; else what the upstream shell says of it (its explained error for a feature
+    miniagents leaves out), when this copy has that shell."""
+    module = _LAZY.get(name)
+    if module is None:
+        if not seams.present("upstream"):
+            raise AttributeError(f"module 'miniagents' has no attribute {name!r}")
+        return seams.load_shell("upstream").top_level(name)
+    if name in _SHELL_OF:
+        try:
+            seams.load_shell(_SHELL_OF[name], name)
+        except seams.MissingShellError as missing:  # an AttributeError, so that hasattr() answers False
+            raise AttributeError(str(missing)) from None
+    import importlib
 
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    return _upstream_name(name)
+    value = globals()[name] = getattr(importlib.import_module(f".{module}", __name__), name)
+    return value
 
 
 _EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent", "AgentsException", "CallModelData",
@@ -77,10 +109,5 @@ _EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent",
           "ToolInputGuardrailTripwireTriggered", "ToolOutputGuardrailTripwireTriggered", "ToolTimeoutError",
           "ToolsToFinalOutputResult", "Usage", "UserError", "default_tool_error_function", "function_tool", "handoff"]
 
-# Upstream's import paths (`miniagents.memory`, `miniagents.exceptions`, ...), its type aliases, and the
-# explained error for features miniagents leaves out: miniagents/compat.py.
-from .compat import TOP_LEVEL as _UPSTREAM_NAMES, install as _install_upstream_paths  # noqa: E402
-from .compat import top_level as _upstream_name  # noqa: E402
-
-_install_upstream_paths()
-__all__ = sorted(_EAGER + list(_LAZY) + list(_UPSTREAM_NAMES))  # what is imported above, loaded on use, upstream's
+seams.install_finder()  # `miniagents.<name>` of a shell this copy lacks, and upstream's module paths
+__all__ = sorted(_EAGER + list(_LAZY))  # what is imported above, and what loads on first use

@@ -259,14 +259,14 @@ class ShellFinder:
             return None
         first = rest.split(".")[0]
         shell = first if first in SHELLS else sys.modules["miniagents"]._SHELL_OF.get(first)
-        if shell is not None and not _present(shell):
+        if shell is not None and not present(shell):
             raise MissingShellError(missing(f"miniagents.{rest}" if first in SHELLS else first, shell), name=fullname)
-        if shell is None and _present("upstream"):
+        if shell is None and present("upstream"):
             return importlib.import_module("miniagents.upstream").find_spec(fullname)
         return None
 
 
-def _present(shell: str) -> bool:
+def present(shell: str) -> bool:
     """Whether this copy of miniagents has the shell folder (found without importing it)."""
     return PathFinder.find_spec(f"miniagents.{shell}", sys.modules["miniagents"].__path__) is not None
 

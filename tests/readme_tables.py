@@ -58,7 +58,7 @@ AREAS = {
     "state and sessions": ["state.py", "session.py", "sql_session.py", "sql_dialect.py", "sqlite_session.py",
                            "dbapi_session.py"],
     "HTTP adapters": ["models/"],
-    "compatibility": ["compat.py", "handoff_helpers.py", "repl.py", "logger.py"],
+    "compatibility": ["upstream/"],
     "tracing, capabilities": ["tracing/", "trace.py", "capabilities/"],
     "offline model": ["testing.py"],
 }

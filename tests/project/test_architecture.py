@@ -16,12 +16,11 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 # Each layer may import its own modules and those of the layers before it (models/ is beside the kernel: it
 # knows items and the Model interface, nothing of agents or tools).
 LAYERS = {
-    "data": ["errors", "seams", "items", "context", "caller", "logger"],
+    "data": ["errors", "seams", "items", "context", "caller"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
-    "running": ["state", "turn", "result", "run", "testing", "repl", "trace"],
-    "compatibility": ["handoff_helpers", "compat"],
+    "running": ["state", "turn", "result", "run", "testing", "trace"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.http", "models.endpoint",
           "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
@@ -32,7 +31,7 @@ MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "valida
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set()}
+SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set()}
 # The kernel names a shell only as text, in these modules: seams.load_shell and the finder, the package's table of
 # names that load on first use, and trace.py (the tracing shell's command under its old name).
 NAMES_SHELLS = {"seams", "__init__", "trace"}

@@ -9,7 +9,8 @@ import typing
 import pytest
 
 import miniagents
-from miniagents import compat
+from miniagents import seams
+from miniagents import upstream as compat
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import ROOT
 
@@ -41,7 +42,7 @@ def test_a_path_that_is_a_real_miniagents_module_is_left_to_that_module():
 
     assert not isinstance(miniagents.run, compat.UpstreamPathModule)
     assert miniagents.run.Runner is miniagents.Runner
-    assert sys.meta_path[-1] is compat._UpstreamPathFinder  # last: real modules are found first
+    assert sys.meta_path[-1] is seams.ShellFinder  # last: real modules are found first
 
 
 def test_every_dotted_path_has_its_parent_package():
@@ -57,7 +58,7 @@ def test_upstream_names_are_read_when_accessed_not_copied(monkeypatch):
     marker = type("Moved", (Exception,), {})
     monkeypatch.setattr(miniagents, "UserError", marker)
     assert miniagents.exceptions.UserError is marker
-    monkeypatch.setattr("miniagents.handoff_helpers.remove_all_tools", marker)
+    monkeypatch.setattr("miniagents.upstream.handoff_helpers.remove_all_tools", marker)
     assert miniagents.extensions.handoff_filters.remove_all_tools is marker
 
 
@@ -101,7 +102,7 @@ def test_import_miniagents_as_agents_reaches_paths_and_aliases():
 
 
 def test_every_top_level_alias_reads_and_is_in_all():
-    for name in compat.TOP_LEVEL:
+    for name in miniagents._LAZY:
         assert getattr(miniagents, name) is not None
         assert name in miniagents.__all__
     namespace = {}

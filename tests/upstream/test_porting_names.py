@@ -377,7 +377,7 @@ def scripted_input(lines):
 @pytest.mark.parametrize("flavour", ["async", "sync"])
 @pytest.mark.parametrize("stream", [True, False])
 def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream, capsys):
-    from miniagents.repl import run_demo_loop, run_demo_loop_sync
+    from miniagents.upstream.repl import run_demo_loop, run_demo_loop_sync
 
     agent, model = make_agent([[function_call("lookup", {"order": "A1"}, call_id="c1")],
                                [assistant_message("Shipped.")], [assistant_message("You're welcome.")]],
@@ -395,7 +395,7 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
 
 
 def test_enable_verbose_stdout_logging_adds_one_stdout_handler(monkeypatch):
-    from miniagents.logger import logger
+    from miniagents.upstream.logger import logger
 
     earlier, buffer = io.StringIO(), io.StringIO()
     before, level = list(logger.handlers), logger.level

@@ -1,18 +1,17 @@
-"""Upstream's import paths on top of miniagents' own layout, and the explained error for what is left out.
+"""Compatibility with upstream's programs (a shell): its import paths, and the explained error for what is left out.
 
 Code written for the OpenAI Agents SDK imports from paths such as `agents.memory` or
 `agents.extensions.handoff_prompt`. `UPSTREAM_PATHS` maps each such path (below `miniagents.`) to the
-names it holds; `install()` (called by miniagents/__init__.py) adds an import hook that builds those
-modules on demand. A name is looked up in the `miniagents` package (or in the miniagents module its
-entry names) each time it is read, never copied, so moving code between miniagents' own modules
-cannot leave a stale copy here. Where a path is also a real miniagents module (`miniagents.run`,
-`miniagents.items`, ...), the real module wins: the hook sits last on `sys.meta_path`.
+names it holds; the kernel's finder (`seams.ShellFinder`, last on `sys.meta_path`) asks `find_spec` here for
+any `miniagents.<path>` that is no real module, and this shell builds those modules on demand. A name is looked
+up in the `miniagents` package (or in the miniagents module its entry names) each time it is read, never copied,
+so moving code between miniagents' own modules cannot leave a stale copy here. Where a path is also a real
+miniagents module (`miniagents.run`, `miniagents.items`, ...), the real module wins.
 
 `LEFT_OUT` lists the features miniagents does not provide (README: "What is left out"). Importing
 one, or reading one of its names from the package, raises an error that says so instead of a bare
-"cannot import name".
-
-Never import anything heavy here: this module is loaded by `import miniagents`.
+"cannot import name". Beside it: upstream's handoff filters and prompt (`handoff_helpers`), `run_demo_loop`
+(`repl`) and `enable_verbose_stdout_logging` (`logger`).
 """
 from __future__ import annotations
 
@@ -58,39 +57,11 @@ UPSTREAM_PATHS = {
     "models.multi_provider": "MultiProvider=models.provider:MultiProvider "
                              "MultiProviderMap=models.provider:MultiProviderMap",
     "extensions": "",
-    "extensions.handoff_filters": "remove_all_tools=handoff_helpers:remove_all_tools",
-    "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
-                                 "prompt_with_handoff_instructions=handoff_helpers:prompt_with_handoff_instructions",
+    "extensions.handoff_filters": "remove_all_tools=upstream.handoff_helpers:remove_all_tools",
+    "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=upstream.handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
+                                 "prompt_with_handoff_instructions=upstream.handoff_helpers:prompt_with_handoff_instructions",
     "version": "__version__",
     "prompts": "Prompt DynamicPromptFunction GenerateDynamicPromptData",
-}
-
-# Names the package serves from here: upstream's type aliases, and classes miniagents defines but does
-# not import into the package itself.
-TOP_LEVEL = {
-    **{name: "items:" + name for name in ("TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent",
-                                          "InputItem")},
-    **{name: "tool:" + name for name in (
-        "Tool", "ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", "ToolOutputTextDict",
-        "ToolOutputImageDict", "ToolOutputFileContentDict", "WebSearchTool", "WebSearchToolImageSettings",
-        "FileSearchTool", "CodeInterpreterTool", "ImageGenerationTool", "ImageGenerationToolConfig",
-        "HostedMCPTool")},
-    **{name: "agent:" + name for name in ("AgentBase", "AgentToolStreamEvent", "ToolsToFinalOutputFunction",
-                                          "Prompt", "DynamicPromptFunction", "GenerateDynamicPromptData")},
-    **{name: "config:" + name for name in ("RunErrorHandler", "RunErrorHandlers", "RunErrorData", "ToolErrorFormatter",
-                                           "ToolNotFoundBehavior", "ReasoningItemIdPolicy", "ToolNameCollisionPolicy")},
-    **{name: "retry:" + name for name in (
-        "ModelRetrySettings", "ModelRetryBackoffSettings", "ModelRetryAdvice", "ModelRetryAdviceRequest",
-        "ModelRetryNormalizedError", "RetryDecision", "RetryPolicy", "RetryPolicyContext", "retry_policies")},
-    "TContext": "context:TContext", "AgentHookContext": "context:AgentHookContext",
-    "StreamEvent": "result:StreamEvent", "AgentToolInvocation": "result:AgentToolInvocation",
-    "HandoffInputFilter": "handoffs:HandoffInputFilter", "AgentOutputSchemaBase": "agent_output:AgentOutputSchemaBase",
-    "ToolInputGuardrailResult": "guardrails:ToolInputGuardrailResult",
-    "ToolOutputGuardrailResult": "guardrails:ToolOutputGuardrailResult",
-    "enable_verbose_stdout_logging": "logger:enable_verbose_stdout_logging",
-    "MultiProvider": "models.provider:MultiProvider", "ModelTracing": "models.interface:ModelTracing",
-    "set_default_openai_client": "models.provider:set_default_openai_client",
-    "run_demo_loop": "repl:run_demo_loop",
 }
 
 _TRACING_NAMES = (  # what tracing.py provides is not here: only exporters and spans of left-out features
@@ -223,19 +194,15 @@ class _UpstreamPathFinder:
     @staticmethod
     def exec_module(module):
         path = module.__name__[len("miniagents."):]
-        module.__doc__ = f"Upstream's `agents.{path}`: names read from miniagents when accessed (miniagents.compat)."
+        module.__doc__ = f"Upstream's `agents.{path}`: names read from miniagents when accessed (miniagents.upstream)."
         module.__all__ = sorted(_entries(path))
 
 
-def install() -> None:
-    if _UpstreamPathFinder not in sys.meta_path:
-        sys.meta_path.append(_UpstreamPathFinder)
+find_spec = _UpstreamPathFinder.find_spec  # what the kernel's finder asks of this shell
 
 
 def top_level(name: str):
-    """What `miniagents.<name>` is when the package itself does not define it (its module `__getattr__`)."""
-    if name in TOP_LEVEL:
-        return _read(TOP_LEVEL[name])
+    """What `miniagents.<name>` is when the package itself does not have it (its module `__getattr__` asks)."""
     if name in UPSTREAM_PATHS:
         return importlib.import_module("miniagents." + name)
     feature = _left_out(name)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator, Optional
 
-from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent
-from .run import DEFAULT_MAX_TURNS, RunOptions, Runner, drive, start_run
+from ..result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent
+from ..run import DEFAULT_MAX_TURNS, RunOptions, Runner, drive, start_run
 
 
 def _lines(read: Optional[Callable[[str], str]]):

@@ -2,13 +2,13 @@
 a prompt prefix that tells a model how handoffs work.
 
 Upstream keeps them under `agents.extensions.handoff_filters` and `agents.extensions.handoff_prompt`;
-miniagents serves those paths from here (miniagents/compat.py). The run loop never imports this module.
+miniagents serves those paths from here (the upstream shell, miniagents/upstream/).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .handoffs import HandoffInputData
+from ..handoffs import HandoffInputData
 
 # Run items that are tool traffic rather than conversation (by their `type`).
 _TOOL_RUN_ITEMS = frozenset({
