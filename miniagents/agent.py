@@ -157,11 +157,13 @@ class Agent(AgentBase[TContext]):
 
     # --- What a turn needs, evaluated every turn -------------------------------------------
 
+    def system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
+        """The instructions for this turn: the text, or what the instructions callable returns (the run's call)."""
+        return caller.call(self.instructions, ctx, self) if callable(self.instructions) else self.instructions
+
     def get_system_prompt(self, ctx: RunContextWrapper) -> caller.Ready:
-        """The instructions for this turn (a callable is called), as a `Ready`: upstream's is a coroutine."""
-        if callable(self.instructions):
-            return caller.Ready(caller.call(self.instructions, ctx, self))
-        return caller.Ready(self.instructions)
+        """`system_prompt`, as a `Ready`: upstream's is a coroutine."""
+        return caller.Ready(self.system_prompt(ctx))
 
     def get_prompt(self, ctx: RunContextWrapper) -> Optional[dict]:
         """The stored prompt to send this turn: `prompt` as given, or what its function returns."""

@@ -25,7 +25,7 @@ from .hooks import AgentHooks, HookPlugin, RunHooks
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
-from .state import RunState, reachable_agents
+from .state import PendingTurn, RunState, reachable_agents
 from .tool import HostedTool
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
                    TurnResult, get_model, run_turn)
@@ -56,10 +56,10 @@ def _loop(run: Run) -> Generator[Any, None, RunResult]:
             step = answer_error(run, turn, step)
         if isinstance(step, NextStepInterruption):
             return pause(run, turn, step)
-        pending = close_turn(run, turn)
+        close_turn(run, turn)
         if isinstance(step, NextStepHandoff):
-            turn.new_items.append(take_handoff(run, step, pending.start))
-        yield from save_turn(run, pending, turn)
+            turn.new_items.append(take_handoff(run, step, turn.start))
+        yield from save_turn(run, turn)
         if isinstance(step, NextStepFinalOutput):
             return finish(run, step.output)
         if isinstance(step, NextStepHandoff):
@@ -85,11 +85,11 @@ def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
         seams.emit(run.plugins, "agent_ended", run, agent, error)
 
 
-def close_turn(run: Run, turn: TurnResult) -> Any:
-    """The turn is settled: its items join the transcript. Returns the turn's `PendingTurn` (None when the turn
-    made no model call: an error handler answered), which saving still needs."""
-    state, pending = run.state, run.state.pending
-    if pending is None:
+def close_turn(run: Run, turn: TurnResult) -> None:
+    """The turn is settled: its items join the transcript (and the run's items, for a turn an error handler
+    answered without a model call)."""
+    state = run.state
+    if turn.settled is None:
         state.record_turn(turn.new_items)
     state.pending = None
     state.transcript.extend(i.raw_item for i in turn.new_items)
@@ -97,15 +97,15 @@ def close_turn(run: Run, turn: TurnResult) -> Any:
         state.server_known += len(turn.output.items)
     if turn.output.calls:  # a handoff counts as using a tool, as upstream counts it: no "required" ping-pong
         state.agents_that_used_tools.add(turn.agent.name)
-    return pending
 
 
 def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
-    """Keep what the paused turn settled (outputs, nested runs) and return its interruptions."""
+    """Keep what the paused turn settled (its response, outputs, nested runs) as `state.pending`, and return its
+    interruptions."""
     state = run.state
-    state.pending.outputs = {i.call_id: (i.output, i.raw_item["output"]) for i in turn.new_items
-                             if i.type == "tool_call_output_item"}
-    state.pending.nested = turn.settled.nested
+    outputs = {i.call_id: (i.output, i.raw_item["output"]) for i in turn.new_items if i.type == "tool_call_output_item"}
+    state.pending = PendingTurn(turn.agent.name, turn.output.raw, turn.start, outputs, turn.session_input,
+                                turn.settled.nested, turn.output.replays)
     state.generated_items.extend(step.interruptions)
     return RunResult.from_state(state, None, interruptions=step.interruptions)
 
@@ -229,13 +229,14 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
     return drop_orphans(list(history)) + new_items, new_items
 
 
-def save_turn(run: Run, pending: Any, turn: TurnResult) -> Generator[Any, None, None]:
+def save_turn(run: Run, turn: TurnResult) -> Generator[Any, None, None]:
     """Write the turn (and the run's new input, with its first turn) to the session in one transaction, then
     announce the turn's outputs. A resumed turn is written once per session: another resume of the same
     paused state may have written it already (the ledger's `once` key says so)."""
-    items = (pending.session_input if pending is not None else []) + [i.raw_item for i in turn.new_items]
+    items = turn.session_input + [i.raw_item for i in turn.new_items]
     write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
-    yield from stream_events_for(turn.new_items[len(turn.output.items):])  # outputs, once settled
+    if run.streaming:  # the turn's outputs, once settled
+        yield from stream_events_for(turn.new_items[len(turn.output.items):])
 
 
 def write_to_session(run: Run, items: list, once: Optional[str]) -> None:

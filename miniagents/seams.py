@@ -34,6 +34,7 @@ from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
 _plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
+NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {

@@ -85,10 +85,11 @@ class RunState(Generic[TContext]):
         self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}
         self.call_ids.update(i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id"))
 
-    def record_turn(self, items: list, guardrail_results: list = ()) -> None:
-        """Put the current turn's items (replacing a paused attempt's) and tool guardrail results."""
-        if self.pending is not None:
-            del self.generated_items[self.pending.start:]
+    def record_turn(self, items: list, guardrail_results: list = (), start: Optional[int] = None) -> None:
+        """Put the current turn's items, from `start` on (replacing a paused attempt's), and its tool guardrail
+        results."""
+        if start is not None:
+            del self.generated_items[start:]
         self.generated_items.extend(items)
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
         for result in guardrail_results:

@@ -33,7 +33,7 @@ from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawIt
                     message_text, new_call_id)
 from .models.interface import ModelResponse, ModelSettings, ModelTracing
 from .result import RawResponsesStreamEvent, stream_events_for
-from .state import PendingTurn, RunState
+from .state import RunState
 from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult, failure_text,
                    invoke_tool)
 from .validate import ArgumentsError, parse_arguments
@@ -74,7 +74,7 @@ class TurnSetup:
     tools: dict  # name -> FunctionTool
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
-    output: AgentOutputSchemaBase
+    output: Optional[AgentOutputSchemaBase]  # None: plain text
     hosted: list = field(default_factory=list)  # hosted tools (run by the provider): sent, never called here
     prompt: Optional[dict] = None  # the agent's stored prompt for this turn
 
@@ -86,6 +86,7 @@ class Call:
     item: RawItem
     target: Any
     kind: str  # "function" | "handoff" | "unknown"
+    paused: Any = None  # an agent tool's paused inner run, continued when this call runs again on resume
 
     @property
     def call_id(self) -> str:
@@ -99,6 +100,7 @@ class ModelOutput:
     items: list
     calls: list = field(default_factory=list)
     replays: int = 0  # calls dropped as exact replays of calls that already ran (see assign_call_ids)
+    raw: list = field(default_factory=list)  # the response's items as read (what a pause keeps)
 
 
 @dataclass(eq=False)
@@ -168,34 +170,44 @@ class TurnResult:
     output: ModelOutput = field(default_factory=lambda: ModelOutput([]))
     settled: Optional[SettledCalls] = None
     resumed: bool = False  # a paused turn run again: another resume of the same state may have saved it
+    start: int = 0  # where the turn's items begin in `state.generated_items`
+    session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
 
 
 # --- The turn, top to bottom ---------------------------------------------------------------------------
 
 
 def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
-    """One turn: a fresh one calls the model; a paused one re-runs its response with the outputs it has.
+    """One turn: a fresh one calls the model; a paused one (`state.pending`) re-runs its response with the outputs
+    it has, and never calls the model.
 
     Yields stream events; returns the `TurnResult` with `state.generated_items` already holding its items.
     """
-    state = run.state
+    state, pending = run.state, run.state.pending
     setup = prepare_turn(run)
-    resumed = state.pending is not None
-    step_record = seams.TurnStep(setup.agent, state.current_turn + (not resumed), resumed)
-    with seams.around(run.plugins, "turn", run, step_record):
-        if not resumed:
-            yield from start_turn(run, setup)
-        pending = state.pending
-        output = classify_output(setup, pending.output, run.config)
-        output.replays = pending.replays
-        if not resumed:  # what the model said is announced before any tool runs
+    if pending is None:
+        state.current_turn += 1
+    record = seams.TurnStep(setup.agent, state.current_turn, pending is not None)
+    with seams.around(run.plugins, "turn", run, record) if run.plugins else seams.NOTHING:
+        if pending is None:
+            items, replays = yield from start_turn(run, setup)
+            start, done, session_input = len(state.generated_items), {}, state.unsaved_session_input
+            state.unsaved_session_input = []
+        else:
+            items, replays, start, done = pending.output, pending.replays, pending.start, dict(pending.outputs)
+            session_input = pending.session_input
+        output = classify_output(setup, items, run.config)
+        output.replays = replays
+        if pending is None and run.streaming:  # what the model said is announced before any tool runs
             yield from stream_events_for(output.items)
-        settled = settle_turn(run, setup, output, resumed)
+        for call in output.calls if pending is not None else ():
+            call.paused = pending.nested.get(call.call_id)
+        settled = settle_turn(run, setup, output, done, pending is not None)
         step = decide_next_step(setup, output, settled, state.context_wrapper)
         for item in step.interruptions if isinstance(step, NextStepInterruption) and run.plugins else ():
             seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
-    turn = TurnResult(setup.agent, settled.items, step, output, settled, resumed)
-    state.record_turn(turn.new_items, settled.guardrail_results)
+    turn = TurnResult(setup.agent, settled.items, step, output, settled, pending is not None, start, session_input)
+    state.record_turn(turn.new_items, settled.guardrail_results, start)
     return turn
 
 
@@ -213,7 +225,7 @@ def prepare_turn(run: Run) -> TurnSetup:
             logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
         tools[tool.name] = tool
     handoffs: dict = {}
-    for handoff in agent.get_enabled_handoffs(ctx):
+    for handoff in agent.get_enabled_handoffs(ctx) if agent.handoffs else ():
         if handoff.tool_name in handoffs:  # never silently the last: the first one declared wins
             if config.tool_name_collision_policy == "error":
                 raise UserError(f"agent {agent.name!r} has two handoffs named {handoff.tool_name!r}")
@@ -223,21 +235,24 @@ def prepare_turn(run: Run) -> TurnSetup:
     clash = set(tools) & set(handoffs)
     if clash:
         raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
-    settings = agent.model_settings.resolve(config.model_settings)
+    settings = agent.model_settings
+    if config.model_settings is not None:  # the run's settings laid over the agent's
+        settings = settings.resolve(config.model_settings)
     if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
         settings = dataclasses.replace(settings, tool_choice=None)
-    instructions = caller.resolve(agent.get_system_prompt(ctx))
-    setup = TurnSetup(agent, instructions, tools, handoffs, settings, output_schema(agent.output_type), hosted,
-                      agent.get_prompt(ctx))
+    plain = agent.output_type is None or agent.output_type is str
+    output = None if plain else output_schema(agent.output_type)
+    setup = TurnSetup(agent, agent.system_prompt(ctx), tools, handoffs, settings,
+                      None if plain or output.is_plain_text() else output, hosted, agent.get_prompt(ctx))
     if run.plugins:  # a shell may add to the offer (capabilities: miniagents/capabilities/)
         setup = seams.change(run.plugins, "offer", run, setup)
     return setup
 
 
-def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
-    """Count the turn, run the first turn's input guardrails, call the model, hold the response as pending."""
+def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:
+    """Run the first turn's input guardrails, call the model; return the response's items (every call with an id
+    of its own) and how many calls it repeated from earlier turns (dropped)."""
     state, agent = run.state, setup.agent
-    state.current_turn += 1
     join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
     guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
     if guardrails and state.current_turn == 1 and not state.model_responses:
@@ -251,10 +266,9 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, None]:
                                                   "input-guardrails")
     response = yield from call_model(run, setup)
     join_guardrails()
-    output, replays = (response.output, 0) if state.server_managed else assign_call_ids(response.output, state)
-    state.pending = PendingTurn(agent.name, output, len(state.generated_items), replays=replays,
-                                session_input=state.unsaved_session_input)
-    state.unsaved_session_input = []
+    if state.server_managed or not any(needs_call_id(item, state.call_ids) for item in response.output):
+        return response.output, 0
+    return assign_call_ids(response.output, state)
 
 
 def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
@@ -280,12 +294,12 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
     tracing_mode = ModelTracing.DISABLED if config.tracing_disabled else (
         ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA)
     args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted,
-            None if setup.output.is_plain_text() else setup.output, list(setup.handoffs.values()), tracing_mode)
+            setup.output, list(setup.handoffs.values()), tracing_mode)
     ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
     if setup.prompt is not None:
         ids["prompt"] = setup.prompt
     seam = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
-    with seams.around(run.plugins, "model_call", run, seam):
+    with seams.around(run.plugins, "model_call", run, seam) if run.plugins else seams.NOTHING:
         if not run.streaming:
             response = model.get_response(*args, **ids)
         else:
@@ -330,6 +344,11 @@ def get_model(agent: Any, config: RunConfig) -> Any:
 NUMBERED_ID = re.compile(r"([A-Za-z]+[_-])?\d+")  # "0", "call_1", "tool-3": numbered per response, not unique
 
 
+def needs_call_id(item: dict, known: set) -> bool:
+    """A function call with no id, or an id the run or its history already used (see `assign_call_ids`)."""
+    return item.get("type") == "function_call" and (not item.get("call_id") or item.get("call_id") in known)
+
+
 def assign_call_ids(output: list, state: RunState) -> tuple:
     """Fix every function call's id once per response (so a resumed turn sees the same ids); returns (output,
     how many calls were dropped as replays). A call id must never answer two different calls, and a call must
@@ -342,8 +361,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     The server-managed conversation keeps the ids it gave (the caller skips this)."""
     fixed, replays, earlier = [], 0, None
     for item in output:
-        call_id = item.get("call_id") if item.get("type") == "function_call" else None
-        if item.get("type") == "function_call" and (not call_id or call_id in state.call_ids):
+        call_id = item.get("call_id")
+        if needs_call_id(item, state.call_ids):
             if call_id and not NUMBERED_ID.fullmatch(call_id):
                 earlier = earlier if earlier is not None else _calls_by_id(state)
                 if earlier.get(call_id) == _invocation(item):
@@ -373,7 +392,7 @@ def _invocation(call: dict) -> tuple:
 def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelOutput:
     """Turn output items into run items and calls (a call id repeated within the response is dropped)."""
     agent, tools, handoffs = setup.agent, setup.tools, setup.handoffs
-    classified, seen = ModelOutput(items=[]), set()
+    classified, seen = ModelOutput(items=[], raw=output), set()
     for item in output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
         if kind == "message":
@@ -470,9 +489,9 @@ def claim_calls(run: Run, to_run: list, settled: dict) -> list:
     resume recorded, or (still running, or it crashed mid-call) a message saying so, added to `settled`.
     Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it.
     """
-    ledger, run_id, nested, mine = run.ledger, run.state.run_id, run.state.pending.nested, []
+    ledger, run_id, mine = run.ledger, run.state.run_id, []
     for call in to_run:
-        won, recorded = (True, None) if call.call_id in nested else caller.call(ledger.claim_call, run_id,
+        won, recorded = (True, None) if call.paused is not None else caller.call(ledger.claim_call, run_id,
                                                                                  call.call_id)
         if won:
             mine.append(call)
@@ -554,7 +573,7 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
     tool, item, ctx = call.target, call.item, run.state.context_wrapper
     tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
                                               tool_arguments=item.get("arguments") or "", run_config=run.config)
-    tool_ctx.resume_state, tool_ctx.ledger = run.state.pending.nested.get(call.call_id), run.ledger
+    tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -563,7 +582,7 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
         if rejected is not None:
             return rejected, rejected, results
     seam = seams.ToolStep(agent, tool, tool_ctx, item.get("arguments") or "")
-    with seams.around(run.plugins, "tool_call", run, seam):
+    with seams.around(run.plugins, "tool_call", run, seam) if run.plugins else seams.NOTHING:
         try:
             value, text = invoke_tool(tool, tool_ctx, seam.arguments)
         except NestedInterruption as paused:
@@ -578,13 +597,13 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
     return value, text, results
 
 
-def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, resumed: bool) -> SettledCalls:
+def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, resumed: bool) -> SettledCalls:
     """Plan, run and order one response's calls.
 
-    The pending turn's `outputs` (calls settled before a pause) are never run again. A resumed turn's calls
-    are claimed in the ledger first (`claim_calls`), which may settle some more.
+    `settled` (call id -> (value, text)) holds the calls a paused turn settled before it paused: they are never
+    run again. A resumed turn's calls are claimed in the ledger first (`claim_calls`), which may settle some more.
     """
-    agent, settled = setup.agent, dict(run.state.pending.outputs)
+    agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
     record = resumed and run.ledger is not None
     if record:
@@ -639,7 +658,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
         verdict = tools_final_output(setup.agent, settled.results, ctx)
         if verdict.is_final_output:
             value = verdict.final_output
-            if setup.output.is_plain_text() and not isinstance(value, str):
+            if setup.output is None and not isinstance(value, str):
                 value = str(value)
             return NextStepFinalOutput(value)
     if output.calls or output.replays:
@@ -650,7 +669,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
     if refusal is not None:
         return NextStepError("model_refusal", ModelRefusalError(refusal))
     text = message_text(last) if last is not None else ""
-    if setup.output.is_plain_text():
+    if setup.output is None:
         return NextStepFinalOutput(text)
     if not text:
         error = ModelBehaviorError("Model returned no final output for the structured output type.")
