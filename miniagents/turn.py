@@ -84,13 +84,10 @@ class Call:
     """One function call of the response and what the agent has under its name (`target` None: unknown)."""
 
     item: RawItem
+    call_id: str
     target: Any
     kind: str  # "function" | "handoff" | "unknown"
     paused: Any = None  # an agent tool's paused inner run, continued when this call runs again on resume
-
-    @property
-    def call_id(self) -> str:
-        return self.item["call_id"]
 
 
 @dataclass(eq=False)
@@ -187,97 +184,154 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     setup = prepare_turn(run)
     if pending is None:
         state.current_turn += 1
-    record = seams.TurnStep(setup.agent, state.current_turn, pending is not None)
-    with seams.around(run.plugins, "turn", run, record) if run.plugins else seams.NOTHING:
+    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, pending is not None)):
         if pending is None:
             items, replays = yield from start_turn(run, setup)
-            start, done, session_input = len(state.generated_items), {}, state.unsaved_session_input
-            state.unsaved_session_input = []
+            turn = TurnResult(setup.agent, [], None, start=len(state.generated_items),
+                              session_input=state.unsaved_session_input)
+            state.unsaved_session_input, done = [], {}
         else:
-            items, replays, start, done = pending.output, pending.replays, pending.start, dict(pending.outputs)
-            session_input = pending.session_input
-        output = classify_output(setup, items, run.config)
+            items, replays, turn, done = resumed_turn(setup, pending)
+        turn.output = output = classify_output(setup, items, run.config)
         output.replays = replays
+        for call in output.calls if pending is not None and pending.nested else ():
+            call.paused = pending.nested.get(call.call_id)  # an agent tool's inner run continues where it paused
         if pending is None and run.streaming:  # what the model said is announced before any tool runs
             yield from stream_events_for(output.items)
-        for call in output.calls if pending is not None else ():
-            call.paused = pending.nested.get(call.call_id)
-        settled = settle_turn(run, setup, output, done, pending is not None)
-        step = decide_next_step(setup, output, settled, state.context_wrapper)
-        for item in step.interruptions if isinstance(step, NextStepInterruption) and run.plugins else ():
-            seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
-    turn = TurnResult(setup.agent, settled.items, step, output, settled, pending is not None, start, session_input)
-    state.record_turn(turn.new_items, settled.guardrail_results, start)
+        turn.settled = settled = settle_turn(run, setup, output, done, turn.resumed)
+        turn.new_items, turn.next_step = settled.items, decide_next_step(setup, output, settled, state.context_wrapper)
+        if run.plugins and isinstance(turn.next_step, NextStepInterruption):
+            for item in turn.next_step.interruptions:
+                seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
+    state.record_turn(turn.new_items, settled.guardrail_results, turn.start)
     return turn
+
+
+def resumed_turn(setup: TurnSetup, pending: Any) -> tuple:
+    """What a paused turn resumes from: its response's items, the replays it dropped, its `TurnResult` so far
+    (where its items start, the session input it carries), and the outputs its calls already have."""
+    turn = TurnResult(setup.agent, [], None, resumed=True, start=pending.start, session_input=pending.session_input)
+    return pending.output, pending.replays, turn, dict(pending.outputs)
+
+
+def around(run: Run, seam: str, record: Any) -> Any:
+    """The active plugins' context around a step (miniagents/seams.py), or nothing when there is none."""
+    return seams.around(run.plugins, seam, run, record) if run.plugins else seams.NOTHING
 
 
 def prepare_turn(run: Run) -> TurnSetup:
     """Resolve the current agent for this turn: instructions, enabled tools and handoffs, settings."""
-    agent, state, config = run.state.current_agent, run.state, run.config
-    ctx = state.context_wrapper
-    tools: dict = {}
-    enabled = agent.get_enabled_tools(ctx)
-    hosted = [t for t in enabled if isinstance(t, HostedTool)]
-    for tool in (t for t in enabled if not isinstance(t, HostedTool)):
-        if tool.name in tools:
-            if config.tool_name_collision_policy == "error":
-                raise UserError(f"agent {agent.name!r} has two tools named {tool.name!r}")
-            logger.warning("agent %r has two tools named %r; the last one wins", agent.name, tool.name)
-        tools[tool.name] = tool
-    handoffs: dict = {}
-    for handoff in agent.get_enabled_handoffs(ctx) if agent.handoffs else ():
-        if handoff.tool_name in handoffs:  # never silently the last: the first one declared wins
-            if config.tool_name_collision_policy == "error":
-                raise UserError(f"agent {agent.name!r} has two handoffs named {handoff.tool_name!r}")
-            logger.warning("agent %r has two handoffs named %r; the first one wins", agent.name, handoff.tool_name)
-            continue
-        handoffs[handoff.tool_name] = handoff
-    clash = set(tools) & set(handoffs)
-    if clash:
-        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
+    agent, ctx, config = run.state.current_agent, run.state.context_wrapper, run.config
+    tools, hosted = {}, []
+    for tool in agent.get_enabled_tools(ctx):
+        if isinstance(tool, HostedTool):  # run by the provider: sent, never called here
+            hosted.append(tool)
+        else:
+            if tool.name in tools:
+                name_clash(agent, config, "tools", tool.name)  # the last one wins
+            tools[tool.name] = tool
+    handoffs = offered_handoffs(agent, ctx, config, tools) if agent.handoffs else {}
     settings = agent.model_settings
     if config.model_settings is not None:  # the run's settings laid over the agent's
         settings = settings.resolve(config.model_settings)
-    if agent.reset_tool_choice and agent.name in state.agents_that_used_tools and settings.tool_choice:
+    if agent.reset_tool_choice and settings.tool_choice and agent.name in run.state.agents_that_used_tools:
         settings = dataclasses.replace(settings, tool_choice=None)
-    plain = agent.output_type is None or agent.output_type is str
-    output = None if plain else output_schema(agent.output_type)
+    output = None if agent.output_type in (None, str) else output_schema(agent.output_type)
     setup = TurnSetup(agent, agent.system_prompt(ctx), tools, handoffs, settings,
-                      None if plain or output.is_plain_text() else output, hosted, agent.get_prompt(ctx))
-    if run.plugins:  # a shell may add to the offer (capabilities: miniagents/capabilities/)
-        setup = seams.change(run.plugins, "offer", run, setup)
-    return setup
+                      None if output is None or output.is_plain_text() else output, hosted, agent.get_prompt(ctx))
+    return seams.change(run.plugins, "offer", run, setup) if run.plugins else setup
+
+
+def offered_handoffs(agent: Any, ctx: Any, config: RunConfig, tools: dict) -> dict:
+    """tool name -> Handoff for the agent's enabled handoffs (the first one declared wins a name)."""
+    handoffs: dict = {}
+    for handoff in agent.get_enabled_handoffs(ctx):
+        if handoff.tool_name in handoffs:
+            name_clash(agent, config, "handoffs", handoff.tool_name)  # never silently the last: the first one wins
+        else:
+            handoffs[handoff.tool_name] = handoff
+    clash = set(tools) & set(handoffs)
+    if clash:
+        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
+    return handoffs
+
+
+def name_clash(agent: Any, config: RunConfig, kind: str, name: str) -> None:
+    """Two tools or two handoffs with one name: a `UserError` by policy, else a warning saying which one wins."""
+    if config.tool_name_collision_policy == "error":
+        raise UserError(f"agent {agent.name!r} has two {kind} named {name!r}")
+    winner = "last" if kind == "tools" else "first"
+    logger.warning("agent %r has two %s named %r; the %s one wins", agent.name, kind, name, winner)
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:
     """Run the first turn's input guardrails, call the model; return the response's items (every call with an id
     of its own) and how many calls it repeated from earlier turns (dropped)."""
-    state, agent = run.state, setup.agent
-    join_guardrails: Callable[[], None] = lambda: None  # noqa: E731
-    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
-    if guardrails and state.current_turn == 1 and not state.model_responses:
-        from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
-
-        check = (state.starting_agent, state.original_input, state.input_guardrail_results)
-        run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)  # before the model
-        racing = [g for g in guardrails if g.run_in_parallel]
-        if racing:  # beside the first model call; a trip discards its response before any tool runs
-            join_guardrails = caller.start_thread(lambda: run_input_guardrails(run, racing, *check),
-                                                  "input-guardrails")
+    state = run.state
+    guardrails = list(setup.agent.input_guardrails) + list(run.config.input_guardrails or ())
+    racing = check_input(run, guardrails) if guardrails and state.current_turn == 1 and not state.model_responses \
+        else None
     response = yield from call_model(run, setup)
-    join_guardrails()
+    if racing is not None:
+        racing()
     if state.server_managed or not any(needs_call_id(item, state.call_ids) for item in response.output):
         return response.output, 0
     return assign_call_ids(response.output, state)
+
+
+def check_input(run: Run, guardrails: list) -> Callable[[], None]:
+    """The first turn's input guardrails: the blocking ones now, before the model; the parallel ones beside the
+    first model call (returns the join; a trip discards the response before any tool runs)."""
+    from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
+
+    state = run.state
+    check = (state.starting_agent, state.original_input, state.input_guardrail_results)
+    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)
+    racing = [g for g in guardrails if g.run_in_parallel]
+    if not racing:
+        return lambda: None
+    return caller.start_thread(lambda: run_input_guardrails(run, racing, *check), "input-guardrails")
 
 
 def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
     """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
     state, config, agent = run.state, run.config, setup.agent
     model_input, instructions = list(state.transcript[state.server_known:]), setup.instructions
+    if config.call_model_input_filter is not None or config.reasoning_item_id_policy == "omit" or run.plugins:
+        model_input, instructions = adjusted_input(run, setup, model_input)
+    state.context_wrapper.turn_input = model_input
+    model = get_model(agent, config)
+    if run.plugins:  # a shell may wrap it (retries the run manages: miniagents/retry/)
+        model = seams.change(run.plugins, "model", run, setup, model)
+    # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
+    args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted, setup.output,
+            list(setup.handoffs.values()), model_tracing(config))
+    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
+    if setup.prompt is not None:
+        ids["prompt"] = setup.prompt
+    record = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
+    with around(run, "model_call", record):
+        if run.streaming:
+            response = yield from stream_response(model, args, ids)
+        else:
+            response = model.get_response(*args, **ids)
+        record.response = response
+        state.context_wrapper.usage.add(response.usage)
+        state.model_responses.append(response)
+    if state.server_managed:  # what was sent is the server's now; the next request chains to this response
+        state.server_known = len(state.transcript)
+        if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
+            state.previous_response_id = response.response_id
+    return response
+
+
+def adjusted_input(run: Run, setup: TurnSetup, model_input: list) -> tuple:
+    """The model input and instructions after `RunConfig.call_model_input_filter`, the reasoning-id policy and the
+    plugins' `model_input` seam (capabilities' `process_context`)."""
+    config, instructions = run.config, setup.instructions
     if config.call_model_input_filter is not None:
         data = caller.call(config.call_model_input_filter, CallModelData(
-            ModelInputData(model_input, instructions), agent, state.context_wrapper.context))
+            ModelInputData(model_input, instructions), setup.agent, run.state.context_wrapper.context))
         if not isinstance(data, ModelInputData):
             raise UserError("call_model_input_filter must return a ModelInputData instance")
         model_input, instructions = drop_orphans(data.input), data.instructions
@@ -286,39 +340,27 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
                        for i in model_input]
     if run.plugins:
         model_input = seams.change(run.plugins, "model_input", run, setup, model_input)
-    state.context_wrapper.turn_input = model_input
-    model = get_model(agent, config)
-    if run.plugins:  # a shell may wrap it (retries the run manages: miniagents/retry/)
-        model = seams.change(run.plugins, "model", run, setup, model)
-    # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
-    tracing_mode = ModelTracing.DISABLED if config.tracing_disabled else (
-        ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA)
-    args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted,
-            setup.output, list(setup.handoffs.values()), tracing_mode)
-    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
-    if setup.prompt is not None:
-        ids["prompt"] = setup.prompt
-    seam = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
-    with seams.around(run.plugins, "model_call", run, seam) if run.plugins else seams.NOTHING:
-        if not run.streaming:
-            response = model.get_response(*args, **ids)
-        else:
-            response = None
-            for event in model.stream_response(*args, **ids):
-                yield RawResponsesStreamEvent(data=event)
-                if event.get("type") == "response.completed":
-                    final = event["response"]
-                    response = ModelResponse(output=list(final.get("output") or []),
-                                             usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
-            if response is None:
-                raise AgentsException("the model's stream ended without a response.completed event")
-        seam.response = response
-        state.context_wrapper.usage.add(response.usage)
-        state.model_responses.append(response)
-    if state.server_managed:  # what was sent is the server's now; the next request chains to this response
-        state.server_known = len(state.transcript)
-        if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
-            state.previous_response_id = response.response_id
+    return model_input, instructions
+
+
+def model_tracing(config: RunConfig) -> ModelTracing:
+    """What the model may record in its own traces, from the run's tracing settings."""
+    if config.tracing_disabled:
+        return ModelTracing.DISABLED
+    return ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
+
+
+def stream_response(model: Any, args: tuple, ids: dict) -> Generator[Any, None, ModelResponse]:
+    """A streamed model call: every event is yielded; the response is the `response.completed` one."""
+    response = None
+    for event in model.stream_response(*args, **ids):
+        yield RawResponsesStreamEvent(data=event)
+        if event.get("type") == "response.completed":
+            final = event["response"]
+            response = ModelResponse(output=list(final.get("output") or []),
+                                     usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
+    if response is None:
+        raise AgentsException("the model's stream ended without a response.completed event")
     return response
 
 
@@ -391,11 +433,18 @@ def _invocation(call: dict) -> tuple:
 
 def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelOutput:
     """Turn output items into run items and calls (a call id repeated within the response is dropped)."""
-    agent, tools, handoffs = setup.agent, setup.tools, setup.handoffs
+    agent = setup.agent
     classified, seen = ModelOutput(items=[], raw=output), set()
     for item in output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
-        if kind == "message":
+        if kind == "function_call":
+            call = RawItem(item)
+            if call["call_id"] in seen:
+                logger.warning("ignoring repeated call id %r in one response", call["call_id"])
+                continue
+            seen.add(call["call_id"])
+            classified.items.append(classified_call(call, setup, config, classified.calls))
+        elif kind == "message":
             classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
             if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
@@ -403,26 +452,22 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
             classified.items.append(ReasoningItem(agent=agent, raw_item=item))
         elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
             classified.items.append(ToolCallItem(agent=agent, raw_item=item))
-        elif kind == "function_call":
-            call = RawItem(item)
-            if call["call_id"] in seen:
-                logger.warning("ignoring repeated call id %r in one response", call["call_id"])
-                continue
-            seen.add(call["call_id"])
-            name = call.get("name") or ""
-            if name in handoffs:
-                classified.items.append(HandoffCallItem(agent=agent, raw_item=call))
-                classified.calls.append(Call(call, handoffs[name], "handoff"))
-                continue
-            if name not in tools and config.tool_not_found_behavior == "raise_error":
-                raise ModelBehaviorError(f"Tool {name} not found in agent {agent.name}")
-            tool = tools.get(name)
-            classified.items.append(ToolCallItem(agent=agent, raw_item=call,
-                                                 description=getattr(tool, "description", None)))
-            classified.calls.append(Call(call, tool, "function" if tool else "unknown"))
         else:
             logger.warning("ignoring output item of unsupported type %r", kind)
     return classified
+
+
+def classified_call(call: RawItem, setup: TurnSetup, config: RunConfig, calls: list) -> Any:
+    """One function call: its run item, and its `Call` added to `calls` (a handoff, a known tool, or unknown)."""
+    name = call.get("name") or ""
+    if name in setup.handoffs:
+        calls.append(Call(call, call["call_id"], setup.handoffs[name], "handoff"))
+        return HandoffCallItem(agent=setup.agent, raw_item=call)
+    tool = setup.tools.get(name)
+    if tool is None and config.tool_not_found_behavior == "raise_error":
+        raise ModelBehaviorError(f"Tool {name} not found in agent {setup.agent.name}")
+    calls.append(Call(call, call["call_id"], tool, "function" if tool else "unknown"))
+    return ToolCallItem(agent=setup.agent, raw_item=call, description=getattr(tool, "description", None))
 
 
 def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> tuple:
@@ -430,35 +475,41 @@ def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> t
 
     `settled` holds the calls that already have an output: they are skipped, never run again.
     """
-    ctx, config = run.state.context_wrapper, run.config
-    to_run, answered, approvals = [], {}, []
+    ctx, to_run, answered, approvals = run.state.context_wrapper, [], {}, []
     for call in calls:
-        name = call.item.get("name") or ""
         if call.kind == "handoff" or call.call_id in settled:
             continue
         if call.kind == "unknown":
-            default = f"Tool '{name}' not found. Available tools: {', '.join(sorted(setup.tools)) or 'none'}."
-            answered[call.call_id] = _format_error(config, ctx, "tool_not_found", call.item, default)
-            continue
-        decision = ctx.is_tool_approved(name, call.call_id)
-        if decision is not None and run.plugins:  # a person decided (this call, or every call of the tool)
-            seams.emit(run.plugins, "approval", run, name, call.call_id, "approved" if decision else "rejected")
-        if decision is None:
-            try:
-                decision = True if not _needs_approval(call.target, ctx, call.item) else None
-            except ArgumentsError as error:  # not a JSON object: the model fixes it, no person is asked
-                answered[call.call_id] = failure_text(call.target, ctx, call.item.get("arguments") or "", error)
-                continue
-        if decision is True:
+            default = f"Tool '{call.item.get('name') or ''}' not found. Available tools: " \
+                      f"{', '.join(sorted(setup.tools)) or 'none'}."
+            answered[call.call_id] = _format_error(run.config, ctx, "tool_not_found", call.item, default)
+        elif call.target.needs_approval is False and not ctx.approvals:  # no person is asked
             to_run.append(call)
-        elif decision is False:
-            answered[call.call_id] = ctx.rejection_message(name, call.call_id) or _format_error(
-                config, ctx, "approval_rejected", call.item, REJECTED)
         else:
-            approvals.append(call)
+            decide_approval(run, call, to_run, answered, approvals)
     return to_run, answered, approvals
 
 
+def decide_approval(run: Run, call: Call, to_run: list, answered: dict, approvals: list) -> None:
+    """A call a person may have to approve: run it (approved, or its tool's policy asks no one), answer it
+    (rejected; arguments its policy cannot read), or keep it waiting for a person."""
+    ctx, name = run.state.context_wrapper, call.item.get("name") or ""
+    decision = ctx.is_tool_approved(name, call.call_id)
+    if decision is not None and run.plugins:  # a person decided (this call, or every call of the tool)
+        seams.emit(run.plugins, "approval", run, name, call.call_id, "approved" if decision else "rejected")
+    if decision is None:
+        try:
+            decision = True if not _needs_approval(call.target, ctx, call.item) else None
+        except ArgumentsError as error:  # not a JSON object: the model fixes it, no person is asked
+            answered[call.call_id] = failure_text(call.target, ctx, call.item.get("arguments") or "", error)
+            return
+    if decision is True:
+        to_run.append(call)
+    elif decision is False:
+        answered[call.call_id] = ctx.rejection_message(name, call.call_id) or _format_error(
+            run.config, ctx, "approval_rejected", call.item, REJECTED)
+    else:
+        approvals.append(call)
 def _format_error(config: RunConfig, ctx: Any, kind: str, call: RawItem, default: str) -> str:
     if config.tool_error_formatter is None:
         return default
@@ -502,18 +553,38 @@ def claim_calls(run: Run, to_run: list, settled: dict) -> list:
 
 
 def run_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
-    """Run calls concurrently (daemon threads), bounded by the config; returns {call id: (value, text, results)}
-    for the calls that ran. With `record`, each output is recorded in the ledger as soon as its call finished.
+    """Run calls, concurrently when there are several (daemon threads, bounded by the config); returns {call id:
+    (value, text, guardrail results)} for the calls that ran. With `record`, each output is recorded in the
+    ledger as soon as its call finished.
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all have finished,
     the first such exception in call order is raised. Once the run is cancelled no further call starts (the
     ones running finish). Ctrl-C interrupts the wait at once: a tool's thread cannot be stopped, so it is left
     to finish on its own, and nothing of the turn is recorded.
     """
+    concurrent = len(to_run) > 1 and run.config.max_function_tool_concurrency != 1
+    joins = start_tools(run, setup, to_run, record) if concurrent else {}
+    ran, failure = {}, None
+    for call in to_run:
+        if (call.call_id not in joins) if concurrent else run.state.cancel_mode == "immediate":
+            break  # cancelled: what has not started never does
+        try:
+            ran[call.call_id] = joins[call.call_id]() if concurrent else _run_one(run, setup.agent, call, record)
+        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
+            continue
+        except Exception as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
+    return ran
+
+
+def start_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
+    """Start each call in a thread of its own, at most `max_function_tool_concurrency` at once: {call id: join}
+    for the calls that started before the run was cancelled."""
     import threading
 
-    limit = run.config.max_function_tool_concurrency or len(to_run) or 1
-    slots, joins = threading.BoundedSemaphore(limit), []
+    slots, joins = threading.BoundedSemaphore(run.config.max_function_tool_concurrency or len(to_run)), {}
 
     def job(call: Call) -> tuple:
         try:
@@ -526,35 +597,8 @@ def run_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
         if run.state.cancel_mode == "immediate":
             slots.release()
             break
-        if limit == 1 or len(to_run) == 1:  # nothing runs beside it: no thread needed
-            joins.append((call, _finished(job, call)))
-        else:
-            joins.append((call, caller.start_thread(lambda c=call: job(c), f"tool-{call.target.name}")))
-    outcomes = []
-    for call, join in joins:
-        try:
-            outcomes.append((call, True, join()))
-        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
-            pass
-        except Exception as error:
-            outcomes.append((call, False, error))
-    for _, ok, value in outcomes:
-        if not ok:
-            raise value
-    return {call.call_id: value for call, _, value in outcomes}
-
-
-def _finished(job: Callable, call: Call) -> Callable:
-    """Run `job(call)` now; return a join that hands back its result or raises its error, as a thread's would."""
-    try:
-        value = job(call)
-    except Exception as error:
-        failure = error  # `error` is unbound when the except block ends; the join keeps it
-
-        def join() -> Any:
-            raise failure
-        return join
-    return lambda: value
+        joins[call.call_id] = caller.start_thread(lambda c=call: job(c), f"tool-{call.target.name}")
+    return joins
 
 
 def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
@@ -570,9 +614,9 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
 
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
     """
-    tool, item, ctx = call.target, call.item, run.state.context_wrapper
+    tool, item, ctx, arguments = call.target, call.item, run.state.context_wrapper, call.item.get("arguments") or ""
     tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
-                                              tool_arguments=item.get("arguments") or "", run_config=run.config)
+                                              tool_arguments=arguments, run_config=run.config)
     tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
     results: list = []
     if tool.tool_input_guardrails:
@@ -581,13 +625,13 @@ def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
         rejected = check_tool_input(run, tool, tool_ctx, agent, results)
         if rejected is not None:
             return rejected, rejected, results
-    seam = seams.ToolStep(agent, tool, tool_ctx, item.get("arguments") or "")
-    with seams.around(run.plugins, "tool_call", run, seam) if run.plugins else seams.NOTHING:
+    record = seams.ToolStep(agent, tool, tool_ctx, arguments)
+    with around(run, "tool_call", record):
         try:
-            value, text = invoke_tool(tool, tool_ctx, seam.arguments)
+            value, text = invoke_tool(tool, tool_ctx, arguments)
         except NestedInterruption as paused:
             return paused, None, results
-        seam.value, seam.text, seam.error = value, text, tool_ctx.failure
+        record.value, record.text, record.error = value, text, tool_ctx.failure
     if tool.tool_output_guardrails:
         from .guardrails import check_tool_output
 
@@ -609,27 +653,22 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     if record:
         to_run = claim_calls(run, to_run, settled)
     ran = run_tools(run, setup, to_run, record)
-    unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     scope = run.state.context_wrapper.approval_scope
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
                                        approval_scope=scope) for c in approvals]
-    still_paused = {}
-    for call_id, (value, _, _) in ran.items():
-        if isinstance(value, NestedInterruption):
-            still_paused[call_id] = value.state
-            approval_items.extend(value.interruptions)
-    results, outputs, guardrail_results = [], [], []
-    handoff_calls = [c for c in output.calls if c.kind == "handoff"]
+    still_paused = {i: v.state for i, (v, _, _) in ran.items() if isinstance(v, NestedInterruption)}
+    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
+        approval_items.extend(ran[call_id][0].interruptions)
+    results, outputs, guardrail_results, handoff = [], [], [], None
     for call in output.calls:
         call_id = call.call_id
         if call.kind == "handoff":
-            if call is not handoff_calls[0]:
+            if handoff is not None:  # the first handoff wins; the others are answered
                 outputs.append(ToolCallOutputItem(agent=agent, raw_item=function_call_output(
                     call_id, MULTIPLE_HANDOFFS), output=MULTIPLE_HANDOFFS))
+            handoff = handoff or call
             continue
-        if call_id in still_paused:
-            continue  # its inner run waits for approval: no output yet
-        if call_id in ran:
+        if call_id in ran and call_id not in still_paused:
             value, text, found = ran[call_id]
             guardrail_results.extend(found)
         elif call_id in settled:
@@ -637,13 +676,13 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
         elif call_id in answered:
             value = text = answered[call_id]
         else:
-            continue  # waiting for approval: no output yet
+            continue  # waiting for a person (or its inner run is), or never started: no output yet
         item = ToolCallOutputItem(agent=agent, raw_item=function_call_output(call_id, text), output=value)
         outputs.append(item)
         if call.kind == "function":
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
-    winner = handoff_calls[0] if handoff_calls else None
-    return SettledCalls(output.items + outputs, results, approval_items, winner, guardrail_results, still_paused,
+    unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
+    return SettledCalls(output.items + outputs, results, approval_items, handoff, guardrail_results, still_paused,
                         unstarted)
 
 
@@ -658,20 +697,17 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
         verdict = tools_final_output(setup.agent, settled.results, ctx)
         if verdict.is_final_output:
             value = verdict.final_output
-            if setup.output is None and not isinstance(value, str):
-                value = str(value)
-            return NextStepFinalOutput(value)
+            return NextStepFinalOutput(str(value) if setup.output is None and not isinstance(value, str) else value)
     if output.calls or output.replays:
         return NextStepRunAgain()
-    messages = [i for i in output.items if isinstance(i, MessageOutputItem)]
-    last = messages[-1].raw_item if messages else None
+    last = next((i.raw_item for i in reversed(output.items) if isinstance(i, MessageOutputItem)), None)
     refusal = message_refusal(last) if last is not None else None
     if refusal is not None:
         return NextStepError("model_refusal", ModelRefusalError(refusal))
     text = message_text(last) if last is not None else ""
     if setup.output is None:
         return NextStepFinalOutput(text)
-    if not text:
+    if not text:  # nothing yet for a structured output type: run again, unless an error handler answers
         error = ModelBehaviorError("Model returned no final output for the structured output type.")
         return NextStepError("invalid_final_output", error, run_again=True)
     try:

@@ -118,8 +118,8 @@ BROKEN_KERNELS = {
         [("turn.py", "return NextStepFinalOutput(setup.output.validate_json(text))", "return NextStepFinalOutput(text)")],
         "✗ ch3: final_output is a DeliveryAnswer"),
     "outputs swapped between calls": (
-        [("turn.py", "    return {call.call_id: value for call, _, value in outcomes}",
-          "    return dict(zip([c.call_id for c, _, _ in outcomes], [v for _, _, v in outcomes][::-1]))")],
+        [("turn.py", "    if failure is not None:\n        raise failure\n    return ran\n",
+          "    if failure is not None:\n        raise failure\n    return dict(zip(ran, list(ran.values())[::-1]))\n")],
         "✗ ch5: each output belongs to its call"),
     "handoff ignored": (
         [("turn.py", "    if settled.handoff is not None:\n        return NextStepHandoff(",
