@@ -87,12 +87,12 @@ def test_a_gateway_that_refuses_the_empty_string_gets_null(server, streamed):
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_remembered_empty_string_that_a_gateway_refuses_falls_back_to_null(server, monkeypatch, streamed):
-    monkeypatch.setitem(chat_completions._accepted_forms, (server.url, "smol"), "")
+    monkeypatch.setitem(chat_completions._accepted_forms, (server.url, "smol"), {"content": ""})
     server.emulate("bedrock-gateway")
     script(server, streamed)
     assert run(server, streamed) == "It is sunny in Paris."
     assert [assistant_content(r) for r in server.requests[1:]] == ["", None]
-    assert chat_completions._accepted_forms[(server.url, "smol")] is None
+    assert chat_completions._accepted_forms[(server.url, "smol")] == {"content": None}
 
 
 def test_a_forced_form_is_never_resent_and_a_validation_error_is_never_retried(server):
