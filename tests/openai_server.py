@@ -244,7 +244,8 @@ def llama_cpp_python(body):
                        "msg": "Input should be 'text' or 'json_object'", "input": fmt.get("type"),
                        "ctx": {"expected": "'text' or 'json_object'"}})
     if errors:
-        text = f"{len(errors)} validation error{'s' if len(errors) != 1 else ''}:\n" + "".join(f"  {e}\n" for e in errors)
+        count = f"{len(errors)} validation error{'s' if len(errors) != 1 else ''}"
+        text = f"{count}:\n" + "".join(f"  {e}\n" for e in errors)
         return 500, _error(text, "internal_server_error")
     if any(content == "<missing>" for _, content in _assistant_contents(body)):
         return 500, _error("'dict object' has no attribute 'content'", "internal_server_error")

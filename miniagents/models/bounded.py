@@ -1,10 +1,9 @@
 """`http.client`'s response with bounds a server cannot stretch: a deadline on every receive, a cap on 1xx answers.
 
-Where it sits: `http.py` hands `response_class(pace)` to each connection before an attempt, and http.client
-builds every response (the proxy's CONNECT answer included) with it. Why: http.client's socket timeout bounds
-one receive, so a server that sends a byte, or a `100 Continue`, just before each timeout keeps a call alive
-forever; here each receive first asks `pace()` how long it may wait (the exchange's deadline decides), and the
-interim answers before the real one are counted.
+Where it sits: `http.py` calls `pace(conn, seconds)` on each connection before an attempt. Why: http.client's
+socket timeout bounds one send or receive, so a server that sends a byte, or a `100 Continue`, just before each
+timeout keeps a call alive forever; here each send and receive first asks `seconds()` how long it may wait (the
+exchange's deadline decides), and the interim answers before the real one are counted.
 Imported by `http.py` only when a request is made (it imports http.client).
 """
 from __future__ import annotations
@@ -74,8 +73,14 @@ class BoundedResponse(http.client.HTTPResponse):
             http.client.parse_headers(self.fp)  # an interim answer's headers (at most 100 lines): skipped
 
 
-def response_class(pace: Callable[[], float]):
-    """The `response_class` for a connection whose receives are paced by `pace`."""
-    def make(sock, *args, **kwargs) -> BoundedResponse:
-        return BoundedResponse(_PacedSocket(sock, pace), *args, **kwargs)
-    return make
+def pace(conn: http.client.HTTPConnection, seconds: Callable[[], float]) -> None:
+    """Make every send and receive of `conn` (the proxy's CONNECT answer included) wait at most `seconds()`, and
+    every response it reads a `BoundedResponse`. Set again for each attempt: `seconds` belongs to one exchange."""
+    def send(data) -> None:
+        if conn.sock is not None:
+            conn.sock.settimeout(seconds())
+        http.client.HTTPConnection.send(conn, data)
+
+    def make_response(sock, *args, **kwargs) -> BoundedResponse:
+        return BoundedResponse(_PacedSocket(sock, seconds), *args, **kwargs)
+    conn.send, conn.response_class = send, make_response

@@ -101,10 +101,11 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
     APIs). Pure; raises `UserError` on what Chat can't say.
 
     Text plus calls make ONE assistant message; an assistant message without text carries `"content": null`
-    (as OpenAI documents; `with_empty_content` gives the other form, for servers that refuse it); each output is a `tool` message with string content, and the images
-    and files tools returned follow the turn's tool messages in one user message (`tool_output_content`);
-    reasoning items are dropped, or echoed as `reasoning_field` on the next assistant message that
-    carries tool calls (DeepSeek thinking mode wants `reasoning_content`).
+    (as OpenAI documents; `with_empty_content` gives the other form, for servers that refuse it); each output
+    is a `tool` message with string content, and the images and files tools returned follow the turn's tool
+    messages in one user message (`tool_output_content`); reasoning items are dropped, or echoed as
+    `reasoning_field` on the next assistant message that carries tool calls (DeepSeek thinking mode wants
+    `reasoning_content`).
     """
     messages: list = [{"role": system_role, "content": instructions}] if instructions else []
     open_asst: Optional[dict] = None

@@ -14,7 +14,7 @@ Bounds (a server sets none of them; see README "Talking to a real model"): conne
 at most `attempt_timeout`, each receive at most `timeout`; a stream must deliver an event (keep-alive comments
 do not count) within `timeout` of the last one and has no total cap, so a long stream that keeps talking is
 never cut. A plain body, and each line or event of a stream, is refused past `max_response_bytes` (from its
-announced length, before it is read). Every receive asks `_pace` how long it may wait (see bounded.py).
+announced length, before it is read). Every send and receive asks `_pace` how long it may wait (bounded.py).
 Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
 its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
 Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https).
@@ -97,18 +97,22 @@ def _shut(sock) -> None:
 
 
 def _open_socket(switch: CancelSwitch, address, timeout, source_address=None, *_):
-    """`socket.create_connection`, with each socket handed to the cancel switch before it starts connecting."""
+    """`socket.create_connection`, with each socket handed to the cancel switch before it starts connecting, and
+    `timeout` for connecting in all: every address tried, then the TLS handshake (left the rest as its timeout,
+    which the ssl module applies to the whole handshake). Name lookup is the system resolver's, with its own."""
     import socket
     host, port = address
+    deadline = time.monotonic() + timeout
     error: Optional[OSError] = None
     for family, kind, proto, _name, addr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
         sock = socket.socket(family, kind, proto)
         switch.watch(sock)
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             if source_address:
                 sock.bind(source_address)
             sock.connect(addr)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             return sock
         except OSError as exc:
             error = exc
@@ -267,7 +271,7 @@ class Exchange:
     def _attempt(self) -> None:
         """One attempt: connect if needed, send, read the status line. Leaves a 2xx response in `response`."""
         import socket
-        from .bounded import TooManyInterimResponses, response_class
+        from .bounded import TooManyInterimResponses, pace
         if self.switch.cancelled:
             raise self._cancelled()
         self.attempts += 1
@@ -275,13 +279,12 @@ class Exchange:
         t = self.transport
         for second_try in (False, True):
             conn = self._conn = t.connection()
-            conn.response_class = response_class(self._pace)
+            pace(conn, self._pace)
             reused = conn.sock is not None
             if not reused:
                 self._connect(conn)
             self.switch.watch(conn.sock)
             try:
-                conn.sock.settimeout(self._pace())
                 conn.request("POST", self.target, body=self.payload, headers=self.request_headers)
                 resp = conn.getresponse()
                 break
@@ -310,8 +313,10 @@ class Exchange:
             raw = self._body()
         except _Retry:
             raw = b""  # the status says enough; the connection is already hung up
-        except ModelHTTPError as too_large:  # over max_response_bytes: that is what the status comes with
-            raw = too_large.message
+        except ModelHTTPError as failed:
+            if failed.type != "response_too_large":
+                raise  # cancelled
+            raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), t.secret)
         if should_retry(resp.status, self.headers, err):
@@ -485,7 +490,6 @@ class HTTPTransport:
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
         self.timeout, self.max_retries, self.secret = timeout, max_retries, secret
-        check_bounds(attempt_timeout, max_response_bytes)
         self.attempt_timeout, self.max_response_bytes = attempt_timeout, max_response_bytes
         self._local = threading.local()
         self._conns: list = []  # every thread's connection, so close() and GC close them all

@@ -164,7 +164,7 @@ def test_the_provider_passes_the_option_on(server):
     assert OpenAIProvider(base_url=server.url).get_model("m").tool_call_content == "auto"
 
 
-# --------------------------------------------------------------------------- response_format: json_schema or json_object
+# --------------------------------------------------------------------------- response_format: json_schema, json_object
 
 
 @dataclass
