@@ -6,8 +6,10 @@ keep-alive reuse is visible). Faults are part of a scripted reply: status + head
 `retry-after`), a raw body (HTML 502 page, empty, plain string), a silent close after replying, a delay
 (past the client's timeout), SSE written in tiny chunks (every byte), keep-alive comments, a dropped
 connection mid-stream, raw bytes on the wire (`wire=`: a body shorter than its Content-Length, bad chunk
-sizes) followed by a close, a reset or silence, silence instead of any answer (`hang=True`), and a stream
-that stays open after its last event (`hold=True`, optionally pinging).
+sizes) followed by a close, a reset or silence, silence instead of any answer (`hang=True`), a stream
+that stays open after its last event (`hold=True`, optionally pinging), a stream whose lines come one by one
+with a pause between them (`pause=`), and raw bytes dripped forever (`drip=`: a head, then `repeat` every
+`every` seconds until the client hangs up, or for `for_seconds` at most: a server that never finishes).
 Replies are consumed in order; with none left the server answers 500 "no scripted reply".
 `server.emulate(name)` makes it refuse requests the way a real server does (see `EMULATED`): a refused
 request is recorded with what was answered (`"refused"`) and consumes no scripted reply.
@@ -21,6 +23,11 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
+
+
+def chunk(data: bytes) -> bytes:
+    """`data` as one chunk of a chunked body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 def sse(*events, done=True, event_names=False) -> list:
@@ -69,6 +76,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(reply["delay"])
         if reply.get("hang"):
             self._hang()
+        elif "drip" in reply:
+            self._drip(reply)
         elif "wire" in reply:
             self._wire(reply)
         elif "sse" in reply:
@@ -79,6 +88,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _hang(self):
         """Say nothing until the server closes (a silent server, for timeouts and cancelling)."""
         self.server.owner.closing.wait(60)
+        self.close_connection = True
+
+    def _drip(self, reply):
+        """A server that never finishes: `drip` bytes, then `repeat` every `every` s until the client hangs up."""
+        owner, until = self.server.owner, time.monotonic() + reply.get("for_seconds", 12)
+        try:
+            self.wfile.write(reply["drip"])
+            self.wfile.flush()
+            while time.monotonic() < until and not owner.closing.wait(reply["every"]):
+                self.wfile.write(reply["repeat"])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client hung up: what the test waits for
         self.close_connection = True
 
     def _wire(self, reply):
@@ -112,6 +134,13 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (reply.get("headers") or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        if reply.get("pause"):  # each line its own chunk, a pause after each
+            for line in reply["sse"]:
+                self.wfile.write(chunk(line.encode()))
+                self.wfile.flush()
+                time.sleep(reply["pause"])
+            self.wfile.write(b"0\r\n\r\n")
+            return
         data = "".join(reply["sse"]).encode()
         cut = reply.get("drop_after")  # bytes of the stream to send before dropping the connection
         step = reply.get("chunk_size") or len(data) or 1
@@ -181,7 +210,8 @@ class OpenAITestServer:
 
 # ---------------------------------------------------------------------------- real servers' refusals
 # What each server answers when an assistant message (one that carries tool calls, or any) says "no text"
-# in a form it does not take: `null`, `""`, or no `content` key at all.
+# in a form it does not take (`null`, `""`, or no `content` key at all), or when it is asked for structured
+# output in a `response_format` type it does not take.
 
 def _error(message, type_="invalid_request_error"):
     return {"error": {"message": message, "type": type_, "param": None, "code": None}}
@@ -194,20 +224,31 @@ def _assistant_contents(body):
 
 
 def llama_cpp_python(body):
-    """llama-cpp-python's server: its request model wants a string (pydantic, reported as a 500 by its
-    catch-all handler); a message without `content` passes validation and breaks the chat template."""
+    """llama-cpp-python's server (FastAPI): its request model is validated by pydantic, and its catch-all handler
+    reports a failed validation as a 500 whose message is FastAPI's text for it ("N validation errors:" then one
+    line per error, every error at once). An assistant message's content must be a string; `response_format.type`
+    must be 'text' or 'json_object' (a `schema` beside it is read). A message without `content` passes validation
+    and breaks the chat template."""
+    errors = []
     for i, content in _assistant_contents(body):
         if content is None:
-            errors = [{"type": "string_type", "loc": ("body", "messages", i, "ChatCompletionRequestAssistantMessage",
-                                                      "content"), "msg": "Input should be a valid string",
-                       "input": None}] + [
+            errors += [{"type": "string_type", "loc": ("body", "messages", i, "ChatCompletionRequestAssistantMessage",
+                                                       "content"), "msg": "Input should be a valid string",
+                        "input": None}] + [
                 {"type": "literal_error", "loc": ("body", "messages", i, f"ChatCompletionRequest{role}Message",
                                                   "role"), "msg": f"Input should be '{role.lower()}'",
                  "input": "assistant", "ctx": {"expected": f"'{role.lower()}'"}} for role in ("System", "User", "Tool")]
-            text = f"{len(errors)} validation errors:\n" + "".join(f"  {e}\n" for e in errors)
-            return 500, _error(text, "internal_server_error")
-        if content == "<missing>":
-            return 500, _error("'dict object' has no attribute 'content'", "internal_server_error")
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
+        errors.append({"type": "literal_error", "loc": ("body", "response_format", "type"),
+                       "msg": "Input should be 'text' or 'json_object'", "input": fmt.get("type"),
+                       "ctx": {"expected": "'text' or 'json_object'"}})
+    if errors:
+        count = f"{len(errors)} validation error{'s' if len(errors) != 1 else ''}"
+        text = f"{count}:\n" + "".join(f"  {e}\n" for e in errors)
+        return 500, _error(text, "internal_server_error")
+    if any(content == "<missing>" for _, content in _assistant_contents(body)):
+        return 500, _error("'dict object' has no attribute 'content'", "internal_server_error")
     return None
 
 
@@ -227,7 +268,16 @@ def bedrock_gateway(body):
     return None
 
 
-EMULATED = {"llama-cpp-python": llama_cpp_python, "ollama": ollama, "bedrock-gateway": bedrock_gateway}
+def lm_studio(body):
+    """LM Studio: `response_format.type` must be json_schema or text."""
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") not in ("json_schema", "text"):
+        return 400, _error("'response_format.type' must be 'json_schema' or 'text'")
+    return None
+
+
+EMULATED = {"llama-cpp-python": llama_cpp_python, "ollama": ollama, "bedrock-gateway": bedrock_gateway,
+            "lm-studio": lm_studio}
 
 
 # ---------------------------------------------------------------------------- canned wire replies

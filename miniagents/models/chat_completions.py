@@ -96,15 +96,16 @@ def tool_output_content(item: dict) -> tuple:
 
 
 def items_to_messages(items: list, instructions: Optional[str] = None, *, system_role: str = "system",
-                      reasoning_field: Optional[str] = None, empty_content: Any = None) -> list:
+                      reasoning_field: Optional[str] = None) -> list:
     """Kernel input items → Chat messages, as upstream converts them (so a transcript means the same on both
     APIs). Pure; raises `UserError` on what Chat can't say.
 
-    Text plus calls make ONE assistant message; an assistant message without text carries `empty_content`
-    (`None` or `""`: servers disagree); each output is a `tool` message with string content, and the images
-    and files tools returned follow the turn's tool messages in one user message (`tool_output_content`);
-    reasoning items are dropped, or echoed as `reasoning_field` on the next assistant message that
-    carries tool calls (DeepSeek thinking mode wants `reasoning_content`).
+    Text plus calls make ONE assistant message; an assistant message without text carries `"content": null`
+    (as OpenAI documents; `with_empty_content` gives the other form, for servers that refuse it); each output
+    is a `tool` message with string content, and the images and files tools returned follow the turn's tool
+    messages in one user message (`tool_output_content`); reasoning items are dropped, or echoed as
+    `reasoning_field` on the next assistant message that carries tool calls (DeepSeek thinking mode wants
+    `reasoning_content`).
     """
     messages: list = [{"role": system_role, "content": instructions}] if instructions else []
     open_asst: Optional[dict] = None
@@ -130,7 +131,7 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
             parts = content if isinstance(content, list) else []
             text = content if isinstance(content, str) else _text_of(
                 [p for p in parts if p.get("type") != "refusal"], "assistant message")
-            open_asst = {"role": "assistant", "content": text or empty_content}
+            open_asst = {"role": "assistant", "content": text or None}
             refusal = "".join(p.get("refusal", "") for p in parts if p.get("type") == "refusal")
             if refusal:
                 open_asst["refusal"] = refusal
@@ -146,7 +147,7 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
                                  "content": _text_of(content, f"{role} message")})
         elif kind == "function_call":
             if open_asst is None:
-                open_asst = {"role": "assistant", "content": empty_content}
+                open_asst = {"role": "assistant", "content": None}
                 messages.append(open_asst)
             open_asst.setdefault("tool_calls", []).append({
                 "id": item.get("call_id") or item.get("id"), "type": "function",
@@ -175,17 +176,16 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
 def build_body(model: str, instructions: Optional[str], input: list, settings: ModelSettings,
                tools: list, output_schema: Optional[dict], handoffs: list, *, stream: bool = False,
                system_role: str = "system", max_tokens_field: str = "max_completion_tokens",
-               include_usage: bool = False, reasoning_field: Optional[str] = None,
-               empty_content: Any = None) -> dict:
-    """The JSON body for one call; `UserError` for any setting Chat Completions cannot express."""
+               include_usage: bool = False, reasoning_field: Optional[str] = None) -> dict:
+    """The JSON body for one call, in the forms OpenAI documents (text-less assistant content `null`, the output
+    schema as `json_schema`); `UserError` for any setting Chat Completions cannot express."""
     for name in ("truncation", "response_include", "context_management", "prompt_cache_options"):
         value = getattr(settings, name)
         if value is not None and not (name == "truncation" and value == "disabled"):
             raise UserError(f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
                             "cannot express it (use OpenAIResponsesModel or unset it)")
     body: dict = {"model": model, "messages": items_to_messages(
-        input, instructions, system_role=system_role, reasoning_field=reasoning_field,
-        empty_content=empty_content)}
+        input, instructions, system_role=system_role, reasoning_field=reasoning_field)}
     add_tools(body, settings, [chat_tool(t) for t in list(tools or []) + list(handoffs or [])],
               chat_tool_choice(settings.tool_choice))
     if output_schema:
@@ -206,10 +206,17 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
         body["stream_options"] = {"include_usage": True}
     return add_extras(body, settings, stream)
 
-# ----------------------------------------------------------------------------- assistant content form
+# ----------------------------------------------------------------------------- forms servers disagree on
+# Two parts of a body have a second form, for servers that refuse OpenAI's: how an assistant message without text
+# says so (`null`, or `""`), and how the output schema is asked for (`json_schema`, or `json_object` with the
+# schema beside it and in the system message). A "forms" dict names the choice for each.
 
-EMPTY_CONTENT_FORMS = (None, "")  # how an assistant message without text says so: `null` or `""`
-_accepted_forms: dict = {}  # (base_url, model) -> the form that endpoint accepted, for the rest of the process
+OPENAI_FORMS = {"content": None, "response_format": "json_schema"}  # what build_body sends
+OTHER_FORM = {"content": {None: "", "": None}, "response_format": {"json_schema": "json_object",
+                                                                   "json_object": "json_schema"}}
+EMPTY_CONTENT_FORMS = tuple(OTHER_FORM["content"])
+RESPONSE_FORMAT_TYPES = tuple(OTHER_FORM["response_format"])
+_accepted_forms: dict = {}  # (base_url, model) -> {part: form} that endpoint accepted, for the rest of the process
 
 
 def empty_content_form(body: dict) -> Any:
@@ -227,16 +234,71 @@ def with_empty_content(body: dict, form: Any) -> dict:
     return {**body, "messages": messages}
 
 
+def json_schema_of(body: dict) -> Optional[dict]:
+    """The schema a body asks for with `response_format: {"type": "json_schema"}`; None when it asks for none."""
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
+        return fmt["json_schema"].get("schema") or {}
+    return None
+
+
+def with_json_object(body: dict, system_role: str = "system") -> dict:
+    """A copy of `body` that asks for its `json_schema` output as `{"type": "json_object", "schema": ...}`
+    (llama-cpp-python reads `schema` there) and states the schema at the end of the system message (one is put
+    first if there is none), so a server that ignores `schema` still shows it to the model."""
+    schema = json_schema_of(body)
+    if schema is None:
+        return body
+    note = ("Reply with one JSON object, and nothing else, that matches this JSON schema: "
+            + json.dumps(schema, ensure_ascii=False))
+    messages = list(body["messages"])
+    first = messages[0] if messages else {}
+    if first.get("role") in ("system", "developer") and isinstance(first.get("content"), str):
+        messages[0] = {**first, "content": f"{first['content']}\n\n{note}"}
+    else:
+        messages.insert(0, {"role": system_role, "content": note})
+    return {**body, "messages": messages, "response_format": {"type": "json_object", "schema": schema}}
+
+
+def in_forms(body: dict, forms: dict, system_role: str = "system") -> dict:
+    """`body` (as build_body makes it) with each part in the form `forms` names."""
+    if forms["content"] is not None:
+        body = with_empty_content(body, forms["content"])
+    if forms["response_format"] == "json_object":
+        body = with_json_object(body, system_role)
+    return body
+
+
+def _said(err: ModelHTTPError) -> str:
+    return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
+
+
 def refuses_content(err: ModelHTTPError) -> bool:
     """Whether a refusal points at a message's content: a 4xx, or a 5xx validation error, naming `content`
     (llama-cpp-python: 500 "validation errors ... content"; Ollama: 400 "invalid message content type: <nil>";
     Bedrock-backed gateways: "text content blocks must be non-empty"), but not a content filter."""
     if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
         return False
-    said = f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
+    said = _said(err)
     if "content_filter" in said or "content management" in said or "content policy" in said:
         return False
     return "content" in said or "<nil>" in said
+
+
+def refuses_response_format(err: ModelHTTPError, sent: str) -> bool:
+    """Whether a refusal points at the type of `response_format`: a 4xx or 5xx naming `response_format` and the
+    type that was not sent, as the one to use (llama-cpp-python, refusing json_schema: 500 "1 validation error ...
+    ('body', 'response_format', 'type') ... Input should be 'text' or 'json_object'"; LM Studio, refusing
+    json_object: "'response_format.type' must be 'json_schema' or 'text'"). A refused schema (OpenAI: "Invalid
+    schema for response_format ...") names neither, so it is never sent again as json_object."""
+    if err.status is None or err.status < 400:
+        return False
+    said = _said(err)
+    return "response_format" in said and OTHER_FORM["response_format"][sent] in said
+
+
+def _form_named(part: str, form: Any) -> str:
+    return f"assistant content {json.dumps(form)}" if part == "content" else f"response_format {form}"
 
 
 # ----------------------------------------------------------------------------- the model
@@ -253,29 +315,33 @@ class OpenAIChatCompletionsModel(EndpointModel):
     `tool_call_content` (what an assistant message with tool calls but no text sends as `content`:
     "auto" sends `null`, and when the server refuses that form it resends once with `""` (or the other
     way round) and remembers the form per base URL and model for the rest of the process; `None` or
-    `""` forces one form).
+    `""` forces one form), `response_format_type` (how an output schema is asked for: "auto" sends
+    `json_schema`, and when the server refuses that type it resends once with `json_object` (the schema in
+    `response_format.schema` and in the system message), remembered the same way; "json_schema" or
+    "json_object" forces one).
     """
 
     path = "/chat/completions"
 
     def __init__(self, model: str, openai_client: Any = None, *, system_role: str = "system",
                  max_tokens_field: Optional[str] = None, include_usage: Optional[bool] = None,
-                 reasoning_field: Optional[str] = None, tool_call_content: Any = "auto", **endpoint):
+                 reasoning_field: Optional[str] = None, tool_call_content: Any = "auto",
+                 response_format_type: str = "auto", **endpoint):
         super().__init__(model, openai_client, **endpoint)
         if tool_call_content != "auto" and tool_call_content not in EMPTY_CONTENT_FORMS:
             raise ValueError(f"tool_call_content must be 'auto', None or '', got {tool_call_content!r}")
+        if response_format_type != "auto" and response_format_type not in RESPONSE_FORMAT_TYPES:
+            raise ValueError("response_format_type must be 'auto', 'json_schema' or 'json_object', "
+                             f"got {response_format_type!r}")
         host = host_of(self.base_url)
         official = host == "api.openai.com" or host.endswith(".azure.com")
         self.system_role = system_role
         self.max_tokens_field = max_tokens_field or ("max_completion_tokens" if official else "max_tokens")
         self.include_usage = (host == "api.openai.com") if include_usage is None else include_usage
         self.reasoning_field = reasoning_field or ("reasoning_content" if host == "api.deepseek.com" else None)
-        self.tool_call_content = tool_call_content
-
-    def _content_form(self) -> Any:
-        if self.tool_call_content != "auto":
-            return self.tool_call_content
-        return _accepted_forms.get((self.base_url, self.model))
+        self.tool_call_content, self.response_format_type = tool_call_content, response_format_type
+        self._forced = {part: form for part, form in (("content", tool_call_content),
+                                                      ("response_format", response_format_type)) if form != "auto"}
 
     def _body(self, instructions, input, settings, tools, output_schema, handoffs, stream, **ids) -> dict:
         for name, value in ids.items():
@@ -284,26 +350,46 @@ class OpenAIChatCompletionsModel(EndpointModel):
                                 "transcript (use OpenAIResponsesModel, or drop it)")
         return build_body(self.model, instructions, list(input), settings, tools, output_schema, handoffs,
                           stream=stream, system_role=self.system_role, max_tokens_field=self.max_tokens_field,
-                          include_usage=self.include_usage, reasoning_field=self.reasoning_field,
-                          empty_content=self._content_form())
+                          include_usage=self.include_usage, reasoning_field=self.reasoning_field)
 
     def _post(self, body: dict, settings: ModelSettings, stream: bool) -> Exchange:
-        """Send; if the server refuses how text-less assistant messages say so, send once more in the
-        other form (a fresh retry budget: the refusal was not retried) and remember what worked."""
-        try:
-            return super()._post(body, settings, stream)
-        except ModelHTTPError as err:
-            sent = empty_content_form(body)
-            if self.tool_call_content != "auto" or sent is ... or not refuses_content(err):
-                raise
-            other = "" if sent is None else None
+        """Send `body` in the forms this endpoint takes (forced, else remembered, else OpenAI's); when the server
+        refuses a form, send once more with the other one (each part switched once at most, with a fresh retry
+        budget: a refusal is not retried) and remember what worked."""
+        key = (self.base_url, self.model)
+        forms = {**OPENAI_FORMS, **_accepted_forms.get(key, {}), **self._forced}
+        switched: list = []  # the parts switched so far
+        refusals: list = []  # what each refusal said, for the error when the last form is refused too
+        while True:
             try:
-                exchange = super()._post(with_empty_content(body, other), settings, stream)
-            except ModelHTTPError as again:
-                raise with_note(again, f"[sent twice: assistant content {json.dumps(sent)} was refused first: "
-                                       f"{err.message[:300]}]") from None
-        _accepted_forms[(self.base_url, self.model)] = other
+                exchange = super()._post(in_forms(body, forms, self.system_role), settings, stream)
+                break
+            except ModelHTTPError as err:
+                parts = [part for part in self._refused_parts(body, forms, err) if part not in switched]
+                if not parts:
+                    if refusals:
+                        sent = "twice" if len(refusals) == 1 else f"{len(refusals) + 1} times"
+                        raise with_note(err, f"[sent {sent}: {'; then '.join(refusals)}]") from None
+                    raise
+                named = " and ".join(_form_named(part, forms[part]) for part in parts)
+                verb = "was" if len(parts) == 1 else "were"
+                refusals.append(f"{named} {verb} refused{' first' if not refusals else ''}: {err.message[:300]}")
+                for part in parts:
+                    forms[part] = OTHER_FORM[part][forms[part]]
+                switched += parts
+        if switched:
+            _accepted_forms[key] = {**_accepted_forms.get(key, {}), **{part: forms[part] for part in switched}}
         return exchange
+
+    def _refused_parts(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
+        """The parts of `body` (not forced, and present in it) that the refusal `err` points at."""
+        parts = []
+        if "content" not in self._forced and empty_content_form(body) is not ... and refuses_content(err):
+            parts.append("content")
+        if ("response_format" not in self._forced and json_schema_of(body) is not None
+                and refuses_response_format(err, forms["response_format"])):
+            parts.append("response_format")
+        return parts
 
     def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
         secret = self.transport.secret

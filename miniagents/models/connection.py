@@ -68,7 +68,8 @@ def check_key(key: Optional[str]) -> None:
 
 def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
                    default_headers=None, timeout: float = 600.0, max_retries: int = 2,
-                   api_version: Optional[str] = None) -> http.HTTPTransport:
+                   api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
+                   max_response_bytes: int = http.MAX_RESPONSE_BYTES) -> http.HTTPTransport:
     """The transport for one endpoint: base URL and key from arguments, then defaults, then env.
 
     Azure (`*.azure.com` or an `api_version`): the key goes in an `api-key` header and `api_version`
@@ -99,4 +100,5 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
             headers[name.strip()] = value.strip()
     headers.update(default_headers or {})
     return http.HTTPTransport(base, headers, timeout=timeout, max_retries=max_retries,
+                              attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes,
                               query={"api-version": api_version} if api_version else None, secret=key)

@@ -148,9 +148,11 @@ class EndpointModel:
     def __init__(self, model: str, openai_client: Any = None, *, base_url: Optional[str] = None,
                  api_key: Optional[str] = None, organization: Optional[str] = None, project: Optional[str] = None,
                  default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
-                 api_version: Optional[str] = None):
+                 api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
+                 max_response_bytes: int = http.MAX_RESPONSE_BYTES):
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
+        http.check_bounds(attempt_timeout, max_response_bytes)
         if openai_client is not None:  # upstream's way to say where requests go: read, never called
             found = client_endpoint(openai_client)
             base_url, api_key = base_url or found["base_url"], api_key or found["api_key"]
@@ -160,7 +162,8 @@ class EndpointModel:
         self.timeout, self.max_retries = timeout, max_retries
         self._client_args = dict(api_key=api_key, organization=organization, project=project,
                                  default_headers=default_headers, timeout=timeout,
-                                 max_retries=max_retries, api_version=api_version)
+                                 max_retries=max_retries, api_version=api_version,
+                                 attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._transport: Optional[http.HTTPTransport] = None
         self._lock = threading.Lock()
 

@@ -8,8 +8,13 @@ a message, repr or URL shown, follow redirects, ask for gzip, or import `http.cl
 module import time.
 
 Retried (per `protocol.should_retry`): connection errors, timeouts, bodies that broke off, and the statuses
-openai-python retries. Timeouts: connecting is bounded by `CONNECT_TIMEOUT`; after that `timeout` bounds each
-wait for data (an idle limit, so a long stream that keeps talking is never cut). Every error names the method, URL and attempts.
+openai-python retries. Every error names the method, URL and attempts.
+Bounds (a server sets none of them; see README "Talking to a real model"): connecting takes at most
+`CONNECT_TIMEOUT`; one attempt (connect, send, the response head with its interim 1xx answers, a plain body)
+at most `attempt_timeout`, each receive at most `timeout`; a stream must deliver an event (keep-alive comments
+do not count) within `timeout` of the last one and has no total cap, so a long stream that keeps talking is
+never cut. A plain body, and each line or event of a stream, is refused past `max_response_bytes` (from its
+announced length, before it is read). Every send and receive asks `_pace` how long it may wait (bounded.py).
 Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
 its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
 Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https).
@@ -23,12 +28,22 @@ from typing import Any, Iterator, Optional
 
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from .interface import CANCEL_CALLBACKS
-from .protocol import (error_from_body, http_error, iter_lines, iter_sse, redact, retry_delay, should_retry,
-                       timeout_error, with_note)
+from .protocol import (error_from_body, http_error, iter_lines, iter_sse, not_an_api_error, redact, retry_delay,
+                       should_retry, timeout_error, with_note)
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
 DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for the body's end before hanging up
+MAX_RESPONSE_BYTES = 32 * 2 ** 20  # default cap on a plain body and on one line or event of a stream
+READ_SIZE = 65536           # the most one receive asks for
 USER_AGENT = "miniagents/0.1 (python stdlib)"
+
+
+def check_bounds(attempt_timeout: Optional[float], max_response_bytes: int) -> None:
+    """Refuse bounds that would bound nothing (a ValueError when the model or provider is built)."""
+    if attempt_timeout is not None and not (isinstance(attempt_timeout, (int, float)) and attempt_timeout > 0):
+        raise ValueError(f"attempt_timeout must be a number of seconds > 0 (or None), got {attempt_timeout!r}")
+    if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+        raise ValueError(f"max_response_bytes must be an int > 0, got {max_response_bytes!r}")
 
 # ----------------------------------------------------------------------------- cancelling
 
@@ -82,18 +97,22 @@ def _shut(sock) -> None:
 
 
 def _open_socket(switch: CancelSwitch, address, timeout, source_address=None, *_):
-    """`socket.create_connection`, with each socket handed to the cancel switch before it starts connecting."""
+    """`socket.create_connection`, with each socket handed to the cancel switch before it starts connecting, and
+    `timeout` for connecting in all: every address tried, then the TLS handshake (left the rest as its timeout,
+    which the ssl module applies to the whole handshake). Name lookup is the system resolver's, with its own."""
     import socket
     host, port = address
+    deadline = time.monotonic() + timeout
     error: Optional[OSError] = None
     for family, kind, proto, _name, addr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
         sock = socket.socket(family, kind, proto)
         switch.watch(sock)
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             if source_address:
                 sock.bind(source_address)
             sock.connect(addr)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             return sock
         except OSError as exc:
             error = exc
@@ -137,8 +156,12 @@ class Exchange:
                                 "Accept": "text/event-stream" if stream else "application/json",
                                 **transport.headers, **(headers or {})}
         self.read_timeout = transport.timeout if timeout is None else timeout
+        self.attempt_timeout = transport.attempt_timeout or self.read_timeout
+        self.max_bytes = transport.max_response_bytes
         self.max_retries = transport.max_retries if max_retries is None else max_retries
         self.attempts = 0
+        self._deadline = 0.0        # when the current wait runs out: the attempt's, the next event's, the drain's
+        self._per_attempt = True    # whether that deadline is the attempt's (for the timeout's message)
         self.switch = CancelSwitch()
         self.response: Any = None
         self.headers: dict = {}
@@ -192,9 +215,11 @@ class Exchange:
         try:
             while True:
                 try:
-                    for pair in iter_sse(iter_lines(self._chunks())):
+                    self._expect_event()
+                    for pair in iter_sse(iter_lines(self._chunks(), self.max_bytes), self.max_bytes):
                         delivered = True
                         yield pair
+                        self._expect_event()
                     self.close()
                     return
                 except _Retry as retry:
@@ -246,21 +271,26 @@ class Exchange:
     def _attempt(self) -> None:
         """One attempt: connect if needed, send, read the status line. Leaves a 2xx response in `response`."""
         import socket
+        from .bounded import TooManyInterimResponses, pace
         if self.switch.cancelled:
             raise self._cancelled()
         self.attempts += 1
+        self._deadline, self._per_attempt = time.monotonic() + self.attempt_timeout, True
         t = self.transport
         for second_try in (False, True):
             conn = self._conn = t.connection()
+            pace(conn, self._pace)
             reused = conn.sock is not None
             if not reused:
                 self._connect(conn)
             self.switch.watch(conn.sock)
             try:
-                conn.sock.settimeout(self.read_timeout)
                 conn.request("POST", self.target, body=self.payload, headers=self.request_headers)
                 resp = conn.getresponse()
                 break
+            except TooManyInterimResponses as exc:
+                t.discard(conn)
+                raise http_error(None, str(exc), type="invalid_response") from None
             except self._broken as exc:
                 t.discard(conn)
                 if self.switch.cancelled:
@@ -268,19 +298,25 @@ class Exchange:
                 if reused and not second_try:
                     continue  # the server closed an idle keep-alive socket: one free retry on a fresh one
                 if isinstance(exc, socket.timeout):
-                    raise _Retry(timeout_error(self.read_timeout, "waiting for the response to start")) from None
+                    raise _Retry(self._timed_out("waiting for the response to start",
+                                                 "waiting for the response to start, within attempt_timeout")) from None
                 raise _Retry(http_error(None, f"the connection to {t.host}:{t.port} failed while sending the "
                                               f"request: {type(exc).__name__}: {redact(str(exc), t.secret)}",
                                         type="connection_error")) from None
         self.response, self.headers = resp, {k.lower(): v for k, v in resp.getheaders()}
+        self._finished = False
         if 200 <= resp.status < 300:
-            self._finished = False
+            if self.stream and self._content_type() == "text/html":
+                raise self._not_an_api(self._body())  # a web page, not an event stream
             return
         try:
-            raw = resp.read()
-        except self._broken:
-            raw = b""
-            t.discard(conn)
+            raw = self._body()
+        except _Retry:
+            raw = b""  # the status says enough; the connection is already hung up
+        except ModelHTTPError as failed:
+            if failed.type != "response_too_large":
+                raise  # cancelled
+            raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), t.secret)
         if should_retry(resp.status, self.headers, err):
@@ -290,7 +326,10 @@ class Exchange:
     def _connect(self, conn) -> None:
         import socket
         t = self.transport
-        seconds = min(self.read_timeout, CONNECT_TIMEOUT)
+        left = self._deadline - time.monotonic()
+        if left <= 0:  # spent on a pooled socket the server had closed
+            raise _Retry(self._timed_out("", "connecting, within attempt_timeout"))
+        seconds = min(self.read_timeout, CONNECT_TIMEOUT, left)
         conn.timeout = seconds
         conn._create_connection = lambda *a: _open_socket(self.switch, *a)
         try:
@@ -328,35 +367,88 @@ class Exchange:
         return f"{type(exc).__name__}: {redact(str(exc), t.secret)}", False
 
     def _read_json(self) -> Any:
-        resp = self.response
-        try:
-            raw = resp.read()
-        except self._broken as exc:
-            raise self._read_failure(exc) from None
-        if self.switch.cancelled:
-            self.transport.discard(self._conn)
-            raise self._cancelled()
-        self._finished = True
+        raw = self._body()
         text = raw.decode("utf-8", errors="replace").strip()  # DeepSeek pads with blank lines
         try:
             return json.loads(text)
         except ValueError:
-            raise error_from_body(resp.status, raw, self.request_id, self.transport.secret) from None
+            raise self._not_an_api(raw) from None
 
-    def _chunks(self) -> Iterator[bytes]:
+    def _content_type(self) -> str:
+        return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+    def _not_an_api(self, raw: bytes) -> ModelHTTPError:
+        """A 2xx answer that is not what an OpenAI-compatible API sends (a web page, a plain text), said so."""
+        return not_an_api_error(self.response.status, raw, self._content_type(), self.transport.shown_url(""),
+                                self.request_id, self.transport.secret)
+
+    # -- reading, within the bounds
+
+    def _expect_event(self) -> None:
+        """A stream's next event is due within `timeout` from now (keep-alive comments do not move this)."""
+        self._deadline, self._per_attempt = time.monotonic() + self.read_timeout, False
+
+    def _pace(self) -> float:
+        """How long the next receive may wait: `timeout`, cut to what is left of the current deadline."""
+        import socket
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the deadline has passed")
+        return min(self.read_timeout, left)
+
+    def _timed_out(self, idle: str, late: str) -> ModelTimeoutError:
+        """The timeout that ran out, named: one receive's (`idle` says what was awaited), the attempt's (`late`
+        says what it was doing), or a stream's wait for its next event."""
+        if self._deadline - time.monotonic() > 0.001:
+            return timeout_error(self.read_timeout, idle)
+        if self._per_attempt:
+            return timeout_error(self.attempt_timeout, f"{late} (it bounds one whole attempt: connecting, sending, "
+                                                       "the response head with its interim 1xx answers, a plain body)")
+        return timeout_error(self.read_timeout, "The stream sent no event within the timeout (keep-alive comments "
+                                                "do not count).")
+
+    def _body(self) -> bytes:
+        """The rest of a plain body, refused past `max_response_bytes` as soon as the server announces more
+        (its Content-Length, or the size of a chunk), before those bytes are read."""
+        body = bytearray()
+        for chunk in self._chunks(self.max_bytes):
+            body += chunk
+        return bytes(body)
+
+    def _chunks(self, limit: Optional[int] = None) -> Iterator[bytes]:
+        """The body as it arrives, one receive at a time; with `limit`, no more than that in all. At its end the
+        response is closed, which leaves the connection for the next request."""
+        import http.client
         resp = self.response
+        received = 0
         while True:
+            if limit is not None:
+                announced = resp.length if isinstance(resp.length, int) else resp.chunk_left
+                if received + (announced if isinstance(announced, int) else 0) > limit:
+                    raise self._too_large(limit, received, announced)
             try:
-                chunk = resp.read1(65536)
+                chunk = resp.read1(READ_SIZE)
             except self._broken as exc:
                 raise self._read_failure(exc) from None
             if self.switch.cancelled:
                 self.transport.discard(self._conn)
                 raise self._cancelled()
             if not chunk:
+                if isinstance(resp.length, int) and resp.length > 0:  # closed before its Content-Length
+                    raise self._read_failure(http.client.IncompleteRead(b"", resp.length)) from None
                 self._finished = True
+                resp.close()
                 return
+            received += len(chunk)
             yield chunk
+
+    def _too_large(self, limit: int, received: int, announced: Any) -> ModelHTTPError:
+        self.transport.discard(self._conn)
+        said = (f"its Content-Length is {received + announced}" if not self.response.chunked
+                else f"{received} bytes read and a chunk of {announced} more announced")
+        return http_error(self.response.status, f"the response is larger than max_response_bytes={limit} "
+                                                f"({said}); raise max_response_bytes on the model or provider if "
+                                                "such answers are expected", type="response_too_large")
 
     def _read_failure(self, exc: BaseException) -> BaseException:
         """A body that broke off (reset, stall, bad chunking) as a retryable error, or the cancellation."""
@@ -365,7 +457,8 @@ class Exchange:
         if self.switch.cancelled:
             return self._cancelled()
         if isinstance(exc, socket.timeout):
-            return _Retry(timeout_error(self.read_timeout, "The server sent nothing more within the timeout."))
+            return _Retry(self._timed_out("The server sent nothing more within the timeout.",
+                                          "The answer did not arrive whole within attempt_timeout"))
         t = self.transport
         return _Retry(http_error(None, f"the connection to {t.host}:{t.port} broke off in the middle of the "
                                        f"response ({type(exc).__name__}): it is truncated",
@@ -373,21 +466,20 @@ class Exchange:
 
     def _drain(self) -> bool:
         """Read what is left of a body for `DRAIN_SECONDS` at most; True when it ended (socket reusable)."""
-        deadline = time.monotonic() + DRAIN_SECONDS
+        self._deadline = time.monotonic() + DRAIN_SECONDS
         try:
-            while self._conn.sock is not None and time.monotonic() < deadline:
-                self._conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                if not self.response.read1(65536):
-                    return True
-        except self._broken:
-            pass
-        return False
+            for _ in self._chunks():
+                pass
+        except (_Retry, AgentsException):
+            return False
+        return True
 
 
 class HTTPTransport:
     """POSTs JSON to one base URL with one keep-alive connection per thread."""
 
     def __init__(self, base_url: str, headers: dict, *, timeout: float = 600.0, max_retries: int = 2,
+                 attempt_timeout: Optional[float] = None, max_response_bytes: int = MAX_RESPONSE_BYTES,
                  query: Optional[dict] = None, secret: Optional[str] = None):
         from urllib.parse import urlsplit
         parts = urlsplit(base_url.rstrip("/"))
@@ -398,6 +490,7 @@ class HTTPTransport:
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
         self.timeout, self.max_retries, self.secret = timeout, max_retries, secret
+        self.attempt_timeout, self.max_response_bytes = attempt_timeout, max_response_bytes
         self._local = threading.local()
         self._conns: list = []  # every thread's connection, so close() and GC close them all
         self._conns_lock = threading.Lock()

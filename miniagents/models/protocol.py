@@ -23,11 +23,19 @@ MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means 
 # ----------------------------------------------------------------------------- pure: SSE framing
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+def too_large(what: str, limit: int) -> ModelHTTPError:
+    """The error for a piece of a stream over `max_response_bytes` (raised before it is kept)."""
+    return http_error(None, f"{what} of the stream is larger than max_response_bytes={limit}; raise "
+                            "max_response_bytes on the model or provider if such answers are expected",
+                      type="response_too_large")
+
+
+def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iterator[bytes]:
     """Split a byte stream, chunked anyhow, into lines without terminators (\\n, \\r\\n or \\r).
 
     Linear in the input: each chunk is scanned once, and a line's pieces are only joined when it ends
-    (a 4 MB line arriving in 1 KB chunks is never rescanned or recopied chunk by chunk).
+    (a 4 MB line arriving in 1 KB chunks is never rescanned or recopied chunk by chunk). A line longer than
+    `max_bytes` is refused (`too_large`) as soon as its pending part passes it.
     """
     pending = bytearray()   # the unfinished line
     skip_lf = False         # the last chunk ended in \r: a \n starting the next one belongs to it
@@ -37,31 +45,36 @@ def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         if not chunk:
             continue
         for piece in chunk.splitlines(keepends=True):
-            if piece.endswith((b"\n", b"\r")):
-                pending += piece.rstrip(b"\r\n")
+            ended = piece.endswith((b"\n", b"\r"))
+            if ended:
+                piece = piece.rstrip(b"\r\n")
+            if max_bytes is not None and len(pending) + len(piece) > max_bytes:
+                raise too_large("a line", max_bytes)
+            pending += piece
+            if ended:
                 yield bytes(pending)
                 pending.clear()
-            else:
-                pending += piece
         skip_lf = chunk.endswith(b"\r")
     if pending:
         yield bytes(pending)
 
 
-def iter_sse(lines: Iterable[Any]) -> Iterator[tuple]:
+def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[tuple]:
     """Server-sent events from lines: yields `(event, data)`; comments skipped, data lines joined by \\n.
 
     A blank line dispatches; a pending event is dispatched at EOF too. `id`, `retry` and unknown
-    fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str.
+    fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str. An event whose
+    data lines add up to more than `max_bytes` is refused (`too_large`) before the line that passes it is kept.
     """
-    event, data = "", []
+    event, data, size = "", [], 0
     for line in lines:
+        length = len(line)
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
         if not line:
             if data:
                 yield event or "message", "\n".join(data)
-            event, data = "", []
+            event, data, size = "", [], 0
             continue
         if line.startswith(":"):
             continue
@@ -69,6 +82,9 @@ def iter_sse(lines: Iterable[Any]) -> Iterator[tuple]:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
+            size += length
+            if max_bytes is not None and size > max_bytes:
+                raise too_large("an event", max_bytes)
             data.append(value)
         elif name == "event":
             event = value
@@ -141,10 +157,16 @@ def with_note(err: AgentsException, note: str) -> AgentsException:
 
 
 def error_fields(body: Any) -> dict:
-    """`{message, type, code, param}` from an error body of any shape (object, string, empty)."""
+    """`{message, type, code, param}` from an error body of any common shape: OpenAI's `{"error": {...}}`, a
+    string `error` (LM Studio), a top-level `message` (old vLLM), `detail` as a string or as pydantic's list of
+    `{loc, msg}` (FastAPI servers), a one-element list of those (Gemini), a bare string, nothing."""
+    if isinstance(body, list) and len(body) == 1 and isinstance(body[0], dict):
+        body = body[0]
     if isinstance(body, dict):
-        err = body.get("error", body)
-        if not isinstance(err, dict):  # LM Studio: {"error": "<string>"}
+        err = body.get("error")
+        if err is None:
+            err = body
+        elif not isinstance(err, dict):
             err = {"message": err}
     elif body in (None, ""):
         err = {}
@@ -153,10 +175,26 @@ def error_fields(body: Any) -> dict:
     out = {}
     for key in ("message", "type", "code", "param"):
         value = err.get(key)
+        if key == "message" and value is None and err.get("detail") is not None:
+            value = detail_text(err["detail"])
         if value is not None and not isinstance(value, str):
             value = json.dumps(value, ensure_ascii=False) if key == "message" else str(value)
         out[key] = value
     return out
+
+
+def detail_text(detail: Any) -> Any:
+    """FastAPI's `detail`: a string as is; pydantic's list of errors as `loc.of.field: msg; ...`."""
+    if not isinstance(detail, list):
+        return detail
+    said = []
+    for error in detail:
+        if isinstance(error, dict) and isinstance(error.get("msg"), str):
+            where = ".".join(str(part) for part in error.get("loc") or ())
+            said.append(f"{where}: {error['msg']}" if where else error["msg"])
+        else:
+            said.append(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
+    return "; ".join(said)
 
 
 def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] = None,
@@ -184,6 +222,18 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
         message = "the server reported an error in the stream: " + message
     return http_error(status, message, type=f["type"], code=f["code"], param=f["param"],
                       request_id=redact(request_id, secret), body=body)
+
+
+def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, request_id: Optional[str] = None,
+                     secret: Optional[str] = None) -> ModelHTTPError:
+    """A 2xx answer that is not JSON (a web server's welcome page, a proxy's text): what it said, and what to
+    check; `base_url` as shown (no key)."""
+    said = error_from_body(status, raw, request_id, secret).message if raw.strip() else "an empty body"
+    if len(said) > 200:
+        said = said[:200] + "…"
+    return http_error(status, f"the answer is not JSON ({content_type or 'no Content-Type'}: {said}); check that "
+                              f"base_url={redact(base_url, secret)!r} is an OpenAI-compatible API (its address "
+                              "usually ends in /v1)", type="invalid_response", request_id=redact(request_id, secret))
 
 
 def _strip_html(text: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional
 
 from ..errors import UserError
 from .connection import client_endpoint, env, host_of, resolve_base_url, set_default_endpoint
+from .http import MAX_RESPONSE_BYTES, check_bounds
 from .interface import Model, ModelProvider
 
 DEFAULT_MODEL = "gpt-4.1"
@@ -49,7 +50,9 @@ class OpenAIProvider:
                  organization: Optional[str] = None, project: Optional[str] = None,
                  use_responses: Optional[bool] = None, *, openai_client: Any = None,
                  default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
-                 api_version: Optional[str] = None, **chat_options):
+                 api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, **chat_options):
+        check_bounds(attempt_timeout, max_response_bytes)
         if openai_client is not None:  # where the client points, with its key (the client is never called)
             found = client_endpoint(openai_client)
             api_key, base_url = api_key or found["api_key"], base_url or found["base_url"]
@@ -58,9 +61,10 @@ class OpenAIProvider:
         self.base_url, self.organization, self.project = base_url, organization, project
         self.use_responses = use_responses
         self._endpoint = dict(organization=organization, project=project, default_headers=default_headers,
-                              timeout=timeout, max_retries=max_retries, api_version=api_version)
+                              timeout=timeout, max_retries=max_retries, api_version=api_version,
+                              attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
-        # tool_call_content
+        # tool_call_content, response_format_type
         self._models: dict = {}
         self._lock = threading.Lock()
 

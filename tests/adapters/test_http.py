@@ -105,6 +105,56 @@ def test_error_bodies_of_every_shape(server, raw, expected):
         ask(chat(server))
 
 
+PYDANTIC_422 = {"detail": [{"type": "missing", "loc": ["body", "messages", 0, "content"], "msg": "Field required",
+                            "input": {"role": "assistant"}},
+                           {"type": "string_type", "loc": ["body", "model"], "msg": "Input should be a valid string",
+                            "input": 7}]}
+
+
+@pytest.mark.parametrize("status,body,expected", [
+    (404, {"detail": "Not Found"}, "HTTP 404: Not Found"),
+    (422, PYDANTIC_422, "HTTP 422: body.messages.0.content: Field required; body.model: Input should be a valid "
+                        "string"),
+    (400, [{"error": {"code": 400, "message": "Request contains an invalid argument.",
+                      "status": "INVALID_ARGUMENT"}}], "HTTP 400: code=400 Request contains an invalid argument."),
+    (400, {"error": None, "message": "a message beside a null error"}, "HTTP 400: a message beside a null error"),
+    (400, {"detail": ["first", {"unexpected": 1}]}, 'HTTP 400: first; {"unexpected": 1}'),
+], ids=["fastapi-detail-string", "fastapi-detail-pydantic-list", "gemini-list", "null-error-and-message",
+        "detail-list-of-anything"])
+def test_the_server_s_own_message_is_shown_from_every_common_error_shape(server, status, body, expected):
+    server.reply(body, status=status)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(server))
+    assert str(info.value).startswith(expected + " ")
+    assert "empty body" not in str(info.value) and info.value.body == body
+
+
+NGINX = ("<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body><h1>Welcome to nginx!</h1>"
+         "<p>If you see this page, the nginx web server is successfully installed.</p></body></html>")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_web_page_served_with_200_is_reported_as_not_json_with_the_base_url_to_check(server, streamed):
+    server.reply(status=200, raw=NGINX, content_type="text/html")
+    model = chat(server)
+    with pytest.raises(ModelHTTPError) as info:
+        list(model.stream_response(None, USER, ModelSettings(), [], None, [])) if streamed else ask(model)
+    assert info.value.type == "invalid_response" and len(server.requests) == 1
+    assert str(info.value).startswith(
+        f"HTTP 200: type=invalid_response the answer is not JSON (text/html: Welcome to nginx! Welcome to nginx! If "
+        f"you see this page, the nginx web server is successfully installed.); check that base_url='{server.url}' is "
+        "an OpenAI-compatible API (its address usually ends in /v1) (POST ")
+
+
+@pytest.mark.parametrize("raw,said", [(b"OK", "text/plain: OK"), (b"", "text/plain: an empty body"),
+                                      (b"x" * 500, "text/plain: " + "x" * 200 + "…)")])
+def test_any_plain_answer_that_is_not_json_says_so_and_is_cut_short(server, raw, said):
+    server.reply(status=200, raw=raw, content_type="text/plain")
+    with pytest.raises(ModelHTTPError, match="the answer is not JSON") as info:
+        ask(chat(server))
+    assert f"({said}" in str(info.value)
+
+
 def test_slow_response_past_timeout_raises_model_timeout(server):
     server.reply(chat_completion("late"), delay=0.6).reply(chat_completion("late"), delay=0.6)
     with pytest.raises(ModelTimeoutError) as info:

@@ -237,7 +237,7 @@ def test_a_body_broken_on_every_attempt_is_a_typed_error(server):
 def test_a_body_that_stalls_midway_is_a_timeout_after_retries(server):
     server.reply(wire=SHORT, after="hang").reply(wire=SHORT, after="hang")
     with pytest.raises(ModelTimeoutError) as info:
-        ask(chat(server.url, timeout=0.2, max_retries=1))
+        ask(chat(server.url, timeout=0.2, max_retries=1, attempt_timeout=60))
     assert "The server sent nothing more within the timeout." in str(info.value)
     assert len(server.requests) == 2
 

@@ -76,6 +76,14 @@ SCENARIOS = [
     lambda p: streamed(data({"type": "response.completed", "response": {"output": [{"type": KEY, "x": around(p)}],
                                                                          "usage": {"input_tokens": KEY}}})),
     lambda p: streamed(data({"choices": [{"index": 0, "delta": {"content": around(p)}}]})),  # then truncated
+    lambda p: plain(404, json={"detail": around(p)}),
+    lambda p: plain(422, json={"detail": [{"loc": ["body", KEY], "msg": around(p), "input": KEY}, around(p)]}),
+    lambda p: plain(400, json=[{"error": {"message": around(p), "status": KEY}}]),
+    lambda p: plain(200, raw=f"<html><title>{around(p)}</title><body>{KEY}</body></html>", content_type="text/html"),
+    lambda p: ({"status": 200, "raw": f"<html><h1>{around(p)}</h1></html>", "content_type": "text/html"}, True),
+    lambda p: plain(200, raw=around(p), content_type="text/plain"),
+    lambda p: ({"wire": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10000000000000\r\n\r\n"
+                        + around(p).encode()}, False),  # over the size limit
 ]
 
 
@@ -126,3 +134,15 @@ def test_a_key_that_cannot_go_in_a_header_is_refused_without_being_quoted(bad, c
     assert "cannot be sent in an HTTP header" in str(info.value)
     assert all(KEY[:8] not in text and KEY[-8:] not in text for text in (str(info.value), repr(info.value.args)))
     assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_a_refused_form_resent_and_refused_again_keeps_the_key_out_of_both_messages(key_server):
+    refusal = {"error": {"message": "response_format: use 'json_object' " + around("key "), "code": KEY}}
+    key_server.replies[:] = [{"status": 400, "json": refusal}, {"status": 401, "json": refusal}]
+    schema = {"name": "final_output", "strict": True, "schema": {"type": "object", "properties": {},
+                                                                 "required": [], "additionalProperties": False}}
+    model = OpenAIChatCompletionsModel("leaky", base_url=key_server.url, api_key=KEY)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], schema, [])
+    assert "response_format json_schema was refused first" in str(info.value)
+    assert leaks(info.value) == []

@@ -5,6 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from miniagents.errors import ModelHTTPError
 from miniagents.models.chat_completions import ChatStreamTranslator, items_to_messages, message_to_items
 from miniagents.models.protocol import iter_lines, iter_sse
 
@@ -42,6 +43,26 @@ def test_sse_reader_is_independent_of_chunking(stream, cuts):
     data, expected = stream
     assert list(iter_sse(iter_lines(split_at(data, cuts)))) == expected
     assert list(iter_sse(iter_lines([bytes([b]) for b in data]))) == expected
+
+
+@given(sse_streams(), st.lists(st.integers(0, 10_000), max_size=12), st.integers(1, 120))
+@settings(max_examples=200, deadline=None)
+def test_the_size_limit_passes_a_stream_within_it_whole_and_refuses_one_past_it(stream, cuts, limit):
+    data, expected = stream
+    lines = list(iter_lines([data]))
+    data_sizes = [0]  # the bytes of each event's data lines, as the reader counts them
+    for line in lines:
+        if line.partition(b":")[0] == b"data":
+            data_sizes[-1] += len(line)
+        elif not line:
+            data_sizes.append(0)
+    fits = max(map(len, lines), default=0) <= limit and max(data_sizes) <= limit
+    try:
+        got = list(iter_sse(iter_lines(split_at(data, cuts), limit), limit))
+    except ModelHTTPError as err:
+        assert not fits and err.type == "response_too_large" and f"max_response_bytes={limit}" in str(err)
+    else:
+        assert fits and got == expected
 
 
 json_args = st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), text, st.none()), max_size=3).map(

@@ -22,8 +22,8 @@ LAYERS = {
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
     "running": ["state", "turn", "result", "run", "testing", "trace"],
 }
-MODELS = ["models.connection", "models.protocol", "models.shapes", "models.http", "models.endpoint",
-          "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
+MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
+          "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
 # The only I/O: it knows items, the Model interface and the strict schema pass, nothing of agents or tools; the
 # provider sits on top of the adapters and only the runner imports it.
 MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "validate", "docstrings"} | (

@@ -293,7 +293,7 @@ def test_live_a_web_page_at_the_base_url_is_named_as_such(server, tmp_path):
     server.reply(raw="<html><body>Open WebUI</body></html>", content_type="text/html")
     proc = live_against(server, tmp_path, "--chapter", "1")
     assert proc.returncode == 1, proc.out + proc.err
-    assert "HTTP 200: Open WebUI" in proc.err and "not as an OpenAI-compatible API" in proc.err, proc.err
+    assert "HTTP 200" in proc.err and "Open WebUI" in proc.err and "not as an OpenAI-compatible API" in proc.err, proc.err
 
 
 def test_live_a_chapter_the_server_fails_is_one_line_and_the_walkthrough_goes_on(server, tmp_path):
