@@ -100,6 +100,38 @@ def test_cancelled_tools_that_had_not_started_never_start_and_the_state_resumes(
     assert outputs == ["done 1", "done 2"]
 
 
+def test_cancelled_concurrent_tools_that_had_not_started_never_start_and_the_state_resumes():
+    """The same with calls in threads: two run at once (the limit), the third waits for a slot; cancelling while
+    the first two run means the third never starts, and the resumed state runs it."""
+    ran, started, release = [], threading.Barrier(3), threading.Event()
+
+    @function_tool
+    def work(n: int) -> str:
+        ran.append(n)
+        if n < 3:
+            started.wait(30)
+            release.wait(30)
+        return f"done {n}"
+
+    agent, model = make_agent([[function_call("work", {"n": n}, call_id=f"c{n}") for n in (1, 2, 3)],
+                               [assistant_message("end")]], tools=[work])
+    from miniagents import RunConfig
+
+    result = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=2))
+
+    async def drain():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called" and event.item.call_id == "c3":
+                threading.Thread(target=lambda: (started.wait(30), result.cancel(), release.set())).start()
+
+    asyncio.run(drain())
+    assert sorted(ran) == [1, 2] and len(model.calls) == 1
+    resumed = Runner.run_sync(agent, result.to_state())
+    assert sorted(ran) == [1, 2, 3] and resumed.final_output == "end"
+    outputs = [i["output"] for i in model.calls[1].input if i.get("type") == "function_call_output"]
+    assert outputs == ["done 1", "done 2", "done 3"]
+
+
 def test_iterating_stream_events_a_second_time_never_runs_the_model_again():
     agent, model = make_agent([[assistant_message("once")]])
     result = Runner.run_streamed(agent, "go")
