@@ -28,7 +28,7 @@ from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stre
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import HostedTool
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
-                   TurnResult, get_model, run_turn)
+                   TurnResult, around, get_model, run_turn)
 
 DEFAULT_MAX_TURNS = 10
 logger = logging.getLogger("miniagents")
@@ -37,34 +37,49 @@ logger = logging.getLogger("miniagents")
 # --- The loop ---------------------------------------------------------------------------------------
 
 
-def _loop(run: Run) -> Generator[Any, None, RunResult]:
-    """Turns until something ends the run; every `NextStep` is dispatched here and nowhere else."""
+def _loop(run: Run) -> Generator[Any, None, None]:
+    """Turns until something ends the run (`run.result` is set); every `NextStep` is dispatched here and nowhere
+    else. It yields the run's stream events."""
     state = run.state
     yield from enter_agent(run)
-    while True:
-        if state.cancel_mode is not None and state.pending is None:  # cancelled: no new turn starts
-            return RunResult.from_state(state, None)
-        if state.pending is None and state.max_turns is not None and state.current_turn >= state.max_turns:
-            turn = TurnResult(state.current_agent, [], NextStepError(
-                "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
+    while run.result is None:
+        if state.pending is None and (state.cancel_mode is not None or state.pending_input or state.max_turns is not
+                                      None and state.current_turn >= state.max_turns):
+            turn = between_turns(run)  # cancelled, input added, or no turns left
+            if turn is None:
+                continue
         else:
-            if state.pending is None and state.pending_input:
-                admit_input(run)
             turn = yield from run_turn(run)
         step = turn.next_step
         if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
             step = answer_error(run, turn, step)
         if isinstance(step, NextStepInterruption):
-            return pause(run, turn, step)
+            run.result = pause(run, turn, step)
+            continue
         close_turn(run, turn)
         if isinstance(step, NextStepHandoff):
             turn.new_items.append(take_handoff(run, step, turn.start))
         yield from save_turn(run, turn)
         if isinstance(step, NextStepFinalOutput):
-            return finish(run, step.output)
-        if isinstance(step, NextStepHandoff):
+            run.result = finish(run, step.output)
+        elif isinstance(step, NextStepHandoff):
             yield from enter_agent(run)
         # NextStepRunAgain: the same agent takes another turn
+
+
+def between_turns(run: Run) -> Optional[TurnResult]:
+    """What comes before a fresh turn when it may not start as usual: a cancelled run ends (the state can
+    resume); no turns left is a `max_turns` error turn; input added by `RunState.add_input` enters first (then
+    None: the turn starts)."""
+    state = run.state
+    if state.cancel_mode is not None:
+        run.result = RunResult.from_state(state, None)
+        return None
+    if state.max_turns is not None and state.current_turn >= state.max_turns:
+        return TurnResult(state.current_agent, [], NextStepError(
+            "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
+    admit_input(run)
+    return None
 
 
 def enter_agent(run: Run) -> Generator[Any, None, None]:
@@ -273,29 +288,18 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
 
     The ledger of claimed calls is the session's when it keeps one, else `ledger` (an agent tool's inner run
     inherits its caller's)."""
-    config = options.run_config
-    config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
-    from .agent import Agent
-
-    if not isinstance(starting_agent, Agent):
-        raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
-    if options.hooks is not None and not isinstance(options.hooks, RunHooks):
-        if isinstance(options.hooks, AgentHooks):
-            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
-                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
-        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(options.hooks).__name__}")
+    config = options.run_config if isinstance(options.run_config, RunConfig) else run_config(options.run_config)
+    check_arguments(starting_agent, options.hooks)
     session = options.session
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
-    run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger)
     agents = reachable_agents(starting_agent)
-    seams.load_asked_for(config, agents)
-    hooked = options.hooks is not None or any(a.hooks is not None for a in agents)
-    run.agents, run.plugins = agents, seams.registered() + ((HookPlugin(options.hooks),) if hooked else ())
-    refuse_hosted_tools_on_chat(agents, config)
-    managed = options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
-        isinstance(input, RunState) and input.server_managed)
-    if managed:
+    run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger, agents,
+              run_plugins(config, agents, options.hooks))
+    if any(isinstance(tool, HostedTool) for agent in agents for tool in agent.tools):
+        refuse_hosted_tools_on_chat(agents, config)
+    if options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
+            isinstance(input, RunState) and input.server_managed):
         refuse_with_server_history(starting_agent, config, session)
     if isinstance(input, RunState):
         input.cancel_mode = None  # a cancelled streamed run can be resumed
@@ -329,6 +333,35 @@ def fresh_state(starting_agent: Any, input: Any, options: RunOptions, config: Ru
     return state
 
 
+DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)
+
+
+def run_config(given: Any) -> RunConfig:
+    """`run_config=` as a `RunConfig`: None is the default one; a dict holds its fields (as upstream takes it)."""
+    return DEFAULT_CONFIG if given is None else RunConfig(**given) if isinstance(given, dict) else given
+
+
+def check_arguments(starting_agent: Any, hooks: Any) -> None:
+    """Refuse what cannot start a run: an agent that is not an `Agent`, hooks that are not `RunHooks`."""
+    from .agent import Agent
+
+    if not isinstance(starting_agent, Agent):
+        raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if hooks is not None and not isinstance(hooks, RunHooks):
+        if isinstance(hooks, AgentHooks):
+            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
+                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
+        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(hooks).__name__}")
+
+
+def run_plugins(config: RunConfig, agents: list, hooks: Any) -> tuple:
+    """What takes part in this run through the seams: the registered shells (loading those the configuration asks
+    for), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
+    seams.load_asked_for(config, agents)
+    hooked = hooks is not None or any(agent.hooks is not None for agent in agents)
+    return seams.registered() + ((HookPlugin(hooks),) if hooked else ())
+
+
 def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: Any) -> None:
     """What cannot work when the server keeps the conversation is refused before the run starts."""
     if session is not None:  # the server and the session would each hold a history of their own
@@ -342,7 +375,7 @@ def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: 
 
 def refuse_hosted_tools_on_chat(agents: list, config: RunConfig) -> None:
     """A hosted tool runs on the Responses API's side: an agent that has one and a Chat Completions model is a
-    `UserError` when the run starts, before any model call."""
+    `UserError` when the run starts, before any model call (the run's agents have at least one)."""
     for agent in agents:
         hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
         if hosted is None:
@@ -356,26 +389,22 @@ def refuse_hosted_tools_on_chat(agents: list, config: RunConfig) -> None:
 
 
 def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
-    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`.
-    The whole run is one traced task (recorded only when a trace processor is set: see miniagents.tracing)."""
+    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`."""
     state, loop = run.state, _loop(run)
     aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
-    with seams.around(run.plugins, "run", run):
-        ended: Optional[BaseException] = None
+    with around(run, "run", None):
         try:
-            while True:
-                event = next(loop)
+            for event in loop:
                 if on_event is not None:
                     on_event(event)
                 if state.cancel_mode == "immediate":  # cancelled: stop where we are (the state can resume)
                     loop.close()
                     return RunResult.from_state(state, None)
-        except StopIteration as stop:
-            return stop.value
+            return run.result
         except AgentsException as error:
+            leave_agent(run, error)
             if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
                 return RunResult.from_state(state, None)
-            ended = error
             if error.run_data is None:
                 error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
                                                  list(state.model_responses), state.current_agent,
@@ -384,7 +413,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
-            leave_agent(run, ended)
+            leave_agent(run)
 
 
 class AgentRunner:

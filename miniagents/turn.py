@@ -63,6 +63,7 @@ class Run:
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's hooks
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
+    result: Any = None  # the RunResult, once the loop has one (final output, pause, cancel)
 
 
 @dataclass(eq=False)
@@ -216,7 +217,9 @@ def resumed_turn(setup: TurnSetup, pending: Any) -> tuple:
 
 def around(run: Run, seam: str, record: Any) -> Any:
     """The active plugins' context around a step (miniagents/seams.py), or nothing when there is none."""
-    return seams.around(run.plugins, seam, run, record) if run.plugins else seams.NOTHING
+    if not run.plugins:
+        return seams.NOTHING
+    return seams.around(run.plugins, seam, run, *(() if record is None else (record,)))
 
 
 def prepare_turn(run: Run) -> TurnSetup:

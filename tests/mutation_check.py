@@ -169,8 +169,8 @@ MUTANTS: List[Mutant] = [
       "always_approve / always_reject cover later calls of the same tool", "test_approvals"),
     # --- run.py: the loop ----------------------------------------------------------------------------------
     M("run.py",
-      "state.current_turn >= state.max_turns",
-      "state.current_turn > state.max_turns",
+      "state.current_turn >= state.max_turns):",
+      "state.current_turn > state.max_turns):",
       "max_turns off by one: the run stops before model call max_turns + 1", "test_run"),
     M("turn.py",
       "    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)\n"
@@ -461,8 +461,8 @@ MUTANTS: List[Mutant] = [
       "                if False:",
       "cancel() (immediate) stops the run at the next event", "test_run", "test_cancellation"),
     M("run.py",
-      "        if state.cancel_mode is not None and state.pending is None:  # cancelled: no new turn starts",
-      "        if False:",
+      "        if state.pending is None and (state.cancel_mode is not None or state.pending_input",
+      "        if state.pending is None and (False or state.pending_input",
       "cancel(mode='after_turn'): the current turn settles and no new turn starts", "test_run", "test_cancellation"),
     M("run.py",
       "            if state.cancel_mode == \"immediate\":  # what was in flight was aborted by the cancel: no error",
