@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
 from .context import RunContextWrapper, TContext, Usage
@@ -38,41 +38,48 @@ class PendingTurn:
     replays: int = 0  # calls the response repeated exactly from earlier turns: dropped, never run again
 
 
+@dataclass(eq=False, repr=False)
 class RunState(Generic[TContext]):
-    """Everything a run changes: input, items, responses, the paused turn, approvals, usage (see the module)."""
+    """Everything a run changes: input, items, responses, the paused turn, approvals, usage (see the module).
 
-    def __init__(self, context: Any, original_input: Any, starting_agent: Any, max_turns: Optional[int] = 10,
-                 *, conversation_id: Optional[str] = None, previous_response_id: Optional[str] = None,
-                 auto_previous_response_id: bool = False):
+    Made with upstream's arguments (`RunState(context, original_input, starting_agent, max_turns)`); every other
+    field starts empty and is the loop's to change."""
+
+    context: InitVar[Any]  # a RunContextWrapper, or the object it wraps: kept as `context_wrapper`
+    original_input: Any
+    starting_agent: Any
+    max_turns: Optional[int] = 10
+    conversation_id: Optional[str] = None
+    previous_response_id: Optional[str] = None
+    auto_previous_response_id: bool = False
+    context_wrapper: RunContextWrapper = field(init=False)
+    current_agent: Any = field(init=False)
+    # Names this run in a session's ledger of claimed calls: every resume of one paused state shares it, so an
+    # approved call claimed by one resume is never run by another.
+    run_id: str = field(init=False)
+    # With a server-managed conversation (a response id or conversation id) the server holds the history: only
+    # transcript items from this index on are sent.
+    server_known: int = field(default=0, init=False)
+    current_turn: int = field(default=0, init=False)
+    generated_items: list = field(default_factory=list, init=False)
+    model_responses: list = field(default_factory=list, init=False)
+    pending: Optional[PendingTurn] = field(default=None, init=False)  # the turn that paused, until it completes
+    agents_that_used_tools: set = field(default_factory=set, init=False)
+    input_guardrail_results: list = field(default_factory=list, init=False)
+    output_guardrail_results: list = field(default_factory=list, init=False)
+    tool_input_guardrail_results: list = field(default_factory=list, init=False)
+    tool_output_guardrail_results: list = field(default_factory=list, init=False)
+    transcript: list = field(default_factory=list, init=False)  # what the model sees (see rebuild_transcript)
+    call_ids: set = field(default_factory=set, init=False)  # every call id the run and its history used
+    unsaved_session_input: list = field(default_factory=list, init=False)  # saved with the first completed turn
+    pending_input: list = field(default_factory=list, init=False)  # add_input's items, before the next model call
+    finished: bool = field(default=False, init=False)  # a final output ended the run: no input may be added
+    cancel_mode: Optional[str] = field(default=None, init=False)  # set by cancel(); like `aborts`, never saved
+    aborts: list = field(default_factory=list, init=False)  # what aborts what is in flight (an HTTP request)
+
+    def __post_init__(self, context: Any) -> None:
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
-        self.original_input = original_input
-        self.starting_agent = starting_agent
-        self.current_agent = starting_agent
-        self.max_turns = max_turns
-        self.conversation_id = conversation_id
-        self.previous_response_id = previous_response_id
-        self.auto_previous_response_id = auto_previous_response_id
-        # Names this run in a session's ledger of claimed calls: every resume of one paused state shares it, so
-        # an approved call claimed by one resume is never run by another.
-        self.run_id = "run_" + os.urandom(12).hex()
-        # With a server-managed conversation (a response id or conversation id) the server holds the history:
-        # only transcript items from this index on are sent.
-        self.server_known = 0
-        self.current_turn = 0
-        self.generated_items: list = []
-        self.model_responses: list = []
-        self.pending: Optional[PendingTurn] = None
-        self.agents_that_used_tools: set = set()
-        self.input_guardrail_results: list = []
-        self.output_guardrail_results: list = []
-        self.tool_input_guardrail_results: list = []
-        self.tool_output_guardrail_results: list = []
-        self.transcript: list = []
-        self.unsaved_session_input: list = []  # the new input, saved with the first completed turn
-        self.pending_input: list = []  # add_input's items, admitted before the next model call
-        self.finished = False  # a final output ended the run: no input may be added
-        self.cancel_mode: Optional[str] = None  # set by cancel(); like `aborts`, never serialised
-        self.aborts: list = []  # callables that abort what is in flight (an HTTP request), for cancel()
+        self.current_agent, self.run_id = self.starting_agent, "run_" + os.urandom(12).hex()
         self.rebuild_transcript()
 
     def rebuild_transcript(self) -> None:

@@ -21,7 +21,7 @@ from .context import RunContextWrapper, ToolContext
 from .errors import ToolTimeoutError, UserError
 from .items import clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
-from .validate import ArgumentsError, jsonable, parse_arguments
+from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
 logger = logging.getLogger("miniagents")
@@ -137,7 +137,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
             """Upstream's shape: something to await (the function's own coroutine, guarded, or a `Ready`), and
             a failure comes back as the text the model sees (`failure_text`) instead of an exception."""
             try:
-                args, kwargs = schema.to_call_args(parse_arguments(raw_args, schema.name))
+                args, kwargs = call_args(schema._params, parse_arguments(raw_args, schema.name), strict_mode)
                 if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
                     args.insert(0, ctx)
                 result = fn(*args, **kwargs)
@@ -416,6 +416,8 @@ def _content_part(output: Any) -> dict:
 def tool_output(value: Any) -> Union[str, list]:
     """What the model sees for a tool's return value: a ToolOutput* (object or dict), or a non-empty list of
     only those, becomes content parts (as upstream sends them); anything else is `output_text(value)`."""
+    if isinstance(value, str):  # the common case
+        return clean_text(value)
     values = value if isinstance(value, (list, tuple)) else [value]
     structured = [_structured(v) for v in values]
     if structured and all(s is not None for s in structured):

@@ -191,11 +191,8 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     prefix = f"Invalid JSON input for tool {tool_name}"
     if not isinstance(raw, str):
         raise ArgumentsError(f"{prefix}: expected a JSON string, got {type(raw).__name__}")
-
-    def no_constant(name):  # Python's json accepts NaN/Infinity; JSON does not
-        raise ValueError(f"{name} is not valid JSON")
     try:
-        data = json.loads(raw, parse_constant=no_constant)
+        data = json.loads(raw, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
                              f"Send one JSON object. Received: {preview(raw)}") from None
@@ -205,6 +202,11 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
         raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
                              f"Received: {preview(raw)}")
     return clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
+
+
+def _no_constant(name: str) -> None:
+    """Python's json accepts NaN and Infinity; JSON does not."""
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def call_args(params: tuple, data: dict, strict: bool):
@@ -223,14 +225,14 @@ def call_args(params: tuple, data: dict, strict: bool):
         if value is MISSING and default is MISSING:
             _fail("", f"missing required parameter '{name}'")
         value = default if value is MISSING else _convert_guarded(tp, value, name, strict)
-        if kind == inspect.Parameter.VAR_POSITIONAL:
+        if kind == inspect.Parameter.POSITIONAL_OR_KEYWORD or kind == inspect.Parameter.POSITIONAL_ONLY:
+            args.append(value)
+        elif kind == inspect.Parameter.VAR_POSITIONAL:
             args.extend(value)
         elif kind == inspect.Parameter.VAR_KEYWORD:
             kwargs.update(value)
-        elif kind == inspect.Parameter.KEYWORD_ONLY:
+        else:  # keyword-only
             kwargs[name] = value
-        else:
-            args.append(value)
     return args, kwargs
 
 
@@ -271,7 +273,8 @@ def _same(a, b) -> bool:
 
 
 def _convert(tp, value, path: str, strict: bool):
-    tp = strip_annotated(tp)[0]
+    if typing.get_origin(tp) is typing.Annotated:
+        tp = strip_annotated(tp)[0]
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     wrong = lambda: _fail(path, f"expected {_expected(tp)}, got {_describe(value)}")  # noqa: E731
     if tp is Any or tp is object or tp is MISSING:
