@@ -99,3 +99,18 @@ class ToolOutputGuardrailTripwireTriggered(AgentsException):
     def __init__(self, guardrail: Any, output: Any):
         self.guardrail, self.output = guardrail, output
         super().__init__(f"Tool output guardrail {type(guardrail).__name__} triggered tripwire")
+
+
+class AlreadyResumedError(AgentsException):
+    """A paused state was resumed again with the session that keeps its ledger, after another resume of the same
+    pause took it (a retried webhook, a second worker): nothing ran, nothing was written, no model was called.
+    `outcome` is what that resume recorded: "completed" (its turn is in the session's history), "paused again"
+    (resume the state it returned), or None (it is still running, or it stopped before it finished)."""
+
+    def __init__(self, run_id: str, turn: int, outcome: Optional[str]):
+        said = {"completed": "it completed, and the session holds its turn",
+                "paused again": "it paused again: resume the state it returned"}.get(
+                    outcome, "it is still running, or it stopped before it finished")
+        super().__init__(f"This paused run (run {run_id}, turn {turn}) was already resumed with this session: {said}. "
+                         "Nothing was run or written again.")
+        self.run_id, self.turn, self.outcome = run_id, turn, outcome

@@ -119,8 +119,10 @@ def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
     interruptions."""
     state = run.state
     outputs = {i.call_id: (i.output, i.raw_item["output"]) for i in turn.new_items if i.type == "tool_call_output_item"}
+    pauses = state.pending.pauses + 1 if turn.resumed else 0  # a new pause: a new claim for the next resume
     state.pending = PendingTurn(turn.agent.name, turn.output.raw, turn.start, outputs, turn.session_input,
-                                turn.settled.nested, turn.output.replays)
+                                turn.settled.nested, turn.output.replays, pauses)
+    settle_claim(run, turn, "paused again")
     state.generated_items.extend(step.interruptions)
     return RunResult.from_state(state, None, interruptions=step.interruptions)
 
@@ -250,8 +252,15 @@ def save_turn(run: Run, turn: TurnResult) -> Generator[Any, None, None]:
     paused state may have written it already (the ledger's `once` key says so)."""
     items = turn.session_input + [i.raw_item for i in turn.new_items]
     write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
+    settle_claim(run, turn, "completed")
     if run.streaming:  # the turn's outputs, once settled
         yield from stream_events_for(turn.new_items[len(turn.output.items):])
+
+
+def settle_claim(run: Run, turn: TurnResult, outcome: str) -> None:
+    """A resumed turn records in the ledger how its claim ended, for a later resume of the same pause to say."""
+    if turn.claim is not None:
+        caller.call(run.ledger.settle_call, run.state.run_id, turn.claim, outcome)
 
 
 def write_to_session(run: Run, items: list, once: Optional[str]) -> None:

@@ -36,6 +36,7 @@ class PendingTurn:
     session_input: list = field(default_factory=list)
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
     replays: int = 0  # calls the response repeated exactly from earlier turns: dropped, never run again
+    pauses: int = 0  # how often the turn paused before this pause: a resume claims (turn, pauses) in the ledger
 
 
 @dataclass(eq=False, repr=False)
@@ -106,6 +107,18 @@ class RunState(Generic[TContext]):
     def server_managed(self) -> bool:
         """Whether the server keeps the conversation (so each request carries only what it has not seen)."""
         return bool(self.conversation_id or self.previous_response_id or self.auto_previous_response_id)
+
+    def take_over(self) -> None:
+        """Resume this paused state although another resume of it has claimed it in the session's ledger, when that
+        resume stopped before it finished (a crash: `AlreadyResumedError` with `outcome` None that stays None).
+        What it did stays done: a call it ran gets the output it recorded, a call it started and never recorded is
+        answered "not run again", its turn is written once; the calls it never started run. If that resume is in
+        fact still running, both go on (its calls still run once), and both ask the model again."""
+        if self.pending is None:
+            raise UserError("take_over() is for a paused state (one with interruptions)")
+        self.pending.pauses += 1  # a pause of its own: the next resume claims it afresh
+        for nested in self.pending.nested.values():  # an agent tool's paused inner run is taken over with it
+            nested.take_over()
 
     def cancel(self, mode: str = "immediate") -> None:
         """Ask the run to stop (from any thread): "immediate" at its next step boundary, what is in flight
@@ -187,7 +200,7 @@ class RunState(Generic[TContext]):
 
 # --- The JSON document ------------------------------------------------------------------------
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA_VERSIONS = {
     1: "first release: agents by name, input, generated items, model responses, the paused turn "
        "(response, settled outputs, nested agent-tool states), approvals, usage, JSON context",
@@ -195,6 +208,8 @@ SCHEMA_VERSIONS = {
        "one derived from its content, the same at every load)",
     3: "adds pending_input (RunState.add_input's items, not yet in the transcript), input_item generated items, "
        "and finished (a final output ended the run)",
+    4: "adds pending_turn.pauses (how often the turn paused before: a resume claims that pause in the session's "
+       "ledger, so only one resume of one paused state proceeds)",
 }
 ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                 for cls in (MessageOutputItem, ReasoningItem, ToolCallItem, ToolCallOutputItem, HandoffCallItem,
@@ -257,7 +272,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "done": {call_id: text for call_id, (_, text) in pending.outputs.items()},
             "session_input": pending.session_input,
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
-            "replays": pending.replays,
+            "replays": pending.replays, "pauses": pending.pauses,
         },
         "context": {"usage": ctx.usage.to_json(), "approvals": ctx.approvals, "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
@@ -358,6 +373,7 @@ class _PendingTurn(TypedDict):
 
 class PendingTurnDocument(_PendingTurn, total=False):
     replays: int
+    pauses: int
 
 
 class _Context(TypedDict):
@@ -494,7 +510,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
-                                    session_input=pending["session_input"], replays=pending.get("replays", 0))
+                                    session_input=pending["session_input"], replays=pending.get("replays", 0),
+                                    pauses=pending.get("pauses", 0))
         state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
                                 for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()

@@ -27,7 +27,7 @@ from . import caller, seams
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
-from .errors import AgentsException, ModelBehaviorError, ModelRefusalError, UserError
+from .errors import AgentsException, AlreadyResumedError, ModelBehaviorError, ModelRefusalError, UserError
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
@@ -170,6 +170,7 @@ class TurnResult:
     resumed: bool = False  # a paused turn run again: another resume of the same state may have saved it
     start: int = 0  # where the turn's items begin in `state.generated_items`
     session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
+    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (see resumed_turn)
 
 
 # --- The turn, top to bottom ---------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
                               session_input=state.unsaved_session_input)
             state.unsaved_session_input, done = [], {}
         else:
-            items, replays, turn, done = resumed_turn(setup, pending)
+            items, replays, turn, done = resumed_turn(run, setup, pending)
         turn.output = output = classify_output(setup, items, run.config)
         output.replays = replays
         for call in output.calls if pending is not None and pending.nested else ():
@@ -208,10 +209,20 @@ def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     return turn
 
 
-def resumed_turn(setup: TurnSetup, pending: Any) -> tuple:
+def resumed_turn(run: Run, setup: TurnSetup, pending: Any) -> tuple:
     """What a paused turn resumes from: its response's items, the replays it dropped, its `TurnResult` so far
-    (where its items start, the session input it carries), and the outputs its calls already have."""
+    (where its items start, the session input it carries), and the outputs its calls already have.
+
+    Exactly once, for the whole turn: with a session that keeps the ledger, the resume first claims this pause
+    of the turn there (`claim_call` on a key of its own). Only one resume of one paused state proceeds: another
+    (a retry, a second worker, at once or later) raises `AlreadyResumedError` before it runs or writes anything,
+    so the session holds the winner's turn alone."""
     turn = TurnResult(setup.agent, [], None, resumed=True, start=pending.start, session_input=pending.session_input)
+    if run.ledger is not None:
+        turn.claim = f"resume:turn-{run.state.current_turn}:pause-{pending.pauses}"
+        won, outcome = caller.call(run.ledger.claim_call, run.state.run_id, turn.claim)
+        if not won:
+            raise AlreadyResumedError(run.state.run_id, run.state.current_turn, outcome)
     return pending.output, pending.replays, turn, dict(pending.outputs)
 
 
@@ -535,26 +546,6 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
         return True
 
 
-def claim_calls(run: Run, to_run: list, settled: dict) -> list:
-    """Exactly once across resumes: claim each call of a resumed turn in the session's ledger before it runs.
-
-    A paused state can be resumed twice, one after the other or at the same time on two machines; the claim
-    is atomic, so only one resume runs a call. A call claimed before is not run again: it gets the output that
-    resume recorded, or (still running, or it crashed mid-call) a message saying so, added to `settled`.
-    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it.
-    """
-    ledger, run_id, mine = run.ledger, run.state.run_id, []
-    for call in to_run:
-        won, recorded = (True, None) if call.paused is not None else caller.call(ledger.claim_call, run_id,
-                                                                                 call.call_id)
-        if won:
-            mine.append(call)
-        else:
-            text = recorded if recorded is not None else NOT_RUN_AGAIN
-            settled[call.call_id] = (text, text)
-    return mine
-
-
 def run_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
     """Run calls, concurrently when there are several (daemon threads, bounded by the config); returns {call id:
     (value, text, guardrail results)} for the calls that ran. With `record`, each output is recorded in the
@@ -605,7 +596,16 @@ def start_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
 
 
 def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
-    """One call, its outcome recorded in the ledger (with `record`) the moment it is known."""
+    """One call. With `record` (a resumed turn, a session with a ledger) it is claimed in the ledger just before
+    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
+    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
+    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so.
+    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
+    if record and call.paused is None:
+        won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
+        if not won:
+            text = recorded if recorded is not None else NOT_RUN_AGAIN
+            return text, text, []
     value, text, results = _invoke_guarded(run, agent, call)
     if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes
         caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
@@ -652,10 +652,7 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     """
     agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
-    record = resumed and run.ledger is not None
-    if record:
-        to_run = claim_calls(run, to_run, settled)
-    ran = run_tools(run, setup, to_run, record)
+    ran = run_tools(run, setup, to_run, resumed and run.ledger is not None)
     scope = run.state.context_wrapper.approval_scope
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
                                        approval_scope=scope) for c in approvals]

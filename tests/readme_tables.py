@@ -46,7 +46,8 @@ READING_ORDER = [
     ("run.py", "finish", "output guardrails, then the result"),
     ("state.py", "dump_state", "a paused run as versioned JSON"),
     ("state.py", "load_state", "and back, the whole document checked before anything is built"),
-    ("turn.py", "claim_calls", "exactly once: a resumed turn's calls claimed in the session's ledger"),
+    ("turn.py", "resumed_turn", "exactly once: a resume claims its pause in the session's ledger"),
+    ("turn.py", "_run_one", "and each call just before it starts"),
 ]
 
 # area -> module paths under miniagents/ ("folder/": every module in it); every module is in exactly one area.

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from miniagents.errors import AlreadyResumedError
 from miniagents import Agent, RunConfig, RunContextWrapper, Runner, RunState, ToolApprovalItem, function_tool
 from miniagents.items import drop_orphans
 from miniagents.session import SQLiteSession
@@ -475,7 +476,8 @@ def test_approve_serialise_and_resume_in_a_new_process(tmp_path):
 
 @pytest.mark.parametrize("reopen", [False, True], ids=["same-session-object", "reopened-session"])
 def test_resuming_the_same_json_twice_with_one_session_runs_the_tool_once(tmp_path, reopen):
-    """The session is the record of what ran: a call whose output it holds is never run again.
+    """The session is the record of what ran: the second resume of one paused state (a retried webhook) is refused
+    with `AlreadyResumedError` before it runs, writes or calls the model, so the history holds one answer.
 
     Without a session, idempotency is the caller's job: a state JSON cannot know it was already resumed
     elsewhere, so resuming one copy twice without a session may run the approved call twice. Store the JSON
@@ -489,19 +491,21 @@ def test_resuming_the_same_json_twice_with_one_session_runs_the_tool_once(tmp_pa
     state = result.to_state()
     state.approve(result.interruptions[0])
     text = state.to_string()
-    for attempt in range(2):
-        if reopen:
-            session.close()
-            session = SQLiteSession("conv", db)
-        model.enqueue([assistant_message(f"done {attempt}")])
-        final = Runner.run_sync(agent, RunState.from_string(agent, text), session=session)
-        assert final.final_output == f"done {attempt}"
-    assert log == [("delete_file", "a.txt")]
+    model.enqueue([assistant_message("done")])
+    assert Runner.run_sync(agent, RunState.from_string(agent, text), session=session).final_output == "done"
+    if reopen:
+        session.close()
+        session = SQLiteSession("conv", db)
+    with pytest.raises(AlreadyResumedError) as refused:
+        Runner.run_sync(agent, RunState.from_string(agent, text), session=session)
+    assert refused.value.outcome == "completed" and "already resumed" in str(refused.value)
+    assert log == [("delete_file", "a.txt")] and len(model.calls) == 2
     items = session.get_items()
     assert output_count(items, "c1") == 1
     assert sum(1 for i in items if i.get("type") == "function_call" and i.get("call_id") == "c1") == 1
+    assert sum(1 for i in items if i.get("role") == "assistant" and i.get("type", "message") == "message") == 1
     assert drop_orphans(items) == items
-    assert outputs_sent(model.calls[2]) == {"c1": "deleted a.txt"}
+    assert outputs_sent(model.calls[1]) == {"c1": "deleted a.txt"}
     session.close()
 
 

@@ -1,8 +1,11 @@
-"""An approved call runs once, however a paused state is resumed (issue 9, items 1-4).
+"""An approved call runs once, and the session's history says truly what happened, however a paused state is
+resumed (issues 9 and 20).
 
-With a session that keeps the ledger (SQLiteSession, DBAPISession), a resumed turn's calls are claimed
-atomically before they run and their outputs recorded as soon as they finish, keyed by the state's run id,
-which every resume of the same JSON shares. The ledger is read by key, never through the history window.
+With a session that keeps the ledger (SQLiteSession, DBAPISession), a resume first claims its pause of the turn
+(one winner: another resume of the same pause raises `AlreadyResumedError` before it runs, writes or calls the
+model); each call is claimed just before it starts and its output recorded as soon as it finishes, keyed by the
+state's run id, which every resume of the same JSON shares. The ledger is read by key, never through the history
+window.
 """
 from __future__ import annotations
 
@@ -12,7 +15,10 @@ import threading
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from miniagents import Agent, RunState, Runner, SessionSettings, SQLiteSession, function_tool
+import pytest
+
+from miniagents import Agent, RunConfig, RunState, Runner, SessionSettings, SQLiteSession, UserError, function_tool
+from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.turn import NOT_RUN_AGAIN
@@ -48,10 +54,11 @@ def test_a_partial_approval_resumed_twice_runs_the_approved_call_once(tmp_path):
     paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
     text = paused_json(session, paid)
     first, _ = resume(text, paid, session, approve={"c5"})
-    second, _ = resume(text, paid, session, approve={"c5"})
-    assert paid == [5]
-    assert [i.call_id for i in first.interruptions] == [i.call_id for i in second.interruptions] == ["c7"]
-    third, model = resume(second.to_state().to_string(), paid, session)
+    with pytest.raises(AlreadyResumedError) as refused:
+        resume(text, paid, session, approve={"c5"})
+    assert paid == [5] and refused.value.outcome == "paused again"
+    assert [i.call_id for i in first.interruptions] == ["c7"]
+    third, model = resume(first.to_state().to_string(), paid, session)
     assert paid == [5, 7] and third.final_output == "done"
     outputs = {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"}
     assert outputs == {"c5": "paid 5", "c7": "paid 7"}
@@ -65,10 +72,9 @@ def test_the_ledger_is_read_by_key_not_through_a_limited_history_window(tmp_path
         for n in range(4):  # more turns push the paid call out of any window
             agent = Agent(name="Chat", model=ScriptedModel([[assistant_message(f"hi {n}")]]))
             Runner.run_sync(agent, f"hello {n}", session=session)
-        again, model = resume(text, paid, session, answers=("again",))
-        assert paid == [5] and again.final_output == "again"
-        assert {i["call_id"]: i["output"] for i in model.calls[0].input
-                if i.get("type") == "function_call_output"} == {"c5": "paid 5"}
+        with pytest.raises(AlreadyResumedError):
+            resume(text, paid, session, answers=("again",))
+        assert paid == [5]
 
 
 def test_input_added_to_a_paused_state_reaches_the_session_once_however_often_it_is_resumed(tmp_path):
@@ -78,7 +84,8 @@ def test_input_added_to_a_paused_state_reaches_the_session_once_however_often_it
     state.add_input("and say thanks")
     text = state.to_string()
     resume(text, paid, session)
-    resume(text, paid, session)
+    with pytest.raises(AlreadyResumedError):
+        resume(text, paid, session)
     added = [i for i in session.get_items() if i.get("content") == "and say thanks"]
     assert paid == [5] and len(added) == 1
 
@@ -101,8 +108,11 @@ def test_a_call_inside_an_agent_tool_runs_once_when_the_paused_state_is_resumed_
         state = RunState.from_string(agent, text)
         for item in state.get_interruptions():
             state.approve(item)
-        finals.append(Runner.run_sync(agent, state, session=session).final_output)
-    assert paid == [5] and finals == ["done", "done"]
+        try:
+            finals.append(Runner.run_sync(agent, state, session=session).final_output)
+        except AlreadyResumedError:
+            finals.append("refused")
+    assert paid == [5] and finals == ["done", "refused"]
 
 
 def test_two_threads_resuming_the_same_json_run_the_call_once(tmp_path):
@@ -113,19 +123,122 @@ def test_two_threads_resuming_the_same_json_run_the_call_once(tmp_path):
     def worker():
         session = SQLiteSession("s", db)
         start.wait()
-        results.append(resume(text, paid, session)[0])
+        try:
+            results.append(resume(text, paid, session)[0].final_output)
+        except AlreadyResumedError:
+            results.append("refused")
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert paid == [5] and len(results) == 2
-    outputs = sorted(i.raw_item["output"] for r in results for i in r.new_items if i.type == "tool_call_output_item")
-    assert outputs in (["paid 5", "paid 5"], sorted(["paid 5", NOT_RUN_AGAIN]))
-    history = SQLiteSession("s", db).get_items()
+    assert paid == [5] and sorted(results) == ["done", "refused"]
+    assert_one_true_history(SQLiteSession("s", db).get_items(), {"c5": "paid 5"}, answers=1)
+
+
+def assert_one_true_history(history: list, outputs: dict, answers: int) -> None:
+    """The session holds one consistent conversation: paired, each call's one real output, `answers` answers."""
     assert drop_orphans(history) == list(history)
-    assert sum(1 for i in history if i.get("type") == "function_call_output") == 1  # the turn was saved once
+    found = [(i["call_id"], i["output"]) for i in history if i.get("type") == "function_call_output"]
+    assert sorted(found) == sorted(outputs.items()), found
+    assert NOT_RUN_AGAIN not in json.dumps(history)
+    assert sum(1 for i in history if i.get("role") == "assistant" and i.get("type", "message") == "message") == answers
+
+
+# --- Issue 20: a cancel never loses an approved call; concurrent resumes store one true history ---------------
+
+
+def test_an_approved_call_a_cancel_kept_from_starting_still_runs_on_the_next_resume(tmp_path):
+    """Two approved calls, one at a time, resumed as a streamed run and cancelled while the first runs: the second
+    never started, so it was never claimed; the state through JSON resumes and runs it (it once got "not run
+    again")."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    text = paused_json(session, paid, amounts=(1, 2))
+    started, release = threading.Event(), threading.Event()
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        started.set()
+        release.wait(30)
+        return f"paid {amount}"
+
+    agent = Agent(name="Payer", tools=[pay], model=ScriptedModel([]))
+    state = RunState.from_string(agent, text)
+    for item in state.get_interruptions():
+        state.approve(item)
+    result = Runner.run_streamed(agent, state, session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    threading.Thread(target=lambda: (started.wait(30), result.cancel(), release.set())).start()
+
+    async def drain():
+        async for _ in result.stream_events():
+            pass
+
+    import asyncio
+
+    asyncio.run(drain())
+    assert paid == [1]
+    again, model = resume(result.to_state().to_string(), paid, session)
+    assert paid == [1, 2] and again.final_output == "done"
+    assert {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"} \
+        == {"c1": "paid 1", "c2": "paid 2"}
+    assert_one_true_history(session.get_items(), {"c1": "paid 1", "c2": "paid 2"}, answers=1)
+
+
+@pytest.fixture(params=["sqlite", "dbapi-sqlite3", "psycopg", "psycopg2"])
+def open_backend(request, tmp_path):
+    """A factory of session objects on one store: SQLiteSession, DBAPISession on sqlite3, and on PostgreSQL."""
+    from session_backends import POSTGRES_KINDS, driver_or_skip, open_session
+
+    kind = request.param
+    if kind in POSTGRES_KINDS:
+        driver = driver_or_skip(kind)
+        spec = {"kind": kind, "dsn": request.getfixturevalue("postgres_server").schema_dsn(driver)}
+    else:
+        spec = {"kind": kind, "path": str(tmp_path / "sessions.db")}
+    opened = []
+
+    def open_one():
+        opened.append(open_session(spec, "s"))
+        return opened[-1]
+
+    yield open_one
+    for session in opened:
+        session.close()
+
+
+@pytest.mark.parametrize("order", ["one after the other", "at once"])
+def test_four_resumes_of_one_json_store_one_true_history(open_backend, order):
+    """Four resumes of one approved JSON against one session (a retried webhook; four workers at once): one runs
+    the turn, the others raise AlreadyResumedError having run, written and asked nothing; the session holds the
+    call's one real output and one answer (it once kept a loser's "not run again" and one answer per resume)."""
+    paid = []
+    text = paused_json(open_backend(), paid, amounts=(5,))
+    sessions, outcomes = [open_backend() for _ in range(4)], []
+    start = threading.Barrier(4)
+
+    def worker(session):
+        if order == "at once":
+            start.wait()
+        try:
+            outcomes.append(resume(text, paid, session)[0].final_output)
+        except AlreadyResumedError as refused:
+            outcomes.append(refused.outcome or "running")
+
+    if order == "at once":
+        threads = [threading.Thread(target=worker, args=(s,)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for session in sessions:
+            worker(session)
+    assert paid == [5] and outcomes.count("done") == 1 and len(outcomes) == 4
+    if order == "one after the other":
+        assert outcomes == ["done", "completed", "completed", "completed"]
+    assert_one_true_history(open_backend().get_items(), {"c5": "paid 5"}, answers=1)
 
 
 def test_call_ids_repeated_across_runs_of_one_session_never_answer_each_other(tmp_path):
@@ -203,7 +316,10 @@ def test_no_interleaving_runs_an_approved_call_twice_or_sends_an_unpaired_histor
                     state.reject(item)
                 elif n in approve:
                     state.approve(item)
-            result = Runner.run_sync(agent, state, session=session())
+            try:
+                result = Runner.run_sync(agent, state, session=session())
+            except AlreadyResumedError:  # another resume of this pause took it: nothing ran, nothing was written
+                return
             if result.interruptions:
                 texts.append(result.to_state().to_string())
 
@@ -223,3 +339,91 @@ def test_no_interleaving_runs_an_approved_call_twice_or_sends_an_unpaired_histor
             assert drop_orphans(call.input) == call.input, json.dumps(call.input)[:300]
     history = session().get_items(limit=10**6)
     assert drop_orphans(history) == list(history)
+    assert NOT_RUN_AGAIN not in json.dumps(history)  # no output in the history is a loser's placeholder
+    outputs = [i["call_id"] for i in history if i.get("type") == "function_call_output"]
+    assert len(outputs) == len(set(outputs)), "a call has two outputs in the history"
+
+
+# --- Taking over a pause whose resume stopped: what that resume did stays done -------------------------------
+
+
+def test_a_resume_that_crashed_mid_call_can_be_taken_over_and_what_it_did_stays_done(tmp_path):
+    """The first resume runs c5 (recorded), starts c7 and dies (Ctrl-C inside the tool stands for a crash): the
+    pause stays claimed with no outcome. `take_over()` resumes it: c5 is not run again and the model gets its
+    recorded output; c7, started and never recorded, is answered "not run again"."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    text = paused_json(session, paid)
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        if amount == 7:
+            raise KeyboardInterrupt  # the process dies mid-call
+        return f"paid {amount}"
+
+    agent = Agent(name="Payer", tools=[pay], model=ScriptedModel([]))
+    state = RunState.from_string(agent, text)
+    for item in state.get_interruptions():
+        state.approve(item)
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, state, session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    assert paid == [5, 7]
+    with pytest.raises(AlreadyResumedError) as refused:
+        resume(text, paid, session)
+    assert refused.value.outcome is None and "stopped before it finished" in str(refused.value)
+    agent, model = payer([[assistant_message("done")]], paid)
+    state = RunState.from_string(agent, text)
+    state.take_over()
+    for item in state.get_interruptions():
+        state.approve(item)
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    assert paid == [5, 7]  # nothing ran again
+    assert {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"} \
+        == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
+
+
+def test_taking_over_a_resume_that_did_finish_writes_nothing_of_its_turn_twice(tmp_path):
+    """take_over() on a pause whose resume in fact completed: the calls are not run again (their recorded outputs
+    are used), the turn and the input added to the state are not written again; only the model is asked again."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    agent, _ = payer([], paid)
+    state = RunState.from_string(agent, paused_json(session, paid, amounts=(5,)))
+    state.add_input("and say thanks")
+    text = state.to_string()
+    resume(text, paid, session)
+    agent, model = payer([[assistant_message("again")]], paid)
+    state = RunState.from_string(agent, text)
+    state.take_over()
+    for item in state.get_interruptions():
+        state.approve(item)
+    assert Runner.run_sync(agent, state, session=session).final_output == "again"
+    assert paid == [5]
+    assert {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"} \
+        == {"c5": "paid 5"}
+    history = session.get_items()
+    assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == ["c5"]
+    assert sum(1 for i in history if i.get("content") == "and say thanks") == 1
+
+
+def test_take_over_is_for_a_paused_state():
+    agent, _ = payer([[assistant_message("hi")]], [])
+    state = Runner.run_sync(agent, "hello").to_state()
+    with pytest.raises(UserError, match="paused"):
+        state.take_over()
+
+
+def test_taking_over_an_agent_tools_pause_takes_over_its_inner_run_and_runs_nothing_twice(tmp_path):
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    agent = boss(paid, [[function_call("pay", {"amount": 5}, call_id="c5")]],
+                 [[function_call("payer", {"input": "pay 5"}, call_id="o1")]])
+    text = Runner.run_sync(agent, "pay", session=session).to_state().to_string()
+    finals = []
+    for take_over in (False, True):  # resumed, then taken over as if the first resume had stopped midway
+        agent = boss(paid, [[assistant_message("paid")]], [[assistant_message("done")]])
+        state = RunState.from_string(agent, text)
+        if take_over:
+            state.take_over()
+        for item in state.get_interruptions():
+            state.approve(item)
+        finals.append(Runner.run_sync(agent, state, session=session).final_output)
+    assert paid == [5] and finals == ["done", "done"]  # the inner call was claimed in the caller's ledger
