@@ -11,11 +11,11 @@ request as the model received it and its response (a streamed one as its events)
 difference (replay.py). Nothing here takes part in a run that does not record: a `Recorder` wraps a model, and
 the kernel never imports this shell.
 """
-from .errors import RecordingError, ReplayExhausted, ReplayIncomplete, ReplayMismatch
+from .errors import ABSENT, RecordingError, ReplayExhausted, ReplayIncomplete, ReplayMismatch
 from .format import VERSION, VERSIONS
 from .recorder import Recorder, RecordingModel
 from .redaction import REDACTED
 from .replay import MATCH_MODES, Replay
 
-__all__ = ["Recorder", "RecordingModel", "Replay", "RecordingError", "ReplayMismatch", "ReplayExhausted",
+__all__ = ["ABSENT", "Recorder", "RecordingModel", "Replay", "RecordingError", "ReplayMismatch", "ReplayExhausted",
            "ReplayIncomplete", "MATCH_MODES", "REDACTED", "VERSION", "VERSIONS"]
