@@ -11,7 +11,7 @@ import pytest
 
 from miniagents import Agent, ModelHTTPError, ModelRetryAdvice, ModelRetrySettings, ModelSettings, Runner
 from miniagents import retry_policies
-from miniagents.recording import Recorder, Replay, ReplayMismatch
+from miniagents.recording import ABSENT, Recorder, Replay, ReplayMismatch
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from replay_support import lookup_order, run_items
 from support import ROOT
@@ -92,18 +92,53 @@ def test_the_response_is_recorded_as_the_model_gave_it_and_made_up_ids_pair_in_a
         json.dumps(run_items(recorded)))
 
 
-def test_a_made_up_id_pairs_with_one_replayed_id_only(tmp_path):
-    """Once paired, a recorded made-up id does not stand for another replayed id."""
-    from miniagents.recording.replay import MadeUpIds, first_difference
-    ids, x, y, z = MadeUpIds(), "call_" + "a" * 24, "call_" + "b" * 24, "call_" + "c" * 24
-    found = {}
-    assert first_difference([{"call_id": x}, {"call_id": x}], [{"call_id": y}, {"call_id": y}],
-                            same_id=lambda r, s: ids.pair(r, s, found)) is None
-    ids.pairs.update(found)
-    assert first_difference({"call_id": x}, {"call_id": z}, same_id=lambda r, s: ids.pair(r, s, {})) == (
-        "call_id", x, z)
-    assert first_difference({"call_id": "call_0"}, {"call_id": "call_1"}, same_id=lambda r, s: ids.pair(r, s, {})) \
-        == ("call_id", "call_0", "call_1")
+MADE_UP = ["call_" + letter * 24 for letter in "abcd"]
+
+
+def made_up_recording(path, *inputs) -> None:
+    """A recording whose requests hold the given inputs (call ids the kernel made up, as a run would have them)."""
+    with Recorder(path) as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("ok")] for _ in inputs]))
+        for input in inputs:
+            model.get_response(None, input, ModelSettings(), [], None, [])
+
+
+def output_of(call_id):
+    return {"type": "function_call_output", "call_id": call_id, "output": "done"}
+
+
+def test_a_made_up_id_pairs_with_one_replayed_id_across_the_whole_replay(tmp_path):
+    x, y, z, _ = MADE_UP
+    made_up_recording(tmp_path / "run.jsonl", [output_of(x)], [output_of(x)])
+    replay = Replay(tmp_path / "run.jsonl")
+    replay.get_response(None, [output_of(y)], ModelSettings(), [], None, [])
+    with pytest.raises(ReplayMismatch) as caught:  # x stands for y now, not for z
+        replay.get_response(None, [output_of(z)], ModelSettings(), [], None, [])
+    assert (caught.value.request, caught.value.field, caught.value.recorded, caught.value.received) == (
+        2, "input[0].call_id", x, z)
+
+
+def test_two_recorded_made_up_ids_never_pair_with_one_replayed_id(tmp_path):
+    x, y, z, _ = MADE_UP
+    made_up_recording(tmp_path / "run.jsonl", [output_of(x), output_of(y)])
+    with pytest.raises(ReplayMismatch) as caught:
+        Replay(tmp_path / "run.jsonl").get_response(None, [output_of(z), output_of(z)], ModelSettings(), [], None, [])
+    assert (caught.value.field, caught.value.recorded, caught.value.received) == ("input[1].call_id", y, z)
+
+
+def test_an_id_a_server_gave_is_compared_as_it_is(tmp_path):
+    made_up_recording(tmp_path / "run.jsonl", [output_of("call_0")])
+    with pytest.raises(ReplayMismatch) as caught:
+        Replay(tmp_path / "run.jsonl").get_response(None, [output_of("call_1")], ModelSettings(), [], None, [])
+    assert (caught.value.field, caught.value.recorded, caught.value.received) == ("input[0].call_id", "call_0",
+                                                                                "call_1")
+
+
+@pytest.mark.parametrize("recorded, received", [(1, 1.0), (True, 1), (0, False), ("1", 1), (None, ABSENT)])
+def test_values_of_different_json_types_differ(recorded, received):
+    from miniagents.recording.replay import first_difference
+    assert first_difference({"x": recorded}, {"x": received} if received is not ABSENT else {}) == (
+        "x", recorded, received)
 
 
 def test_the_ids_a_request_chains_to_are_compared(tmp_path):

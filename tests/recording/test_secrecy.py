@@ -24,7 +24,7 @@ def credential_settings(secret: str, model_key: str) -> ModelSettings:
     return ModelSettings(
         extra_headers={"Authorization": f"Bearer {secret}", "api-key": secret, "X-Api-Key": secret,
                        "Cookie": f"session={secret}", "X-Amz-Security-Token": secret, "Proxy-Authorization": secret,
-                       "X-Forwarded-Auth": f"Basic {secret}", "X-Echo": model_key, "X-Team": "desk"},
+                       "X-Forwarded-Auth": f"Basic {secret}", "X-Upstream": f"Bearer {secret}", "X-Echo": model_key, "X-Team": "desk"},
         extra_query={"key": secret, "access_token": secret, "region": "eu"},
         extra_body={"client_secret": secret, "nested": {"password": secret, "apiKey": secret}},
         metadata={"user_token": secret})
