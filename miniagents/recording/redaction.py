@@ -64,19 +64,20 @@ def model_secret(model: Any) -> Optional[str]:
     return model.transport.secret if isinstance(model, EndpointModel) else None
 
 
-def map_strings(value: Any, change: Callable[[str], str], keys: bool = False) -> Any:
-    """`value` (plain JSON data) with `change` applied to every string value (and to every key, when `keys`)."""
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (plain JSON data) with `change` applied to every string value (keys are the program's names, and
+    stay as they are)."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {(change(key) if keys else key): map_strings(inner, change, keys) for key, inner in value.items()}
+        return {key: map_strings(inner, change) for key, inner in value.items()}
     if isinstance(value, list):
-        return [map_strings(inner, change, keys) for inner in value]
+        return [map_strings(inner, change) for inner in value]
     return value
 
 
 def without_secrets(value: Any, secrets: Iterable[Optional[str]]) -> Any:
-    """`value` with every occurrence of each secret, inside any string or key, replaced by `REDACTED`."""
+    """`value` with every occurrence of each secret, inside any string, replaced by `REDACTED`."""
     found = sorted({s for s in secrets if s and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
     if not found:
         return value
@@ -85,7 +86,7 @@ def without_secrets(value: Any, secrets: Iterable[Optional[str]]) -> Any:
         for secret in found:
             text = text.replace(secret, REDACTED)
         return text
-    return map_strings(value, scrub, keys=True)
+    return map_strings(value, scrub)
 
 
 def user_hook(hook: Optional[Callable[[str], str]]) -> Callable[[Any], Any]:

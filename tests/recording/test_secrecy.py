@@ -15,7 +15,8 @@ from miniagents.testing import ScriptedModel, assistant_message
 from openai_server import OpenAITestServer
 from replay_support import help_desk, network_closed, run, script_plain, script_streamed
 
-SECRET = st.text(string.ascii_letters + string.digits + "-_.~+/=", min_size=8, max_size=48)
+# A key's shape ("sk-" and at least 8 more characters), so that it never is a word the request itself is made of.
+SECRET = st.text(string.ascii_letters + string.digits + "-_.~+/=", min_size=8, max_size=48).map(lambda s: "sk-" + s)
 
 
 def credential_settings(secret: str, model_key: str) -> ModelSettings:
