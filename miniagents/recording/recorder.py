@@ -85,7 +85,8 @@ def model_name(model: Any) -> str:
 
 
 class RecordingModel:
-    """A `Model` that records every call of `wrapped` through its `Recorder` (`Recorder.wrap` makes one)."""
+    """A `Model` that records every call of `wrapped` through its `Recorder` (`Recorder.wrap` makes one); every
+    other attribute is the wrapped model's."""
 
     def __init__(self, wrapped: Any, recorder: Recorder):
         self.wrapped, self.recorder = wrapped, recorder
@@ -116,7 +117,13 @@ class RecordingModel:
             yield event
         self.recorder.record(self.wrapped, True, request, {"events": events})
 
-    def get_retry_advice(self, request: Any) -> Any:
-        """The wrapped model's opinion on retrying a failure (runner-managed retries ask it), if it has one."""
-        ask = getattr(self.wrapped, "get_retry_advice", None)
-        return ask(request) if callable(ask) else None
+    def __getattr__(self, name: str) -> Any:
+        """Every other attribute is the wrapped model's: its `model` name (which traces show), `get_retry_advice`
+        (which the run's retries ask)."""
+        if name == "wrapped":  # not set yet (an object being built by copy or pickle): no attribute to pass on
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+    def __deepcopy__(self, memo: dict) -> "RecordingModel":
+        """A model is a shared service (here: one recording): copying an agent keeps its model."""
+        return self

@@ -61,6 +61,10 @@ class Replay:
         if self.remaining:
             raise ReplayIncomplete([call["n"] for call in self._calls[self._next:]])
 
+    def __deepcopy__(self, memo: dict) -> "Replay":
+        """A model is a shared service (here: one place in one recording): copying an agent keeps its model."""
+        return self
+
     def get_response(self, system_instructions: Optional[str], input: list, model_settings: Any, tools: list,
                      output_schema: Any, handoffs: list, tracing: Any = None, *,
                      previous_response_id: Optional[str] = None, conversation_id: Optional[str] = None,

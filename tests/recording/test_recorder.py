@@ -47,6 +47,22 @@ def test_a_retry_the_run_manages_is_recorded_once_and_still_gets_the_models_advi
     assert replayed.final_output == "Done."
 
 
+def test_the_recording_model_is_the_wrapped_one_to_whoever_reads_it_and_survives_a_deep_copy(tmp_path, server):
+    """Traces read a model's `model` name; a deep-copied agent keeps its model (one recording, one place in it)."""
+    import copy
+
+    from replay_support import chat_model
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        wrapped = recorder.wrap(chat_model(server))
+        assert wrapped.model == "help-desk-model" and wrapped.base_url == server.url
+        agent = Agent(name="A", model=wrapped)
+        assert copy.deepcopy(agent).model is wrapped
+    replay = Replay(tmp_path / "run.jsonl")
+    assert copy.deepcopy(Agent(name="A", model=replay)).model is replay
+    with pytest.raises(AttributeError):
+        wrapped.no_such_attribute
+
+
 def events(text="Hello there"):
     return ModelStep.stream([{"type": "response.output_text.delta", "delta": text}, {"type": "response.completed",
                              "response": {"id": "r1", "output": [assistant_message(text)], "usage": None}}])
