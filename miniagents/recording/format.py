@@ -1,0 +1,187 @@
+"""The recording file: plain, versioned JSON lines that read the same on every Python from 3.9 to 3.13.
+
+    {"version": 1, "kind": "miniagents recording"}
+    {"n": 1, "model": "llama3.2", "stream": false, "request": {...}, "response": {...}}
+    {"n": 2, ...}
+
+The first line names the format's version (`VERSIONS`). Each further line is one model call: `n` counts them
+from 1, `model` is the wrapped model's name (for the reader; a replay does not compare it), `stream` says
+whether it was streamed. `request` is what the model received, as plain data: `instructions`, `input` (the
+items), `tools` and `handoffs` (each one's `spec()`, the wire form the adapters send), `output_schema` (its
+`spec()`, or null for plain text), `settings` (`ModelSettings.to_json_dict()`: the fields that were set),
+`previous_response_id`, `conversation_id` and `prompt`. `response` is `{"output", "usage", "response_id",
+"request_id"}` for a plain call and `{"events": [...]}` for a streamed one (every event, in order; the last is
+`response.completed`). Keys keep the order they were written in; text is UTF-8, not escaped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+from typing import Any
+
+from ..context import Usage
+from ..items import ModelResponse
+from .errors import RecordingError
+
+VERSION = 1
+VERSIONS = {1: "a header line, then one line per model call: its request and its response (or stream events)"}
+KIND = "miniagents recording"
+MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
+REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema", "settings", "previous_response_id",
+                  "conversation_id", "prompt")
+
+
+def header() -> dict:
+    return {"version": VERSION, "kind": KIND}
+
+
+def _as_json(value: Any) -> Any:
+    """What `json` is given for a value it cannot write itself: the object's own plain form, else its type's name
+    (never its repr, which can hold an address and would differ from run to run)."""
+    for method in ("to_json_dict", "model_dump", "to_json"):
+        convert = getattr(value, method, None)
+        if callable(convert):
+            return convert()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return f"<{type(value).__name__}>"
+
+
+def json_text(value: Any, ascii_only: bool = False) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=ascii_only, allow_nan=False, default=_as_json)
+    except (ValueError, TypeError, RecursionError) as error:
+        raise RecordingError(f"this cannot be written as JSON: {error}") from None
+
+
+def plain(value: Any) -> Any:
+    """`value` as the file holds it: JSON data only (tuples are lists, objects their plain form)."""
+    return json.loads(json_text(value))
+
+
+def spec(value: Any) -> Any:
+    """A tool's, handoff's or output schema's wire form: its `spec()` (what the adapters send), or the value."""
+    make = getattr(value, "spec", None)
+    return make() if callable(make) else value
+
+
+def request_record(instructions: Any, input: Any, settings: Any, tools: Any, output_schema: Any, handoffs: Any,
+                   previous_response_id: Any, conversation_id: Any, prompt: Any) -> dict:
+    """The `request` of a line: what the model was given, as plain data."""
+    return plain({
+        "instructions": instructions,
+        "input": list(input),
+        "tools": [spec(tool) for tool in tools or ()],
+        "handoffs": [spec(handoff) for handoff in handoffs or ()],
+        "output_schema": None if output_schema is None else spec(output_schema),
+        "settings": settings.to_json_dict() if hasattr(settings, "to_json_dict") else settings,
+        "previous_response_id": previous_response_id,
+        "conversation_id": conversation_id,
+        "prompt": prompt,
+    })
+
+
+def response_record(response: ModelResponse) -> dict:
+    return plain({"output": response.output, "usage": response.usage.to_json(), "response_id": response.response_id,
+                  "request_id": response.request_id})
+
+
+def model_response(record: dict) -> ModelResponse:
+    """A line's response as the run receives it; a streamed one as the run builds it from `response.completed`."""
+    if "events" in record:
+        final = completed(record["events"])
+        return ModelResponse(output=list(final.get("output") or []), usage=Usage.from_json(final.get("usage")),
+                             response_id=final.get("id"))
+    return ModelResponse(output=record["output"], usage=Usage.from_json(record["usage"]),
+                         response_id=record.get("response_id"), request_id=record.get("request_id"))
+
+
+def completed(events: list) -> dict:
+    return next(e["response"] for e in events if e.get("type") == "response.completed")
+
+
+def encode(line: dict) -> bytes:
+    """One line of the file. Text stays readable (not \\u-escaped) unless it holds a lone surrogate, which UTF-8
+    cannot carry: then that line is written escaped, and reads back the same."""
+    text = json_text(line)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json_text(line, ascii_only=True) + "\n").encode("ascii")
+
+
+# --- Reading a recording back, checked whole before a replay serves any of it ----------------------------------
+
+
+def load(path: Any) -> list:
+    """The calls a recording holds (each line's dict, `n` in order); `RecordingError` naming the file and the line
+    for anything that is not a recording this miniagents reads."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise RecordingError(f"cannot read the recording {name!r}: {error.strerror or error}") from None
+    if len(data) > MAX_BYTES:
+        raise RecordingError(f"the recording {name!r} is larger than {MAX_BYTES // 2 ** 20} MiB; it is not read")
+    lines = data.split(b"\n")
+    if not lines[0].strip():
+        raise RecordingError(f"{name!r} is empty: a recording starts with a line that names its version")
+    first = _line(name, 1, lines[0])
+    if first.get("kind") != KIND or "version" not in first:
+        raise RecordingError(f"{name!r} line 1 does not start a miniagents recording (expected "
+                             f'{{"version": {VERSION}, "kind": "{KIND}"}})')
+    if type(first["version"]) is not int or first["version"] not in VERSIONS:
+        raise RecordingError(f"{name!r} is a recording of version {first['version']!r}; this miniagents reads "
+                             f"version(s) {sorted(VERSIONS)}")
+    calls = []
+    for number, raw in enumerate(lines[1:], 2):
+        if raw.strip():
+            calls.append(_call(name, number, _line(name, number, raw), len(calls) + 1))
+    return calls
+
+
+def _line(name: str, number: int, raw: bytes) -> dict:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise RecordingError(f"{name!r} line {number} is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise RecordingError(f"{name!r} line {number} is not a JSON object")
+    return value
+
+
+def _call(name: str, number: int, line: dict, expected: int) -> dict:
+    def wrong(what: str) -> RecordingError:
+        return RecordingError(f"{name!r} line {number}: {what}")
+    if line.get("n") != expected or type(line.get("n")) is not int:
+        raise wrong(f"expected call number {expected} (\"n\"), found {line.get('n')!r}")
+    request, response = line.get("request"), line.get("response")
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise wrong('a call needs a "request" and a "response" object')
+    missing = [field for field in REQUEST_FIELDS if field not in request]
+    if missing:
+        raise wrong(f"the request lacks {', '.join(missing)}")
+    if not isinstance(request["input"], list) or not isinstance(request["tools"], list) \
+            or not isinstance(request["handoffs"], list):
+        raise wrong("the request's input, tools and handoffs must be lists")
+    if "events" in response:
+        events = response["events"]
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            raise wrong('"events" must be a list of objects')
+        final = [e for e in events if e.get("type") == "response.completed"]
+        if not final or not isinstance(final[0].get("response"), dict):
+            raise wrong("a streamed response needs a response.completed event with its response")
+    elif not isinstance(response.get("output"), list) or not isinstance(response.get("usage"), (dict, type(None))):
+        raise wrong('a response needs "output" (a list) and "usage", or "events"')
+    else:
+        for field in ("response_id", "request_id"):
+            if not isinstance(response.get(field), (str, type(None))):
+                raise wrong(f'the response\'s "{field}" must be a string or null')
+    return line

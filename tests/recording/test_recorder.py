@@ -1,0 +1,187 @@
+"""What the recorder writes and when: a call once its answer is whole (a failed call, a broken or abandoned stream
+leave no line), the response as the model gave it (before the run changed anything), retries the run manages still
+asking the wrapped model for advice; kernel-made call ids pair up in a replay; and a run that does not record
+loads nothing of the recording shell."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from miniagents import Agent, ModelHTTPError, ModelRetryAdvice, ModelRetrySettings, ModelSettings, Runner
+from miniagents import retry_policies
+from miniagents.recording import ABSENT, Recorder, Replay, ReplayMismatch
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from replay_support import lookup_order, run_items
+from support import ROOT
+
+
+def calls(path) -> list:
+    return [json.loads(line) for line in open(path, encoding="utf-8").read().splitlines()[1:]]
+
+
+def test_a_failed_call_leaves_no_line_and_its_error_passes_through(tmp_path):
+    boom = ModelHTTPError(500, "the server fell over")
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel([ModelStep.raise_error(boom), [assistant_message("Back again.")]]))
+        with pytest.raises(ModelHTTPError) as caught:
+            Runner.run_sync(Agent(name="A", model=model), "Hi")
+        assert caught.value is boom
+        Runner.run_sync(Agent(name="A", model=model), "Hi")
+    assert [c["n"] for c in calls(tmp_path / "run.jsonl")] == [1] and recorder.count == 1
+
+
+def test_a_retry_the_run_manages_is_recorded_once_and_still_gets_the_models_advice(tmp_path):
+    """The retry shell asks the model it wraps (the recording one) for advice: the wrapped model's is passed on."""
+    retry = ModelSettings(retry=ModelRetrySettings(max_retries=1, policy=retry_policies.provider_suggested()))
+    steps = [ModelStep.raise_error(ModelHTTPError(503, "busy"), retry_advice=ModelRetryAdvice(suggested=True)),
+             [assistant_message("Done.")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        result = Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel(steps)), model_settings=retry),
+                                 "Hi")
+    assert result.final_output == "Done."
+    [call] = calls(tmp_path / "run.jsonl")
+    assert call["request"]["settings"]["retry"] == {"max_retries": 1, "backoff": None}
+    replayed = Runner.run_sync(Agent(name="A", model=Replay(tmp_path / "run.jsonl"), model_settings=retry), "Hi")
+    assert replayed.final_output == "Done."
+
+
+def test_the_recording_model_is_the_wrapped_one_to_whoever_reads_it_and_survives_a_deep_copy(tmp_path, server):
+    """Traces read a model's `model` name; a deep-copied agent keeps its model (one recording, one place in it)."""
+    import copy
+
+    from replay_support import chat_model
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        wrapped = recorder.wrap(chat_model(server))
+        assert wrapped.model == "help-desk-model" and wrapped.base_url == server.url
+        agent = Agent(name="A", model=wrapped)
+        assert copy.deepcopy(agent).model is wrapped
+    replay = Replay(tmp_path / "run.jsonl")
+    assert copy.deepcopy(Agent(name="A", model=replay)).model is replay
+    with pytest.raises(AttributeError):
+        wrapped.no_such_attribute
+
+
+def events(text="Hello there"):
+    return ModelStep.stream([{"type": "response.output_text.delta", "delta": text}, {"type": "response.completed",
+                             "response": {"id": "r1", "output": [assistant_message(text)], "usage": None}}])
+
+
+def test_an_abandoned_or_broken_stream_leaves_no_line(tmp_path):
+    class Broken(ScriptedModel):
+        def stream_response(self, *args, **kwargs):
+            yield {"type": "response.output_text.delta", "delta": "Hel"}
+            raise ModelHTTPError(None, "the connection dropped")
+
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        stream = recorder.wrap(ScriptedModel([events()])).stream_response(None, [], ModelSettings(), [], None, [])
+        assert next(stream)["delta"] == "Hello there"
+        stream.close()  # the reader stopped (a cancelled run): the call is not whole
+        broken = recorder.wrap(Broken()).stream_response(None, [], ModelSettings(), [], None, [])
+        with pytest.raises(ModelHTTPError):
+            list(broken)
+        whole = list(recorder.wrap(ScriptedModel([events("Whole")])).stream_response(
+            None, [], ModelSettings(), [], None, []))
+    assert [c["response"]["events"] for c in calls(tmp_path / "run.jsonl")] == [whole]
+
+
+def test_the_response_is_recorded_as_the_model_gave_it_and_made_up_ids_pair_in_a_replay(tmp_path):
+    """A server that numbers calls per response says "call_0" every time: the run gives the second one a fresh,
+    random id. The recording keeps what the model said; a replay pairs the replayed run's fresh id with it."""
+    steps = [[function_call("lookup_order", {"order_id": "A-1"}, call_id="call_0")],
+             [function_call("lookup_order", {"order_id": "B-7"}, call_id="call_0")],
+             [assistant_message("Both shipped.")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        recorded = Runner.run_sync(Agent(name="A", tools=[lookup_order], model=recorder.wrap(ScriptedModel(steps))),
+                                   "A-1 and B-7?")
+    lines = calls(tmp_path / "run.jsonl")
+    assert lines[1]["response"]["output"][0]["call_id"] == "call_0"
+    fresh = lines[2]["request"]["input"][3]["call_id"]
+    assert fresh != "call_0" and recorded.new_items[2].raw_item["call_id"] == fresh
+    replayed = Runner.run_sync(Agent(name="A", tools=[lookup_order], model=Replay(tmp_path / "run.jsonl")),
+                               "A-1 and B-7?")
+    assert replayed.final_output == "Both shipped."
+    again = replayed.new_items[2].raw_item["call_id"]
+    assert again != fresh  # random in every run: the one thing a replay's items do not share with the recording
+    assert json.loads(json.dumps(run_items(replayed)).replace(again, fresh)) == json.loads(
+        json.dumps(run_items(recorded)))
+
+
+MADE_UP = ["call_" + letter * 24 for letter in "abcd"]
+
+
+def made_up_recording(path, *inputs) -> None:
+    """A recording whose requests hold the given inputs (call ids the kernel made up, as a run would have them)."""
+    with Recorder(path) as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("ok")] for _ in inputs]))
+        for input in inputs:
+            model.get_response(None, input, ModelSettings(), [], None, [])
+
+
+def output_of(call_id):
+    return {"type": "function_call_output", "call_id": call_id, "output": "done"}
+
+
+def test_a_made_up_id_pairs_with_one_replayed_id_across_the_whole_replay(tmp_path):
+    x, y, z, _ = MADE_UP
+    made_up_recording(tmp_path / "run.jsonl", [output_of(x)], [output_of(x)])
+    replay = Replay(tmp_path / "run.jsonl")
+    replay.get_response(None, [output_of(y)], ModelSettings(), [], None, [])
+    with pytest.raises(ReplayMismatch) as caught:  # x stands for y now, not for z
+        replay.get_response(None, [output_of(z)], ModelSettings(), [], None, [])
+    assert (caught.value.request, caught.value.field, caught.value.recorded, caught.value.received) == (
+        2, "input[0].call_id", x, z)
+
+
+def test_two_recorded_made_up_ids_never_pair_with_one_replayed_id(tmp_path):
+    x, y, z, _ = MADE_UP
+    made_up_recording(tmp_path / "run.jsonl", [output_of(x), output_of(y)])
+    with pytest.raises(ReplayMismatch) as caught:
+        Replay(tmp_path / "run.jsonl").get_response(None, [output_of(z), output_of(z)], ModelSettings(), [], None, [])
+    assert (caught.value.field, caught.value.recorded, caught.value.received) == ("input[1].call_id", y, z)
+
+
+def test_an_id_a_server_gave_is_compared_as_it_is(tmp_path):
+    made_up_recording(tmp_path / "run.jsonl", [output_of("call_0")])
+    with pytest.raises(ReplayMismatch) as caught:
+        Replay(tmp_path / "run.jsonl").get_response(None, [output_of("call_1")], ModelSettings(), [], None, [])
+    assert (caught.value.field, caught.value.recorded, caught.value.received) == ("input[0].call_id", "call_0",
+                                                                                "call_1")
+
+
+@pytest.mark.parametrize("recorded, received", [(1, 1.0), (True, 1), (0, False), ("1", 1), (None, ABSENT)])
+def test_values_of_different_json_types_differ(recorded, received):
+    from miniagents.recording.replay import first_difference
+    assert first_difference({"x": recorded}, {"x": received} if received is not ABSENT else {}) == (
+        "x", recorded, received)
+
+
+def test_the_ids_a_request_chains_to_are_compared(tmp_path):
+    steps = [[function_call("lookup_order", {"order_id": "A-1"}, call_id="c1")], [assistant_message("Shipped.")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", tools=[lookup_order], model=recorder.wrap(ScriptedModel(steps))), "A-1?")
+    with pytest.raises(ReplayMismatch) as caught:
+        Runner.run_sync(Agent(name="A", tools=[lookup_order], model=Replay(tmp_path / "run.jsonl")), "A-1?",
+                        previous_response_id="resp-0")
+    assert (caught.value.field, caught.value.recorded, caught.value.received) == (
+        "previous_response_id", None, "resp-0")
+
+
+def test_a_run_that_does_not_record_loads_nothing_of_the_recording_shell():
+    code = ("import sys\n"
+            "from miniagents import Agent, Runner\n"
+            "from miniagents.testing import ScriptedModel, assistant_message\n"
+            "Runner.run_sync(Agent(name='A', model=ScriptedModel([[assistant_message('Hi')]])), 'Hi')\n"
+            "import miniagents.seams as seams\n"
+            "print(sorted(m for m in sys.modules if m.startswith('miniagents.recording')), seams.registered())\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] ()"
+
+
+def test_importing_the_shell_registers_no_plugin():
+    import miniagents.recording  # noqa: F401
+    from miniagents import seams
+    assert not any("recording" in type(p).__module__ for p in seams.registered())

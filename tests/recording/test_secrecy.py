@@ -1,0 +1,117 @@
+"""No API key, credential header or credential parameter reaches a recording, whatever the secret (generated), plain
+or streamed; the user's `redact=` removes more; and what was redacted still replays, since a replay redacts the
+requests it compares the same way."""
+import json
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miniagents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, UserError
+from miniagents.recording import REDACTED, Recorder, Replay, ReplayMismatch
+from miniagents.recording.redaction import is_credential_name
+from miniagents.testing import ScriptedModel, assistant_message
+from openai_server import OpenAITestServer
+from replay_support import help_desk, network_closed, run, script_plain, script_streamed
+
+# A key's shape ("sk-" and at least 8 more characters), so that it never is a word the request itself is made of.
+SECRET = st.text(string.ascii_letters + string.digits + "-_.~+/=", min_size=8, max_size=48).map(lambda s: "sk-" + s)
+
+
+def credential_settings(secret: str, model_key: str) -> ModelSettings:
+    """Every place a program may put a credential in a request's settings, under names that say so, or as a
+    value that says so, or as the model's own key under a name that does not."""
+    return ModelSettings(
+        extra_headers={"Authorization": f"Bearer {secret}", "api-key": secret, "X-Api-Key": secret,
+                       "Cookie": f"session={secret}", "X-Amz-Security-Token": secret, "Proxy-Authorization": secret,
+                       "X-Forwarded-Auth": f"Basic {secret}", "X-Upstream": f"Bearer {secret}", "X-Echo": model_key, "X-Team": "desk"},
+        extra_query={"key": secret, "access_token": secret, "region": "eu"},
+        extra_body={"client_secret": secret, "nested": {"password": secret, "apiKey": secret}},
+        metadata={"user_token": secret})
+
+
+def leaked(text: str, *secrets: str) -> list:
+    """The secrets found in a file's text, as they are or as JSON escapes them."""
+    return [s for s in secrets if s in text or json.dumps(s)[1:-1] in text]
+
+
+@settings(max_examples=25, deadline=None)
+@given(model_key=SECRET, header_secret=SECRET, env_secret=SECRET, streamed=st.booleans())
+def test_no_credential_reaches_the_recording(tmp_path_factory, monkeypatch_module, model_key, header_secret,
+                                             env_secret, streamed):
+    """The model's key (as api_key=), credentials in headers, query and body, and an environment credential that
+    the program put in the prompt: none is in the file, and the recording still replays."""
+    path = tmp_path_factory.mktemp("secrets") / "run.jsonl"
+    monkeypatch_module.setenv("ACME_SERVICE_TOKEN", env_secret)
+    server = OpenAITestServer()
+    try:
+        (script_streamed if streamed else script_plain)(server)
+        question = f"Where is order A-1? My token is {env_secret}."
+        agent_settings = credential_settings(header_secret, model_key)
+        with Recorder(path) as recorder:
+            model = OpenAIChatCompletionsModel("help-desk-model", base_url=server.url, api_key=model_key)
+            run("streamed" if streamed else "sync", help_desk(recorder.wrap(model), model_settings=agent_settings),
+                question)
+        assert server.requests[0]["headers"]["authorization"] == f"Bearer {header_secret}"  # it was sent
+    finally:
+        server.close()
+    text = path.read_text(encoding="utf-8")
+    assert leaked(text, model_key, header_secret, env_secret) == []
+    headers = json.loads(text.splitlines()[1])["request"]["settings"]["extra_headers"]
+    assert headers["Authorization"] == headers["api-key"] == headers["Cookie"] == headers["X-Echo"] == REDACTED
+    assert headers["X-Team"] == "desk"
+    with network_closed():
+        replayed = Runner.run_sync(help_desk(Replay(path), model_settings=agent_settings), question)
+    assert replayed.final_output.strip() == "Order A-1 shipped on 2 May; it should arrive this week."
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+@pytest.mark.parametrize("name", ["Authorization", "api-key", "X-Api-Key", "x-goog-api-key", "apiKey", "access_token",
+                                  "Ocp-Apim-Subscription-Key", "client_secret", "Cookie", "password",
+                                  "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"])
+def test_credential_names(name):
+    assert is_credential_name(name)
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "OpenAI-Organization", "OpenAI-Project", "X-Team", "temperature",
+                                  "include_usage", "top_logprobs", "PATH"])
+def test_names_that_are_not_credentials(name):
+    assert not is_credential_name(name)
+
+
+def test_the_redact_hook_removes_context_derived_text_from_requests_and_responses(tmp_path):
+    email = "ada@example.org"
+
+    def instructions(context, agent):
+        return f"The customer is {context.context['email']}."
+    hide = lambda text: text.replace(email, "<email>")  # noqa: E731
+    steps = [[assistant_message(f"I wrote to {email}.")]]
+    with Recorder(tmp_path / "run.jsonl", redact=hide) as recorder:
+        agent = Agent(name="Desk", instructions=instructions, model=recorder.wrap(ScriptedModel(steps)))
+        recorded = Runner.run_sync(agent, f"Reach me at {email}", context={"email": email})
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert recorded.final_output == f"I wrote to {email}."
+    assert email not in text and text.count("<email>") == 3  # instructions, input, answer
+    replayed = Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl", redact=hide)),
+                               f"Reach me at {email}", context={"email": email})
+    assert replayed.final_output == "I wrote to <email>."  # what the recording holds is what a replay serves
+    with pytest.raises(ReplayMismatch) as caught:  # without the hook, the request is not the recorded one
+        Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), f"Reach me at {email}",
+                        context={"email": email})
+    assert (caught.value.field, caught.value.recorded) == ("instructions", "The customer is <email>.")
+
+
+def test_a_redact_hook_that_does_not_return_text_is_a_user_error(tmp_path):
+    with Recorder(tmp_path / "run.jsonl", redact=lambda text: None) as recorder:
+        agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([[assistant_message("Hi")]])))
+        with pytest.raises(UserError, match="the redact= function must return a str, got NoneType"):
+            Runner.run_sync(agent, "Hello")
+    with pytest.raises(UserError, match="redact= must be a function"):
+        Recorder(tmp_path / "other.jsonl", redact="<email>")
