@@ -74,6 +74,8 @@ _LAZY = {
     **dict.fromkeys(_RETRY, "retry"),
     "Capability": "capabilities", "Workspace": "capabilities",
     "enable_verbose_stdout_logging": "upstream.logger", "run_demo_loop": "upstream.repl",
+    **dict.fromkeys(("Recorder", "Replay", "RecordingError", "ReplayMismatch", "ReplayExhausted", "ReplayIncomplete"),
+                    "recording"),
 }
 _SHELL_OF = {name: module.split(".")[0] for name, module in _LAZY.items() if module.split(".")[0] in seams.SHELLS}
 
