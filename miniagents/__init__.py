@@ -15,10 +15,11 @@ if sys.version_info < (3, 9):  # typing.Annotated and friends; said here, before
 from .agent import Agent, StopAtTools
 from .agent_output import AgentOutputSchema
 from .context import RunContextWrapper, ToolContext, Usage
-from .errors import (AgentsException, InputGuardrailTripwireTriggered, MaxTurnsExceeded, ModelBehaviorError,
-                     ModelHTTPError, ModelRefusalError, ModelTimeoutError, OutputGuardrailTripwireTriggered,
+from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
+                     ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,
+                     OutputGuardrailTripwireTriggered,
                      RunErrorDetails, ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered,
-                     ToolTimeoutError, UserError)
+                     ToolTimeoutError, UsageLimitExceeded, UserError)
 from .handoffs import Handoff, HandoffInputData, handoff
 from .hooks import AgentHooks, RunHooks
 from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem, RunItem,
@@ -27,7 +28,7 @@ from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult,
                      RunResultStreaming)
 from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput, RunErrorHandlerResult,
-                     ToolErrorFormatterArgs, ToolExecutionConfig)
+                     ToolErrorFormatterArgs, ToolExecutionConfig, UsageLimits)
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
 from .tool import (FunctionTool, FunctionToolResult, ToolError, ToolsToFinalOutputResult, default_tool_error_function,
@@ -99,7 +100,8 @@ def __getattr__(name: str):
     return value
 
 
-_EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent", "AgentsException", "CallModelData",
+_EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent", "AgentsException", "AlreadyResumedError",
+          "CallModelData", "UsageLimitExceeded", "UsageLimits",
           "DEFAULT_MAX_TURNS", "FunctionTool", "FunctionToolResult", "Handoff", "HandoffCallItem", "HandoffInputData",
           "HandoffOutputItem", "InputGuardrailTripwireTriggered", "ItemHelpers", "MaxTurnsExceeded",
           "MessageOutputItem", "Model", "ModelBehaviorError", "ModelHTTPError", "ModelInputData", "ModelProvider",

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, Type
 
 from . import caller
 from .context import RunContextWrapper, TContext, ToolContext
-from .errors import ModelBehaviorError, UserError
+from .errors import ModelBehaviorError, UsageLimitExceeded, UserError
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
@@ -229,10 +229,13 @@ class Agent(AgentBase[TContext]):
             paused = getattr(ctx, "resume_state", None)
             if paused is not None:
                 paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
-            config = run_config
+            config = RunConfig(**run_config) if isinstance(run_config, dict) else run_config
             parent = getattr(ctx, "run_config", None)
-            if config is None and getattr(parent, "model_provider", None) is not None:
-                config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's
+            provider, limits = getattr(parent, "model_provider", None), getattr(parent, "usage_limits", None)
+            if config is None and (provider is not None or limits is not None):  # model names resolve as the caller's
+                config = RunConfig(model_provider=provider, usage_limits=limits)
+            elif limits is not None and config.usage_limits is None:  # the caller's limits count the inner run too
+                config = dataclasses.replace(config, usage_limits=limits)
             options = RunOptions(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
                                  hooks=hooks, session=session, previous_response_id=previous_response_id,
                                  conversation_id=conversation_id)
@@ -246,6 +249,8 @@ class Agent(AgentBase[TContext]):
                 result = drive(nested, on_event)
             except ModelBehaviorError as inner:  # the inner model's mistake, not this call's arguments
                 raise ToolError(f"The agent '{agent.name}' could not finish: {inner.message}") from inner
+            except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too
+                raise NestedInterruption(limit.state, [], limit) from None
             if result.interruptions:
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:

@@ -28,6 +28,39 @@ class ToolExecutionConfig:
     pre_approval_tool_input_guardrails: bool = False
 
 
+@dataclass
+class UsageLimits:
+    """Limits on what one run may spend (`RunConfig(usage_limits=...)`; pydantic-ai's names), counted over the
+    whole run, the nested runs of agents used as tools included. None: no limit. The requests limit is checked
+    before each model call and the tool-call limit before each turn's calls run, so neither is ever passed; the
+    token limits are checked at the same points, so they are passed by at most the one response that crossed
+    them, never by the tools it asked for. Exceeding one raises `UsageLimitExceeded` (or asks the run's
+    "usage_limit" error handler), and the run's state can resume with a higher limit."""
+
+    request_limit: Optional[int] = None
+    input_tokens_limit: Optional[int] = None
+    output_tokens_limit: Optional[int] = None
+    total_tokens_limit: Optional[int] = None
+    tool_calls_limit: Optional[int] = None
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise UserError(f"UsageLimits.{name} must be a whole number >= 0 or None, got {value!r}")
+
+    def exceeded(self, usage: Any, requests: int = 0, tool_calls: int = 0) -> Optional[tuple]:
+        """(limit name, limit, count) of the first limit that `usage` plus `requests` more model calls and
+        `tool_calls` more tool calls would pass, else None."""
+        counts = (("request_limit", usage.requests + requests), ("tool_calls_limit", usage.tool_calls + tool_calls),
+                  ("input_tokens_limit", usage.input_tokens), ("output_tokens_limit", usage.output_tokens),
+                  ("total_tokens_limit", usage.total_tokens))
+        for name, count in counts:
+            limit = getattr(self, name)
+            if limit is not None and count > limit:
+                return name, limit, count
+        return None
+
+
 @dataclass(eq=False)
 class RunConfig:
     """Settings for one run. Tracing (`tracing_disabled`, `trace_include_sensitive_data`, `workflow_name`,
@@ -56,6 +89,7 @@ class RunConfig:
     tracing_disabled: bool = False
     trace_include_sensitive_data: bool = True
     trace_path: Optional[str] = None  # write this run's trace as JSON lines (MINIAGENTS_TRACE does the same)
+    usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
 
     def __post_init__(self):
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
@@ -69,6 +103,8 @@ class RunConfig:
         if self.tool_execution is not None and self.tool_execution.pre_approval_tool_input_guardrails:
             raise UserError("pre_approval_tool_input_guardrails=True is not supported: tool input guardrails "
                             "run after approval, just before the tool")
+        if isinstance(self.usage_limits, dict):
+            self.usage_limits = UsageLimits(**self.usage_limits)
         if self.max_function_tool_concurrency is None and self.tool_execution is not None:
             self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
 
@@ -120,8 +156,8 @@ class RunErrorData:
 
 @dataclass(eq=False)
 class RunErrorHandlerInput:
-    """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal"
-    and "invalid_final_output". A handler that returns None lets `error` raise."""
+    """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal",
+    "invalid_final_output" and "usage_limit". A handler that returns None lets `error` raise."""
 
     error: Exception
     context: Any
@@ -144,4 +180,5 @@ SessionInputCallback = Callable[[List[TResponseInputItem], List[TResponseInputIt
 # A handler returns a RunErrorHandlerResult, a dict of its fields, a raw final output, or None (re-raise).
 RunErrorHandler = Callable[[RunErrorHandlerInput], Any]
 RunErrorHandlers = TypedDict("RunErrorHandlers", {"max_turns": RunErrorHandler, "model_refusal": RunErrorHandler,
-                                                  "invalid_final_output": RunErrorHandler}, total=False)
+                                                  "invalid_final_output": RunErrorHandler,
+                                                  "usage_limit": RunErrorHandler}, total=False)

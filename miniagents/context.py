@@ -47,10 +47,12 @@ class Usage:
     input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
     output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
     request_usage_entries: list = field(default_factory=list)
+    tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
     def add(self, other: "Usage") -> None:
         """Add another request's (or run's) usage to this one, in place."""
         self.requests += other.requests
+        self.tool_calls += other.tool_calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.total_tokens += other.total_tokens
@@ -79,6 +81,7 @@ class Usage:
             total_tokens=int(data.get("total_tokens") or (inp + out)),
             input_tokens_details=InputTokensDetails(int(in_details.get("cached_tokens") or 0)),
             output_tokens_details=OutputTokensDetails(int(out_details.get("reasoning_tokens") or 0)),
+            tool_calls=int(data.get("tool_calls") or 0),
         )
 
     def to_json(self) -> dict:

@@ -114,3 +114,14 @@ class AlreadyResumedError(AgentsException):
         super().__init__(f"This paused run (run {run_id}, turn {turn}) was already resumed with this session: {said}. "
                          "Nothing was run or written again.")
         self.run_id, self.turn, self.outcome = run_id, turn, outcome
+
+
+class UsageLimitExceeded(AgentsException):
+    """A run reached one of its `UsageLimits` (`limit` names it: "request_limit", "tool_calls_limit", ...; `value`
+    is the limit, `count` what the run would have reached). Nothing more ran; `state` is the run's `RunState`,
+    which resumes where it stopped: `Runner.run_sync(agent, error.state, run_config=RunConfig(usage_limits=...))`
+    with a higher limit."""
+
+    def __init__(self, limit: str, value: int, count: int):
+        super().__init__(f"Usage limit exceeded: {limit}={value} (the run would reach {count})")
+        self.limit, self.value, self.count, self.state = limit, value, count, None

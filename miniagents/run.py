@@ -19,7 +19,8 @@ from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolE
                      ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy, ToolNotFoundBehavior)
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
-from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
+from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UsageLimitExceeded,
+                     UserError)
 from .handoffs import HandoffInputData
 from .hooks import AgentHooks, HookPlugin, RunHooks
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
@@ -43,12 +44,13 @@ def _loop(run: Run) -> Generator[Any, None, None]:
     state = run.state
     yield from enter_agent(run)
     while run.result is None:
+        turn = None
         if state.pending is None and (state.cancel_mode is not None or state.pending_input or state.max_turns is not
-                                      None and state.current_turn >= state.max_turns):
-            turn = between_turns(run)  # cancelled, input added, or no turns left
-            if turn is None:
+                                      None and state.current_turn >= state.max_turns or run.config.usage_limits):
+            turn = between_turns(run)  # cancelled, input added, no turns left, or usage limits to check
+            if run.result is not None:
                 continue
-        else:
+        if turn is None:
             turn = yield from run_turn(run)
         step = turn.next_step
         if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
@@ -69,16 +71,20 @@ def _loop(run: Run) -> Generator[Any, None, None]:
 
 def between_turns(run: Run) -> Optional[TurnResult]:
     """What comes before a fresh turn when it may not start as usual: a cancelled run ends (the state can
-    resume); no turns left is a `max_turns` error turn; input added by `RunState.add_input` enters first (then
-    None: the turn starts)."""
-    state = run.state
+    resume); no turns left, or a usage limit the next model call would pass, is an error turn; input added by
+    `RunState.add_input` enters first (then None: the turn starts)."""
+    state, limits = run.state, run.config.usage_limits
     if state.cancel_mode is not None:
         run.result = RunResult.from_state(state, None)
         return None
     if state.max_turns is not None and state.current_turn >= state.max_turns:
         return TurnResult(state.current_agent, [], NextStepError(
             "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
-    admit_input(run)
+    limit = limits.exceeded(state.context_wrapper.usage, requests=1) if limits is not None else None
+    if limit is not None:
+        return TurnResult(state.current_agent, [], NextStepError("usage_limit", UsageLimitExceeded(*limit)))
+    if state.pending_input:
+        admit_input(run)
     return None
 
 
@@ -166,6 +172,10 @@ def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
     if handler is None:
         if error.run_again:
             return NextStepRunAgain()
+        if error.kind == "usage_limit":  # the run stops where it is, and its state resumes with a higher limit
+            if turn.settled is not None:  # the calls of this turn did not run: they wait in the paused turn
+                pause(run, turn, NextStepInterruption(turn.settled.approvals))
+            error.error.state = state
         raise error.error
     data = RunErrorData(state.original_input, list(state.generated_items), list(state.transcript),
                         [i.raw_item for i in turn.new_items], state.model_responses, agent)

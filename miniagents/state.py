@@ -274,7 +274,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
             "replays": pending.replays, "pauses": pending.pauses,
         },
-        "context": {"usage": ctx.usage.to_json(), "approvals": ctx.approvals, "context": context},
+        "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals, "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
         "unsaved_session_input": state.unsaved_session_input,
         "pending_input": state.pending_input,
@@ -328,6 +328,7 @@ class UsageDocument(TypedDict, total=False):
     total_tokens: Optional[int]
     input_tokens_details: Union[None, _Cached, List[_Cached]]
     output_tokens_details: Union[None, _Reasoning, List[_Reasoning]]
+    tool_calls: int
 
 
 class _Decision(TypedDict):

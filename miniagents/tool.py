@@ -36,11 +36,12 @@ class ToolError(Exception):
 
 
 class NestedInterruption(Exception):
-    """Raised by an agent-as-tool whose inner run paused for approval: the outer turn pauses too."""
+    """Raised by an agent-as-tool whose inner run paused for approval, or stopped at a usage limit (`limit`, the
+    `UsageLimitExceeded`): the outer turn pauses too, and its resume continues the inner run where it stopped."""
 
-    def __init__(self, state: Any, interruptions: list):
+    def __init__(self, state: Any, interruptions: list, limit: Any = None):
         super().__init__(f"{len(interruptions)} approval(s) pending inside an agent tool")
-        self.state, self.interruptions = state, interruptions
+        self.state, self.interruptions, self.limit = state, interruptions, limit
 
 
 @dataclass

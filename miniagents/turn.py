@@ -27,7 +27,8 @@ from . import caller, seams
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
-from .errors import AgentsException, AlreadyResumedError, ModelBehaviorError, ModelRefusalError, UserError
+from .errors import (AgentsException, AlreadyResumedError, ModelBehaviorError, ModelRefusalError, UsageLimitExceeded,
+                     UserError)
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
@@ -113,6 +114,7 @@ class SettledCalls:
     guardrail_results: list
     nested: dict  # call id -> paused RunState of an agent-as-tool call
     unstarted: list = field(default_factory=list)  # runnable calls the run was cancelled before it started
+    limit: Any = None  # the UsageLimitExceeded that kept the calls from running (here, or inside an agent tool)
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -330,7 +332,9 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
         else:
             response = model.get_response(*args, **ids)
         record.response = response
-        state.context_wrapper.usage.add(response.usage)
+        # A model call is one request, whatever the model reported: usage limits must not trust the model.
+        state.context_wrapper.usage.add(response.usage if response.usage.requests else
+                                        dataclasses.replace(response.usage, requests=1))
         state.model_responses.append(response)
     if state.server_managed:  # what was sent is the server's now; the next request chains to this response
         state.server_known = len(state.transcript)
@@ -652,13 +656,17 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     """
     agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
-    ran = run_tools(run, setup, to_run, resumed and run.ledger is not None)
+    limits, usage = run.config.usage_limits, run.state.context_wrapper.usage
+    limit = limits.exceeded(usage, tool_calls=len(to_run)) if limits is not None and to_run else None
+    ran = {} if limit else run_tools(run, setup, to_run, resumed and run.ledger is not None)
+    usage.tool_calls += len(ran)
     scope = run.state.context_wrapper.approval_scope
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
                                        approval_scope=scope) for c in approvals]
     still_paused = {i: v.state for i, (v, _, _) in ran.items() if isinstance(v, NestedInterruption)}
     for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
         approval_items.extend(ran[call_id][0].interruptions)
+        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
     results, outputs, guardrail_results, handoff = [], [], [], None
     for call in output.calls:
         call_id = call.call_id
@@ -683,14 +691,14 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     return SettledCalls(output.items + outputs, results, approval_items, handoff, guardrail_results, still_paused,
-                        unstarted)
+                        unstarted, UsageLimitExceeded(*limit) if isinstance(limit, tuple) else limit)
 
 
 def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
     """Approval pending (or calls left unstarted by a cancel) > handoff > tool_use_behavior > run again (calls
     were made) > final output."""
-    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has
-        return NextStepInterruption(settled.approvals)
+    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has
+        return NextStepError("usage_limit", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)
     if settled.handoff is not None:
         return NextStepHandoff(settled.handoff)
     if settled.results:

@@ -97,12 +97,12 @@ def test_path(name: str) -> str:
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
     M("turn.py",
-      "    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has\n"
-      "        return NextStepInterruption(settled.approvals)\n"
+      "    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has\n"
+      "        return NextStepError(\"usage_limit\", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)\n"
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n"
-      "    if settled.approvals or settled.unstarted:  # a pause: the turn resumes with the outputs it has\n"
-      "        return NextStepInterruption(settled.approvals)\n",
+      "    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has\n"
+      "        return NextStepError(\"usage_limit\", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)\n",
       "decision order: a pending approval wins over a handoff", "test_run", "test_approvals"),
     M("turn.py",
       "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
@@ -169,8 +169,8 @@ MUTANTS: List[Mutant] = [
       "always_approve / always_reject cover later calls of the same tool", "test_approvals"),
     # --- run.py: the loop ----------------------------------------------------------------------------------
     M("run.py",
-      "state.current_turn >= state.max_turns):",
-      "state.current_turn > state.max_turns):",
+      "state.current_turn >= state.max_turns or run.config.usage_limits):",
+      "state.current_turn > state.max_turns or run.config.usage_limits):",
       "max_turns off by one: the run stops before model call max_turns + 1", "test_run"),
     M("turn.py",
       "    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)\n"
@@ -384,8 +384,8 @@ MUTANTS: List[Mutant] = [
       "as_tool: the nested run claims its calls in the caller's ledger (exactly once across resumes)",
       "test_exactly_once"),
     M("agent.py",
-      "                config = RunConfig(model_provider=parent.model_provider)  # model names resolve as the caller's",
-      "                pass",
+      "                config = RunConfig(model_provider=provider, usage_limits=limits)",
+      "                config = RunConfig(usage_limits=limits)",
       "as_tool: the nested agent's model name resolves with the caller's model provider", "test_agent"),
     M("agent.py",
       "    for item in reversed(result.new_items):",

@@ -96,7 +96,8 @@ def test_import_miniagents_as_agents_reaches_paths_and_aliases():
     assert typing.get_args(agents.ToolNotFoundBehavior) == ("raise_error", "return_error_to_model")
     assert typing.get_args(agents.ReasoningItemIdPolicy) == ("preserve", "omit")
     assert typing.get_args(agents.ToolNameCollisionPolicy) == ("warn", "error")
-    assert set(agents.RunErrorHandlers.__annotations__) == {"max_turns", "model_refusal", "invalid_final_output"}
+    assert set(agents.RunErrorHandlers.__annotations__) == {"max_turns", "model_refusal", "invalid_final_output",
+                                                            "usage_limit"}  # the last is miniagents' own
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         agents.Nope
 

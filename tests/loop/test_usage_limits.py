@@ -1,0 +1,167 @@
+"""Usage limits (issue 22): `RunConfig(usage_limits=UsageLimits(...))` stops a runaway run before it passes a limit.
+
+Requests are checked before each model call and tool calls before each turn's calls run, so neither limit is
+ever passed; token limits are checked at the same points. Exceeding one raises `UsageLimitExceeded` naming the
+limit and the count, with the partial run and a state that resumes with a higher limit; the "usage_limit"
+error handler may answer instead. Nested runs of agents used as tools count toward their caller's limits.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from miniagents import (Agent, RunConfig, RunErrorHandlerInput, RunState, Runner, SQLiteSession, UsageLimitExceeded,
+                        UsageLimits, UserError, function_tool)
+from miniagents.context import Usage
+from miniagents.items import ModelResponse
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+
+def looping_agent(calls_per_turn=1, turns=50, answer="done", tokens=0):
+    """An agent whose model calls `count` (calls_per_turn times) every turn, `turns` times, then answers."""
+    ran = []
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return f"counted {n}"
+
+    steps = [ModelStep(output=[function_call("count", {"n": t * 10 + k}, call_id=f"t{t}c{k}")
+                               for k in range(calls_per_turn)],
+                       usage=Usage(requests=1, input_tokens=tokens, output_tokens=tokens, total_tokens=2 * tokens))
+             for t in range(turns)]
+    model = ScriptedModel(steps + [[assistant_message(answer)]])
+    return Agent(name="Looper", tools=[count], model=model), model, ran
+
+
+def limited(**limits):
+    return RunConfig(usage_limits=UsageLimits(**limits))
+
+
+def test_the_request_limit_stops_before_the_call_that_would_pass_it_and_the_state_resumes_with_a_higher_one():
+    agent, model, ran = looping_agent(turns=3)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, "go", run_config=limited(request_limit=2), max_turns=None)
+    error = stopped.value
+    assert (error.limit, error.value, error.count) == ("request_limit", 2, 3) and "request_limit=2" in str(error)
+    assert len(model.calls) == 2 and ran == [0, 10]  # two model calls, their tools ran; the third never sent
+    assert [i.type for i in error.run_data.new_items].count("tool_call_output_item") == 2
+    result = Runner.run_sync(agent, error.state, run_config=limited(request_limit=10), max_turns=None)
+    assert result.final_output == "done" and ran == [0, 10, 20] and len(model.calls) == 4
+
+
+def test_the_tool_call_limit_stops_before_a_batch_that_would_pass_it_and_no_call_of_it_runs():
+    agent, model, ran = looping_agent(calls_per_turn=3, turns=1)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, "go", run_config=limited(tool_calls_limit=2))
+    assert (stopped.value.limit, stopped.value.count) == ("tool_calls_limit", 3)
+    assert ran == [] and len(model.calls) == 1  # the response came in; none of its three calls ran
+    state = RunState.from_string(agent, stopped.value.state.to_string())  # resumable through JSON too
+    result = Runner.run_sync(agent, state, run_config=limited(tool_calls_limit=3))
+    assert result.final_output == "done" and ran == [0, 1, 2] and len(model.calls) == 2  # no model call repeated
+
+
+@pytest.mark.parametrize("name", ["input_tokens_limit", "output_tokens_limit", "total_tokens_limit"])
+def test_a_token_limit_is_passed_by_at_most_the_response_that_crossed_it_never_by_its_tools(name):
+    agent, model, ran = looping_agent(turns=5, tokens=40)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, "go", run_config=limited(**{name: 100}))
+    per_response = 80 if name == "total_tokens_limit" else 40
+    crossed = -(-101 // per_response)  # the response that took the count past 100
+    assert stopped.value.limit == name and len(model.calls) == crossed
+    assert ran == [10 * t for t in range(crossed - 1)]  # the crossing response's call never ran
+
+
+def test_the_usage_limit_error_handler_answers_instead_of_raising():
+    agent, model, ran = looping_agent(turns=5)
+    seen = []
+
+    def handler(data: RunErrorHandlerInput):
+        seen.append(data.error.limit)
+        return "stopped early"
+
+    result = Runner.run_sync(agent, "go", run_config=limited(request_limit=1),
+                             error_handlers={"usage_limit": handler})
+    assert result.final_output == "stopped early" and seen == ["request_limit"] and len(model.calls) == 1
+
+
+def test_a_nested_agent_tools_calls_count_toward_its_callers_limits_and_its_run_resumes_where_it_stopped():
+    inner, inner_model, ran = looping_agent(turns=4, answer="inner done")
+    outer_model = ScriptedModel([[function_call("looper", {"input": "count"}, call_id="o1")],
+                                 [assistant_message("outer done")]])
+    outer = Agent(name="Boss", tools=[inner.as_tool("looper", "Counts.")], model=outer_model)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(outer, "go", run_config=limited(request_limit=3))
+    assert stopped.value.limit == "request_limit"
+    assert len(outer_model.calls) + len(inner_model.calls) == 3 and ran == [0, 10]
+    result = Runner.run_sync(outer, stopped.value.state, run_config=limited(request_limit=20))
+    assert result.final_output == "outer done"
+    assert ran == [0, 10, 20, 30] and len(inner_model.calls) == 5  # the inner run went on; nothing ran twice
+
+
+def test_a_limit_applies_after_a_resume_of_a_paused_approval(tmp_path):
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return "paid"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 1}, call_id="c1"), function_call("pay", {"amount": 2},
+                                                                                            call_id="c2")],
+                           [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay], model=model)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    state = Runner.run_sync(agent, "pay", session=session).to_state()
+    for item in state.get_interruptions():
+        state.approve(item)
+    with pytest.raises(UsageLimitExceeded) as stopped:  # one model call made already: none left
+        Runner.run_sync(agent, state, session=session, run_config=limited(tool_calls_limit=1))
+    assert paid == [] and stopped.value.limit == "tool_calls_limit"
+    result = Runner.run_sync(agent, stopped.value.state, session=session, run_config=limited(tool_calls_limit=2))
+    assert result.final_output == "done" and paid == [1, 2]
+
+
+def test_a_streamed_run_stops_at_the_limit_too():
+    agent, model, ran = looping_agent(turns=5)
+
+    async def drain():
+        result = Runner.run_streamed(agent, "go", run_config=limited(request_limit=2))
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(UsageLimitExceeded):
+        asyncio.run(drain())
+    assert len(model.calls) == 2
+
+
+def test_limits_are_whole_numbers_and_a_dict_is_accepted():
+    with pytest.raises(UserError, match="request_limit"):
+        UsageLimits(request_limit=-1)
+    with pytest.raises(UserError, match="tool_calls_limit"):
+        UsageLimits(tool_calls_limit=1.5)
+    assert RunConfig(usage_limits={"request_limit": 3}).usage_limits == UsageLimits(request_limit=3)
+
+
+def test_a_model_that_reports_no_requests_is_still_counted():
+    """A model whose usage says 0 requests: the kernel counts each call as one, so the limit still holds."""
+    class Silent:
+        calls = 0
+
+        def get_response(self, *args, **kwargs):
+            self.calls += 1
+            return ModelResponse(output=[function_call("again", {}, call_id=f"c{self.calls}")], usage=Usage())
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError
+
+    @function_tool
+    def again() -> str:
+        return "ok"
+
+    silent = Silent()
+    with pytest.raises(UsageLimitExceeded):
+        Runner.run_sync(Agent(name="Loop", tools=[again], model=silent), "go", max_turns=None,
+                        run_config=limited(request_limit=3))
+    assert silent.calls == 3
