@@ -397,9 +397,9 @@ def test_the_wait_of_a_first_use_is_bounded_by_the_busy_timeout(tmp_path, monkey
 
 
 WORKER = os.path.join(ROOT, "tests", "helpers", "first_use_worker.py")
-# How many new files eight processes make at once. Before the first use waited, about 1 trial in 10 lost a
-# write on a 2-core machine (between 1 in 35 and 1 in 6 with the machine's load); 60 trials take a few
-# seconds. MINIAGENTS_FIRST_USE_TRIALS=2000 for a long run.
+# How many new files eight processes make at once. Before the first use waited, this test failed in 10 runs
+# of 10 on a shared 2-core machine, losing 3 to 48 of its 800 writes (the rate follows the load); it takes
+# about 3.5 s, more on a loaded machine. MINIAGENTS_FIRST_USE_TRIALS=2000 for a long run.
 TRIALS = int(os.environ.get("MINIAGENTS_FIRST_USE_TRIALS", "100"))
 
 
