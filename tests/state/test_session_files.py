@@ -362,18 +362,26 @@ def test_without_a_result_code_the_problem_is_told_by_sqlites_text(text, phrase)
 
 
 def hold_write_lock(path, seconds):
-    """Another connection's write transaction on `path`, ended after `seconds` (in a thread)."""
+    """Another connection's write transaction on `path`, ended by a timer after `seconds` or by the `release`
+    returned with the timer, whichever comes first."""
     holder = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    timer = threading.Timer(seconds, lambda: (holder.execute("COMMIT"), holder.close()))
+    once = threading.Lock()
+
+    def release():
+        if once.acquire(blocking=False):
+            holder.execute("COMMIT")
+            holder.close()
+
+    timer = threading.Timer(seconds, release)
     timer.start()
-    return timer
+    return timer, release
 
 
 def test_the_first_use_of_a_new_file_waits_for_a_busy_file_like_any_write(tmp_path):
     path = tmp_path / "new.db"
     path.touch()  # a new, empty file another process has just begun to write (its first use, say)
-    timer = hold_write_lock(path, 0.5)
+    timer, _ = hold_write_lock(path, 0.5)
     try:
         with SQLiteSession("s", path) as s:  # the switch to WAL needs the lock: this waits for it
             s.add_items([user("stored")])
@@ -386,14 +394,16 @@ def test_the_wait_of_a_first_use_is_bounded_by_the_busy_timeout(tmp_path, monkey
     monkeypatch.setattr(sqlite_session, "BUSY_TIMEOUT_MS", 300)
     path = tmp_path / "new.db"
     path.touch()
-    timer = hold_write_lock(path, 3)
+    timer, release = hold_write_lock(path, 30)
     try:
         with pytest.raises(SessionStoreError, match="opening of session 's' failed: the database .* stayed locked "
                                                     "by another connection for longer than the busy timeout"):
             SQLiteSession("s", path)
     finally:
-        timer.join()
-    assert SQLiteSession("s", path).get_items() == []  # nothing was left half made
+        timer.cancel()
+        release()
+    with SQLiteSession("s", path) as s:
+        assert s.get_items() == []  # nothing was left half made
 
 
 WORKER = os.path.join(ROOT, "tests", "helpers", "first_use_worker.py")
