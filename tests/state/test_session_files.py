@@ -408,8 +408,8 @@ def test_the_wait_of_a_first_use_is_bounded_by_the_busy_timeout(tmp_path, monkey
 
 WORKER = os.path.join(ROOT, "tests", "helpers", "first_use_worker.py")
 # How many new files eight processes make at once. Before the first use waited, this test failed in 18 runs
-# of 21 on a shared 2-core machine, losing 3 to 51 of its 800 writes (the rate follows the load; the test
-# above fails every time); it takes 3.5 to 12 s. MINIAGENTS_FIRST_USE_TRIALS=2000 for a long run.
+# of 21 on a shared 2-core machine, losing 3 to 51 of its 800 writes (the rate follows the load; the
+# busy-file test above fails every time); it takes 3.5 to 12 s. MINIAGENTS_FIRST_USE_TRIALS=2000 for long.
 TRIALS = int(os.environ.get("MINIAGENTS_FIRST_USE_TRIALS", "100"))
 
 
