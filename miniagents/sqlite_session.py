@@ -12,9 +12,9 @@ ledger, the limit walk, the JSON rules). This module adds only how SQLite is rea
   timeout, tables of another layout) is a `SessionStoreError` naming the file and what to do, at the first
   statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
 It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
-repeated while the file is busy, within the same bound: the switch to WAL takes the file's exclusive lock
-without waiting for it (SQLite calls no busy handler there), so processes opening a new file at once would
-otherwise fail. That step and the schema creation change nothing when repeated.
+repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
+to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
+would otherwise fail. That step and the schema creation change nothing when repeated.
 """
 from __future__ import annotations
 
