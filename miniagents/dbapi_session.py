@@ -12,6 +12,9 @@ here. This module adds only how a user's driver is reached:
   A lost connection during the commit of a write that is not repeatable (`add_items` without `once`,
   `pop_item`) leaves its outcome unknown: that raises `SessionStoreError` at once instead of risking a turn
   stored twice. Either way a turn is whole or absent, never half-written.
+- An error that says the database itself cannot be used (with sqlite3: not a database, corrupt, read-only,
+  full; tables of another layout) is a `SessionStoreError` saying what to do; the tables are checked when the
+  session is made. Other errors are the driver's own, raised as they are.
 It must never import a driver: the user brings theirs.
 """
 from __future__ import annotations
@@ -60,7 +63,14 @@ class DBAPISession(SQLSession):
         self._connect, self._lock = connect, threading.Lock()
         self._conn: Any = None
         self._pid = os.getpid()
-        conn = connect()
+        try:
+            conn = connect()
+        except Exception as exc:  # with a driver it knows (sqlite3: a file it cannot open), it says what to do
+            self._dialect = DIALECTS.get(dialect) or _DRIVER_DIALECTS.get(type(exc).__module__.partition(".")[0])
+            error = self._store_error(exc, "opening") if self._dialect is not None else None
+            if error is None:
+                raise
+            raise error from exc
         driver_name = type(conn).__module__.partition(".")[0]
         try:
             chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
@@ -74,12 +84,11 @@ class DBAPISession(SQLSession):
             raise
         chosen.own(conn)
         self._conn = conn
-        if create_tables:
-            try:
-                self._transaction(self._create_tables, write=True)
-            except BaseException:
-                self.close()  # the caller never gets this object: its connection must not outlive it
-                raise
+        try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
+            self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
+        except BaseException:
+            self.close()  # the caller never gets this object: its connection must not outlive it
+            raise
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid == os.getpid():
@@ -101,7 +110,10 @@ class DBAPISession(SQLSession):
                     return run_transaction(conn, self._dialect, body, write, committing)
                 except Exception as exc:
                     if conn is not None and not self._dialect.is_transient(exc, conn):
-                        raise
+                        error = self._store_error(exc, "a write" if write else "a read", write, committing)
+                        if error is None:
+                            raise
+                        raise error from exc
                     self._drop(conn)  # lost, or unsure: the next attempt starts on a fresh connection
                     what = "write" if write else "read"
                     unknown = bool(committing) and write

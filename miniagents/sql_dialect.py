@@ -3,7 +3,9 @@
 
 Used by sql_session.py (which writes every statement once, with `?` placeholders) and by the two session
 classes. It knows no table and no item, and never imports a database driver: what it needs of one (an error's
-SQLSTATE, whether a connection reports itself closed) it reads from the objects the driver returns.
+SQLSTATE or SQLite result code, whether a connection reports itself closed) it reads from the objects the
+driver returns. `Dialect.store_problem` turns an error that means the database itself cannot be used (a file
+that is not a database, corrupt, read-only, full...) into words for the user; only SQLite's are known here.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from .errors import UserError
 
 class Dialect(abc.ABC):
     """What differs between databases: the id column, ignoring a key conflict, how a transaction starts and
-    ends, what the schema creation locks, and which errors are worth retrying."""
+    ends, what the schema creation locks, which errors are worth retrying and which say the database itself
+    cannot be used."""
 
     name = ""
     id_column = ""
@@ -52,6 +55,39 @@ class Dialect(abc.ABC):
             return code in self._TRANSIENT_SQLSTATES or code.startswith("08")
         return bool(getattr(conn, "closed", False)) or bool(getattr(conn, "broken", False))
 
+    def store_problem(self, exc: BaseException) -> Optional[str]:
+        """What `exc` says is wrong with the database itself (not a database, corrupt, read-only, full, locked
+        too long, tables of another layout), worded to follow "the database", with what to do; None when `exc`
+        is about something else (a trigger's refusal, a lost connection...)."""
+        return None
+
+    def commit_may_have_landed(self, exc: BaseException) -> bool:
+        """Whether a write whose COMMIT failed with `exc` may still have been stored."""
+        return True
+
+
+# SQLite's primary result codes of a database that cannot be used -> (SQLite's text for the code, what it means).
+_SQLITE_PROBLEMS = {
+    5: ("database is locked", "stayed locked by another connection for longer than the busy timeout (a long "
+                              "transaction elsewhere): retry later"),
+    6: ("database table is locked", "stayed locked by another connection for longer than the busy timeout: "
+                                    "retry later"),
+    8: ("attempt to write a readonly database", "is read-only for this process: give it, and its folder (where "
+                                                "SQLite keeps the -wal and -shm files), write permission"),
+    10: ("disk I/O error", "could not be read or written (an I/O error: the disk may be full or failing): free "
+                           "disk space or check the disk, then retry"),
+    11: ("database disk image is malformed", "is corrupt: restore it from a backup (the sqlite3 shell's "
+                                             ".recover command may save what is left)"),
+    13: ("database or disk is full", "is full (the disk, or its max_page_count): free disk space, then retry"),
+    14: ("unable to open database file", "cannot be opened: it must be a file this process may read and write, "
+                                         "in a folder where it may create the -wal and -shm files"),
+    26: ("file is not a database", "is not a SQLite database (or is encrypted): pass the path of a session "
+                                   "database, or move this file away to start a new one there"),
+}
+_SQLITE_ERROR = 1
+_SQLITE_SYNC_FAILURES = (10 | 4 << 8, 10 | 5 << 8)  # SQLITE_IOERR_FSYNC, SQLITE_IOERR_DIR_FSYNC
+_LAYOUT_CLASHES = ("no such column", "has no column named", "because it is a view")
+
 
 class SQLiteDialect(Dialect):
     """sqlite3: explicit BEGIN / COMMIT statements; `BEGIN IMMEDIATE` takes the write lock first, so writers
@@ -86,6 +122,26 @@ class SQLiteDialect(Dialect):
         if code is not None:
             return code & 0xFF in self._BUSY_OR_LOCKED
         return "locked" in str(exc) or super().is_transient(exc, conn)
+
+    def store_problem(self, exc: BaseException) -> Optional[str]:
+        """By SQLite's result code, or (Python < 3.11, whose exceptions carry none) by SQLite's text for it."""
+        code, text = getattr(exc, "sqlite_errorcode", None), str(exc)
+        if code is None:
+            code = next((c for c, (errstr, _) in _SQLITE_PROBLEMS.items() if errstr in text), 1)
+        if code & 0xFF in _SQLITE_PROBLEMS:
+            return _SQLITE_PROBLEMS[code & 0xFF][1]
+        if code & 0xFF == _SQLITE_ERROR and "no such table" in text:
+            return ("has no table of a name the session uses: create the tables (create_tables=True), or pass "
+                    "the names of the session's tables (sessions_table=, messages_table=, tool_calls_table=)")
+        if code & 0xFF == _SQLITE_ERROR and any(clash in text for clash in _LAYOUT_CLASHES):
+            return ("has a table of a name the session uses but not its layout (another program's table?): pass "
+                    "other table names (sessions_table=, messages_table=, tool_calls_table=) or another database")
+        return None
+
+    def commit_may_have_landed(self, exc: BaseException) -> bool:
+        """Only when the commit's sync to disk failed: its frames may be in the journal (the -wal file)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        return code in _SQLITE_SYNC_FAILURES if code is not None else "disk I/O error" in str(exc)
 
 
 class PostgreSQLDialect(Dialect):

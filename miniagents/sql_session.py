@@ -51,9 +51,12 @@ _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
 
 
 class SessionStoreError(AgentsException):
-    """The session's database kept failing (connection lost, serialization failure, deadlock) after bounded
-    retries, or the connection was lost while a non-repeatable write committed, so its outcome is unknown.
-    The driver's exception is the `__cause__`; its text is not copied (it may name hosts or users)."""
+    """The session's database cannot be used: it is not a database, is corrupt, read-only, full, locked for
+    longer than the busy timeout, or has tables of the session's names in another layout (the message names
+    the database and what to do); or it kept failing (connection lost, serialization failure, deadlock) after
+    bounded retries; or the connection was lost while a non-repeatable write committed, so its outcome is
+    unknown. A write's message says whether it was stored. The driver's exception is the `__cause__`; its text
+    is not copied (it may name hosts or users)."""
 
     def __init__(self, message: str):
         self.message = message
@@ -135,6 +138,10 @@ class SQLSession(SessionABC):
         lock = dialect.schema_lock((s, m, t))
         if lock is not None:
             self._schema.insert(0, lock)
+        # Every column a statement above names: a table of the same name in another layout fails here, at once.
+        self._probes = [f"SELECT session_id, updated_at FROM {s} WHERE 1 = 0",
+                        f"SELECT session_id, id, message_data FROM {m} WHERE 1 = 0",
+                        f"SELECT session_id, run_id, call_id, output FROM {t} WHERE 1 = 0"]
 
     def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
         """Run `body(cursor)` in one transaction and return its result. `repeatable`: running the write again
@@ -153,6 +160,29 @@ class SQLSession(SessionABC):
     def _create_tables(self, cur: Any) -> None:
         for statement in self._schema:
             cur.execute(statement)
+        self._check_tables(cur)
+
+    def _check_tables(self, cur: Any) -> None:
+        """Fail now, not at the first write, when the tables lack a column the session uses."""
+        for probe in self._probes:
+            cur.execute(probe)
+
+    def _where(self) -> str:
+        return "the database"
+
+    def _store_error(self, exc: BaseException, doing: str, write: bool = False,
+                     committing: Optional[list] = None) -> Optional[SessionStoreError]:
+        """The `SessionStoreError` for `exc` when it says the database itself cannot be used, else None.
+        `doing`: "opening", "a read" or "a write"; `committing` as `run_transaction` filled it."""
+        problem = self._dialect.store_problem(exc)
+        if problem is None:
+            return None
+        outcome = ""
+        if write:
+            landed = bool(committing) and self._dialect.commit_may_have_landed(exc)
+            outcome = "; whether it was stored is unknown" if landed else "; nothing of it was stored"
+        return SessionStoreError(f"{type(self).__name__}: {doing} of session {self.session_id!r} failed: "
+                                 f"{self._where()} {problem}{outcome}")
 
     def _execute(self, cur: Any, name: str, *args: Any) -> Any:
         cur.execute(getattr(self._sql, name), self._style.args(args))

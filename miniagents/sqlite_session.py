@@ -7,20 +7,27 @@ ledger, the limit walk, the JSON rules). This module adds only how SQLite is rea
 - WAL journal, a 30 s busy timeout and foreign keys on; every write is `BEGIN IMMEDIATE` … `COMMIT`/`ROLLBACK`,
   so writers (threads or processes) queue instead of failing;
 - a new database file is created readable and writable by its owner only (0600: it holds conversations);
-  SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone.
-It must never retry a write itself: the busy timeout is SQLite's own queue.
+  SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone;
+- a file that cannot be used (not a database, corrupt, unreadable, read-only, a full disk, locked past the busy
+  timeout, tables of another layout) is a `SessionStoreError` naming the file and what to do, at the first
+  statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
+It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
+repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
+to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
+would otherwise fail. That step and the schema creation change nothing when repeated.
 """
 from __future__ import annotations
 
 import os
 import sqlite3
 import threading
+import time
 from typing import Any, Callable, Dict, Optional
 
 from .errors import UserError
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
-from .sql_session import SQLSession
+from .sql_session import SessionStoreError, SQLSession
 
 BUSY_TIMEOUT_MS = 30000
 
@@ -42,21 +49,37 @@ def _create_private_file(path: str) -> None:
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
         pass
+    except OSError as exc:
+        raise SessionStoreError(f"SQLiteSession: cannot create the database {path!r} ({exc.strerror}): make "
+                                "its folder writable for this process, or pass a path in another") from None
+
+
+def _check_path(path: str) -> None:
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise UserError(f"SQLiteSession: cannot create the database {path!r}: the folder {folder!r} "
+                        "does not exist")
+    if os.path.isdir(path):
+        raise UserError(f"SQLiteSession: db_path {path!r} is a folder; pass the path of a database file "
+                        f"(e.g. {os.path.join(path, 'sessions.db')!r})")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise UserError(f"SQLiteSession: db_path {path!r} is not a regular file; pass the path of a database file")
 
 
 def _connect(path: str, is_file: bool) -> sqlite3.Connection:
     if is_file:
-        folder = os.path.dirname(path)
-        if not os.path.isdir(folder):
-            raise UserError(f"SQLiteSession: cannot create the database {path!r}: the folder {folder!r} "
-                            "does not exist")
+        _check_path(path)
         _create_private_file(path)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-    SQLITE.own(conn)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    if is_file:
-        conn.execute("PRAGMA journal_mode = WAL")
+    try:
+        SQLITE.own(conn)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if is_file:
+            conn.execute("PRAGMA journal_mode = WAL")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -88,20 +111,55 @@ class SQLiteSession(SQLSession):
                 return self._shared
             key = (os.getpid(), self.db_path)
             shared = _registry.get(key) if self._is_file else None
-            if shared is None:
-                shared = _Shared(_connect(self.db_path, self._is_file))
-            with shared.lock:
-                run_transaction(shared.conn, SQLITE, self._create_tables, write=True)
+            opened = shared is None
+            if opened:
+                shared = _Shared(self._first_use(lambda: _connect(self.db_path, self._is_file)))
+            try:
+                with shared.lock:
+                    self._first_use(lambda: run_transaction(shared.conn, SQLITE, self._create_tables, write=True))
+            except BaseException:
+                if opened:
+                    shared.conn.close()
+                raise
             if self._is_file:
                 _registry[key] = shared
             shared.users += 1
             self._shared = shared
             return shared
 
+    def _first_use(self, step: Callable[[], Any]) -> Any:
+        """`step()` (opening the file, or creating the tables: both change nothing when repeated), repeated
+        while the file is busy until the busy timeout has passed; then, or for any other problem of the file,
+        a `SessionStoreError`."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        delay = 0.002
+        while True:
+            try:
+                return step()
+            except sqlite3.Error as exc:
+                if SQLITE.is_transient(exc, None) and time.monotonic() + delay < deadline:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.1)
+                    continue
+                error = self._store_error(exc, "opening")
+                if error is None:
+                    raise
+                raise error from exc
+
+    def _where(self) -> str:
+        return f"the database {self.db_path!r}" if self._is_file else "the in-memory database"
+
     def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
         shared = self._acquire()
+        committing: list = []
         with shared.lock:  # one connection per file: a statement sequence must not interleave with another
-            return run_transaction(shared.conn, SQLITE, body, write)
+            try:
+                return run_transaction(shared.conn, SQLITE, body, write, committing)
+            except sqlite3.Error as exc:
+                error = self._store_error(exc, "a write" if write else "a read", write, committing)
+                if error is None:
+                    raise
+                raise error from exc
 
     def close(self) -> None:
         """Release this session's connection; the last session on a file closes it. Later calls reconnect."""

@@ -5,7 +5,9 @@ Placeholders follow the driver's paramstyle; the dialect comes from the driver's
 arguments are `UserError`s before anything is stored. A write that fails with a lost connection, a
 serialization failure or a deadlock is rolled back and retried on a fresh connection, a bounded number of times,
 then raised as `SessionStoreError`; a lost connection while a non-repeatable write commits is a
-`SessionStoreError` at once (never a turn stored twice); other errors are the driver's own, raised as they are.
+`SessionStoreError` at once (never a turn stored twice); the tables are checked when the session is made, so
+missing ones fail there; an error that says the database cannot be used is a `SessionStoreError` (files sqlite3
+cannot use: tests/state/test_session_files.py); other errors are the driver's own, raised as they are.
 The failures are injected by `FlakyConnection`, a sqlite3 connection whose statements fail on cue the way a
 PostgreSQL driver's do (an exception carrying `sqlstate`, a connection that reports itself closed).
 """
@@ -337,12 +339,17 @@ def test_a_connection_in_autocommit_mode_still_writes_all_or_nothing(tmp_path):
         raw.close()
 
 
-def test_create_tables_false_creates_nothing(tmp_path):
+def test_create_tables_false_creates_nothing_and_missing_tables_fail_when_the_session_is_made(tmp_path):
     path = str(tmp_path / "none.db")
-    with DBAPISession("s", lambda: sqlite3.connect(path), create_tables=False) as s:
-        with pytest.raises(sqlite3.OperationalError, match="no such table"):
-            s.get_items()
+    with pytest.raises(SessionStoreError, match="a read of session 's' failed: the database has no table of a "
+                                                "name the session uses: create the tables"):
+        DBAPISession("s", lambda: sqlite3.connect(path), create_tables=False)
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+    with DBAPISession("s", lambda: sqlite3.connect(path)):
+        pass  # creates them
+    with DBAPISession("s", lambda: sqlite3.connect(path), create_tables=False) as s:
+        s.add_items([user("x")])
+        assert s.get_items() == [user("x")]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
