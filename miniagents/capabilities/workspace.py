@@ -1,26 +1,92 @@
 """`Workspace`: a capability that lets a model read, search and optionally write the files of one folder.
 
-A `Workspace` never lets a model reach outside its root: `..`, absolute paths, NUL bytes, over-long names,
+Paths. A `Workspace` never lets a model reach outside its root: `..`, absolute paths, NUL bytes, over-long names,
 symbolic links that lead out (also through intermediate folders) and device files, FIFOs and sockets are
-refused with a message the model can read (a `ToolError`), never with the host's absolute path.
+refused with a message the model can read (a `ToolError`), never with the host's absolute path. Checking a
+path by name and then opening it by name leaves a window in which another process can swap a folder for a
+link to the outside, so no path below the root is ever opened by name: each name is opened relative to its
+folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders). A symbolic link is read and
+followed here, one name at a time, its `..` going back to a folder already open and never above the root; an
+absolute link must name a place below the root. A name swapped for a link between the look and the open
+fails the open, and is looked at again. Listing and searching walk folders the same way (they do not enter
+links to folders). Any operating-system error reaches the model as a message naming its own path.
+
+Writing makes a new temporary file in the target's folder and renames it over the target (`os.replace`,
+relative to the folder's descriptor), keeping an existing file's permission bits: readers see the old file or
+the new one, never half of it; a link swapped in at the last moment is replaced, not followed; and a hard link
+to a file outside the root is replaced, never written through. Reading a hard link reads the file it names: a
+hard link *is* that file, no different from its other names; the model cannot make one, and whoever can put
+one in the root could as well copy the file there. The root's own path is trusted: it is resolved once, when
+the Workspace is made, and opened (without following a link) at each call.
+
+Platforms without descriptor-relative calls (Windows has no O_NOFOLLOW, O_DIRECTORY or `dir_fd`) cannot do
+this; a Workspace refuses to be made there (a `UserError`) rather than fall back to checks a race gets round.
+
+Regular expressions. Python's `re` backtracks: `(a+)+$` takes time exponential in the line's length, and the
+match holds the interpreter lock, so no other thread runs until it ends, and a thread with a timeout cannot
+stop it. Spotting such patterns first (nested repeats, backreferences in `sre_parse`'s tree) refuses useful
+patterns and still misses others (overlapping alternatives: `(a|aa)+$`); an engine of our own with a
+linear-time guarantee would be pure Python, far slower, and only a subset of the syntax the model knows. So
+a regex search matches in a child Python process (`sys.executable -I -S`): this process reads the files
+(through the checks above) and sends their lines down a pipe, the child sends back the matches, and a
+watchdog kills the child once the search has run `regex_seconds` (2 s); the model then reads that its pattern
+took too long. This process only waits on pipes meanwhile, so its other threads keep running. The price is
+starting an interpreter for each regex search (benchmarks/workspace.py). Plain-text search runs here: it is
+linear in the text.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
+import json
 import os
 import re
+import secrets
 import stat
-from typing import Any, Callable, Optional, Union
+import subprocess
+import sys
+import threading
+from typing import Any, Callable, Iterator, Optional, Union
 
 from ..errors import UserError
 from ..tool import ToolError, function_tool
 from . import Capability
+
+_NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY", 0)
+_FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
+                       {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd)
+
+# The child that runs a regex search: the first line is [pattern, most matches]; each further line is a JSON
+# list, one file's lines. It answers [file number, line number, text] per match, and stops at the most.
+_MATCHER = """
+import json, re, sys
+pattern, limit = json.loads(sys.stdin.readline())
+search, found = re.compile(pattern).search, 0
+for file, record in enumerate(sys.stdin, 1):
+    for number, line in enumerate(json.loads(record), 1):
+        if search(line):
+            sys.stdout.write(json.dumps([file, number, line[:200]]) + "\\n")
+            found += 1
+            if found >= limit:
+                sys.exit()
+"""
+
+
+class _LeadsOutside(ToolError):
+    """The refusal of a path that a symbolic link leads outside the root."""
+
+    def __init__(self, shown: str):
+        super().__init__(f"Path refused: '{shown}' leads outside the workspace through a symbolic link.")
 
 
 class Workspace(Capability):
     """The files of one folder, for a model to read (`list_files`, `read_file`, `search`) and, with
     `writable=True`, to write (`write_file`, which needs a person's approval unless `write_needs_approval`
     says otherwise). Every path is relative to `root`; whatever would leave it is refused with a message
-    the model reads. Each tool's answer is bounded (the class attributes below)."""
+    the model reads. Each tool's answer and work are bounded (the class attributes below)."""
 
     type = "workspace"
     max_lines = 200  # lines per read_file call
@@ -28,19 +94,27 @@ class Workspace(Capability):
     max_entries = 200  # entries per list_files call
     max_matches = 50  # matches per search
     max_search_files = 2000  # files one search looks at
+    max_search_depth = 64  # folder levels one search goes down
     max_file_bytes = 2_000_000  # search skips bigger files; write_file refuses bigger content
     max_path_chars, max_name_bytes = 1024, 255
+    max_links = 40  # symbolic links followed for one path
+    max_pattern_chars = 1000  # regular expressions
+    regex_seconds = 2.0  # a regex search's matching stops after this long
 
     def __init__(self, root: Any, writable: bool = False, write_needs_approval: Union[bool, Callable] = True):
+        if not _RELATIVE_CALLS:
+            raise UserError("Workspace needs a system that opens files relative to a folder without following "
+                            "links (O_NOFOLLOW, O_DIRECTORY, dir_fd); this one has not (Windows has not)")
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise UserError(f"Workspace root {os.fspath(root)!r} is not a folder")
         self.root, self.writable, self.write_needs_approval = real, writable, write_needs_approval
+        self._root_names = {real, os.path.abspath(os.fspath(root))}  # how an absolute link may name the root
 
     # --- paths -------------------------------------------------------------------------------------
 
-    def resolve(self, path: str) -> tuple:
-        """(real path inside the root, the path as the model should see it), or a ToolError saying why not."""
+    def _checked(self, path: str) -> tuple:
+        """(the path's names, the path as the model should see it), or a ToolError saying why it is refused."""
         shown = repr(path if len(path) <= 120 else path[:120] + "...")
         if "\x00" in path:
             raise ToolError(f"Path refused: {shown} contains a NUL byte.")
@@ -55,30 +129,110 @@ class Workspace(Capability):
             raise ToolError(f"Path refused: {shown} contains '..'; paths must stay inside the workspace.")
         if any(len(p.encode("utf-8", "surrogatepass")) > self.max_name_bytes for p in parts):
             raise ToolError(f"Path refused: a name in it is longer than {self.max_name_bytes} bytes.")
-        real = os.path.realpath(os.path.join(self.root, *parts))
-        if not self._inside(real):
-            raise ToolError(f"Path refused: {shown} leads outside the workspace through a symbolic link.")
-        return real, "/".join(parts) or "."
+        for part in parts:
+            try:
+                os.fsencode(part)
+            except UnicodeEncodeError:
+                raise ToolError(f"Path refused: {shown} is not a valid file name here.") from None
+        return parts, "/".join(parts) or "."
 
-    def _inside(self, real: str) -> bool:
-        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
-
-    def _open_text(self, real: str, shown: str) -> Any:
-        """Open a regular file for reading (never a device, FIFO or socket), or raise ToolError."""
+    def _locate(self, parts: list, shown: str, make_folders: bool = False) -> tuple:
+        """(descriptor of the folder holding the path's last name, that name, its lstat or None if nothing
+        has it); '.' as the name means the folder itself. Links are followed here, one name at a time, and
+        never out of the root. With `make_folders`, missing folders on the way are made. The caller closes
+        the descriptor; an OSError is the caller's to word."""
+        folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
+        todo, turns = list(reversed(parts)), 0  # names still to go (the next last); links followed, retries
         try:
-            info = os.stat(real)
+            while todo:
+                name = todo.pop()
+                if name in ("", "."):
+                    continue
+                if name == "..":  # from a link's target
+                    if len(folders) == 1:
+                        raise _LeadsOutside(shown)
+                    os.close(folders.pop())
+                    continue
+                info = _look(name, folders[-1])
+                if info is not None and stat.S_ISLNK(info.st_mode):
+                    turns = self._turn(turns, shown)
+                    todo.extend(reversed(self._link_names(name, folders, shown)))
+                elif not todo:
+                    return folders.pop(), name, info
+                else:
+                    if info is None and make_folders:
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(name, dir_fd=folders[-1])
+                    opened = _open_folder(name, folders[-1])
+                    if opened is None:  # it became a link or a folder since the look: look again
+                        turns = self._turn(turns, shown)
+                        todo.append(name)
+                    else:
+                        folders.append(opened)
+            folder = folders.pop()
+            return folder, ".", os.fstat(folder)
+        finally:
+            for folder in folders:
+                os.close(folder)
+
+    def _turn(self, turns: int, shown: str) -> int:
+        """One more link followed (or name looked at again) for a path, within `max_links`."""
+        if turns >= self.max_links:
+            raise ToolError(f"Path refused: '{shown}' goes through more than {self.max_links} symbolic links "
+                            "(or keeps changing).")
+        return turns + 1
+
+    def _link_names(self, name: str, folders: list, shown: str) -> list:
+        """The names to follow for the link `name` in the folder `folders[-1]`: its target's, from that folder,
+        or (an absolute target below the root) from the root, closing the folders between; just `name` again
+        if it is no longer a link."""
+        target = _link_target(name, folders[-1])
+        if target is None:
+            return [name]
+        if os.path.isabs(target):
+            target = self._below_root(target, shown)
+            for folder in folders[1:]:
+                os.close(folder)
+            del folders[1:]
+        return target.split("/")
+
+    def _below_root(self, target: str, shown: str) -> str:
+        """An absolute link target as a path relative to the root, or _LeadsOutside."""
+        for root in self._root_names:
+            prefix = root.rstrip("/") + "/"
+            if target == root or target.startswith(prefix):
+                return target[len(prefix):]
+        raise _LeadsOutside(shown)
+
+    @contextlib.contextmanager
+    def _at(self, path: str, doing: str, make_folders: bool = False) -> Iterator[tuple]:
+        """(folder descriptor, name, lstat or None, the path as shown) for a model's path; any OSError inside
+        becomes the model's message ("Cannot <doing> '<path>': <why>."). Closes the descriptor."""
+        parts, shown = self._checked(path)
+        try:
+            folder, name, info = self._locate(parts, shown, make_folders)
+            try:
+                yield folder, name, info, shown
+            finally:
+                os.close(folder)
         except OSError as error:
-            raise ToolError(f"Cannot read '{shown}': {error.strerror}.") from None
+            raise ToolError(f"Cannot {doing} '{shown}': {error.strerror or 'system error'}.") from None
+
+    def _open_text(self, folder: int, name: str, info: Any, shown: str) -> Any:
+        """Open a regular file for reading (never a device, FIFO or socket), or raise ToolError."""
+        if info is None:
+            raise ToolError(f"Cannot read '{shown}': {os.strerror(errno.ENOENT)}.")
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"'{shown}' is a folder; use list_files to see what it holds.")
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(real, flags)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=folder)
         except OSError as error:
-            raise ToolError(f"Cannot read '{shown}': {error.strerror}.") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # it changed between the check and the open
+            if error.errno == errno.ELOOP:
+                raise ToolError(f"'{shown}' changed while it was being opened; try again.") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # it changed between the look and the open
             os.close(fd)
             raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
         handle = os.fdopen(fd, "rb")
@@ -90,8 +244,6 @@ class Workspace(Capability):
     def _lines(self, handle: Any) -> Any:
         """(line text without its newline, whether it was cut) for each line, reading at most
         `max_line_chars` characters of any line into memory."""
-        import io
-
         text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
         while True:
             line = text.readline(self.max_line_chars)
@@ -107,46 +259,54 @@ class Workspace(Capability):
     # --- the tools' work ---------------------------------------------------------------------------
 
     def list_files(self, path: str = ".") -> str:
-        real, shown = self.resolve(path)
-        if not os.path.isdir(real):
-            raise ToolError(f"'{shown}' is not a folder." if os.path.exists(real) else f"'{shown}' does not exist.")
-        try:
-            entries = sorted(os.scandir(real), key=lambda e: e.name)
-        except OSError as error:
-            raise ToolError(f"Cannot list '{shown}': {error.strerror}.") from None
-        lines = []
-        for entry in entries[:self.max_entries]:
-            target = os.path.realpath(entry.path)
+        with self._at(path, "list") as (folder, name, info, shown):
+            if info is None:
+                raise ToolError(f"'{shown}' does not exist.")
+            if not stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"'{shown}' is not a folder.")
+            listed = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
             try:
-                info = os.stat(target)
-            except OSError:
-                lines.append(f"{entry.name}  (broken link)")
-                continue
-            if not self._inside(target):
-                lines.append(f"{entry.name}  (link outside the workspace; refused)")
-            elif stat.S_ISDIR(info.st_mode):
-                lines.append(f"{entry.name}/")
-            elif stat.S_ISREG(info.st_mode):
-                lines.append(f"{entry.name}  ({info.st_size} bytes)")
-            else:
-                lines.append(f"{entry.name}  (special file; refused)")
-        if len(entries) > self.max_entries:
-            lines.append(f"... and {len(entries) - self.max_entries} more entries")
+                with os.scandir(listed) as entries:
+                    names = sorted(entry.name for entry in entries)
+                lines = [self._describe(listed, each, f"{shown}/{each}") for each in names[:self.max_entries]]
+            finally:
+                os.close(listed)
+        if len(names) > self.max_entries:
+            lines.append(f"... and {len(names) - self.max_entries} more entries")
         return f"{shown}:\n" + "\n".join(lines) if lines else f"'{shown}' is empty."
+
+    def _describe(self, folder: int, name: str, path: str) -> str:
+        """One list_files line: a folder, a file's size, or why it cannot be used; links are followed."""
+        info = _look(name, folder)
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            try:
+                with self._at(path, "list") as (_, _, info, _):
+                    pass
+            except _LeadsOutside:
+                return f"{name}  (link outside the workspace; refused)"
+            except ToolError:
+                info = None
+        if info is None:
+            return f"{name}  (broken link)"
+        if stat.S_ISDIR(info.st_mode):
+            return f"{name}/"
+        if stat.S_ISREG(info.st_mode):
+            return f"{name}  ({info.st_size} bytes)"
+        return f"{name}  (special file; refused)"
 
     def read_file(self, path: str, start_line: int = 1, end_line: Optional[int] = None) -> str:
         if start_line < 1 or (end_line is not None and end_line < start_line):
             raise ToolError("start_line must be 1 or more, and end_line (if given) at least start_line.")
-        real, shown = self.resolve(path)
         last = start_line + self.max_lines - 1 if end_line is None else min(end_line, start_line + self.max_lines - 1)
         shown_lines, count, more = [], 0, False
-        with self._open_text(real, shown) as handle:
-            for count, (line, cut) in enumerate(self._lines(handle), 1):
-                if count > last:
-                    more = True
-                    break
-                if count >= start_line:
-                    shown_lines.append(f"{count:>6}\t{line}" + (" [line cut]" if cut else ""))
+        with self._at(path, "read") as (folder, name, info, shown):
+            with self._open_text(folder, name, info, shown) as handle:
+                for count, (line, cut) in enumerate(self._lines(handle), 1):
+                    if count > last:
+                        more = True
+                        break
+                    if count >= start_line:
+                        shown_lines.append(f"{count:>6}\t{line}" + (" [line cut]" if cut else ""))
         if count == 0:
             return f"'{shown}' is empty."
         if not shown_lines:
@@ -159,71 +319,172 @@ class Workspace(Capability):
         if not pattern:
             raise ToolError("The search pattern is empty.")
         if regex:
+            if len(pattern) > self.max_pattern_chars:
+                raise ToolError(f"The regular expression is longer than {self.max_pattern_chars} characters; "
+                                "use a shorter one.")
             try:
-                matches = re.compile(pattern).search
+                re.compile(pattern)
             except re.error as error:
                 raise ToolError(f"Invalid regular expression {pattern!r}: {error}.") from None
-        else:
-            needle = pattern.casefold()
-            matches = lambda line: needle in line.casefold()  # noqa: E731
-        real, shown = self.resolve(path)
-        found, files, notes = [], 0, []
-        for file_real in self._walk(real):
-            files += 1
-            if files > self.max_search_files:
-                notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
-                break
+        notes: list = []
+        with self._at(path, "search") as (folder, name, info, shown):
+            if info is None:
+                raise ToolError(f"'{shown}' does not exist.")
+            files = self._searched_files(folder, name, info, [] if shown == "." else [shown], notes)
             try:
-                if os.stat(file_real).st_size > self.max_file_bytes:
-                    continue
-                handle = self._open_text(file_real, "")
-            except (OSError, ToolError):  # unreadable, binary or special: not searched
-                continue
-            name = os.path.relpath(file_real, self.root).replace(os.sep, "/")
-            with handle:
-                for number, (line, _) in enumerate(self._lines(handle), 1):
-                    if matches(line):
-                        found.append(f"{name}:{number}: {line[:200]}")
-                        if len(found) >= self.max_matches:
-                            break
-            if len(found) >= self.max_matches:
-                notes.append(f"(stopped at {self.max_matches} matches; narrow the pattern or the path)")
-                break
+                found = self._regex_matches(pattern, files) if regex else self._text_matches(pattern, files)
+            finally:
+                files.close()
+        if len(found) >= self.max_matches:
+            notes.insert(0, f"(stopped at {self.max_matches} matches; narrow the pattern or the path)")
         if not found:
-            return f"No matches for {pattern!r} in '{shown}'." + (f"\n{notes[0]}" if notes else "")
+            return f"No matches for {pattern!r} in '{shown}'." + "".join(f"\n{note}" for note in notes)
         return "\n".join(found + notes)
 
-    def _walk(self, real: str) -> Any:
-        """The regular files at or below `real` whose real path is inside the root, in name order; symbolic
-        links to folders are not followed, links to files outside are skipped."""
-        if not os.path.isdir(real):
-            yield real
+    def _searched_files(self, folder: int, name: str, info: Any, where: list, notes: list) -> Any:
+        """(path as shown, open text handle) for each text file a search reads, at most `max_search_files`;
+        the caller closes each handle. Why a search stopped early goes into `notes`."""
+        if not stat.S_ISDIR(info.st_mode):
+            handle = self._searchable(folder, name, info)
+            if handle is not None:
+                yield "/".join(where), handle
             return
-        for folder, dirs, names in os.walk(real):
-            dirs.sort()
-            for name in sorted(names):
-                target = os.path.realpath(os.path.join(folder, name))
-                if self._inside(target) and os.path.isfile(target):
-                    yield target
+        top = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+        try:
+            for count, found in enumerate(self._walk(top, where, 0, notes), 1):
+                if count > self.max_search_files:
+                    found[1].close()
+                    notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
+                    return
+                yield found
+        finally:
+            os.close(top)
+
+    def _walk(self, folder: int, where: list, depth: int, notes: list) -> Any:
+        """(path as shown, open text handle) of the text files in the open `folder` and below: a folder's
+        files (and links to files inside the root) in name order, then its folders; links to folders are
+        not entered, and a folder that cannot be read is passed over."""
+        try:
+            with os.scandir(folder) as entries:
+                names = sorted(entry.name for entry in entries)
+        except OSError:
+            return
+        folders = []
+        for name in names:
+            info = _look(name, folder)
+            if info is None:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                folders.append(name)
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                handle = self._searchable_link(where + [name])
+            else:
+                handle = self._searchable(folder, name, info)
+            if handle is not None:
+                yield "/".join(where + [name]), handle
+        if folders and depth >= self.max_search_depth:
+            note = f"(folders more than {self.max_search_depth} levels down were not searched)"
+            notes.extend([] if note in notes else [note])
+            return
+        for name in folders:
+            try:
+                below = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+            except OSError:
+                continue
+            try:
+                yield from self._walk(below, where + [name], depth + 1, notes)
+            finally:
+                os.close(below)
+
+    def _searchable(self, folder: int, name: str, info: Any) -> Any:
+        """An open text handle, or None for what a search passes over (too big, binary, special, gone)."""
+        if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_file_bytes:
+            return None
+        try:
+            return self._open_text(folder, name, info, name)
+        except (OSError, ToolError):
+            return None
+
+    def _searchable_link(self, parts: list) -> Any:
+        try:
+            with self._at("/".join(parts), "search") as (folder, name, info, _):
+                return None if info is None else self._searchable(folder, name, info)
+        except ToolError:  # it leads outside, or nowhere
+            return None
+
+    def _text_matches(self, pattern: str, files: Any) -> list:
+        needle, found = pattern.casefold(), []
+        for name, handle in files:
+            with handle:
+                for number, (line, _) in enumerate(self._lines(handle), 1):
+                    if needle in line.casefold():
+                        found.append(f"{name}:{number}: {line[:200]}")
+                        if len(found) >= self.max_matches:
+                            return found
+        return found
+
+    def _regex_matches(self, pattern: str, files: Any) -> list:
+        """The matches of `pattern`, found by a child process that is killed after `regex_seconds`."""
+        if not sys.executable:
+            raise ToolError("Regular-expression search is not available here (no Python interpreter to run it "
+                            "in); search for plain text instead (regex=false).")
+        try:
+            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _MATCHER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError as error:
+            raise ToolError(f"Regular-expression search could not start ({error.strerror}); search for plain "
+                            "text instead (regex=false).") from None
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            child.kill()
+
+        watchdog = threading.Timer(self.regex_seconds, stop)
+        watchdog.start()
+        answers: list = []
+        reader = threading.Thread(target=lambda: answers.extend(json.loads(line) for line in child.stdout))
+        reader.start()
+        names = []
+        try:
+            child.stdin.write(json.dumps([pattern, self.max_matches]).encode() + b"\n")
+            for name, handle in files:
+                names.append(name)
+                with handle:
+                    lines = [line for line, _ in self._lines(handle)]
+                child.stdin.write(json.dumps(lines).encode() + b"\n")
+        except BrokenPipeError:  # the child has found enough, or was stopped
+            pass
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                child.stdin.close()
+            reader.join()  # the child's output ends when it does
+            watchdog.cancel()
+            watchdog.join()  # so no kill can reach the process id once it is reaped
+            child.stdout.close()
+            child.wait()
+        if child.returncode != 0 and expired.is_set():
+            raise ToolError(f"Search stopped: the regular expression {pattern!r} did not finish within "
+                            f"{self.regex_seconds:g} seconds (a pattern with nested repeats such as '(a+)+' can "
+                            "take exponential time); simplify it or search a narrower path.")
+        if child.returncode != 0:
+            raise ToolError(f"Search failed: the process matching the regular expression stopped (exit status "
+                            f"{child.returncode}); try a simpler pattern or a plain-text search.")
+        return [f"{names[file - 1]}:{number}: {text}" for file, number, text in answers]
 
     def write_file(self, path: str, content: str) -> str:
         if not self.writable:
             raise ToolError("This workspace is read-only.")
-        real, shown = self.resolve(path)
         data = content.encode("utf-8", "replace")
         if len(data) > self.max_file_bytes:
             raise ToolError(f"Refused: the content is larger than {self.max_file_bytes} bytes.")
-        if real == self.root or os.path.isdir(real):
-            raise ToolError(f"'{shown}' is a folder; give a file path.")
-        if os.path.lexists(real) and not os.path.isfile(real):
-            raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
-        try:
-            os.makedirs(os.path.dirname(real), exist_ok=True)
-            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-        except OSError as error:
-            raise ToolError(f"Cannot write '{shown}': {error.strerror}.") from None
+        with self._at(path, "write", make_folders=True) as (folder, name, info, shown):
+            if name == "." or info is not None and stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"'{shown}' is a folder; give a file path.")
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
+            _replace(folder, name, data, None if info is None else stat.S_IMODE(info.st_mode) & 0o777)
         return f"Wrote {len(data)} bytes to '{shown}'."
 
     # --- the capability ----------------------------------------------------------------------------
@@ -285,3 +546,51 @@ class Workspace(Capability):
             tools.append(write_file)
         return tools
 
+
+def _look(name: str, folder: int) -> Any:
+    """The lstat of `name` in the open `folder`, or None if nothing has that name."""
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _open_folder(name: str, folder: int) -> Optional[int]:
+    """A descriptor of the folder `name` in the open `folder`, never through a link; None if `name` changed
+    since it was looked at (it is a link now, or a folder again): look again."""
+    try:
+        return os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+    except OSError as error:
+        now = _look(name, folder)
+        if error.errno in (errno.ELOOP, errno.ENOTDIR) and now is not None and \
+                (stat.S_ISLNK(now.st_mode) or stat.S_ISDIR(now.st_mode)):
+            return None
+        raise
+
+
+def _link_target(name: str, folder: int) -> Optional[str]:
+    """What the link `name` in the open `folder` points to, or None if it is no longer a link."""
+    try:
+        return os.readlink(name, dir_fd=folder)
+    except OSError as error:
+        if error.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _replace(folder: int, name: str, data: bytes, mode: Optional[int]) -> None:
+    """Put `data` in place of `name` in the open `folder`: written to a new file there, then renamed over it
+    (with `mode`, an existing file's permission bits)."""
+    temporary = f".{secrets.token_hex(8)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644 if mode is None else mode,
+                 dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.chmod(handle.fileno(), mode)  # the umask does not apply to a file that already had its mode
+            handle.write(data)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+        raise

@@ -5,10 +5,17 @@ Issue 14.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
 import tempfile
+import threading
+import time
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -41,8 +48,6 @@ def tree():
     with open(os.path.join(outside, "secret.txt"), "w") as f:
         f.write("refund password: hunter2\n")
     yield root, outside
-    import shutil
-
     shutil.rmtree(base)
 
 
@@ -131,23 +136,64 @@ def test_a_fifo_and_a_socket_are_refused_without_being_opened(tree):
         server.close()
 
 
+@posix_only
+def test_links_are_followed_here_one_name_at_a_time_and_never_above_the_root(tree):
+    root, outside = tree
+    given = os.path.join(os.path.dirname(root), "root-link")
+    os.symlink(root, given)
+    links = {"docs/up.txt": "../big.txt", "docs/out.txt": "../../outside/secret.txt",
+             "abs-out.txt": root + "/../outside/secret.txt", "via-given.md": given + "/docs/guide.md",
+             "loop-a": "loop-b", "loop-b": "loop-a", "here": ".", "dangling.txt": "nowhere/x.txt"}
+    for name, target in links.items():
+        os.symlink(target, os.path.join(root, name))
+    workspace = Workspace(given)
+    assert workspace.read_file("docs/up.txt", 1, 1) == "     1\tline 1"
+    assert "Returns are free" in workspace.read_file("via-given.md")  # the root as the host named it
+    assert "Returns are free" in workspace.read_file("here/here/docs/guide.md")
+    for path in ("docs/out.txt", "abs-out.txt"):
+        message = refused(workspace.read_file, path)
+        assert message == f"Path refused: '{path}' leads outside the workspace through a symbolic link."
+    assert refused(workspace.read_file, "loop-a") == \
+        "Path refused: 'loop-a' goes through more than 40 symbolic links (or keeps changing)."
+    listing = workspace.list_files(".")
+    assert "abs-out.txt  (link outside the workspace; refused)" in listing and "loop-a  (broken link)" in listing
+    assert "here/" in listing and "dangling.txt  (broken link)" in listing
+    assert refused(workspace.read_file, "dangling.txt") == "Cannot read 'dangling.txt': No such file or directory."
+
+
+def test_a_name_the_file_system_cannot_encode_is_refused(tree):
+    message = refused(Workspace(tree[0]).read_file, "docs/\ud800.md")
+    assert message == "Path refused: 'docs/\\ud800.md' is not a valid file name here."
+
+
+def test_where_files_cannot_be_opened_relative_to_a_folder_no_workspace_is_made(tree, monkeypatch):
+    from miniagents.capabilities import workspace
+
+    monkeypatch.setattr(workspace, "_RELATIVE_CALLS", False)
+    with pytest.raises(UserError, match=r"opens files relative to a folder without following links"):
+        Workspace(tree[0])
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null")
 def test_a_device_file_is_refused():
     assert "is not a regular file (a device, FIFO or socket)" in refused(Workspace("/dev").read_file, "null")
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("ab./\\\x00:~") + ["..", "docs", "é"]), max_size=20).map("".join))
-def test_any_path_either_resolves_inside_the_root_or_is_refused(path):
+@given(st.lists(st.sampled_from(list("ab./\\\x00:~") + ["..", "docs", "é", "\ud800"]), max_size=20).map("".join))
+def test_any_path_either_is_answered_inside_the_root_or_refused_with_a_message(path):
     root = os.path.realpath(os.path.join(TESTS, "golden"))
     workspace = Workspace(root)
-    try:
-        real, shown = workspace.resolve(path)
-    except ToolError as refusal:
-        assert refusal.message.startswith("Path refused") and root not in refusal.message
-    else:
-        assert real == root or real.startswith(root + os.sep)
-        assert ".." not in shown.split("/") and not shown.startswith("/")
+    for tool in (workspace.list_files, workspace.read_file):
+        try:
+            answer = tool(path)
+        except ToolError as refusal:
+            assert root not in refusal.message
+        else:
+            assert root not in answer
+            if tool == workspace.list_files:
+                shown = answer.split(":\n")[0]
+                assert ".." not in shown.split("/") and not shown.startswith("/")
 
 
 def test_the_root_must_be_an_existing_folder(tree):
@@ -263,7 +309,23 @@ def test_search_does_not_follow_links_out_of_the_workspace(tree):
     root, outside = tree
     os.symlink(os.path.join(outside, "secret.txt"), os.path.join(root, "docs", "notes.txt"))
     os.symlink(outside, os.path.join(root, "mirror"))
-    assert "hunter2" not in Workspace(root).search("password")
+    os.symlink("guide.md", os.path.join(root, "docs", "guide-link.md"))
+    os.symlink("docs", os.path.join(root, "docs-link"))
+    assert Workspace(root).search("password") == "No matches for 'password' in '.'."
+    assert Workspace(root).search("refunds take").splitlines() == [  # a link to a file inside is searched,
+        "docs/guide-link.md:3: Refunds take 5 days.", "docs/guide.md:3: Refunds take 5 days."]  # not one to a folder
+
+
+def test_search_goes_a_bounded_number_of_folders_down_and_says_so(tree):
+    workspace = Workspace(tree[0])
+    workspace.max_search_depth = 1
+    assert workspace.search("ship") == ("No matches for 'ship' in '.'.\n"
+                                        "(folders more than 1 levels down were not searched)")
+    assert workspace.search("ship", "docs").startswith("docs/faq/shipping.txt:1: Shipping")
+
+
+def test_searching_a_path_that_does_not_exist_says_so(tree):
+    assert refused(Workspace(tree[0]).search, "x", "nope") == "'nope' does not exist."
 
 
 # --- Writing -------------------------------------------------------------------------------------------------
@@ -364,3 +426,272 @@ def test_a_write_pauses_the_run_for_approval_and_happens_once_approved(tree):
     assert outputs_sent(model.calls[1])["w1"] == "Wrote 6 bytes to 'answers/refunds.md'."
     with open(os.path.join(root, "answers", "refunds.md")) as f:
         assert f.read() == "5 days"
+
+
+# --- A regular expression that backtracks catastrophically (issue 20) --------------------------------------
+
+
+def test_a_catastrophic_regex_returns_within_the_bound_while_other_threads_keep_running(tree):
+    """`(a+)+$` on 30 a's and a b takes minutes in Python's `re`, holding the interpreter lock all along."""
+    root, _ = tree
+    with open(os.path.join(root, "docs", "aaa.txt"), "w") as f:
+        f.write("a" * 30 + "b\n")
+    ticks, done = [], threading.Event()
+
+    def heartbeat():
+        while not done.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    beating = threading.Thread(target=heartbeat)
+    beating.start()
+    try:
+        time.sleep(0.05)
+        start = time.monotonic()
+        message = refused(Workspace(root).search, "(a+)+$", ".", True)
+        elapsed = time.monotonic() - start
+    finally:
+        done.set()
+        beating.join()
+    assert message == ("Search stopped: the regular expression '(a+)+$' did not finish within 2 seconds (a "
+                       "pattern with nested repeats such as '(a+)+' can take exponential time); simplify it or "
+                       "search a narrower path.")
+    assert elapsed < 2 + 6  # the bound, and generous room for starting and stopping a process on a loaded machine
+    during = [t for t in ticks if start <= t <= start + elapsed]
+    gaps = [b - a for a, b in zip([start] + during, during + [start + elapsed])]
+    assert len(during) >= 10 and max(gaps) < 1.5  # the other thread was never stalled for long
+
+
+def test_a_regex_search_has_its_time_bound_and_pattern_length_cap_as_attributes(tree):
+    root, _ = tree
+    with open(os.path.join(root, "aaa.txt"), "w") as f:
+        f.write("a" * 40 + "b\n")
+    workspace = Workspace(root)
+    workspace.regex_seconds = 0.5
+    assert "did not finish within 0.5 seconds" in refused(workspace.search, "(a|aa)+$", ".", True)
+    assert refused(workspace.search, "a" * 1001, ".", True) == \
+        "The regular expression is longer than 1000 characters; use a shorter one."
+    assert workspace.search("a" * 1001) == f"No matches for {'a' * 1001!r} in '.'."  # plain text has no cap
+
+
+def test_a_regex_search_finds_matches_in_many_files_and_stops_at_the_match_bound(tree):
+    root, _ = tree
+    for n in range(30):
+        with open(os.path.join(root, "docs", f"n{n:02}.txt"), "w") as f:
+            f.write("nothing\n" * 50 + f"order {n}\n" + "\x85\u2028 odd line endings: a\rb\n")
+    workspace = Workspace(root)
+    found = workspace.search(r"order \d+$", "docs", regex=True).splitlines()
+    assert found == [f"docs/n{n:02}.txt:51: order {n}" for n in range(30)]
+    assert workspace.search("odd line endings", regex=True).split("\n")[0] == \
+        "docs/n00.txt:52: \x85\u2028 odd line endings: a"
+    found = workspace.search(r"\d", regex=True).splitlines()
+    assert len(found) == 51 and found[-1] == "(stopped at 50 matches; narrow the pattern or the path)"
+
+
+def test_a_regex_search_whose_process_fails_is_a_message(tree, monkeypatch):
+    monkeypatch.setattr(sys, "executable", shutil.which("false") or pytest.skip("needs the false command"))
+    assert refused(Workspace(tree[0]).search, "days", ".", True) == (
+        "Search failed: the process matching the regular expression stopped (exit status 1); try a simpler "
+        "pattern or a plain-text search.")
+
+
+def test_a_regex_search_where_no_python_can_be_started_is_a_message(tree, monkeypatch):
+    monkeypatch.setattr(sys, "executable", "")
+    assert refused(Workspace(tree[0]).search, "days", ".", True) == (
+        "Regular-expression search is not available here (no Python interpreter to run it in); search for "
+        "plain text instead (regex=false).")
+    assert "Refunds take 5 days." in Workspace(tree[0]).search("days")
+
+
+# --- Races: a folder or file swapped for a link to the outside while a tool runs (issue 20) ------------------------
+
+
+def swapped_after_the_look(monkeypatch, root, name, target):
+    """Make the workspace's next look at `name` (a name in `root`) be followed at once by `name` becoming a
+    link to `target`: the moment between looking at a name and opening it, where a race strikes."""
+    from miniagents.capabilities import workspace
+
+    look, done = workspace._look, []
+
+    def look_then_swap(entry, folder):
+        info = look(entry, folder)
+        if entry == name and not done:
+            done.append(True)
+            os.rename(os.path.join(root, name), os.path.join(root, name + ".away"))
+            os.symlink(target, os.path.join(root, name))
+        return info
+
+    monkeypatch.setattr(workspace, "_look", look_then_swap)
+
+
+@posix_only
+def test_a_folder_swapped_for_a_link_between_the_look_and_the_open_is_not_entered(tree, monkeypatch):
+    root, outside = tree
+    swapped_after_the_look(monkeypatch, os.path.join(root, "docs"), "faq", outside)
+    assert refused(Workspace(root).read_file, "docs/faq/secret.txt") == \
+        "Path refused: 'docs/faq/secret.txt' leads outside the workspace through a symbolic link."
+
+
+@posix_only
+def test_a_file_swapped_for_a_link_between_the_look_and_the_open_is_not_read(tree, monkeypatch):
+    root, outside = tree
+    swapped_after_the_look(monkeypatch, os.path.join(root, "docs"), "guide.md", os.path.join(outside, "secret.txt"))
+    assert refused(Workspace(root).read_file, "docs/guide.md") == \
+        "'docs/guide.md' changed while it was being opened; try again."
+
+
+@posix_only
+def test_a_file_swapped_for_a_link_before_a_write_is_replaced_not_written_through(tree, monkeypatch):
+    root, outside = tree
+    secret = os.path.join(outside, "secret.txt")
+    swapped_after_the_look(monkeypatch, os.path.join(root, "docs"), "guide.md", secret)
+    assert Workspace(root, writable=True).write_file("docs/guide.md", "new\n") == "Wrote 4 bytes to 'docs/guide.md'."
+    with open(secret) as f:
+        assert f.read() == "refund password: hunter2\n"
+    assert not os.path.islink(os.path.join(root, "docs", "guide.md"))
+
+
+def exchange():
+    """`swap(a, b)`: swap two names atomically, with renameat2(RENAME_EXCHANGE) (Linux 3.15, glibc 2.28)."""
+    import ctypes
+
+    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+
+    def swap(a: bytes, b: bytes) -> None:
+        if renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+            raise OSError(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE) failed")
+
+    return swap
+
+
+SWAPPER = inspect.getsource(exchange) + """
+import sys
+swap, a, b = exchange(), sys.argv[1].encode(), sys.argv[2].encode()
+swap(a, b)
+swap(a, b)
+print("swapping", flush=True)
+while True:
+    swap(a, b)
+"""
+
+
+@pytest.fixture(params=["sub", "sub/f.txt"])
+def swapping(tree, request):
+    """A name in the workspace (the folder `sub`, or the file `sub/f.txt` in it) swapped over and over with a
+    symbolic link to the same name's counterpart outside (the outside folder, which holds, besides
+    secret.txt, its own f.txt and only-outside.txt; or that f.txt), by another process (truly at the same
+    time) and by another thread (which runs whenever the tool waits on the system, between its steps).
+    Yields (workspace, outside); skips where the platform cannot swap two names atomically."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("needs renameat2(RENAME_EXCHANGE) (Linux)")
+    root, outside = tree
+    os.makedirs(os.path.join(root, "sub"))
+    for folder, text in ((os.path.join(root, "sub"), "inside\n"), (outside, "outside\n")):
+        with open(os.path.join(folder, "f.txt"), "w") as f:
+            f.write(text)
+    with open(os.path.join(outside, "only-outside.txt"), "w") as f:
+        f.write("outside\n")
+    inside, link = os.path.join(root, request.param), os.path.join(os.path.dirname(root), "link")
+    os.symlink(os.path.join(outside, os.path.relpath(request.param, "sub")), link)
+    process = subprocess.Popen([sys.executable, "-c", SWAPPER, inside, link], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    stop, swaps = threading.Event(), []
+
+    def swapper():
+        swap, count = exchange(), 0
+        while not stop.is_set():
+            swap(inside.encode(), link.encode())
+            count += 1
+        swaps.append(count)
+
+    thread = threading.Thread(target=swapper)
+    try:
+        if process.stdout.readline() != "swapping\n":
+            pytest.skip(f"needs renameat2(RENAME_EXCHANGE) here: {process.communicate()[1].strip()[-300:]}")
+        thread.start()
+        yield Workspace(root, writable=True), outside
+        assert process.poll() is None  # it swapped all along
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()
+        process.kill()
+        process.communicate()
+    assert swaps[0] > 100
+
+
+RACE_ATTEMPTS = 5000
+
+
+def race(call, escaped) -> Counter:
+    """Run `call` RACE_ATTEMPTS times; count its answers as 'escaped' (per `escaped(answer)`), 'inside',
+    'refused' (a ToolError, which must not show the host's path) or a raw exception's type name."""
+    seen = Counter()
+    for _ in range(RACE_ATTEMPTS):
+        try:
+            answer = call()
+        except ToolError as refusal:
+            assert tempfile.gettempdir() not in refusal.message
+            seen["refused"] += 1
+        except Exception as error:  # noqa: BLE001  (counted, and the test fails on any)
+            seen[type(error).__name__] += 1
+        else:
+            seen["escaped" if escaped(answer) else "inside"] += 1
+    return seen
+
+
+@posix_only
+def test_read_file_never_reads_outside_while_a_name_is_swapped_for_a_link(swapping):
+    workspace, _ = swapping
+    seen = race(lambda: workspace.read_file("sub/f.txt"), lambda text: "outside" in text)
+    assert seen["inside"] + seen["refused"] == RACE_ATTEMPTS, seen
+
+
+@posix_only
+@pytest.mark.parametrize("swapping", ["sub"], indirect=True)  # a write replaces a link met as the last name,
+def test_write_file_never_writes_outside_while_a_name_is_swapped_for_a_link(swapping):  # ending that race
+    workspace, outside = swapping
+    before = sorted(os.listdir(outside))
+    seen = race(lambda: workspace.write_file("sub/f.txt", "written\n"), lambda _: False)
+    assert seen["inside"] + seen["refused"] == RACE_ATTEMPTS, seen
+    assert sorted(os.listdir(outside)) == before  # not even a temporary file
+    with open(os.path.join(outside, "f.txt")) as f:
+        assert f.read() == "outside\n"
+
+
+@posix_only
+def test_list_files_and_search_never_see_outside_while_a_name_is_swapped_for_a_link(swapping):
+    workspace, _ = swapping
+    seen = race(lambda: workspace.list_files("sub"), lambda text: "only-outside" in text)
+    assert seen["inside"] + seen["refused"] == RACE_ATTEMPTS, seen
+    seen = race(lambda: workspace.search("outside", "sub"), lambda text: not text.startswith("No matches"))
+    assert seen["inside"] + seen["refused"] == RACE_ATTEMPTS, seen
+
+
+@posix_only
+def test_write_file_never_writes_through_a_hard_link_and_replaces_the_file_whole(tree):
+    root, outside = tree
+    secret = os.path.join(outside, "secret.txt")
+    os.link(secret, os.path.join(root, "hard.txt"))
+    os.chmod(os.path.join(root, "docs", "guide.md"), 0o600)
+    workspace = Workspace(root, writable=True)
+    assert "hunter2" in workspace.read_file("hard.txt")  # a hard link is the file itself: reads see it
+    assert workspace.write_file("hard.txt", "mine\n") == "Wrote 5 bytes to 'hard.txt'."
+    assert workspace.write_file("docs/guide.md", "new guide\n") == "Wrote 10 bytes to 'docs/guide.md'."
+    with open(secret) as f:
+        assert f.read() == "refund password: hunter2\n"
+    assert workspace.read_file("hard.txt") == "     1\tmine"
+    assert os.stat(os.path.join(root, "docs", "guide.md")).st_mode & 0o777 == 0o600  # its mode is kept
+    assert sorted(os.listdir(root)) == ["big.txt", "docs", "empty.txt", "hard.txt", "logo.png"]  # no leftovers
+
+
+@posix_only
+def test_write_file_through_a_link_inside_replaces_the_file_it_names_and_keeps_the_link(tree):
+    root, _ = tree
+    os.symlink("docs/guide.md", os.path.join(root, "alias.md"))
+    workspace = Workspace(root, writable=True)
+    assert workspace.write_file("alias.md", "via the link\n") == "Wrote 13 bytes to 'alias.md'."
+    assert os.readlink(os.path.join(root, "alias.md")) == "docs/guide.md"
+    with open(os.path.join(root, "docs", "guide.md")) as f:
+        assert f.read() == "via the link\n"
