@@ -26,6 +26,7 @@ import tempfile
 import textwrap
 import threading
 import traceback
+import urllib.parse
 from typing import List, Optional
 
 # Run from a checkout or a bare copy: `python -S demo.py` must find the package next to this file.
@@ -986,10 +987,19 @@ def live_model(name: Optional[str]):
     return model, None
 
 
+def without_credentials(url: Optional[str]) -> Optional[str]:
+    """`url` as the walkthrough shows it: without a user:password@ or a query, where a key may be (?api-key=)."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
 def unreachable(error: BaseException, asks: str) -> Optional[str]:
     """What failed and what to check next, in one line, when the real model's server could not be used (None
     for other errors); `asks` is what the chapter's requests need of the server."""
-    base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1 (OPENAI_BASE_URL is unset)"
+    base = without_credentials(os.environ.get("OPENAI_BASE_URL")) or \
+        "https://api.openai.com/v1 (OPENAI_BASE_URL is unset)"
     if isinstance(error, ModelTimeoutError):
         return (f"the model at {base} did not answer in time ({short(error, 80)}). Next: is the model loaded? "
                 "Try a smaller one with --model.")

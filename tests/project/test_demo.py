@@ -264,6 +264,18 @@ def test_live_against_no_server_says_what_to_check_in_one_line_and_goes_on(tmp_p
     assert "did not run to their end or broke a rule: chapter 1 (exit status 1)\n" in proc.out
 
 
+def test_live_a_key_in_the_base_url_is_not_shown(tmp_path):
+    """Some gateways take the key in the URL (?api-key=...): the line saying the server is down shows the URL
+    without its query and its user:password@."""
+    key = "sk-demo-test-SECRET-0123456789"
+    url = f"http://dana:{key}@127.0.0.1:{closed_port()}/v1"
+    proc = run_demo(bare_copy(tmp_path), "--live", "--model", "tiny", "--chapter", "1",
+                    env={"OPENAI_BASE_URL": f"{url}?api-key={key}", "OPENAI_API_KEY": "x"})
+    assert proc.returncode == 1 and proc.err.startswith("live: chapter 1 could not run: "), proc.out + proc.err
+    assert url.replace(f"dana:{key}@", "") in proc.err
+    assert key not in proc.err + proc.out and "dana" not in proc.err + proc.out
+
+
 def live_against(server, tmp_path, *args: str) -> subprocess.CompletedProcess:
     return run_demo(bare_copy(tmp_path), "--live", "--model", "tiny", *args,
                     env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "x"})
