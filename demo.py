@@ -33,9 +33,9 @@ from typing import List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from miniagents import (Agent, AgentsException, GuardrailFunctionOutput, InputGuardrailTripwireTriggered,  # noqa: E402
-                        ModelBehaviorError, ModelHTTPError, ModelTimeoutError, RunConfig, RunContextWrapper,
-                        Runner, RunState, SQLiteSession, ToolError, UserError, Workspace, function_tool,
-                        input_guardrail)
+                        ModelBehaviorError, ModelHTTPError, ModelTimeoutError, Recorder, Replay, ReplayMismatch,
+                        RunConfig, RunContextWrapper, Runner, RunState, SQLiteSession, ToolError, UserError,
+                        Workspace, function_tool, input_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 API_KEY = "sk-warehouse-SECRET-7f3a"  # lives in the run context; no request may ever contain it
@@ -838,6 +838,51 @@ def recovery(desk: Walkthrough) -> None:
     desk.check("an unknown tool and bad JSON went back as outputs, nothing ran; the model fixed its call",
                lambda: told["call_1"].startswith("Tool 'track_parcel' not found") and "Invalid JSON" in told["call_2"]
                and ctx.lookups == ["A1"] and len(log) == 3 and "kettle" in result.final_output)
+
+
+@chapter("A recorded run, replayed offline",
+         "Recorder(path).wrap(model) passes each model call through and writes it to a JSON-lines file;",
+         "Replay(path) is a model that serves the file, offline, after comparing each request with its own.")
+def replayed(desk: Walkthrough) -> None:
+    path = os.path.join(desk.folder, "help-desk.jsonl")
+    question = "Where is my order A1?"
+    agent = Agent(name="Help desk", instructions=HELP_DESK, tools=[get_order_status])
+    recorded_ctx, replayed_ctx = HelpDeskContext("Dana"), HelpDeskContext("Dana")
+    with Recorder(path) as recorder:
+        model = recorder.wrap(desk.model("Help desk", [
+            [function_call("get_order_status", {"order_id": "A1", "include_items": False}, call_id="call_1")],
+            [assistant_message("Order A1 is in transit with ParcelCo and should arrive on Friday.")]], []))
+        recorded = Runner.run_sync(agent.clone(model=model), question, context=recorded_ctx, run_config=desk.config)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    say(f"  the typed-tool run, recorded: {os.path.basename(path)} holds {plural(len(lines), 'line')}, a header "
+        "and one per model call:")
+    for line in lines:
+        say("      " + short(line, 92))
+    log: list = []
+    replay = Replay(path)
+    again = Runner.run_sync(agent.clone(model=Tape(replay, "Help desk (replayed)", log, desk.exchanges)), question,
+                            context=replayed_ctx, run_config=desk.config)
+    show(log)
+    say(f"  final_output: {short(repr(again.final_output))}")
+    say(f"  get_order_status ran for {', '.join(replayed_ctx.lookups) or 'nothing'} again: only the model is replayed")
+    mismatch = None
+    try:
+        Runner.run_sync(agent.clone(model=Replay(path)), "Where is my order B7?", context=HelpDeskContext("Dana"),
+                        run_config=desk.config)
+    except ReplayMismatch as e:
+        mismatch = e
+    say("  the same recording, asked another question:")
+    wrapped(f"ReplayMismatch: {mismatch}" if mismatch else "no error: the replay did not compare!", "      ")
+    desk.check("the replay gave the recorded run's items and final output, and asked for every recorded call",
+               lambda: [i.raw_item for i in again.new_items] == [i.raw_item for i in recorded.new_items]
+               and again.final_output == recorded.final_output and len(again.new_items) == 3
+               and replay.remaining == 0)
+    desk.check("only the model was replayed: the tool ran in both runs",
+               lambda: recorded_ctx.lookups == replayed_ctx.lookups == ["A1"])
+    desk.check("a changed question raised ReplayMismatch naming request 1 and its field, input[0].content",
+               lambda: mismatch.request == 1 and mismatch.field == "input[0].content"
+               and mismatch.recorded == question)
 
 
 @chapter("The loop, named",

@@ -121,6 +121,10 @@ BROKEN_KERNELS = {
         [("turn.py", "    if failure is not None:\n        raise failure\n    return ran\n",
           "    if failure is not None:\n        raise failure\n    return dict(zip(ran, list(ran.values())[::-1]))\n")],
         "✗ ch5: each output belongs to its call"),
+    "replay never compares": (
+        [("recording/replay.py", "                if difference is not None:\n",
+          "                if False:\n")],
+        f"✗ ch{demo.number_of(demo.replayed)}: a changed question raised ReplayMismatch naming request 1"),
     "handoff ignored": (
         [("turn.py", "    if settled.handoff is not None:\n        return NextStepHandoff(",
           "    if False:\n        return NextStepHandoff(")],
