@@ -5,6 +5,8 @@
     python demo.py --quiet            # only the invariants
     python demo.py --trace run.jsonl  # also write every run's trace (then: python -m miniagents.trace run.jsonl)
     python demo.py --live             # the chapters a real model can play, against OPENAI_BASE_URL (--help)
+    python demo.py --live --record run.jsonl   # ... and keep the real model's calls in run.jsonl
+    python demo.py --replay run.jsonl # play that recording back offline: no server, no key, no network
 
 Each chapter builds agents, runs them and prints every request the loop sent to a model (`→` items sent,
 `←` items received), so you can follow the agent loop item by item. The scripted model
@@ -16,6 +18,7 @@ doubles as a test of the kernel: a kernel that breaks one of those rules fails h
 import argparse
 import ast
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,15 +29,16 @@ import tempfile
 import textwrap
 import threading
 import traceback
+import urllib.parse
 from typing import List, Optional
 
 # Run from a checkout or a bare copy: `python -S demo.py` must find the package next to this file.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from miniagents import (Agent, AgentsException, GuardrailFunctionOutput, InputGuardrailTripwireTriggered,  # noqa: E402
-                        ModelBehaviorError, ModelHTTPError, ModelTimeoutError, RunConfig, RunContextWrapper,
-                        Runner, RunState, SQLiteSession, ToolError, UserError, Workspace, function_tool,
-                        input_guardrail)
+                        ModelBehaviorError, ModelHTTPError, ModelTimeoutError, Recorder, RecordingError, Replay,
+                        ReplayMismatch, RunConfig, RunContextWrapper, Runner, RunState, SQLiteSession, ToolError,
+                        UserError, Workspace, function_tool, input_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 API_KEY = "sk-warehouse-SECRET-7f3a"  # lives in the run context; no request may ever contain it
@@ -235,24 +239,31 @@ def show(log: list, resend: bool = False, label_suffix: str = "") -> None:
 # --- What every chapter gets ------------------------------------------------------------------------
 
 class Walkthrough:
-    """A model for each agent (scripted, or the real one with --live), the run config, a temporary folder,
-    and `check`/`expect` for the chapter's invariants.
+    """A model for each agent (scripted, the real one with --live, or its recording with --replay), the run
+    config, a temporary folder, and `check`/`expect` for the chapter's invariants.
 
     `check` is a rule of the kernel: asserted always. `expect` depends on the model's choices: asserted
     with the scripted model, only reported with a real one (a weak model that skips a tool is news, not a
-    kernel bug)."""
+    kernel bug), and asserted to come out as it did when recorded with --replay (a replay is deterministic:
+    the same answers must lead to the same choices)."""
 
     def __init__(self, real_model, config: RunConfig, folder: str):
         self.real, self.config, self.folder = real_model, config, folder
         self.exchanges: list = []  # every model call of the walkthrough, for the whole-walkthrough checks
         self.scripted: list = []
         self.results: list = []  # (name, passed)
+        self.reported: dict = {}  # name -> what a real model's choices made of it (kept by --record)
+        self.could_not_run: dict = {}  # chapter number -> the line saying why its server call failed (live)
         self.lines: list = []  # this chapter's invariant lines, printed when it ends
         self.prefix = ""
 
     @property
     def live(self) -> bool:
         return self.real is not None
+
+    @property
+    def replaying(self) -> bool:
+        return isinstance(self.real, ChapterReplay)
 
     def model(self, label: str, steps: list, log: list) -> Tape:
         """The model an agent of this chapter talks to; `log` collects its exchanges."""
@@ -276,7 +287,20 @@ class Walkthrough:
         if asserted:
             self.results.append((name, passed))
             line, style = f"{'✓' if passed else '✗'} {name}{why}", "32" if passed else "31"
+        elif self.replaying:  # the model's choice, replayed: it must come out as it did when recorded
+            then = self.real.reported.get(name)
+            same = then is passed
+            self.results.append((name, same))
+            if same:
+                when = "as when recorded"
+            elif then is None:
+                when = "never reported when recorded"
+            else:
+                when = f"but {'yes' if then else 'no'} when recorded"
+            line = f"{'✓' if same else '✗'} {name}: {'yes' if passed else 'no'}, {when}{why}"
+            style = "32" if same else "31"
         else:
+            self.reported[name] = passed
             line, style = f"· {name}: {'yes' if passed else 'no'} (reported, not asserted: the model's choice)", "33"
         self.lines.append((textwrap.wrap(line, WIDTH - 2, subsequent_indent="    "), style))
 
@@ -839,6 +863,51 @@ def recovery(desk: Walkthrough) -> None:
                and ctx.lookups == ["A1"] and len(log) == 3 and "kettle" in result.final_output)
 
 
+@chapter("A recorded run, replayed offline",
+         "Recorder(path).wrap(model) passes each model call through and writes it to a JSON-lines file;",
+         "Replay(path) is a model that serves the file, offline, after comparing each request with its own.")
+def replayed(desk: Walkthrough) -> None:
+    path = os.path.join(desk.folder, "help-desk.jsonl")
+    question = "Where is my order A1?"
+    agent = Agent(name="Help desk", instructions=HELP_DESK, tools=[get_order_status])
+    recorded_ctx, replayed_ctx = HelpDeskContext("Dana"), HelpDeskContext("Dana")
+    with Recorder(path) as recorder:
+        model = recorder.wrap(desk.model("Help desk", [
+            [function_call("get_order_status", {"order_id": "A1", "include_items": False}, call_id="call_1")],
+            [assistant_message("Order A1 is in transit with ParcelCo and should arrive on Friday.")]], []))
+        recorded = Runner.run_sync(agent.clone(model=model), question, context=recorded_ctx, run_config=desk.config)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    say(f"  the typed-tool run, recorded: {os.path.basename(path)} holds {plural(len(lines), 'line')}, a header "
+        "and one per model call:")
+    for line in lines:
+        say("      " + short(line, 92))
+    log: list = []
+    replay = Replay(path)
+    again = Runner.run_sync(agent.clone(model=Tape(replay, "Help desk (replayed)", log, desk.exchanges)), question,
+                            context=replayed_ctx, run_config=desk.config)
+    show(log)
+    say(f"  final_output: {short(repr(again.final_output))}")
+    say(f"  get_order_status ran for {', '.join(replayed_ctx.lookups) or 'nothing'} again: only the model is replayed")
+    mismatch = None
+    try:
+        Runner.run_sync(agent.clone(model=Replay(path)), "Where is my order B7?", context=HelpDeskContext("Dana"),
+                        run_config=desk.config)
+    except ReplayMismatch as e:
+        mismatch = e
+    say("  the same recording, asked another question:")
+    wrapped(f"ReplayMismatch: {mismatch}" if mismatch else "no error: the replay did not compare!", "      ")
+    desk.check("the replay gave the recorded run's items and final output, and asked for every recorded call",
+               lambda: [i.raw_item for i in again.new_items] == [i.raw_item for i in recorded.new_items]
+               and again.final_output == recorded.final_output and len(again.new_items) == 3
+               and replay.remaining == 0)
+    desk.check("only the model was replayed: the tool ran in both runs",
+               lambda: recorded_ctx.lookups == replayed_ctx.lookups == ["A1"])
+    desk.check("a changed question raised ReplayMismatch naming request 1 and its field, input[0].content",
+               lambda: mismatch.request == 1 and mismatch.field == "input[0].content"
+               and mismatch.recorded == question)
+
+
 @chapter("The loop, named",
          "Every turn ends in one of four NextStep values; the loop dispatches on them and on nothing else.",
          "Where each is decided, read from the source as it is now:")
@@ -923,6 +992,12 @@ def whole_walkthrough(desk: Walkthrough) -> None:
                 model.assert_complete()  # raises if a scripted step was never asked for
             return True
         desk.check(f"all {plural(len(desk.scripted), 'scripted model')} used every step (assert_complete)", all_used)
+    if desk.replaying:
+        def all_asked():
+            desk.real.replay.assert_complete()  # ReplayIncomplete names the recorded calls never asked for
+            return True
+        recorded = sum(c["calls"] for c in desk.real.chapters.values())
+        desk.check(f"the replay asked for all {plural(recorded, 'recorded model call')} (assert_complete)", all_asked)
 
 
 # --- Running it ------------------------------------------------------------------------------------------
@@ -936,17 +1011,25 @@ What a real model chooses (to call a tool, to hand off) is reported, not asserte
 are still checked. A chapter whose request the server fails (down, 404, HTTP 500, ...) gets one line on
 stderr saying what failed and what to check, and the walkthrough goes on to the next chapter.
 
+--live --record FILE keeps the real model's calls in FILE (miniagents.recording; no API key reaches it) and,
+in FILE%s, which chapters were played, how many calls each made and what the model chose.
+--replay FILE plays them back offline: no server, no key, no network. A replay is deterministic, so what
+--live only reports is asserted to come out as it did when recorded; a request that differs from its
+recording means the walkthrough changed since (the line names the request and the field); --chapter must
+name the recorded chapters, or be left out.
+
 Exit status: 0 when every chapter ran to its end and every rule it asserts held; otherwise the number of
 chapters that did not (the whole-walkthrough checks count as one more). A chapter that could not run (its
 server call failed, or the model's answer ended its run) counts; when the model cannot be set up (no API
 key, a bad OPENAI_BASE_URL) no chapter runs and all of them count. 2 is also argparse's status for a bad
-command line; 141 means stdout was closed (| head)."""
+command line; 141 means stdout was closed (| head). A recording that cannot be replayed (missing, not a
+recording, no sidecar, other chapters) is one line on stderr, and all the chapters count."""
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     live_chapters = ", ".join(str(n) for n, c in enumerate(CHAPTERS, 1) if c[3])
     parser = argparse.ArgumentParser(description="The miniagents walkthrough: a help desk, offline unless --live.",
-                                     epilog=LIVE_HELP % live_chapters,
+                                     epilog=LIVE_HELP % (live_chapters, SIDECAR),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chapter", type=int, action="append", metavar="N",
                         help=f"run only chapter N (1-{len(CHAPTERS)}); repeat for more")
@@ -956,15 +1039,21 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                                                         "with: python -m miniagents.trace FILE")
     parser.add_argument("--live", action="store_true", help="use a real model (see below)")
     parser.add_argument("--model", help="with --live: the model name (default: $OPENAI_DEFAULT_MODEL)")
+    parser.add_argument("--record", metavar="FILE", help="with --live: record the real model's calls to FILE")
+    parser.add_argument("--replay", metavar="FILE", help="play a recording made with --live --record, offline")
     parser.add_argument("--resume-in-fresh-process", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for number in args.chapter or ():
         if not 1 <= number <= len(CHAPTERS):
             parser.error(f"--chapter {number}: the chapters are 1-{len(CHAPTERS)}")
-        if args.live and not CHAPTERS[number - 1][3]:
-            parser.error(f"--chapter {number} needs the scripted model; with --live: {live_chapters}")
+        if (args.live or args.replay) and not CHAPTERS[number - 1][3]:
+            parser.error(f"--chapter {number} needs the scripted model; with --live or --replay: {live_chapters}")
     if args.model and not args.live:
         parser.error("--model goes with --live")
+    if args.record and not args.live:
+        parser.error("--record goes with --live (the scripted walkthrough has nothing to record)")
+    if args.replay and args.live:
+        parser.error("--replay plays a recording offline; it does not go with --live")
     return args
 
 
@@ -986,10 +1075,19 @@ def live_model(name: Optional[str]):
     return model, None
 
 
+def without_credentials(url: Optional[str]) -> Optional[str]:
+    """`url` as the walkthrough shows it: without a user:password@ or a query, where a key may be (?api-key=)."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
 def unreachable(error: BaseException, asks: str) -> Optional[str]:
     """What failed and what to check next, in one line, when the real model's server could not be used (None
     for other errors); `asks` is what the chapter's requests need of the server."""
-    base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1 (OPENAI_BASE_URL is unset)"
+    base = without_credentials(os.environ.get("OPENAI_BASE_URL")) or \
+        "https://api.openai.com/v1 (OPENAI_BASE_URL is unset)"
     if isinstance(error, ModelTimeoutError):
         return (f"the model at {base} did not answer in time ({short(error, 80)}). Next: is the model loaded? "
                 "Try a smaller one with --model.")
@@ -1011,27 +1109,219 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
     return f"the model server at {base} failed: {said}. Next: {step}"
 
 
+# --- Recording the live walkthrough, and replaying it ---------------------------------------------------
+
+SIDECAR = ".walkthrough.json"  # beside a recording: what a replay of the walkthrough needs besides the calls
+SIDECAR_KIND = "miniagents walkthrough recording"
+SIDECAR_MAX_BYTES = 2 ** 20
+
+
+class CannotReplay(Exception):
+    """--replay: the recording, or the walkthrough's sidecar beside it, cannot be replayed (the message says why)."""
+
+
+class NotRecorded(Exception):
+    """--replay: a chapter asked for more model calls than were recorded for it."""
+
+
+class ChapterReplay:
+    """The model of --replay: a `Replay` of the recording, served chapter by chapter. A chapter may ask for the
+    calls recorded for it (the sidecar counts them) and no more, so a chapter whose server failed a call when it
+    was recorded stops where it stopped then, instead of being served the next chapter's calls."""
+
+    model = "replay"  # the model's name, for traces
+
+    def __init__(self, replay: Replay, chapters: dict, reported: dict):
+        self.replay, self.chapters, self.reported = replay, chapters, reported
+        self.number = self.asked = 0
+        self.out_of_line_since: Optional[int] = None  # a chapter that left recorded calls unasked
+
+    def get_response(self, *request, **ids):
+        self._may_ask()
+        response = self.replay.get_response(*request, **ids)
+        self.asked += 1
+        return response
+
+    def stream_response(self, *request, **ids):
+        self._may_ask()
+        events = self.replay.stream_response(*request, **ids)
+        self.asked += 1
+        return events
+
+    def _may_ask(self) -> None:
+        recorded = self.chapters[self.number]["calls"]
+        if self.asked == recorded:
+            raise NotRecorded(f"it asked for model call {recorded + 1}, and {plural(recorded, 'call')} "
+                              "were recorded for it")
+
+    def play(self, desk: Walkthrough, number: int, function) -> bool:
+        """Run chapter `number` on its recorded calls; True if it ran to its end asking for each of them."""
+        recorded = self.chapters[number]
+        self.number, self.asked = number, 0
+        if self.out_of_line_since is not None and recorded["calls"]:
+            desk.check(f"not replayed: chapter {self.out_of_line_since} left recorded calls unasked, and a replay "
+                       "cannot skip them, so this chapter's calls are out of reach", lambda: False)
+            return False
+        ran = True
+        try:
+            function(desk)
+        except NotRecorded as error:
+            if recorded["could_not_run"]:
+                print(f"replay: chapter {number} could not run when it was recorded: {recorded['could_not_run']}",
+                      file=sys.stderr)
+            else:
+                desk.check(f"the walkthrough changed since the recording: {error}", lambda: False)
+            return False
+        except RecordingError as error:  # a ReplayMismatch: what the chapter asks is not what was recorded
+            self.out_of_line_since = number
+            desk.check(f"the walkthrough changed since the recording: {short(error, 400)}", lambda: False)
+            return False
+        except Exception as error:
+            desk.crashed(function, error)
+            ran = False
+        if self.asked < recorded["calls"]:
+            self.out_of_line_since = number
+            desk.check(f"the walkthrough changed since the recording: it asked for {self.asked} of the "
+                       f"{plural(recorded['calls'], 'model call')} recorded for it", lambda: False)
+            return False
+        asked = (f"its {plural(recorded['calls'], 'model call')} asked what was recorded (Replay compared each "
+                 "request, field by field)") if recorded["calls"] else "it made no model call, as when recorded"
+        desk.check(asked, lambda: True)
+        return ran
+
+
+def recorded_walkthrough(recording: str, selection: Optional[List[int]]):
+    """The model for --replay and the chapters it plays; CannotReplay, in one line, for a recording that is
+    missing, not a recording, without its sidecar, of other chapters than `selection`, or of another walkthrough."""
+    try:
+        replay = Replay(recording)
+    except RecordingError as error:
+        raise CannotReplay(str(error)) from None
+    chapters, reported = read_sidecar(recording)
+    numbers = sorted(chapters)
+    if selection and sorted(set(selection)) != numbers:
+        raise CannotReplay(f"{recording} holds chapters {', '.join(map(str, numbers))}, and --chapter asked for "
+                           f"{', '.join(map(str, sorted(set(selection))))}: a replay plays the chapters that were "
+                           "recorded (give the same, or no --chapter)")
+    counted = sum(c["calls"] for c in chapters.values())
+    if replay.remaining != counted:
+        raise CannotReplay(f"{recording} holds {plural(replay.remaining, 'model call')}, and its sidecar counts "
+                           f"{counted}: they are not from one recording (record again)")
+    return ChapterReplay(replay, chapters, reported), numbers
+
+
+def read_sidecar(recording: str):
+    """(chapter number -> {"title", "calls", "could_not_run"}, reported name -> bool) from `recording`'s sidecar,
+    checked against this walkthrough's chapters; CannotReplay saying what is wrong."""
+    path = recording + SIDECAR
+    try:
+        with open(path, "rb") as f:
+            data = f.read(SIDECAR_MAX_BYTES + 1)
+        saved = json.loads(data.decode("utf-8")) if len(data) <= SIDECAR_MAX_BYTES else None
+    except OSError as error:
+        raise CannotReplay(f"cannot read {path} ({error.strerror or error}), which --live --record {recording} "
+                           "writes beside the recording") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CannotReplay(f"{path} is not JSON ({error}): record the walkthrough again") from None
+    is_ours = isinstance(saved, dict) and saved.get("kind") == SIDECAR_KIND and saved.get("version") == 1
+    entries, rules = (saved.get("chapters"), saved.get("reported")) if is_ours else (None, None)
+    if not isinstance(entries, list) or not isinstance(rules, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("rule"), str) and isinstance(r.get("held"), bool) for r in rules):
+        raise CannotReplay(f"{path} is not the sidecar --live --record writes: record the walkthrough again")
+    reported = {r["rule"]: r["held"] for r in rules}
+    chapters = {}
+    for entry in entries:
+        number = entry.get("number") if isinstance(entry, dict) else None
+        if type(number) is not int or not 1 <= number <= len(CHAPTERS) or number in chapters \
+                or type(entry.get("calls")) is not int or entry["calls"] < 0 \
+                or not isinstance(entry.get("could_not_run"), (str, type(None))):
+            raise CannotReplay(f"{path}: a chapter entry is not one --live --record writes: {short(entry, 80)}")
+        if entry.get("title") != CHAPTERS[number - 1][0]:
+            raise CannotReplay(f"{path}: chapter {number} was recorded as {short(entry.get('title'), 60)!r}, and is "
+                               f"now {CHAPTERS[number - 1][0]!r}: record the walkthrough again")
+        chapters[number] = entry
+    if not chapters:
+        raise CannotReplay(f"{path} holds no chapter: record the walkthrough again")
+    return chapters, reported
+
+
+def write_sidecar(recording: str, chapters: list, reported: dict, model) -> None:
+    """What --replay needs besides the calls: the chapters played, how many calls each made, which could not run
+    and why, what the real model's choices made of each reported rule. Readable by its owner only, like the
+    recording; the model's key and the environment's credentials are redacted as in the recording."""
+    from miniagents.recording import redaction
+
+    rules = [{"rule": name, "held": held} for name, held in reported.items()]
+    saved = {"kind": SIDECAR_KIND, "version": 1, "chapters": chapters, "reported": rules}
+    saved = redaction.without_secrets(saved, redaction.environment_secrets() + [redaction.model_secret(model)])
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(recording + SIDECAR, flags, 0o600), "w", encoding="utf-8") as f:
+        f.write(json.dumps(saved, ensure_ascii=False, indent=1) + "\n")
+
+
 def play(desk: Walkthrough, number: int) -> bool:
     """Run chapter `number` and print its invariants; True if it ran to its end and every rule it asserts held.
 
     With a real model, a chapter whose server call failed gets one line on stderr (what failed, what to
-    check) instead of its invariants, and the walkthrough goes on to the next chapter."""
+    check) instead of its invariants, and the walkthrough goes on to the next chapter. With --replay, the
+    chapter plays on its recorded calls (ChapterReplay.play)."""
     title, intro, function, asks = CHAPTERS[number - 1]
     heading(number, title, intro)
     desk.prefix = f"ch{number}: "
     checked = len(desk.results)
     ran = True
-    try:
-        function(desk)
-    except Exception as error:
-        ran = False
-        line = unreachable(error, asks) if desk.live else None
-        if line:
-            print(f"live: chapter {number} could not run: {line}", file=sys.stderr)
-        else:
-            desk.crashed(function, error)
+    if desk.replaying:
+        ran = desk.real.play(desk, number, function)
+    else:
+        try:
+            function(desk)
+        except Exception as error:
+            ran = False
+            line = unreachable(error, asks) if desk.live else None
+            if line:
+                print(f"live: chapter {number} could not run: {line}", file=sys.stderr)
+                desk.could_not_run[number] = line
+            else:
+                desk.crashed(function, error)
     desk.flush()
     return ran and all(ok for _, ok in desk.results[checked:])
+
+
+def play_all(desk: Walkthrough, chosen: list, recorder: Optional[Recorder]):
+    """Play the chosen chapters: (the numbers of those that did not pass, what --record keeps of each)."""
+    not_passed, played = [], []
+    for number in chosen:
+        before = recorder.count if recorder else 0
+        if not play(desk, number):
+            not_passed.append(number)
+        played.append({"number": number, "title": CHAPTERS[number - 1][0],
+                       "calls": (recorder.count if recorder else 0) - before,
+                       "could_not_run": desk.could_not_run.get(number)})
+    return not_passed, played
+
+
+def kept_for_replay(recording: str, calls: int, played: list, reported: dict, model) -> bool:
+    """Write the sidecar of a finished recording and say how to replay it; False (said on stderr) if it could
+    not be written."""
+    try:
+        write_sidecar(recording, played, reported, model)
+    except OSError as error:
+        print(f"record: cannot write {recording}{SIDECAR} ({error.strerror or error}): the recording cannot be "
+              "replayed without it", file=sys.stderr)
+        return False
+    say(f"recorded {plural(calls, 'model call')} to {recording}, and what a replay needs besides to "
+        f"{recording}{SIDECAR}")
+    say(f"play them back offline with: python demo.py --replay {recording}")
+    return True
+
+
+def how_it_plays(args: argparse.Namespace) -> str:
+    """The walkthrough's model, for its first line."""
+    if args.replay:
+        return f"replaying {args.replay}: the recorded model, offline"
+    if args.record:
+        return f"live, recording to {args.record}"
+    return "live" if args.live else "offline, scripted model"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -1041,28 +1331,50 @@ def main(argv: Optional[List[str]] = None) -> int:
         return resume_in_fresh_process(*args.resume_in_fresh_process)
     Style.color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     Style.quiet = args.quiet
-    chosen = sorted(set(args.chapter or [n for n, c in enumerate(CHAPTERS, 1) if c[3] or not args.live]))
+    real_model_only = args.live or args.replay
+    chosen = sorted(set(args.chapter or [n for n, c in enumerate(CHAPTERS, 1) if c[3] or not real_model_only]))
     real = None
+    if args.replay:
+        try:
+            real, chosen = recorded_walkthrough(args.replay, args.chapter)
+        except CannotReplay as error:
+            print(f"replay: no chapter ran: {error}", file=sys.stderr)
+            return len(chosen)
     if args.live:
         real, problem = live_model(args.model)
         if problem:
             print(f"live: no chapter ran: {problem}", file=sys.stderr)
             return len(chosen)
-    say("miniagents walkthrough: an Acme Parcels help desk" + (" (live)" if args.live else
-                                                                " (offline, scripted model)"))
+    recorder = None
+    if args.record:
+        try:
+            recorder = Recorder(args.record)
+        except RecordingError as error:
+            print(f"record: no chapter ran: {error}", file=sys.stderr)
+            return len(chosen)
+        with contextlib.suppress(OSError):  # an older recording's; written anew at the end (a failure is said then)
+            os.remove(args.record + SIDECAR)
+    say(f"miniagents walkthrough: an Acme Parcels help desk ({how_it_plays(args)})")
     say("  → an item the loop sent to the model   ← an item the model sent back", "2")
-    with tempfile.TemporaryDirectory(prefix="miniagents-demo-") as folder:
-        desk = Walkthrough(real, RunConfig(workflow_name=WORKFLOW, trace_path=args.trace), folder)
-        not_passed = [number for number in chosen if not play(desk, number)]
-        say()
-        rule("The whole walkthrough")
-        checked = len(desk.results)
-        whole_walkthrough(desk)
-        desk.flush()
-        whole_failed = not all(ok for _, ok in desk.results[checked:])
+    try:
+        with tempfile.TemporaryDirectory(prefix="miniagents-demo-") as folder:
+            desk = Walkthrough(recorder.wrap(real) if recorder else real,
+                               RunConfig(workflow_name=WORKFLOW, trace_path=args.trace), folder)
+            not_passed, played = play_all(desk, chosen, recorder)
+            say()
+            rule("The whole walkthrough")
+            checked = len(desk.results)
+            whole_walkthrough(desk)
+            desk.flush()
+            whole_failed = not all(ok for _, ok in desk.results[checked:])
+    finally:
+        if recorder is not None:
+            recorder.close()
     passed = sum(ok for _, ok in desk.results)
     emit(f"invariants: {passed}/{len(desk.results)} passed", "1")
     failed = [f"chapter {number}" for number in not_passed] + ["the whole-walkthrough checks"] * whole_failed
+    if recorder is not None and not kept_for_replay(args.record, recorder.count, played, desk.reported, real):
+        failed.append("the recording's sidecar")
     if failed:
         emit(f"did not run to their end or broke a rule: {', '.join(failed)} (exit status {len(failed)})", "31")
     if args.trace:

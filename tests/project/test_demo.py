@@ -3,7 +3,9 @@
 The demo is run as a person runs it: `python -S demo.py` (no site-packages) from a temp copy of `demo.py` +
 `miniagents/`, started from another directory, so it must find the package next to itself and need nothing
 installed. To show that its invariants can fail, the same copy is made with one rule of the kernel broken
-(a checked text edit) and the demo must say which invariant failed and exit non-zero.
+(a checked text edit) and the demo must say which invariant failed and exit non-zero. `--live` runs against
+tests/openai_server.py; `--live --record` records it there, and `--replay` plays it back with every socket
+refused (NETWORK_CLOSED).
 """
 import inspect
 import io
@@ -44,14 +46,30 @@ def bare_copy(tmp_path: Path, edits=()) -> Path:
     return repo
 
 
-def run_demo(repo: Path, *args: str, env=None, timeout: float = 60) -> subprocess.CompletedProcess:
+# Runs the script named first on the command line with no socket able to connect (as tests/recording/ does
+# in-process): what runs under it is offline, or fails saying "the network is closed in this test".
+NETWORK_CLOSED = """
+import runpy, socket, sys
+
+def refuse(*args, **kwargs):
+    raise OSError("the network is closed in this test")
+
+socket.socket.connect = socket.socket.connect_ex = socket.create_connection = refuse
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def run_demo(repo: Path, *args: str, env=None, timeout: float = 60,
+             offline: bool = False) -> subprocess.CompletedProcess:
     elsewhere = repo.parent / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("PYTHONPATH", "NO_COLOR", "MINIAGENTS_TRACE", "MINIAGENTS_DEBUG")
                    and not k.startswith("OPENAI_")}
     environment.update(env or {}, PYTHONIOENCODING="utf-8")
-    proc = subprocess.run([sys.executable, "-S", str(repo / "demo.py"), *args], cwd=str(elsewhere),
+    guard = ["-c", NETWORK_CLOSED] if offline else []
+    proc = subprocess.run([sys.executable, "-S", *guard, str(repo / "demo.py"), *args], cwd=str(elsewhere),
                           env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     proc.out, proc.err = proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace")
     return proc
@@ -121,6 +139,10 @@ BROKEN_KERNELS = {
         [("turn.py", "    if failure is not None:\n        raise failure\n    return ran\n",
           "    if failure is not None:\n        raise failure\n    return dict(zip(ran, list(ran.values())[::-1]))\n")],
         "✗ ch5: each output belongs to its call"),
+    "replay never compares": (
+        [("recording/replay.py", "                if difference is not None:\n",
+          "                if False:\n")],
+        f"✗ ch{demo.number_of(demo.replayed)}: a changed question raised ReplayMismatch naming request 1"),
     "handoff ignored": (
         [("turn.py", "    if settled.handoff is not None:\n        return NextStepHandoff(",
           "    if False:\n        return NextStepHandoff(")],
@@ -386,6 +408,288 @@ def test_live_reports_the_models_choices_and_asserts_the_kernels_rules(tmp_path)
     assert "✓ ch1: a response with no tool calls is the final output" in proc.out
     assert "· ch2: the model called get_order_status" in proc.out and "reported, not asserted" in proc.out
     assert [r["body"]["model"] for r in server.requests] == ["tiny", "tiny"]
+
+
+# --- --live --record, --replay ------------------------------------------------------------------------------
+
+KEY = "sk-demo-test-SECRET-0123456789"  # the API key the recording run is given: no file may hold it
+TRANSCRIPT = re.compile(r"^      [→←] .*$", re.M)  # the items sent to and received from the model
+
+
+def script_the_live_chapters(server) -> None:
+    """A model that plays chapters 1-4 well: it answers, calls the tool, misses the schema once then fits it,
+    and hands off."""
+    from openai_server import chat_completion
+
+    server.reply(chat_completion("We're open 9 to 5, Monday to Friday."))
+    server.reply(chat_completion(tool_calls=[("call_7", "get_order_status",
+                                              '{"order_id": "A1", "include_items": false}')]))
+    server.reply(chat_completion("Order A1 is in transit with ParcelCo and arrives on Friday."))
+    for eta in ('"three days"', "3"):
+        server.reply(chat_completion('{"response": {"order_id": "A1", "status": "in transit", "eta_days": %s, '
+                                     '"reply": "Your kettle arrives in 3 days."}}' % eta))
+    server.reply(chat_completion(tool_calls=[("call_9", "transfer_to_refunds_specialist", "{}")]))
+    server.reply(chat_completion("Sorry about order B7! A refund has started; a return label is on its way."))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The live walkthrough recorded against the test server: (the bare copy, the recording, the run)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from openai_server import OpenAITestServer
+
+    folder = tmp_path_factory.mktemp("recorded")
+    server = OpenAITestServer()
+    try:
+        script_the_live_chapters(server)
+        repo, recording = bare_copy(folder), folder / "walkthrough.jsonl"
+        proc = run_demo(repo, "--live", "--model", "tiny", "--record", str(recording),
+                        env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
+        assert len(server.requests) == 7, server.bodies
+    finally:
+        server.close()
+    return repo, recording, proc
+
+
+def copy_of(recording: Path, folder: Path, change_line=None, change_sidecar=None) -> Path:
+    """The recording and its sidecar copied into `folder`; `change_line(number, call)` may edit a call (its
+    JSON line, as a dict), `change_sidecar(saved)` the sidecar's JSON."""
+    folder.mkdir()
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    for index in range(1, len(lines)):
+        call = json.loads(lines[index])
+        if change_line is not None:
+            change_line(index, call)
+        lines[index] = json.dumps(call, ensure_ascii=False)
+    copy = folder / recording.name
+    copy.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    saved = json.loads(Path(f"{recording}{demo.SIDECAR}").read_text(encoding="utf-8"))
+    if change_sidecar is not None:
+        change_sidecar(saved)
+    Path(f"{copy}{demo.SIDECAR}").write_text(json.dumps(saved), encoding="utf-8")
+    return copy
+
+
+def test_a_recorded_live_walkthrough_replays_offline_with_the_network_closed(recorded):
+    repo, recording, live = recorded
+    assert live.returncode == 0, live.out + live.err
+    assert f"recorded 7 model calls to {recording}, and what a replay needs besides to {recording}.walkthrough.json" \
+        in live.out and f"python demo.py --replay {recording}" in live.out
+    replay = run_demo(repo, "--replay", str(recording), offline=True)  # no OPENAI_ variable: no key, no server
+    assert replay.returncode == 0 and replay.err == "", replay.out + replay.err
+    assert f"(replaying {recording}: the recorded model, offline)" in replay.out
+    assert HEADING.findall(replay.out) == ["1", "2", "3", "4", "10"]
+    assert TRANSCRIPT.findall(replay.out) == TRANSCRIPT.findall(live.out)  # the same items, both ways
+    assert len(TRANSCRIPT.findall(live.out)) >= 14
+    said = " ".join(replay.out.split())
+    reported = re.findall(r"· (ch\d+: [^·✓✗]*?): yes \(reported, not asserted", " ".join(live.out.split()))
+    assert len(reported) == 5  # what the live run only reported, the replay asserts, as it was
+    for rule in reported:
+        assert f"✓ {rule}: yes, as when recorded" in said, rule
+    for number, calls in ((1, "1 model call"), (2, "2 model calls"), (3, "2 model calls"), (4, "2 model calls")):
+        assert f"✓ ch{number}: its {calls} asked what was recorded (Replay compared each request" in said
+    assert "✓ ch10: it made no model call, as when recorded" in said
+    assert "✓ all: the replay asked for all 7 recorded model calls (assert_complete)" in said
+    passed, total = map(int, SUMMARY.findall(replay.out)[0])
+    assert passed == total == len(INVARIANT.findall(replay.out))
+
+
+def test_no_credential_nor_per_run_value_reaches_the_recording(recorded):
+    _, recording, live = recorded
+    assert live.returncode == 0, live.out + live.err
+    sidecar = Path(f"{recording}{demo.SIDECAR}")
+    for path in (recording, sidecar):
+        text = path.read_text(encoding="utf-8")
+        assert KEY not in text and "Bearer" not in text and demo.API_KEY not in text, path
+        assert "miniagents-demo-" not in text  # the walkthrough's temporary folder, another one in every run
+        if os.name == "posix":
+            assert path.stat().st_mode & 0o077 == 0, path  # readable by its owner only
+
+
+def test_a_key_in_the_base_url_reaches_neither_stderr_nor_the_recording(tmp_path):
+    """Some gateways take the key in the URL (?api-key=...): the line saying the server is down shows the URL
+    without its query and its user:password@."""
+    recording = tmp_path / "run.jsonl"
+    url = f"http://dana:{KEY}@127.0.0.1:{closed_port()}/v1"
+    proc = run_demo(bare_copy(tmp_path), "--live", "--model", "tiny", "--chapter", "1", "--record", str(recording),
+                    env={"OPENAI_BASE_URL": f"{url}?api-key={KEY}", "OPENAI_API_KEY": "x"})
+    assert proc.returncode == 1 and proc.err.startswith("live: chapter 1 could not run: "), proc.out + proc.err
+    assert url.replace(f"dana:{KEY}@", "") in proc.err
+    saved = Path(f"{recording}{demo.SIDECAR}").read_text(encoding="utf-8")
+    assert "could not connect" in saved
+    for text in (proc.err, proc.out, saved, recording.read_text(encoding="utf-8")):
+        assert KEY not in text and "dana" not in text
+
+
+def test_the_sidecar_is_redacted_as_the_recording_is(tmp_path, monkeypatch):
+    """What a chapter's failure said, or a rule named, may quote the environment's credentials: the sidecar
+    replaces them as the recorder does."""
+    token = "hf_SECRET_0123456789abcdef"
+    monkeypatch.setenv("HF_TOKEN", token)
+    path = tmp_path / "run.jsonl"
+    chapter = {"number": 1, "title": demo.CHAPTERS[0][0], "calls": 0, "could_not_run": f"the server said {token}"}
+    demo.write_sidecar(str(path), [chapter], {f"ch1: the chapter ran to its end (it raised X: {token})": False},
+                       None)
+    saved = Path(f"{path}{demo.SIDECAR}").read_text(encoding="utf-8")
+    assert token not in saved and saved.count("[REDACTED]") == 2, saved
+
+
+def test_the_network_guard_of_the_replay_tests_is_real(server, tmp_path):
+    from openai_server import chat_completion
+
+    server.reply(chat_completion("We're open 9 to 5."))
+    proc = run_demo(bare_copy(tmp_path), "--live", "--model", "tiny", "--chapter", "1", offline=True,
+                    env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
+    assert proc.returncode == 1 and "the network is closed in this test" in proc.err, proc.out + proc.err
+    assert server.requests == []
+
+
+def test_a_tampered_recording_says_which_request_and_field_changed_and_fails(recorded, tmp_path):
+    """Request 2 is chapter 2's first: chapter 1 still passes, chapter 2 fails naming the request and the field,
+    the chapters whose calls come after it cannot be reached, and the calls left unasked are named at the end."""
+    repo, recording, _ = recorded
+
+    def ask_another_question(number, call):
+        if number == 2:
+            call["request"]["input"][0]["content"] = "Where is my order A2?"
+
+    proc = run_demo(repo, "--replay", str(copy_of(recording, tmp_path / "tampered", ask_another_question)),
+                    offline=True)
+    said = " ".join(proc.out.split())
+    assert proc.returncode == 4, proc.out + proc.err  # chapters 2, 3, 4 and the whole-walkthrough checks
+    assert "✗ ch2: the walkthrough changed since the recording: request 2 differs from the recording at " \
+           'input[0].content: recorded "Where is my order A2?", received "Where is my order A1?"' in said, said
+    assert "✓ ch1: " in said and "✓ ch10: " in said
+    for number in (3, 4):
+        assert f"✗ ch{number}: not replayed: chapter 2 left recorded calls unasked" in said
+    assert "7 recorded model calls (assert_complete) (ReplayIncomplete: 6 recorded request(s) were not asked " \
+           "for: [2, 3, 4, 5, 6, 7])" in said
+    assert "Traceback" not in proc.err
+
+
+def test_a_replayed_choice_must_come_out_as_it_was_recorded(recorded, tmp_path):
+    repo, recording, _ = recorded
+
+    def said_no(saved):
+        for rule in saved["reported"]:
+            if rule["rule"].startswith("ch2: the model called get_order_status"):
+                rule["held"] = False
+
+    proc = run_demo(repo, "--replay", str(copy_of(recording, tmp_path / "flipped", change_sidecar=said_no)),
+                    offline=True)
+    assert proc.returncode == 1, proc.out + proc.err
+    assert "✗ ch2: the model called get_order_status; its next call got that call's output, as JSON text: yes, " \
+           "but no when recorded" in " ".join(proc.out.split())
+
+
+def bump_chapter_1(saved):
+    saved["chapters"][0]["calls"] += 1
+
+
+def rename_chapter_1(saved):
+    saved["chapters"][0]["title"] = "The loop, as it was"
+
+
+def test_replay_refuses_a_recording_it_cannot_replay_in_one_line(recorded, tmp_path):
+    repo, recording, _ = recorded
+    not_json = tmp_path / "notes.jsonl"
+    not_json.write_text("these are my notes\n", encoding="utf-8")
+    alone = tmp_path / "alone" / "walkthrough.jsonl"
+    alone.parent.mkdir()
+    alone.write_bytes(recording.read_bytes())
+    cases = [
+        ([str(tmp_path / "missing.jsonl")], "cannot read the recording "),
+        ([str(not_json)], "notes.jsonl' line 1 is not JSON"),
+        ([str(alone)], f"cannot read {alone}.walkthrough.json (No such file or directory), which --live --record "),
+        ([str(recording), "--chapter", "1"], "holds chapters 1, 2, 3, 4, 10, and --chapter asked for 1: a replay "
+                                             "plays the chapters that were recorded"),
+        ([str(copy_of(recording, tmp_path / "bumped", change_sidecar=bump_chapter_1))],
+         "holds 7 model calls, and its sidecar counts 8: they are not from one recording"),
+        ([str(copy_of(recording, tmp_path / "renamed", change_sidecar=rename_chapter_1))],
+         "chapter 1 was recorded as 'The loop, as it was', and is now 'The loop: one plain answer'"),
+    ]
+    for args, said in cases:
+        proc = run_demo(repo, "--replay", *args, offline=True)
+        assert proc.returncode != 0 and proc.out == "", (args, proc.out, proc.err)
+        lines = proc.err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("replay: no chapter ran: ") and said in lines[0], (args, lines)
+    same = run_demo(repo, "--replay", str(recording), *"--chapter 10 --chapter 4 --chapter 3 --chapter 2 "
+                    "--chapter 1".split(), "--quiet", offline=True)
+    assert same.returncode == 0, same.out + same.err
+
+
+def test_record_and_replay_say_what_they_go_with(tmp_path):
+    repo = bare_copy(tmp_path)
+    alone = run_demo(repo, "--record", str(tmp_path / "run.jsonl"))
+    assert alone.returncode == 2 and "--record goes with --live" in alone.err
+    both = run_demo(repo, "--live", "--replay", str(tmp_path / "run.jsonl"))
+    assert both.returncode == 2 and "--replay plays a recording offline; it does not go with --live" in both.err
+    scripted = run_demo(repo, "--replay", str(tmp_path / "run.jsonl"), "--chapter", "6")
+    assert scripted.returncode == 2 and "--chapter 6 needs the scripted model" in scripted.err
+    unwritable = run_demo(repo, "--live", "--record", str(tmp_path / "no-such-folder" / "run.jsonl"),
+                          env={"OPENAI_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1", "OPENAI_API_KEY": KEY})
+    assert unwritable.returncode == sum(bool(c[3]) for c in demo.CHAPTERS) and unwritable.out == ""
+    assert unwritable.err.startswith("record: no chapter ran: cannot write the recording "), unwritable.err
+
+
+def test_a_sidecar_that_cannot_be_written_is_said_and_counted(tmp_path):
+    recording = tmp_path / "run.jsonl"
+    Path(f"{recording}{demo.SIDECAR}").mkdir()  # a folder where the sidecar goes: it cannot be written
+    proc = run_demo(bare_copy(tmp_path), "--live", "--chapter", "10", "--record", str(recording),
+                    env={"OPENAI_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1", "OPENAI_API_KEY": KEY})
+    assert proc.returncode == 1, proc.out + proc.err  # chapter 10 passed; the recording cannot be replayed
+    assert proc.err.startswith(f"record: cannot write {recording}.walkthrough.json (") and \
+        proc.err.endswith("): the recording cannot be replayed without it\n"), proc.err
+    assert "broke a rule: the recording's sidecar (exit status 1)" in proc.out
+
+
+def test_an_interrupted_recording_leaves_no_older_sidecar_beside_it(tmp_path, monkeypatch):
+    """A sidecar describes one recording: recording again removes the old one first, so a run that dies midway
+    leaves a recording --replay refuses, not one it pairs with another run's chapters."""
+    recording = tmp_path / "run.jsonl"
+    older = Path(f"{recording}{demo.SIDECAR}")
+    older.write_text('{"kind": "miniagents walkthrough recording"}', encoding="utf-8")
+
+    def interrupted(desk, chosen, recorder):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "live_model", lambda name: (object(), None))
+    monkeypatch.setattr(demo, "play_all", interrupted)
+    with pytest.raises(KeyboardInterrupt), redirect_stdout(io.StringIO()):
+        demo.main(["--live", "--record", str(recording)])
+    assert recording.read_text(encoding="utf-8") == '{"version": 1, "kind": "miniagents recording"}\n'
+    assert not older.exists()
+
+
+def test_a_chapter_the_server_failed_when_recorded_fails_alike_in_the_replay(server, tmp_path):
+    """The server fails every request that carries a tool's output: chapters 2 and 4 recorded their first call
+    only. The replay serves each chapter its own calls, so each stops where it stopped, and chapter 3 is served
+    chapter 3's call."""
+    from openai_server import chat_completion
+
+    failure = {"error": {"message": "tool messages are not supported", "type": "internal_server_error"}}
+    server.judge = lambda body: (500, failure) if any(m.get("role") == "tool" for m in body["messages"]) else None
+    server.reply(chat_completion("We're open 9 to 5."))
+    server.reply(chat_completion(tool_calls=[("call_7", "get_order_status", '{"order_id": "A1", '
+                                                                             '"include_items": false}')]))
+    server.reply(chat_completion('{"response": {"order_id": "A1", "status": "in transit", "eta_days": 3, '
+                                 '"reply": "In 3 days."}}'))
+    server.reply(chat_completion(tool_calls=[("call_9", "transfer_to_refunds_specialist", "{}")]))
+    recording = tmp_path / "run.jsonl"
+    repo = bare_copy(tmp_path)
+    live = run_demo(repo, "--live", "--model", "tiny", "--record", str(recording),
+                    env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
+    assert live.returncode == 2, live.out + live.err
+    replay = run_demo(repo, "--replay", str(recording), offline=True)
+    assert replay.returncode == 2, replay.out + replay.err
+    lines = replay.err.splitlines()
+    assert [line.split(": the model server at ")[0] for line in lines] == [
+        "replay: chapter 2 could not run when it was recorded", "replay: chapter 4 could not run when it was recorded"]
+    assert all("HTTP 500" in line and "tool messages are not supported" in line for line in lines)
+    said = " ".join(replay.out.split())
+    assert "✓ ch3: its 1 model call asked what was recorded" in said
+    assert "✓ all: the replay asked for all 4 recorded model calls" in said
+    assert "did not run to their end or broke a rule: chapter 2, chapter 4 (exit status 2)" in said
 
 
 # --- the package on a Python it does not support ---------------------------------------------------------
