@@ -67,7 +67,12 @@ class Ready(AlreadyDone):
 
 
 class Deadline(Exception):
-    """Raised by `resolve`/`in_thread` when `timeout` seconds passed first."""
+    """Raised by `resolve`/`in_thread` when `timeout` seconds passed first. `still_running`: the work was a sync
+    function, which cannot be stopped: it goes on in its thread and may still finish (an async one is cancelled)."""
+
+    def __init__(self, still_running: bool = False):
+        super().__init__()
+        self.still_running = still_running
 
 
 class Cancelled(Exception):
@@ -96,7 +101,7 @@ def start_thread(fn: Callable[[], Any], name: str = "miniagents-worker") -> Call
     def join(timeout: Optional[float] = None) -> Any:
         worker.join(timeout)
         if worker.is_alive():
-            raise Deadline()
+            raise Deadline(still_running=True)
         if "error" in box:
             raise box["error"]
         return box["value"]

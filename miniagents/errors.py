@@ -72,9 +72,15 @@ class ModelHTTPError(AgentsException):
 
 
 class ToolTimeoutError(AgentsException):
-    def __init__(self, tool_name: str, timeout_seconds: float):
-        self.tool_name, self.timeout_seconds = tool_name, timeout_seconds
-        super().__init__(f"Tool '{tool_name}' timed out after {timeout_seconds:g} seconds.")
+    """A tool did not return within its timeout. `still_running`: it was a sync function, which cannot be stopped:
+    it goes on and may still complete, so the text the model sees says its effects may still happen."""
+
+    def __init__(self, tool_name: str, timeout_seconds: float, still_running: bool = False):
+        self.tool_name, self.timeout_seconds, self.still_running = tool_name, timeout_seconds, still_running
+        text = f"Tool '{tool_name}' timed out after {timeout_seconds:g} seconds."
+        if still_running:
+            text += " It could not be stopped and may still complete: what it does may still happen."
+        super().__init__(text)
 
 
 class InputGuardrailTripwireTriggered(AgentsException):

@@ -24,7 +24,7 @@ from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunE
 from .handoffs import HandoffInputData
 from .hooks import AgentHooks, HookPlugin, RunHooks
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
-                    function_call_output, item_problem, to_input_list)
+                    function_call_output, item_problem, preview, to_input_list)
 from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import HostedTool
@@ -229,14 +229,40 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
             pre_handoff_items=tuple(state.generated_items[:turn_start]),
             new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
         filtered = caller.call(input_filter, data)
-        if not isinstance(filtered, HandoffInputData):
-            raise UserError(f"Invalid input filter result: {filtered!r}")
+        problem = filter_problem(filtered)
+        if problem:
+            raise UserError(f"Invalid input filter result: the handoff input filter "
+                            f"{getattr(input_filter, '__name__', input_filter)!r} returned "
+                            f"{problem}: it must return a HandoffInputData whose input_history is a string or "
+                            f"input items (dicts) and whose items are run items")
         history = filtered.input_history
         state.original_input = history if isinstance(history, str) else list(history)
         state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
         state.rebuild_transcript()
     state.current_agent = new_agent
     return item
+
+
+def filter_problem(filtered: Any) -> Optional[str]:
+    """What is wrong with a handoff input filter's result, or None."""
+    if not isinstance(filtered, HandoffInputData):
+        return f"{type(filtered).__name__} {preview(repr(filtered))}"
+    history = filtered.input_history
+    if not isinstance(history, str):
+        if not isinstance(history, (list, tuple)):
+            return f"input_history of type {type(history).__name__}"
+        for n, item in enumerate(history):
+            problem = item_problem(item)
+            if problem:
+                return f"input_history[{n}] that {problem}"
+    for field_name in ("pre_handoff_items", "new_items"):
+        items = getattr(filtered, field_name)
+        if not isinstance(items, (list, tuple)):
+            return f"{field_name} of type {type(items).__name__}"
+        for n, item in enumerate(items):
+            if not isinstance(getattr(item, "raw_item", None), dict) or item_problem(item.raw_item):
+                return f"{field_name}[{n}] that is not a run item: {preview(repr(item))}"
+    return None
 
 
 # --- The session: read once at the start, written once per completed turn ----------------------------

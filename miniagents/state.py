@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
@@ -172,7 +173,8 @@ class RunState(Generic[TContext]):
         return dump_state(self, context_serializer)
 
     def to_string(self, *, context_serializer: Optional[Callable] = None) -> str:
-        return json.dumps(self.to_json(context_serializer=context_serializer), ensure_ascii=False, indent=2)
+        return json.dumps(self.to_json(context_serializer=context_serializer), ensure_ascii=False, indent=2,
+                          allow_nan=False)  # strict JSON: every parser reads it
 
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
@@ -217,7 +219,9 @@ ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
 
 
 def _json_path_error(value: Any, path: str = "context") -> Optional[str]:
-    """The first key path in `value` that JSON cannot hold, or None."""
+    """The first key path in `value` that JSON cannot hold (NaN and infinities included), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} ({value!r}: JSON has no such number)"
     if value is None or isinstance(value, (str, int, float, bool)):
         return None
     if isinstance(value, dict):

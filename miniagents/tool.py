@@ -24,6 +24,8 @@ from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, funct
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
+CANCEL_GRACE = 0.1  # seconds an async tool past its timeout gets for its cancellation to land
+EXITS = (KeyboardInterrupt, SystemExit)  # what a tool raising propagates, never turned into a text for the model
 logger = logging.getLogger("miniagents")
 
 
@@ -142,7 +144,9 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                 if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
                     args.insert(0, ctx)
                 result = fn(*args, **kwargs)
-            except Exception as error:
+            except BaseException as error:  # GeneratorExit and other BaseExceptions too: only an exit propagates
+                if isinstance(error, EXITS):
+                    raise
                 return caller.Ready(failure_text(tool, ctx, raw_args, error))
             return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else caller.Ready(result)
 
@@ -446,15 +450,22 @@ def output_text(value: Any) -> str:
 
 
 def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> Any:
-    """Run the tool; past `timeout_seconds` stop waiting (async tools are cancelled, sync ones abandoned)."""
+    """Run the tool; past `timeout_seconds` stop waiting: an async tool is cancelled (its cancel gets a moment to
+    land), a sync one is abandoned, still running: the error says so."""
     seconds = tool.timeout_seconds
     if seconds is None:
         return caller.call(tool.on_invoke_tool, ctx, raw_args)
+    join = caller.start_thread(lambda: caller.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
+                               f"tool-{tool.name}")
     try:
-        return caller.in_thread(lambda: caller.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
-                             timeout=seconds, name=f"tool-{tool.name}")
-    except caller.Deadline:
-        raise ToolTimeoutError(tool.name, seconds) from None
+        try:
+            return join(seconds)
+        except caller.Deadline as late:
+            if not late.still_running:
+                raise
+            return join(CANCEL_GRACE)  # an async tool's cancel lands now; a sync tool still going will not stop
+    except caller.Deadline as late:
+        raise ToolTimeoutError(tool.name, seconds, late.still_running) from None
 
 
 def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
@@ -466,9 +477,9 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, tool_output(value)
-    except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped by a cancelled run: no output
+    except (NestedInterruption, caller.Cancelled, *EXITS):  # paused inside, stopped by a cancel, or an exit
         raise
-    except Exception as error:
+    except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
 

@@ -305,3 +305,27 @@ def test_handing_off_back_and_forth_keeps_one_transcript():
     assert result.final_output == "A again"
     assert result.last_agent is a
     assert kinds(a_model.calls[1].input) == ["user", "call:h1", "out:h1", "call:h2", "out:h2"]
+
+
+@pytest.mark.parametrize("filtered, named", [
+    (lambda data: HandoffInputData(input_history=[("role", "user")], pre_handoff_items=(), new_items=()),
+     "input_history[0] that is not an object"),
+    (lambda data: HandoffInputData(input_history=[{"role": "robot", "content": "x"}], pre_handoff_items=(),
+                                   new_items=()), "input_history[0] that has role"),
+    (lambda data: HandoffInputData(input_history=7, pre_handoff_items=(), new_items=()), "input_history of type int"),
+    (lambda data: HandoffInputData(input_history="hi", pre_handoff_items=({"role": "user"},), new_items=()),
+     "pre_handoff_items[0] that is not a run item"),
+    (lambda data: HandoffInputData(input_history="hi", pre_handoff_items=(), new_items=None),
+     "new_items of type NoneType"),
+], ids=["tuple item", "bad role", "not a list", "dict instead of run item", "None items"])
+def test_an_input_filter_returning_malformed_history_is_a_user_error_naming_the_filter_and_the_part(filtered, named):
+    """It once raised a raw ValueError ("dictionary update sequence...") from deep inside."""
+    def tidy(data):
+        return filtered(data)
+
+    specialist, _ = make_agent([[assistant_message("never")]], name="Specialist")
+    agent, _ = make_agent([[function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          handoffs=[handoff(specialist, input_filter=tidy)])
+    with pytest.raises(UserError) as refused:
+        Runner.run_sync(agent, "go")
+    assert "'tidy'" in str(refused.value) and named in str(refused.value)

@@ -421,7 +421,7 @@ def test_a_slow_sync_tool_times_out_with_a_message_and_the_run_continues():
     start = time.monotonic()
     result, text = run_one_call(slow, "{}")
     assert time.monotonic() - start < 0.45
-    assert text == "Tool 'slow' timed out after 0.05 seconds."
+    assert text == "Tool 'slow' timed out after 0.05 seconds. It could not be stopped and may still complete: what it does may still happen."  # a sync function runs on
     assert result.final_output == "done"
 
 
@@ -470,10 +470,34 @@ def test_timeout_behavior_raise_exception_raises_tool_timeout_error(is_async):
     tool = function_tool(slow, timeout=0.05, timeout_behavior="raise_exception")
     agent, model = make_agent([[function_call("slow", "{}", call_id="c1")], [assistant_message("never")]],
                               tools=[tool])
-    with pytest.raises(ToolTimeoutError, match=r"^Tool 'slow' timed out after 0.05 seconds\.$") as info:
+    with pytest.raises(ToolTimeoutError, match=r"^Tool 'slow' timed out after 0.05 seconds\.") as info:
         Runner.run_sync(agent, "go")
     assert info.value.tool_name == "slow" and info.value.timeout_seconds == 0.05
+    assert info.value.still_running is not is_async  # an async tool is cancelled; a sync one cannot be
     assert len(model.calls) == 1
+
+
+def test_an_approved_sync_tool_past_its_timeout_that_still_completes_is_not_reported_as_not_having_happened(tmp_path):
+    """The model and the session are told the call may still complete, and it does (issue 20, item 4)."""
+    done = threading.Event()
+
+    @function_tool(timeout=0.05, needs_approval=True)
+    def transfer() -> str:
+        time.sleep(0.3)
+        done.set()  # the side effect happens after the deadline
+        return "transferred"
+
+    from miniagents import RunState, SQLiteSession
+
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    agent, model = make_agent([[function_call("transfer", "{}", call_id="c1")], [assistant_message("ok")]],
+                              tools=[transfer])
+    state = Runner.run_sync(agent, "go", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    Runner.run_sync(agent, RunState.from_string(agent, state.to_string()), session=session)
+    told = outputs_sent(model.calls[1])["c1"]
+    assert "may still complete" in told and done.wait(10)
+    assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == [told]
 
 
 def test_timeout_messages_format_seconds_like_upstream():
@@ -757,3 +781,36 @@ def test_a_failed_calls_output_value_is_the_text_the_model_saw_for_manual_tools_
     outputs = {i.call_id: i for i in result.new_items if i.type == "tool_call_output_item"}
     assert outputs["c1"].output == outputs["c1"].raw_item["output"] == REDACTED
     assert outputs["c2"].output == outputs["c2"].raw_item["output"] == "Tool 'slow' timed out after 0.05 seconds."
+
+
+class Unusual(BaseException):
+    """A BaseException that is neither an exit nor an interrupt."""
+
+
+@pytest.mark.parametrize("raised", [GeneratorExit, Unusual], ids=["GeneratorExit", "custom BaseException"])
+@pytest.mark.parametrize("concurrent", [False, True], ids=["alone", "beside another call"])
+def test_a_tool_raising_a_base_exception_that_is_no_exit_is_a_failure_the_model_is_told(raised, concurrent):
+    """It once escaped run_sync untyped; KeyboardInterrupt and SystemExit still propagate (tested elsewhere)."""
+    @function_tool
+    def odd() -> str:
+        raise raised()
+
+    @function_tool
+    def fine() -> str:
+        return "fine"
+
+    calls = [function_call("odd", "{}", call_id="c1")] + ([function_call("fine", "{}", call_id="c2")] if concurrent
+                                                          else [])
+    agent, model = make_agent([calls, [assistant_message("done")]], tools=[odd, fine])
+    result = Runner.run_sync(agent, "go")
+    assert result.final_output == "done" and outputs_sent(model.calls[1])["c1"] == REDACTED
+
+
+def test_a_tool_raising_system_exit_still_ends_the_program():
+    @function_tool
+    def leave() -> str:
+        raise SystemExit(3)
+
+    agent, _ = make_agent([[function_call("leave", "{}", call_id="c1")], [assistant_message("never")]], tools=[leave])
+    with pytest.raises(SystemExit):
+        Runner.run_sync(agent, "go")

@@ -166,6 +166,16 @@ def test_non_serialisable_context_is_a_type_error_naming_the_key():
         conn.close()
 
 
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_a_context_number_json_cannot_hold_is_a_type_error_naming_its_path_not_written_as_nan(number):
+    """Python's json writes NaN and Infinity, which strict JSON parsers refuse: refused with its path instead."""
+    _, state, _, _ = paused_state(context={"user": "ann", "scores": [1.5, number]})
+    with pytest.raises(TypeError, match=r"context\['scores'\]\[1\].*no such number"):
+        state.to_string()
+    with pytest.raises(TypeError, match=r"context\['scores'\]\[1\]"):
+        state.to_json()
+
+
 def test_a_nested_non_serialisable_value_is_named_by_its_path():
     _, state, _, _ = paused_state(context={"deps": {"clients": [1, object()]}})
     with pytest.raises(TypeError, match=r"context\['deps'\]\['clients'\]\[1\]"):
