@@ -69,3 +69,12 @@ def test_the_local_server_snippet_talks_chat_completions_to_the_base_url(monkeyp
         assert request["body"]["messages"][0] == {"role": "system", "content": "Answer in one sentence."}
     finally:
         server.close()
+
+
+def test_the_usage_limits_snippet_stops_resumes_and_prints_what_its_comments_say():
+    code = next(block for block in python_blocks() if "UsageLimits(" in block)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    expected = [m.strip() for m in re.findall(r"print\(.*\)\s+#\s*(.*)", code)]
+    assert out.getvalue().splitlines() == expected
