@@ -96,7 +96,7 @@ class Call:
 class ModelOutput:
     """`classify_output`'s reading of one response: its run items in model order, and its function calls."""
 
-    items: list
+    items: list = field(default_factory=list)
     calls: list = field(default_factory=list)
     replays: int = 0  # calls dropped as exact replays of calls that already ran (see assign_call_ids)
     raw: list = field(default_factory=list)  # the response's items as read (what a pause keeps)
@@ -167,7 +167,7 @@ class TurnResult:
     agent: Any
     new_items: list
     next_step: Any
-    output: ModelOutput = field(default_factory=lambda: ModelOutput([]))
+    output: ModelOutput = field(default_factory=ModelOutput)
     settled: Optional[SettledCalls] = None
     resumed: bool = False  # a paused turn run again: another resume of the same state may have saved it
     start: int = 0  # where the turn's items begin in `state.generated_items`

@@ -1,0 +1,188 @@
+"""The kernel alone: a copy of `miniagents/` with every shell folder deleted still runs the loop (issue 19).
+
+The kernel is the modules directly in miniagents/ and in miniagents/models/; the shells (tracing/, retry/,
+capabilities/, upstream/, recording/, ...) are optional folders a vendorer may leave out. The test copies the
+package, deletes every shell folder, and runs, under `python -S -I`: a tool run, a handoff, an agent as a tool, a
+blocking input guardrail, an approval paused, written as JSON and resumed in a new process, a SQLiteSession
+conversation, a streamed run and a Chat Completions call against the project's test server. A deleted shell's
+names raise an ImportError naming the feature and its folder, and `hasattr` answers False for them.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from miniagents import seams
+from openai_server import OpenAITestServer, chat_completion
+from support import ROOT
+
+SCRIPT = r'''
+import asyncio, json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the project folder, as a vendoring app does
+from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, OpenAIChatCompletionsModel,
+                        Runner, RunState, SQLiteSession, function_tool, input_guardrail)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+report = {}
+
+@function_tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+@function_tool(needs_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+def run(agent, input, **kw):
+    return Runner.run_sync(agent, input, **kw).final_output
+
+model = ScriptedModel([[function_call("weather", {"city": "Paris"}, call_id="c1")], [assistant_message("sunny")]])
+report["tool"] = run(Agent(name="A", tools=[weather], model=model), "weather?")
+
+billing = Agent(name="Billing", model=ScriptedModel([[assistant_message("billing here")]]))
+triage = Agent(name="Triage", handoffs=[billing], model=ScriptedModel([[function_call("transfer_to_billing", {}, call_id="h1")]]))
+report["handoff"] = run(triage, "bill me")
+
+inner = Agent(name="Inner", model=ScriptedModel([[assistant_message("inner answer")]]))
+outer = Agent(name="Outer", tools=[inner.as_tool("ask_inner", "Ask.")],
+              model=ScriptedModel([[function_call("ask_inner", {"input": "q"}, call_id="o1")],
+                                   [assistant_message("outer answer")]]))
+report["agent_tool"] = run(outer, "go")
+
+@input_guardrail
+def no_secrets(ctx, agent, input):
+    return GuardrailFunctionOutput(output_info=None, tripwire_triggered="secret" in str(input))
+
+guarded_model = ScriptedModel([[assistant_message("never")]])
+try:
+    run(Agent(name="G", input_guardrails=[no_secrets], model=guarded_model), "a secret")
+except InputGuardrailTripwireTriggered:
+    report["guardrail"] = f"tripped, {len(guarded_model.calls)} model calls"
+
+session = SQLiteSession("chat", os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat.db"))
+chat = Agent(name="Chat", model=ScriptedModel([[assistant_message("hi")], [assistant_message("again")]]))
+run(chat, "hello", session=session)
+run(chat, "hello again", session=session)
+report["session_items"] = len(session.get_items())
+
+streamed = Runner.run_streamed(Agent(name="S", model=ScriptedModel([[assistant_message("streamed")]])), "s")
+async def drain():
+    return [event.type async for event in streamed.stream_events()]
+report["stream_events"] = len(asyncio.run(drain()))
+report["streamed"] = streamed.final_output
+
+chat_model = OpenAIChatCompletionsModel(model="m", base_url=sys.argv[1], api_key="not-a-real-key")
+report["chat_completions"] = run(Agent(name="Live", model=chat_model), "say hi")
+
+payer_model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="p1")]])
+paused = Runner.run_sync(Agent(name="Payer", tools=[pay], model=payer_model), "pay 5")
+state = paused.to_state()
+state.approve(state.get_interruptions()[0])
+report["paused_json"] = state.to_string()
+
+import miniagents
+report["missing"] = {}
+for name in ("Workspace", "trace", "ModelRetrySettings", "Recorder", "run_demo_loop"):
+    try:
+        exec(f"from miniagents import {name}")
+        said = "imported"
+    except ImportError as error:
+        said = str(error)
+    report["missing"][name] = [said, hasattr(miniagents, name)]
+try:
+    import miniagents.tracing
+    report["import_shell"] = "imported"
+except ImportError as error:
+    report["import_shell"] = str(error)
+report["shells_loaded"] = sorted(m for m in sys.modules if m.split(".")[1:2] and m.split(".")[1] in {SHELLS})
+print(json.dumps(report))
+'''
+
+RESUME = r'''
+import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from miniagents import Agent, Runner, RunState, function_tool
+from miniagents.testing import ScriptedModel, assistant_message
+
+paid = []
+
+@function_tool(needs_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    paid.append(amount)
+    return f"paid {amount}"
+
+agent = Agent(name="Payer", tools=[pay], model=ScriptedModel([[assistant_message("paid it")]]))
+state = RunState.from_string(agent, sys.stdin.read())
+print(json.dumps({"final": Runner.run_sync(agent, state).final_output, "paid": paid}))
+'''
+
+
+@pytest.fixture
+def kernel_copy(tmp_path):
+    folder = tmp_path / "app"
+    shutil.copytree(os.path.join(ROOT, "miniagents"), folder / "miniagents",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for shell in seams.SHELLS:
+        shutil.rmtree(folder / "miniagents" / shell, ignore_errors=True)
+    left = sorted(p.name for p in (folder / "miniagents").iterdir() if p.is_dir())
+    assert left == ["models"], left  # only the kernel's own folder is left
+    (folder / "app.py").write_text(SCRIPT.replace("{SHELLS}", repr(set(seams.SHELLS))), encoding="utf-8")
+    (folder / "resume.py").write_text(RESUME, encoding="utf-8")
+    return folder
+
+
+def run_isolated(folder, script, *args, stdin=None):
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-S", "-I", script, *args], cwd=str(folder), env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_kernel_without_any_shell_runs_every_part_of_the_loop(kernel_copy):
+    server = OpenAITestServer()
+    try:
+        server.reply(chat_completion("hi from a server"))
+        report = run_isolated(kernel_copy, "app.py", server.url)
+    finally:
+        server.close()
+    assert report["tool"] == "sunny" and report["handoff"] == "billing here"
+    assert report["agent_tool"] == "outer answer" and report["guardrail"] == "tripped, 0 model calls"
+    assert report["session_items"] == 4 and report["streamed"] == "streamed" and report["stream_events"] > 0
+    assert report["chat_completions"] == "hi from a server"
+    resumed = run_isolated(kernel_copy, "resume.py", stdin=report["paused_json"])  # a new process, from the JSON
+    assert resumed == {"final": "paid it", "paid": [5]}
+    assert report["shells_loaded"] == []
+
+
+def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(kernel_copy):
+    server = OpenAITestServer()
+    try:
+        server.reply(chat_completion("hi"))
+        report = run_isolated(kernel_copy, "app.py", server.url)
+    finally:
+        server.close()
+    folders = {"Workspace": "capabilities", "trace": "tracing", "ModelRetrySettings": "retry", "Recorder": "recording",
+               "run_demo_loop": "upstream"}
+    for name, (said, has) in report["missing"].items():
+        assert f"miniagents/{folders[name]}/" in said and "does not have" in said, (name, said)
+        assert has is False, name
+    assert "miniagents/tracing/" in report["import_shell"] and "tracing" in report["import_shell"]
+
+
+def test_import_miniagents_loads_no_shell_and_a_plain_run_neither():
+    code = ("import sys, miniagents\n"
+            "from miniagents import Agent, Runner\n"
+            "from miniagents.testing import ScriptedModel, assistant_message\n"
+            "Runner.run_sync(Agent(name='a', model=ScriptedModel([[assistant_message('hi')]])), 'hi')\n"
+            f"shells = {set(seams.SHELLS)!r}\n"
+            "print(sorted(m for m in sys.modules if m.startswith('miniagents.') and m.split('.')[1] in shells))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
