@@ -56,7 +56,7 @@ _TOOLS = ("Tool", "ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", 
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
     "Session": "session", "SessionABC": "session", "SQLiteSession": "sqlite_session", "SessionSettings": "session",
-    "DBAPISession": "dbapi_session", "SessionStoreError": "sql_session",
+    "DBAPISession": "dbapi", "SessionStoreError": "sql_session",
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider", "MultiProvider": "models.provider",
     "set_default_openai_client": "models.provider", "ModelTracing": "models.interface",

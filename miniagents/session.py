@@ -3,7 +3,7 @@
 Holds the contract every session keeps: `SessionSettings`, the `Session` protocol (`SessionABC` is its
 abstract-class form) and `SessionItems`. `prepare` reads the history with `get_items`; the end of each turn
 writes that turn's items with one `add_items` (one transaction). The implementations live next to this module
-and are importable from here too: `SQLiteSession` (sqlite_session.py) and `DBAPISession` (dbapi_session.py),
+and are importable from here too: `SQLiteSession` (sqlite_session.py) and `DBAPISession` (the dbapi shell, miniagents/dbapi/),
 both built on the SQL tables of sql_session.py. This module stores nothing itself and imports nothing of the
 kernel but the settings overlay: it is loaded only when a run uses a session.
 

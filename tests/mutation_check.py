@@ -284,7 +284,7 @@ MUTANTS: List[Mutant] = [
       "os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600",
       "os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644",
       "a new SQLite database file is readable by its owner only", "test_session"),
-    M("dbapi_session.py",
+    M("dbapi/__init__.py",
       "                    if attempt == self.max_attempts or (unknown and not repeatable):",
       "                    if attempt == self.max_attempts:",
       "a write whose commit outcome is unknown is not repeated unless repeating it changes nothing",

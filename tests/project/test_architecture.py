@@ -19,7 +19,7 @@ LAYERS = {
     "data": ["errors", "seams", "items", "context", "caller"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
                      "hooks", "config", "agent_output", "agent"],
-    "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session", "dbapi_session"],
+    "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
     "running": ["state", "turn", "result", "run", "testing", "trace"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
@@ -31,7 +31,7 @@ MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "valida
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set()}
+SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set(), "dbapi": set()}
 # The kernel names a shell only as text, in these modules: seams.load_shell and the finder, the package's table of
 # names that load on first use, and trace.py (the tracing shell's command under its old name).
 NAMES_SHELLS = {"seams", "__init__", "trace"}

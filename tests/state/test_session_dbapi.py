@@ -23,7 +23,7 @@ import types
 import pytest
 from hypothesis import given, strategies as st
 
-from miniagents import dbapi_session
+from miniagents import dbapi as dbapi_session
 from miniagents.errors import UserError
 from miniagents.session import DBAPISession, SessionStoreError
 from miniagents.sql_dialect import ParamStyle

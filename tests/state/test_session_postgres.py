@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from miniagents import dbapi_session
+from miniagents import dbapi as dbapi_session
 from miniagents.session import DBAPISession, SessionStoreError
 from openai_server import OpenAITestServer, chat_completion
 from session_backends import POSTGRES_KINDS, driver_or_skip, user

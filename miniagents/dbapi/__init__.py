@@ -26,10 +26,10 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from .errors import UserError
-from .session import SessionSettings
-from .sql_dialect import DIALECTS, POSTGRESQL, SQLITE, run_transaction
-from .sql_session import SessionStoreError, SQLSession
+from ..errors import UserError
+from ..session import SessionSettings
+from ..sql_dialect import DIALECTS, POSTGRESQL, SQLITE, run_transaction
+from ..sql_session import SessionStoreError, SQLSession
 
 logger = logging.getLogger("miniagents.session")
 
