@@ -1,10 +1,9 @@
 """Benchmarks: figures, never pass/fail. `./run.sh bench` runs them all.
 
 - import: wall time of `python -c "import miniagents"` in a fresh interpreter (best of N).
-- loop: the kernel's own work per turn with a scripted model and one tool call per turn, for runs of
-  2 and 200 turns, and 200 turns with every span written to a trace file. The scripted model's own cost is
-  included: it copies each step and snapshots each call's whole input (as upstream's records it), so that
-  part grows with the history and dominates a 200-turn run.
+- loop: the work per turn, one tool call a turn, for runs of 2, 20 and 200 turns: the kernel alone (a plain
+  model handing back responses made before the run), with the scripted model (which records each call), with
+  the recording shell imported but nothing recorded, and with every span written to a trace file.
 - session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
 - state: size and time of `to_string` / `from_string` for a paused run.
 """
@@ -63,10 +62,28 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def one_run(turns: int, run_config: Any = None) -> float:
+class PlainModel:
+    """A model that hands back responses made before the run: what the kernel costs on its own."""
+
+    def __init__(self, responses: list):
+        self.responses = iter(responses)
+
+    def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return next(self.responses)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def one_run(turns: int, plain: bool = False, run_config: Any = None) -> float:
+    from miniagents.models.interface import ModelResponse
+    from miniagents.context import Usage
+
     steps = [[function_call("add", {"a": i, "b": 1}, call_id=f"c{i}")] for i in range(turns - 1)]
     steps.append([assistant_message("done")])
-    agent = Agent(name="Bench", tools=[add], model=ScriptedModel(steps))
+    model = PlainModel([ModelResponse(output=s, usage=Usage(requests=1)) for s in steps]) if plain \
+        else ScriptedModel(steps)
+    agent = Agent(name="Bench", tools=[add], model=model)
     start = time.perf_counter()
     result = Runner.run_sync(agent, "go", max_turns=turns, run_config=run_config)
     elapsed = time.perf_counter() - start
@@ -75,14 +92,24 @@ def one_run(turns: int, run_config: Any = None) -> float:
 
 
 def bench_loop() -> None:
-    """Per turn: no tracing (the default: spans are no-ops), and every span written to a JSON-lines file."""
+    """Per turn, one tool call a turn: the kernel alone (a plain model), with the scripted model, and with every
+    span written to a JSON-lines file (last: it loads the tracing shell, whose plugin then joins every run)."""
+    repeats = {2: 300, 20: 60, 200: 7}
+    for plain, what in ((True, "plain model (the kernel alone)"), (False, "scripted model")):
+        for turns in (2, 20, 200):
+            per_turn = sorted(one_run(turns, plain) / turns for _ in range(repeats[turns]))
+            print(f"loop, {what}, {turns}-turn run: median {statistics.median(per_turn) * 1e6:.0f} µs per turn "
+                  f"(best {per_turn[0] * 1e6:.0f} µs)")
+    from miniagents import recording  # noqa: F401  (a shell that registers nothing: runs must not change)
+
+    per_turn = sorted(one_run(200, True) / 200 for _ in range(repeats[200]))
+    print(f"loop, plain model, 200-turn run, recording shell imported (nothing recorded): median "
+          f"{statistics.median(per_turn) * 1e6:.0f} µs per turn")
     with tempfile.TemporaryDirectory() as tmp:
         traced = RunConfig(trace_path=os.path.join(tmp, "trace.jsonl"))
-        for turns, repeats, config, what in ((2, 300, None, ""), (200, 5, None, ""),
-                                             (200, 5, traced, ", traced to a JSON-lines file")):
-            per_turn = sorted(one_run(turns, config) / turns for _ in range(repeats))
-            print(f"loop, {turns}-turn run{what}: median {statistics.median(per_turn) * 1e6:.0f} µs per turn "
-                  f"(best {per_turn[0] * 1e6:.0f} µs; scripted model, one tool call per turn)")
+        per_turn = sorted(one_run(200, False, traced) / 200 for _ in range(repeats[200]))
+        print(f"loop, scripted model, 200-turn run, traced to a JSON-lines file: median "
+              f"{statistics.median(per_turn) * 1e6:.0f} µs per turn (best {per_turn[0] * 1e6:.0f} µs)")
 
 
 def bench_session() -> None:

@@ -296,7 +296,7 @@ class ScriptedModel:
                      tools: list, output_schema: Any, handoffs: list, tracing: Any = None, *,
                      previous_response_id: Optional[str] = None, conversation_id: Optional[str] = None,
                      prompt: Any = None) -> ModelResponse:
-        call, step = self._next(ModelCall(system_instructions, _copied(input), copy.deepcopy(model_settings),
+        call, step = self._next(ModelCall(system_instructions, _recorded(input), copy.deepcopy(model_settings),
                                           list(tools), output_schema, list(handoffs), tracing, previous_response_id,
                                           conversation_id, copy.deepcopy(prompt), False))
         return self._response(self._resolve(call, step))
@@ -305,7 +305,7 @@ class ScriptedModel:
                         tools: list, output_schema: Any, handoffs: list, tracing: Any = None, *,
                         previous_response_id: Optional[str] = None, conversation_id: Optional[str] = None,
                         prompt: Any = None) -> Iterator[dict]:
-        call, step = self._next(ModelCall(system_instructions, _copied(input), copy.deepcopy(model_settings),
+        call, step = self._next(ModelCall(system_instructions, _recorded(input), copy.deepcopy(model_settings),
                                           list(tools), output_schema, list(handoffs), tracing, previous_response_id,
                                           conversation_id, copy.deepcopy(prompt), True))
         step = self._resolve(call, step)
@@ -347,22 +347,15 @@ class ScriptedModel:
                              response_id=step.response_id, request_id=step.request_id)
 
 
-def _copied(value: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, RawItems, lists of them): the whole history is copied at every
-    call, and `copy.deepcopy`'s generic path made that the cost of a long scripted run. Anything else is
-    deep-copied the generic way."""
-    kind = type(value)
-    if kind is dict or kind is items.RawItem:
-        return kind((key, _copied(element)) for key, element in value.items())
-    if kind is list:
-        return [_copied(element) for element in value]
-    if kind in (str, int, float, bool, type(None)):
-        return value
-    return copy.deepcopy(value)
+def _recorded(items: Any) -> list:
+    """The input a call got, as a list of its own: the items themselves are the run's, which it never changes once
+    made, so recording a call costs the same whatever the history's length (a callback that edits an item in
+    place shows in the record)."""
+    return list(items)
 
 
 def _detached(call: ModelCall) -> ModelCall:
-    return dataclasses.replace(call, input=_copied(call.input), model_settings=copy.deepcopy(call.model_settings),
+    return dataclasses.replace(call, input=list(call.input), model_settings=copy.deepcopy(call.model_settings),
                                tools=list(call.tools), handoffs=list(call.handoffs), prompt=copy.deepcopy(call.prompt))
 
 
