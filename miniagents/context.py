@@ -21,6 +21,24 @@ def overlay(base: Any, override: Any) -> Any:
                                         if getattr(override, f.name) is not None})
 
 
+def _arguments_of(item: Any) -> Any:
+    raw = getattr(item, "raw_item", None)
+    return raw.get("arguments") if isinstance(raw, dict) else getattr(item, "arguments", None)
+
+
+def arguments_fingerprint(arguments: Any) -> str:
+    """What an approval binds to: the call's arguments as canonical JSON (spacing and key order do not matter),
+    hashed, so the RunState document does not repeat them."""
+    import hashlib
+    import json
+
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        canonical = str(arguments)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass
 class InputTokensDetails:
     """Upstream's `input_tokens_details`: how many of the input tokens were served from the prompt cache."""
@@ -130,7 +148,16 @@ class RunContextWrapper(Generic[TContext]):
         return record
 
     def approve_tool(self, item: Any, always_approve: bool = False) -> None:
-        self._decide(item, "approved", always_approve)
+        """Approve the item's call (or, with `always_approve`, every call of its tool). A call's approval covers
+        the arguments it was given for: the call with other arguments waits for a person again."""
+        record = self._decide(item, "approved", always_approve)
+        if not always_approve:
+            record.setdefault("arguments", {})[item.call_id] = arguments_fingerprint(_arguments_of(item))
+
+    def approves_arguments(self, tool_name: str, call_id: str, arguments: Any) -> bool:
+        """Whether the approval of this call (if it was approved with its arguments) covers `arguments`."""
+        approved = (self.approvals.get(self._key(tool_name)) or {}).get("arguments", {}).get(call_id)
+        return approved is None or approved == arguments_fingerprint(arguments)
 
     def reject_tool(self, item: Any, always_reject: bool = False,
                     rejection_message: Optional[str] = None) -> None:

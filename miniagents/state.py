@@ -342,6 +342,7 @@ class _Decision(TypedDict):
 
 class DecisionDocument(_Decision, total=False):
     rejection_messages: Dict[str, str]
+    arguments: Dict[str, str]  # call id -> the fingerprint of the arguments its approval covers
 
 
 class _Item(TypedDict):

@@ -513,6 +513,8 @@ def decide_approval(run: Run, call: Call, to_run: list, answered: dict, approval
     (rejected; arguments its policy cannot read), or keep it waiting for a person."""
     ctx, name = run.state.context_wrapper, call.item.get("name") or ""
     decision = ctx.is_tool_approved(name, call.call_id)
+    if decision is True and not ctx.approves_arguments(name, call.call_id, call.item.get("arguments")):
+        decision = None  # approved for other arguments (the RunState document was edited): a person decides again
     if decision is not None and run.plugins:  # a person decided (this call, or every call of the tool)
         seams.emit(run.plugins, "approval", run, name, call.call_id, "approved" if decision else "rejected")
     if decision is None:

@@ -535,3 +535,48 @@ def test_to_input_list_normalized_drops_calls_still_waiting_for_approval():
     normalized = result.to_input_list(mode="normalized")
     assert [i.get("call_id") for i in kept if i.get("type") == "function_call"] == ["c1"]
     assert not [i for i in normalized if i.get("type") == "function_call"]
+
+
+def test_an_approval_covers_the_arguments_it_was_given_for_not_arguments_edited_into_the_json_later():
+    """Editing the arguments in the RunState document after approval (5 -> 5000) once ran pay(5000): the call now
+    waits for a person again, who sees the edited arguments (issue 20, item 3)."""
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay], model=model)
+    state = Runner.run_sync(agent, "pay 5").to_state()
+    state.approve(state.get_interruptions()[0])
+    data = state.to_json()
+    for item in data["pending_turn"]["output"] + [i["raw_item"] for i in data["generated_items"]]:
+        if item.get("type") == "function_call":
+            item["arguments"] = '{"amount": 5000}'
+    resumed = Runner.run_sync(agent, RunState.from_json(agent, data))
+    assert paid == [] and [i.raw_item["arguments"] for i in resumed.interruptions] == ['{"amount": 5000}']
+    state = resumed.to_state()
+    state.approve(state.get_interruptions()[0])  # a person approves what they now see
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5000]
+
+
+def test_the_same_arguments_written_differently_are_still_the_approved_ones():
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int, note: str = "") -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    model = ScriptedModel([[function_call("pay", '{"amount": 5, "note": "x"}', call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay], model=model)
+    state = Runner.run_sync(agent, "pay 5").to_state()
+    state.approve(state.get_interruptions()[0])
+    data = state.to_json()
+    data["pending_turn"]["output"][0]["arguments"] = '{ "note" : "x", "amount" : 5 }'
+    assert Runner.run_sync(agent, RunState.from_json(agent, data)).final_output == "done" and paid == [5]
