@@ -22,6 +22,7 @@ from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.turn import NOT_RUN_AGAIN
+from support import outputs_sent
 
 
 def payer(steps, paid):
@@ -41,9 +42,11 @@ def paused_json(session, paid, amounts=(5, 7)):
     return result.to_state().to_string()
 
 
-def resume(text, paid, session, approve=None, answers=("done",), **kw):
+def resume(text, paid, session, approve=None, answers=("done",), take_over=False, **kw):
     agent, model = payer([[assistant_message(a)] for a in answers], paid)
     state = RunState.from_string(agent, text)
+    if take_over:
+        state.take_over()
     for item in state.get_interruptions():
         if approve is None or item.call_id in approve:
             state.approve(item)
@@ -371,15 +374,9 @@ def test_a_resume_that_crashed_mid_call_can_be_taken_over_and_what_it_did_stays_
     with pytest.raises(AlreadyResumedError) as refused:
         resume(text, paid, session)
     assert refused.value.outcome is None and "stopped before it finished" in str(refused.value)
-    agent, model = payer([[assistant_message("done")]], paid)
-    state = RunState.from_string(agent, text)
-    state.take_over()
-    for item in state.get_interruptions():
-        state.approve(item)
-    assert Runner.run_sync(agent, state, session=session).final_output == "done"
-    assert paid == [5, 7]  # nothing ran again
-    assert {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"} \
-        == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
+    result, model = resume(text, paid, session, take_over=True)
+    assert result.final_output == "done" and paid == [5, 7]  # nothing ran again
+    assert outputs_sent(model.calls[0]) == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
 
 
 def test_taking_over_a_resume_that_did_finish_writes_nothing_of_its_turn_twice(tmp_path):
@@ -391,15 +388,9 @@ def test_taking_over_a_resume_that_did_finish_writes_nothing_of_its_turn_twice(t
     state.add_input("and say thanks")
     text = state.to_string()
     resume(text, paid, session)
-    agent, model = payer([[assistant_message("again")]], paid)
-    state = RunState.from_string(agent, text)
-    state.take_over()
-    for item in state.get_interruptions():
-        state.approve(item)
-    assert Runner.run_sync(agent, state, session=session).final_output == "again"
-    assert paid == [5]
-    assert {i["call_id"]: i["output"] for i in model.calls[0].input if i.get("type") == "function_call_output"} \
-        == {"c5": "paid 5"}
+    result, model = resume(text, paid, session, answers=("again",), take_over=True)
+    assert result.final_output == "again" and paid == [5]
+    assert outputs_sent(model.calls[0]) == {"c5": "paid 5"}
     history = session.get_items()
     assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == ["c5"]
     assert sum(1 for i in history if i.get("content") == "and say thanks") == 1

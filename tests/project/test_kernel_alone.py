@@ -145,13 +145,18 @@ def run_isolated(folder, script, *args, stdin=None):
     return json.loads(done.stdout)
 
 
-def test_the_kernel_without_any_shell_runs_every_part_of_the_loop(kernel_copy):
+@pytest.fixture
+def report(kernel_copy):
+    """What the app printed, run once against the test server."""
     server = OpenAITestServer()
     try:
         server.reply(chat_completion("hi from a server"))
-        report = run_isolated(kernel_copy, "app.py", server.url)
+        return run_isolated(kernel_copy, "app.py", server.url)
     finally:
         server.close()
+
+
+def test_the_kernel_without_any_shell_runs_every_part_of_the_loop(kernel_copy, report):
     assert report["tool"] == "sunny" and report["handoff"] == "billing here"
     assert report["agent_tool"] == "outer answer" and report["guardrail"] == "tripped, 0 model calls"
     assert report["session_items"] == 4 and report["streamed"] == "streamed" and report["stream_events"] > 0
@@ -161,13 +166,7 @@ def test_the_kernel_without_any_shell_runs_every_part_of_the_loop(kernel_copy):
     assert report["shells_loaded"] == []
 
 
-def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(kernel_copy):
-    server = OpenAITestServer()
-    try:
-        server.reply(chat_completion("hi"))
-        report = run_isolated(kernel_copy, "app.py", server.url)
-    finally:
-        server.close()
+def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(report):
     folders = {"Workspace": "capabilities", "trace": "tracing", "ModelRetrySettings": "retry", "Recorder": "recording",
                "run_demo_loop": "upstream"}
     for name, (said, has) in report["missing"].items():
