@@ -88,7 +88,9 @@ class RunState(Generic[TContext]):
         """The model's view: the input, then every settled transcript item, checked for pairing."""
         settled_end = self.pending.start if self.pending is not None else len(self.generated_items)
         generated = [i.raw_item for i in self.generated_items[:settled_end] if not isinstance(i, ToolApprovalItem)]
-        self.transcript = drop_orphans(to_input_list(self.original_input) + generated)
+        items = to_input_list(self.original_input) + generated
+        # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
+        self.transcript = drop_orphans(items) if generated or not isinstance(self.original_input, str) else items
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}

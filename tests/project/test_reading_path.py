@@ -14,9 +14,9 @@ import readme_tables  # noqa: E402
 import reading_path  # noqa: E402
 
 CEILINGS = {  # run -> (distinct lines, files)
-    "hello world": (470, 11),
+    "hello world": (460, 11),
     "approval through JSON": (530, 11),  # 525: an approval checks the arguments it covers (issue 20, item 3)
-    "handoff": (430, 11),
+    "handoff": (420, 11),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
