@@ -137,6 +137,13 @@ def test_add_input_refuses_states_it_cannot_honour():
                          tool_use_behavior="stop_on_first_tool")
     with pytest.raises(UserError, match="whose tool result may end the run"):
         state.add_input("more")
+    _, _, state = paused([[function_call("delete", {"path": "a"}, call_id="c1")]],
+                         tool_use_behavior={"stop_at_tool_names": ["delete"]})
+    with pytest.raises(UserError, match="whose tool result may end the run"):  # a call of a stopping tool waits
+        state.add_input("more")
+    _, _, state = paused([[function_call("delete", {"path": "a"}, call_id="c1")]],
+                         tool_use_behavior={"stop_at_tool_names": ["other"]})
+    state.add_input("more")  # no waiting call can end the run
     agent, _ = make_agent([[function_call("delete", {"path": "a"}, call_id="c1")]], tools=[delete])
     state = Runner.run_sync(agent, "go", max_turns=1).to_state()
     with pytest.raises(UserError, match="no remaining model turns"):
