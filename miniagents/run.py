@@ -339,7 +339,7 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
     if session is not None and callable(getattr(session, "claim_call", None)):
         ledger = session
     agents = reachable_agents(starting_agent)
-    run = Run(None, config, options.hooks, session, options.error_handlers or {}, streaming, ledger, agents,
+    run = Run(None, config, session, options.error_handlers or {}, streaming, ledger, agents,
               run_plugins(config, agents, options.hooks))
     if any(isinstance(tool, HostedTool) for agent in agents for tool in agent.tools):
         refuse_hosted_tools_on_chat(agents, config)

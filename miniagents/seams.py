@@ -175,11 +175,6 @@ def register(plugin: Plugin) -> None:
         _plugins = _plugins + (plugin,)
 
 
-def unregister(plugin: Plugin) -> None:
-    global _plugins
-    _plugins = tuple(p for p in _plugins if p is not plugin)
-
-
 def registered() -> tuple:
     """The plugins every run takes (the run adds its own hooks)."""
     return _plugins

@@ -3,16 +3,18 @@
 A turn is one model call. `run_turn` reads like the turn itself, one verb per step:
 
     prepare_turn      the agent's instructions, enabled tools and handoffs, settings and output schema
-    start_turn        count the turn, run the first turn's input guardrails, call the model
+    start_turn        the first turn's input guardrails, the model call, call ids made unique where they collide
     classify_output   the response's items -> run items; its function calls -> `Call`s
-    plan_tool_calls   each call's fate: already settled, unknown tool, waiting for approval, rejected, run
-    run_tools         the runnable calls, concurrently; their results come back in call order
-    settle_turn       every output in the model's call order
+    settle_turn       plan the calls, run them, and order every output after its call:
+      plan_tool_calls   each call's fate: already settled, unknown tool, waiting for approval, rejected, run
+      run_tools         the runnable calls, one after the other or concurrently, in call order
     decide_next_step  one of the four `NextStep` variants (or an error for the run's handlers)
 
-Nothing runs until the plan says so. A paused turn is resumed by running these steps again with the outputs
-it already has, so they call the model only for a fresh turn and never run a call twice. The loop that
-strings turns together, and what happens after the decision, is `_loop` in run.py.
+Nothing runs until the plan says so. A paused turn (`state.pending`) is resumed by running these steps again
+with the outputs it already has (`resumed_turn`), so the model is called only for a fresh turn and no call runs
+twice. Optional parts take part through the seams (`around`, `seams.change`, `seams.emit`: miniagents/seams.py),
+each one check when no plugin is active. The loop that strings turns together, and what happens after the
+decision, is `_loop` in run.py.
 """
 from __future__ import annotations
 
@@ -55,7 +57,6 @@ class Run:
 
     state: RunState
     config: RunConfig
-    hooks: Any = None
     session: Any = None
     error_handlers: dict = field(default_factory=dict)
     streaming: bool = False
@@ -654,7 +655,7 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     """Plan, run and order one response's calls.
 
     `settled` (call id -> (value, text)) holds the calls a paused turn settled before it paused: they are never
-    run again. A resumed turn's calls are claimed in the ledger first (`claim_calls`), which may settle some more.
+    run again. A resumed turn's calls are claimed in the ledger as they start (`_run_one`).
     """
     agent = setup.agent
     to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
