@@ -12,8 +12,10 @@ reading order is that path (tests/project/test_reading_path.py). Standard librar
 """
 from __future__ import annotations
 
+import ast
 import collections
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -28,6 +30,35 @@ from miniagents.testing import ScriptedModel, assistant_message, function_call  
 
 PACKAGE = os.path.dirname(miniagents.__file__) + os.sep
 EXCLUDED = {PACKAGE + "testing.py"}
+
+
+@functools.lru_cache(maxsize=None)
+def _qualnames(path: str) -> dict:
+    """{first line of a function (its first decorator's, as `co_firstlineno`): its qualified name}, from the source:
+    `co_qualname` is new in Python 3.11, and the reading order names methods as `Class.method` on every Python."""
+    names = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    names[min([child.lineno] + [d.lineno for d in child.decorator_list])] = name
+                visit(child, name + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
+            else:
+                visit(child, prefix)
+    with open(path, encoding="utf-8") as source:
+        visit(ast.parse(source.read()), "")
+    return names
+
+
+def qualname(frame) -> str:
+    code = frame.f_code
+    if hasattr(code, "co_qualname"):
+        return code.co_qualname
+    if code.co_name.startswith("<") and frame.f_back is not None:  # a comprehension: inside the frame that runs it
+        return f"{qualname(frame.f_back)}.<locals>.{code.co_name}"
+    return _qualnames(code.co_filename).get(code.co_firstlineno, code.co_name)
 
 
 class LineTracer:
@@ -50,8 +81,7 @@ class LineTracer:
         if event == "call":
             if self._under_excluded(frame.f_back):
                 return None
-            self.entered.append((path[len(PACKAGE):], frame.f_code.co_qualname if hasattr(frame.f_code, "co_qualname")
-                                 else frame.f_code.co_name))
+            self.entered.append((path[len(PACKAGE):], qualname(frame)))
         if event in ("line", "call") and self.counting:
             self.lines.add((path[len(PACKAGE):], frame.f_lineno))
         return self.trace
