@@ -68,7 +68,8 @@ BUDGETS = {  # code lines per area (set December 2026 with about a fifth of head
     "tools and schemas": 1350,  # raised for issue 11: hosted tools and structured tool outputs
     "state and sessions": 1100,
     "HTTP adapters": 1900,
-    "compatibility": 400,  # raised for issue 11: run_demo_loop, enable_verbose_stdout_logging, more left-out names
+    "compatibility": 900,  # raised for issue 21: the zero-edit runner (agents alias, openai.types stand-ins) and
+    # the upstream helpers its programs import
     "tracing, capabilities": 1200,
     "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
 }
