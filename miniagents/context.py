@@ -36,9 +36,20 @@ class OutputTokensDetails:
 
 
 @dataclass
+class RequestUsage:
+    """One request's usage, as `Usage.request_usage_entries` keeps it (upstream's class and fields)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
+    output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
+
+
+@dataclass
 class Usage:
     """Token counts of one request or a whole run (requests are summed with `add`), in the Responses usage
-    shape. `request_usage_entries` keeps each request's own usage."""
+    shape. `request_usage_entries` keeps each request's own usage (`RequestUsage`)."""
 
     requests: int = 0
     input_tokens: int = 0
@@ -57,7 +68,10 @@ class Usage:
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
         self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
         if other.requests == 1 and not other.request_usage_entries:
-            self.request_usage_entries.append(other.to_json())
+            self.request_usage_entries.append(RequestUsage(
+                other.input_tokens, other.output_tokens, other.total_tokens,
+                InputTokensDetails(other.input_tokens_details.cached_tokens),
+                OutputTokensDetails(other.output_tokens_details.reasoning_tokens)))
         else:
             self.request_usage_entries.extend(other.request_usage_entries)
 
