@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .validate import (JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type, is_pydantic,
-                       is_union, jsonable, strip_annotated, type_name)
+from .validate import (INT_KEY, JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type,
+                       is_pydantic, is_union, jsonable, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -143,9 +143,14 @@ class _Builder:
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
             if self.strict:
                 raise _Unsupported(tp, _STRICT_MAP, tuple(self.where))
-            if args and strip_annotated(args[0])[0] is not str:
-                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T]", tuple(self.where))
-            return {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
+            key = strip_annotated(args[0])[0] if args else str
+            if key not in (str, int):
+                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]",
+                                   tuple(self.where))
+            schema = {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
+            if key is int:  # the keys arrive as JSON strings of digits and are read back as ints
+                schema["propertyNames"] = {"pattern": INT_KEY}
+            return schema
         if is_pydantic(tp):
             return self._pydantic(tp)
         if is_object_type(tp):

@@ -1,0 +1,83 @@
+"""Differences upstream's examples and tests found, fixed to upstream's behaviour (issue 21): each test names
+the upstream program or test area that showed it."""
+import typing
+from dataclasses import dataclass
+
+import pytest
+
+import miniagents
+from miniagents import AgentOutputSchema, Runner, UserError
+from miniagents.agent_output import InvalidFinalOutput
+from miniagents.context import RequestUsage, Usage
+from miniagents.testing import assistant_message
+from support import make_agent
+
+
+# --- basic/usage_tracking: per-request usage entries are objects -------------------------------------------
+
+
+def test_request_usage_entries_are_request_usage_objects_with_upstreams_fields():
+    agent, _ = make_agent([{"output": [assistant_message("hi")],
+                            "usage": Usage(requests=1, input_tokens=7, output_tokens=2, total_tokens=9)}])
+    result = Runner.run_sync(agent, "hi")
+    entries = result.context_wrapper.usage.request_usage_entries
+    assert [type(entry) for entry in entries] == [RequestUsage]
+    entry = entries[0]
+    assert (entry.input_tokens, entry.output_tokens, entry.total_tokens) == (7, 2, 9)
+    assert entry.input_tokens_details.cached_tokens == 0 and entry.output_tokens_details.reasoning_tokens == 0
+
+
+def test_a_request_usage_entry_does_not_share_its_details_with_the_usage_it_came_from():
+    one = Usage(requests=1, input_tokens=1, output_tokens=1, total_tokens=2)
+    run = Usage()
+    run.add(one)
+    one.input_tokens_details.cached_tokens = 5
+    assert run.request_usage_entries[0].input_tokens_details.cached_tokens == 0
+
+
+# --- agent_patterns/human_in_the_loop_custom_rejection: the classes upstream subscripts are generic ----------
+
+UPSTREAM_GENERIC = ("Agent AgentBase InputGuardrail OutputGuardrail ToolInputGuardrail ToolOutputGuardrail Handoff "
+                    "AgentHookContext RunContextWrapper RunErrorHandlerInput ToolErrorFormatterArgs RunState "
+                    "CallModelData ToolContext RunHooks AgentHooks")
+
+
+@pytest.mark.parametrize("name", UPSTREAM_GENERIC.split())
+def test_every_class_upstream_makes_generic_can_be_subscripted(name):
+    cls = getattr(miniagents, name)
+    assert typing.get_origin(cls[dict]) is cls
+    assert cls.__parameters__ == (miniagents.TContext,)
+
+
+def test_a_tracing_span_is_generic_in_its_data():
+    from miniagents.tracing import AgentSpanData, Span
+
+    assert typing.get_origin(Span[AgentSpanData]) is Span
+
+
+# --- basic/non_strict_output_type: dict[int, T] outside strict mode ---------------------------------------------
+
+
+@dataclass
+class Jokes:
+    jokes: typing.Dict[int, str]
+
+
+def test_a_non_strict_output_type_may_have_int_keys_read_back_as_ints():
+    schema = AgentOutputSchema(Jokes, strict_json_schema=False)
+    jokes = schema.json_schema()["$defs"]["Jokes"]["properties"]["jokes"]
+    assert jokes["additionalProperties"] == {"type": "string"} and jokes["propertyNames"] == {"pattern": "^-?[0-9]+$"}
+    assert schema.validate_json('{"response": {"jokes": {"1": "a", "-20": "b"}}}') == Jokes({1: "a", -20: "b"})
+
+
+def test_a_key_that_is_no_integer_is_an_invalid_output_naming_it():
+    schema = AgentOutputSchema(Jokes, strict_json_schema=False)
+    with pytest.raises(InvalidFinalOutput, match="jokes.one': expected an integer key, got 'one'"):
+        schema.validate_json('{"response": {"jokes": {"one": "a"}}}')
+
+
+def test_strict_mode_still_refuses_a_dict_and_other_key_types_stay_refused():
+    with pytest.raises(UserError, match="strict mode cannot express it"):
+        AgentOutputSchema(Jokes)
+    with pytest.raises(UserError, match=r"JSON object keys are strings — use dict\[str, T\] or dict\[int, T\]"):
+        AgentOutputSchema(typing.Dict[float, str], strict_json_schema=False)
