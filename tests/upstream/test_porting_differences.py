@@ -81,3 +81,66 @@ def test_strict_mode_still_refuses_a_dict_and_other_key_types_stay_refused():
         AgentOutputSchema(Jokes)
     with pytest.raises(UserError, match=r"JSON object keys are strings — use dict\[str, T\] or dict\[int, T\]"):
         AgentOutputSchema(typing.Dict[float, str], strict_json_schema=False)
+
+
+# --- basic/trace_redaction: an exporter of one's own behind upstream's BatchTraceProcessor -----------------------
+
+
+class ListExporter:
+    def __init__(self, fail=False):
+        self.batches, self.fail = [], fail
+
+    def export(self, items):
+        if self.fail:
+            raise RuntimeError("destination down")
+        self.batches.append([item.export()["object"] for item in items])
+
+
+def test_batch_processor_hands_traces_at_start_and_spans_at_end_in_batches():
+    from miniagents.tracing import custom_span, set_trace_processors, trace
+    from miniagents.tracing.processor_interface import TracingExporter
+    from miniagents.tracing.processors import BatchTraceProcessor
+
+    assert issubclass(type("Mine", (TracingExporter,), {"export": lambda self, items: None}), TracingExporter)
+    exporter = ListExporter()
+    processor = BatchTraceProcessor(exporter, max_batch_size=2)
+    set_trace_processors([processor])
+    try:
+        with trace("work"):
+            for _ in range(2):
+                with custom_span("step"):
+                    pass
+        assert exporter.batches == [["trace", "trace.span"]]
+        processor.force_flush()
+        assert exporter.batches[1:] == [["trace.span"]]
+        processor.shutdown()
+        with trace("after shutdown"):
+            pass
+        processor.force_flush()
+        assert len(exporter.batches) == 2
+    finally:
+        set_trace_processors([])
+
+
+def test_a_failing_exporter_loses_its_batch_not_the_run(caplog):
+    from miniagents.tracing import set_trace_processors, trace
+    from miniagents.tracing.processors import BatchTraceProcessor
+
+    processor = BatchTraceProcessor(ListExporter(fail=True), max_batch_size=1)
+    set_trace_processors([processor])
+    try:
+        with caplog.at_level("WARNING", logger="miniagents"):
+            with trace("work"):
+                pass
+    finally:
+        set_trace_processors([])
+    assert "trace exporter ListExporter failed; 1 items dropped (RuntimeError)" in caplog.text
+    assert "destination down" not in caplog.text  # the exporter's message may hold what it was sending
+
+
+@pytest.mark.parametrize("exporter, size", [(object(), 1), (ListExporter(), 0)])
+def test_a_batch_processor_without_an_exporter_or_a_batch_is_refused(exporter, size):
+    from miniagents.tracing.processors import BatchTraceProcessor
+
+    with pytest.raises(UserError):
+        BatchTraceProcessor(exporter, max_batch_size=size)
