@@ -144,3 +144,58 @@ def test_a_batch_processor_without_an_exporter_or_a_batch_is_refused(exporter, s
 
     with pytest.raises(UserError):
         BatchTraceProcessor(exporter, max_batch_size=size)
+
+
+# --- upstream's tests/test_run_context_approvals.py: exact decisions outrank sticky ones; messages follow ------
+
+
+def _approval(call_id, tool="send"):
+    from miniagents import ToolApprovalItem
+
+    return ToolApprovalItem(agent=None, raw_item={"type": "function_call", "name": tool, "call_id": call_id,
+                                                   "arguments": "{}"})
+
+
+def test_a_rejection_of_one_call_outranks_an_earlier_approval_of_every_call():
+    from miniagents import RunContextWrapper
+
+    ctx = RunContextWrapper()
+    ctx.approve_tool(_approval("a"), always_approve=True)
+    ctx.reject_tool(_approval("b"), rejection_message="not this one")
+    assert ctx.is_tool_approved("send", "b") is False
+    assert ctx.get_rejection_message("send", "b") == "not this one"
+    assert ctx.is_tool_approved("send", "c") is True  # the sticky approval still covers the others
+
+
+def test_an_approval_of_one_call_outranks_an_earlier_rejection_of_every_call():
+    from miniagents import RunContextWrapper
+
+    ctx = RunContextWrapper()
+    ctx.reject_tool(_approval("a"), always_reject=True)
+    ctx.approve_tool(_approval("b"))
+    assert ctx.is_tool_approved("send", "b") is True and ctx.is_tool_approved("send", "c") is False
+
+
+def test_each_decision_replaces_the_last_ones_message():
+    from miniagents import RunContextWrapper
+
+    ctx = RunContextWrapper()
+    ctx.reject_tool(_approval("a"), rejection_message="Denied by policy")
+    ctx.approve_tool(_approval("a"))
+    assert ctx.is_tool_approved("send", "a") is True and ctx.get_rejection_message("send", "a") is None
+    ctx.reject_tool(_approval("a"), rejection_message="first")
+    ctx.reject_tool(_approval("a"))
+    assert ctx.get_rejection_message("send", "a") is None
+    ctx.reject_tool(_approval("b"), rejection_message="b's")
+    ctx.approve_tool(_approval("c"), always_approve=True)  # a decision for every call clears every message
+    assert ctx.get_rejection_message("send", "b") is None
+    assert ctx.approvals["send"] == {"approved": True, "rejected": []}
+
+
+def test_a_call_approved_again_under_a_sticky_approval_keeps_it_sticky():
+    from miniagents import RunContextWrapper
+
+    ctx = RunContextWrapper()
+    ctx.approve_tool(_approval("a"), always_approve=True)
+    ctx.approve_tool(_approval("b"))
+    assert ctx.is_tool_approved("send", "z") is True
