@@ -199,3 +199,41 @@ def test_a_call_approved_again_under_a_sticky_approval_keeps_it_sticky():
     ctx.approve_tool(_approval("a"), always_approve=True)
     ctx.approve_tool(_approval("b"))
     assert ctx.is_tool_approved("send", "z") is True
+
+
+# --- upstream's tests/test_cancel_streaming.py: cancel() then leaving the stream completes the result at once ----
+
+
+def test_a_cancelled_stream_left_at_once_is_complete_right_away():
+    import asyncio
+
+    agent, _ = make_agent([[assistant_message("one")], [assistant_message("two")]])
+
+    async def main():
+        result = Runner.run_streamed(agent, "hi")
+        seen = 0
+        async for _ in result.stream_events():
+            seen += 1
+            result.cancel()
+            break
+        assert result.is_complete and seen == 1
+        assert result.final_output is None and result.input == "hi"
+        assert [event async for event in result.stream_events()] == []  # nothing more after cancel
+        return result
+
+    asyncio.run(main())
+
+
+def test_after_turn_cancel_does_not_claim_completion_early():
+    import asyncio
+
+    agent, _ = make_agent([[assistant_message("one")]])
+
+    async def main():
+        result = Runner.run_streamed(agent, "hi")
+        async for _ in result.stream_events():
+            result.cancel(mode="after_turn")
+            assert not result.is_complete
+        assert result.is_complete
+
+    asyncio.run(main())
