@@ -237,3 +237,75 @@ def test_after_turn_cancel_does_not_claim_completion_early():
         assert result.is_complete
 
     asyncio.run(main())
+
+
+# --- upstream's tests/test_strict_schema.py: schemas the strict pass refuses, and those it still expands -----------
+
+T_OBJECT = {"T": {"type": "object", "properties": {"inner": {"type": "string"}}}}
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"additionalProperties": {"type": "string"}}, "additionalProperties should not be set"),
+    ({"type": "object", "properties": {"m": {"additionalProperties": {"type": "string"}}}},
+     "additionalProperties should not be set"),
+    ({"$defs": {"T": {"type": "string"}}, "type": "object",
+      "properties": {"node": {"$ref": "#/$defs/T", "minLength": 1}}}, "incompatible sibling keywords"),
+    ({"$defs": T_OBJECT, "type": "object",
+      "properties": {"n": {"$ref": "#/$defs/T", "properties": {"a": {"type": "string"}}}}},
+     "incompatible sibling keywords"),
+    ({"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
+      "allOf": [{"$ref": "#/$defs/T", "description": "alias"}]}, "singleton `allOf`"),
+    ({"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
+      "allOf": [{"allOf": [{"$ref": "#/$defs/T"}]}]}, "singleton `allOf`"),
+    ({"$defs": {"T": {"const": True}}, "const": 1, "allOf": [{"$ref": "#/$defs/T"}]}, "singleton `allOf`"),
+    ({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "type": "object",
+      "allOf": [{"$ref": "#/$defs/A"}]}, "circular"),
+    ({"type": "object", "properties": {"v": {"$id": "https://example.test/v", "type": "string"}}},
+     r"nested `\$id` resource"),
+    ({"$defs": {"T": {"type": "string"}}, "holder": {"$id": "https://example.test/h", "t": {"$ref": "#/$defs/T"}},
+      "type": "object", "allOf": [{"$ref": "#/holder/t"}]}, r"nested `\$id` resource"),
+])
+def test_the_strict_pass_refuses_what_upstreams_refuses(schema, message):
+    from miniagents.schema import ensure_strict_json_schema
+
+    with pytest.raises(UserError, match=message):
+        ensure_strict_json_schema(schema)
+
+
+def test_a_singleton_all_of_agreeing_with_its_parent_is_merged_equal_numbers_too():
+    from miniagents.schema import ensure_strict_json_schema
+
+    merged = ensure_strict_json_schema({"$defs": {"T": {"const": 1}}, "const": 1.0, "allOf": [{"$ref": "#/$defs/T"}]})
+    assert merged["const"] == 1 and type(merged["const"]) is int
+
+
+def test_annotations_beside_a_ref_keep_it_expanding_and_a_nullable_object_is_closed():
+    from miniagents.schema import ensure_strict_json_schema
+
+    strict = ensure_strict_json_schema({
+        "$id": "https://example.test/root", "$defs": T_OBJECT, "type": "object",
+        "properties": {"node": {"$ref": "#/$defs/T", "title": "Node", "contentMediaType": "application/json"},
+                       "maybe": {"type": ["object", "null"], "properties": {"k": {"type": "string"}}}}})
+    node = strict["properties"]["node"]
+    assert "$ref" not in node and node["title"] == "Node" and node["required"] == ["inner"]
+    assert strict["properties"]["maybe"]["additionalProperties"] is False
+    assert strict["properties"]["maybe"]["required"] == ["k"] and strict["$id"] == "https://example.test/root"
+
+
+@pytest.mark.parametrize("name, token", [("a/b", "a~1b"), ("a~1b", "a~01b"), ("$id", "$id")])
+def test_definition_names_are_json_pointer_tokens(name, token):
+    from miniagents.schema import ensure_strict_json_schema
+
+    strict = ensure_strict_json_schema({"$defs": {name: {"type": "object", "properties": {"v": {"type": "string"}}}},
+                                        "type": "object", "allOf": [{"$ref": f"#/$defs/{token}"}]})
+    assert strict["properties"] == {"v": {"type": "string"}} and strict["required"] == ["v"]
+
+
+def test_a_schema_nested_too_deeply_says_so():
+    from miniagents.schema import ensure_strict_json_schema
+
+    schema = {"type": "string"}
+    for _ in range(120):
+        schema = {"type": "object", "properties": {"x": schema}}
+    with pytest.raises(UserError, match="too deeply nested"):
+        ensure_strict_json_schema(schema)
