@@ -68,6 +68,9 @@ class ModelSettings:
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
         are merged."""
         if isinstance(override, dict):
+            unknown = sorted(set(override) - {f.name for f in fields(ModelSettings)})
+            if unknown:
+                raise TypeError(f"Unknown model settings: {', '.join(map(str, unknown))}")
             override = ModelSettings(**override)
         merged = overlay(self, override)
         if override is not None and self.extra_args and override.extra_args:

@@ -309,3 +309,33 @@ def test_a_schema_nested_too_deeply_says_so():
         schema = {"type": "object", "properties": {"x": schema}}
     with pytest.raises(UserError, match="too deeply nested"):
         ensure_strict_json_schema(schema)
+
+
+# --- upstream's tests/model_settings and memory: settings given as dicts ---------------------------------------
+
+
+def test_a_session_takes_its_settings_as_a_dict():
+    from miniagents import SQLiteSession, SessionSettings
+
+    session = SQLiteSession("dict-settings", session_settings={"limit": 2})
+    session.add_items([{"role": "user", "content": str(n)} for n in range(4)])
+    assert [item["content"] for item in session.get_items()] == ["2", "3"]
+    assert session.session_settings == SessionSettings(limit=2)
+    assert SessionSettings(limit=1).resolve({"limit_turns": 3}) == SessionSettings(limit=1, limit_turns=3)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: miniagents.SessionSettings({"limit": 3}), "SessionSettings.limit must be an int or None, got dict"),
+    (lambda: miniagents.SessionSettings.coerce({"limt": 3}), "Unknown session settings: limt"),
+    (lambda: miniagents.SessionSettings.coerce([3]), "must be SessionSettings, a dict or None, got list"),
+    (lambda: miniagents.ModelSettings().resolve({"temperatur": 0.5}), "Unknown model settings: temperatur"),
+])
+def test_settings_that_cannot_be_read_say_which(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_model_settings_resolve_a_dict_keeping_what_it_omits():
+    base = miniagents.ModelSettings(temperature=0.5, reasoning={"effort": "low"})
+    resolved = base.resolve({"temperature": 0.0})
+    assert resolved.temperature == 0.0 and resolved.reasoning is base.reasoning
