@@ -472,6 +472,12 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
         return text, text
 
 
+def invoke_function_tool(*, function_tool: FunctionTool, context: ToolContext, arguments: str) -> Any:
+    """Upstream's helper: run one call of `function_tool` as a run does (its timeout and failure policy
+    included) and return what it produced, as something to `await` (its `.value` for synchronous code)."""
+    return caller.Ready(invoke_tool(function_tool, context, arguments)[0])
+
+
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
     """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's context keeps
     the error (`ToolContext.failure`), for the run's plugins (a trace records it)."""
