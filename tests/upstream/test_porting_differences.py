@@ -339,3 +339,93 @@ def test_model_settings_resolve_a_dict_keeping_what_it_omits():
     base = miniagents.ModelSettings(temperature=0.5, reasoning={"effort": "low"})
     resolved = base.resolve({"temperature": 0.0})
     assert resolved.temperature == 0.0 and resolved.reasoning is base.reasoning
+
+
+# --- Members of public classes and helpers upstream's tests use -------------------------------------------------
+
+
+def test_model_response_to_input_items_copies_without_output_only_metadata():
+    from miniagents import ModelResponse
+
+    output = [{"type": "function_call_output", "call_id": "c", "output": "ok", "created_by": "server"},
+              assistant_message("hi")]
+    response = ModelResponse(output=output)
+    items = response.to_input_items()
+    assert items[0] == {"type": "function_call_output", "call_id": "c", "output": "ok"}
+    assert items[1] == output[1] and items[1] is not output[1] and items[1].content[0].text == "hi"
+    assert output[0]["created_by"] == "server"  # the response itself is untouched
+
+
+def test_release_agent_keeps_only_weak_references_that_still_read():
+    import gc
+
+    from miniagents import Agent, HandoffOutputItem
+
+    source, target = Agent(name="a"), Agent(name="b")
+    item = HandoffOutputItem(agent=source, raw_item={"type": "function_call_output", "call_id": "c", "output": "x"},
+                             source_agent=source, target_agent=target)
+    item.release_agent()
+    assert item.agent.name == "a" and item.target_agent.name == "b"
+    del target
+    gc.collect()
+    with pytest.raises(ReferenceError):
+        item.target_agent.name  # noqa: B018 - nothing else held it
+
+
+def test_invoke_function_tool_runs_one_call_as_a_run_does():
+    import time
+
+    from miniagents import ToolContext, function_tool
+    from miniagents.tool import invoke_function_tool
+
+    @function_tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @function_tool(timeout=0.05)
+    def slow() -> str:
+        time.sleep(2)
+        return "late"
+
+    def context(name):
+        return ToolContext(context=None, tool_name=name, tool_call_id="c1", tool_arguments="{}")
+
+    assert invoke_function_tool(function_tool=add, context=context("add"), arguments='{"a": 1, "b": 2}').value == 3
+    timed_out = invoke_function_tool(function_tool=slow, context=context("slow"), arguments="{}").value
+    assert timed_out == "Tool 'slow' timed out after 0.05 seconds."
+
+
+def test_generate_func_documentation_reads_the_docstring():
+    from miniagents.function_schema import FuncDocumentation, generate_func_documentation
+
+    def lookup(city: str, days: int) -> str:
+        """Look the weather up.
+
+        Args:
+            city: Where.
+            days: How many days ahead.
+        """
+
+    def bare():
+        pass
+
+    assert generate_func_documentation(lookup) == FuncDocumentation(
+        "lookup", "Look the weather up.", {"city": "Where.", "days": "How many days ahead."})
+    assert generate_func_documentation(bare) == FuncDocumentation("bare", None, None)
+
+
+def test_mcp_tool_choice_is_a_settings_type_that_serialises():
+    import json
+
+    from miniagents.model_settings import MCPToolChoice, ModelSettings
+
+    settings = ModelSettings(temperature=0.5, tool_choice=MCPToolChoice(server_label="mcp", name="tool"))
+    assert json.loads(json.dumps(settings.to_json_dict())) == {
+        "temperature": 0.5, "tool_choice": {"server_label": "mcp", "name": "tool"}}
+
+
+def test_run_error_details_has_the_tool_guardrail_result_lists():
+    from miniagents import RunErrorDetails
+
+    details = RunErrorDetails("hi", [], [], None, None)
+    assert details.tool_input_guardrail_results == [] and details.tool_output_guardrail_results == []
