@@ -6,8 +6,8 @@ resolves a `ScriptedModel` (the package's own `testing` module) whose every step
 runs the program: with upstream's `agents` as installed, or through `python -m miniagents.upstream`.
 
 The responder plays a cooperative model: after the user's last message it calls, once each, the function
-tools whose names share the most words with that message (arguments made from the tool's schema), then hands off once per conversation, then answers:
-JSON made from the output schema, or a line of text.
+tools whose names share the most words with that message (arguments made from the tool's schema), then
+hands off once per conversation, then answers: JSON made from the output schema, or a line of text.
 """
 import itertools
 import json

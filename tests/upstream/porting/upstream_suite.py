@@ -7,7 +7,8 @@
     ... --mode stubbed ...                            # on miniagents, missing upstream names stubbed
 
 UPSTREAM_ROOT is a checkout or sdist of openai-agents (the folder holding `tests/`); its tests are copied to a
-temporary folder and run there, never into this repository. PYTHON needs pytest, pytest-asyncio, pytest-mock,
+temporary folder and run there, never into this repository, each file in a pytest of its own (so a file that
+hangs or crashes costs only its own tests, and one file's leftovers cannot fail another's). PYTHON needs pytest, pytest-asyncio, pytest-mock,
 inline-snapshot and pydantic (upstream's tests use them) and pytest-timeout (a test that hangs fails after 60 s), and
 not openai-agents.
 
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -149,7 +151,9 @@ def passed(junit: pathlib.Path) -> set:
 
 
 def run(upstream_root: pathlib.Path, python: str, mode: str, junit: pathlib.Path, timeout: float,
-        files: list = ()) -> int:
+        files: list = (), jobs: int = 2) -> None:
+    """Each test file in a pytest of its own (a file that hangs or crashes costs only its own tests), two at a
+    time; their junit reports are merged into `junit`."""
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
         shutil.copytree(upstream_root / "tests", work / "tests")
@@ -161,18 +165,34 @@ def run(upstream_root: pathlib.Path, python: str, mode: str, junit: pathlib.Path
         if mode != "upstream":
             (work / "tests" / "conftest.py").write_text(CONFTEST, encoding="utf-8")
             env["PYTHONPATH"] = str(ROOT)
-        command = [python, "-m", "pytest", "-q", "--tb=native", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
-                   "-o", "asyncio_default_fixture_loop_scope=session", "-o", "timeout=60",
-                   "--continue-on-collection-errors",
-                   f"--junitxml={junit.resolve()}", "-o", "junit_family=xunit1",
-                   *(files or selected(work / "tests"))]
-        done = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
-        if os.environ.get("UPSTREAM_SUITE_LOG"):
-            pathlib.Path(os.environ["UPSTREAM_SUITE_LOG"]).write_text(done.stdout + done.stderr, encoding="utf-8")
-        summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-        print(f"{mode}: {summary}")
-        return done.returncode
+        targets = list(files or selected(work / "tests"))
+
+        def one(n_target):
+            n, target = n_target
+            report = work / f"junit-{n}.xml"
+            command = [python, "-m", "pytest", "-q", "--tb=native", "-p", "no:cacheprovider", "-o", "timeout=60",
+                       "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=session",
+                       f"--junitxml={report}", "-o", "junit_family=xunit1", target]
+            try:
+                subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=timeout)
+            except subprocess.TimeoutExpired:
+                print(f"{target}: stopped after {timeout:g} s (its tests count as not passing)")
+            return report
+
+        with ThreadPoolExecutor(jobs) as pool:
+            reports = list(pool.map(one, enumerate(targets)))
+        merged = ElementTree.Element("testsuite")
+        for report in reports:
+            if report.is_file():
+                try:
+                    merged.extend(ElementTree.parse(report).getroot().iter("testcase"))
+                except ElementTree.ParseError:
+                    print(f"{report.name}: unreadable junit report (its tests count as not passing)")
+        ElementTree.ElementTree(merged).write(junit, encoding="utf-8")
+        cases = list(merged.iter("testcase"))
+        bad = sum(1 for case in cases if any(child.tag in ("failure", "error") for child in case))
+        print(f"{mode}: {len(targets)} files, {len(cases)} tests, {bad} failed or errors")
 
 
 def main() -> int:
@@ -182,7 +202,7 @@ def main() -> int:
     parser.add_argument("--mode", default="alias", choices=["upstream", "alias", "stubbed"])
     parser.add_argument("--junit", type=pathlib.Path, required=True)
     parser.add_argument("--passing", type=pathlib.Path, help="the junit file of the upstream run")
-    parser.add_argument("--timeout", type=float, default=3000)
+    parser.add_argument("--timeout", type=float, default=600, help="seconds for one test file")
     parser.add_argument("files", nargs="*", help="upstream test files (tests/test_x.py) instead of the areas")
     args = parser.parse_intermixed_args()
     run(args.upstream_root, args.python, args.mode, args.junit, args.timeout, args.files)
