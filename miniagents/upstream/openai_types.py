@@ -78,6 +78,15 @@ class StandIn(RawItem, metaclass=_StandInType):
         """A plain copy (pydantic's name, which miniagents also reads)."""
         return dict(self)
 
+    @classmethod
+    def model_validate(cls, data: dict) -> "StandIn":
+        """One of these dicts from `data` (pydantic's name; nothing is checked)."""
+        return cls(data)
+
+    @classmethod
+    def model_construct(cls, **fields) -> "StandIn":
+        return cls(**fields)
+
 
 _classes: dict = {}
 

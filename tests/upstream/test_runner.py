@@ -200,3 +200,10 @@ def test_the_stand_in_openai_holds_only_types(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["{'effort': 'low'}", "the openai package is not installed: miniagents' "
                                         "stand-in for it holds only openai.types, not 'AsyncOpenAI'"]
+
+
+def test_stand_ins_build_from_a_dict_as_pydantic_models_do():
+    usage = openai_types.stand_in("InputTokensDetails").model_validate({"cached_tokens": 2})
+    assert usage == {"cached_tokens": 2} and usage.cached_tokens == 2
+    call = openai_types.stand_in("ResponseFunctionToolCall").model_construct(name="f", call_id="c", arguments="{}")
+    assert call["type"] == "function_call" and isinstance(call, openai_types.stand_in("ResponseFunctionToolCall"))
