@@ -108,11 +108,17 @@ if os.environ.get("UPSTREAM_SUITE_MODE") == "stubbed":
     _import = builtins.__import__
 
     def _stubbing_import(name, globals=None, locals=None, fromlist=(), level=0):
-        module = _import(name, globals, locals, fromlist, level)
-        if fromlist and level == 0 and (name == "agents" or name.startswith("agents.")):
-            for wanted in fromlist:
-                if wanted != "*" and not hasattr(module, wanted):
-                    sys.modules.setdefault(f"{module.__name__}.{wanted}", stub(wanted))
+        if not (fromlist and level == 0 and (name == "agents" or name.startswith("agents."))):
+            return _import(name, globals, locals, fromlist, level)
+        try:
+            module = _import(name, globals, locals, fromlist, level)
+        except ImportError:  # a name of a left-out feature raises while the names are looked up
+            import importlib
+
+            module = importlib.import_module(name)
+        for wanted in fromlist:
+            if wanted != "*" and not hasattr(module, wanted):
+                sys.modules.setdefault(f"{module.__name__}.{wanted}", stub(wanted))
         return module
 
     builtins.__import__ = _stubbing_import
