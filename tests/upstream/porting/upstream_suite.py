@@ -9,8 +9,8 @@
 UPSTREAM_ROOT is a checkout or sdist of openai-agents (the folder holding `tests/`); its tests are copied to a
 temporary folder and run there, never into this repository, each file in a pytest of its own (so a file that
 hangs or crashes costs only its own tests, and one file's leftovers cannot fail another's). PYTHON needs pytest, pytest-asyncio, pytest-mock,
-inline-snapshot and pydantic (upstream's tests use them) and pytest-timeout (a test that hangs fails after 60 s), and
-not openai-agents.
+inline-snapshot, pydantic, httpx, httpx2, jsonschema and griffe (upstream's tests use them) and pytest-timeout
+(a test that hangs fails after 60 s), and neither openai-agents nor openai.
 
 - `alias`: upstream's conftest.py (which patches upstream internals) is replaced by one that does what
   `python -m miniagents.upstream` does — `agents` is miniagents, `openai.types` the stand-ins where openai is
@@ -108,7 +108,8 @@ if os.environ.get("UPSTREAM_SUITE_MODE") == "stubbed":
     _import = builtins.__import__
 
     def _stubbing_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if not (fromlist and level == 0 and (name == "agents" or name.startswith("agents."))):
+        stubbed = name.split(".")[0] in ("agents", "openai")  # openai: its client, where only types stand in
+        if not (fromlist and level == 0 and stubbed):
             return _import(name, globals, locals, fromlist, level)
         try:
             module = _import(name, globals, locals, fromlist, level)
