@@ -6,8 +6,9 @@ processors you registered, or to `trace_path` (JSON lines); nothing is ever sent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, List, Literal, Optional, TypedDict, Union
+from typing import Any, Awaitable, Callable, Generic, List, Literal, Optional, TypedDict, Union
 
+from .context import TContext
 from .errors import UserError
 from .items import TResponseInputItem
 from .models.interface import ModelSettings
@@ -110,7 +111,7 @@ class RunConfig:
 
 
 @dataclass(eq=False)
-class ToolErrorFormatterArgs:
+class ToolErrorFormatterArgs(Generic[TContext]):
     """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
     "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
 
@@ -123,7 +124,7 @@ class ToolErrorFormatterArgs:
 
 
 @dataclass(eq=False)
-class CallModelData:
+class CallModelData(Generic[TContext]):
     """What `RunConfig.call_model_input_filter` receives just before each model call: `model_data` (a
     `ModelInputData`), the agent, and your context object. The filter returns the `ModelInputData` to send."""
 
@@ -155,7 +156,7 @@ class RunErrorData:
 
 
 @dataclass(eq=False)
-class RunErrorHandlerInput:
+class RunErrorHandlerInput(Generic[TContext]):
     """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal",
     "invalid_final_output" and "usage_limit". A handler that returns None lets `error` raise."""
 

@@ -54,9 +54,20 @@ class OutputTokensDetails:
 
 
 @dataclass
+class RequestUsage:
+    """One request's usage, as `Usage.request_usage_entries` keeps it (upstream's class and fields)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
+    output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
+
+
+@dataclass
 class Usage:
     """Token counts of one request or a whole run (requests are summed with `add`), in the Responses usage
-    shape. `request_usage_entries` keeps each request's own usage."""
+    shape. `request_usage_entries` keeps each request's own usage (`RequestUsage`)."""
 
     requests: int = 0
     input_tokens: int = 0
@@ -77,7 +88,10 @@ class Usage:
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
         self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
         if other.requests == 1 and not other.request_usage_entries:
-            self.request_usage_entries.append(other.to_json())
+            self.request_usage_entries.append(RequestUsage(
+                other.input_tokens, other.output_tokens, other.total_tokens,
+                InputTokensDetails(other.input_tokens_details.cached_tokens),
+                OutputTokensDetails(other.output_tokens_details.reasoning_tokens)))
         else:
             self.request_usage_entries.extend(other.request_usage_entries)
 
@@ -133,18 +147,36 @@ class RunContextWrapper(Generic[TContext]):
         scope = self.approval_scope if scope is None else scope
         return f"{tool_name}@{scope}" if scope else tool_name
 
-    def _decide(self, item: Any, decision: str, always: bool) -> dict:
+    def _decide(self, item: Any, decision: str, always: bool, rejection_message: Optional[str] = None) -> dict:
         """Record `decision` ("approved" or "rejected") for the item's call, or with `always` for every call of
-        its tool, withdrawing the opposite one; returns the tool's record."""
+        its tool; returns the tool's record. A decision about a call replaces the last one about it, its rejection
+        message included; an exact decision about a call outranks one for every call (see `is_tool_approved`)."""
         key = self._key(item.tool_name, getattr(item, "approval_scope", None))
         record = self.approvals.setdefault(key, {"approved": [], "rejected": []})
         other = "rejected" if decision == "approved" else "approved"
         if always:
             record[decision], record[other] = True, []
-        elif record[decision] is not True and item.call_id not in record[decision]:
-            record[decision].append(item.call_id)
-        if isinstance(record[other], list) and item.call_id in record[other]:
-            record[other].remove(item.call_id)
+        else:
+            if isinstance(record[other], list) and item.call_id in record[other]:
+                record[other].remove(item.call_id)
+            if record[decision] is not True:  # every call of the tool has this decision already
+                if not isinstance(record[decision], list):  # False, in upstream's documents
+                    record[decision] = []
+                if item.call_id not in record[decision]:
+                    record[decision].append(item.call_id)
+        messages = record.setdefault("rejection_messages", {})
+        if always and decision == "approved":
+            messages.clear()
+        elif rejection_message is not None:
+            messages[item.call_id] = rejection_message
+        else:
+            messages.pop(item.call_id, None)
+        if not messages:
+            del record["rejection_messages"]
+        approved_arguments = record.pop("arguments", {})  # re-recorded by approve_tool for an exact approval
+        approved_arguments.pop(item.call_id, None)
+        if approved_arguments and not always:
+            record["arguments"] = approved_arguments
         return record
 
     def approve_tool(self, item: Any, always_approve: bool = False) -> None:
@@ -161,18 +193,22 @@ class RunContextWrapper(Generic[TContext]):
 
     def reject_tool(self, item: Any, always_reject: bool = False,
                     rejection_message: Optional[str] = None) -> None:
-        record = self._decide(item, "rejected", always_reject)
-        if rejection_message is not None:
-            record.setdefault("rejection_messages", {})[item.call_id] = rejection_message
+        self._decide(item, "rejected", always_reject, rejection_message)
 
     def is_tool_approved(self, tool_name: str, call_id: str) -> Optional[bool]:
-        """True / False once decided, None while the call still waits for a person."""
+        """True / False once decided, None while the call still waits for a person. A decision about this very
+        call wins over one about every call of its tool."""
         record = self.approvals.get(self._key(tool_name))
         if not record:
             return None
-        if record["approved"] is True or call_id in record["approved"]:
+        approved, rejected = record["approved"], record["rejected"]
+        if isinstance(approved, list) and call_id in approved:
             return True
-        if record["rejected"] is True or call_id in record["rejected"]:
+        if isinstance(rejected, list) and call_id in rejected:
+            return False
+        if approved is True:
+            return True
+        if rejected is True:
             return False
         return None
 

@@ -21,6 +21,8 @@ class RunErrorDetails:
     context_wrapper: Any
     input_guardrail_results: list = field(default_factory=list)
     output_guardrail_results: list = field(default_factory=list)
+    tool_input_guardrail_results: list = field(default_factory=list)
+    tool_output_guardrail_results: list = field(default_factory=list)
 
 
 class AgentsException(Exception):

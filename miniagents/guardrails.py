@@ -190,7 +190,7 @@ class ToolInputGuardrail(Generic[TContext]):
 
 
 @dataclass(eq=False)
-class ToolOutputGuardrail(ToolInputGuardrail):
+class ToolOutputGuardrail(ToolInputGuardrail[TContext]):
     """Like `ToolInputGuardrail`, but it runs after the tool, on the value the tool returned."""
     pass
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Optional
 
@@ -49,6 +50,10 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     response_id: Optional[str] = None
     request_id: Optional[str] = None
+
+    def to_input_items(self) -> list:
+        """The output as items to send back to a model: copies, without the output-only `created_by`."""
+        return [RawItem({k: v for k, v in dict(item).items() if k != "created_by"}) for item in self.output]
 
 
 def as_raw_item(item: dict) -> RawItem:
@@ -225,6 +230,17 @@ class RunItem:
 
     def to_input_item(self) -> dict:
         return self.raw_item
+
+    def release_agent(self) -> None:
+        """Keep the agents this item names by weak reference only (upstream's name, for long-lived results):
+        they still read as before while something else holds them."""
+        for name in ("agent", "source_agent", "target_agent"):
+            value = getattr(self, name, None)
+            if value is not None and not isinstance(value, weakref.ProxyType):
+                try:
+                    setattr(self, name, weakref.proxy(value))
+                except TypeError:  # not weakly referenceable: keep it
+                    pass
 
 
 @dataclass

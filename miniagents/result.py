@@ -153,10 +153,13 @@ class RunResultStreaming(RunResult):
         return self._state.current_agent
 
     def cancel(self, mode: str = "immediate") -> None:
-        """Stop the run: "immediate" at the next event, "after_turn" once the current turn has settled."""
+        """Stop the run: "immediate" at the next event (`is_complete` is True at once, the fields holding what the
+        run had done), "after_turn" once the current turn has settled."""
         if mode not in ("immediate", "after_turn"):
             raise ValueError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
         self._state.cancel(mode)
+        if mode == "immediate" and not self.is_complete:  # complete now, as upstream's: the run does no more
+            self._complete(RunResult.from_state(self._state, None))
 
     @property
     def current_turn(self) -> int:

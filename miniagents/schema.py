@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .validate import (JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type, is_pydantic,
-                       is_union, jsonable, strip_annotated, type_name)
+from .validate import (INT_KEY, JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type,
+                       is_pydantic, is_union, jsonable, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -143,9 +143,14 @@ class _Builder:
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
             if self.strict:
                 raise _Unsupported(tp, _STRICT_MAP, tuple(self.where))
-            if args and strip_annotated(args[0])[0] is not str:
-                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T]", tuple(self.where))
-            return {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
+            key = strip_annotated(args[0])[0] if args else str
+            if key not in (str, int):
+                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]",
+                                   tuple(self.where))
+            schema = {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
+            if key is int:  # the keys arrive as JSON strings of digits and are read back as ints
+                schema["propertyNames"] = {"pattern": INT_KEY}
+            return schema
         if is_pydantic(tp):
             return self._pydantic(tp)
         if is_object_type(tp):
@@ -232,7 +237,7 @@ def ensure_strict_json_schema(schema: dict) -> dict:
                         "wrap it in an object property")
     strict = _strict(schema, schema, 0, [0], ())
     for name in strict.get("$defs") or {}:
-        _no_bare_ref_cycle(strict, f"#/$defs/{name}")
+        _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
     return strict
 
 
@@ -250,11 +255,15 @@ def _no_bare_ref_cycle(root: dict, ref: str) -> None:
 
 def _strict(node, root, depth, count, inlining):
     count[0] += 1
-    if count[0] > _MAX_NODES or depth > _MAX_DEPTH:
-        raise UserError(f"JSON schema is too large for the strict pass (limits: {_MAX_NODES} nodes, "
-                        f"depth {_MAX_DEPTH})")
+    if depth > _MAX_DEPTH:
+        raise UserError(f"JSON schema is too deeply nested for the strict pass (limit: depth {_MAX_DEPTH})")
+    if count[0] > _MAX_NODES:
+        raise UserError(f"JSON schema is too large for the strict pass (limit: {_MAX_NODES} nodes)")
     if not isinstance(node, dict):
         return copy.deepcopy(node)
+    if depth and isinstance(node.get("$id"), str):
+        raise UserError("a nested `$id` resource is not supported in a strict schema: its $refs would resolve "
+                        "against another base; inline it, or use a non-strict schema")
     out = {}
     for key, value in node.items():
         if key in ("$defs", "definitions", "properties") and isinstance(value, dict):
@@ -265,10 +274,15 @@ def _strict(node, root, depth, count, inlining):
             out[key] = _strict(value, root, depth + 1, count, inlining)
         else:
             out[key] = copy.deepcopy(value)
+    if _single_all_of(out) and set(out["allOf"][0]) - _ANNOTATIONS == {"$ref"} \
+            and out["allOf"][0]["$ref"] not in inlining:
+        merged, refs = _merge_single_all_of(out, root)
+        return _inlined(merged, root, depth, count, inlining + refs)
     out = _flat_combinators(out)  # before the object rules, so they see the merged keys
-    if "properties" in out and "type" not in out:
+    if "type" not in out and ("properties" in out or "additionalProperties" in out):
         out["type"] = "object"
-    if out.get("type") == "object":
+    kind = out.get("type")
+    if kind == "object" or (isinstance(kind, list) and "object" in kind):
         if out.setdefault("additionalProperties", False) is not False:
             raise UserError("additionalProperties should not be set for object types. This could be because "
                             "you configured additional properties to be allowed (a dict/Mapping type or "
@@ -281,15 +295,70 @@ def _strict(node, root, depth, count, inlining):
     if "$ref" in out and len(out) > 1:
         if out["$ref"] in inlining:  # a cycle: inlining again would never end; the bare $ref is valid
             return {"$ref": out["$ref"]}
+        siblings = set(out) - _ANNOTATIONS - {"$ref", "$defs", "definitions", "required", "additionalProperties"}
+        if siblings:  # merged with the target, they would silently override what it says
+            raise UserError(f"$ref {out['$ref']!r} has incompatible sibling keywords {sorted(siblings)}: a strict "
+                            "schema allows only annotations (description, title, ...) beside a $ref")
         merged = {**_resolve_ref(root, out["$ref"]), **{k: v for k, v in out.items() if k != "$ref"}}
-        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],))
+        return _inlined(merged, root, depth, count, inlining + (out["$ref"],))
     return out
+
+
+def _inlined(merged: dict, root: dict, depth: int, count: list, inlining: tuple) -> dict:
+    """The strict pass of a node merged with what its $ref points to (one level deeper, for the depth limit);
+    the root's own `$id` stays on it."""
+    own_id = {"$id": merged.pop("$id")} if not depth and "$id" in merged else {}
+    return {**own_id, **_strict(merged, root, depth + 1, count, inlining)}
+
+
+# Keywords that describe a schema without constraining its values: they may stand beside a $ref.
+_ANNOTATIONS = frozenset(("description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                          "$comment", "$schema", "$id", "$anchor", "contentMediaType", "contentEncoding"))
+
+
+def _single_all_of(node: dict) -> bool:
+    return isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict)
+
+
+def _merge_single_all_of(node: dict, root: dict) -> tuple:
+    """A one-entry `allOf` that is a $ref, merged into its node: the target (followed through further bare
+    $refs) must not contradict what the node says itself, and a circle of $refs is refused. Returns the
+    merged node and the $refs it followed."""
+    entry, seen = dict(node["allOf"][0]), []
+    while set(entry) - _ANNOTATIONS == {"$ref"}:
+        ref = entry.pop("$ref")
+        if ref in seen:
+            raise UserError(f"circular $ref in a singleton `allOf`: {' -> '.join(seen + [ref])}")
+        seen.append(ref)
+        entry = {**_resolve_ref(root, ref), **entry}
+    return _merged(node, entry), tuple(seen)
+
+
+def _merged(node: dict, entry: dict) -> dict:
+    """`node` without its one-entry `allOf`, and that entry's keywords: refused where the two disagree."""
+    parent = {k: v for k, v in node.items() if k != "allOf"}
+    clashes = sorted(k for k in set(parent) & set(entry) - _ANNOTATIONS if not _same_json(parent[k], entry[k]))
+    if clashes:
+        raise UserError(f"a singleton `allOf` and its parent schema both set {clashes} differently; strict mode "
+                        "would have to drop one of them: merge them by hand")
+    return {**parent, **entry}
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values: 1 and 1.0 are, True and 1 are not."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    return a == b and (isinstance(a, (int, float)) == isinstance(b, (int, float)))
 
 
 def _flat_combinators(node: dict) -> dict:
     """Strict mode's combinator rules: a one-entry `allOf` is merged into its node; `oneOf` becomes `anyOf`."""
-    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
-        node = {**{k: v for k, v in node.items() if k != "allOf"}, **node["allOf"][0]}
+    if _single_all_of(node):
+        node = _merged(node, node["allOf"][0])
     if "oneOf" in node:
         node = {**{k: v for k, v in node.items() if k != "oneOf"}, "anyOf": node.get("anyOf", []) + node["oneOf"]}
     return node
@@ -351,6 +420,9 @@ def _resolve_ref(root: dict, ref) -> dict:
         if not isinstance(node, dict) or part not in node:
             raise UserError(f"Unresolvable $ref {ref!r} in JSON schema")
         node = node[part]
+        if isinstance(node, dict) and isinstance(node.get("$id"), str):  # ("$id" may also name a definition)
+            raise UserError(f"$ref {ref!r} reaches into a nested `$id` resource, which a strict schema does not "
+                            "support: its $refs would resolve against another base")
     if not isinstance(node, dict):
         raise UserError(f"$ref {ref!r} does not point to a schema")
     return node

@@ -37,9 +37,30 @@ class SessionSettings:
     limit: Optional[int] = None
     limit_turns: Optional[int] = None
 
-    def resolve(self, override: Optional[SessionSettings]) -> SessionSettings:
-        """These settings with every non-None field of `override` put over them."""
-        return overlay(self, override)
+    def __post_init__(self):
+        for name in ("limit", "limit_turns"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"SessionSettings.{name} must be an int or None, got {type(value).__name__} "
+                                "(settings given as a dict: SessionSettings(**settings) or SessionSettings.coerce)")
+
+    @classmethod
+    def coerce(cls, value: Any) -> SessionSettings:
+        """Settings given as settings, a dict of their fields (upstream accepts both) or None (the defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - {"limit", "limit_turns"})
+            if unknown:
+                raise TypeError(f"Unknown session settings: {', '.join(map(str, unknown))}")
+            return cls(**value)
+        if not isinstance(value, SessionSettings):
+            raise TypeError(f"session settings must be SessionSettings, a dict or None, got {type(value).__name__}")
+        return value
+
+    def resolve(self, override: Any) -> SessionSettings:
+        """These settings with every non-None field of `override` (settings, or a dict of them) put over them."""
+        return overlay(self, None if override is None else self.coerce(override))
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

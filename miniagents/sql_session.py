@@ -101,7 +101,7 @@ class SQLSession(SessionABC):
         self.sessions_table = check_table_name(owner, "sessions_table", sessions_table)
         self.messages_table = check_table_name(owner, "messages_table", messages_table)
         self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
-        self.session_settings = session_settings or SessionSettings()  # upstream's default: no limit
+        self.session_settings = SessionSettings.coerce(session_settings)  # upstream's default: no limit
 
     def _bind(self, dialect: Dialect, paramstyle: Any) -> None:
         """Build every statement once, in the dialect and the driver's placeholder style."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
@@ -126,10 +127,11 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
                   defer_loading: bool = False):
     """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called.
-    `defer_loading=True` (upstream: load the tool through the Responses API's tool search) is refused."""
+    `defer_loading=True` (upstream: load the tool through the Responses API's tool search, which miniagents
+    leaves out) warns, and the tool is sent with every request like any other."""
     if defer_loading:
-        raise UserError("function_tool(defer_loading=True) needs the Responses API's tool search (ToolSearchTool), "
-                        "which miniagents does not provide; drop defer_loading to send the tool with every request")
+        warnings.warn("function_tool(defer_loading=True): miniagents has no tool search, so the tool is sent with "
+                      "every request", UserWarning, stacklevel=2)
 
     def make(fn: Callable) -> FunctionTool:
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
@@ -482,6 +484,12 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
+
+
+def invoke_function_tool(*, function_tool: FunctionTool, context: ToolContext, arguments: str) -> Any:
+    """Upstream's helper: run one call of `function_tool` as a run does (its timeout and failure policy
+    included) and return what it produced, as something to `await` (its `.value` for synchronous code)."""
+    return caller.Ready(invoke_tool(function_tool, context, arguments)[0])
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:

@@ -15,6 +15,7 @@ import enum
 import functools
 import inspect
 import json
+import re
 import typing
 from typing import Any, Optional, Union
 
@@ -25,6 +26,7 @@ MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 _UnionType = getattr(__import__("types"), "UnionType", None)  # `X | Y`, Python 3.10+
 _REQ_WRAPPERS = tuple(w for w in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None)) if w)
+INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
 
@@ -323,7 +325,9 @@ def _convert(tp, value, path: str, strict: bool):
     if origin in _MAPPINGS or tp is dict:
         if not isinstance(value, dict):
             return wrong()
-        return {k: _convert(args[1] if args else Any, v, _join(path, k), strict) for k, v in value.items()}
+        read_key = _int_key if args and strip_annotated(args[0])[0] is int else lambda key, where: key
+        return {read_key(k, _join(path, k)): _convert(args[1] if args else Any, v, _join(path, k), strict)
+                for k, v in value.items()}
     if not isinstance(value, list):
         return wrong()
     if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
@@ -340,6 +344,13 @@ def _convert(tp, value, path: str, strict: bool):
         return frozenset(items) if origin is frozenset or tp is frozenset else items
     except TypeError as exc:  # unhashable items
         return _fail(path, f"items of a set must be hashable ({exc})")
+
+
+def _int_key(key: str, path: str) -> int:
+    """A `dict[int, T]` key as JSON carries it (a string of digits), read back as the int."""
+    if re.fullmatch(INT_KEY, key) is None:
+        return _fail(path, f"expected an integer key, got {key!r}")
+    return int(key)
 
 
 def _convert_object(cls, value: dict, path: str, strict: bool):

@@ -83,7 +83,8 @@ BUDGETS = {  # code lines per area (set December 2026 with about a fifth of head
     "shell: tracing": 950,
     "shell: retries": 320,
     "shell: capabilities and Workspace": 600,  # issue 20: race-free Workspace paths, regex search in a child
-    "shell: upstream compatibility": 400,  # raised for issue 11: run_demo_loop, verbose logging, left-out names
+    "shell: upstream compatibility": 550,  # raised for issue 11: run_demo_loop, verbose logging, left-out names;
+    # for issue 21: the zero-edit runner (the agents alias, openai.types stand-ins) and the helpers its programs import
     "shell: recording and replay": 460,  # issue 22: a recorder, a replaying model, the file format and its redaction
     "shell: DB-API sessions": 130,
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import enum
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
 from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
@@ -28,6 +28,14 @@ from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.inter
 # request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked call
 # then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is harmless.
 # A model with nothing to abort may ignore the list.
+
+
+@dataclass
+class MCPToolChoice:
+    """Upstream's `tool_choice` that forces one tool of a hosted MCP server (`ModelSettings(tool_choice=...)`)."""
+
+    server_label: str
+    name: str
 
 
 @dataclass
@@ -68,6 +76,9 @@ class ModelSettings:
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
         are merged."""
         if isinstance(override, dict):
+            unknown = sorted(set(override) - {f.name for f in fields(ModelSettings)})
+            if unknown:
+                raise TypeError(f"Unknown model settings: {', '.join(map(str, unknown))}")
             override = ModelSettings(**override)
         merged = overlay(self, override)
         if override is not None and self.extra_args and override.extra_args:
@@ -75,7 +86,15 @@ class ModelSettings:
         return merged
 
     def to_json_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        """The set fields, JSON-ready (`retry` and an `MCPToolChoice` as dicts)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def _jsonable(value: Any) -> Any:
+    """A settings value as JSON data: its own `to_json_dict()` when it has one, a dataclass's fields, or itself."""
+    if callable(getattr(value, "to_json_dict", None)):
+        return value.to_json_dict()
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
 
 
 # --- Retries: what an adapter reports about a failure, and when it must not retry on its own ------------

@@ -3,9 +3,9 @@
 A shell: the kernel never imports it; it takes part in a run through the kernel's seams (`plugin.py`,
 registered when this package is imported). Upstream's module layout, so processors written for the OpenAI
 Agents SDK port: `create` (`trace` and the span factories), `spans`, `traces`, `span_data` (upstream's
-`export()` shapes), `scope` (the current trace and span), `processor_interface` (`TracingProcessor`),
-`processors` (two ready ones: `JsonlTraceProcessor`, JSON lines in a file; `ConsoleTraceProcessor`, a live
-view on stderr), `provider` (the registered processors, `set_tracing_disabled`), `util` (ids). Beside them:
+`export()` shapes), `scope` (the current trace and span), `processor_interface` (`TracingProcessor`,
+`TracingExporter`), `processors` (ready ones: `JsonlTraceProcessor`, JSON lines in a file;
+`ConsoleTraceProcessor`, a live view on stderr; `BatchTraceProcessor`, batches for your exporter), `provider` (the registered processors, `set_tracing_disabled`), `util` (ids). Beside them:
 `plugin` (how a run is traced) and `tree` (reading a trace file back: `python -m miniagents.tracing FILE`).
 
 Cheap when unused: no processor is registered by default, and a span is recorded only below a trace that has

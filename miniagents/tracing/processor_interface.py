@@ -25,3 +25,12 @@ class TracingProcessor(abc.ABC):
 
     def force_flush(self) -> None:
         """Write out anything buffered."""
+
+
+class TracingExporter(abc.ABC):
+    """Sends batches of finished traces and spans somewhere (a `BatchTraceProcessor` calls it); miniagents
+    ships none that leaves the process: write your own, and choose what each `item.export()` keeps."""
+
+    @abc.abstractmethod
+    def export(self, items: list) -> None:
+        """Export `items`, a list of `Trace` and `Span` objects."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import abc
 import time
-from typing import Any, Optional, TypedDict
+from typing import Any, Generic, Optional, TypedDict, TypeVar
 
 from ..errors import AgentsException
 from . import provider
@@ -28,7 +28,10 @@ def _error_for(exc: BaseException, include_data: bool) -> SpanError:
     return {"message": name, "data": {"type": name}}
 
 
-class Span(Scoped):
+TSpanData = TypeVar("TSpanData", bound=SpanData)  # what a span is about: `Span[AgentSpanData]`
+
+
+class Span(Scoped, Generic[TSpanData]):
     """One timed operation in a trace. Use `with some_span(...) as span:` (it becomes the current span, so
     spans made inside nest under it) or `start()`/`finish()`; `span.span_data` holds what it is about."""
 

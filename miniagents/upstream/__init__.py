@@ -33,7 +33,7 @@ UPSTREAM_PATHS = {
                   "ModelRefusalError ModelTimeoutError OutputGuardrailTripwireTriggered RunErrorDetails "
                   "ToolInputGuardrailTripwireTriggered ToolOutputGuardrailTripwireTriggered ToolTimeoutError UserError",
     "run_context": "RunContextWrapper TContext AgentHookContext",
-    "model_settings": "ModelSettings ToolChoice=config:ToolChoice",
+    "model_settings": "ModelSettings ToolChoice=config:ToolChoice MCPToolChoice=models.interface:MCPToolChoice",
     "usage": "Usage",
     "run_state": "RunState",
     "lifecycle": "RunHooks AgentHooks RunHooksBase=RunHooks AgentHooksBase=AgentHooks AgentHookContext",
@@ -49,7 +49,9 @@ UPSTREAM_PATHS = {
                   "CallModelInputFilter=config:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
                   "ToolNameCollisionPolicy ReasoningItemIdPolicy",
     "run_error_handlers": "RunErrorData RunErrorHandler RunErrorHandlerInput RunErrorHandlerResult RunErrorHandlers",
-    "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema",
+    "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema "
+                       "generate_func_documentation=upstream.function_docs:generate_func_documentation "
+                       "FuncDocumentation=upstream.function_docs:FuncDocumentation",
     "strict_schema": "ensure_strict_json_schema=schema:ensure_strict_json_schema",
     "models.openai_chatcompletions": "OpenAIChatCompletionsModel",
     "models.openai_responses": "OpenAIResponsesModel",

@@ -452,7 +452,7 @@ def test_usage_keeps_each_requests_own_entry_and_a_summed_usage_passes_its_entri
         run.add(Usage(requests=1, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1,
                       input_tokens_details=InputTokensDetails(cached_tokens=tokens - 1),
                       output_tokens_details=OutputTokensDetails(reasoning_tokens=tokens * 2)))
-    assert [entry["input_tokens"] for entry in run.request_usage_entries] == [3, 5]
+    assert [entry.input_tokens for entry in run.request_usage_entries] == [3, 5]
     parent = Usage()
     parent.add(run)  # a nested run's usage: its requests' entries, not one entry for the whole run
     assert (parent.requests, parent.input_tokens, parent.output_tokens, parent.total_tokens) == (2, 8, 2, 10)

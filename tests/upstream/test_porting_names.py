@@ -3,6 +3,7 @@ import asyncio
 import io
 import json
 import logging
+import warnings
 
 import pytest
 
@@ -276,10 +277,20 @@ def test_a_hosted_tool_with_a_chat_completions_model_is_refused_when_the_run_sta
     assert model.calls == []
 
 
-def test_defer_loading_is_refused_clearly():
-    with pytest.raises(UserError, match=r"\(defer_loading=True\) needs the Responses API's tool search"):
-        function_tool(lambda: "x", defer_loading=True)
-    assert function_tool(lambda: "x", name_override="ok", defer_loading=False).name == "ok"
+def test_defer_loading_warns_and_the_tool_is_sent_like_any_other():
+    def lookup(city: str) -> str:
+        return city
+
+    with pytest.warns(UserWarning, match=r"defer_loading=True\): miniagents has no tool search"):
+        deferred = function_tool(lookup, defer_loading=True)
+    assert deferred.spec() == function_tool(lookup).spec()
+    agent, model = make_agent([[function_call("lookup", {"city": "Oslo"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[deferred])
+    assert Runner.run_sync(agent, "hi").final_output == "ok"
+    assert [tool.name for tool in model.calls[0].tools] == ["lookup"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert function_tool(lambda: "x", name_override="ok", defer_loading=False).name == "ok"
 
 
 # --- Prompts, output schemas, agents as tools -------------------------------------------------------------------

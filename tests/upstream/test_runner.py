@@ -1,0 +1,209 @@
+"""`python -m miniagents.upstream PROGRAM`: an upstream program runs with no edit (miniagents/upstream/__main__.py,
+alias.py, openai_types.py)."""
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import miniagents
+from miniagents.upstream import alias, openai_types
+from support import ROOT
+
+OPENAI_INSTALLED = importlib.util.find_spec("openai") is not None and not openai_types.installed()
+
+# Written for upstream: every import is upstream's, nothing names miniagents.
+PROGRAM = textwrap.dedent('''
+    import asyncio
+    import sys
+
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    from agents import Agent, Runner, SQLiteSession, function_tool, handoff
+    from agents.extensions.handoff_filters import remove_all_tools
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+
+    @function_tool
+    def weather(city: str) -> str:
+        return f"sunny in {city}"
+
+
+    async def main():
+        model = ScriptedModel([
+            [function_call("weather", {"city": "Oslo"}, call_id="c1")],
+            [function_call("transfer_to_writer", {}, call_id="c2")],
+            [assistant_message("It is sunny in Oslo.")],
+        ])
+        writer = Agent(name="writer", model=model)
+        agent = Agent(name="assistant", model=model, tools=[weather],
+                      handoffs=[handoff(writer, input_filter=remove_all_tools)])
+        session = SQLiteSession("demo", sys.argv[1])
+        result = Runner.run_streamed(agent, "weather in Oslo?", session=session)
+        deltas = [event.data.delta async for event in result.stream_events()
+                  if event.type == "raw_response_event" and isinstance(event.data, ResponseTextDeltaEvent)]
+        assert "".join(deltas) == "It is sunny in Oslo.", deltas
+        assert result.last_agent.name == "writer"
+        writer_input = model.calls[-1].input
+        assert not [item for item in writer_input if item.get("type") == "function_call"], writer_input
+        stored = await session.get_items()
+        assert stored[0]["content"] == "weather in Oslo?" and len(stored) >= 5, stored
+        print("ran", sys.argv[2])
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+''')
+
+
+def _run(*args, cwd, extra_path=""):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTHONPATH"))}
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (extra_path, str(ROOT)) if part)
+    return subprocess.run([sys.executable, "-m", "miniagents.upstream", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def installed_upstream(tmp_path):
+    """A directory holding an `agents` package that fails when imported: an upstream install to ignore."""
+    site = tmp_path / "site"
+    (site / "agents" / "extensions").mkdir(parents=True)
+    (site / "agents" / "__init__.py").write_text("raise SystemExit('the installed upstream agents was imported')\n")
+    (site / "agents" / "extensions" / "__init__.py").write_text("")
+    return site
+
+
+@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (README)")
+def test_an_upstream_program_runs_unchanged_never_on_an_installed_upstream(tmp_path, installed_upstream):
+    program = tmp_path / "app.py"
+    program.write_text(PROGRAM)
+    done = _run(str(program), str(tmp_path / "s.db"), "with-args", cwd=tmp_path, extra_path=str(installed_upstream))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ran with-args"
+
+
+@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (README)")
+def test_a_program_runs_as_a_module_with_m(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "app.py").write_text(PROGRAM)
+    done = _run("-m", "pkg.app", str(tmp_path / "s.db"), "as-module", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ran as-module"
+
+
+def test_the_program_is_main_and_sees_its_own_folder_and_arguments(tmp_path):
+    (tmp_path / "helper.py").write_text("VALUE = 'helper'\n")
+    (tmp_path / "app.py").write_text(
+        "import sys, helper, agents\nassert __name__ == '__main__'\n"
+        "print(helper.VALUE, sys.argv[1:], agents.__name__)\n")
+    done = _run(str(tmp_path / "app.py"), "a", "b", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "helper ['a', 'b'] miniagents"
+
+
+@pytest.mark.parametrize("args, status", [((), 2), (("-m",), 2), (("--help",), 0), (("missing.py",), 2)])
+def test_usage_and_a_missing_program_are_said_plainly(tmp_path, args, status):
+    done = _run(*args, cwd=tmp_path)
+    assert done.returncode == status
+    assert ("usage: python -m miniagents.upstream" in done.stdout + done.stderr) or "no such program" in done.stderr
+
+
+@pytest.fixture
+def aliased():
+    alias.install()
+    yield
+    alias.uninstall()
+
+
+def test_agents_paths_are_the_miniagents_modules_themselves(aliased):
+    import agents
+    import agents.extensions.handoff_filters
+    import agents.run
+
+    assert agents is miniagents
+    assert agents.run is importlib.import_module("miniagents.run")
+    assert agents.extensions.handoff_filters.remove_all_tools is miniagents.upstream.handoff_helpers.remove_all_tools
+    assert miniagents.__spec__.name == "miniagents"  # the alias leaves the real module's spec alone
+    namespace = {}
+    exec("from agents.memory import SQLiteSession", namespace)
+    assert namespace["SQLiteSession"] is miniagents.SQLiteSession
+
+
+def test_a_left_out_path_keeps_its_explained_error_and_an_unknown_one_names_both(aliased):
+    with pytest.raises(ImportError, match="What is left out"):
+        importlib.import_module("agents.realtime")
+    with pytest.raises(ModuleNotFoundError, match="'agents.no_such_module'.*'miniagents.no_such_module'"):
+        importlib.import_module("agents.no_such_module")
+
+
+def test_agents_models_adds_upstreams_default_model_helpers(aliased, monkeypatch):
+    from agents.models import get_default_model, get_default_model_settings, is_gpt_5_default
+
+    import agents.models
+
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "GPT-5.2")
+    assert get_default_model() == "gpt-5.2" and is_gpt_5_default() is True
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "gpt-5-chat-latest")
+    assert is_gpt_5_default() is False
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "gpt-4.1")
+    assert is_gpt_5_default() is False
+    assert get_default_model_settings() == miniagents.ModelSettings()
+    assert "is_gpt_5_default" in dir(agents.models) and "is_gpt_5_default" in agents.models.__all__
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        agents.models.nope  # noqa: B018
+
+
+def test_uninstall_forgets_the_alias(aliased):
+    import agents  # noqa: F401
+
+    alias.uninstall()
+    assert "agents" not in sys.modules and alias.AgentsAlias not in sys.meta_path
+    alias.install()
+
+
+def test_stand_in_classes_match_miniagents_dict_events_by_type():
+    delta = openai_types.stand_in("ResponseTextDeltaEvent")
+    assert isinstance({"type": "response.output_text.delta", "delta": "x"}, delta)
+    assert not isinstance({"type": "response.output_text.done"}, delta)
+    assert not isinstance("response.output_text.delta", delta)
+    message = openai_types.stand_in("ResponseOutputMessage")(id="m", role="assistant", content=[])
+    assert message == {"id": "m", "role": "assistant", "content": [], "type": "message"}
+    assert message.role == "assistant" and message.model_dump() == dict(message)
+    assert isinstance(message, openai_types.stand_in("ResponseOutputMessageParam"))
+    reasoning = openai_types.stand_in("Reasoning")(effort="low")  # no type: matches only its own instances
+    assert reasoning == {"effort": "low"} and not isinstance({"effort": "low"}, openai_types.stand_in("Reasoning"))
+
+
+def test_the_stand_ins_are_not_installed_where_openai_imports(tmp_path, monkeypatch):
+    (tmp_path / "openai").mkdir()
+    (tmp_path / "openai" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "openai", raising=False)
+    openai_types.install()
+    assert not openai_types.installed()
+
+
+def test_the_stand_in_openai_holds_only_types(tmp_path):
+    script = ("from miniagents.upstream import openai_types\nopenai_types.install()\nimport openai\n"
+              "from openai.types.shared import Reasoning\nprint(Reasoning(effort='low'))\n"
+              "try:\n    openai.AsyncOpenAI\nexcept AttributeError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    if OPENAI_INSTALLED:
+        pytest.skip("openai is installed here")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["{'effort': 'low'}", "the openai package is not installed: miniagents' "
+                                        "stand-in for it holds only openai.types, not 'AsyncOpenAI'"]
+
+
+def test_stand_ins_build_from_a_dict_as_pydantic_models_do():
+    usage = openai_types.stand_in("InputTokensDetails").model_validate({"cached_tokens": 2})
+    assert usage == {"cached_tokens": 2} and usage.cached_tokens == 2
+    call = openai_types.stand_in("ResponseFunctionToolCall").model_construct(name="f", call_id="c", arguments="{}")
+    assert call["type"] == "function_call" and isinstance(call, openai_types.stand_in("ResponseFunctionToolCall"))
