@@ -105,6 +105,37 @@ def test_the_program_is_main_and_sees_its_own_folder_and_arguments(tmp_path):
     assert done.stdout.strip() == "helper ['a', 'b'] miniagents"
 
 
+def test_under_the_runner_agents_take_assignment_checked_as_the_constructor_checks(tmp_path):
+    (tmp_path / "app.py").write_text(textwrap.dedent('''
+        from agents import Agent, AgentOutputSchema, Runner, ModelSettings
+        from agents.testing import ScriptedModel, assistant_message
+
+        agent = Agent(name="a", model=ScriptedModel([[assistant_message('{"n": 3}')]]))
+        agent.output_type = AgentOutputSchema(dict, strict_json_schema=False)  # upstream's non_strict_output_type
+        agent.model_settings = {"temperature": 0.5}  # converted as the constructor converts it
+        assert isinstance(agent.model_settings, ModelSettings) and agent.model_settings.temperature == 0.5
+        try:
+            agent.tools = "not a list"
+        except TypeError as refused:
+            print("refused:", refused)
+        try:
+            agent.not_a_field = 1
+        except AttributeError:
+            print("no such field")
+        print(agent.tools, Runner.run_sync(agent, "n?").final_output)
+    '''))
+    done = _run(str(tmp_path / "app.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["refused: Agent tools must be a list, got str", "no such field", "[] {'n': 3}"]
+
+
+def test_outside_the_runner_agents_stay_frozen():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        miniagents.Agent(name="a").instructions = "x"
+
+
 @pytest.mark.parametrize("args, status", [((), 2), (("-m",), 2), (("--help",), 0), (("missing.py",), 2)])
 def test_usage_and_a_missing_program_are_said_plainly(tmp_path, args, status):
     done = _run(*args, cwd=tmp_path)

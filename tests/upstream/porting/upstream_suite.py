@@ -55,10 +55,11 @@ import types
 
 import pytest
 
-from miniagents.upstream import alias, openai_types
+from miniagents.upstream import alias, assignable_agents, openai_types
 
 alias.install()
 openai_types.install()
+assignable_agents.install()
 os.environ.setdefault("OPENAI_API_KEY", "test_key")
 
 
