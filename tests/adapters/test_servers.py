@@ -38,9 +38,8 @@ def script(server, streamed):
         server.reply(chat_completion(None, call)).reply(chat_completion("It is sunny in Paris."))
 
 
-def run(server, streamed, **model_options):
-    model = OpenAIChatCompletionsModel("smol", base_url=server.url, api_key="sk-test", **model_options)
-    agent = Agent(name="Weather", instructions="Answer briefly.", tools=[get_weather], model=model)
+def final_output(agent, streamed):
+    """The answer to "Weather in Paris?", from `run_sync` or from a streamed run read to its end."""
     if not streamed:
         return Runner.run_sync(agent, "Weather in Paris?").final_output
 
@@ -48,8 +47,15 @@ def run(server, streamed, **model_options):
         result = Runner.run_streamed(agent, "Weather in Paris?")
         async for _ in result.stream_events():
             pass
-        return result.final_output.strip()  # streamed text arrives word by word, each with its space
+        return result.final_output
     return asyncio.run(main())
+
+
+def run(server, streamed, **model_options):
+    model = OpenAIChatCompletionsModel("smol", base_url=server.url, api_key="sk-test", **model_options)
+    agent = Agent(name="Weather", instructions="Answer briefly.", tools=[get_weather], model=model)
+    answer = final_output(agent, streamed)
+    return answer.strip() if streamed else answer  # streamed text arrives word by word, each with its space
 
 
 def assistant_content(request):
@@ -180,15 +186,7 @@ def forecast_run(server, streamed, tools=(), **model_options):
     model = OpenAIChatCompletionsModel("smol", base_url=server.url, api_key="sk-test", **model_options)
     agent = Agent(name="Forecaster", instructions="Answer briefly.", output_type=Forecast, tools=list(tools),
                   model=model)
-    if not streamed:
-        return Runner.run_sync(agent, "Weather in Paris?").final_output
-
-    async def main():
-        result = Runner.run_streamed(agent, "Weather in Paris?")
-        async for _ in result.stream_events():
-            pass
-        return result.final_output
-    return asyncio.run(main())
+    return final_output(agent, streamed)
 
 
 def reply_forecast(server, streamed):
