@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, Type
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
-from .errors import ToolTimeoutError, UserError
+from .errors import ModelBehaviorError, ToolTimeoutError, UserError
 from .items import clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
@@ -501,6 +501,8 @@ def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exc
         text = error.message  # parse errors already name the tool and carry a preview
         if not text.startswith("Invalid JSON input for tool"):
             text = f"Invalid JSON input for tool {tool.name}: {text}. Received: {preview(raw_args)}"
+        if tool.failure_error_function is None:  # every failure raises, the model's bad arguments too
+            raise ModelBehaviorError(text) from error
         return f"{text}\nFix the arguments and call the tool again."
     if isinstance(error, ToolError):
         return error.message

@@ -45,7 +45,7 @@ class Span(Scoped, Generic[TSpanData]):
         return None
 
 
-class NoOpSpan(Span):
+class NoOpSpan(Span[TSpanData]):
     """A span that records nothing: what every factory returns when no processor would see the span."""
 
     __slots__ = ("span_data", "_token")
@@ -90,7 +90,7 @@ class _DetachedSpan(NoOpSpan):
         pass
 
 
-class SpanImpl(Span):
+class SpanImpl(Span[TSpanData]):
     """A recorded span. It inherits its processors and the sensitive-data rule from its parent."""
 
     __slots__ = ("trace_id", "span_id", "parent_id", "span_data", "_started", "_ended", "error",

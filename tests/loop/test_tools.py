@@ -374,6 +374,20 @@ def test_failure_error_function_none_lets_the_exception_propagate():
     assert len(model.calls) == 1
 
 
+def test_failure_error_function_none_raises_bad_arguments_as_model_behavior_error():
+    """Upstream's rule: with no failure policy every failure raises, the model's bad arguments too (the default
+    policy tells the model what to fix instead)."""
+    @function_tool(failure_error_function=None)
+    def echo(value: str) -> str:
+        return value
+
+    agent, model = make_agent([[function_call("echo", "[]", call_id="c1")], [assistant_message("never")]],
+                              tools=[echo])
+    with pytest.raises(ModelBehaviorError, match="Invalid JSON input for tool echo: expected a JSON object"):
+        Runner.run_sync(agent, "go")
+    assert len(model.calls) == 1
+
+
 def test_a_failure_error_function_supplies_the_text():
     seen = []
 

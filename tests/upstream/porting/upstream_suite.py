@@ -9,7 +9,7 @@
 UPSTREAM_ROOT is a checkout or sdist of openai-agents (the folder holding `tests/`); its tests are copied to a
 temporary folder and run there, never into this repository, each file in a pytest of its own (so a file that
 hangs or crashes costs only its own tests, and one file's leftovers cannot fail another's). PYTHON needs pytest, pytest-asyncio, pytest-mock,
-inline-snapshot, pydantic, httpx, httpx2, jsonschema and griffe (upstream's tests use them) and pytest-timeout
+inline-snapshot, pydantic, httpx, httpx2, jsonschema, griffe and mcp (upstream's tests use them) and pytest-timeout
 (a test that hangs fails after 60 s), and neither openai-agents nor openai.
 
 - `alias`: upstream's conftest.py (which patches upstream internals) is replaced by one that does what
