@@ -17,7 +17,8 @@ _frozen_setattr = Agent.__setattr__
 
 def _assign(agent: Agent, name: str, value: Any) -> None:
     if name not in {f.name for f in dataclasses.fields(agent)}:
-        _frozen_setattr(agent, name, value)  # not a field: refused as before
+        _frozen_setattr(agent, name, value)  # raises FrozenInstanceError: only fields take assignment
+        return
     checked = dataclasses.replace(agent, **{name: value})  # runs the constructor's checks on the new value
     object.__setattr__(agent, name, getattr(checked, name))
 

@@ -80,13 +80,19 @@ def test_the_ledger_is_read_by_key_not_through_a_limited_history_window(tmp_path
         assert paid == [5]
 
 
-def test_input_added_to_a_paused_state_reaches_the_session_once_however_often_it_is_resumed(tmp_path):
+def resumed_once_with_added_input(tmp_path):
+    """A pause on pay(5) with "and say thanks" added to its state, resumed once: (its JSON, paid, session)."""
     paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
     agent, _ = payer([], paid)
     state = RunState.from_string(agent, paused_json(session, paid, amounts=(5,)))
     state.add_input("and say thanks")
     text = state.to_string()
     resume(text, paid, session)
+    return text, paid, session
+
+
+def test_input_added_to_a_paused_state_reaches_the_session_once_however_often_it_is_resumed(tmp_path):
+    text, paid, session = resumed_once_with_added_input(tmp_path)
     with pytest.raises(AlreadyResumedError):
         resume(text, paid, session)
     added = [i for i in session.get_items() if i.get("content") == "and say thanks"]
@@ -382,12 +388,7 @@ def test_a_resume_that_crashed_mid_call_can_be_taken_over_and_what_it_did_stays_
 def test_taking_over_a_resume_that_did_finish_writes_nothing_of_its_turn_twice(tmp_path):
     """take_over() on a pause whose resume in fact completed: the calls are not run again (their recorded outputs
     are used), the turn and the input added to the state are not written again; only the model is asked again."""
-    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
-    agent, _ = payer([], paid)
-    state = RunState.from_string(agent, paused_json(session, paid, amounts=(5,)))
-    state.add_input("and say thanks")
-    text = state.to_string()
-    resume(text, paid, session)
+    text, paid, session = resumed_once_with_added_input(tmp_path)
     result, model = resume(text, paid, session, answers=("again",), take_over=True)
     assert result.final_output == "again" and paid == [5]
     assert outputs_sent(model.calls[0]) == {"c5": "paid 5"}
