@@ -1,5 +1,7 @@
 """Small helpers the kernel tests share: build an agent on a scripted model, read what a model was sent."""
+import json
 import os
+import sqlite3
 
 from miniagents import Agent
 from miniagents.testing import ScriptedModel
@@ -48,3 +50,12 @@ def kinds(items):
         else:
             out.append(t)
     return out
+
+
+def stored_rows(db):
+    """Every item a SQLiteSession stored in the file `db`, oldest first, read with a separate connection."""
+    conn = sqlite3.connect(str(db))
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT message_data FROM agent_messages ORDER BY id")]
+    finally:
+        conn.close()

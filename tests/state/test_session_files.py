@@ -34,7 +34,7 @@ from miniagents.errors import UserError
 from miniagents.session import DBAPISession, SessionStoreError, SQLiteSession
 from miniagents.sql_dialect import SQLITE
 from session_backends import call, open_session, output, user
-from support import ROOT
+from support import ROOT, stored_rows
 
 # The forked children open sqlite files, report and exit at once; the idle threads other tests left behind
 # (which Python 3.12+ warns about) hold no lock they need.
@@ -68,14 +68,6 @@ def filled(kind, path):
         s.claim_call("run", "c1")
         s.settle_call("run", "c1", "ok")
     return path
-
-
-def stored_items(path):
-    conn = sqlite3.connect(str(path))
-    try:
-        return [json.loads(row[0]) for row in conn.execute("SELECT message_data FROM agent_messages ORDER BY id")]
-    finally:
-        conn.close()
 
 
 def outcome(work):
@@ -238,7 +230,7 @@ def test_a_read_only_file_is_read_and_each_write_is_a_session_store_error_storin
     assert read == ITEMS
     for result in writes:
         assert_store_error(kind, path, result, "is read-only for this process", "nothing of it was stored")
-    assert stored_items(path) == ITEMS
+    assert stored_rows(path) == ITEMS
 
 
 @needs_fork
@@ -262,7 +254,7 @@ def test_a_file_whose_folder_is_read_only_says_the_folder_must_be_writable_too(f
     finally:
         os.chmod(folder, 0o755)
     assert_store_error("sqlite", path, result, "is read-only for this process", "its folder")
-    assert stored_items(path) == ITEMS
+    assert stored_rows(path) == ITEMS
 
 
 # --- a full disk ---------------------------------------------------------------------------------------------
@@ -288,7 +280,7 @@ def test_every_write_on_a_full_disk_is_a_session_store_error_and_the_session_wor
     outcome_text = "nothing of it was stored" if sys.version_info >= (3, 11) else "was stored"
     for result in in_child(work):
         assert_store_error(kind, path, result, "I/O error: the disk may be full", outcome_text)
-    assert stored_items(path) == ITEMS + [user("after")]
+    assert stored_rows(path) == ITEMS + [user("after")]
 
 
 def test_a_full_database_is_a_session_store_error_saying_so(tmp_path):
@@ -387,7 +379,7 @@ def test_the_first_use_of_a_new_file_waits_for_a_busy_file_like_any_write(tmp_pa
             s.add_items([user("stored")])
     finally:
         timer.join()
-    assert stored_items(path) == [user("stored")]
+    assert stored_rows(path) == [user("stored")]
 
 
 def test_the_wait_of_a_first_use_is_bounded_by_the_busy_timeout(tmp_path, monkeypatch):
@@ -427,7 +419,7 @@ def test_eight_processes_making_one_new_file_at_the_same_moment_all_store_their_
                 worker.stdin.flush()
             failures += [(trial, answer) for answer in (w.stdout.readline().strip() for w in workers)
                          if answer != "stored"]
-            lost += 8 - len(stored_items(path))
+            lost += 8 - len(stored_rows(path))
     finally:
         for worker in workers:
             worker.stdin.close()

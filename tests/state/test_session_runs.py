@@ -7,8 +7,6 @@ stored conversation is always well paired. `SessionSettings(limit=N)` limits the
 reads whole user turns. Every test uses a file database in tmp_path and counts rows with its own connection.
 """
 import asyncio
-import json
-import sqlite3
 
 import pytest
 
@@ -16,19 +14,11 @@ from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTr
                         function_tool, input_guardrail)
 from miniagents.session import SessionSettings, SQLiteSession
 from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import stored_rows
 
 
 def user(text):
     return {"content": text, "role": "user"}
-
-
-def rows(db):
-    """Every stored item, oldest first, read with a separate connection."""
-    conn = sqlite3.connect(str(db))
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT message_data FROM agent_messages ORDER BY id")]
-    finally:
-        conn.close()
 
 
 def assert_well_paired(items):
@@ -110,7 +100,7 @@ def test_session_settings_limit_on_the_session_limits_the_items_read(db):
     agent = lookup_agent(model)
     with SQLiteSession("conv", db, session_settings=SessionSettings(limit=4)) as session:
         two_conversation_turns(agent, model, session)
-        stored = rows(db)
+        stored = stored_rows(db)
         model.enqueue([assistant_message("three")])
         Runner.run_sync(agent, "third", session=session)
     assert len(stored) == 8
@@ -141,7 +131,7 @@ def test_limit_turns_reads_whole_user_turns_and_never_splits_a_call_from_its_out
                   lookup_turn("c2", "2"), lookup_turn("c3", "3"), [assistant_message("two")]])
     Runner.run_sync(agent, "first", session=session)
     Runner.run_sync(agent, "second", session=session)
-    stored = rows(db)
+    stored = stored_rows(db)
     model.enqueue([assistant_message("three")])
     Runner.run_sync(agent, "third", session=session, run_config=config)
     sent = [dict(i) for i in model.calls[-1].input]
@@ -164,7 +154,7 @@ def test_an_orphan_call_left_in_the_database_is_not_sent_to_the_model(session):
 def test_the_new_input_is_saved_once(db, session):
     model = ScriptedModel([lookup_turn("c1"), lookup_turn("c2"), [assistant_message("done")]])
     Runner.run_sync(lookup_agent(model), "first", session=session)
-    stored = rows(db)
+    stored = stored_rows(db)
     assert stored.count(user("first")) == 1 and stored[0] == user("first")
 
 
@@ -172,7 +162,7 @@ def test_a_list_input_is_saved_once_item_by_item(db, session):
     model = ScriptedModel([lookup_turn("c1"), [assistant_message("done")]])
     new = [user("a"), user("b")]
     Runner.run_sync(lookup_agent(model), new, session=session)
-    stored = rows(db)
+    stored = stored_rows(db)
     assert stored[:2] == new and stored.count(user("a")) == 1 and stored.count(user("b")) == 1
 
 
@@ -182,7 +172,7 @@ def test_each_turns_calls_and_outputs_are_saved_together_when_the_turn_ends(db, 
     @function_tool
     def peek(q: str) -> str:
         """Look at the database while the turn runs."""
-        seen.append([(i.get("type") or i.get("role"), i.get("call_id")) for i in rows(db)])
+        seen.append([(i.get("type") or i.get("role"), i.get("call_id")) for i in stored_rows(db)])
         return "ok"
 
     model = ScriptedModel([[function_call("peek", {"q": "1"}, call_id="c1")],
@@ -190,7 +180,7 @@ def test_each_turns_calls_and_outputs_are_saved_together_when_the_turn_ends(db, 
     Runner.run_sync(Agent("A", tools=[peek], model=model), "go", session=session)
     assert seen[0] == []  # turn 1 still running: nothing saved, not even the input
     assert seen[1] == [("user", None), ("function_call", "c1"), ("function_call_output", "c1")]
-    stored = rows(db)
+    stored = stored_rows(db)
     assert [(i.get("type") or i.get("role"), i.get("call_id")) for i in stored] == [
         ("user", None), ("function_call", "c1"), ("function_call_output", "c1"),
         ("function_call", "c2"), ("function_call_output", "c2"), ("message", None)]
@@ -202,7 +192,7 @@ def test_after_a_multi_turn_run_the_database_is_well_paired_and_holds_the_run(db
                             function_call("lookup", {"q": "b"}, call_id="c2")],
                            lookup_turn("c3"), [assistant_message("done")]])
     result = Runner.run_sync(lookup_agent(model), "go", session=session)
-    stored = rows(db)
+    stored = stored_rows(db)
     assert_well_paired(stored)
     assert {i["call_id"] for i in stored if i.get("type") == "function_call_output"} == {"c1", "c2", "c3"}
     assert stored == [dict(i) for i in result.to_input_list()]
@@ -218,7 +208,7 @@ def test_after_a_multi_turn_run_with_a_handoff_the_database_is_well_paired(db, s
                   lookup_turn("c3"), [assistant_message("done")]])
     result = Runner.run_sync(triage, "go", session=session)
     assert result.final_output == "done" and result.last_agent.name == "Specialist"
-    stored = rows(db)
+    stored = stored_rows(db)
     assert_well_paired(stored)
     assert {i["call_id"] for i in stored if i.get("type") == "function_call_output"} == {"c1", "c2", "h1", "c3"}
     assert stored == [dict(i) for i in result.to_input_list()]
@@ -234,7 +224,7 @@ def test_an_input_guardrail_trip_saves_no_assistant_message(db, session):
     with pytest.raises(InputGuardrailTripwireTriggered):
         Runner.run_sync(agent, "do something bad", session=session)
     assert model.calls == ()
-    assert not any(i.get("role") == "assistant" or i.get("type") == "message" for i in rows(db))
+    assert not any(i.get("role") == "assistant" or i.get("type") == "message" for i in stored_rows(db))
 
 
 def test_a_paused_turn_is_saved_once_when_it_is_resumed(db, session):
@@ -249,12 +239,12 @@ def test_a_paused_turn_is_saved_once_when_it_is_resumed(db, session):
     model = ScriptedModel([[function_call("delete_file", {"path": "a.txt"}, call_id="c1")]])
     agent = Agent("A", tools=[delete_file], model=model)
     result = Runner.run_sync(agent, "tidy up", session=session)
-    assert rows(db) == []  # the paused turn has not ended
+    assert stored_rows(db) == []  # the paused turn has not ended
     state = result.to_state()
     state.approve(result.interruptions[0])
     model.enqueue([assistant_message("done")])
     Runner.run_sync(agent, state, session=session)
-    stored = rows(db)
+    stored = stored_rows(db)
     assert [(i.get("type") or i.get("role"), i.get("call_id")) for i in stored] == [
         ("user", None), ("function_call", "c1"), ("function_call_output", "c1"), ("message", None)]
     assert log == ["a.txt"]
@@ -273,7 +263,7 @@ def test_a_streamed_run_saves_the_same_items_as_run_sync(tmp_path):
                 pass
 
         asyncio.run(drain())
-    assert rows(tmp_path / "b.db") == rows(tmp_path / "a.db") and len(rows(tmp_path / "a.db")) == 4
+    assert stored_rows(tmp_path / "b.db") == stored_rows(tmp_path / "a.db") and len(stored_rows(tmp_path / "a.db")) == 4
 
 
 # --- Awaiting session methods (upstream's are coroutines) -------------------------------------------------------
