@@ -204,7 +204,7 @@ class RunState(Generic[TContext]):
 
 # --- The JSON document ------------------------------------------------------------------------
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_VERSIONS = {
     1: "first release: agents by name, input, generated items, model responses, the paused turn "
        "(response, settled outputs, nested agent-tool states), approvals, usage, JSON context",
@@ -214,6 +214,7 @@ SCHEMA_VERSIONS = {
        "and finished (a final output ended the run)",
     4: "adds pending_turn.pauses (how often the turn paused before: a resume claims that pause in the session's "
        "ledger, so only one resume of one paused state proceeds)",
+    5: "adds generated_items[].custom_data (what a tool's custom_data_extractor returned for its output)",
 }
 ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                 for cls in (MessageOutputItem, ReasoningItem, ToolCallItem, ToolCallOutputItem, HandoffCallItem,
@@ -247,6 +248,8 @@ def _dump_item(item: Any) -> dict:
     data = {"type": item.type, "agent": item.agent.name, "raw_item": dict(item.raw_item)}
     if isinstance(item, HandoffOutputItem):
         data["source_agent"], data["target_agent"] = item.source_agent.name, item.target_agent.name
+    if isinstance(item, ToolCallOutputItem) and item.custom_data:
+        data["custom_data"] = item.custom_data
     if isinstance(item, ToolApprovalItem):
         data["tool_name"] = item.tool_name
         if item.approval_scope:
@@ -358,6 +361,7 @@ class ItemDocument(_Item, total=False):
     target_agent: str
     tool_name: str
     approval_scope: str
+    custom_data: Dict[str, Any]
 
 
 class _Response(TypedDict):
@@ -465,7 +469,7 @@ def _load_item(data: dict, index: int, agents: dict) -> Any:
         return cls(agent=agent, raw_item=raw_item, tool_name=data.get("tool_name") or raw_item.get("name", ""),
                    approval_scope=data.get("approval_scope", ""))
     if cls is ToolCallOutputItem:
-        return cls(agent=agent, raw_item=raw_item, output=raw_item.get("output"))
+        return cls(agent=agent, raw_item=raw_item, output=raw_item.get("output"), custom_data=data.get("custom_data"))
     return cls(agent=agent, raw_item=raw_item)
 
 

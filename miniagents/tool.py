@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
@@ -96,6 +97,7 @@ class FunctionTool(SpecReads):
     timeout_behavior: str = "error_as_result"
     timeout_error_function: Optional[Callable] = None
     failure_error_function: Optional[Callable] = default_tool_error_function
+    custom_data_extractor: Optional[Callable] = None  # see `extract_custom_data`
     # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
     _agent: Any = field(default=None, repr=False, compare=False)
 
@@ -117,6 +119,39 @@ class FunctionTool(SpecReads):
         return tool_spec(self.name, self.description, self.params_json_schema, self.strict_json_schema)
 
 
+@dataclass(frozen=True)
+class FunctionToolCustomDataContext:
+    """What a `custom_data_extractor` receives once its tool's call has an output: the call's `ToolContext`, the
+    tool, the value it returned and `raw_item`, the `function_call_output` item the model will see."""
+
+    tool_context: ToolContext
+    tool: Any
+    output: Any
+    raw_item: dict
+
+
+def extract_custom_data(tool: Any, tool_context: ToolContext, value: Any, raw_item: dict) -> Optional[dict]:
+    """`custom_data_extractor`'s mapping for one call, as `ToolCallOutputItem.custom_data`: data for your code
+    (a chart, the rows behind a summary) kept beside the output, in RunState JSON, never sent to the model.
+    It runs after the call's outcome is recorded, so an extractor that raises fails the run but never makes
+    the call run again. What it returns must be a mapping with string keys that JSON can hold (a copy is
+    kept); None or an empty mapping: no custom data."""
+    extractor = getattr(tool, "custom_data_extractor", None)
+    if extractor is None:
+        return None
+    data = caller.call(extractor, FunctionToolCustomDataContext(tool_context, tool, value, dict(raw_item)))
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise UserError("custom_data_extractor must return a mapping or None.")
+    if not all(isinstance(key, str) for key in data):
+        raise UserError("custom_data_extractor must return a mapping with string keys.")
+    try:
+        return json.loads(json.dumps(dict(data), allow_nan=False)) or None
+    except (TypeError, ValueError) as error:
+        raise UserError("custom_data_extractor must return JSON-compatible data.") from error
+
+
 def function_tool(func: Optional[Callable] = None, *, name_override: Optional[str] = None,
                   description_override: Optional[str] = None, docstring_style: Optional[str] = None,
                   use_docstring_info: bool = True,
@@ -125,7 +160,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
-                  defer_loading: bool = False):
+                  defer_loading: bool = False, custom_data_extractor: Optional[Callable] = None):
     """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called.
     `defer_loading=True` (upstream: load the tool through the Responses API's tool search, which miniagents
     leaves out) warns, and the tool is sent with every request like any other."""
@@ -159,7 +194,8 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                             tool_output_guardrails=tool_output_guardrails, needs_approval=needs_approval,
                             timeout_seconds=timeout, timeout_behavior=timeout_behavior,
                             timeout_error_function=timeout_error_function,
-                            failure_error_function=failure_error_function)
+                            failure_error_function=failure_error_function,
+                            custom_data_extractor=custom_data_extractor)
         return tool
 
     return make(func) if func is not None else make

@@ -37,8 +37,8 @@ from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawIt
 from .models.interface import ModelResponse, ModelSettings, ModelTracing
 from .result import RawResponsesStreamEvent, stream_events_for
 from .state import RunState
-from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult, failure_text,
-                   invoke_tool)
+from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult,
+                   extract_custom_data, failure_text, invoke_tool)
 from .validate import ArgumentsError, parse_arguments
 
 logger = logging.getLogger("miniagents")
@@ -612,22 +612,24 @@ def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
         won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
         if not won:
             text = recorded if recorded is not None else NOT_RUN_AGAIN
-            return text, text, []
-    value, text, results = _invoke_guarded(run, agent, call)
-    if record and text is not None:  # None: an agent tool paused inside; it is recorded when it completes
+            return text, text, [], None
+    tool, item, arguments = call.target, call.item, call.item.get("arguments") or ""
+    tool_ctx = ToolContext.from_agent_context(run.state.context_wrapper, call.call_id, item, agent,
+                                              tool_name=tool.name, tool_arguments=arguments, run_config=run.config)
+    tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
+    value, text, results = _invoke_guarded(run, agent, tool, tool_ctx, arguments)
+    if text is None:  # an agent tool paused inside; it is recorded when it completes
+        return value, text, results, None
+    if record:
         caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
-    return value, text, results
+    return value, text, results, extract_custom_data(tool, tool_ctx, value, function_call_output(call.call_id, text))
 
 
-def _invoke_guarded(run: Run, agent: Any, call: Call) -> tuple:
+def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
     """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
     An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
     """
-    tool, item, ctx, arguments = call.target, call.item, run.state.context_wrapper, call.item.get("arguments") or ""
-    tool_ctx = ToolContext.from_agent_context(ctx, call.call_id, item, agent, tool_name=tool.name,
-                                              tool_arguments=arguments, run_config=run.config)
-    tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -666,7 +668,7 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     scope = run.state.context_wrapper.approval_scope
     approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
                                        approval_scope=scope) for c in approvals]
-    still_paused = {i: v.state for i, (v, _, _) in ran.items() if isinstance(v, NestedInterruption)}
+    still_paused = {i: ran[i][0].state for i in ran if isinstance(ran[i][0], NestedInterruption)}
     for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
         approval_items.extend(ran[call_id][0].interruptions)
         limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
@@ -679,8 +681,9 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
                     call_id, MULTIPLE_HANDOFFS), output=MULTIPLE_HANDOFFS))
             handoff = handoff or call
             continue
+        custom_data = None
         if call_id in ran and call_id not in still_paused:
-            value, text, found = ran[call_id]
+            value, text, found, custom_data = ran[call_id]
             guardrail_results.extend(found)
         elif call_id in settled:
             value, text = settled[call_id]
@@ -688,7 +691,8 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
             value = text = answered[call_id]
         else:
             continue  # waiting for a person (or its inner run is), or never started: no output yet
-        item = ToolCallOutputItem(agent=agent, raw_item=function_call_output(call_id, text), output=value)
+        item = ToolCallOutputItem(agent=agent, raw_item=function_call_output(call_id, text), output=value,
+                                  custom_data=custom_data)
         outputs.append(item)
         if call.kind == "function":
             results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
