@@ -31,8 +31,8 @@ from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerIn
                      ToolErrorFormatterArgs, ToolExecutionConfig, UsageLimits)
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
-from .tool import (FunctionTool, FunctionToolCustomDataContext, FunctionToolResult, ToolError, ToolsToFinalOutputResult,
-                   default_tool_error_function, function_tool)
+from .tool import (FunctionTool, FunctionToolCustomDataContext, FunctionToolCustomDataExtractor, FunctionToolResult,
+                   ToolError, ToolsToFinalOutputResult, default_tool_error_function, function_tool)
 from . import seams  # noqa: E402
 
 __version__ = "0.1.0"
@@ -102,7 +102,8 @@ def __getattr__(name: str):
 
 _EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent", "AgentsException", "AlreadyResumedError",
           "CallModelData", "UsageLimitExceeded", "UsageLimits",
-          "DEFAULT_MAX_TURNS", "FunctionTool", "FunctionToolCustomDataContext", "FunctionToolResult", "Handoff", "HandoffCallItem", "HandoffInputData",
+          "DEFAULT_MAX_TURNS", "FunctionTool", "FunctionToolCustomDataContext",
+          "FunctionToolCustomDataExtractor", "FunctionToolResult", "Handoff", "HandoffCallItem", "HandoffInputData",
           "HandoffOutputItem", "InputGuardrailTripwireTriggered", "ItemHelpers", "MaxTurnsExceeded",
           "MessageOutputItem", "Model", "ModelBehaviorError", "ModelHTTPError", "ModelInputData", "ModelProvider",
           "ModelRefusalError", "ModelResponse", "ModelSettings", "ModelTimeoutError", "OutputGuardrailTripwireTriggered",

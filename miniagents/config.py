@@ -20,6 +20,14 @@ ToolNameCollisionPolicy = Literal["warn", "error"]
 ToolChoice = Union[Literal["auto", "required", "none"], str, None]
 
 
+class TracingConfig(TypedDict, total=False):
+    """Upstream's `RunConfig.tracing`: `include_task_and_turn_spans` (default True). Its `api_key` is for
+    upstream's exporter; miniagents exports nothing and drops it."""
+
+    api_key: str
+    include_task_and_turn_spans: bool
+
+
 @dataclass
 class ToolExecutionConfig:
     """Upstream's `RunConfig.tool_execution`; its limit becomes `RunConfig.max_function_tool_concurrency`.
@@ -90,6 +98,7 @@ class RunConfig:
     tracing_disabled: bool = False
     trace_include_sensitive_data: bool = True
     trace_path: Optional[str] = None  # write this run's trace as JSON lines (MINIAGENTS_TRACE does the same)
+    tracing: Optional[TracingConfig] = None  # {"include_task_and_turn_spans": False} leaves those spans out
     usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
 
     def __post_init__(self):
@@ -104,6 +113,10 @@ class RunConfig:
         if self.tool_execution is not None and self.tool_execution.pre_approval_tool_input_guardrails:
             raise UserError("pre_approval_tool_input_guardrails=True is not supported: tool input guardrails "
                             "run after approval, just before the tool")
+        if self.tracing is not None:
+            if not isinstance(self.tracing, dict):
+                raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
+            self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
         if self.max_function_tool_concurrency is None and self.tool_execution is not None:

@@ -97,7 +97,7 @@ class FunctionTool(SpecReads):
     timeout_behavior: str = "error_as_result"
     timeout_error_function: Optional[Callable] = None
     failure_error_function: Optional[Callable] = default_tool_error_function
-    custom_data_extractor: Optional[Callable] = None  # see `extract_custom_data`
+    custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None  # see `extract_custom_data`
     # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
     _agent: Any = field(default=None, repr=False, compare=False)
 
@@ -130,6 +130,10 @@ class FunctionToolCustomDataContext:
     raw_item: dict
 
 
+FunctionToolCustomDataExtractor = Callable[[FunctionToolCustomDataContext], Any]  # returns a mapping, None, or an
+# awaitable of one
+
+
 def extract_custom_data(tool: Any, tool_context: ToolContext, value: Any, raw_item: dict) -> Optional[dict]:
     """`custom_data_extractor`'s mapping for one call, as `ToolCallOutputItem.custom_data`: data for your code
     (a chart, the rows behind a summary) kept beside the output, in RunState JSON, never sent to the model.
@@ -160,7 +164,8 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
-                  defer_loading: bool = False, custom_data_extractor: Optional[Callable] = None):
+                  defer_loading: bool = False,
+                  custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None):
     """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called.
     `defer_loading=True` (upstream: load the tool through the Responses API's tool search, which miniagents
     leaves out) warns, and the tool is sent with every request like any other."""

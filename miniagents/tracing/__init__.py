@@ -13,7 +13,7 @@ a processor; otherwise every factory returns a `NoOpSpan`. Spans find their pare
 nesting follows the code; a thread sees the caller's trace only when the caller copies its context
 (`contextvars.copy_context().run`).
 
-It never sends anything anywhere, never records an API key (`tracing=` configs are accepted and dropped,
+It never sends anything anywhere, never records an API key (a `tracing=` config's `api_key` is dropped; its `include_task_and_turn_spans` is kept,
 `model_config` loses headers and extra arguments), never lets a failing processor break a run, and drops
 sensitive data (model inputs and outputs, tool arguments and outputs) before any processor sees a span when
 the run says `trace_include_sensitive_data=False`.
@@ -22,6 +22,7 @@ from .create import (agent_span, approval_span, custom_span, function_span, gene
                      get_current_trace, guardrail_span, handoff_span, record_approval, recording, task_span, trace,
                      turn_span)
 from . import tree  # noqa: F401  (python -m miniagents.trace reads it from here)
+from .config import TracingConfig
 from .plugin import TracingPlugin, run_processors, run_trace
 from .processor_interface import TracingProcessor
 from .processors import ConsoleTraceProcessor, JsonlTraceProcessor
@@ -36,7 +37,7 @@ from .util import gen_group_id, gen_span_id, gen_trace_id
 
 __all__ = ["AgentSpanData", "ConsoleTraceProcessor", "CustomSpanData", "FunctionSpanData", "GenerationSpanData",
            "GuardrailSpanData", "HandoffSpanData", "JsonlTraceProcessor", "NoOpSpan", "NoOpTrace", "Scope", "Span",
-           "SpanData", "SpanError", "SpanImpl", "TaskSpanData", "Trace", "TraceImpl", "TracingPlugin",
+           "SpanData", "SpanError", "SpanImpl", "TaskSpanData", "Trace", "TraceImpl", "TracingConfig", "TracingPlugin",
            "TracingProcessor", "TurnSpanData", "add_trace_processor", "agent_span", "approval_span", "custom_span",
            "flush_traces", "function_span", "gen_group_id", "gen_span_id", "gen_trace_id", "generation_span",
            "get_current_span", "get_current_trace", "guardrail_span", "handoff_span", "record_approval", "recording",

@@ -36,6 +36,12 @@ def run_processors(config: Any, inherited: tuple = ()) -> tuple:
     return tuple(own)
 
 
+def task_and_turn_spans(config: Any) -> bool:
+    """`RunConfig(tracing={"include_task_and_turn_spans": False})` (upstream's `TracingConfig`) leaves out the
+    run's task span and its turn spans; they are in by default."""
+    return (getattr(config, "tracing", None) or {}).get("include_task_and_turn_spans", True) is not False
+
+
 class run_trace:
     """`with tracing.run_trace(config) as task:` around one run: the Runner's one tracing call per run.
 
@@ -73,16 +79,19 @@ class run_trace:
                                              getattr(config, "trace_id", None), getattr(config, "group_id", None),
                                              getattr(config, "trace_metadata", None), inherited + own, include)
             self._trace.start(mark_as_current=True)
+        if not task_and_turn_spans(config):  # the agents' spans hang from the trace (or the caller's span)
+            return parent
         task = self._task = SpanImpl(TaskSpanData(getattr(config, "workflow_name", "Agent workflow")), parent)
         task._processors, task._include_data = inherited + own, include
         task.start(mark_as_current=True)
         return task
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._task is None:
+        if self._task is None and self._trace is None:
             return
         try:
-            self._task.__exit__(exc_type, exc, tb)
+            if self._task is not None:
+                self._task.__exit__(exc_type, exc, tb)
             if self._trace is not None:
                 self._trace.finish(reset_current=True)
         finally:
@@ -135,7 +144,7 @@ class TracingPlugin(Plugin):
         span.finish(reset_current=True)
 
     def turn(self, run: Any, step: Any) -> Any:
-        return turn_span(step.number, step.agent.name)
+        return turn_span(step.number, step.agent.name) if task_and_turn_spans(run.config) else None
 
     @contextlib.contextmanager
     def model_call(self, run: Any, step: Any) -> Iterator[None]:

@@ -96,8 +96,7 @@ LEFT_OUT = {
         "ToolSearchTool ToolSearchCallItem ToolSearchOutputItem tool_namespace ProgrammaticToolCallingTool ToolCaller",
         ""),
     "custom (free-form text) tools": ("CustomTool CustomToolCustomDataContext CustomToolCustomDataExtractor", ""),
-    "tool origin metadata and custom tool data": ("ToolOrigin ToolOriginType FunctionToolCustomDataContext "
-                                                  "FunctionToolCustomDataExtractor", ""),
+    "tool origin metadata": ("ToolOrigin ToolOriginType", ""),
     "nested handoff history": ("nest_handoff_history default_handoff_history_mapper get_conversation_history_wrappers "
                                "set_conversation_history_wrappers reset_conversation_history_wrappers", ""),
     "replacement messages for blocked tool output": ("OutputGuardrailBlockedMessageArgs "

@@ -74,6 +74,31 @@ def help_desk(log):
     return triage, model
 
 
+def test_upstreams_tracing_config_leaves_out_the_task_and_turn_spans_and_its_api_key_is_never_kept(tmp_path):
+    path, log = str(tmp_path / "run.jsonl"), []
+    triage, _ = help_desk(log)
+    config = RunConfig(trace_path=path, workflow_name="Help desk",
+                       tracing={"include_task_and_turn_spans": False, "api_key": "sk-trace-secret"})
+    assert config.tracing == {"include_task_and_turn_spans": False}
+    Runner.run_sync(triage, "refund order A-1", run_config=config)
+    (first,) = tree(path)
+    assert first == [
+        "agent Triage tools: lookup_order; handoffs: Billing",
+        "  guardrail polite passed",
+        "  model ? 0 in / 0 out tokens -> call lookup_order",
+        '  tool lookup_order({"order_id":"A-1"}) -> Order A-1 shipped',
+        "  model ? 0 in / 0 out tokens -> call transfer_to_billing",
+        "  handoff Triage -> Billing",
+        "agent Billing tools: refund",
+        "  model ? 0 in / 0 out tokens -> call refund",
+        "  approval refund (call c3) pending",
+    ]
+    with open(path, encoding="utf-8") as f:
+        assert "sk-trace-secret" not in f.read()
+    with pytest.raises(UserError, match="RunConfig.tracing must be a dict"):
+        RunConfig(tracing="on")
+
+
 def test_a_help_desk_run_is_traced_as_a_tree_with_its_tool_handoff_approval_and_error(tmp_path):
     path, log = str(tmp_path / "run.jsonl"), []
     triage, model = help_desk(log)

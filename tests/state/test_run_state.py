@@ -56,10 +56,10 @@ def paused_state(context=None, max_turns=10, log=None, model=None):
 # --- The document -------------------------------------------------------------------------------------------
 
 
-def test_to_json_is_a_dict_with_schema_version_4_and_to_string_is_its_json_text():
+def test_to_json_is_a_dict_with_schema_version_5_and_to_string_is_its_json_text():
     _, state, _, _ = paused_state()
     data = state.to_json()
-    assert isinstance(data, dict) and data["schema_version"] == 4 == SCHEMA_VERSION
+    assert isinstance(data, dict) and data["schema_version"] == 5 == SCHEMA_VERSION
     assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
     assert json.loads(state.to_string()) == data
 
@@ -275,9 +275,9 @@ def test_a_newer_schema_version_is_a_user_error_and_nothing_runs():
     [item] = state.get_interruptions()
     state.approve(item)
     data = state.to_json()
-    data["schema_version"] = 5
+    data["schema_version"] = SCHEMA_VERSION + 1
     model.enqueue([assistant_message("must not be used")])
-    with pytest.raises(UserError, match="5"):
+    with pytest.raises(UserError, match=str(SCHEMA_VERSION + 1)):
         Runner.run_sync(agent, RunState.from_string(agent, json.dumps(data)))
     assert log == [("list_files", "/")]  # only what ran before the pause
     assert len(model.calls) == 1 and model.remaining_steps == 1
