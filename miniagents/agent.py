@@ -188,8 +188,14 @@ class Agent(AgentBase[TContext]):
                 conversation_id: Optional[str] = None, session: Any = None,
                 failure_error_function: Optional[Callable] = default_tool_error_function,
                 needs_approval: Any = False, parameters: Any = None, input_builder: Optional[Callable] = None,
-                include_input_schema: bool = False) -> FunctionTool:
-        """Wrap this agent as a tool: the nested run sees only the tool's input, the caller keeps control."""
+                include_input_schema: bool = False, on_stream_max_pending_events: Optional[int] = 1024) -> FunctionTool:
+        """Wrap this agent as a tool: the nested run sees only the tool's input, the caller keeps control.
+
+        `on_stream` gets each event of the nested run before that run goes on, so no events ever wait for it:
+        `on_stream_max_pending_events` (upstream's bound on such a backlog) is checked and has nothing to bound."""
+        if on_stream_max_pending_events is not None and not (
+                isinstance(on_stream_max_pending_events, int) and on_stream_max_pending_events > 0):
+            raise UserError("on_stream_max_pending_events must be a positive integer or None")
         name = tool_name
         if name is None:
             name = tool_name_from(self.name)

@@ -4,6 +4,7 @@ reset_tool_choice and `as_tool`. Issue 2, behaviours 10, 12 (tool_use_behavior, 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -538,6 +539,32 @@ def test_an_agent_tool_resolves_model_names_with_the_callers_model_provider():
     result = Runner.run_sync(boss, "go", run_config=RunConfig(model_provider=provider))
     assert result.final_output == "ok" and "expert-model" in provider.asked
     assert outer.calls[1].input[-1]["output"] == "inner answer"
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, "8"])
+def test_an_agent_tools_stream_backlog_limit_must_be_a_positive_integer_or_none(limit):
+    with pytest.raises(UserError, match="on_stream_max_pending_events must be a positive integer or None"):
+        Agent(name="Expert").as_tool(None, None, on_stream_max_pending_events=limit)
+
+
+@pytest.mark.parametrize("limit", [1, None])
+def test_on_stream_gets_every_event_whatever_the_backlog_limit_since_none_ever_waits(limit):
+    """A handler slower than the inner run still sees every event: the inner run waits for it."""
+    seen = []
+    inner = ScriptedModel([[function_call("pause", "{}", call_id="i1")], [assistant_message("inner done")]])
+
+    @function_tool
+    def pause() -> str:
+        return "paused"
+
+    expert = Agent(name="Expert", model=inner, tools=[pause])
+    tool = expert.as_tool("ask_expert", "Ask.", on_stream=lambda p: (time.sleep(0.01), seen.append(p["event"])),
+                          on_stream_max_pending_events=limit)
+    outer = ScriptedModel([[function_call("ask_expert", {"input": "q"}, call_id="c1")], [assistant_message("ok")]])
+    assert Runner.run_sync(Agent(name="Boss", tools=[tool], model=outer), "go").final_output == "ok"
+    names = [getattr(e, "name", e.type) for e in seen]
+    assert names.count("tool_called") == 1 and names.count("tool_output") == 1
+    assert names[-1] == "message_output_created" and len(names) > 4
 
 
 def test_an_agent_tools_on_stream_receives_the_inner_runs_events_with_the_agent_and_the_call():
