@@ -46,7 +46,8 @@ READING_ORDER = [
     ("turn.py", "decide_next_step", "the four outcomes, in priority order"),
     ("run.py", "close_turn", "the settled turn joins the transcript"),
     ("run.py", "save_turn", "the finished turn written to the session in one transaction"),
-    ("run.py", "finish", "output guardrails, then the result"),
+    ("run.py", "check_final_output", "the output guardrails, before the final turn is saved"),
+    ("run.py", "finish", "the result"),
     ("turn.py", "decide_approval", "a call a person may have to approve"),
     ("run.py", "pause", "a call waits for a person: the turn's settled outputs are kept"),
     ("state.py", "dump_state", "a paused run as versioned JSON"),
@@ -75,7 +76,7 @@ AREAS = {
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area (set December 2026 with about a fifth of headroom)
     "loop": 1750,  # raised for issue 11: RunState.add_input, AgentRunner; the seams (issue 19), usage limits (22)
-    "agents, items, guardrails": 1100,
+    "agents, items, guardrails": 1160,  # raised for issue 21: a rejected final output is not kept (upstream's rule)
     "tools and schemas": 1350,  # raised for issue 11: hosted tools and structured tool outputs
     "state and sessions": 1100,
     "HTTP adapters": 2050,  # raised for issue 20: every request bounded (attempt deadline, 1xx count, sizes), json_object fallback
