@@ -27,7 +27,8 @@ from .items import (HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutp
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import (AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult,
                      RunResultStreaming)
-from .config import (CallModelData, ModelInputData, RunConfig, RunErrorHandlerInput, RunErrorHandlerResult,
+from .config import (CallModelData, ModelInputData, OutputGuardrailBlockedMessageArgs,
+                     OutputGuardrailBlockedMessageFormatter, RunConfig, RunErrorHandlerInput, RunErrorHandlerResult,
                      ToolErrorFormatterArgs, ToolExecutionConfig, UsageLimits)
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
@@ -106,7 +107,8 @@ _EAGER = ["Agent", "AgentHooks", "AgentOutputSchema", "AgentUpdatedStreamEvent",
           "FunctionToolCustomDataExtractor", "FunctionToolResult", "Handoff", "HandoffCallItem", "HandoffInputData",
           "HandoffOutputItem", "InputGuardrailTripwireTriggered", "ItemHelpers", "MaxTurnsExceeded",
           "MessageOutputItem", "Model", "ModelBehaviorError", "ModelHTTPError", "ModelInputData", "ModelProvider",
-          "ModelRefusalError", "ModelResponse", "ModelSettings", "ModelTimeoutError", "OutputGuardrailTripwireTriggered",
+          "ModelRefusalError", "ModelResponse", "ModelSettings", "ModelTimeoutError", "OutputGuardrailBlockedMessageArgs",
+          "OutputGuardrailBlockedMessageFormatter", "OutputGuardrailTripwireTriggered",
           "RawResponsesStreamEvent", "ReasoningItem", "RunConfig", "RunContextWrapper", "RunErrorDetails",
           "RunErrorHandlerInput", "RunErrorHandlerResult", "RunHooks", "RunItem", "RunItemStreamEvent", "RunResult",
           "RunResultStreaming", "RunState", "Runner", "StopAtTools", "ToolApprovalItem", "ToolCallItem",

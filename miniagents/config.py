@@ -5,6 +5,7 @@ processors you registered, or to `trace_path` (JSON lines); nothing is ever sent
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, List, Literal, Optional, TypedDict, Union
 
@@ -99,6 +100,9 @@ class RunConfig:
     trace_include_sensitive_data: bool = True
     trace_path: Optional[str] = None  # write this run's trace as JSON lines (MINIAGENTS_TRACE does the same)
     tracing: Optional[TracingConfig] = None  # {"include_task_and_turn_spans": False} leaves those spans out
+    # What replaces a tool output an output guardrail rejected as the final output (see guardrails.py): a text, or
+    # a sync formatter given OutputGuardrailBlockedMessageArgs
+    output_guardrail_blocked_message: Union[str, Callable, None] = None
     usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
 
     def __post_init__(self):
@@ -117,6 +121,13 @@ class RunConfig:
             if not isinstance(self.tracing, dict):
                 raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
+        blocked = self.output_guardrail_blocked_message  # upstream's checks and exception types
+        if isinstance(blocked, str) and not blocked:
+            raise ValueError("output_guardrail_blocked_message must be non-empty")
+        if blocked is not None and not isinstance(blocked, str) and not callable(blocked):
+            raise TypeError("output_guardrail_blocked_message must be a string, callable, or None")
+        if inspect.iscoroutinefunction(blocked):
+            raise TypeError("output_guardrail_blocked_message formatter must be synchronous")
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
         if self.max_function_tool_concurrency is None and self.tool_execution is not None:
@@ -133,6 +144,16 @@ class ToolErrorFormatterArgs(Generic[TContext]):
     tool_name: str
     call_id: str
     default_message: str
+    run_context: Any
+
+
+@dataclass(eq=False)
+class OutputGuardrailBlockedMessageArgs(Generic[TContext]):
+    """What a `RunConfig.output_guardrail_blocked_message` formatter receives: never the rejected output."""
+
+    default_message: str
+    guardrail_name: str
+    agent: Any
     run_context: Any
 
 
@@ -187,6 +208,7 @@ class RunErrorHandlerResult:
     include_in_history: bool = True
 
 
+OutputGuardrailBlockedMessageFormatter = Callable[[OutputGuardrailBlockedMessageArgs], Optional[str]]
 ToolErrorFormatter = Callable[[ToolErrorFormatterArgs], Union[Optional[str], Awaitable[Optional[str]]]]
 CallModelInputFilter = Callable[[CallModelData], Union[ModelInputData, Awaitable[ModelInputData]]]
 SessionInputCallback = Callable[[List[TResponseInputItem], List[TResponseInputItem]],

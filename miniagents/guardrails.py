@@ -8,6 +8,7 @@ model call and no tool ran.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional
 
@@ -90,6 +91,46 @@ def run_output_guardrails(run: Any, guardrails: list, agent: Any, output: Any, r
     context = run.state.context_wrapper
     _until_tripwire(run, "output", guardrails, lambda g: g.run(context, agent, output),
                     OutputGuardrailTripwireTriggered, results)
+
+
+BLOCKED_OUTPUT = "Output withheld by an output guardrail."
+
+
+def withhold_rejected_output(run: Any, items: list, trip: OutputGuardrailTripwireTriggered) -> None:
+    """An output guardrail rejected the final output: the final turn's `items` are kept without it, so the
+    session, the state and the error's run data never hold what was rejected (upstream's rule). A final
+    message is dropped; a tool output that ended the run (`tool_use_behavior`) keeps its place, so its call
+    still has an output, with a data-free text instead: `RunConfig.output_guardrail_blocked_message`, or
+    `BLOCKED_OUTPUT` (also when the formatter fails or returns no text)."""
+    from .items import MessageOutputItem, ToolCallOutputItem, function_call_output
+
+    state = run.state
+    outputs = [i for i in items if isinstance(i, ToolCallOutputItem)]
+    if outputs:
+        text = _blocked_message(run, trip)
+        for item in outputs:
+            item.raw_item, item.output, item.custom_data = function_call_output(item.call_id, text), text, None
+        return
+    message = next((i for i in reversed(items) if isinstance(i, MessageOutputItem)), None)
+    if message is not None:
+        items.remove(message)
+        state.generated_items[:] = [i for i in state.generated_items if i is not message]
+
+
+def _blocked_message(run: Any, trip: OutputGuardrailTripwireTriggered) -> str:
+    from .config import OutputGuardrailBlockedMessageArgs
+
+    configured = run.config.output_guardrail_blocked_message
+    if configured is None or isinstance(configured, str):
+        return configured or BLOCKED_OUTPUT
+    try:
+        text = configured(OutputGuardrailBlockedMessageArgs(BLOCKED_OUTPUT, trip.guardrail_result.guardrail.get_name(),
+                                                            trip.guardrail_result.agent, run.state.context_wrapper))
+    except Exception:
+        return BLOCKED_OUTPUT
+    if inspect.iscoroutine(text):  # an async formatter: not awaited (the rejected output must not wait around)
+        text.close()
+    return text if isinstance(text, str) and text else BLOCKED_OUTPUT
 
 
 def _until_tripwire(run: Any, kind: str, guardrails: list, check: Callable, tripwire: type, results: list) -> None:

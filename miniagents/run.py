@@ -19,8 +19,8 @@ from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolE
                      ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy, ToolNotFoundBehavior)
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
 from .context import RunContextWrapper
-from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UsageLimitExceeded,
-                     UserError)
+from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, OutputGuardrailTripwireTriggered,
+                     RunErrorDetails, UsageLimitExceeded, UserError)
 from .handoffs import HandoffInputData
 from .hooks import AgentHooks, HookPlugin, RunHooks
 from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
@@ -58,10 +58,13 @@ def _loop(run: Run) -> Generator[Any, None, None]:
         if isinstance(step, NextStepInterruption):
             run.result = pause(run, turn, step)
             continue
+        rejected = check_final_output(run, turn, step.output) if isinstance(step, NextStepFinalOutput) else None
         close_turn(run, turn)
         if isinstance(step, NextStepHandoff):
             turn.new_items.append(take_handoff(run, step, turn.start))
         yield from save_turn(run, turn)
+        if rejected is not None:
+            raise rejected
         if isinstance(step, NextStepFinalOutput):
             run.result = finish(run, step.output)
         elif isinstance(step, NextStepHandoff):
@@ -133,14 +136,29 @@ def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
     return RunResult.from_state(state, None, interruptions=step.interruptions)
 
 
-def finish(run: Run, output: Any) -> RunResult:
-    """The output guardrails, then the final result."""
+def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[Exception]:
+    """The output guardrails, before the final turn is saved. What stops the run is returned, to raise once the
+    turn is saved: a tripwire, after the turn's items lost the rejected output (`withhold_rejected_output`), or
+    a guardrail's own exception (no verdict: the turn is saved as it is)."""
     state, agent = run.state, run.state.current_agent
     guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
-    if guardrails:
-        from .guardrails import run_output_guardrails
+    if not guardrails:
+        return None
+    from .guardrails import run_output_guardrails, withhold_rejected_output
 
+    try:
         run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
+    except OutputGuardrailTripwireTriggered as trip:
+        withhold_rejected_output(run, turn.new_items, trip)
+        return trip
+    except Exception as error:
+        return error
+    return None
+
+
+def finish(run: Run, output: Any) -> RunResult:
+    """The final result."""
+    state, agent = run.state, run.state.current_agent
     if run.plugins:
         seams.emit(run.plugins, "final_output", run, agent, output)
     state.finished = True

@@ -47,7 +47,8 @@ UPSTREAM_PATHS = {
                      "TResponseStreamEvent",
     "run_config": "RunConfig ToolExecutionConfig CallModelData ModelInputData ToolErrorFormatterArgs DEFAULT_MAX_TURNS "
                   "CallModelInputFilter=config:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
-                  "ToolNameCollisionPolicy ReasoningItemIdPolicy",
+                  "ToolNameCollisionPolicy ReasoningItemIdPolicy OutputGuardrailBlockedMessageArgs "
+                  "OutputGuardrailBlockedMessageFormatter",
     "run_error_handlers": "RunErrorData RunErrorHandler RunErrorHandlerInput RunErrorHandlerResult RunErrorHandlers",
     "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema "
                        "generate_func_documentation=upstream.function_docs:generate_func_documentation "
@@ -99,8 +100,6 @@ LEFT_OUT = {
     "tool origin metadata": ("ToolOrigin ToolOriginType", ""),
     "nested handoff history": ("nest_handoff_history default_handoff_history_mapper get_conversation_history_wrappers "
                                "set_conversation_history_wrappers reset_conversation_history_wrappers", ""),
-    "replacement messages for blocked tool output": ("OutputGuardrailBlockedMessageArgs "
-                                                     "OutputGuardrailBlockedMessageFormatter", ""),
     "OpenAI server-side sessions, compaction and transports": (
         "OpenAIConversationsSession OpenAIResponsesCompactionArgs OpenAIResponsesCompactionAwareSession "
         "OpenAIResponsesCompactionSession is_openai_responses_compaction_aware_session CompactionItem "

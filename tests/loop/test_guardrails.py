@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGuardrailTripwireTriggered,
-                        OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner,
+                        OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner, SQLiteSession,
                         ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered,
                         ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
                         tool_input_guardrail, tool_output_guardrail)
@@ -280,6 +280,120 @@ def test_an_exception_inside_an_output_guardrail_propagates():
     agent, _ = make_agent([[assistant_message("hello")]], output_guardrails=[OutputGuardrail(broken)])
     with pytest.raises(ValueError, match="moderation down"):
         Runner.run_sync(agent, "go")
+
+
+# --- What a rejected final output leaves behind ---------------------------------------------------------
+
+
+@output_guardrail
+def block_everything(ctx, agent, output):
+    return trip()
+
+
+def history(session):
+    return asyncio.run(session.get_items())
+
+
+@function_tool
+def read_secret() -> str:
+    return "SECRET-DATA"
+
+
+def secret_agent(**options):
+    model = ScriptedModel([[function_call("read_secret", "{}", call_id="c1")]])
+    return Agent(name="Vault", tools=[read_secret], tool_use_behavior="stop_on_first_tool",
+                 output_guardrails=[block_everything], model=model, **options)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_rejected_final_message_is_kept_out_of_the_session_and_the_errors_run_data(streamed):
+    """Earlier turns stay; the answer the guardrail rejected is never replayed to the model by a later run."""
+    session = SQLiteSession("s")
+    agent, _ = make_agent([[function_call("transfer_money", {"amount": 1}, call_id="c1")],
+                           [assistant_message("REJECTED ANSWER")]], tools=[transfer_money],
+                          output_guardrails=[block_everything])
+    with pytest.raises(OutputGuardrailTripwireTriggered) as info:
+        if streamed:
+            async def consume():
+                result = Runner.run_streamed(agent, "go", session=session)
+                async for _ in result.stream_events():
+                    pass
+            asyncio.run(consume())
+        else:
+            Runner.run_sync(agent, "go", session=session)
+    kept = history(session)
+    assert [i.get("type", i.get("role")) for i in kept] == ["user", "function_call", "function_call_output"]
+    assert "REJECTED ANSWER" not in repr(kept) and "REJECTED ANSWER" not in repr(info.value.run_data.new_items)
+
+
+def test_a_rejected_terminal_tool_output_keeps_its_call_answered_with_a_data_free_text():
+    session = SQLiteSession("s")
+    with pytest.raises(OutputGuardrailTripwireTriggered) as info:
+        Runner.run_sync(secret_agent(), "go", session=session)
+    kept = history(session)
+    assert [i.get("type", i.get("role")) for i in kept] == ["user", "function_call", "function_call_output"]
+    assert kept[-1] == {"type": "function_call_output", "call_id": "c1",
+                        "output": "Output withheld by an output guardrail."}
+    assert "SECRET-DATA" not in repr(info.value.run_data.new_items)
+
+
+@pytest.mark.parametrize("configured, expected", [
+    ("Withheld.", "Withheld."),
+    (lambda args: f"{args.guardrail_name} withheld {args.agent.name}'s output", "block_everything withheld Vault's "
+                                                                                 "output"),
+    (lambda args: None, "Output withheld by an output guardrail."),
+    (lambda args: "", "Output withheld by an output guardrail."),
+    (lambda args: 1 / 0, "Output withheld by an output guardrail."),
+])
+def test_run_config_sets_the_text_of_a_rejected_tool_output(configured, expected):
+    session = SQLiteSession("s")
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        Runner.run_sync(secret_agent(), "go", session=session,
+                        run_config=RunConfig(output_guardrail_blocked_message=configured))
+    assert history(session)[-1]["output"] == expected
+
+
+def test_a_blocked_message_formatter_gets_the_default_and_the_context_never_the_output():
+    seen = []
+
+    def formatter(args):
+        seen.append(args)
+        return "no"
+
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        Runner.run_sync(secret_agent(), "go", context={"user": 7},
+                        run_config=RunConfig(output_guardrail_blocked_message=formatter))
+    (args,) = seen
+    assert args.default_message == "Output withheld by an output guardrail." and args.run_context.context == {"user": 7}
+    assert "SECRET-DATA" not in repr(vars(args))
+
+
+@pytest.mark.parametrize("configured, error, message", [
+    ("", ValueError, "must be non-empty"),
+    (42, TypeError, "must be a string, callable, or None"),
+])
+def test_a_blocked_message_setting_is_checked_when_the_config_is_made(configured, error, message):
+    with pytest.raises(error, match=message):
+        RunConfig(output_guardrail_blocked_message=configured)
+
+
+def test_an_async_blocked_message_formatter_is_refused():
+    async def formatter(args):
+        return "later"
+
+    with pytest.raises(TypeError, match="formatter must be synchronous"):
+        RunConfig(output_guardrail_blocked_message=formatter)
+
+
+def test_an_output_guardrail_that_crashes_gave_no_verdict_so_the_final_turn_is_saved_as_it_is():
+    def broken(ctx, agent, output):
+        raise ValueError("moderation down")
+
+    session = SQLiteSession("s")
+    agent, _ = make_agent([[assistant_message("hello")]], output_guardrails=[OutputGuardrail(broken)])
+    with pytest.raises(ValueError, match="moderation down"):
+        Runner.run_sync(agent, "go", session=session)
+    assert history(session)[-1]["content"][0]["text"] == "hello"
 
 
 # --- Tool guardrails ------------------------------------------------------------------------------------
