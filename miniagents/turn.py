@@ -245,7 +245,7 @@ def prepare_turn(run: Run) -> TurnSetup:
             hosted.append(tool)
         else:
             if tool.name in tools:
-                name_clash(agent, config, "tools", tool.name)  # the last one wins
+                name_clash(config, "tools", tool.name)  # the last one wins
             tools[tool.name] = tool
     handoffs = offered_handoffs(agent, ctx, config, tools) if agent.handoffs else {}
     settings = agent.model_settings
@@ -264,21 +264,33 @@ def offered_handoffs(agent: Any, ctx: Any, config: RunConfig, tools: dict) -> di
     handoffs: dict = {}
     for handoff in agent.get_enabled_handoffs(ctx):
         if handoff.tool_name in handoffs:
-            name_clash(agent, config, "handoffs", handoff.tool_name)  # never silently the last: the first one wins
+            name_clash(config, "handoffs", handoff.tool_name)  # never silently the last: the first one wins
         else:
             handoffs[handoff.tool_name] = handoff
-    clash = set(tools) & set(handoffs)
-    if clash:
-        raise UserError(f"agent {agent.name!r}: {sorted(clash)} is both a tool and a handoff name; rename one")
+    for name in sorted(set(tools) & set(handoffs)):
+        name_clash(config, "a tool and a handoff", name)
+        del tools[name]  # the handoff wins, as upstream's does
     return handoffs
 
 
-def name_clash(agent: Any, config: RunConfig, kind: str, name: str) -> None:
-    """Two tools or two handoffs with one name: a `UserError` by policy, else a warning saying which one wins."""
+COLLISIONS = {  # upstream's texts word for word: programs and tests match on them
+    "tools": "Ambiguous function tool configuration: the tool name `{}` is used by multiple tools. Assign a unique "
+             "routed name to every colliding function tool with `name_override=`, `tool_name=`, or a namespace.",
+    "handoffs": "Ambiguous handoff configuration: the handoff tool name `{}` is used by multiple handoffs. Pass a "
+                "unique `tool_name_override=` to each handoff.",
+    "a tool and a handoff": "Ambiguous tool routing configuration: the tool name `{}` is used by both a function "
+                            "tool and a handoff. Assign a unique routed name to every colliding function tool and "
+                            "handoff with `name_override=`, `tool_name=`, `tool_name_override=`, or a namespace.",
+}
+
+
+def name_clash(config: RunConfig, kind: str, name: str) -> None:
+    """Two tools, two handoffs, or a tool and a handoff with one name: a `UserError` under the "error" policy,
+    else a warning, and the last tool, the first handoff, or the handoff over the tool is offered."""
+    message = COLLISIONS[kind].format(name)
     if config.tool_name_collision_policy == "error":
-        raise UserError(f"agent {agent.name!r} has two {kind} named {name!r}")
-    winner = "last" if kind == "tools" else "first"
-    logger.warning("agent %r has two %s named %r; the %s one wins", agent.name, kind, name, winner)
+        raise UserError(message)
+    logger.warning(message)
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:

@@ -62,12 +62,14 @@ def test_two_tools_with_one_name_warn_and_the_last_wins(caplog):
     with caplog.at_level(logging.WARNING, logger="miniagents"):
         Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go")
     assert model.calls[1].input[-1]["output"] == "second"
-    assert "two tools named 'dup'" in caplog.text
+    assert set(caplog.messages) == {"Ambiguous function tool configuration: the tool name `dup` is used by multiple tools. "
+                                    "Assign a unique routed name to every colliding function tool with `name_override=`, "
+                                    "`tool_name=`, or a namespace."}  # upstream's words, each turn
 
 
 def test_two_tools_with_one_name_are_an_error_under_the_error_policy():
     model = ScriptedModel([[assistant_message("never")]])
-    with pytest.raises(UserError, match="two tools named 'dup'"):
+    with pytest.raises(UserError, match="the tool name `dup` is used by multiple tools"):
         Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go",
                         run_config=RunConfig(tool_name_collision_policy="error"))
     assert model.calls == ()

@@ -350,9 +350,26 @@ def test_two_handoffs_with_one_name_never_silently_take_the_last(caplog):
     second = Agent(name="Desk", model=ScriptedModel([[assistant_message("second desk")]]))
     agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
     assert Runner.run_sync(agent, "go").final_output == "first desk"
-    assert "two handoffs named 'transfer_to_desk'" in caplog.text
+    assert "the handoff tool name `transfer_to_desk` is used by multiple handoffs" in caplog.text
     agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
-    with pytest.raises(UserError, match="two handoffs"):
+    with pytest.raises(UserError, match="Ambiguous handoff configuration"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
+
+
+def test_a_tool_and_a_handoff_with_one_name_warn_in_upstreams_words_and_the_handoff_wins(caplog):
+    desk = Agent(name="Desk", model=ScriptedModel([[assistant_message("desk here")]]))
+    impostor = function_tool(lambda: "the tool ran", name_override="transfer_to_desk")
+    agent, model = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], tools=[impostor],
+                              handoffs=[desk])
+    assert Runner.run_sync(agent, "go").final_output == "desk here"
+    assert [t.name for t in model.calls[0].tools] == [] and [h.tool_name for h in model.calls[0].handoffs] == [
+        "transfer_to_desk"]
+    assert caplog.messages == [
+        "Ambiguous tool routing configuration: the tool name `transfer_to_desk` is used by both a function tool and "
+        "a handoff. Assign a unique routed name to every colliding function tool and handoff with `name_override=`, "
+        "`tool_name=`, `tool_name_override=`, or a namespace."]
+    agent, _ = make_agent([[assistant_message("never")]], tools=[impostor], handoffs=[desk])
+    with pytest.raises(UserError, match="Ambiguous tool routing configuration"):
         Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
 
 
