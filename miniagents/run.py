@@ -136,10 +136,10 @@ def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
 def finish(run: Run, output: Any) -> RunResult:
     """The output guardrails, then the final result."""
     state, agent = run.state, run.state.current_agent
-    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
-    if guardrails:
+    if agent.output_guardrails or run.config.output_guardrails:
         from .guardrails import run_output_guardrails
 
+        guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
         run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
     if run.plugins:
         seams.emit(run.plugins, "final_output", run, agent, output)
@@ -285,10 +285,12 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
 def save_turn(run: Run, turn: TurnResult) -> Generator[Any, None, None]:
     """Write the turn (and the run's new input, with its first turn) to the session in one transaction, then
     announce the turn's outputs. A resumed turn is written once per session: another resume of the same
-    paused state may have written it already (the ledger's `once` key says so)."""
-    items = turn.session_input + [i.raw_item for i in turn.new_items]
-    write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
-    settle_claim(run, turn, "completed")
+    paused state may have written it already (the ledger's `once` key says so). A run with no session and no
+    claim to settle writes nothing, and passes neither."""
+    if run.session is not None or turn.claim is not None:
+        items = turn.session_input + [i.raw_item for i in turn.new_items]
+        write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
+        settle_claim(run, turn, "completed")
     if run.streaming:  # the turn's outputs, once settled
         yield from stream_events_for(turn.new_items[len(turn.output.items):])
 
