@@ -695,13 +695,10 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     limit = limits.exceeded(usage, tool_calls=len(to_run)) if limits is not None and to_run else None
     ran = {} if limit else run_tools(run, setup, to_run, resumed and run.ledger is not None)
     usage.tool_calls += len(ran)
-    scope = run.state.context_wrapper.approval_scope
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
-                                       approval_scope=scope) for c in approvals]
     still_paused = {i: ran[i][0].state for i in ran if isinstance(ran[i][0], NestedInterruption)}
-    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
-        approval_items.extend(ran[call_id][0].interruptions)
-        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
+    approval_items = []
+    if approvals or still_paused:
+        approval_items, limit = waiting_for_a_person(run, agent, approvals, ran, still_paused, limit)
     results, outputs, guardrail_results, handoff = [], [], [], None
     for call in output.calls:
         call_id = call.call_id
@@ -729,6 +726,18 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
     return SettledCalls(output.items + outputs, results, approval_items, handoff, guardrail_results, still_paused,
                         unstarted, UsageLimitExceeded(*limit) if isinstance(limit, tuple) else limit)
+
+
+def waiting_for_a_person(run: Run, agent: Any, approvals: list, ran: dict, still_paused: dict, limit: Any) -> tuple:
+    """(the turn's `ToolApprovalItem`s, the limit that stopped it): its own calls waiting for approval, then those
+    of each agent tool whose inner run waits for a person (or stopped at the run's usage limits)."""
+    scope = run.state.context_wrapper.approval_scope
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
+                                       approval_scope=scope) for c in approvals]
+    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
+        approval_items.extend(ran[call_id][0].interruptions)
+        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
+    return approval_items, limit
 
 
 def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
