@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
 from . import caller, seams
+from .agent import Agent
 from .agent_output import output_schema
 # Upstream's agents.run exports these, so code importing them from there finds them here.
 from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolErrorFormatter,  # noqa: F401
@@ -141,11 +142,11 @@ def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[Exce
     turn is saved: a tripwire, after the turn's items lost the rejected output (`withhold_rejected_output`), or
     a guardrail's own exception (no verdict: the turn is saved as it is)."""
     state, agent = run.state, run.state.current_agent
-    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
-    if not guardrails:
+    if not (agent.output_guardrails or run.config.output_guardrails):
         return None
     from .guardrails import run_output_guardrails, withhold_rejected_output
 
+    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
     try:
         run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
     except OutputGuardrailTripwireTriggered as trip:
@@ -226,7 +227,7 @@ def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOut
     state, config, agent = run.state, run.config, run.state.current_agent
     handoff, call_id = step.call.target, step.call.call_id
     seam = seams.HandoffStep(agent, handoff)
-    with seams.around(run.plugins, "handoff", run, seam):
+    with around(run, "handoff", seam):
         new_agent = seam.to_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
                                                 step.call.item.get("arguments") or "")
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
@@ -303,10 +304,12 @@ def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
 def save_turn(run: Run, turn: TurnResult) -> Generator[Any, None, None]:
     """Write the turn (and the run's new input, with its first turn) to the session in one transaction, then
     announce the turn's outputs. A resumed turn is written once per session: another resume of the same
-    paused state may have written it already (the ledger's `once` key says so)."""
-    items = turn.session_input + [i.raw_item for i in turn.new_items]
-    write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
-    settle_claim(run, turn, "completed")
+    paused state may have written it already (the ledger's `once` key says so). A run with no session and no
+    claim to settle writes nothing, and passes neither."""
+    if run.session is not None or turn.claim is not None:
+        items = turn.session_input + [i.raw_item for i in turn.new_items]
+        write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
+        settle_claim(run, turn, "completed")
     if run.streaming:  # the turn's outputs, once settled
         yield from stream_events_for(turn.new_items[len(turn.output.items):])
 
@@ -351,7 +354,7 @@ def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: b
 
     The ledger of claimed calls is the session's when it keeps one, else `ledger` (an agent tool's inner run
     inherits its caller's)."""
-    config = options.run_config if isinstance(options.run_config, RunConfig) else run_config(options.run_config)
+    config = DEFAULT_CONFIG if options.run_config is None else run_config(options.run_config)
     check_arguments(starting_agent, options.hooks)
     session = options.session
     if session is not None and callable(getattr(session, "claim_call", None)):
@@ -400,14 +403,12 @@ DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (neve
 
 
 def run_config(given: Any) -> RunConfig:
-    """`run_config=` as a `RunConfig`: None is the default one; a dict holds its fields (as upstream takes it)."""
-    return DEFAULT_CONFIG if given is None else RunConfig(**given) if isinstance(given, dict) else given
+    """`run_config=` given as a `RunConfig`, or as a dict of its fields (as upstream takes it)."""
+    return RunConfig(**given) if isinstance(given, dict) else given
 
 
 def check_arguments(starting_agent: Any, hooks: Any) -> None:
     """Refuse what cannot start a run: an agent that is not an `Agent`, hooks that are not `RunHooks`."""
-    from .agent import Agent
-
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
     if hooks is not None and not isinstance(hooks, RunHooks):

@@ -181,52 +181,64 @@ class TurnResult:
 
 def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
     """One turn: a fresh one calls the model; a paused one (`state.pending`) re-runs its response with the outputs
-    it has, and never calls the model.
+    it has, and never calls the model (`resumed_turn`: a fresh turn never passes through it).
 
     Yields stream events; returns the `TurnResult` with `state.generated_items` already holding its items.
     """
-    state, pending = run.state, run.state.pending
+    if run.state.pending is not None:
+        return resumed_turn(run)
+    state = run.state
     setup = prepare_turn(run)
-    if pending is None:
-        state.current_turn += 1
-    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, pending is not None)):
-        if pending is None:
-            items, replays = yield from start_turn(run, setup)
-            turn = TurnResult(setup.agent, [], None, start=len(state.generated_items),
-                              session_input=state.unsaved_session_input)
-            state.unsaved_session_input, done = [], {}
-        else:
-            items, replays, turn, done = resumed_turn(run, setup, pending)
+    state.current_turn += 1
+    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, False)):
+        items, replays = yield from start_turn(run, setup)
+        turn = TurnResult(setup.agent, [], None, start=len(state.generated_items),
+                          session_input=state.unsaved_session_input)
+        state.unsaved_session_input = []
         turn.output = output = classify_output(setup, items, run.config)
         output.replays = replays
-        for call in output.calls if pending is not None and pending.nested else ():
-            call.paused = pending.nested.get(call.call_id)  # an agent tool's inner run continues where it paused
-        if pending is None and run.streaming:  # what the model said is announced before any tool runs
+        if run.streaming:  # what the model said is announced before any tool runs
             yield from stream_events_for(output.items)
-        turn.settled = settled = settle_turn(run, setup, output, done, turn.resumed)
-        turn.new_items, turn.next_step = settled.items, decide_next_step(setup, output, settled, state.context_wrapper)
-        if run.plugins and isinstance(turn.next_step, NextStepInterruption):
-            for item in turn.next_step.interruptions:
-                seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
-    state.record_turn(turn.new_items, settled.guardrail_results, turn.start)
+        decide_turn(run, setup, turn, {})
+    state.record_turn(turn.new_items, turn.settled.guardrail_results, turn.start)
     return turn
 
 
-def resumed_turn(run: Run, setup: TurnSetup, pending: Any) -> tuple:
-    """What a paused turn resumes from: its response's items, the replays it dropped, its `TurnResult` so far
-    (where its items start, the session input it carries), and the outputs its calls already have.
+def resumed_turn(run: Run) -> TurnResult:
+    """A paused turn (`state.pending`) run again from its response's items, the replays it dropped, where its items
+    start, the session input it carries, and the outputs its calls already have; no model call.
 
     Exactly once, for the whole turn: with a session that keeps the ledger, the resume first claims this pause
     of the turn there (`claim_call` on a key of its own). Only one resume of one paused state proceeds: another
     (a retry, a second worker, at once or later) raises `AlreadyResumedError` before it runs or writes anything,
     so the session holds the winner's turn alone."""
-    turn = TurnResult(setup.agent, [], None, resumed=True, start=pending.start, session_input=pending.session_input)
-    if run.ledger is not None:
-        turn.claim = f"resume:turn-{run.state.current_turn}:pause-{pending.pauses}"
-        won, outcome = caller.call(run.ledger.claim_call, run.state.run_id, turn.claim)
-        if not won:
-            raise AlreadyResumedError(run.state.run_id, run.state.current_turn, outcome)
-    return pending.output, pending.replays, turn, dict(pending.outputs)
+    state, pending = run.state, run.state.pending
+    setup = prepare_turn(run)
+    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, True)):
+        turn = TurnResult(setup.agent, [], None, resumed=True, start=pending.start,
+                          session_input=pending.session_input)
+        if run.ledger is not None:
+            turn.claim = f"resume:turn-{state.current_turn}:pause-{pending.pauses}"
+            won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
+            if not won:
+                raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+        turn.output = output = classify_output(setup, pending.output, run.config)
+        output.replays = pending.replays
+        for call in output.calls if pending.nested else ():
+            call.paused = pending.nested.get(call.call_id)  # an agent tool's inner run continues where it paused
+        decide_turn(run, setup, turn, dict(pending.outputs))
+    state.record_turn(turn.new_items, turn.settled.guardrail_results, turn.start)
+    return turn
+
+
+def decide_turn(run: Run, setup: TurnSetup, turn: TurnResult, done: dict) -> None:
+    """Settle the turn's calls (`done`: the outputs a paused turn already has) and decide its next step."""
+    turn.settled = settle_turn(run, setup, turn.output, done, turn.resumed)
+    turn.new_items = turn.settled.items
+    turn.next_step = decide_next_step(setup, turn.output, turn.settled, run.state.context_wrapper)
+    if run.plugins and isinstance(turn.next_step, NextStepInterruption):
+        for item in turn.next_step.interruptions:
+            seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
 
 
 def around(run: Run, seam: str, record: Any) -> Any:
@@ -297,15 +309,23 @@ def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:
     """Run the first turn's input guardrails, call the model; return the response's items (every call with an id
     of its own) and how many calls it repeated from earlier turns (dropped)."""
     state = run.state
-    guardrails = list(setup.agent.input_guardrails) + list(run.config.input_guardrails or ())
-    racing = check_input(run, guardrails) if guardrails and state.current_turn == 1 and not state.model_responses \
-        else None
-    response = yield from call_model(run, setup)
-    if racing is not None:
-        racing()
+    if (setup.agent.input_guardrails or run.config.input_guardrails) and state.current_turn == 1 \
+            and not state.model_responses:
+        response = yield from guarded_model_call(run, setup)
+    else:
+        response = yield from call_model(run, setup)
     if state.server_managed or not any(needs_call_id(item, state.call_ids) for item in response.output):
         return response.output, 0
     return assign_call_ids(response.output, state)
+
+
+def guarded_model_call(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
+    """The first turn's model call with the input guardrails around it (`check_input`): a trip raises, and a
+    parallel one's trip discards the response before any tool runs."""
+    racing = check_input(run, list(setup.agent.input_guardrails) + list(run.config.input_guardrails or ()))
+    response = yield from call_model(run, setup)
+    racing()
+    return response
 
 
 def check_input(run: Run, guardrails: list) -> Callable[[], None]:
@@ -640,8 +660,11 @@ def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
 def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
     """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
 
-    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None.
+    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None. A tool with
+    no guardrails in a run with no plugin is just invoked (`_invoke`).
     """
+    if not (tool.tool_input_guardrails or tool.tool_output_guardrails or run.plugins):
+        return _invoke(tool, tool_ctx, arguments) + ([],)
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -651,10 +674,9 @@ def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, argu
             return rejected, rejected, results
     record = seams.ToolStep(agent, tool, tool_ctx, arguments)
     with around(run, "tool_call", record):
-        try:
-            value, text = invoke_tool(tool, tool_ctx, arguments)
-        except NestedInterruption as paused:
-            return paused, None, results
+        value, text = _invoke(tool, tool_ctx, arguments)
+        if text is None:
+            return value, text, results
         record.value, record.text, record.error = value, text, tool_ctx.failure
     if tool.tool_output_guardrails:
         from .guardrails import check_tool_output
@@ -663,6 +685,14 @@ def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, argu
         if rejected is not None:
             return rejected, rejected, results
     return value, text, results
+
+
+def _invoke(tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
+    """(value, text) of the call; an agent tool whose inner run paused gives its `NestedInterruption`, text None."""
+    try:
+        return invoke_tool(tool, tool_ctx, arguments)
+    except NestedInterruption as paused:
+        return paused, None
 
 
 def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, resumed: bool) -> SettledCalls:
@@ -677,13 +707,10 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
     limit = limits.exceeded(usage, tool_calls=len(to_run)) if limits is not None and to_run else None
     ran = {} if limit else run_tools(run, setup, to_run, resumed and run.ledger is not None)
     usage.tool_calls += len(ran)
-    scope = run.state.context_wrapper.approval_scope
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
-                                       approval_scope=scope) for c in approvals]
     still_paused = {i: ran[i][0].state for i in ran if isinstance(ran[i][0], NestedInterruption)}
-    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
-        approval_items.extend(ran[call_id][0].interruptions)
-        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
+    approval_items = []
+    if approvals or still_paused:
+        approval_items, limit = waiting_for_a_person(run, agent, approvals, ran, still_paused, limit)
     results, outputs, guardrail_results, handoff = [], [], [], None
     for call in output.calls:
         call_id = call.call_id
@@ -713,6 +740,18 @@ def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, 
                         unstarted, UsageLimitExceeded(*limit) if isinstance(limit, tuple) else limit)
 
 
+def waiting_for_a_person(run: Run, agent: Any, approvals: list, ran: dict, still_paused: dict, limit: Any) -> tuple:
+    """(the turn's `ToolApprovalItem`s, the limit that stopped it): its own calls waiting for approval, then those
+    of each agent tool whose inner run waits for a person (or stopped at the run's usage limits)."""
+    scope = run.state.context_wrapper.approval_scope
+    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
+                                       approval_scope=scope) for c in approvals]
+    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
+        approval_items.extend(ran[call_id][0].interruptions)
+        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
+    return approval_items, limit
+
+
 def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
     """Approval pending (or calls left unstarted by a cancel) > handoff > tool_use_behavior > run again (calls
     were made) > final output."""
@@ -720,7 +759,7 @@ def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCall
         return NextStepError("usage_limit", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)
     if settled.handoff is not None:
         return NextStepHandoff(settled.handoff)
-    if settled.results:
+    if settled.results and setup.agent.tool_use_behavior != "run_llm_again":  # the default: the model goes on
         verdict = tools_final_output(setup.agent, settled.results, ctx)
         if verdict.is_final_output:
             value = verdict.final_output

@@ -36,6 +36,7 @@ READING_ORDER = [
     ("turn.py", "call_model", "the transcript goes out, the response is recorded"),
     ("turn.py", "get_model", "the `Model` to call: an object, or a name for the provider"),
     ("turn.py", "classify_output", "response items become run items; function calls become `Call`s"),
+    ("turn.py", "decide_turn", "the turn's calls settled, then its next step decided (a resumed turn's too)"),
     ("turn.py", "settle_turn", "plan, run and order one response's calls"),
     ("turn.py", "plan_tool_calls", "each call's fate: settled, unknown tool, waiting for approval, rejected, run"),
     ("turn.py", "run_tools", "the runnable calls: one after the other, or concurrently"),
@@ -52,7 +53,8 @@ READING_ORDER = [
     ("run.py", "pause", "a call waits for a person: the turn's settled outputs are kept"),
     ("state.py", "dump_state", "a paused run as versioned JSON"),
     ("state.py", "load_state", "and back, the whole document checked before anything is built"),
-    ("turn.py", "resumed_turn", "exactly once: a resume claims its pause in the session's ledger"),
+    ("turn.py", "resumed_turn", "a paused turn run again, no model call; exactly once: it claims its pause in the "
+                                "session's ledger"),
     ("run.py", "take_handoff", "the transfer's output, the input filter, the agent switch"),
 ]
 

@@ -13,15 +13,17 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.par
 import readme_tables  # noqa: E402
 import reading_path  # noqa: E402
 
-CEILINGS = {  # run -> (distinct lines, files)
-    "hello world": (460, 11),
-    "approval through JSON": (530, 11),  # 525: an approval checks the arguments it covers (issue 20, item 3)
-    "handoff": (420, 11),
+CEILINGS = {  # run -> (distinct lines, files); lowered when issue 19's reading path took off a plain run what
+    # it does not need (the paused turn, guardrails, the session write, the seams' records): 428, 508, 385 then
+    "hello world": (433, 11),
+    "approval through JSON": (515, 11),
+    "handoff": (391, 11),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
 HELPERS = {"get_default_agent_runner", "run_config", "check_arguments", "around", "leave_agent", "model_tracing",
-           "needs_call_id", "classified_call", "tools_final_output", "write_to_session", "settle_claim"}
+           "needs_call_id", "classified_call", "tools_final_output", "write_to_session", "settle_claim",
+           "_invoke"}
 
 
 class Measured:
