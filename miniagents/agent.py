@@ -115,12 +115,12 @@ class Agent(AgentBase[TContext]):
 
     def __post_init__(self):
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
-            object.__setattr__(self, "model_settings", ModelSettings(**self.model_settings))
+            object.__setattr__(self, "model_settings", ModelSettings.from_dict(self.model_settings))
         _require_type("name", self.name, (str,), "a string")
         _require_type("handoff_description", self.handoff_description, (str, type(None)), "a string or None")
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):
             _require_type(name, getattr(self, name), (list,), "a list")
-        _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings")
+        _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings instance or a dict")
         if self.mcp_servers or self.mcp_config:
             raise UserError(f"Agent {self.name!r}: mcp_servers and mcp_config are not supported by miniagents (no "
                             "MCP client); use HostedMCPTool, or wrap an MCP tool as a function_tool")

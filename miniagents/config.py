@@ -107,7 +107,7 @@ class RunConfig:
 
     def __post_init__(self):
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
-            self.model_settings = ModelSettings(**self.model_settings)
+            self.model_settings = ModelSettings.from_dict(self.model_settings)
         if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):
             raise UserError(f"Invalid tool_not_found_behavior: {self.tool_not_found_behavior!r}")
         if self.tool_name_collision_policy not in ("warn", "error"):

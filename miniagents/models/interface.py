@@ -72,14 +72,19 @@ class ModelSettings:
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
 
+    @classmethod
+    def from_dict(cls, settings: dict) -> "ModelSettings":
+        """Settings given as a dict (upstream takes them so): an unknown key is a TypeError naming it."""
+        unknown = sorted(set(settings) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"Unknown model settings: {', '.join(map(str, unknown))}")
+        return cls(**settings)
+
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
         are merged."""
         if isinstance(override, dict):
-            unknown = sorted(set(override) - {f.name for f in fields(ModelSettings)})
-            if unknown:
-                raise TypeError(f"Unknown model settings: {', '.join(map(str, unknown))}")
-            override = ModelSettings(**override)
+            override = ModelSettings.from_dict(override)
         merged = overlay(self, override)
         if override is not None and self.extra_args and override.extra_args:
             merged.extra_args = {**self.extra_args, **override.extra_args}

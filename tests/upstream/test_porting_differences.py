@@ -329,6 +329,10 @@ def test_a_session_takes_its_settings_as_a_dict():
     (lambda: miniagents.SessionSettings.coerce({"limt": 3}), "Unknown session settings: limt"),
     (lambda: miniagents.SessionSettings.coerce([3]), "must be SessionSettings, a dict or None, got list"),
     (lambda: miniagents.ModelSettings().resolve({"temperatur": 0.5}), "Unknown model settings: temperatur"),
+    (lambda: miniagents.Agent(name="a", model_settings={"temperatur": 0.5}), "Unknown model settings: temperatur"),
+    (lambda: miniagents.RunConfig(model_settings={"top_q": 1}), "Unknown model settings: top_q"),
+    (lambda: miniagents.Agent(name="a", model_settings="hot"),
+     "Agent model_settings must be a ModelSettings instance or a dict, got str"),
 ])
 def test_settings_that_cannot_be_read_say_which(make, message):
     with pytest.raises(TypeError, match=message):
