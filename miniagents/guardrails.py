@@ -96,12 +96,14 @@ def run_output_guardrails(run: Any, guardrails: list, agent: Any, output: Any, r
 BLOCKED_OUTPUT = "Output withheld by an output guardrail."
 
 
-def withhold_rejected_output(run: Any, items: list, trip: OutputGuardrailTripwireTriggered) -> None:
+def withhold_rejected_output(run: Any, items: list, results: list, trip: OutputGuardrailTripwireTriggered) -> None:
     """An output guardrail rejected the final output: the final turn's `items` are kept without it, so the
     session, the state and the error's run data never hold what was rejected (upstream's rule). A final
     message is dropped; a tool output that ended the run (`tool_use_behavior`) keeps its place, so its call
     still has an output, with a data-free text instead: `RunConfig.output_guardrail_blocked_message`, or
-    `BLOCKED_OUTPUT` (also when the formatter fails or returns no text)."""
+    `BLOCKED_OUTPUT` (also when the formatter fails or returns no text). That text also replaces what could
+    carry the output: the tripwire's `agent_output` (its `output_info` is cleared) and what the turn's tool
+    output guardrails reported (in `results`, the turn's tool guardrail results)."""
     from .items import MessageOutputItem, ToolCallOutputItem, function_call_output
 
     state = run.state
@@ -110,6 +112,11 @@ def withhold_rejected_output(run: Any, items: list, trip: OutputGuardrailTripwir
         text = _blocked_message(run, trip)
         for item in outputs:
             item.raw_item, item.output, item.custom_data = function_call_output(item.call_id, text), text, None
+        trip.guardrail_result.agent_output, trip.guardrail_result.output.output_info = text, None
+        for result in (r for r in results if r.stage == "output"):
+            result.output.output_info = text
+            if "message" in result.output.behavior:
+                result.output.behavior = {**result.output.behavior, "message": text}
         return
     message = next((i for i in reversed(items) if isinstance(i, MessageOutputItem)), None)
     if message is not None:

@@ -137,10 +137,10 @@ def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
     return RunResult.from_state(state, None, interruptions=step.interruptions)
 
 
-def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[Exception]:
+def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[BaseException]:
     """The output guardrails, before the final turn is saved. What stops the run is returned, to raise once the
     turn is saved: a tripwire, after the turn's items lost the rejected output (`withhold_rejected_output`), or
-    a guardrail's own exception (no verdict: the turn is saved as it is)."""
+    a guardrail's own exception or a cancel (no verdict: the turn is saved as it is)."""
     state, agent = run.state, run.state.current_agent
     if not (agent.output_guardrails or run.config.output_guardrails):
         return None
@@ -150,9 +150,9 @@ def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[Exce
     try:
         run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
     except OutputGuardrailTripwireTriggered as trip:
-        withhold_rejected_output(run, turn.new_items, trip)
+        withhold_rejected_output(run, turn.new_items, turn.settled.guardrail_results if turn.settled else [], trip)
         return trip
-    except Exception as error:
+    except BaseException as error:  # a crash or a cancel: no verdict, so nothing is withheld or lost
         return error
     return None
 
@@ -473,7 +473,9 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                 error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
                                                  list(state.model_responses), state.current_agent,
                                                  state.context_wrapper, list(state.input_guardrail_results),
-                                                 list(state.output_guardrail_results))
+                                                 list(state.output_guardrail_results),
+                                                 list(state.tool_input_guardrail_results),
+                                                 list(state.tool_output_guardrail_results))
             raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)

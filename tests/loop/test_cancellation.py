@@ -326,3 +326,28 @@ def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes(
     assert cancelled == [1] and finished == [] and len(model.calls) == 1
     state = result.to_state()
     assert state.get_interruptions() == [] and state.pending is not None  # the call has no output yet
+
+
+def test_a_run_cancelled_while_its_output_guardrail_runs_keeps_the_final_turn_in_the_session():
+    """A cancel is no verdict: nothing is withheld, and the answer the model gave is not lost (upstream's rule)."""
+    from miniagents import OutputGuardrail, SQLiteSession
+
+    started = threading.Event()
+
+    async def never_decides(ctx, agent, output):
+        started.set()
+        await asyncio.Event().wait()
+
+    session = SQLiteSession("s")
+    agent, _ = make_agent([[assistant_message("the answer")]], output_guardrails=[OutputGuardrail(never_decides)])
+
+    async def main():
+        task = asyncio.ensure_future(Runner.run(agent, "go", session=session))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    kept = asyncio.run(session.get_items())
+    assert [i.get("role") for i in kept] == ["user", "assistant"] and kept[-1]["content"][0]["text"] == "the answer"

@@ -327,14 +327,24 @@ def test_a_rejected_final_message_is_kept_out_of_the_session_and_the_errors_run_
 
 
 def test_a_rejected_terminal_tool_output_keeps_its_call_answered_with_a_data_free_text():
+    @tool_output_guardrail
+    def look(data):
+        return ToolGuardrailFunctionOutput.allow(output_info=data.output)
+
+    read_secret.tool_output_guardrails = [look]
     session = SQLiteSession("s")
-    with pytest.raises(OutputGuardrailTripwireTriggered) as info:
-        Runner.run_sync(secret_agent(), "go", session=session)
-    kept = history(session)
+    try:
+        with pytest.raises(OutputGuardrailTripwireTriggered) as info:
+            Runner.run_sync(secret_agent(), "go", session=session)
+    finally:
+        read_secret.tool_output_guardrails = None
+    kept, withheld = history(session), "Output withheld by an output guardrail."
     assert [i.get("type", i.get("role")) for i in kept] == ["user", "function_call", "function_call_output"]
-    assert kept[-1] == {"type": "function_call_output", "call_id": "c1",
-                        "output": "Output withheld by an output guardrail."}
-    assert "SECRET-DATA" not in repr(info.value.run_data.new_items)
+    assert kept[-1] == {"type": "function_call_output", "call_id": "c1", "output": withheld}
+    run_data = info.value.run_data
+    assert "SECRET-DATA" not in repr(run_data.new_items) + repr(run_data.tool_output_guardrail_results)
+    assert info.value.guardrail_result.agent_output == withheld and info.value.guardrail_result.output.output_info is None
+    assert [r.output.output_info for r in run_data.tool_output_guardrail_results] == [withheld]
 
 
 @pytest.mark.parametrize("configured, expected", [
