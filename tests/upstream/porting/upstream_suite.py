@@ -222,7 +222,8 @@ def main() -> int:
     parser.add_argument("--mode", default="alias", choices=["upstream", "alias", "stubbed"])
     parser.add_argument("--junit", type=pathlib.Path, required=True)
     parser.add_argument("--passing", type=pathlib.Path, help="the junit file of the upstream run")
-    parser.add_argument("--timeout", type=float, default=400, help="seconds for one test file")
+    parser.add_argument("--timeout", type=float, default=1500,
+                        help="seconds for one test file; a file stopped is lost whole, so allow 60 s per test that hangs")
     parser.add_argument("files", nargs="*", help="upstream test files (tests/test_x.py) instead of the areas")
     args = parser.parse_intermixed_args()
     run(args.upstream_root, args.python, args.mode, args.junit, args.timeout, args.files)
