@@ -7,7 +7,6 @@ agent graph the caller passes, and every malformed part is a `UserError` that na
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -543,6 +542,8 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
 
 def _derived_run_id(data: dict) -> str:
     """A version 1 document has no run id: one from what never changes between its loads (input, responses)."""
+    import hashlib  # only old documents need it: not imported with the package (it costs a few milliseconds)
+
     text = json.dumps([data["original_input"], [r["output"] for r in data["model_responses"]]], sort_keys=True)
     return "v1_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 

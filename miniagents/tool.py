@@ -515,12 +515,15 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     """Run one call and return `(python_value, text_for_the_model)`; see the module docstring.
 
     When the tool did not produce a value (bad arguments, an error, a timeout), the value is the
-    text the model sees, so `tool_use_behavior` and run items see what the model saw.
+    text the model sees, so `tool_use_behavior` and run items see what the model saw. An agent tool whose inner
+    run paused gives its `NestedInterruption` as the value, and no text (None): the call has no output yet.
     """
     try:
         value = _call_with_timeout(tool, ctx, raw_args)
         return value, tool_output(value)
-    except (NestedInterruption, caller.Cancelled, *EXITS):  # paused inside, stopped by a cancel, or an exit
+    except NestedInterruption as paused:
+        return paused, None
+    except (caller.Cancelled, *EXITS):  # stopped by a cancel, or an exit
         raise
     except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)
@@ -530,7 +533,10 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
 def invoke_function_tool(*, function_tool: FunctionTool, context: ToolContext, arguments: str) -> Any:
     """Upstream's helper: run one call of `function_tool` as a run does (its timeout and failure policy
     included) and return what it produced, as something to `await` (its `.value` for synchronous code)."""
-    return caller.Ready(invoke_tool(function_tool, context, arguments)[0])
+    value, text = invoke_tool(function_tool, context, arguments)
+    if text is None:  # an agent tool paused inside: what pauses a run, as in one
+        raise value
+    return caller.Ready(value)
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:

@@ -649,22 +649,23 @@ def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
     tool_ctx = ToolContext.from_agent_context(run.state.context_wrapper, call.call_id, item, agent,
                                               tool_name=tool.name, tool_arguments=arguments, run_config=run.config)
     tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
-    value, text, results = _invoke_guarded(run, agent, tool, tool_ctx, arguments)
+    if tool.tool_input_guardrails or tool.tool_output_guardrails or run.plugins:
+        value, text, results = _invoke_guarded(run, agent, tool, tool_ctx, arguments)
+    else:  # nothing around the call: just the call
+        (value, text), results = invoke_tool(tool, tool_ctx, arguments), []
     if text is None:  # an agent tool paused inside; it is recorded when it completes
         return value, text, results, None
     if record:
         caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
+    if tool.custom_data_extractor is None:
+        return value, text, results, None
     return value, text, results, extract_custom_data(tool, tool_ctx, value, function_call_output(call.call_id, text))
 
 
 def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
-    """approval (done) -> input guardrails -> invoke -> output guardrails; returns (value, text, results).
-
-    An agent-as-tool whose inner run paused returns its `NestedInterruption` as the value, text None. A tool with
-    no guardrails in a run with no plugin is just invoked (`_invoke`).
-    """
-    if not (tool.tool_input_guardrails or tool.tool_output_guardrails or run.plugins):
-        return _invoke(tool, tool_ctx, arguments) + ([],)
+    """The call with what surrounds it: approval (done) -> input guardrails -> invoke (inside the `tool_call`
+    seam) -> output guardrails; returns (value, text, guardrail results). An agent tool whose inner run paused
+    returns its `NestedInterruption` as the value, text None."""
     results: list = []
     if tool.tool_input_guardrails:
         from .guardrails import check_tool_input  # loaded only once some tool has guardrails
@@ -674,7 +675,7 @@ def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, argu
             return rejected, rejected, results
     record = seams.ToolStep(agent, tool, tool_ctx, arguments)
     with around(run, "tool_call", record):
-        value, text = _invoke(tool, tool_ctx, arguments)
+        value, text = invoke_tool(tool, tool_ctx, arguments)
         if text is None:
             return value, text, results
         record.value, record.text, record.error = value, text, tool_ctx.failure
@@ -685,14 +686,6 @@ def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, argu
         if rejected is not None:
             return rejected, rejected, results
     return value, text, results
-
-
-def _invoke(tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
-    """(value, text) of the call; an agent tool whose inner run paused gives its `NestedInterruption`, text None."""
-    try:
-        return invoke_tool(tool, tool_ctx, arguments)
-    except NestedInterruption as paused:
-        return paused, None
 
 
 def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, resumed: bool) -> SettledCalls:

@@ -203,6 +203,8 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     if not isinstance(data, dict):
         raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
                              f"Received: {preview(raw)}")
+    if raw.isascii() and "\\u" not in raw:  # no escape and no character that could decode to a lone surrogate
+        return data
     return clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
 
 

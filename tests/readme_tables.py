@@ -40,8 +40,8 @@ READING_ORDER = [
     ("turn.py", "settle_turn", "plan, run and order one response's calls"),
     ("turn.py", "plan_tool_calls", "each call's fate: settled, unknown tool, waiting for approval, rejected, run"),
     ("turn.py", "run_tools", "the runnable calls: one after the other, or concurrently"),
-    ("turn.py", "_run_one", "one call (on a resume, claimed in the session's ledger just before it starts)"),
-    ("turn.py", "_invoke_guarded", "approval done, guardrails, the call itself, through the `tool_call` seam"),
+    ("turn.py", "_run_one", "one call (on a resume, claimed in the session's ledger just before it starts); a tool "
+                            "with guardrails, or a run with plugins, goes through `_invoke_guarded`"),
     ("tool.py", "invoke_tool", "arguments checked, the function called, its result as text for the model"),
     ("validate.py", "call_args", "the model's JSON arguments checked against the function's signature"),
     ("turn.py", "decide_next_step", "the four outcomes, in priority order"),
