@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
 from . import caller
 from .context import RunContextWrapper, TContext, ToolContext
-from .errors import ModelBehaviorError, UsageLimitExceeded, UserError
+from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
@@ -24,7 +23,6 @@ from .validate import ArgumentsError, parse_arguments, validate_value
 from .tool import (FunctionTool, FunctionToolResult, HostedTool, NestedInterruption, ToolError,
                    ToolsToFinalOutputResult, default_tool_error_function, output_text)
 
-logger = logging.getLogger("miniagents")
 
 
 class StopAtTools(TypedDict):
@@ -200,7 +198,7 @@ class Agent(AgentBase[TContext]):
         if name is None:
             name = tool_name_from(self.name)
             if re.search(r"[^a-zA-Z0-9_\s]", self.name):
-                logger.warning("agent name %r was changed to tool name %r", self.name, name)
+                warn("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:
             if not (dataclasses.is_dataclass(parameters) or callable(getattr(parameters, "model_json_schema", None))):
                 raise TypeError("Agent tool parameters must be a dataclass or Pydantic model type.")

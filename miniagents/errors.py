@@ -1,8 +1,8 @@
 """The exception hierarchy.
 
 Every exception a run raises is an `AgentsException`. Those raised mid-run carry `run_data`
-(a `RunErrorDetails`) with what was done before the failure, so nothing the run produced is lost.
-This module imports nothing else from the package.
+(a `RunErrorDetails`) with what was done before the failure, so nothing the run produced is lost. What goes
+wrong without stopping a run is logged with `warn`. This module imports nothing else from the package.
 """
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ class RunErrorDetails:
     output_guardrail_results: list = field(default_factory=list)
     tool_input_guardrail_results: list = field(default_factory=list)
     tool_output_guardrail_results: list = field(default_factory=list)
+
+
+def warn(message: str, *args: Any, **kwargs: Any) -> None:
+    """Log a warning on the "miniagents" logger. `logging` is imported here, the first time something is logged: a
+    run that goes well logs nothing, and importing `logging` costs more than any module of the kernel."""
+    import logging
+
+    logging.getLogger("miniagents").warning(message, *args, stacklevel=2, **kwargs)
 
 
 class AgentsException(Exception):

@@ -8,7 +8,6 @@ What happens between turns is here: the error handlers' answer, pausing, the han
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional
 
@@ -33,7 +32,6 @@ from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStep
                    TurnResult, around, get_model, run_turn)
 
 DEFAULT_MAX_TURNS = 10
-logger = logging.getLogger("miniagents")
 
 
 # --- The loop ---------------------------------------------------------------------------------------

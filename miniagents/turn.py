@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
@@ -30,7 +29,7 @@ from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_sche
 from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
 from .context import ToolContext, Usage
 from .errors import (AgentsException, AlreadyResumedError, ModelBehaviorError, ModelRefusalError, UsageLimitExceeded,
-                     UserError)
+                     UserError, warn)
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
@@ -41,7 +40,6 @@ from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFi
                    extract_custom_data, failure_text, invoke_tool)
 from .validate import ArgumentsError, parse_arguments
 
-logger = logging.getLogger("miniagents")
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
 REJECTED = "Tool execution was not approved."
 NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
@@ -302,7 +300,7 @@ def name_clash(config: RunConfig, kind: str, name: str) -> None:
     message = COLLISIONS[kind].format(name)
     if config.tool_name_collision_policy == "error":
         raise UserError(message)
-    logger.warning(message)
+    warn(message)
 
 
 def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:
@@ -491,7 +489,7 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
         if kind == "function_call":
             call = RawItem(item)
             if call["call_id"] in seen:
-                logger.warning("ignoring repeated call id %r in one response", call["call_id"])
+                warn("ignoring repeated call id %r in one response", call["call_id"])
                 continue
             seen.add(call["call_id"])
             classified.items.append(classified_call(call, setup, config, classified.calls))
@@ -504,7 +502,7 @@ def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelO
         elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
             classified.items.append(ToolCallItem(agent=agent, raw_item=item))
         else:
-            logger.warning("ignoring output item of unsupported type %r", kind)
+            warn("ignoring output item of unsupported type %r", kind)
     return classified
 
 
@@ -580,7 +578,7 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
     try:
         return bool(caller.call(flag, ctx, params, call["call_id"]))
     except Exception:
-        logger.warning("needs_approval of tool %r raised; call %s waits for a person", tool.name,
+        warn("needs_approval of tool %r raised; call %s waits for a person", tool.name,
                        call["call_id"], exc_info=True)
         return True
 
