@@ -50,9 +50,10 @@ _TRACING = ("trace", "custom_span", "agent_span", "function_span", "generation_s
             "GuardrailSpanData", "HandoffSpanData", "TaskSpanData", "TurnSpanData")
 _RETRY = ("ModelRetrySettings", "ModelRetryBackoffSettings", "RetryDecision", "RetryPolicy", "RetryPolicyContext",
           "retry_policies")
-_TOOLS = ("Tool", "ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", "ToolOutputTextDict",
-          "ToolOutputImageDict", "ToolOutputFileContentDict", "WebSearchTool", "WebSearchToolImageSettings",
-          "FileSearchTool", "CodeInterpreterTool", "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool")
+_TOOLS = ("ToolOutputText", "ToolOutputImage", "ToolOutputFileContent", "ToolOutputTextDict", "ToolOutputImageDict",
+          "ToolOutputFileContentDict")
+_HOSTED_TOOLS = ("Tool", "WebSearchTool", "WebSearchToolImageSettings", "FileSearchTool", "CodeInterpreterTool",
+                 "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool")
 # name -> the module it is read from on first use (a shell's names: its folder first)
 _LAZY = {
     **dict.fromkeys(_GUARDRAILS, "guardrails"),
@@ -61,11 +62,12 @@ _LAZY = {
     "OpenAIProvider": "models.provider", "set_default_openai_key": "models.provider",
     "set_default_openai_api": "models.provider", "MultiProvider": "models.provider",
     "set_default_openai_client": "models.provider", "ModelTracing": "models.interface",
-    "ModelRetryAdvice": "models.interface", "ModelRetryAdviceRequest": "models.interface",
-    "ModelRetryNormalizedError": "models.interface",
+    "ModelRetryAdvice": "models.retry_advice", "ModelRetryAdviceRequest": "models.retry_advice",
+    "ModelRetryNormalizedError": "models.retry_advice",
     "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",
     **dict.fromkeys(("TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "InputItem"), "items"),
     **dict.fromkeys(_TOOLS, "tool"),
+    **dict.fromkeys(_HOSTED_TOOLS, "hosted_tools"),
     **dict.fromkeys(("AgentBase", "AgentToolStreamEvent", "ToolsToFinalOutputFunction", "Prompt",
                      "DynamicPromptFunction", "GenerateDynamicPromptData"), "agent"),
     **dict.fromkeys(("RunErrorHandler", "RunErrorHandlers", "RunErrorData", "ToolErrorFormatter",

@@ -26,7 +26,7 @@ from . import caller, items
 from .context import Usage
 from .errors import AgentsException
 from .models.interface import ModelResponse, ModelSettings
-from .models.interface import ModelRetryAdvice, ModelRetryAdviceRequest
+from .models.retry_advice import ModelRetryAdvice, ModelRetryAdviceRequest
 
 DEFAULT_RESPONSE_ID = "resp-789"  # upstream's id for every scripted response that does not set one
 

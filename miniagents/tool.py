@@ -1,5 +1,5 @@
-"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; the hosted
-tools of the Responses API as configuration; the structured outputs (`ToolOutputText`/`Image`/`FileContent`).
+"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; `HostedTool`,
+the base of the tools the provider runs (hosted_tools.py); the structured outputs (`ToolOutputText`/...).
 
 A function tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
 `invoke_tool` is the one place that turns whatever happens inside a tool into what the model sees:
@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, Awaitable, Callable, Literal, Optional, TypedDict, Union
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
-from .errors import ModelBehaviorError, ToolTimeoutError, UserError
+from .errors import ModelBehaviorError, ToolTimeoutError, UserError, warn
 from .items import clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
@@ -28,7 +27,6 @@ from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
 CANCEL_GRACE = 0.1  # seconds an async tool past its timeout gets for its cancellation to land
 EXITS = (KeyboardInterrupt, SystemExit)  # what a tool raising propagates, never turned into a text for the model
-logger = logging.getLogger("miniagents")
 
 
 class ToolError(Exception):
@@ -229,141 +227,17 @@ class HostedTool(SpecReads):
         return dict(getattr(self, "tool_config"))
 
 
-@dataclass
-class FileSearchTool(HostedTool):
-    """Search the given vector stores (OpenAI's file search)."""
-
-    vector_store_ids: List[str]
-    max_num_results: Optional[int] = None
-    include_search_results: bool = False
-    ranking_options: Optional[dict] = None
-    filters: Optional[dict] = None
-
-    def __post_init__(self):
-        n = self.max_num_results
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 50):
-            raise UserError("FileSearchTool max_num_results must be zero, an integer between 1 and 50, or None.")
-
-    @property
-    def name(self) -> str:
-        return "file_search"
-
-    @property
-    def includes(self) -> tuple:
-        return ("file_search_call.results",) if self.include_search_results else ()
-
-    def spec(self) -> dict:
-        spec: dict = {"type": "file_search", "vector_store_ids": list(self.vector_store_ids)}
-        if self.max_num_results:  # 0 and None both mean the provider's default
-            spec["max_num_results"] = self.max_num_results
-        if self.ranking_options:
-            spec["ranking_options"] = self.ranking_options
-        if self.filters:
-            spec["filters"] = self.filters
-        return spec
+HOSTED_TOOLS = ("FileSearchTool", "WebSearchTool", "WebSearchToolImageSettings", "HostedMCPTool", "CodeInterpreterTool",
+                "ImageGenerationTool", "ImageGenerationToolConfig", "Tool")
 
 
-class WebSearchToolImageSettings(TypedDict, total=False):
-    """Image results of `WebSearchTool` when `search_content_types` includes "image"."""
+def __getattr__(name: str) -> Any:
+    """The hosted tools' classes, from hosted_tools.py on first use (upstream's `agents.tool` holds them)."""
+    if name not in HOSTED_TOOLS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import hosted_tools
 
-    max_results: int
-    caption: bool
-
-
-@dataclass
-class WebSearchTool(HostedTool):
-    """Search the web (OpenAI's web search)."""
-
-    user_location: Optional[dict] = None
-    filters: Optional[dict] = None
-    search_context_size: Literal["low", "medium", "high"] = "medium"
-    external_web_access: Optional[bool] = None
-    search_content_types: Optional[List[str]] = None
-    image_settings: Optional[WebSearchToolImageSettings] = None
-
-    @property
-    def name(self) -> str:
-        return "web_search"
-
-    @property
-    def includes(self) -> tuple:
-        return ("web_search_call.results",) if "image" in (self.search_content_types or ()) else ()
-
-    def spec(self) -> dict:
-        filters = self.filters
-        dump = getattr(filters, "model_dump", None)
-        spec: dict = {"type": "web_search", "filters": dump() if callable(dump) else filters,
-                      "user_location": self.user_location, "search_context_size": self.search_context_size}
-        if self.external_web_access is not None:
-            spec["external_web_access"] = self.external_web_access
-        if self.search_content_types is not None:
-            spec["search_content_types"] = list(self.search_content_types)
-        if self.image_settings is not None:
-            spec["image_settings"] = dict(self.image_settings)
-        return spec
-
-
-@dataclass
-class HostedMCPTool(HostedTool):
-    """A remote MCP server the provider calls for the model (`tool_config`: the Responses API's `mcp` tool).
-    The server's approval requests (`mcp_approval_request` items) stay in the transcript, to be answered
-    with an `mcp_approval_response` input item in the next run; answering them during the run
-    (`on_approval_request`) is refused: set `"require_approval": "never"` in `tool_config` instead."""
-
-    tool_config: Dict[str, Any]
-    on_approval_request: Optional[Callable] = None
-
-    def __post_init__(self):
-        if self.on_approval_request is not None:
-            raise UserError("HostedMCPTool(on_approval_request=...) is not supported by miniagents: approval requests "
-                            "stay in the transcript (answer them with an mcp_approval_response input item in the next "
-                            "run), or set \"require_approval\": \"never\" in tool_config")
-
-    @property
-    def name(self) -> str:
-        return "hosted_mcp"
-
-
-@dataclass
-class CodeInterpreterTool(HostedTool):
-    """Run code in a provider-side container (`tool_config`: the Responses API's `code_interpreter` tool)."""
-
-    tool_config: Dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return "code_interpreter"
-
-
-class ImageGenerationToolConfig(TypedDict, total=False):
-    """The Responses API's `image_generation` tool settings (sent unchanged)."""
-
-    type: Literal["image_generation"]
-    action: str
-    background: str
-    input_fidelity: Optional[str]
-    input_image_mask: dict
-    model: str
-    moderation: str
-    output_compression: int
-    output_format: str
-    partial_images: int
-    quality: str
-    size: str
-
-
-@dataclass
-class ImageGenerationTool(HostedTool):
-    """Generate images on the provider's side (`tool_config`: the Responses API's `image_generation` tool)."""
-
-    tool_config: Dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return "image_generation"
-
-
-Tool = Union[FunctionTool, FileSearchTool, WebSearchTool, HostedMCPTool, CodeInterpreterTool, ImageGenerationTool]
+    return getattr(hosted_tools, name)
 
 
 # --- Structured tool outputs: text, images and files the model reads as content -------------------------
@@ -562,6 +436,6 @@ def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exc
     if tool.failure_error_function is None:
         raise error
     # The model gets the policy's (by default redacted) text; the developer gets the exception, with its trace.
-    logger.warning("tool %r failed with %s (the model is told failure_error_function's text)", tool.name,
+    warn("tool %r failed with %s (the model is told failure_error_function's text)", tool.name,
                    type(error).__name__, exc_info=error)
     return output_text(caller.call(tool.failure_error_function, ctx, error))

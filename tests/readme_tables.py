@@ -64,7 +64,7 @@ AREAS = {
     "loop": ["run.py", "turn.py", "result.py", "config.py", "caller.py", "seams.py", "trace.py"],
     "agents, items, guardrails": ["__init__.py", "agent.py", "handoffs.py", "guardrails.py", "hooks.py", "items.py",
                                   "context.py", "errors.py"],
-    "tools and schemas": ["tool.py", "schema.py", "validate.py", "docstrings.py", "agent_output.py"],
+    "tools and schemas": ["tool.py", "hosted_tools.py", "schema.py", "validate.py", "docstrings.py", "agent_output.py"],
     "state and sessions": ["state.py", "session.py", "sql_session.py", "sql_dialect.py", "sqlite_session.py"],
     "HTTP adapters": ["models/"],
     "offline model": ["testing.py"],

@@ -15,7 +15,7 @@ import threading
 from typing import Any, Iterator, Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
-from .interface import ModelRetryAdvice, provider_retries_disabled
+from .retry_advice import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import client_endpoint, make_transport, resolve_base_url

@@ -13,7 +13,6 @@ runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, no
 """
 from __future__ import annotations
 
-import contextvars
 import enum
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
@@ -100,53 +99,6 @@ def _jsonable(value: Any) -> Any:
     if callable(getattr(value, "to_json_dict", None)):
         return value.to_json_dict()
     return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
-
-
-# --- Retries: what an adapter reports about a failure, and when it must not retry on its own ------------
-# The run's retries are the retry shell's (miniagents/retry/); these are the model's side of that contract.
-
-# True while the run retries a call itself: a model adapter reading it makes one attempt only.
-provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("miniagents_provider_retries_disabled",
-                                                                          default=False)
-
-
-
-@dataclass
-class ModelRetryNormalizedError:
-    """What a policy needs to know about a failure, whatever the model adapter raised."""
-
-    status_code: Optional[int] = None
-    error_code: Optional[str] = None
-    message: Optional[str] = None
-    request_id: Optional[str] = None
-    retry_after: Optional[float] = None
-    is_abort: bool = False
-    is_network_error: bool = False
-    is_timeout: bool = False
-
-
-@dataclass
-class ModelRetryAdvice:
-    """A model adapter's opinion on retrying a failure: `suggested` (None: no opinion), the delay the server
-    asked for, and whether replaying the request is "safe" or "unsafe" (None: unknown)."""
-
-    suggested: Optional[bool] = None
-    retry_after: Optional[float] = None
-    replay_safety: Optional[str] = None
-    reason: Optional[str] = None
-    normalized: Optional[ModelRetryNormalizedError] = None
-    response_started: bool = False
-
-
-@dataclass
-class ModelRetryAdviceRequest:
-    """What the run asks a model's `get_retry_advice` about."""
-
-    error: Exception
-    attempt: int
-    stream: bool
-    previous_response_id: Optional[str] = None
-    conversation_id: Optional[str] = None
 
 
 class ModelTracing(enum.Enum):

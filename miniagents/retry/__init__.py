@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from .. import caller, seams
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 # What a model adapter reports about a failure, and the flag that tells it the run retries: the Model contract.
-from ..models.interface import (ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError,  # noqa: F401
-                                provider_retries_disabled)
+from ..models.retry_advice import (ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError,  # noqa: F401
+                                   provider_retries_disabled)
 
 logger = logging.getLogger("miniagents")
 DEFAULT_INITIAL_DELAY = 0.25

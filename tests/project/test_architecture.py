@@ -17,8 +17,8 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 # knows items and the Model interface, nothing of agents or tools).
 LAYERS = {
     "data": ["errors", "seams", "items", "context", "caller"],
-    "declarations": ["docstrings", "validate", "schema", "models.interface", "tool", "handoffs", "guardrails",
-                     "hooks", "config", "agent_output", "agent"],
+    "declarations": ["docstrings", "validate", "schema", "models.interface", "models.retry_advice", "tool",
+                     "hosted_tools", "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
     "running": ["state", "turn", "result", "run", "testing", "trace"],
 }
@@ -26,9 +26,11 @@ MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bound
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
 # The only I/O: it knows items, the Model interface and the strict schema pass, nothing of agents or tools; the
 # provider sits on top of the adapters and only the runner imports it.
-MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "validate", "docstrings"} | (
+MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "models.retry_advice", "schema", "validate",
+                                           "docstrings"} | (
     set(MODELS) - {"models.provider"})
-BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
+BACK_EDGES = {("agent", "run"),  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
+              ("tool", "hosted_tools")}  # upstream's agents.tool holds the hosted tools: read on first use
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
 SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set(), "dbapi": set()}
