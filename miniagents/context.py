@@ -268,6 +268,9 @@ class ToolContext(RunContextWrapper[TContext]):
         if isinstance(context, ToolContext):
             agent = agent if agent is not None else context.agent
             run_config = run_config if run_config is not None else context.run_config
-        shared = {f.name: getattr(context, f.name) for f in fields(RunContextWrapper) if f.init}
+        shared = {name: getattr(context, name) for name in _SHARED_FIELDS}
         return cls(**shared, tool_name=tool_name, tool_call_id=tool_call_id, tool_arguments=tool_arguments,
                    tool_call=tool_call, agent=agent, run_config=run_config)
+
+
+_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with the run's

@@ -343,7 +343,7 @@ def check_input(run: Run, guardrails: list) -> Callable[[], None]:
 def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
     """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
     state, config, agent = run.state, run.config, setup.agent
-    model_input, instructions = list(state.transcript[state.server_known:]), setup.instructions
+    model_input, instructions = state.transcript[state.server_known:], setup.instructions  # a copy: the model's own
     if config.call_model_input_filter is not None or config.reasoning_item_id_policy == "omit" or run.plugins:
         model_input, instructions = adjusted_input(run, setup, model_input)
     state.context_wrapper.turn_input = model_input
