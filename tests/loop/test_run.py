@@ -618,21 +618,26 @@ def test_the_run_context_object_never_appears_in_any_request():
 # --- Import cost -------------------------------------------------------------------------------------
 
 
-def test_import_miniagents_loads_no_network_async_sqlite_or_thread_pool_modules():
+def test_import_miniagents_loads_no_network_async_sqlite_thread_pool_logging_or_hosted_tool_modules():
     code = ("import sys; before = set(sys.modules); import miniagents; "
-            "heavy = ['urllib.request', 'asyncio', 'sqlite3', 'concurrent.futures', 'ssl']; "
+            "heavy = ['urllib.request', 'asyncio', 'sqlite3', 'concurrent.futures', 'ssl', 'logging', 'hashlib', "
+            "'miniagents.hosted_tools', 'miniagents.models.retry_advice']; "
             "print([m for m in heavy if m in sys.modules and m not in before])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def test_a_run_without_guardrails_or_sessions_never_loads_their_modules():
-    code = ("import sys, miniagents; from miniagents import Agent, Runner; "
-            "from miniagents.testing import ScriptedModel, assistant_message; "
-            "Runner.run_sync(Agent(name='A', model=ScriptedModel([[assistant_message('hi')]])), 'hi'); "
-            "print(sorted(m for m in ('miniagents.guardrails', 'miniagents.session', 'miniagents.models.http') "
-            "if m in sys.modules))")
+def test_a_run_without_guardrails_or_sessions_never_loads_their_modules_nor_logging():
+    """A run that goes well (a tool call, then an answer) logs nothing: `logging` is imported on the first warning."""
+    code = ("import sys, miniagents; from miniagents import Agent, Runner, function_tool; "
+            "from miniagents.testing import ScriptedModel, assistant_message, function_call\n"
+            "def echo(a: int) -> int:\n    return a\n"
+            "tool = function_tool(echo); "
+            "steps = [[function_call('echo', {'a': 1}, call_id='c1')], [assistant_message('hi')]]; "
+            "Runner.run_sync(Agent(name='A', tools=[tool], model=ScriptedModel(steps)), 'hi'); "
+            "print(sorted(m for m in ('miniagents.guardrails', 'miniagents.session', 'miniagents.models.http', "
+            "'logging', 'miniagents.hosted_tools') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.stdout.strip() == "[]", out.stderr
