@@ -16,7 +16,8 @@ inline-snapshot, pydantic, httpx, httpx2, jsonschema, griffe and mcp (upstream's
   `python -m miniagents.upstream` does — `agents` is miniagents, `openai.types` the stand-ins where openai is
   absent — and registers upstream's test span processor.
 - `stubbed`: the same, and a name or module miniagents does not have imports as a stub (an object that accepts
-  any call, attribute or subscript), so that a test file importing one internal still runs its other tests.
+  any call, attribute or subscript; what a call returns unpacks into as many stubs as asked and is 0 as an int),
+  so that a test file importing one internal still runs its other tests.
 """
 import argparse
 import os
@@ -88,9 +89,22 @@ if os.environ.get("UPSTREAM_SUITE_MODE") == "stubbed":
 
         __ror__ = __or__
 
+    def _unpack(self):
+        """A stub unpacks into as many stubs as the assignment asks for (`major, minor = VERSION.split(".")` at a
+        module's top would otherwise stop the whole file at collection); any other iteration is refused."""
+        import dis
+
+        frame = sys._getframe(1)
+        op = next((i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+        if op is None or op.opname != "UNPACK_SEQUENCE":
+            raise TypeError(f"{type(self).__name__} (a stub) is not iterable")
+        return iter([stub("item")() for _ in range(op.arg)])
+
     def stub(name):
         return _StubType(name, (), {"__init__": lambda self, *a, **k: None,
-                                    "__call__": lambda self, *a, **k: None})
+                                    "__call__": lambda self, *a, **k: None,
+                                    "__iter__": _unpack, "__int__": lambda self: 0})
+
 
     class _StubModule(types.ModuleType):
         def __getattr__(self, name):
