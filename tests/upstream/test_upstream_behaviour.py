@@ -585,3 +585,23 @@ def test_an_agent_tool_whose_final_output_a_guardrail_checked_returns_it_even_wh
                               tools=[inner.as_tool("delegate", "D", on_stream=(lambda e: None) if streamed else None)])
     Runner.run_sync(outer, "go")
     assert outputs_sent(model.calls[1]) == {"d1": ""}  # not "internal", which the guardrail never saw
+
+
+# --- A Handoff built by hand -------------------------------------------------------------------------------------
+# test_agent_runner.py::test_async_input_filter_supported (and its streamed twin)
+
+
+def test_a_handoff_built_by_hand_gives_the_conversation_to_the_agent_its_callable_returns():
+    from miniagents import Handoff
+
+    target, _ = make_agent([[assistant_message("last")]], name="target")
+
+    async def on_invoke_handoff(ctx, arguments):
+        return target
+
+    by_hand = Handoff(tool_name="transfer_to_target", tool_description="To the target", input_json_schema={},
+                      on_invoke_handoff=on_invoke_handoff, agent_name="target")
+    start, _ = make_agent([[function_call("transfer_to_target", {}, call_id="h1")]], name="start",
+                          handoffs=[by_hand])
+    result = Runner.run_sync(start, "go")
+    assert result.final_output == "last" and result.last_agent is target
