@@ -605,3 +605,27 @@ def test_a_handoff_built_by_hand_gives_the_conversation_to_the_agent_its_callabl
                           handoffs=[by_hand])
     result = Runner.run_sync(start, "go")
     assert result.final_output == "last" and result.last_agent is target
+
+
+# --- Two agents whose names make one tool name ---------------------------------------------------------------------
+# test_agent_runner.py::test_run_reports_derived_agent_name_collisions_before_model_call
+
+
+@pytest.mark.parametrize("surface, words", [
+    ("agent tool", "agents 'Billing Agent' and 'billing agent' both derive the tool name `billing_agent`. Pass an "
+                   "explicit `tool_name=` to one of them."),
+    ("handoff", "agents 'Billing Agent' and 'billing agent' both derive the handoff tool name "
+                "`transfer_to_billing_agent`. Pass an explicit `tool_name_override=` to one of them."),
+    ("agent routing", "both derive the tool name `transfer_to_billing_agent`. Pass an explicit `tool_name=` or "
+                      "`tool_name_override=` to one of them."),
+])
+def test_two_agents_whose_names_make_one_tool_name_are_both_named(surface, words):
+    billing, normalized = Agent(name="Billing Agent"), Agent(name="billing agent")
+    wiring = {"agent tool": dict(tools=[billing.as_tool(None, "First"), normalized.as_tool(None, "Second")]),
+              "handoff": dict(handoffs=[billing, normalized]),
+              "agent routing": dict(tools=[Agent(name="transfer to Billing Agent").as_tool(None, "Tool")],
+                                    handoffs=[billing])}[surface]
+    agent, model = make_agent([[assistant_message("done")]], **wiring)
+    with pytest.raises(UserError, match=f"Ambiguous {surface} configuration: ") as raised:
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
+    assert str(raised.value).endswith(words) and not model.calls
