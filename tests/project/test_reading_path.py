@@ -15,7 +15,7 @@ import reading_path  # noqa: E402
 
 CEILINGS = {  # run -> (distinct lines, files); lowered when issue 19's reading path took off a plain run what
     # it does not need (the paused turn, guardrails, the session write, the seams' records): 428, 508, 385 then
-    "hello world": (433, 11),
+    "hello world": (434, 11),  # +1: a model written for upstream's async `Model` is awaited (next commit)
     "approval through JSON": (515, 11),
     "handoff": (391, 11),
 }
