@@ -387,6 +387,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
             response = yield from stream_response(model, args, ids)
         else:
             response = model.get_response(*args, **ids)
+            if not isinstance(response, ModelResponse):  # a model written for upstream's async `Model`: awaited
+                response = caller.resolve(response)
         record.response = response
         # A model call is one request, whatever the model reported: usage limits must not trust the model.
         state.context_wrapper.usage.add(response.usage if response.usage.requests else
@@ -427,7 +429,7 @@ def model_tracing(config: RunConfig) -> ModelTracing:
 def stream_response(model: Any, args: tuple, ids: dict) -> Generator[Any, None, ModelResponse]:
     """A streamed model call: every event is yielded; the response is the `response.completed` one."""
     response = None
-    for event in model.stream_response(*args, **ids):
+    for event in caller.iterate(model.stream_response(*args, **ids)):
         yield RawResponsesStreamEvent(data=event)
         if event.get("type") == "response.completed":
             final = event["response"]

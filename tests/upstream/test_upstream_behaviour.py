@@ -404,6 +404,29 @@ def test_on_invoke_tool_is_awaitable_and_a_failure_is_the_text_from_failure_erro
     assert boom.on_invoke_tool(None, '{"n": 1}').value == "custom: bad n"  # synchronous code reads .value
 
 
+class UpstreamStyleModel:
+    """A model written for upstream's async `Model`: a coroutine answer, an async generator stream."""
+
+    def __init__(self, text):
+        self.scripted = ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
+
+    async def get_response(self, *args, **kwargs):
+        await asyncio.sleep(0)
+        return await self.scripted.get_response(*args, **kwargs)  # a scripted answer can be awaited
+
+    async def stream_response(self, *args, **kwargs):
+        async for event in self.scripted.stream_response(*args, **kwargs):  # a scripted stream, async-iterated
+            await asyncio.sleep(0)
+            yield event
+
+
+def test_a_model_written_for_upstreams_async_protocol_runs_plain_and_streamed():
+    agent = Agent(name="Assistant", model=UpstreamStyleModel("from an async model"))
+    assert Runner.run_sync(agent, "hi").final_output == "from an async model"
+    streamed = drain(agent, "hi")
+    assert streamed.final_output == "from an async model"
+
+
 def test_handoffs_guardrails_and_instructions_are_awaitable_as_upstream_code_awaits_them():
     from miniagents import InputGuardrail, OutputGuardrail
 
