@@ -20,8 +20,8 @@ from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .validate import ArgumentsError, parse_arguments, validate_value
-from .tool import (FunctionTool, FunctionToolResult, HostedTool, NestedInterruption, ToolError,
-                   ToolsToFinalOutputResult, default_tool_error_function, output_text)
+from .tool import (EXITS, FunctionTool, FunctionToolResult, HostedTool, NestedInterruption, ToolError,
+                   ToolsToFinalOutputResult, default_tool_error_function, failure_text, output_text)
 
 
 
@@ -212,7 +212,8 @@ class Agent(AgentBase[TContext]):
 
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .config import RunConfig
-            from .run import DEFAULT_MAX_TURNS, RunOptions, drive, start_run  # the recursion behind agents-as-tools
+            from .run import (DEFAULT_MAX_TURNS, RunOptions, drive, replaced_entry, run_through,  # the recursion
+                              start_run)                                                  # behind agents-as-tools
 
             data = parse_arguments(raw_args, name)
             if parameters is not None:
@@ -240,39 +241,55 @@ class Agent(AgentBase[TContext]):
                 config = RunConfig(model_provider=provider, usage_limits=limits)
             elif limits is not None and config.usage_limits is None:  # the caller's limits count the inner run too
                 config = dataclasses.replace(config, usage_limits=limits)
-            options = RunOptions(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
-                                 hooks=hooks, session=session, previous_response_id=previous_response_id,
-                                 conversation_id=conversation_id)
-            nested = start_run(agent, paused if paused is not None else text, options, streaming=on_stream is not None,
-                               ledger=getattr(ctx, "ledger", None))
-            if paused is None:  # the inner run's approvals are its own, kept beside the caller's
-                nested.state.context_wrapper.approval_scope = nested.state.run_id
-            on_event = None if on_stream is None else lambda event: caller.call(on_stream, AgentToolStreamEvent(
-                event=event, agent=agent, tool_call=getattr(ctx, "tool_call", None)))
+            options = dict(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
+                           hooks=hooks, previous_response_id=previous_response_id, conversation_id=conversation_id,
+                           session=session)
+            on_event = None if on_stream is None else lambda event, current: caller.call(
+                on_stream, AgentToolStreamEvent(event=event, agent=current, tool_call=getattr(ctx, "tool_call", None)))
+            entry = replaced_entry(on_stream is not None)
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
-                result = drive(nested, on_event)
+                if entry is not None:  # Runner.run replaced (a wrapper, a test double): upstream's tools go through it
+                    result = run_through(entry, on_event, starting_agent=agent, input=paused if paused is not None else text,
+                                         **options)
+                else:
+                    nested = start_run(agent, paused if paused is not None else text, RunOptions(**options),
+                                       streaming=on_stream is not None, ledger=getattr(ctx, "ledger", None))
+                    if paused is None:  # the inner run's approvals are its own, kept beside the caller's
+                        nested.state.context_wrapper.approval_scope = nested.state.run_id
+                    result = drive(nested, on_event and (lambda event: on_event(event, nested.state.current_agent)))
             except ModelBehaviorError as inner:  # the inner model's mistake, not this call's arguments
                 raise ToolError(f"The agent '{agent.name}' could not finish: {inner.message}") from inner
             except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too
                 raise NestedInterruption(limit.state, [], limit) from None
-            if result.interruptions:
+            if getattr(result, "interruptions", None):
                 raise NestedInterruption(result.to_state(), result.interruptions)
             if custom_output_extractor is not None:
                 return caller.call(custom_output_extractor, result)
             return agent_tool_output(result)
 
-        return FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
-                            on_invoke_tool=run_agent, is_enabled=is_enabled, needs_approval=needs_approval,
+        def on_invoke_tool(ctx: Any, raw_args: str) -> Any:
+            """Upstream's shape, as a function tool's: something to await, a failure as the text the model sees."""
+            try:
+                return caller.Ready(run_agent(ctx, raw_args))
+            except (NestedInterruption, caller.Cancelled, *EXITS):  # paused inside, stopped by a cancel, or an exit
+                raise
+            except BaseException as error:
+                return caller.Ready(failure_text(tool, ctx, raw_args, error))
+
+        tool = FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
+                            on_invoke_tool=on_invoke_tool, is_enabled=is_enabled, needs_approval=needs_approval,
                             failure_error_function=failure_error_function, _agent=self)
+        return tool
 
 
 def agent_tool_output(result: Any) -> Any:
-    """final_output unless None or ""; else the latest non-empty message text or string tool output."""
-    if result.final_output not in (None, ""):
+    """final_output unless None or ""; else the latest non-empty message text or string tool output. When output
+    guardrails checked the final output, it is the answer even when empty: what they did not check never leaks."""
+    if result.final_output not in (None, "") or getattr(result, "output_guardrail_results", None):
         return result.final_output
     from .items import MessageOutputItem, ToolCallOutputItem, message_text
 
-    for item in reversed(result.new_items):
+    for item in reversed(getattr(result, "new_items", ())):
         if isinstance(item, MessageOutputItem) and message_text(item.raw_item):
             return message_text(item.raw_item)
         if isinstance(item, ToolCallOutputItem) and isinstance(item.output, str) and item.output:

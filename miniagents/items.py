@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Optional
 
+from .caller import AlreadyDone
 from .context import Usage
 
 # Upstream's names for the three kinds of Responses data; in miniagents each is a JSON-ready dict.
@@ -43,8 +44,9 @@ class RawItem(dict):
 
 
 @dataclass
-class ModelResponse:
-    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
+class ModelResponse(AlreadyDone):
+    """One model call's result: output items (Responses-shaped dicts), usage and ids. Code written for upstream's
+    async `Model` may `await` it (it is already there)."""
 
     output: list
     usage: Usage = field(default_factory=Usage)

@@ -571,3 +571,35 @@ class Runner:
     @_same_signature(AgentRunner.run_streamed)
     def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> RunResultStreaming:
         return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)
+
+
+_OWN_ENTRIES = {name: (Runner.__dict__[name], AgentRunner.__dict__[name]) for name in ("run", "run_streamed")}
+
+
+def replaced_entry(streamed: bool) -> Optional[Callable]:
+    """`Runner.run` (`Runner.run_streamed` when `streamed`) when it is not miniagents' own: replaced (a wrapper, a
+    test double) or reaching a default agent runner that replaces it. Upstream's agent tools start their nested
+    run through it, so an agent tool goes through it then; else it starts the nested run itself (None)."""
+    name = "run_streamed" if streamed else "run"
+    own_entry, own_method = _OWN_ENTRIES[name]
+    if Runner.__dict__.get(name) is own_entry and getattr(type(_default_runner), name, None) is own_method:
+        return None
+    return getattr(Runner, name)
+
+
+def run_through(entry: Callable, on_event: Optional[Callable], **options: Any) -> Any:
+    """Call a replaced `Runner.run` (awaited) or `Runner.run_streamed` (its events drained into `on_event` with the
+    agent then current, as `AgentUpdatedStreamEvent`s tell) with upstream's keywords; its result as it is."""
+    if on_event is None:
+        return caller.call(entry, **options)
+    result = entry(**options)
+    current = getattr(result, "current_agent", None) or options["starting_agent"]
+
+    async def drain() -> None:
+        nonlocal current
+        async for event in result.stream_events():
+            if getattr(event, "type", None) == "agent_updated_stream_event":
+                current = event.new_agent
+            on_event(event, current)
+    caller.call(drain)
+    return result

@@ -303,7 +303,8 @@ def reachable_agents(initial_agent: Any) -> list:
         if any(agent is seen for seen in found):
             continue
         found.append(agent)
-        queue.extend(getattr(h, "_agent", h) for h in agent.handoffs)
+        # a Handoff built by hand names no agent: its on_invoke_handoff gives one only when called
+        queue.extend(a for a in (getattr(h, "_agent", h) for h in agent.handoffs) if a is not None)
         queue.extend(t._agent for t in agent.tools if getattr(t, "_agent", None) is not None)
     return found
 

@@ -310,10 +310,10 @@ class ScriptedModel:
                                           conversation_id, copy.deepcopy(prompt), True))
         step = self._resolve(call, step)
         if callable(step.stream_events):
-            return iter(_drained(step.stream_events(call)))
+            return ScriptedStream(_drained(step.stream_events(call)))
         if step.stream_events is not None:
-            return iter([_as_item(e) for e in step.stream_events])
-        return iter(response_events(self._response(step)))
+            return ScriptedStream([_as_item(e) for e in step.stream_events])
+        return ScriptedStream(response_events(self._response(step)))
 
     # --- inside a call
 
@@ -345,6 +345,26 @@ class ScriptedModel:
     def _response(step: ModelStep) -> ModelResponse:
         return ModelResponse(output=copy.deepcopy(list(step.output)), usage=copy.deepcopy(step.usage),
                              response_id=step.response_id, request_id=step.request_id)
+
+
+class ScriptedStream:
+    """A scripted stream's events: the loop iterates them, and code written for upstream's async `Model` can
+    `async for` over them."""
+
+    def __init__(self, events: Any):
+        self._events = iter(events)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._events
+
+    def __aiter__(self) -> "ScriptedStream":
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise StopAsyncIteration from None
 
 
 def _recorded(items: Any) -> list:

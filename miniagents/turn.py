@@ -33,8 +33,10 @@ from .errors import (AgentsException, AlreadyResumedError, ModelBehaviorError, M
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
                     message_text, new_call_id)
+from .handoffs import Handoff
 from .models.interface import ModelResponse, ModelSettings, ModelTracing
 from .result import RawResponsesStreamEvent, stream_events_for
+from .schema import tool_name_from
 from .state import RunState
 from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult,
                    extract_custom_data, failure_text, invoke_tool)
@@ -255,7 +257,7 @@ def prepare_turn(run: Run) -> TurnSetup:
             hosted.append(tool)
         else:
             if tool.name in tools:
-                name_clash(config, "tools", tool.name)  # the last one wins
+                name_clash(config, "tools", tool.name, tools[tool.name], tool)  # the last one wins
             tools[tool.name] = tool
     handoffs = offered_handoffs(agent, ctx, config, tools) if agent.handoffs else {}
     settings = agent.model_settings
@@ -273,12 +275,12 @@ def offered_handoffs(agent: Any, ctx: Any, config: RunConfig, tools: dict) -> di
     """tool name -> Handoff for the agent's enabled handoffs (the first one declared wins a name)."""
     handoffs: dict = {}
     for handoff in agent.get_enabled_handoffs(ctx):
-        if handoff.tool_name in handoffs:
-            name_clash(config, "handoffs", handoff.tool_name)  # never silently the last: the first one wins
+        if handoff.tool_name in handoffs:  # never silently the last: the first one wins
+            name_clash(config, "handoffs", handoff.tool_name, handoffs[handoff.tool_name], handoff)
         else:
             handoffs[handoff.tool_name] = handoff
     for name in sorted(set(tools) & set(handoffs)):
-        name_clash(config, "a tool and a handoff", name)
+        name_clash(config, "a tool and a handoff", name, tools[name], handoffs[name])
         del tools[name]  # the handoff wins, as upstream's does
     return handoffs
 
@@ -294,10 +296,31 @@ COLLISIONS = {  # upstream's texts word for word: programs and tests match on th
 }
 
 
-def name_clash(config: RunConfig, kind: str, name: str) -> None:
+DERIVED = ("Ambiguous {} configuration: agents {!r} and {!r} both derive the {} `{}`. Pass an explicit {} to one "
+           "of them.")  # upstream's text when both names were made from agents' names
+
+
+def derived_from(entry: Any) -> Optional[str]:
+    """The name of the agent whose name `entry` (an agent tool, a handoff) took its tool name from, else None."""
+    agent = getattr(entry, "_agent", None)
+    if agent is None or getattr(entry, "tool_name", getattr(entry, "name", None)) != (
+            Handoff.default_tool_name(agent) if isinstance(entry, Handoff) else tool_name_from(agent.name)):
+        return None
+    return agent.name
+
+
+def name_clash(config: RunConfig, kind: str, name: str, first: Any, second: Any) -> None:
     """Two tools, two handoffs, or a tool and a handoff with one name: a `UserError` under the "error" policy,
-    else a warning, and the last tool, the first handoff, or the handoff over the tool is offered."""
+    else a warning, and the last tool, the first handoff, or the handoff over the tool is offered. Two agents
+    whose names both became it are named, as upstream does."""
     message = COLLISIONS[kind].format(name)
+    owners = (derived_from(first), derived_from(second))
+    if None not in owners and owners[0] != owners[1]:
+        overrides = ("`tool_name=`", "`tool_name_override=`", "`tool_name=` or `tool_name_override=`")
+        surface, label, override = {"tools": ("agent tool", "tool name", overrides[0]),
+                                    "handoffs": ("handoff", "handoff tool name", overrides[1])}.get(
+            kind, ("agent routing", "tool name", overrides[2]))
+        message = DERIVED.format(surface, *owners, label, name, override)
     if config.tool_name_collision_policy == "error":
         raise UserError(message)
     warn(message)
@@ -362,6 +385,8 @@ def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse
             response = yield from stream_response(model, args, ids)
         else:
             response = model.get_response(*args, **ids)
+            if not isinstance(response, ModelResponse):  # a model written for upstream's async `Model`: awaited
+                response = caller.resolve(response)
         record.response = response
         # A model call is one request, whatever the model reported: usage limits must not trust the model.
         state.context_wrapper.usage.add(response.usage if response.usage.requests else
@@ -402,7 +427,7 @@ def model_tracing(config: RunConfig) -> ModelTracing:
 def stream_response(model: Any, args: tuple, ids: dict) -> Generator[Any, None, ModelResponse]:
     """A streamed model call: every event is yielded; the response is the `response.completed` one."""
     response = None
-    for event in model.stream_response(*args, **ids):
+    for event in caller.iterate(model.stream_response(*args, **ids)):
         yield RawResponsesStreamEvent(data=event)
         if event.get("type") == "response.completed":
             final = event["response"]

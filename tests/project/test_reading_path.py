@@ -16,9 +16,10 @@ import reading_path  # noqa: E402
 CEILINGS = {  # run -> (distinct lines, files); lowered when issue 19's reading path took off a plain run what
     # it does not need (the paused turn, guardrails, the session write, the seams' records): 428, 508, 385 then;
     # then a plain call no longer passed through the guarded path, nor its arguments through the surrogate scrub
-    "hello world": (420, 11),
-    "approval through JSON": (500, 11),
-    "handoff": (389, 11),
+    # (420, 500, 389); +1 each: a model written for upstream's async `Model` is awaited (issue 21)
+    "hello world": (421, 11),
+    "approval through JSON": (501, 11),
+    "handoff": (390, 11),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.

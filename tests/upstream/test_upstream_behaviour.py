@@ -404,6 +404,29 @@ def test_on_invoke_tool_is_awaitable_and_a_failure_is_the_text_from_failure_erro
     assert boom.on_invoke_tool(None, '{"n": 1}').value == "custom: bad n"  # synchronous code reads .value
 
 
+class UpstreamStyleModel:
+    """A model written for upstream's async `Model`: a coroutine answer, an async generator stream."""
+
+    def __init__(self, text):
+        self.scripted = ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
+
+    async def get_response(self, *args, **kwargs):
+        await asyncio.sleep(0)
+        return await self.scripted.get_response(*args, **kwargs)  # a scripted answer can be awaited
+
+    async def stream_response(self, *args, **kwargs):
+        async for event in self.scripted.stream_response(*args, **kwargs):  # a scripted stream, async-iterated
+            await asyncio.sleep(0)
+            yield event
+
+
+def test_a_model_written_for_upstreams_async_protocol_runs_plain_and_streamed():
+    agent = Agent(name="Assistant", model=UpstreamStyleModel("from an async model"))
+    assert Runner.run_sync(agent, "hi").final_output == "from an async model"
+    streamed = drain(agent, "hi")
+    assert streamed.final_output == "from an async model"
+
+
 def test_handoffs_guardrails_and_instructions_are_awaitable_as_upstream_code_awaits_them():
     from miniagents import InputGuardrail, OutputGuardrail
 
@@ -482,3 +505,150 @@ def test_a_sessions_settings_default_to_upstreams_no_limit():
     from miniagents import SessionSettings
 
     assert SQLiteSession("s").session_settings == SessionSettings()
+
+
+# --- Agents as tools --------------------------------------------------------------------------------------------
+# test_agent_as_tool.py::test_agent_as_tool_returns_final_output, ::test_agent_as_tool_streams_events_with_on_stream,
+# ::test_agent_as_tool_streaming_updates_agent_on_handoff, test_agent_as_tool_output_guardrails.py
+
+
+def test_an_agent_tool_goes_through_a_replaced_runner_run(monkeypatch):
+    seen = []
+
+    async def fake_run(cls, starting_agent, input, *, context, max_turns, hooks, run_config, previous_response_id,
+                       conversation_id, session):
+        seen.append((starting_agent.name, input, max_turns))
+        return type("Result", (), {"final_output": "from the replacement"})()
+
+    monkeypatch.setattr(Runner, "run", classmethod(fake_run))
+    tool = Agent(name="inner").as_tool("ask_inner", "Ask the inner agent", max_turns=3)
+    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"input": "hi"}')) == "from the replacement"
+    assert seen == [("inner", "hi", 3)]
+
+
+def test_an_agent_tool_goes_through_a_default_agent_runner_of_your_own():
+    from miniagents.run import AgentRunner, set_default_agent_runner
+
+    class Counting(AgentRunner):
+        runs = 0
+
+        async def run(self, starting_agent, input, **options):
+            Counting.runs += 1
+            return await super().run(starting_agent, input, **options)
+
+    inner, _ = make_agent([[assistant_message("inner answer")]], name="inner")
+    outer, _ = make_agent([[function_call("ask_inner", {"input": "hi"}, call_id="c1")], [assistant_message("done")]],
+                          tools=[inner.as_tool("ask_inner", "Ask")])
+    set_default_agent_runner(Counting())
+    try:
+        result = asyncio.run(Runner.run(outer, "go"))
+    finally:
+        set_default_agent_runner(None)
+    assert result.final_output == "done" and Counting.runs == 2  # the caller's run and the agent tool's
+
+
+def test_an_agent_tool_streams_a_replaced_run_streamed_with_the_agent_then_current(monkeypatch):
+    from miniagents import AgentUpdatedStreamEvent, RawResponsesStreamEvent
+
+    first, second = Agent(name="first"), Agent(name="second")
+    events = [RawResponsesStreamEvent(data={"type": "response.created"}), AgentUpdatedStreamEvent(new_agent=second),
+              RawResponsesStreamEvent(data={"type": "response.output_text.delta", "delta": "hi"})]
+
+    class Streamed:
+        final_output, current_agent = "streamed", first
+
+        async def stream_events(self):
+            for event in events:
+                yield event
+
+    monkeypatch.setattr(Runner, "run_streamed", classmethod(lambda cls, **kwargs: Streamed()))
+    received = []
+    tool = first.as_tool("stream_tool", "Streams", on_stream=received.append)
+    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"input": "go"}')) == "streamed"
+    assert [(p["event"], p["agent"].name) for p in received] == [(events[0], "first"), (events[1], "second"),
+                                                                 (events[2], "second")]
+
+
+def test_an_agent_tools_stream_names_the_agent_a_handoff_gave_the_conversation_to():
+    worker, _ = make_agent([[assistant_message("worked")]], name="worker")
+    triage, _ = make_agent([[function_call("transfer_to_worker", {}, call_id="h1")]], name="triage", handoffs=[worker])
+    received = []
+    outer, _ = make_agent([[function_call("delegate", {"input": "go"}, call_id="d1")], [assistant_message("done")]],
+                          tools=[triage.as_tool("delegate", "Delegate", on_stream=received.append)])
+    assert Runner.run_sync(outer, "go").final_output == "done"
+    assert received[0]["agent"] is triage and received[-1]["agent"] is worker
+
+
+def test_an_agent_tools_invocation_can_be_awaited_and_a_failure_is_the_text_the_model_sees():
+    def fail(text):
+        raise ValueError("broken builder")
+
+    @dataclass
+    class Params:  # a structured input, whose builder fails
+        text: str
+
+    tool = Agent(name="inner").as_tool("t", "T", parameters=Params, input_builder=fail,
+                                       failure_error_function=lambda ctx, error: f"failed: {error}")
+    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"text": "x"}')) == "failed: broken builder"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_agent_tool_whose_final_output_a_guardrail_checked_returns_it_even_when_empty(streamed):
+    @output_guardrail
+    def passes(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    @function_tool
+    def lookup() -> str:
+        return "internal"
+
+    inner, _ = make_agent([[function_call("lookup", {}, call_id="l1")], [assistant_message("")]], name="inner", tools=[lookup],
+                          output_guardrails=[passes])
+    outer, model = make_agent([[function_call("delegate", {"input": "go"}, call_id="d1")], [assistant_message("done")]],
+                              tools=[inner.as_tool("delegate", "D", on_stream=(lambda e: None) if streamed else None)])
+    Runner.run_sync(outer, "go")
+    assert outputs_sent(model.calls[1]) == {"d1": ""}  # not "internal", which the guardrail never saw
+
+
+# --- A Handoff built by hand -------------------------------------------------------------------------------------
+# test_agent_runner.py::test_async_input_filter_supported (and its streamed twin)
+
+
+def test_a_handoff_built_by_hand_gives_the_conversation_to_the_agent_its_callable_returns():
+    from miniagents import Handoff
+
+    target, _ = make_agent([[assistant_message("last")]], name="target")
+
+    async def on_invoke_handoff(ctx, arguments):
+        return target
+
+    by_hand = Handoff(tool_name="transfer_to_target", tool_description="To the target", input_json_schema={},
+                      on_invoke_handoff=on_invoke_handoff, agent_name="target")
+    start, _ = make_agent([[function_call("transfer_to_target", {}, call_id="h1")]], name="start",
+                          handoffs=[by_hand])
+    result = Runner.run_sync(start, "go")
+    assert result.final_output == "last" and result.last_agent is target
+
+
+# --- Two agents whose names make one tool name ---------------------------------------------------------------------
+# test_agent_runner.py::test_run_reports_derived_agent_name_collisions_before_model_call
+
+
+@pytest.mark.parametrize("surface, words", [
+    ("agent tool", "agents 'Billing Agent' and 'billing agent' both derive the tool name `billing_agent`. Pass an "
+                   "explicit `tool_name=` to one of them."),
+    ("handoff", "agents 'Billing Agent' and 'billing agent' both derive the handoff tool name "
+                "`transfer_to_billing_agent`. Pass an explicit `tool_name_override=` to one of them."),
+    ("agent routing", "both derive the tool name `transfer_to_billing_agent`. Pass an explicit `tool_name=` or "
+                      "`tool_name_override=` to one of them."),
+])
+def test_two_agents_whose_names_make_one_tool_name_are_both_named(surface, words):
+    billing, normalized = Agent(name="Billing Agent"), Agent(name="billing agent")
+    wiring = {"agent tool": dict(tools=[billing.as_tool(None, "First"), normalized.as_tool(None, "Second")]),
+              "handoff": dict(handoffs=[billing, normalized]),
+              "agent routing": dict(tools=[Agent(name="transfer to Billing Agent").as_tool(None, "Tool")],
+                                    handoffs=[billing])}[surface]
+    agent, model = make_agent([[assistant_message("done")]], **wiring)
+    with pytest.raises(UserError, match=f"Ambiguous {surface} configuration: ") as raised:
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
+    assert str(raised.value).endswith(words) and not model.calls
