@@ -68,8 +68,8 @@ def _require_type(name: str, value: Any, types: tuple, what: str) -> None:
 
 @dataclass(frozen=True)
 class AgentBase(Generic[TContext]):
-    """What every agent has (upstream's base of `Agent`): a name, a description for handoffs, tools, and the MCP
-    fields miniagents does not use."""
+    """What every agent has (upstream's base of `Agent`): a name, a description for handoffs, its tools and MCP
+    servers."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -95,8 +95,8 @@ class Agent(AgentBase[TContext]):
     `DynamicPromptFunction` called each turn) sent to a Responses API model. `tool_use_behavior` decides
     whether tool results end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call.
     `capabilities` add tools, instructions and request parameters for each run (fresh copies per run; see
-    miniagents.capabilities). `mcp_servers` and `mcp_config` exist for upstream's signature; setting them is a
-    `UserError`."""
+    miniagents.capabilities). `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn
+    (miniagents.mcp), `mcp_config` their options."""
 
     instructions: Union[str, Callable, None] = None
     prompt: Any = None
@@ -119,9 +119,11 @@ class Agent(AgentBase[TContext]):
         for name in ("tools", "handoffs", "input_guardrails", "output_guardrails", "mcp_servers", "capabilities"):
             _require_type(name, getattr(self, name), (list,), "a list")
         _require_type("model_settings", self.model_settings, (ModelSettings,), "a ModelSettings instance or a dict")
-        if self.mcp_servers or self.mcp_config:
-            raise UserError(f"Agent {self.name!r}: mcp_servers and mcp_config are not supported by miniagents (no "
-                            "MCP client); use HostedMCPTool, or wrap an MCP tool as a function_tool")
+        _require_type("mcp_config", self.mcp_config, (dict,), "a dict")
+        for server in self.mcp_servers:  # made by the MCP shell (miniagents/mcp/), whose plugin offers their tools
+            if not callable(getattr(server, "list_tools", None)) or not callable(getattr(server, "call_tool", None)):
+                raise TypeError(f"Agent mcp_servers must be MCP servers (miniagents.mcp.MCPServerStdio), "
+                                f"got {type(server).__name__}")
         if self.prompt is not None and not (callable(self.prompt) or isinstance(self.prompt, dict)
                                             and isinstance(self.prompt.get("id"), str)):
             raise TypeError(f"Agent prompt must be a Prompt dict with an 'id', a function returning one, or None, "

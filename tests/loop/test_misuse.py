@@ -23,9 +23,9 @@ def test_a_plain_function_in_tools_is_a_type_error_that_names_the_decorator():
         Agent(name="A", tools=[lambda city: city])
 
 
-@pytest.mark.parametrize("options", [{"mcp_servers": [object()]}, {"mcp_config": {"x": 1}}])
-def test_upstream_fields_miniagents_cannot_honour_are_refused_not_ignored(options):
-    with pytest.raises(UserError, match="not supported"):
+@pytest.mark.parametrize("options", [{"mcp_servers": [object()]}, {"mcp_config": ["x"]}])
+def test_mcp_fields_that_hold_no_mcp_server_are_refused(options):
+    with pytest.raises(TypeError, match="mcp_"):
         Agent(name="A", **options)
 
 
