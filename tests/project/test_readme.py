@@ -1,9 +1,11 @@
-"""The README is part of the contract: its hello world runs and every public name it shows exists."""
+"""The README is part of the contract: its hello world runs and every public name it shows exists. The usage-limits
+snippet of docs/limits.md, which the README used to hold, runs here too."""
 import contextlib
 import io
 import pathlib
 import re
 
+import doc_pages
 import miniagents
 from support import ROOT
 
@@ -72,9 +74,10 @@ def test_the_local_server_snippet_talks_chat_completions_to_the_base_url(monkeyp
 
 
 def test_the_usage_limits_snippet_stops_resumes_and_prints_what_its_comments_say():
-    code = next(block for block in python_blocks() if "UsageLimits(" in block)
+    [code] = doc_pages.python_blocks(doc_pages.read("docs/limits.md"))
+    assert "UsageLimits(" in code
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
-    expected = [m.strip() for m in re.findall(r"print\(.*\)\s+#\s*(.*)", code)]
-    assert out.getvalue().splitlines() == expected
+        exec(compile(code, "docs/limits.md", "exec"), {"__name__": "docs"})
+    expected = doc_pages.printed_comments(code)
+    assert out.getvalue().splitlines() == expected and len(expected) == 2
