@@ -1,8 +1,9 @@
 """What `DBAPISession` does against a real PostgreSQL server that the shared contract
 (tests/test_session_contract.py) cannot show on every backend: a connection the server terminates, serialization
 failures and deadlocks raised by the server, connections handed over in autocommit mode, tables in upstream's
-SQLAlchemy layout, a database user that may not create tables, and the README's example, run as written. Each test runs with psycopg 3 and with
-psycopg2; tests/postgres.py starts the server (or the tests skip with the reason).
+SQLAlchemy layout, a database user that may not create tables, and the example of docs/sessions.md, run as written.
+Each test runs with psycopg 3 and with psycopg2; tests/postgres.py starts the server (or the tests skip with the
+reason).
 """
 from __future__ import annotations
 
@@ -10,16 +11,14 @@ import contextlib
 import io
 import itertools
 import json
-import pathlib
-import re
 
 import pytest
 
+import doc_pages
 from miniagents import dbapi as dbapi_session
 from miniagents.session import DBAPISession, SessionStoreError
 from openai_server import OpenAITestServer, chat_completion
 from session_backends import POSTGRES_KINDS, driver_or_skip, user
-from support import ROOT
 
 
 _names = itertools.count()
@@ -164,12 +163,11 @@ def test_a_database_user_that_may_not_create_tables_works_with_create_tables_fal
     assert s.get_items() == [user("1")]
 
 
-def test_the_readme_example_runs_as_written(db, monkeypatch):
+def test_the_docs_example_runs_as_written(db, monkeypatch):
     if db.driver.__name__ != "psycopg":
-        pytest.skip("the README example uses psycopg 3")
-    readme = (pathlib.Path(ROOT) / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Sessions on a shared database", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+        pytest.skip("the example of docs/sessions.md uses psycopg 3")
+    [code] = doc_pages.python_blocks(doc_pages.section(doc_pages.read("docs/sessions.md"),
+                                                      "## Sessions on a shared database"))
     example_dsn = "postgresql://app:secret@db.internal:5432/agents"
     assert f'DSN = "{example_dsn}"' in code
     server = OpenAITestServer()
@@ -179,7 +177,7 @@ def test_the_readme_example_runs_as_written(db, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(compile(code.replace(example_dsn, db.dsn), "README.md", "exec"), {"__name__": "readme"})
+            exec(compile(code.replace(example_dsn, db.dsn), "docs/sessions.md", "exec"), {"__name__": "docs"})
     finally:
         server.close()
     assert out.getvalue() == "Hello there!\n"
