@@ -8,13 +8,13 @@ import typing
 
 import pytest
 
+import doc_pages
 import miniagents
 from miniagents import seams
 from miniagents import upstream as compat
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import ROOT
 
-README = (pathlib.Path(ROOT) / "README.md").read_text(encoding="utf-8")
+PORTING = doc_pages.read("docs/porting.md")  # what ports, what differs, what is left out
 LEFT_OUT_NAMES = sorted(name for names, _ in compat.LEFT_OUT.values() for name in names.split())
 LEFT_OUT_PATHS = sorted(path for _, paths in compat.LEFT_OUT.values() for path in paths.split())
 
@@ -146,8 +146,8 @@ def test_a_left_out_name_under_an_upstream_path_is_explained_too():
     assert not hasattr(miniagents.exceptions, "MCPToolCancellationError")
 
 
-def test_the_readme_section_the_error_points_to_lists_every_left_out_feature():
-    section = README.split("## What is left out", 1)[1].split("\n## ", 1)[0]
+def test_the_section_the_error_points_to_lists_every_left_out_feature():
+    section = doc_pages.section(PORTING, "## What is left out")
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert len(rows) == len(compat.LEFT_OUT) - 1  # realtime and voice share a row
     for feature in compat.LEFT_OUT:
@@ -225,7 +225,7 @@ def test_prompt_with_handoff_instructions_puts_the_prefix_first():
 
 
 def test_every_upstream_top_level_name_exists_or_raises_the_explained_error():
-    """README: of upstream's 253 top-level names, 162 exist and 91 raise the explained error."""
+    """docs/porting.md: of upstream's 253 top-level names, 162 exist and 91 raise the explained error."""
     path = pathlib.Path(__file__).parent / "porting" / "upstream_top_level.txt"
     names = [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
     exist, explained = [], []
@@ -236,4 +236,4 @@ def test_every_upstream_top_level_name_exists_or_raises_the_explained_error():
         except compat.NotProvided:
             explained.append(name)
     assert (len(names), len(exist), len(explained)) == (253, 162, 91)
-    assert "Of upstream's 253 top-level names (openai-agents 0.24.0), 162 exist" in README.replace("\n", " ")
+    assert "Of upstream's 253 top-level names (openai-agents 0.24.0), 162 exist" in PORTING.replace("\n", " ")

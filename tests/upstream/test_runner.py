@@ -76,7 +76,7 @@ def installed_upstream(tmp_path):
     return site
 
 
-@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (README)")
+@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (docs/porting.md)")
 def test_an_upstream_program_runs_unchanged_never_on_an_installed_upstream(tmp_path, installed_upstream):
     program = tmp_path / "app.py"
     program.write_text(PROGRAM)
@@ -85,7 +85,7 @@ def test_an_upstream_program_runs_unchanged_never_on_an_installed_upstream(tmp_p
     assert done.stdout.strip() == "ran with-args"
 
 
-@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (README)")
+@pytest.mark.skipif(OPENAI_INSTALLED, reason="with openai installed its own classes are used (docs/porting.md)")
 def test_a_program_runs_as_a_module_with_m(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

@@ -1,7 +1,7 @@
 """Behaviour that matches upstream's where nothing justifies a difference (issue 12).
 
 Each test names the upstream test (in openai/openai-agents-python's tests/) that shows the behaviour; the tests
-here are miniagents' own. Deliberate differences are in the README's "Coming from the OpenAI Agents SDK" table.
+here are miniagents' own. Deliberate differences are in docs/porting.md, "What differs, and why".
 """
 from __future__ import annotations
 
