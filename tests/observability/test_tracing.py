@@ -689,9 +689,9 @@ def test_importing_miniagents_or_running_untraced_loads_no_tracing_printer_or_ca
                       "if m in sys.modules])") == "[]"
 
 
-def test_the_readme_shows_the_tree_the_printer_prints():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    shown = readme.split("$ python -m miniagents.trace run.jsonl", 1)[1].split("```", 1)[0].split("\n", 1)[1]
+def test_the_tracing_page_shows_the_tree_the_printer_prints():
+    with open(os.path.join(ROOT, "docs", "tracing.md"), encoding="utf-8") as f:
+        page = f.read()
+    shown = page.split("$ python -m miniagents.trace run.jsonl", 1)[1].split("```", 1)[0].split("\n", 1)[1]
     two_runs = HELP_DESK_TREE.split("\ntrace 'Help desk'")[:2]
     assert normalized(shown).rstrip("\n") == "\ntrace 'Help desk'".join(two_runs)
