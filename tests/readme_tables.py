@@ -4,7 +4,7 @@
     python tests/readme_tables.py --write   # rewrite them in README.md, between their markers
 
 Both come from the source as it is now (function line ranges found with `ast`, lines counted per module),
-so they stay true while the kernel changes; tests/test_readme_tables.py fails when README.md is stale.
+so they stay true while the kernel changes; tests/project/test_readme_tables.py fails when README.md is stale.
 What this file decides: which functions a learner reads, in which order (`READING_ORDER`), which modules
 make up each area (`AREAS`, every module in exactly one), and each area's size budget in code lines
 (`BUDGETS`: lines that are not blank, comments or docstrings). A budget is a decision: raise it on purpose,

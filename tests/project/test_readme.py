@@ -81,3 +81,12 @@ def test_the_usage_limits_snippet_stops_resumes_and_prints_what_its_comments_say
         exec(compile(code, "docs/limits.md", "exec"), {"__name__": "docs"})
     expected = doc_pages.printed_comments(code)
     assert out.getvalue().splitlines() == expected and len(expected) == 2
+
+
+def test_the_readme_stays_one_page_for_learners_and_vendorers():
+    """At most 250 lines: a topic that needs more gets a page in docs/, linked from the README."""
+    lines = README.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move a topic to docs/"
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings == ["## Two commands", "## Hello world", "## Talking to a real model", "## The loop in one page",
+                        "## What exists", "## Copying miniagents into a project"]
