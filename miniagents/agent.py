@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, Type
 from . import caller
 from .context import RunContextWrapper, TContext, ToolContext
 from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
+from .agent_output import output_schema
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
@@ -110,6 +111,10 @@ class Agent(AgentBase[TContext]):
     tool_use_behavior: Any = "run_llm_again"
     reset_tool_choice: bool = True
     capabilities: list = field(default_factory=list)
+    # Derived once, when the agent is made: the handoff that gives another agent the conversation with this one (the
+    # one `handoffs=[agent]` means), and its output type as the model sees it.
+    default_handoff: Any = field(init=False, repr=False, compare=False)
+    output_schema: Any = field(init=False, repr=False, compare=False)  # None: plain text
 
     def __post_init__(self):
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
@@ -150,6 +155,9 @@ class Agent(AgentBase[TContext]):
         for item in self.handoffs:
             if not isinstance(item, (Agent, Handoff)):
                 raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")
+        object.__setattr__(self, "default_handoff", handoff(self))
+        schema = None if self.output_type in (None, str) else output_schema(self.output_type)
+        object.__setattr__(self, "output_schema", None if schema is None or schema.is_plain_text() else schema)
 
     def clone(self, **kwargs: Any) -> "Agent[TContext]":
         """A shallow copy with some fields replaced (lists are shared unless you pass new ones)."""
@@ -176,8 +184,8 @@ class Agent(AgentBase[TContext]):
         return self.prompt
 
     def get_enabled_handoffs(self, ctx: RunContextWrapper) -> list:
-        wrapped = [h if isinstance(h, Handoff) else handoff(h) for h in self.handoffs]
-        return [h for h in wrapped if _enabled(h.is_enabled, ctx, self)]
+        handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in self.handoffs]
+        return [h for h in handoffs if _enabled(h.is_enabled, ctx, self)]
 
     # --- Agents as tools ---------------------------------------------------------------------
 
@@ -214,8 +222,7 @@ class Agent(AgentBase[TContext]):
 
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .config import RunConfig
-            from .run import (DEFAULT_MAX_TURNS, RunOptions, drive, replaced_entry, run_through,  # the recursion
-                              start_run)                                                  # behind agents-as-tools
+            from .run import DEFAULT_MAX_TURNS, Options, drive, start_run  # the recursion behind agents-as-tools
 
             data = parse_arguments(raw_args, name)
             if parameters is not None:
@@ -243,22 +250,17 @@ class Agent(AgentBase[TContext]):
                 config = RunConfig(model_provider=provider, usage_limits=limits)
             elif limits is not None and config.usage_limits is None:  # the caller's limits count the inner run too
                 config = dataclasses.replace(config, usage_limits=limits)
-            options = dict(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
-                           hooks=hooks, previous_response_id=previous_response_id, conversation_id=conversation_id,
-                           session=session)
-            on_event = None if on_stream is None else lambda event, current: caller.call(
-                on_stream, AgentToolStreamEvent(event=event, agent=current, tool_call=getattr(ctx, "tool_call", None)))
-            entry = replaced_entry(on_stream is not None)
+            options = Options(context=nested_ctx, max_turns=max_turns or DEFAULT_MAX_TURNS, run_config=config,
+                              hooks=hooks, previous_response_id=previous_response_id,
+                              conversation_id=conversation_id, session=session)
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
-                if entry is not None:  # Runner.run replaced (a wrapper, a test double): upstream's tools go through it
-                    result = run_through(entry, on_event, starting_agent=agent, input=paused if paused is not None else text,
-                                         **options)
-                else:
-                    nested = start_run(agent, paused if paused is not None else text, RunOptions(**options),
-                                       streaming=on_stream is not None, ledger=getattr(ctx, "ledger", None))
-                    if paused is None:  # the inner run's approvals are its own, kept beside the caller's
-                        nested.state.context_wrapper.approval_scope = nested.state.run_id
-                    result = drive(nested, on_event and (lambda event: on_event(event, nested.state.current_agent)))
+                nested = start_run(agent, paused if paused is not None else text, options,
+                                   streamed=on_stream is not None, ledger=getattr(ctx, "ledger", None))
+                if paused is None:  # the inner run's approvals are its own, kept beside the caller's
+                    nested.state.context_wrapper.approval_scope = nested.state.run_id
+                on_event = None if on_stream is None else lambda event: caller.call(on_stream, AgentToolStreamEvent(
+                    event=event, agent=nested.state.current_agent, tool_call=getattr(ctx, "tool_call", None)))
+                result = drive(nested, on_event)
             except ModelBehaviorError as inner:  # the inner model's mistake, not this call's arguments
                 raise ToolError(f"The agent '{agent.name}' could not finish: {inner.message}") from inner
             except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too

@@ -6,7 +6,7 @@ processors you registered, or to `trace_path` (JSON lines); nothing is ever sent
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, List, Literal, Optional, TypedDict, Union
 
 from .context import TContext
@@ -105,7 +105,17 @@ class RunConfig:
     output_guardrail_blocked_message: Union[str, Callable, None] = None
     usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
 
+    model_tracing: Any = field(init=False, repr=False)  # what a model may record in its own traces (a ModelTracing)
+
     def __post_init__(self):
+        from .models.interface import ModelTracing
+
+        self.model_tracing = ModelTracing.DISABLED if self.tracing_disabled else ModelTracing.ENABLED \
+            if self.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
+        if self.trace_path:  # the tracing shell writes the run's trace (its plugin)
+            from . import seams
+
+            seams.load_shell("tracing", "RunConfig(trace_path=...)")
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
             self.model_settings = ModelSettings.from_dict(self.model_settings)
         if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):

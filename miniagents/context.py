@@ -78,22 +78,21 @@ class Usage:
     request_usage_entries: list = field(default_factory=list)
     tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
-    def add(self, other: "Usage") -> None:
-        """Add another request's (or run's) usage to this one, in place."""
-        self.requests += other.requests
-        self.tool_calls += other.tool_calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.total_tokens += other.total_tokens
+    def add(self, other: "Usage", requests: Optional[int] = None) -> None:
+        """Add another usage to this one, in place: a run's, or one request's (`requests=1`, whatever the model
+        reported: usage limits must not trust a model), which `request_usage_entries` also keeps on its own."""
+        for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
         self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
-        if other.requests == 1 and not other.request_usage_entries:
-            self.request_usage_entries.append(RequestUsage(
-                other.input_tokens, other.output_tokens, other.total_tokens,
-                InputTokensDetails(other.input_tokens_details.cached_tokens),
-                OutputTokensDetails(other.output_tokens_details.reasoning_tokens)))
-        else:
+        requests = other.requests if requests is None else requests
+        self.requests += requests
+        if requests != 1 or other.request_usage_entries:  # a run's usage: its requests' own entries
             self.request_usage_entries.extend(other.request_usage_entries)
+            return
+        self.request_usage_entries.append(RequestUsage(
+            other.input_tokens, other.output_tokens, other.total_tokens,
+            dataclasses.replace(other.input_tokens_details), dataclasses.replace(other.output_tokens_details)))
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":
@@ -221,6 +220,15 @@ class RunContextWrapper(Generic[TContext]):
         """True / False once a person decided about this call (or every call of its tool), None while it waits."""
         return self.is_tool_approved(getattr(existing_pending, "tool_name", None) or tool_name, call_id)
 
+    def for_call(self, item: dict, agent: Any, run_config: Any, resume_state: Any = None, ledger: Any = None, *,
+                 call: Any = None) -> "ToolContext":
+        """The context a tool receives for one call (`item`, its `function_call`): this one's context object,
+        usage and approval decisions (shared, not copied), with the call, its agent and the run's config."""
+        return ToolContext(**{name: getattr(self, name) for name in _SHARED_FIELDS}, tool_name=item["name"],
+                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "",
+                           tool_call=item if call is None else call, agent=agent, run_config=run_config,
+                           resume_state=resume_state, ledger=ledger)
+
     def get_rejection_message(self, tool_name: str, call_id: str, *, existing_pending: Any = None,
                               **_upstream_only: Any) -> Optional[str]:
         """The message given with `reject(..., rejection_message=...)` for this call, or None."""
@@ -257,20 +265,17 @@ class ToolContext(RunContextWrapper[TContext]):
         """A tool's context made from the run's: the same context object, usage and approval decisions
         (shared, not copied), the call's name and arguments (from `tool_call` unless given), and the agent and
         run config of `context` when it is itself a ToolContext and none are given."""
-        if tool_name is None:
+        if tool_name is None or tool_arguments is None:
             if tool_call is None:
-                raise ValueError("tool_name must be passed to ToolContext")
-            tool_name = tool_call["name"] if isinstance(tool_call, dict) else tool_call.name
-        if tool_arguments is None:
-            if tool_call is None:
-                raise ValueError("tool_arguments must be passed to ToolContext")
-            tool_arguments = tool_call["arguments"] if isinstance(tool_call, dict) else tool_call.arguments
+                raise ValueError("tool_name and tool_arguments must be passed to ToolContext without a tool_call")
+            read = tool_call.get if isinstance(tool_call, dict) else lambda key: getattr(tool_call, key)
+            tool_name, tool_arguments = tool_name or read("name"), read("arguments") if tool_arguments is None \
+                else tool_arguments
         if isinstance(context, ToolContext):
             agent = agent if agent is not None else context.agent
             run_config = run_config if run_config is not None else context.run_config
-        shared = {name: getattr(context, name) for name in _SHARED_FIELDS}
-        return cls(**shared, tool_name=tool_name, tool_call_id=tool_call_id, tool_arguments=tool_arguments,
-                   tool_call=tool_call, agent=agent, run_config=run_config)
+        return context.for_call({"name": tool_name, "arguments": tool_arguments, "call_id": tool_call_id}, agent,
+                                run_config, call=tool_call)
 
 
 _SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with the run's

@@ -54,6 +54,11 @@ class Handoff(SpecReads, Generic[TContext]):
     is_enabled: Union[bool, Callable] = True
     _agent: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    @property
+    def name(self) -> str:
+        """The tool name the model calls it by (as a function tool's `name`)."""
+        return self.tool_name
+
     def get_transfer_message(self, agent: Any) -> str:
         return json.dumps({"assistant": agent.name})
 

@@ -104,10 +104,6 @@ def clean_json(value: Any) -> Any:
     return value
 
 
-def user_message(text: str) -> RawItem:
-    return RawItem(content=text, role="user")
-
-
 def assistant_message(text: str, item_id: str = "msg_") -> RawItem:
     part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     return RawItem(type="message", id=item_id, role="assistant", status="completed", content=[part])
@@ -120,7 +116,7 @@ def function_call_output(call_id: str, output: Any) -> RawItem:
 def to_input_list(input: Any) -> list:
     """A string becomes one user message; a list is copied item by item (the caller's stays untouched)."""
     if isinstance(input, str):
-        return [user_message(input)]
+        return [RawItem(content=input, role="user")]
     return [as_raw_item(dict(item)) for item in input]
 
 

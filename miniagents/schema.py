@@ -24,7 +24,7 @@ from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
 from .validate import (INT_KEY, JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type,
-                       is_pydantic, is_union, jsonable, strip_annotated, type_name)
+                       is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -450,7 +450,7 @@ class FuncSchema:
     params_json_schema: dict
     strict_json_schema: bool
     context_kind: Optional[str]
-    _params: tuple = dataclasses.field(default=(), repr=False, compare=False)  # (name, kind, type, default)
+    _params: tuple = dataclasses.field(default=(), repr=False, compare=False)  # validate.Param per parameter
 
     def to_call_args(self, data: dict):
         """Validate and convert the parsed arguments -> (positional args, kwargs), context excluded."""
@@ -527,7 +527,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
             raise _unsupported(f"tool '{name}': parameter '{p.name}'", ann, exc) from None
         if default is p.empty:
             required.append(p.name)
-        params.append((p.name, p.kind, tp, default))
+        params.append(param(p.name, p.kind, tp, default, strict_json_schema))
     schema = {"properties": props, "required": required, "title": f"{name}_args", "type": "object"}
     if not required:
         del schema["required"]

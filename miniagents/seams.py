@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import sys
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
-_plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
+plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
@@ -170,14 +169,9 @@ class GuardrailStep:
 
 def register(plugin: Plugin) -> None:
     """Make `plugin` take part in every run that starts from now on (once, however often registered)."""
-    global _plugins
-    if plugin not in _plugins:
-        _plugins = _plugins + (plugin,)
-
-
-def registered() -> tuple:
-    """The plugins every run takes (the run adds its own hooks)."""
-    return _plugins
+    global plugins
+    if plugin not in plugins:
+        plugins = plugins + (plugin,)
 
 
 def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.AbstractContextManager:
@@ -231,16 +225,6 @@ def load_shell(shell: str, what: Optional[str] = None) -> Any:
         if error.name != f"miniagents.{shell}":
             raise
         raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
-
-
-def load_asked_for(config: Any, agents: list) -> None:
-    """Load the shells a run's configuration (or the environment) asks for: tracing, for `RunConfig(trace_path=...)`,
-    `MINIAGENTS_TRACE` or `MINIAGENTS_DEBUG`; retries, for `retry` in the run's or an agent's `ModelSettings`
-    (given as a dict, it names no class of the shell). A plain run asks for none."""
-    if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
-        load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
-    if any(getattr(s, "retry", None) is not None for s in [config.model_settings] + [a.model_settings for a in agents]):
-        load_shell("retry", "ModelSettings(retry=...)")
 
 
 class ShellFinder:

@@ -95,15 +95,10 @@ class RunState(Generic[TContext]):
         self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}
         self.call_ids.update(i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id"))
 
-    def record_turn(self, items: list, guardrail_results: list = (), start: Optional[int] = None) -> None:
-        """Put the current turn's items, from `start` on (replacing a paused attempt's), and its tool guardrail
-        results."""
-        if start is not None:
-            del self.generated_items[start:]
-        self.generated_items.extend(items)
+    def record_turn(self, items: list, start: int) -> None:
+        """Put the current turn's items from `start` on (replacing a paused attempt's)."""
+        self.generated_items[start:] = items
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
-        for result in guardrail_results:
-            getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
 
     @property
     def server_managed(self) -> bool:
@@ -298,14 +293,11 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
 def reachable_agents(initial_agent: Any) -> list:
     """Every agent reachable through handoffs and agents-as-tools, each once, starting with `initial_agent`."""
     found, queue = [], [initial_agent]
-    while queue:
-        agent = queue.pop(0)
-        if any(agent is seen for seen in found):
-            continue
-        found.append(agent)
-        # a Handoff built by hand names no agent: its on_invoke_handoff gives one only when called
-        queue.extend(a for a in (getattr(h, "_agent", h) for h in agent.handoffs) if a is not None)
-        queue.extend(t._agent for t in agent.tools if getattr(t, "_agent", None) is not None)
+    for agent in queue:  # the queue grows as it is walked
+        if not any(agent is seen for seen in found):
+            found.append(agent)  # a Handoff built by hand names no agent: its on_invoke_handoff gives one
+            queue += [a for a in (getattr(h, "_agent", h) for h in agent.handoffs) if a is not None]
+            queue += [t._agent for t in agent.tools if getattr(t, "_agent", None) is not None]  # agents as tools
     return found
 
 

@@ -10,6 +10,7 @@ sends its configuration (`spec()`, the Responses API's tool object) and keeps th
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import warnings
@@ -98,9 +99,13 @@ class FunctionTool(SpecReads):
     custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None  # see `extract_custom_data`
     # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
     _agent: Any = field(default=None, repr=False, compare=False)
+    # How a call runs, composed once when the tool is made: `on_invoke_tool`, with its timeout when it has one.
+    _invoke: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         check_tool_name(self.name)
+        self._invoke = self.on_invoke_tool if self.timeout_seconds is None else \
+            functools.partial(_call_with_timeout, self)
         if self.strict_json_schema:  # a hand-written schema too: what strict mode refuses fails here, not later
             self.params_json_schema = ensure_strict_json_schema(self.params_json_schema)
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
@@ -177,18 +182,13 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                                  strict_json_schema=strict_mode)
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
-            """Upstream's shape: something to await (the function's own coroutine, guarded, or a `Ready`), and
-            a failure comes back as the text the model sees (`failure_text`) instead of an exception."""
-            try:
-                args, kwargs = call_args(schema._params, parse_arguments(raw_args, schema.name), strict_mode)
-                if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
-                    args.insert(0, ctx)
-                result = fn(*args, **kwargs)
-            except BaseException as error:  # GeneratorExit and other BaseExceptions too: only an exit propagates
-                if isinstance(error, EXITS):
-                    raise
-                return caller.Ready(failure_text(tool, ctx, raw_args, error))
-            return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else caller.Ready(result)
+            """The function called with the arguments read from the model's JSON (and the call's context, when its
+            first parameter asks for it); an async function's failure comes back as the text the model sees."""
+            args, kwargs = call_args(schema._params, parse_arguments(raw_args, schema.name), strict_mode)
+            if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
+                args.insert(0, ctx)
+            result = fn(*args, **kwargs)
+            return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else result
 
         tool = FunctionTool(name=schema.name, description=schema.description,
                             params_json_schema=schema.params_json_schema, on_invoke_tool=on_invoke_tool,
@@ -370,8 +370,6 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
     """Run the tool; past `timeout_seconds` stop waiting: an async tool is cancelled (its cancel gets a moment to
     land), a sync one is abandoned, still running: the error says so."""
     seconds = tool.timeout_seconds
-    if seconds is None:
-        return caller.call(tool.on_invoke_tool, ctx, raw_args)
     join = caller.start_thread(lambda: caller.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
                                f"tool-{tool.name}")
     try:
@@ -386,31 +384,22 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
 
 
 def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
-    """Run one call and return `(python_value, text_for_the_model)`; see the module docstring.
+    """Run one call and return `(python value, text for the model)`; see the module docstring.
 
-    When the tool did not produce a value (bad arguments, an error, a timeout), the value is the
-    text the model sees, so `tool_use_behavior` and run items see what the model saw. An agent tool whose inner
-    run paused gives its `NestedInterruption` as the value, and no text (None): the call has no output yet.
+    When the tool did not produce a value (bad arguments, an error, a timeout), the value is the text the model
+    sees, so `tool_use_behavior` and run items see what the model saw. An agent tool whose inner run paused raises
+    its `NestedInterruption`: the call has no output yet.
     """
     try:
-        value = _call_with_timeout(tool, ctx, raw_args)
+        value = tool._invoke(ctx, raw_args)
+        if inspect.isawaitable(value):  # an async tool's coroutine
+            value = caller.resolve(value)
         return value, tool_output(value)
-    except NestedInterruption as paused:
-        return paused, None
-    except (caller.Cancelled, *EXITS):  # stopped by a cancel, or an exit
+    except (NestedInterruption, caller.Cancelled, *EXITS):  # paused inside, stopped by a cancel, or an exit
         raise
     except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
-
-
-def invoke_function_tool(*, function_tool: FunctionTool, context: ToolContext, arguments: str) -> Any:
-    """Upstream's helper: run one call of `function_tool` as a run does (its timeout and failure policy
-    included) and return what it produced, as something to `await` (its `.value` for synchronous code)."""
-    value, text = invoke_tool(function_tool, context, arguments)
-    if text is None:  # an agent tool paused inside: what pauses a run, as in one
-        raise value
-    return caller.Ready(value)
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:

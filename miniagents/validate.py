@@ -17,7 +17,7 @@ import inspect
 import json
 import re
 import typing
-from typing import Any, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 from .errors import ModelBehaviorError
 from .items import clean_json, preview
@@ -213,31 +213,62 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class Param(NamedTuple):
+    """One parameter of a tool's function, read once when the tool is made: how its argument is passed (`kind`,
+    an `inspect.Parameter` kind), checked and converted (`convert`, see `converter`), and its default."""
+
+    name: str
+    kind: Any
+    type: Any
+    default: Any
+    convert: Callable
+
+
+def param(name: str, kind: Any, tp: Any, default: Any, strict: bool) -> Param:
+    """A `Param`; null for a parameter with a default that does not admit None means "not given"."""
+    convert = converter(tp, strict)
+    if default is not MISSING and not admits_none(tp):
+        convert = functools.partial(_null_is_default, convert, default)
+    return Param(name, kind, tp, default, convert)
+
+
+def _null_is_default(convert: Callable, default: Any, value: Any, path: str) -> Any:
+    return default if value is None else convert(value, path)
+
+
+ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIONAL_OR_KEYWORD: list.append,
+       inspect.Parameter.VAR_POSITIONAL: list.extend}  # how an argument joins the positional ones
+
+
 def call_args(params: tuple, data: dict, strict: bool):
-    """Parsed arguments -> (positional args, kwargs) for `params`: (name, kind, type, default) per parameter."""
+    """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
     if not isinstance(data, dict):
         raise ArgumentsError(f"expected a JSON object of parameters, got {_describe(data)}")
-    names = [p[0] for p in params]
+    names = [p.name for p in params]
     unknown = [k for k in data if k not in names]
     if unknown and strict:
         _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
     args, kwargs = [], {}
-    for name, kind, tp, default in params:
-        value = data.get(name, MISSING)
-        if value is None and default is not MISSING and not admits_none(tp):
-            value = MISSING  # null means "not given"
-        if value is MISSING and default is MISSING:
-            _fail("", f"missing required parameter '{name}'")
-        value = default if value is MISSING else _convert_guarded(tp, value, name, strict)
-        if kind == inspect.Parameter.POSITIONAL_OR_KEYWORD or kind == inspect.Parameter.POSITIONAL_ONLY:
-            args.append(value)
-        elif kind == inspect.Parameter.VAR_POSITIONAL:
-            args.extend(value)
-        elif kind == inspect.Parameter.VAR_KEYWORD:
+    for p in params:
+        if p.name not in data and p.default is MISSING:
+            _fail("", f"missing required parameter '{p.name}'")
+        value = p.convert(data[p.name], p.name) if p.name in data else p.default
+        if p.kind in ADD:
+            ADD[p.kind](args, value)
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:
             kwargs.update(value)
         else:  # keyword-only
-            kwargs[name] = value
+            kwargs[p.name] = value
     return args, kwargs
+
+
+def converter(tp: Any, strict: bool) -> Callable:
+    """A function `(value, path) -> value` that checks a decoded JSON value against `tp` and converts it, chosen
+    once per parameter: a scalar type's is a single check, any other type's the general conversion (`_convert`)."""
+    if tp in (str, bool):
+        return lambda value, path: value if isinstance(value, tp) else _fail(
+            path, f"expected {_expected(tp)}, got {_describe(value)}")
+    return lambda value, path: _convert_guarded(tp, value, path, strict)
 
 
 def validate_value(tp, value, *, path: str = ""):

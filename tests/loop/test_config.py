@@ -57,19 +57,21 @@ def twin_tools():
     return [first, second]
 
 
-def test_two_tools_with_one_name_warn_and_the_last_wins(caplog):
-    model = ScriptedModel([[function_call("dup", "{}", call_id="c1")], [assistant_message("ok")]])
-    with caplog.at_level(logging.WARNING, logger="miniagents"):
-        Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go")
-    assert model.calls[1].input[-1]["output"] == "second"
-    assert set(caplog.messages) == {"Ambiguous function tool configuration: the tool name `dup` is used by multiple tools. "
-                                    "Assign a unique routed name to every colliding function tool with `name_override=`, "
-                                    "`tool_name=`, or a namespace."}  # upstream's words, each turn
-
-
-def test_two_tools_with_one_name_are_an_error_under_the_error_policy():
+def test_two_tools_with_one_name_are_a_user_error_before_the_model_is_called():
     model = ScriptedModel([[assistant_message("never")]])
-    with pytest.raises(UserError, match="the tool name `dup` is used by multiple tools"):
-        Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go",
-                        run_config=RunConfig(tool_name_collision_policy="error"))
+    with pytest.raises(UserError, match="offers two tools named 'dup'"):
+        Runner.run_sync(Agent(name="A", tools=twin_tools(), model=model), "go")
+    assert model.calls == ()
+
+
+def test_a_tool_and_a_handoff_with_one_name_are_a_user_error_too():
+    model = ScriptedModel([[assistant_message("never")]])
+
+    @function_tool(name_override="transfer_to_b")
+    def clash() -> str:
+        """A tool named like the handoff."""
+        return "x"
+
+    with pytest.raises(UserError, match="offers two tools named 'transfer_to_b'"):
+        Runner.run_sync(Agent(name="A", tools=[clash], handoffs=[Agent(name="B")], model=model), "go")
     assert model.calls == ()

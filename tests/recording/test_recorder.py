@@ -174,7 +174,7 @@ def test_a_run_that_does_not_record_loads_nothing_of_the_recording_shell():
             "from miniagents.testing import ScriptedModel, assistant_message\n"
             "Runner.run_sync(Agent(name='A', model=ScriptedModel([[assistant_message('Hi')]])), 'Hi')\n"
             "import miniagents.seams as seams\n"
-            "print(sorted(m for m in sys.modules if m.startswith('miniagents.recording')), seams.registered())\n")
+            "print(sorted(m for m in sys.modules if m.startswith('miniagents.recording')), seams.plugins)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
@@ -184,4 +184,4 @@ def test_a_run_that_does_not_record_loads_nothing_of_the_recording_shell():
 def test_importing_the_shell_registers_no_plugin():
     import miniagents.recording  # noqa: F401
     from miniagents import seams
-    assert not any("recording" in type(p).__module__ for p in seams.registered())
+    assert not any("recording" in type(p).__module__ for p in seams.plugins)
