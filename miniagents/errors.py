@@ -26,11 +26,12 @@ class RunErrorDetails:
 
 
 def warn(message: str, *args: Any, **kwargs: Any) -> None:
-    """Log a warning on the "miniagents" logger. `logging` is imported here, the first time something is logged: a
-    run that goes well logs nothing, and importing `logging` costs more than any module of the kernel."""
+    """Log a warning on the package's logger ("miniagents", or the name a vendored copy has). `logging` is imported
+    here, the first time something is logged: a run that goes well logs nothing, and importing `logging` costs
+    more than any module of the kernel."""
     import logging
 
-    logging.getLogger("miniagents").warning(message, *args, stacklevel=2, **kwargs)
+    logging.getLogger(__name__.rpartition(".")[0]).warning(message, *args, stacklevel=2, **kwargs)
 
 
 class AgentsException(Exception):

@@ -134,7 +134,7 @@ def plugins_of(hooks: Any, agents: list) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
     environment asks for it), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
     if TRACE_VARIABLES & os.environ.keys():
-        seams.load_shell("tracing", " and ".join(sorted(TRACE_VARIABLES)))
+        seams.ask_for("tracing", " and ".join(sorted(TRACE_VARIABLES)))
     if hooks is not None or any(agent.hooks is not None for agent in agents):
         return seams.plugins + (HookPlugin(hooks),)
     return seams.plugins
@@ -235,23 +235,27 @@ def take_turn(run: Run) -> Turn:
     next; the turn's items are put in `state.generated_items` (a resumed turn's replace its paused attempt's)."""
     state, pending = run.state, run.state.pending
     turn = Turn(state.current_agent, pending.start if pending else len(state.generated_items))
-    with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn + (not pending),
-                                                               bool(pending))) if run.plugins else seams.NOTHING:
+    for step in () if pending else run.before:  # what may keep a fresh turn from starting
+        step(run, turn)
+        if turn.next_step is not None:
+            return turn
+    with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn, bool(pending))) \
+            if run.plugins else seams.NOTHING:
         for step in run.resumed if pending else run.fresh:
             step(run, turn)
-            if turn.next_step is not None:
-                break
     state.record_turn(turn.items, turn.start)
     return turn
 
 
+def check_max_turns(run: Run, turn: Turn) -> None:
+    """No turn starts past `max_turns`: the run's error handlers answer, or `MaxTurnsExceeded` is raised."""
+    if run.state.current_turn >= run.state.max_turns:
+        turn.next_step = NextStepError("max_turns", MaxTurnsExceeded(f"Max turns ({run.state.max_turns}) exceeded"))
+
+
 def start_turn(run: Run, turn: Turn) -> None:
-    """A fresh turn begins, unless the run has no turns left (`max_turns`: its error handlers answer, or
-    `MaxTurnsExceeded` is raised): it is counted, and carries the run's new input to the session with its items."""
+    """A fresh turn begins: it is counted, and carries the run's new input to the session with its items."""
     state = run.state
-    if state.max_turns is not None and state.current_turn >= state.max_turns:
-        turn.next_step = NextStepError("max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded"))
-        return
     state.current_turn += 1
     turn.session_input, state.unsaved_session_input = state.unsaved_session_input, []
 
@@ -447,10 +451,13 @@ STREAMED = lambda run: run.streamed  # noqa: E731
 SESSION = lambda run: run.session is not None or run.ledger is not None  # noqa: E731
 OUTPUT_GUARDRAILS = lambda run: bool(run.config.output_guardrails or any(a.output_guardrails for a in run.agents))  # noqa: E731,E501
 
-FRESH = (  # a fresh turn: one model call
+BEFORE = (  # what may keep a fresh turn from starting, and what comes first
+    Step(check_max_turns, lambda run: run.state.max_turns is not None),
     Step(steps.check_request_limit, LIMITS),
     Step(steps.admit_input, lambda run: bool(run.state.pending_input)),
     Step(start_turn),
+)
+FRESH = (  # a fresh turn: one model call
     Step(offer),
     Step(steps.offer_to_plugins, PLUGINS),
     Step(steps.guard_input, has_input_guardrails),
@@ -476,6 +483,7 @@ SETTLE = (  # both then plan, run and order the calls, and decide the next step
     Step(steps.gather_guardrail_results, lambda run: run.invoke is not invoke),
     Step(settle),
     Step(decide),
+    Step(steps.tell_approvals, PLUGINS),
 )
 ENDS = {  # what each way of ending a turn does, in order
     NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn), Step(steps.save, SESSION),
@@ -484,7 +492,7 @@ ENDS = {  # what each way of ending a turn does, in order
     NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, SESSION),
                       Step(steps.announce_outputs, STREAMED), Step(enter_agent)),
     NextStepRunAgain: (Step(close_turn), Step(steps.save, SESSION), Step(steps.announce_outputs, STREAMED)),
-    NextStepInterruption: (Step(steps.tell_approvals, PLUGINS), Step(pause)),
+    NextStepInterruption: (Step(pause),),
     NextStepError: (Step(answer_error),),
 }
 
@@ -512,6 +520,7 @@ def choose(run: Run) -> None:
     for wrap in wanted(INVOKE):
         run.invoke = wrap(run.invoke)
     model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
+    run.before = wanted(BEFORE)
     run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
     run.resumed = wanted(RESUMED) + wanted(SETTLE)
     run.ends = {kind: wanted(table) for kind, table in ENDS.items()}

@@ -37,12 +37,14 @@ NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when 
 
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {
-    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.trace`)",
+    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.tracing`)",
     "retry": "retries the run manages (`ModelSettings(retry=ModelRetrySettings(...))`)",
     "capabilities": "capabilities and the Workspace",
     "dbapi": "sessions on any DB-API 2.0 database (`DBAPISession`)",
-    "upstream": "compatibility with upstream's programs (its import paths, handoff filters, `run_demo_loop`)",
+    "upstream": "compatibility with upstream's programs (its names, import paths and rules)",
     "recording": "recording a run and replaying it offline",
+    "mcp": "tools from MCP servers (`MCPServerStdio`)",
+    "vendor": "copying miniagents into a project (`python -m miniagents.vendor`)",
 }
 
 
@@ -203,9 +205,12 @@ def change(plugins: tuple, seam: str, run: Any, *args: Any) -> Any:
 
 
 # --- Shells by name ------------------------------------------------------------------------------------
-# The kernel never imports a shell. It names one only here: to load it when the run's configuration asks
-# for its feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out,
-# why a name or module path of that shell is missing.
+# The kernel never imports a shell. It names one only here: to load it when a run's configuration asks for its
+# feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out, why a name or
+# module path of that shell is missing. The package never names itself: it is whatever `__name__` says, so a copy
+# vendored as `myproj._vendor.miniagents` finds its own shells and never another copy's.
+
+PACKAGE = __name__.rpartition(".")[0]
 
 
 class MissingShellError(ImportError):
@@ -213,44 +218,52 @@ class MissingShellError(ImportError):
 
 
 def missing(what: str, shell: str) -> str:
-    return (f"{what} is part of {SHELLS[shell]}: the shell folder miniagents/{shell}/, which this copy of "
+    return (f"{what} is part of {SHELLS[shell]}: the shell folder {PACKAGE}/{shell}/, which this copy of "
             f"miniagents does not have (copy that folder back from a full miniagents to use it)")
 
 
 def load_shell(shell: str, what: Optional[str] = None) -> Any:
-    """Import the shell `miniagents.<shell>`; `MissingShellError` (naming `what` needs it) when it was left out."""
+    """Import the shell `<package>.<shell>`; `MissingShellError` (naming what needs it) when it was left out."""
+    if not present(shell):
+        raise MissingShellError(missing(what or f"{PACKAGE}.{shell}", shell), name=f"{PACKAGE}.{shell}")
+    return importlib.import_module(f"{PACKAGE}.{shell}")
+
+
+_warned: set = set()
+
+
+def ask_for(shell: str, what: str) -> None:
+    """Load a shell the environment asks for (`MINIAGENTS_TRACE`); in a copy without it, warn once and go on."""
     try:
-        return importlib.import_module(f"miniagents.{shell}")
-    except ModuleNotFoundError as error:
-        if error.name != f"miniagents.{shell}":
-            raise
-        raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
+        load_shell(shell, what)
+    except MissingShellError as error:
+        if shell not in _warned:
+            _warned.add(shell)
+            from .errors import warn
 
-
-class ShellFinder:
-    """Last on `sys.meta_path`: what `miniagents.<name>` is when no module of that name exists. A shell's
-    top-level name or folder that this copy lacks raises `MissingShellError`; any other path is asked of the
-    upstream shell (upstream's module paths, and upstream's features miniagents leaves out), when there is one."""
-
-    @staticmethod
-    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
-        head, _, rest = fullname.partition(".")
-        if head != "miniagents" or not rest:
-            return None
-        first = rest.split(".")[0]
-        shell = first if first in SHELLS else sys.modules["miniagents"]._SHELL_OF.get(first)
-        if shell is not None and not present(shell):
-            raise MissingShellError(missing(f"miniagents.{rest}" if first in SHELLS else first, shell), name=fullname)
-        if shell is None and present("upstream"):
-            return importlib.import_module("miniagents.upstream").find_spec(fullname)
-        return None
+            warn("%s; the run goes on without it", error)
 
 
 def present(shell: str) -> bool:
     """Whether this copy of miniagents has the shell folder (found without importing it)."""
-    return PathFinder.find_spec(f"miniagents.{shell}", sys.modules["miniagents"].__path__) is not None
+    return PathFinder.find_spec(f"{PACKAGE}.{shell}", sys.modules[PACKAGE].__path__) is not None
+
+
+class ShellFinder:
+    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`) raises
+    `MissingShellError`, which says which folder to copy back, instead of a bare ModuleNotFoundError."""
+
+    def __init__(self, package: str):
+        self.package = package
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
+        prefix, _, rest = fullname.partition(self.package + ".")
+        shell = rest.split(".")[0]
+        if not prefix and shell in SHELLS and not present(shell):
+            raise MissingShellError(missing(fullname, shell), name=fullname)
+        return None
 
 
 def install_finder() -> None:
-    if ShellFinder not in sys.meta_path:
-        sys.meta_path.append(ShellFinder)
+    if not any(isinstance(f, ShellFinder) and f.package == PACKAGE for f in sys.meta_path):
+        sys.meta_path.append(ShellFinder(PACKAGE))

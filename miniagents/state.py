@@ -152,9 +152,6 @@ class RunState(Generic[TContext]):
                 raise UserError(f"add_input: input[{n}] {problem}")
         self.pending_input.extend(json.loads(json.dumps(new)))  # a copy of its own
 
-    def clear_pending_input(self) -> None:
-        self.pending_input = []
-
     def approve(self, item: ToolApprovalItem, always_approve: bool = False) -> None:
         self.context_wrapper.approve_tool(item, always_approve=always_approve)
 
@@ -175,8 +172,7 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
                   context_deserializer: Optional[Callable] = None) -> "RunState":
-        """Load a state; agents are re-bound by name from `initial_agent`'s graph. Synchronous here
-        (upstream's is a coroutine); the returned state may also be awaited, for ported code."""
+        """Load a state; agents are re-bound by name from `initial_agent`'s graph."""
         return load_state(initial_agent, data, context_override, context_deserializer)
 
     @staticmethod
@@ -188,12 +184,6 @@ class RunState(Generic[TContext]):
             raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
         return RunState.from_json(initial_agent, data, context_override=context_override,
                                   context_deserializer=context_deserializer)
-
-    def __await__(self):
-        """`await RunState.from_string(...)` works as upstream's coroutine did; it is already loaded."""
-        if False:  # pragma: no cover - makes this a generator
-            yield
-        return self
 
 
 # --- The JSON document ------------------------------------------------------------------------

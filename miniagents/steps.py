@@ -16,7 +16,8 @@ from . import caller, seams
 from .errors import AlreadyResumedError, UsageLimitExceeded, UserError
 from .items import InputItem, drop_orphans
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
-from .turn import Call, NextStepError, Run, Turn, classify, get_model, model_arguments, take_response
+from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
+                   take_response)
 
 NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
                  "was not recorded.")
@@ -88,7 +89,7 @@ def send_what_is_new(run: Run, turn: Turn) -> None:
 def stored_prompt(run: Run, turn: Turn) -> None:
     """An agent's stored prompt (Responses API) is sent with its model calls."""
     if turn.agent.prompt is not None:
-        turn.ids["prompt"] = turn.agent.get_prompt(run.state.context_wrapper)
+        turn.ids["prompt"] = turn.agent.prompt_for(run.state.context_wrapper)
 
 
 def filter_input(run: Run, turn: Turn) -> None:
@@ -281,7 +282,7 @@ def gather_guardrail_results(run: Run, turn: Turn) -> None:
 
 def tell_approvals(run: Run, turn: Turn) -> None:
     """The plugins hear of each call left waiting for a person."""
-    for item in turn.next_step.interruptions:
+    for item in turn.next_step.interruptions if isinstance(turn.next_step, NextStepInterruption) else ():
         seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
 
 

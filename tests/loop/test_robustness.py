@@ -292,14 +292,6 @@ def test_a_tool_error_is_for_the_model_and_not_logged_as_a_failure(caplog):
     assert not [r for r in caplog.records if r.exc_info]
 
 
-def test_model_behavior_error_is_still_raised_for_an_unknown_tool_when_configured():
-    from miniagents import RunConfig
-
-    agent, _ = make_agent([[function_call("nope", "{}", call_id="c1")]])
-    with pytest.raises(ModelBehaviorError):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_not_found_behavior="raise_error"))
-
-
 @pytest.mark.parametrize("key", ["pending_input", "finished", "server_known", "auto_previous_response_id"])
 @pytest.mark.parametrize("where", ["top", "nested"])
 def test_null_for_an_optional_state_field_means_not_given_at_every_depth(key, where):

@@ -380,15 +380,17 @@ def test_the_tools_have_schemas_like_any_function_tool(tree):
     assert all(t.strict_json_schema for t in tools.values())
 
 
-def test_calling_the_tools_directly_gives_the_text_the_model_would_see_as_upstream_does(tree):
-    """on_invoke_tool is awaitable, like upstream's coroutine, and a refusal is the model-visible text."""
+def test_invoking_the_tools_directly_gives_the_text_the_model_would_see(tree):
+    """A call run as a run runs it (`invoke_tool`): the text, or the refusal the model reads."""
+    from miniagents.tool import invoke_tool
+
     tools = {t.name: t for t in Workspace(tree[0]).tools()}
     ctx = ToolContext(context=None, tool_name="read_file", tool_call_id="c1")
-    text = asyncio.run(tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "docs/guide.md", "start_line": 2,
-                                                                          "end_line": 2})))
+    _, text = invoke_tool(tools["read_file"], ctx, json.dumps({"path": "docs/guide.md", "start_line": 2,
+                                                               "end_line": 2}))
     assert text == "     2\tReturns are free within 30 days."
-    refused = tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "../x", "start_line": 1, "end_line": None}))
-    assert "contains '..'" in refused.value
+    _, refused = invoke_tool(tools["read_file"], ctx, json.dumps({"path": "../x", "start_line": 1, "end_line": None}))
+    assert "contains '..'" in refused
 
 
 def test_an_agent_answers_from_the_workspace_and_an_escape_attempt_reaches_the_model_as_a_message(tree):

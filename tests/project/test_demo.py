@@ -242,8 +242,8 @@ def test_the_trace_of_the_walkthrough_reads_back_as_a_tree(tmp_path):
     trace = tmp_path / "walkthrough.jsonl"
     proc = run_demo(bare_copy(tmp_path), "--chapter", "6", "--trace", str(trace))
     assert proc.returncode == 0, proc.out + proc.err
-    assert f"python -m miniagents.trace {trace}" in proc.out
-    tree = subprocess.run([sys.executable, "-m", "miniagents.trace", str(trace)], cwd=str(ROOT),
+    assert f"python -m miniagents.tracing {trace}" in proc.out
+    tree = subprocess.run([sys.executable, "-m", "miniagents.tracing", str(trace)], cwd=str(ROOT),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     text = tree.stdout.decode("utf-8")
     assert tree.returncode == 0, tree.stderr

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from miniagents import Agent, ModelResponse, Runner, Usage, function_tool
+from miniagents.upstream import Agent, ModelResponse, Runner, Usage, function_tool
 from miniagents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
 from miniagents.testing import (InvalidModelStep, ModelCall, ModelScriptError, ModelStep, ModelStepSpec, ScriptedModel,
                                 UnconsumedModelSteps, UnexpectedModelCall, assistant_message, function_call)
