@@ -23,6 +23,8 @@ def ported(source: str, package: str) -> str:
     if package == "agents":
         return source
     source = re.sub(r"^(\s*)import agents\s*$", rf"\1import {package} as agents", source, flags=re.M)
+    # upstream's agents.testing is the upstream shell's (the kernel's miniagents.testing keeps only its own contract)
+    source = re.sub(r"^(\s*)from agents\.testing\b", rf"\1from {package}.upstream.testing", source, flags=re.M)
     return _IMPORT.sub(rf"\1\2 {package}", source)
 
 
