@@ -26,6 +26,7 @@ from .errors import AgentsException
 from .models.interface import ModelResponse, ModelSettings
 from .models.retry_advice import ModelRetryAdvice, ModelRetryAdviceRequest
 
+
 def function_call(name: str, arguments: Union[str, Mapping] = "{}", *, call_id: str,
                   item_id: Optional[str] = None) -> dict:
     """A `function_call` output item; `arguments` may be a dict (sent as compact JSON) or the JSON text."""
@@ -100,7 +101,7 @@ class ModelStep:
     retry_advice: Optional[ModelRetryAdvice] = None
 
 
-def problem(step: ModelStep) -> Optional[Tuple[str, str]]:
+def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
     """(reason, what is wrong) when `step` cannot be used, else None."""
     events = step.stream_events
     if not isinstance(step.output, (list, tuple)) or not all(isinstance(i, dict) and isinstance(i.get("type"), str)
@@ -183,7 +184,7 @@ class ScriptedModel:
             step = ModelStep(responder=step)
         elif not isinstance(step, ModelStep):
             step = ModelStep(output=step)
-        wrong = problem(step)
+        wrong = _problem(step)
         if wrong is not None:
             raise InvalidModelStep(f"Scripted model step #{index + 1} {wrong[1]}.", reason=wrong[0],
                                    input_index=index)
