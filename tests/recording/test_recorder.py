@@ -24,7 +24,7 @@ def calls(path) -> list:
 def test_a_failed_call_leaves_no_line_and_its_error_passes_through(tmp_path):
     boom = ModelHTTPError(500, "the server fell over")
     with Recorder(tmp_path / "run.jsonl") as recorder:
-        model = recorder.wrap(ScriptedModel([ModelStep.raise_error(boom), [assistant_message("Back again.")]]))
+        model = recorder.wrap(ScriptedModel([boom, [assistant_message("Back again.")]]))
         with pytest.raises(ModelHTTPError) as caught:
             Runner.run_sync(Agent(name="A", model=model), "Hi")
         assert caught.value is boom
@@ -35,7 +35,7 @@ def test_a_failed_call_leaves_no_line_and_its_error_passes_through(tmp_path):
 def test_a_retry_the_run_manages_is_recorded_once_and_still_gets_the_models_advice(tmp_path):
     """The retry shell asks the model it wraps (the recording one) for advice: the wrapped model's is passed on."""
     retry = ModelSettings(retry=ModelRetrySettings(max_retries=1, policy=retry_policies.provider_suggested()))
-    steps = [ModelStep.raise_error(ModelHTTPError(503, "busy"), retry_advice=ModelRetryAdvice(suggested=True)),
+    steps = [ModelStep(error=ModelHTTPError(503, "busy"), retry_advice=ModelRetryAdvice(suggested=True)),
              [assistant_message("Done.")]]
     with Recorder(tmp_path / "run.jsonl") as recorder:
         result = Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel(steps)), model_settings=retry),
@@ -64,8 +64,8 @@ def test_the_recording_model_is_the_wrapped_one_to_whoever_reads_it_and_survives
 
 
 def events(text="Hello there"):
-    return ModelStep.stream([{"type": "response.output_text.delta", "delta": text}, {"type": "response.completed",
-                             "response": {"id": "r1", "output": [assistant_message(text)], "usage": None}}])
+    return ModelStep(stream_events=[{"type": "response.output_text.delta", "delta": text}, {
+        "type": "response.completed", "response": {"id": "r1", "output": [assistant_message(text)], "usage": None}}])
 
 
 def test_an_abandoned_or_broken_stream_leaves_no_line(tmp_path):

@@ -10,7 +10,7 @@ import miniagents.upstream
 from miniagents.upstream import AgentOutputSchema, Runner, UserError
 from miniagents.agent_output import InvalidFinalOutput
 from miniagents.context import RequestUsage, Usage
-from miniagents.testing import assistant_message
+from miniagents.testing import ModelStep, assistant_message
 from support import make_agent
 
 
@@ -18,8 +18,8 @@ from support import make_agent
 
 
 def test_request_usage_entries_are_request_usage_objects_with_upstreams_fields():
-    agent, _ = make_agent([{"output": [assistant_message("hi")],
-                            "usage": Usage(requests=1, input_tokens=7, output_tokens=2, total_tokens=9)}])
+    agent, _ = make_agent([ModelStep([assistant_message("hi")],
+                                     Usage(requests=1, input_tokens=7, output_tokens=2, total_tokens=9))])
     result = Runner.run_sync(agent, "hi")
     entries = result.context_wrapper.usage.request_usage_entries
     assert [type(entry) for entry in entries] == [RequestUsage]

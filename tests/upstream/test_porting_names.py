@@ -272,7 +272,7 @@ def test_a_hosted_tool_with_a_chat_completions_model_is_refused_when_the_run_sta
     agent, model = make_agent([[assistant_message("x")]], handoffs=[helper])
     with pytest.raises(UserError, match=r"FileSearchTool \('file_search'\) of agent 'Helper'.*OpenAIResponsesModel"):
         Runner.run_sync(agent, "hi")
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_defer_loading_warns_and_the_tool_is_sent_like_any_other():

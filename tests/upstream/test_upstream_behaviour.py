@@ -272,7 +272,7 @@ def test_cancel_before_streaming_yields_nothing_and_completes():
     async def go():
         return [e async for e in result.stream_events()]
 
-    assert asyncio.run(go()) == [] and result.is_complete and model.calls == []
+    assert asyncio.run(go()) == [] and result.is_complete and model.calls == ()
 
 
 def test_a_reader_that_stops_early_still_gets_a_complete_result():
@@ -322,7 +322,7 @@ def test_agent_hooks_passed_as_run_hooks_are_a_clear_type_error():
     agent, model = make_agent([[assistant_message("x")]])
     with pytest.raises(TypeError, match="Run hooks must be instances of RunHooks"):
         Runner.run_sync(agent, "hi", hooks=AgentHooks())
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_a_call_model_input_filter_must_return_model_input_data():
@@ -362,7 +362,9 @@ class UpstreamStyleModel:
     """A model written for upstream's async `Model`: a coroutine answer, an async generator stream."""
 
     def __init__(self, text):
-        self.scripted = ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
+        from miniagents.upstream import testing  # its streams can be async-iterated, as upstream's
+
+        self.scripted = testing.ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
 
     async def get_response(self, *args, **kwargs):
         await asyncio.sleep(0)

@@ -50,7 +50,8 @@ REAL_MODULE_NAMES = {
     "agent": "Agent AgentBase AgentToolStreamEvent StopAtTools ToolsToFinalOutputFunction ToolsToFinalOutputResult",
     "handoffs": "Handoff HandoffInputData HandoffInputFilter handoff",
     "models.interface": "Model ModelProvider ModelTracing",
-    "testing": "InvalidModelStep ModelCall ModelScriptError ModelStep ModelStepSpec ScriptedModel UnconsumedModelSteps "
+    # agents.testing is the upstream shell's module (miniagents.testing is the kernel's own offline model)
+    "upstream.testing": "InvalidModelStep ModelCall ModelScriptError ModelStep ModelStepSpec ScriptedModel UnconsumedModelSteps "
                "UnexpectedModelCall assistant_message function_call",
     "result": "AgentToolInvocation RunResult RunResultBase RunResultStreaming",
 }
