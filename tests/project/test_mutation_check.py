@@ -375,3 +375,14 @@ def test_an_interrupted_check_ends_every_test_process_it_started(fake_check, sig
     assert code == 128 + signum, out
     assert re.search(rf"interrupted \({signal.Signals(signum).name}\): process group \d+ ended \(3 processes", out), out
     assert check.left_running() == {}
+
+
+def test_a_shells_own_modules_run_the_shells_tests_first():
+    test_files = mutation_check.all_test_files(mutation_check.ROOT)
+    first = mutation_generate.tests_for
+    assert "tests/project/test_vendor_command.py" in first("miniagents/vendor/__init__.py", test_files)
+    assert "tests/project/test_vendor_command.py" in first("miniagents/vendor/__main__.py", test_files)
+    assert "tests/loop/test_retry.py" in first("miniagents/retry/__init__.py", test_files)
+    assert "tests/recording/test_replay.py" in first("miniagents/recording/__init__.py", test_files)
+    assert "tests/loop/test_run.py" not in first("miniagents/retry/__init__.py", test_files)
+    assert "tests/loop/test_run.py" in first("miniagents/__init__.py", test_files)  # the package's own: EXTRA_TESTS
