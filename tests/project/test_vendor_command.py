@@ -239,6 +239,7 @@ def test_zip_writes_a_zip_that_imports_from_sys_path(tmp_path, scratch):
         names = z.namelist()
         manifest = json.loads(z.read("miniagents/VENDORED.json"))
         assert all(info.compress_type == zipfile.ZIP_STORED for info in z.infolist())  # a Python without zlib reads it
+        assert {info.date_time for info in z.infolist()} == {(1980, 1, 1, 0, 0, 0)}  # no clock in the bytes
     assert {n.split("/")[0] for n in names} == {"miniagents"}, "the package folder is the zip's only top entry"
     assert {n[len("miniagents/"):] for n in names if n.endswith(".py")} == set(py_files(PACKAGE))
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
