@@ -339,6 +339,18 @@ def test_check_fails_with_the_reason_on_a_syntax_error_in_the_copy(good_copy, tm
     assert f"failed at miniagents/turn.py:{lines + 1}: SyntaxError" in done.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in interpreter is a shell script")
+def test_check_fails_with_the_reason_when_an_interpreter_cannot_run_it(good_copy, tmp_path):
+    not_python = tmp_path / "not-python"
+    not_python.write_text("#!/bin/sh\necho 'this is no Python' >&2\nexit 3\n")
+    not_python.chmod(0o755)
+    done = vendor("--check", good_copy, "--python", not_python, "--python", tmp_path / "missing")
+    assert done.returncode == 1, done.stdout
+    assert f"run the check failed: {not_python} exited 3: this is no Python" in done.stderr
+    assert f"start the Python failed: {tmp_path / 'missing'}:" in done.stderr
+    assert f"checked miniagents with Python {THIS}" in done.stdout  # this Python's check still ran and passed
+
+
 def test_check_says_where_the_copies_are_when_dest_holds_none(good_copy):
     done = vendor("--check", good_copy.parent)
     assert done.returncode == 1
@@ -446,3 +458,15 @@ def test_the_command_writes_nothing_outside_dest(tmp_path, scratch, args):
     assert tree(PACKAGE) == package_before, "the package it copies is unchanged (no __pycache__ either)"
     assert sorted(os.listdir(tmp_path)) == sorted(["out.zip" if "--zip" in args else "out", "work", "temp"])
     assert os.listdir(scratch[0]) == [] and os.listdir(scratch[1]) == [], "the working folder and TMPDIR stay empty"
+
+
+def test_what_is_copied_leaves_out_caches_dot_files_a_left_out_shell_and_an_earlier_manifest(tmp_path):
+    from miniagents import vendor as shell
+
+    for path in ("__init__.py", "LICENSE", "a.pyc", ".DS_Store", "VENDORED.json", "__pycache__/__init__.cpython-311.pyc",
+                 ".hidden/x.py", "kept/__init__.py", "kept/VENDORED.json", "gone/__init__.py", "models/__init__.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert shell._files(str(tmp_path), ["gone"]) == ["LICENSE", "__init__.py", "kept/VENDORED.json",
+                                                    "kept/__init__.py", "models/__init__.py"]
+    assert shell.shells(str(tmp_path)) == ["gone", "kept"]
