@@ -23,6 +23,13 @@ Tests marked `xfail` (known bugs) are left out of every run: a mutant must not c
 a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
 progress) are left out of every mutant's run and named in the output (`--strict-baseline` stops instead; in CI,
 right after the suite passed, `--no-baseline` skips it).
+Every pytest the check starts runs in a session of its own (so it leads its own process group), writes its output
+to a file, and is ended whole when it is done: on a timeout its group, its descendants and whatever carries its
+mark in the environment (a test's child that left the group) get SIGTERM, then SIGKILL 5 s later, and the mutant's
+line says so (`process group N ended (3 processes, SIGTERM)`); a run that ended by itself has whatever its tests
+left running ended the same way. An interrupted check (Ctrl-C, SIGTERM, SIGHUP) ends every test process it
+started before it exits (128 + the signal's number). The summary names every mutant the suite did not fail, with
+its file:line and mutation: the survivors, those listed as equivalent, and those caught only by the timeout.
 Hypothesis runs with the derandomised "mutation" profile (tests/conftest.py), so a mutant's verdict is
 repeatable; property tests that take their example count from the profile play 30 examples there.
 Exit status: 0 when every mutant was caught (generated: when the kill rate reaches `--min-kill-rate`), 1 when
@@ -890,9 +897,9 @@ def restore(root: str, mutant: Mutant, original: str) -> None:
         f.write(original)
 
 
-def make_copy(dest_parent: str, n: int) -> str:
+def make_copy(dest_parent: str, n: int, root: str = ROOT) -> str:
     dest = os.path.join(dest_parent, f"repo{n}")
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*IGNORED))
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*IGNORED))
     return dest
 
 
@@ -905,20 +912,196 @@ def child_env() -> dict:
     return env
 
 
-def run_pytest(root: str, args: List[str], timeout: float) -> Tuple[Optional[int], str]:
-    """Run pytest in `root`; (exit code or None on timeout, tail of its output)."""
-    proc = subprocess.Popen(PYTEST + args, cwd=root, env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace")[-3000:]
-    except subprocess.TimeoutExpired:
+# ----------------------------------------------------------------------------- the test processes
+
+
+class Interrupted(Exception):
+    """The check was asked to stop (SIGINT, SIGTERM, SIGHUP): every test process it started is ended first."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOPPING = threading.Event()  # set once the check is interrupted: no new test process starts, waits end at once
+RUNS: "set[TestRun]" = set()  # the test processes running now
+RUNS_LOCK = threading.Lock()
+MARK = "MUTATION_CHECK_RUN"  # in each test process's environment: finds what its tests started outside its group
+GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+
+
+class TestRun:
+    """One pytest run: started in a session of its own (so it leads its own process group), its output in a file
+    (a pipe would keep the wait going for as long as anything it started holds the pipe), and always ended whole:
+    the group, every process descended from the pytest, and every process whose environment carries this run's
+    mark (a test's child that left the group with setsid, like a database server's), SIGTERM first, SIGKILL after
+    `GRACE` seconds for what is left; then the pytest is reaped."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+    counter = 0
+
+    def __init__(self, command: List[str], cwd: str):
+        with RUNS_LOCK:
+            if STOPPING.is_set():
+                raise Interrupted(signal.SIGTERM)
+            TestRun.counter += 1
+            self.mark = f"{os.getpid()}-{TestRun.counter}"
+            env = dict(child_env(), **{MARK: self.mark})
+            self.output = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self.output, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            RUNS.add(self)
+        self.lock = threading.Lock()
+        self.ended: Optional[str] = None  # what ending it took, once ended ("" when nothing was left)
+
+    def wait(self, timeout: float) -> Optional[int]:
+        """Its exit code, or None when it is still running after `timeout` seconds or the check is stopping. The
+        pytest is not reaped here (`end` does it), so its pid stays its group's id until its group is gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self._exit_code()
+            if code is not None:
+                return code
+            left = deadline - time.monotonic()
+            if left <= 0 or STOPPING.is_set():
+                return None
+            STOPPING.wait(min(0.1, left))
+
+    def _exit_code(self) -> Optional[int]:
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        if not hasattr(os, "waitid"):  # macOS: poll() reaps, which is fine where there is no /proc to read
+            return self.proc.poll()
+        info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None or info.si_pid == 0:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+    def text(self, tail: int = 3000) -> str:
+        self.output.seek(0)
+        return self.output.read().decode("utf-8", "replace")[-tail:] if tail else \
+            self.output.read().decode("utf-8", "replace")
+
+    def end(self) -> str:
+        """End what is left of the run and reap the pytest; a phrase saying what it took ("" when nothing was
+        left). Safe to call twice and from two threads (a worker and an interrupted main thread)."""
+        with self.lock:
+            if self.ended is None:
+                self.ended = self._end()
+                self.output.close()
+                with RUNS_LOCK:
+                    RUNS.discard(self)
+            return self.ended
+
+    def _end(self) -> str:
+        group = self.proc.pid
+        left = self._left(marked=True)
+        running = self._exit_code() is None
+        if not left and not running:
+            if _process_table() is None:  # nothing to read what is left from: end the group blind, then reap
+                self._signal(signal.SIGKILL, set())
+            self.proc.wait()
+            return ""
+        count = len(left) + running
+        self._signal(signal.SIGTERM, left)
+        deadline = time.monotonic() + GRACE
+        while (self._exit_code() is None or self._left()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        how = "SIGTERM"
+        if self._exit_code() is None or self._left(marked=True):
+            self._signal(signal.SIGKILL, left | self._left(marked=True))
+            how = f"SIGKILL {GRACE:.0f} s after SIGTERM"
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group we started: pytest and its own children
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None, ""
+            self.proc.wait(timeout=30)  # SIGKILL cannot be refused: a bound, not a hope
+        except subprocess.TimeoutExpired:
+            return f"process group {group}: {count} processes sent {how}, but its pytest did not end within 30 s"
+        deadline = time.monotonic() + 30
+        while self._left(marked=True) and time.monotonic() < deadline:  # gone, not only signalled
+            time.sleep(0.05)
+        still = self._left(marked=True)
+        return f"process group {group} ended ({count} process{'es' if count != 1 else ''}, {how})" + (
+            f"; still running 30 s later: {', '.join(map(str, sorted(still)))}" if still else "")
+
+    def _signal(self, signum: int, pids: "set[int]") -> None:
+        """`signum` to the run's process group and to each of `pids` (all positive: never a group by accident)."""
+        for pid in [None] + sorted(p for p in pids if p > 0):
+            try:
+                os.killpg(self.proc.pid, signum) if pid is None else os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _left(self, marked: bool = False) -> "set[int]":
+        """The run's processes still alive (zombies are not), the pytest aside: the members of its group and its
+        descendants, and with `marked` those whose environment carries its mark. Read from /proc; where there
+        is none, the empty set (the group is then signalled as a whole, and the pytest waited for)."""
+        table = _process_table()
+        if table is None:
+            return set()
+        children: Dict[int, List[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        found = {pid for pid, (_, group, _) in table.items() if group == self.proc.pid}
+        seen, todo = set(), [self.proc.pid]
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        found |= seen
+        if marked:
+            found |= {pid for pid in table if pid not in found and _has_mark(pid, self.mark)}
+        found.discard(self.proc.pid)
+        return {pid for pid in found if pid in table and table[pid][2] not in ("Z", "X")}
+
+
+def _process_table() -> Optional[Dict[int, Tuple[int, int, str]]]:
+    """{pid: (parent pid, process group, state)} of every process, from /proc; None where there is no /proc."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                table[int(name)] = (int(fields[1]), int(fields[2]), fields[0].decode())
+            except (OSError, IndexError, ValueError):
+                pass  # gone meanwhile
+    return table
+
+
+def _has_mark(pid: int, mark: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{MARK}={mark}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+STOPPED: List[str] = []  # what ending each run an interrupted check stopped took
+
+
+def end_every_run() -> None:
+    """Stop the check's test processes, all of them (an interrupted check); what it took is kept in STOPPED."""
+    STOPPING.set()
+    with RUNS_LOCK:
+        running = list(RUNS)
+    for run in running:
+        STOPPED.append(run.end())
+
+
+def run_pytest(root: str, args: List[str], timeout: float) -> Tuple[Optional[int], str, str]:
+    """Run pytest in `root`: (exit code, or None when it timed out; the tail of its output; what ending it took,
+    "" when it ended by itself and left nothing running)."""
+    run = TestRun(PYTEST + args, root)
+    try:
+        code = run.wait(timeout)
+        out = run.text()
+    finally:
+        ended = run.end()
+    if STOPPING.is_set() and code is None:
+        raise Interrupted(signal.SIGTERM)
+    return code, out, ended
 
 
 def baseline_failures(out: str) -> Tuple[List[str], List[str]]:
@@ -954,6 +1137,7 @@ class Outcome:
     seconds: float
     detail: str = ""
     by: str = ""  # the first test that failed
+    ended: str = ""  # what ending its test processes took (a timeout; a test's process left running)
 
 
 def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]) -> Outcome:
@@ -967,19 +1151,25 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
         everything = [t for t in all_test_files(root) if t not in ignored]
         first = [t for t in mutant.tests if t in everything] if not full else []
         stages = ([first] if first else []) + [[t for t in everything if t not in first]]
+        ended = []
         for files in stages:
+            if not files:  # the first stage ran every test file already
+                continue
             left = timeout - (time.monotonic() - start)
             if left <= 0:
-                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
-            code, out = run_pytest(root, skip + files, left)
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start, ended="; ".join(ended))
+            code, out, how = run_pytest(root, skip + files, left)
+            ended += [how] if how else []
             if code is None:
-                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start, ended="; ".join(ended))
             if code in (1, 2, 3):  # tests failed / collection error / internal error caused by the mutant
                 failed, broken = baseline_failures(out)
-                return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0])
+                return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0],
+                               ended="; ".join(ended))
             if code != 0:
-                return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}")
-        return Outcome(mutant, "SURVIVED", time.monotonic() - start)
+                return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}",
+                               ended="; ".join(ended))
+        return Outcome(mutant, "SURVIVED", time.monotonic() - start, ended="; ".join(ended))
     finally:
         restore(root, mutant, original)
 
@@ -988,7 +1178,7 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
 
 
 def select(args: argparse.Namespace) -> List[Mutant]:
-    mutants = generated_mutants() if args.generated else list(MUTANTS)
+    mutants = generated_mutants(getattr(args, "root", ROOT)) if args.generated else list(MUTANTS)
     if args.only:
         wanted = [text.lower() for text in args.only]
         mutants = [m for m in mutants if any(text in m.id.lower() for text in wanted)]
@@ -1036,18 +1226,89 @@ def report_generated(outcomes: List[Outcome], equivalent: Dict[str, str]) -> Tup
     rate = f"{100.0 * killed_all / counted_all:.1f}%" if counted_all else "-"
     print(f"{'all':36s} {len(outcomes):7d} {killed_all:6d} {len(outcomes) - counted_all:5d} "
           f"{counted_all - killed_all:8d} {rate:>9s}")
-    survivors = [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id not in equivalent]
-    if survivors:
-        print("\nsurvivors (file:line  mutation  [id for tests/mutation_equivalent.txt]):")
-        for o in survivors:
-            print(f"  {o.mutant.describe()}\n      [{o.mutant.id}]")
     stale = [o.mutant.id for o in outcomes if o.mutant.id in equivalent and o.status in ("KILLED", "TIMEOUT")]
     for mutant_id in stale:
         print(f"listed as equivalent but killed (remove it from tests/mutation_equivalent.txt): {mutant_id}")
     return killed_all, counted_all
 
 
+def location(mutant: Mutant, root: str = ROOT) -> str:
+    """`file:line` of a mutant: for a curated one, the first line of its old text in the file as it is now."""
+    if mutant.generated:
+        return f"{mutant.file}:{mutant.line}"
+    try:
+        with open(os.path.join(root, mutant.file), encoding="utf-8") as f:
+            text = f.read()
+        at = text.index(mutant.old) + len(mutant.old) - len(mutant.old.lstrip())
+    except (OSError, ValueError):
+        return mutant.file
+    return f"{mutant.file}:{text.count(chr(10), 0, at) + 1}"
+
+
+def report_survivors(outcomes: List[Outcome], equivalent: Dict[str, str], root: str = ROOT) -> None:
+    """Name every mutant the suite did not fail, with where it is and what it changed: the survivors, those
+    listed as equivalent, and those that only ran out of time (caught, but a hang is worth a look)."""
+    def line(o: Outcome) -> str:
+        what = (f"{mutation_generate._squash(o.mutant.old)[:70]}  ->  {mutation_generate._squash(o.mutant.new)[:70]}"
+                if o.mutant.generated else o.mutant.breaks)
+        return f"  {location(o.mutant, root)}  {what}" + (f"\n      [{o.mutant.id}]" if o.mutant.generated else "")
+
+    groups = [("survivors (file:line  mutation" + ("  [id for tests/mutation_equivalent.txt]" if any(
+                   o.mutant.generated for o in outcomes) else "") + ")",
+               [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id not in equivalent]),
+              ("survived, listed as equivalent in tests/mutation_equivalent.txt",
+               [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id in equivalent]),
+              ("caught only by the timeout (the suite hung or was too slow with it)",
+               [o for o in outcomes if o.status == "TIMEOUT"])]
+    for title, rows in groups:
+        if rows:
+            print(f"\n{title}:")
+            for o in rows:
+                print(line(o))
+
+
+def install_stop_handlers() -> Dict[int, object]:
+    """SIGINT, SIGTERM (and SIGHUP, unless it is ignored, as under nohup) raise `Interrupted` in the main thread,
+    so the check ends its test processes before it goes; the handlers they replace, to put back."""
+    previous: Dict[int, object] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+
+    def stop(signum, frame):
+        raise Interrupted(signum)
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and not (name == "SIGHUP" and signal.getsignal(signum) == signal.SIG_IGN):
+            previous[signum] = signal.signal(signum, stop)
+    return previous
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    """The check; see the module's docstring. An interrupted check (SIGINT, SIGTERM, SIGHUP) ends every test
+    process it started, then exits 128 + the signal's number."""
+    previous = install_stop_handlers()
+    STOPPING.clear()
+    del STOPPED[:]
+    try:
+        return _main(argv)
+    except (Interrupted, KeyboardInterrupt) as stop:
+        for signum in previous:  # a second Ctrl-C must not cut the cleanup short
+            signal.signal(signum, signal.SIG_IGN)
+        end_every_run()
+        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+        ended = [how for how in STOPPED if how]
+        print(f"\ninterrupted ({signal.Signals(signum).name}): "
+              + ("; ".join(ended) if ended else "no test process was running")
+              + "; the work tree was never touched", file=sys.stderr, flush=True)
+        return 128 + signum
+    finally:
+        end_every_run()  # nothing is running by now; a bound on what an unexpected error could leave
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--only", metavar="SUBSTRING", action="append",
@@ -1072,8 +1333,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="skip running the unmutated suite first")
     parser.add_argument("--strict-baseline", action="store_true",
                         help="stop if the unmutated suite fails (default: leave its failing tests out and say so)")
+    parser.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)  # another repository: the check's own tests
     args = parser.parse_args(argv)
     timeout = args.timeout or 360.0
+    root_dir = os.path.abspath(args.root)
 
     mutants = select(args)
     if args.list:
@@ -1084,11 +1347,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not mutants:
         print(f"no mutant matches {' or '.join(args.only or [])!r}", file=sys.stderr)
         return 2
-    equivalent = load_equivalent() if args.generated else {}
+    equivalent = load_equivalent(os.path.join(root_dir, "tests", "mutation_equivalent.txt")) \
+        if args.generated else {}
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
-        copies = [make_copy(tmp, n) for n in range(jobs)]
+        copies = [make_copy(tmp, n, root_dir) for n in range(jobs)]
         problems = misfits(copies[0], mutants)  # fail fast on a mutant list that no longer fits the code
         if problems:
             print("ERROR  mutants that no longer fit the code:\n  " + "\n  ".join(problems), file=sys.stderr)
@@ -1096,14 +1360,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         skip: List[str] = []
         if not args.no_baseline:
             # The whole suite, not stopping at the first failure, to learn what fails without any mutant.
-            proc = subprocess.run(PYTEST[:3] + PYTEST[4:] + ["-rfE"], cwd=copies[0],
-                                  env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=max(timeout, 240.0) * 3)
-            out = proc.stdout.decode("utf-8", "replace")
+            limit = max(timeout, 240.0) * 3
+            run = TestRun(PYTEST[:3] + PYTEST[4:] + ["-rfE"], copies[0])
+            try:
+                code = run.wait(limit)
+                out = run.text(tail=0)
+            finally:
+                ended = run.end()
+            if code is None:
+                print(f"the unmutated suite did not finish in {limit:.0f} s ({ended})", file=sys.stderr)
+                return 2
             failed, broken = baseline_failures(out)
-            if proc.returncode not in (0, 1) or (proc.returncode == 1 and not failed and not broken):
-                print(f"the unmutated suite cannot run (pytest exit {proc.returncode}):\n{out[-3000:]}",
-                      file=sys.stderr)
+            if code not in (0, 1) or (code == 1 and not failed and not broken):
+                print(f"the unmutated suite cannot run (pytest exit {code}):\n{out[-3000:]}", file=sys.stderr)
                 return 2
             if (failed or broken) and args.strict_baseline:
                 print("the unmutated suite fails:\n  " + "\n  ".join(failed + broken), file=sys.stderr)
@@ -1111,7 +1380,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             skip = [f"--deselect={t}" for t in failed] + [f"--ignore={f}" for f in broken]
             print(f"baseline: {time.monotonic() - started:.0f} s; "
                   + (f"left out, failing without any mutant: {', '.join(failed + broken)}"
-                     if skip else "the unmutated suite passes"), flush=True)
+                     if skip else "the unmutated suite passes")
+                  + (f"; its tests left processes running: {ended}" if ended else ""), flush=True)
 
         free: "queue.Queue[str]" = queue.Queue()
         for c in copies:
@@ -1120,26 +1390,36 @@ def main(argv: Optional[List[str]] = None) -> int:
         mutated_at = time.monotonic()
 
         def work(m: Mutant) -> Outcome:
+            if STOPPING.is_set():
+                raise Interrupted(signal.SIGTERM)
             root = free.get()
             try:
                 outcome = check(root, m, args.full, timeout, skip)
             finally:
                 free.put(root)
             with lock:
-                print(f"{outcome.status:8s} {m.describe()}  ({outcome.seconds:.1f} s)"
+                ended = ("; its test processes: " if outcome.status == "TIMEOUT"
+                         else "; what its tests left running: ") + outcome.ended if outcome.ended else ""
+                print(f"{outcome.status:8s} {m.describe()}  ({outcome.seconds:.1f} s{ended})"
                       + (f"  by {outcome.by}" if args.verbose and outcome.by else ""), flush=True)
                 if outcome.detail:
                     print("    " + outcome.detail.replace("\n", "\n    "), flush=True)
             return outcome
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             outcomes = list(pool.map(work, mutants))
+        finally:
+            if sys.exc_info()[0] is not None:  # interrupted: end the running tests before waiting for their jobs
+                end_every_run()
+            pool.shutdown(wait=True, cancel_futures=True)
 
     elapsed = time.monotonic() - started
     errors = [o for o in outcomes if o.status == "ERROR"]
     timeouts = sum(o.status == "TIMEOUT" for o in outcomes)
     if args.generated:
         killed, counted = report_generated(outcomes, equivalent)
+        report_survivors(outcomes, equivalent, root_dir)
         per_mutant = (time.monotonic() - mutated_at) * jobs / len(outcomes)
         print(f"\n{killed}/{counted} generated mutants killed" + (f" ({timeouts} by timeout)" if timeouts else "")
               + (f", {len(errors)} errors" if errors else "")
@@ -1150,12 +1430,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if counted == 0 or 100.0 * killed / counted >= wanted else 1
     killed = sum(o.status in ("KILLED", "TIMEOUT") for o in outcomes)
     survived = [o for o in outcomes if o.status == "SURVIVED"]
+    report_survivors(outcomes, equivalent, root_dir)
     print(f"\nmutants: {killed}/{len(outcomes)} killed"
           + (f" ({timeouts} by timeout)" if timeouts else "")
           + (f", {len(errors)} errors" if errors else "")
           + f" in {elapsed:.0f} s")
-    for o in survived:
-        print(f"SURVIVED {o.mutant.file}: {o.mutant.breaks}")
     if errors:
         return 2
     return 1 if survived else 0
