@@ -927,8 +927,8 @@ def the_loop_named(desk: Walkthrough) -> None:
         places = {}
         for file, function, line in made.get(name, []):
             places.setdefault(f"{file} {function}", []).append(line)
-        say("      decided in " + ("; ".join(f"{where} (line{'s' * (len(lines) > 1)} {', '.join(map(str, sorted(lines)))})"
-                                             for where, lines in places.items()) or "nowhere!"), "2")
+        wrapped("decided in " + ("; ".join(f"{where} (line{'s' * (len(lines) > 1)} {', '.join(map(str, sorted(lines)))})"
+                                           for where, lines in places.items()) or "nowhere!"), "      ")
     loop = function_node(miniagents.run, "loop")
     wrapped(f"run.py loop (lines {loop.lineno}-{loop.end_lineno}) runs, for each turn, the steps its NextStep has in "
             f"the table ENDS (run.py line {ends.lineno}): {', '.join(sorted(dispatched, key=dispatched.get))}. "

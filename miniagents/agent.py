@@ -75,8 +75,8 @@ class Agent(Generic[TContext]):
     function of `GenerateDynamicPromptData` called each turn) sent to a Responses API model. `tool_use_behavior`
     decides whether tool results end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call.
     `capabilities` add tools, instructions and request parameters for each run (fresh copies per run; see
-    miniagents.capabilities). `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn
-    (miniagents.mcp), `mcp_config` their options."""
+    the capabilities shell). `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn (the
+    MCP shell), `mcp_config` their options."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -116,7 +116,7 @@ class Agent(Generic[TContext]):
                 raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")
         for server in self.mcp_servers:  # made by the MCP shell (miniagents/mcp/), whose plugin offers their tools
             if not callable(getattr(server, "list_tools", None)) or not callable(getattr(server, "call_tool", None)):
-                raise TypeError(f"Agent mcp_servers must be MCP servers (miniagents.mcp.MCPServerStdio), "
+                raise TypeError(f"Agent mcp_servers must be MCP servers (the MCP shell's MCPServerStdio), "
                                 f"got {type(server).__name__}")
         self._derive()
 

@@ -9,6 +9,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional, Union
 
+from . import seams
 from .context import TContext
 from .errors import UserError
 from .models.interface import ModelSettings
@@ -51,7 +52,7 @@ class UsageLimits:
 class RunConfig:
     """Settings for one run, laid over its agents' (`model`, `model_settings`) or added to theirs (guardrails).
     Tracing (`tracing_disabled`, `trace_include_sensitive_data`, `workflow_name`, `trace_id`, `group_id`,
-    `trace_metadata`, `trace_path`, `tracing`) is the tracing shell's (miniagents.tracing); it stays in the
+    `trace_metadata`, `trace_path`, `tracing`) is the tracing shell's; it stays in the
     process: nothing is ever sent anywhere."""
 
     model: Any = None
@@ -84,10 +85,7 @@ class RunConfig:
 
         self.model_tracing = ModelTracing.DISABLED if self.tracing_disabled else ModelTracing.ENABLED \
             if self.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
-        if self.trace_path:  # the tracing shell writes the run's trace (its plugin)
-            from . import seams
-
-            seams.load_shell("tracing", "RunConfig(trace_path=...)")
+        seams.load_asked_for(self)  # the tracing shell, to write the run's trace (`trace_path`)
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
             self.model_settings = ModelSettings.from_dict(self.model_settings)
         if self.tracing is not None:

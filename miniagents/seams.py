@@ -229,6 +229,15 @@ def load_shell(shell: str, what: Optional[str] = None) -> Any:
     return importlib.import_module(f"{PACKAGE}.{shell}")
 
 
+def load_asked_for(configuration: Any) -> None:
+    """Load the shells a configuration asks for when it is made: tracing for `RunConfig(trace_path=...)`, the
+    retries the run manages for `ModelSettings(retry=...)`."""
+    if getattr(configuration, "trace_path", None):
+        load_shell("tracing", "RunConfig(trace_path=...)")
+    if getattr(configuration, "retry", None) is not None:
+        load_shell("retry", "ModelSettings(retry=...)")
+
+
 _warned: set = set()
 
 
@@ -250,17 +259,20 @@ def present(shell: str) -> bool:
 
 
 class ShellFinder:
-    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`) raises
-    `MissingShellError`, which says which folder to copy back, instead of a bare ModuleNotFoundError."""
+    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`), or a shell's
+    name imported from the package (`from <package> import Workspace`, which looks for a submodule first), raises
+    `MissingShellError`, which says which folder to copy back, instead of a bare ImportError."""
 
     def __init__(self, package: str):
         self.package = package
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
         prefix, _, rest = fullname.partition(self.package + ".")
-        shell = rest.split(".")[0]
+        first = rest.split(".")[0]
+        shell = first if first in SHELLS else getattr(sys.modules.get(self.package), "_LAZY", {}).get(first, "")
+        shell = shell.split(".")[0]
         if not prefix and shell in SHELLS and not present(shell):
-            raise MissingShellError(missing(fullname, shell), name=fullname)
+            raise MissingShellError(missing(fullname if first in SHELLS else first, shell), name=fullname)
         return None
 
 

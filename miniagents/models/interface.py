@@ -73,7 +73,7 @@ class ModelSettings:
         if self.retry is not None:  # the run manages retries: the retry shell takes part in the runs (its plugin)
             from .. import seams
 
-            seams.load_shell("retry", "ModelSettings(retry=...)")
+            seams.load_asked_for(self)
 
     @classmethod
     def from_dict(cls, settings: dict) -> "ModelSettings":

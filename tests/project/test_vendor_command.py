@@ -15,8 +15,7 @@ PYTHONPATH, a scratch folder as the working folder and as TMPDIR), on a DEST und
   earlier copy, never anything else), an existing zip, a bad name, an unknown shell;
 - the command writes nothing outside DEST: not in the package it copies, its working folder or its TMPDIR.
 A renamed copy (`--as myproj._vendor.miniagents`) is made with the parents' `__init__.py` files and a decoy
-top-level `miniagents` beside it; its check is expected to fail until the package stops naming itself (xfail), and so
-is a kernel-only copy's (`from miniagents import *` names the shells it left out).
+top-level `miniagents` beside it, which the copy must never import; a kernel-only copy passes its check too.
 """
 import glob
 import hashlib
@@ -35,9 +34,6 @@ from support import ROOT
 PACKAGE = os.path.join(ROOT, "miniagents")
 SHELLS = sorted(d for d in os.listdir(PACKAGE) if d != "models" and os.path.isfile(os.path.join(PACKAGE, d, "__init__.py")))
 THIS = "{}.{}.{}".format(*sys.version_info[:3])
-RENAMED_REASON = "the package still names itself (seams.py, upstream/, __init__.py); fixed by the kernel refactor"
-
-
 def pyenv_python(version):
     """The newest pyenv CPython `version` (e.g. "3.9"), or None."""
     root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
@@ -202,7 +198,7 @@ def test_without_leaves_shell_folders_out(tmp_path):
     assert "left out: vendor" in done.stdout
 
     done = vendor(tmp_path / "b", "--without", "tracing", "--without", "upstream")
-    assert done.returncode in (0, 1), done.stderr  # the copy is made; whether it passes: the xfail test below
+    assert done.returncode == 0, done.stderr
     copy = tmp_path / "b" / "miniagents"
     assert not (copy / "tracing").exists() and not (copy / "upstream").exists()
     assert (copy / "models").is_dir() and (copy / "retry").is_dir()
@@ -212,8 +208,6 @@ def test_without_leaves_shell_folders_out(tmp_path):
     assert manifest["shells"] == [s for s in SHELLS if s not in ("tracing", "upstream")]
 
 
-@pytest.mark.xfail(strict=False, reason="a kernel-only copy's `from miniagents import *` names the shells it left "
-                                        "out (__all__); fixed by the kernel refactor")
 def test_a_kernel_only_copy_passes_its_check(tmp_path):
     done = vendor(tmp_path / "kernel", *[x for s in SHELLS for x in ("--without", s)])
     assert sorted(os.listdir(tmp_path / "kernel" / "miniagents" / "models"))  # the kernel's folder stays
@@ -372,7 +366,7 @@ def renamed_copy(tmp_path):
 
 def test_a_renamed_copy_lands_under_its_dotted_name_with_its_parent_packages(tmp_path):
     dest, done = renamed_copy(tmp_path)
-    assert done.returncode in (0, 1), done.stderr  # made; whether it passes: the xfail test below
+    assert done.returncode == 0, done.stderr
     copy = dest / "myproj" / "_vendor" / "miniagents"
     assert set(py_files(copy)) == set(py_files(PACKAGE))
     assert manifest_of(copy)["name"] == "myproj._vendor.miniagents"
@@ -383,7 +377,6 @@ def test_a_renamed_copy_lands_under_its_dotted_name_with_its_parent_packages(tmp
     assert (dest / "miniagents" / "__init__.py").read_text().startswith("raise"), "the decoy is untouched"
 
 
-@pytest.mark.xfail(strict=False, reason=RENAMED_REASON)
 def test_a_renamed_copy_passes_its_check_and_never_imports_the_decoy(tmp_path):
     dest, done = renamed_copy(tmp_path)
     assert done.returncode == 0, done.stderr
@@ -454,7 +447,7 @@ def test_the_command_writes_nothing_outside_dest(tmp_path, scratch, args):
     package_before = tree(PACKAGE)
     dest = tmp_path / ("out.zip" if "--zip" in args else "out")
     done = vendor(dest, *args, scratch=scratch)
-    assert done.returncode in (0, 1), done.stderr  # 1: a renamed copy, until the kernel refactor (xfail above)
+    assert done.returncode == 0, done.stderr
     assert tree(PACKAGE) == package_before, "the package it copies is unchanged (no __pycache__ either)"
     assert sorted(os.listdir(tmp_path)) == sorted(["out.zip" if "--zip" in args else "out", "work", "temp"])
     assert os.listdir(scratch[0]) == [] and os.listdir(scratch[1]) == [], "the working folder and TMPDIR stay empty"
