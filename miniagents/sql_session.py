@@ -2,9 +2,10 @@
 
 `SQLSession` holds the logic (what is read and written, in which transaction, with which checks); a subclass
 only says how a transaction reaches its connection (`_transaction`); the few places where databases differ are
-sql_dialect.py's. This module never imports a database driver, and never interprets,
-repairs or executes items: it encodes them as JSON (lone surrogates replaced by U+FFFD, as `items.clean_text`
-does where model text enters) and skips stored rows that are not JSON objects, with a warning.
+its dialect's (sql_dialect.py: SQLite; the dbapi shell adds PostgreSQL). This module never imports a database
+driver, and never interprets, repairs or executes items: it encodes them as JSON (lone surrogates replaced by
+U+FFFD, as `items.clean_text` does where model text enters) and skips stored rows that are not JSON objects,
+with a warning.
 
 Tables (names configurable, checked as identifiers; nothing else is ever interpolated into SQL):
     agent_sessions(session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)
@@ -35,13 +36,12 @@ import json
 import logging
 import re
 from types import SimpleNamespace
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from .caller import Ready
 from .errors import AgentsException, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
-from .sql_dialect import Dialect, ParamStyle
 
 logger = logging.getLogger("miniagents.session")
 
@@ -91,8 +91,10 @@ def _is_user_message(item: dict) -> bool:
 
 
 class SQLSession(SessionABC):
-    """A session in upstream's SQL tables plus the exactly-once ledger. Subclasses provide `_transaction` and
-    `close`, and call `_bind(dialect, paramstyle)` before the first statement."""
+    """A session in upstream's SQL tables plus the exactly-once ledger. Subclasses provide `close` and
+    `_transaction(body, *, write, repeatable=True)`: `body(cursor)` in one transaction, its result returned
+    (`repeatable`: running the write again after a commit whose outcome is unknown changes nothing: a `once`
+    append, a claim, a settle, a clear). They call `_bind` before the first statement."""
 
     def __init__(self, session_id: Any, *, sessions_table: str, messages_table: str, tool_calls_table: str,
                  session_settings: Optional[SessionSettings]):
@@ -103,9 +105,10 @@ class SQLSession(SessionABC):
         self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
         self.session_settings = SessionSettings.coerce(session_settings)  # upstream's default: no limit
 
-    def _bind(self, dialect: Dialect, paramstyle: Any) -> None:
-        """Build every statement once, in the dialect and the driver's placeholder style."""
-        self._dialect, self._style = dialect, ParamStyle(type(self).__name__, paramstyle)
+    def _bind(self, dialect: Any, style: Any = None) -> None:
+        """Build every statement once, in the dialect. They are written with `?` placeholders, sqlite3's own;
+        `style` (the dbapi shell's `ParamStyle`: `.sql(text)`, `.args(values)`) turns them into a driver's."""
+        self._dialect, self._args = dialect, style.args if style else tuple  # sqlite3 takes the values as they are
         s, m, t = self.sessions_table, self.messages_table, self.tool_calls_table
         ignore = dialect.insert_ignoring_conflict
         sql = {
@@ -123,7 +126,7 @@ class SQLSession(SessionABC):
             "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "record": ignore(t, "session_id, run_id, call_id, output", 4),
         }
-        self._sql = SimpleNamespace(**{name: self._style.sql(text) for name, text in sql.items()})
+        self._sql = SimpleNamespace(**{name: style.sql(text) if style else text for name, text in sql.items()})
         self._schema = [
             f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
             "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)",
@@ -135,21 +138,10 @@ class SQLSession(SessionABC):
             "call_id TEXT NOT NULL, output TEXT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
             "PRIMARY KEY (session_id, run_id, call_id))",
         ]
-        lock = dialect.schema_lock((s, m, t))
-        if lock is not None:
-            self._schema.insert(0, lock)
         # Every column a statement above names: a table of the same name in another layout fails here, at once.
         self._probes = [f"SELECT session_id, updated_at FROM {s} WHERE 1 = 0",
                         f"SELECT session_id, id, message_data FROM {m} WHERE 1 = 0",
                         f"SELECT session_id, run_id, call_id, output FROM {t} WHERE 1 = 0"]
-
-    def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
-        """Run `body(cursor)` in one transaction and return its result. `repeatable`: running the write again
-        after a commit whose outcome is unknown changes nothing (a `once` append, a claim, a settle, a clear)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
 
     def __enter__(self) -> Any:
         return self
@@ -185,7 +177,7 @@ class SQLSession(SessionABC):
                                  f"{self._where()} {problem}{outcome}")
 
     def _execute(self, cur: Any, name: str, *args: Any) -> Any:
-        cur.execute(getattr(self._sql, name), self._style.args(args))
+        cur.execute(getattr(self._sql, name), self._args(args))
         return cur
 
     # --- items ---------------------------------------------------------------------------------------------
@@ -274,7 +266,7 @@ class SQLSession(SessionABC):
                 return False
             self._execute(cur, "touch_session", self.session_id)  # writers of this session queue here
             if rows:
-                cur.executemany(self._sql.insert_message, [self._style.args(row) for row in rows])
+                cur.executemany(self._sql.insert_message, [self._args(row) for row in rows])
             return True
 
         return Ready(self._transaction(body, write=True, repeatable=once is not None))

@@ -91,7 +91,7 @@ class SQLiteSession(SQLSession):
                  *, tool_calls_table: str = "agent_tool_calls"):
         super().__init__(session_id, sessions_table=sessions_table, messages_table=messages_table,
                          tool_calls_table=tool_calls_table, session_settings=session_settings)
-        self._bind(SQLITE, "qmark")
+        self._bind(SQLITE)
         try:
             path = os.fsdecode(os.fspath(db_path))
         except TypeError:
