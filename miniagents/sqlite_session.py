@@ -137,14 +137,10 @@ class SQLiteSession(SQLSession):
             try:
                 return step()
             except sqlite3.Error as exc:
-                if SQLITE.is_transient(exc, None) and time.monotonic() + delay < deadline:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.1)
-                    continue
-                error = self._store_error(exc, "opening")
-                if error is None:
-                    raise
-                raise error from exc
+                if not SQLITE.is_transient(exc) or time.monotonic() + delay >= deadline:
+                    self._raise_store_error(exc, "opening")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
 
     def _where(self) -> str:
         return f"the database {self.db_path!r}" if self._is_file else "the in-memory database"
@@ -156,10 +152,7 @@ class SQLiteSession(SQLSession):
             try:
                 return run_transaction(shared.conn, SQLITE, body, write, committing)
             except sqlite3.Error as exc:
-                error = self._store_error(exc, "a write" if write else "a read", write, committing)
-                if error is None:
-                    raise
-                raise error from exc
+                self._raise_store_error(exc, "a write" if write else "a read", write, committing)
 
     def close(self) -> None:
         """Release this session's connection; the last session on a file closes it. Later calls reconnect."""

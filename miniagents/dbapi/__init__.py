@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..errors import UserError
 from ..session import SessionSettings
@@ -131,10 +131,9 @@ class DBAPISession(SQLSession):
             conn = connect()
         except Exception as exc:  # with a driver it knows (sqlite3: a file it cannot open), it says what to do
             self._dialect = DIALECTS.get(dialect) or _DRIVER_DIALECTS.get(type(exc).__module__.partition(".")[0])
-            error = self._store_error(exc, "opening") if self._dialect is not None else None
-            if error is None:
+            if self._dialect is None:
                 raise
-            raise error from exc
+            self._raise_store_error(exc, "opening")
         driver_name = type(conn).__module__.partition(".")[0]
         try:
             chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
@@ -148,6 +147,8 @@ class DBAPISession(SQLSession):
             if chosen is POSTGRESQL:
                 self._schema.insert(0, POSTGRESQL.schema_lock((self.sessions_table, self.messages_table,
                                                                self.tool_calls_table)))
+            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {self.messages_table} WHERE "
+                                             "session_id = ? AND id < ? ORDER BY id DESC LIMIT ?")
         except BaseException:
             _close_quietly(conn)
             raise
@@ -158,6 +159,18 @@ class DBAPISession(SQLSession):
         except BaseException:
             self.close()  # the caller never gets this object: its connection must not outlive it
             raise
+
+    def _rows_newest_first(self, cur: Any, limit: Optional[int]) -> Iterator[tuple]:
+        """A page at a time, as a driver that reads a whole result into memory (psycopg) needs: pages grow from
+        64 rows (at most `limit`) to 4096, so what is read follows what is returned."""
+        before, page = 2**63 - 1, 64  # above every id: the first page
+        while True:
+            want = page if limit is None else min(page, limit)
+            rows = self._execute(cur, "page", self.session_id, before, want).fetchall()
+            yield from rows
+            if len(rows) < want:
+                return
+            before, page = rows[-1][0], min(page * 2, 4096)
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid == os.getpid():
@@ -179,10 +192,7 @@ class DBAPISession(SQLSession):
                     return run_transaction(conn, self._dialect, body, write, committing)
                 except Exception as exc:
                     if conn is not None and not self._dialect.is_transient(exc, conn):
-                        error = self._store_error(exc, "a write" if write else "a read", write, committing)
-                        if error is None:
-                            raise
-                        raise error from exc
+                        self._raise_store_error(exc, "a write" if write else "a read", write, committing)
                     self._drop(conn)  # lost, or unsure: the next attempt starts on a fresh connection
                     what = "write" if write else "read"
                     unknown = bool(committing) and write
