@@ -19,16 +19,17 @@ would otherwise fail. That step and the schema creation change nothing when repe
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
+from . import needs
 from .errors import UserError
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
 from .sql_session import SessionStoreError, SQLSession
 
+sqlite3 = needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
 BUSY_TIMEOUT_MS = 30000
 
 
