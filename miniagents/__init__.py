@@ -98,7 +98,7 @@ class MissingModuleError(AgentsException, ImportError):
         self.feature, self.name = feature, module
 
 
-def needs(module: str, feature: str):
+def _needs(module: str, feature: str):
     """`import module` for a kernel module whose `feature` needs it; `MissingModuleError` if this Python lacks it."""
     import importlib
 

@@ -9,16 +9,14 @@ with a warning.
 
 The tables are created by `_bind`'s statements (names configurable, checked as identifiers; nothing else is ever
 interpolated into SQL). `agent_sessions` and `agent_messages` (one JSON item per row, indexed by session and id)
-are upstream's layout, so upstream's databases load unchanged.
-
-The third table, `agent_tool_calls`, is the exactly-once ledger (ours; upstream has none). `claim_call` inserts the row
-(session_id, run_id, call_id) ignoring a conflict, and the row count says who won: the primary key decides,
-never a read-then-write. `settle_call` stores the call's output as a JSON string (ASCII, so any text round-trips,
-NUL and lone surrogates included). `add_items(..., once=key)` records its key in the same table and transaction
-as the rows, as (session_id, run_id='', call_id=key): run ids are never empty (`claim_call` refuses one), so a
-key can never collide with a call. The ledger has no foreign key, so a claim needs no session row;
-`clear_session` deletes the session's ledger rows itself. It is read by primary key only, never through the
-`limit` / `limit_turns` window of `get_items`.
+are upstream's layout, so upstream's databases load unchanged. The third, `agent_tool_calls`, is the exactly-once
+ledger (ours; upstream has none). `claim_call` inserts the row (session_id, run_id, call_id) ignoring a conflict,
+and the row count says who won: the primary key decides, never a read-then-write. `settle_call` stores the call's
+output as a JSON string (ASCII, so any text round-trips, NUL and lone surrogates included). `add_items(...,
+once=key)` records its key in the same table and transaction as the rows, as (session_id, run_id='',
+call_id=key): run ids are never empty (`claim_call` refuses one), so a key can never collide with a call. The
+ledger has no foreign key, so a claim needs no session row; `clear_session` deletes the session's ledger rows
+itself. It is read by primary key only, never through the `limit` / `limit_turns` window of `get_items`.
 
 Writers of one session queue on its session row (each write updates `updated_at` before touching messages:
 a row lock on PostgreSQL; on SQLite `BEGIN IMMEDIATE` already queues every writer), so the rows of one

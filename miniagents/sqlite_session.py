@@ -1,16 +1,14 @@
 """`SQLiteSession`: a session in a SQLite file (or in memory), the embedded default.
 
-Everything a session reads and writes is `SQLSession`'s (sql_session.py: upstream's tables, the exactly-once
-ledger, the limit walk, the JSON rules). This module adds only how SQLite is reached:
+Everything a session reads and writes is `SQLSession`'s (sql_session.py); this module adds how SQLite is reached:
 - one connection and one lock per database file per process, shared by all sessions on it (a connection
   inherited through fork is never used: the child opens its own);
 - WAL journal, a 30 s busy timeout and foreign keys on; every write is `BEGIN IMMEDIATE` … `COMMIT`/`ROLLBACK`,
   so writers (threads or processes) queue instead of failing;
 - a new database file is created readable and writable by its owner only (0600: it holds conversations);
   SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone;
-- a file that cannot be used (not a database, corrupt, unreadable, read-only, a full disk, locked past the busy
-  timeout, tables of another layout) is a `SessionStoreError` naming the file and what to do, at the first
-  statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
+- a file that cannot be used is a `SessionStoreError` naming the file and what to do (docs/sessions.md lists the
+  cases), at the first statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
 It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
 repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
 to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
@@ -23,13 +21,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import needs
+from . import _needs
 from .errors import UserError
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
 from .sql_session import SessionStoreError, SQLSession
 
-sqlite3 = needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
+sqlite3 = _needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
 BUSY_TIMEOUT_MS = 30000
 
 
@@ -164,8 +162,6 @@ class SQLiteSession(SQLSession):
             shared.users -= 1
             if shared.users > 0:
                 return
-            key = (os.getpid(), self.db_path)
-            if _registry.get(key) is shared:
-                del _registry[key]
+            _registry.pop((os.getpid(), self.db_path), None)  # (a :memory: connection was never registered)
         with shared.lock:
             shared.conn.close()
