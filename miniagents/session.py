@@ -4,8 +4,8 @@ The contract every session keeps: `Session` (`SessionABC` is its abstract-class 
 reads the history once with `get_items` and writes each finished turn with one `add_items` (one transaction).
 `SQLiteSession` (sqlite_session.py) and the dbapi shell's `DBAPISession` are built on sql_session.py's tables.
 
-A session that also keeps the exactly-once ledger (`claim_call`, `settle_call`, `add_items(..., once=key)`; both
-of those do) lets the kernel guarantee that an approved call never runs twice however a paused state is resumed.
+A session that also keeps the exactly-once ledger (`claim_call`, `settle_call`, `add_items(..., once=key)`, as
+both of those do) lets the kernel guarantee that an approved call never runs twice however a paused state is resumed.
 The kernel looks these methods up with `getattr`, so a session without them still works, without that guarantee.
 
 Methods do their work when called, as the kernel does; what they return can also be awaited (`SessionItems`, a
