@@ -80,8 +80,32 @@ def __getattr__(name: str):
             raise AttributeError(str(missing)) from None
     import importlib
 
-    value = globals()[name] = getattr(importlib.import_module(f".{module}", __name__), name)
+    try:
+        value = globals()[name] = getattr(importlib.import_module(f".{module}", __name__), name)
+    except MissingModuleError as missing:  # an AttributeError, so that hasattr() answers False,
+        globals()["__all__"] = [n for n in __all__ if n != name]  # and `from miniagents import *` leaves it out
+        raise AttributeError(str(missing)) from missing
     return value
+
+
+class MissingModuleError(AgentsException, ImportError):
+    """A feature needs a standard-library module this Python was built without (minimal and embedded builds
+    often lack `_sqlite3`, `_ssl` or `zlib`). `feature` is the feature, `name` the missing module."""
+
+    def __init__(self, feature: str, module: str):
+        super().__init__(f"{feature} needs the standard-library module {module!r}, which this Python "
+                         f"({sys.executable}) was built without: use a Python that has it to use {feature}")
+        self.feature, self.name = feature, module
+
+
+def _needs(module: str, feature: str):
+    """`import module` for a kernel module whose `feature` needs it; `MissingModuleError` if this Python lacks it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        raise MissingModuleError(feature, error.name or module) from error
 
 
 seams.install_finder()  # `miniagents.<name>` of a shell this copy lacks says so
