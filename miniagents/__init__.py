@@ -18,7 +18,7 @@ from .config import (CallModelData, ModelInputData, OutputGuardrailBlockedMessag
                      RunErrorHandlerInput, RunErrorHandlerResult, ToolErrorFormatterArgs, UsageLimits)
 from .context import RunContextWrapper, ToolContext, Usage
 from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
-                     ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,
+                     MissingFeatureError, ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,
                      OutputGuardrailTripwireTriggered, RunErrorDetails, ToolInputGuardrailTripwireTriggered,
                      ToolOutputGuardrailTripwireTriggered, ToolTimeoutError, UsageLimitExceeded, UserError)
 from .handoffs import Handoff, HandoffInputData, handoff
@@ -67,49 +67,34 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    """A name of `_LAZY`, loaded now. A shell's name in a copy of miniagents that left the shell out is an
-    AttributeError that says so (so `hasattr` answers False)."""
+    """A name of `_LAZY`, loaded now. A name this copy or this Python lacks (a shell left out, `_sqlite3` missing)
+    is an AttributeError that says so (so `hasattr` answers False; `from miniagents import ...` raises the
+    `MissingFeatureError` itself, through `seams.ShellFinder`)."""
+    if name == "__all__":  # `from miniagents import *`: every name this copy can give
+        names = [n for n, value in globals().items() if not n.startswith("_") and not isinstance(value, type(sys))]
+        value = globals()["__all__"] = sorted(names + [n for n in _LAZY if _loads(n)])
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r} (a name of the OpenAI Agents SDK may be "
                              f"in its upstream shell, {__name__}.upstream)")
-    if module.split(".")[0] in seams.SHELLS:
-        try:
-            seams.load_shell(module.split(".")[0], name)
-        except seams.MissingShellError as missing:  # an AttributeError, so that hasattr() answers False
-            raise AttributeError(str(missing)) from None
     import importlib
 
     try:
+        if module.split(".")[0] in seams.SHELLS:
+            seams.load_shell(module.split(".")[0], name)
         value = globals()[name] = getattr(importlib.import_module(f".{module}", __name__), name)
-    except MissingModuleError as missing:  # an AttributeError, so that hasattr() answers False,
-        globals()["__all__"] = [n for n in __all__ if n != name]  # and `from miniagents import *` leaves it out
+    except MissingFeatureError as missing:
         raise AttributeError(str(missing)) from missing
     return value
 
 
-class MissingModuleError(AgentsException, ImportError):
-    """A feature needs a standard-library module this Python was built without (minimal and embedded builds
-    often lack `_sqlite3`, `_ssl` or `zlib`). `feature` is the feature, `name` the missing module."""
-
-    def __init__(self, feature: str, module: str):
-        super().__init__(f"{feature} needs the standard-library module {module!r}, which this Python "
-                         f"({sys.executable}) was built without: use a Python that has it to use {feature}")
-        self.feature, self.name = feature, module
-
-
-def _needs(module: str, feature: str):
-    """`import module` for a kernel module whose `feature` needs it; `MissingModuleError` if this Python lacks it."""
-    import importlib
-
+def _loads(name: str) -> bool:
     try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as error:
-        raise MissingModuleError(feature, error.name or module) from error
+        __getattr__(name)
+        return True
+    except AttributeError:
+        return False
 
 
 seams.install_finder()  # `miniagents.<name>` of a shell this copy lacks says so
-__all__ = sorted([name for name, value in globals().items() if not name.startswith("_")
-                  and not isinstance(value, type(sys))]  # the names above, not the modules
-                 + [name for name, module in _LAZY.items() if module.split(".")[0] not in seams.SHELLS
-                    or seams.present(module.split(".")[0])])  # and those that load on first use, in this copy

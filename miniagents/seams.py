@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
+from .errors import MissingFeatureError, warn
+
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
@@ -213,19 +215,17 @@ def change(plugins: tuple, seam: str, run: Any, *args: Any) -> Any:
 PACKAGE = __name__.rpartition(".")[0]
 
 
-class MissingShellError(ImportError):
-    """A name or module of a shell folder this copy of miniagents does not have."""
-
-
-def missing(what: str, shell: str) -> str:
-    return (f"{what} is part of {SHELLS[shell]}: the shell folder {PACKAGE}/{shell}/, which this copy of "
-            f"miniagents does not have (copy that folder back from a full miniagents to use it)")
+def missing(what: str, shell: str) -> MissingFeatureError:
+    """The error for `what` (a name, a module path, an option) of a shell this copy lacks."""
+    return MissingFeatureError(what, f"{SHELLS[shell]}: the shell folder {PACKAGE}/{shell}/",
+                               "this copy of miniagents does not have (copy that folder back from a full miniagents "
+                               "to use it)", f"{PACKAGE}.{shell}")
 
 
 def load_shell(shell: str, what: Optional[str] = None) -> Any:
-    """Import the shell `<package>.<shell>`; `MissingShellError` (naming what needs it) when it was left out."""
+    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out."""
     if not present(shell):
-        raise MissingShellError(missing(what or f"{PACKAGE}.{shell}", shell), name=f"{PACKAGE}.{shell}")
+        raise missing(what or f"{PACKAGE}.{shell}", shell)
     return importlib.import_module(f"{PACKAGE}.{shell}")
 
 
@@ -245,11 +245,9 @@ def ask_for(shell: str, what: str) -> None:
     """Load a shell the environment asks for (`MINIAGENTS_TRACE`); in a copy without it, warn once and go on."""
     try:
         load_shell(shell, what)
-    except MissingShellError as error:
+    except MissingFeatureError as error:
         if shell not in _warned:
             _warned.add(shell)
-            from .errors import warn
-
             warn("%s; the run goes on without it", error)
 
 
@@ -259,9 +257,9 @@ def present(shell: str) -> bool:
 
 
 class ShellFinder:
-    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`), or a shell's
-    name imported from the package (`from <package> import Workspace`, which looks for a submodule first), raises
-    `MissingShellError`, which says which folder to copy back, instead of a bare ImportError."""
+    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`), or a name the
+    package cannot give imported from it (`from <package> import Workspace` or `SQLiteSession`, which looks for a
+    submodule first), raises the `MissingFeatureError` that says what is missing instead of a bare ImportError."""
 
     def __init__(self, package: str):
         self.package = package
@@ -269,10 +267,14 @@ class ShellFinder:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
         prefix, _, rest = fullname.partition(self.package + ".")
         first = rest.split(".")[0]
-        shell = first if first in SHELLS else getattr(sys.modules.get(self.package), "_LAZY", {}).get(first, "")
-        shell = shell.split(".")[0]
-        if not prefix and shell in SHELLS and not present(shell):
-            raise MissingShellError(missing(fullname if first in SHELLS else first, shell), name=fullname)
+        module = first if first in SHELLS else getattr(sys.modules.get(self.package), "_LAZY", {}).get(first, "")
+        shell = module.split(".")[0]
+        if prefix or not module:
+            return None
+        if shell not in SHELLS:  # a kernel name whose module did not load: importing it says why
+            importlib.import_module(f"{self.package}.{module}")
+        elif not present(shell):
+            raise missing(fullname if first in SHELLS else first, shell)
         return None
 
 

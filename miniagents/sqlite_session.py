@@ -21,13 +21,12 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import _needs
-from .errors import UserError
+from .errors import UserError, needs
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
 from .sql_session import SessionStoreError, SQLSession
 
-sqlite3 = _needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
+sqlite3 = needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
 BUSY_TIMEOUT_MS = 30000
 
 

@@ -269,8 +269,6 @@ def test_a_compiled_zip_holds_unchecked_bytecode_that_zipimport_uses(tmp_path):
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in Python is a shell script")
-@pytest.mark.xfail(strict=False, reason="without sqlite3, `from miniagents import *` fails (SQLiteSession is in "
-                                        "__all__ and needs it); fixed by the kernel refactor")
 def test_a_python_without_sqlite3_skips_the_session_step_and_says_so(tmp_path, good_copy):
     stand_in = tmp_path / "python-without-sqlite3"  # runs the check's code with _sqlite3 blocked
     stand_in.write_text(f"""#!/bin/sh

@@ -5,7 +5,7 @@ a fresh interpreter in which a finder first on `sys.meta_path` refuses the modul
 (`ModuleNotFoundError` naming it), and reports what miniagents did as JSON.
 
 - Without `_sqlite3`, `SQLiteSession` is a feature missing, not a crash: `hasattr` answers False, reading the
-  name raises an AttributeError whose cause is the typed `MissingModuleError` (an `AgentsException` and an
+  name raises an AttributeError whose cause is the typed `MissingFeatureError` (an `AgentsException` and an
   `ImportError` naming the feature and the module), importing its module raises that error, and
   `from miniagents import *`, a run, the session contract and `DBAPISession` (which imports no sqlite3) all work.
 - Without `zlib`, both sessions work: only PostgreSQL's schema lock hashed table names with it, and it now uses
@@ -86,7 +86,7 @@ def test_the_blocker_takes_the_module_away():
 def test_without_sqlite3_sqlite_session_is_a_missing_feature_with_a_typed_error():
     report = without(["_sqlite3"], '''
         import miniagents
-        from miniagents import AgentsException, MissingModuleError
+        from miniagents import AgentsException, MissingFeatureError
 
         report = {"hasattr": hasattr(miniagents, "SQLiteSession")}
         try:
@@ -99,14 +99,14 @@ def test_without_sqlite3_sqlite_session_is_a_missing_feature_with_a_typed_error(
         for statement in ("import miniagents.sqlite_session", "from miniagents.sqlite_session import SQLiteSession"):
             try:
                 exec(statement)
-            except MissingModuleError as error:
+            except MissingFeatureError as error:
                 report[statement] = [error.feature, error.name]
         print(json.dumps(report))
     ''')
     assert report["hasattr"] is False
     assert "SQLiteSession needs the standard-library module '_sqlite3'" in report["read"]
     assert "which this Python" in report["read"] and "was built without" in report["read"]
-    assert report["cause"] == ["MissingModuleError", True, True, "SQLiteSession", "_sqlite3", True]
+    assert report["cause"] == ["MissingFeatureError", True, True, "SQLiteSession", "_sqlite3", True]
     assert report["import miniagents.sqlite_session"] == ["SQLiteSession", "_sqlite3"]
     assert report["from miniagents.sqlite_session import SQLiteSession"] == ["SQLiteSession", "_sqlite3"]
 
@@ -143,16 +143,12 @@ def test_without_sqlite3_everything_else_works():
     assert report == {"star": True, "names": [True, True, True], "calls": [1, 3], "stored": 4, "sqlite3": False}
 
 
-@pytest.mark.xfail(strict=True, reason="`from miniagents import X` asks the import system for miniagents.X once "
-                                       "the attribute is missing: only the kernel's finder (seams.py) can raise "
-                                       "the typed error there, and then `import *` needs an __all__ that leaves "
-                                       "the name out before it is read")
 def test_without_sqlite3_importing_the_name_from_the_package_raises_the_typed_error():
     report = without(["_sqlite3"], '''
-        from miniagents import MissingModuleError
+        from miniagents import MissingFeatureError
         try:
             from miniagents import SQLiteSession  # noqa: F401
-        except MissingModuleError as error:
+        except MissingFeatureError as error:
             print(json.dumps([error.feature, error.name]))
         except ImportError as error:
             print(json.dumps(str(error)))
