@@ -60,8 +60,12 @@ class Recorder:
 
     def record(self, model: Any, stream: bool, request: dict, response: dict) -> None:
         """Write one answered call as the next line."""
-        secrets = redaction.environment_secrets() + [redaction.model_secret(model)]
-        request, response = (self._hook(redaction.without_secrets(part, secrets)) for part in (request, response))
+        secrets = redaction.environment_secrets() + redaction.model_secrets(model)
+        request = self._hook(redaction.without_secrets(request, secrets))
+        if "events" in response:  # a secret may come cut across deltas: each streamed text is searched whole
+            response = {"events": self._hook.events(redaction.stream_without_secrets(response["events"], secrets))}
+        else:
+            response = self._hook(redaction.without_secrets(response, secrets))
         with self._lock:
             self.count += 1
             self._write({"n": self.count, "model": model_name(model), "stream": stream, "request": request,
