@@ -18,7 +18,8 @@ from support import ROOT
 
 
 def calls(path) -> list:
-    return [json.loads(line) for line in open(path, encoding="utf-8").read().splitlines()[1:]]
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f.read().splitlines()[1:]]
 
 
 def test_a_failed_call_leaves_no_line_and_its_error_passes_through(tmp_path):
