@@ -60,6 +60,12 @@ def environment_secrets() -> list:
             for found in {value, value.strip()} if len(found.strip()) >= SHORTEST_SECRET]
 
 
+def model_secret(model: Any) -> Any:
+    """What a miniagents HTTP adapter keeps secret (see `model_secrets`), as its transport holds it: the API key, or
+    a tuple of it and the base URL's credentials; None for any other model. `searched` takes either."""
+    return model.transport.secret if isinstance(model, EndpointModel) else None
+
+
 def model_secrets(model: Any) -> list:
     """What a miniagents HTTP adapter keeps secret (its transport's: the API key, and credentials in its base URL;
     asked only after a call succeeded, so the transport exists); nothing for any other model."""
@@ -81,9 +87,11 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
-def searched(secrets: Iterable[Optional[str]]) -> list:
-    """The secrets worth searching for: long enough not to match ordinary text, longest first."""
-    return sorted({s for s in secrets if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+def searched(secrets: Iterable[Any]) -> list:
+    """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
+    match ordinary text, longest first."""
+    found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
+    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
 
 
 def secret_spans(text: str, secrets: list) -> list:
