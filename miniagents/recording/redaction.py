@@ -137,12 +137,29 @@ def cut_out(pieces: list, spans: list) -> list:
 
 
 def without_secrets(value: Any, secrets: Iterable[Optional[str]]) -> Any:
-    """`value` with every occurrence of each secret, inside any string, replaced by `REDACTED`; also inside a
-    string that is JSON text (a tool call's arguments), where escapes (`\\u0073k-...`, `\\/`) could hide one."""
+    """`value` with every occurrence of each secret, inside any string (an object's keys too), replaced by
+    `REDACTED`; also inside a string that is JSON text (a tool call's arguments), where escapes (`\\u0073k-...`,
+    `\\/`) could hide one; and across the `text` of the parts of one list (a message's content parts, a reasoning
+    summary), which whoever reads them joins."""
     found = searched(secrets)
-    if not found:
-        return value
-    return map_strings(value, lambda text: without_encoded(cut_out([text], secret_spans(text, found))[0], found))
+    return _scrubbed(value, found) if found else value
+
+
+def _scrubbed(value: Any, found: list) -> Any:
+    if isinstance(value, str):
+        return without_encoded(cut_out([value], secret_spans(value, found))[0], found)
+    if isinstance(value, dict):
+        return {_scrubbed(key, found): _scrubbed(inner, found) for key, inner in value.items()}
+    if isinstance(value, list):
+        parts = [index for index, inner in enumerate(value) if isinstance(inner, dict)
+                 and isinstance(inner.get("text"), str)]
+        if len(parts) > 1:  # one text in pieces: cut what a secret spans out of the pieces it spans
+            texts = [value[index]["text"] for index in parts]
+            value = list(value)
+            for index, text in zip(parts, cut_out(texts, secret_spans("".join(texts), found))):
+                value[index] = {**value[index], "text": text}
+        return [_scrubbed(inner, found) for inner in value]
+    return value
 
 
 def without_encoded(text: str, secrets: list) -> str:
@@ -175,17 +192,18 @@ def without_encoded(text: str, secrets: list) -> str:
 
 # --- Streams: a secret can arrive cut into pieces -------------------------------------------------------------
 
-DELTA_KEYS = ("type", "item_id", "output_index", "content_index", "summary_index")  # one streamed text's events
+DELTA_KEYS = ("type", "item_id", "output_index", "content_index", "summary_index")  # one streamed part's events
+ITEM_KEYS = DELTA_KEYS[:3]  # one item's streamed text, its parts joined (as a message's text is)
 
 
-def delta_groups(events: list) -> list:
+def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
     """The streamed texts of `events`: for each, the indexes of its delta events (`"delta"` a string), in order. The
-    deltas of one text are the events of one type for one item, part and summary; whoever reads a stream joins
-    them."""
+    deltas of one text are the events of one type with the same `keys` (item, part, summary); whoever reads a
+    stream joins them."""
     groups: dict = {}
     for index, event in enumerate(events):
         if isinstance(event, dict) and isinstance(event.get("delta"), str):
-            key = repr([event.get(name) for name in DELTA_KEYS])
+            key = repr([event.get(name) for name in keys])
             groups.setdefault(key, []).append(index)
     return list(groups.values())
 
@@ -199,7 +217,7 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
     if not found:
         return events
     events = list(events)
-    for indexes in delta_groups(events):
+    for indexes in delta_groups(events, ITEM_KEYS):  # an item's parts joined: a message's text is
         pieces = [events[index]["delta"] for index in indexes]
         spans = secret_spans("".join(pieces), found)
         if spans:

@@ -252,3 +252,50 @@ def test_the_redact_hook_sees_each_streamed_text_whole(tmp_path):
     assert texts == ["Dear <name>, hello", "", ""]
     arguments = [e["delta"] for e in recorded if e["type"] == "response.function_call_arguments.delta"]
     assert arguments == ['{"text": "<name>"}']
+
+
+# --- Beyond deltas: other ways a reader joins strings, and keys ----------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), secret=SECRET, streamed=st.booleans())
+def test_a_secret_split_across_a_messages_content_parts_is_redacted(tmp_path_factory, monkeypatch, data, secret,
+                                                                     streamed):
+    """A message's text is its output_text parts joined (that is the final output): a key cut across two parts,
+    or across the deltas of two parts, is redacted too."""
+    monkeypatch.setenv(ENV_NAME, secret)
+    text = data.draw(AROUND) + secret + data.draw(AROUND)
+    at = data.draw(st.integers(1, len(text) - 1))
+    parts = [text[:at], text[at:]]
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": part, "annotations": []} for part in parts]}
+    if streamed:
+        events = [{"type": "response.created", "response": {"id": "r1", "output": []}}]
+        events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": i,
+                    "delta": part} for i, part in enumerate(parts)]
+        events.append({"type": "response.completed", "response": {"id": "r1", "output": [message], "usage": None}})
+        step = ModelStep.stream(events)
+    else:
+        step = [message]
+    path = tmp_path_factory.mktemp("parts") / "run.jsonl"
+    with Recorder(path) as recorder:
+        recorded, _ = run("streamed" if streamed else "sync",
+                          Agent(name="Desk", model=recorder.wrap(ScriptedModel([step]))), "Say it back.")
+    assert recorded.final_output == text
+    line = json.loads(path.read_text(encoding="utf-8").splitlines()[1])
+    output = line["response"]["events"][-1]["response"]["output"] if streamed else line["response"]["output"]
+    assert secret not in "".join(part["text"] for part in output[0]["content"])
+    if streamed:
+        assert secret not in "".join(e["delta"] for e in line["response"]["events"] if "delta" in e)
+    replayed, _ = run("sync", Agent(name="Desk", model=Replay(path)), "Say it back.")
+    assert secret not in replayed.final_output and REDACTED in replayed.final_output
+
+
+def test_a_secret_as_a_key_of_an_output_item_is_redacted(tmp_path, monkeypatch):
+    """A server may put anything in an output item's fields, its names included: a key there is redacted too."""
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv(ENV_NAME, secret)
+    message = {**assistant_message("Hi"), secret: {"note": secret}}
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="Desk", model=recorder.wrap(ScriptedModel([[message]]))), "Hi")
+    assert secret not in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
