@@ -172,6 +172,15 @@ class _Capped(io.RawIOBase):
         return count
 
 
+MAX_REGEX_SECONDS = 86400.0  # the longest matching budget a search is given, whatever regex_seconds says
+
+
+def _seconds(value: Any) -> float:
+    """`regex_seconds` as a budget the system can count: a number from a millisecond to a day (not a number: 2)."""
+    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 2.0
+    return 2.0 if number != number else min(max(number, 0.001), MAX_REGEX_SECONDS)
+
+
 class _Matcher:
     """A regex search's child process (`_MATCHER`) and every wait on it, each bounded: starting (it must say who it
     is within `START_SECONDS`), and each later wait (taking lines, giving its answers) within the matching budget
@@ -181,7 +190,7 @@ class _Matcher:
     MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 200 characters, each escaped in 12 bytes]
 
     def __init__(self, python: str, seconds: float):
-        self.seconds = max(float(seconds), 0.001)
+        self.seconds = _seconds(seconds)
         self.status: Optional[int] = None
         self.timed_out = False
         self._answers: list = []
@@ -729,7 +738,7 @@ class Workspace(Capability):
             answers = child.finish()
         if child.timed_out:
             raise ToolError(f"Search stopped: the regular expression {pattern!r} did not finish within "
-                            f"{self.regex_seconds:g} seconds (a pattern with nested repeats such as '(a+)+' can "
+                            f"{child.seconds:g} seconds (a pattern with nested repeats such as '(a+)+' can "
                             "take exponential time); simplify it or search a narrower path.")
         if child.status != 0 or answers is None:
             raise ToolError(f"Search failed: the process matching the regular expression stopped (exit status "

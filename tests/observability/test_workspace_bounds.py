@@ -369,3 +369,22 @@ def test_the_workspace_leaks_no_open_file_under_python_dev_mode(root):
     done = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", DEV_MODE, root],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.stdout.strip() == "clean" and "ResourceWarning" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("seconds, shown", [(float("nan"), "2"), (float("inf"), "86400"), (1e300, "86400"),
+                                            (-1, "0.001"), (0, "0.001"), ("3", "2"), (True, "2")])
+def test_any_regex_seconds_gives_a_bounded_search_and_no_thread_dies(root, monkeypatch, seconds, shown):
+    """A budget that is not a sensible number is read as one (a millisecond to a day; not a number: 2 s); no
+    watchdog thread dies of it."""
+    import threading
+    died = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+    write(root, "a.txt", "needle\n")
+    write(root, "aaa.txt", "a" * 40 + "b\n")
+    workspace = Workspace(root)
+    workspace.regex_seconds = seconds
+    assert workspace.search("need.e", regex=True) == "a.txt:1: needle" or shown == "0.001"
+    if shown == "0.001":
+        assert refused(workspace.search, "(a|aa)+$", ".", True).startswith(
+            "Search stopped: the regular expression '(a|aa)+$' did not finish within 0.001 seconds")
+    assert died == []
