@@ -357,3 +357,26 @@ def test_https_without_ssl_is_a_user_error_naming_the_url_and_the_module():
     for secret in ("pw-hunter2", "AIzaQUERYKEY123", "sk-no-ssl-0123456789"):
         assert secret not in said
     assert "plain: ModelHTTPError" in said  # plain http still works (here: a refused connection, typed)
+
+
+def test_proxy_credentials_never_reach_a_server_the_proxy_is_bypassed_for(shared_server, monkeypatch):
+    """`no_proxy` sends a host's requests straight to it: its credentials for the proxy are not sent there."""
+    monkeypatch.setenv("http_proxy", "http://ada:hunter2-secret@proxy.example.test:3128")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    shared_server.requests.clear()
+    shared_server.replies[:] = [{"json": chat_completion("direct")}]
+    model = OpenAIChatCompletionsModel("m", base_url=shared_server.url, api_key="sk-test", max_retries=0)
+    assert ask(model).output[0]["content"][0]["text"] == "direct"
+    assert "proxy-authorization" not in shared_server.requests[0]["headers"]
+
+
+def test_a_credential_sent_in_extra_headers_or_extra_query_and_echoed_is_in_no_message(shared_server):
+    secret, token = "hdr-secret-0123456789", "qry-token-9876543210"
+    shared_server.replies[:] = [{"status": 400, "json": {"error": {"message": f"bad X-Api-Key {secret}, token {token}"}},
+                                 "headers": {"x-request-id": secret}}]
+    model = OpenAIChatCompletionsModel("m", base_url=shared_server.url, api_key="sk-test", max_retries=0)
+    settings = ModelSettings(extra_headers={"X-Api-Key": secret}, extra_query={"access_token": token})
+    with pytest.raises(ModelHTTPError) as caught:
+        ask(model, settings)
+    assert secret not in str(caught.value) and token not in str(caught.value)
+    assert secret not in (caught.value.request_id or "")
