@@ -299,3 +299,21 @@ def test_a_secret_as_a_key_of_an_output_item_is_redacted(tmp_path, monkeypatch):
     with Recorder(tmp_path / "run.jsonl") as recorder:
         Runner.run_sync(Agent(name="Desk", model=recorder.wrap(ScriptedModel([[message]]))), "Hi")
     assert secret not in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+
+
+@given(data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_overlapping_secrets_cut_anyhow_leave_no_secret_in_any_joined_text(data):
+    """Secrets over a two-letter alphabet (so they overlap, nest and repeat), in a text made of their pieces, cut
+    anyhow: the joined deltas, and the joined content parts, hold none of them."""
+    secrets = data.draw(st.lists(st.text("ab", min_size=8, max_size=12), min_size=1, max_size=3))
+    pieces = data.draw(st.lists(st.one_of(st.sampled_from(secrets), st.text("abx", max_size=6)), max_size=8))
+    text = "".join(pieces)
+    cut = data.draw(cuts(text))
+    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0,
+               "content_index": data.draw(st.integers(0, 1)), "delta": piece} for piece in cut]
+    joined = "".join(e["delta"] for e in redaction.stream_without_secrets(events, secrets))
+    parts = redaction.without_secrets([{"type": "output_text", "text": piece} for piece in cut], secrets)
+    for whole in (joined, "".join(part["text"] for part in parts)):
+        assert not any(secret in whole for secret in secrets)
+        assert whole.replace(REDACTED, "").count("x") == text.count("x")  # only what a secret covered is gone
