@@ -32,9 +32,9 @@ checks above) and sends their lines down a pipe, the child sends back the matche
 so it ends even if this process is killed: the processor time it spends matching is counted by the system
 (`ITIMER_PROF`, armed only while it matches, so neither this process's reading nor the child's decoding
 counts) and the system ends it once that reaches `regex_seconds` (2 s); it also ends when its input ends or
-its parent is gone. The model then reads that its pattern took too long. Every wait of this process on the
-child has a bound too (starting: `START_SECONDS`; each later wait: `regex_seconds` plus that), and it only
-waits on pipes meanwhile, so its other threads keep running. The child is a real Python of this version:
+its parent is gone. The model then reads that its pattern took too long. This process's waits on the child are
+bounded too (starting: `START_SECONDS`; all later waits together: `regex_seconds` plus that, whatever the
+machine's load), and it only waits on pipes meanwhile, so its other threads keep running. The child is a real Python of this version:
 `sys.executable` when it is one, else the interpreter next to it (a host program that embeds Python has its
 own `sys.executable`); a program not named like a Python is never started, and one that does not answer as
 the matcher does is not believed. With none, the model reads that the search could not run. The price is
@@ -183,9 +183,9 @@ def _seconds(value: Any) -> float:
 
 class _Matcher:
     """A regex search's child process (`_MATCHER`) and every wait on it, each bounded: starting (it must say who it
-    is within `START_SECONDS`), and each later wait (taking lines, giving its answers) within the matching budget
-    plus `START_SECONDS`, after which a watchdog thread kills it. The child also ends by itself (see `_MATCHER`);
-    `timed_out` says its matching ran out of time, `status` is its exit status once `finish()` returned."""
+    is within `START_SECONDS`), and the later waits (taking lines, giving its answers), which together may last the
+    matching budget plus `START_SECONDS` before a watchdog thread kills it. The child also ends by itself (see
+    `_MATCHER`); `timed_out` says its matching ran out of time, `status` is its exit status after `finish()`."""
 
     MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 200 characters, each escaped in 12 bytes]
 
@@ -198,6 +198,7 @@ class _Matcher:
         self._garbled = False
         self._changed = threading.Condition()
         self._deadline: Optional[float] = None  # when the wait in progress must have ended
+        self._waited = 0.0  # seconds this process has waited on the child so far (its own reading not counted)
         self._over = False
         self.process: Any = None
         try:
@@ -286,14 +287,17 @@ class _Matcher:
 
     @contextlib.contextmanager
     def _waiting(self) -> Iterator[None]:
+        """A wait of this process on the child: all of them together may last `seconds + START_SECONDS`."""
+        started = time.monotonic()
         with self._changed:
-            self._deadline = time.monotonic() + self.seconds + START_SECONDS
+            self._deadline = started + self.seconds + START_SECONDS - self._waited
             self._changed.notify()
         try:
             yield
         finally:
             with self._changed:
                 self._deadline = None
+                self._waited += time.monotonic() - started
                 self._changed.notify()
 
     def _watch(self) -> None:

@@ -456,7 +456,10 @@ def test_a_catastrophic_regex_returns_within_the_bound_while_other_threads_keep_
     assert message == ("Search stopped: the regular expression '(a+)+$' did not finish within 2 seconds (a "
                        "pattern with nested repeats such as '(a+)+' can take exponential time); simplify it or "
                        "search a narrower path.")
-    assert elapsed < 2 + 6  # the bound, and generous room for starting and stopping a process on a loaded machine
+    # the bound: 2 s of processor time matching, and this process waits on the matcher at most 2 + START_SECONDS s in
+    # all (a loaded machine gives the matcher less of a processor); and room for starting and stopping a process
+    from miniagents.capabilities.workspace import START_SECONDS
+    assert elapsed < 2 + START_SECONDS + 6
     during = [t for t in ticks if start <= t <= start + elapsed]
     gaps = [b - a for a, b in zip([start] + during, during + [start + elapsed])]
     assert len(during) >= 10 and max(gaps) < 1.5  # the other thread was never stalled for long

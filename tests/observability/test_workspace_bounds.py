@@ -388,3 +388,20 @@ def test_any_regex_seconds_gives_a_bounded_search_and_no_thread_dies(root, monke
         assert refused(workspace.search, "(a|aa)+$", ".", True).startswith(
             "Search stopped: the regular expression '(a|aa)+$' did not finish within 0.001 seconds")
     assert died == []
+
+
+def test_a_matcher_that_stalls_without_using_a_processor_is_stopped_by_this_process(root, monkeypatch):
+    """A child that stops taking lines (stopped, starved, stuck on a lock) uses no processor time, so its own
+    timer never ends it: this process's waits on it, all together, are bounded by regex_seconds + START_SECONDS."""
+    stalls = ('import json, sys, time; print(json.dumps(["miniagents matcher"] + list(sys.version_info[:2])), '
+              'flush=True); time.sleep(600)')
+    monkeypatch.setattr(workspace_module, "_MATCHER", stalls)
+    monkeypatch.setattr(workspace_module, "START_SECONDS", 1.0)
+    for n in range(3):
+        write(root, f"f{n}.txt", "x\n" * 20000)  # more than a pipe holds: this process waits to send
+    workspace = Workspace(root)
+    workspace.regex_seconds = 0.5
+    started = time.monotonic()
+    assert refused(workspace.search, "x", ".", True).startswith(
+        "Search stopped: the regular expression 'x' did not finish within 0.5 seconds")
+    assert time.monotonic() - started < 0.5 + 1.0 + 10  # the bound, and room for a loaded machine
