@@ -34,10 +34,11 @@ so it ends even if this process is killed: the processor time it spends matching
 counts) and the system ends it once that reaches `regex_seconds` (2 s); it also ends when its input ends or
 its parent is gone. The model then reads that its pattern took too long. This process's waits on the child are
 bounded too (starting: `START_SECONDS`; all later waits together: `regex_seconds` plus that, whatever the
-machine's load), and it only waits on pipes meanwhile, so its other threads keep running. The child is a real Python of this version:
-`sys.executable` when it is one, else the interpreter next to it (a host program that embeds Python has its
-own `sys.executable`); a program not named like a Python is never started, and one that does not answer as
-the matcher does is not believed. With none, the model reads that the search could not run. The price is
+machine's load), and it only waits on pipes meanwhile, so its other threads keep running. The child is a real
+Python of this version: `sys.executable` when it is one, else the interpreter next to it (a host program that
+embeds Python has its own `sys.executable`); a program not named like a Python is never started, and one that
+does not answer as the matcher does is not believed. With none, the model reads that the search could not
+run. The price is
 starting an interpreter for each regex search (benchmarks/workspace.py). Plain-text search runs here: it is
 linear in the text.
 

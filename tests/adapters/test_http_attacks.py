@@ -281,7 +281,8 @@ def hostile_replies(text: str, header_text: str) -> list:
         ({"status": 502, "raw": f"<html><h1>{text}</h1></html>", "content_type": "text/html"}, False),
         ({"status": 422, "json": {"detail": [{"loc": ["body", text], "msg": text}]}}, False),
         ({"status": 200, "raw": text + " {", "content_type": header_text or "text/plain"}, False),
-        ({"status": 200, "json": {"status": "incomplete", "incomplete_details": {"reason": text}, "output": []}}, False),
+        ({"status": 200, "json": {"status": "incomplete", "incomplete_details": {"reason": text}, "output": []}},
+         False),
         ({"status": 200, "json": {"status": "failed", "error": {"message": text, "code": text}, "output": []}}, False),
         ({"sse": [data({"error": {"message": text, "code": text}})]}, True),
         ({"sse": ["data: " + text.replace("\n", " ").replace("\r", " ") + "{\n\n"]}, True),
@@ -372,8 +373,8 @@ def test_proxy_credentials_never_reach_a_server_the_proxy_is_bypassed_for(shared
 
 def test_a_credential_sent_in_extra_headers_or_extra_query_and_echoed_is_in_no_message(shared_server):
     secret, token = "hdr-secret-0123456789", "qry-token-9876543210"
-    shared_server.replies[:] = [{"status": 400, "json": {"error": {"message": f"bad X-Api-Key {secret}, token {token}"}},
-                                 "headers": {"x-request-id": secret}}]
+    said = {"error": {"message": f"bad X-Api-Key {secret}, token {token}"}}
+    shared_server.replies[:] = [{"status": 400, "json": said, "headers": {"x-request-id": secret}}]
     model = OpenAIChatCompletionsModel("m", base_url=shared_server.url, api_key="sk-test", max_retries=0)
     settings = ModelSettings(extra_headers={"X-Api-Key": secret}, extra_query={"access_token": token})
     with pytest.raises(ModelHTTPError) as caught:
