@@ -62,6 +62,7 @@ class Recorder:
         self.count = 0  # calls written so far
         self._file: Any = None
         self._held: Optional[tuple] = None  # the file's (device, inode) while this recorder holds it
+        self._pid = os.getpid()  # a process forked from this one shares the file, not the right to write it
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
         try:
             fd = os.open(self.path, flags, 0o600)  # not truncated yet: it may be another recorder's
@@ -150,6 +151,9 @@ class Recorder:
         """Called with the lock held (or from __init__)."""
         if self._file is None:
             raise RecordingError(f"the recorder of {self.path!r} is closed: a wrapped model cannot record any more")
+        if os.getpid() != self._pid:  # two processes writing one file would number and interleave lines apart
+            raise RecordingError(f"the recorder of {self.path!r} was made in another process (this one was forked "
+                                 "from it): make a Recorder, on another path, in this process")
         try:
             self._file.write(format.encode(line))
             self._file.flush()

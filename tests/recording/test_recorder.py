@@ -306,3 +306,33 @@ def test_a_recorder_that_was_never_closed_gives_its_file_back_when_it_is_collect
     gc.collect()
     with Recorder(tmp_path / "run.jsonl") as again:
         record_one(again, "again")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_recorder_inherited_by_a_forked_process_refuses_to_write_there(tmp_path):
+    """A process forked from the recording one (multiprocessing's default on Linux) shares the open file: writing
+    from both would number and interleave lines apart, so the child's calls are refused, and the parent's file
+    stays whole."""
+    path = tmp_path / "run.jsonl"
+    with Recorder(path) as recorder:
+        record_one(recorder, "parent")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: try to record, report what happened, leave at once
+            os.close(read)
+            try:
+                record_one(recorder, "child")
+                said = b"recorded"
+            except RecordingError as error:
+                said = b"refused: " + str(error).encode()
+            except BaseException as error:  # noqa: BLE001
+                said = repr(error).encode()
+            os.write(write, said)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            said = f.read().decode()
+        os.waitpid(pid, 0)
+        record_one(recorder, "parent again")
+    assert said.startswith("refused: ") and "another process" in said
+    assert [c["response"]["output"][0]["content"][0]["text"] for c in calls(path)] == ["parent", "parent again"]
