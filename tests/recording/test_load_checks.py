@@ -191,3 +191,20 @@ def test_a_recording_with_any_value_made_hostile_is_refused_at_load_or_replays_w
     path = tmp_path_factory.mktemp("hostile") / "run.jsonl"
     write(path, [json.dumps(x) if i != line else text for i, x in enumerate(lines)])
     replays_cleanly(path)
+
+
+def test_the_nesting_bound_is_exact(tmp_path):
+    """A line nested exactly `MAX_DEPTH` levels loads; one level more is refused."""
+    from miniagents.recording import format
+    path = tmp_path / "run.jsonl"
+    lines = base_recording(path, streamed=False)
+    for levels, loads in ((format.MAX_DEPTH, True), (format.MAX_DEPTH + 1, False)):
+        call = json.loads(json.dumps(lines[2]))
+        call["response"]["output"][0]["extra"] = json.loads(deep(levels - 4))  # below line, response, output, item
+        write(path, [lines[0], lines[1], call])
+        assert format.depth(call) == levels
+        if loads:
+            Replay(path)
+        else:
+            with pytest.raises(RecordingError, match=f"line 3 is nested more than {format.MAX_DEPTH} levels deep"):
+                Replay(path)
