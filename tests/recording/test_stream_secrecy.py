@@ -130,7 +130,7 @@ def test_an_environment_credential_split_across_deltas_never_reaches_the_file_or
     monkeypatch.setenv(ENV_NAME, secret)
     text, text_deltas, arguments, argument_deltas = data.draw(echoes(secret))
     path = tmp_path_factory.mktemp("stream") / "run.jsonl"
-    steps = [ModelStep.stream(streamed_events(text, text_deltas, arguments, argument_deltas)),
+    steps = [ModelStep(stream_events=streamed_events(text, text_deltas, arguments, argument_deltas)),
              [assistant_message("Done.")]]
     with Recorder(path) as recorder:
         recorded, _ = run("streamed", Agent(name="Desk", tools=[note], model=recorder.wrap(ScriptedModel(steps))),
@@ -243,7 +243,7 @@ def test_the_redact_hook_sees_each_streamed_text_whole(tmp_path):
     hide = lambda text: text.replace("Ada Lovelace", "<name>")  # noqa: E731
     events = streamed_events("Dear Ada Lovelace, hello", ["Dear Ada Lo", "velace, ", "hello"],
                              '{"text": "Ada Lovelace"}', ['{"text": "Ada Lovelace"}'])
-    steps = [ModelStep.stream(events), [assistant_message("Done.")]]
+    steps = [ModelStep(stream_events=events), [assistant_message("Done.")]]
     with Recorder(tmp_path / "run.jsonl", redact=hide) as recorder:
         run("streamed", Agent(name="Desk", tools=[note], model=recorder.wrap(ScriptedModel(steps))), "Hi")
     recorded = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[1])["response"]["events"]
@@ -274,7 +274,7 @@ def test_a_secret_split_across_a_messages_content_parts_is_redacted(tmp_path_fac
         events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": i,
                     "delta": part} for i, part in enumerate(parts)]
         events.append({"type": "response.completed", "response": {"id": "r1", "output": [message], "usage": None}})
-        step = ModelStep.stream(events)
+        step = ModelStep(stream_events=events)
     else:
         step = [message]
     path = tmp_path_factory.mktemp("parts") / "run.jsonl"
