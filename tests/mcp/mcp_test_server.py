@@ -101,8 +101,9 @@ class Server:
             time.sleep(args["seconds"])
             return self.text(request_id, f"slept {args['seconds']}")
         if name == "record":
-            with open(self.options.log, "a", encoding="utf-8") as log:
-                log.write(args["note"] + "\n")
+            if self.options.log:
+                with open(self.options.log, "a", encoding="utf-8") as log:
+                    log.write(args["note"] + "\n")
             return self.text(request_id, f"recorded {args['note']}")
         if name == "media":
             png = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
