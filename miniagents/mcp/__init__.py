@@ -14,7 +14,7 @@ errors.py (`MCPError` and its kinds), `python -m` on this package lists a server
 from __future__ import annotations
 
 from .. import seams
-from .errors import MCPConnectionError, MCPError, MCPProtocolError, MCPRequestError, MCPServerStartError, \
+from .errors import MCPCancelledError, MCPConnectionError, MCPError, MCPProtocolError, MCPRequestError, MCPServerStartError, \
     MCPTimeoutError, MCPTransportNotProvidedError, MCPVersionError
 from .plugin import MCPPlugin
 from .server import PROTOCOL_VERSIONS, CallToolResult, Content, MCPServer, MCPServerSse, MCPServerStdio, \
@@ -27,4 +27,4 @@ __all__ = ["MCPServer", "MCPServerStdio", "MCPServerStdioParams", "MCPServerStre
            "MCPTool", "CallToolResult", "Content", "ToolFilterContext", "create_static_tool_filter",
            "PROTOCOL_VERSIONS", "MCPPlugin", "MCPError", "MCPServerStartError", "MCPConnectionError",
            "MCPTimeoutError", "MCPProtocolError", "MCPVersionError", "MCPRequestError",
-           "MCPTransportNotProvidedError"]
+           "MCPTransportNotProvidedError", "MCPCancelledError"]

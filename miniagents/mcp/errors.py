@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from ..caller import Cancelled
 from ..errors import AgentsException
 
 STDERR_SHOWN = 2000  # characters of the server's stderr a message shows (its last ones)
@@ -36,6 +37,11 @@ class MCPConnectionError(MCPError):
 
 class MCPTimeoutError(MCPError):
     """The server did not answer a request within `client_session_timeout_seconds`."""
+
+
+class MCPCancelledError(MCPError, Cancelled):
+    """A request given up because the run was cancelled. Also a `caller.Cancelled`: a tool call it stopped is
+    treated as one a cancel kept from finishing, and a run cancelled while listing tools returns as cancelled."""
 
 
 class MCPProtocolError(MCPError):

@@ -29,7 +29,7 @@ import zlib
 from typing import Any, Iterator, Optional
 
 from .. import seams
-from ..caller import arity, call
+from ..caller import Cancelled, arity, call
 from ..errors import UserError
 from ..schema import ensure_strict_json_schema
 from ..tool import FunctionTool, ToolError
@@ -167,8 +167,8 @@ class Invocation:
         try:
             result = call(self.server.call_tool, self.name, arguments)
         except MCPError as error:
-            if self.failure is None:  # failure_error_function=None: failures raise, as upstream's
-                raise
+            if self.failure is None or isinstance(error, Cancelled):  # failure_error_function=None: failures
+                raise  # raise, as upstream's; a cancel stops the call as it stops any tool
             raise ToolError(error.summary) from error  # one line, no stderr: the model is told what happened
         text = result_text(result, getattr(self.server, "use_structured_content", False))
         if read(result, "isError") is True:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypedDict
 
 from .. import __version__
-from ..caller import CANCEL_CALLBACKS, AlreadyDone, Cancelled, Ready, call
+from ..caller import CANCEL_CALLBACKS, AlreadyDone, Ready, call
 from ..errors import UserError, warn
-from .errors import MCPConnectionError, MCPProtocolError, MCPRequestError, MCPTimeoutError, \
+from .errors import MCPCancelledError, MCPConnectionError, MCPProtocolError, MCPRequestError, MCPTimeoutError, \
     MCPTransportNotProvidedError, MCPVersionError, redact
 from .stdio import MAX_MESSAGE_BYTES, StdioConnection, preview
 
@@ -228,7 +228,12 @@ class MCPServerStdio(MCPServer):
         if isinstance(max_retry_attempts, bool) or not isinstance(max_retry_attempts, int) or max_retry_attempts < 0:
             raise UserError(f"max_retry_attempts must be 0 or more (every wait has a bound), got {max_retry_attempts!r}")
         self.max_retry_attempts = max_retry_attempts
-        self.retry_backoff_seconds_base, self.retry_backoff_seconds_max = retry_backoff_seconds_base, \
+        for option, value in (("retry_backoff_seconds_base", retry_backoff_seconds_base),
+                              ("retry_backoff_seconds_max", retry_backoff_seconds_max)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 <= value < math.inf):
+                raise UserError(f"{option} must be a number of seconds, 0 or more, got {value!r}")
+        self.retry_backoff_seconds_base, self.retry_backoff_seconds_max = retry_backoff_seconds_base or 0, \
             retry_backoff_seconds_max
         self._approval = approval_policy(require_approval)
         if failure_error_function is not _UNSET and failure_error_function is not None and \
@@ -390,8 +395,9 @@ class MCPServerStdio(MCPServer):
             if aborts is not None:
                 aborts.append(woken.set)
             try:
-                if woken.wait(max(0.0, delay)):
-                    raise Cancelled()
+                if woken.wait(delay):
+                    raise MCPCancelledError(f"MCP server {self.name!r}: the run was cancelled before a retry",
+                                            self.name)
             finally:
                 if aborts is not None and woken.set in aborts:
                     aborts.remove(woken.set)

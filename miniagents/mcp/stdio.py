@@ -37,14 +37,15 @@ import time
 import weakref
 from typing import Any, Callable, Optional
 
-from ..caller import CANCEL_CALLBACKS, Cancelled
+from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError
-from .errors import STDERR_SHOWN, MCPConnectionError, MCPError, MCPRequestError, MCPServerStartError, \
-    MCPTimeoutError, redact
+from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
+    MCPServerStartError, MCPTimeoutError, redact
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
 WRITE_TIMEOUT = 30.0  # seconds a message may wait to be written when no request timeout applies
+CANCEL_WRITE = 1.0  # seconds a cancel notification may wait to be written (a server not reading fails)
 EXIT_WAIT = 0.5  # seconds a server that closed its stdout is given to exit, so the message can say how it ended
 ABANDONED_KEPT = 1024  # ids of requests given up (timed out, cancelled) whose late answers are ignored
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what a child gets of our environment
@@ -231,7 +232,7 @@ class StdioConnection:
     def request(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None) -> Any:
         """Send a request and wait for its result (at most `timeout` seconds; None: until the server answers,
         fails or the run is cancelled). A JSON-RPC error answer is an `MCPRequestError`; a cancelled run raises
-        `caller.Cancelled`."""
+        `MCPCancelledError`."""
         waiter = _Waiter()
         with self._lock:
             failed = self._failure is not None
@@ -259,18 +260,18 @@ class StdioConnection:
             return self._result(method, waiter.message)
         if waiter.cancelled:
             self._give_up(request_id, method, "the run was cancelled")
-            raise Cancelled()
+            raise self.error(MCPCancelledError, f"was asked {method}; the run was cancelled before it answered")
         if answered:  # woken by a failure
             raise self.failure()
         self._give_up(request_id, method, f"no answer within {timeout:g} seconds")
         raise self.error(MCPTimeoutError, f"did not answer {method} within {timeout:g} seconds "
                                           "(client_session_timeout_seconds)")
 
-    def notify(self, method: str, params: Optional[dict] = None) -> None:
+    def notify(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None) -> None:
         message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        self._write(message, None)
+        self._write(message, timeout)
 
     def _give_up(self, request_id: int, method: str, reason: str) -> None:
         """Stop waiting for a request: a late answer is then ignored, and the server is told (never for
@@ -283,7 +284,7 @@ class StdioConnection:
                 del self._abandoned[next(iter(self._abandoned))]
         if method != "initialize" and self._failure is None:
             try:
-                self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason}, CANCEL_WRITE)
             except MCPError:
                 pass
 
@@ -308,7 +309,7 @@ class StdioConnection:
             if self._failure is not None:
                 raise self.failure()
             view, deadline = memoryview(data), time.monotonic() + limit
-            while view:
+            while view and time.monotonic() < deadline:
                 try:
                     view = view[os.write(self._proc.stdin.fileno(), view):]
                     continue
@@ -317,14 +318,13 @@ class StdioConnection:
                 except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
                     self._fail(MCPConnectionError, "closed its stdin (it reads no more requests)")
                     raise self.failure() from None
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds "
-                                                   "to be written)", stop=True)
-                    raise self.failure()
-                self._poller.poll(int(min(remaining, 0.05) * 1000) + 1)  # short waits: a failure stops it soon
+                self._poller.poll(int(min(deadline - time.monotonic(), 0.05) * 1000) + 1)  # a failure stops it soon
                 if self._failure is not None:
                     raise self.failure()
+        if view:  # ended outside the write lock: ending the process takes it, to close stdin
+            self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds to be "
+                                           "written)", stop=True)
+            raise self.failure()
 
     # --- Reading -------------------------------------------------------------------------------------
 

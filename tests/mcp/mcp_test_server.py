@@ -7,7 +7,7 @@ Tools (each answers in a thread of its own, so calls overlap): add, echo, fail, 
 dotted.name, structured, ask_client, change_tools, log, pid, and the misbehaving ones: garbage, not_rpc,
 unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
-Modes (at start): garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
+Modes (at start): slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
 spawn_child, ignore_eof, ignore_term, stop_reading, repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
@@ -204,6 +204,8 @@ class Server:
                 return threading.Thread(target=self.initialize, args=(message,), daemon=True).start()
             return self.initialize(message)
         if method == "tools/list":
+            if "slow_list" in self.modes:
+                time.sleep(30)
             size = self.options.page_size or len(self.tools)
             cursor = str((message.get("params") or {}).get("cursor") or "0")
             start = int(cursor) if cursor.isdigit() else 0

@@ -206,6 +206,32 @@ def test_a_cancelled_run_wakes_its_waiting_call_and_ends_the_server_it_started()
     assert time.monotonic() - started < 5 and ended(pids[0]) and len(model.calls) == 1
 
 
+@pytest.mark.parametrize("modes, step", [((), [function_call("hang", {}, call_id="c1")]),
+                                         (("slow_list",), [assistant_message("never")])])
+def test_a_cancelled_stream_ends_cleanly_whether_a_call_or_the_tools_list_was_waiting(modes, step):
+    server = make_server(*modes, client_session_timeout_seconds=60)
+    model = ScriptedModel([step, [assistant_message("never")]])
+    result = Runner.run_streamed(Agent(name="A", mcp_servers=[server], model=model), "go")
+    pids = []
+
+    def cancel_when_waiting():
+        while server._connection is None or not server._connection._pending or \
+                next(iter(server._connection._pending)) == 1:  # not the handshake: the list, or the call
+            time.sleep(0.01)
+        pids.append(server.pid)
+        result.cancel()
+
+    canceller = threading.Thread(target=cancel_when_waiting, daemon=True)
+    canceller.start()
+    started = time.monotonic()
+
+    async def drain():
+        return [event async for event in result.stream_events()]
+
+    asyncio.run(drain())  # no exception: a cancelled run just ends
+    assert time.monotonic() - started < 10 and ended(pids[0]) and not server.connected
+
+
 def test_an_async_program_with_async_with_and_await_runner_run():
     async def main():
         async with make_server() as server:
