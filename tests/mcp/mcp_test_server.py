@@ -8,7 +8,7 @@ dotted.name, structured, ask_client, change_tools, log, pid, and the misbehaving
 unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
 Modes (at start): slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
-spawn_child, ignore_eof, ignore_term, stop_reading, repeat_cursor, print_env, plan (replay --plan).
+spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later), repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
 import base64
@@ -278,6 +278,8 @@ class Server:
             message = json.loads(line)
             self.handle(message)
             if "stop_reading" in self.modes and message.get("method") == "notifications/initialized":
+                if "exit_soon" in self.modes:
+                    threading.Timer(1.0, os._exit, (5,)).start()
                 time.sleep(600)
         if "ignore_eof" in self.modes:
             time.sleep(600)

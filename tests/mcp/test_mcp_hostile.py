@@ -219,6 +219,14 @@ def test_a_server_that_stops_reading_its_stdin_fails_the_write_within_the_timeou
     assert time.monotonic() - started < 5 and ended(pid)
 
 
+def test_a_server_that_exits_while_a_write_waits_on_it_fails_the_write_at_once(connected):
+    server, pid = connected("stop_reading", "exit_soon", client_session_timeout_seconds=20)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match="exited with code 5|closed its stdin"):
+        server.call_tool("echo", {"text": "x" * (4 << 20)})
+    assert time.monotonic() - started < 5 and ended(pid)
+
+
 def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
     server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
     server.connect()
