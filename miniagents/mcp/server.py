@@ -532,6 +532,10 @@ class MCPServerStdio(MCPServer):
             return bool(call(policy, run_context, agent, tool))
         return ask
 
+    def __deepcopy__(self, memo: dict) -> "MCPServerStdio":
+        """A server is a shared service, not data: copying an agent keeps its servers (and their process)."""
+        return self
+
     def __repr__(self) -> str:
         return f"MCPServerStdio(name={self.name!r}, connected={self.connected})"
 

@@ -181,9 +181,7 @@ class StdioConnection:
         try:
             os.killpg(self._proc.pid, sig)
             return True
-        except (ProcessLookupError, PermissionError):
-            return False
-        except OSError:
+        except OSError:  # no such group (all gone), or not ours to signal
             return False
 
     def _end_group(self) -> None:

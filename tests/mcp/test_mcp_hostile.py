@@ -106,6 +106,50 @@ def test_a_server_killed_mid_call_is_named_by_its_signal(connected):
     assert time.monotonic() - started < 5 and ended(pid)
 
 
+def in_threads(count, work):
+    """Run `work(n)` in `count` threads at once; [(n, outcome)] where outcome is its result or its exception."""
+    outcomes = []
+
+    def one(n):
+        try:
+            outcomes.append((n, work(n)))
+        except BaseException as error:  # noqa: BLE001 - collected for the test
+            outcomes.append((n, error))
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads, outcomes
+
+
+def test_every_call_waiting_on_a_server_that_crashes_fails_at_once_with_its_own_error(connected):
+    server, pid = connected()
+    threads, outcomes = in_threads(8, lambda n: server.call_tool("slow", {"seconds": 30}))
+    while len(server._connection._pending) < 8:
+        time.sleep(0.01)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError):
+        server.call_tool("crash")
+    for thread in threads:
+        thread.join(5)
+    assert time.monotonic() - started < 5 and len(outcomes) == 8
+    errors = [outcome for _, outcome in outcomes]
+    assert all(isinstance(e, MCPConnectionError) and "exited with code 7" in e.summary for e in errors)
+    assert len({id(e) for e in errors}) == 8  # each thread raised an error of its own (tracebacks stay apart)
+
+
+def test_cleanup_while_calls_wait_fails_them_and_ends_the_server(connected):
+    server, pid = connected()
+    threads, outcomes = in_threads(4, lambda n: server.call_tool("hang"))
+    while len(server._connection._pending) < 4:
+        time.sleep(0.01)
+    server.cleanup()
+    for thread in threads:
+        thread.join(5)
+    assert [type(o) for _, o in outcomes] == [MCPConnectionError] * 4
+    assert all("was cleaned up" in o.summary for _, o in outcomes) and ended(pid)
+
+
 def test_a_server_that_closes_stdout_but_keeps_running_is_ended(connected):
     server, pid = connected()
     with pytest.raises(MCPConnectionError, match=r"closed its stdout \(its process is still running\)"):

@@ -215,6 +215,16 @@ def test_retries_send_a_failed_request_again_with_backoff(tmp_path):
         assert len(calls) == 2
 
 
+def test_copying_an_agent_keeps_its_server():
+    import copy
+
+    from miniagents import Agent
+
+    server = make_server()
+    agent = Agent(name="A", mcp_servers=[server])
+    assert copy.deepcopy(agent).mcp_servers[0] is server and agent.clone(name="B").mcp_servers[0] is server
+
+
 def test_a_request_before_connect_is_a_user_error_that_says_what_to_do():
     server = make_server()
     with pytest.raises(UserError, match="not connected: call connect"):
