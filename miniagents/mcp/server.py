@@ -242,6 +242,9 @@ class MCPServerStdio(MCPServer):
         self._failure_error_function = failure_error_function
         if not isinstance(max_message_bytes, int) or max_message_bytes < 1024:
             raise UserError("max_message_bytes must be an int of at least 1024")
+        if isinstance(shutdown_grace_seconds, bool) or not isinstance(shutdown_grace_seconds, (int, float)) or \
+                not 0 < shutdown_grace_seconds < math.inf:
+            raise UserError(f"shutdown_grace_seconds must be a positive number, got {shutdown_grace_seconds!r}")
         self.max_message_bytes, self.shutdown_grace_seconds = max_message_bytes, float(shutdown_grace_seconds)
         self.server_initialize_result: Optional[dict] = None
         self._connection: Optional[StdioConnection] = None

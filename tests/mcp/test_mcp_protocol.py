@@ -271,6 +271,8 @@ def test_the_async_api_upstream_programs_use():
                                                        "never": {"tool_names": ["a"]}}}, "both"),
     ({"params": {"command": "x"}, "tool_filter": ["add"]}, "tool_filter"),
     ({"params": {"command": "x"}, "message_handler": print}, "not provided"),
+    ({"params": {"command": "x"}, "shutdown_grace_seconds": float("nan")}, "shutdown_grace_seconds"),
+    ({"params": {"command": "x"}, "retry_backoff_seconds_base": -1}, "retry_backoff_seconds_base"),
 ])
 def test_configuration_mistakes_are_user_errors_when_the_server_is_made(options, match):
     with pytest.raises(UserError, match=match):
