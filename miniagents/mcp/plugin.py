@@ -142,16 +142,21 @@ def function_tool(server: Any, tool: Any, agent: Any, config: dict) -> Optional[
                         strict_json_schema=strict, needs_approval=approval, **extra)
 
 
-def all_required(schema: Any) -> bool:
-    """Whether every object in `schema` requires all of its properties (so strict mode changes no call)."""
+def all_required(schema: Any, depth: int = 0) -> bool:
+    """Whether every object in `schema` requires all of its properties (so strict mode changes no call); a schema
+    nested deeper than any the strict pass takes is sent as given."""
+    if depth > 64:
+        return False
     if isinstance(schema, list):
-        return all(all_required(s) for s in schema)
+        return all(all_required(s, depth + 1) for s in schema)
     if not isinstance(schema, dict):
         return True
     properties = schema.get("properties")
-    if isinstance(properties, dict) and properties and not set(properties) <= set(schema.get("required") or ()):
+    if isinstance(properties, dict) and properties and not set(properties) <= set(
+            r for r in schema.get("required") or () if isinstance(r, str)):
         return False
-    return all(all_required(v) for k, v in schema.items() if k not in ("default", "enum", "const", "examples"))
+    return all(all_required(v, depth + 1) for k, v in schema.items()
+               if k not in ("default", "enum", "const", "examples"))
 
 
 @dataclasses.dataclass(frozen=True)

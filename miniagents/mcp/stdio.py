@@ -62,7 +62,10 @@ def child_environment(env: Optional[dict]) -> dict:
 
 def preview(data: Any, limit: int = 200) -> str:
     """A short, printable view of what a server sent."""
-    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
+    try:
+        text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
+    except RecursionError:
+        return "(something nested too deeply to show)"
     return repr(text[:limit]) + (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
 
 

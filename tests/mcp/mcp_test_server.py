@@ -7,7 +7,7 @@ Tools (each answers in a thread of its own, so calls overlap): add, echo, fail, 
 dotted.name, structured, ask_client, change_tools, log, pid, and the misbehaving ones: garbage, not_rpc,
 unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
-Modes (at start): slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
+Modes (at start): odd_tools, slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
 spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later), repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
@@ -73,6 +73,16 @@ class Server:
     def __init__(self, options):
         self.options, self.modes = options, set(options.mode or [])
         self.tools = list(TOOLS)
+        if "odd_tools" in self.modes:  # entries a client must survive: left out, or offered as given
+            deep = {"type": "object"}
+            for _ in range(200):
+                deep = {"type": "object", "properties": {"x": deep}, "required": ["x"]}
+            self.tools += [{"name": "deep", "inputSchema": deep}, {"description": "no name", "inputSchema": {}},
+                           {"name": "odd_required", "inputSchema": {"type": "object", "properties": {"a": {}},
+                                                                    "required": [["a"], 3]}},
+                           {"name": "not_a_schema", "inputSchema": "object"}, {"name": "", "inputSchema": {}},
+                           {"name": "no_schema"}, 42, {"name": "x" * 100, "inputSchema": {}},
+                           {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}}]
         self.answers = {}  # id of a request we sent -> its answer
         self.answered = threading.Condition()
         self.asked = 0
@@ -257,6 +267,7 @@ class Server:
         if "print_env" in self.modes:
             sys.stderr.write(json.dumps(dict(os.environ)) + "\n")
             sys.stderr.flush()
+            time.sleep(0.3)  # so the client has read it before any answer (its stderr is read by another thread)
         if "exit_at_start" in self.modes:
             sys.stderr.write("cannot start: no configuration\n")
             sys.exit(2)

@@ -72,7 +72,7 @@ def test_a_server_that_never_answers_initialize_times_out_and_is_ended(tmp_path)
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError, match="did not answer initialize within 0.5 seconds"):
         server.connect()
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5
     assert not (tmp_path / "log.txt").exists()  # the protocol forbids cancelling initialize: nothing was sent
 
 
@@ -163,7 +163,7 @@ def test_a_call_that_takes_longer_than_the_timeout_fails_alone_and_the_server_is
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError, match="did not answer tools/call within 0.5 seconds"):
         server.call_tool("hang")
-    assert 0.5 <= time.monotonic() - started < 2
+    assert 0.5 <= time.monotonic() - started < 5
     assert server.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"
     assert log.read_text().startswith("cancelled ")  # notifications/cancelled, with the request's id
 
@@ -337,7 +337,7 @@ def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, t
     for abort in list(aborts):
         abort()
     worker.join(5)
-    assert outcome["cancelled"] - cancelled_at < 1 and aborts == []
+    assert outcome["cancelled"] - cancelled_at < 3 and aborts == []
     assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
     deadline = time.monotonic() + 5
     while "cancelled" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:

@@ -65,6 +65,19 @@ def test_schemas_are_strict_when_that_changes_no_call_and_sent_as_given_otherwis
     assert offered(model)["add"].strict_json_schema is False
 
 
+def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):
+    _, model = run(make_server("odd_tools"), [[assistant_message("ok")]])
+    tools = offered(model)
+    assert tools["deep"].strict_json_schema is False and tools["odd_required"].strict_json_schema is False
+    assert tools["anyof_root"].strict_json_schema is False  # strict mode refuses a root anyOf: sent as given
+    assert tools["no_schema"].params_json_schema == {"type": "object", "properties": {}, "required": [],
+                                                     "additionalProperties": False}
+    long_name = [name for name in tools if name.startswith("xxx")]
+    assert len(long_name) == 1 and len(long_name[0]) == 64 and long_name[0].startswith("x" * 55)
+    assert "not_a_schema" not in tools and "" not in tools
+    assert caplog.text.count("left out") == 4  # no name, an empty one, a schema that is no object, 42: once each
+
+
 def test_optional_parameters_reach_the_server_only_when_the_model_sends_them():
     _, model = run(make_server(), [[function_call("optional", {"a": "x"}, call_id="c1")], [assistant_message("ok")]])
     assert outputs(model) == {"c1": '{"a": "x"}'}
