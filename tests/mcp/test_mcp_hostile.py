@@ -239,6 +239,9 @@ def test_a_100_mb_line_is_refused_in_bounded_time_and_memory():
 def test_a_flood_of_stderr_neither_blocks_the_server_nor_fills_memory(connected):
     server, pid = connected()
     assert server.call_tool("flood_stderr", {"size": 50 << 20}).content[0].text == "flooded"  # 50 MB: far over the pipe
+    deadline = time.monotonic() + 10  # stderr is read by a thread of its own: it may be a moment behind stdout
+    while not server._connection.stderr_tail().endswith("flood") and time.monotonic() < deadline:
+        time.sleep(0.01)
     tail = server._connection.stderr_tail()
     assert tail.endswith("the last line of the flood") and len(tail) <= 2000
     assert len(server._connection._stderr) <= 2 * 8192
