@@ -224,7 +224,10 @@ def _rewrite_refs(node, renames):
 # -------------------------------------------------------------------------------------------- strict pass
 
 def ensure_strict_json_schema(schema: dict) -> dict:
-    """Upstream's strict pass, as a copy: closed objects, every property required, no root anyOf."""
+    """A copy of `schema` as strict endpoints take it: every object closed and all its properties required, a
+    $ref beside other keywords and a one-entry allOf inlined, oneOf read as anyOf, null defaults dropped. What
+    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) is a UserError here,
+    where the tool or output type is defined, rather than a rejected request later."""
     if not isinstance(schema, dict):
         raise UserError(f"A JSON schema must be a dict, got {type(schema).__name__}")
     if not schema:
@@ -254,6 +257,7 @@ def _no_bare_ref_cycle(root: dict, ref: str) -> None:
 
 
 def _strict(node, root, depth, count, inlining):
+    """One node of the strict pass, its children first; `inlining` is the $refs being inlined above it."""
     count[0] += 1
     if depth > _MAX_DEPTH:
         raise UserError(f"JSON schema is too deeply nested for the strict pass (limit: depth {_MAX_DEPTH})")
@@ -261,9 +265,6 @@ def _strict(node, root, depth, count, inlining):
         raise UserError(f"JSON schema is too large for the strict pass (limit: {_MAX_NODES} nodes)")
     if not isinstance(node, dict):
         return copy.deepcopy(node)
-    if depth and isinstance(node.get("$id"), str):
-        raise UserError("a nested `$id` resource is not supported in a strict schema: its $refs would resolve "
-                        "against another base; inline it, or use a non-strict schema")
     out = {}
     for key, value in node.items():
         if key in ("$defs", "definitions", "properties") and isinstance(value, dict):
@@ -274,10 +275,6 @@ def _strict(node, root, depth, count, inlining):
             out[key] = _strict(value, root, depth + 1, count, inlining)
         else:
             out[key] = copy.deepcopy(value)
-    if _single_all_of(out) and set(out["allOf"][0]) - _ANNOTATIONS == {"$ref"} \
-            and out["allOf"][0]["$ref"] not in inlining:
-        merged, refs = _merge_single_all_of(out, root)
-        return _inlined(merged, root, depth, count, inlining + refs)
     out = _flat_combinators(out)  # before the object rules, so they see the merged keys
     if "type" not in out and ("properties" in out or "additionalProperties" in out):
         out["type"] = "object"
@@ -294,71 +291,33 @@ def _strict(node, root, depth, count, inlining):
         del out["default"]
     if "$ref" in out and len(out) > 1:
         if out["$ref"] in inlining:  # a cycle: inlining again would never end; the bare $ref is valid
-            return {"$ref": out["$ref"]}
-        siblings = set(out) - _ANNOTATIONS - {"$ref", "$defs", "definitions", "required", "additionalProperties"}
-        if siblings:  # merged with the target, they would silently override what it says
-            raise UserError(f"$ref {out['$ref']!r} has incompatible sibling keywords {sorted(siblings)}: a strict "
-                            "schema allows only annotations (description, title, ...) beside a $ref")
-        merged = {**_resolve_ref(root, out["$ref"]), **{k: v for k, v in out.items() if k != "$ref"}}
-        return _inlined(merged, root, depth, count, inlining + (out["$ref"],))
+            return {k: v for k, v in out.items() if k in ("$ref", "$defs")}  # (the root keeps its $defs)
+        rest = {k: v for k, v in out.items() if k != "$ref"}
+        merged = _merged(rest, _resolve_ref(root, out["$ref"]), f"$ref {out['$ref']!r}")
+        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],))
     return out
 
 
-def _inlined(merged: dict, root: dict, depth: int, count: list, inlining: tuple) -> dict:
-    """The strict pass of a node merged with what its $ref points to (one level deeper, for the depth limit);
-    the root's own `$id` stays on it."""
-    own_id = {"$id": merged.pop("$id")} if not depth and "$id" in merged else {}
-    return {**own_id, **_strict(merged, root, depth + 1, count, inlining)}
-
-
-# Keywords that describe a schema without constraining its values: they may stand beside a $ref.
+# Keywords that describe a schema without constraining its values: where two merged schemas both set one, the
+# node's own wins (a field's description over its class's).
 _ANNOTATIONS = frozenset(("description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly",
                           "$comment", "$schema", "$id", "$anchor", "contentMediaType", "contentEncoding"))
 
 
-def _single_all_of(node: dict) -> bool:
-    return isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict)
-
-
-def _merge_single_all_of(node: dict, root: dict) -> tuple:
-    """A one-entry `allOf` that is a $ref, merged into its node: the target (followed through further bare
-    $refs) must not contradict what the node says itself, and a circle of $refs is refused. Returns the
-    merged node and the $refs it followed."""
-    entry, seen = dict(node["allOf"][0]), []
-    while set(entry) - _ANNOTATIONS == {"$ref"}:
-        ref = entry.pop("$ref")
-        if ref in seen:
-            raise UserError(f"circular $ref in a singleton `allOf`: {' -> '.join(seen + [ref])}")
-        seen.append(ref)
-        entry = {**_resolve_ref(root, ref), **entry}
-    return _merged(node, entry), tuple(seen)
-
-
-def _merged(node: dict, entry: dict) -> dict:
-    """`node` without its one-entry `allOf`, and that entry's keywords: refused where the two disagree."""
-    parent = {k: v for k, v in node.items() if k != "allOf"}
-    clashes = sorted(k for k in set(parent) & set(entry) - _ANNOTATIONS if not _same_json(parent[k], entry[k]))
+def _merged(node: dict, other: dict, what: str) -> dict:
+    """`node` and the schema `other` (its $ref's target, its one-entry allOf) as one: refused where both set a
+    keyword differently, since strict mode would have to drop one of them silently."""
+    clashes = sorted(k for k in set(node) & set(other) - _ANNOTATIONS if node[k] != other[k])
     if clashes:
-        raise UserError(f"a singleton `allOf` and its parent schema both set {clashes} differently; strict mode "
-                        "would have to drop one of them: merge them by hand")
-    return {**parent, **entry}
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON values: 1 and 1.0 are, True and 1 are not."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    return a == b and (isinstance(a, (int, float)) == isinstance(b, (int, float)))
+        raise UserError(f"{what} and the schema beside it both set {clashes} differently; strict mode would have "
+                        "to drop one of them: merge them by hand")
+    return {**other, **node}
 
 
 def _flat_combinators(node: dict) -> dict:
     """Strict mode's combinator rules: a one-entry `allOf` is merged into its node; `oneOf` becomes `anyOf`."""
-    if _single_all_of(node):
-        node = _merged(node, node["allOf"][0])
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
+        node = _merged({k: v for k, v in node.items() if k != "allOf"}, node["allOf"][0], "a one-entry `allOf`")
     if "oneOf" in node:
         node = {**{k: v for k, v in node.items() if k != "oneOf"}, "anyOf": node.get("anyOf", []) + node["oneOf"]}
     return node
@@ -420,9 +379,6 @@ def _resolve_ref(root: dict, ref) -> dict:
         if not isinstance(node, dict) or part not in node:
             raise UserError(f"Unresolvable $ref {ref!r} in JSON schema")
         node = node[part]
-        if isinstance(node, dict) and isinstance(node.get("$id"), str):  # ("$id" may also name a definition)
-            raise UserError(f"$ref {ref!r} reaches into a nested `$id` resource, which a strict schema does not "
-                            "support: its $refs would resolve against another base")
     if not isinstance(node, dict):
         raise UserError(f"$ref {ref!r} does not point to a schema")
     return node

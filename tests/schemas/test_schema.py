@@ -697,6 +697,56 @@ def test_strict_pass_inlines_a_ref_with_siblings():
     assert out["properties"]["c"] == {"enum": ["r", "g"], "type": "string", "description": "The colour."}
 
 
+T_OBJECT = {"T": {"type": "object", "properties": {"inner": {"type": "string"}}}}
+
+
+@pytest.mark.parametrize("schema", [
+    {"$defs": T_OBJECT, "type": "object", "properties": {"n": {"$ref": "#/$defs/T", "properties": {"a": {}}}}},
+    {"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
+     "allOf": [{"$ref": "#/$defs/T", "description": "alias"}]},
+    {"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
+     "allOf": [{"allOf": [{"$ref": "#/$defs/T"}]}]},
+])
+def test_strict_pass_refuses_a_ref_or_one_entry_all_of_that_contradicts_the_keywords_beside_it(schema):
+    with pytest.raises(UserError, match=r"both set \['properties'\] differently"):
+        ensure_strict_json_schema(schema)
+
+
+def test_strict_pass_merges_keywords_beside_a_ref_that_its_target_leaves_unset():
+    out = ensure_strict_json_schema({"$defs": {"T": {"type": "string"}}, "type": "object",
+                                     "properties": {"t": {"$ref": "#/$defs/T", "minLength": 1}}})
+    assert out["properties"]["t"] == {"type": "string", "minLength": 1}
+
+
+def test_strict_pass_refuses_a_cycle_of_refs_with_no_schema_in_it():
+    with pytest.raises(UserError, match="cycle with no schema in it"):
+        ensure_strict_json_schema({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
+                                   "type": "object", "allOf": [{"$ref": "#/$defs/A"}]})
+
+
+def test_strict_pass_lets_the_nodes_annotations_win_and_closes_a_nullable_object():
+    strict = ensure_strict_json_schema({
+        "$id": "https://example.test/root", "$defs": T_OBJECT, "type": "object",
+        "properties": {"node": {"$ref": "#/$defs/T", "title": "Node"},
+                       "maybe": {"type": ["object", "null"], "properties": {"k": {"type": "string"}}}}})
+    node = strict["properties"]["node"]
+    assert "$ref" not in node and node["title"] == "Node" and node["required"] == ["inner"]
+    assert strict["properties"]["maybe"]["additionalProperties"] is False
+    assert strict["properties"]["maybe"]["required"] == ["k"] and strict["$id"] == "https://example.test/root"
+
+
+@pytest.mark.parametrize("name, token", [("a/b", "a~1b"), ("a~1b", "a~01b")])
+def test_strict_pass_reads_definition_names_as_json_pointer_tokens(name, token):
+    strict = ensure_strict_json_schema({"$defs": {name: {"type": "object", "properties": {"v": {"type": "string"}}}},
+                                        "type": "object", "allOf": [{"$ref": f"#/$defs/{token}"}]})
+    assert strict["properties"] == {"v": {"type": "string"}} and strict["required"] == ["v"]
+
+
+def test_strict_pass_refuses_additional_properties_on_an_object_without_a_type():
+    with pytest.raises(UserError, match="additionalProperties should not be set"):
+        ensure_strict_json_schema({"type": "object", "properties": {"m": {"additionalProperties": {"type": "string"}}}})
+
+
 def test_strict_pass_never_mutates_its_input():
     schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {}}, "b": {"default": None}}}
     before = json.dumps(schema)
