@@ -452,9 +452,11 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise UserError(f"tool '{name}': cannot read the signature of {func!r}: {exc}") from None
+    if docstring_style not in (None, "google"):
+        raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
+                        "docstrings only (a docstring in another style is sent whole as the description)")
     hints = _hints(func, sig, name)
-    doc, param_docs, _ = parse_docstring(inspect.getdoc(func), docstring_style) if use_docstring_info \
-        else (None, {}, None)
+    doc, param_docs, _ = parse_docstring(inspect.getdoc(func)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):
         ann = hints.get(p.name, p.annotation)
