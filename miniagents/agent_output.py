@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import abc
 import json
-import typing
 from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
 from .schema import SpecReads, type_schema
-from .validate import ArgumentsError, jsonable, validate_value
+from .validate import ArgumentsError, jsonable, type_name, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
 
@@ -91,7 +90,7 @@ class AgentOutputSchema(AgentOutputSchemaBase):
         return self._schema
 
     def name(self) -> str:
-        return "str" if self.output_type is None else type_to_str(self.output_type)
+        return "str" if self.output_type is None else type_name(self.output_type)
 
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
@@ -117,16 +116,6 @@ class AgentOutputSchema(AgentOutputSchemaBase):
             return value if isinstance(value, str) else str(value)
         data = jsonable(value)
         return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
-
-
-def type_to_str(tp: Any) -> str:
-    """A type as upstream names it: `Answer`, `list[str]`, `dict[str, int]`."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is None:
-        return getattr(tp, "__name__", repr(tp))
-    if not args:
-        return str(tp)
-    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_to_str(a) for a in args)}]"
 
 
 _cache: dict = {}
