@@ -223,11 +223,11 @@ def _rewrite_refs(node, renames):
 
 # -------------------------------------------------------------------------------------------- strict pass
 
-def ensure_strict_json_schema(schema: dict) -> dict:
+def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
     """A copy of `schema` as strict endpoints take it: every object closed and all its properties required, a
     $ref beside other keywords and a one-entry allOf inlined, oneOf read as anyOf, null defaults dropped. What
     strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) is a UserError here,
-    where the tool or output type is defined, rather than a rejected request later."""
+    where the tool or output type is defined, rather than a rejected request later. `wire`: see `wire_schema`."""
     if not isinstance(schema, dict):
         raise UserError(f"A JSON schema must be a dict, got {type(schema).__name__}")
     if not schema:
@@ -238,7 +238,7 @@ def ensure_strict_json_schema(schema: dict) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
-    strict = _strict(schema, schema, 0, [0], ())
+    strict = _strict(schema, schema, 0, [0], (), wire)
     for name in strict.get("$defs") or {}:
         _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
     return strict
@@ -256,7 +256,7 @@ def _no_bare_ref_cycle(root: dict, ref: str) -> None:
                         "cycle with no schema in it; simplify or flatten the schema")
 
 
-def _strict(node, root, depth, count, inlining):
+def _strict(node, root, depth, count, inlining, wire):
     """One node of the strict pass, its children first; `inlining` is the $refs being inlined above it."""
     count[0] += 1
     if depth > _MAX_DEPTH:
@@ -267,14 +267,18 @@ def _strict(node, root, depth, count, inlining):
         return copy.deepcopy(node)
     out = {}
     for key, value in node.items():
+        if wire and (key in _WIRE_REJECTS or (key == "items" and value is False)):
+            continue
         if key in ("$defs", "definitions", "properties") and isinstance(value, dict):
-            out[key] = {k: _strict(v, root, depth + 1, count, inlining) for k, v in value.items()}
+            out[key] = {k: _strict(v, root, depth + 1, count, inlining, wire) for k, v in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems", "items") and isinstance(value, list):
-            out[key] = [_strict(v, root, depth + 1, count, inlining) for v in value]
+            out[key] = [_strict(v, root, depth + 1, count, inlining, wire) for v in value]
         elif key == "items" and isinstance(value, dict):
-            out[key] = _strict(value, root, depth + 1, count, inlining)
+            out[key] = _strict(value, root, depth + 1, count, inlining, wire)
         else:
             out[key] = copy.deepcopy(value)
+    if wire:
+        _wire(node, out, lambda sub: _strict(sub, root, depth + 1, count, inlining, wire))
     out = _flat_combinators(out)  # before the object rules, so they see the merged keys
     if "type" not in out and ("properties" in out or "additionalProperties" in out):
         out["type"] = "object"
@@ -294,7 +298,7 @@ def _strict(node, root, depth, count, inlining):
             return {k: v for k, v in out.items() if k in ("$ref", "$defs")}  # (the root keeps its $defs)
         rest = {k: v for k, v in out.items() if k != "$ref"}
         merged = _merged(rest, _resolve_ref(root, out["$ref"]), f"$ref {out['$ref']!r}")
-        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],))
+        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],), wire)
     return out
 
 
@@ -332,42 +336,26 @@ _WIRE_REJECTS = frozenset((
 
 
 def wire_schema(schema: Optional[dict], strict: bool) -> dict:
-    """The strict pass's wire mode: the copy of a schema a model adapter sends. For strict, without what strict
-    endpoints reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes
-    `items: anyOf`, and the combinator rules apply. An empty schema is the strict empty object. The caller's
-    schema is not modified."""
+    """The copy of a schema a model adapter sends. For strict, the strict pass without what strict endpoints
+    reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes `items: anyOf`.
+    An empty schema is the strict empty object. The caller's schema is not modified."""
     if not schema:
         return copy.deepcopy(_EMPTY_OBJECT)
-    return _wire(schema) if strict else schema
+    return ensure_strict_json_schema(schema, wire=True) if strict else schema
 
 
-def _wire(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_wire(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict = {}
-    for key, value in node.items():
-        if key in _WIRE_REJECTS or (key == "items" and value is False):
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _wire(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
-            out[key] = _wire(value)
-        else:
-            out[key] = value
+def _wire(node: dict, out: dict, strict) -> None:
+    """The wire mode's additions to `out`, the strict pass of `node` (`strict` makes that of a sub-schema)."""
     if isinstance(node.get("prefixItems"), list) and "items" not in out:
         branches: list = []
-        for sub in _wire(node["prefixItems"]):
+        for sub in map(strict, node["prefixItems"]):
             if sub not in branches:
                 branches.append(sub)
         if branches:
             out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    out = _flat_combinators(out)
     if node.get("default") is not None:
         note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
         out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
-    return out
 
 
 def _resolve_ref(root: dict, ref) -> dict:
