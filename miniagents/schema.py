@@ -186,20 +186,13 @@ class _Builder:
         return out if required else {k: v for k, v in out.items() if k != "required"}
 
     def _pydantic(self, cls) -> dict:
+        """A pydantic model's own schema, its `$defs` moved into ours."""
         if cls in self.names:
             return {"$ref": f"#/$defs/{self.names[cls]}"}
         schema = copy.deepcopy(cls.model_json_schema())
-        inner = {**schema.pop("definitions", {}), **schema.pop("$defs", {})}
-        renames = {}
-        for name, body in inner.items():  # hoist into our $defs; a clash with a different body gets a new name
-            new, n = name, 1
-            while new in self.defs and self.defs[new] != body:
-                n, new = n + 1, f"{name}{n + 1}"
-            renames[name] = new
-        fix = functools.partial(_rewrite_refs, renames=renames)
-        for name, body in inner.items():
-            self.defs[renames[name]] = fix(body)
-        schema = fix(schema)
+        for name, body in schema.pop("$defs", {}).items():
+            if self.defs.setdefault(name, body) != body:  # pydantic names a nested model by its class name
+                raise _Unsupported(cls, f"two different types are named {name}: rename one", tuple(self.where))
         if set(schema) == {"$ref"}:  # recursive models: the root is a reference into $defs
             self.names[cls] = schema["$ref"].rsplit("/", 1)[-1]
             return schema
@@ -207,18 +200,6 @@ class _Builder:
             self.names[cls] = cls.__name__
             return {"$ref": f"#/$defs/{cls.__name__}"}
         return self._define(cls, lambda: schema)
-
-
-def _rewrite_refs(node, renames):
-    if isinstance(node, list):
-        return [_rewrite_refs(v, renames) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _rewrite_refs(v, renames) for k, v in node.items()}
-    m = re.fullmatch(r"#/(?:\$defs|definitions)/(.+)", str(out.get("$ref", "")))
-    if m and m.group(1) in renames:
-        out["$ref"] = f"#/$defs/{renames[m.group(1)]}"
-    return out
 
 
 # -------------------------------------------------------------------------------------------- strict pass
@@ -484,37 +465,31 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                       strict_json_schema=strict_json_schema, context_kind=context_kind, _params=tuple(params))
 
 
-def is_json_object_type(tp) -> bool:
-    """Upstream's rule for an output type that stands as the schema's root: a pydantic model, or a dict type
-    (TypedDicts and `dict[str, T]` included). Everything else, dataclasses too, is wrapped in {"response": T}."""
-    base = strip_annotated(tp)[0]
-    origin = typing.get_origin(base)
-    cls = origin if origin is not None else base
-    return is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
-
-
 def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
-    """Type -> (schema, wrapped). Object types (dataclasses, TypedDicts, NamedTuples, pydantic models) stand as
-    the root; others become {"response": T}. `output_rule`: upstream's rule for an agent's output type instead
-    (`is_json_object_type`: only pydantic models and dict types stand as the root)."""
+    """Type -> (schema, wrapped). An object type (dataclass, TypedDict, NamedTuple, pydantic model) stands as the
+    root; any other becomes {"response": T}. `output_rule`: upstream's rule for an agent's output type instead,
+    where pydantic models and dict types (TypedDicts, `dict[str, T]`) stand and dataclasses are wrapped."""
     builder = _Builder(strict)
     try:
         inner = builder.schema(tp)
     except _Unsupported as exc:
         raise _unsupported("output type", tp, exc) from None
-    stands = is_json_object_type(tp) if output_rule else is_object_type(strip_annotated(tp)[0])
-    if stands and "$ref" in inner:
+    base = strip_annotated(tp)[0]
+    cls = typing.get_origin(base) or base
+    if output_rule:
+        stands = is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
+    else:
+        stands = is_object_type(base)
+    if not stands:
+        root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
+                "additionalProperties": False}
+    elif "$ref" in inner:
         name = inner["$ref"].rsplit("/", 1)[-1]
         root = dict(builder.defs[name])
         if f'"#/$defs/{name}"' not in json.dumps(builder.defs):  # not recursive: no need to keep it
             del builder.defs[name]
-        wrapped = False
-    elif stands and output_rule:  # a dict type: its object schema is the root
-        root, wrapped = dict(inner), False
-    else:
-        root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
-                "additionalProperties": False}
-        wrapped = True
+    else:  # a dict type: its object schema is the root
+        root = dict(inner)
     if builder.defs:
         root["$defs"] = builder.defs
-    return (ensure_strict_json_schema(root) if strict else root), wrapped
+    return (ensure_strict_json_schema(root) if strict else root), not stands

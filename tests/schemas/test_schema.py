@@ -957,6 +957,16 @@ def test_model_param_schema_is_hoisted_and_strict(models):
     assert user["properties"]["previous"]["items"] == {"$ref": "#/$defs/FakeAddress"}
 
 
+def test_a_model_and_another_type_of_the_same_name_are_refused_naming_it(models):
+    """Upstream (pydantic) qualifies the names; the kernel asks for a rename instead of rewriting $refs."""
+    Address, User = models
+    Other = dataclasses.make_dataclass("FakeAddress", [("line", str)])
+
+    def register(other: Other, user: User): ...
+    with pytest.raises(UserError, match="parameter 'user' is FakeUser.*two different types are named FakeAddress"):
+        function_schema(register)
+
+
 def test_model_param_is_converted_with_model_validate(models):
     Address, User = models
 
