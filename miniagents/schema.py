@@ -18,7 +18,7 @@ import inspect
 import json
 import re
 import typing
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
@@ -439,11 +439,15 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                                 "passed first, by position); remove the '*' before it")
             context_kind = kind
             continue
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise UserError(f"tool '{name}': parameter '{p}' takes any number of arguments, which a JSON object of "
-                            "parameters cannot say; name each parameter")
         ann = Any if ann is p.empty else ann
         default, tp = p.default, field_type(ann, p.default)
+        if p.kind == p.VAR_POSITIONAL:
+            default, tp = [], List[ann]
+        elif p.kind == p.VAR_KEYWORD:
+            if strict_json_schema:
+                raise UserError(f"tool '{name}': parameter '**{p.name}' takes arbitrary keywords; strict mode "
+                                "cannot express them — name the parameters, or strict_mode=False")
+            default, tp = {}, Dict[str, ann]
         try:
             props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
         except _Unsupported as exc:

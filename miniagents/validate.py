@@ -238,6 +238,10 @@ def _null_is_default(convert: Callable, default: Any, value: Any, path: str) -> 
     return default if value is None else convert(value, path)
 
 
+ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIONAL_OR_KEYWORD: list.append,
+       inspect.Parameter.VAR_POSITIONAL: list.extend}  # how an argument joins the positional ones
+
+
 def call_args(params: tuple, data: dict, strict: bool):
     """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
     if not isinstance(data, dict):
@@ -251,10 +255,12 @@ def call_args(params: tuple, data: dict, strict: bool):
         if p.name not in data and p.default is MISSING:
             _fail("", f"missing required parameter '{p.name}'")
         value = p.convert(data[p.name], p.name) if p.name in data else p.default
-        if p.kind == inspect.Parameter.KEYWORD_ONLY:
+        if p.kind in ADD:
+            ADD[p.kind](args, value)
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:
+            kwargs.update(value)
+        else:  # keyword-only
             kwargs[p.name] = value
-        else:
-            args.append(value)
     return args, kwargs
 
 

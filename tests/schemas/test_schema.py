@@ -454,15 +454,27 @@ def test_unexpressible_annotation_raises_instead_of_becoming_a_string(tp):
         function_schema(f)
 
 
-@pytest.mark.parametrize("strict", [True, False])
-def test_var_args_and_var_kwargs_are_refused_naming_the_parameter(strict):
-    """Upstream reads `*args` as a list and `**kwargs` as an open object; a tool's parameters are named here."""
-    def f(first: str, *rest: int): ...
-    def g(**options: int): ...
-    with pytest.raises(UserError, match=r"tool 'f': parameter '\*rest: int'.*name each parameter"):
-        function_schema(f, strict_json_schema=strict)
-    with pytest.raises(UserError, match=r"tool 'g': parameter '\*\*options: int'"):
-        function_schema(g, strict_json_schema=strict)
+def test_var_args_become_a_list_passed_positionally():
+    def f(first: str, *rest: int, flag: bool = False): ...
+    fs = function_schema(f)
+    assert fs.params_json_schema["properties"]["rest"] == {
+        "type": "array", "items": {"type": "integer"}, "title": "Rest", "default": []}
+    assert fs.to_call_args({"first": "a", "rest": [1, 2], "flag": True}) == (["a", 1, 2], {"flag": True})
+    assert fs.to_call_args({"first": "a", "flag": False}) == (["a"], {"flag": False})
+
+
+def test_var_kwargs_are_refused_in_strict_mode():
+    def f(**options: int): ...
+    with pytest.raises(UserError, match=r"tool 'f': parameter '\*\*options'.*strict_mode=False"):
+        function_schema(f)
+
+
+def test_var_kwargs_are_an_open_object_when_not_strict():
+    def f(a: int, **options: int): ...
+    fs = function_schema(f, strict_json_schema=False)
+    assert fs.params_json_schema["properties"]["options"] == {
+        "type": "object", "additionalProperties": {"type": "integer"}, "title": "Options", "default": {}}
+    assert fs.to_call_args({"a": 1, "options": {"x": 2}}) == ([1], {"x": 2})
 
 
 def test_keyword_only_parameters_are_passed_by_keyword():
