@@ -383,18 +383,14 @@ class FuncSchema:
 
 
 def _hints(func, sig, name: str) -> dict:
-    target = func
-    while isinstance(target, functools.partial):
-        target = target.func
-    if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
-        target = getattr(target, "__call__", target)
-    try:
-        return typing.get_type_hints(target, include_extras=True)
-    except Exception:  # one bad annotation: resolve one by one, so the error names the parameter
-        pass
-    hints, globalns = {}, getattr(inspect.unwrap(target), "__globals__", {})
+    """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
+    annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
+    written: its class may be imported only under TYPE_CHECKING."""
+    target = inspect.unwrap(func.func if isinstance(func, functools.partial) else func)
+    globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
+    hints = {}
     for p in sig.parameters.values():
-        if isinstance(p.annotation, str) and not _context_kind(p.annotation):
+        if p.annotation is not p.empty and not _context_kind(p.annotation):
             try:
                 hints[p.name] = typing.get_type_hints(_Stub(p.annotation), globalns, include_extras=True)["a"]
             except Exception as exc:
@@ -404,7 +400,7 @@ def _hints(func, sig, name: str) -> dict:
 
 
 class _Stub:
-    def __init__(self, annotation: str):
+    def __init__(self, annotation):
         self.__annotations__ = {"a": annotation}
 
 
