@@ -1,12 +1,11 @@
 """Python signatures and type hints -> strict JSON Schema: the definition-time half of the tool layer.
 
 Holds `function_schema` (a function's parameters -> `FuncSchema`: schema, description, `to_call_args`),
-`type_schema` (an output type -> schema), `ensure_strict_json_schema` (upstream's strict pass), and the tool
-name rules and spec (`check_tool_name`, `tool_name_from`, `tool_spec`). Tools, agents and handoffs call it when
-they are defined: what JSON Schema cannot say is a programmer mistake and raises `UserError` here, never
-later. Checking the model's values against the types is `validate.py`, reading docstrings is `docstrings.py`. Pure
-functions only: it never imports pydantic (models are recognised by duck typing), never runs a tool, never
-does I/O.
+`type_schema` (an output type -> schema), the strict pass (`ensure_strict_json_schema`; `wire_schema`, its form
+for a request), and the tool name rules and spec (`check_tool_name`, `tool_name_from`, `tool_spec`). Tools,
+agents and handoffs call it when they are defined: what JSON Schema cannot say is a programmer mistake and raises
+`UserError` here, never later. Checking the model's values against the types is `validate.py`. Pure functions
+only: it never imports pydantic (models are recognised by duck typing), never runs a tool, never does I/O.
 """
 from __future__ import annotations
 
@@ -266,10 +265,8 @@ def _strict(node, root, depth, count, inlining, wire):
     kind = out.get("type")
     if kind == "object" or (isinstance(kind, list) and "object" in kind):
         if out.setdefault("additionalProperties", False) is not False:
-            raise UserError("additionalProperties should not be set for object types. This could be because "
-                            "you configured additional properties to be allowed (a dict/Mapping type or "
-                            "extra='allow'). If you really need this, use a non-strict schema "
-                            "(strict_mode=False).")
+            raise UserError("additionalProperties should not be set for object types (a dict or Mapping type, "
+                            "or extra='allow'): strict mode cannot express it; use strict_mode=False")
     if isinstance(out.get("properties"), dict):
         out["required"] = list(out["properties"])
     if "default" in out and out["default"] is None:
