@@ -65,12 +65,6 @@ def check_tool_name(name: str) -> str:
 
 # ------------------------------------------------------------------------------------------ schema builder
 
-class _Unsupported(Exception):
-    def __init__(self, tp, reason: str, where: tuple = ()):
-        super().__init__(reason)
-        self.tp, self.reason, self.where = tp, reason, where
-
-
 _STRICT_MAP = "strict mode cannot express it — use a dataclass or TypedDict, or strict_mode=False"
 _STRICT_ANY = "strict mode cannot express Any — give it a concrete type, or strict_mode=False"
 _UNKNOWN = ("miniagents cannot express it as JSON Schema — use str, int, float, bool, list, tuple, set, "
@@ -87,10 +81,17 @@ def _title(name: str) -> str:
 
 
 class _Builder:
-    """Builds pydantic-shaped schemas; classes go to `defs` once and are referenced by `$ref`."""
+    """Builds pydantic-shaped schemas; classes go to `defs` once and are referenced by `$ref`. What JSON Schema
+    cannot say is refused naming `subject` (a parameter, an output type), its type `top`, and the path of fields
+    (`where`) down to the type at fault."""
 
-    def __init__(self, strict: bool):
+    def __init__(self, strict: bool, subject: str = "", top: Any = None):
         self.strict, self.defs, self.names, self.where = strict, {}, {}, []
+        self.subject, self.top = subject, top
+
+    def refused(self, tp, reason: str) -> UserError:
+        inner = f" ({' / '.join(self.where)} is {type_name(tp)})" if self.where else ""
+        return UserError(f"{self.subject} is {type_name(self.top)}{inner}; {reason}")
 
     def prop(self, name: str, tp, default=MISSING, description=None) -> dict:
         schema = self.schema(tp)
@@ -111,7 +112,7 @@ class _Builder:
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if tp is Any or tp is object or tp is inspect.Parameter.empty:
             if self.strict:
-                raise _Unsupported(Any, _STRICT_ANY, tuple(self.where))
+                raise self.refused(Any, _STRICT_ANY)
             return {}
         tp = type(None) if tp is None else tp
         simple = next((name for t, name in JSON_TYPES.items() if t is tp), None)
@@ -121,7 +122,7 @@ class _Builder:
             try:
                 values = [jsonable(a) for a in (args or [m.value for m in tp])]
             except TypeError as exc:
-                raise _Unsupported(tp, f"its values must be JSON ({exc})", tuple(self.where)) from None
+                raise self.refused(tp, f"its values must be JSON ({exc})") from None
             if origin is not typing.Literal:
                 return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
             return {"const": values[0], **_literal_type(values)} if len(values) == 1 \
@@ -141,11 +142,10 @@ class _Builder:
                     "minItems": len(args), "maxItems": len(args)}
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
             if self.strict:
-                raise _Unsupported(tp, _STRICT_MAP, tuple(self.where))
+                raise self.refused(tp, _STRICT_MAP)
             key = strip_annotated(args[0])[0] if args else str
             if key not in (str, int):
-                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]",
-                                   tuple(self.where))
+                raise self.refused(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]")
             schema = {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
             if key is int:  # the keys arrive as JSON strings of digits and are read back as ints
                 schema["propertyNames"] = {"pattern": INT_KEY}
@@ -154,7 +154,7 @@ class _Builder:
             return self._pydantic(tp)
         if is_object_type(tp):
             return self._define(tp, lambda: self._object(tp))
-        raise _Unsupported(tp, _UNKNOWN, tuple(self.where))
+        raise self.refused(tp, _UNKNOWN)
 
     def _define(self, cls, build) -> dict:
         if cls not in self.names:
@@ -170,8 +170,7 @@ class _Builder:
         try:
             fields = fields_of(cls)
         except Exception as exc:  # e.g. a forward reference that does not resolve
-            raise _Unsupported(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})",
-                               tuple(self.where)) from None
+            raise self.refused(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})") from None
         for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, field_type(tp, default), default)
@@ -191,7 +190,7 @@ class _Builder:
         schema = copy.deepcopy(cls.model_json_schema())
         for name, body in schema.pop("$defs", {}).items():
             if self.defs.setdefault(name, body) != body:  # pydantic names a nested model by its class name
-                raise _Unsupported(cls, f"two different types are named {name}: rename one", tuple(self.where))
+                raise self.refused(cls, f"two different types are named {name}: rename one")
         if set(schema) == {"$ref"}:  # recursive models: the root is a reference into $defs
             self.names[cls] = schema["$ref"].rsplit("/", 1)[-1]
             return schema
@@ -401,11 +400,6 @@ class _Stub:
         self.__annotations__ = {"a": annotation}
 
 
-def _unsupported(prefix: str, top, exc: _Unsupported) -> UserError:
-    inner = f" ({' / '.join(exc.where)} is {type_name(exc.tp)})" if exc.where else ""
-    return UserError(f"{prefix} is {type_name(top)}{inner}; {exc.reason}")
-
-
 def function_schema(func, *, name_override=None, description_override=None, docstring_style=None,
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
@@ -441,10 +435,8 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                 raise UserError(f"tool '{name}': parameter '**{p.name}' takes arbitrary keywords; strict mode "
                                 "cannot express them — name the parameters, or strict_mode=False")
             default, tp = {}, Dict[str, ann]
-        try:
-            props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
-        except _Unsupported as exc:
-            raise _unsupported(f"tool '{name}': parameter '{p.name}'", ann, exc) from None
+        builder.subject, builder.top = f"tool '{name}': parameter '{p.name}'", ann
+        props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
         params.append(param(p.name, p.kind, tp, default, strict_json_schema))
@@ -466,11 +458,8 @@ def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
     """Type -> (schema, wrapped). An object type (dataclass, TypedDict, NamedTuple, pydantic model) stands as the
     root; any other becomes {"response": T}. `output_rule`: upstream's rule for an agent's output type instead,
     where pydantic models and dict types (TypedDicts, `dict[str, T]`) stand and dataclasses are wrapped."""
-    builder = _Builder(strict)
-    try:
-        inner = builder.schema(tp)
-    except _Unsupported as exc:
-        raise _unsupported("output type", tp, exc) from None
+    builder = _Builder(strict, "output type", tp)
+    inner = builder.schema(tp)
     base = strip_annotated(tp)[0]
     cls = typing.get_origin(base) or base
     if output_rule:
