@@ -710,7 +710,7 @@ def test_strict_pass_lets_the_nodes_annotations_win_and_closes_a_nullable_object
     assert strict["properties"]["maybe"]["required"] == ["k"] and strict["$id"] == "https://example.test/root"
 
 
-@pytest.mark.parametrize("name, token", [("a/b", "a~1b"), ("a~1b", "a~01b")])
+@pytest.mark.parametrize("name, token", [("a/b", "a~1b"), ("a~1b", "a~01b"), ("$id", "$id")])
 def test_strict_pass_reads_definition_names_as_json_pointer_tokens(name, token):
     strict = ensure_strict_json_schema({"$defs": {name: {"type": "object", "properties": {"v": {"type": "string"}}}},
                                         "type": "object", "allOf": [{"$ref": f"#/$defs/{token}"}]})
