@@ -33,6 +33,8 @@ class AgentOutputSchemaBase(SpecReads, abc.ABC):
     and how to turn the model's final text into the output (raising `ModelBehaviorError` when it does not fit).
     Subclass it to control the schema sent and the parsing done; pass an instance as `Agent(output_type=...)`."""
 
+    _wrapped = False  # the answer is {"response": value} (AgentOutputSchema's rule for non-object types)
+
     @abc.abstractmethod
     def is_plain_text(self) -> bool: ...
 
@@ -58,6 +60,14 @@ class AgentOutputSchemaBase(SpecReads, abc.ABC):
             return None
         return {"name": FINAL_OUTPUT, "schema": self.json_schema(), "strict": self.is_strict_json_schema()}
 
+    def model_text(self, value: Any) -> str:
+        """A final output as the model would have written it (an error handler's, kept in the history): compact
+        JSON, wrapped like the schema; text as is."""
+        if self.is_plain_text():
+            return value if isinstance(value, str) else str(value)
+        data = jsonable(value)
+        return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
+
 
 class AgentOutputSchema(AgentOutputSchemaBase):
     """The JSON schema of `output_type` (None or `str`: plain text, no schema) and how to read an answer."""
@@ -66,7 +76,6 @@ class AgentOutputSchema(AgentOutputSchemaBase):
         self.output_type = output_type
         self._strict = strict_json_schema
         self._schema: Optional[dict] = None
-        self._wrapped = False
         if not self.is_plain_text():
             try:
                 self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema,
@@ -109,13 +118,6 @@ class AgentOutputSchema(AgentOutputSchemaBase):
     def validate_data(self, data: Any) -> Any:
         """Already-decoded JSON data (an error handler's dict or list) -> an `output_type` value."""
         return validate_value(self.output_type, data)
-
-    def model_text(self, value: Any) -> str:
-        """A final output as the model would have written it: compact JSON, wrapped like the schema; text as is."""
-        if self.is_plain_text():
-            return value if isinstance(value, str) else str(value)
-        data = jsonable(value)
-        return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
 
 
 _cache: dict = {}

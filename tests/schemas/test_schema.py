@@ -745,6 +745,32 @@ def test_strict_pass_limits_nodes():
         ensure_strict_json_schema({"type": "object", "properties": props})
 
 
+def test_an_error_handlers_output_for_an_output_schema_of_your_own_is_kept_in_the_history_as_json():
+    """The kernel asks every output schema for `model_text`, so the base class has it (it once was only on
+    AgentOutputSchema, and a schema of your own failed with AttributeError)."""
+    from miniagents import Agent, Runner, function_tool
+    from miniagents.agent_output import AgentOutputSchemaBase
+    from miniagents.testing import ScriptedModel, function_call
+
+    class Scores(AgentOutputSchemaBase):
+        def is_plain_text(self): return False
+        def name(self): return "scores"
+        def json_schema(self): return {"type": "object", "properties": {"a": {"type": "integer"}}}
+        def is_strict_json_schema(self): return False
+        def validate_json(self, text): return json.loads(text)
+
+    @function_tool
+    def noop() -> str:
+        return "x"
+
+    model = ScriptedModel([[function_call("noop", "{}", call_id="c1")]])
+    handlers = {"max_turns": lambda data: {"final_output": {"a": 1}, "include_in_history": True}}
+    result = Runner.run_sync(Agent(name="A", output_type=Scores(), model=model, tools=[noop]), "go", max_turns=1,
+                             error_handlers=handlers)
+    assert result.final_output == {"a": 1}
+    assert result.new_items[-1].raw_item.content[0].text == '{"a":1}'
+
+
 # ---------------------------------------------------------------------------------- type_schema
 
 def test_str_output_is_wrapped_as_response():
