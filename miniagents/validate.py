@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 import re
+import types
 import typing
 from typing import Any, Callable, NamedTuple, Optional, Union
 
@@ -24,7 +25,7 @@ from .items import clean_json, preview
 
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
-_UnionType = getattr(__import__("types"), "UnionType", None)  # `X | Y`, Python 3.10+
+_UNIONS = (Union, getattr(types, "UnionType", Union))  # `Union[X, Y]`, and `X | Y` on Python 3.10+
 _REQ_WRAPPERS = tuple(w for w in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None)) if w)
 INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
@@ -45,7 +46,7 @@ def strip_annotated(tp):
 
 
 def is_union(tp) -> bool:
-    return typing.get_origin(tp) is Union or (_UnionType is not None and isinstance(tp, _UnionType))
+    return typing.get_origin(tp) in _UNIONS
 
 
 def admits_none(tp) -> bool:
@@ -171,12 +172,13 @@ def _describe(value) -> str:
 
 
 def _expected(tp) -> str:
+    """What a type takes, in JSON's words: "integer", "object (Movie)", "array", "one of "a", "b"", ..."""
     tp = strip_annotated(tp)[0]
     if tp in JSON_TYPES or tp is None:
         return JSON_TYPES.get(tp, "null")
     if is_object_type(tp):
         return f"object ({type_name(tp)})"
-    if typing.get_origin(tp) in _MAPPINGS:
+    if tp is dict or typing.get_origin(tp) in _MAPPINGS:
         return "object"
     if typing.get_origin(tp) is typing.Literal or is_enum(tp):
         values = typing.get_args(tp) if typing.get_origin(tp) else [m.value for m in tp]
@@ -285,18 +287,6 @@ def _convert_guarded(tp, value, path, strict):
         return _fail(path, "the value is nested too deeply")
 
 
-def _json_kind(tp) -> str:
-    """"object", "array" or "scalar": the kind of JSON value a type takes."""
-    tp = strip_annotated(tp)[0]
-    origin = typing.get_origin(tp)
-    if tp is dict or origin in _MAPPINGS or is_object_type(tp) or is_pydantic(tp):
-        return "object"
-    if tp in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, cabc.Sequence,
-                                                        cabc.MutableSequence, cabc.Set, cabc.MutableSet):
-        return "array"
-    return "scalar"
-
-
 def _join(path: str, key) -> str:
     return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
 
@@ -336,8 +326,8 @@ def _convert(tp, value, path: str, strict: bool):
                 return _convert(arm, value, path, strict)
             except ArgumentsError as problem:
                 problems.append((arm, problem))
-        kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else "scalar"
-        same_kind = [p for arm, p in problems if _json_kind(arm) == kind]
+        kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else None
+        same_kind = [p for arm, p in problems if _expected(arm).split(" ")[0] == kind]
         if len(same_kind) == 1:  # one arm takes this kind of value: its problem is the precise one
             raise same_kind[0]
         return _fail(path, f"expected {' or '.join(map(_expected, args))}, got {_describe(value)}")
