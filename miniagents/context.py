@@ -240,4 +240,4 @@ class ToolContext(RunContextWrapper[TContext]):
     failure: Any = field(default=None, repr=False)
 
 
-_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with the run's
+_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with a run

@@ -99,11 +99,9 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
               error_handlers=options.error_handlers or {}, plugins=plugins_of(options.hooks, agents), streamed=streamed)
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run.config)
     run.state.cancel_mode = None  # a cancelled run can be resumed
-    if run.state.server_managed:
-        refuse_with_server_history(run)
-    if run.plugins:  # a shell refuses what cannot work, and makes what the run needs, before any model call
-        seams.emit(run.plugins, "prepare_run", run)
     choose(run)
+    for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
+        step(run)
     return run
 
 
@@ -119,14 +117,13 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunCo
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")
-    session_input: list = []
-    if options.session is not None:
-        input, session_input = load_session_history(options.session, input, config)
-    elif not isinstance(input, str):
+    if options.session is None and not isinstance(input, str):
         input = drop_orphans(to_input_list(input))
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
-    state.unsaved_session_input = session_input
+    if options.session is not None:  # the new input is checked apart from the history it may answer
+        state.original_input, state.unsaved_session_input = load_session_history(options.session, input, config)
+        state.rebuild_transcript()
     return state
 
 
@@ -141,6 +138,11 @@ def plugins_of(hooks: Any, agents: list) -> tuple:
 
 
 TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}
+
+
+def prepare_run(run: Run) -> None:
+    """The plugins refuse what cannot work and make what the run needs (the `prepare_run` seam)."""
+    seams.emit(run.plugins, "prepare_run", run)
 
 
 def refuse_with_server_history(run: Run) -> None:
@@ -305,11 +307,14 @@ def pause(run: Run, turn: Turn) -> None:
 
 def finish(run: Run, turn: Turn) -> None:
     """The final result."""
-    state, output = run.state, turn.next_step.output
-    if run.plugins:
-        seams.emit(run.plugins, "final_output", run, state.current_agent, output)
+    state = run.state
     state.finished = True
-    run.result = RunResult.from_state(state, output)
+    run.result = RunResult.from_state(state, turn.next_step.output)
+
+
+def tell_final_output(run: Run, turn: Turn) -> None:
+    """The plugins hear of the final output."""
+    seams.emit(run.plugins, "final_output", run, run.state.current_agent, turn.next_step.output)
 
 
 def answer_error(run: Run, turn: Turn) -> None:
@@ -443,6 +448,10 @@ class Step(NamedTuple):
 TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_guardrails"
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
+START = (  # before the first turn, once per drive of the loop
+    Step(refuse_with_server_history, "state.server_managed"),
+    Step(prepare_run, "run.plugins"),
+)
 BEFORE = (  # what may keep a fresh turn from starting, and what comes first
     Step(check_max_turns, "state.max_turns"),
     Step(steps.check_request_limit, "config.usage_limits"),
@@ -480,7 +489,8 @@ SETTLE = (  # both then plan, run and order the calls, and decide the next step
 ENDS = {  # what each way of ending a turn does, in order
     NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn),
                           Step(steps.save, "run.session run.ledger"), Step(steps.announce_outputs, "run.streamed"),
-                          Step(steps.raise_rejected, OUTPUT_GUARDRAILS), Step(finish)),
+                          Step(steps.raise_rejected, OUTPUT_GUARDRAILS), Step(tell_final_output, "run.plugins"),
+                          Step(finish)),
     NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, "run.session run.ledger"),
                       Step(steps.announce_outputs, "run.streamed"), Step(enter_agent)),
     NextStepRunAgain: (Step(close_turn), Step(steps.save, "run.session run.ledger"),
@@ -500,7 +510,7 @@ INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, inn
 
 
 def choose(run: Run) -> None:
-    """The steps this run's turns take and how a call is invoked, asked once: `run.before`, `run.fresh`,
+    """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
     `run.resumed`, `run.ends`, `run.entered`, `run.invoke`."""
     parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
              "tools": [tool for agent in run.agents for tool in agent.tools]}
@@ -517,7 +527,7 @@ def choose(run: Run) -> None:
     for wrap in wanted(INVOKE):
         run.invoke = wrap(run.invoke)
     model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
-    run.before = wanted(BEFORE)
+    run.start, run.before = wanted(START), wanted(BEFORE)
     run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
     run.resumed = wanted(RESUMED) + wanted(SETTLE)
     run.ends = {kind: wanted(table) for kind, table in ENDS.items()}

@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .validate import (INT_KEY, JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type,
-                       is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
+from .validate import (INT_KEY, JSON_TYPES, MISSING, ArgumentsError, call_args, field_type, fields_of, is_enum,
+                       is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -375,6 +375,8 @@ class FuncSchema:
 
     def to_call_args(self, data: dict):
         """Validate and convert the parsed arguments -> (positional args, kwargs), context excluded."""
+        if not isinstance(data, dict):
+            raise ArgumentsError(f"expected a JSON object of parameters, got {type(data).__name__}")
         return call_args(self._params, data, self.strict_json_schema)
 
 

@@ -244,12 +244,10 @@ ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIO
 
 def call_args(params: tuple, data: dict, strict: bool):
     """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
-    if not isinstance(data, dict):
-        raise ArgumentsError(f"expected a JSON object of parameters, got {_describe(data)}")
-    names = [p.name for p in params]
-    unknown = [k for k in data if k not in names]
+    unknown = [k for k in data if not any(k == p.name for p in params)]
     if unknown and strict:
-        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
+        names = ", ".join(p.name for p in params) or "none"
+        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {names})")
     args, kwargs = [], {}
     for p in params:
         if p.name not in data and p.default is MISSING:
