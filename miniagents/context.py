@@ -89,8 +89,8 @@ class Usage:
         requests = other.requests if requests is None else requests
         self.requests += requests
         one = RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
-                           dataclasses.replace(other.input_tokens_details),
-                           dataclasses.replace(other.output_tokens_details))
+                           InputTokensDetails(other.input_tokens_details.cached_tokens),
+                           OutputTokensDetails(other.output_tokens_details.reasoning_tokens))
         self.request_usage_entries += other.request_usage_entries or ([one] if requests == 1 else [])
 
     @classmethod

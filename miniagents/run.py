@@ -509,19 +509,26 @@ INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, inn
 )
 
 
+NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, INVOKE)
+         for step in table for need in step.needs.split()}  # every part of a run some step needs
+
+
+def is_set(need: str, parts: dict) -> bool:
+    """Whether what `need` names ("config.usage_limits") is set (not None, False or empty) on any of its parts."""
+    where, _, name = need.partition(".")
+    return any(value is not None and value is not False and value not in ([], ())
+               for value in (getattr(part, name, None) for part in parts[where]))
+
+
 def choose(run: Run) -> None:
     """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
     `run.resumed`, `run.ends`, `run.entered`, `run.invoke`."""
     parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
              "tools": [tool for agent in run.agents for tool in agent.tools]}
-
-    def used(need: str) -> bool:
-        where, _, name = need.partition(".")
-        return any(value is not None and value is not False and value not in ([], ())
-                   for value in (getattr(part, name, None) for part in parts[where]))
+    uses = {need for need in NEEDS if is_set(need, parts)}
 
     def wanted(table: tuple) -> list:
-        return [step.do for step in table if not step.needs or any(map(used, step.needs.split()))]
+        return [step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split())]
 
     run.invoke = invoke
     for wrap in wanted(INVOKE):

@@ -128,6 +128,8 @@ def field_type(tp, default):
 def jsonable(value):
     """A Python value as JSON data (the inverse of `validate_value`): pydantic-like models dumped, dataclasses
     as objects, enums as their values, tuples and sets as arrays; `TypeError` for anything else."""
+    if value is None or type(value) in (str, int, float, bool):  # JSON already (exactly these types, no subclass)
+        return value
     if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
         return value.model_dump(mode="json")
     if isinstance(value, enum.Enum):
@@ -138,7 +140,7 @@ def jsonable(value):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, (str, int, float, bool)):  # a subclass (an IntFlag is an Enum, handled above)
         return value
     raise TypeError(f"{type(value).__name__} is not JSON")
 
@@ -196,7 +198,7 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     if not isinstance(raw, str):
         raise ArgumentsError(f"{prefix}: expected a JSON string, got {type(raw).__name__}")
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = STRICT_JSON.decode(raw)
     except json.JSONDecodeError as exc:
         raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
                              f"Send one JSON object. Received: {preview(raw)}") from None
@@ -213,6 +215,9 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
 def _no_constant(name: str) -> None:
     """Python's json accepts NaN and Infinity; JSON does not."""
     raise ValueError(f"{name} is not valid JSON")
+
+
+STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant)  # made once: a decoder per call costs as much as a call
 
 
 class Param(NamedTuple):
@@ -264,10 +269,13 @@ def call_args(params: tuple, data: dict, strict: bool):
 
 def converter(tp: Any, strict: bool) -> Callable:
     """A function `(value, path) -> value` that checks a decoded JSON value against `tp` and converts it, chosen
-    once per parameter: a scalar type's is a single check, any other type's the general conversion (`_convert`)."""
+    once per parameter: a scalar type's is a single check (anything else of `int` or `float`, such as 5.0 for an
+    int, takes the general conversion), any other type's the general conversion (`_convert`)."""
     if tp in (str, bool):
         return lambda value, path: value if isinstance(value, tp) else _fail(
             path, f"expected {_expected(tp)}, got {_describe(value)}")
+    if tp in (int, float):
+        return lambda value, path: value if type(value) is tp else _convert_guarded(tp, value, path, strict)
     return lambda value, path: _convert_guarded(tp, value, path, strict)
 
 
