@@ -14,8 +14,8 @@ errors.py (`MCPError` and its kinds), `python -m` on this package lists a server
 from __future__ import annotations
 
 from .. import seams
-from .errors import MCPCancelledError, MCPConnectionError, MCPError, MCPProtocolError, MCPRequestError, MCPServerStartError, \
-    MCPTimeoutError, MCPTransportNotProvidedError, MCPVersionError
+from .errors import (MCPCancelledError, MCPConnectionError, MCPError, MCPProtocolError, MCPRequestError,
+                     MCPServerStartError, MCPTimeoutError, MCPTransportNotProvidedError, MCPVersionError)
 from .plugin import MCPPlugin
 from .server import PROTOCOL_VERSIONS, CallToolResult, Content, MCPServer, MCPServerSse, MCPServerStdio, \
     MCPServerStdioParams, MCPServerStreamableHttp, MCPTool, ToolFilterContext, create_static_tool_filter

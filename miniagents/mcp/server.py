@@ -226,7 +226,8 @@ class MCPServerStdio(MCPServer):
         self.tool_filter = tool_filter
         self.use_structured_content = bool(use_structured_content)
         if isinstance(max_retry_attempts, bool) or not isinstance(max_retry_attempts, int) or max_retry_attempts < 0:
-            raise UserError(f"max_retry_attempts must be 0 or more (every wait has a bound), got {max_retry_attempts!r}")
+            raise UserError(f"max_retry_attempts must be 0 or more (every wait has a bound), "
+                            f"got {max_retry_attempts!r}")
         self.max_retry_attempts = max_retry_attempts
         for option, value in (("retry_backoff_seconds_base", retry_backoff_seconds_base),
                               ("retry_backoff_seconds_max", retry_backoff_seconds_max)):

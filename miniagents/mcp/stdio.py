@@ -423,8 +423,8 @@ class StdioConnection:
             error = message.get("error")
             what = f" with the error {preview(error.get('message') if isinstance(error, dict) else error)}" \
                 if error is not None else ""
-            self._fail(MCPConnectionError, f"answered request id {json.dumps(request_id)[:40]}{what}, which this client "
-                                           "never sent or had an answer to already", stop=True)
+            self._fail(MCPConnectionError, f"answered request id {json.dumps(request_id)[:40]}{what}, which this "
+                                           "client never sent or had an answer to already", stop=True)
 
     def _answer(self, request_id: Any, method: str) -> None:
         """A request from the server: `ping` is answered; nothing else is offered by this client."""
