@@ -3,7 +3,7 @@
     python demo.py                    # scripted model: no network, no install, standard library only
     python demo.py --chapter 6        # one chapter (repeat the flag for more)
     python demo.py --quiet            # only the invariants
-    python demo.py --trace run.jsonl  # also write every run's trace (then: python -m miniagents.trace run.jsonl)
+    python demo.py --trace run.jsonl  # also write every run's trace (then: python -m miniagents.tracing run.jsonl)
     python demo.py --live             # the chapters a real model can play, against OPENAI_BASE_URL (--help)
     python demo.py --live --record run.jsonl   # ... and keep the real model's calls in run.jsonl
     python demo.py --replay run.jsonl # play that recording back offline: no server, no key, no network
@@ -910,15 +910,14 @@ def replayed(desk: Walkthrough) -> None:
 
 @chapter("The loop, named",
          "Every turn ends in one of four NextStep values; the loop dispatches on them and on nothing else.",
-         "Where each is decided, read from the source as it is now:")
+         "Where each is decided, and what the loop does for it, read from the source as it is now:")
 def the_loop_named(desk: Walkthrough) -> None:
     import miniagents.run
     import miniagents.turn
 
     made = constructions([miniagents.turn, miniagents.run])
-    loop = function_node(miniagents.run, "_loop")
-    dispatched = {n.args[1].id: n.lineno for n in ast.walk(loop) if isinstance(n, ast.Call)
-                  and getattr(n.func, "id", "") == "isinstance" and isinstance(n.args[1], ast.Name)}
+    ends = table_node(miniagents.run, "ENDS")
+    dispatched = {key.id: key.lineno for key in ends.keys}
     meaning = [("NextStepRunAgain", "run again: the same agent's model is called again", typed_tool),
                ("NextStepHandoff", "handoff: another agent takes the conversation", handoff),
                ("NextStepFinalOutput", "final output: the run ends with it", the_loop),
@@ -928,19 +927,39 @@ def the_loop_named(desk: Walkthrough) -> None:
         places = {}
         for file, function, line in made.get(name, []):
             places.setdefault(f"{file} {function}", []).append(line)
-        say("      decided in " + ("; ".join(f"{where} (line{'s' * (len(lines) > 1)} {', '.join(map(str, sorted(lines)))})"
-                                             for where, lines in places.items()) or "nowhere!"), "2")
-    tested = sorted(dispatched, key=dispatched.get)
-    wrapped(f"run.py _loop (lines {loop.lineno}-{loop.end_lineno}) tests for {', '.join(tested)}; what is left "
-            "is NextStepRunAgain: another turn. (NextStepError asks the run's error_handlers, which answer with "
-            "one of the four.)", "  ")
-    deciders = {(file, function) for name, _, _ in meaning for file, function, _ in made.get(name, [])
-                if file == "turn.py"}
-    desk.check("the loop tests for interruption, handoff, final output (and errors); the rest runs again",
-               lambda: set(dispatched) == {name for name, _, _ in meaning[1:]} | {"NextStepError"})
-    desk.check(f"one function of turn.py decides all four ({', '.join(f for _, f in sorted(deciders))})",
-               lambda: len(deciders) == 1 and all(any(f[0] == "turn.py" for f in made.get(name, []))
+        wrapped("decided in " + ("; ".join(f"{where} (line{'s' * (len(lines) > 1)} {', '.join(map(str, sorted(lines)))})"
+                                           for where, lines in places.items()) or "nowhere!"), "      ")
+    loop = function_node(miniagents.run, "loop")
+    wrapped(f"run.py loop (lines {loop.lineno}-{loop.end_lineno}) runs, for each turn, the steps its NextStep has in "
+            f"the table ENDS (run.py line {ends.lineno}): {', '.join(sorted(dispatched, key=dispatched.get))}. "
+            "(NextStepError asks the run's error_handlers, which answer with one of the four.)", "  ")
+    deciders = {function for name, _, _ in meaning for file, function, _ in made.get(name, []) if file == "turn.py"}
+    reached = called_from(miniagents.turn, "decide")
+    desk.check("the loop's table ENDS has the steps of each of the four ways, and of an error",
+               lambda: set(dispatched) == {name for name, _, _ in meaning} | {"NextStepError"})
+    desk.check(f"turn.py's decide makes all four, itself or through what it calls ({', '.join(sorted(deciders))})",
+               lambda: deciders <= reached and all(any(f[0] == "turn.py" for f in made.get(name, []))
                                                   for name, _, _ in meaning))
+
+
+def table_node(module, name: str) -> ast.Dict:
+    """The dict literal assigned to `name` at the top of a module."""
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+    return next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == name)
+
+
+def called_from(module, name: str) -> set:
+    """`name` and the functions of the module it calls, directly or through them."""
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in found or current not in functions:
+            continue
+        found.add(current)
+        todo += [getattr(n.func, "id", "") for n in ast.walk(functions[current]) if isinstance(n, ast.Call)]
+    return found
 
 
 def constructions(modules: list) -> dict:
@@ -1036,7 +1055,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="print only the invariants")
     parser.add_argument("--no-color", action="store_true", help="no colours (none either when not on a terminal)")
     parser.add_argument("--trace", metavar="FILE", help="append every run's trace to FILE (JSON lines); read it "
-                                                        "with: python -m miniagents.trace FILE")
+                                                        "with: python -m miniagents.tracing FILE")
     parser.add_argument("--live", action="store_true", help="use a real model (see below)")
     parser.add_argument("--model", help="with --live: the model name (default: $OPENAI_DEFAULT_MODEL)")
     parser.add_argument("--record", metavar="FILE", help="with --live: record the real model's calls to FILE")
@@ -1378,7 +1397,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if failed:
         emit(f"did not run to their end or broke a rule: {', '.join(failed)} (exit status {len(failed)})", "31")
     if args.trace:
-        say(f"trace appended to {args.trace}; read it as a tree with: python -m miniagents.trace {args.trace}")
+        say(f"trace appended to {args.trace}; read it as a tree with: python -m miniagents.tracing {args.trace}")
     return len(failed)
 
 

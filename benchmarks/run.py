@@ -160,6 +160,7 @@ if __name__ == "__main__":
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpus, "
           f"load average {os.getloadavg()[0]:.2f}")
     bench_import()
+    __import__("import_time").bench_import_copies()  # a vendored copy: folder, .py zip, .pyc zip
     bench_loop()
     bench_session()
     bench_state()

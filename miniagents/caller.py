@@ -120,7 +120,9 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
         return value._result()
     if not inspect.isawaitable(value):
         return value
-    import asyncio
+    from .errors import needs
+
+    asyncio = needs("asyncio", "an async function (a tool, guardrail, hook or session method)")
 
     async def wait() -> Any:
         task, aborts = asyncio.ensure_future(value), CANCEL_CALLBACKS.get()
@@ -149,57 +151,6 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     except RuntimeError:  # no loop in this thread: the usual case
         return asyncio.run(wait())
     return in_thread(lambda: asyncio.run(wait()), name="miniagents-await")
-
-
-def iterate(events: Any) -> Any:
-    """`events` as a plain iterator. An async iterator (a stream from a model written for upstream's async `Model`)
-    is advanced one item at a time on an event loop of its own (a cancelled run cancels the step it waits on) and
-    closed when left."""
-    if not hasattr(events, "__anext__"):
-        yield from events
-        return
-    import asyncio
-
-    loop, aborts = asyncio.new_event_loop(), CANCEL_CALLBACKS.get() or []  # [] when no run listens for a cancel
-
-    def step(awaitable: Any) -> Any:
-        async def wait() -> Any:
-            return await awaitable
-        task = loop.create_task(wait())
-        abort = lambda: loop.call_soon_threadsafe(task.cancel)  # noqa: E731 - from another thread: a cancel
-        aborts.append(abort)
-        try:
-            if _loop_running():  # this thread runs a loop already (run_sync from async code)
-                return in_thread(lambda: loop.run_until_complete(task))
-            return loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            raise Cancelled() from None
-        finally:
-            if abort in aborts:
-                aborts.remove(abort)
-    try:
-        while True:
-            try:
-                item = step(events.__anext__())
-            except StopAsyncIteration:
-                return
-            yield item
-    finally:
-        try:
-            if hasattr(events, "aclose"):
-                step(events.aclose())
-        finally:
-            loop.close()
-
-
-def _loop_running() -> bool:
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:

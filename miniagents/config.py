@@ -6,36 +6,13 @@ processors you registered, or to `trace_path` (JSON lines); nothing is ever sent
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generic, List, Literal, Optional, TypedDict, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Optional, Union
 
+from . import seams
 from .context import TContext
 from .errors import UserError
-from .items import TResponseInputItem
 from .models.interface import ModelSettings
-
-# Upstream's type names for RunConfig's choices and callbacks (a callback may also return an awaitable).
-ToolNotFoundBehavior = Literal["raise_error", "return_error_to_model"]
-ReasoningItemIdPolicy = Literal["preserve", "omit"]
-ToolNameCollisionPolicy = Literal["warn", "error"]
-ToolChoice = Union[Literal["auto", "required", "none"], str, None]
-
-
-class TracingConfig(TypedDict, total=False):
-    """Upstream's `RunConfig.tracing`: `include_task_and_turn_spans` (default True). Its `api_key` is for
-    upstream's exporter; miniagents exports nothing and drops it."""
-
-    api_key: str
-    include_task_and_turn_spans: bool
-
-
-@dataclass
-class ToolExecutionConfig:
-    """Upstream's `RunConfig.tool_execution`; its limit becomes `RunConfig.max_function_tool_concurrency`.
-    Pre-approval tool guardrails are refused: ours run after approval."""
-
-    max_function_tool_concurrency: Optional[int] = None
-    pre_approval_tool_input_guardrails: bool = False
 
 
 @dataclass
@@ -73,8 +50,10 @@ class UsageLimits:
 
 @dataclass(eq=False)
 class RunConfig:
-    """Settings for one run. Tracing (`tracing_disabled`, `trace_include_sensitive_data`, `workflow_name`,
-    `trace_id`, `group_id`, `trace_metadata`, `trace_path`) stays in the process: see miniagents.tracing."""
+    """Settings for one run, laid over its agents' (`model`, `model_settings`) or added to theirs (guardrails).
+    Tracing (`tracing_disabled`, `trace_include_sensitive_data`, `workflow_name`, `trace_id`, `group_id`,
+    `trace_metadata`, `trace_path`, `tracing`) is the tracing shell's; it stays in the
+    process: nothing is ever sent anywhere."""
 
     model: Any = None
     model_provider: Any = None
@@ -86,12 +65,11 @@ class RunConfig:
     call_model_input_filter: Optional[Callable] = None
     tool_error_formatter: Optional[Callable] = None
     session_settings: Any = None
-    reasoning_item_id_policy: Optional[str] = None
-    tool_execution: Optional[ToolExecutionConfig] = None
-    # Upstream raises by default; a model's typo should not end a run and lose its work, so the model is told.
-    tool_not_found_behavior: str = "return_error_to_model"
-    tool_name_collision_policy: str = "warn"
     max_function_tool_concurrency: Optional[int] = None
+    usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
+    # What replaces a tool output an output guardrail rejected as the final output (see guardrails.py): a text, or
+    # a sync formatter given OutputGuardrailBlockedMessageArgs
+    output_guardrail_blocked_message: Union[str, Callable, None] = None
     workflow_name: str = "Agent workflow"
     trace_id: Optional[str] = None
     group_id: Optional[str] = None
@@ -99,39 +77,28 @@ class RunConfig:
     tracing_disabled: bool = False
     trace_include_sensitive_data: bool = True
     trace_path: Optional[str] = None  # write this run's trace as JSON lines (MINIAGENTS_TRACE does the same)
-    tracing: Optional[TracingConfig] = None  # {"include_task_and_turn_spans": False} leaves those spans out
-    # What replaces a tool output an output guardrail rejected as the final output (see guardrails.py): a text, or
-    # a sync formatter given OutputGuardrailBlockedMessageArgs
-    output_guardrail_blocked_message: Union[str, Callable, None] = None
-    usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
+    tracing: Optional[dict] = None  # {"include_task_and_turn_spans": False} leaves those spans out
+    model_tracing: Any = field(init=False, repr=False)  # what a model may record in its own traces (a ModelTracing)
 
     def __post_init__(self):
+        from .models.interface import ModelTracing
+
+        self.model_tracing = ModelTracing.DISABLED if self.tracing_disabled else ModelTracing.ENABLED \
+            if self.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
+        seams.load_asked_for(self)  # the tracing shell, to write the run's trace (`trace_path`)
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
             self.model_settings = ModelSettings.from_dict(self.model_settings)
-        if self.tool_not_found_behavior not in ("raise_error", "return_error_to_model"):
-            raise UserError(f"Invalid tool_not_found_behavior: {self.tool_not_found_behavior!r}")
-        if self.tool_name_collision_policy not in ("warn", "error"):
-            raise UserError(f"Invalid tool_name_collision_policy: {self.tool_name_collision_policy!r}")
-        if self.reasoning_item_id_policy not in (None, "preserve", "omit"):
-            raise UserError(f"Invalid reasoning_item_id_policy: {self.reasoning_item_id_policy!r}")
-        if self.tool_execution is not None and self.tool_execution.pre_approval_tool_input_guardrails:
-            raise UserError("pre_approval_tool_input_guardrails=True is not supported: tool input guardrails "
-                            "run after approval, just before the tool")
         if self.tracing is not None:
             if not isinstance(self.tracing, dict):
                 raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
-        blocked = self.output_guardrail_blocked_message  # upstream's checks and exception types
-        if isinstance(blocked, str) and not blocked:
-            raise ValueError("output_guardrail_blocked_message must be non-empty")
-        if blocked is not None and not isinstance(blocked, str) and not callable(blocked):
-            raise TypeError("output_guardrail_blocked_message must be a string, callable, or None")
-        if inspect.iscoroutinefunction(blocked):
-            raise TypeError("output_guardrail_blocked_message formatter must be synchronous")
+        blocked = self.output_guardrail_blocked_message  # an async formatter would keep the rejected output waiting
+        if blocked is not None and not (isinstance(blocked, str) and blocked or callable(blocked)
+                                        and not inspect.iscoroutinefunction(blocked)):
+            raise UserError("output_guardrail_blocked_message must be a non-empty text, a synchronous callable, or "
+                            f"None, got {blocked!r:.60}")
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
-        if self.max_function_tool_concurrency is None and self.tool_execution is not None:
-            self.max_function_tool_concurrency = self.tool_execution.max_function_tool_concurrency
 
 
 @dataclass(eq=False)
@@ -206,15 +173,3 @@ class RunErrorHandlerResult:
 
     final_output: Any
     include_in_history: bool = True
-
-
-OutputGuardrailBlockedMessageFormatter = Callable[[OutputGuardrailBlockedMessageArgs], Optional[str]]
-ToolErrorFormatter = Callable[[ToolErrorFormatterArgs], Union[Optional[str], Awaitable[Optional[str]]]]
-CallModelInputFilter = Callable[[CallModelData], Union[ModelInputData, Awaitable[ModelInputData]]]
-SessionInputCallback = Callable[[List[TResponseInputItem], List[TResponseInputItem]],
-                                Union[List[TResponseInputItem], Awaitable[List[TResponseInputItem]]]]
-# A handler returns a RunErrorHandlerResult, a dict of its fields, a raw final output, or None (re-raise).
-RunErrorHandler = Callable[[RunErrorHandlerInput], Any]
-RunErrorHandlers = TypedDict("RunErrorHandlers", {"max_turns": RunErrorHandler, "model_refusal": RunErrorHandler,
-                                                  "invalid_final_output": RunErrorHandler,
-                                                  "usage_limit": RunErrorHandler}, total=False)

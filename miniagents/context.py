@@ -78,22 +78,20 @@ class Usage:
     request_usage_entries: list = field(default_factory=list)
     tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
-    def add(self, other: "Usage") -> None:
-        """Add another request's (or run's) usage to this one, in place."""
-        self.requests += other.requests
-        self.tool_calls += other.tool_calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.total_tokens += other.total_tokens
+    def add(self, other: "Usage", requests: Optional[int] = None) -> None:
+        """Add another usage to this one, in place: a run's (with its requests' own entries), or one request's
+        (`requests=1`, whatever the model reported: usage limits must not trust a model), which
+        `request_usage_entries` keeps on its own."""
+        for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
         self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
-        if other.requests == 1 and not other.request_usage_entries:
-            self.request_usage_entries.append(RequestUsage(
-                other.input_tokens, other.output_tokens, other.total_tokens,
-                InputTokensDetails(other.input_tokens_details.cached_tokens),
-                OutputTokensDetails(other.output_tokens_details.reasoning_tokens)))
-        else:
-            self.request_usage_entries.extend(other.request_usage_entries)
+        requests = other.requests if requests is None else requests
+        self.requests += requests
+        one = RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
+                           InputTokensDetails(other.input_tokens_details.cached_tokens),
+                           OutputTokensDetails(other.output_tokens_details.reasoning_tokens))
+        self.request_usage_entries += other.request_usage_entries or ([one] if requests == 1 else [])
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":
@@ -133,8 +131,7 @@ class RunContextWrapper(Generic[TContext]):
 
     context: TContext = None  # type: ignore[assignment]
     usage: Usage = field(default_factory=Usage)
-    turn_input: list = field(default_factory=list)
-    tool_input: Any = None
+    turn_input: list = field(default_factory=list)  # what the model is sent this turn (for hooks)
     # Approval decisions: {tool_name: {"approved": [ids] | True, "rejected": [ids] | True,
     # "rejection_messages": {call_id: message}}} -- the layout upstream stores in RunState.
     approvals: dict = field(default_factory=dict, repr=False)
@@ -215,26 +212,19 @@ class RunContextWrapper(Generic[TContext]):
     def rejection_message(self, tool_name: str, call_id: str) -> Optional[str]:
         return (self.approvals.get(self._key(tool_name)) or {}).get("rejection_messages", {}).get(call_id)
 
-    # Upstream's names for the two reads above; `existing_pending` (a ToolApprovalItem) may name the tool.
-    def get_approval_status(self, tool_name: str, call_id: str, *, existing_pending: Any = None,
-                            **_upstream_only: Any) -> Optional[bool]:
-        """True / False once a person decided about this call (or every call of its tool), None while it waits."""
-        return self.is_tool_approved(getattr(existing_pending, "tool_name", None) or tool_name, call_id)
-
-    def get_rejection_message(self, tool_name: str, call_id: str, *, existing_pending: Any = None,
-                              **_upstream_only: Any) -> Optional[str]:
-        """The message given with `reject(..., rejection_message=...)` for this call, or None."""
-        return self.rejection_message(getattr(existing_pending, "tool_name", None) or tool_name, call_id)
-
-
-@dataclass(eq=False)
-class AgentHookContext(RunContextWrapper[TContext]):
-    """The context agent hooks receive (upstream's name); the same data as a `RunContextWrapper`."""
+    def for_call(self, item: dict, agent: Any, run_config: Any, resume_state: Any = None,
+                 ledger: Any = None) -> "ToolContext":
+        """The context a tool receives for one call (`item`, its `function_call`): this one's context object,
+        usage and approval decisions (shared, not copied), with the call, its agent and the run's config."""
+        return ToolContext(**{name: getattr(self, name) for name in _SHARED_FIELDS}, tool_name=item["name"],
+                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "",
+                           tool_call=item, agent=agent, run_config=run_config, resume_state=resume_state,
+                           ledger=ledger)
 
 
 @dataclass(eq=False)
 class ToolContext(RunContextWrapper[TContext]):
-    """The wrapper a tool receives when its first parameter is annotated `ToolContext`."""
+    """The wrapper a tool receives when its first parameter is annotated `ToolContext`: the run's, with the call."""
 
     tool_name: str = ""
     tool_call_id: str = ""
@@ -249,28 +239,5 @@ class ToolContext(RunContextWrapper[TContext]):
     # The exception the tool raised when the model was told a failure text instead (set by tool.failure_text).
     failure: Any = field(default=None, repr=False)
 
-    @classmethod
-    def from_agent_context(cls, context: RunContextWrapper, tool_call_id: str, tool_call: Any = None,
-                           agent: Any = None, *, tool_name: Optional[str] = None,
-                           tool_arguments: Optional[str] = None, tool_namespace: Optional[str] = None,
-                           run_config: Any = None) -> "ToolContext":
-        """A tool's context made from the run's: the same context object, usage and approval decisions
-        (shared, not copied), the call's name and arguments (from `tool_call` unless given), and the agent and
-        run config of `context` when it is itself a ToolContext and none are given."""
-        if tool_name is None:
-            if tool_call is None:
-                raise ValueError("tool_name must be passed to ToolContext")
-            tool_name = tool_call["name"] if isinstance(tool_call, dict) else tool_call.name
-        if tool_arguments is None:
-            if tool_call is None:
-                raise ValueError("tool_arguments must be passed to ToolContext")
-            tool_arguments = tool_call["arguments"] if isinstance(tool_call, dict) else tool_call.arguments
-        if isinstance(context, ToolContext):
-            agent = agent if agent is not None else context.agent
-            run_config = run_config if run_config is not None else context.run_config
-        shared = {name: getattr(context, name) for name in _SHARED_FIELDS}
-        return cls(**shared, tool_name=tool_name, tool_call_id=tool_call_id, tool_arguments=tool_arguments,
-                   tool_call=tool_call, agent=agent, run_config=run_config)
 
-
-_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with the run's
+_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with a run

@@ -26,11 +26,12 @@ class RunErrorDetails:
 
 
 def warn(message: str, *args: Any, **kwargs: Any) -> None:
-    """Log a warning on the "miniagents" logger. `logging` is imported here, the first time something is logged: a
-    run that goes well logs nothing, and importing `logging` costs more than any module of the kernel."""
+    """Log a warning on the package's logger ("miniagents", or the name a vendored copy has). `logging` is imported
+    here, the first time something is logged: a run that goes well logs nothing, and importing `logging` costs
+    more than any module of the kernel."""
     import logging
 
-    logging.getLogger("miniagents").warning(message, *args, stacklevel=2, **kwargs)
+    logging.getLogger(__name__.rpartition(".")[0]).warning(message, *args, stacklevel=2, **kwargs)
 
 
 class AgentsException(Exception):
@@ -141,3 +142,26 @@ class UsageLimitExceeded(AgentsException):
     def __init__(self, limit: str, value: int, count: int):
         super().__init__(f"Usage limit exceeded: {limit}={value} (the run would reach {count})")
         self.limit, self.value, self.count, self.state = limit, value, count, None
+
+
+class MissingFeatureError(AgentsException, ImportError):
+    """A feature this copy of miniagents or this Python lacks: a shell folder a vendored copy left out, or a
+    standard-library module a minimal build omits (`_sqlite3`, `zlib`). `feature` says what needs it, `name` the
+    module path that is missing. An ImportError, so `import` statements fail as they always do."""
+
+    def __init__(self, feature: str, missing: str, remedy: str, name: str):
+        super().__init__(f"{feature} needs {missing}, which {remedy}")
+        self.feature, self.name = feature, name
+
+
+def needs(module: str, feature: str) -> Any:
+    """`import module` for a kernel module whose `feature` needs it: `MissingFeatureError` if this Python lacks it."""
+    import importlib
+    import sys
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        raise MissingFeatureError(feature, f"the standard-library module {error.name or module!r}",
+                                  f"this Python ({sys.executable}) was built without: use a Python that has it",
+                                  error.name or module) from error

@@ -56,10 +56,10 @@ class InputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "input_guardrail")
 
-    def run(self, agent: Any, input: Any, context: Any) -> caller.Ready:
-        """Check `input`: an `InputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
+    def run(self, agent: Any, input: Any, context: Any) -> "InputGuardrailResult":
+        """Check `input`."""
         output = _checked(caller.call(self.guardrail_function, context, agent, input), self.get_name())
-        return caller.Ready(InputGuardrailResult(guardrail=self, output=output))
+        return InputGuardrailResult(guardrail=self, output=output)
 
 
 @dataclass(eq=False)
@@ -72,11 +72,10 @@ class OutputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", "output_guardrail")
 
-    def run(self, context: Any, agent: Any, agent_output: Any) -> caller.Ready:
-        """Check the final output: an `OutputGuardrailResult`, as a `Ready` (upstream's is a coroutine)."""
+    def run(self, context: Any, agent: Any, agent_output: Any) -> "OutputGuardrailResult":
+        """Check the final output."""
         output = _checked(caller.call(self.guardrail_function, context, agent, agent_output), self.get_name())
-        return caller.Ready(OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent,
-                                                  output=output))
+        return OutputGuardrailResult(guardrail=self, agent_output=agent_output, agent=agent, output=output)
 
 
 def run_input_guardrails(run: Any, guardrails: list, agent: Any, input: Any, results: list) -> None:
@@ -145,7 +144,7 @@ def _until_tripwire(run: Any, kind: str, guardrails: list, check: Callable, trip
     for guardrail in guardrails:
         step = seams.GuardrailStep(guardrail.get_name(), kind)
         with seams.around(run.plugins, "guardrail", run, step):
-            result = caller.resolve(check(guardrail))
+            result = check(guardrail)
             step.triggered = result.output.tripwire_triggered
         results.append(result)
         if step.triggered:
@@ -228,13 +227,13 @@ class ToolInputGuardrail(Generic[TContext]):
     def get_name(self) -> str:
         return self.name or getattr(self.guardrail_function, "__name__", type(self).__name__)
 
-    def run(self, data: ToolInputGuardrailData) -> caller.Ready:
-        """Check one call: its `ToolGuardrailFunctionOutput`, as a `Ready` (upstream's is a coroutine)."""
+    def run(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        """Check one call."""
         output = caller.call(self.guardrail_function, data)
         if not isinstance(output, ToolGuardrailFunctionOutput):
             raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
                             f"got {type(output).__name__}")
-        return caller.Ready(output)
+        return output
 
 
 @dataclass(eq=False)
@@ -291,7 +290,7 @@ def _run_tool_guardrails(run: Any, kind: str, guardrails: list, data: Any, resul
     for guardrail in guardrails or ():
         step = seams.GuardrailStep(guardrail.get_name(), kind)
         with seams.around(run.plugins, "guardrail", run, step):
-            verdict = caller.resolve(guardrail.run(data))
+            verdict = guardrail.run(data)
             step.triggered = verdict.behavior["type"] != "allow"
         results.append(result_cls(guardrail, verdict))
         if verdict.behavior["type"] == "raise_exception":

@@ -54,6 +54,11 @@ class Handoff(SpecReads, Generic[TContext]):
     is_enabled: Union[bool, Callable] = True
     _agent: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    @property
+    def name(self) -> str:
+        """The tool name the model calls it by (as a function tool's `name`)."""
+        return self.tool_name
+
     def get_transfer_message(self, agent: Any) -> str:
         return json.dumps({"assistant": agent.name})
 
@@ -108,7 +113,7 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
             caller.call(on_handoff, ctx, validate_value(input_type, data))
         elif on_handoff is not None:
             caller.call(on_handoff, ctx)
-        return caller.Ready(agent)  # upstream's is a coroutine: awaitable, or `.value`
+        return agent
 
     name = check_tool_name(tool_name_override or Handoff.default_tool_name(agent))
     return Handoff(tool_name=name,

@@ -60,6 +60,11 @@ class HookPlugin(Plugin):
     """A run's `RunHooks` (None: none) and its agents' `AgentHooks`, called from the seams of that run."""
 
     def __init__(self, run_hooks: Any):
+        if run_hooks is not None and not isinstance(run_hooks, RunHooks):
+            if isinstance(run_hooks, AgentHooks):
+                raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
+                                "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
+            raise TypeError(f"Run hooks must be instances of RunHooks, got {type(run_hooks).__name__}")
         self.run_hooks = run_hooks
 
     def notify(self, event: str, context: Any, agent: Any, *rest: Any) -> None:
@@ -71,6 +76,7 @@ class HookPlugin(Plugin):
             caller.resolve(getattr(agent_hooks, AGENT_METHOD[event])(context, agent, *rest))
 
     def agent_started(self, run: Any, agent: Any) -> None:
+        run.state.context_wrapper.turn_input = list(run.state.transcript)  # what the agent starts from
         self.notify("on_agent_start", run.state.context_wrapper, agent)
 
     def final_output(self, run: Any, agent: Any, output: Any) -> None:
@@ -79,6 +85,7 @@ class HookPlugin(Plugin):
     @contextlib.contextmanager
     def model_call(self, run: Any, step: ModelStep) -> Iterator[None]:
         context = run.state.context_wrapper
+        context.turn_input = step.input
         self.notify("on_llm_start", context, step.agent, step.instructions, step.input)
         yield
         self.notify("on_llm_end", context, step.agent, step.response)

@@ -1,4 +1,4 @@
-"""Transcript items: constructors, the `RunItem` kinds, `ItemHelpers`, and the pairing check.
+"""Transcript items: constructors, the `RunItem` kinds, and the pairing check.
 
 Every item is a Responses API input-item dict: model input, run items, session rows and RunState all hold the
 same items, so nothing is translated inside the kernel (the adapters translate at the edge). Items the kernel
@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import weakref
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from .caller import AlreadyDone
 from .context import Usage
-
-# Upstream's names for the three kinds of Responses data; in miniagents each is a JSON-ready dict.
-TResponseInputItem = Dict[str, Any]
-TResponseOutputItem = Dict[str, Any]
-TResponseStreamEvent = Dict[str, Any]
 
 
 class RawItem(dict):
@@ -44,9 +37,8 @@ class RawItem(dict):
 
 
 @dataclass
-class ModelResponse(AlreadyDone):
-    """One model call's result: output items (Responses-shaped dicts), usage and ids. Code written for upstream's
-    async `Model` may `await` it (it is already there)."""
+class ModelResponse:
+    """One model call's result: output items (Responses-shaped dicts), usage and ids."""
 
     output: list
     usage: Usage = field(default_factory=Usage)
@@ -104,10 +96,6 @@ def clean_json(value: Any) -> Any:
     return value
 
 
-def user_message(text: str) -> RawItem:
-    return RawItem(content=text, role="user")
-
-
 def assistant_message(text: str, item_id: str = "msg_") -> RawItem:
     part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     return RawItem(type="message", id=item_id, role="assistant", status="completed", content=[part])
@@ -120,7 +108,7 @@ def function_call_output(call_id: str, output: Any) -> RawItem:
 def to_input_list(input: Any) -> list:
     """A string becomes one user message; a list is copied item by item (the caller's stays untouched)."""
     if isinstance(input, str):
-        return [user_message(input)]
+        return [RawItem(content=input, role="user")]
     return [as_raw_item(dict(item)) for item in input]
 
 
@@ -139,8 +127,7 @@ def message_refusal(item: dict) -> Optional[str]:
     return None
 
 
-# Item types the kernel reads. Other types are hosted tools' items (Responses API): carried as they are.
-KERNEL_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+# Item types of the tools the provider runs (Responses API): carried as they are, never run here.
 HOSTED_ITEM_TYPES = frozenset({"web_search_call", "file_search_call", "code_interpreter_call",
                                "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request",
                                "mcp_approval_response"})
@@ -232,17 +219,6 @@ class RunItem:
 
     def to_input_item(self) -> dict:
         return self.raw_item
-
-    def release_agent(self) -> None:
-        """Keep the agents this item names by weak reference only (upstream's name, for long-lived results):
-        they still read as before while something else holds them."""
-        for name in ("agent", "source_agent", "target_agent"):
-            value = getattr(self, name, None)
-            if value is not None and not isinstance(value, weakref.ProxyType):
-                try:
-                    setattr(self, name, weakref.proxy(value))
-                except TypeError:  # not weakly referenceable: keep it
-                    pass
 
 
 @dataclass
@@ -339,53 +315,3 @@ class ToolApprovalItem(RunItem):
 
     def to_input_item(self) -> dict:
         raise TypeError("a ToolApprovalItem is not a transcript item; approve or reject it instead")
-
-
-class ItemHelpers:
-    """Upstream's helpers for reading items."""
-
-    @classmethod
-    def extract_last_content(cls, message: dict) -> str:
-        content = message.get("content") or []
-        if isinstance(content, str):
-            return content
-        if not content:
-            return ""
-        last = content[-1]
-        if last.get("type") == "output_text":
-            return last.get("text", "")
-        if last.get("type") == "refusal":
-            return last.get("refusal", "")
-        return ""
-
-    @classmethod
-    def extract_last_text(cls, message: dict) -> Optional[str]:
-        content = message.get("content") or []
-        if content and isinstance(content, list) and content[-1].get("type") == "output_text":
-            return content[-1].get("text", "")
-        return None
-
-    @classmethod
-    def extract_refusal(cls, message: dict) -> Optional[str]:
-        return message_refusal(message)
-
-    @classmethod
-    def extract_text(cls, message: dict) -> Optional[str]:
-        texts = [p.get("text", "") for p in message.get("content") or () if p.get("type") == "output_text"]
-        return "".join(texts) if texts else None
-
-    @classmethod
-    def input_to_new_input_list(cls, input: Any) -> list:
-        return to_input_list(input)
-
-    @classmethod
-    def text_message_outputs(cls, items: list) -> str:
-        return "".join(cls.text_message_output(i) for i in items if isinstance(i, MessageOutputItem))
-
-    @classmethod
-    def text_message_output(cls, item: MessageOutputItem) -> str:
-        return message_text(item.raw_item)
-
-    @classmethod
-    def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
-        return function_call_output(tool_call["call_id"], output)

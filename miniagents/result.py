@@ -86,6 +86,10 @@ class RunResultBase:
         return AgentToolInvocation(name, ctx.tool_call_id, ctx.tool_arguments)
 
 
+GUARDRAIL_RESULTS = ("input_guardrail_results", "output_guardrail_results", "tool_input_guardrail_results",
+                     "tool_output_guardrail_results")  # what a state and a result both keep
+
+
 @dataclass(eq=False)
 class RunResult(RunResultBase):
     """What a finished or paused run returns: its input, the items it generated, the model responses, the
@@ -107,15 +111,10 @@ class RunResult(RunResultBase):
 
     @classmethod
     def from_state(cls, state: Any, output: Any, interruptions: Optional[list] = None) -> "RunResult":
-        """The result as the state stands now, the current agent being the last one."""
-        return cls(input=state.original_input, new_items=list(state.generated_items),
-                   raw_responses=list(state.model_responses), final_output=output, last_agent=state.current_agent,
-                   context_wrapper=state.context_wrapper, max_turns=state.max_turns,
-                   interruptions=list(interruptions or ()),
-                   input_guardrail_results=list(state.input_guardrail_results),
-                   output_guardrail_results=list(state.output_guardrail_results),
-                   tool_input_guardrail_results=list(state.tool_input_guardrail_results),
-                   tool_output_guardrail_results=list(state.tool_output_guardrail_results), _state=state)
+        """The result as the state stands now (copies of its lists), the current agent being the last one."""
+        return cls(state.original_input, list(state.generated_items), list(state.model_responses), output,
+                   state.current_agent, state.context_wrapper, state.max_turns, list(interruptions or ()),
+                   *(list(getattr(state, name)) for name in GUARDRAIL_RESULTS), _state=state)
 
     @property
     def last_response_id(self) -> Optional[str]:

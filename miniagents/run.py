@@ -1,201 +1,346 @@
-"""The Runner and the loop: `_loop` strings turns together until a final output, a pause or an error.
+"""The Runner and the loop: `loop` strings turns together until a final output, a pause or an error.
 
-The loop is a generator: it yields stream events and returns the `RunResult`. `run_sync` drains it,
-`run_streamed` hands its events to the caller and `await Runner.run(...)` drains it in a worker thread, so
-there is exactly one loop. Everything a run changes lives in its `RunState`; one turn, whole, is turn.py.
-What happens between turns is here: the error handlers' answer, pausing, the handoff switch, the session
-(history read once at the start, each completed turn written in one transaction) and the final output.
+`Runner.run_sync` starts a run (`start_run`: the arguments checked, the state made, the steps of its turns
+chosen once, steps.py) and drives it (`drive`); `await Runner.run` drives it in a worker thread, and
+`Runner.run_streamed` hands each event to its reader as it happens, so there is exactly one loop. Everything a
+run changes lives in its `RunState`; one turn is turn.py. What happens between turns is here: the error
+handlers' answer, pausing, the handoff switch and the final output.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Generator, Optional
+import dataclasses
+import os
+from typing import Any, Callable, NamedTuple, Optional
 
-from . import caller, seams
+from . import caller, seams, steps
 from .agent import Agent
 from .agent_output import output_schema
-# Upstream's agents.run exports these, so code importing them from there finds them here.
-from .config import (CallModelData, ModelInputData, ReasoningItemIdPolicy, ToolErrorFormatter,  # noqa: F401
-                     ToolErrorFormatterArgs, ToolExecutionConfig, ToolNameCollisionPolicy, ToolNotFoundBehavior)
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
-from .context import RunContextWrapper
-from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, OutputGuardrailTripwireTriggered,
-                     RunErrorDetails, UsageLimitExceeded, UserError)
+from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import AgentHooks, HookPlugin, RunHooks
-from .items import (FAKE_ID, HandoffOutputItem, InputItem, MessageOutputItem, assistant_message, drop_orphans,
+from .hooks import HookPlugin
+from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
                     function_call_output, item_problem, preview, to_input_list)
-from .result import AgentUpdatedStreamEvent, RunResult, RunResultStreaming, stream_events_for
+from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
-from .tool import HostedTool
+from .tool import NestedInterruption
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
-                   TurnResult, around, get_model, run_turn)
+                   Turn, call_model, classify, decide, invoke, offer, plan, run_calls, settle)
 
 DEFAULT_MAX_TURNS = 10
+
+
+class Runner:
+    """Runs an agent until it produces a final output, hands off, or pauses for approval."""
+
+    @classmethod
+    def run_sync(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResult:
+        """Run to completion in the calling thread (works inside a running event loop too).
+
+        `input`: a string, a list of input items, or a `RunState` to resume; `options` are `Options`' fields.
+        """
+        return drive(start_run(starting_agent, input, Options(**options)))
+
+    @classmethod
+    async def run(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResult:
+        """The same loop, run in a worker thread so the event loop stays free."""
+        import asyncio
+        import contextvars
+
+        run = start_run(starting_agent, input, Options(**options))
+        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, drive, run)
+        try:
+            return await worker
+        except asyncio.CancelledError:  # the thread cannot be interrupted: the run stops at its next step
+            run.state.cancel("immediate")
+            raise
+
+    @classmethod
+    def run_streamed(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResultStreaming:
+        """Start a streamed run; iterate `result.stream_events()` to drive it."""
+        run = start_run(starting_agent, input, Options(**options), streamed=True)
+        return RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
+
+
+@dataclasses.dataclass(eq=False)
+class Options:
+    """The options of one run, as `Runner`'s methods take them: `context`, your object, handed to tools, guardrails
+    and hooks, never sent to the model; `max_turns`, the model calls allowed (None: no limit); `hooks`, your
+    `RunHooks`; `run_config`, a `RunConfig`; `error_handlers`, {"max_turns" | "model_refusal" |
+    "invalid_final_output" | "usage_limit": handler}; the server-managed conversation's ids; `session`, the
+    conversation to load before the first turn and append each completed turn to."""
+
+    context: Any = None
+    max_turns: Optional[int] = DEFAULT_MAX_TURNS
+    hooks: Any = None
+    run_config: Any = None
+    error_handlers: Optional[dict] = None
+    previous_response_id: Optional[str] = None
+    auto_previous_response_id: bool = False
+    conversation_id: Optional[str] = None
+    session: Any = None
+
+
+# --- Starting and driving a run ------------------------------------------------------------------------
+
+
+def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool = False, ledger: Any = None) -> Run:
+    """Check the arguments and build the run: a fresh `RunState` (with the session's history), or the given one;
+    the agents it can reach, the plugins taking part, and the steps its turns take (steps.choose).
+
+    The ledger of claimed calls is the session's when it keeps one, else `ledger` (an agent tool's inner run
+    inherits its caller's)."""
+    if not isinstance(starting_agent, Agent):
+        raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if callable(getattr(options.session, "claim_call", None)):
+        ledger = options.session
+    agents = reachable_agents(starting_agent)
+    run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
+              error_handlers=options.error_handlers or {}, plugins=plugins_of(options.hooks, agents), streamed=streamed)
+    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run.config)
+    run.state.cancel_mode = None  # a cancelled run can be resumed
+    choose(run)
+    for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
+        step(run)
+    return run
+
+
+DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)
+
+
+def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunConfig) -> RunState:
+    """A new run's state: the input checked, the session's history read once before it."""
+    if not isinstance(input, str):
+        if not isinstance(input, list) or not all(isinstance(i, dict) for i in input):
+            raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
+                            f"got {type(input).__name__}: {input!r:.80}")
+        problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
+        if problem is not None:
+            raise UserError(f"input[{problem[0]}] {problem[1]}")
+    if options.session is None and not isinstance(input, str):
+        input = drop_orphans(to_input_list(input))
+    state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
+                     options.previous_response_id, options.auto_previous_response_id)
+    if options.session is not None:  # the new input is checked apart from the history it may answer
+        state.original_input, state.unsaved_session_input = load_session_history(options.session, input, config)
+        state.rebuild_transcript()
+    return state
+
+
+def plugins_of(hooks: Any, agents: list) -> tuple:
+    """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
+    environment asks for it), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
+    if TRACE_VARIABLES & os.environ.keys():
+        seams.ask_for("tracing", " and ".join(sorted(TRACE_VARIABLES)))
+    if hooks is not None or any(agent.hooks is not None for agent in agents):
+        return seams.plugins + (HookPlugin(hooks),)
+    return seams.plugins
+
+
+TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}
+
+
+def prepare_run(run: Run) -> None:
+    """The plugins refuse what cannot work and make what the run needs (the `prepare_run` seam)."""
+    seams.emit(run.plugins, "prepare_run", run)
+
+
+def refuse_with_server_history(run: Run) -> None:
+    """What cannot work when the server keeps the conversation (`conversation_id`, `previous_response_id`) is
+    refused before the run starts."""
+    if run.session is not None:  # the server and the session would each hold a history of their own
+        raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id.")
+    if run.config.output_guardrails or any(a.output_guardrails for a in run.agents):
+        raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
+                        "auto_previous_response_id because rejected output cannot be removed from server-managed "
+                        "conversation history.")
+
+
+def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
+    """(history + new input, the new input alone): history is read once, orphans dropped."""
+    settings = config.session_settings
+    limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
+    if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
+        history = caller.call(session.get_items, limit, limit_turns=limit_turns)
+    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
+        history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
+    new_items = to_input_list(input)
+    if config.session_input_callback is not None:
+        return list(caller.call(config.session_input_callback, history, new_items)), new_items
+    return drop_orphans(list(history)) + new_items, new_items
+
+
+class Cancelled(Exception):
+    """Raised inside a streamed run when its reader cancelled it ("immediate"), to stop where it is."""
+
+
+def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
+    """Run the loop (a streamed run hands each event to `on_event`); an error carries the partial run as
+    `run_data`. A cancelled run returns what it has done; its state can resume."""
+    if on_event is not None:
+        run.emit = lambda event: hand_over(run, on_event, event)
+    state, aborts = run.state, caller.CANCEL_CALLBACKS.set(run.state.aborts)  # what is in flight registers here
+    with seams.around(run.plugins, "run", run) if run.plugins else seams.NOTHING:
+        try:
+            loop(run)
+            return run.result
+        except Cancelled:
+            return RunResult.from_state(state, None)
+        except AgentsException as error:
+            if run.plugins:
+                leave_agent(run, error)
+            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
+                return RunResult.from_state(state, None)
+            if error.run_data is None:
+                error.run_data = RunErrorDetails(
+                    state.original_input, list(state.generated_items), list(state.model_responses),
+                    state.current_agent, state.context_wrapper, list(state.input_guardrail_results),
+                    list(state.output_guardrail_results), list(state.tool_input_guardrail_results),
+                    list(state.tool_output_guardrail_results))
+            raise
+        finally:
+            caller.CANCEL_CALLBACKS.reset(aborts)
+            if run.plugins:
+                leave_agent(run)
+
+
+def hand_over(run: Run, on_event: Callable, event: Any) -> None:
+    """A streamed run's event to its reader, who has handled it when this returns: a cancel made then stops the
+    run right there."""
+    on_event(event)
+    if run.state.cancel_mode == "immediate":
+        raise Cancelled()
 
 
 # --- The loop ---------------------------------------------------------------------------------------
 
 
-def _loop(run: Run) -> Generator[Any, None, None]:
-    """Turns until something ends the run (`run.result` is set); every `NextStep` is dispatched here and nowhere
-    else. It yields the run's stream events."""
+def loop(run: Run) -> None:
+    """Turns until something ends the run (`run.result` is set). Each of the four ways a turn ends (and an error
+    for the run's handlers) has its steps in `run.ends`, chosen when the run started: the loop dispatches on the
+    turn's `NextStep` there, and nowhere else."""
     state = run.state
-    yield from enter_agent(run)
+    enter_agent(run, None)
     while run.result is None:
-        turn = None
-        if state.pending is None and (state.cancel_mode is not None or state.pending_input or state.max_turns is not
-                                      None and state.current_turn >= state.max_turns or run.config.usage_limits):
-            turn = between_turns(run)  # cancelled, input added, no turns left, or usage limits to check
-            if run.result is not None:
-                continue
-        if turn is None:
-            turn = yield from run_turn(run)
-        step = turn.next_step
-        if isinstance(step, NextStepError):  # a refusal, an unparsable answer, no turns left: ask the handlers
-            step = answer_error(run, turn, step)
-        if isinstance(step, NextStepInterruption):
-            run.result = pause(run, turn, step)
-            continue
-        rejected = check_final_output(run, turn, step.output) if isinstance(step, NextStepFinalOutput) else None
-        close_turn(run, turn)
-        if isinstance(step, NextStepHandoff):
-            turn.new_items.append(take_handoff(run, step, turn.start))
-        yield from save_turn(run, turn)
-        if rejected is not None:
-            raise rejected
-        if isinstance(step, NextStepFinalOutput):
-            run.result = finish(run, step.output)
-        elif isinstance(step, NextStepHandoff):
-            yield from enter_agent(run)
-        # NextStepRunAgain: the same agent takes another turn
+        if state.cancel_mode is not None and state.pending is None:  # cancelled between turns: the state resumes
+            run.result = RunResult.from_state(state, None)
+            break
+        turn = take_turn(run)
+        for step in run.ends[type(turn.next_step)]:
+            step(run, turn)
 
 
-def between_turns(run: Run) -> Optional[TurnResult]:
-    """What comes before a fresh turn when it may not start as usual: a cancelled run ends (the state can
-    resume); no turns left, or a usage limit the next model call would pass, is an error turn; input added by
-    `RunState.add_input` enters first (then None: the turn starts)."""
-    state, limits = run.state, run.config.usage_limits
-    if state.cancel_mode is not None:
-        run.result = RunResult.from_state(state, None)
-        return None
-    if state.max_turns is not None and state.current_turn >= state.max_turns:
-        return TurnResult(state.current_agent, [], NextStepError(
-            "max_turns", MaxTurnsExceeded(f"Max turns ({state.max_turns}) exceeded")))
-    limit = limits.exceeded(state.context_wrapper.usage, requests=1) if limits is not None else None
-    if limit is not None:
-        return TurnResult(state.current_agent, [], NextStepError("usage_limit", UsageLimitExceeded(*limit)))
-    if state.pending_input:
-        admit_input(run)
-    return None
+def take_turn(run: Run) -> Turn:
+    """One turn: a fresh one calls the model; a paused one (`state.pending`) runs again on the response it kept,
+    with the outputs it has. Its steps are the run's (`run.fresh`, `run.resumed`), until one decides what comes
+    next; the turn's items are put in `state.generated_items` (a resumed turn's replace its paused attempt's)."""
+    state, pending = run.state, run.state.pending
+    turn = Turn(state.current_agent, pending.start if pending else len(state.generated_items))
+    for step in () if pending else run.before:  # what may keep a fresh turn from starting
+        step(run, turn)
+        if turn.next_step is not None:
+            return turn
+    with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn, bool(pending))) \
+            if run.plugins else seams.NOTHING:
+        for step in run.resumed if pending else run.fresh:
+            step(run, turn)
+    state.record_turn(turn.items, turn.start)
+    return turn
 
 
-def enter_agent(run: Run) -> Generator[Any, None, None]:
+def check_max_turns(run: Run, turn: Turn) -> None:
+    """No turn starts past `max_turns`: the run's error handlers answer, or `MaxTurnsExceeded` is raised."""
+    if run.state.current_turn >= run.state.max_turns:
+        turn.next_step = NextStepError("max_turns", MaxTurnsExceeded(f"Max turns ({run.state.max_turns}) exceeded"))
+
+
+def start_turn(run: Run, turn: Turn) -> None:
+    """A fresh turn begins: it is counted, and carries the run's new input to the session with its items."""
+    state = run.state
+    state.current_turn += 1
+    turn.session_input, state.unsaved_session_input = state.unsaved_session_input, []
+
+
+def enter_agent(run: Run, turn: Optional[Turn]) -> None:
     """The current agent takes the conversation (the run began, or a handoff made it current)."""
-    agent = run.state.current_agent
-    run.state.context_wrapper.turn_input = list(run.state.transcript)  # what the agent starts from, as hooks see it
-    leave_agent(run)
-    run.agent = agent
-    yield AgentUpdatedStreamEvent(new_agent=agent)
-    if run.plugins:
-        seams.emit(run.plugins, "agent_started", run, agent)
+    for step in run.entered:  # a streamed run announces it; the plugins hear of it
+        step(run, run.state.current_agent)
 
 
 def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
-    """The current agent's stretch ends (a handoff, the end of the run, a pause or an error)."""
+    """The current agent's stretch ends (a handoff, the end of the run, a pause or an error): the plugins hear."""
     agent, run.agent = run.agent, None
-    if agent is not None and run.plugins:
+    if agent is not None:
         seams.emit(run.plugins, "agent_ended", run, agent, error)
 
 
-def close_turn(run: Run, turn: TurnResult) -> None:
-    """The turn is settled: its items join the transcript (and the run's items, for a turn an error handler
-    answered without a model call)."""
+def agent_started(run: Run, agent: Any) -> None:
+    leave_agent(run)
+    run.agent = agent
+    seams.emit(run.plugins, "agent_started", run, agent)
+
+
+def close_turn(run: Run, turn: Turn) -> None:
+    """The turn is settled: its items join the transcript."""
     state = run.state
-    if turn.settled is None:
-        state.record_turn(turn.new_items)
     state.pending = None
-    state.transcript.extend(i.raw_item for i in turn.new_items)
-    if state.server_managed:  # the model's own items are the server's already
-        state.server_known += len(turn.output.items)
-    if turn.output.calls:  # a handoff counts as using a tool, as upstream counts it: no "required" ping-pong
+    state.transcript.extend(i.raw_item for i in turn.items)
+    if turn.calls:  # a handoff counts as using a tool, as upstream counts it: no "required" ping-pong
         state.agents_that_used_tools.add(turn.agent.name)
 
 
-def pause(run: Run, turn: TurnResult, step: NextStepInterruption) -> RunResult:
+def pause(run: Run, turn: Turn) -> None:
     """Keep what the paused turn settled (its response, outputs, nested runs) as `state.pending`, and return its
     interruptions."""
-    state = run.state
-    outputs = {i.call_id: (i.output, i.raw_item["output"]) for i in turn.new_items if i.type == "tool_call_output_item"}
-    pauses = state.pending.pauses + 1 if turn.resumed else 0  # a new pause: a new claim for the next resume
-    state.pending = PendingTurn(turn.agent.name, turn.output.raw, turn.start, outputs, turn.session_input,
-                                turn.settled.nested, turn.output.replays, pauses)
-    settle_claim(run, turn, "paused again")
-    state.generated_items.extend(step.interruptions)
-    return RunResult.from_state(state, None, interruptions=step.interruptions)
+    state, interruptions = run.state, turn.next_step.interruptions
+    pauses = state.pending.pauses + 1 if state.pending is not None else 0  # a new pause: a new claim to resume it
+    outputs = {c.call_id: c.output for c in turn.calls if c.output is not None}
+    nested = {c.call_id: c.paused.state if isinstance(c.paused, NestedInterruption) else c.paused
+              for c in turn.calls if c.paused is not None}
+    state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, outputs, turn.session_input, nested,
+                                turn.replays, pauses)
+    steps.settle_claim(run, turn, "paused again")
+    state.generated_items.extend(interruptions)
+    run.result = RunResult.from_state(state, None, interruptions)
 
 
-def check_final_output(run: Run, turn: TurnResult, output: Any) -> Optional[BaseException]:
-    """The output guardrails, before the final turn is saved. What stops the run is returned, to raise once the
-    turn is saved: a tripwire, after the turn's items lost the rejected output (`withhold_rejected_output`), or
-    a guardrail's own exception or a cancel (no verdict: the turn is saved as it is)."""
-    state, agent = run.state, run.state.current_agent
-    if not (agent.output_guardrails or run.config.output_guardrails):
-        return None
-    from .guardrails import run_output_guardrails, withhold_rejected_output
-
-    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
-    try:
-        run_output_guardrails(run, guardrails, agent, output, state.output_guardrail_results)
-    except OutputGuardrailTripwireTriggered as trip:
-        withhold_rejected_output(run, turn.new_items, turn.settled.guardrail_results if turn.settled else [], trip)
-        return trip
-    except BaseException as error:  # a crash or a cancel: no verdict, so nothing is withheld or lost
-        return error
-    return None
-
-
-def finish(run: Run, output: Any) -> RunResult:
+def finish(run: Run, turn: Turn) -> None:
     """The final result."""
-    state, agent = run.state, run.state.current_agent
-    if run.plugins:
-        seams.emit(run.plugins, "final_output", run, agent, output)
+    state = run.state
     state.finished = True
-    return RunResult.from_state(state, output)
+    run.result = RunResult.from_state(state, turn.next_step.output)
 
 
-def admit_input(run: Run) -> None:
-    """`RunState.add_input`'s items enter the run before the next model call: the input guardrails check them
-    first, then they join the items and transcript (as `InputItem`s) and the session."""
-    state, agent = run.state, run.state.current_agent
-    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
-    if guardrails:
-        from .guardrails import run_input_guardrails
-
-        run_input_guardrails(run, guardrails, agent, list(state.pending_input), state.input_guardrail_results)
-    admitted = [InputItem(agent=agent, raw_item=item) for item in state.pending_input]
-    state.pending_input = []
-    state.generated_items.extend(admitted)
-    state.transcript.extend(item.raw_item for item in admitted)
-    # another resume of the same state may have admitted them already
-    write_to_session(run, [item.raw_item for item in admitted], f"input-{state.current_turn}")
+def tell_final_output(run: Run, turn: Turn) -> None:
+    """The plugins hear of the final output."""
+    seams.emit(run.plugins, "final_output", run, run.state.current_agent, turn.next_step.output)
 
 
-def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
-    """Let the run's `error_handlers` turn an error into a final output (validated against the output type),
-    run again when no handler is set and the error allows it, else raise the error."""
+def answer_error(run: Run, turn: Turn) -> None:
+    """Let the run's `error_handlers` turn an error into a final output (validated against the output type), run
+    again when no handler is set and the error allows it, else raise the error; then the turn ends as that says.
+    A usage limit stops the run where it is: its state resumes (`error.state`) with a higher limit."""
+    turn.next_step = handled(run, turn, turn.next_step)
+    for step in run.ends[type(turn.next_step)]:
+        step(run, turn)
+
+
+def handled(run: Run, turn: Turn, error: NextStepError) -> Any:
+    """What the run's error handler makes of `error`: a `NextStepFinalOutput`, a `NextStepRunAgain`, or a raise."""
     state, agent = run.state, run.state.current_agent
     handler = run.error_handlers.get(error.kind)
     if handler is None:
         if error.run_again:
             return NextStepRunAgain()
-        if error.kind == "usage_limit":  # the run stops where it is, and its state resumes with a higher limit
-            if turn.settled is not None:  # the calls of this turn did not run: they wait in the paused turn
-                pause(run, turn, NextStepInterruption(turn.settled.approvals))
+        if error.kind == "usage_limit":
+            if turn.setup is not None:  # the calls of this turn did not run: they wait in the paused turn
+                turn.next_step = NextStepInterruption()
+                pause(run, turn)
             error.error.state = state
         raise error.error
     data = RunErrorData(state.original_input, list(state.generated_items), list(state.transcript),
-                        [i.raw_item for i in turn.new_items], state.model_responses, agent)
+                        [i.raw_item for i in turn.items], state.model_responses, agent)
     verdict = caller.call(handler, RunErrorHandlerInput(error.error, state.context_wrapper, data))
     if verdict is None:
         raise error.error
@@ -203,7 +348,7 @@ def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
         if set(verdict) - {"final_output", "include_in_history"}:
             raise UserError("Invalid run error handler result.")
         verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):  # any other value (a dict too) is the final output
+    if not isinstance(verdict, RunErrorHandlerResult):  # any other value is the final output
         verdict = RunErrorHandlerResult(verdict)
     output, schema = verdict.final_output, output_schema(agent.output_type)
     if not schema.is_plain_text():
@@ -215,49 +360,53 @@ def answer_error(run: Run, turn: TurnResult, error: NextStepError) -> Any:
         except ModelBehaviorError:
             raise UserError("Invalid run error handler final_output for structured output.") from None
     if verdict.include_in_history:
-        text = schema.model_text(output)
-        turn.new_items.append(MessageOutputItem(agent=agent, raw_item=assistant_message(text, FAKE_ID)))
+        item = MessageOutputItem(agent=agent, raw_item=assistant_message(schema.model_text(output), FAKE_ID))
+        turn.items.append(item)
+        state.generated_items.append(item)
     return NextStepFinalOutput(output)
 
 
-def take_handoff(run: Run, step: NextStepHandoff, turn_start: int) -> HandoffOutputItem:
+def take_handoff(run: Run, turn: Turn) -> None:
     """Run the winning handoff: call it, record its output, filter the history, switch agents."""
-    state, config, agent = run.state, run.config, run.state.current_agent
-    handoff, call_id = step.call.target, step.call.call_id
-    seam = seams.HandoffStep(agent, handoff)
-    with around(run, "handoff", seam):
-        new_agent = seam.to_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
-                                                step.call.item.get("arguments") or "")
+    state, agent, call = run.state, run.state.current_agent, turn.next_step.call
+    handoff, call_id = call.target, call.call_id
+    record = seams.HandoffStep(agent, handoff)
+    with seams.around(run.plugins, "handoff", run, record) if run.plugins else seams.NOTHING:
+        new_agent = record.to_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
+                                                  call.item.get("arguments") or "")
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
     state.transcript.append(output)
-    input_filter = handoff.input_filter or config.handoff_input_filter
+    turn.items.append(item)
+    input_filter = handoff.input_filter or run.config.handoff_input_filter
     if input_filter is not None:
-        if not callable(input_filter):
-            raise UserError(f"Invalid input filter: {input_filter!r}")
-        if state.server_managed:
-            raise UserError("Server-managed conversations do not support handoff input filters. Remove "
-                            "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
-                            "previous_response_id, and auto_previous_response_id.")
-        data = HandoffInputData(
-            input_history=state.original_input if isinstance(state.original_input, str)
-            else tuple(state.original_input),
-            pre_handoff_items=tuple(state.generated_items[:turn_start]),
-            new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
-        filtered = caller.call(input_filter, data)
-        problem = filter_problem(filtered)
-        if problem:
-            raise UserError(f"Invalid input filter result: the handoff input filter "
-                            f"{getattr(input_filter, '__name__', input_filter)!r} returned "
-                            f"{problem}: it must return a HandoffInputData whose input_history is a string or "
-                            f"input items (dicts) and whose items are run items")
-        history = filtered.input_history
-        state.original_input = history if isinstance(history, str) else list(history)
-        state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
-        state.rebuild_transcript()
+        filter_history(run, input_filter, turn.start)
     state.current_agent = new_agent
-    return item
+
+
+def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
+    """A handoff's input filter reshapes the history the next agent sees (its result checked whole)."""
+    state = run.state
+    if state.server_managed:
+        raise UserError("Server-managed conversations do not support handoff input filters. Remove "
+                        "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
+                        "previous_response_id, and auto_previous_response_id.")
+    data = HandoffInputData(
+        input_history=state.original_input if isinstance(state.original_input, str) else tuple(state.original_input),
+        pre_handoff_items=tuple(state.generated_items[:turn_start]),
+        new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
+    filtered = caller.call(input_filter, data)
+    problem = filter_problem(filtered)
+    if problem:
+        raise UserError(f"Invalid input filter result: the handoff input filter "
+                        f"{getattr(input_filter, '__name__', input_filter)!r} returned "
+                        f"{problem}: it must return a HandoffInputData whose input_history is a string or "
+                        f"input items (dicts) and whose items are run items")
+    history = filtered.input_history
+    state.original_input = history if isinstance(history, str) else list(history)
+    state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
+    state.rebuild_transcript()
 
 
 def filter_problem(filtered: Any) -> Optional[str]:
@@ -282,324 +431,111 @@ def filter_problem(filtered: Any) -> Optional[str]:
     return None
 
 
-# --- The session: read once at the start, written once per completed turn ----------------------------
+# --- Which steps a run takes -------------------------------------------------------------------------------
+# Every turn takes the steps of turn.py; each other step (steps.py) joins when its `wanted(run)` says the run needs
+# it, asked once when the run starts (`choose`). A plain run never enters them; every rule still has one home.
 
 
-def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
-    """(history + new input, the new input alone): history is read once, orphans dropped."""
-    settings = config.session_settings
-    limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
-    if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
-        history = caller.call(session.get_items, limit, limit_turns=limit_turns)
-    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
-        history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
-    new_items = to_input_list(input)
-    if config.session_input_callback is not None:
-        return list(caller.call(config.session_input_callback, history, new_items)), new_items
-    return drop_orphans(list(history)) + new_items, new_items
+class Step(NamedTuple):
+    """A step, and what a run must use for it to join the run's turns: `needs` names parts of the run, any one of
+    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.prompt", any agent's;
+    "tools.custom_data_extractor", any of their tools'). No `needs`: every run takes it."""
+
+    do: Callable
+    needs: str = ""
 
 
-def save_turn(run: Run, turn: TurnResult) -> Generator[Any, None, None]:
-    """Write the turn (and the run's new input, with its first turn) to the session in one transaction, then
-    announce the turn's outputs. A resumed turn is written once per session: another resume of the same
-    paused state may have written it already (the ledger's `once` key says so). A run with no session and no
-    claim to settle writes nothing, and passes neither."""
-    if run.session is not None or turn.claim is not None:
-        items = turn.session_input + [i.raw_item for i in turn.new_items]
-        write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.resumed else None)
-        settle_claim(run, turn, "completed")
-    if run.streaming:  # the turn's outputs, once settled
-        yield from stream_events_for(turn.new_items[len(turn.output.items):])
+TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_guardrails"
+OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
+
+START = (  # before the first turn, once per drive of the loop
+    Step(refuse_with_server_history, "state.server_managed"),
+    Step(prepare_run, "run.plugins"),
+)
+BEFORE = (  # what may keep a fresh turn from starting, and what comes first
+    Step(check_max_turns, "state.max_turns"),
+    Step(steps.check_request_limit, "config.usage_limits"),
+    Step(steps.admit_input, "state.pending_input"),
+    Step(start_turn),
+)
+FRESH = (  # a fresh turn: one model call
+    Step(offer),
+    Step(steps.offer_to_plugins, "run.plugins"),
+    Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
+    Step(steps.send_what_is_new, "state.server_managed"),
+    Step(steps.stored_prompt, "agents.prompt"),
+    Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
+    Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
+    Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
+    Step(classify),
+    Step(steps.chain_response, "state.server_managed"),
+    Step(steps.announce, "run.streamed"),  # what the model said, before any tool runs
+)
+RESUMED = (  # a paused turn resumed: its response read again, no model call
+    Step(offer),
+    Step(steps.offer_to_plugins, "run.plugins"),
+    Step(steps.claim_pause, "run.ledger"),
+    Step(steps.reread),
+)
+SETTLE = (  # both then plan, run and order the calls, and decide the next step
+    Step(plan),
+    Step(steps.check_tool_limit, "config.usage_limits"),
+    Step(run_calls),
+    Step(steps.gather_guardrail_results, TOOL_GUARDRAILS),
+    Step(settle),
+    Step(decide),
+    Step(steps.tell_approvals, "run.plugins"),
+)
+ENDS = {  # what each way of ending a turn does, in order
+    NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn),
+                          Step(steps.save, "run.session run.ledger"), Step(steps.announce_outputs, "run.streamed"),
+                          Step(steps.raise_rejected, OUTPUT_GUARDRAILS), Step(tell_final_output, "run.plugins"),
+                          Step(finish)),
+    NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, "run.session run.ledger"),
+                      Step(steps.announce_outputs, "run.streamed"), Step(enter_agent)),
+    NextStepRunAgain: (Step(close_turn), Step(steps.save, "run.session run.ledger"),
+                       Step(steps.announce_outputs, "run.streamed")),
+    NextStepInterruption: (Step(pause),),
+    NextStepError: (Step(answer_error),),
+}
+ENTERED = (  # an agent takes the conversation
+    Step(steps.announce_agent, "run.streamed"),
+    Step(agent_started, "run.plugins"),
+)
+INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
+    Step(steps.guarded, TOOL_GUARDRAILS),
+    Step(steps.claimed, "run.ledger"),
+    Step(steps.with_custom_data, "tools.custom_data_extractor"),
+)
 
 
-def settle_claim(run: Run, turn: TurnResult, outcome: str) -> None:
-    """A resumed turn records in the ledger how its claim ended, for a later resume of the same pause to say."""
-    if turn.claim is not None:
-        caller.call(run.ledger.settle_call, run.state.run_id, turn.claim, outcome)
+NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, INVOKE)
+         for step in table for need in step.needs.split()}  # every part of a run some step needs
 
 
-def write_to_session(run: Run, items: list, once: Optional[str]) -> None:
-    """Append `items` to the session in one transaction. With `once` (what may already have been written by
-    another resume of the same paused state) and a ledger-keeping session, the append happens once per run."""
-    if run.session is None:
-        return
-    if once is not None and run.ledger is run.session:
-        caller.call(run.session.add_items, items, once=f"{run.state.run_id}/{once}")
-    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
-        caller.call(run.session.add_items, items)
+def is_set(need: str, parts: dict) -> bool:
+    """Whether what `need` names ("config.usage_limits") is set (not None, False or empty) on any of its parts."""
+    where, _, name = need.partition(".")
+    return any(value is not None and value is not False and value not in ([], ())
+               for value in (getattr(part, name, None) for part in parts[where]))
 
 
-# --- Starting and driving a run ------------------------------------------------------------------------
+def choose(run: Run) -> None:
+    """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
+    `run.resumed`, `run.ends`, `run.entered`, `run.invoke`."""
+    parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
+             "tools": [tool for agent in run.agents for tool in agent.tools]}
+    uses = {need for need in NEEDS if is_set(need, parts)}
 
+    def wanted(table: tuple) -> list:
+        return [step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split())]
 
-@dataclass(eq=False)
-class RunOptions:
-    """The options of one run, as `Runner`'s three methods take them (see `Runner.run_sync`)."""
-
-    context: Any = None
-    max_turns: Optional[int] = DEFAULT_MAX_TURNS
-    hooks: Any = None
-    run_config: Any = None
-    error_handlers: Optional[dict] = None
-    previous_response_id: Optional[str] = None
-    auto_previous_response_id: bool = False
-    conversation_id: Optional[str] = None
-    session: Any = None
-
-
-def start_run(starting_agent: Any, input: Any, options: RunOptions, streaming: bool, ledger: Any = None) -> Run:
-    """Check the arguments and build the run: a fresh `RunState` (with the session's history), or the given one.
-
-    The ledger of claimed calls is the session's when it keeps one, else `ledger` (an agent tool's inner run
-    inherits its caller's)."""
-    config = DEFAULT_CONFIG if options.run_config is None else run_config(options.run_config)
-    check_arguments(starting_agent, options.hooks)
-    session = options.session
-    if session is not None and callable(getattr(session, "claim_call", None)):
-        ledger = session
-    agents = reachable_agents(starting_agent)
-    run = Run(None, config, session, options.error_handlers or {}, streaming, ledger, agents,
-              run_plugins(config, agents, options.hooks))
-    if any(isinstance(tool, HostedTool) for agent in agents for tool in agent.tools):
-        refuse_hosted_tools_on_chat(agents, config)
-    if options.conversation_id or options.previous_response_id or options.auto_previous_response_id or (
-            isinstance(input, RunState) and input.server_managed):
-        refuse_with_server_history(starting_agent, config, session)
-    if isinstance(input, RunState):
-        input.cancel_mode = None  # a cancelled streamed run can be resumed
-        run.state = input
-    else:
-        run.state = fresh_state(starting_agent, input, options, config)
-    if run.plugins:  # a shell refuses what cannot work, and makes what the run needs, before any model call
-        seams.emit(run.plugins, "prepare_run", run)
-    return run
-
-
-def fresh_state(starting_agent: Any, input: Any, options: RunOptions, config: RunConfig) -> RunState:
-    """A new run's state: the input checked, the session's history read once before it."""
-    if not isinstance(input, (str, list)) or isinstance(input, list) and not all(isinstance(i, dict) for i in input):
-        raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
-                        f"got {type(input).__name__}: {input!r:.80}")
-    for n, problem in enumerate(item_problem(i) for i in (input if isinstance(input, list) else ())):
-        if problem:
-            raise UserError(f"input[{n}] {problem}")
-    context = options.context
-    wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context=context)
-    session_input: list = []
-    if options.session is not None:
-        input, session_input = load_session_history(options.session, input, config)
-    elif not isinstance(input, str):
-        input = drop_orphans(to_input_list(input))
-    state = RunState(wrapper, input, starting_agent, options.max_turns, conversation_id=options.conversation_id,
-                     previous_response_id=options.previous_response_id,
-                     auto_previous_response_id=options.auto_previous_response_id)
-    state.unsaved_session_input = session_input
-    return state
-
-
-DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)
-
-
-def run_config(given: Any) -> RunConfig:
-    """`run_config=` given as a `RunConfig`, or as a dict of its fields (as upstream takes it)."""
-    return RunConfig(**given) if isinstance(given, dict) else given
-
-
-def check_arguments(starting_agent: Any, hooks: Any) -> None:
-    """Refuse what cannot start a run: an agent that is not an `Agent`, hooks that are not `RunHooks`."""
-    if not isinstance(starting_agent, Agent):
-        raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
-    if hooks is not None and not isinstance(hooks, RunHooks):
-        if isinstance(hooks, AgentHooks):
-            raise TypeError("Run hooks must be instances of RunHooks. Received agent-scoped hooks (AgentHooks). "
-                            "Attach AgentHooks to an Agent via Agent(..., hooks=...).")
-        raise TypeError(f"Run hooks must be instances of RunHooks, got {type(hooks).__name__}")
-
-
-def run_plugins(config: RunConfig, agents: list, hooks: Any) -> tuple:
-    """What takes part in this run through the seams: the registered shells (loading those the configuration asks
-    for), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
-    seams.load_asked_for(config, agents)
-    hooked = hooks is not None or any(agent.hooks is not None for agent in agents)
-    return seams.registered() + ((HookPlugin(hooks),) if hooked else ())
-
-
-def refuse_with_server_history(starting_agent: Any, config: RunConfig, session: Any) -> None:
-    """What cannot work when the server keeps the conversation is refused before the run starts."""
-    if session is not None:  # the server and the session would each hold a history of their own
-        raise UserError("Session persistence cannot be combined with conversation_id, previous_response_id, or "
-                        "auto_previous_response_id.")
-    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):
-        raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
-                        "auto_previous_response_id because rejected output cannot be removed from server-managed "
-                        "conversation history.")
-
-
-def refuse_hosted_tools_on_chat(agents: list, config: RunConfig) -> None:
-    """A hosted tool runs on the Responses API's side: an agent that has one and a Chat Completions model is a
-    `UserError` when the run starts, before any model call (the run's agents have at least one)."""
-    for agent in agents:
-        hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
-        if hosted is None:
-            continue
-        model = get_model(agent, config)
-        if any(cls.__name__ == "OpenAIChatCompletionsModel" for cls in type(model).__mro__):
-            raise UserError(f"{type(hosted).__name__} ({hosted.name!r}) of agent {agent.name!r} is a hosted tool, "
-                            "which only the Responses API runs, but the agent's model uses Chat Completions. Use an "
-                            "OpenAIResponsesModel (OpenAIProvider(use_responses=True), or "
-                            "set_default_openai_api('responses')), or remove the tool.")
-
-
-def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
-    """Drain the loop, handing each event to `on_event`; an error carries the partial run as `run_data`."""
-    state, loop = run.state, _loop(run)
-    aborts = caller.CANCEL_CALLBACKS.set(state.aborts)  # what is in flight registers here; cancel() calls it
-    with around(run, "run", None):
-        try:
-            for event in loop:
-                if on_event is not None:
-                    on_event(event)
-                if state.cancel_mode == "immediate":  # cancelled: stop where we are (the state can resume)
-                    loop.close()
-                    return RunResult.from_state(state, None)
-            return run.result
-        except AgentsException as error:
-            leave_agent(run, error)
-            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
-                return RunResult.from_state(state, None)
-            if error.run_data is None:
-                error.run_data = RunErrorDetails(state.original_input, list(state.generated_items),
-                                                 list(state.model_responses), state.current_agent,
-                                                 state.context_wrapper, list(state.input_guardrail_results),
-                                                 list(state.output_guardrail_results),
-                                                 list(state.tool_input_guardrail_results),
-                                                 list(state.tool_output_guardrail_results))
-            raise
-        finally:
-            caller.CANCEL_CALLBACKS.reset(aborts)
-            leave_agent(run)
-
-
-class AgentRunner:
-    """Runs an agent until it produces a final output, hands off, or pauses for approval. `Runner`'s class
-    methods call the default instance (`get_default_agent_runner()`); subclass it and install yours with
-    `set_default_agent_runner` to change how every run starts (upstream's extension point)."""
-
-    def run_sync(self, starting_agent: Any, input: Any, *, context: Any = None,
-                 max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
-                 error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
-                 auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
-                 session: Any = None) -> RunResult:
-        """Run to completion in the calling thread (works inside a running event loop too).
-
-        `input`: a string, a list of input items, or a `RunState` to resume. `context`: your object, handed
-        to tools and hooks, never sent to the model. `max_turns`: model calls allowed (None: no limit).
-        `error_handlers`: {"max_turns" | "model_refusal" | "invalid_final_output": handler}. `session`: the
-        conversation to load before the first turn and append each completed turn to.
-        """
-        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
-                             auto_previous_response_id, conversation_id, session)
-        return drive(start_run(starting_agent, input, options, streaming=False))
-
-    async def run(self, starting_agent: Any, input: Any, *, context: Any = None,
-                  max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
-                  error_handlers: Optional[dict] = None, previous_response_id: Optional[str] = None,
-                  auto_previous_response_id: bool = False, conversation_id: Optional[str] = None,
-                  session: Any = None) -> RunResult:
-        """The same loop, run in a worker thread so the event loop stays free."""
-        import asyncio
-        import contextvars
-
-        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
-                             auto_previous_response_id, conversation_id, session)
-        run = start_run(starting_agent, input, options, streaming=False)
-        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, drive, run)
-        try:
-            return await worker
-        except asyncio.CancelledError:  # the thread cannot be interrupted: the run stops at its next step
-            run.state.cancel("immediate")
-            raise
-
-    def run_streamed(self, starting_agent: Any, input: Any, context: Any = None,
-                     max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
-                     previous_response_id: Optional[str] = None, auto_previous_response_id: bool = False,
-                     conversation_id: Optional[str] = None, session: Any = None, *,
-                     error_handlers: Optional[dict] = None) -> RunResultStreaming:
-        """Start a streamed run; iterate `result.stream_events()` to drive it."""
-        options = RunOptions(context, max_turns, hooks, run_config, error_handlers, previous_response_id,
-                             auto_previous_response_id, conversation_id, session)
-        run = start_run(starting_agent, input, options, streaming=True)
-        return RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
-
-
-_default_runner = AgentRunner()
-
-
-def set_default_agent_runner(runner: Optional[AgentRunner]) -> None:
-    """Make `runner` the one `Runner.run_sync`/`run`/`run_streamed` use (None: back to a plain `AgentRunner`)."""
-    global _default_runner
-    _default_runner = runner if runner is not None else AgentRunner()
-
-
-def get_default_agent_runner() -> AgentRunner:
-    return _default_runner
-
-
-def _same_signature(method: Callable) -> Callable:
-    """Give a `Runner` class method the signature and help text of the `AgentRunner` method it calls."""
-    import inspect
-
-    def adopt(forward: Callable) -> Callable:
-        forward.__signature__ = inspect.signature(method)  # its `self` stands for `cls`
-        forward.__doc__ = method.__doc__
-        return classmethod(forward)
-    return adopt
-
-
-class Runner:
-    """Runs an agent until it produces a final output, hands off, or pauses for approval (each call goes to
-    `get_default_agent_runner()`)."""
-
-    @_same_signature(AgentRunner.run_sync)
-    def run_sync(cls, starting_agent: Any, input: Any, **options: Any) -> RunResult:
-        return get_default_agent_runner().run_sync(starting_agent, input, **options)
-
-    @_same_signature(AgentRunner.run)
-    async def run(cls, starting_agent: Any, input: Any, **options: Any) -> RunResult:
-        return await get_default_agent_runner().run(starting_agent, input, **options)
-
-    @_same_signature(AgentRunner.run_streamed)
-    def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> RunResultStreaming:
-        return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)
-
-
-_OWN_ENTRIES = {name: (Runner.__dict__[name], AgentRunner.__dict__[name]) for name in ("run", "run_streamed")}
-
-
-def replaced_entry(streamed: bool) -> Optional[Callable]:
-    """`Runner.run` (`Runner.run_streamed` when `streamed`) when it is not miniagents' own: replaced (a wrapper, a
-    test double) or reaching a default agent runner that replaces it. Upstream's agent tools start their nested
-    run through it, so an agent tool goes through it then; else it starts the nested run itself (None)."""
-    name = "run_streamed" if streamed else "run"
-    own_entry, own_method = _OWN_ENTRIES[name]
-    if Runner.__dict__.get(name) is own_entry and getattr(type(_default_runner), name, None) is own_method:
-        return None
-    return getattr(Runner, name)
-
-
-def run_through(entry: Callable, on_event: Optional[Callable], **options: Any) -> Any:
-    """Call a replaced `Runner.run` (awaited) or `Runner.run_streamed` (its events drained into `on_event` with the
-    agent then current, as `AgentUpdatedStreamEvent`s tell) with upstream's keywords; its result as it is."""
-    if on_event is None:
-        return caller.call(entry, **options)
-    result = entry(**options)
-    current = getattr(result, "current_agent", None) or options["starting_agent"]
-
-    async def drain() -> None:
-        nonlocal current
-        async for event in result.stream_events():
-            if getattr(event, "type", None) == "agent_updated_stream_event":
-                current = event.new_agent
-            on_event(event, current)
-    caller.call(drain)
-    return result
+    run.invoke = invoke
+    for wrap in wanted(INVOKE):
+        run.invoke = wrap(run.invoke)
+    model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
+    run.start, run.before = wanted(START), wanted(BEFORE)
+    run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
+    run.resumed = wanted(RESUMED) + wanted(SETTLE)
+    run.ends = {kind: wanted(table) for kind, table in ENDS.items()}
+    run.entered = wanted(ENTERED)

@@ -27,23 +27,26 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import sys
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
-_plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
+from .errors import MissingFeatureError, warn
+
+plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {
-    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.trace`)",
+    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.tracing`)",
     "retry": "retries the run manages (`ModelSettings(retry=ModelRetrySettings(...))`)",
     "capabilities": "capabilities and the Workspace",
     "dbapi": "sessions on any DB-API 2.0 database (`DBAPISession`)",
-    "upstream": "compatibility with upstream's programs (its import paths, handoff filters, `run_demo_loop`)",
+    "upstream": "compatibility with upstream's programs (its names, import paths and rules)",
     "recording": "recording a run and replaying it offline",
+    "mcp": "tools from MCP servers (`MCPServerStdio`)",
+    "vendor": "copying miniagents into a project (`python -m miniagents.vendor`)",
 }
 
 
@@ -170,14 +173,9 @@ class GuardrailStep:
 
 def register(plugin: Plugin) -> None:
     """Make `plugin` take part in every run that starts from now on (once, however often registered)."""
-    global _plugins
-    if plugin not in _plugins:
-        _plugins = _plugins + (plugin,)
-
-
-def registered() -> tuple:
-    """The plugins every run takes (the run adds its own hooks)."""
-    return _plugins
+    global plugins
+    if plugin not in plugins:
+        plugins = plugins + (plugin,)
 
 
 def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.AbstractContextManager:
@@ -209,64 +207,77 @@ def change(plugins: tuple, seam: str, run: Any, *args: Any) -> Any:
 
 
 # --- Shells by name ------------------------------------------------------------------------------------
-# The kernel never imports a shell. It names one only here: to load it when the run's configuration asks
-# for its feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out,
-# why a name or module path of that shell is missing.
+# The kernel never imports a shell. It names one only here: to load it when a run's configuration asks for its
+# feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out, why a name or
+# module path of that shell is missing. The package never names itself: it is whatever `__name__` says, so a copy
+# vendored as `myproj._vendor.miniagents` finds its own shells and never another copy's.
+
+PACKAGE = __name__.rpartition(".")[0]
 
 
-class MissingShellError(ImportError):
-    """A name or module of a shell folder this copy of miniagents does not have."""
-
-
-def missing(what: str, shell: str) -> str:
-    return (f"{what} is part of {SHELLS[shell]}: the shell folder miniagents/{shell}/, which this copy of "
-            f"miniagents does not have (copy that folder back from a full miniagents to use it)")
+def missing(what: str, shell: str) -> MissingFeatureError:
+    """The error for `what` (a name, a module path, an option) of a shell this copy lacks."""
+    return MissingFeatureError(what, f"{SHELLS[shell]}: the shell folder {PACKAGE}/{shell}/",
+                               "this copy of miniagents does not have (copy that folder back from a full miniagents "
+                               "to use it)", f"{PACKAGE}.{shell}")
 
 
 def load_shell(shell: str, what: Optional[str] = None) -> Any:
-    """Import the shell `miniagents.<shell>`; `MissingShellError` (naming `what` needs it) when it was left out."""
-    try:
-        return importlib.import_module(f"miniagents.{shell}")
-    except ModuleNotFoundError as error:
-        if error.name != f"miniagents.{shell}":
-            raise
-        raise MissingShellError(missing(what or f"miniagents.{shell}", shell), name=error.name) from None
+    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out."""
+    if not present(shell):
+        raise missing(what or f"{PACKAGE}.{shell}", shell)
+    return importlib.import_module(f"{PACKAGE}.{shell}")
 
 
-def load_asked_for(config: Any, agents: list) -> None:
-    """Load the shells a run's configuration (or the environment) asks for: tracing, for `RunConfig(trace_path=...)`,
-    `MINIAGENTS_TRACE` or `MINIAGENTS_DEBUG`; retries, for `retry` in the run's or an agent's `ModelSettings`
-    (given as a dict, it names no class of the shell). A plain run asks for none."""
-    if config.trace_path or os.environ.get("MINIAGENTS_TRACE") or os.environ.get("MINIAGENTS_DEBUG"):
-        load_shell("tracing", "RunConfig(trace_path=...), MINIAGENTS_TRACE and MINIAGENTS_DEBUG")
-    if any(getattr(s, "retry", None) is not None for s in [config.model_settings] + [a.model_settings for a in agents]):
+def load_asked_for(configuration: Any) -> None:
+    """Load the shells a configuration asks for when it is made: tracing for `RunConfig(trace_path=...)`, the
+    retries the run manages for `ModelSettings(retry=...)`."""
+    if getattr(configuration, "trace_path", None):
+        load_shell("tracing", "RunConfig(trace_path=...)")
+    if getattr(configuration, "retry", None) is not None:
         load_shell("retry", "ModelSettings(retry=...)")
 
 
-class ShellFinder:
-    """Last on `sys.meta_path`: what `miniagents.<name>` is when no module of that name exists. A shell's
-    top-level name or folder that this copy lacks raises `MissingShellError`; any other path is asked of the
-    upstream shell (upstream's module paths, and upstream's features miniagents leaves out), when there is one."""
+_warned: set = set()
 
-    @staticmethod
-    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
-        head, _, rest = fullname.partition(".")
-        if head != "miniagents" or not rest:
-            return None
-        first = rest.split(".")[0]
-        shell = first if first in SHELLS else sys.modules["miniagents"]._SHELL_OF.get(first)
-        if shell is not None and not present(shell):
-            raise MissingShellError(missing(f"miniagents.{rest}" if first in SHELLS else first, shell), name=fullname)
-        if shell is None and present("upstream"):
-            return importlib.import_module("miniagents.upstream").find_spec(fullname)
-        return None
+
+def ask_for(shell: str, what: str) -> None:
+    """Load a shell the environment asks for (`MINIAGENTS_TRACE`); in a copy without it, warn once and go on."""
+    try:
+        load_shell(shell, what)
+    except MissingFeatureError as error:
+        if shell not in _warned:
+            _warned.add(shell)
+            warn("%s; the run goes on without it", error)
 
 
 def present(shell: str) -> bool:
     """Whether this copy of miniagents has the shell folder (found without importing it)."""
-    return PathFinder.find_spec(f"miniagents.{shell}", sys.modules["miniagents"].__path__) is not None
+    return PathFinder.find_spec(f"{PACKAGE}.{shell}", sys.modules[PACKAGE].__path__) is not None
+
+
+class ShellFinder:
+    """Last on `sys.meta_path`: a module path of a shell this copy lacks (`<package>.tracing.tree`), or a name the
+    package cannot give imported from it (`from <package> import Workspace` or `SQLiteSession`, which looks for a
+    submodule first), raises the `MissingFeatureError` that says what is missing instead of a bare ImportError."""
+
+    def __init__(self, package: str):
+        self.package = package
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Optional[ModuleSpec]:
+        prefix, _, rest = fullname.partition(self.package + ".")
+        first = rest.split(".")[0]
+        module = first if first in SHELLS else getattr(sys.modules.get(self.package), "_LAZY", {}).get(first, "")
+        shell = module.split(".")[0]
+        if prefix or not module:
+            return None
+        if shell not in SHELLS:  # a kernel name whose module did not load: importing it says why
+            importlib.import_module(f"{self.package}.{module}")
+        elif not present(shell):
+            raise missing(fullname if first in SHELLS else first, shell)
+        return None
 
 
 def install_finder() -> None:
-    if ShellFinder not in sys.meta_path:
-        sys.meta_path.append(ShellFinder)
+    if not any(isinstance(f, ShellFinder) and f.package == PACKAGE for f in sys.meta_path):
+        sys.meta_path.append(ShellFinder(PACKAGE))

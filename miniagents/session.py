@@ -1,24 +1,16 @@
 """Sessions: the conversation a run loads before its first turn and appends to after each turn.
 
-Holds the contract every session keeps: `SessionSettings`, the `Session` protocol (`SessionABC` is its
-abstract-class form) and `SessionItems`. `prepare` reads the history with `get_items`; the end of each turn
-writes that turn's items with one `add_items` (one transaction). The implementations live next to this module
-and are importable from here too: `SQLiteSession` (sqlite_session.py) and `DBAPISession` (the dbapi shell, miniagents/dbapi/),
-both built on the SQL tables of sql_session.py. This module stores nothing itself and imports nothing of the
-kernel but the settings overlay: it is loaded only when a run uses a session.
+The contract every session keeps: `Session` (`SessionABC` is its abstract-class form) and `SessionSettings`. A run
+reads the history once with `get_items` and writes each finished turn with one `add_items` (one transaction).
+`SQLiteSession` (sqlite_session.py) and the dbapi shell's `DBAPISession` are built on sql_session.py's tables.
 
-Differences from upstream (openai-agents):
-- Methods do their work synchronously, as the kernel does, and return what upstream's coroutines return in a
-  form code written for upstream can `await` (or run with `asyncio.run`): `get_items` a `SessionItems` list,
-  `add_items`, `pop_item` and `clear_session` a `caller.Ready` (synchronous code reads `.value`). A session
-  of your own may define these methods as coroutines (`async def`): the kernel awaits what they return.
-- `SessionSettings.limit_turns=N` returns the items from the N-th most recent user message on, so a
-  `function_call` is never cut from its `function_call_output` (upstream's `limit` counts items).
+A session that also keeps the exactly-once ledger (`claim_call`, `settle_call`, `add_items(..., once=key)`, as
+both of those do) lets the kernel guarantee that an approved call never runs twice however a paused state is resumed.
+The kernel looks these methods up with `getattr`, so a session without them still works, without that guarantee.
 
-Sessions that also keep the exactly-once ledger (`claim_call`, `settle_call`, `add_items(..., once=key)`;
-both classes here do) let the kernel guarantee that an approved call never runs twice however a paused state
-is resumed; the kernel looks these methods up with `getattr`, so a session without them still works, without
-that guarantee.
+Methods do their work when called, as the kernel does; what they return can also be awaited (`SessionItems`, a
+`caller.Ready`), so code written for upstream's coroutines runs unchanged, and a session of your own may define
+them as coroutines: the kernel awaits what they return. How else sessions differ from upstream: docs/porting.md.
 """
 from __future__ import annotations
 
@@ -105,15 +97,11 @@ class SessionABC(abc.ABC):
     def clear_session(self) -> None: ...
 
 
-_IMPLEMENTATIONS = ("SQLiteSession", "DBAPISession", "SessionStoreError")
-
-
 def __getattr__(name: str) -> Any:
-    """`from miniagents.session import SQLiteSession` (or `DBAPISession`) loads only the module asked for: the
-    package's table of lazy names says which."""
-    if name in _IMPLEMENTATIONS:
-        from . import __getattr__ as load  # the package's loader: one table of where each name lives
+    """`from miniagents.session import SQLiteSession` (or `DBAPISession`, `SessionStoreError`): the package's
+    table of names that load on first use says where each lives, and loads only that module."""
+    if name in ("SQLiteSession", "DBAPISession", "SessionStoreError"):
+        from . import __getattr__ as load
 
-        value = globals()[name] = load(name)
-        return value
-    raise AttributeError(f"module 'miniagents.session' has no attribute {name!r}")
+        return load(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,28 +2,21 @@
 
 `SQLSession` holds the logic (what is read and written, in which transaction, with which checks); a subclass
 only says how a transaction reaches its connection (`_transaction`); the few places where databases differ are
-sql_dialect.py's. This module never imports a database driver, and never interprets,
-repairs or executes items: it encodes them as JSON (lone surrogates replaced by U+FFFD, as `items.clean_text`
-does where model text enters) and skips stored rows that are not JSON objects, with a warning.
+its dialect's (sql_dialect.py: SQLite; the dbapi shell adds PostgreSQL). This module never imports a database
+driver, and never interprets, repairs or executes items: it encodes them as JSON (lone surrogates replaced by
+U+FFFD, as `items.clean_text` does where model text enters) and skips stored rows that are not JSON objects,
+with a warning.
 
-Tables (names configurable, checked as identifiers; nothing else is ever interpolated into SQL):
-    agent_sessions(session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)
-    agent_messages(id <auto id> PRIMARY KEY, session_id TEXT NOT NULL, message_data TEXT NOT NULL,
-                   created_at TIMESTAMP, FOREIGN KEY (session_id) REFERENCES agent_sessions ON DELETE CASCADE)
-    INDEX idx_agent_messages_session_id ON agent_messages (session_id, id)
-    agent_tool_calls(session_id TEXT NOT NULL, run_id TEXT NOT NULL, call_id TEXT NOT NULL, output TEXT NULL,
-                     created_at TIMESTAMP, PRIMARY KEY (session_id, run_id, call_id))
-The first two and the index are upstream's layout (one JSON item per row), so upstream's databases load
-unchanged; `<auto id>` is `INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite, `BIGSERIAL PRIMARY KEY` on PostgreSQL.
-
-The third table is the exactly-once ledger (ours; upstream has none). `claim_call` inserts the row
-(session_id, run_id, call_id) ignoring a conflict, and the row count says who won: the primary key decides,
-never a read-then-write. `settle_call` stores the call's output as a JSON string (ASCII, so any text round-trips,
-NUL and lone surrogates included). `add_items(..., once=key)` records its key in the same table and transaction
-as the rows, as (session_id, run_id='', call_id=key): run ids are never empty (`claim_call` refuses one), so a
-key can never collide with a call. The ledger has no foreign key, so a claim needs no session row;
-`clear_session` deletes the session's ledger rows itself. It is read by primary key only, never through the
-`limit` / `limit_turns` window of `get_items`.
+The tables are created by `_bind`'s statements (names configurable, checked as identifiers; nothing else is ever
+interpolated into SQL). `agent_sessions` and `agent_messages` (one JSON item per row, indexed by session and id)
+are upstream's layout, so upstream's databases load unchanged. The third, `agent_tool_calls`, is the exactly-once
+ledger (ours; upstream has none). `claim_call` inserts the row (session_id, run_id, call_id) ignoring a conflict,
+and the row count says who won: the primary key decides, never a read-then-write. `settle_call` stores the call's
+output as a JSON string (ASCII, so any text round-trips, NUL and lone surrogates included). `add_items(...,
+once=key)` records its key in the same table and transaction as the rows, as (session_id, run_id='',
+call_id=key): run ids are never empty (`claim_call` refuses one), so a key can never collide with a call. The
+ledger has no foreign key, so a claim needs no session row; `clear_session` deletes the session's ledger rows
+itself. It is read by primary key only, never through the `limit` / `limit_turns` window of `get_items`.
 
 Writers of one session queue on its session row (each write updates `updated_at` before touching messages:
 a row lock on PostgreSQL; on SQLite `BEGIN IMMEDIATE` already queues every writer), so the rows of one
@@ -35,32 +28,23 @@ import json
 import logging
 import re
 from types import SimpleNamespace
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .caller import Ready
 from .errors import AgentsException, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
-from .sql_dialect import Dialect, ParamStyle
 
 logger = logging.getLogger("miniagents.session")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_NEWEST = 2**63 - 1  # above every id: the first page of the backwards walk
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
 
 
 class SessionStoreError(AgentsException):
-    """The session's database cannot be used: it is not a database, is corrupt, read-only, full, locked for
-    longer than the busy timeout, or has tables of the session's names in another layout (the message names
-    the database and what to do); or it kept failing (connection lost, serialization failure, deadlock) after
-    bounded retries; or the connection was lost while a non-repeatable write committed, so its outcome is
-    unknown. A write's message says whether it was stored. The driver's exception is the `__cause__`; its text
-    is not copied (it may name hosts or users)."""
-
-    def __init__(self, message: str):
-        self.message = message
-        super().__init__(message)
+    """The session's database cannot be used (the message names it, says what to do and, for a write, whether it
+    was stored; docs/sessions.md lists the cases). The driver's exception is the `__cause__`; its text is not
+    copied (it may name hosts or users)."""
 
 
 def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> str:
@@ -91,8 +75,10 @@ def _is_user_message(item: dict) -> bool:
 
 
 class SQLSession(SessionABC):
-    """A session in upstream's SQL tables plus the exactly-once ledger. Subclasses provide `_transaction` and
-    `close`, and call `_bind(dialect, paramstyle)` before the first statement."""
+    """A session in upstream's SQL tables plus the exactly-once ledger. Subclasses provide `close` and
+    `_transaction(body, *, write, repeatable=True)`: `body(cursor)` in one transaction, its result returned
+    (`repeatable`: running the write again after a commit whose outcome is unknown changes nothing: a `once`
+    append, a claim, a settle, a clear). They call `_bind` before the first statement."""
 
     def __init__(self, session_id: Any, *, sessions_table: str, messages_table: str, tool_calls_table: str,
                  session_settings: Optional[SessionSettings]):
@@ -103,16 +89,17 @@ class SQLSession(SessionABC):
         self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
         self.session_settings = SessionSettings.coerce(session_settings)  # upstream's default: no limit
 
-    def _bind(self, dialect: Dialect, paramstyle: Any) -> None:
-        """Build every statement once, in the dialect and the driver's placeholder style."""
-        self._dialect, self._style = dialect, ParamStyle(type(self).__name__, paramstyle)
+    def _bind(self, dialect: Any, style: Any = None) -> None:
+        """Build every statement once, in the dialect. They are written with `?` placeholders, sqlite3's own;
+        `style` (the dbapi shell's `ParamStyle`: `.sql(text)`, `.args(values)`) turns them into a driver's."""
+        self._dialect, self._args = dialect, style.args if style else tuple  # sqlite3 takes the values as they are
         s, m, t = self.sessions_table, self.messages_table, self.tool_calls_table
         ignore = dialect.insert_ignoring_conflict
         sql = {
             "ensure_session": ignore(s, "session_id", 1),
             "touch_session": f"UPDATE {s} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
             "insert_message": f"INSERT INTO {m} (session_id, message_data) VALUES (?, ?)",
-            "page": f"SELECT id, message_data FROM {m} WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+            "newest_first": f"SELECT id, message_data FROM {m} WHERE session_id = ? ORDER BY id DESC",
             "newest": f"SELECT id, message_data FROM {m} WHERE session_id = ? ORDER BY id DESC LIMIT 1",
             "delete_message": f"DELETE FROM {m} WHERE id = ?",
             "clear_messages": f"DELETE FROM {m} WHERE session_id = ?",
@@ -123,7 +110,7 @@ class SQLSession(SessionABC):
             "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "record": ignore(t, "session_id, run_id, call_id, output", 4),
         }
-        self._sql = SimpleNamespace(**{name: self._style.sql(text) for name, text in sql.items()})
+        self._sql = SimpleNamespace(**{name: style.sql(text) if style else text for name, text in sql.items()})
         self._schema = [
             f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
             "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)",
@@ -135,21 +122,10 @@ class SQLSession(SessionABC):
             "call_id TEXT NOT NULL, output TEXT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
             "PRIMARY KEY (session_id, run_id, call_id))",
         ]
-        lock = dialect.schema_lock((s, m, t))
-        if lock is not None:
-            self._schema.insert(0, lock)
         # Every column a statement above names: a table of the same name in another layout fails here, at once.
         self._probes = [f"SELECT session_id, updated_at FROM {s} WHERE 1 = 0",
                         f"SELECT session_id, id, message_data FROM {m} WHERE 1 = 0",
                         f"SELECT session_id, run_id, call_id, output FROM {t} WHERE 1 = 0"]
-
-    def _transaction(self, body: Callable, *, write: bool, repeatable: bool = True) -> Any:
-        """Run `body(cursor)` in one transaction and return its result. `repeatable`: running the write again
-        after a commit whose outcome is unknown changes nothing (a `once` append, a claim, a settle, a clear)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
 
     def __enter__(self) -> Any:
         return self
@@ -170,22 +146,22 @@ class SQLSession(SessionABC):
     def _where(self) -> str:
         return "the database"
 
-    def _store_error(self, exc: BaseException, doing: str, write: bool = False,
-                     committing: Optional[list] = None) -> Optional[SessionStoreError]:
-        """The `SessionStoreError` for `exc` when it says the database itself cannot be used, else None.
+    def _raise_store_error(self, exc: BaseException, doing: str, write: bool = False,
+                           committing: Optional[list] = None) -> None:
+        """Raise the `SessionStoreError` for `exc` when it says the database itself cannot be used, else `exc`.
         `doing`: "opening", "a read" or "a write"; `committing` as `run_transaction` filled it."""
         problem = self._dialect.store_problem(exc)
         if problem is None:
-            return None
+            raise exc
         outcome = ""
         if write:
             landed = bool(committing) and self._dialect.commit_may_have_landed(exc)
             outcome = "; whether it was stored is unknown" if landed else "; nothing of it was stored"
-        return SessionStoreError(f"{type(self).__name__}: {doing} of session {self.session_id!r} failed: "
-                                 f"{self._where()} {problem}{outcome}")
+        raise SessionStoreError(f"{type(self).__name__}: {doing} of session {self.session_id!r} failed: "
+                                f"{self._where()} {problem}{outcome}") from exc
 
     def _execute(self, cur: Any, name: str, *args: Any) -> Any:
-        cur.execute(getattr(self._sql, name), self._style.args(args))
+        cur.execute(getattr(self._sql, name), self._args(args))
         return cur
 
     # --- items ---------------------------------------------------------------------------------------------
@@ -219,7 +195,8 @@ class SQLSession(SessionABC):
     def get_items(self, limit: Optional[int] = None, *, limit_turns: Optional[int] = None) -> SessionItems:
         """The newest `limit` items, oldest first. Without arguments `session_settings` decides: `limit_turns`
         (the items from the N-th most recent user message on) wins over `limit`. An explicit `limit` wins
-        over both. Reads walk the (session_id, id) index backwards, so cost follows what is returned."""
+        over both. Reads walk the (session_id, id) index backwards, and stop there: cost follows what is
+        returned."""
         owner = type(self).__name__
         _check_count(owner, "limit", limit)
         _check_count(owner, "limit_turns", limit_turns)
@@ -233,25 +210,26 @@ class SQLSession(SessionABC):
         return SessionItems(reversed(newest_first))
 
     def _walk_back(self, cur: Any, limit: Optional[int], limit_turns: Optional[int]) -> list:
-        """Items newest first, a growing page at a time, until `limit` items or `limit_turns` user messages."""
+        """Items newest first, until `limit` items or `limit_turns` user messages."""
         newest_first: list = []
-        before, page, turns = _NEWEST, 64, 0
-        while limit is None or len(newest_first) < limit:
-            want = page if limit is None else min(page, limit - len(newest_first))
-            rows = self._execute(cur, "page", self.session_id, before, want).fetchall()
-            for row_id, data in rows:
-                item = self._decode(row_id, data)
-                if item is _SKIPPED:
-                    continue
-                newest_first.append(item)
-                if limit_turns is not None and _is_user_message(item):
-                    turns += 1
-                    if turns >= limit_turns:
-                        return newest_first
-            if len(rows) < want:
-                return newest_first
-            before, page = rows[-1][0], min(page * 2, 4096)
+        turns = 0
+        for row_id, data in self._rows_newest_first(cur, limit):
+            item = self._decode(row_id, data)
+            if item is _SKIPPED:
+                continue
+            newest_first.append(item)
+            if limit is not None and len(newest_first) >= limit:
+                break
+            if limit_turns is not None and _is_user_message(item):
+                turns += 1
+                if turns >= limit_turns:
+                    break
         return newest_first
+
+    def _rows_newest_first(self, cur: Any, limit: Optional[int]) -> Iterable[tuple]:
+        """The session's (id, message_data) rows, newest first; sqlite3 reads them one at a time as they are
+        taken (the dbapi shell pages them: drivers such as psycopg read a whole result into memory)."""
+        return self._execute(cur, "newest_first", self.session_id)
 
     def add_items(self, items: List[dict], *, once: Optional[str] = None) -> Ready:
         """Append `items` in one transaction: all rows land, or none. Returns a `Ready` (await it as upstream's
@@ -274,7 +252,7 @@ class SQLSession(SessionABC):
                 return False
             self._execute(cur, "touch_session", self.session_id)  # writers of this session queue here
             if rows:
-                cur.executemany(self._sql.insert_message, [self._style.args(row) for row in rows])
+                cur.executemany(self._sql.insert_message, [self._args(row) for row in rows])
             return True
 
         return Ready(self._transaction(body, write=True, repeatable=once is not None))

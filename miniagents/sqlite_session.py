@@ -1,16 +1,14 @@
 """`SQLiteSession`: a session in a SQLite file (or in memory), the embedded default.
 
-Everything a session reads and writes is `SQLSession`'s (sql_session.py: upstream's tables, the exactly-once
-ledger, the limit walk, the JSON rules). This module adds only how SQLite is reached:
+Everything a session reads and writes is `SQLSession`'s (sql_session.py); this module adds how SQLite is reached:
 - one connection and one lock per database file per process, shared by all sessions on it (a connection
   inherited through fork is never used: the child opens its own);
 - WAL journal, a 30 s busy timeout and foreign keys on; every write is `BEGIN IMMEDIATE` … `COMMIT`/`ROLLBACK`,
   so writers (threads or processes) queue instead of failing;
 - a new database file is created readable and writable by its owner only (0600: it holds conversations);
   SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone;
-- a file that cannot be used (not a database, corrupt, unreadable, read-only, a full disk, locked past the busy
-  timeout, tables of another layout) is a `SessionStoreError` naming the file and what to do, at the first
-  statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
+- a file that cannot be used is a `SessionStoreError` naming the file and what to do (docs/sessions.md lists the
+  cases), at the first statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
 It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
 repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
 to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
@@ -19,16 +17,16 @@ would otherwise fail. That step and the schema creation change nothing when repe
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from .errors import UserError
+from .errors import UserError, needs
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
 from .sql_session import SessionStoreError, SQLSession
 
+sqlite3 = needs("sqlite3", "SQLiteSession")  # minimal and embedded builds of Python may lack it
 BUSY_TIMEOUT_MS = 30000
 
 
@@ -91,7 +89,7 @@ class SQLiteSession(SQLSession):
                  *, tool_calls_table: str = "agent_tool_calls"):
         super().__init__(session_id, sessions_table=sessions_table, messages_table=messages_table,
                          tool_calls_table=tool_calls_table, session_settings=session_settings)
-        self._bind(SQLITE, "qmark")
+        self._bind(SQLITE)
         try:
             path = os.fsdecode(os.fspath(db_path))
         except TypeError:
@@ -137,14 +135,10 @@ class SQLiteSession(SQLSession):
             try:
                 return step()
             except sqlite3.Error as exc:
-                if SQLITE.is_transient(exc, None) and time.monotonic() + delay < deadline:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.1)
-                    continue
-                error = self._store_error(exc, "opening")
-                if error is None:
-                    raise
-                raise error from exc
+                if not SQLITE.is_transient(exc) or time.monotonic() + delay >= deadline:
+                    self._raise_store_error(exc, "opening")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
 
     def _where(self) -> str:
         return f"the database {self.db_path!r}" if self._is_file else "the in-memory database"
@@ -156,10 +150,7 @@ class SQLiteSession(SQLSession):
             try:
                 return run_transaction(shared.conn, SQLITE, body, write, committing)
             except sqlite3.Error as exc:
-                error = self._store_error(exc, "a write" if write else "a read", write, committing)
-                if error is None:
-                    raise
-                raise error from exc
+                self._raise_store_error(exc, "a write" if write else "a read", write, committing)
 
     def close(self) -> None:
         """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
@@ -170,8 +161,6 @@ class SQLiteSession(SQLSession):
             shared.users -= 1
             if shared.users > 0:
                 return
-            key = (os.getpid(), self.db_path)
-            if _registry.get(key) is shared:
-                del _registry[key]
+            _registry.pop((os.getpid(), self.db_path), None)  # (a :memory: connection was never registered)
         with shared.lock:
             shared.conn.close()

@@ -85,25 +85,20 @@ class RunState(Generic[TContext]):
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
-        settled_end = self.pending.start if self.pending is not None else len(self.generated_items)
-        generated = [i.raw_item for i in self.generated_items[:settled_end] if not isinstance(i, ToolApprovalItem)]
+        settled = self.generated_items[:self.pending.start] if self.pending is not None else self.generated_items
+        generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
         items = to_input_list(self.original_input) + generated
         # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
         self.transcript = drop_orphans(items) if generated or not isinstance(self.original_input, str) else items
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
-        self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}
-        self.call_ids.update(i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id"))
+        used = self.transcript + [i.raw_item for i in self.generated_items]
+        self.call_ids = {i.get("call_id") for i in used if i.get("call_id")}
 
-    def record_turn(self, items: list, guardrail_results: list = (), start: Optional[int] = None) -> None:
-        """Put the current turn's items, from `start` on (replacing a paused attempt's), and its tool guardrail
-        results."""
-        if start is not None:
-            del self.generated_items[start:]
-        self.generated_items.extend(items)
+    def record_turn(self, items: list, start: int) -> None:
+        """Put the current turn's items from `start` on (replacing a paused attempt's)."""
+        self.generated_items[start:] = items
         self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
-        for result in guardrail_results:
-            getattr(self, f"tool_{result.stage}_guardrail_results").append(result)
 
     @property
     def server_managed(self) -> bool:
@@ -157,9 +152,6 @@ class RunState(Generic[TContext]):
                 raise UserError(f"add_input: input[{n}] {problem}")
         self.pending_input.extend(json.loads(json.dumps(new)))  # a copy of its own
 
-    def clear_pending_input(self) -> None:
-        self.pending_input = []
-
     def approve(self, item: ToolApprovalItem, always_approve: bool = False) -> None:
         self.context_wrapper.approve_tool(item, always_approve=always_approve)
 
@@ -180,8 +172,7 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
                   context_deserializer: Optional[Callable] = None) -> "RunState":
-        """Load a state; agents are re-bound by name from `initial_agent`'s graph. Synchronous here
-        (upstream's is a coroutine); the returned state may also be awaited, for ported code."""
+        """Load a state; agents are re-bound by name from `initial_agent`'s graph."""
         return load_state(initial_agent, data, context_override, context_deserializer)
 
     @staticmethod
@@ -193,12 +184,6 @@ class RunState(Generic[TContext]):
             raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
         return RunState.from_json(initial_agent, data, context_override=context_override,
                                   context_deserializer=context_deserializer)
-
-    def __await__(self):
-        """`await RunState.from_string(...)` works as upstream's coroutine did; it is already loaded."""
-        if False:  # pragma: no cover - makes this a generator
-            yield
-        return self
 
 
 # --- The JSON document ------------------------------------------------------------------------
@@ -282,7 +267,8 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
             "replays": pending.replays, "pauses": pending.pauses,
         },
-        "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals, "context": context},
+        "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals,
+                    "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
         "unsaved_session_input": state.unsaved_session_input,
         "pending_input": state.pending_input,
@@ -297,15 +283,13 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
 
 def reachable_agents(initial_agent: Any) -> list:
     """Every agent reachable through handoffs and agents-as-tools, each once, starting with `initial_agent`."""
-    found, queue = [], [initial_agent]
-    while queue:
-        agent = queue.pop(0)
-        if any(agent is seen for seen in found):
-            continue
-        found.append(agent)
-        # a Handoff built by hand names no agent: its on_invoke_handoff gives one only when called
-        queue.extend(a for a in (getattr(h, "_agent", h) for h in agent.handoffs) if a is not None)
-        queue.extend(t._agent for t in agent.tools if getattr(t, "_agent", None) is not None)
+    found = [initial_agent]
+    for agent in found:  # the list grows as it is walked
+        # a handoff's agent (a Handoff built by hand names none: its on_invoke_handoff gives one); an agent tool's
+        others = [getattr(h, "_agent", h) for h in agent.handoffs] + [getattr(t, "_agent", None) for t in agent.tools]
+        for other in others:
+            if other is not None and not any(other is seen for seen in found):
+                found.append(other)
     return found
 
 

@@ -1,25 +1,25 @@
 """Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; `HostedTool`,
-the base of the tools the provider runs (hosted_tools.py); the structured outputs (`ToolOutputText`/...).
+the base of the tools the provider runs.
 
 A function tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
 `invoke_tool` is the one place that turns whatever happens inside a tool into what the model sees:
-the value as JSON text (structured outputs as content parts), a `ToolError`'s message verbatim, a redacted
+the value as JSON text (content parts as they are), a `ToolError`'s message verbatim, a redacted
 message for any other exception, or a timeout message. It never decides *whether* a call runs (that is
-`turn.py`'s plan). A hosted tool (`WebSearchTool`, ...) runs on the model provider's side: the kernel only
-sends its configuration (`spec()`, the Responses API's tool object) and keeps the items it produces.
+`turn.py`'s plan). A hosted tool runs on the model provider's side: the kernel only sends its configuration
+(`spec()`, the Responses API's tool object) and keeps the items it produces.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import json
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Optional, TypedDict, Union
+from typing import Any, Callable, Optional, Union
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
-from .errors import ModelBehaviorError, ToolTimeoutError, UserError, warn
+from .errors import MissingFeatureError, ModelBehaviorError, ToolTimeoutError, UserError, warn
 from .items import clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
@@ -58,16 +58,11 @@ class ToolsToFinalOutputResult:
 @dataclass(eq=False)
 class FunctionToolResult:
     """One function call's outcome, as a `tool_use_behavior` callable receives it: the tool, the value it
-    returned, its output run item. `interruptions` and `agent_run_result` mirror upstream and stay unset."""
+    returned, its output run item."""
 
     tool: Any
     output: Any
     run_item: Any
-    interruptions: list = field(default_factory=list)
-    agent_run_result: Any = None
-
-
-ToolErrorFunction = Callable[[RunContextWrapper, Exception], Union[str, Awaitable[str]]]
 
 
 def default_tool_error_function(ctx: RunContextWrapper, error: Exception) -> str:
@@ -101,6 +96,9 @@ class FunctionTool(SpecReads):
 
     def __post_init__(self):
         check_tool_name(self.name)
+        # How a call runs, composed once when the tool is made (not a field): `on_invoke_tool`, or with its timeout.
+        self._invoke = self.on_invoke_tool if self.timeout_seconds is None else \
+            functools.partial(_call_with_timeout, self)
         if self.strict_json_schema:  # a hand-written schema too: what strict mode refuses fails here, not later
             self.params_json_schema = ensure_strict_json_schema(self.params_json_schema)
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
@@ -162,14 +160,8 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
-                  defer_loading: bool = False,
                   custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None):
-    """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called.
-    `defer_loading=True` (upstream: load the tool through the Responses API's tool search, which miniagents
-    leaves out) warns, and the tool is sent with every request like any other."""
-    if defer_loading:
-        warnings.warn("function_tool(defer_loading=True): miniagents has no tool search, so the tool is sent with "
-                      "every request", UserWarning, stacklevel=2)
+    """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called."""
 
     def make(fn: Callable) -> FunctionTool:
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
@@ -177,18 +169,13 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                                  strict_json_schema=strict_mode)
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
-            """Upstream's shape: something to await (the function's own coroutine, guarded, or a `Ready`), and
-            a failure comes back as the text the model sees (`failure_text`) instead of an exception."""
-            try:
-                args, kwargs = call_args(schema._params, parse_arguments(raw_args, schema.name), strict_mode)
-                if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
-                    args.insert(0, ctx)
-                result = fn(*args, **kwargs)
-            except BaseException as error:  # GeneratorExit and other BaseExceptions too: only an exit propagates
-                if isinstance(error, EXITS):
-                    raise
-                return caller.Ready(failure_text(tool, ctx, raw_args, error))
-            return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else caller.Ready(result)
+            """The function called with the arguments read from the model's JSON (and the call's context, when its
+            first parameter asks for it); an async function's failure comes back as the text the model sees."""
+            args, kwargs = call_args(schema._params, parse_arguments(raw_args, schema.name), strict_mode)
+            if schema.context_kind:  # a ToolContext is also the RunContextWrapper a tool asked for
+                args.insert(0, ctx)
+            result = fn(*args, **kwargs)
+            return _guarded(tool, ctx, raw_args, result) if inspect.isawaitable(result) else result
 
         tool = FunctionTool(name=schema.name, description=schema.description,
                             params_json_schema=schema.params_json_schema, on_invoke_tool=on_invoke_tool,
@@ -216,134 +203,31 @@ async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending:
 
 
 class HostedTool(SpecReads):
-    """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object (by default a
-    copy of the tool's `tool_config`, sent as given), `includes` the `include` values the request needs. A Chat
-    Completions model cannot use them (refused at run start)."""
+    """Base of the hosted tools (the upstream shell has upstream's: `WebSearchTool`, ...): `name` is the tool's
+    type, `spec()` the Responses API tool object (by default a copy of the tool's `tool_config`, sent as given),
+    `includes` the `include` values the request needs. A Chat Completions model refuses them."""
 
     name = ""
     includes: tuple = ()
+    is_enabled = True
 
     def spec(self) -> dict:
         return dict(getattr(self, "tool_config"))
 
 
-HOSTED_TOOLS = ("FileSearchTool", "WebSearchTool", "WebSearchToolImageSettings", "HostedMCPTool", "CodeInterpreterTool",
-                "ImageGenerationTool", "ImageGenerationToolConfig", "Tool")
-
-
-def __getattr__(name: str) -> Any:
-    """The hosted tools' classes, from hosted_tools.py on first use (upstream's `agents.tool` holds them)."""
-    if name not in HOSTED_TOOLS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import hosted_tools
-
-    return getattr(hosted_tools, name)
-
-
-# --- Structured tool outputs: text, images and files the model reads as content -------------------------
-
-
-@dataclass
-class ToolOutputText:
-    """Return it from a tool to send the model text as a content part."""
-
-    text: str
-    type: Literal["text"] = "text"
-
-
-@dataclass
-class ToolOutputImage:
-    """Return it from a tool to show the model an image: `image_url` (a URL or data URL) or `file_id`."""
-
-    image_url: Optional[str] = None
-    file_id: Optional[str] = None
-    detail: Optional[Literal["low", "high", "auto"]] = None
-    type: Literal["image"] = "image"
-
-    def __post_init__(self):
-        if self.image_url is None and self.file_id is None:
-            raise ValueError("At least one of image_url or file_id must be provided")
-
-
-@dataclass
-class ToolOutputFileContent:
-    """Return it from a tool to give the model a file: `file_data` (base64), `file_url` or `file_id`."""
-
-    file_data: Optional[str] = None
-    file_url: Optional[str] = None
-    file_id: Optional[str] = None
-    filename: Optional[str] = None
-    type: Literal["file"] = "file"
-
-    def __post_init__(self):
-        if self.file_data is None and self.file_url is None and self.file_id is None:
-            raise ValueError("At least one of file_data, file_url, or file_id must be provided")
-
-
-class ToolOutputTextDict(TypedDict, total=False):
-    type: Literal["text"]
-    text: str
-
-
-class ToolOutputImageDict(TypedDict, total=False):
-    type: Literal["image"]
-    image_url: str
-    file_id: str
-    detail: Literal["low", "high", "auto"]
-
-
-class ToolOutputFileContentDict(TypedDict, total=False):
-    type: Literal["file"]
-    file_data: str
-    file_url: str
-    file_id: str
-    filename: str
-
-
-_OUTPUT_CLASSES = {"text": ToolOutputText, "image": ToolOutputImage, "file": ToolOutputFileContent}
-_OPTIONAL_TEXT = {"image": ("image_url", "file_id"), "file": ("file_data", "file_url", "file_id", "filename")}
-
-
-def _structured(value: Any) -> Optional[Any]:
-    """`value` as a ToolOutput* object: itself, or a dict of one (with its `type`), else None."""
-    if isinstance(value, (ToolOutputText, ToolOutputImage, ToolOutputFileContent)):
-        return value
-    if not isinstance(value, dict) or value.get("type") not in _OUTPUT_CLASSES:
-        return None
-    kind = value["type"]
-    if kind == "text":
-        return ToolOutputText(value["text"]) if isinstance(value.get("text"), str) else None
-    fields = {k: value.get(k) for k in _OPTIONAL_TEXT[kind]}
-    if any(v is not None and not isinstance(v, str) for v in fields.values()):
-        return None
-    if kind == "image":
-        if value.get("detail") not in (None, "low", "high", "auto"):
-            return None
-        fields["detail"] = value.get("detail")
-    try:
-        return _OUTPUT_CLASSES[kind](**fields)
-    except ValueError:  # none of its sources given
-        return None
-
-
-def _content_part(output: Any) -> dict:
-    """One ToolOutput* as the Responses API's input content part (only the fields that are set)."""
-    if isinstance(output, ToolOutputText):
-        return {"type": "input_text", "text": output.text}
-    kind = "input_image" if isinstance(output, ToolOutputImage) else "input_file"
-    names = ("image_url", "file_id", "detail") if kind == "input_image" else _OPTIONAL_TEXT["file"]
-    return {"type": kind, **{n: getattr(output, n) for n in names if getattr(output, n) is not None}}
+CONTENT_PARTS = ("input_text", "input_image", "input_file")  # the Responses API's input content parts
 
 
 def tool_output(value: Any) -> Union[str, list]:
-    """What the model sees for a tool's return value: a ToolOutput* (object or dict), or a non-empty list of
-    only those, becomes content parts (as upstream sends them); anything else is `output_text(value)`."""
+    """What the model sees for a tool's return value: content (text, images and files the model reads as such) when
+    the value is content parts, or an object that knows its part (`content_part()`), or a list of only those;
+    anything else as text (`output_text`)."""
     if isinstance(value, str):  # the common case
         return clean_text(value)
-    values = value if isinstance(value, (list, tuple)) else [value]
-    structured = [_structured(v) for v in values]
-    if structured and all(s is not None for s in structured):
-        return [_content_part(s) for s in structured]
+    parts = value if isinstance(value, list) else [value]
+    if parts and all(callable(getattr(p, "content_part", None)) or isinstance(p, dict) and p.get("type") in
+                     CONTENT_PARTS for p in parts):
+        return [p if isinstance(p, dict) else p.content_part() for p in parts]
     return output_text(value)
 
 
@@ -370,8 +254,6 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
     """Run the tool; past `timeout_seconds` stop waiting: an async tool is cancelled (its cancel gets a moment to
     land), a sync one is abandoned, still running: the error says so."""
     seconds = tool.timeout_seconds
-    if seconds is None:
-        return caller.call(tool.on_invoke_tool, ctx, raw_args)
     join = caller.start_thread(lambda: caller.resolve(tool.on_invoke_tool(ctx, raw_args), timeout=seconds),
                                f"tool-{tool.name}")
     try:
@@ -386,31 +268,23 @@ def _call_with_timeout(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> A
 
 
 def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
-    """Run one call and return `(python_value, text_for_the_model)`; see the module docstring.
+    """Run one call and return `(python value, text for the model)`; see the module docstring.
 
-    When the tool did not produce a value (bad arguments, an error, a timeout), the value is the
-    text the model sees, so `tool_use_behavior` and run items see what the model saw. An agent tool whose inner
-    run paused gives its `NestedInterruption` as the value, and no text (None): the call has no output yet.
+    When the tool did not produce a value (bad arguments, an error, a timeout), the value is the text the model
+    sees, so `tool_use_behavior` and run items see what the model saw. An agent tool whose inner run paused raises
+    its `NestedInterruption`: the call has no output yet.
     """
     try:
-        value = _call_with_timeout(tool, ctx, raw_args)
+        value = tool._invoke(ctx, raw_args)
+        if inspect.isawaitable(value):  # an async tool's coroutine
+            value = caller.resolve(value)
         return value, tool_output(value)
-    except NestedInterruption as paused:
-        return paused, None
-    except (caller.Cancelled, *EXITS):  # stopped by a cancel, or an exit
+    except (NestedInterruption, caller.Cancelled, MissingFeatureError, *EXITS):  # paused inside, stopped by a
+        # cancel, an exit, or a feature this Python lacks (no text for the model can fix that)
         raise
     except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
-
-
-def invoke_function_tool(*, function_tool: FunctionTool, context: ToolContext, arguments: str) -> Any:
-    """Upstream's helper: run one call of `function_tool` as a run does (its timeout and failure policy
-    included) and return what it produced, as something to `await` (its `.value` for synchronous code)."""
-    value, text = invoke_tool(function_tool, context, arguments)
-    if text is None:  # an agent tool paused inside: what pauses a run, as in one
-        raise value
-    return caller.Ready(value)
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:

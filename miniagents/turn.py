@@ -1,20 +1,19 @@
-"""One turn, whole: what the agent offers, the model call, and everything until the next step is decided.
+"""One turn: the records its steps fill in, and the steps every turn takes.
 
-A turn is one model call. `run_turn` reads like the turn itself, one verb per step:
+A turn is one model call and everything until the next step is decided. Its steps are plain functions
+`step(run, turn)`, listed once per run (`steps.choose`); the ones every turn takes are here, in order:
 
-    prepare_turn      the agent's instructions, enabled tools and handoffs, settings and output schema
-    start_turn        the first turn's input guardrails, the model call, call ids made unique where they collide
-    classify_output   the response's items -> run items; its function calls -> `Call`s
-    settle_turn       plan the calls, run them, and order every output after its call:
-      plan_tool_calls   each call's fate: already settled, unknown tool, waiting for approval, rejected, run
-      run_tools         the runnable calls, one after the other or concurrently, in call order
-    decide_next_step  one of the four `NextStep` variants (or an error for the run's handlers)
+    offer       the agent's instructions, enabled tools and handoffs, settings and output schema
+    call_model  the transcript to the agent's model; call ids made unique where they collide
+    classify    the response's items -> run items; its function calls -> `Call`s
+    plan        each call's fate: unknown tool, waiting for a person, rejected, or run
+    run_calls   the runnable calls, one after another or concurrently
+    settle      every output right after its own call, in the model's call order
+    decide      one of the four `NextStep` variants (or an error for the run's handlers)
 
-Nothing runs until the plan says so. A paused turn (`state.pending`) is resumed by running these steps again
-with the outputs it already has (`resumed_turn`), so the model is called only for a fresh turn and no call runs
-twice. Optional parts take part through the seams (`around`, `seams.change`, `seams.emit`: miniagents/seams.py),
-each one check when no plugin is active. The loop that strings turns together, and what happens after the
-decision, is `_loop` in run.py.
+What a run needs beyond these (usage limits, guardrails, streaming, a session's ledger, a resumed pause, the
+seams' plugins) are steps of their own, in steps.py, chosen only by runs that use them. Nothing runs until the
+plan says so, and a paused turn resumes by running the same plan, settle and decide on the response it kept.
 """
 from __future__ import annotations
 
@@ -22,45 +21,48 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Optional
+from typing import Any, Callable, Optional
 
-from . import caller, seams
-from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput, output_schema
-from .config import CallModelData, ModelInputData, RunConfig, ToolErrorFormatterArgs
-from .context import ToolContext, Usage
-from .errors import (AgentsException, AlreadyResumedError, ModelBehaviorError, ModelRefusalError, UsageLimitExceeded,
-                     UserError, warn)
-from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output, message_refusal,
-                    message_text, new_call_id)
+from . import caller
+from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput
+from .config import RunConfig
+from .context import ToolContext
+from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
-from .models.interface import ModelResponse, ModelSettings, ModelTracing
-from .result import RawResponsesStreamEvent, stream_events_for
-from .schema import tool_name_from
+from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
+                    ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
+                    new_call_id)
+from .models.interface import ModelSettings
 from .state import RunState
-from .tool import (FunctionToolResult, HostedTool, NestedInterruption, ToolsToFinalOutputResult,
-                   extract_custom_data, failure_text, invoke_tool)
+from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
 from .validate import ArgumentsError, parse_arguments
 
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
 REJECTED = "Tool execution was not approved."
-NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
-                 "was not recorded.")
 
 
-# --- The records a turn passes along ----------------------------------------------------------------
+# --- The records a turn fills in -----------------------------------------------------------------------
 
 
 @dataclass(eq=False)
 class Run:
-    """One run in progress: its `RunState` (the part that becomes JSON) and what the caller passed beside it."""
+    """One run in progress: its `RunState` (the part that becomes JSON), and the machinery chosen for it once,
+    when it started (`start_run`): the steps of its turns, the session, the plugins, how a call is invoked."""
 
     state: RunState
     config: RunConfig
+    start: list = field(default_factory=list)  # the steps before the first turn (chosen once: run.choose)
+    before: list = field(default_factory=list)  # what may keep a fresh turn from starting
+    fresh: list = field(default_factory=list)  # the steps of a fresh turn
+    resumed: list = field(default_factory=list)  # the steps of a paused turn resumed
+    ends: dict = field(default_factory=dict)  # NextStep class -> the steps of a turn that ends so
+    entered: list = field(default_factory=list)  # the steps when an agent takes the conversation
+    invoke: Callable = None  # how one call runs: `invoke_tool`, or with guardrails and the seams around it
     session: Any = None
+    ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of claimed calls
     error_handlers: dict = field(default_factory=dict)
-    streaming: bool = False
-    ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of a resumed turn's calls
+    streamed: bool = False
+    emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
     agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's hooks
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
@@ -78,44 +80,44 @@ class TurnSetup:
     handoffs: dict  # tool name -> Handoff
     settings: ModelSettings
     output: Optional[AgentOutputSchemaBase]  # None: plain text
-    hosted: list = field(default_factory=list)  # hosted tools (run by the provider): sent, never called here
-    prompt: Optional[dict] = None  # the agent's stored prompt for this turn
 
 
 @dataclass(eq=False)
 class Call:
-    """One function call of the response and what the agent has under its name (`target` None: unknown)."""
+    """One function call of the response, what the agent has under its name (`target` None: unknown), and what
+    became of it: `fate` ("run", "answer", "wait" for a person, "done" before a pause) and `output`."""
 
     item: RawItem
     call_id: str
     target: Any
     kind: str  # "function" | "handoff" | "unknown"
-    paused: Any = None  # an agent tool's paused inner run, continued when this call runs again on resume
+    fate: str = ""
+    output: Optional[tuple] = None  # (python value, text the model sees) once it has one
+    paused: Any = None  # an agent tool's inner run: paused before (continued on resume), or pausing now
+    custom_data: Optional[dict] = None
 
 
 @dataclass(eq=False)
-class ModelOutput:
-    """`classify_output`'s reading of one response: its run items in model order, and its function calls."""
+class Turn:
+    """One turn as its steps fill it in: the agent's offer, the response's items as read (`output`, what a pause
+    keeps), its run items (model order; after `settle`, every output right after its call), its calls, and the
+    step the loop takes next. `start` is where its items begin in `state.generated_items`."""
 
-    items: list = field(default_factory=list)
-    calls: list = field(default_factory=list)
+    agent: Any
+    start: int
+    setup: Optional[TurnSetup] = None
+    input: Optional[list] = None  # what the model is sent, when not the whole transcript (steps.filter_input)
+    ids: dict = field(default_factory=dict)  # the model call's keywords: a server-side conversation, a stored prompt
+    output: list = field(default_factory=list)
     replays: int = 0  # calls dropped as exact replays of calls that already ran (see assign_call_ids)
-    raw: list = field(default_factory=list)  # the response's items as read (what a pause keeps)
-
-
-@dataclass(eq=False)
-class SettledCalls:
-    """`settle_turn`'s outcome: the turn's items with every output after its call, in call order, and what
-    `decide_next_step` weighs (function results, calls waiting for a person, the winning handoff)."""
-
-    items: list
-    results: list  # FunctionToolResult per function call that has an output
-    approvals: list  # ToolApprovalItem per call waiting for a person
-    handoff: Optional[Call]
-    guardrail_results: list
-    nested: dict  # call id -> paused RunState of an agent-as-tool call
-    unstarted: list = field(default_factory=list)  # runnable calls the run was cancelled before it started
-    limit: Any = None  # the UsageLimitExceeded that kept the calls from running (here, or inside an agent tool)
+    items: list = field(default_factory=list)
+    said: int = 0  # how many of `items` are the model's own (the rest are outputs)
+    calls: list = field(default_factory=list)
+    next_step: Any = None
+    session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
+    guardrail_results: list = field(default_factory=list)  # the tool guardrails' verdicts
+    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (steps.claim_pause)
+    limit: Any = None  # the UsageLimitExceeded that kept its calls from running
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -152,290 +154,68 @@ class NextStepInterruption:
 @dataclass(eq=False)
 class NextStepError:
     """Not a way to end, a question for the run's `error_handlers`: `kind` ("model_refusal",
-    "invalid_final_output", "max_turns") and the `error` raised if no handler answers. With `run_again`, no
-    handler means another turn instead (a structured answer that has not come yet)."""
+    "invalid_final_output", "max_turns", "usage_limit") and the `error` raised if no handler answers. With
+    `run_again`, no handler means another turn instead (a structured answer that has not come yet)."""
 
     kind: str
     error: Exception
     run_again: bool = False
 
 
-@dataclass(eq=False)
-class TurnResult:
-    """One turn's outcome: the agent whose turn it was, its items (model order, outputs after their calls), the
-    step the loop takes next, and the response as classified and settled."""
-
-    agent: Any
-    new_items: list
-    next_step: Any
-    output: ModelOutput = field(default_factory=ModelOutput)
-    settled: Optional[SettledCalls] = None
-    resumed: bool = False  # a paused turn run again: another resume of the same state may have saved it
-    start: int = 0  # where the turn's items begin in `state.generated_items`
-    session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
-    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (see resumed_turn)
+# --- The steps every turn takes ---------------------------------------------------------------------------
 
 
-# --- The turn, top to bottom ---------------------------------------------------------------------------
+def offer(run: Run, turn: Turn) -> None:
+    """What the current agent offers the model this turn: instructions, enabled tools and handoffs (two with one
+    name is a `UserError`), settings (the run's laid over the agent's), the output schema."""
+    agent, ctx = turn.agent, run.state.context_wrapper
+    tools: dict = {}
+    handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in agent.handoffs]
+    for tool in agent.tools + handoffs:  # a hosted tool too: sent, never called (the provider runs it)
+        if tool.is_enabled is True or enabled(tool, ctx, agent):
+            if tools.setdefault(tool.name, tool) is not tool:
+                raise UserError(f"Agent {agent.name!r} offers two tools named {tool.name!r}: give one another name "
+                                "(function_tool(name_override=...), handoff(tool_name_override=...))")
+    settings = agent.model_settings if run.config.model_settings is None else \
+        agent.model_settings.resolve(run.config.model_settings)
+    if settings.tool_choice and agent.reset_tool_choice and agent.name in run.state.agents_that_used_tools:
+        settings = dataclasses.replace(settings, tool_choice=None)  # forced once: the model may now answer
+    instructions = agent.system_prompt(ctx) if callable(agent.instructions) else agent.instructions
+    turn.setup = TurnSetup(agent, instructions, {n: t for n, t in tools.items() if not isinstance(t, Handoff)},
+                           {n: h for n, h in tools.items() if isinstance(h, Handoff)}, settings, agent.output_schema)
 
 
-def run_turn(run: Run) -> Generator[Any, None, TurnResult]:
-    """One turn: a fresh one calls the model; a paused one (`state.pending`) re-runs its response with the outputs
-    it has, and never calls the model (`resumed_turn`: a fresh turn never passes through it).
+def enabled(tool: Any, ctx: Any, agent: Any) -> bool:
+    """A tool's or handoff's `is_enabled`: a bool, or a callable asked with the run's context and the agent."""
+    flag = tool.is_enabled
+    return bool(caller.call(flag, ctx, agent)) if callable(flag) else bool(flag)
 
-    Yields stream events; returns the `TurnResult` with `state.generated_items` already holding its items.
-    """
-    if run.state.pending is not None:
-        return resumed_turn(run)
+
+def call_model(run: Run, turn: Turn) -> None:
+    """Send the transcript to the agent's model and take its response (a streamed run: steps.stream_model)."""
+    model = get_model(turn.agent, run.config)
+    take_response(run, turn, model.get_response(*model_arguments(run, turn), **turn.ids))
+
+
+def model_arguments(run: Run, turn: Turn) -> tuple:
+    """What a model is called with (upstream's `Model` protocol): the instructions, the input items, the
+    settings, the tools, the output schema, the handoffs and the tracing setting. As upstream, the model gets
+    the objects the agent offers; adapters send their `spec()`s."""
+    turn.input = list(run.state.transcript) if turn.input is None else turn.input  # a copy: the model's own
+    return (turn.setup.instructions, turn.input, turn.setup.settings, list(turn.setup.tools.values()),
+            turn.setup.output, list(turn.setup.handoffs.values()), run.config.model_tracing)
+
+
+def take_response(run: Run, turn: Turn, response: Any) -> None:
+    """Count the response's usage (one request per call, whatever the model reported: usage limits must not
+    trust the model), keep it, and read its items, every call with an id of its own."""
     state = run.state
-    setup = prepare_turn(run)
-    state.current_turn += 1
-    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, False)):
-        items, replays = yield from start_turn(run, setup)
-        turn = TurnResult(setup.agent, [], None, start=len(state.generated_items),
-                          session_input=state.unsaved_session_input)
-        state.unsaved_session_input = []
-        turn.output = output = classify_output(setup, items, run.config)
-        output.replays = replays
-        if run.streaming:  # what the model said is announced before any tool runs
-            yield from stream_events_for(output.items)
-        decide_turn(run, setup, turn, {})
-    state.record_turn(turn.new_items, turn.settled.guardrail_results, turn.start)
-    return turn
-
-
-def resumed_turn(run: Run) -> TurnResult:
-    """A paused turn (`state.pending`) run again from its response's items, the replays it dropped, where its items
-    start, the session input it carries, and the outputs its calls already have; no model call.
-
-    Exactly once, for the whole turn: with a session that keeps the ledger, the resume first claims this pause
-    of the turn there (`claim_call` on a key of its own). Only one resume of one paused state proceeds: another
-    (a retry, a second worker, at once or later) raises `AlreadyResumedError` before it runs or writes anything,
-    so the session holds the winner's turn alone."""
-    state, pending = run.state, run.state.pending
-    setup = prepare_turn(run)
-    with around(run, "turn", seams.TurnStep(setup.agent, state.current_turn, True)):
-        turn = TurnResult(setup.agent, [], None, resumed=True, start=pending.start,
-                          session_input=pending.session_input)
-        if run.ledger is not None:
-            turn.claim = f"resume:turn-{state.current_turn}:pause-{pending.pauses}"
-            won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
-            if not won:
-                raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-        turn.output = output = classify_output(setup, pending.output, run.config)
-        output.replays = pending.replays
-        for call in output.calls if pending.nested else ():
-            call.paused = pending.nested.get(call.call_id)  # an agent tool's inner run continues where it paused
-        decide_turn(run, setup, turn, dict(pending.outputs))
-    state.record_turn(turn.new_items, turn.settled.guardrail_results, turn.start)
-    return turn
-
-
-def decide_turn(run: Run, setup: TurnSetup, turn: TurnResult, done: dict) -> None:
-    """Settle the turn's calls (`done`: the outputs a paused turn already has) and decide its next step."""
-    turn.settled = settle_turn(run, setup, turn.output, done, turn.resumed)
-    turn.new_items = turn.settled.items
-    turn.next_step = decide_next_step(setup, turn.output, turn.settled, run.state.context_wrapper)
-    if run.plugins and isinstance(turn.next_step, NextStepInterruption):
-        for item in turn.next_step.interruptions:
-            seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
-
-
-def around(run: Run, seam: str, record: Any) -> Any:
-    """The active plugins' context around a step (miniagents/seams.py), or nothing when there is none."""
-    if not run.plugins:
-        return seams.NOTHING
-    return seams.around(run.plugins, seam, run, *(() if record is None else (record,)))
-
-
-def prepare_turn(run: Run) -> TurnSetup:
-    """Resolve the current agent for this turn: instructions, enabled tools and handoffs, settings."""
-    agent, ctx, config = run.state.current_agent, run.state.context_wrapper, run.config
-    tools, hosted = {}, []
-    for tool in agent.get_enabled_tools(ctx):
-        if isinstance(tool, HostedTool):  # run by the provider: sent, never called here
-            hosted.append(tool)
-        else:
-            if tool.name in tools:
-                name_clash(config, "tools", tool.name, tools[tool.name], tool)  # the last one wins
-            tools[tool.name] = tool
-    handoffs = offered_handoffs(agent, ctx, config, tools) if agent.handoffs else {}
-    settings = agent.model_settings
-    if config.model_settings is not None:  # the run's settings laid over the agent's
-        settings = settings.resolve(config.model_settings)
-    if agent.reset_tool_choice and settings.tool_choice and agent.name in run.state.agents_that_used_tools:
-        settings = dataclasses.replace(settings, tool_choice=None)
-    output = None if agent.output_type in (None, str) else output_schema(agent.output_type)
-    setup = TurnSetup(agent, agent.system_prompt(ctx), tools, handoffs, settings,
-                      None if output is None or output.is_plain_text() else output, hosted, agent.get_prompt(ctx))
-    return seams.change(run.plugins, "offer", run, setup) if run.plugins else setup
-
-
-def offered_handoffs(agent: Any, ctx: Any, config: RunConfig, tools: dict) -> dict:
-    """tool name -> Handoff for the agent's enabled handoffs (the first one declared wins a name)."""
-    handoffs: dict = {}
-    for handoff in agent.get_enabled_handoffs(ctx):
-        if handoff.tool_name in handoffs:  # never silently the last: the first one wins
-            name_clash(config, "handoffs", handoff.tool_name, handoffs[handoff.tool_name], handoff)
-        else:
-            handoffs[handoff.tool_name] = handoff
-    for name in sorted(set(tools) & set(handoffs)):
-        name_clash(config, "a tool and a handoff", name, tools[name], handoffs[name])
-        del tools[name]  # the handoff wins, as upstream's does
-    return handoffs
-
-
-COLLISIONS = {  # upstream's texts word for word: programs and tests match on them
-    "tools": "Ambiguous function tool configuration: the tool name `{}` is used by multiple tools. Assign a unique "
-             "routed name to every colliding function tool with `name_override=`, `tool_name=`, or a namespace.",
-    "handoffs": "Ambiguous handoff configuration: the handoff tool name `{}` is used by multiple handoffs. Pass a "
-                "unique `tool_name_override=` to each handoff.",
-    "a tool and a handoff": "Ambiguous tool routing configuration: the tool name `{}` is used by both a function "
-                            "tool and a handoff. Assign a unique routed name to every colliding function tool and "
-                            "handoff with `name_override=`, `tool_name=`, `tool_name_override=`, or a namespace.",
-}
-
-
-DERIVED = ("Ambiguous {} configuration: agents {!r} and {!r} both derive the {} `{}`. Pass an explicit {} to one "
-           "of them.")  # upstream's text when both names were made from agents' names
-
-
-def derived_from(entry: Any) -> Optional[str]:
-    """The name of the agent whose name `entry` (an agent tool, a handoff) took its tool name from, else None."""
-    agent = getattr(entry, "_agent", None)
-    if agent is None or getattr(entry, "tool_name", getattr(entry, "name", None)) != (
-            Handoff.default_tool_name(agent) if isinstance(entry, Handoff) else tool_name_from(agent.name)):
-        return None
-    return agent.name
-
-
-def name_clash(config: RunConfig, kind: str, name: str, first: Any, second: Any) -> None:
-    """Two tools, two handoffs, or a tool and a handoff with one name: a `UserError` under the "error" policy,
-    else a warning, and the last tool, the first handoff, or the handoff over the tool is offered. Two agents
-    whose names both became it are named, as upstream does."""
-    message = COLLISIONS[kind].format(name)
-    owners = (derived_from(first), derived_from(second))
-    if None not in owners and owners[0] != owners[1]:
-        overrides = ("`tool_name=`", "`tool_name_override=`", "`tool_name=` or `tool_name_override=`")
-        surface, label, override = {"tools": ("agent tool", "tool name", overrides[0]),
-                                    "handoffs": ("handoff", "handoff tool name", overrides[1])}.get(
-            kind, ("agent routing", "tool name", overrides[2]))
-        message = DERIVED.format(surface, *owners, label, name, override)
-    if config.tool_name_collision_policy == "error":
-        raise UserError(message)
-    warn(message)
-
-
-def start_turn(run: Run, setup: TurnSetup) -> Generator[Any, None, tuple]:
-    """Run the first turn's input guardrails, call the model; return the response's items (every call with an id
-    of its own) and how many calls it repeated from earlier turns (dropped)."""
-    state = run.state
-    if (setup.agent.input_guardrails or run.config.input_guardrails) and state.current_turn == 1 \
-            and not state.model_responses:
-        response = yield from guarded_model_call(run, setup)
-    else:
-        response = yield from call_model(run, setup)
-    if state.server_managed or not any(needs_call_id(item, state.call_ids) for item in response.output):
-        return response.output, 0
-    return assign_call_ids(response.output, state)
-
-
-def guarded_model_call(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
-    """The first turn's model call with the input guardrails around it (`check_input`): a trip raises, and a
-    parallel one's trip discards the response before any tool runs."""
-    racing = check_input(run, list(setup.agent.input_guardrails) + list(run.config.input_guardrails or ()))
-    response = yield from call_model(run, setup)
-    racing()
-    return response
-
-
-def check_input(run: Run, guardrails: list) -> Callable[[], None]:
-    """The first turn's input guardrails: the blocking ones now, before the model; the parallel ones beside the
-    first model call (returns the join; a trip discards the response before any tool runs)."""
-    from .guardrails import run_input_guardrails  # loaded only when a run has guardrails
-
-    state = run.state
-    check = (state.starting_agent, state.original_input, state.input_guardrail_results)
-    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)
-    racing = [g for g in guardrails if g.run_in_parallel]
-    if not racing:
-        return lambda: None
-    return caller.start_thread(lambda: run_input_guardrails(run, racing, *check), "input-guardrails")
-
-
-def call_model(run: Run, setup: TurnSetup) -> Generator[Any, None, ModelResponse]:
-    """Send the transcript to the agent's model (streamed: each event is yielded) and record the response."""
-    state, config, agent = run.state, run.config, setup.agent
-    model_input, instructions = state.transcript[state.server_known:], setup.instructions  # a copy: the model's own
-    if config.call_model_input_filter is not None or config.reasoning_item_id_policy == "omit" or run.plugins:
-        model_input, instructions = adjusted_input(run, setup, model_input)
-    state.context_wrapper.turn_input = model_input
-    model = get_model(agent, config)
-    if run.plugins:  # a shell may wrap it (retries the run manages: miniagents/retry/)
-        model = seams.change(run.plugins, "model", run, setup, model)
-    # As upstream, the model gets the objects the agent offers; adapters send their `spec()`s.
-    args = (instructions, model_input, setup.settings, list(setup.tools.values()) + setup.hosted, setup.output,
-            list(setup.handoffs.values()), model_tracing(config))
-    ids = {"previous_response_id": state.previous_response_id, "conversation_id": state.conversation_id}
-    if setup.prompt is not None:
-        ids["prompt"] = setup.prompt
-    record = seams.ModelStep(agent, model, instructions, model_input, setup.settings)
-    with around(run, "model_call", record):
-        if run.streaming:
-            response = yield from stream_response(model, args, ids)
-        else:
-            response = model.get_response(*args, **ids)
-            if not isinstance(response, ModelResponse):  # a model written for upstream's async `Model`: awaited
-                response = caller.resolve(response)
-        record.response = response
-        # A model call is one request, whatever the model reported: usage limits must not trust the model.
-        state.context_wrapper.usage.add(response.usage if response.usage.requests else
-                                        dataclasses.replace(response.usage, requests=1))
-        state.model_responses.append(response)
-    if state.server_managed:  # what was sent is the server's now; the next request chains to this response
-        state.server_known = len(state.transcript)
-        if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
-            state.previous_response_id = response.response_id
-    return response
-
-
-def adjusted_input(run: Run, setup: TurnSetup, model_input: list) -> tuple:
-    """The model input and instructions after `RunConfig.call_model_input_filter`, the reasoning-id policy and the
-    plugins' `model_input` seam (capabilities' `process_context`)."""
-    config, instructions = run.config, setup.instructions
-    if config.call_model_input_filter is not None:
-        data = caller.call(config.call_model_input_filter, CallModelData(
-            ModelInputData(model_input, instructions), setup.agent, run.state.context_wrapper.context))
-        if not isinstance(data, ModelInputData):
-            raise UserError("call_model_input_filter must return a ModelInputData instance")
-        model_input, instructions = drop_orphans(data.input), data.instructions
-    if config.reasoning_item_id_policy == "omit":
-        model_input = [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i
-                       for i in model_input]
-    if run.plugins:
-        model_input = seams.change(run.plugins, "model_input", run, setup, model_input)
-    return model_input, instructions
-
-
-def model_tracing(config: RunConfig) -> ModelTracing:
-    """What the model may record in its own traces, from the run's tracing settings."""
-    if config.tracing_disabled:
-        return ModelTracing.DISABLED
-    return ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
-
-
-def stream_response(model: Any, args: tuple, ids: dict) -> Generator[Any, None, ModelResponse]:
-    """A streamed model call: every event is yielded; the response is the `response.completed` one."""
-    response = None
-    for event in caller.iterate(model.stream_response(*args, **ids)):
-        yield RawResponsesStreamEvent(data=event)
-        if event.get("type") == "response.completed":
-            final = event["response"]
-            response = ModelResponse(output=list(final.get("output") or []),
-                                     usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
-    if response is None:
-        raise AgentsException("the model's stream ended without a response.completed event")
-    return response
+    state.context_wrapper.usage.add(response.usage, requests=1)
+    state.model_responses.append(response)
+    turn.output = response.output
+    ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
+    if len(set(ids) - state.call_ids - {None, ""}) < len(ids) and not state.server_managed:  # not each its own
+        turn.output, turn.replays = assign_call_ids(turn.output, state)
 
 
 _default_provider = None  # made on first use and kept for the process: it reuses connections across runs
@@ -460,31 +240,32 @@ def get_model(agent: Any, config: RunConfig) -> Any:
 NUMBERED_ID = re.compile(r"([A-Za-z]+[_-])?\d+")  # "0", "call_1", "tool-3": numbered per response, not unique
 
 
-def needs_call_id(item: dict, known: set) -> bool:
-    """A function call with no id, or an id the run or its history already used (see `assign_call_ids`)."""
-    return item.get("type") == "function_call" and (not item.get("call_id") or item.get("call_id") in known)
-
-
 def assign_call_ids(output: list, state: RunState) -> tuple:
     """Fix every function call's id once per response (so a resumed turn sees the same ids); returns (output,
     how many calls were dropped as replays). A call id must never answer two different calls, and a call must
     never run twice, for servers that number ids per response ("call_0" in every response) and for servers
-    whose ids are unique alike. A call with no id, or with an id used earlier in the run or its history:
+    whose ids are unique alike. A call id the response repeats is dropped (the first call with it stands). A
+    call with no id, or with an id used earlier in the run or its history:
     - a numbered id is the server's count: it is a new call, and gets a fresh id;
     - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
       output stands; nothing runs again);
     - a unique id on a different call gets a fresh id: it is a new call.
     The server-managed conversation keeps the ids it gave (the caller skips this)."""
-    fixed, replays, earlier = [], 0, None
+    fixed, replays, earlier, seen = [], 0, None, set()
     for item in output:
-        call_id = item.get("call_id")
-        if needs_call_id(item, state.call_ids):
-            if call_id and not NUMBERED_ID.fullmatch(call_id):
-                earlier = earlier if earlier is not None else _calls_by_id(state)
-                if earlier.get(call_id) == _invocation(item):
-                    replays += 1
-                    continue
-            item = {**item, "call_id": new_call_id()}
+        if item.get("type") == "function_call":
+            call_id = item.get("call_id")
+            if not call_id or call_id in state.call_ids:
+                if call_id and not NUMBERED_ID.fullmatch(call_id):
+                    earlier = earlier if earlier is not None else _calls_by_id(state)
+                    if earlier.get(call_id) == _invocation(item):
+                        replays += 1
+                        continue
+                item = {**item, "call_id": new_call_id()}
+            elif call_id in seen:
+                warn("ignoring repeated call id %r in one response", call_id)
+                continue
+            seen.add(item["call_id"])
         fixed.append(item)
     return fixed, replays
 
@@ -505,66 +286,54 @@ def _invocation(call: dict) -> tuple:
     return call.get("name"), arguments
 
 
-def classify_output(setup: TurnSetup, output: list, config: RunConfig) -> ModelOutput:
-    """Turn output items into run items and calls (a call id repeated within the response is dropped)."""
-    agent = setup.agent
-    classified, seen = ModelOutput(items=[], raw=output), set()
-    for item in output:
+def classify(run: Run, turn: Turn) -> None:
+    """The response's items as run items, and its function calls as `Call`s (a call id repeated within the
+    response is dropped); a hosted tool's item (it ran on the provider's side) is kept and sent back as it came."""
+    agent, setup = turn.agent, turn.setup
+    for item in turn.output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
         if kind == "function_call":
             call = RawItem(item)
-            if call["call_id"] in seen:
-                warn("ignoring repeated call id %r in one response", call["call_id"])
+            name = call.get("name") or ""
+            if name in setup.handoffs:  # the first handoff wins; another in the same response is answered
+                first = not any(c.kind == "handoff" for c in turn.calls)
+                turn.calls.append(Call(call, call["call_id"], setup.handoffs[name], "handoff", "" if first else
+                                       "answer", None if first else (MULTIPLE_HANDOFFS, MULTIPLE_HANDOFFS)))
+                turn.items.append(HandoffCallItem(agent=agent, raw_item=call))
                 continue
-            seen.add(call["call_id"])
-            classified.items.append(classified_call(call, setup, config, classified.calls))
+            tool = setup.tools.get(name)
+            turn.calls.append(Call(call, call["call_id"], tool, "function" if tool else "unknown"))
+            turn.items.append(ToolCallItem(agent=agent, raw_item=call, description=getattr(tool, "description", None)))
         elif kind == "message":
-            classified.items.append(MessageOutputItem(agent=agent, raw_item=item))
+            turn.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
-            if config.reasoning_item_id_policy == "omit":  # kept without its id everywhere it goes next
-                item = {k: v for k, v in item.items() if k != "id"}
-            classified.items.append(ReasoningItem(agent=agent, raw_item=item))
-        elif kind in HOSTED_ITEM_TYPES:  # a hosted tool ran on the provider's side: kept, sent back as it came
-            classified.items.append(ToolCallItem(agent=agent, raw_item=item))
+            turn.items.append(ReasoningItem(agent=agent, raw_item=item))
+        elif kind in HOSTED_ITEM_TYPES:
+            turn.items.append(ToolCallItem(agent=agent, raw_item=item))
         else:
             warn("ignoring output item of unsupported type %r", kind)
-    return classified
+    turn.said = len(turn.items)
 
 
-def classified_call(call: RawItem, setup: TurnSetup, config: RunConfig, calls: list) -> Any:
-    """One function call: its run item, and its `Call` added to `calls` (a handoff, a known tool, or unknown)."""
-    name = call.get("name") or ""
-    if name in setup.handoffs:
-        calls.append(Call(call, call["call_id"], setup.handoffs[name], "handoff"))
-        return HandoffCallItem(agent=setup.agent, raw_item=call)
-    tool = setup.tools.get(name)
-    if tool is None and config.tool_not_found_behavior == "raise_error":
-        raise ModelBehaviorError(f"Tool {name} not found in agent {setup.agent.name}")
-    calls.append(Call(call, call["call_id"], tool, "function" if tool else "unknown"))
-    return ToolCallItem(agent=setup.agent, raw_item=call, description=getattr(tool, "description", None))
-
-
-def plan_tool_calls(run: Run, setup: TurnSetup, calls: list, settled: dict) -> tuple:
-    """Decide each function call's fate; return (to_run, answered {call_id: text}, waiting for approval).
-
-    `settled` holds the calls that already have an output: they are skipped, never run again.
-    """
-    ctx, to_run, answered, approvals = run.state.context_wrapper, [], {}, []
-    for call in calls:
-        if call.kind == "handoff" or call.call_id in settled:
+def plan(run: Run, turn: Turn) -> None:
+    """Decide each function call's fate before any runs: a call with an output already (a resumed turn) keeps
+    it; an unknown tool is answered; a call a person must approve waits, or is answered when rejected; the rest
+    run. A call that needs a person never runs before a person approved it."""
+    ctx = run.state.context_wrapper
+    for call in turn.calls:
+        if call.kind == "handoff" or call.fate:
             continue
         if call.kind == "unknown":
-            default = f"Tool '{call.item.get('name') or ''}' not found. Available tools: " \
-                      f"{', '.join(sorted(setup.tools)) or 'none'}."
-            answered[call.call_id] = _format_error(run.config, ctx, "tool_not_found", call.item, default)
+            text = error_text(run, call, "tool_not_found", f"Tool '{call.item.get('name') or ''}' not found. "
+                              f"Available tools: {', '.join(sorted(turn.setup.tools)) or 'none'}.")
+            call.fate, call.output = "answer", (text, text)
         elif call.target.needs_approval is False and not ctx.approvals:  # no person is asked
-            to_run.append(call)
+            call.fate = "run"
         else:
-            decide_approval(run, call, to_run, answered, approvals)
-    return to_run, answered, approvals
+            decide_approval(run, call)
 
 
-def decide_approval(run: Run, call: Call, to_run: list, answered: dict, approvals: list) -> None:
+def decide_approval(run: Run, call: Call) -> None:
     """A call a person may have to approve: run it (approved, or its tool's policy asks no one), answer it
     (rejected; arguments its policy cannot read), or keep it waiting for a person."""
     ctx, name = run.state.context_wrapper, call.item.get("name") or ""
@@ -572,28 +341,37 @@ def decide_approval(run: Run, call: Call, to_run: list, answered: dict, approval
     if decision is True and not ctx.approves_arguments(name, call.call_id, call.item.get("arguments")):
         decision = None  # approved for other arguments (the RunState document was edited): a person decides again
     if decision is not None and run.plugins:  # a person decided (this call, or every call of the tool)
+        from . import seams
+
         seams.emit(run.plugins, "approval", run, name, call.call_id, "approved" if decision else "rejected")
     if decision is None:
         try:
-            decision = True if not _needs_approval(call.target, ctx, call.item) else None
+            decision = True if not needs_approval(call.target, ctx, call.item) else None
         except ArgumentsError as error:  # not a JSON object: the model fixes it, no person is asked
-            answered[call.call_id] = failure_text(call.target, ctx, call.item.get("arguments") or "", error)
+            text = failure_text(call.target, ctx, call.item.get("arguments") or "", error)
+            call.fate, call.output = "answer", (text, text)
             return
-    if decision is True:
-        to_run.append(call)
-    elif decision is False:
-        answered[call.call_id] = ctx.rejection_message(name, call.call_id) or _format_error(
-            run.config, ctx, "approval_rejected", call.item, REJECTED)
+    if decision is False:
+        text = ctx.rejection_message(name, call.call_id) or error_text(run, call, "approval_rejected", REJECTED)
+        call.fate, call.output = "answer", (text, text)
     else:
-        approvals.append(call)
-def _format_error(config: RunConfig, ctx: Any, kind: str, call: RawItem, default: str) -> str:
-    if config.tool_error_formatter is None:
+        call.fate = "run" if decision else "wait"
+
+
+def error_text(run: Run, call: Call, kind: str, default: str) -> str:
+    """What the model is told when a call cannot run ("tool_not_found", "approval_rejected"): `default`, or what
+    `RunConfig.tool_error_formatter` makes of it."""
+    formatter = run.config.tool_error_formatter
+    if formatter is None:
         return default
-    args = ToolErrorFormatterArgs(kind, "function", call.get("name", ""), call["call_id"], default, ctx)
-    return caller.call(config.tool_error_formatter, args) or default
+    from .config import ToolErrorFormatterArgs
+
+    args = ToolErrorFormatterArgs(kind, "function", call.item.get("name", ""), call.call_id, default,
+                                  run.state.context_wrapper)
+    return caller.call(formatter, args) or default
 
 
-def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
+def needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
     """The tool's approval policy for this call. A policy sees only arguments that are a JSON object
     (`ArgumentsError` otherwise); one that raises asks a person, the safe answer."""
     flag = tool.needs_approval
@@ -603,48 +381,42 @@ def _needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
     try:
         return bool(caller.call(flag, ctx, params, call["call_id"]))
     except Exception:
-        warn("needs_approval of tool %r raised; call %s waits for a person", tool.name,
-                       call["call_id"], exc_info=True)
+        warn("needs_approval of tool %r raised; call %s waits for a person", tool.name, call["call_id"],
+             exc_info=True)
         return True
 
 
-def run_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
-    """Run calls, concurrently when there are several (daemon threads, bounded by the config); returns {call id:
-    (value, text, guardrail results)} for the calls that ran. With `record`, each output is recorded in the
-    ledger as soon as its call finished.
+def run_calls(run: Run, turn: Turn) -> None:
+    """Run the calls the plan says to run, concurrently when there are several (daemon threads, bounded by the
+    config), each output kept on its call (`run_one`).
 
     A call that raises (a propagating failure or tripwire) does not stop its siblings; after all have finished,
     the first such exception in call order is raised. Once the run is cancelled no further call starts (the
-    ones running finish). Ctrl-C interrupts the wait at once: a tool's thread cannot be stopped, so it is left
-    to finish on its own, and nothing of the turn is recorded.
+    ones running finish): a call that never started has no output, and the turn pauses to run it on resume.
+    Ctrl-C interrupts the wait at once: a tool's thread cannot be stopped, so it is left to finish on its own.
     """
-    concurrent = len(to_run) > 1 and run.config.max_function_tool_concurrency != 1
-    joins = start_tools(run, setup, to_run, record) if concurrent else {}
-    ran, failure = {}, None
-    for call in to_run:
-        if (call.call_id not in joins) if concurrent else run.state.cancel_mode == "immediate":
-            break  # cancelled: what has not started never does
-        try:
-            ran[call.call_id] = joins[call.call_id]() if concurrent else _run_one(run, setup.agent, call, record)
-        except caller.Cancelled:  # its async task was stopped by a cancel: like a call that never started
-            continue
-        except Exception as error:
-            failure = failure or error
-    if failure is not None:
-        raise failure
-    return ran
+    to_run = [call for call in turn.calls if call.fate == "run"]
+    if len(to_run) > 1 and run.config.max_function_tool_concurrency != 1:
+        run_concurrently(run, turn, to_run)
+    else:
+        for call in to_run:
+            if run.state.cancel_mode == "immediate":
+                break  # cancelled: what has not started never does
+            run_one(run, turn, call)
+    ran = [call for call in to_run if call.output or isinstance(call.paused, NestedInterruption)]
+    run.state.context_wrapper.usage.tool_calls += len(ran)
 
 
-def start_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
-    """Start each call in a thread of its own, at most `max_function_tool_concurrency` at once: {call id: join}
-    for the calls that started before the run was cancelled."""
+def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:
+    """Start each call in a thread of its own, at most `max_function_tool_concurrency` at once, then wait for
+    every one that started."""
     import threading
 
-    slots, joins = threading.BoundedSemaphore(run.config.max_function_tool_concurrency or len(to_run)), {}
+    slots, joins = threading.BoundedSemaphore(run.config.max_function_tool_concurrency or len(to_run)), []
 
-    def job(call: Call) -> tuple:
+    def job(call: Call) -> None:
         try:
-            return _run_one(run, setup.agent, call, record)
+            run_one(run, turn, call)
         finally:
             slots.release()
 
@@ -653,167 +425,113 @@ def start_tools(run: Run, setup: TurnSetup, to_run: list, record: bool) -> dict:
         if run.state.cancel_mode == "immediate":
             slots.release()
             break
-        joins[call.call_id] = caller.start_thread(lambda c=call: job(c), f"tool-{call.target.name}")
-    return joins
+        joins.append(caller.start_thread(lambda c=call: job(c), f"tool-{call.target.name}"))
+    failure = None
+    for join in joins:
+        try:
+            join()
+        except Exception as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
-def _run_one(run: Run, agent: Any, call: Call, record: bool) -> tuple:
-    """One call. With `record` (a resumed turn, a session with a ledger) it is claimed in the ledger just before
-    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
-    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
-    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so.
-    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
-    if record and call.paused is None:
-        won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
-        if not won:
-            text = recorded if recorded is not None else NOT_RUN_AGAIN
-            return text, text, [], None
-    tool, item, arguments = call.target, call.item, call.item.get("arguments") or ""
-    tool_ctx = ToolContext.from_agent_context(run.state.context_wrapper, call.call_id, item, agent,
-                                              tool_name=tool.name, tool_arguments=arguments, run_config=run.config)
-    tool_ctx.resume_state, tool_ctx.ledger = call.paused, run.ledger
-    if tool.tool_input_guardrails or tool.tool_output_guardrails or run.plugins:
-        value, text, results = _invoke_guarded(run, agent, tool, tool_ctx, arguments)
-    else:  # nothing around the call: just the call
-        (value, text), results = invoke_tool(tool, tool_ctx, arguments), []
-    if text is None:  # an agent tool paused inside; it is recorded when it completes
-        return value, text, results, None
-    if record:
-        caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
-    if tool.custom_data_extractor is None:
-        return value, text, results, None
-    return value, text, results, extract_custom_data(tool, tool_ctx, value, function_call_output(call.call_id, text))
+def run_one(run: Run, turn: Turn, call: Call) -> None:
+    """One call, through the run's way of invoking a tool; its output (value, text) is kept on the call. An agent
+    tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals); an async tool
+    stopped by a cancel is like a call that never started."""
+    ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run.ledger)
+    try:
+        call.output = run.invoke(run, turn, call, ctx)
+    except NestedInterruption as paused:
+        call.paused = paused
+    except caller.Cancelled:
+        return
 
 
-def _invoke_guarded(run: Run, agent: Any, tool: Any, tool_ctx: ToolContext, arguments: str) -> tuple:
-    """The call with what surrounds it: approval (done) -> input guardrails -> invoke (inside the `tool_call`
-    seam) -> output guardrails; returns (value, text, guardrail results). An agent tool whose inner run paused
-    returns its `NestedInterruption` as the value, text None."""
-    results: list = []
-    if tool.tool_input_guardrails:
-        from .guardrails import check_tool_input  # loaded only once some tool has guardrails
-
-        rejected = check_tool_input(run, tool, tool_ctx, agent, results)
-        if rejected is not None:
-            return rejected, rejected, results
-    record = seams.ToolStep(agent, tool, tool_ctx, arguments)
-    with around(run, "tool_call", record):
-        value, text = invoke_tool(tool, tool_ctx, arguments)
-        if text is None:
-            return value, text, results
-        record.value, record.text, record.error = value, text, tool_ctx.failure
-    if tool.tool_output_guardrails:
-        from .guardrails import check_tool_output
-
-        rejected = check_tool_output(run, tool, tool_ctx, agent, value, results)
-        if rejected is not None:
-            return rejected, rejected, results
-    return value, text, results
+def invoke(run: Run, turn: Turn, call: Call, ctx: ToolContext) -> tuple:
+    """A run's plain way to invoke a call: the tool, with its failure policy (tool.py)."""
+    return invoke_tool(call.target, ctx, ctx.tool_arguments)
 
 
-def settle_turn(run: Run, setup: TurnSetup, output: ModelOutput, settled: dict, resumed: bool) -> SettledCalls:
-    """Plan, run and order one response's calls.
-
-    `settled` (call id -> (value, text)) holds the calls a paused turn settled before it paused: they are never
-    run again. A resumed turn's calls are claimed in the ledger as they start (`_run_one`).
-    """
-    agent = setup.agent
-    to_run, answered, approvals = plan_tool_calls(run, setup, output.calls, settled)
-    limits, usage = run.config.usage_limits, run.state.context_wrapper.usage
-    limit = limits.exceeded(usage, tool_calls=len(to_run)) if limits is not None and to_run else None
-    ran = {} if limit else run_tools(run, setup, to_run, resumed and run.ledger is not None)
-    usage.tool_calls += len(ran)
-    still_paused = {i: ran[i][0].state for i in ran if isinstance(ran[i][0], NestedInterruption)}
-    approval_items = []
-    if approvals or still_paused:
-        approval_items, limit = waiting_for_a_person(run, agent, approvals, ran, still_paused, limit)
-    results, outputs, guardrail_results, handoff = [], [], [], None
-    for call in output.calls:
-        call_id = call.call_id
-        if call.kind == "handoff":
-            if handoff is not None:  # the first handoff wins; the others are answered
-                outputs.append(ToolCallOutputItem(agent=agent, raw_item=function_call_output(
-                    call_id, MULTIPLE_HANDOFFS), output=MULTIPLE_HANDOFFS))
-            handoff = handoff or call
-            continue
-        custom_data = None
-        if call_id in ran and call_id not in still_paused:
-            value, text, found, custom_data = ran[call_id]
-            guardrail_results.extend(found)
-        elif call_id in settled:
-            value, text = settled[call_id]
-        elif call_id in answered:
-            value = text = answered[call_id]
-        else:
-            continue  # waiting for a person (or its inner run is), or never started: no output yet
-        item = ToolCallOutputItem(agent=agent, raw_item=function_call_output(call_id, text), output=value,
-                                  custom_data=custom_data)
-        outputs.append(item)
-        if call.kind == "function":
-            results.append(FunctionToolResult(tool=call.target, output=value, run_item=item))
-    unstarted = [c for c in to_run if c.call_id not in ran]  # the run was cancelled before they started
-    return SettledCalls(output.items + outputs, results, approval_items, handoff, guardrail_results, still_paused,
-                        unstarted, UsageLimitExceeded(*limit) if isinstance(limit, tuple) else limit)
+def settle(run: Run, turn: Turn) -> None:
+    """Every output right after its own call, in the model's call order, whatever order the calls finished in."""
+    turn.items += [ToolCallOutputItem(agent=turn.agent, raw_item=function_call_output(call.call_id, call.output[1]),
+                                      output=call.output[0], custom_data=call.custom_data)
+                   for call in turn.calls if call.output is not None]
 
 
-def waiting_for_a_person(run: Run, agent: Any, approvals: list, ran: dict, still_paused: dict, limit: Any) -> tuple:
-    """(the turn's `ToolApprovalItem`s, the limit that stopped it): its own calls waiting for approval, then those
-    of each agent tool whose inner run waits for a person (or stopped at the run's usage limits)."""
-    scope = run.state.context_wrapper.approval_scope
-    approval_items = [ToolApprovalItem(agent=agent, raw_item=c.item, tool_name=c.item.get("name", ""),
-                                       approval_scope=scope) for c in approvals]
-    for call_id in still_paused:  # an agent tool whose inner run waits for a person: its approvals surface here
-        approval_items.extend(ran[call_id][0].interruptions)
-        limit = limit or ran[call_id][0].limit  # or stopped at the run's usage limits
-    return approval_items, limit
+def decide(run: Run, turn: Turn) -> None:
+    """Approval pending (or calls left unstarted by a cancel or a usage limit) > handoff > tool_use_behavior > run
+    again (calls were made) > final output."""
+    calls = turn.calls
+    waiting = [c for c in calls if c.fate in ("wait", "held") or c.fate == "run" and not c.output]
+    handoff = next((c for c in calls if c.kind == "handoff" and c.output is None), None)
+    if waiting:  # a pause: the turn resumes with the outputs it has
+        turn.next_step = waiting_for_a_person(run, turn, waiting)
+    elif handoff is not None:
+        turn.next_step = NextStepHandoff(handoff)
+    else:
+        final = tools_final_output(run, turn) if calls and turn.agent.tool_use_behavior != "run_llm_again" else None
+        turn.next_step = final or (NextStepRunAgain() if calls or turn.replays else final_answer(turn))
 
 
-def decide_next_step(setup: TurnSetup, output: ModelOutput, settled: SettledCalls, ctx: Any) -> Any:
-    """Approval pending (or calls left unstarted by a cancel) > handoff > tool_use_behavior > run again (calls
-    were made) > final output."""
-    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has
-        return NextStepError("usage_limit", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)
-    if settled.handoff is not None:
-        return NextStepHandoff(settled.handoff)
-    if settled.results and setup.agent.tool_use_behavior != "run_llm_again":  # the default: the model goes on
-        verdict = tools_final_output(setup.agent, settled.results, ctx)
-        if verdict.is_final_output:
-            value = verdict.final_output
-            return NextStepFinalOutput(str(value) if setup.output is None and not isinstance(value, str) else value)
-    if output.calls or output.replays:
-        return NextStepRunAgain()
-    last = next((i.raw_item for i in reversed(output.items) if isinstance(i, MessageOutputItem)), None)
+def waiting_for_a_person(run: Run, turn: Turn, waiting: list) -> Any:
+    """A paused turn's next step: the usage limit that stopped it (here, or inside an agent tool), else its
+    `ToolApprovalItem`s: its own calls waiting for a person, then those of each agent tool whose inner run waits
+    for one. A call a cancel kept from starting waits too, with no approval to ask."""
+    scope, nested = run.state.context_wrapper.approval_scope, [c.paused for c in waiting
+                                                              if isinstance(c.paused, NestedInterruption)]
+    limit = turn.limit or next((n.limit for n in nested if n.limit is not None), None)
+    if limit is not None:
+        return NextStepError("usage_limit", limit)
+    own = [ToolApprovalItem(agent=turn.agent, raw_item=c.item, approval_scope=scope) for c in waiting
+           if c.fate == "wait"]
+    return NextStepInterruption(own + [item for n in nested for item in n.interruptions])
+
+
+def final_answer(turn: Turn) -> Any:
+    """The last message as the final output (text, or parsed into the output type), a refusal, or, for a
+    structured output type still waiting for its answer, another turn unless an error handler answers."""
+    last = next((i.raw_item for i in reversed(turn.items) if isinstance(i, MessageOutputItem)), None)
     refusal = message_refusal(last) if last is not None else None
     if refusal is not None:
         return NextStepError("model_refusal", ModelRefusalError(refusal))
     text = message_text(last) if last is not None else ""
-    if setup.output is None:
+    if turn.setup.output is None:
         return NextStepFinalOutput(text)
-    if not text:  # nothing yet for a structured output type: run again, unless an error handler answers
+    if not text:
         error = ModelBehaviorError("Model returned no final output for the structured output type.")
         return NextStepError("invalid_final_output", error, run_again=True)
     try:
-        return NextStepFinalOutput(setup.output.validate_json(text))
+        return NextStepFinalOutput(turn.setup.output.validate_json(text))
     except InvalidFinalOutput as e:
         return NextStepError("invalid_final_output", e)
 
 
-def tools_final_output(agent: Any, results: list, ctx: Any) -> ToolsToFinalOutputResult:
-    """Ask `tool_use_behavior` whether the tool results end the run."""
-    behavior = agent.tool_use_behavior
-    if behavior == "run_llm_again":
-        return ToolsToFinalOutputResult(False)
+def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
+    """Ask `tool_use_behavior` whether the turn's function results end the run: the final output (as text, for
+    an agent without an output type), or None."""
+    items = {i.call_id: i for i in turn.items if isinstance(i, ToolCallOutputItem)}
+    results = [FunctionToolResult(tool=c.target, output=c.output[0], run_item=items[c.call_id]) for c in turn.calls
+               if c.kind == "function" and c.call_id in items]
+    behavior = turn.agent.tool_use_behavior
+    if not results:
+        return None
     if behavior == "stop_on_first_tool":
-        return ToolsToFinalOutputResult(True, results[0].output)
-    if isinstance(behavior, dict):
-        names = behavior["stop_at_tool_names"]
-        for result in results:
-            if result.tool.name in names:
-                return ToolsToFinalOutputResult(True, result.output)
-        return ToolsToFinalOutputResult(False)
-    if callable(behavior):
-        verdict = caller.call(behavior, ctx, results)
+        verdict = ToolsToFinalOutputResult(True, results[0].output)
+    elif isinstance(behavior, dict):
+        chosen = [r for r in results if r.tool.name in behavior["stop_at_tool_names"]]
+        verdict = ToolsToFinalOutputResult(bool(chosen), chosen[0].output if chosen else None)
+    else:
+
+        verdict = caller.call(behavior, run.state.context_wrapper, results)
         if not isinstance(verdict, ToolsToFinalOutputResult):
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
-        return verdict
-    raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
+    value = verdict.final_output
+    if not verdict.is_final_output:
+        return None
+    return NextStepFinalOutput(str(value) if turn.setup.output is None and not isinstance(value, str) else value)
+
+
+ALWAYS = (offer, call_model, classify, plan, run_calls, settle, decide)  # a plain run's turn, in order

@@ -9,9 +9,10 @@ A script, not a test module (pytest does not collect it: its name does not start
     python tests/mutation_check.py --generated --sample 60 --seed 1   # generated mutants (mutation_generate.py)
     python tests/mutation_check.py --generated --per-module 16 --seed 1  # 16 of each module's, for its rate
 
-Curated mutants are hand-written edits, `(file, old, new, breaks)`, each aimed at one rule the kernel keeps: the
-`old` text occurs exactly once in its file (tests/test_mutation_check.py keeps that true as the code moves and
-names the mutant to update when it stops matching). Generated mutants come from the AST of every module (see
+Curated mutants are hand-written edits, `(file, old, new, breaks)`, each aimed at one rule the kernel keeps (or a
+shell keeps: "upstream/runner.py" is a file of the upstream shell): the `old` text occurs exactly once in its file
+(tests/project/test_mutation_check.py keeps that true as the code moves and names the mutant to update when it stops
+matching). Generated mutants come from the AST of every module (see
 tests/mutation_generate.py for the rules); a generated mutant that survives and cannot change behaviour is listed
 with a one-line reason in tests/mutation_equivalent.txt (by its stable id) and is counted apart, not as a survivor.
 
@@ -23,6 +24,13 @@ Tests marked `xfail` (known bugs) are left out of every run: a mutant must not c
 a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
 progress) are left out of every mutant's run and named in the output (`--strict-baseline` stops instead; in CI,
 right after the suite passed, `--no-baseline` skips it).
+Every pytest the check starts runs in a session of its own (so it leads its own process group), writes its output
+to a file, and is ended whole when it is done: on a timeout its group, its descendants and whatever carries its
+mark in the environment (a test's child that left the group) get SIGTERM, then SIGKILL 5 s later, and the mutant's
+line says so (`process group N ended (3 processes, SIGTERM)`); a run that ended by itself has whatever its tests
+left running ended the same way. An interrupted check (Ctrl-C, SIGTERM, SIGHUP) ends every test process it
+started before it exits (128 + the signal's number). The summary names every mutant the suite did not fail, with
+its file:line and mutation: the survivors, those listed as equivalent, and those caught only by the timeout.
 Hypothesis runs with the derandomised "mutation" profile (tests/conftest.py), so a mutant's verdict is
 repeatable; property tests that take their example count from the profile play 30 examples there.
 Exit status: 0 when every mutant was caught (generated: when the kill rate reaches `--min-kill-rate`), 1 when
@@ -97,57 +105,62 @@ def test_path(name: str) -> str:
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
     M("turn.py",
-      "    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has\n"
-      "        return NextStepError(\"usage_limit\", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)\n"
-      "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
-      "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n"
-      "    if settled.approvals or settled.unstarted or settled.limit:  # a pause: the turn resumes with the outputs it has\n"
-      "        return NextStepError(\"usage_limit\", settled.limit) if settled.limit else NextStepInterruption(settled.approvals)\n",
+      "    if waiting:  # a pause: the turn resumes with the outputs it has\n"
+      "        turn.next_step = waiting_for_a_person(run, turn, waiting)\n"
+      "    elif handoff is not None:\n        turn.next_step = NextStepHandoff(handoff)\n",
+      "    if handoff is not None:\n        turn.next_step = NextStepHandoff(handoff)\n"
+      "    elif waiting:  # a pause: the turn resumes with the outputs it has\n"
+      "        turn.next_step = waiting_for_a_person(run, turn, waiting)\n",
       "decision order: a pending approval wins over a handoff", "test_run", "test_approvals"),
     M("turn.py",
-      "    if settled.handoff is not None:\n        return NextStepHandoff(settled.handoff)\n",
-      "    if settled.handoff is not None and not settled.results:\n        return NextStepHandoff(settled.handoff)\n",
+      "    elif handoff is not None:\n        turn.next_step = NextStepHandoff(handoff)\n",
+      "    elif handoff is not None and not any(c.kind == \"function\" and c.output for c in calls):\n"
+      "        turn.next_step = NextStepHandoff(handoff)\n",
       "decision order: a handoff wins over tool_use_behavior / running again", "test_run", "test_handoffs"),
     M("turn.py",
-      "    if output.calls or output.replays:\n        return NextStepRunAgain()",
-      "    if settled.results or output.replays:\n        return NextStepRunAgain()",
+      "(NextStepRunAgain() if calls or turn.replays else final_answer(turn))",
+      "(NextStepRunAgain() if [c for c in calls if c.kind == \"function\"] or turn.replays else final_answer(turn))",
       "a turn whose calls produced no function results (unknown tool) runs again instead of ending",
       "test_run", "test_tools"),
     M("turn.py",
-      "        return ToolsToFinalOutputResult(True, results[0].output)",
-      "        return ToolsToFinalOutputResult(True, results[-1].output)",
+      "        verdict = ToolsToFinalOutputResult(True, results[0].output)",
+      "        verdict = ToolsToFinalOutputResult(True, results[-1].output)",
       "stop_on_first_tool: the first tool's output is the final output", "test_agent", "test_run"),
     M("turn.py",
-      "            ran[call.call_id] = joins[call.call_id]() if concurrent else",
-      "            ran[call.call_id] = joins[to_run[-1 - to_run.index(call)].call_id]() if concurrent else",
+      "    def job(call: Call) -> None:\n        try:\n            run_one(run, turn, call)\n",
+      "    finished = []  # the outputs in completion order, handed out in call order by the last call to finish\n\n"
+      "    def job(call: Call) -> None:\n        try:\n            run_one(run, turn, call)\n"
+      "            output, call.output = call.output, None\n            finished.append(output)\n"
+      "            if len(finished) == len(to_run):\n"
+      "                for c, o in zip(to_run, finished):\n                    c.output = o\n",
       "concurrent tool results are paired with their calls in call order, not completion order", "test_tools"),
     M("turn.py",
-      "    for call in output.calls:\n        call_id = call.call_id\n",
-      "    for call in reversed(output.calls):\n        call_id = call.call_id\n",
+      "                   for call in turn.calls if call.output is not None]",
+      "                   for call in reversed(turn.calls) if call.output is not None]",
       "tool outputs enter the transcript in the order the model issued the calls", "test_tools", "test_run"),
     M("turn.py",
-      "            seen.add(call[\"call_id\"])\n",
+      "            seen.add(item[\"call_id\"])\n",
       "            pass\n",
       "a repeated call id within one response runs once", "test_tools"),
     M("turn.py",
-      "        if call.kind == \"handoff\" or call.call_id in settled:\n",
+      "        if call.kind == \"handoff\" or call.fate:\n",
       "        if call.kind == \"handoff\":\n",
       "a call id that already has an output (resume, session) never runs again", "test_approvals",
       "test_run_state"),
     M("turn.py",
-      "                      f\"{', '.join(sorted(setup.tools)) or 'none'}.\"",
-      "                      f\"\"",
+      "                              f\"Available tools: {', '.join(sorted(turn.setup.tools)) or 'none'}.\")",
+      "                              f\"\")",
       "the unknown-tool message lists the available tools", "test_tools"),
     M("turn.py",
-      "            handoff = handoff or call\n",
-      "            handoff = call\n",
+      "    handoff = next((c for c in calls if c.kind == \"handoff\" and c.output is None), None)",
+      "    handoff = next((c for c in reversed(calls) if c.kind == \"handoff\"), None)",
       "only the first handoff of a response runs", "test_handoffs"),
     M("turn.py",
       'MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."',
       'MULTIPLE_HANDOFFS = "Multiple handoffs detected."',
       "the other handoffs are answered with upstream's 'Multiple handoffs detected' text", "test_handoffs"),
     M("turn.py",
-      "            decision = True if not _needs_approval(call.target, ctx, call.item) else None",
+      "            decision = True if not needs_approval(call.target, ctx, call.item) else None",
       "            decision = True",
       "a tool that needs approval never runs before an explicit approve", "test_approvals"),
     M("turn.py",
@@ -159,36 +172,36 @@ MUTANTS: List[Mutant] = [
       'REJECTED = "Tool call rejected."',
       "a rejected call is answered with upstream's default rejection message", "test_approvals"),
     M("turn.py",
-      "        answered[call.call_id] = ctx.rejection_message(name, call.call_id) or _format_error(",
-      "        answered[call.call_id] = _format_error(",
+      "ctx.rejection_message(name, call.call_id) or error_text(run, call,",
+      "error_text(run, call,",
       "reject(rejection_message=...) is what the model sees", "test_approvals"),
     # --- context.py: approval records ------------------------------------------------------------------------
     M("context.py",
       "        if always:\n",
       "        if always and False:\n",
       "always_approve / always_reject cover later calls of the same tool", "test_approvals"),
-    # --- run.py: the loop ----------------------------------------------------------------------------------
+    # --- run.py and steps.py: the loop, its limits and guardrails ---------------------------------------------
     M("run.py",
-      "state.current_turn >= state.max_turns or run.config.usage_limits):",
-      "state.current_turn > state.max_turns or run.config.usage_limits):",
+      "    if run.state.current_turn >= run.state.max_turns:",
+      "    if run.state.current_turn > run.state.max_turns:",
       "max_turns off by one: the run stops before model call max_turns + 1", "test_run"),
-    M("turn.py",
+    M("steps.py",
       "    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)\n"
       "    racing = [g for g in guardrails if g.run_in_parallel]",
       "    racing = guardrails",
       "input guardrails block by default: a tripwire means no model call", "test_guardrails"),
-    M("turn.py",
-      "    if (setup.agent.input_guardrails or run.config.input_guardrails) and state.current_turn == 1 \\\n"
-      "            and not state.model_responses:",
-      "    if (setup.agent.input_guardrails or run.config.input_guardrails) \\\n"
-      "            and (not state.model_responses or setup.agent is not state.starting_agent):",
+    M("steps.py",
+      "    if run.state.current_turn != 1 or run.state.model_responses:\n        return\n"
+      "    from .guardrails import run_input_guardrails",
+      "    if run.state.model_responses and turn.agent is run.state.starting_agent:\n        return\n"
+      "    from .guardrails import run_input_guardrails",
       "input guardrails run once, for the starting agent, before the first model call", "test_guardrails",
       "test_handoffs"),
-    M("run.py",
-      "run_output_guardrails(run, guardrails, agent, output,",
-      "(lambda *args: None)(run, guardrails, agent, output,",
+    M("steps.py",
+      "run_output_guardrails(run, guardrails, agent, turn.next_step.output,",
+      "(lambda *args: None)(run, guardrails, agent, turn.next_step.output,",
       "output guardrails run before a final output is returned", "test_guardrails"),
-    M("run.py",
+    M("steps.py",
       "list(agent.output_guardrails) + list(run.config.output_guardrails or ())",
       "list(agent.output_guardrails)",
       "the run config's output guardrails run too", "test_guardrails"),
@@ -227,8 +240,8 @@ MUTANTS: List[Mutant] = [
       "if False:",
       "timeout_behavior='raise_exception' raises ToolTimeoutError", "test_tools"),
     M("tool.py",
-      "    if seconds is None:\n        return caller.call(tool.on_invoke_tool, ctx, raw_args)",
-      "    if True:\n        return caller.call(tool.on_invoke_tool, ctx, raw_args)",
+      "        self._invoke = self.on_invoke_tool if self.timeout_seconds is None else \\",
+      "        self._invoke = self.on_invoke_tool if True else \\",
       "a slow tool is stopped at its timeout and the model is told so", "test_tools"),
     # --- handoffs.py ------------------------------------------------------------------------------------
     M("schema.py",
@@ -263,12 +276,12 @@ MUTANTS: List[Mutant] = [
       "        return SessionItems(newest_first)",
       "get_items returns the items oldest first", "test_session_contract"),
     M("sql_session.py",
-      "            want = page if limit is None else min(page, limit - len(newest_first))",
-      "            want = page",
+      "            if limit is not None and len(newest_first) >= limit:",
+      "            if limit is not None and len(newest_first) > limit:",
       "get_items(limit) returns at most the newest `limit` items", "test_session_contract"),
     M("sql_session.py",
-      "                    if turns >= limit_turns:",
-      "                    if turns > limit_turns:",
+      "                if turns >= limit_turns:",
+      "                if turns > limit_turns:",
       "limit_turns=N returns the items from the N-th most recent user message on", "test_session_contract"),
     M("sql_session.py",
       "        if isinstance(item, dict):\n            return item",
@@ -345,12 +358,12 @@ MUTANTS: List[Mutant] = [
       "        slot[\"arguments\"] = shapes.Deltas()\n        piece = slot[\"arguments\"].add(args or \"\")",
       "chat stream: argument fragments are concatenated", "test_chat_completions"),
     M("turn.py",
-      "(not item.get(\"call_id\") or item.get(\"call_id\") in known)",
-      "(not item.get(\"call_id\") or item.get(\"call_id\") in ())",
+      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids) and not state.server_managed:",
+      "    if len(set(ids) - {None, \"\"}) < len(ids) and not state.server_managed:",
       "a call id reused from an earlier turn gets a fresh id", "test_call_ids"),
     M("run.py",
-      "            turn.new_items.append(take_handoff(run, step, turn.start))",
-      "            take_handoff(run, step, turn.start)",
+      "    turn.items.append(item)\n    input_filter = ",
+      "    input_filter = ",
       "a handoff's output is saved to the session with its call", "test_session_runs"),
     M("tool.py",
       "        text = failure_text(tool, ctx, raw_args, error)\n        return text, text",
@@ -360,12 +373,12 @@ MUTANTS: List[Mutant] = [
       "    return json.loads(json.dumps(document))",
       "    return document",
       "to_json returns a document of its own", "test_run_state"),
-    # --- agent.py: agents as tools ---------------------------------------------------------------------
+    # --- agent.py: agents as tools; upstream/runner.py: upstream's async Model ---------------------------------
     M("agent.py",
-      "                    if paused is None:  # the inner run's approvals are its own, kept beside the caller's\n"
-      "                        nested.state.context_wrapper.approval_scope = nested.state.run_id",
-      "                    if False:\n                        nested.state.context_wrapper.approval_scope = "
-      "nested.state.run_id",
+      "                if paused is None:  # the inner run's approvals are its own, kept beside the caller's\n"
+      "                    nested.state.context_wrapper.approval_scope = nested.state.run_id",
+      "                if False:\n"
+      "                    nested.state.context_wrapper.approval_scope = nested.state.run_id",
       "as_tool: an inner run's approvals are its own: approving the caller's call never approves the inner one",
       "test_approvals"),
     M("agent.py",
@@ -373,7 +386,7 @@ MUTANTS: List[Mutant] = [
       "max_turns=DEFAULT_MAX_TURNS,",
       "as_tool(max_turns=N) limits the nested run's model calls", "test_agent"),
     M("agent.py",
-      "            if getattr(result, \"interruptions\", None):\n                raise NestedInterruption(",
+      "            if result.interruptions:\n                raise NestedInterruption(",
       "            if False:\n                raise NestedInterruption(",
       "as_tool: a call waiting for approval inside the nested run pauses the caller's run", "test_approvals"),
     M("agent.py",
@@ -382,41 +395,37 @@ MUTANTS: List[Mutant] = [
       "as_tool: resuming a paused nested run applies the decisions made on the caller's state", "test_approvals",
       "test_upstream_behaviour"),
     M("agent.py",
-      "                                       streaming=on_stream is not None, ledger=getattr(ctx, \"ledger\", None))",
-      "                                       streaming=on_stream is not None, ledger=None)",
+      "                                   ledger=ctx.ledger)",
+      "                                   ledger=None)",
       "as_tool: the nested run claims its calls in the caller's ledger (exactly once across resumes)",
       "test_exactly_once"),
     M("agent.py",
-      "                config = RunConfig(model_provider=provider, usage_limits=limits)",
-      "                config = RunConfig(usage_limits=limits)",
+      "        return RunConfig(model_provider=provider, usage_limits=limits) if provider or limits else None",
+      "        return RunConfig(usage_limits=limits) if provider or limits else None",
       "as_tool: the nested agent's model name resolves with the caller's model provider", "test_agent"),
     M("agent.py",
-      "    for item in reversed(getattr(result, \"new_items\", ())):",
-      "    for item in getattr(result, \"new_items\", ()):",
+      "    for item in reversed(result.new_items):",
+      "    for item in result.new_items:",
       "as_tool: without a final output, the tool output is the nested run's last non-empty message", "test_agent"),
     M("agent.py",
-      "                raise ToolError(f\"The agent '{agent.name}' could not finish: {inner.message}\") from inner",
+      "                raise ToolError(f\"The agent '{self.name}' could not finish: {error.message}\") from error",
       "                raise",
       "as_tool: the nested model's misbehaviour reaches the caller's model as a tool failure", "test_agent",
       "test_robustness"),
     M("agent.py",
-      "    if result.final_output not in (None, \"\") or getattr(result, \"output_guardrail_results\", None):",
+      "    if result.final_output not in (None, \"\") or result.output_guardrail_results:",
       "    if result.final_output not in (None, \"\"):",
       "as_tool: a final output the output guardrails checked is the tool's output even when empty (no unchecked "
       "text leaks)", "test_upstream_behaviour"),
-    M("run.py",
-      "    if Runner.__dict__.get(name) is own_entry and getattr(type(_default_runner), name, None) is own_method:",
-      "    if True:",
-      "as_tool: a replaced Runner.run (or a default agent runner of your own) runs the agent tool's nested run",
+    M("upstream/runner.py",
+      "        return caller.resolve(self.model.get_response(*args, **kwargs))",
+      "        return self.model.get_response(*args, **kwargs)",
+      "upstream shell: a model written for upstream's async Model: its answer is awaited",
       "test_upstream_behaviour"),
-    M("turn.py",
-      "            if not isinstance(response, ModelResponse):  # a model written for upstream's async `Model`: awaited",
-      "            if False:",
-      "a model written for upstream's async Model: its answer is awaited", "test_upstream_behaviour"),
-    M("caller.py",
+    M("upstream/runner.py",
       "            try:\n                item = step(events.__anext__())",
       "            try:\n                item = step(events.__anext__())\n                step(events.__anext__())",
-      "an async model stream: every event is taken, one at a time", "test_upstream_behaviour"),
+      "upstream shell: an async model stream: every event is taken, one at a time", "test_upstream_behaviour"),
     # --- guardrails.py and the loop's use of them --------------------------------------------------------
     M("guardrails.py",
       "        if verdict.behavior[\"type\"] == \"reject_content\":\n            return verdict.behavior[\"message\"]",
@@ -444,9 +453,9 @@ MUTANTS: List[Mutant] = [
       "            span.span_data.triggered = step.triggered",
       "            span.span_data.triggered = False",
       "a tripped input guardrail's trace span says triggered", "test_tracing_runs", "test_tracing"),
-    M("turn.py",
-      "    response = yield from call_model(run, setup)\n    racing()\n",
-      "    response = yield from call_model(run, setup)\n",
+    M("steps.py",
+      "    if join is not None:\n        join()",
+      "    if False:\n        join()",
       "a parallel input guardrail's tripwire stops the run before any tool of the first response runs",
       "test_guardrails"),
     # --- result.py / run.py: streaming results and cancel --------------------------------------------------
@@ -478,12 +487,12 @@ MUTANTS: List[Mutant] = [
       "        return self.raw_responses[0].response_id if self.raw_responses else None",
       "last_response_id is the id of the run's last model response", "test_run", "test_responses"),
     M("run.py",
-      "                if state.cancel_mode == \"immediate\":  # cancelled: stop where we are (the state can resume)",
-      "                if False:",
+      "    if run.state.cancel_mode == \"immediate\":\n        raise Cancelled()",
+      "    if False:\n        raise Cancelled()",
       "cancel() (immediate) stops the run at the next event", "test_run", "test_cancellation"),
     M("run.py",
-      "        if state.pending is None and (state.cancel_mode is not None or state.pending_input",
-      "        if state.pending is None and (False or state.pending_input",
+      "        if state.cancel_mode is not None and state.pending is None:",
+      "        if state.cancel_mode == \"immediate\" and state.pending is None:",
       "cancel(mode='after_turn'): the current turn settles and no new turn starts", "test_run", "test_cancellation"),
     M("run.py",
       "            if state.cancel_mode == \"immediate\":  # what was in flight was aborted by the cancel: no error",
@@ -494,8 +503,8 @@ MUTANTS: List[Mutant] = [
       "            raise",
       "cancelling the task that awaits Runner.run stops the run at its next step", "test_cancellation"),
     M("run.py",
-      "        input.cancel_mode = None  # a cancelled streamed run can be resumed",
-      "        pass",
+      "    run.state.cancel_mode = None  # a cancelled run can be resumed",
+      "    pass",
       "a cancelled run's state can be resumed", "test_cancellation"),
     M("turn.py",
       "        if run.state.cancel_mode == \"immediate\":\n            slots.release()\n            break",
@@ -578,7 +587,7 @@ MUTANTS: List[Mutant] = [
     M("caller.py",
       "    def __bool__(self) -> bool:\n        return bool(self.value)",
       "    def __bool__(self) -> bool:\n        return True",
-      "a Ready is true or false as its value is", "test_agent"),
+      "a Ready is true or false as its value is", "test_session"),
     M("caller.py",
       "        if aborts is not None:\n            aborts.append(abort)",
       "        if False:\n            aborts.append(abort)",
@@ -597,83 +606,84 @@ MUTANTS: List[Mutant] = [
       "    return in_thread(lambda: asyncio.run(wait()), name=\"miniagents-await\")",
       "        return asyncio.run(wait())\n    return asyncio.run(wait())",
       "run_sync called from async code still awaits async tools (in a helper thread)", "test_tools", "test_run"),
-    # --- turn.py / run.py: exactly once across resumes -------------------------------------------------------
-    M("turn.py",
-      "    if record and call.paused is None:\n        won, recorded = caller.call(",
-      "    if False:\n        won, recorded = caller.call(",
+    # --- steps.py / run.py: exactly once across resumes ------------------------------------------------------
+    M("steps.py",
+      "        if not won:  # it ran before: it does not run now",
+      "        if False:",
       "exactly once: a call another resume claimed is not run again", "test_exactly_once"),
-    M("turn.py",
-      "            if not won:\n                raise AlreadyResumedError(",
-      "            if False:\n                raise AlreadyResumedError(",
+    M("steps.py",
+      "    if not won:\n        raise AlreadyResumedError(",
+      "    if False:\n        raise AlreadyResumedError(",
       "exactly once: a second resume of one pause is refused before it runs or writes anything",
       "test_exactly_once", "test_approvals"),
     M("run.py",
-      "    pauses = state.pending.pauses + 1 if turn.resumed else 0",
+      "    pauses = state.pending.pauses + 1 if state.pending is not None else 0",
       "    pauses = 0",
       "exactly once: a turn that paused again is a new pause, resumable once more", "test_exactly_once"),
-    M("turn.py",
-      "            text = recorded if recorded is not None else NOT_RUN_AGAIN",
-      "            text = NOT_RUN_AGAIN",
+    M("steps.py",
+      "            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, \"done\"",
+      "            text, call.fate = NOT_RUN_AGAIN, \"done\"",
       "exactly once: a call an earlier resume ran gets the output that resume recorded", "test_exactly_once"),
-    M("turn.py",
-      "    if record:\n        caller.call(run.ledger.settle_call",
-      "    if False:\n        caller.call(run.ledger.settle_call",
+    M("steps.py",
+      "        if text is not None:\n            caller.call(run.ledger.settle_call",
+      "        if False:\n            caller.call(run.ledger.settle_call",
       "exactly once: a call's output is recorded in the ledger the moment it finishes", "test_exactly_once"),
-    M("run.py",
-      "        withhold_rejected_output(run, turn.new_items, turn.settled.guardrail_results if turn.settled else [], trip)",
+    M("steps.py",
+      "        withhold_rejected_output(run, turn.items, turn.guardrail_results, trip)",
       "        pass",
       "guardrails: a rejected final output is kept out of the session and the state", "test_guardrails"),
     M("guardrails.py",
       "            item.raw_item, item.output, item.custom_data = function_call_output(item.call_id, text), text, None",
       "            item.output = text",
       "guardrails: a rejected terminal tool output is replaced in the history, not only on the item", "test_guardrails"),
-    M("turn.py",
-      "    return value, text, results, extract_custom_data(tool, tool_ctx, value, function_call_output(call.call_id, text))",
-      "    return value, text, results, None",
+    M("steps.py",
+      "            call.custom_data = extract_custom_data(call.target, ctx, value, function_call_output(call.call_id, "
+      "text))",
+      "            call.custom_data = None",
       "custom data: the extractor's mapping reaches the output item", "test_custom_data"),
-    M("run.py",
-      "    write_to_session(run, items, f\"turn-{run.state.current_turn}\" if turn.resumed else None)",
+    M("steps.py",
+      "    write_to_session(run, items, f\"turn-{run.state.current_turn}\" if turn.claim is not None else None)",
       "    write_to_session(run, items, None)",
       "exactly once: a resumed turn is written to the session once, however often the state is resumed",
       "test_exactly_once"),
-    M("run.py",
+    M("steps.py",
       "    write_to_session(run, [item.raw_item for item in admitted], f\"input-{state.current_turn}\")",
       "    write_to_session(run, [item.raw_item for item in admitted], None)",
       "exactly once: add_input's items are written to the session once across resumes", "test_exactly_once"),
     M("run.py",
-      "    if session is not None and callable(getattr(session, \"claim_call\", None)):\n        ledger = session",
-      "    if False:\n        ledger = session",
+      "    if callable(getattr(options.session, \"claim_call\", None)):\n        ledger = options.session",
+      "    if False:\n        ledger = options.session",
       "exactly once: a session that keeps a ledger is the run's ledger", "test_exactly_once"),
     # --- server-managed conversations (conversation_id, previous_response_id) --------------------------------
-    M("turn.py",
-      "        state.server_known = len(state.transcript)",
-      "        pass",
+    M("steps.py",
+      "    turn.input = state.transcript[state.server_known:]",
+      "    turn.input = list(state.transcript)",
       "server-managed: a request sends only the items the server does not have yet", "test_upstream_behaviour"),
-    M("turn.py",
-      "            state.previous_response_id = response.response_id",
-      "            pass",
+    M("steps.py",
+      "        state.previous_response_id = response.response_id",
+      "        pass",
       "server-managed: each request chains to the last response (previous_response_id)", "test_upstream_behaviour"),
     M("turn.py",
-      "    if state.server_managed or not any(needs_call_id(item, state.call_ids) for item in response.output):",
-      "    if not any(needs_call_id(item, state.call_ids) for item in response.output):",
+      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids) and not state.server_managed:",
+      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids):",
       "server-managed: the call ids the server gave are kept", "test_call_ids"),
-    M("run.py",
-      "        state.server_known += len(turn.output.items)",
-      "        pass",
+    M("steps.py",
+      "    state.server_known = len(state.transcript) + turn.said",
+      "    state.server_known = len(state.transcript)",
       "server-managed: the model's own items are never sent back to the server that made them",
       "test_upstream_behaviour"),
     M("run.py",
-      "    if session is not None:  # the server and the session would each hold a history of their own",
+      "    if run.session is not None:  # the server and the session would each hold a history of their own",
       "    if False:",
       "server-managed: a session with conversation_id / previous_response_id is refused", "test_upstream_behaviour"),
     M("run.py",
-      "    if config.output_guardrails or any(a.output_guardrails for a in reachable_agents(starting_agent)):",
-      "    if config.output_guardrails:",
+      "    if run.config.output_guardrails or any(a.output_guardrails for a in run.agents):",
+      "    if run.config.output_guardrails:",
       "server-managed: an agent's output guardrails are refused (a rejected output cannot be removed)",
       "test_upstream_behaviour"),
     M("run.py",
-      "        if state.server_managed:\n            raise UserError(\"Server-managed conversations do not support",
-      "        if False:\n            raise UserError(\"Server-managed conversations do not support",
+      "    if state.server_managed:\n        raise UserError(\"Server-managed conversations do not support",
+      "    if False:\n        raise UserError(\"Server-managed conversations do not support",
       "server-managed: a handoff input filter is refused", "test_upstream_behaviour"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("context.py",
@@ -690,10 +700,6 @@ MUTANTS: List[Mutant] = [
       "        key = self._key(item.tool_name)",
       "a decision is recorded in the scope of the run the item belongs to (a nested run's approval item)",
       "test_approvals"),
-    M("context.py",
-      "        return self.is_tool_approved(getattr(existing_pending, \"tool_name\", None) or tool_name, call_id)",
-      "        return self.is_tool_approved(tool_name, call_id)",
-      "get_approval_status(existing_pending=item) reads the decision under the item's tool name", "test_porting_names"),
     # --- turn.assign_call_ids: a call id never answers two calls, a call never runs twice ---------------------
     M("turn.py",
       "                if earlier.get(call_id) == _invocation(item):",
@@ -890,9 +896,9 @@ def restore(root: str, mutant: Mutant, original: str) -> None:
         f.write(original)
 
 
-def make_copy(dest_parent: str, n: int) -> str:
+def make_copy(dest_parent: str, n: int, root: str = ROOT) -> str:
     dest = os.path.join(dest_parent, f"repo{n}")
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*IGNORED))
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*IGNORED))
     return dest
 
 
@@ -905,20 +911,196 @@ def child_env() -> dict:
     return env
 
 
-def run_pytest(root: str, args: List[str], timeout: float) -> Tuple[Optional[int], str]:
-    """Run pytest in `root`; (exit code or None on timeout, tail of its output)."""
-    proc = subprocess.Popen(PYTEST + args, cwd=root, env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace")[-3000:]
-    except subprocess.TimeoutExpired:
+# ----------------------------------------------------------------------------- the test processes
+
+
+class Interrupted(Exception):
+    """The check was asked to stop (SIGINT, SIGTERM, SIGHUP): every test process it started is ended first."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOPPING = threading.Event()  # set once the check is interrupted: no new test process starts, waits end at once
+RUNS: "set[TestRun]" = set()  # the test processes running now
+RUNS_LOCK = threading.Lock()
+MARK = "MUTATION_CHECK_RUN"  # in each test process's environment: finds what its tests started outside its group
+GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+
+
+class TestRun:
+    """One pytest run: started in a session of its own (so it leads its own process group), its output in a file
+    (a pipe would keep the wait going for as long as anything it started holds the pipe), and always ended whole:
+    the group, every process descended from the pytest, and every process whose environment carries this run's
+    mark (a test's child that left the group with setsid, like a database server's), SIGTERM first, SIGKILL after
+    `GRACE` seconds for what is left; then the pytest is reaped."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+    counter = 0
+
+    def __init__(self, command: List[str], cwd: str):
+        with RUNS_LOCK:
+            if STOPPING.is_set():
+                raise Interrupted(signal.SIGTERM)
+            TestRun.counter += 1
+            self.mark = f"{os.getpid()}-{TestRun.counter}"
+            env = dict(child_env(), **{MARK: self.mark})
+            self.output = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self.output, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            RUNS.add(self)
+        self.lock = threading.Lock()
+        self.ended: Optional[str] = None  # what ending it took, once ended ("" when nothing was left)
+
+    def wait(self, timeout: float) -> Optional[int]:
+        """Its exit code, or None when it is still running after `timeout` seconds or the check is stopping. The
+        pytest is not reaped here (`end` does it), so its pid stays its group's id until its group is gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self._exit_code()
+            if code is not None:
+                return code
+            left = deadline - time.monotonic()
+            if left <= 0 or STOPPING.is_set():
+                return None
+            STOPPING.wait(min(0.1, left))
+
+    def _exit_code(self) -> Optional[int]:
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        if not hasattr(os, "waitid"):  # macOS: poll() reaps, which is fine where there is no /proc to read
+            return self.proc.poll()
+        info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None or info.si_pid == 0:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+    def text(self, tail: int = 3000) -> str:
+        self.output.seek(0)
+        return self.output.read().decode("utf-8", "replace")[-tail:] if tail else \
+            self.output.read().decode("utf-8", "replace")
+
+    def end(self) -> str:
+        """End what is left of the run and reap the pytest; a phrase saying what it took ("" when nothing was
+        left). Safe to call twice and from two threads (a worker and an interrupted main thread)."""
+        with self.lock:
+            if self.ended is None:
+                self.ended = self._end()
+                self.output.close()
+                with RUNS_LOCK:
+                    RUNS.discard(self)
+            return self.ended
+
+    def _end(self) -> str:
+        group = self.proc.pid
+        left = self._left(marked=True)
+        running = self._exit_code() is None
+        if not left and not running:
+            if _process_table() is None:  # nothing to read what is left from: end the group blind, then reap
+                self._signal(signal.SIGKILL, set())
+            self.proc.wait()
+            return ""
+        count = len(left) + running
+        self._signal(signal.SIGTERM, left)
+        deadline = time.monotonic() + GRACE
+        while (self._exit_code() is None or self._left()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        how = "SIGTERM"
+        if self._exit_code() is None or self._left(marked=True):
+            self._signal(signal.SIGKILL, left | self._left(marked=True))
+            how = f"SIGKILL {GRACE:.0f} s after SIGTERM"
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group we started: pytest and its own children
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None, ""
+            self.proc.wait(timeout=30)  # SIGKILL cannot be refused: a bound, not a hope
+        except subprocess.TimeoutExpired:
+            return f"process group {group}: {count} processes sent {how}, but its pytest did not end within 30 s"
+        deadline = time.monotonic() + 30
+        while self._left(marked=True) and time.monotonic() < deadline:  # gone, not only signalled
+            time.sleep(0.05)
+        still = self._left(marked=True)
+        return f"process group {group} ended ({count} process{'es' if count != 1 else ''}, {how})" + (
+            f"; still running 30 s later: {', '.join(map(str, sorted(still)))}" if still else "")
+
+    def _signal(self, signum: int, pids: "set[int]") -> None:
+        """`signum` to the run's process group and to each of `pids` (all positive: never a group by accident)."""
+        for pid in [None] + sorted(p for p in pids if p > 0):
+            try:
+                os.killpg(self.proc.pid, signum) if pid is None else os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _left(self, marked: bool = False) -> "set[int]":
+        """The run's processes still alive (zombies are not), the pytest aside: the members of its group and its
+        descendants, and with `marked` those whose environment carries its mark. Read from /proc; where there
+        is none, the empty set (the group is then signalled as a whole, and the pytest waited for)."""
+        table = _process_table()
+        if table is None:
+            return set()
+        children: Dict[int, List[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        found = {pid for pid, (_, group, _) in table.items() if group == self.proc.pid}
+        seen, todo = set(), [self.proc.pid]
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        found |= seen
+        if marked:
+            found |= {pid for pid in table if pid not in found and _has_mark(pid, self.mark)}
+        found.discard(self.proc.pid)
+        return {pid for pid in found if pid in table and table[pid][2] not in ("Z", "X")}
+
+
+def _process_table() -> Optional[Dict[int, Tuple[int, int, str]]]:
+    """{pid: (parent pid, process group, state)} of every process, from /proc; None where there is no /proc."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                table[int(name)] = (int(fields[1]), int(fields[2]), fields[0].decode())
+            except (OSError, IndexError, ValueError):
+                pass  # gone meanwhile
+    return table
+
+
+def _has_mark(pid: int, mark: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{MARK}={mark}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+STOPPED: List[str] = []  # what ending each run an interrupted check stopped took
+
+
+def end_every_run() -> None:
+    """Stop the check's test processes, all of them (an interrupted check); what it took is kept in STOPPED."""
+    STOPPING.set()
+    with RUNS_LOCK:
+        running = list(RUNS)
+    for run in running:
+        STOPPED.append(run.end())
+
+
+def run_pytest(root: str, args: List[str], timeout: float) -> Tuple[Optional[int], str, str]:
+    """Run pytest in `root`: (exit code, or None when it timed out; the tail of its output; what ending it took,
+    "" when it ended by itself and left nothing running)."""
+    run = TestRun(PYTEST + args, root)
+    try:
+        code = run.wait(timeout)
+        out = run.text()
+    finally:
+        ended = run.end()
+    if STOPPING.is_set() and code is None:
+        raise Interrupted(signal.SIGTERM)
+    return code, out, ended
 
 
 def baseline_failures(out: str) -> Tuple[List[str], List[str]]:
@@ -954,6 +1136,7 @@ class Outcome:
     seconds: float
     detail: str = ""
     by: str = ""  # the first test that failed
+    ended: str = ""  # what ending its test processes took (a timeout; a test's process left running)
 
 
 def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]) -> Outcome:
@@ -967,19 +1150,25 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
         everything = [t for t in all_test_files(root) if t not in ignored]
         first = [t for t in mutant.tests if t in everything] if not full else []
         stages = ([first] if first else []) + [[t for t in everything if t not in first]]
+        ended = []
         for files in stages:
+            if not files:  # the first stage ran every test file already
+                continue
             left = timeout - (time.monotonic() - start)
             if left <= 0:
-                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
-            code, out = run_pytest(root, skip + files, left)
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start, ended="; ".join(ended))
+            code, out, how = run_pytest(root, skip + files, left)
+            ended += [how] if how else []
             if code is None:
-                return Outcome(mutant, "TIMEOUT", time.monotonic() - start)
+                return Outcome(mutant, "TIMEOUT", time.monotonic() - start, ended="; ".join(ended))
             if code in (1, 2, 3):  # tests failed / collection error / internal error caused by the mutant
                 failed, broken = baseline_failures(out)
-                return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0])
+                return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0],
+                               ended="; ".join(ended))
             if code != 0:
-                return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}")
-        return Outcome(mutant, "SURVIVED", time.monotonic() - start)
+                return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}",
+                               ended="; ".join(ended))
+        return Outcome(mutant, "SURVIVED", time.monotonic() - start, ended="; ".join(ended))
     finally:
         restore(root, mutant, original)
 
@@ -988,7 +1177,7 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
 
 
 def select(args: argparse.Namespace) -> List[Mutant]:
-    mutants = generated_mutants() if args.generated else list(MUTANTS)
+    mutants = generated_mutants(getattr(args, "root", ROOT)) if args.generated else list(MUTANTS)
     if args.only:
         wanted = [text.lower() for text in args.only]
         mutants = [m for m in mutants if any(text in m.id.lower() for text in wanted)]
@@ -1036,18 +1225,89 @@ def report_generated(outcomes: List[Outcome], equivalent: Dict[str, str]) -> Tup
     rate = f"{100.0 * killed_all / counted_all:.1f}%" if counted_all else "-"
     print(f"{'all':36s} {len(outcomes):7d} {killed_all:6d} {len(outcomes) - counted_all:5d} "
           f"{counted_all - killed_all:8d} {rate:>9s}")
-    survivors = [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id not in equivalent]
-    if survivors:
-        print("\nsurvivors (file:line  mutation  [id for tests/mutation_equivalent.txt]):")
-        for o in survivors:
-            print(f"  {o.mutant.describe()}\n      [{o.mutant.id}]")
     stale = [o.mutant.id for o in outcomes if o.mutant.id in equivalent and o.status in ("KILLED", "TIMEOUT")]
     for mutant_id in stale:
         print(f"listed as equivalent but killed (remove it from tests/mutation_equivalent.txt): {mutant_id}")
     return killed_all, counted_all
 
 
+def location(mutant: Mutant, root: str = ROOT) -> str:
+    """`file:line` of a mutant: for a curated one, the first line of its old text in the file as it is now."""
+    if mutant.generated:
+        return f"{mutant.file}:{mutant.line}"
+    try:
+        with open(os.path.join(root, mutant.file), encoding="utf-8") as f:
+            text = f.read()
+        at = text.index(mutant.old) + len(mutant.old) - len(mutant.old.lstrip())
+    except (OSError, ValueError):
+        return mutant.file
+    return f"{mutant.file}:{text.count(chr(10), 0, at) + 1}"
+
+
+def report_survivors(outcomes: List[Outcome], equivalent: Dict[str, str], root: str = ROOT) -> None:
+    """Name every mutant the suite did not fail, with where it is and what it changed: the survivors, those
+    listed as equivalent, and those that only ran out of time (caught, but a hang is worth a look)."""
+    def line(o: Outcome) -> str:
+        what = (f"{mutation_generate._squash(o.mutant.old)[:70]}  ->  {mutation_generate._squash(o.mutant.new)[:70]}"
+                if o.mutant.generated else o.mutant.breaks)
+        return f"  {location(o.mutant, root)}  {what}" + (f"\n      [{o.mutant.id}]" if o.mutant.generated else "")
+
+    groups = [("survivors (file:line  mutation" + ("  [id for tests/mutation_equivalent.txt]" if any(
+                   o.mutant.generated for o in outcomes) else "") + ")",
+               [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id not in equivalent]),
+              ("survived, listed as equivalent in tests/mutation_equivalent.txt",
+               [o for o in outcomes if o.status == "SURVIVED" and o.mutant.id in equivalent]),
+              ("caught only by the timeout (the suite hung or was too slow with it)",
+               [o for o in outcomes if o.status == "TIMEOUT"])]
+    for title, rows in groups:
+        if rows:
+            print(f"\n{title}:")
+            for o in rows:
+                print(line(o))
+
+
+def install_stop_handlers() -> Dict[int, object]:
+    """SIGINT, SIGTERM (and SIGHUP, unless it is ignored, as under nohup) raise `Interrupted` in the main thread,
+    so the check ends its test processes before it goes; the handlers they replace, to put back."""
+    previous: Dict[int, object] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+
+    def stop(signum, frame):
+        raise Interrupted(signum)
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and not (name == "SIGHUP" and signal.getsignal(signum) == signal.SIG_IGN):
+            previous[signum] = signal.signal(signum, stop)
+    return previous
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    """The check; see the module's docstring. An interrupted check (SIGINT, SIGTERM, SIGHUP) ends every test
+    process it started, then exits 128 + the signal's number."""
+    previous = install_stop_handlers()
+    STOPPING.clear()
+    del STOPPED[:]
+    try:
+        return _main(argv)
+    except (Interrupted, KeyboardInterrupt) as stop:
+        for signum in previous:  # a second Ctrl-C must not cut the cleanup short
+            signal.signal(signum, signal.SIG_IGN)
+        end_every_run()
+        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+        ended = [how for how in STOPPED if how]
+        print(f"\ninterrupted ({signal.Signals(signum).name}): "
+              + ("; ".join(ended) if ended else "no test process was running")
+              + "; the work tree was never touched", file=sys.stderr, flush=True)
+        return 128 + signum
+    finally:
+        end_every_run()  # nothing is running by now; a bound on what an unexpected error could leave
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--only", metavar="SUBSTRING", action="append",
@@ -1072,8 +1332,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="skip running the unmutated suite first")
     parser.add_argument("--strict-baseline", action="store_true",
                         help="stop if the unmutated suite fails (default: leave its failing tests out and say so)")
+    parser.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)  # another repository: the check's own tests
     args = parser.parse_args(argv)
     timeout = args.timeout or 360.0
+    root_dir = os.path.abspath(args.root)
 
     mutants = select(args)
     if args.list:
@@ -1084,11 +1346,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not mutants:
         print(f"no mutant matches {' or '.join(args.only or [])!r}", file=sys.stderr)
         return 2
-    equivalent = load_equivalent() if args.generated else {}
+    equivalent = load_equivalent(os.path.join(root_dir, "tests", "mutation_equivalent.txt")) \
+        if args.generated else {}
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
-        copies = [make_copy(tmp, n) for n in range(jobs)]
+        copies = [make_copy(tmp, n, root_dir) for n in range(jobs)]
         problems = misfits(copies[0], mutants)  # fail fast on a mutant list that no longer fits the code
         if problems:
             print("ERROR  mutants that no longer fit the code:\n  " + "\n  ".join(problems), file=sys.stderr)
@@ -1096,14 +1359,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         skip: List[str] = []
         if not args.no_baseline:
             # The whole suite, not stopping at the first failure, to learn what fails without any mutant.
-            proc = subprocess.run(PYTEST[:3] + PYTEST[4:] + ["-rfE"], cwd=copies[0],
-                                  env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=max(timeout, 240.0) * 3)
-            out = proc.stdout.decode("utf-8", "replace")
+            limit = max(timeout, 240.0) * 3
+            run = TestRun(PYTEST[:3] + PYTEST[4:] + ["-rfE"], copies[0])
+            try:
+                code = run.wait(limit)
+                out = run.text(tail=0)
+            finally:
+                ended = run.end()
+            if code is None:
+                print(f"the unmutated suite did not finish in {limit:.0f} s ({ended})", file=sys.stderr)
+                return 2
             failed, broken = baseline_failures(out)
-            if proc.returncode not in (0, 1) or (proc.returncode == 1 and not failed and not broken):
-                print(f"the unmutated suite cannot run (pytest exit {proc.returncode}):\n{out[-3000:]}",
-                      file=sys.stderr)
+            if code not in (0, 1) or (code == 1 and not failed and not broken):
+                print(f"the unmutated suite cannot run (pytest exit {code}):\n{out[-3000:]}", file=sys.stderr)
                 return 2
             if (failed or broken) and args.strict_baseline:
                 print("the unmutated suite fails:\n  " + "\n  ".join(failed + broken), file=sys.stderr)
@@ -1111,7 +1379,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             skip = [f"--deselect={t}" for t in failed] + [f"--ignore={f}" for f in broken]
             print(f"baseline: {time.monotonic() - started:.0f} s; "
                   + (f"left out, failing without any mutant: {', '.join(failed + broken)}"
-                     if skip else "the unmutated suite passes"), flush=True)
+                     if skip else "the unmutated suite passes")
+                  + (f"; its tests left processes running: {ended}" if ended else ""), flush=True)
 
         free: "queue.Queue[str]" = queue.Queue()
         for c in copies:
@@ -1120,26 +1389,36 @@ def main(argv: Optional[List[str]] = None) -> int:
         mutated_at = time.monotonic()
 
         def work(m: Mutant) -> Outcome:
+            if STOPPING.is_set():
+                raise Interrupted(signal.SIGTERM)
             root = free.get()
             try:
                 outcome = check(root, m, args.full, timeout, skip)
             finally:
                 free.put(root)
             with lock:
-                print(f"{outcome.status:8s} {m.describe()}  ({outcome.seconds:.1f} s)"
+                ended = ("; its test processes: " if outcome.status == "TIMEOUT"
+                         else "; what its tests left running: ") + outcome.ended if outcome.ended else ""
+                print(f"{outcome.status:8s} {m.describe()}  ({outcome.seconds:.1f} s{ended})"
                       + (f"  by {outcome.by}" if args.verbose and outcome.by else ""), flush=True)
                 if outcome.detail:
                     print("    " + outcome.detail.replace("\n", "\n    "), flush=True)
             return outcome
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             outcomes = list(pool.map(work, mutants))
+        finally:
+            if sys.exc_info()[0] is not None:  # interrupted: end the running tests before waiting for their jobs
+                end_every_run()
+            pool.shutdown(wait=True, cancel_futures=True)
 
     elapsed = time.monotonic() - started
     errors = [o for o in outcomes if o.status == "ERROR"]
     timeouts = sum(o.status == "TIMEOUT" for o in outcomes)
     if args.generated:
         killed, counted = report_generated(outcomes, equivalent)
+        report_survivors(outcomes, equivalent, root_dir)
         per_mutant = (time.monotonic() - mutated_at) * jobs / len(outcomes)
         print(f"\n{killed}/{counted} generated mutants killed" + (f" ({timeouts} by timeout)" if timeouts else "")
               + (f", {len(errors)} errors" if errors else "")
@@ -1150,12 +1429,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if counted == 0 or 100.0 * killed / counted >= wanted else 1
     killed = sum(o.status in ("KILLED", "TIMEOUT") for o in outcomes)
     survived = [o for o in outcomes if o.status == "SURVIVED"]
+    report_survivors(outcomes, equivalent, root_dir)
     print(f"\nmutants: {killed}/{len(outcomes)} killed"
           + (f" ({timeouts} by timeout)" if timeouts else "")
           + (f", {len(errors)} errors" if errors else "")
           + f" in {elapsed:.0f} s")
-    for o in survived:
-        print(f"SURVIVED {o.mutant.file}: {o.mutant.breaks}")
     if errors:
         return 2
     return 1 if survived else 0

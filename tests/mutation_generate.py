@@ -24,7 +24,8 @@ Each mutant has a stable id that survives cosmetic edits (reformatting, moving c
 same edit occurs N+1 times in one function. Line numbers are only for reading the report.
 
 Which tests run first (a mutant is then checked against the whole suite only if these all pass): the test files
-whose name contains the module's name (`tool.py` -> `test_tools.py`, `session.py` -> `test_session*.py`), the test
+whose name contains the module's name (`tool.py` -> `test_tools.py`, `session.py` -> `test_session*.py`; for a
+shell's `__init__.py` and `__main__.py`, its folder's: `retry/` -> `test_retry.py`, plus `tests/<folder>/`), the test
 files that import the module by its dotted name (`from miniagents.schema import ...`), and, for modules with no
 test file of their own, the few listed in `EXTRA_TESTS` (the loop's modules are specified by test_run and
 friends). No match at all means the whole suite runs at once.
@@ -271,15 +272,19 @@ def tests_for(module_file: str, test_files: List[str], root: str = ROOT) -> Tupl
     """The test files (paths relative to the root) to run first for a mutant in `module_file`."""
     stem = os.path.splitext(os.path.basename(module_file))[0]
     dotted = os.path.splitext(module_file)[0].replace("/", ".")
-    if stem == "__init__":
-        dotted = dotted[: -len(".__init__")]
-    key = stem.rstrip("s") if stem != "__init__" else ""
+    parts = module_file.split("/")
+    folder = parts[1] if len(parts) == 3 and stem in ("__init__", "__main__") else None  # a subpackage's own module
+    if stem in ("__init__", "__main__"):
+        dotted = dotted.rpartition(".")[0]
+    key = folder.rstrip("s") if folder else stem.rstrip("s") if stem not in ("__init__", "__main__") else ""
     chosen = []
     for test in test_files:
         name = os.path.splitext(os.path.basename(test))[0]
         with open(os.path.join(root, test), encoding="utf-8") as f:
             text = f.read()
-        if (key and key in name[len("test_"):]) or (stem != "__init__" and _imports_module(text, dotted)):
+        if (key and key in name[len("test_"):]) or ((stem != "__init__" or folder) and _imports_module(text, dotted)) \
+                or (folder and test.split("/")[1] == folder):  # tests/<folder>/, as tests/recording/
             chosen.append(test)
-    extra = [t for t in test_files if os.path.splitext(os.path.basename(t))[0] in EXTRA_TESTS.get(stem, ())]
+    extra = [t for t in test_files if os.path.splitext(os.path.basename(t))[0]
+             in EXTRA_TESTS.get(stem if not folder else "", ())]
     return tuple(dict.fromkeys(chosen + extra))

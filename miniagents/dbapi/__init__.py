@@ -15,25 +15,89 @@ here. This module adds only how a user's driver is reached:
 - An error that says the database itself cannot be used (with sqlite3: not a database, corrupt, read-only,
   full; tables of another layout) is a `SessionStoreError` saying what to do; the tables are checked when the
   session is made. Other errors are the driver's own, raised as they are.
+- What the kernel's sessions never need lives here: the PostgreSQL dialect (`POSTGRESQL`), a lost connection
+  or a SQLSTATE worth retrying, and PEP 249's placeholder styles (`ParamStyle`).
 It must never import a driver: the user brings theirs.
 """
 from __future__ import annotations
 
+import binascii
 import logging
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..errors import UserError
 from ..session import SessionSettings
-from ..sql_dialect import DIALECTS, POSTGRESQL, SQLITE, run_transaction
+from ..sql_dialect import SQLiteDialect, run_transaction
 from ..sql_session import SessionStoreError, SQLSession
 
 logger = logging.getLogger("miniagents.session")
 
 RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one
+_TRANSIENT_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException, conn: Any) -> bool:
+    """Whether a fresh connection and a new attempt may succeed: by the error's SQLSTATE when the driver gives one
+    (`exc.sqlstate` in psycopg 3, `exc.pgcode` in psycopg2): a serialization failure, a deadlock, a connection
+    exception (class 08) or a server shutdown; without one, when the driver reports the connection closed or
+    broken."""
+    code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    if isinstance(code, str):
+        return code in _TRANSIENT_SQLSTATES or code.startswith("08")
+    return bool(getattr(conn, "closed", False)) or bool(getattr(conn, "broken", False))
+
+
+class PostgreSQLDialect:
+    """PostgreSQL through psycopg 3, psycopg2 or any DB-API driver: the driver opens the transaction,
+    `conn.commit()` ends it. What each method is for: the kernel's `SQLiteDialect` (sql_dialect.py)."""
+
+    name = "postgresql"
+    id_column = "BIGSERIAL PRIMARY KEY"
+    is_transient = staticmethod(connection_lost)
+
+    def own(self, conn: Any) -> None:
+        if getattr(conn, "autocommit", False) is True:
+            conn.autocommit = False
+
+    def insert_ignoring_conflict(self, table: str, columns: str, count: int) -> str:
+        return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * count)}) ON CONFLICT DO NOTHING"
+
+    def begin(self, cur: Any, write: bool) -> None:
+        pass
+
+    def commit(self, conn: Any, cur: Any) -> None:
+        conn.commit()
+
+    def rollback(self, conn: Any, cur: Any) -> None:
+        conn.rollback()
+
+    def schema_lock(self, tables: Tuple[str, ...]) -> str:
+        """Concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog: creators of one layout queue on a
+        lock named by the CRC-32 of the table names (binascii's, the same number as zlib's, in every Python)."""
+        return f"SELECT pg_advisory_xact_lock({binascii.crc32(' '.join(tables).encode())})"
+
+    def store_problem(self, exc: BaseException) -> Optional[str]:
+        return None  # PostgreSQL's errors (a refused password, a missing table) are raised as the driver's
+
+    def commit_may_have_landed(self, exc: BaseException) -> bool:
+        return True
+
+
+class DBAPISQLiteDialect(SQLiteDialect):
+    """sqlite3 (or a driver around it) as a DB-API connection: also retried when the driver reports a lost
+    connection or a SQLSTATE, as with PostgreSQL, if the error carries no SQLite result code."""
+
+    def is_transient(self, exc: BaseException, conn: Any = None) -> bool:
+        return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None
+                                                   and connection_lost(exc, conn))
+
+
+SQLITE, POSTGRESQL = DBAPISQLiteDialect(), PostgreSQLDialect()
+DIALECTS = {d.name: d for d in (SQLITE, POSTGRESQL)}
 _DRIVER_DIALECTS = {"sqlite3": SQLITE, "psycopg": POSTGRESQL, "psycopg2": POSTGRESQL, "pg8000": POSTGRESQL}
 _inherited: List[Any] = []  # parents' connections seen after fork: kept referenced so no finalizer closes them
 
@@ -67,10 +131,9 @@ class DBAPISession(SQLSession):
             conn = connect()
         except Exception as exc:  # with a driver it knows (sqlite3: a file it cannot open), it says what to do
             self._dialect = DIALECTS.get(dialect) or _DRIVER_DIALECTS.get(type(exc).__module__.partition(".")[0])
-            error = self._store_error(exc, "opening") if self._dialect is not None else None
-            if error is None:
+            if self._dialect is None:
                 raise
-            raise error from exc
+            self._raise_store_error(exc, "opening")
         driver_name = type(conn).__module__.partition(".")[0]
         try:
             chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
@@ -78,7 +141,14 @@ class DBAPISession(SQLSession):
                 raise UserError(f"DBAPISession: cannot tell the database of a {type(conn).__module__} connection; "
                                 f"pass dialect= (one of {', '.join(DIALECTS)})")
             driver = sys.modules.get(driver_name)
-            self._bind(chosen, paramstyle if paramstyle is not None else getattr(driver, "paramstyle", None))
+            style = paramstyle if paramstyle is not None else getattr(driver, "paramstyle", None)
+            self._style = ParamStyle(type(self).__name__, style)
+            self._bind(chosen, self._style)
+            if chosen is POSTGRESQL:
+                self._schema.insert(0, POSTGRESQL.schema_lock((self.sessions_table, self.messages_table,
+                                                               self.tool_calls_table)))
+            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {self.messages_table} WHERE "
+                                             "session_id = ? AND id < ? ORDER BY id DESC LIMIT ?")
         except BaseException:
             _close_quietly(conn)
             raise
@@ -89,6 +159,18 @@ class DBAPISession(SQLSession):
         except BaseException:
             self.close()  # the caller never gets this object: its connection must not outlive it
             raise
+
+    def _rows_newest_first(self, cur: Any, limit: Optional[int]) -> Iterator[tuple]:
+        """A page at a time, as a driver that reads a whole result into memory (psycopg) needs: pages grow from
+        64 rows (at most `limit`) to 4096, so what is read follows what is returned."""
+        before, page = 2**63 - 1, 64  # above every id: the first page
+        while True:
+            want = page if limit is None else min(page, limit)
+            rows = self._execute(cur, "page", self.session_id, before, want).fetchall()
+            yield from rows
+            if len(rows) < want:
+                return
+            before, page = rows[-1][0], min(page * 2, 4096)
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid == os.getpid():
@@ -110,10 +192,7 @@ class DBAPISession(SQLSession):
                     return run_transaction(conn, self._dialect, body, write, committing)
                 except Exception as exc:
                     if conn is not None and not self._dialect.is_transient(exc, conn):
-                        error = self._store_error(exc, "a write" if write else "a read", write, committing)
-                        if error is None:
-                            raise
-                        raise error from exc
+                        self._raise_store_error(exc, "a write" if write else "a read", write, committing)
                     self._drop(conn)  # lost, or unsure: the next attempt starts on a fresh connection
                     what = "write" if write else "read"
                     unknown = bool(committing) and write
@@ -144,3 +223,26 @@ def _close_quietly(conn: Any) -> None:
         conn.close()
     except Exception:  # a broken connection may refuse to close; it is gone either way
         pass
+
+
+class ParamStyle:
+    """PEP 249 placeholders: the session's statements are written with `?` and turned into the driver's style
+    once, when the session is made."""
+
+    STYLES = ("qmark", "format", "pyformat", "numeric", "named")
+
+    def __init__(self, owner: str, name: Any):
+        if name not in self.STYLES:
+            raise UserError(f"{owner}: paramstyle {name!r} is not one of {', '.join(self.STYLES)}")
+        self.name = name
+
+    def sql(self, text: str) -> str:
+        parts = text.split("?")
+        mark = {"qmark": "?", "format": "%s", "pyformat": "%({})s", "numeric": ":{}", "named": ":{}"}[self.name]
+        names = [f"p{i}" if self.name != "numeric" else str(i + 1) for i in range(len(parts) - 1)]
+        return parts[0] + "".join(mark.format(n) + part for n, part in zip(names, parts[1:]))
+
+    def args(self, values: tuple) -> Any:
+        if self.name in ("pyformat", "named"):
+            return {f"p{i}": v for i, v in enumerate(values)}
+        return values

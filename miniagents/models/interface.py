@@ -70,6 +70,10 @@ class ModelSettings:
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
+        if self.retry is not None:  # the run manages retries: the retry shell takes part in the runs (its plugin)
+            from .. import seams
+
+            seams.load_asked_for(self)
 
     @classmethod
     def from_dict(cls, settings: dict) -> "ModelSettings":

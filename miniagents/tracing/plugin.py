@@ -6,11 +6,13 @@ import logging
 import os
 from typing import Any, Iterator, Optional
 
+from ..handoffs import Handoff
+from ..turn import enabled
 from .. import seams
 from ..seams import Plugin
 from . import provider
-from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval, recording,
-                     turn_span)
+from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval,
+                     recording, turn_span)
 from .processors import ConsoleTraceProcessor, JsonlTraceProcessor
 from .scope import _current_span, _current_trace
 from .span_data import TaskSpanData
@@ -130,8 +132,9 @@ class TracingPlugin(Plugin):
         span = agent_span(agent.name, output_type=output_schema(agent.output_type).name())
         if recording():  # names are only worth computing for a span that is kept
             ctx = run.state.context_wrapper
-            span.span_data.tools = [t.name for t in agent.get_enabled_tools(ctx)]
-            span.span_data.handoffs = [h.agent_name for h in agent.get_enabled_handoffs(ctx)]
+            handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in agent.handoffs]
+            span.span_data.tools = [t.name for t in agent.tools if enabled(t, ctx, agent)]
+            span.span_data.handoffs = [h.agent_name for h in handoffs if enabled(h, ctx, agent)]
         span.start(mark_as_current=True)
         run.scratch[self] = span
 

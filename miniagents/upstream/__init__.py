@@ -1,70 +1,96 @@
-"""Compatibility with upstream's programs (a shell): its import paths, and the explained error for what is left out.
+"""Upstream's programs on miniagents (a shell): upstream's names, module paths and rules, on top of the kernel.
 
-Code written for the OpenAI Agents SDK imports from paths such as `agents.memory` or
-`agents.extensions.handoff_prompt`. `UPSTREAM_PATHS` maps each such path (below `miniagents.`) to the
-names it holds; the kernel's finder (`seams.ShellFinder`, last on `sys.meta_path`) asks `find_spec` here for
-any `miniagents.<path>` that is no real module, and this shell builds those modules on demand. A name is looked
-up in the `miniagents` package (or in the miniagents module its entry names) each time it is read, never copied,
-so moving code between miniagents' own modules cannot leave a stale copy here. Where a path is also a real
-miniagents module (`miniagents.run`, `miniagents.items`, ...), the real module wins.
+Code written for the OpenAI Agents SDK imports this package as `agents` (`import miniagents.upstream as agents`,
+or unchanged under `python -m miniagents.upstream app.py`, which makes `agents` this package). Importing it turns
+upstream's rules on for every run of the process (`UpstreamPlugin`, on the kernel's seams); `import miniagents`
+alone never loads it.
 
-`LEFT_OUT` lists the features miniagents does not provide (README: "What is left out"). Importing
-one, or reading one of its names from the package, raises an error that says so instead of a bare
-"cannot import name". Beside it: upstream's handoff filters and prompt (`handoff_helpers`), `run_demo_loop`
-(`repl`) and `enable_verbose_stdout_logging` (`logger`).
+- A name (`agents.Runner`, `agents.ItemHelpers`): this shell's own when upstream's differs from the kernel's
+  (`NAMES`: a runner whose default can be replaced, agents that take assignment, upstream's hosted tools and
+  structured tool outputs, ...), else the kernel's, else the explained error for a feature miniagents leaves out.
+- A module path (`agents.memory`, `agents.extensions.handoff_filters`, `agents.run`): a module of this package
+  made on demand (`UpstreamPath`), whose names are those `PATHS` lists for it, then the kernel module of the same
+  path if there is one (`miniagents.run`), then the explained error (`LEFT_OUT`).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from importlib.machinery import ModuleSpec
 
-# Upstream path -> the names it holds that miniagents provides. `name` is read from the package;
-# `name=other` reads `other` from the package; `name=module:attr` reads `attr` from `miniagents.module`.
-UPSTREAM_PATHS = {
-    "decorators": "function_tool tool=function_tool input_guardrail output_guardrail tool_input_guardrail "
-                  "tool_output_guardrail",
-    "memory": "Session SessionABC SQLiteSession SessionSettings SessionInputCallback=config:SessionInputCallback",
-    "memory.session": "Session SessionABC",
-    "memory.session_settings": "SessionSettings",
-    "memory.sqlite_session": "SQLiteSession",
+from .. import seams
+
+KERNEL = __name__.rpartition(".")[0]  # the kernel package: "miniagents", or the name of a vendored copy
+
+# This shell's names where upstream's differ from the kernel's: name -> "module:attr" (a module of this shell).
+NAMES = {
+    **dict.fromkeys(("Runner", "AgentRunner", "RunConfig", "ToolExecutionConfig", "set_default_agent_runner",
+                     "get_default_agent_runner", "UpstreamPlugin"), "runner"),
+    **dict.fromkeys(("Agent", "AgentBase", "RunState", "ToolContext", "ItemHelpers", "AgentHookContext",
+                     "TResponseInputItem", "TResponseOutputItem", "TResponseStreamEvent", "RunResultBase",
+                     "DynamicPromptFunction", "ToolsToFinalOutputFunction", "ToolErrorFunction", "StreamEvent"),
+                    "classes"),
+    **dict.fromkeys(("ModelRetryAdvice", "ModelRetryAdviceRequest", "ModelRetryNormalizedError"),
+                    ".models.retry_advice"),
+    **dict.fromkeys(("MultiProviderMap", "set_default_openai_client"), ".models.provider"),
+    **dict.fromkeys(("function_tool", "tool", "invoke_function_tool", "ToolOutputText", "ToolOutputImage",
+                     "ToolOutputFileContent", "ToolOutputTextDict", "ToolOutputImageDict",
+                     "ToolOutputFileContentDict"), "tool_outputs"),
+    **dict.fromkeys(("Tool", "WebSearchTool", "WebSearchToolImageSettings", "FileSearchTool", "CodeInterpreterTool",
+                     "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool"), "hosted_tools"),
+    "enable_verbose_stdout_logging": "logger", "run_demo_loop": "repl",
+    **dict.fromkeys(("HandoffInputFilter", "RunErrorHandler", "RunErrorHandlers", "ReasoningItemIdPolicy",
+                     "ToolNameCollisionPolicy", "ToolNotFoundBehavior", "ToolErrorFormatter",
+                     "OutputGuardrailBlockedMessageFormatter"), "classes"),
+    "AgentToolInvocation": ".result", "FunctionToolCustomDataExtractor": ".tool", "MCPToolChoice": ".models.interface",
+    **dict.fromkeys(("turn_span", "task_span", "set_tracing_export_api_key", "SpanData", "AgentSpanData",
+                     "CustomSpanData", "FunctionSpanData", "GenerationSpanData", "GuardrailSpanData", "HandoffSpanData",
+                     "TaskSpanData", "TurnSpanData"), ".tracing"),
+}
+
+# Upstream module path -> the names it holds (each read as `agents.<name>`, or `name=other` for another name).
+PATHS = {
+    "decorators": "function_tool tool input_guardrail output_guardrail tool_input_guardrail tool_output_guardrail",
+    "memory": "Session SessionABC SQLiteSession SessionSettings", "memory.session": "Session SessionABC",
+    "memory.session_settings": "SessionSettings", "memory.sqlite_session": "SQLiteSession",
     "exceptions": "AgentsException InputGuardrailTripwireTriggered MaxTurnsExceeded ModelBehaviorError "
                   "ModelRefusalError ModelTimeoutError OutputGuardrailTripwireTriggered RunErrorDetails "
                   "ToolInputGuardrailTripwireTriggered ToolOutputGuardrailTripwireTriggered ToolTimeoutError UserError",
-    "run_context": "RunContextWrapper TContext AgentHookContext",
-    "model_settings": "ModelSettings ToolChoice=config:ToolChoice MCPToolChoice=models.interface:MCPToolChoice",
-    "usage": "Usage",
-    "run_state": "RunState",
+    "run_context": "RunContextWrapper TContext AgentHookContext", "usage": "Usage", "run_state": "RunState",
+    "model_settings": "ModelSettings MCPToolChoice", "tool_context": "ToolContext",
     "lifecycle": "RunHooks AgentHooks RunHooksBase=RunHooks AgentHooksBase=AgentHooks AgentHookContext",
     "guardrail": "GuardrailFunctionOutput InputGuardrail InputGuardrailResult OutputGuardrail OutputGuardrailResult "
                  "input_guardrail output_guardrail",
     "tool_guardrails": "ToolGuardrailFunctionOutput ToolInputGuardrail ToolInputGuardrailData ToolInputGuardrailResult "
                        "ToolOutputGuardrail ToolOutputGuardrailData ToolOutputGuardrailResult tool_input_guardrail "
                        "tool_output_guardrail",
-    "tool_context": "ToolContext",
-    "stream_events": "AgentUpdatedStreamEvent RawResponsesStreamEvent RunItemStreamEvent StreamEvent "
-                     "TResponseStreamEvent",
+    "stream_events": "AgentUpdatedStreamEvent RawResponsesStreamEvent RunItemStreamEvent TResponseStreamEvent "
+                     "StreamEvent",
+    "run": "Runner AgentRunner RunConfig RunState DEFAULT_MAX_TURNS set_default_agent_runner get_default_agent_runner "
+           "CallModelData ModelInputData ToolErrorFormatterArgs ToolExecutionConfig ReasoningItemIdPolicy "
+           "ToolErrorFormatter ToolNameCollisionPolicy ToolNotFoundBehavior",
     "run_config": "RunConfig ToolExecutionConfig CallModelData ModelInputData ToolErrorFormatterArgs DEFAULT_MAX_TURNS "
-                  "CallModelInputFilter=config:CallModelInputFilter ToolErrorFormatter ToolNotFoundBehavior "
-                  "ToolNameCollisionPolicy ReasoningItemIdPolicy OutputGuardrailBlockedMessageArgs "
-                  "OutputGuardrailBlockedMessageFormatter",
-    "run_error_handlers": "RunErrorData RunErrorHandler RunErrorHandlerInput RunErrorHandlerResult RunErrorHandlers",
-    "function_schema": "function_schema=schema:function_schema FuncSchema=schema:FuncSchema "
-                       "generate_func_documentation=upstream.function_docs:generate_func_documentation "
-                       "FuncDocumentation=upstream.function_docs:FuncDocumentation",
-    "strict_schema": "ensure_strict_json_schema=schema:ensure_strict_json_schema",
-    "models.openai_chatcompletions": "OpenAIChatCompletionsModel",
-    "models.openai_responses": "OpenAIResponsesModel",
-    "models.openai_provider": "OpenAIProvider",
-    "models.multi_provider": "MultiProvider=models.provider:MultiProvider "
-                             "MultiProviderMap=models.provider:MultiProviderMap",
+                  "OutputGuardrailBlockedMessageArgs",
+    "run_error_handlers": "RunErrorData RunErrorHandlerInput RunErrorHandlerResult",
+    "items": "ItemHelpers TResponseInputItem TResponseOutputItem TResponseStreamEvent ModelResponse",
+    "tool": "FunctionTool function_tool Tool WebSearchTool FileSearchTool CodeInterpreterTool ImageGenerationTool "
+            "HostedMCPTool ToolOutputText ToolOutputImage ToolOutputFileContent invoke_function_tool ToolErrorFunction",
+    "agent": "Agent AgentBase ToolsToFinalOutputFunction ToolsToFinalOutputResult", "result": "RunResultBase",
+    "function_schema": "function_schema=function_docs:function_schema generate_func_documentation=function_docs:"
+                       "generate_func_documentation FuncDocumentation=function_docs:FuncDocumentation",
+    "strict_schema": "ensure_strict_json_schema=function_docs:ensure_strict_json_schema",
+    "models.openai_chatcompletions": "OpenAIChatCompletionsModel", "models.openai_responses": "OpenAIResponsesModel",
+    "models.openai_provider": "OpenAIProvider", "models.multi_provider": "MultiProvider MultiProviderMap",
+    "models": "get_default_model=default_models:get_default_model get_default_model_settings=default_models:"
+              "get_default_model_settings gpt_5_reasoning_settings_required=default_models:"
+              "gpt_5_reasoning_settings_required is_gpt_5_default=default_models:is_gpt_5_default",
     "extensions": "",
-    "extensions.handoff_filters": "remove_all_tools=upstream.handoff_helpers:remove_all_tools",
-    "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=upstream.handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
-                                 "prompt_with_handoff_instructions=upstream.handoff_helpers:prompt_with_handoff_instructions",
-    "version": "__version__",
-    "prompts": "Prompt DynamicPromptFunction GenerateDynamicPromptData",
+    "extensions.handoff_filters": "remove_all_tools=handoff_helpers:remove_all_tools",
+    "extensions.handoff_prompt": "RECOMMENDED_PROMPT_PREFIX=handoff_helpers:RECOMMENDED_PROMPT_PREFIX "
+                                 "prompt_with_handoff_instructions=handoff_helpers:prompt_with_handoff_instructions",
+    "version": "__version__", "prompts": "Prompt DynamicPromptFunction GenerateDynamicPromptData",
 }
 
 _TRACING_NAMES = (  # what tracing.py provides is not here: only exporters and spans of left-out features
@@ -87,8 +113,10 @@ LEFT_OUT = {
     "shell and local shell tools": (_SHELL_NAMES, ""),
     "apply-patch": ("ApplyPatchTool ApplyPatchEditor ApplyPatchOperation ApplyPatchResult "
                     "ApplyPatchToolCustomDataContext ApplyPatchToolCustomDataExtractor apply_diff", "editor"),
-    "MCP servers": ("MCPApprovalRequestItem MCPApprovalResponseItem MCPListToolsItem MCPToolApprovalFunction "
-                    "MCPToolApprovalFunctionResult MCPToolApprovalRequest MCPToolCancellationError", "mcp"),
+    "hosted MCP approvals": ("MCPApprovalRequestItem MCPApprovalResponseItem MCPListToolsItem "
+                             "MCPToolApprovalFunction MCPToolApprovalFunctionResult MCPToolApprovalRequest "
+                             "MCPToolCancellationError", ""),
+    "MCP over HTTP": ("MCPServerStreamableHttp MCPServerSse", ""),
     "realtime agents": ("", "realtime"),
     "voice pipelines": ("", "voice"),
     "sandbox agents": ("", "sandbox extensions.sandbox"),
@@ -116,96 +144,118 @@ class NotProvided(Exception):
 
 
 class NotProvidedImportError(NotProvided, ImportError):
-    """`import miniagents.realtime` / `from miniagents import ComputerTool`: a feature miniagents leaves out."""
+    """`import agents.realtime` / `from agents import ComputerTool`: a feature miniagents leaves out."""
 
 
 class NotProvidedAttributeError(NotProvided, AttributeError):
-    """`miniagents.ComputerTool`: the same, as an AttributeError so that `hasattr()` answers False."""
-
-
-def _explain(dotted: str, feature: str) -> str:
-    name = dotted.rpartition(".")[2]
-    what = name if name in _FEATURE_OF_NAME else "miniagents." + dotted
-    return (f"{what} is part of {feature}, which miniagents does not provide: the README section "
-            "'What is left out' lists what is left out and why")
+    """`agents.ComputerTool`: the same, as an AttributeError so that `hasattr()` answers False."""
 
 
 def _left_out(dotted: str):
-    """The feature a dotted name below `miniagents` belongs to, or None."""
+    """The left-out feature a dotted name below this package belongs to, or None."""
     parts = dotted.split(".")
     for end in range(len(parts), 0, -1):
-        feature = _FEATURE_OF_PATH.get(".".join(parts[:end]))
-        if feature:
-            return feature
+        if ".".join(parts[:end]) in _FEATURE_OF_PATH:
+            return _FEATURE_OF_PATH[".".join(parts[:end])]
     return _FEATURE_OF_NAME.get(parts[-1])
 
 
-def _entries(path: str) -> dict:
-    """{name: target} for one upstream path."""
-    entries = {}
-    for entry in UPSTREAM_PATHS[path].split():
-        name, _, target = entry.partition("=")
-        entries[name] = target or name
-    return entries
+def _explain(dotted: str, feature: str) -> str:
+    return (f"{dotted} is part of {feature}, which miniagents does not provide (docs/porting.md, 'What is left "
+            "out', lists what is left out and why)")
 
 
 def _read(target: str):
+    """A name of this shell (`module:attr`, a module of this package), of the kernel (`.module:attr`) or, without
+    a module, of `agents`."""
     module, _, attr = target.rpartition(":")
-    source = importlib.import_module("miniagents." + module) if module else sys.modules["miniagents"]
-    return getattr(source, attr)
+    if not module:
+        return _name(attr)
+    return getattr(importlib.import_module(module if module.startswith(".") else f".{module}",
+                                           KERNEL if module.startswith(".") else __name__), attr)
 
 
-class UpstreamPathModule(types.ModuleType):
-    """A module at an upstream path: each name is read from miniagents when it is accessed."""
+def _name(name: str):
+    """`agents.<name>`: this shell's, the kernel's, or the explained error."""
+    if name in NAMES:
+        return _read(f"{NAMES[name]}:{name}")
+    kernel = sys.modules[KERNEL]
+    if name in dir(kernel) or name in getattr(kernel, "_LAZY", ()):
+        return getattr(kernel, name)
+    if name.startswith("__") or _left_out(name) is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise NotProvidedAttributeError(_explain(name, _left_out(name)))
+
+
+def __getattr__(name: str):
+    return _name(name)
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(NAMES) | set(sys.modules[KERNEL].__all__))
+
+
+class UpstreamPath(types.ModuleType):
+    """`agents.<path>`: the names `PATHS` lists for it, then those of the kernel module at that path (if any)."""
 
     def __getattr__(self, name: str):
-        path = self.__name__[len("miniagents."):]
-        target = _entries(path).get(name)
-        if target is not None:
-            return _read(target)
-        feature = _left_out(f"{path}.{name}") if not name.startswith("__") else None
-        if feature:
-            raise NotProvidedAttributeError(_explain(f"{path}.{name}", feature))
+        path = self.__name__[len(__name__) + 1:]
+        for entry in PATHS.get(path, "").split():
+            listed, _, target = entry.partition("=")
+            if listed == name:
+                return _read(target or name)
+        kernel = self.__dict__.get("_kernel")
+        if kernel is not None and hasattr(kernel, name) and not name.startswith("__"):
+            return getattr(kernel, name)
+        if _left_out(f"{path}.{name}") and not name.startswith("__"):
+            raise NotProvidedAttributeError(_explain(f"{path}.{name}", _left_out(f"{path}.{name}")))
         raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
 
-    def __dir__(self):
+    def __dir__(self) -> list:
         return sorted(set(super().__dir__()) | set(self.__all__))
 
 
-class _UpstreamPathFinder:
-    """Finds `miniagents.<upstream path>` when no real module is there (it is the last finder)."""
+class UpstreamPathFinder:
+    """Finds `miniagents.upstream.<path>` for an upstream module path this package has no file for."""
 
     @staticmethod
     def find_spec(fullname: str, path=None, target=None):
-        if not fullname.startswith("miniagents."):
+        if not fullname.startswith(__name__ + "."):
             return None
-        upstream = fullname[len("miniagents."):]
-        feature = _left_out(upstream)
-        if feature:
-            raise NotProvidedImportError(_explain(upstream, feature), name=fullname)
-        if upstream not in UPSTREAM_PATHS:
+        upstream = fullname[len(__name__) + 1:]
+        if _left_out(upstream):
+            raise NotProvidedImportError(_explain(upstream, _left_out(upstream)), name=fullname)
+        if upstream not in PATHS and not _kernel_has(f"{KERNEL}.{upstream}"):
             return None
-        return ModuleSpec(fullname, _UpstreamPathFinder, is_package=True)
+        return ModuleSpec(fullname, UpstreamPathFinder, is_package=True)
 
     @staticmethod
     def create_module(spec):
-        return UpstreamPathModule(spec.name)
+        return UpstreamPath(spec.name)
 
     @staticmethod
     def exec_module(module):
-        path = module.__name__[len("miniagents."):]
-        module.__doc__ = f"Upstream's `agents.{path}`: names read from miniagents when accessed (miniagents.upstream)."
-        module.__all__ = sorted(_entries(path))
+        upstream = module.__name__[len(__name__) + 1:]
+        try:
+            module._kernel = importlib.import_module(f"{KERNEL}.{upstream}")
+        except ImportError:
+            module._kernel = None
+        module.__doc__ = f"Upstream's `agents.{upstream}` (miniagents.upstream)."
+        module.__path__ = []
+        listed = [entry.partition("=")[0] for entry in PATHS.get(upstream, "").split()]
+        module.__all__ = sorted(set(listed) | set(getattr(module._kernel, "__all__", ())))
 
 
-find_spec = _UpstreamPathFinder.find_spec  # what the kernel's finder asks of this shell
+def _kernel_has(module: str) -> bool:
+    """Whether the kernel (or one of its shells) has a module at this path."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a parent that is no package, or a shell this copy lacks
+        return False
 
 
-def top_level(name: str):
-    """What `miniagents.<name>` is when the package itself does not have it (its module `__getattr__` asks)."""
-    if name in UPSTREAM_PATHS:
-        return importlib.import_module("miniagents." + name)
-    feature = _left_out(name)
-    if feature:
-        raise NotProvidedAttributeError(_explain(name, feature))
-    raise AttributeError(f"module 'miniagents' has no attribute {name!r}")
+if UpstreamPathFinder not in sys.meta_path:
+    sys.meta_path.append(UpstreamPathFinder)
+from . import runner  # noqa: E402 - upstream's rules take part in every run from now on (its plugin)
+
+seams.register(runner.UpstreamPlugin())

@@ -3,8 +3,7 @@ OpenAI Agents SDK on miniagents, with no edit.
 
 `agents` and every `agents.<path>` resolve to miniagents (never to an installed upstream SDK: see `alias`);
 where the openai package is not installed, `openai.types...` is served by stand-ins whose `isinstance` checks
-match miniagents' dict events (see `openai_types`); agents take assignment as upstream's do (see
-`assignable_agents`). Then the program runs as `__main__`, with `sys.argv`
+match miniagents' dict events (see `openai_types`). Then the program runs as `__main__`, with `sys.argv`
 and `sys.path[0]` as `python app.py [args]` would set them.
 """
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import runpy
 import sys
 
-from . import alias, assignable_agents, openai_types
+from . import alias, openai_types
 
 USAGE = ("usage: python -m miniagents.upstream PROGRAM.py [ARGS...]\n"
          "       python -m miniagents.upstream -m MODULE [ARGS...]\n"
@@ -26,7 +25,6 @@ def main(argv: list) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     alias.install()
     openai_types.install()
-    assignable_agents.install()
     if argv[0] == "-m":
         sys.argv = [argv[1]] + argv[2:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
 from ..docstrings import parse_docstring
+from ..schema import ensure_strict_json_schema, function_schema  # noqa: F401 - upstream's paths read them here
 
 
 @dataclass

@@ -8,7 +8,7 @@ calling one builds such a dict (a `RawItem`, readable by attribute), with its `t
 `install()` (called by `python -m miniagents.upstream`) serves `openai.types` and every module below it
 from these classes, and only when the real package cannot be imported: where openai is installed, its own
 pydantic classes are used and an `isinstance` test against them is False for miniagents' dict events (test
-`event.data.type` instead; README, "Coming from the OpenAI Agents SDK"). The stand-in `openai` holds nothing
+`event.data.type` instead). The stand-in `openai` holds nothing
 but `types`: a client (`AsyncOpenAI`) still needs the real package.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Generator, Optional
 
 from ..result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent
-from ..run import DEFAULT_MAX_TURNS, RunOptions, Runner, drive, start_run
+from ..run import DEFAULT_MAX_TURNS, Options, Runner, drive, start_run
 
 
 def _lines(read: Optional[Callable[[str], str]]):
@@ -87,8 +87,8 @@ def run_demo_loop_sync(agent: Any, *, stream: bool = True, context: Any = None,
     request = _next(conversation)
     while request is not None:
         if stream:
-            options = RunOptions(context=context, max_turns=max_turns)
-            result = drive(start_run(*request, options, streaming=True), show_event)
+            options = Options(context=context, max_turns=max_turns)
+            result = drive(start_run(*request, options, streamed=True), show_event)
             print()
         else:
             result = Runner.run_sync(*request, context=context, max_turns=max_turns)

@@ -60,7 +60,8 @@ def make_document() -> dict:
          function_call("list_files", {"folder": "/tmp"}, call_id="call_list"),
          function_call("delete_file", {"path": "/tmp/old.log"}, call_id="call_delete"),
          function_call("send_email", {"to": "ops@example.com", "body": "Cleaned /tmp"}, call_id="call_email")],
-    ], default_usage=usage)
+    ])
+    model.default_usage = usage  # every step's usage
     log: list = []
     triage, _ = build_agents(model, log)
     result = Runner.run_sync(triage, "Please tidy /tmp and tell ops.", context={"user": "ann", "ticket": 42},

@@ -115,35 +115,6 @@ def test_no_instructions_means_no_system_prompt():
     assert model.calls[0].system_instructions is None
 
 
-def test_get_system_prompt_can_be_awaited_or_used_as_its_value_true_false_and_equal_as_it():
-    import asyncio
-
-    ctx = RunContextWrapper()
-    given, missing = Agent(name="a", instructions="Be brief.").get_system_prompt(ctx), \
-        Agent(name="b").get_system_prompt(ctx)
-    assert given == "Be brief." and bool(given) and given.value == "Be brief."
-    assert not missing and missing.value is None and missing == None  # noqa: E711 (equal as its value is)
-    assert asyncio.run(given) == "Be brief."
-
-    async def awaited():
-        return await missing
-
-    assert asyncio.run(awaited()) is None
-
-
-
-def test_a_ready_result_driven_by_hand_like_a_coroutine_returns_its_value_or_raises_what_is_thrown_in():
-    # Code written for upstream may drive the coroutine it expects with send/throw (a scheduler, a test).
-    ready = Agent(name="a", instructions="Be brief.").get_system_prompt(RunContextWrapper())
-    with pytest.raises(StopIteration) as stopped:
-        ready.send(None)
-    assert stopped.value.value == "Be brief."
-    with pytest.raises(KeyError, match="thrown"):
-        ready.throw(KeyError("thrown"))
-    with pytest.raises(KeyError):
-        ready.throw(KeyError)
-    assert ready.close() is None
-
 # --- tool_use_behavior ------------------------------------------------------------------------------------------
 
 
@@ -541,14 +512,7 @@ def test_an_agent_tool_resolves_model_names_with_the_callers_model_provider():
     assert outer.calls[1].input[-1]["output"] == "inner answer"
 
 
-@pytest.mark.parametrize("limit", [0, -1, 2.5, "8"])
-def test_an_agent_tools_stream_backlog_limit_must_be_a_positive_integer_or_none(limit):
-    with pytest.raises(UserError, match="on_stream_max_pending_events must be a positive integer or None"):
-        Agent(name="Expert").as_tool(None, None, on_stream_max_pending_events=limit)
-
-
-@pytest.mark.parametrize("limit", [1, None])
-def test_on_stream_gets_every_event_whatever_the_backlog_limit_since_none_ever_waits(limit):
+def test_on_stream_gets_every_event_since_the_inner_run_waits_for_it():
     """A handler slower than the inner run still sees every event: the inner run waits for it."""
     seen = []
     inner = ScriptedModel([[function_call("pause", "{}", call_id="i1")], [assistant_message("inner done")]])
@@ -558,8 +522,7 @@ def test_on_stream_gets_every_event_whatever_the_backlog_limit_since_none_ever_w
         return "paused"
 
     expert = Agent(name="Expert", model=inner, tools=[pause])
-    tool = expert.as_tool("ask_expert", "Ask.", on_stream=lambda p: (time.sleep(0.01), seen.append(p["event"])),
-                          on_stream_max_pending_events=limit)
+    tool = expert.as_tool("ask_expert", "Ask.", on_stream=lambda p: (time.sleep(0.01), seen.append(p["event"])))
     outer = ScriptedModel([[function_call("ask_expert", {"input": "q"}, call_id="c1")], [assistant_message("ok")]])
     assert Runner.run_sync(Agent(name="Boss", tools=[tool], model=outer), "go").final_output == "ok"
     names = [getattr(e, "name", e.type) for e in seen]

@@ -174,17 +174,6 @@ def test_a_non_callable_input_filter_is_a_user_error():
         handoff(Agent(name="X"), input_filter="not callable")
 
 
-def test_a_tool_and_a_handoff_with_the_same_name_on_one_agent_is_an_error_under_the_error_policy():
-    @function_tool(name_override="transfer_to_billing")
-    def fake() -> str:
-        return "x"
-
-    agent, model = make_agent([[assistant_message("never")]], tools=[fake], handoffs=[Agent(name="Billing")])
-    with pytest.raises(UserError, match="transfer_to_billing"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-    assert model.calls == ()
-
-
 def test_name_and_description_overrides_are_what_the_model_sees():
     target, target_model = make_agent([[assistant_message("refunded")]], name="Refunds")
     agent, model = make_agent([[function_call("escalate", "{}", call_id="h1")]],

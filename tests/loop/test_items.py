@@ -1,5 +1,5 @@
 """Specification of run items (miniagents/items.py): `.type` strings, `.agent`, JSON-ready `.raw_item`
-that also answers attribute reads (issue 5), `ItemHelpers`, and the pairing check.
+that also answers attribute reads (issue 5), the upstream shell's `ItemHelpers`, and the pairing check.
 """
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, ItemHelpers, MessageOutputItem, ReasoningItem,
-                        Runner, ToolCallItem, ToolCallOutputItem, function_tool)
+from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, Runner,
+                        ToolCallItem, ToolCallOutputItem, function_tool)
+from miniagents.upstream import ItemHelpers
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import make_agent

@@ -50,11 +50,11 @@ def test_without_retry_settings_or_policy_nothing_is_retried():
 
 
 def test_provider_suggested_follows_the_models_advice_and_its_veto():
-    step = ModelStep.raise_error(unavailable(), retry_advice=ModelRetryAdvice(suggested=True, retry_after=0))
+    step = ModelStep(error=unavailable(), retry_advice=ModelRetryAdvice(suggested=True, retry_after=0))
     model = ScriptedModel([step, [assistant_message("ok")]])
     settings = {"max_retries": 1, "policy": retry_policies.provider_suggested()}  # a dict, as upstream allows
     assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
-    vetoed = ModelStep.raise_error(unavailable(), retry_advice=ModelRetryAdvice(suggested=False))
+    vetoed = ModelStep(error=unavailable(), retry_advice=ModelRetryAdvice(suggested=False))
     model = ScriptedModel([vetoed, [assistant_message("never")]])
     either = retry_policies.any(retry_policies.provider_suggested(), retry_policies.http_status([503]))
     with pytest.raises(ModelHTTPError):

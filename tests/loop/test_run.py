@@ -300,15 +300,6 @@ def test_run_sync_inside_a_running_event_loop_can_use_async_instructions():
     assert model.calls[0].system_instructions == "async instructions"
 
 
-def test_run_config_may_be_a_dict_and_its_model_overrides_the_agents():
-    agent_model = ScriptedModel([])
-    run_model = ScriptedModel([[assistant_message("from run config model")]])
-    agent = Agent(name="A", model=agent_model)
-    result = Runner.run_sync(agent, "hi", run_config={"model": run_model})
-    assert result.final_output == "from run config model"
-    assert agent_model.calls == () and len(run_model.calls) == 1
-
-
 def test_an_extra_model_call_raises_the_scripted_models_clear_error():
     agent, _ = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")]], tools=[echo])
     with pytest.raises(UnexpectedModelCall, match="no scripted steps remain"):

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, TypedDict
 import pytest
 
 from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, ToolContext, ToolError,
-                        ToolExecutionConfig, ToolTimeoutError, UserError, function_tool)
+                        ToolTimeoutError, UserError, function_tool)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import REDACTED, make_agent, outputs_sent
 
@@ -578,27 +578,6 @@ def test_a_tool_error_formatter_can_reword_the_unknown_tool_message():
     assert outputs_sent(model.calls[1]) == {"c1": "tool_not_found: no tool called 'nope' (call c1)"}
 
 
-def test_two_tools_with_one_name_are_an_error_under_the_error_collision_policy():
-    first = function_tool(lambda: "1", name_override="dup")
-    second = function_tool(lambda: "2", name_override="dup")
-    agent, model = make_agent([[assistant_message("never")]], tools=[first, second])
-    with pytest.raises(UserError, match="dup"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-    assert model.calls == ()
-
-
-def test_tool_not_found_behavior_raise_error_raises_model_behavior_error():
-    agent, model = make_agent([[function_call("nope", "{}", call_id="c1"), function_call("ping", "{}", call_id="c2")],
-                               [assistant_message("never")]], tools=[ping])
-    with pytest.raises(ModelBehaviorError, match="nope"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_not_found_behavior="raise_error"))
-    assert len(model.calls) == 1
-    assert ran == []
-
-
-# --- Behaviour 8: concurrency ------------------------------------------------------------------------
-
-
 def test_all_function_calls_of_one_response_run_concurrently():
     barrier = threading.Barrier(2, timeout=2)
 
@@ -639,8 +618,7 @@ def test_async_tools_of_one_response_run_concurrently():
     assert outputs_sent(model.calls[1]) == {"c1": "left", "c2": "right"}
 
 
-@pytest.mark.parametrize("config", [RunConfig(max_function_tool_concurrency=1),
-                                    RunConfig(tool_execution=ToolExecutionConfig(max_function_tool_concurrency=1))])
+@pytest.mark.parametrize("config", [RunConfig(max_function_tool_concurrency=1)])
 def test_max_function_tool_concurrency_one_runs_calls_one_at_a_time_in_call_order(config):
     lock, active, peak, order = threading.Lock(), [0], [0], []
 

@@ -1,5 +1,5 @@
 """A run's trace, as the kernel writes it: the spans upstream makes (task, agent, turn, generation, function,
-handoff, guardrail) plus approvals, in a tree a person can read back with `python -m miniagents.trace`.
+handoff, guardrail) plus approvals, in a tree a person can read back with `python -m miniagents.tracing`.
 
 And capabilities in a run: a fresh copy per run, tools and instructions for the model, the public agent kept
 for results and hooks, and a capability its model cannot serve refused when the run starts.
@@ -140,7 +140,7 @@ def test_the_tree_printer_reads_the_file_a_run_wrote(tmp_path):
     path, log = str(tmp_path / "run.jsonl"), []
     triage, _ = help_desk(log)
     Runner.run_sync(triage, "refund order A-1", run_config=RunConfig(trace_path=path))
-    out = subprocess.run([sys.executable, "-m", "miniagents.trace", path], capture_output=True, text=True, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "miniagents.tracing", path], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout
     assert "agent Triage" in out and "handoff Triage -> Billing" in out and "approval refund (call c3)" in out
 

@@ -18,9 +18,9 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 LAYERS = {
     "data": ["errors", "seams", "items", "context", "caller"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "models.retry_advice", "tool",
-                     "hosted_tools", "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
+                     "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
-    "running": ["state", "turn", "result", "run", "testing", "trace"],
+    "running": ["state", "result", "turn", "steps", "run", "testing"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
@@ -29,14 +29,14 @@ MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bound
 MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "models.retry_advice", "schema", "validate",
                                            "docstrings"} | (
     set(MODELS) - {"models.provider"})
-BACK_EDGES = {("agent", "run"),  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
-              ("tool", "hosted_tools")}  # upstream's agents.tool holds the hosted tools: read on first use
+BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set(), "dbapi": set()}
-# The kernel names a shell only as text, in these modules: seams.load_shell and the finder, the package's table of
-# names that load on first use, and trace.py (the tracing shell's command under its old name).
-NAMES_SHELLS = {"seams", "__init__", "trace"}
+SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set(),
+                 "dbapi": set(), "mcp": set(), "vendor": set()}
+# The kernel names a shell only as text, in these modules: seams (load_shell, the finder, what a configuration asks
+# for) and the package's table of names that load on first use.
+NAMES_SHELLS = {"seams", "__init__"}
 
 
 def module_files():
@@ -93,7 +93,7 @@ def test_every_module_has_a_place():
     assert KERNEL - placed == set(), "give the new module a layer in tests/project/test_architecture.py"
     assert placed - KERNEL == set(), "a module listed here no longer exists"
     assert SHELL_FOLDERS <= set(seams.SHELLS), "a new folder of miniagents/ is a shell: list it in seams.SHELLS"
-    assert set(SHELL_IMPORTS) == SHELL_FOLDERS, "say which shells each shell may import (SHELL_IMPORTS)"
+    assert SHELL_FOLDERS <= set(SHELL_IMPORTS), "say which shells each shell may import (SHELL_IMPORTS)"
 
 
 def test_the_kernel_never_imports_a_shell():

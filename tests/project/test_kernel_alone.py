@@ -87,7 +87,7 @@ report["paused_json"] = state.to_string()
 
 import miniagents
 report["missing"] = {}
-for name in ("Workspace", "trace", "ModelRetrySettings", "Recorder", "run_demo_loop"):
+for name in ("Workspace", "trace", "ModelRetrySettings", "Recorder"):
     try:
         exec(f"from miniagents import {name}")
         said = "imported"
@@ -167,8 +167,7 @@ def test_the_kernel_without_any_shell_runs_every_part_of_the_loop(kernel_copy, r
 
 
 def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(report):
-    folders = {"Workspace": "capabilities", "trace": "tracing", "ModelRetrySettings": "retry", "Recorder": "recording",
-               "run_demo_loop": "upstream"}
+    folders = {"Workspace": "capabilities", "trace": "tracing", "ModelRetrySettings": "retry", "Recorder": "recording"}
     for name, (said, has) in report["missing"].items():
         assert f"miniagents/{folders[name]}/" in said and "does not have" in said, (name, said)
         assert has is False, name

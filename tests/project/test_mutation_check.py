@@ -4,9 +4,22 @@ Curated mutants: each `old` text occurs exactly once in its file and the mutated
 the mutant to update in tests/mutation_check.py. Generated mutants (tests/mutation_generate.py): every one
 compiles, ids are unique and survive cosmetic edits, the skip rules hold, and every entry of the equivalent-mutant
 allow-list still names a generated mutant. (Running the mutants is `python tests/mutation_check.py [--generated]`.)
+The generated mode reaches every module of miniagents/, shells included.
+
+The check itself, run on a tiny fake repository (one module, one test file whose test starts child processes, one
+of them in a session of its own, and hangs when a mutant makes `ready()` false): no process of the check is left
+running after it exits, after a mutant's timeout (the test processes' group ended, SIGKILL for one that ignores
+SIGTERM) and after the check itself is interrupted (SIGINT, SIGTERM); its summary names each survivor with its
+file:line and mutation.
 """
 import os
+import re
+import signal
+import subprocess
+import sys
 import textwrap
+import time
+import uuid
 import zlib
 
 import pytest
@@ -144,3 +157,232 @@ def test_every_equivalent_mutant_listed_still_exists_and_has_a_reason(generated)
     assert stale == [], ("tests/mutation_equivalent.txt lists mutants the generator no longer makes (the code "
                          f"changed): re-review and update or remove them: {stale}")
     assert all(reason.strip() for reason in listed.values())
+
+
+def test_generated_mode_reaches_every_module_shells_included(generated):
+    package = os.path.join(mutation_check.ROOT, "miniagents")
+    every = set()
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        every |= {os.path.relpath(os.path.join(folder, f), mutation_check.ROOT).replace(os.sep, "/")
+                  for f in files if f.endswith(".py")}
+    assert set(mutation_generate.module_files()) == every
+    shells = {d for d in os.listdir(package) if os.path.isfile(os.path.join(package, d, "__init__.py"))} - {"models"}
+    with_mutants = {m.file.split("/")[1] for m in generated if m.file.count("/") == 2}
+    assert shells <= with_mutants, f"shell folders without a generated mutant: {sorted(shells - with_mutants)}"
+
+
+def test_a_curated_mutants_location_is_the_first_line_of_its_old_text():
+    mutant = mutation_check.MUTANTS[0]
+    where = mutation_check.location(mutant)
+    file, line = where.rsplit(":", 1)
+    with open(os.path.join(mutation_check.ROOT, file), encoding="utf-8") as f:
+        text = f.read().splitlines()[int(line) - 1]
+    assert file == mutant.file and text.strip() == mutant.old.strip().splitlines()[0].strip()
+
+
+# --- the check itself, on a fake repository: nothing of it is left running -------------------------------------
+
+FAKE_MODULE = """\
+def ready():
+    return True
+
+
+def double(x):
+    return x * 2
+
+
+def unused(x):
+    if x > 3:
+        return 1
+    return 0
+"""
+
+FAKE_TEST = """\
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from miniagents import slow  # noqa: E402
+
+
+def test_ready_and_double():
+    sleep = [sys.executable, "-c", "import signal, sys, time; "
+             "sys.argv[2] == 'stubborn' and signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+             os.environ["FAKE_MARKER"]]
+    subprocess.Popen(sleep + ["plain"])  # in the test's process group
+    subprocess.Popen(sleep + ["plain"], start_new_session=True)  # one that left it
+    if os.environ.get("FAKE_STUBBORN"):
+        subprocess.Popen(sleep + ["stubborn"])  # one that ignores SIGTERM
+    time.sleep(0.5)  # the children are running
+    with open(os.environ["FAKE_STARTED"], "a") as f:
+        f.write("%d\\n" % os.getpid())
+    while not slow.ready():  # the mutant `return False` hangs here: only the check's timeout ends it
+        time.sleep(0.1)
+    assert slow.double(2) == 4
+"""
+
+
+def _processes():
+    """{pid: (command line, working folder)} of every live process this user can see."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+                found[int(name)] = (command, os.readlink(f"/proc/{name}/cwd"))
+            except OSError:
+                pass  # gone meanwhile, or not ours to read
+    return found
+
+
+class FakeCheck:
+    """The mutation check run on a fake repository under `tmp_path`, in a session of its own (ended whole by
+    `close`, whatever the test found); its children are found by `marker` (on their command lines) and by working
+    folder (every copy the check makes is under `tmp_path`, its TMPDIR)."""
+
+    def __init__(self, tmp_path, *args, stubborn=False):
+        self.tmp_path, self.marker = str(tmp_path), f"fake-{uuid.uuid4().hex}"
+        repo = tmp_path / "repo"
+        (repo / "miniagents").mkdir(parents=True)
+        (repo / "tests").mkdir()
+        (repo / "miniagents" / "__init__.py").write_text("", encoding="utf-8")
+        (repo / "miniagents" / "slow.py").write_text(FAKE_MODULE, encoding="utf-8")
+        (repo / "tests" / "test_slow.py").write_text(FAKE_TEST, encoding="utf-8")
+        (tmp_path / "tmp").mkdir()
+        self.started = tmp_path / "started"
+        env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), FAKE_MARKER=self.marker, FAKE_STARTED=str(self.started))
+        if stubborn:
+            env["FAKE_STUBBORN"] = "1"
+        command = [sys.executable, os.path.join(mutation_check.ROOT, "tests", "mutation_check.py"),
+                   "--root", str(repo), "--generated", "--no-baseline", *args]
+        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def finish(self, timeout=180):
+        out, _ = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out.decode("utf-8", "replace")
+
+    def wait_until_a_test_runs(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        while not (self.started.exists() and self.started.read_text()):
+            assert self.proc.poll() is None, self.finish()[1]
+            assert time.monotonic() < deadline, "the fake test never started"
+            time.sleep(0.1)
+
+    def left_running(self):
+        """What of the check is still running: processes with the marker, or working in a folder under tmp_path."""
+        return {pid: what for pid, what in _processes().items()
+                if self.marker in what[0] or what[1].startswith(self.tmp_path + os.sep)}
+
+    def close(self):
+        """Whatever the test found: end the check's session and every process it left (all carry the marker or
+        work under tmp_path, so nothing else is touched)."""
+        for target in [None] + sorted(self.left_running()):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL) if target is None else os.kill(target, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.proc.poll() is None:
+            self.proc.communicate(timeout=30)
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process table from /proc (Linux)")
+
+
+@pytest.fixture
+def fake_check(tmp_path):
+    made = []
+
+    def start(*args, **kw):
+        made.append(FakeCheck(tmp_path, *args, **kw))
+        return made[-1]
+
+    yield start
+    for check in made:
+        check.close()
+
+
+def _group_alive(group):
+    """Members of a process group that are not zombies (a zombie is dead, waiting for init to reap it)."""
+    alive = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
+            alive.append(int(name))
+    return alive
+
+
+def _gone(group, within=10.0):
+    """Whether the process group is empty, its zombies reaped too, within `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+@needs_proc
+def test_a_timed_out_mutant_has_its_whole_process_group_ended_and_said_so(fake_check):
+    check = fake_check("--only", "ready::constant", "--timeout", "2", stubborn=True)
+    code, out = check.finish()
+    assert code == 0, out  # caught, by the timeout
+    line = next(line for line in out.splitlines() if line.startswith("TIMEOUT"))
+    found = re.search(r"process group (\d+) ended \((\d+) processes, SIGKILL 5 s after SIGTERM\)", line)
+    assert found, line  # the pytest and its three children; the stubborn one needed SIGKILL
+    assert found.group(2) == "4", line
+    group = int(found.group(1))
+    assert _group_alive(group) == [], "a process of the timed-out mutant's group is still running"
+    assert _gone(group), "the timed-out mutant's process group still exists (zombies init did not reap)"
+    assert check.left_running() == {}
+    assert "caught only by the timeout" in out and "miniagents/slow.py:2  True  ->  (False)" in out
+
+
+@needs_proc
+def test_the_summary_names_every_survivor_with_its_location_and_nothing_is_left(fake_check):
+    check = fake_check("--only", "unused::compare", "--only", "double::return", "--timeout", "300")
+    code, out = check.finish()
+    assert code == 1, out  # a survivor
+    summary = out.split("survivors (file:line  mutation", 1)[1]
+    assert "miniagents/slow.py:10  x > 3  ->  (x <= 3)" in summary
+    assert "[miniagents/slow.py::unused::compare::x > 3 -> (x <= 3)]" in summary
+    assert "slow.py:6" not in summary  # the killed one
+    assert out.count("what its tests left running: process group") == 2, out  # each run's children, ended
+    assert check.left_running() == {}
+
+
+@needs_proc
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_check_ends_every_test_process_it_started(fake_check, signum):
+    check = fake_check("--only", "ready::constant", "--timeout", "600")
+    check.wait_until_a_test_runs()
+    running = check.left_running()
+    assert len([p for p, (command, _) in running.items() if check.marker in command]) == 2, running
+    os.kill(check.proc.pid, signum)
+    code, out = check.finish(timeout=120)
+    assert code == 128 + signum, out
+    assert re.search(rf"interrupted \({signal.Signals(signum).name}\): process group \d+ ended \(3 processes", out), out
+    assert check.left_running() == {}
+
+
+def test_a_shells_own_modules_run_the_shells_tests_first():
+    test_files = mutation_check.all_test_files(mutation_check.ROOT)
+    first = mutation_generate.tests_for
+    assert "tests/project/test_vendor_command.py" in first("miniagents/vendor/__init__.py", test_files)
+    assert "tests/project/test_vendor_command.py" in first("miniagents/vendor/__main__.py", test_files)
+    assert "tests/loop/test_retry.py" in first("miniagents/retry/__init__.py", test_files)
+    assert "tests/recording/test_replay.py" in first("miniagents/recording/__init__.py", test_files)
+    assert "tests/loop/test_run.py" not in first("miniagents/retry/__init__.py", test_files)
+    assert "tests/loop/test_run.py" in first("miniagents/__init__.py", test_files)  # the package's own: EXTRA_TESTS

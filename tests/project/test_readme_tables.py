@@ -30,7 +30,7 @@ def test_the_reading_order_walks_every_step_of_a_turn():
     assert len(steps) >= 5
     read = [name for module, name, _ in readme_tables.READING_ORDER if module == "turn.py"]
     assert set(steps) <= set(read), set(steps) - set(read)
-    assert "_loop" in [name for _, name, _ in readme_tables.READING_ORDER]
+    assert "loop" in [name for _, name, _ in readme_tables.READING_ORDER]
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_a_moved_function_makes_the_table_stale(package_copy):
     run.write_text("\n\n" + run.read_text(encoding="utf-8"), encoding="utf-8")
     rewritten = readme_tables.rewrite(readme)
     assert rewritten != readme
-    first, last = readme_tables.line_range(readme_tables.definition("run.py", "_loop"))
+    first, last = readme_tables.line_range(readme_tables.definition("run.py", "loop"))
     assert f"`miniagents/run.py:{first}-{last}`" in rewritten
 
 
@@ -56,9 +56,9 @@ def test_a_function_gone_or_a_module_without_an_area_is_named(package_copy):
     with pytest.raises(readme_tables.StaleTable, match=r"give these modules an area: \['novelty.py'\]"):
         readme_tables.area_sizes()
     turn = package_copy / "turn.py"
-    turn.write_text(turn.read_text(encoding="utf-8").replace("def settle_turn(", "def settle_calls("),
+    turn.write_text(turn.read_text(encoding="utf-8").replace("def settle(", "def settle_calls("),
                     encoding="utf-8")
-    with pytest.raises(readme_tables.StaleTable, match="names settle_turn in miniagents/turn.py"):
+    with pytest.raises(readme_tables.StaleTable, match="names settle in miniagents/turn.py"):
         readme_tables.reading_order()
 
 

@@ -123,16 +123,6 @@ def test_max_turns_none_round_trips():
     assert RunState.from_string(agent, state.to_string()).max_turns is None
 
 
-def test_await_from_string_works_like_upstreams_coroutine():
-    agent, state, _, _ = paused_state()
-
-    async def load():
-        return await RunState.from_string(agent, state.to_string())
-
-    loaded = asyncio.run(load())
-    assert isinstance(loaded, RunState) and loaded.to_json() == state.to_json()
-
-
 def test_decisions_are_kept_in_the_document():
     agent, state, model, log = paused_state()
     [item] = state.get_interruptions()

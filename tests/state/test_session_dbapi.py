@@ -26,7 +26,7 @@ from hypothesis import given, strategies as st
 from miniagents import dbapi as dbapi_session
 from miniagents.errors import UserError
 from miniagents.session import DBAPISession, SessionStoreError
-from miniagents.sql_dialect import ParamStyle
+from miniagents.dbapi import ParamStyle
 from session_backends import user
 
 

@@ -2,7 +2,7 @@
 and structured tool outputs on the wire, and runner-managed retries over the HTTP adapters."""
 import pytest
 
-from miniagents import (Agent, AgentOutputSchema, FileSearchTool, FunctionTool, Handoff, ModelRetrySettings,
+from miniagents.upstream import (Agent, AgentOutputSchema, FileSearchTool, FunctionTool, Handoff, ModelRetrySettings,
                         ModelSettings, ModelTracing, MultiProvider, OpenAIChatCompletionsModel, OpenAIProvider,
                         OpenAIResponsesModel, RunConfig, Runner, ToolOutputImage, UserError, WebSearchTool,
                         function_tool, retry_policies, set_default_openai_client)

@@ -8,14 +8,14 @@ import warnings
 import pytest
 
 import miniagents
-from miniagents import (Agent, AgentBase, AgentHookContext, AgentOutputSchema, AgentOutputSchemaBase,
+from miniagents.upstream import (Agent, AgentBase, AgentHookContext, AgentOutputSchema, AgentOutputSchemaBase,
                         CodeInterpreterTool, FileSearchTool, GenerateDynamicPromptData, HostedMCPTool,
                         ImageGenerationTool, InputGuardrailTripwireTriggered, ModelBehaviorError, RunContextWrapper,
                         RunState, Runner, SQLiteSession, ToolContext, ToolOutputFileContent, ToolOutputImage,
                         ToolOutputText, UserError, WebSearchTool, function_tool, input_guardrail)
-from miniagents import GuardrailFunctionOutput
+from miniagents.upstream import GuardrailFunctionOutput
 from miniagents.items import InputItem
-from miniagents.run import AgentRunner, get_default_agent_runner, set_default_agent_runner
+from miniagents.upstream.run import AgentRunner, get_default_agent_runner, set_default_agent_runner
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import make_agent, outputs_sent
 
@@ -43,7 +43,7 @@ def test_agent_is_an_agent_base_and_get_all_tools_is_a_coroutine_of_the_enabled_
     assert [t.name for t in names] == ["lookup", "hidden", "web_search"]
 
 
-def test_hook_context_tool_context_and_approval_reads_share_the_runs_state():
+def test_hook_context_tool_context_and_approval_decisions_share_the_runs_state():
     ctx = RunContextWrapper(context={"user": "ann"})
     assert isinstance(AgentHookContext(context=1), RunContextWrapper)
     call = {"type": "function_call", "call_id": "c1", "name": "pay", "arguments": '{"amount": 5}'}
@@ -52,7 +52,7 @@ def test_hook_context_tool_context_and_approval_reads_share_the_runs_state():
     assert tool_ctx.context is ctx.context and tool_ctx.usage is ctx.usage and tool_ctx.approvals is ctx.approvals
     inner = ToolContext.from_agent_context(tool_ctx, "c2", tool_name="refund", tool_arguments="{}")
     assert (inner.agent, inner.run_config) == ("the agent", "cfg")
-    with pytest.raises(ValueError, match="tool_name must be passed"):
+    with pytest.raises(ValueError, match="must be passed to ToolContext"):
         ToolContext.from_agent_context(ctx, "c3")
 
     @function_tool(needs_approval=True)
@@ -64,13 +64,12 @@ def test_hook_context_tool_context_and_approval_reads_share_the_runs_state():
     state = Runner.run_sync(agent, "pay").to_state()
     first, second = state.get_interruptions()
     ctx = state.context_wrapper
-    assert ctx.get_approval_status("pay", "c1") is None
+    assert ctx.is_tool_approved("pay", "c1") is None  # upstream's get_approval_status (docs/porting.md)
     state.approve(first)
     state.reject(second, rejection_message="not today")
-    assert ctx.get_approval_status("pay", "c1") is True
-    assert ctx.get_approval_status("other", "c2", existing_pending=second) is False
-    assert ctx.get_rejection_message("pay", "c2") == "not today"
-    assert ctx.get_rejection_message("pay", "c1") is None
+    assert ctx.is_tool_approved("pay", "c1") is True and ctx.is_tool_approved("pay", "c2") is False
+    assert ctx.rejection_message("pay", "c2") == "not today"  # upstream's get_rejection_message
+    assert ctx.rejection_message("pay", "c1") is None
 
 
 # --- RunState.add_input ---------------------------------------------------------------------------------------
@@ -93,7 +92,7 @@ def test_added_input_enters_after_the_paused_turns_outputs_and_before_the_next_m
                                   [assistant_message("done")]])
     state.approve(state.get_interruptions()[0])
     state.add_input("also b, please")
-    state = RunState.from_string(agent, state.to_string())  # staged input survives the JSON round trip
+    state = asyncio.run(RunState.from_string(agent, state.to_string()))  # staged input survives the JSON round trip
     assert state.pending_input == [{"content": "also b, please", "role": "user"}]
     result = Runner.run_sync(agent, state)
     sent = model.calls[1].input
@@ -153,8 +152,7 @@ def test_add_input_refuses_states_it_cannot_honour():
     with pytest.raises(UserError, match="input\\[0\\]"):
         state.add_input([{"role": "robot", "content": "x"}])
     state.add_input("kept")
-    state.clear_pending_input()
-    assert state.pending_input == []
+    assert state.pending_input == [{"content": "kept", "role": "user"}]
 
 
 # --- The runner -----------------------------------------------------------------------------------------------
@@ -226,7 +224,7 @@ def test_a_structured_output_survives_a_pause_and_the_session_ledger(tmp_path):
                                 function_call("delete", {"path": "a"}, call_id="c2")], [assistant_message("ok")]],
                               tools=[picture, delete])
     state = Runner.run_sync(agent, "go", session=session).to_state()
-    state = RunState.from_string(agent, state.to_string())
+    state = asyncio.run(RunState.from_string(agent, state.to_string()))
     state.approve(state.get_interruptions()[0])
     Runner.run_sync(agent, state, session=session)
     assert outputs_sent(model.calls[1])["c1"] == [{"type": "input_image", "file_id": "file_9"}]
@@ -258,7 +256,7 @@ def test_hosted_tool_items_stay_in_the_transcript_the_session_and_the_state(tmp_
     agent, model = make_agent([[search, function_call("delete", {"path": "a"}, call_id="c1")],
                                [assistant_message("done")]], tools=[WebSearchTool(), delete])
     state = Runner.run_sync(agent, "news?", session=session).to_state()
-    state = RunState.from_string(agent, state.to_string())
+    state = asyncio.run(RunState.from_string(agent, state.to_string()))
     state.approve(state.get_interruptions()[0])
     result = Runner.run_sync(agent, state, session=session)
     assert [i.type for i in result.new_items][:2] == ["tool_call_item", "tool_call_item"]
@@ -274,7 +272,7 @@ def test_a_hosted_tool_with_a_chat_completions_model_is_refused_when_the_run_sta
     agent, model = make_agent([[assistant_message("x")]], handoffs=[helper])
     with pytest.raises(UserError, match=r"FileSearchTool \('file_search'\) of agent 'Helper'.*OpenAIResponsesModel"):
         Runner.run_sync(agent, "hi")
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_defer_loading_warns_and_the_tool_is_sent_like_any_other():
@@ -409,7 +407,7 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
     assert out.count("Shipped.") == 1 and out.count("You're welcome.") == 1
     assert ("[tool called]" in out and "[tool output: order A1: shipped]" in out) is stream
     assert [i.get("content") for i in model.calls[2].input if i.get("role") == "user"] == ["where is A1?", "thanks"]
-    assert miniagents.run_demo_loop is run_demo_loop
+    assert miniagents.upstream.run_demo_loop is run_demo_loop
 
 
 def test_enable_verbose_stdout_logging_adds_one_stdout_handler(monkeypatch):
@@ -419,9 +417,9 @@ def test_enable_verbose_stdout_logging_adds_one_stdout_handler(monkeypatch):
     before, level = list(logger.handlers), logger.level
     try:
         monkeypatch.setattr("sys.stdout", earlier)
-        miniagents.enable_verbose_stdout_logging()
+        miniagents.upstream.enable_verbose_stdout_logging()
         monkeypatch.setattr("sys.stdout", buffer)  # stdout replaced since (a test runner, a notebook)
-        miniagents.enable_verbose_stdout_logging()
+        miniagents.upstream.enable_verbose_stdout_logging()
         added = [h for h in logger.handlers if h not in before]
         assert len(added) == 1 and logger.level == logging.DEBUG
         logging.getLogger("miniagents").debug("hello from the kernel")

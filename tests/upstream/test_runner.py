@@ -102,7 +102,7 @@ def test_the_program_is_main_and_sees_its_own_folder_and_arguments(tmp_path):
         "print(helper.VALUE, sys.argv[1:], agents.__name__)\n")
     done = _run(str(tmp_path / "app.py"), "a", "b", cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "helper ['a', 'b'] miniagents"
+    assert done.stdout.strip() == "helper ['a', 'b'] miniagents.upstream"
 
 
 def test_under_the_runner_agents_take_assignment_checked_as_the_constructor_checks(tmp_path):
@@ -155,10 +155,10 @@ def test_agents_paths_are_the_miniagents_modules_themselves(aliased):
     import agents.extensions.handoff_filters
     import agents.run
 
-    assert agents is miniagents
-    assert agents.run is importlib.import_module("miniagents.run")
+    assert agents is miniagents.upstream
+    assert agents.run is importlib.import_module("miniagents.upstream.run")
     assert agents.extensions.handoff_filters.remove_all_tools is miniagents.upstream.handoff_helpers.remove_all_tools
-    assert miniagents.__spec__.name == "miniagents"  # the alias leaves the real module's spec alone
+    assert miniagents.upstream.__spec__.name == "miniagents.upstream"  # the alias leaves the real module's spec alone
     namespace = {}
     exec("from agents.memory import SQLiteSession", namespace)
     assert namespace["SQLiteSession"] is miniagents.SQLiteSession
@@ -167,7 +167,7 @@ def test_agents_paths_are_the_miniagents_modules_themselves(aliased):
 def test_a_left_out_path_keeps_its_explained_error_and_an_unknown_one_names_both(aliased):
     with pytest.raises(ImportError, match="What is left out"):
         importlib.import_module("agents.realtime")
-    with pytest.raises(ModuleNotFoundError, match="'agents.no_such_module'.*'miniagents.no_such_module'"):
+    with pytest.raises(ModuleNotFoundError, match="'agents.no_such_module': miniagents has no 'no_such_module'"):
         importlib.import_module("agents.no_such_module")
 
 

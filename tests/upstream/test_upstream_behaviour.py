@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, RunConfig, RunContextWrapper,
+from miniagents.upstream import (Agent, AgentHooks, GuardrailFunctionOutput, RunConfig, RunContextWrapper,
                         RunErrorHandlerResult, RunHooks, Runner, RunState, SQLiteSession, ToolApprovalItem, UserError,
                         function_tool, handoff, output_guardrail)
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
@@ -70,7 +70,7 @@ def test_a_paused_server_managed_run_resumes_from_json_sending_only_the_new_outp
     agent, model = make_agent([ModelStep(output=[function_call("pay", {"amount": 1}, call_id="c1")],
                                          response_id="resp-1"), [assistant_message("ok")]], tools=[pay])
     paused = Runner.run_sync(agent, "pay", auto_previous_response_id=True)
-    state = RunState.from_string(agent, paused.to_state().to_string())
+    state = asyncio.run(RunState.from_string(agent, paused.to_state().to_string()))
     state.approve(state.get_interruptions()[0])
     Runner.run_sync(agent, state)
     assert model.calls[1].previous_response_id == "resp-1"
@@ -146,7 +146,7 @@ def test_a_nested_approval_given_on_the_parent_reaches_the_nested_call_only():
     outer, model = make_agent([[function_call("inner", {"input": "go"}, call_id="o1")], [assistant_message("done")]],
                               tools=[inner.as_tool("inner", "runs the inner agent")])
     paused = Runner.run_sync(outer, "go")
-    state = RunState.from_string(outer, paused.to_state().to_string())
+    state = asyncio.run(RunState.from_string(outer, paused.to_state().to_string()))
     (item,) = state.get_interruptions()
     state.approve(item)
     assert state.context_wrapper.is_tool_approved("pay", "c1") is None  # not the parent's call
@@ -272,7 +272,7 @@ def test_cancel_before_streaming_yields_nothing_and_completes():
     async def go():
         return [e async for e in result.stream_events()]
 
-    assert asyncio.run(go()) == [] and result.is_complete and model.calls == []
+    assert asyncio.run(go()) == [] and result.is_complete and model.calls == ()
 
 
 def test_a_reader_that_stops_early_still_gets_a_complete_result():
@@ -307,10 +307,10 @@ def test_a_streamed_run_that_fails_keeps_the_items_it_had_accepted():
 
 
 def test_generic_classes_can_be_subscripted_in_annotations():
-    from miniagents import AgentHooks, Handoff, InputGuardrail, OutputGuardrail, RunHooks, RunState, \
+    from miniagents.upstream import AgentHooks, Handoff, InputGuardrail, OutputGuardrail, RunHooks, RunState, \
         ToolInputGuardrail
 
-    from miniagents.run_context import TContext
+    from miniagents.upstream.run_context import TContext
 
     for cls in (RunHooks, AgentHooks, RunState, InputGuardrail, OutputGuardrail, ToolInputGuardrail, Handoff,
                 RunContextWrapper, Agent):
@@ -322,7 +322,7 @@ def test_agent_hooks_passed_as_run_hooks_are_a_clear_type_error():
     agent, model = make_agent([[assistant_message("x")]])
     with pytest.raises(TypeError, match="Run hooks must be instances of RunHooks"):
         Runner.run_sync(agent, "hi", hooks=AgentHooks())
-    assert model.calls == []
+    assert model.calls == ()
 
 
 def test_a_call_model_input_filter_must_return_model_input_data():
@@ -345,34 +345,6 @@ def test_agents_compare_by_their_fields_like_the_dataclass_they_are():
     assert Agent(name="A") != Agent(name="B")
 
 
-def test_two_handoffs_with_one_name_never_silently_take_the_last(caplog):
-    first = Agent(name="Desk", model=ScriptedModel([[assistant_message("first desk")]]))
-    second = Agent(name="Desk", model=ScriptedModel([[assistant_message("second desk")]]))
-    agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
-    assert Runner.run_sync(agent, "go").final_output == "first desk"
-    assert "the handoff tool name `transfer_to_desk` is used by multiple handoffs" in caplog.text
-    agent, _ = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], handoffs=[first, second])
-    with pytest.raises(UserError, match="Ambiguous handoff configuration"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-
-
-def test_a_tool_and_a_handoff_with_one_name_warn_in_upstreams_words_and_the_handoff_wins(caplog):
-    desk = Agent(name="Desk", model=ScriptedModel([[assistant_message("desk here")]]))
-    impostor = function_tool(lambda: "the tool ran", name_override="transfer_to_desk")
-    agent, model = make_agent([[function_call("transfer_to_desk", "{}", call_id="h1")]], tools=[impostor],
-                              handoffs=[desk])
-    assert Runner.run_sync(agent, "go").final_output == "desk here"
-    assert [t.name for t in model.calls[0].tools] == [] and [h.tool_name for h in model.calls[0].handoffs] == [
-        "transfer_to_desk"]
-    assert caplog.messages == [
-        "Ambiguous tool routing configuration: the tool name `transfer_to_desk` is used by both a function tool and "
-        "a handoff. Assign a unique routed name to every colliding function tool and handoff with `name_override=`, "
-        "`tool_name=`, `tool_name_override=`, or a namespace."]
-    agent, _ = make_agent([[assistant_message("never")]], tools=[impostor], handoffs=[desk])
-    with pytest.raises(UserError, match="Ambiguous tool routing configuration"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-
-
 def test_reasoning_ids_left_out_by_policy_stay_out_of_the_stored_items(tmp_path):
     session = SQLiteSession("s", str(tmp_path / "db"))
     agent, model = make_agent([[{"type": "reasoning", "id": "rs_1", "summary": []}, assistant_message("hi")]])
@@ -386,36 +358,20 @@ def test_reasoning_ids_left_out_by_policy_stay_out_of_the_stored_items(tmp_path)
 # test_function_tool.py::test_sync_custom_error_function_works
 
 
-def test_on_invoke_tool_is_awaitable_and_a_failure_is_the_text_from_failure_error_function():
-    def custom(ctx, error):
-        return f"custom: {error}"
-
-    @function_tool(failure_error_function=custom)
-    def boom(n: int) -> str:
-        raise ValueError("bad n")
-
-    @function_tool
-    async def later(n: int) -> str:
-        return f"got {n}"
-
-    assert asyncio.run(boom.on_invoke_tool(None, '{"n": 1}')) == "custom: bad n"
-    assert "Invalid JSON input for tool boom" in asyncio.run(boom.on_invoke_tool(None, '{"n": "x"}'))
-    assert asyncio.run(later.on_invoke_tool(None, '{"n": 2}')) == "got 2"
-    assert boom.on_invoke_tool(None, '{"n": 1}').value == "custom: bad n"  # synchronous code reads .value
-
-
 class UpstreamStyleModel:
     """A model written for upstream's async `Model`: a coroutine answer, an async generator stream."""
 
     def __init__(self, text):
-        self.scripted = ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
+        from miniagents.upstream import testing  # its streams can be async-iterated, as upstream's
+
+        self.scripted = testing.ScriptedModel([[assistant_message(text)], [assistant_message(text)]])
 
     async def get_response(self, *args, **kwargs):
         await asyncio.sleep(0)
-        return await self.scripted.get_response(*args, **kwargs)  # a scripted answer can be awaited
+        return self.scripted.get_response(*args, **kwargs)
 
     async def stream_response(self, *args, **kwargs):
-        async for event in self.scripted.stream_response(*args, **kwargs):  # a scripted stream, async-iterated
+        for event in self.scripted.stream_response(*args, **kwargs):
             await asyncio.sleep(0)
             yield event
 
@@ -425,22 +381,6 @@ def test_a_model_written_for_upstreams_async_protocol_runs_plain_and_streamed():
     assert Runner.run_sync(agent, "hi").final_output == "from an async model"
     streamed = drain(agent, "hi")
     assert streamed.final_output == "from an async model"
-
-
-def test_handoffs_guardrails_and_instructions_are_awaitable_as_upstream_code_awaits_them():
-    from miniagents import InputGuardrail, OutputGuardrail
-
-    target = Agent(name="Target")
-    ctx = RunContextWrapper(context=None)
-    assert asyncio.run(handoff(target).on_invoke_handoff(ctx, "{}")) is target
-
-    def passing(ctx, agent, value):
-        return GuardrailFunctionOutput(output_info="ok", tripwire_triggered=False)
-
-    agent = Agent(name="A", instructions=lambda ctx, agent: f"You are {agent.name}.")
-    assert asyncio.run(InputGuardrail(passing).run(agent, "hi", ctx)).output.output_info == "ok"
-    assert asyncio.run(OutputGuardrail(passing).run(ctx, agent, "out")).agent_output == "out"
-    assert asyncio.run(agent.get_system_prompt(ctx)) == "You are A."
 
 
 def test_a_session_written_for_upstream_with_coroutine_methods_works_in_a_run():
@@ -512,63 +452,6 @@ def test_a_sessions_settings_default_to_upstreams_no_limit():
 # ::test_agent_as_tool_streaming_updates_agent_on_handoff, test_agent_as_tool_output_guardrails.py
 
 
-def test_an_agent_tool_goes_through_a_replaced_runner_run(monkeypatch):
-    seen = []
-
-    async def fake_run(cls, starting_agent, input, *, context, max_turns, hooks, run_config, previous_response_id,
-                       conversation_id, session):
-        seen.append((starting_agent.name, input, max_turns))
-        return type("Result", (), {"final_output": "from the replacement"})()
-
-    monkeypatch.setattr(Runner, "run", classmethod(fake_run))
-    tool = Agent(name="inner").as_tool("ask_inner", "Ask the inner agent", max_turns=3)
-    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"input": "hi"}')) == "from the replacement"
-    assert seen == [("inner", "hi", 3)]
-
-
-def test_an_agent_tool_goes_through_a_default_agent_runner_of_your_own():
-    from miniagents.run import AgentRunner, set_default_agent_runner
-
-    class Counting(AgentRunner):
-        runs = 0
-
-        async def run(self, starting_agent, input, **options):
-            Counting.runs += 1
-            return await super().run(starting_agent, input, **options)
-
-    inner, _ = make_agent([[assistant_message("inner answer")]], name="inner")
-    outer, _ = make_agent([[function_call("ask_inner", {"input": "hi"}, call_id="c1")], [assistant_message("done")]],
-                          tools=[inner.as_tool("ask_inner", "Ask")])
-    set_default_agent_runner(Counting())
-    try:
-        result = asyncio.run(Runner.run(outer, "go"))
-    finally:
-        set_default_agent_runner(None)
-    assert result.final_output == "done" and Counting.runs == 2  # the caller's run and the agent tool's
-
-
-def test_an_agent_tool_streams_a_replaced_run_streamed_with_the_agent_then_current(monkeypatch):
-    from miniagents import AgentUpdatedStreamEvent, RawResponsesStreamEvent
-
-    first, second = Agent(name="first"), Agent(name="second")
-    events = [RawResponsesStreamEvent(data={"type": "response.created"}), AgentUpdatedStreamEvent(new_agent=second),
-              RawResponsesStreamEvent(data={"type": "response.output_text.delta", "delta": "hi"})]
-
-    class Streamed:
-        final_output, current_agent = "streamed", first
-
-        async def stream_events(self):
-            for event in events:
-                yield event
-
-    monkeypatch.setattr(Runner, "run_streamed", classmethod(lambda cls, **kwargs: Streamed()))
-    received = []
-    tool = first.as_tool("stream_tool", "Streams", on_stream=received.append)
-    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"input": "go"}')) == "streamed"
-    assert [(p["event"], p["agent"].name) for p in received] == [(events[0], "first"), (events[1], "second"),
-                                                                 (events[2], "second")]
-
-
 def test_an_agent_tools_stream_names_the_agent_a_handoff_gave_the_conversation_to():
     worker, _ = make_agent([[assistant_message("worked")]], name="worker")
     triage, _ = make_agent([[function_call("transfer_to_worker", {}, call_id="h1")]], name="triage", handoffs=[worker])
@@ -577,19 +460,6 @@ def test_an_agent_tools_stream_names_the_agent_a_handoff_gave_the_conversation_t
                           tools=[triage.as_tool("delegate", "Delegate", on_stream=received.append)])
     assert Runner.run_sync(outer, "go").final_output == "done"
     assert received[0]["agent"] is triage and received[-1]["agent"] is worker
-
-
-def test_an_agent_tools_invocation_can_be_awaited_and_a_failure_is_the_text_the_model_sees():
-    def fail(text):
-        raise ValueError("broken builder")
-
-    @dataclass
-    class Params:  # a structured input, whose builder fails
-        text: str
-
-    tool = Agent(name="inner").as_tool("t", "T", parameters=Params, input_builder=fail,
-                                       failure_error_function=lambda ctx, error: f"failed: {error}")
-    assert asyncio.run(tool.on_invoke_tool(RunContextWrapper(None), '{"text": "x"}')) == "failed: broken builder"
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -634,21 +504,3 @@ def test_a_handoff_built_by_hand_gives_the_conversation_to_the_agent_its_callabl
 # test_agent_runner.py::test_run_reports_derived_agent_name_collisions_before_model_call
 
 
-@pytest.mark.parametrize("surface, words", [
-    ("agent tool", "agents 'Billing Agent' and 'billing agent' both derive the tool name `billing_agent`. Pass an "
-                   "explicit `tool_name=` to one of them."),
-    ("handoff", "agents 'Billing Agent' and 'billing agent' both derive the handoff tool name "
-                "`transfer_to_billing_agent`. Pass an explicit `tool_name_override=` to one of them."),
-    ("agent routing", "both derive the tool name `transfer_to_billing_agent`. Pass an explicit `tool_name=` or "
-                      "`tool_name_override=` to one of them."),
-])
-def test_two_agents_whose_names_make_one_tool_name_are_both_named(surface, words):
-    billing, normalized = Agent(name="Billing Agent"), Agent(name="billing agent")
-    wiring = {"agent tool": dict(tools=[billing.as_tool(None, "First"), normalized.as_tool(None, "Second")]),
-              "handoff": dict(handoffs=[billing, normalized]),
-              "agent routing": dict(tools=[Agent(name="transfer to Billing Agent").as_tool(None, "Tool")],
-                                    handoffs=[billing])}[surface]
-    agent, model = make_agent([[assistant_message("done")]], **wiring)
-    with pytest.raises(UserError, match=f"Ambiguous {surface} configuration: ") as raised:
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_name_collision_policy="error"))
-    assert str(raised.value).endswith(words) and not model.calls

@@ -95,10 +95,10 @@ def generic_model(testing):
     model = testing.ScriptedModel()
 
     def responder(call):
-        model.enqueue(testing.ModelStep.respond(responder))
+        model.enqueue(testing.ModelStep(responder=responder))
         return respond(call, testing)
 
-    model.enqueue(testing.ModelStep.respond(responder))
+    model.enqueue(testing.ModelStep(responder=responder))
     return model
 
 

@@ -1,5 +1,5 @@
 """Runs the upstream-style programs in programs/ against a package: `agents` (upstream, unchanged) or
-`miniagents` (the import lines rewritten, nothing else).
+`miniagents` (the import lines pointed at its upstream shell, `miniagents.upstream`, nothing else).
 
 Each program is a script that asserts what upstream does and exits 0. Used by test_porting.py, and by
 hand against an upstream install: `python tests/upstream/porting/porting.py --python <venv>/bin/python --package agents`.
@@ -19,11 +19,12 @@ _IMPORT = re.compile(r"^(\s*)(from|import) agents\b", flags=re.M)
 
 
 def ported(source: str, package: str) -> str:
-    """The program with its `agents` imports pointed at `package` (`import agents` keeps the name)."""
+    """The program with its `agents` imports pointed at `package`'s upstream shell (`import agents` keeps the
+    name)."""
     if package == "agents":
         return source
-    source = re.sub(r"^(\s*)import agents\s*$", rf"\1import {package} as agents", source, flags=re.M)
-    return _IMPORT.sub(rf"\1\2 {package}", source)
+    source = re.sub(r"^(\s*)import agents\s*$", rf"\1import {package}.upstream as agents", source, flags=re.M)
+    return _IMPORT.sub(rf"\1\2 {package}.upstream", source)
 
 
 def run(name: str, python: str = sys.executable, package: str = "miniagents",

@@ -4,7 +4,7 @@ from typing import List, Literal
 
 import miniagents.testing as testing
 from generic_model import generic_model, sample
-from miniagents import Agent, Runner, function_tool, handoff
+from miniagents.upstream import Agent, Runner, function_tool, handoff
 
 
 def test_sample_fits_the_schema_first_choices_first():

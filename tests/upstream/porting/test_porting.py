@@ -22,8 +22,8 @@ def test_the_programs_import_this_checkout_not_an_installed_copy():
 
 def test_only_import_lines_change():
     source = "import agents\nfrom agents import Agent\nfrom agents.memory import X\nagents_x = 'from agents'\n"
-    assert ported(source, "miniagents") == ("import miniagents as agents\nfrom miniagents import Agent\n"
-                                            "from miniagents.memory import X\nagents_x = 'from agents'\n")
+    assert ported(source, "miniagents") == ("import miniagents.upstream as agents\nfrom miniagents.upstream import "
+                                            "Agent\nfrom miniagents.upstream.memory import X\nagents_x = 'from agents'\n")
 
 
 @pytest.mark.parametrize("name", [
@@ -50,7 +50,8 @@ REAL_MODULE_NAMES = {
     "agent": "Agent AgentBase AgentToolStreamEvent StopAtTools ToolsToFinalOutputFunction ToolsToFinalOutputResult",
     "handoffs": "Handoff HandoffInputData HandoffInputFilter handoff",
     "models.interface": "Model ModelProvider ModelTracing",
-    "testing": "InvalidModelStep ModelCall ModelScriptError ModelStep ModelStepSpec ScriptedModel UnconsumedModelSteps "
+    # agents.testing is the upstream shell's module (miniagents.testing is the kernel's own offline model)
+    "upstream.testing": "InvalidModelStep ModelCall ModelScriptError ModelStep ModelStepSpec ScriptedModel UnconsumedModelSteps "
                "UnexpectedModelCall assistant_message function_call",
     "result": "AgentToolInvocation RunResult RunResultBase RunResultStreaming",
 }
@@ -64,5 +65,5 @@ MISSING_FROM_REAL_MODULES = set()
 def test_a_real_module_at_an_upstream_path_holds_the_names_ported_code_imports(dotted):
     path, _, name = dotted.rpartition(".")
     namespace = {}
-    exec(f"from miniagents.{path} import {name}", namespace)
+    exec(f"from miniagents.upstream.{path} import {name}", namespace)
     assert namespace[name] is not None

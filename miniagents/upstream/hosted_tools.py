@@ -1,15 +1,15 @@
 """The tools the model provider runs (Responses API only): web and file search, hosted MCP servers, code
 interpreter, image generation. Each is configuration: the kernel sends its `spec()` (the Responses API's tool
 object) with the `include` values it needs, never calls it, and keeps the items its calls produce. A Chat
-Completions model cannot use them: a run with one is refused before any model call. Loaded on first use.
+Completions model refuses them. Part of the upstream shell: the kernel knows only their base, `HostedTool`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
-from .errors import UserError
-from .tool import FunctionTool, HostedTool
+from ..errors import UserError
+from ..tool import FunctionTool, HostedTool
 
 
 @dataclass

@@ -1,0 +1,351 @@
+"""The steps a turn takes only when its run needs them.
+
+pytest's core is built-in plugins on its own hookspec; a run here is the same idea on a smaller scale. Every
+turn takes the steps in turn.py; each step below joins when a run's data asks for it — usage limits set, a
+guardrail configured, a streamed run, a session that keeps the exactly-once ledger, a server-managed
+conversation, a paused turn to resume, a plugin on the seams (miniagents/seams.py). The table of which step
+joins when is in run.py (`choose`, asked once when a run starts): a plain run never enters these, and every
+rule still has one home, for fresh and resumed turns alike.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from . import caller, seams
+from .errors import AlreadyResumedError, UsageLimitExceeded, UserError
+from .items import InputItem, drop_orphans
+from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
+from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
+                   take_response)
+
+NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
+                 "was not recorded.")
+
+
+def check_request_limit(run: Run, turn: Turn) -> None:
+    """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is."""
+    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, requests=1)
+    if limit is not None:
+        turn.next_step = NextStepError("usage_limit", UsageLimitExceeded(*limit))
+
+
+def admit_input(run: Run, turn: Turn) -> None:
+    """`RunState.add_input`'s items enter the run before the next model call: the input guardrails check them
+    first, then they join the items and transcript (as `InputItem`s) and the session."""
+    state, agent = run.state, turn.agent
+    if not state.pending_input:
+        return
+    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
+    if guardrails:
+        from .guardrails import run_input_guardrails
+
+        run_input_guardrails(run, guardrails, agent, list(state.pending_input), state.input_guardrail_results)
+    admitted = [InputItem(agent=agent, raw_item=item) for item in state.pending_input]
+    state.pending_input = []
+    state.generated_items.extend(admitted)
+    state.transcript.extend(item.raw_item for item in admitted)
+    turn.start = len(state.generated_items)
+    # another resume of the same state may have admitted them already
+    write_to_session(run, [item.raw_item for item in admitted], f"input-{state.current_turn}")
+
+
+def guard_input(run: Run, turn: Turn) -> None:
+    """The first turn's input guardrails: the blocking ones now, before the model; the parallel ones beside the
+    model call (`join_input_guardrails`: a trip discards the response before any tool runs)."""
+    if run.state.current_turn != 1 or run.state.model_responses:
+        return
+    from .guardrails import run_input_guardrails
+
+    state, agent = run.state, turn.agent
+    guardrails = list(agent.input_guardrails) + list(run.config.input_guardrails or ())
+    check = (state.starting_agent, state.original_input, state.input_guardrail_results)
+    run_input_guardrails(run, [g for g in guardrails if not g.run_in_parallel], *check)
+    racing = [g for g in guardrails if g.run_in_parallel]
+    if racing:
+        run.scratch[guard_input] = caller.start_thread(lambda: run_input_guardrails(run, racing, *check),
+                                                       "input-guardrails")
+
+
+def join_input_guardrails(run: Run, turn: Turn) -> None:
+    join = run.scratch.pop(guard_input, None)
+    if join is not None:
+        join()
+
+
+def offer_to_plugins(run: Run, turn: Turn) -> None:
+    """The plugins may change what the agent offers this turn (the `offer` seam: a capability's tools)."""
+    turn.setup = seams.change(run.plugins, "offer", run, turn.setup)
+
+
+def send_what_is_new(run: Run, turn: Turn) -> None:
+    """A server-managed conversation (`conversation_id`, `previous_response_id`): the server holds the history,
+    so a request names it and carries only the transcript items it has not seen."""
+    state = run.state
+    turn.input = state.transcript[state.server_known:]
+    turn.ids.update(previous_response_id=state.previous_response_id, conversation_id=state.conversation_id)
+
+
+def stored_prompt(run: Run, turn: Turn) -> None:
+    """An agent's stored prompt (Responses API) is sent with its model calls."""
+    if turn.agent.prompt is not None:
+        turn.ids["prompt"] = turn.agent.prompt_for(run.state.context_wrapper)
+
+
+def filter_input(run: Run, turn: Turn) -> None:
+    """The model input and instructions after `RunConfig.call_model_input_filter` and the plugins' `model_input`
+    seam (capabilities' `process_context`)."""
+    from .config import CallModelData, ModelInputData
+
+    config, setup = run.config, turn.setup
+    items = turn.input if turn.input is not None else list(run.state.transcript)
+    instructions = setup.instructions
+    if config.call_model_input_filter is not None:
+        data = caller.call(config.call_model_input_filter, CallModelData(
+            ModelInputData(items, instructions), setup.agent, run.state.context_wrapper.context))
+        if not isinstance(data, ModelInputData):
+            raise UserError("call_model_input_filter must return a ModelInputData instance")
+        items, instructions = drop_orphans(data.input), data.instructions
+    if run.plugins:
+        items = seams.change(run.plugins, "model_input", run, setup, items)
+    turn.input, turn.setup = items, dataclasses.replace(setup, instructions=instructions)
+
+
+# --- The model call, streamed or observed ----------------------------------------------------------------
+
+
+def stream_model(run: Run, turn: Turn) -> None:
+    """A streamed run's model call: every event is handed to the reader; the response is `response.completed`'s."""
+    model = get_model(turn.agent, run.config)
+    take_response(run, turn, stream_response(run, model, turn))
+
+
+def stream_response(run: Run, model: Any, turn: Turn) -> Any:
+    from .context import Usage
+    from .models.interface import ModelResponse
+
+    response = None
+    for event in model.stream_response(*model_arguments(run, turn), **turn.ids):
+        run.emit(RawResponsesStreamEvent(data=event))
+        if event.get("type") == "response.completed":
+            final = event["response"]
+            response = ModelResponse(output=list(final.get("output") or []),
+                                     usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
+    if response is None:
+        from .errors import AgentsException
+
+        raise AgentsException("the model's stream ended without a response.completed event")
+    return response
+
+
+def observed_model(run: Run, turn: Turn) -> None:
+    """The model call with the plugins around it: the `model` seam may wrap the model (retries the run manages),
+    the `model_call` seam surrounds the call (a trace span, the hooks' on_llm_start/on_llm_end)."""
+    setup = turn.setup
+    model = seams.change(run.plugins, "model", run, setup, get_model(turn.agent, run.config))
+    arguments = model_arguments(run, turn)
+    record = seams.ModelStep(setup.agent, model, setup.instructions, turn.input, setup.settings)
+    with seams.around(run.plugins, "model_call", run, record):
+        if run.emit is not None:
+            response = stream_response(run, model, turn)
+        else:
+            response = model.get_response(*arguments, **turn.ids)
+        record.response = response
+        take_response(run, turn, response)
+
+
+def chain_response(run: Run, turn: Turn) -> None:
+    """A server-managed conversation: what was sent, and the model's own items, are the server's now; the next
+    request chains to this response (with `auto_previous_response_id`, or once a `previous_response_id` was
+    given)."""
+    state, response = run.state, run.state.model_responses[-1]
+    state.server_known = len(state.transcript) + turn.said
+    if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
+        state.previous_response_id = response.response_id
+
+
+def announce(run: Run, turn: Turn) -> None:
+    """A streamed run: what the model said is announced before any tool runs."""
+    for event in stream_events_for(turn.items):
+        run.emit(event)
+
+
+# --- A paused turn resumed -----------------------------------------------------------------------------
+
+
+def claim_pause(run: Run, turn: Turn) -> None:
+    """Exactly once, for the whole turn: a resume first claims this pause of the turn in the session's ledger.
+    Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
+    `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
+    state = run.state
+    turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
+    won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
+    if not won:
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+
+
+def reread(run: Run, turn: Turn) -> None:
+    """The paused turn's response, read again as it was (no model call): the calls that have an output keep it,
+    an agent tool's paused inner run continues where it stopped."""
+    pending = run.state.pending
+    turn.output, turn.replays, turn.session_input = pending.output, pending.replays, pending.session_input
+    classify(run, turn)
+    for call in turn.calls:
+        if call.call_id in pending.outputs:
+            call.fate, call.output = "done", pending.outputs[call.call_id]
+        call.paused = pending.nested.get(call.call_id)
+
+
+# --- Around the calls ------------------------------------------------------------------------------------
+
+
+def check_tool_limit(run: Run, turn: Turn) -> None:
+    """A batch of calls that would pass `tool_calls_limit` (or follows a response that crossed a token limit)
+    does not run, handoffs included: the run stops with its calls waiting, to resume with a higher limit."""
+    to_run = [c for c in turn.calls if c.fate == "run"]
+    if not to_run and not any(c.kind == "handoff" for c in turn.calls):
+        return
+    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, tool_calls=len(to_run))
+    if limit is not None:
+        turn.limit = UsageLimitExceeded(*limit)
+        for call in to_run:
+            call.fate = "held"
+
+
+def claimed(invoke: Callable) -> Callable:
+    """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
+    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
+    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
+    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
+    agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
+    def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
+        if turn.claim is None or call.paused is not None:
+            return invoke(run, turn, call, ctx)
+        won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
+        if not won:  # it ran before: it does not run now
+            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
+            return text, text
+        value, text = invoke(run, turn, call, ctx)
+        if text is not None:
+            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
+        return value, text
+    return invoke_claimed
+
+
+def guarded(invoke: Callable) -> Callable:
+    """`invoke` with what surrounds a call when a run has tool guardrails or plugins: approval (done) -> the
+    tool's input guardrails -> the call (inside the `tool_call` seam) -> its output guardrails. A rejection is
+    the call's output; the verdicts are kept on the turn, in call order (`gather_guardrail_results`)."""
+    def invoke_guarded(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
+        from .guardrails import check_tool_input, check_tool_output
+
+        tool, results = call.target, run.scratch.setdefault((guarded, turn, call.call_id), [])
+        rejected = check_tool_input(run, tool, ctx, turn.agent, results) if tool.tool_input_guardrails else None
+        if rejected is not None:
+            return rejected, rejected
+        record = seams.ToolStep(turn.agent, tool, ctx, ctx.tool_arguments)
+        with seams.around(run.plugins, "tool_call", run, record):
+            value, text = invoke(run, turn, call, ctx)
+            if text is None:
+                return value, text
+            record.value, record.text, record.error = value, text, ctx.failure
+        if tool.tool_output_guardrails:
+            rejected = check_tool_output(run, tool, ctx, turn.agent, value, results)
+            if rejected is not None:
+                return rejected, rejected
+        return value, text
+    return invoke_guarded
+
+
+def with_custom_data(invoke: Callable) -> Callable:
+    """`invoke`, then the tool's `custom_data_extractor` on the call's output (after the ledger recorded it, so
+    an extractor that raises fails the run but never makes the call run again)."""
+    def invoke_extracting(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
+        from .items import function_call_output
+        from .tool import extract_custom_data
+
+        value, text = invoke(run, turn, call, ctx)
+        if text is not None and call.fate == "run" and call.target.custom_data_extractor is not None:
+            call.custom_data = extract_custom_data(call.target, ctx, value, function_call_output(call.call_id, text))
+        return value, text
+    return invoke_extracting
+
+
+def gather_guardrail_results(run: Run, turn: Turn) -> None:
+    """The tool guardrails' verdicts of the turn's calls, in call order, kept with the turn and the run."""
+    state = run.state
+    for call in turn.calls:
+        turn.guardrail_results.extend(run.scratch.pop((guarded, turn, call.call_id), ()))
+    for result in turn.guardrail_results:
+        getattr(state, f"tool_{result.stage}_guardrail_results").append(result)
+
+
+def tell_approvals(run: Run, turn: Turn) -> None:
+    """The plugins hear of each call left waiting for a person."""
+    for item in turn.next_step.interruptions if isinstance(turn.next_step, NextStepInterruption) else ():
+        seams.emit(run.plugins, "approval", run, item.tool_name, item.call_id, "pending")
+
+
+# --- After the decision: the final output's guardrails, the session, the stream -------------------------------
+
+
+def guard_output(run: Run, turn: Turn) -> None:
+    """The output guardrails, before the final turn is saved. What stops the run is kept to raise once the turn
+    is saved (`raise_rejected`): a tripwire, after the turn's items lost the rejected output
+    (`withhold_rejected_output`), or a guardrail's own exception or a cancel (no verdict: saved as it is)."""
+    agent = run.state.current_agent
+    guardrails = list(agent.output_guardrails) + list(run.config.output_guardrails or ())
+    if not guardrails:
+        return
+    from .errors import OutputGuardrailTripwireTriggered
+    from .guardrails import run_output_guardrails, withhold_rejected_output
+
+    try:
+        run_output_guardrails(run, guardrails, agent, turn.next_step.output, run.state.output_guardrail_results)
+    except OutputGuardrailTripwireTriggered as trip:
+        withhold_rejected_output(run, turn.items, turn.guardrail_results, trip)
+        run.scratch[guard_output] = trip
+    except BaseException as error:  # a crash or a cancel: no verdict, so nothing is withheld or lost
+        run.scratch[guard_output] = error
+
+
+def raise_rejected(run: Run, turn: Turn) -> None:
+    """What stopped the run at its output guardrails, raised once the turn is saved."""
+    if guard_output in run.scratch:
+        raise run.scratch.pop(guard_output)
+
+
+def save(run: Run, turn: Turn) -> None:
+    """Write the turn (and the run's new input, with its first turn) to the session in one transaction. A resumed
+    turn is written once per session: another resume of the same paused state may have written it already (the
+    ledger's `once` key says so); its claim records that it completed."""
+    items = turn.session_input + [i.raw_item for i in turn.items]
+    write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.claim is not None else None)
+    settle_claim(run, turn, "completed")
+
+
+def settle_claim(run: Run, turn: Turn, outcome: str) -> None:
+    """A resumed turn records in the ledger how its claim ended, for a later resume of the same pause to say."""
+    if turn.claim is not None:
+        caller.call(run.ledger.settle_call, run.state.run_id, turn.claim, outcome)
+
+
+def write_to_session(run: Run, items: list, once: Any) -> None:
+    """Append `items` to the session in one transaction. With `once` (what may already have been written by
+    another resume of the same paused state) and a ledger-keeping session, the append happens once per run."""
+    if run.session is None:
+        return
+    if once is not None and run.ledger is run.session:
+        caller.call(run.session.add_items, items, once=f"{run.state.run_id}/{once}")
+    else:  # a session written for upstream may have coroutine methods: `caller` awaits them
+        caller.call(run.session.add_items, items)
+
+
+def announce_outputs(run: Run, turn: Turn) -> None:
+    """A streamed run: the turn's outputs, once settled."""
+    for event in stream_events_for(turn.items[turn.said:]):
+        run.emit(event)
+
+
+def announce_agent(run: Run, agent: Any) -> None:
+    run.emit(AgentUpdatedStreamEvent(new_agent=agent))

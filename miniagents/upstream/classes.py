@@ -1,0 +1,171 @@
+"""Upstream's shapes of the kernel's classes, where its programs use more than the kernel offers.
+
+- `Agent` takes assignment (`agent.output_type = ...`: upstream's agents are mutable; the kernel's are frozen, so
+  one agent serves concurrent runs safely): each new value is checked as the constructor checks it. It has
+  upstream's coroutines `get_all_tools`, `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
+- `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's.
+- `ToolContext.from_agent_context` makes a tool's context from a run's, as upstream's does.
+- `ItemHelpers`, and upstream's names for the types the kernel keeps as plain dicts and callables.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Literal, Optional
+
+from ..agent import Agent as KernelAgent
+from ..context import RunContextWrapper, TContext, ToolContext as KernelToolContext
+from ..agent_output import AgentOutputSchemaBase
+from ..errors import UserError
+from ..handoffs import Handoff, handoff
+from ..items import MessageOutputItem, function_call_output, message_refusal, message_text, to_input_list
+from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
+from ..state import RunState as KernelRunState
+from ..turn import enabled
+
+TResponseInputItem = Dict[str, Any]  # in miniagents each is a JSON-ready dict (a `RawItem`)
+TResponseOutputItem = Dict[str, Any]
+TResponseStreamEvent = Dict[str, Any]
+DynamicPromptFunction = Callable[..., Any]
+ToolsToFinalOutputFunction = Callable[..., Any]
+ToolErrorFunction = Callable[..., Any]
+HandoffInputFilter = Callable[..., Any]
+RunErrorHandler = Callable[..., Any]
+RunErrorHandlers = Dict[str, RunErrorHandler]  # "max_turns" | "model_refusal" | "invalid_final_output" | ...
+ToolErrorFormatter = Callable[..., Any]
+OutputGuardrailBlockedMessageFormatter = Callable[..., Any]
+ReasoningItemIdPolicy = Literal["preserve", "omit"]
+ToolNameCollisionPolicy = Literal["warn", "error"]
+ToolNotFoundBehavior = Literal["raise_error", "return_error_to_model"]
+AgentHookContext = RunContextWrapper  # the context agent hooks receive
+RunResultBase = RunResult
+
+
+class RefusedOutputType(AgentOutputSchemaBase):
+    """An output type the kernel refused when the agent was made: upstream reports it when a run sends it."""
+
+    def __init__(self, error: UserError):
+        self.error = error
+
+    def is_plain_text(self) -> bool:
+        return False
+
+    def refuse(self, *args: Any) -> Any:
+        raise self.error
+
+    name = json_schema = is_strict_json_schema = validate_json = spec = refuse
+
+
+class Agent(KernelAgent[TContext]):
+    """The kernel's `Agent`, taking assignment and answering upstream's coroutines (see the module). An output
+    type strict mode cannot express is refused when a run uses it (the kernel refuses it when the agent is made)."""
+
+    def _derive(self) -> None:
+        try:
+            super()._derive()
+        except UserError as error:
+            object.__setattr__(self, "default_handoff", handoff(self))
+            object.__setattr__(self, "output_schema", RefusedOutputType(error))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in {f.name for f in dataclasses.fields(self) if f.init}:
+            raise AttributeError(f"Agent has no field {name!r} to assign")
+        checked = dataclasses.replace(self, **{name: value})  # the constructor's checks on the new value
+        object.__setattr__(self, name, getattr(checked, name))
+        self._derive()
+
+    async def get_all_tools(self, run_context: RunContextWrapper) -> list:
+        """The tools enabled for this run context: function tools whose `is_enabled` says so, and hosted tools."""
+        return [tool for tool in self.tools if enabled(tool, run_context, self)]
+
+    async def get_system_prompt(self, run_context: RunContextWrapper) -> Optional[str]:
+        return self.system_prompt(run_context)
+
+    async def get_prompt(self, run_context: RunContextWrapper) -> Optional[dict]:
+        return self.prompt_for(run_context)
+
+    def get_enabled_handoffs(self, run_context: RunContextWrapper) -> list:
+        handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in self.handoffs]
+        return [h for h in handoffs if enabled(h, run_context, self)]
+
+
+AgentBase = Agent
+
+
+class RunState(KernelRunState[TContext]):
+    """Upstream's `RunState`: its loaders are coroutines (the state they give is the kernel's)."""
+
+    @staticmethod
+    async def from_json(initial_agent: Any, data: Any, **options: Any) -> KernelRunState:
+        return KernelRunState.from_json(initial_agent, data, **options)
+
+    @staticmethod
+    async def from_string(initial_agent: Any, text: str, **options: Any) -> KernelRunState:
+        return KernelRunState.from_string(initial_agent, text, **options)
+
+
+class ToolContext(KernelToolContext[TContext]):
+    """Upstream's `ToolContext`, with `from_agent_context`."""
+
+    @classmethod
+    def from_agent_context(cls, context: RunContextWrapper, tool_call_id: str, tool_call: Any = None,
+                           agent: Any = None, *, tool_name: Optional[str] = None, tool_arguments: Optional[str] = None,
+                           run_config: Any = None, **_upstream_only: Any) -> KernelToolContext:
+        """A tool's context made from the run's: the same context object, usage and approval decisions, the call's
+        name and arguments (from `tool_call` unless given), and the agent and run config of `context` when it is a
+        ToolContext itself and none are given."""
+        if tool_call is None and (tool_name is None or tool_arguments is None):
+            raise ValueError("tool_name and tool_arguments must be passed to ToolContext without a tool_call")
+        read = (lambda key: tool_call.get(key)) if isinstance(tool_call, dict) else \
+            (lambda key: getattr(tool_call, key, None))
+        item = {"name": tool_name if tool_name is not None else read("name"), "call_id": tool_call_id,
+                "arguments": tool_arguments if tool_arguments is not None else read("arguments")}
+        agent = agent if agent is not None else getattr(context, "agent", None)
+        run_config = run_config if run_config is not None else getattr(context, "run_config", None)
+        made = context.for_call(item, agent, run_config)
+        made.tool_call = tool_call if tool_call is not None else item
+        return made
+
+
+class ItemHelpers:
+    """Upstream's helpers for reading items."""
+
+    @classmethod
+    def extract_last_content(cls, message: dict) -> str:
+        content = message.get("content") or []
+        if isinstance(content, str):
+            return content
+        last = content[-1] if content else {}
+        return last.get("text", "") if last.get("type") == "output_text" else \
+            last.get("refusal", "") if last.get("type") == "refusal" else ""
+
+    @classmethod
+    def extract_last_text(cls, message: dict) -> Optional[str]:
+        content = message.get("content") or []
+        if content and isinstance(content, list) and content[-1].get("type") == "output_text":
+            return content[-1].get("text", "")
+        return None
+
+    @classmethod
+    def extract_refusal(cls, message: dict) -> Optional[str]:
+        return message_refusal(message)
+
+    @classmethod
+    def extract_text(cls, message: dict) -> Optional[str]:
+        texts = [p.get("text", "") for p in message.get("content") or () if p.get("type") == "output_text"]
+        return "".join(texts) if texts else None
+
+    @classmethod
+    def input_to_new_input_list(cls, input: Any) -> list:
+        return to_input_list(input)
+
+    @classmethod
+    def text_message_outputs(cls, items: list) -> str:
+        return "".join(message_text(i.raw_item) for i in items if isinstance(i, MessageOutputItem))
+
+    @classmethod
+    def text_message_output(cls, item: MessageOutputItem) -> str:
+        return message_text(item.raw_item)
+
+    @classmethod
+    def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
+        return function_call_output(tool_call["call_id"], output)

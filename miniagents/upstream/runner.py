@@ -1,0 +1,232 @@
+"""Upstream's runner and run configuration, and its rules on the kernel's seams (`UpstreamPlugin`).
+
+- `Runner`'s class methods go through a default `AgentRunner` that a program may replace
+  (`set_default_agent_runner`), and take upstream's positional arguments and a `run_config` dict.
+- `RunConfig` takes upstream's extra fields: `tool_execution` (its concurrency limit), `reasoning_item_id_policy`
+  ("omit": reasoning items are sent back without their ids), and the two policies miniagents does not vary
+  (`tool_not_found_behavior`: the model is told; `tool_name_collision_policy`: two tools with one name are refused).
+- `UpstreamPlugin`: a model written for upstream's async `Model` protocol (`async def get_response`, an async
+  generator `stream_response`) is awaited and iterated on an event loop of its own; the reasoning-id policy.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .. import caller, seams
+from ..config import RunConfig as KernelRunConfig
+from ..errors import UserError
+from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
+
+
+@dataclass
+class ToolExecutionConfig:
+    """Upstream's `RunConfig.tool_execution`; its limit becomes `RunConfig.max_function_tool_concurrency`.
+    Pre-approval tool guardrails are refused: miniagents runs them after approval, just before the tool."""
+
+    max_function_tool_concurrency: Optional[int] = None
+    pre_approval_tool_input_guardrails: bool = False
+
+
+@dataclass(eq=False)
+class RunConfig(KernelRunConfig):
+    """The kernel's `RunConfig` with upstream's extra fields (see the module)."""
+
+    tool_execution: Optional[ToolExecutionConfig] = None
+    tool_not_found_behavior: str = "return_error_to_model"
+    tool_name_collision_policy: str = "error"
+    reasoning_item_id_policy: Optional[str] = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.tool_not_found_behavior != "return_error_to_model":
+            raise UserError(f"tool_not_found_behavior={self.tool_not_found_behavior!r}: miniagents always tells the "
+                            "model about a tool it does not have, so it can correct itself")
+        if self.tool_name_collision_policy not in ("warn", "error"):
+            raise UserError(f"Invalid tool_name_collision_policy: {self.tool_name_collision_policy!r}")
+        if self.reasoning_item_id_policy not in (None, "preserve", "omit"):
+            raise UserError(f"Invalid reasoning_item_id_policy: {self.reasoning_item_id_policy!r}")
+        execution = self.tool_execution
+        if execution is not None and execution.pre_approval_tool_input_guardrails:
+            raise UserError("pre_approval_tool_input_guardrails=True is not supported: tool input guardrails "
+                            "run after approval, just before the tool")
+        if self.max_function_tool_concurrency is None and execution is not None:
+            self.max_function_tool_concurrency = execution.max_function_tool_concurrency
+
+
+def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any, previous_response_id: Any,
+             auto_previous_response_id: bool, conversation_id: Any, session: Any, error_handlers: Any) -> dict:
+    """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`)."""
+    if isinstance(run_config, dict):
+        run_config = RunConfig(**run_config)
+    return dict(context=context, max_turns=max_turns, hooks=hooks, run_config=run_config, session=session,
+                previous_response_id=previous_response_id, conversation_id=conversation_id,
+                auto_previous_response_id=auto_previous_response_id, error_handlers=error_handlers)
+
+
+class AgentRunner:
+    """Runs an agent: what `Runner`'s class methods call (`get_default_agent_runner()`). Subclass it and install
+    yours with `set_default_agent_runner` to change how every run of the program starts."""
+
+    def run_sync(self, starting_agent: Any, input: Any, *, context: Any = None,
+                 max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                 previous_response_id: Any = None, auto_previous_response_id: bool = False,
+                 conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
+        return KernelRunner.run_sync(starting_agent, input, **_options(
+            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
+            session, error_handlers))
+
+    async def run(self, starting_agent: Any, input: Any, *, context: Any = None,
+                  max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                  previous_response_id: Any = None, auto_previous_response_id: bool = False,
+                  conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
+        return await KernelRunner.run(starting_agent, input, **_options(
+            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
+            session, error_handlers))
+
+    def run_streamed(self, starting_agent: Any, input: Any, context: Any = None,
+                     max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
+                     previous_response_id: Any = None, auto_previous_response_id: bool = False,
+                     conversation_id: Any = None, session: Any = None, *, error_handlers: Any = None) -> Any:
+        return KernelRunner.run_streamed(starting_agent, input, **_options(
+            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
+            session, error_handlers))
+
+
+_default_runner = AgentRunner()
+
+
+def set_default_agent_runner(runner: Optional[AgentRunner]) -> None:
+    """Make `runner` the one `Runner.run_sync`/`run`/`run_streamed` use (None: back to a plain `AgentRunner`)."""
+    global _default_runner
+    _default_runner = runner if runner is not None else AgentRunner()
+
+
+def get_default_agent_runner() -> AgentRunner:
+    return _default_runner
+
+
+class Runner:
+    """Upstream's `Runner`: each class method calls the default agent runner's (see `AgentRunner`)."""
+
+    @classmethod
+    def run_sync(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
+        return get_default_agent_runner().run_sync(starting_agent, input, **options)
+
+    @classmethod
+    async def run(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
+        return await get_default_agent_runner().run(starting_agent, input, **options)
+
+    @classmethod
+    def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> Any:
+        return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)
+
+
+class AwaitedModel:
+    """A model written for upstream's async `Model` protocol, as the kernel calls a model: its answer awaited,
+    its stream advanced one event at a time on an event loop of its own (a cancel stops the step it waits on)."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return caller.resolve(self.model.get_response(*args, **kwargs))
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        events = self.model.stream_response(*args, **kwargs)
+        return iterate(events) if hasattr(events, "__anext__") else events
+
+
+def iterate(events: Any) -> Any:
+    """An async iterator as a plain one, each step on an event loop of its own; closed when left."""
+    loop, aborts = asyncio.new_event_loop(), caller.CANCEL_CALLBACKS.get() or []
+
+    def step(awaitable: Any) -> Any:
+        async def wait() -> Any:
+            return await awaitable
+        task = loop.create_task(wait())
+        abort = lambda: loop.call_soon_threadsafe(task.cancel)  # noqa: E731 - from another thread: a cancel
+        aborts.append(abort)
+        try:
+            if running_loop():  # this thread runs a loop already (run_sync from async code)
+                return caller.in_thread(lambda: loop.run_until_complete(task))
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            raise caller.Cancelled() from None
+        finally:
+            aborts.remove(abort)
+    try:
+        while True:
+            try:
+                item = step(events.__anext__())
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        try:
+            if hasattr(events, "aclose"):
+                step(events.aclose())
+        finally:
+            loop.close()
+
+
+class WithoutReasoningIds(AwaitedModel):
+    """A model whose reasoning items come without their ids (`reasoning_item_id_policy="omit"`): they are stored and
+    sent back so."""
+
+    def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        response = self.model.get_response(*args, **kwargs)
+        response.output = without_ids(response.output)
+        return response
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        for event in self.model.stream_response(*args, **kwargs):
+            if event.get("type") == "response.completed":
+                event["response"]["output"] = without_ids(event["response"].get("output") or [])
+            yield event
+
+
+def without_ids(items: list) -> list:
+    return [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i for i in items]
+
+
+def running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class UpstreamPlugin(seams.Plugin):
+    """Upstream's rules on the kernel's seams (see the module)."""
+
+    def prepare_run(self, run: Any) -> None:
+        """An agent with a hosted tool and a Chat Completions model is refused when the run starts, before any model
+        call (the kernel's adapter refuses it only when that agent's model is called)."""
+        from ..tool import HostedTool
+        from ..turn import get_model
+
+        for agent in run.agents:
+            hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)
+            if hosted is not None and type(get_model(agent, run.config)).__name__ == "OpenAIChatCompletionsModel":
+                raise UserError(f"{type(hosted).__name__} ({hosted.name!r}) of agent {agent.name!r} is a hosted tool, "
+                                "which only the Responses API runs, but the agent's model uses Chat Completions. Use "
+                                "an OpenAIResponsesModel (OpenAIProvider(use_responses=True), or "
+                                "set_default_openai_api('responses')), or remove the tool.")
+
+    def model(self, run: Any, setup: Any, model: Any) -> Any:
+        if inspect.iscoroutinefunction(getattr(model, "get_response", None)) or \
+                inspect.isasyncgenfunction(getattr(model, "stream_response", None)):
+            model = AwaitedModel(model)
+        if getattr(run.config, "reasoning_item_id_policy", None) == "omit":
+            model = WithoutReasoningIds(model)
+        return model
+
+    def model_input(self, run: Any, setup: Any, items: list) -> list:
+        return without_ids(items) if getattr(run.config, "reasoning_item_id_policy", None) == "omit" else items

@@ -1,0 +1,213 @@
+"""The sessions on a Python built without a standard-library module they could need (issue 31).
+
+Minimal and embedded builds of Python often lack `_sqlite3` (the C part of `sqlite3`) or `zlib`. Each test runs
+a fresh interpreter in which a finder first on `sys.meta_path` refuses the module, as a Python without it does
+(`ModuleNotFoundError` naming it), and reports what miniagents did as JSON.
+
+- Without `_sqlite3`, `SQLiteSession` is a feature missing, not a crash: `hasattr` answers False, reading the
+  name raises an AttributeError whose cause is the typed `MissingFeatureError` (an `AgentsException` and an
+  `ImportError` naming the feature and the module), importing its module raises that error, and
+  `from miniagents import *`, a run, the session contract and `DBAPISession` (which imports no sqlite3) all work.
+- Without `zlib`, both sessions work: only PostgreSQL's schema lock hashed table names with it, and it now uses
+  `binascii.crc32`, the same number.
+- Without `asyncio`, every synchronous run works; an async function the run must await (an async tool) raises the
+  typed error out of the run instead of becoming a failure text the model cannot fix.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zlib
+
+import pytest
+
+from session_backends import driver_or_skip
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Runs first in the child: refuses the modules named in argv[1] (which must not be loaded yet), then makes the
+# repository importable. Whatever the test's code prints last is its JSON report.
+PRELUDE = '''
+import json, sys
+BLOCKED = set(sys.argv[1].split(","))
+assert not BLOCKED & set(sys.modules), sorted(BLOCKED & set(sys.modules))
+
+
+class Blocker:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker)
+sys.path.insert(0, sys.argv[2])
+'''
+
+A_TURN = '''
+from miniagents import Agent, Runner
+from miniagents.testing import ScriptedModel, assistant_message
+
+
+def two_turns(session):
+    """Two runs on one session: the second sees the first's turn."""
+    model = ScriptedModel([[assistant_message("hi")], [assistant_message("again")]])
+    agent = Agent(name="A", model=model)
+    Runner.run_sync(agent, "hello", session=session)
+    Runner.run_sync(agent, "hello again", session=session)
+    return [len(call.input) for call in model.calls], len(session.get_items())
+'''
+
+
+def without(modules, code, *args):
+    """Run `code` in a fresh Python that lacks `modules`; its last line of output, as JSON."""
+    source = PRELUDE + A_TURN + textwrap.dedent(code)
+    done = subprocess.run([sys.executable, "-I", "-c", source, ",".join(modules), ROOT, *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_blocker_takes_the_module_away():
+    report = without(["_sqlite3", "zlib"], '''
+        said = {}
+        for name in ("sqlite3", "zlib"):
+            try:
+                __import__(name)
+            except ModuleNotFoundError as error:
+                said[name] = error.name
+        print(json.dumps(said))
+    ''')
+    assert report == {"sqlite3": "_sqlite3", "zlib": "zlib"}
+
+
+def test_without_sqlite3_sqlite_session_is_a_missing_feature_with_a_typed_error():
+    report = without(["_sqlite3"], '''
+        import miniagents
+        from miniagents import AgentsException, MissingFeatureError
+
+        report = {"hasattr": hasattr(miniagents, "SQLiteSession")}
+        try:
+            miniagents.SQLiteSession("chat")
+        except AttributeError as error:
+            cause = error.__cause__
+            report["read"] = str(error)
+            report["cause"] = [type(cause).__name__, isinstance(cause, AgentsException),
+                               isinstance(cause, ImportError), cause.feature, cause.name, str(cause) == str(error)]
+        for statement in ("import miniagents.sqlite_session", "from miniagents.sqlite_session import SQLiteSession"):
+            try:
+                exec(statement)
+            except MissingFeatureError as error:
+                report[statement] = [error.feature, error.name]
+        print(json.dumps(report))
+    ''')
+    assert report["hasattr"] is False
+    assert "SQLiteSession needs the standard-library module '_sqlite3'" in report["read"]
+    assert "which this Python" in report["read"] and "was built without" in report["read"]
+    assert report["cause"] == ["MissingFeatureError", True, True, "SQLiteSession", "_sqlite3", True]
+    assert report["import miniagents.sqlite_session"] == ["SQLiteSession", "_sqlite3"]
+    assert report["from miniagents.sqlite_session import SQLiteSession"] == ["SQLiteSession", "_sqlite3"]
+
+
+def test_without_sqlite3_everything_else_works():
+    report = without(["_sqlite3"], '''
+        from miniagents import *  # noqa: F401,F403
+        import miniagents
+        from miniagents.session import SessionItems
+
+        class Memory(SessionABC):
+            """A session of one's own, in a list: the contract needs no database."""
+
+            def __init__(self):
+                self.session_id, self.session_settings, self.items = "m", SessionSettings(), []
+
+            def get_items(self, limit=None):
+                return SessionItems(self.items if limit is None else self.items[-limit:])
+
+            def add_items(self, items):
+                self.items += items
+
+            def pop_item(self):
+                return self.items.pop() if self.items else None
+
+            def clear_session(self):
+                self.items.clear()
+
+        calls, stored = two_turns(Memory())
+        print(json.dumps({"star": "SQLiteSession" not in globals() and "SQLiteSession" not in miniagents.__all__,
+                          "names": [n in globals() for n in ("Agent", "DBAPISession", "SessionStoreError")],
+                          "calls": calls, "stored": stored, "sqlite3": "sqlite3" in sys.modules}))
+    ''')
+    assert report == {"star": True, "names": [True, True, True], "calls": [1, 3], "stored": 4, "sqlite3": False}
+
+
+def test_without_sqlite3_importing_the_name_from_the_package_raises_the_typed_error():
+    report = without(["_sqlite3"], '''
+        from miniagents import MissingFeatureError
+        try:
+            from miniagents import SQLiteSession  # noqa: F401
+        except MissingFeatureError as error:
+            print(json.dumps([error.feature, error.name]))
+        except ImportError as error:
+            print(json.dumps(str(error)))
+    ''')
+    assert report == ["SQLiteSession", "_sqlite3"]
+
+
+def test_without_sqlite3_dbapi_session_works_on_postgresql(postgres_server):
+    driver_or_skip("psycopg")
+    dsn = postgres_server.dsn_for(postgres_server.create_schema(driver_or_skip("psycopg")))
+    report = without(["_sqlite3"], '''
+        import psycopg
+        from miniagents import DBAPISession
+
+        with DBAPISession("pg", lambda: psycopg.connect(sys.argv[3])) as session:
+            print(json.dumps(two_turns(session) + ("sqlite3" in sys.modules,)))
+    ''', dsn)
+    assert report == [[1, 3], 4, False]
+
+
+def test_without_zlib_both_sessions_work(tmp_path):
+    lock_key = zlib.crc32(b"agent_sessions agent_messages agent_tool_calls")  # what the lock was named before
+    report = without(["zlib"], '''
+        import sqlite3
+        from miniagents import DBAPISession, SQLiteSession
+        from miniagents.dbapi import POSTGRESQL
+
+        folder = sys.argv[3]
+        with SQLiteSession("s", folder + "/sqlite.db") as session:
+            sqlite = two_turns(session)
+        with DBAPISession("d", lambda: sqlite3.connect(folder + "/dbapi.db")) as session:
+            dbapi = two_turns(session)
+        lock = POSTGRESQL.schema_lock(("agent_sessions", "agent_messages", "agent_tool_calls"))
+        print(json.dumps([sqlite, dbapi, lock, "zlib" in sys.modules]))
+    ''', str(tmp_path))
+    assert report == [[[1, 3], 4], [[1, 3], 4], f"SELECT pg_advisory_xact_lock({lock_key})", False]
+
+
+def test_without_asyncio_sync_runs_work_and_an_async_tool_is_a_missing_feature():
+    report = without(["asyncio"], '''
+        from miniagents import MissingFeatureError, function_tool
+        from miniagents import *  # noqa: F401,F403
+        from miniagents.testing import function_call
+
+        report = {"sync": Runner.run_sync(Agent(name="A", model=ScriptedModel([[assistant_message("hi")]])),
+                                          "hello").final_output}
+
+        @function_tool
+        async def lookup(order_id: str) -> str:
+            return "shipped"
+
+        model = ScriptedModel([[function_call("lookup", {"order_id": "A1"}, call_id="c1")], [assistant_message("ok")]])
+        try:
+            Runner.run_sync(Agent(name="A", model=model, tools=[lookup]), "where is A1?")
+        except MissingFeatureError as error:
+            report["async tool"] = [error.name, "async function" in str(error)]
+        report["asyncio loaded"] = "asyncio" in sys.modules
+        print(json.dumps(report))
+    ''')
+    assert report == {"sync": "hi", "async tool": ["asyncio", True], "asyncio loaded": False}
