@@ -169,7 +169,7 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
         except CheckFailed as failed:
             raise CheckFailed(f"{failed}\nThe copy stays where it is, for a look; `--check {dest}` checks it "
                               "again.") from None
-        manifest["checked_with"] = [r["python"] for r in reports]
+        manifest["checked_with"] = list(dict.fromkeys(r["python"] for r in reports))  # each version once
         _write_manifest(os.path.join(root, *parts), manifest)
         if as_zip:
             _zip(staging, dest)
