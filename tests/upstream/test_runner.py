@@ -218,10 +218,23 @@ def test_the_stand_ins_are_not_installed_where_openai_imports(tmp_path, monkeypa
     assert not openai_types.installed()
 
 
-def test_the_stand_in_openai_holds_only_types(tmp_path):
-    script = ("from miniagents.upstream import openai_types\nopenai_types.install()\nimport openai\n"
-              "from openai.types.shared import Reasoning\nprint(Reasoning(effort='low'))\n"
-              "try:\n    openai.AsyncOpenAI\nexcept AttributeError as e:\n    print(e)\n")
+def test_the_stand_in_openai_holds_only_types_and_says_so_where_feature_detection_looks(tmp_path):
+    script = textwrap.dedent("""
+        from miniagents.upstream import openai_types
+        openai_types.install()
+        import importlib, openai
+        from openai.types.shared import Reasoning
+        print(Reasoning(effort='low'), openai.types is importlib.import_module("openai.types"))
+        print(hasattr(openai, "AsyncOpenAI"), hasattr(openai, "OpenAI"), hasattr(openai, "__version__"))
+        for statement in ("from openai import AsyncOpenAI", "import openai.lib.azure", "from openai.lib import azure",
+                          "import openai.resources", "openai.AsyncOpenAI"):
+            try:
+                exec(statement)
+            except ImportError as refused:
+                print(type(refused).__name__, refused.name, refused)
+            except AttributeError as refused:
+                print(type(refused).__name__, refused)
+    """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -229,8 +242,17 @@ def test_the_stand_in_openai_holds_only_types(tmp_path):
     if OPENAI_INSTALLED:
         pytest.skip("openai is installed here")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["{'effort': 'low'}", "the openai package is not installed: miniagents' "
-                                        "stand-in for it holds only openai.types, not 'AsyncOpenAI'"]
+    reason = ("the openai package is not installed, and miniagents' stand-in for it holds only openai.types "
+              "(install the openai package for its client)")
+    assert done.stdout.splitlines() == [
+        "{'effort': 'low'} True",
+        "False False False",
+        f"ModuleNotFoundError openai cannot import 'openai.AsyncOpenAI': {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib': {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib': {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.resources': {reason}",
+        f"AttributeError module 'openai' has no attribute 'AsyncOpenAI': {reason}",
+    ]
 
 
 def test_stand_ins_build_from_a_dict_as_pydantic_models_do():
