@@ -22,9 +22,7 @@ from importlib.machinery import ModuleSpec
 
 from ..items import RawItem
 
-SHELL = __name__.rpartition(".")[0]  # this shell's package: "miniagents.upstream", or a vendored copy's
-MISSING = ("the openai package is not installed, and miniagents' stand-in for it holds only openai.types "
-           "(install the openai package for its client)")
+MISSING = "only miniagents' stand-in for openai.types is here: install the openai package for its client"
 
 # Class name -> the `type` value of the dicts it stands for. The `...Param` forms have the same type.
 TYPE_OF = {
@@ -122,7 +120,7 @@ class _OpenAIModule(types.ModuleType):
     def __getattr__(self, name: str):
         if name == "types":
             return importlib.import_module("openai.types")
-        raise AttributeError(f"module 'openai' has no attribute {name!r}: {MISSING}")
+        raise AttributeError(f"module 'openai' has no attribute {name!r} ({MISSING})")
 
 
 class _StandInFinder:
@@ -137,13 +135,12 @@ class _StandInFinder:
         if fullname == "openai" or fullname == "openai.types" or fullname.startswith("openai.types."):
             return ModuleSpec(fullname, _StandInFinder, is_package=True)
         if fullname.startswith("openai."):
-            raise ModuleNotFoundError(f"cannot import {fullname!r}: {MISSING}", name="openai")
+            raise ModuleNotFoundError(f"cannot import {fullname!r} ({MISSING})", name="openai")
         return None
 
     @staticmethod
     def create_module(spec):
-        module_class = _OpenAIModule if spec.name == "openai" else _StandInModule
-        return module_class(spec.name, f"miniagents' stand-in for the openai package ({SHELL})")
+        return (_OpenAIModule if spec.name == "openai" else _StandInModule)(spec.name, "miniagents' stand-in")
 
     @staticmethod
     def exec_module(module):
@@ -155,8 +152,12 @@ def installed() -> bool:
     return _StandInFinder in sys.meta_path
 
 
-def install() -> None:
-    """Serve `openai.types...` from the stand-ins, unless the real openai package can be imported."""
-    if installed() or "openai" in sys.modules or importlib.util.find_spec("openai") is not None:
-        return
-    sys.meta_path.append(_StandInFinder)
+def install(check: bool = True) -> None:
+    """Serve `openai.types...` from the stand-ins, unless (with `check`) the real openai package can be imported.
+
+    The finder goes first on `sys.meta_path`. A process started by a program the runner runs, where the runner
+    served the stand-ins, calls this with no check: a check would find the `openai` module the runner put on its
+    `sys.path` for it, which the finder, being first, hides from then on.
+    """
+    if not installed() and not (check and ("openai" in sys.modules or importlib.util.find_spec("openai"))):
+        sys.meta_path.insert(0, _StandInFinder)

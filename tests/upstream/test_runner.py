@@ -320,16 +320,15 @@ def test_the_stand_in_openai_holds_only_types_and_says_so_where_feature_detectio
     if OPENAI_INSTALLED:
         pytest.skip("openai is installed here")
     assert done.returncode == 0, done.stderr
-    reason = ("the openai package is not installed, and miniagents' stand-in for it holds only openai.types "
-              "(install the openai package for its client)")
+    reason = "(only miniagents' stand-in for openai.types is here: install the openai package for its client)"
     assert done.stdout.splitlines() == [
         "{'effort': 'low'} True",
         "False False False",
-        f"ModuleNotFoundError openai cannot import 'openai.AsyncOpenAI': {reason}",
-        f"ModuleNotFoundError openai cannot import 'openai.lib': {reason}",
-        f"ModuleNotFoundError openai cannot import 'openai.lib': {reason}",
-        f"ModuleNotFoundError openai cannot import 'openai.resources': {reason}",
-        f"AttributeError module 'openai' has no attribute 'AsyncOpenAI': {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.AsyncOpenAI' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.resources' {reason}",
+        f"AttributeError module 'openai' has no attribute 'AsyncOpenAI' {reason}",
     ]
 
 
