@@ -69,7 +69,7 @@ def main(argv: list) -> int:
     if entry and PathFinder.find_spec("__main__", [path]) is None:
         print(f"{alias.SHELL}: can't find '__main__' module in {path!r}", file=sys.stderr)
         return 1
-    if program != "-m" and not entry and not os.path.isfile(path):
+    if program != "-m" and not entry and not os.path.exists(path):
         print(f"{alias.SHELL}: no such program: {program}", file=sys.stderr)
         return 2
     alias.install()
