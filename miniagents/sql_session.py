@@ -35,7 +35,7 @@ from .errors import AgentsException, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
 
-logger = logging.getLogger("miniagents.session")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object

@@ -519,7 +519,7 @@ class MCPServerStdio(MCPServer):
             import logging
 
             params = params if isinstance(params, dict) else {}
-            logging.getLogger("miniagents").debug(
+            logging.getLogger(__name__).debug(
                 "MCP server %r logged (%s) %s", self.name, preview(params.get("level"), 20),
                 redact(preview(params.get("data"), 500), (self.params["env"] or {}).values()))
 

@@ -10,7 +10,7 @@ import logging
 import sys
 import threading
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__.rsplit(".", 2)[0])  # the kernel package's logger, whatever a copy is named
 _handler = None
 _lock = threading.Lock()
 
