@@ -19,9 +19,9 @@ from . import shapes
 from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
 from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       output_format, wire_tool_choice)
+                       output_format, refusal_text, schema_note, wire_tool_choice)
 from .http import Exchange
-from .protocol import error_from_body, is_validation_error, parse_sse_json, with_note
+from .protocol import error_from_body, parse_sse_json
 from .interface import ModelResponse, ModelSettings
 
 
@@ -207,16 +207,12 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
     return add_extras(body, settings, stream)
 
 # ----------------------------------------------------------------------------- forms servers disagree on
-# Two parts of a body have a second form, for servers that refuse OpenAI's: how an assistant message without text
-# says so (`null`, or `""`), and how the output schema is asked for (`json_schema`, or `json_object` with the
-# schema beside it and in the system message). A "forms" dict names the choice for each.
+# Besides a forced tool (endpoint.py), two parts of a Chat body have a second form, for servers that refuse
+# OpenAI's: how an assistant message without text says so (`null`, or `""`), and how the output schema is asked
+# for (`json_schema`, or `json_object` with the schema beside it and in the system message).
 
-OPENAI_FORMS = {"content": None, "response_format": "json_schema"}  # what build_body sends
-OTHER_FORM = {"content": {None: "", "": None}, "response_format": {"json_schema": "json_object",
-                                                                   "json_object": "json_schema"}}
-EMPTY_CONTENT_FORMS = tuple(OTHER_FORM["content"])
-RESPONSE_FORMAT_TYPES = tuple(OTHER_FORM["response_format"])
-_accepted_forms: dict = {}  # (base_url, model) -> {part: form} that endpoint accepted, for the rest of the process
+EMPTY_CONTENT_FORMS = (None, "")
+RESPONSE_FORMAT_TYPES = ("json_schema", "json_object")
 
 
 def empty_content_form(body: dict) -> Any:
@@ -235,11 +231,11 @@ def with_empty_content(body: dict, form: Any) -> dict:
 
 
 def json_schema_of(body: dict) -> Optional[dict]:
-    """The schema a body asks for with `response_format: {"type": "json_schema"}`; None when it asks for none."""
+    """The schema a body asks for (`response_format` of type `json_schema`, or `json_object` with a `schema`)."""
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
         return fmt["json_schema"].get("schema") or {}
-    return None
+    return fmt.get("schema") if isinstance(fmt, dict) and fmt.get("type") == "json_object" else None
 
 
 def with_json_object(body: dict, system_role: str = "system") -> dict:
@@ -249,8 +245,7 @@ def with_json_object(body: dict, system_role: str = "system") -> dict:
     schema = json_schema_of(body)
     if schema is None:
         return body
-    note = ("Reply with one JSON object, and nothing else, that matches this JSON schema: "
-            + json.dumps(schema, ensure_ascii=False))
+    note = schema_note(schema)
     messages = list(body["messages"])
     first = messages[0] if messages else {}
     if first.get("role") in ("system", "developer") and isinstance(first.get("content"), str):
@@ -260,45 +255,24 @@ def with_json_object(body: dict, system_role: str = "system") -> dict:
     return {**body, "messages": messages, "response_format": {"type": "json_object", "schema": schema}}
 
 
-def in_forms(body: dict, forms: dict, system_role: str = "system") -> dict:
-    """`body` (as build_body makes it) with each part in the form `forms` names."""
-    if forms["content"] is not None:
-        body = with_empty_content(body, forms["content"])
-    if forms["response_format"] == "json_object":
-        body = with_json_object(body, system_role)
-    return body
-
-
-def _said(err: ModelHTTPError) -> str:
-    return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
-
-
 def refuses_content(err: ModelHTTPError) -> bool:
-    """Whether a refusal points at a message's content: a 4xx, or a 5xx validation error, naming `content`
-    (llama-cpp-python: 500 "validation errors ... content"; Ollama: 400 "invalid message content type: <nil>";
-    Bedrock-backed gateways: "text content blocks must be non-empty"), but not a content filter."""
-    if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
-        return False
-    said = _said(err)
+    """Whether a refusal points at a message's content (llama-cpp-python: 500 "validation errors ... content";
+    Ollama: 400 "invalid message content type: <nil>"; Bedrock-backed gateways: "text content blocks must be
+    non-empty"), but not a content filter."""
+    said = refusal_text(err)
     if "content_filter" in said or "content management" in said or "content policy" in said:
         return False
     return "content" in said or "<nil>" in said
 
 
 def refuses_response_format(err: ModelHTTPError, sent: str) -> bool:
-    """Whether a refusal points at the type of `response_format`: a 4xx or 5xx naming `response_format` and the
-    type that was not sent, as the one to use (llama-cpp-python, refusing json_schema: 500 "1 validation error ...
-    ('body', 'response_format', 'type') ... Input should be 'text' or 'json_object'"; LM Studio, refusing
-    json_object: "'response_format.type' must be 'json_schema' or 'text'"). A refused schema (OpenAI: "Invalid
-    schema for response_format ...") names neither, so it is never sent again as json_object."""
-    if err.status is None or err.status < 400:
-        return False
-    said = _said(err)
-    return "response_format" in said and OTHER_FORM["response_format"][sent] in said
-
-
-def _form_named(part: str, form: Any) -> str:
-    return f"assistant content {json.dumps(form)}" if part == "content" else f"response_format {form}"
+    """Whether a refusal points at the type of `response_format`, naming the type that was not sent as the one to
+    use (llama-cpp-python, refusing json_schema: 500 "1 validation error ... ('body', 'response_format', 'type')
+    ... Input should be 'text' or 'json_object'"; LM Studio, refusing json_object: "'response_format.type' must
+    be 'json_schema' or 'text'"). A refused schema (OpenAI: "Invalid schema for response_format ...") names
+    neither, so it is never sent again as json_object."""
+    said = refusal_text(err)
+    return "response_format" in said and RESPONSE_FORMAT_TYPES[sent == "json_schema"] in said
 
 
 # ----------------------------------------------------------------------------- the model
@@ -352,44 +326,28 @@ class OpenAIChatCompletionsModel(EndpointModel):
                           stream=stream, system_role=self.system_role, max_tokens_field=self.max_tokens_field,
                           include_usage=self.include_usage, reasoning_field=self.reasoning_field)
 
-    def _post(self, body: dict, settings: ModelSettings, stream: bool) -> Exchange:
-        """Send `body` in the forms this endpoint takes (forced, else remembered, else OpenAI's); when the server
-        refuses a form, send once more with the other one (each part switched once at most, with a fresh retry
-        budget: a refusal is not retried) and remember what worked."""
-        key = (self.base_url, self.model)
-        forms = {**OPENAI_FORMS, **_accepted_forms.get(key, {}), **self._forced}
-        switched: list = []  # the parts switched so far
-        refusals: list = []  # what each refusal said, for the error when the last form is refused too
-        while True:
-            try:
-                exchange = super()._post(in_forms(body, forms, self.system_role), settings, stream)
-                break
-            except ModelHTTPError as err:
-                parts = [part for part in self._refused_parts(body, forms, err) if part not in switched]
-                if not parts:
-                    if refusals:
-                        sent = "twice" if len(refusals) == 1 else f"{len(refusals) + 1} times"
-                        raise with_note(err, f"[sent {sent}: {'; then '.join(refusals)}]") from None
-                    raise
-                named = " and ".join(_form_named(part, forms[part]) for part in parts)
-                verb = "was" if len(parts) == 1 else "were"
-                refusals.append(f"{named} {verb} refused{' first' if not refusals else ''}: {err.message[:300]}")
-                for part in parts:
-                    forms[part] = OTHER_FORM[part][forms[part]]
-                switched += parts
-        if switched:
-            _accepted_forms[key] = {**_accepted_forms.get(key, {}), **{part: forms[part] for part in switched}}
-        return exchange
+    FORMS = {**EndpointModel.FORMS, "content": (None, ""), "response_format": RESPONSE_FORMAT_TYPES}
 
-    def _refused_parts(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
-        """The parts of `body` (not forced, and present in it) that the refusal `err` points at."""
-        parts = []
+    def _named(self, part: str, form: Any) -> str:
+        return f"assistant content {json.dumps(form)}" if part == "content" else super()._named(part, form)
+
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        body = super()._in_forms(body, forms)
+        if forms["content"] is not None:
+            body = with_empty_content(body, forms["content"])
+        return with_json_object(body, self.system_role) if forms["response_format"] == "json_object" else body
+
+    def _refused(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
+        parts = super()._refused(body, forms, err)
         if "content" not in self._forced and empty_content_form(body) is not ... and refuses_content(err):
             parts.append("content")
         if ("response_format" not in self._forced and json_schema_of(body) is not None
                 and refuses_response_format(err, forms["response_format"])):
             parts.append("response_format")
         return parts
+
+    def _schema(self, body: dict) -> Optional[dict]:
+        return json_schema_of(body)
 
     def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
         secret = self.transport.secret

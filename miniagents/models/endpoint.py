@@ -10,7 +10,9 @@ Never: modify the caller's tools or schemas, or import http.client/ssl/urllib at
 """
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import threading
 from typing import Any, Iterator, Optional
 
@@ -20,7 +22,7 @@ from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import client_endpoint, make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings
-from .protocol import redact, should_retry
+from .protocol import is_validation_error, redact, should_retry, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -130,6 +132,83 @@ def add_extras(body: dict, settings: ModelSettings, stream: bool) -> dict:
     body.update(settings.extra_body or {})
     return body
 
+# ----------------------------------------------------------------------------- forms servers disagree on
+# Some parts of a body have a second form, for servers that refuse OpenAI's or silently ignore it. An adapter
+# names its parts in `FORMS` (part -> (OpenAI's form, the other)) and says how a body looks in a form
+# (`_in_forms`), which parts an error points at (`_refused`) and which an answer shows were ignored (`_ignored`).
+# A call switches a part once when the server refuses or ignores it, and what worked is remembered per endpoint.
+
+_accepted_forms: dict = {}  # (path, base_url, model) -> {part: form} that endpoint took, for the rest of the process
+
+
+def refusal_text(err: ModelHTTPError) -> str:
+    """What a refusal of the request's shape (a 4xx, or a 5xx validation error) says, lowercased; "" for others."""
+    if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
+        return ""
+    return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
+
+
+def forced_tool(body: dict) -> Optional[str]:
+    """The tool a body forces by name (`tool_choice` in either API's object form); None when it forces none."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return choice.get("name") or (choice.get("function") or {}).get("name")
+    return None
+
+
+def with_required_tool(body: dict) -> dict:
+    """`body` forcing its named tool as `"required"` with only that tool offered: servers that read `tool_choice`
+    only as a string (llama.cpp's llama-server) drop the object form and fall back to "auto"."""
+    name = forced_tool(body)
+    if name is None:
+        return body
+    tools = [t for t in body["tools"] if (t.get("name") or (t.get("function") or {}).get("name")) == name]
+    return {**body, "tool_choice": "required", "tools": tools}
+
+
+def schema_note(schema: Any) -> str:
+    """The output schema stated in words, for servers that do not read it where the API puts it."""
+    return "Reply with one JSON object, and nothing else, that matches this JSON schema: " + json.dumps(
+        schema, ensure_ascii=False)
+
+
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+FENCE = re.compile(r"```[^`\n]*\n(.*?)```", re.S)  # one code fence: its info string (```json), then its text
+MAX_FENCES = 8  # fences tried in one answer, so a text of many fences costs a few parses, not one per fence
+
+
+def unfenced(text: str) -> str:
+    """A structured answer as JSON: the text when it parses; else the first code fence (any language) whose
+    text parses, the outermost first (a fence inside a JSON string stays in it); else the text unchanged."""
+    if is_json(text):
+        return text
+    first, last = text.find("```"), text.rfind("```")
+    newline = text.find("\n", first)
+    outer = [text[newline + 1:last]] if first != -1 and 0 <= newline < last and "`" not in text[first + 3:newline] else []
+    for inner in outer + [m.group(1) for m in itertools.islice(FENCE.finditer(text), MAX_FENCES)]:
+        if is_json(inner):
+            return inner.strip()
+    return text
+
+
+def unfence_items(items: list) -> list:
+    """Output items with each message text `unfenced` (for a request that asked for JSON)."""
+    out = []
+    for item in items:
+        if item.get("type") == "message":
+            item = {**item, "content": [{**p, "text": unfenced(p["text"])} if p.get("type") == "output_text" else p
+                                        for p in item.get("content") or []]}
+        out.append(item)
+    return out
+
+
 # ----------------------------------------------------------------------------- the base class
 
 
@@ -188,11 +267,7 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, False,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        exchange = self._post(body, model_settings, stream=False)
-        try:
-            return self._response(exchange.data, exchange.request_id)
-        except (ModelHTTPError, ModelTimeoutError) as err:
-            raise exchange.explain(err) from None
+        return next(self._call(body, model_settings, False))
 
     def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                         tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -200,13 +275,118 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, True,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        exchange = self._post(body, model_settings, stream=True)
+        yield from self._call(body, model_settings, True)
+
+    def _call(self, body: dict, settings: ModelSettings, stream: bool) -> Iterator[Any]:
+        """The answer to `body` in the forms this endpoint takes (forced, else remembered, else OpenAI's): a plain
+        call yields one `ModelResponse`, a stream its events. A part the server refuses, or that its answer shows
+        it ignored, is switched and the body sent once more (each part once at most, with a fresh retry budget);
+        what worked is remembered. A stream is held back to its end only while its answer must show whether the
+        server took a part (a forced tool, an output schema) it has not taken before."""
+        key = (self.path, self.base_url, self.model)
+        forms = {part: pair[0] for part, pair in self.FORMS.items()}
+        forms.update({**_accepted_forms.get(key, {}), **self._forced})
+        switched: list = []  # the parts switched so far
+        said: list = []  # why each was, for the error when the last form is refused too
+        while True:
+            sent = self._in_forms(body, forms)
+            checked = [part for part in self._checked(sent, forms) if part not in self._forced]
+            try:
+                exchange = self._post(sent, settings, stream)
+            except ModelHTTPError as err:
+                parts = [part for part in self._refused(body, forms, err) if part not in switched]
+                if not parts and said:
+                    times = "twice" if len(said) == 1 else f"{len(said) + 1} times"
+                    raise with_note(err, f"[sent {times}: {'; then '.join(said)}]") from None
+                if not parts:
+                    raise
+                self._switch(forms, parts, switched, said, "refused", err.message[:300])
+                continue
+            held = stream and any(_accepted_forms.get(key, {}).get(part) != forms[part] for part in checked)
+            if stream and not held:
+                items = yield from self._relayed(sent, exchange)
+            else:
+                try:
+                    answer = list(self._events(exchange)) if stream else self._response(exchange.data,
+                                                                                      exchange.request_id)
+                except (ModelHTTPError, ModelTimeoutError) as err:
+                    raise exchange.explain(err) from None
+                finally:
+                    exchange.close()
+                final = answer[-1]["response"] if stream else answer
+                items = self._cleaned(sent, final["output"] if stream else final.output)
+                if stream:
+                    final["output"] = items
+                else:
+                    final.output = items
+            ignored = [part for part in checked if self._ignored(part, sent, items)]
+            if ignored and (held or not stream):
+                self._switch(forms, ignored, switched, said, "ignored", "")
+                continue
+            learned = {**{part: forms[part] for part in switched + checked},
+                       **{part: self.FORMS[part][1] for part in ignored}}  # what a live stream showed: for next time
+            if learned:
+                _accepted_forms[key] = {**_accepted_forms.get(key, {}), **learned}
+            if stream and held:
+                yield from answer
+            elif not stream:
+                yield answer
+            return
+
+    def _relayed(self, sent: dict, exchange: Any) -> Iterator[dict]:
+        """A stream's events as they come, the completed response's items `_cleaned`; returns those items."""
+        items: list = []
         try:
-            yield from self._events(exchange)
+            for event in self._events(exchange):
+                if event.get("type") == "response.completed":
+                    items = event["response"]["output"] = self._cleaned(sent, event["response"]["output"])
+                yield event
         except (ModelHTTPError, ModelTimeoutError) as err:
             raise exchange.explain(err) from None
         finally:
             exchange.close()  # a stream left after its last event is not read to the server's leisure
+        return items
+
+    def _switch(self, forms: dict, parts: list, switched: list, said: list, how: str, why: str) -> None:
+        """Put `parts` in their other form, and say why for the error a refusal of that form too would raise."""
+        named = " and ".join(self._named(part, forms[part]) for part in parts)
+        verb = "was" if len(parts) == 1 else "were"
+        said.append(f"{named} {verb} {how}{' first' if not said else ''}{': ' + why if why else ''}")
+        for part in parts:
+            openai, other = self.FORMS[part]
+            forms[part] = other if forms[part] == openai else openai
+        switched += parts
+
+    # -- the forms of a body: what each adapter says of its own (see "forms servers disagree on")
+
+    FORMS = {"tool_choice": ("object", "required")}  # part -> (OpenAI's form, the other)
+    _forced: dict = {}  # part -> the form the user chose: never switched
+
+    def _named(self, part: str, form: Any) -> str:
+        return f"{part} {form}"
+
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        return with_required_tool(body) if forms["tool_choice"] == "required" else body
+
+    def _refused(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
+        """The parts of `body` (present in it, and not forced) that the refusal `err` points at."""
+        return ["tool_choice"] if forced_tool(body) and "tool_choice" in refusal_text(err) else []
+
+    def _checked(self, sent: dict, forms: dict) -> list:
+        """The parts of a body as sent whose answer shows whether the server took them: a tool forced by name."""
+        return ["tool_choice"] if forced_tool(sent) else []
+
+    def _ignored(self, part: str, sent: dict, items: list) -> bool:
+        """Whether the answer (its output items) shows the server ignored `part`: no call of the forced tool."""
+        return not any(i.get("type") == "function_call" and i.get("name") == forced_tool(sent) for i in items)
+
+    def _cleaned(self, sent: dict, items: list) -> list:
+        """The answer's items as the run gets them: message texts `unfenced` when JSON was asked for."""
+        return unfence_items(items) if self._schema(sent) is not None else items
+
+    def _schema(self, body: dict) -> Optional[dict]:
+        """The output schema a body asks for; None when it asks for text."""
+        return None
 
     def _post(self, body: dict, settings: ModelSettings, stream: bool) -> http.Exchange:
         """Send one request (retried by the transport, unless the run retries this call itself: see

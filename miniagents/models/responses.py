@@ -16,8 +16,8 @@ from ..context import Usage
 from ..errors import ModelBehaviorError, UserError
 from ..items import FAKE_ID, clean_json
 from . import shapes
-from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       kernel_spec, output_format, wire_tool_choice)
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec, is_json,
+                       kernel_spec, output_format, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
@@ -108,13 +108,44 @@ def check_final(response: dict, request_id: Optional[str] = None, secret: Option
 
 
 class OpenAIResponsesModel(EndpointModel):
-    """`Model` over `POST {base_url}/responses`: OpenAI's own API (and Azure, Ollama, vLLM, llama.cpp)."""
+    """`Model` over `POST {base_url}/responses`: OpenAI's own API (and Azure, Ollama, vLLM, llama.cpp).
+
+    Besides a forced tool (endpoint.py), the output schema has a second form, for servers that ignore
+    `text.format` (llama.cpp's llama-server drops it when it turns the request into a chat): an answer that is not
+    JSON gets the request sent once more with the schema also stated in the instructions, remembered per endpoint.
+    """
 
     path = "/responses"
+    FORMS = {**EndpointModel.FORMS, "text.format": ("alone", "in the instructions too")}
 
     def _body(self, instructions, input, settings, tools, output_schema, handoffs, stream, **ids) -> dict:
         return build_body(self.model, instructions, input, settings, tools, output_schema, handoffs,
                           stream=stream, **ids)
+
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        body = super()._in_forms(body, forms)
+        schema = self._schema(body)
+        if schema is None or forms["text.format"] == "alone":
+            return body
+        return {**body, "instructions": "\n\n".join(filter(None, (body.get("instructions"), schema_note(schema))))}
+
+    def _checked(self, sent: dict, forms: dict) -> list:
+        schema = forms["text.format"] == "alone" and self._schema(sent) is not None
+        return super()._checked(sent, forms) + ["text.format"] * schema
+
+    def _ignored(self, part: str, sent: dict, items: list) -> bool:
+        if part != "text.format":
+            return super()._ignored(part, sent, items)
+        return any(p.get("type") == "output_text" and not is_json(p["text"]) for i in items
+                   if i.get("type") == "message" for p in i.get("content") or [])
+
+    def _schema(self, body: dict) -> Optional[dict]:
+        fmt = (body.get("text") or {}).get("format") or {}
+        return fmt.get("schema") if fmt.get("type") == "json_schema" else None
+
+    def _model_hint(self) -> str:
+        return super()._model_hint() + ("If this server does not offer the Responses API, use Chat Completions "
+                                        "(OpenAIChatCompletionsModel, or OpenAIProvider(use_responses=False)). ")
 
     def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
         secret = self.transport.secret
