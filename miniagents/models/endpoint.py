@@ -191,7 +191,8 @@ def unfenced(text: str) -> str:
         return text
     first, last = text.find("```"), text.rfind("```")
     newline = text.find("\n", first)
-    outer = [text[newline + 1:last]] if first != -1 and 0 <= newline < last and "`" not in text[first + 3:newline] else []
+    opens = first != -1 and 0 <= newline < last and "`" not in text[first + 3:newline]
+    outer = [text[newline + 1:last]] if opens else []
     for inner in outer + [m.group(1) for m in itertools.islice(FENCE.finditer(text), MAX_FENCES)]:
         if is_json(inner):
             return inner.strip()

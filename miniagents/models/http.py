@@ -30,6 +30,7 @@ from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserErr
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, iter_lines, iter_sse, not_an_api_error, redact, retry_delay,
                        should_retry, timeout_error, with_note)
+from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
 DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for the body's end before hanging up
@@ -182,10 +183,13 @@ class Exchange:
         return f"(POST {self.url}, {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
 
     def explain(self, err: AgentsException) -> AgentsException:
-        """`err` naming what was tried (once), plus a hint for a 404 that a mistyped base URL explains."""
+        """`err` naming what was tried (once), after a hint where the server's words need one (a 404 that a
+        mistyped base URL explains, a 501, a context too small)."""
         if getattr(err, "explained", False) or not isinstance(err, (ModelHTTPError, ModelTimeoutError)):
             return err
         hint = self.transport.not_found_hint() + self.not_found_hint if getattr(err, "status", None) == 404 else ""
+        if isinstance(err, ModelHTTPError):
+            hint += protocol_hint(err, self.transport.shown_url(""))
         err = with_note(err, f"{hint}{self.where}")
         err.explained = True
         return err

@@ -3,8 +3,8 @@
 Where it sits: below the transport (`http.py`), which applies these to real sockets, and the adapters,
 which read error events and stream payloads with them. No I/O here, so tests can hammer every rule.
 Retries follow openai-python, since servers are built to its behaviour: 408/409/429 (not `insufficient_quota`)
-and 5xx (not a validation error), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to `MAX_SERVER_DELAY`
-(a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
+and 5xx (not a validation error, not 501), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to
+`MAX_SERVER_DELAY` (a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
 Never: put the API key in a message (redact before anything is cut short), or parse anything quadratically.
 """
 from __future__ import annotations
@@ -224,6 +224,19 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
                       request_id=redact(request_id, secret), body=body)
 
 
+def hint(err: ModelHTTPError, base_url: str) -> str:
+    """What to do about an error the server's own words do not say (they come first): HTTP 501, which a server
+    that is not an OpenAI-compatible API gives a POST; a context too small for the request (llama.cpp's
+    `exceed_context_size_error`, OpenAI's `context_length_exceeded`)."""
+    if err.status == 501:
+        return (f"HTTP 501 (Not Implemented): base_url={base_url!r} is probably not an OpenAI-compatible API (a "
+                "static file server such as python -m http.server answers a POST so); point it at the API. ")
+    if "context" in f"{err.type} {err.code}" and ("exceed" in f"{err.type} {err.code}"):
+        return ("The request does not fit the model's context: shorten the conversation, lower max_tokens, or "
+                "give the server a larger context (llama-server: -c). ")
+    return ""
+
+
 def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, request_id: Optional[str] = None,
                      secret: Optional[str] = None) -> ModelHTTPError:
     """A 2xx answer that is not JSON (a web server's welcome page, a proxy's text): what it said, and what to
@@ -280,13 +293,15 @@ def is_validation_error(error: ModelHTTPError) -> bool:
 
 
 def should_retry(status: int, headers: dict, error: Optional[ModelHTTPError] = None) -> bool:
-    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota` or a
-    validation error."""
+    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota`, a validation
+    error or a 501."""
     delay = retry_after(headers)
     if delay is not None and delay > MAX_SERVER_DELAY:
         return False
     if error is not None and ("insufficient_quota" in (error.code or "", error.type or "")
                               or is_validation_error(error)):
+        return False
+    if status == 501:  # Not Implemented: the same request gets the same answer (a static file server's to a POST)
         return False
     flag = (headers.get("x-should-retry") or "").lower()
     if flag in ("true", "false"):
