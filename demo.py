@@ -1166,7 +1166,7 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
                 "Try a smaller one with --model.")
     if not isinstance(error, ModelHTTPError):
         return None
-    said = short(error, 240)
+    said = short(error, 360)
     if error.status is None:
         step = "start the server, or set OPENAI_BASE_URL to where it listens (e.g. http://localhost:11434/v1)."
     elif 200 <= error.status < 300:
@@ -1208,8 +1208,9 @@ class ChapterReplay:
 
     model = "replay"  # the model's name, for traces
 
-    def __init__(self, replay: Replay, chapters: dict, reported: dict):
+    def __init__(self, replay: Replay, chapters: dict, reported: dict, max_tokens: Optional[int] = None):
         self.replay, self.chapters, self.reported = replay, chapters, reported
+        self.max_tokens = max_tokens  # the cap the recorded requests carried (--max-tokens when recorded)
         self.number = self.asked = 0
         self.out_of_line_since: Optional[int] = None  # a chapter that left recorded calls unasked
 
@@ -1274,7 +1275,7 @@ def recorded_walkthrough(recording: str, selection: Optional[List[int]]):
         replay = Replay(recording)
     except RecordingError as error:
         raise CannotReplay(str(error)) from None
-    chapters, reported = read_sidecar(recording)
+    chapters, reported, max_tokens = read_sidecar(recording)
     numbers = sorted(chapters)
     if selection and sorted(set(selection)) != numbers:
         raise CannotReplay(f"{recording} holds chapters {', '.join(map(str, numbers))}, and --chapter asked for "
@@ -1284,7 +1285,7 @@ def recorded_walkthrough(recording: str, selection: Optional[List[int]]):
     if replay.remaining != counted:
         raise CannotReplay(f"{recording} holds {plural(replay.remaining, 'model call')}, and its sidecar counts "
                            f"{counted}: they are not from one recording (record again)")
-    return ChapterReplay(replay, chapters, reported), numbers
+    return ChapterReplay(replay, chapters, reported, max_tokens), numbers
 
 
 def read_sidecar(recording: str):
@@ -1319,17 +1320,18 @@ def read_sidecar(recording: str):
         chapters[number] = entry
     if not chapters:
         raise CannotReplay(f"{path} holds no chapter: record the walkthrough again")
-    return chapters, reported
+    max_tokens = saved.get("max_tokens")
+    return chapters, reported, max_tokens if type(max_tokens) is int and max_tokens > 0 else None
 
 
-def write_sidecar(recording: str, chapters: list, reported: dict, model) -> None:
+def write_sidecar(recording: str, chapters: list, reported: dict, model, max_tokens: Optional[int] = None) -> None:
     """What --replay needs besides the calls: the chapters played, how many calls each made, which could not run
     and why, what the real model's choices made of each reported rule. Readable by its owner only, like the
     recording; the model's key and the environment's credentials are redacted as in the recording."""
     from miniagents.recording import redaction
 
     rules = [{"rule": name, "held": held} for name, held in reported.items()]
-    saved = {"kind": SIDECAR_KIND, "version": 1, "chapters": chapters, "reported": rules}
+    saved = {"kind": SIDECAR_KIND, "version": 1, "chapters": chapters, "reported": rules, "max_tokens": max_tokens}
     saved = redaction.without_secrets(saved, redaction.environment_secrets() + [redaction.model_secret(model)])
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
     with os.fdopen(os.open(recording + SIDECAR, flags, 0o600), "w", encoding="utf-8") as f:
@@ -1377,11 +1379,11 @@ def play_all(desk: Walkthrough, chosen: list, recorder: Optional[Recorder]):
     return not_passed, played
 
 
-def kept_for_replay(recording: str, calls: int, played: list, reported: dict, model) -> bool:
+def kept_for_replay(recording: str, calls: int, played: list, reported: dict, model, max_tokens: int) -> bool:
     """Write the sidecar of a finished recording and say how to replay it; False (said on stderr) if it could
     not be written."""
     try:
-        write_sidecar(recording, played, reported, model)
+        write_sidecar(recording, played, reported, model, max_tokens)
     except OSError as error:
         print(f"record: cannot write {recording}{SIDECAR} ({error.strerror or error}): the recording cannot be "
               "replayed without it", file=sys.stderr)
@@ -1437,7 +1439,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         with tempfile.TemporaryDirectory(prefix="miniagents-demo-") as folder:
             desk = Walkthrough(recorder.wrap(real) if recorder else real,
                                RunConfig(workflow_name=WORKFLOW, trace_path=args.trace), folder,
-                               (args.max_tokens or MAX_TOKENS) if args.live else None)
+                               (args.max_tokens or MAX_TOKENS) if args.live else getattr(real, "max_tokens", None))
             if args.live:
                 for number, (title, _, function, _) in enumerate(CHAPTERS, 1):
                     if function.__name__ in OFFLINE and not args.chapter:
@@ -1461,7 +1463,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "(--max-tokens)")
     emit(f"invariants: {passed}/{len(desk.results)} passed", "1")
     failed = [f"chapter {number}" for number in not_passed] + ["the whole-walkthrough checks"] * whole_failed
-    if recorder is not None and not kept_for_replay(args.record, recorder.count, played, desk.reported, real):
+    if recorder is not None and not kept_for_replay(args.record, recorder.count, played, desk.reported, real,
+                                                    desk.max_tokens):
         failed.append("the recording's sidecar")
     if failed:
         emit(f"did not run to their end or broke a rule: {', '.join(failed)} (exit status {len(failed)})", "31")

@@ -10,7 +10,8 @@ sizes) followed by a close, a reset or silence, silence instead of any answer (`
 that stays open after its last event (`hold=True`, optionally pinging), a stream whose lines come one by one
 with a pause between them (`pause=`), and raw bytes dripped forever (`drip=`: a head, then `repeat` every
 `every` seconds until the client hangs up, or for `for_seconds` at most: a server that never finishes).
-Replies are consumed in order; with none left the server answers 500 "no scripted reply".
+Replies are consumed in order; with none left the server answers 500 "no scripted reply" (or what
+`server.otherwise(body)` returns, e.g. `prose(text)`: the same text to every request, plain or streamed).
 `server.emulate(name)` makes it refuse requests the way a real server does (see `EMULATED`): a refused
 request is recorded with what was answered (`"refused"`) and consumes no scripted reply; an emulation may also
 answer a request itself, as that server would (`"answered"`: llama-server ignoring what it does not read).
@@ -73,8 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
                 record["refused"] = {"status": refusal[0], "json": refusal[1]}
                 reply = {"status": refusal[0], "json": refusal[1]}
             else:
-                reply = srv.replies.pop(0) if srv.replies else {"status": 500, "json": {
-                    "error": {"message": "no scripted reply", "type": "server_error"}}}
+                reply = srv.replies.pop(0) if srv.replies else srv.otherwise(body) if srv.otherwise else {
+                    "status": 500, "json": {"error": {"message": "no scripted reply", "type": "server_error"}}}
         if reply.get("delay"):
             time.sleep(reply["delay"])
         if reply.get("hang"):
@@ -180,6 +181,7 @@ class OpenAITestServer:
         self.lock = threading.Lock()
         self.closing = threading.Event()
         self.judge = None  # body -> None (accept) or (status, json body) to refuse it
+        self.otherwise = None  # body -> the reply when no scripted one is left (None: a 500 "no scripted reply")
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.owner = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -319,6 +321,12 @@ HTTP_SERVER_501 = ('<!DOCTYPE HTML>\n<html lang="en">\n    <head>\n        <meta
 
 
 # ---------------------------------------------------------------------------- canned wire replies
+
+def prose(text):
+    """For `server.otherwise`: every request answered with `text`, streamed when it asks for a stream (Chat)."""
+    return lambda body: {"sse": sse(*chat_chunks(text))} if body.get("stream") else {"status": 200,
+                                                                                     "json": chat_completion(text)}
+
 
 def chat_completion(content=None, tool_calls=None, *, usage=None, finish_reason=None, **message):
     msg = {"role": "assistant", "content": content, **message}
