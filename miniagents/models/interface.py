@@ -30,14 +30,6 @@ from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.inter
 
 
 @dataclass
-class MCPToolChoice:
-    """Upstream's `tool_choice` that forces one tool of a hosted MCP server (`ModelSettings(tool_choice=...)`)."""
-
-    server_label: str
-    name: str
-
-
-@dataclass
 class ModelSettings:
     """Sampling and request options. Every field defaults to None, meaning "not sent"."""
 
@@ -94,7 +86,7 @@ class ModelSettings:
         return merged
 
     def to_json_dict(self) -> dict:
-        """The set fields, JSON-ready (`retry` and an `MCPToolChoice` as dicts)."""
+        """The set fields, JSON-ready (`retry` and a dataclass `tool_choice`, upstream's `MCPToolChoice`, as dicts)."""
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
 
 

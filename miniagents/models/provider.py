@@ -28,13 +28,6 @@ def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
     set_default_endpoint(api_key=key)
 
 
-def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None:
-    """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
-    provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
-    environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
-    set_default_endpoint(client=client_endpoint(client))
-
-
 def set_default_openai_api(api: str) -> None:
     """`"chat_completions"` or `"responses"`: the API providers use unless told otherwise."""
     if api not in ("chat_completions", "responses"):
@@ -102,40 +95,16 @@ MultiProviderOpenAIPrefixMode = Literal["alias", "model_id"]
 MultiProviderUnknownPrefixMode = Literal["error", "model_id"]
 
 
-class MultiProviderMap:
-    """Model-name prefixes (`"local"` in `"local/llama3"`) → the `ModelProvider` that resolves them."""
-
-    def __init__(self):
-        self._mapping: dict = {}
-
-    def has_prefix(self, prefix: str) -> bool:
-        return prefix in self._mapping
-
-    def get_mapping(self) -> dict:
-        return dict(self._mapping)
-
-    def set_mapping(self, mapping: dict) -> None:
-        self._mapping = dict(mapping)
-
-    def get_provider(self, prefix: str) -> Optional[ModelProvider]:
-        return self._mapping.get(prefix)
-
-    def add_provider(self, prefix: str, provider: ModelProvider) -> None:
-        self._mapping[prefix] = provider
-
-    def remove_provider(self, prefix: str) -> None:
-        del self._mapping[prefix]
-
-
 class MultiProvider:
     """Routes a model name by its prefix, as upstream: no prefix or `openai/` → an `OpenAIProvider` (built from
     the `openai_*` arguments; `openai/` is stripped unless `openai_prefix_mode="model_id"`); a prefix in
-    `provider_map` → that provider, with the rest of the name; any other prefix is a `UserError` (or, with
+    `provider_map` (anything with `get_provider(prefix)`, as upstream's `MultiProviderMap`) → that provider, with
+    the rest of the name; any other prefix is a `UserError` (or, with
     `unknown_prefix_mode="model_id"`, the whole name goes to the OpenAI provider, for servers whose model ids
     contain "/"). `litellm/` and `any-llm/` need upstream's extensions, which miniagents does not provide. This is
     the default provider of a run without `RunConfig(model_provider=...)`."""
 
-    def __init__(self, *, provider_map: Optional[MultiProviderMap] = None, openai_api_key: Optional[str] = None,
+    def __init__(self, *, provider_map: Any = None, openai_api_key: Optional[str] = None,
                  openai_base_url: Optional[str] = None, openai_client: Any = None,
                  openai_organization: Optional[str] = None, openai_project: Optional[str] = None,
                  openai_use_responses: Optional[bool] = None, openai_prefix_mode: str = "alias",
