@@ -32,10 +32,6 @@ def chat_tool(tool: dict) -> dict:
         del fn["strict"]
     return {"type": "function", "function": fn}
 
-
-def chat_tool_choice(choice: Any) -> Any:
-    return wire_tool_choice(choice, chat=True)
-
 # ----------------------------------------------------------------------------- items → messages
 
 
@@ -187,7 +183,7 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
     body: dict = {"model": model, "messages": items_to_messages(
         input, instructions, system_role=system_role, reasoning_field=reasoning_field)}
     add_tools(body, settings, [chat_tool(t) for t in list(tools or []) + list(handoffs or [])],
-              chat_tool_choice(settings.tool_choice))
+              wire_tool_choice(settings.tool_choice, chat=True))
     if output_schema:
         body["response_format"] = {"type": "json_schema", "json_schema": output_format(output_schema)}
     add_settings(body, settings, SENT_AS_IS + ("verbosity",))

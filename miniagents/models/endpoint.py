@@ -20,7 +20,7 @@ from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from .retry_advice import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
-from .connection import client_endpoint, make_transport, resolve_base_url
+from .connection import make_transport, resolve_base_url, with_client
 from .interface import ModelResponse, ModelSettings
 from .protocol import is_validation_error, redact, should_retry, with_note
 
@@ -233,15 +233,12 @@ class EndpointModel:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         http.check_bounds(attempt_timeout, max_response_bytes)
-        if openai_client is not None:  # upstream's way to say where requests go: read, never called
-            found = client_endpoint(openai_client)
-            base_url, api_key = base_url or found["base_url"], api_key or found["api_key"]
-            organization, project = organization or found["organization"], project or found["project"]
+        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
+                            project=project)  # an openai client: upstream's way to say where requests go (read only)
         self.model = model
-        self.base_url = resolve_base_url(base_url)
+        self.base_url = resolve_base_url(given.pop("base_url"))
         self.timeout, self.max_retries = timeout, max_retries
-        self._client_args = dict(api_key=api_key, organization=organization, project=project,
-                                 default_headers=default_headers, timeout=timeout,
+        self._client_args = dict(**given, default_headers=default_headers, timeout=timeout,
                                  max_retries=max_retries, api_version=api_version,
                                  attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._transport: Optional[http.HTTPTransport] = None

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Optional
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, iter_lines, iter_sse, not_an_api_error, redact, retry_delay,
-                       should_retry, timeout_error, with_note)
+                       should_retry, timeout_error, too_large, with_note)
 from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
@@ -450,9 +450,7 @@ class Exchange:
         self.transport.discard(self._conn)
         said = (f"its Content-Length is {received + announced}" if not self.response.chunked
                 else f"{received} bytes read and a chunk of {announced} more announced")
-        return http_error(self.response.status, f"the response is larger than max_response_bytes={limit} "
-                                                f"({said}); raise max_response_bytes on the model or provider if "
-                                                "such answers are expected", type="response_too_large")
+        return too_large(f"the response ({said})", limit, self.response.status)
 
     def _read_failure(self, exc: BaseException) -> BaseException:
         """A body that broke off (reset, stall, bad chunking) as a retryable error, or the cancellation."""

@@ -23,11 +23,10 @@ MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means 
 # ----------------------------------------------------------------------------- pure: SSE framing
 
 
-def too_large(what: str, limit: int) -> ModelHTTPError:
-    """The error for a piece of a stream over `max_response_bytes` (raised before it is kept)."""
-    return http_error(None, f"{what} of the stream is larger than max_response_bytes={limit}; raise "
-                            "max_response_bytes on the model or provider if such answers are expected",
-                      type="response_too_large")
+def too_large(what: str, limit: int, status: Optional[int] = None) -> ModelHTTPError:
+    """The error for an answer, or a piece of a stream, over `max_response_bytes` (raised before it is kept)."""
+    return http_error(status, f"{what} is larger than max_response_bytes={limit}; raise max_response_bytes on the "
+                              "model or provider if such answers are expected", type="response_too_large")
 
 
 def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iterator[bytes]:
@@ -49,7 +48,7 @@ def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iter
             if ended:
                 piece = piece.rstrip(b"\r\n")
             if max_bytes is not None and len(pending) + len(piece) > max_bytes:
-                raise too_large("a line", max_bytes)
+                raise too_large("a line of the stream", max_bytes)
             pending += piece
             if ended:
                 yield bytes(pending)
@@ -84,7 +83,7 @@ def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[
         if name == "data":
             size += length
             if max_bytes is not None and size > max_bytes:
-                raise too_large("an event", max_bytes)
+                raise too_large("an event of the stream", max_bytes)
             data.append(value)
         elif name == "event":
             event = value

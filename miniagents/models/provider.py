@@ -15,7 +15,7 @@ import threading
 from typing import Any, Literal, Optional
 
 from ..errors import UserError
-from .connection import client_endpoint, env, host_of, resolve_base_url, set_default_endpoint
+from .connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
 from .http import MAX_RESPONSE_BYTES, check_bounds
 from .interface import Model, ModelProvider
 
@@ -46,14 +46,12 @@ class OpenAIProvider:
                  api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, **chat_options):
         check_bounds(attempt_timeout, max_response_bytes)
-        if openai_client is not None:  # where the client points, with its key (the client is never called)
-            found = client_endpoint(openai_client)
-            api_key, base_url = api_key or found["api_key"], base_url or found["base_url"]
-            organization, project = organization or found["organization"], project or found["project"]
-        self._api_key = api_key
-        self.base_url, self.organization, self.project = base_url, organization, project
+        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
+                            project=project)  # where the client points, with its key (the client is never called)
+        self._api_key = given["api_key"]
+        self.base_url, self.organization, self.project = given["base_url"], given["organization"], given["project"]
         self.use_responses = use_responses
-        self._endpoint = dict(organization=organization, project=project, default_headers=default_headers,
+        self._endpoint = dict(organization=self.organization, project=self.project, default_headers=default_headers,
                               timeout=timeout, max_retries=max_retries, api_version=api_version,
                               attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
@@ -76,13 +74,11 @@ class OpenAIProvider:
         key = (name, source, base_url, responses)
         with self._lock:
             if key not in self._models:
-                if responses:
-                    from .responses import OpenAIResponsesModel
-                    model = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key, **self._endpoint)
-                else:
-                    from .chat_completions import OpenAIChatCompletionsModel
-                    model = OpenAIChatCompletionsModel(
-                        name, base_url=base_url, api_key=self._api_key, **self._endpoint, **self._chat_options)
+                from .chat_completions import OpenAIChatCompletionsModel
+                from .responses import OpenAIResponsesModel
+                adapter, options = (OpenAIResponsesModel, {}) if responses else (OpenAIChatCompletionsModel,
+                                                                                  self._chat_options)
+                model = adapter(name, base_url=base_url, api_key=self._api_key, **self._endpoint, **options)
                 model.model_source = source  # a 404 for a name nobody chose says where it came from
                 self._models[key] = model
             return self._models[key]

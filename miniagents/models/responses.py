@@ -32,10 +32,6 @@ def responses_tool(tool: Any) -> dict:
     return {"type": "function", **function_spec(spec)}
 
 
-def responses_tool_choice(choice: Any) -> Any:
-    return wire_tool_choice(choice, chat=False)
-
-
 def wire_item(item: Any) -> Any:
     """An input item as sent: verbatim, minus the fake ids the Chat adapter gives its items."""
     if not isinstance(item, dict):
@@ -62,7 +58,7 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
         body["input"] = [wire_item(i) for i in input
                          if not (isinstance(i, dict) and i.get("type") == "reasoning" and i.get("id") == FAKE_ID)]
     add_tools(body, settings, [responses_tool(t) for t in list(tools or []) + list(handoffs or [])],
-              responses_tool_choice(settings.tool_choice))
+              wire_tool_choice(settings.tool_choice, chat=False))
     add_settings(body, settings, SENT_AS_IS + ("truncation", "top_logprobs", "context_management"))
     if settings.max_tokens is not None:
         body["max_output_tokens"] = settings.max_tokens
