@@ -160,10 +160,8 @@ def with_required_tool(body: dict) -> dict:
     """`body` forcing its named tool as `"required"` with only that tool offered: servers that read `tool_choice`
     only as a string (llama.cpp's llama-server) drop the object form and fall back to "auto"."""
     name = forced_tool(body)
-    if name is None:
-        return body
-    tools = [t for t in body["tools"] if (t.get("name") or (t.get("function") or {}).get("name")) == name]
-    return {**body, "tool_choice": "required", "tools": tools}
+    tools = [t for t in body.get("tools") or [] if (t.get("name") or (t.get("function") or {}).get("name")) == name]
+    return {**body, "tool_choice": "required", "tools": tools} if tools else body  # no such tool: as it was
 
 
 def schema_note(schema: Any) -> str:
@@ -288,7 +286,7 @@ class EndpointModel:
         said: list = []  # why each was, for the error when the last form is refused too
         while True:
             sent = self._in_forms(body, forms)
-            checked = [part for part in self._checked(sent, forms) if part not in self._forced]
+            checked = [part for part in self._checked(sent, forms) if part not in self._forced and part not in switched]
             try:
                 exchange = self._post(sent, settings, stream)
             except ModelHTTPError as err:
@@ -368,11 +366,12 @@ class EndpointModel:
 
     def _refused(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
         """The parts of `body` (present in it, and not forced) that the refusal `err` points at."""
-        return ["tool_choice"] if forced_tool(body) and "tool_choice" in refusal_text(err) else []
+        return ["tool_choice"] if with_required_tool(body) is not body and "tool_choice" in refusal_text(err) else []
 
     def _checked(self, sent: dict, forms: dict) -> list:
-        """The parts of a body as sent whose answer shows whether the server took them: a tool forced by name."""
-        return ["tool_choice"] if forced_tool(sent) else []
+        """The parts of a body as sent whose answer shows whether the server took them: a tool forced by name (one
+        the body offers: forcing another has no second form)."""
+        return ["tool_choice"] if with_required_tool(sent) is not sent else []
 
     def _ignored(self, part: str, sent: dict, items: list) -> bool:
         """Whether the answer (its output items) shows the server ignored `part`: no call of the forced tool."""

@@ -127,7 +127,7 @@ class OpenAIResponsesModel(EndpointModel):
 
     def _checked(self, sent: dict, forms: dict) -> list:
         schema = forms["text.format"] == "alone" and self._schema(sent) is not None
-        return super()._checked(sent, forms) + ["text.format"] * schema
+        return super()._checked(sent, forms) + (["text.format"] if schema else [])
 
     def _ignored(self, part: str, sent: dict, items: list) -> bool:
         if part != "text.format":

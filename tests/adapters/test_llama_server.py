@@ -304,3 +304,26 @@ def test_a_context_too_small_shows_the_servers_words_first_then_what_to_do(serve
                            "available context size (4096 tokens)")
     assert said.index("try increasing it") < said.index("does not fit the model's context") < said.index("(POST")
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", ADAPTERS)
+def test_a_forced_tool_the_request_does_not_offer_is_never_sent_with_no_tools(server, api):
+    """Forcing a name no offered tool has: ignored or refused, there is no "required" form to send; one request."""
+    reply_text(server, api, False, "prose")
+    items, _ = ask(model(api, server), False, ModelSettings(tool_choice="no_such_tool"))
+    assert calls(items) == [] and len(server.requests) == 1 and server.bodies[0]["tools"]
+    server.reply({"error": {"message": "tool_choice names no tool", "type": "invalid_request_error"}}, status=400)
+    with pytest.raises(ModelHTTPError, match="tool_choice names no tool"):
+        ask(model(api, server), False, ModelSettings(tool_choice="no_such_tool"))
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_forced_tool_and_an_output_schema_both_ignored_are_switched_in_one_resend(server, streamed):
+    server.emulate("llama-server")
+    items = [call_item("call_1", "get_order_status", '{"order_id": "A1"}')]
+    server.reply_sse(response_events(items)) if streamed else server.reply(response_obj(items))
+    out, _ = ask(model("responses", server), streamed, FORCED, SCHEMA)
+    assert calls(out) == ["get_order_status"] and len(server.requests) == 2
+    assert forced_form(server.bodies[1]) == ("required", ["get_order_status"])
+    assert "Reply with one JSON object" in server.bodies[1]["instructions"]
