@@ -1076,7 +1076,7 @@ What a real model chooses (to call a tool, to hand off) is reported, not asserte
 are still checked. Each answer is capped at --max-tokens (default %d), and the tokens spent are shown at the
 end. A chapter whose request the server fails (down, 404, HTTP 500, ...) gets one line on stderr saying what
 failed and what to check, and the walkthrough goes on to the next chapter. Played by the scripted model only:
-%s.
+%s
 
 --live --record FILE keeps the real model's calls in FILE (miniagents.recording; no API key reaches it) and,
 in FILE%s, which chapters were played, how many calls each made and what the model chose.
@@ -1095,8 +1095,8 @@ recording, no sidecar, other chapters) is one line on stderr, and all the chapte
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     live_chapters = ", ".join(str(n) for n, c in enumerate(CHAPTERS, 1) if c[3])
-    offline = "; ".join(f"chapter {n}, as {why}" for n, c in enumerate(CHAPTERS, 1)
-                        for name, why in OFFLINE.items() if c[2].__name__ == name)
+    offline = "\n".join(textwrap.fill(f"chapter {n}: {why}", WIDTH, initial_indent="  ", subsequent_indent="    ")
+                         for n, c in enumerate(CHAPTERS, 1) for name, why in OFFLINE.items() if c[2].__name__ == name)
     parser = argparse.ArgumentParser(description="The miniagents walkthrough: a help desk, offline unless --live.",
                                      epilog=LIVE_HELP % (live_chapters, MAX_TOKENS, offline or "none", SIDECAR),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

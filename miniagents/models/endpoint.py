@@ -2,7 +2,8 @@
 
 Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
 the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
-subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
+subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs), sent again
+with a part in its other form when the server refuses it or its answer shows it was ignored. The pure
 helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
 adapter only says how its API nests them. Strict schemas are sent in the wire mode of the strict pass
 (`schema.wire_schema`).
@@ -216,8 +217,9 @@ class EndpointModel:
 
     A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
     handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
-    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs). Errors that come back
-    in-band get the exchange's `explain` here, so every one names what was tried.
+    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs), and the forms its body's parts
+    may take (`FORMS`, see "forms servers disagree on"). Errors that come back in-band get the exchange's
+    `explain` here, so every one names what was tried.
     """
 
     path = ""  # the endpoint under base_url

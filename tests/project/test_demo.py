@@ -381,7 +381,7 @@ def test_live_plays_every_chapter_but_two_and_says_why_each_stays_offline(server
     assert f"live budget: {CALLS} model calls, {CALLS * 10} tokens in, {CALLS * 5} out; at most 32 tokens per " \
            "answer (--max-tokens)" in proc.out
     said = " ".join(run_demo(bare_copy(tmp_path / "help"), "--help").out.split())
-    assert "Played by the scripted model only: chapter 6, as its resumed half runs" in said
+    assert "Played by the scripted model only: chapter 6: its resumed half runs in a fresh process" in said
 
 
 def test_live_a_long_invalid_answer_is_clipped_where_it_is_shown_and_sent_back(server, tmp_path):
