@@ -62,7 +62,8 @@ FIELD_TYPES = {"name": ((str,), "a string"), "handoff_description": ((str, type(
                "mcp_config": ((dict,), "a dict"), "input_guardrails": ((list,), "a list"),
                "output_guardrails": ((list,), "a list"), "capabilities": ((list,), "a list"),
                "model_settings": ((ModelSettings,), "a ModelSettings instance or a dict"),
-               "reset_tool_choice": ((bool,), "a bool"), "model": ((str, Model, type(None)), "a string, a Model or None"),
+               "reset_tool_choice": ((bool,), "a bool"),
+               "model": ((str, Model, type(None)), "a string, a Model or None"),
                "instructions": ((str, type(None)), "a string, a callable or None")}
 
 
@@ -188,7 +189,8 @@ class Agent(Generic[TContext]):
             data = parse_arguments(raw_args, name)
             if parameters is None:
                 if not isinstance(data.get("input"), str):
-                    raise ArgumentsError(f"tool '{name}': parameter 'input' must be a string, got {data.get('input')!r}")
+                    raise ArgumentsError(f"tool '{name}': parameter 'input' must be a string, "
+                                         f"got {data.get('input')!r}")
                 return data["input"]
             value = validate_value(parameters, data)
             text = caller.call(input_builder, value) if input_builder else output_text(value)

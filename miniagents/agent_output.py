@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import abc
 import json
-import typing
 from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
 from .schema import SpecReads, type_schema
-from .validate import ArgumentsError, jsonable, validate_value
+from .validate import ArgumentsError, jsonable, type_name, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
 
@@ -33,6 +32,8 @@ class AgentOutputSchemaBase(SpecReads, abc.ABC):
     """What the run needs of an output type: its JSON schema, whether it is strict or plain text, its name,
     and how to turn the model's final text into the output (raising `ModelBehaviorError` when it does not fit).
     Subclass it to control the schema sent and the parsing done; pass an instance as `Agent(output_type=...)`."""
+
+    _wrapped = False  # the answer is {"response": value} (AgentOutputSchema's rule for non-object types)
 
     @abc.abstractmethod
     def is_plain_text(self) -> bool: ...
@@ -59,6 +60,14 @@ class AgentOutputSchemaBase(SpecReads, abc.ABC):
             return None
         return {"name": FINAL_OUTPUT, "schema": self.json_schema(), "strict": self.is_strict_json_schema()}
 
+    def model_text(self, value: Any) -> str:
+        """A final output as the model would have written it (an error handler's, kept in the history): compact
+        JSON, wrapped like the schema; text as is."""
+        if self.is_plain_text():
+            return value if isinstance(value, str) else str(value)
+        data = jsonable(value)
+        return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
+
 
 class AgentOutputSchema(AgentOutputSchemaBase):
     """The JSON schema of `output_type` (None or `str`: plain text, no schema) and how to read an answer."""
@@ -67,7 +76,6 @@ class AgentOutputSchema(AgentOutputSchemaBase):
         self.output_type = output_type
         self._strict = strict_json_schema
         self._schema: Optional[dict] = None
-        self._wrapped = False
         if not self.is_plain_text():
             try:
                 self._schema, self._wrapped = type_schema(output_type, strict=strict_json_schema,
@@ -91,7 +99,7 @@ class AgentOutputSchema(AgentOutputSchemaBase):
         return self._schema
 
     def name(self) -> str:
-        return "str" if self.output_type is None else type_to_str(self.output_type)
+        return "str" if self.output_type is None else type_name(self.output_type)
 
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
@@ -110,23 +118,6 @@ class AgentOutputSchema(AgentOutputSchemaBase):
     def validate_data(self, data: Any) -> Any:
         """Already-decoded JSON data (an error handler's dict or list) -> an `output_type` value."""
         return validate_value(self.output_type, data)
-
-    def model_text(self, value: Any) -> str:
-        """A final output as the model would have written it: compact JSON, wrapped like the schema; text as is."""
-        if self.is_plain_text():
-            return value if isinstance(value, str) else str(value)
-        data = jsonable(value)
-        return json.dumps({"response": data} if self._wrapped else data, ensure_ascii=False, separators=(",", ":"))
-
-
-def type_to_str(tp: Any) -> str:
-    """A type as upstream names it: `Answer`, `list[str]`, `dict[str, int]`."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is None:
-        return getattr(tp, "__name__", repr(tp))
-    if not args:
-        return str(tp)
-    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_to_str(a) for a in args)}]"
 
 
 _cache: dict = {}

@@ -120,7 +120,9 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
         return value._result()
     if not inspect.isawaitable(value):
         return value
-    import asyncio
+    from .errors import needs
+
+    asyncio = needs("asyncio", "an async function (a tool, guardrail, hook or session method)")
 
     async def wait() -> Any:
         task, aborts = asyncio.ensure_future(value), CANCEL_CALLBACKS.get()

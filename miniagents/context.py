@@ -79,20 +79,19 @@ class Usage:
     tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
     def add(self, other: "Usage", requests: Optional[int] = None) -> None:
-        """Add another usage to this one, in place: a run's, or one request's (`requests=1`, whatever the model
-        reported: usage limits must not trust a model), which `request_usage_entries` also keeps on its own."""
+        """Add another usage to this one, in place: a run's (with its requests' own entries), or one request's
+        (`requests=1`, whatever the model reported: usage limits must not trust a model), which
+        `request_usage_entries` keeps on its own."""
         for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
         self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
         requests = other.requests if requests is None else requests
         self.requests += requests
-        if requests != 1 or other.request_usage_entries:  # a run's usage: its requests' own entries
-            self.request_usage_entries.extend(other.request_usage_entries)
-            return
-        self.request_usage_entries.append(RequestUsage(
-            other.input_tokens, other.output_tokens, other.total_tokens,
-            dataclasses.replace(other.input_tokens_details), dataclasses.replace(other.output_tokens_details)))
+        one = RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
+                           InputTokensDetails(other.input_tokens_details.cached_tokens),
+                           OutputTokensDetails(other.output_tokens_details.reasoning_tokens))
+        self.request_usage_entries += other.request_usage_entries or ([one] if requests == 1 else [])
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":
@@ -241,4 +240,4 @@ class ToolContext(RunContextWrapper[TContext]):
     failure: Any = field(default=None, repr=False)
 
 
-_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with the run's
+_SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with a run

@@ -99,11 +99,9 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
               error_handlers=options.error_handlers or {}, plugins=plugins_of(options.hooks, agents), streamed=streamed)
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run.config)
     run.state.cancel_mode = None  # a cancelled run can be resumed
-    if run.state.server_managed:
-        refuse_with_server_history(run)
-    if run.plugins:  # a shell refuses what cannot work, and makes what the run needs, before any model call
-        seams.emit(run.plugins, "prepare_run", run)
     choose(run)
+    for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
+        step(run)
     return run
 
 
@@ -119,14 +117,13 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunCo
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")
-    session_input: list = []
-    if options.session is not None:
-        input, session_input = load_session_history(options.session, input, config)
-    elif not isinstance(input, str):
+    if options.session is None and not isinstance(input, str):
         input = drop_orphans(to_input_list(input))
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
-    state.unsaved_session_input = session_input
+    if options.session is not None:  # the new input is checked apart from the history it may answer
+        state.original_input, state.unsaved_session_input = load_session_history(options.session, input, config)
+        state.rebuild_transcript()
     return state
 
 
@@ -141,6 +138,11 @@ def plugins_of(hooks: Any, agents: list) -> tuple:
 
 
 TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}
+
+
+def prepare_run(run: Run) -> None:
+    """The plugins refuse what cannot work and make what the run needs (the `prepare_run` seam)."""
+    seams.emit(run.plugins, "prepare_run", run)
 
 
 def refuse_with_server_history(run: Run) -> None:
@@ -305,11 +307,14 @@ def pause(run: Run, turn: Turn) -> None:
 
 def finish(run: Run, turn: Turn) -> None:
     """The final result."""
-    state, output = run.state, turn.next_step.output
-    if run.plugins:
-        seams.emit(run.plugins, "final_output", run, state.current_agent, output)
+    state = run.state
     state.finished = True
-    run.result = RunResult.from_state(state, output)
+    run.result = RunResult.from_state(state, turn.next_step.output)
+
+
+def tell_final_output(run: Run, turn: Turn) -> None:
+    """The plugins hear of the final output."""
+    seams.emit(run.plugins, "final_output", run, run.state.current_agent, turn.next_step.output)
 
 
 def answer_error(run: Run, turn: Turn) -> None:
@@ -432,95 +437,104 @@ def filter_problem(filtered: Any) -> Optional[str]:
 
 
 class Step(NamedTuple):
-    """A step, and whether a run wants it (None: every run)."""
+    """A step, and what a run must use for it to join the run's turns: `needs` names parts of the run, any one of
+    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.prompt", any agent's;
+    "tools.custom_data_extractor", any of their tools'). No `needs`: every run takes it."""
 
     do: Callable
-    wanted: Optional[Callable] = None
+    needs: str = ""
 
 
-def has_input_guardrails(run: Run) -> bool:
-    """A fresh run whose starting agent or configuration has input guardrails."""
-    state = run.state
-    return bool(state.starting_agent.input_guardrails or run.config.input_guardrails) and not state.model_responses
+TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_guardrails"
+OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
-
-LIMITS = lambda run: run.config.usage_limits is not None  # noqa: E731
-PLUGINS = lambda run: bool(run.plugins)  # noqa: E731
-SERVER = lambda run: run.state.server_managed  # noqa: E731
-STREAMED = lambda run: run.streamed  # noqa: E731
-SESSION = lambda run: run.session is not None or run.ledger is not None  # noqa: E731
-OUTPUT_GUARDRAILS = lambda run: bool(run.config.output_guardrails or any(a.output_guardrails for a in run.agents))  # noqa: E731,E501
-
+START = (  # before the first turn, once per drive of the loop
+    Step(refuse_with_server_history, "state.server_managed"),
+    Step(prepare_run, "run.plugins"),
+)
 BEFORE = (  # what may keep a fresh turn from starting, and what comes first
-    Step(check_max_turns, lambda run: run.state.max_turns is not None),
-    Step(steps.check_request_limit, LIMITS),
-    Step(steps.admit_input, lambda run: bool(run.state.pending_input)),
+    Step(check_max_turns, "state.max_turns"),
+    Step(steps.check_request_limit, "config.usage_limits"),
+    Step(steps.admit_input, "state.pending_input"),
     Step(start_turn),
 )
 FRESH = (  # a fresh turn: one model call
     Step(offer),
-    Step(steps.offer_to_plugins, PLUGINS),
-    Step(steps.guard_input, has_input_guardrails),
-    Step(steps.send_what_is_new, SERVER),
-    Step(steps.stored_prompt, lambda run: any(agent.prompt is not None for agent in run.agents)),
-    Step(steps.filter_input, lambda run: run.config.call_model_input_filter is not None or bool(run.plugins)),
+    Step(steps.offer_to_plugins, "run.plugins"),
+    Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
+    Step(steps.send_what_is_new, "state.server_managed"),
+    Step(steps.stored_prompt, "agents.prompt"),
+    Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
-    Step(steps.join_input_guardrails, has_input_guardrails),
+    Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
     Step(classify),
-    Step(steps.chain_response, SERVER),
-    Step(steps.announce, STREAMED),  # what the model said, before any tool runs
+    Step(steps.chain_response, "state.server_managed"),
+    Step(steps.announce, "run.streamed"),  # what the model said, before any tool runs
 )
 RESUMED = (  # a paused turn resumed: its response read again, no model call
     Step(offer),
-    Step(steps.offer_to_plugins, PLUGINS),
-    Step(steps.claim_pause, lambda run: run.ledger is not None),
+    Step(steps.offer_to_plugins, "run.plugins"),
+    Step(steps.claim_pause, "run.ledger"),
     Step(steps.reread),
 )
 SETTLE = (  # both then plan, run and order the calls, and decide the next step
     Step(plan),
-    Step(steps.check_tool_limit, LIMITS),
+    Step(steps.check_tool_limit, "config.usage_limits"),
     Step(run_calls),
-    Step(steps.gather_guardrail_results, lambda run: run.invoke is not invoke),
+    Step(steps.gather_guardrail_results, TOOL_GUARDRAILS),
     Step(settle),
     Step(decide),
-    Step(steps.tell_approvals, PLUGINS),
+    Step(steps.tell_approvals, "run.plugins"),
 )
 ENDS = {  # what each way of ending a turn does, in order
-    NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn), Step(steps.save, SESSION),
-                          Step(steps.announce_outputs, STREAMED), Step(steps.raise_rejected, OUTPUT_GUARDRAILS),
+    NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn),
+                          Step(steps.save, "run.session run.ledger"), Step(steps.announce_outputs, "run.streamed"),
+                          Step(steps.raise_rejected, OUTPUT_GUARDRAILS), Step(tell_final_output, "run.plugins"),
                           Step(finish)),
-    NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, SESSION),
-                      Step(steps.announce_outputs, STREAMED), Step(enter_agent)),
-    NextStepRunAgain: (Step(close_turn), Step(steps.save, SESSION), Step(steps.announce_outputs, STREAMED)),
+    NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, "run.session run.ledger"),
+                      Step(steps.announce_outputs, "run.streamed"), Step(enter_agent)),
+    NextStepRunAgain: (Step(close_turn), Step(steps.save, "run.session run.ledger"),
+                       Step(steps.announce_outputs, "run.streamed")),
     NextStepInterruption: (Step(pause),),
     NextStepError: (Step(answer_error),),
 }
-
-
-ENTERED = (Step(steps.announce_agent, STREAMED), Step(agent_started, PLUGINS))  # an agent takes the conversation
+ENTERED = (  # an agent takes the conversation
+    Step(steps.announce_agent, "run.streamed"),
+    Step(agent_started, "run.plugins"),
+)
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
-    Step(steps.guarded, lambda run: bool(run.plugins) or any(
-        getattr(t, "tool_input_guardrails", None) or getattr(t, "tool_output_guardrails", None) for t in tools_of(run))),
-    Step(steps.claimed, lambda run: run.ledger is not None),
-    Step(steps.with_custom_data, lambda run: any(getattr(t, "custom_data_extractor", None) for t in tools_of(run))),
+    Step(steps.guarded, TOOL_GUARDRAILS),
+    Step(steps.claimed, "run.ledger"),
+    Step(steps.with_custom_data, "tools.custom_data_extractor"),
 )
 
 
-def tools_of(run: Run) -> list:
-    return [tool for agent in run.agents for tool in agent.tools]
+NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, INVOKE)
+         for step in table for need in step.needs.split()}  # every part of a run some step needs
+
+
+def is_set(need: str, parts: dict) -> bool:
+    """Whether what `need` names ("config.usage_limits") is set (not None, False or empty) on any of its parts."""
+    where, _, name = need.partition(".")
+    return any(value is not None and value is not False and value not in ([], ())
+               for value in (getattr(part, name, None) for part in parts[where]))
 
 
 def choose(run: Run) -> None:
-    """The steps this run's turns take and how a call is invoked, asked once: `run.fresh`, `run.resumed`,
-    `run.ends`, `run.entered`, `run.invoke`."""
+    """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
+    `run.resumed`, `run.ends`, `run.entered`, `run.invoke`."""
+    parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
+             "tools": [tool for agent in run.agents for tool in agent.tools]}
+    uses = {need for need in NEEDS if is_set(need, parts)}
+
     def wanted(table: tuple) -> list:
-        return [step.do for step in table if step.wanted is None or step.wanted(run)]
+        return [step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split())]
 
     run.invoke = invoke
     for wrap in wanted(INVOKE):
         run.invoke = wrap(run.invoke)
     model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
-    run.before = wanted(BEFORE)
+    run.start, run.before = wanted(START), wanted(BEFORE)
     run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
     run.resumed = wanted(RESUMED) + wanted(SETTLE)
     run.ends = {kind: wanted(table) for kind, table in ENDS.items()}

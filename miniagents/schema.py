@@ -1,12 +1,11 @@
 """Python signatures and type hints -> strict JSON Schema: the definition-time half of the tool layer.
 
 Holds `function_schema` (a function's parameters -> `FuncSchema`: schema, description, `to_call_args`),
-`type_schema` (an output type -> schema), `ensure_strict_json_schema` (upstream's strict pass), and the tool
-name rules and spec (`check_tool_name`, `tool_name_from`, `tool_spec`). Tools, agents and handoffs call it when
-they are defined: what JSON Schema cannot say is a programmer mistake and raises `UserError` here, never
-later. Checking the model's values against the types is `validate.py`, reading docstrings is `docstrings.py`. Pure
-functions only: it never imports pydantic (models are recognised by duck typing), never runs a tool, never
-does I/O.
+`type_schema` (an output type -> schema), the strict pass (`ensure_strict_json_schema`; `wire_schema`, its form
+for a request), and the tool name rules and spec (`check_tool_name`, `tool_name_from`, `tool_spec`). Tools,
+agents and handoffs call it when they are defined: what JSON Schema cannot say is a programmer mistake and raises
+`UserError` here, never later. Checking the model's values against the types is `validate.py`. Pure functions
+only: it never imports pydantic (models are recognised by duck typing), never runs a tool, never does I/O.
 """
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .validate import (INT_KEY, JSON_TYPES, MISSING, call_args, field_type, fields_of, is_enum, is_object_type,
-                       is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
+from .validate import (INT_KEY, JSON_TYPES, MISSING, ArgumentsError, call_args, field_type, fields_of, is_enum,
+                       is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -66,12 +65,6 @@ def check_tool_name(name: str) -> str:
 
 # ------------------------------------------------------------------------------------------ schema builder
 
-class _Unsupported(Exception):
-    def __init__(self, tp, reason: str, where: tuple = ()):
-        super().__init__(reason)
-        self.tp, self.reason, self.where = tp, reason, where
-
-
 _STRICT_MAP = "strict mode cannot express it — use a dataclass or TypedDict, or strict_mode=False"
 _STRICT_ANY = "strict mode cannot express Any — give it a concrete type, or strict_mode=False"
 _UNKNOWN = ("miniagents cannot express it as JSON Schema — use str, int, float, bool, list, tuple, set, "
@@ -88,10 +81,17 @@ def _title(name: str) -> str:
 
 
 class _Builder:
-    """Builds pydantic-shaped schemas; classes go to `defs` once and are referenced by `$ref`."""
+    """Builds pydantic-shaped schemas; classes go to `defs` once and are referenced by `$ref`. What JSON Schema
+    cannot say is refused naming `subject` (a parameter, an output type), its type `top`, and the path of fields
+    (`where`) down to the type at fault."""
 
-    def __init__(self, strict: bool):
+    def __init__(self, strict: bool, subject: str = "", top: Any = None):
         self.strict, self.defs, self.names, self.where = strict, {}, {}, []
+        self.subject, self.top = subject, top
+
+    def refused(self, tp, reason: str) -> UserError:
+        inner = f" ({' / '.join(self.where)} is {type_name(tp)})" if self.where else ""
+        return UserError(f"{self.subject} is {type_name(self.top)}{inner}; {reason}")
 
     def prop(self, name: str, tp, default=MISSING, description=None) -> dict:
         schema = self.schema(tp)
@@ -112,7 +112,7 @@ class _Builder:
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if tp is Any or tp is object or tp is inspect.Parameter.empty:
             if self.strict:
-                raise _Unsupported(Any, _STRICT_ANY, tuple(self.where))
+                raise self.refused(Any, _STRICT_ANY)
             return {}
         tp = type(None) if tp is None else tp
         simple = next((name for t, name in JSON_TYPES.items() if t is tp), None)
@@ -122,7 +122,7 @@ class _Builder:
             try:
                 values = [jsonable(a) for a in (args or [m.value for m in tp])]
             except TypeError as exc:
-                raise _Unsupported(tp, f"its values must be JSON ({exc})", tuple(self.where)) from None
+                raise self.refused(tp, f"its values must be JSON ({exc})") from None
             if origin is not typing.Literal:
                 return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
             return {"const": values[0], **_literal_type(values)} if len(values) == 1 \
@@ -142,11 +142,10 @@ class _Builder:
                     "minItems": len(args), "maxItems": len(args)}
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
             if self.strict:
-                raise _Unsupported(tp, _STRICT_MAP, tuple(self.where))
+                raise self.refused(tp, _STRICT_MAP)
             key = strip_annotated(args[0])[0] if args else str
             if key not in (str, int):
-                raise _Unsupported(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]",
-                                   tuple(self.where))
+                raise self.refused(tp, "JSON object keys are strings — use dict[str, T] or dict[int, T]")
             schema = {"type": "object", "additionalProperties": self.schema(args[1] if args else Any)}
             if key is int:  # the keys arrive as JSON strings of digits and are read back as ints
                 schema["propertyNames"] = {"pattern": INT_KEY}
@@ -155,7 +154,7 @@ class _Builder:
             return self._pydantic(tp)
         if is_object_type(tp):
             return self._define(tp, lambda: self._object(tp))
-        raise _Unsupported(tp, _UNKNOWN, tuple(self.where))
+        raise self.refused(tp, _UNKNOWN)
 
     def _define(self, cls, build) -> dict:
         if cls not in self.names:
@@ -171,8 +170,7 @@ class _Builder:
         try:
             fields = fields_of(cls)
         except Exception as exc:  # e.g. a forward reference that does not resolve
-            raise _Unsupported(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})",
-                               tuple(self.where)) from None
+            raise self.refused(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})") from None
         for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, field_type(tp, default), default)
@@ -186,20 +184,13 @@ class _Builder:
         return out if required else {k: v for k, v in out.items() if k != "required"}
 
     def _pydantic(self, cls) -> dict:
+        """A pydantic model's own schema, its `$defs` moved into ours."""
         if cls in self.names:
             return {"$ref": f"#/$defs/{self.names[cls]}"}
         schema = copy.deepcopy(cls.model_json_schema())
-        inner = {**schema.pop("definitions", {}), **schema.pop("$defs", {})}
-        renames = {}
-        for name, body in inner.items():  # hoist into our $defs; a clash with a different body gets a new name
-            new, n = name, 1
-            while new in self.defs and self.defs[new] != body:
-                n, new = n + 1, f"{name}{n + 1}"
-            renames[name] = new
-        fix = functools.partial(_rewrite_refs, renames=renames)
-        for name, body in inner.items():
-            self.defs[renames[name]] = fix(body)
-        schema = fix(schema)
+        for name, body in schema.pop("$defs", {}).items():
+            if self.defs.setdefault(name, body) != body:  # pydantic names a nested model by its class name
+                raise self.refused(cls, f"two different types are named {name}: rename one")
         if set(schema) == {"$ref"}:  # recursive models: the root is a reference into $defs
             self.names[cls] = schema["$ref"].rsplit("/", 1)[-1]
             return schema
@@ -209,22 +200,13 @@ class _Builder:
         return self._define(cls, lambda: schema)
 
 
-def _rewrite_refs(node, renames):
-    if isinstance(node, list):
-        return [_rewrite_refs(v, renames) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _rewrite_refs(v, renames) for k, v in node.items()}
-    m = re.fullmatch(r"#/(?:\$defs|definitions)/(.+)", str(out.get("$ref", "")))
-    if m and m.group(1) in renames:
-        out["$ref"] = f"#/$defs/{renames[m.group(1)]}"
-    return out
-
-
 # -------------------------------------------------------------------------------------------- strict pass
 
-def ensure_strict_json_schema(schema: dict) -> dict:
-    """Upstream's strict pass, as a copy: closed objects, every property required, no root anyOf."""
+def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
+    """A copy of `schema` as strict endpoints take it: every object closed and all its properties required, a
+    $ref beside other keywords and a one-entry allOf inlined, oneOf read as anyOf, null defaults dropped. What
+    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) is a UserError here,
+    where the tool or output type is defined, rather than a rejected request later. `wire`: see `wire_schema`."""
     if not isinstance(schema, dict):
         raise UserError(f"A JSON schema must be a dict, got {type(schema).__name__}")
     if not schema:
@@ -235,7 +217,7 @@ def ensure_strict_json_schema(schema: dict) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
-    strict = _strict(schema, schema, 0, [0], ())
+    strict = _strict(schema, schema, 0, [0], (), wire)
     for name in strict.get("$defs") or {}:
         _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
     return strict
@@ -253,7 +235,8 @@ def _no_bare_ref_cycle(root: dict, ref: str) -> None:
                         "cycle with no schema in it; simplify or flatten the schema")
 
 
-def _strict(node, root, depth, count, inlining):
+def _strict(node, root, depth, count, inlining, wire):
+    """One node of the strict pass, its children first; `inlining` is the $refs being inlined above it."""
     count[0] += 1
     if depth > _MAX_DEPTH:
         raise UserError(f"JSON schema is too deeply nested for the strict pass (limit: depth {_MAX_DEPTH})")
@@ -261,104 +244,61 @@ def _strict(node, root, depth, count, inlining):
         raise UserError(f"JSON schema is too large for the strict pass (limit: {_MAX_NODES} nodes)")
     if not isinstance(node, dict):
         return copy.deepcopy(node)
-    if depth and isinstance(node.get("$id"), str):
-        raise UserError("a nested `$id` resource is not supported in a strict schema: its $refs would resolve "
-                        "against another base; inline it, or use a non-strict schema")
     out = {}
     for key, value in node.items():
+        if wire and (key in _WIRE_REJECTS or (key == "items" and value is False)):
+            continue
         if key in ("$defs", "definitions", "properties") and isinstance(value, dict):
-            out[key] = {k: _strict(v, root, depth + 1, count, inlining) for k, v in value.items()}
+            out[key] = {k: _strict(v, root, depth + 1, count, inlining, wire) for k, v in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems", "items") and isinstance(value, list):
-            out[key] = [_strict(v, root, depth + 1, count, inlining) for v in value]
+            out[key] = [_strict(v, root, depth + 1, count, inlining, wire) for v in value]
         elif key == "items" and isinstance(value, dict):
-            out[key] = _strict(value, root, depth + 1, count, inlining)
+            out[key] = _strict(value, root, depth + 1, count, inlining, wire)
         else:
             out[key] = copy.deepcopy(value)
-    if _single_all_of(out) and set(out["allOf"][0]) - _ANNOTATIONS == {"$ref"} \
-            and out["allOf"][0]["$ref"] not in inlining:
-        merged, refs = _merge_single_all_of(out, root)
-        return _inlined(merged, root, depth, count, inlining + refs)
+    if wire:
+        _wire(node, out, lambda sub: _strict(sub, root, depth + 1, count, inlining, wire))
     out = _flat_combinators(out)  # before the object rules, so they see the merged keys
     if "type" not in out and ("properties" in out or "additionalProperties" in out):
         out["type"] = "object"
     kind = out.get("type")
     if kind == "object" or (isinstance(kind, list) and "object" in kind):
         if out.setdefault("additionalProperties", False) is not False:
-            raise UserError("additionalProperties should not be set for object types. This could be because "
-                            "you configured additional properties to be allowed (a dict/Mapping type or "
-                            "extra='allow'). If you really need this, use a non-strict schema "
-                            "(strict_mode=False).")
+            raise UserError("additionalProperties should not be set for object types (a dict or Mapping type, "
+                            "or extra='allow'): strict mode cannot express it; use strict_mode=False")
     if isinstance(out.get("properties"), dict):
         out["required"] = list(out["properties"])
     if "default" in out and out["default"] is None:
         del out["default"]
     if "$ref" in out and len(out) > 1:
         if out["$ref"] in inlining:  # a cycle: inlining again would never end; the bare $ref is valid
-            return {"$ref": out["$ref"]}
-        siblings = set(out) - _ANNOTATIONS - {"$ref", "$defs", "definitions", "required", "additionalProperties"}
-        if siblings:  # merged with the target, they would silently override what it says
-            raise UserError(f"$ref {out['$ref']!r} has incompatible sibling keywords {sorted(siblings)}: a strict "
-                            "schema allows only annotations (description, title, ...) beside a $ref")
-        merged = {**_resolve_ref(root, out["$ref"]), **{k: v for k, v in out.items() if k != "$ref"}}
-        return _inlined(merged, root, depth, count, inlining + (out["$ref"],))
+            return {k: v for k, v in out.items() if k in ("$ref", "$defs")}  # (the root keeps its $defs)
+        rest = {k: v for k, v in out.items() if k != "$ref"}
+        merged = _merged(rest, _resolve_ref(root, out["$ref"]), f"$ref {out['$ref']!r}")
+        return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],), wire)
     return out
 
 
-def _inlined(merged: dict, root: dict, depth: int, count: list, inlining: tuple) -> dict:
-    """The strict pass of a node merged with what its $ref points to (one level deeper, for the depth limit);
-    the root's own `$id` stays on it."""
-    own_id = {"$id": merged.pop("$id")} if not depth and "$id" in merged else {}
-    return {**own_id, **_strict(merged, root, depth + 1, count, inlining)}
-
-
-# Keywords that describe a schema without constraining its values: they may stand beside a $ref.
+# Keywords that describe a schema without constraining its values: where two merged schemas both set one, the
+# node's own wins (a field's description over its class's).
 _ANNOTATIONS = frozenset(("description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly",
                           "$comment", "$schema", "$id", "$anchor", "contentMediaType", "contentEncoding"))
 
 
-def _single_all_of(node: dict) -> bool:
-    return isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict)
-
-
-def _merge_single_all_of(node: dict, root: dict) -> tuple:
-    """A one-entry `allOf` that is a $ref, merged into its node: the target (followed through further bare
-    $refs) must not contradict what the node says itself, and a circle of $refs is refused. Returns the
-    merged node and the $refs it followed."""
-    entry, seen = dict(node["allOf"][0]), []
-    while set(entry) - _ANNOTATIONS == {"$ref"}:
-        ref = entry.pop("$ref")
-        if ref in seen:
-            raise UserError(f"circular $ref in a singleton `allOf`: {' -> '.join(seen + [ref])}")
-        seen.append(ref)
-        entry = {**_resolve_ref(root, ref), **entry}
-    return _merged(node, entry), tuple(seen)
-
-
-def _merged(node: dict, entry: dict) -> dict:
-    """`node` without its one-entry `allOf`, and that entry's keywords: refused where the two disagree."""
-    parent = {k: v for k, v in node.items() if k != "allOf"}
-    clashes = sorted(k for k in set(parent) & set(entry) - _ANNOTATIONS if not _same_json(parent[k], entry[k]))
+def _merged(node: dict, other: dict, what: str) -> dict:
+    """`node` and the schema `other` (its $ref's target, its one-entry allOf) as one: refused where both set a
+    keyword differently, since strict mode would have to drop one of them silently."""
+    clashes = sorted(k for k in set(node) & set(other) - _ANNOTATIONS if node[k] != other[k])
     if clashes:
-        raise UserError(f"a singleton `allOf` and its parent schema both set {clashes} differently; strict mode "
-                        "would have to drop one of them: merge them by hand")
-    return {**parent, **entry}
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON values: 1 and 1.0 are, True and 1 are not."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    return a == b and (isinstance(a, (int, float)) == isinstance(b, (int, float)))
+        raise UserError(f"{what} and the schema beside it both set {clashes} differently; strict mode would have "
+                        "to drop one of them: merge them by hand")
+    return {**other, **node}
 
 
 def _flat_combinators(node: dict) -> dict:
     """Strict mode's combinator rules: a one-entry `allOf` is merged into its node; `oneOf` becomes `anyOf`."""
-    if _single_all_of(node):
-        node = _merged(node, node["allOf"][0])
+    if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
+        node = _merged({k: v for k, v in node.items() if k != "allOf"}, node["allOf"][0], "a one-entry `allOf`")
     if "oneOf" in node:
         node = {**{k: v for k, v in node.items() if k != "oneOf"}, "anyOf": node.get("anyOf", []) + node["oneOf"]}
     return node
@@ -373,42 +313,26 @@ _WIRE_REJECTS = frozenset((
 
 
 def wire_schema(schema: Optional[dict], strict: bool) -> dict:
-    """The strict pass's wire mode: the copy of a schema a model adapter sends. For strict, without what strict
-    endpoints reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes
-    `items: anyOf`, and the combinator rules apply. An empty schema is the strict empty object. The caller's
-    schema is not modified."""
+    """The copy of a schema a model adapter sends. For strict, the strict pass without what strict endpoints
+    reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes `items: anyOf`.
+    An empty schema is the strict empty object. The caller's schema is not modified."""
     if not schema:
         return copy.deepcopy(_EMPTY_OBJECT)
-    return _wire(schema) if strict else schema
+    return ensure_strict_json_schema(schema, wire=True) if strict else schema
 
 
-def _wire(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_wire(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict = {}
-    for key, value in node.items():
-        if key in _WIRE_REJECTS or (key == "items" and value is False):
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _wire(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
-            out[key] = _wire(value)
-        else:
-            out[key] = value
+def _wire(node: dict, out: dict, strict) -> None:
+    """The wire mode's additions to `out`, the strict pass of `node` (`strict` makes that of a sub-schema)."""
     if isinstance(node.get("prefixItems"), list) and "items" not in out:
         branches: list = []
-        for sub in _wire(node["prefixItems"]):
+        for sub in map(strict, node["prefixItems"]):
             if sub not in branches:
                 branches.append(sub)
         if branches:
             out["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    out = _flat_combinators(out)
     if node.get("default") is not None:
         note = "Default: " + json.dumps(node["default"], ensure_ascii=False) + "."
         out["description"] = (str(out["description"]).rstrip() + " " + note) if out.get("description") else note
-    return out
 
 
 def _resolve_ref(root: dict, ref) -> dict:
@@ -420,9 +344,6 @@ def _resolve_ref(root: dict, ref) -> dict:
         if not isinstance(node, dict) or part not in node:
             raise UserError(f"Unresolvable $ref {ref!r} in JSON schema")
         node = node[part]
-        if isinstance(node, dict) and isinstance(node.get("$id"), str):  # ("$id" may also name a definition)
-            raise UserError(f"$ref {ref!r} reaches into a nested `$id` resource, which a strict schema does not "
-                            "support: its $refs would resolve against another base")
     if not isinstance(node, dict):
         raise UserError(f"$ref {ref!r} does not point to a schema")
     return node
@@ -454,22 +375,20 @@ class FuncSchema:
 
     def to_call_args(self, data: dict):
         """Validate and convert the parsed arguments -> (positional args, kwargs), context excluded."""
+        if not isinstance(data, dict):
+            raise ArgumentsError(f"expected a JSON object of parameters, got {type(data).__name__}")
         return call_args(self._params, data, self.strict_json_schema)
 
 
 def _hints(func, sig, name: str) -> dict:
-    target = func
-    while isinstance(target, functools.partial):
-        target = target.func
-    if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
-        target = getattr(target, "__call__", target)
-    try:
-        return typing.get_type_hints(target, include_extras=True)
-    except Exception:  # one bad annotation: resolve one by one, so the error names the parameter
-        pass
-    hints, globalns = {}, getattr(inspect.unwrap(target), "__globals__", {})
+    """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
+    annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
+    written: its class may be imported only under TYPE_CHECKING."""
+    target = inspect.unwrap(func.func if isinstance(func, functools.partial) else func)
+    globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
+    hints = {}
     for p in sig.parameters.values():
-        if isinstance(p.annotation, str) and not _context_kind(p.annotation):
+        if p.annotation is not p.empty and not _context_kind(p.annotation):
             try:
                 hints[p.name] = typing.get_type_hints(_Stub(p.annotation), globalns, include_extras=True)["a"]
             except Exception as exc:
@@ -479,13 +398,8 @@ def _hints(func, sig, name: str) -> dict:
 
 
 class _Stub:
-    def __init__(self, annotation: str):
+    def __init__(self, annotation):
         self.__annotations__ = {"a": annotation}
-
-
-def _unsupported(prefix: str, top, exc: _Unsupported) -> UserError:
-    inner = f" ({' / '.join(exc.where)} is {type_name(exc.tp)})" if exc.where else ""
-    return UserError(f"{prefix} is {type_name(top)}{inner}; {exc.reason}")
 
 
 def function_schema(func, *, name_override=None, description_override=None, docstring_style=None,
@@ -496,9 +410,11 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise UserError(f"tool '{name}': cannot read the signature of {func!r}: {exc}") from None
+    if docstring_style not in (None, "google"):
+        raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
+                        "docstrings only (a docstring in another style is sent whole as the description)")
     hints = _hints(func, sig, name)
-    doc, param_docs, _ = parse_docstring(inspect.getdoc(func), docstring_style) if use_docstring_info \
-        else (None, {}, None)
+    doc, param_docs, _ = parse_docstring(inspect.getdoc(func)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):
         ann = hints.get(p.name, p.annotation)
@@ -521,10 +437,8 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                 raise UserError(f"tool '{name}': parameter '**{p.name}' takes arbitrary keywords; strict mode "
                                 "cannot express them — name the parameters, or strict_mode=False")
             default, tp = {}, Dict[str, ann]
-        try:
-            props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
-        except _Unsupported as exc:
-            raise _unsupported(f"tool '{name}': parameter '{p.name}'", ann, exc) from None
+        builder.subject, builder.top = f"tool '{name}': parameter '{p.name}'", ann
+        props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
         params.append(param(p.name, p.kind, tp, default, strict_json_schema))
@@ -542,37 +456,28 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                       strict_json_schema=strict_json_schema, context_kind=context_kind, _params=tuple(params))
 
 
-def is_json_object_type(tp) -> bool:
-    """Upstream's rule for an output type that stands as the schema's root: a pydantic model, or a dict type
-    (TypedDicts and `dict[str, T]` included). Everything else, dataclasses too, is wrapped in {"response": T}."""
-    base = strip_annotated(tp)[0]
-    origin = typing.get_origin(base)
-    cls = origin if origin is not None else base
-    return is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
-
-
 def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
-    """Type -> (schema, wrapped). Object types (dataclasses, TypedDicts, NamedTuples, pydantic models) stand as
-    the root; others become {"response": T}. `output_rule`: upstream's rule for an agent's output type instead
-    (`is_json_object_type`: only pydantic models and dict types stand as the root)."""
-    builder = _Builder(strict)
-    try:
-        inner = builder.schema(tp)
-    except _Unsupported as exc:
-        raise _unsupported("output type", tp, exc) from None
-    stands = is_json_object_type(tp) if output_rule else is_object_type(strip_annotated(tp)[0])
-    if stands and "$ref" in inner:
+    """Type -> (schema, wrapped). An object type (dataclass, TypedDict, NamedTuple, pydantic model) stands as the
+    root; any other becomes {"response": T}. `output_rule`: upstream's rule for an agent's output type instead,
+    where pydantic models and dict types (TypedDicts, `dict[str, T]`) stand and dataclasses are wrapped."""
+    builder = _Builder(strict, "output type", tp)
+    inner = builder.schema(tp)
+    base = strip_annotated(tp)[0]
+    cls = typing.get_origin(base) or base
+    if output_rule:
+        stands = is_pydantic(cls) or (isinstance(cls, type) and issubclass(cls, dict))
+    else:
+        stands = is_object_type(base)
+    if not stands:
+        root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
+                "additionalProperties": False}
+    elif "$ref" in inner:
         name = inner["$ref"].rsplit("/", 1)[-1]
         root = dict(builder.defs[name])
         if f'"#/$defs/{name}"' not in json.dumps(builder.defs):  # not recursive: no need to keep it
             del builder.defs[name]
-        wrapped = False
-    elif stands and output_rule:  # a dict type: its object schema is the root
-        root, wrapped = dict(inner), False
-    else:
-        root = {"type": "object", "properties": {"response": inner}, "required": ["response"],
-                "additionalProperties": False}
-        wrapped = True
+    else:  # a dict type: its object schema is the root
+        root = dict(inner)
     if builder.defs:
         root["$defs"] = builder.defs
-    return (ensure_strict_json_schema(root) if strict else root), wrapped
+    return (ensure_strict_json_schema(root) if strict else root), not stands

@@ -85,15 +85,15 @@ class RunState(Generic[TContext]):
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
-        settled_end = self.pending.start if self.pending is not None else len(self.generated_items)
-        generated = [i.raw_item for i in self.generated_items[:settled_end] if not isinstance(i, ToolApprovalItem)]
+        settled = self.generated_items[:self.pending.start] if self.pending is not None else self.generated_items
+        generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
         items = to_input_list(self.original_input) + generated
         # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
         self.transcript = drop_orphans(items) if generated or not isinstance(self.original_input, str) else items
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
-        self.call_ids = {i.get("call_id") for i in self.transcript if i.get("call_id")}
-        self.call_ids.update(i.raw_item.get("call_id") for i in self.generated_items if i.raw_item.get("call_id"))
+        used = self.transcript + [i.raw_item for i in self.generated_items]
+        self.call_ids = {i.get("call_id") for i in used if i.get("call_id")}
 
     def record_turn(self, items: list, start: int) -> None:
         """Put the current turn's items from `start` on (replacing a paused attempt's)."""
@@ -267,7 +267,8 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
             "replays": pending.replays, "pauses": pending.pauses,
         },
-        "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals, "context": context},
+        "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals,
+                    "context": context},
         "agents_that_used_tools": sorted(state.agents_that_used_tools),
         "unsaved_session_input": state.unsaved_session_input,
         "pending_input": state.pending_input,
@@ -282,12 +283,13 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
 
 def reachable_agents(initial_agent: Any) -> list:
     """Every agent reachable through handoffs and agents-as-tools, each once, starting with `initial_agent`."""
-    found, queue = [], [initial_agent]
-    for agent in queue:  # the queue grows as it is walked
-        if not any(agent is seen for seen in found):
-            found.append(agent)  # a Handoff built by hand names no agent: its on_invoke_handoff gives one
-            queue += [a for a in (getattr(h, "_agent", h) for h in agent.handoffs) if a is not None]
-            queue += [t._agent for t in agent.tools if getattr(t, "_agent", None) is not None]  # agents as tools
+    found = [initial_agent]
+    for agent in found:  # the list grows as it is walked
+        # a handoff's agent (a Handoff built by hand names none: its on_invoke_handoff gives one); an agent tool's
+        others = [getattr(h, "_agent", h) for h in agent.handoffs] + [getattr(t, "_agent", None) for t in agent.tools]
+        for other in others:
+            if other is not None and not any(other is seen for seen in found):
+                found.append(other)
     return found
 
 

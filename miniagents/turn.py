@@ -51,7 +51,8 @@ class Run:
 
     state: RunState
     config: RunConfig
-    before: list = field(default_factory=list)  # what may keep a fresh turn from starting (chosen once: run.choose)
+    start: list = field(default_factory=list)  # the steps before the first turn (chosen once: run.choose)
+    before: list = field(default_factory=list)  # what may keep a fresh turn from starting
     fresh: list = field(default_factory=list)  # the steps of a fresh turn
     resumed: list = field(default_factory=list)  # the steps of a paused turn resumed
     ends: dict = field(default_factory=dict)  # NextStep class -> the steps of a turn that ends so

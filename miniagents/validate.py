@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 import re
+import types
 import typing
 from typing import Any, Callable, NamedTuple, Optional, Union
 
@@ -24,7 +25,7 @@ from .items import clean_json, preview
 
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
-_UnionType = getattr(__import__("types"), "UnionType", None)  # `X | Y`, Python 3.10+
+_UNIONS = (Union, getattr(types, "UnionType", Union))  # `Union[X, Y]`, and `X | Y` on Python 3.10+
 _REQ_WRAPPERS = tuple(w for w in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None)) if w)
 INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
@@ -45,7 +46,7 @@ def strip_annotated(tp):
 
 
 def is_union(tp) -> bool:
-    return typing.get_origin(tp) is Union or (_UnionType is not None and isinstance(tp, _UnionType))
+    return typing.get_origin(tp) in _UNIONS
 
 
 def admits_none(tp) -> bool:
@@ -127,6 +128,8 @@ def field_type(tp, default):
 def jsonable(value):
     """A Python value as JSON data (the inverse of `validate_value`): pydantic-like models dumped, dataclasses
     as objects, enums as their values, tuples and sets as arrays; `TypeError` for anything else."""
+    if value is None or type(value) in (str, int, float, bool):  # JSON already (exactly these types, no subclass)
+        return value
     if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
         return value.model_dump(mode="json")
     if isinstance(value, enum.Enum):
@@ -137,7 +140,7 @@ def jsonable(value):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, (str, int, float, bool)):  # a subclass (an IntFlag is an Enum, handled above)
         return value
     raise TypeError(f"{type(value).__name__} is not JSON")
 
@@ -171,12 +174,13 @@ def _describe(value) -> str:
 
 
 def _expected(tp) -> str:
+    """What a type takes, in JSON's words: "integer", "object (Movie)", "array", "one of "a", "b"", ..."""
     tp = strip_annotated(tp)[0]
     if tp in JSON_TYPES or tp is None:
         return JSON_TYPES.get(tp, "null")
     if is_object_type(tp):
         return f"object ({type_name(tp)})"
-    if typing.get_origin(tp) in _MAPPINGS:
+    if tp is dict or typing.get_origin(tp) in _MAPPINGS:
         return "object"
     if typing.get_origin(tp) is typing.Literal or is_enum(tp):
         values = typing.get_args(tp) if typing.get_origin(tp) else [m.value for m in tp]
@@ -194,7 +198,7 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     if not isinstance(raw, str):
         raise ArgumentsError(f"{prefix}: expected a JSON string, got {type(raw).__name__}")
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = STRICT_JSON.decode(raw)
     except json.JSONDecodeError as exc:
         raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
                              f"Send one JSON object. Received: {preview(raw)}") from None
@@ -211,6 +215,9 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
 def _no_constant(name: str) -> None:
     """Python's json accepts NaN and Infinity; JSON does not."""
     raise ValueError(f"{name} is not valid JSON")
+
+
+STRICT_JSON = json.JSONDecoder(parse_constant=_no_constant)  # made once: a decoder per call costs as much as a call
 
 
 class Param(NamedTuple):
@@ -242,12 +249,10 @@ ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIO
 
 def call_args(params: tuple, data: dict, strict: bool):
     """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
-    if not isinstance(data, dict):
-        raise ArgumentsError(f"expected a JSON object of parameters, got {_describe(data)}")
-    names = [p.name for p in params]
-    unknown = [k for k in data if k not in names]
+    unknown = [k for k in data if not any(k == p.name for p in params)]
     if unknown and strict:
-        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
+        names = ", ".join(p.name for p in params) or "none"
+        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {names})")
     args, kwargs = [], {}
     for p in params:
         if p.name not in data and p.default is MISSING:
@@ -264,10 +269,13 @@ def call_args(params: tuple, data: dict, strict: bool):
 
 def converter(tp: Any, strict: bool) -> Callable:
     """A function `(value, path) -> value` that checks a decoded JSON value against `tp` and converts it, chosen
-    once per parameter: a scalar type's is a single check, any other type's the general conversion (`_convert`)."""
+    once per parameter: a scalar type's is a single check (anything else of `int` or `float`, such as 5.0 for an
+    int, takes the general conversion), any other type's the general conversion (`_convert`)."""
     if tp in (str, bool):
         return lambda value, path: value if isinstance(value, tp) else _fail(
             path, f"expected {_expected(tp)}, got {_describe(value)}")
+    if tp in (int, float):
+        return lambda value, path: value if type(value) is tp else _convert_guarded(tp, value, path, strict)
     return lambda value, path: _convert_guarded(tp, value, path, strict)
 
 
@@ -283,18 +291,6 @@ def _convert_guarded(tp, value, path, strict):
         return _convert(tp, value, path, strict)
     except RecursionError:
         return _fail(path, "the value is nested too deeply")
-
-
-def _json_kind(tp) -> str:
-    """"object", "array" or "scalar": the kind of JSON value a type takes."""
-    tp = strip_annotated(tp)[0]
-    origin = typing.get_origin(tp)
-    if tp is dict or origin in _MAPPINGS or is_object_type(tp) or is_pydantic(tp):
-        return "object"
-    if tp in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset, cabc.Sequence,
-                                                        cabc.MutableSequence, cabc.Set, cabc.MutableSet):
-        return "array"
-    return "scalar"
 
 
 def _join(path: str, key) -> str:
@@ -336,8 +332,8 @@ def _convert(tp, value, path: str, strict: bool):
                 return _convert(arm, value, path, strict)
             except ArgumentsError as problem:
                 problems.append((arm, problem))
-        kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else "scalar"
-        same_kind = [p for arm, p in problems if _json_kind(arm) == kind]
+        kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else None
+        same_kind = [p for arm, p in problems if _expected(arm).split(" ")[0] == kind]
         if len(same_kind) == 1:  # one arm takes this kind of value: its problem is the precise one
             raise same_kind[0]
         return _fail(path, f"expected {' or '.join(map(_expected, args))}, got {_describe(value)}")

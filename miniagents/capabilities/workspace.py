@@ -27,12 +27,24 @@ match holds the interpreter lock, so no other thread runs until it ends, and a t
 stop it. Spotting such patterns first (nested repeats, backreferences in `sre_parse`'s tree) refuses useful
 patterns and still misses others (overlapping alternatives: `(a|aa)+$`); an engine of our own with a
 linear-time guarantee would be pure Python, far slower, and only a subset of the syntax the model knows. So
-a regex search matches in a child Python process (`sys.executable -I -S`): this process reads the files
-(through the checks above) and sends their lines down a pipe, the child sends back the matches, and a
-watchdog kills the child once the search has run `regex_seconds` (2 s); the model then reads that its pattern
-took too long. This process only waits on pipes meanwhile, so its other threads keep running. The price is
+a regex search matches in a child Python process (`python -I -S`): this process reads the files (through the
+checks above) and sends their lines down a pipe, the child sends back the matches. The child bounds itself,
+so it ends even if this process is killed: the processor time it spends matching is counted by the system
+(`ITIMER_PROF`, armed only while it matches, so neither this process's reading nor the child's decoding
+counts) and the system ends it once that reaches `regex_seconds` (2 s); it also ends when its input ends or
+its parent is gone. The model then reads that its pattern took too long. This process's waits on the child are
+bounded too (starting: `START_SECONDS`; all later waits together: `regex_seconds` plus that, whatever the
+machine's load), and it only waits on pipes meanwhile, so its other threads keep running. The child is a real
+Python of this version: `sys.executable` when it is one, else the interpreter next to it (a host program that
+embeds Python has its own `sys.executable`); a program not named like a Python is never started, and one that
+does not answer as the matcher does is not believed. With none, the model reads that the search could not
+run. The price is
 starting an interpreter for each regex search (benchmarks/workspace.py). Plain-text search runs here: it is
 linear in the text.
+
+Every name the model reads (a path, a listed or matched file) has its control and other unprintable
+characters escaped (`\\n`, `\\x1b`, `\\u2028`), and so do line separators inside a match's text, so no name
+or line can forge another line of an answer.
 """
 from __future__ import annotations
 
@@ -43,10 +55,12 @@ import json
 import os
 import re
 import secrets
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterator, Optional, Union
 
 from ..errors import UserError
@@ -59,20 +73,251 @@ _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(o
 _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
                        {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd)
 
-# The child that runs a regex search: the first line is [pattern, most matches]; each further line is a JSON
-# list, one file's lines. It answers [file number, line number, text] per match, and stops at the most.
+# The child that runs a regex search. argv: its budget of processor seconds for matching, its parent's process
+# id. It first says who it is (so a program that is not this matcher is never believed); then reads a line
+# [pattern, most matches], then one JSON list per file, that file's lines, and answers [file number, line number,
+# text] per match, stopping at the most. It ends by itself: SIGPROF's default action ends it once its matching has
+# used its budget of processor time (the timer runs only while it matches), its input ending ends it, and a
+# thread ends it when its parent is gone (a process the parent forked may still hold the pipe open).
 _MATCHER = """
-import json, re, sys
+import json, os, re, signal, sys, threading, time
+budget, parent = max(float(sys.argv[1]), 0.001), int(sys.argv[2])
+signal.signal(signal.SIGPROF, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPROF})
+def orphaned():
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(70)
+threading.Thread(target=orphaned, daemon=True).start()
+sys.stdout.write(json.dumps(["miniagents matcher"] + list(sys.version_info[:2])) + "\\n")
+sys.stdout.flush()
 pattern, limit = json.loads(sys.stdin.readline())
 search, found = re.compile(pattern).search, 0
 for file, record in enumerate(sys.stdin, 1):
-    for number, line in enumerate(json.loads(record), 1):
+    lines = json.loads(record)
+    signal.setitimer(signal.ITIMER_PROF, budget)
+    for number, line in enumerate(lines, 1):
         if search(line):
             sys.stdout.write(json.dumps([file, number, line[:200]]) + "\\n")
             found += 1
             if found >= limit:
-                sys.exit()
+                sys.stdout.flush()
+                os._exit(0)
+    budget = max(signal.setitimer(signal.ITIMER_PROF, 0)[0], 0.001)
+sys.stdout.flush()
 """
+START_SECONDS = 10.0  # how long a matcher may take to start and say who it is (a loaded machine is slow)
+_PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(-?[a-z]+)?(\.exe)?", re.IGNORECASE)  # what may be started as one
+_last_python: Optional[str] = None  # the interpreter the last regex search ran in: tried first
+
+
+def _pythons() -> list:
+    """The programs a regex search may run its matcher in, the one that worked last first: `sys.executable`, the
+    interpreter it was made from (a virtual environment's), and this version's next to the installation (a host
+    program that embeds Python, whose `sys.executable` is the host). Only existing programs named like a Python
+    interpreter: starting a host program (which may be a server or the very application running this) with
+    Python's arguments could do anything."""
+    version = "python%d.%d" % sys.version_info[:2]
+    found = [_last_python, sys.executable, getattr(sys, "_base_executable", None)]
+    for prefix in (sys.exec_prefix, sys.base_exec_prefix):
+        if isinstance(prefix, str) and prefix:
+            found += [os.path.join(prefix, "bin", version), os.path.join(prefix, "bin", "python3")]
+    usable = []
+    for path in found:
+        if isinstance(path, str) and path and path not in usable and \
+                _PYTHON_NAME.fullmatch(os.path.basename(path)) and os.path.isfile(path) and os.access(path, os.X_OK):
+            usable.append(path)
+    return usable
+
+
+def shown_name(text: str) -> str:
+    """A name as the model reads it: every character that is not printable (controls, line and paragraph
+    separators, format characters, undecodable bytes) escaped as Python writes it, so it is one line that
+    says what it is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+_LINE_BREAKS = re.compile("[\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029\\r\\n]")  # what str.splitlines splits at
+
+
+def one_line(text: str) -> str:
+    """A line of a file as a match shows it: the characters other programs take for line breaks escaped."""
+    return _LINE_BREAKS.sub(lambda m: _escape(m.group()), text)
+
+
+def _escape(ch: str) -> str:
+    """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff)."""
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]
+
+
+class _Capped(io.RawIOBase):
+    """A file's first `limit` bytes: what reads past them get is the end of the file; `more` says whether there
+    was more."""
+
+    def __init__(self, handle: Any, limit: int):
+        super().__init__()
+        self._handle, self._left, self.more = handle, max(limit, 0), False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._left <= 0:
+            self.more = self.more or bool(self._handle.peek(1))
+            return 0
+        view = memoryview(buffer).cast("B")[:self._left]
+        count = self._handle.readinto(view) or 0
+        self._left -= count
+        return count
+
+
+MAX_REGEX_SECONDS = 86400.0  # the longest matching budget a search is given, whatever regex_seconds says
+
+
+def _seconds(value: Any) -> float:
+    """`regex_seconds` as a budget the system can count: a number from a millisecond to a day (not a number: 2)."""
+    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 2.0
+    return 2.0 if number != number else min(max(number, 0.001), MAX_REGEX_SECONDS)
+
+
+class _Matcher:
+    """A regex search's child process (`_MATCHER`) and every wait on it, each bounded: starting (it must say who it
+    is within `START_SECONDS`), and the later waits (taking lines, giving its answers), which together may last the
+    matching budget plus `START_SECONDS` before a watchdog thread kills it. The child also ends by itself (see
+    `_MATCHER`); `timed_out` says its matching ran out of time, `status` is its exit status after `finish()`."""
+
+    MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 200 characters, each escaped in 12 bytes]
+
+    def __init__(self, python: str, seconds: float):
+        self.seconds = _seconds(seconds)
+        self.status: Optional[int] = None
+        self.timed_out = False
+        self._answers: list = []
+        self._said = threading.Event()  # its first line came, or its output ended
+        self._garbled = False
+        self._changed = threading.Condition()
+        self._deadline: Optional[float] = None  # when the wait in progress must have ended
+        self._waited = 0.0  # seconds this process has waited on the child so far (its own reading not counted)
+        self._over = False
+        self.process: Any = None
+        try:
+            self.process = subprocess.Popen([python, "-I", "-S", "-c", _MATCHER, repr(self.seconds),
+                                             str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL)
+        except (OSError, ValueError):
+            return
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        self._reader.start()
+        self._watchdog.start()
+
+    def started(self) -> bool:
+        """Whether the child is this version's matcher: it said so (within `START_SECONDS`)."""
+        if self.process is None:
+            return False
+        self._said.wait(START_SECONDS)
+        try:
+            said = json.loads(self._answers[0])
+        except (IndexError, ValueError, RecursionError):
+            said = None
+        if said == ["miniagents matcher", *sys.version_info[:2]]:
+            return True
+        self._kill()
+        return False
+
+    def send(self, data: bytes) -> bool:
+        """Give the child more input; False once it takes no more (it found enough, or was stopped)."""
+        if self.process is None:
+            return False
+        with self._waiting():
+            try:
+                self.process.stdin.write(data)
+                self.process.stdin.flush()  # now: the child matches while this process reads the next file
+            except (OSError, ValueError):
+                return False
+        return True
+
+    def finish(self) -> Optional[list]:
+        """End the input, wait for the child's answers and its end (each wait bounded); its matches as
+        [file, line, text], or None when what it said is not what the matcher says."""
+        if self.process is None:
+            return None
+        with self._waiting():
+            with contextlib.suppress(OSError, ValueError):
+                self.process.stdin.close()
+            self._reader.join()  # its output ends when it does, or when the watchdog stops it
+        with self._changed:
+            self._over = True
+            self._changed.notify()
+        self._watchdog.join()  # so no kill can reach the process id once it is reaped
+        try:
+            self.status = self.process.wait(START_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.status = self.process.wait()
+        self.process.stdout.close()
+        if self.status == -getattr(signal, "SIGPROF", -1):  # the system ended it: its matching used its time
+            self.timed_out = True
+        try:
+            answers = [json.loads(line) for line in self._answers[1:] if line.endswith(b"\n")]
+        except (ValueError, RecursionError):
+            return None
+        if self._garbled or not all(isinstance(a, list) and len(a) == 3 and type(a[0]) is int and type(a[1]) is int
+                                    and isinstance(a[2], str) for a in answers):
+            return None
+        return answers
+
+    def _read(self) -> None:
+        try:
+            while True:
+                line = self.process.stdout.readline(self.MAX_ANSWER_BYTES)
+                if not line:
+                    return
+                self._answers.append(line)
+                self._said.set()
+                if not line.endswith(b"\n") and len(line) == self.MAX_ANSWER_BYTES:
+                    self._garbled = True  # not the matcher's answer: stop it rather than read on
+                    self._kill()
+                    return
+        except (OSError, ValueError):
+            return
+        finally:
+            self._said.set()
+
+    @contextlib.contextmanager
+    def _waiting(self) -> Iterator[None]:
+        """A wait of this process on the child: all of them together may last `seconds + START_SECONDS`."""
+        started = time.monotonic()
+        with self._changed:
+            self._deadline = started + self.seconds + START_SECONDS - self._waited
+            self._changed.notify()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._deadline = None
+                self._waited += time.monotonic() - started
+                self._changed.notify()
+
+    def _watch(self) -> None:
+        with self._changed:
+            while not self._over:
+                if self._deadline is None:
+                    self._changed.wait()
+                    continue
+                left = self._deadline - time.monotonic()
+                if left > 0:
+                    self._changed.wait(left)
+                    continue
+                self.timed_out = True  # a wait on it ran out: it takes too long, whatever it does
+                self._kill()
+                self._deadline = None
+
+    def _kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.kill()
 
 
 class _LeadsOutside(ToolError):
@@ -95,11 +340,12 @@ class Workspace(Capability):
     max_matches = 50  # matches per search
     max_search_files = 2000  # files one search looks at
     max_search_depth = 64  # folder levels one search goes down
-    max_file_bytes = 2_000_000  # search skips bigger files; write_file refuses bigger content
+    max_file_bytes = 2_000_000  # search skips bigger files (and reads no more of one that grew); write_file's cap
+    max_read_bytes = 32 * 2 ** 20  # bytes of a file one read_file call reads (from its start) at most
     max_path_chars, max_name_bytes = 1024, 255
     max_links = 40  # symbolic links followed for one path
     max_pattern_chars = 1000  # regular expressions
-    regex_seconds = 2.0  # a regex search's matching stops after this long
+    regex_seconds = 2.0  # processor time a regex search may spend matching (its reading does not count)
 
     def __init__(self, root: Any, writable: bool = False, write_needs_approval: Union[bool, Callable] = True):
         if not _RELATIVE_CALLS:
@@ -134,7 +380,7 @@ class Workspace(Capability):
                 os.fsencode(part)
             except UnicodeEncodeError:
                 raise ToolError(f"Path refused: {shown} is not a valid file name here.") from None
-        return parts, "/".join(parts) or "."
+        return parts, shown_name("/".join(parts)) or "."
 
     def _locate(self, parts: list, shown: str, make_folders: bool = False) -> tuple:
         """(descriptor of the folder holding the path's last name, that name, its lstat or None if nothing
@@ -241,10 +487,22 @@ class Workspace(Capability):
             raise ToolError(f"'{shown}' is a binary file; only text files can be read.")
         return handle
 
-    def _lines(self, handle: Any) -> Any:
-        """(line text without its newline, whether it was cut) for each line, reading at most
-        `max_line_chars` characters of any line into memory."""
-        text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
+    @contextlib.contextmanager
+    def _reading(self, handle: Any, limit: int) -> Iterator[Any]:
+        """(lines, the reader's `_Capped`): `lines` gives (line text without its newline, whether it was cut) for
+        each line of the first `limit` bytes of the open `handle`, holding at most `max_line_chars` characters of
+        any line in memory; `capped.more` then says whether the file went on past them. Closes all it opened
+        (the handle stays the caller's)."""
+        capped = _Capped(handle, limit)
+        text = io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", errors="replace")
+        lines = self._lines(text)
+        try:
+            yield lines, capped
+        finally:
+            lines.close()
+            text.close()
+
+    def _lines(self, text: Any) -> Iterator[tuple]:
         while True:
             line = text.readline(self.max_line_chars)
             if not line:
@@ -256,9 +514,16 @@ class Workspace(Capability):
                     rest = text.readline(self.max_line_chars)
             yield line.rstrip("\r\n"), cut
 
+    def _read_lines(self, handle: Any, limit: int) -> list:
+        """Every line (text only) of the first `limit` bytes of the open `handle`: what a regex search sends its
+        matcher for one file."""
+        with self._reading(handle, limit) as (lines, _):
+            return [line for line, _ in lines]
+
     # --- the tools' work ---------------------------------------------------------------------------
 
     def list_files(self, path: str = ".") -> str:
+        parts = self._checked(path)[0] or ["."]
         with self._at(path, "list") as (folder, name, info, shown):
             if info is None:
                 raise ToolError(f"'{shown}' does not exist.")
@@ -268,7 +533,8 @@ class Workspace(Capability):
             try:
                 with os.scandir(listed) as entries:
                     names = sorted(entry.name for entry in entries)
-                lines = [self._describe(listed, each, f"{shown}/{each}") for each in names[:self.max_entries]]
+                where = "/".join(parts)
+                lines = [self._describe(listed, each, f"{where}/{each}") for each in names[:self.max_entries]]
             finally:
                 os.close(listed)
         if len(names) > self.max_entries:
@@ -276,8 +542,10 @@ class Workspace(Capability):
         return f"{shown}:\n" + "\n".join(lines) if lines else f"'{shown}' is empty."
 
     def _describe(self, folder: int, name: str, path: str) -> str:
-        """One list_files line: a folder, a file's size, or why it cannot be used; links are followed."""
+        """One list_files line: a folder, a file's size, or why it cannot be used; links are followed. `path`
+        (from the root) is how to reach it, `name` is shown escaped."""
         info = _look(name, folder)
+        name = shown_name(name)
         if info is not None and stat.S_ISLNK(info.st_mode):
             try:
                 with self._at(path, "list") as (_, _, info, _):
@@ -300,17 +568,25 @@ class Workspace(Capability):
         last = start_line + self.max_lines - 1 if end_line is None else min(end_line, start_line + self.max_lines - 1)
         shown_lines, count, more = [], 0, False
         with self._at(path, "read") as (folder, name, info, shown):
-            with self._open_text(folder, name, info, shown) as handle:
-                for count, (line, cut) in enumerate(self._lines(handle), 1):
+            with self._open_text(folder, name, info, shown) as handle, \
+                    self._reading(handle, self.max_read_bytes) as (lines, capped):
+                for count, (line, cut) in enumerate(lines, 1):
                     if count > last:
                         more = True
                         break
                     if count >= start_line:
                         shown_lines.append(f"{count:>6}\t{line}" + (" [line cut]" if cut else ""))
-        if count == 0:
+                stopped = capped.more and not more  # the bytes one call reads ran out before the lines asked for
+        bound = (f"read_file reads at most the first {self.max_read_bytes} bytes of a file, which end in line "
+                 f"{count}")
+        if count == 0 and not stopped:
             return f"'{shown}' is empty."
         if not shown_lines:
+            if stopped:
+                return f"'{shown}': start_line {start_line} is past what can be read: {bound}."
             return f"'{shown}' has {count} lines; start_line {start_line} is past its end."
+        if stopped:
+            return "\n".join(shown_lines) + f"\n(stopped: {bound}; the rest of '{shown}' cannot be shown)"
         note = f"\n(lines {start_line}-{last} of '{shown}'; more follow: call read_file with start_line={last + 1})" \
             if more and (end_line is None or end_line > last) else ""
         return "\n".join(shown_lines) + note
@@ -327,10 +603,11 @@ class Workspace(Capability):
             except re.error as error:
                 raise ToolError(f"Invalid regular expression {pattern!r}: {error}.") from None
         notes: list = []
+        parts = self._checked(path)[0]
         with self._at(path, "search") as (folder, name, info, shown):
             if info is None:
                 raise ToolError(f"'{shown}' does not exist.")
-            files = self._searched_files(folder, name, info, [] if shown == "." else [shown], notes)
+            files = self._searched_files(folder, name, info, parts, notes)
             try:
                 found = self._regex_matches(pattern, files) if regex else self._text_matches(pattern, files)
             finally:
@@ -343,20 +620,29 @@ class Workspace(Capability):
 
     def _searched_files(self, folder: int, name: str, info: Any, where: list, notes: list) -> Any:
         """(path as shown, open text handle) for each text file a search reads, at most `max_search_files`;
-        the caller closes each handle. Why a search stopped early goes into `notes`."""
+        the caller closes each handle (and the generator: a handle it made and did not hand over is closed then).
+        `where` is the searched path's names. Why a search stopped early goes into `notes`."""
         if not stat.S_ISDIR(info.st_mode):
             handle = self._searchable(folder, name, info)
             if handle is not None:
-                yield "/".join(where), handle
+                yield shown_name("/".join(where)), handle
             return
         top = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
         try:
-            for count, found in enumerate(self._walk(top, where, 0, notes), 1):
-                if count > self.max_search_files:
-                    found[1].close()
-                    notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
-                    return
-                yield found
+            walk = self._walk(top, where, 0, notes)
+            try:
+                for count, found in enumerate(walk, 1):
+                    if count > self.max_search_files:
+                        found[1].close()
+                        notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
+                        return
+                    try:
+                        yield found
+                    except GeneratorExit:
+                        found[1].close()
+                        raise
+            finally:
+                walk.close()
         finally:
             os.close(top)
 
@@ -382,7 +668,11 @@ class Workspace(Capability):
             else:
                 handle = self._searchable(folder, name, info)
             if handle is not None:
-                yield "/".join(where + [name]), handle
+                try:
+                    yield shown_name("/".join(where + [name])), handle
+                except GeneratorExit:  # the search stopped before it took this file
+                    handle.close()
+                    raise
         if folders and depth >= self.max_search_depth:
             note = f"(folders more than {self.max_search_depth} levels down were not searched)"
             notes.extend([] if note in notes else [note])
@@ -416,62 +706,49 @@ class Workspace(Capability):
     def _text_matches(self, pattern: str, files: Any) -> list:
         needle, found = pattern.casefold(), []
         for name, handle in files:
-            with handle:
-                for number, (line, _) in enumerate(self._lines(handle), 1):
+            with handle, self._reading(handle, self.max_file_bytes) as (lines, _):
+                for number, (line, _) in enumerate(lines, 1):
                     if needle in line.casefold():
-                        found.append(f"{name}:{number}: {line[:200]}")
+                        found.append(f"{name}:{number}: {one_line(line[:200])}")
                         if len(found) >= self.max_matches:
                             return found
         return found
 
     def _regex_matches(self, pattern: str, files: Any) -> list:
-        """The matches of `pattern`, found by a child process that is killed after `regex_seconds`."""
-        if not sys.executable:
-            raise ToolError("Regular-expression search is not available here (no Python interpreter to run it "
-                            "in); search for plain text instead (regex=false).")
-        try:
-            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _MATCHER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError as error:
-            raise ToolError(f"Regular-expression search could not start ({error.strerror}); search for plain "
-                            "text instead (regex=false).") from None
-        expired = threading.Event()
-
-        def stop() -> None:
-            expired.set()
-            child.kill()
-
-        watchdog = threading.Timer(self.regex_seconds, stop)
-        watchdog.start()
-        answers: list = []
-        reader = threading.Thread(target=lambda: answers.extend(json.loads(line) for line in child.stdout))
-        reader.start()
+        """The matches of `pattern`, found by a child process that ends once its matching has used
+        `regex_seconds` of processor time (or its parent is gone); this process's reading is not counted."""
+        global _last_python
+        child = None
+        for python in _pythons():
+            child = _Matcher(python, self.regex_seconds)
+            if child.started():
+                _last_python = python
+                break
+            child.finish()
+            child = None
+        if child is None:
+            raise ToolError("Regular-expression search could not run here: no Python interpreter was found to run it "
+                            "in (this program's own is not one, or cannot be started); search for plain text "
+                            "instead (regex=false).")
         names = []
         try:
-            child.stdin.write(json.dumps([pattern, self.max_matches]).encode() + b"\n")
+            child.send(json.dumps([pattern, self.max_matches]).encode() + b"\n")
             for name, handle in files:
-                names.append(name)
                 with handle:
-                    lines = [line for line, _ in self._lines(handle)]
-                child.stdin.write(json.dumps(lines).encode() + b"\n")
-        except BrokenPipeError:  # the child has found enough, or was stopped
-            pass
+                    lines = self._read_lines(handle, self.max_file_bytes)  # not counted: the child waits, idle
+                names.append(name)
+                if not child.send(json.dumps(lines).encode() + b"\n"):
+                    break  # the child has found enough, or was stopped
         finally:
-            with contextlib.suppress(BrokenPipeError):
-                child.stdin.close()
-            reader.join()  # the child's output ends when it does
-            watchdog.cancel()
-            watchdog.join()  # so no kill can reach the process id once it is reaped
-            child.stdout.close()
-            child.wait()
-        if child.returncode != 0 and expired.is_set():
+            answers = child.finish()
+        if child.timed_out:
             raise ToolError(f"Search stopped: the regular expression {pattern!r} did not finish within "
-                            f"{self.regex_seconds:g} seconds (a pattern with nested repeats such as '(a+)+' can "
+                            f"{child.seconds:g} seconds (a pattern with nested repeats such as '(a+)+' can "
                             "take exponential time); simplify it or search a narrower path.")
-        if child.returncode != 0:
+        if child.status != 0 or answers is None:
             raise ToolError(f"Search failed: the process matching the regular expression stopped (exit status "
-                            f"{child.returncode}); try a simpler pattern or a plain-text search.")
-        return [f"{names[file - 1]}:{number}: {text}" for file, number, text in answers]
+                            f"{child.status}); try a simpler pattern or a plain-text search.")
+        return [f"{names[file - 1]}:{number}: {one_line(text)}" for file, number, text in answers]
 
     def write_file(self, path: str, content: str) -> str:
         if not self.writable:

@@ -17,7 +17,12 @@ never cut. A plain body, and each line or event of a stream, is refused past `ma
 announced length, before it is read). Every send and receive asks `_pace` how long it may wait (bounded.py).
 Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
 its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
-Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https).
+Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https); credentials in the
+proxy's URL (`http://user:password@host:port`, percent-encoded) go as `Proxy-Authorization: Basic ...` on every
+plain request and on the tunnel's CONNECT, never into a message.
+Secrets (`HTTPTransport.secret`, a tuple): the API key, the credential-named values of the base URL's query string
+(Gemini's `?key=`, Azure's `?sig=`), the proxy's password and its header; an exchange adds the credential-named
+headers and query values it sends. Every message is redacted of all of them.
 """
 from __future__ import annotations
 
@@ -28,8 +33,8 @@ from typing import Any, Iterator, Optional
 
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from .interface import CANCEL_CALLBACKS
-from .protocol import (error_from_body, http_error, iter_lines, iter_sse, not_an_api_error, redact, retry_delay,
-                       should_retry, timeout_error, too_large, with_note)
+from .protocol import (error_from_body, http_error, is_credential_name, iter_lines, iter_sse, not_an_api_error,
+                       redact, retry_delay, should_retry, timeout_error, too_large, with_note)
 from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
@@ -156,6 +161,9 @@ class Exchange:
         self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                                 "Accept": "text/event-stream" if stream else "application/json",
                                 **transport.headers, **(headers or {})}
+        if transport.proxy_authorization() and transport.scheme == "http":  # the proxy reads plain requests
+            self.request_headers.setdefault("Proxy-Authorization", transport.proxy_authorization())
+        self.secret = transport.secret + request_secrets(self.request_headers, query)
         self.read_timeout = transport.timeout if timeout is None else timeout
         self.attempt_timeout = transport.attempt_timeout or self.read_timeout
         self.max_bytes = transport.max_response_bytes
@@ -175,7 +183,7 @@ class Exchange:
 
     @property
     def request_id(self) -> Optional[str]:
-        return redact(self.headers.get("x-request-id"), self.transport.secret)
+        return redact(self.headers.get("x-request-id"), self.secret)
 
     @property
     def where(self) -> str:
@@ -305,7 +313,7 @@ class Exchange:
                     raise _Retry(self._timed_out("waiting for the response to start",
                                                  "waiting for the response to start, within attempt_timeout")) from None
                 raise _Retry(http_error(None, f"the connection to {t.host}:{t.port} failed while sending the "
-                                              f"request: {type(exc).__name__}: {redact(str(exc), t.secret)}",
+                                              f"request: {type(exc).__name__}: {redact(str(exc), self.secret)}",
                                         type="connection_error")) from None
         self.response, self.headers = resp, {k.lower(): v for k, v in resp.getheaders()}
         self._finished = False
@@ -322,7 +330,11 @@ class Exchange:
                 raise  # cancelled
             raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
-        err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), t.secret)
+        err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), self.secret)
+        if resp.status == 407 and t.proxy():
+            err = with_note(err, f"(the proxy {t.proxy().hostname}:{t.proxy_port()} asks for credentials: give "
+                                 f"them in its URL, {t.scheme}_proxy=http://user:password@host:port, "
+                                 "percent-encoded)")
         if should_retry(resp.status, self.headers, err):
             raise _Retry(err, self.headers)
         raise err
@@ -363,12 +375,16 @@ class Exchange:
         if t.scheme == "https":
             import ssl
             if isinstance(exc, ssl.SSLCertVerificationError):
-                return f"the TLS certificate was not accepted ({redact(str(exc), t.secret)})", True
+                return f"the TLS certificate was not accepted ({redact(str(exc), self.secret)})", True
             if isinstance(exc, ssl.SSLError) and not isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
                 plain = "http" + t.shown_url("")[len("https"):]
                 return (f"the TLS handshake failed ({exc.reason or type(exc).__name__}); if that server speaks "
                         f"plain HTTP, use base_url={plain!r}", True)
-        return f"{type(exc).__name__}: {redact(str(exc), t.secret)}", False
+        if t.proxy() and "Tunnel connection failed" in str(exc):  # the proxy refused the CONNECT
+            hint = (f"; give the proxy's credentials in its URL, {t.scheme}_proxy=http://user:password@host:port "
+                    "(percent-encoded)" if " 407" in str(exc) else "")
+            return f"the proxy refused the tunnel to {t.host}:{t.port} ({redact(str(exc), self.secret)}){hint}", True
+        return f"{type(exc).__name__}: {redact(str(exc), self.secret)}", False
 
     def _read_json(self) -> Any:
         raw = self._body()
@@ -384,7 +400,7 @@ class Exchange:
     def _not_an_api(self, raw: bytes) -> ModelHTTPError:
         """A 2xx answer that is not what an OpenAI-compatible API sends (a web page, a plain text), said so."""
         return not_an_api_error(self.response.status, raw, self._content_type(), self.transport.shown_url(""),
-                                self.request_id, self.transport.secret)
+                                self.request_id, self.secret)
 
     # -- reading, within the bounds
 
@@ -430,8 +446,8 @@ class Exchange:
                 announced = resp.length if isinstance(resp.length, int) else resp.chunk_left
                 if received + (announced if isinstance(announced, int) else 0) > limit:
                     raise self._too_large(limit, received, announced)
-            try:
-                chunk = resp.read1(READ_SIZE)
+            try:  # a body of unknown length: never more than one byte past the limit is read
+                chunk = resp.read1(READ_SIZE if limit is None else max(1, min(READ_SIZE, limit - received + 1)))
             except self._broken as exc:
                 raise self._read_failure(exc) from None
             if self.switch.cancelled:
@@ -448,9 +464,13 @@ class Exchange:
 
     def _too_large(self, limit: int, received: int, announced: Any) -> ModelHTTPError:
         self.transport.discard(self._conn)
-        said = (f"its Content-Length is {received + announced}" if not self.response.chunked
-                else f"{received} bytes read and a chunk of {announced} more announced")
-        return too_large(f"the response ({said})", limit, self.response.status)
+        if not isinstance(announced, int):  # no Content-Length: the body ends when the connection closes
+            said = f"{received} bytes read, and its length was not announced"
+        elif not self.response.chunked:
+            said = f"its Content-Length is {received + announced}"
+        else:
+            said = f"{received} bytes read and a chunk of {announced} more announced"
+        return too_large("the response", limit, self.response.status, said)
 
     def _read_failure(self, exc: BaseException) -> BaseException:
         """A body that broke off (reset, stall, bad chunking) as a retryable error, or the cancellation."""
@@ -477,6 +497,28 @@ class Exchange:
         return True
 
 
+def query_secrets(query: str) -> tuple:
+    """The values of a query string's credential-named parameters (`key`, `api-key`, `sig`, `access_token`, ...),
+    as written and as decoded (a server may echo either)."""
+    from urllib.parse import unquote, unquote_plus
+    found = []
+    for pair in (query or "").split("&"):
+        name, _, value = pair.partition("=")
+        if value and is_credential_name(unquote_plus(name)):
+            found += [value, unquote(value), unquote_plus(value)]
+    return tuple(dict.fromkeys(found))
+
+
+def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
+    """What one request sends that no message may show: its credential-named headers' and query parameters'
+    values (an `Authorization` value's credentials without the scheme too)."""
+    found = []
+    for name, value in list(headers.items()) + list((query or {}).items()):
+        if isinstance(name, str) and isinstance(value, str) and is_credential_name(name):
+            found += [value] + value.split(" ", 1)[1:]
+    return tuple(found)
+
+
 class HTTPTransport:
     """POSTs JSON to one base URL with one keep-alive connection per thread."""
 
@@ -486,12 +528,14 @@ class HTTPTransport:
         from urllib.parse import urlsplit
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL, got {redact(base_url, secret)!r}")
+            shown = redact(base_url, (secret,) + query_secrets(parts.query))
+            raise ValueError(f"base_url must be an http(s) URL, got {shown!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
-        self.timeout, self.max_retries, self.secret = timeout, max_retries, secret
+        self.timeout, self.max_retries = timeout, max_retries
+        self._secrets = (secret,) + query_secrets(parts.query)
         self.attempt_timeout, self.max_response_bytes = attempt_timeout, max_response_bytes
         self._local = threading.local()
         self._conns: list = []  # every thread's connection, so close() and GC close them all
@@ -499,6 +543,16 @@ class HTTPTransport:
 
     def __repr__(self) -> str:
         return f"HTTPTransport({self.shown_url('')})"
+
+    @property
+    def secret(self) -> tuple:
+        """Every value no message may show: the API key, the credential-named values of the base URL's query
+        string, and the proxy's password and header (once the proxy is known)."""
+        try:
+            proxy = self._proxy_secrets()
+        except UserError:
+            proxy = ()
+        return tuple(s for s in self._secrets + proxy if s)
 
     def post(self, path: str, body: dict, *, stream: bool = False, headers: Optional[dict] = None,
              query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "",
@@ -512,7 +566,7 @@ class HTTPTransport:
     # -- what the exchange needs
 
     def shown_url(self, path: str) -> str:
-        return f"{self.scheme}://{self.host}:{self.port}{redact(self.base_path, self.secret)}{path}"
+        return f"{self.scheme}://{self.host}:{self.port}{redact(self.base_path, self._secrets)}{path}"
 
     def request_target(self, path: str, query: Optional[dict]) -> str:
         from urllib.parse import urlencode
@@ -535,6 +589,8 @@ class HTTPTransport:
         return ""
 
     def proxy(self):
+        """The proxy's URL (a `urlsplit` result) from the environment, or None; `UserError` for one that is not a
+        URL this transport can use (its credentials never quoted)."""
         if not hasattr(self, "_proxy_cache"):
             from urllib.parse import urlsplit
             import urllib.request
@@ -542,9 +598,42 @@ class HTTPTransport:
             proxy = env.get(self.scheme)
             if proxy and urllib.request.proxy_bypass_environment(self.host):
                 proxy = None
-            self._proxy_cache = urlsplit(proxy if "://" in (proxy or "://") else "http://" + proxy) \
-                if proxy else None
+            found = urlsplit(proxy if "://" in (proxy or "://") else "http://" + proxy) if proxy else None
+            if found is not None:
+                try:
+                    port = found.port
+                except ValueError:
+                    port = -1
+                if not found.hostname or port == -1:
+                    self._proxy_cache = None
+                    self._proxy_error = (f"the proxy in {self.scheme}_proxy is not a URL this transport can use "
+                                         f"(it needs http://[user:password@]host[:port], with a number for the port)")
+                    raise UserError(self._proxy_error)
+            self._proxy_cache = found
+        if getattr(self, "_proxy_error", None):
+            raise UserError(self._proxy_error)
         return self._proxy_cache
+
+    def proxy_port(self) -> int:
+        return self.proxy().port or 80
+
+    def proxy_authorization(self) -> Optional[str]:
+        """`Basic ...` for the proxy's credentials (user and password percent-decoded), or None."""
+        proxy = self.proxy()
+        if proxy is None or proxy.username is None:
+            return None
+        import base64
+        from urllib.parse import unquote
+        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
+        return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+
+    def _proxy_secrets(self) -> tuple:
+        proxy = self.proxy()
+        if proxy is None or proxy.username is None:
+            return ()
+        from urllib.parse import unquote
+        header = self.proxy_authorization()
+        return (proxy.password, unquote(proxy.password or ""), header, header.split(" ", 1)[1])
 
     def connection(self):
         """This thread's connection object (not necessarily connected)."""
@@ -553,12 +642,19 @@ class HTTPTransport:
             return conn
         import http.client
         proxy = self.proxy()
-        host, port = (proxy.hostname, proxy.port or 80) if proxy else (self.host, self.port)
+        host, port = (proxy.hostname, self.proxy_port()) if proxy else (self.host, self.port)
         if self.scheme == "https":
-            import ssl
+            try:
+                import ssl
+            except ImportError as error:  # a Python built without _ssl: https is a feature it lacks
+                raise UserError(f"base_url {self.shown_url('')!r} is https, but this Python has no ssl support "
+                                f"(module {error.name or 'ssl'!r} is missing): use a Python built with ssl, or a "
+                                "server reached over plain http") from None
             conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context())
             if proxy:
-                conn.set_tunnel(self.host, self.port)
+                authorization = self.proxy_authorization()
+                conn.set_tunnel(self.host, self.port,
+                                headers={"Proxy-Authorization": authorization} if authorization else None)
         else:
             conn = http.client.HTTPConnection(host, port)
         self._local.conn = conn

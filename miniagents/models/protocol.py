@@ -5,12 +5,14 @@ which read error events and stream payloads with them. No I/O here, so tests can
 Retries follow openai-python, since servers are built to its behaviour: 408/409/429 (not `insufficient_quota`)
 and 5xx (not a validation error, not 501), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to
 `MAX_SERVER_DELAY` (a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
-Never: put the API key in a message (redact before anything is cut short), or parse anything quadratically.
+Never: put the API key (or any secret the transport holds) in a message (redact before anything is cut short),
+let a server's control characters into one (`shown`), or parse anything quadratically.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from typing import Any, Iterable, Iterator, Optional
 
@@ -23,10 +25,11 @@ MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means 
 # ----------------------------------------------------------------------------- pure: SSE framing
 
 
-def too_large(what: str, limit: int, status: Optional[int] = None) -> ModelHTTPError:
+def too_large(what: str, limit: int, status: Optional[int] = None, said: str = "") -> ModelHTTPError:
     """The error for an answer, or a piece of a stream, over `max_response_bytes` (raised before it is kept)."""
-    return http_error(status, f"{what} is larger than max_response_bytes={limit}; raise max_response_bytes on the "
-                              "model or provider if such answers are expected", type="response_too_large")
+    return http_error(status, f"{what} is larger than max_response_bytes={limit}{f' ({said})' if said else ''}; "
+                              "raise max_response_bytes on the model or provider if such answers are expected",
+                      type="response_too_large")
 
 
 def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iterator[bytes]:
@@ -91,7 +94,7 @@ def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[
         yield event or "message", "\n".join(data)
 
 
-def parse_sse_json(data: str, secret: Optional[str] = None) -> Any:
+def parse_sse_json(data: str, secret: Any = None) -> Any:
     """The JSON payload of one `data:` field; `"[DONE]"` is returned as is."""
     if data.strip() == "[DONE]":
         return "[DONE]"
@@ -105,17 +108,70 @@ def parse_sse_json(data: str, secret: Optional[str] = None) -> Any:
 # ----------------------------------------------------------------------------- pure: errors, retries
 
 
-def redact(text: str, secret: Optional[str]) -> str:
-    """`text` with the API key (if any, and not trivially short) replaced by `***`."""
-    if secret and len(secret) >= 4 and isinstance(text, str):
-        return text.replace(secret, "***")
-    return text
+SHORTEST_SECRET = 4  # a shorter secret (a local server's "x") would be found in ordinary words
+CREDENTIAL_PAIR = re.compile(  # name=value where the name says credential (a query string a server echoes back)
+    r"(?i)(?<![A-Za-z0-9_-])((?:x-)?(?:api[-_]?key|key|access[-_]?token|refresh[-_]?token|token|sig|signature"
+    r"|client[-_]?secret|secret|password|passwd|auth|subscription[-_]?key))=([^&\s\"'<>#;,]+)")
+_CREDENTIAL_WORDS = frozenset(("key", "apikey", "token", "secret", "password", "passwd", "sig", "signature", "auth",
+                               "authorization", "credential", "credentials", "code", "cookie", "session"))
 
 
-def redact_json(value: Any, secret: Optional[str]) -> Any:
-    """`redact` applied to every string (keys included) of a decoded JSON value."""
+def is_credential_name(name: str) -> bool:
+    """Whether a query parameter's or header's name says it holds a credential (`key`, `api-key`, `sig`,
+    `access_token`, `apiKey`, `code`, `X-Goog-Api-Key`); `api-version`, `model` do not."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return any(word in _CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", words))
+
+
+def secret_values(secret: Any) -> list:
+    """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; longest first."""
+    found = secret if isinstance(secret, (tuple, list)) else (secret,)
+    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+
+
+QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")
+
+
+def without_secrets(text: Any, secret: Any) -> Any:
+    """`text` with every secret replaced by `***`; so is the value of every credential-named parameter of a query
+    string in it (a URL, a request target echoed back), and of every `name=value` whose name is plainly one
+    (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
+    if not isinstance(text, str):
+        return text
+    for value in secret_values(secret):
+        text = text.replace(value, "***")
+    if "=" not in text:
+        return text
+    text = QUERY_STRING.sub(lambda m: "&".join(_pair_shown(pair) for pair in m.group().split("&")), text)
+    return CREDENTIAL_PAIR.sub(r"\1=***", text)
+
+
+def _pair_shown(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    return f"{name}=***" if equals and value and is_credential_name(name.lstrip("?")) else pair
+
+
+def shown(text: Any) -> Any:
+    """Server-provided text as a message may show it: every character that is not printable (controls such as
+    ESC, CR and LF, line and paragraph separators, bidirectional overrides) escaped as Python writes it, so a
+    server cannot clear a terminal, forge a log line or reorder what is read."""
+    if not isinstance(text, str) or text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else
+                   ({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]) for ch in text)
+
+
+def redact(text: Any, secret: Any) -> Any:
+    """`text` (from a server, a URL, an exception) made safe for a message: no secret (`secret`: the API key, or a
+    tuple of every value to hide; see `without_secrets`) and no raw control character (`shown`)."""
+    return shown(without_secrets(text, secret))
+
+
+def redact_json(value: Any, secret: Any) -> Any:
+    """The secrets removed from every string (keys included) of a decoded JSON value; the text is otherwise kept as
+    it came (it is data, as `ModelHTTPError.body`)."""
     if isinstance(value, str):
-        return redact(value, secret)
+        return without_secrets(value, secret)
     if isinstance(value, list):
         return [redact_json(v, secret) for v in value]
     if isinstance(value, dict):
@@ -125,12 +181,14 @@ def redact_json(value: Any, secret: Optional[str]) -> Any:
 
 def http_error(status: Optional[int], message: str, **fields) -> ModelHTTPError:
     """A `ModelHTTPError`; without a status it reads as its message (not "stream error: ..."), since the
-    failures that have none (could not connect, cancelled, broken stream) say what happened themselves."""
-    err = ModelHTTPError(status, message, **fields)
+    failures that have none (could not connect, cancelled, broken stream) say what happened themselves. Its text
+    fields (message, type, code, param, request id) are `shown`: no server's control character reaches them."""
+    fields = {name: shown(value) if name != "body" else value for name, value in fields.items()}
+    err = ModelHTTPError(status, shown(message), **fields)
     if status is None:
         detail = "".join(f" {k}={v}" for k, v in (("type", err.type), ("code", err.code)) if v)
         rid = f" (request id {err.request_id})" if err.request_id else ""
-        err.args = (f"{message}{rid}" + (f" [{detail.strip()}]" if detail else ""),)
+        err.args = (f"{err.message}{rid}" + (f" [{detail.strip()}]" if detail else ""),)
     return err
 
 
@@ -197,7 +255,7 @@ def detail_text(detail: Any) -> Any:
 
 
 def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] = None,
-                    secret: Optional[str] = None) -> ModelHTTPError:
+                    secret: Any = None) -> ModelHTTPError:
     """A readable `ModelHTTPError` from a response body (bytes/str/parsed), never a JSON traceback.
 
     Without a status the body came in-band (an error event in a stream). The key is redacted from every
@@ -237,7 +295,7 @@ def hint(err: ModelHTTPError, base_url: str) -> str:
 
 
 def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, request_id: Optional[str] = None,
-                     secret: Optional[str] = None) -> ModelHTTPError:
+                     secret: Any = None) -> ModelHTTPError:
     """A 2xx answer that is not JSON (a web server's welcome page, a proxy's text): what it said, and what to
     check; `base_url` as shown (no key)."""
     said = error_from_body(status, raw, request_id, secret).message if raw.strip() else "an empty body"

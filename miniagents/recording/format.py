@@ -22,13 +22,16 @@ import os
 from typing import Any
 
 from ..context import Usage
+from ..errors import ModelBehaviorError
 from ..items import ModelResponse
+from ..models import shapes
 from .errors import RecordingError
 
 VERSION = 1
 VERSIONS = {1: "a header line, then one line per model call: its request and its response (or stream events)"}
 KIND = "miniagents recording"
 MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
+MAX_DEPTH = 100  # levels of objects and arrays one line may nest: a replay copies and compares them recursively
 REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema", "settings", "previous_response_id",
                   "conversation_id", "prompt")
 
@@ -98,12 +101,13 @@ def model_response(record: dict) -> ModelResponse:
         final = completed(record["events"])
         return ModelResponse(output=list(final.get("output") or []), usage=Usage.from_json(final.get("usage")),
                              response_id=final.get("id"))
-    return ModelResponse(output=record["output"], usage=Usage.from_json(record["usage"]),
+    return ModelResponse(output=record["output"], usage=Usage.from_json(record.get("usage")),
                          response_id=record.get("response_id"), request_id=record.get("request_id"))
 
 
 def completed(events: list) -> dict:
-    return next(e["response"] for e in events if e.get("type") == "response.completed")
+    """The response of a stream's last response.completed event (the one a run keeps)."""
+    return [e["response"] for e in events if e.get("type") == "response.completed"][-1]
 
 
 def encode(line: dict) -> bytes:
@@ -147,14 +151,54 @@ def load(path: Any) -> list:
     return calls
 
 
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
 def _line(name: str, number: int, raw: bytes) -> dict:
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = json.loads(raw.decode("utf-8"), parse_constant=_not_a_number)
     except (UnicodeDecodeError, ValueError) as error:
         raise RecordingError(f"{name!r} line {number} is not JSON: {error}") from None
+    except RecursionError:
+        raise RecordingError(f"{name!r} line {number} is nested more than {MAX_DEPTH} levels deep") from None
     if not isinstance(value, dict):
         raise RecordingError(f"{name!r} line {number} is not a JSON object")
+    if depth(value) > MAX_DEPTH:
+        raise RecordingError(f"{name!r} line {number} is nested more than {MAX_DEPTH} levels deep")
     return value
+
+
+def depth(value: Any) -> int:
+    """How many levels of objects and arrays `value` nests (counted without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        value, level = todo.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, level)
+            todo.extend((inner, level + 1) for inner in value if isinstance(inner, (dict, list)))
+    return deepest
+
+
+USAGE_COUNTS = ("requests", "tool_calls")  # what Usage.from_json reads besides the Responses-shaped counts
+
+
+def _response(response: dict, where: str) -> None:
+    """A response as the run reads it (a plain call's, or a stream's response.completed): its output items, usage
+    counts and id, each checked for what the run reads from it (the adapters' own checks, models/shapes.py)."""
+    try:
+        for i, item in enumerate(shapes.output_items(response.get("output"), f"{where}.output")):
+            for j, part in enumerate(item.get("content") or [] if item["type"] == "message" else []):
+                if part.get("type") == "output_text":  # a streamed replay of a plain call makes events of them
+                    shapes.arr(part.get("annotations"), f"{where}.output[{i}].content[{j}].annotations")
+        usage = response.get("usage")
+        shapes.usage(usage, f"{where}.usage")
+        for field in USAGE_COUNTS:
+            shapes.count((usage or {}).get(field), f"{where}.usage.{field}")
+    except ModelBehaviorError as error:
+        raise ValueError(str(error).replace("The model's answer is malformed: ", "")) from None
 
 
 def _call(name: str, number: int, line: dict, expected: int) -> dict:
@@ -171,17 +215,25 @@ def _call(name: str, number: int, line: dict, expected: int) -> dict:
     if not isinstance(request["input"], list) or not isinstance(request["tools"], list) \
             or not isinstance(request["handoffs"], list):
         raise wrong("the request's input, tools and handoffs must be lists")
-    if "events" in response:
-        events = response["events"]
-        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
-            raise wrong('"events" must be a list of objects')
-        final = [e for e in events if e.get("type") == "response.completed"]
-        if not final or not isinstance(final[0].get("response"), dict):
-            raise wrong("a streamed response needs a response.completed event with its response")
-    elif not isinstance(response.get("output"), list) or not isinstance(response.get("usage"), (dict, type(None))):
-        raise wrong('a response needs "output" (a list) and "usage", or "events"')
-    else:
-        for field in ("response_id", "request_id"):
-            if not isinstance(response.get(field), (str, type(None))):
-                raise wrong(f'the response\'s "{field}" must be a string or null')
+    try:
+        if "events" in response:
+            events = response["events"]
+            if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+                raise wrong('"events" must be a list of objects')
+            final = [(i, e) for i, e in enumerate(events) if e.get("type") == "response.completed"]
+            if not final or not all(isinstance(e.get("response"), dict) for _, e in final):
+                raise wrong("a streamed response needs a response.completed event with its response")
+            for index, event in final:
+                _response(event["response"], f"events[{index}].response")
+                if not isinstance(event["response"].get("id"), (str, type(None))):
+                    raise wrong(f'the response\'s "events[{index}].response.id" must be a string or null')
+        elif not isinstance(response.get("output"), list) or not isinstance(response.get("usage"), (dict, type(None))):
+            raise wrong('a response needs "output" (a list) and "usage", or "events"')
+        else:
+            _response(response, "response")
+            for field in ("response_id", "request_id"):
+                if not isinstance(response.get(field), (str, type(None))):
+                    raise wrong(f'the response\'s "{field}" must be a string or null')
+    except ValueError as error:
+        raise wrong(f"{error}") from None
     return line

@@ -6,6 +6,12 @@ a streamed one as its events. Nothing is written before the answer is whole: a c
 that is abandoned or broken, leaves no line (a retry that then succeeds is the line). Each line is flushed as
 soon as it is written, so a run that crashes keeps the calls it made. What is written has been through
 redaction.py: no API key or credential header, and whatever the user's `redact=` removes.
+
+One recorder per file: a `Recorder` holds its file (an exclusive lock on it, and this process's list of files
+being recorded) from the moment it opens it until `close()`, and a second `Recorder` on the same file (by any
+path to it, in any thread or process) is refused with a `RecordingError` before it changes a byte of it, so
+no run's calls are lost to another's truncation and no line is interleaved with another's. The lock is the
+system's (`flock`; `msvcrt.locking` on Windows), so it ends with the process that held it, however it ended.
 """
 from __future__ import annotations
 
@@ -18,6 +24,32 @@ from . import format, redaction
 from .errors import RecordingError
 
 
+_recording: set = set()  # (device, inode) of each file a Recorder of this process holds open
+_recording_lock = threading.RLock()  # reentrant: a Recorder collected while it is held closes under it
+
+
+def _lock(fd: int) -> bool:
+    """Take the system's exclusive lock on the open file `fd` without waiting; False when another holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: lock one byte far past any recording's end (a lock there blocks no read)
+        import msvcrt
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        try:
+            os.lseek(fd, 2 ** 62, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
 class Recorder:
     """Records the calls of the models it wraps into the file at `path` (created, or emptied, readable by its
     owner only). `redact` is a function from text to text applied to every string recorded (see redaction.py).
@@ -28,22 +60,66 @@ class Recorder:
         self._hook = redaction.user_hook(redact)
         self._lock = threading.Lock()
         self.count = 0  # calls written so far
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        self._file: Any = None
+        self._held: Optional[tuple] = None  # the file's (device, inode) while this recorder holds it
+        self._pid = os.getpid()  # a process forked from this one shares the file, not the right to write it
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
         try:
-            self._file: Any = os.fdopen(os.open(self.path, flags, 0o600), "wb")
+            fd = os.open(self.path, flags, 0o600)  # not truncated yet: it may be another recorder's
         except OSError as error:
             raise RecordingError(f"cannot write the recording {self.path!r}: {error.strerror or error}") from None
+        try:
+            self._hold(fd)
+            os.ftruncate(fd, 0)
+            self._file = os.fdopen(fd, "wb")
+        except OSError as error:
+            self._release()
+            os.close(fd)
+            raise RecordingError(f"cannot write the recording {self.path!r}: {error.strerror or error}") from None
+        except BaseException:
+            self._release()
+            os.close(fd)
+            raise
         self._write(format.header())
+
+    def _hold(self, fd: int) -> None:
+        """Claim the open file for this recorder, or RecordingError when another recorder holds it."""
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino)
+        with _recording_lock:
+            if key in _recording or not _lock(fd):
+                raise RecordingError(f"another Recorder is writing the recording {self.path!r} (in this process or "
+                                     "another): two would lose each other's calls; close that one first, or record "
+                                     "to another path")
+            _recording.add(key)
+            self._held = key
+
+    def _release(self) -> None:
+        with _recording_lock:
+            if self._held is not None:
+                _recording.discard(self._held)
+                self._held = None
 
     def wrap(self, model: Any) -> "RecordingModel":
         """`model`, recorded: a `Model` to give an agent (`Agent(model=...)`) or a run (`RunConfig(model=...)`)."""
         return RecordingModel(model, self)
 
     def close(self) -> None:
+        """Close the file (its lock goes with it): another recorder may then record to it."""
         with self._lock:
             if self._file is not None:
-                self._file.close()
-                self._file = None
+                try:
+                    self._file.close()
+                finally:
+                    self._file = None
+                    self._release()
+
+    def __del__(self) -> None:  # a recorder never closed still gives its file back when it is collected
+        try:
+            if getattr(self, "_file", None) is not None:
+                self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
     def __enter__(self) -> "Recorder":
         return self
@@ -60,8 +136,12 @@ class Recorder:
 
     def record(self, model: Any, stream: bool, request: dict, response: dict) -> None:
         """Write one answered call as the next line."""
-        secrets = redaction.environment_secrets() + [redaction.model_secret(model)]
-        request, response = (self._hook(redaction.without_secrets(part, secrets)) for part in (request, response))
+        secrets = redaction.environment_secrets() + redaction.model_secrets(model)
+        request = self._hook(redaction.without_secrets(request, secrets))
+        if "events" in response:  # a secret may come cut across deltas: each streamed text is searched whole
+            response = {"events": self._hook.events(redaction.stream_without_secrets(response["events"], secrets))}
+        else:
+            response = self._hook(redaction.without_secrets(response, secrets))
         with self._lock:
             self.count += 1
             self._write({"n": self.count, "model": model_name(model), "stream": stream, "request": request,
@@ -71,6 +151,9 @@ class Recorder:
         """Called with the lock held (or from __init__)."""
         if self._file is None:
             raise RecordingError(f"the recorder of {self.path!r} is closed: a wrapped model cannot record any more")
+        if os.getpid() != self._pid:  # two processes writing one file would number and interleave lines apart
+            raise RecordingError(f"the recorder of {self.path!r} was made in another process (this one was forked "
+                                 "from it): make a Recorder, on another path, in this process")
         try:
             self._file.write(format.encode(line))
             self._file.flush()

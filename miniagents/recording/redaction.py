@@ -18,6 +18,7 @@ key), so when it compares, a recorded `REDACTED` stands for any text (replay.py)
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any, Callable, Iterable, Optional
@@ -53,15 +54,25 @@ def without_credentials(value: Any) -> Any:
 
 
 def environment_secrets() -> list:
-    """The values of the environment's credential-named variables, long enough to search for."""
-    return [value for name, value in os.environ.items()
-            if is_credential_name(name) and len(value.strip()) >= SHORTEST_SECRET]
+    """The values of the environment's credential-named variables, long enough to search for (each also without
+    the whitespace around it: a key read from a file keeps its newline, an echo of it does not)."""
+    return [found for name, value in os.environ.items() if is_credential_name(name)
+            for found in {value, value.strip()} if len(found.strip()) >= SHORTEST_SECRET]
 
 
-def model_secret(model: Any) -> Optional[str]:
-    """The API key a miniagents HTTP adapter sends (its transport's: asked only after a call succeeded, so the
-    transport exists); None for any other model."""
+def model_secret(model: Any) -> Any:
+    """What a miniagents HTTP adapter keeps secret (see `model_secrets`), as its transport holds it: the API key, or
+    a tuple of it and the base URL's credentials; None for any other model. `searched` takes either."""
     return model.transport.secret if isinstance(model, EndpointModel) else None
+
+
+def model_secrets(model: Any) -> list:
+    """What a miniagents HTTP adapter keeps secret (its transport's: the API key, and credentials in its base URL;
+    asked only after a call succeeded, so the transport exists); nothing for any other model."""
+    if not isinstance(model, EndpointModel):
+        return []
+    secret = model.transport.secret
+    return list(secret) if isinstance(secret, (tuple, list)) else [secret]
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
@@ -76,24 +87,183 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
+def searched(secrets: Iterable[Any]) -> list:
+    """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
+    match ordinary text, longest first."""
+    found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
+    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+
+
+def secret_spans(text: str, secrets: list) -> list:
+    """Where the `secrets` occur in `text`: sorted (start, end) spans, overlapping occurrences (of one secret or of
+    two) merged into one span, so no part of either survives."""
+    spans = []
+    for secret in secrets:
+        at = text.find(secret)
+        while at >= 0:
+            spans.append((at, at + len(secret)))
+            at = text.find(secret, at + 1)
+    merged: list = []
+    for start, end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def cut_out(pieces: list, spans: list) -> list:
+    """`pieces` (consecutive parts of one text) with the text of `spans` (positions in the joined text) removed and
+    one `REDACTED` put in the piece where each span starts: joined, they are the text with each span replaced,
+    and a piece that holds no part of a span is returned unchanged."""
+    out, position, first = [], 0, 0
+    for piece in pieces:
+        start, end = position, position + len(piece)
+        position = end
+        while first < len(spans) and spans[first][1] <= start:
+            first += 1
+        kept, cursor = [], start
+        for span_start, span_end in spans[first:]:
+            if span_start >= end:
+                break
+            if span_start > cursor:
+                kept.append(piece[cursor - start:span_start - start])
+            if span_start >= start:
+                kept.append(REDACTED)
+            cursor = max(cursor, min(span_end, end))
+        kept.append(piece[cursor - start:])
+        out.append(piece if cursor == start and len(kept) == 1 else "".join(kept))
+    return out
+
+
 def without_secrets(value: Any, secrets: Iterable[Optional[str]]) -> Any:
-    """`value` with every occurrence of each secret, inside any string, replaced by `REDACTED`."""
-    found = sorted({s for s in secrets if s and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
-    if not found:
-        return value
+    """`value` with every occurrence of each secret, inside any string (an object's keys too), replaced by
+    `REDACTED`; also inside a string that is JSON text (a tool call's arguments), where escapes (`\\u0073k-...`,
+    `\\/`) could hide one; and across the `text` of the parts of one list (a message's content parts, a reasoning
+    summary), which whoever reads them joins."""
+    found = searched(secrets)
+    return _scrubbed(value, found) if found else value
 
-    def scrub(text: str) -> str:
-        for secret in found:
-            text = text.replace(secret, REDACTED)
+
+def _scrubbed(value: Any, found: list) -> Any:
+    if isinstance(value, str):
+        return without_encoded(cut_out([value], secret_spans(value, found))[0], found)
+    if isinstance(value, dict):
+        return {_scrubbed(key, found): _scrubbed(inner, found) for key, inner in value.items()}
+    if isinstance(value, list):
+        parts = [index for index, inner in enumerate(value) if isinstance(inner, dict)
+                 and isinstance(inner.get("text"), str)]
+        if len(parts) > 1:  # one text in pieces: cut what a secret spans out of the pieces it spans
+            texts = [value[index]["text"] for index in parts]
+            value = list(value)
+            for index, text in zip(parts, cut_out(texts, secret_spans("".join(texts), found))):
+                value[index] = {**value[index], "text": text}
+        return [_scrubbed(inner, found) for inner in value]
+    return value
+
+
+def without_encoded(text: str, secrets: list) -> str:
+    """`text` as it is, unless it is JSON text whose decoded strings (keys included) hold a secret that escapes hid
+    from a plain search: then that JSON, decoded, redacted and written again (unescaped)."""
+    if "\\" not in text or text.lstrip()[:1] not in ("{", "[", '"'):
+        return text  # without an escape, what a plain search saw is what the JSON says
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
         return text
-    return map_strings(value, scrub)
+    changed = [False]
+
+    def clean(inner: Any) -> Any:
+        if isinstance(inner, str):
+            spans = secret_spans(inner, secrets)
+            changed[0] = changed[0] or bool(spans)
+            return cut_out([inner], spans)[0] if spans else inner
+        if isinstance(inner, dict):
+            return {clean(key): clean(item) for key, item in inner.items()}
+        if isinstance(inner, list):
+            return [clean(item) for item in inner]
+        return inner
+    try:
+        value = clean(value)
+    except RecursionError:
+        return REDACTED  # too deep to look through: nothing of it is kept
+    return json.dumps(value, ensure_ascii=False) if changed[0] else text
 
 
-def user_hook(hook: Optional[Callable[[str], str]]) -> Callable[[Any], Any]:
+# --- Streams: a secret can arrive cut into pieces -------------------------------------------------------------
+
+DELTA_KEYS = ("type", "item_id", "output_index", "content_index", "summary_index")  # one streamed part's events
+ITEM_KEYS = DELTA_KEYS[:3]  # one item's streamed text, its parts joined (as a message's text is)
+
+
+def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
+    """The streamed texts of `events`: for each, the indexes of its delta events (`"delta"` a string), in order. The
+    deltas of one text are the events of one type with the same `keys` (item, part, summary); whoever reads a
+    stream joins them."""
+    groups: dict = {}
+    for index, event in enumerate(events):
+        if isinstance(event, dict) and isinstance(event.get("delta"), str):
+            key = repr([event.get(name) for name in keys])
+            groups.setdefault(key, []).append(index)
+    return list(groups.values())
+
+
+def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> list:
+    """A stream's events with every secret removed, also where one arrived cut across deltas: each streamed text is
+    searched whole (its deltas joined), and each occurrence is cut out of the deltas that carried its pieces (one
+    `REDACTED` in the delta where it started). The number and order of events stay; so does every delta that
+    carried no part of a secret."""
+    found = searched(secrets)
+    if not found:
+        return events
+    events = list(events)
+    for indexes in delta_groups(events, ITEM_KEYS):  # an item's parts joined: a message's text is
+        pieces = [events[index]["delta"] for index in indexes]
+        spans = secret_spans("".join(pieces), found)
+        if spans:
+            pieces = cut_out(pieces, spans)
+        joined = "".join(pieces)
+        whole = without_encoded(joined, found)
+        if whole != joined:  # streamed JSON hid a secret behind escapes: the text whole, in its first delta
+            pieces = [whole] + [""] * (len(pieces) - 1)
+        for index, piece in zip(indexes, pieces):
+            if piece is not events[index]["delta"]:
+                events[index] = {**events[index], "delta": piece}
+    return without_secrets(events, found)
+
+
+class Hook:
+    """The user's `redact=` function, applied to plain data: called with a value, it gives the value with the
+    function applied to every string on its own; `events` applies it to a stream's events, each streamed text also
+    whole."""
+
+    def __init__(self, text: Optional[Callable[[str], str]]):
+        self.text = text
+
+    def __call__(self, value: Any) -> Any:
+        return value if self.text is None else map_strings(value, self.text)
+
+    def events(self, events: list) -> list:
+        """The function applied to every string of the events; and, for each streamed text whose deltas it would
+        change differently one by one than whole (a name it hides, cut in two), the text whole: in its first
+        delta, the others emptied."""
+        if self.text is None:
+            return events
+        groups = delta_groups(events)
+        out = [self(event) for event in events]
+        for indexes in groups:
+            whole = self.text("".join(events[index]["delta"] for index in indexes))
+            if "".join(out[index]["delta"] for index in indexes) != whole:
+                for number, index in enumerate(indexes):
+                    out[index] = {**out[index], "delta": "" if number else whole}
+        return out
+
+
+def user_hook(hook: Optional[Callable[[str], str]]) -> Hook:
     """The user's `redact=` as a pass over plain data (the identity when there is none); `UserError` when the
     hook gives back something that is not text."""
     if hook is None:
-        return lambda value: value
+        return Hook(None)
     if not callable(hook):
         raise UserError(f"redact= must be a function from str to str, got {type(hook).__name__}")
 
@@ -102,4 +272,4 @@ def user_hook(hook: Optional[Callable[[str], str]]) -> Callable[[Any], Any]:
         if not isinstance(result, str):
             raise UserError(f"the redact= function must return a str, got {type(result).__name__}")
         return result
-    return lambda value: map_strings(value, checked)
+    return Hook(checked)

@@ -71,7 +71,7 @@ class Replay:
                      prompt: Any = None) -> ModelResponse:
         call = self._take(system_instructions, input, model_settings, tools, output_schema, handoffs,
                           previous_response_id, conversation_id, prompt)
-        return format.model_response(call["response"])
+        return format.model_response(redaction.without_secrets(call["response"], redaction.environment_secrets()))
 
     def stream_response(self, system_instructions: Optional[str], input: list, model_settings: Any, tools: list,
                         output_schema: Any, handoffs: list, tracing: Any = None, *,
@@ -80,9 +80,10 @@ class Replay:
         call = self._take(system_instructions, input, model_settings, tools, output_schema, handoffs,
                           previous_response_id, conversation_id, prompt)
         response = call["response"]
+        secrets = redaction.environment_secrets()  # an older recording may hold a credential cut across deltas
         if "events" in response:
-            return iter(response["events"])
-        events = response_events(format.model_response(response))
+            return iter(redaction.stream_without_secrets(response["events"], secrets))
+        events = response_events(format.model_response(redaction.without_secrets(response, secrets)))
         for event in events:  # the made-up stream names the recorded model, not a scripted one
             if isinstance(event.get("response"), dict):
                 event["response"]["model"] = call.get("model")

@@ -9,8 +9,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from . import provider
 from .scope import _current_span, _current_trace
-from .span_data import (AgentSpanData, CustomSpanData, FunctionSpanData, GenerationSpanData, GuardrailSpanData, HandoffSpanData,
-                        SpanData, TaskSpanData, TurnSpanData)
+from .span_data import (AgentSpanData, CustomSpanData, FunctionSpanData, GenerationSpanData, GuardrailSpanData,
+                        HandoffSpanData, SpanData, TaskSpanData, TurnSpanData)
 from .spans import NoOpSpan, Span, SpanImpl, _DetachedSpan
 from .traces import NoOpTrace, Trace, TraceImpl
 

@@ -11,8 +11,8 @@ from ..turn import enabled
 from .. import seams
 from ..seams import Plugin
 from . import provider
-from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval, recording,
-                     turn_span)
+from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval,
+                     recording, turn_span)
 from .processors import ConsoleTraceProcessor, JsonlTraceProcessor
 from .scope import _current_span, _current_trace
 from .span_data import TaskSpanData

@@ -103,7 +103,8 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
         if data.get("output") is not None:
             details += f" -> {_model_output(data['output'], full)}"
     elif kind == "function":
-        head = f"tool {data.get('name')}" + (f"({_short(data['input'], full)})" if data.get("input") is not None else "")
+        shown = f"({_short(data['input'], full)})" if data.get("input") is not None else ""
+        head = f"tool {data.get('name')}{shown}"
         if data.get("output") is not None:
             details = f"-> {_short(data['output'], full)}"
     elif kind == "handoff":
@@ -136,10 +137,11 @@ def read(lines: Iterable[str]) -> tuple:
             problems.append(f"line {number} is not JSON; skipped")
             continue
         kind = record.get("object") if isinstance(record, dict) else None
-        if kind not in ("trace", "trace.span") or not isinstance(record.get("id" if kind == "trace" else "trace_id"), str):
+        trace_id = record.get("id" if kind == "trace" else "trace_id") if kind else None
+        if kind not in ("trace", "trace.span") or not isinstance(trace_id, str):
             problems.append(f"line {number} is not a trace or span record; skipped")
             continue
-        entry = traces.setdefault(record["id"] if kind == "trace" else record["trace_id"], {"trace": None, "spans": {}})
+        entry = traces.setdefault(trace_id, {"trace": None, "spans": {}})
         if kind == "trace":
             entry["trace"] = record
         else:

@@ -8,8 +8,10 @@ calling one builds such a dict (a `RawItem`, readable by attribute), with its `t
 `install()` (called by `python -m miniagents.upstream`) serves `openai.types` and every module below it
 from these classes, and only when the real package cannot be imported: where openai is installed, its own
 pydantic classes are used and an `isinstance` test against them is False for miniagents' dict events (test
-`event.data.type` instead; README, "Coming from the OpenAI Agents SDK"). The stand-in `openai` holds nothing
-but `types`: a client (`AsyncOpenAI`) still needs the real package.
+`event.data.type` instead). The stand-in `openai` holds nothing but `types`, and says so where feature detection
+looks: `hasattr(openai, "AsyncOpenAI")` is False, and `from openai import AsyncOpenAI` or any `openai.<path>` but
+`openai.types` raises the `ModuleNotFoundError` (name `"openai"`) that a missing openai package raises, saying a
+client still needs the real package.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import types
 from importlib.machinery import ModuleSpec
 
 from ..items import RawItem
+
+MISSING = "only miniagents' stand-in for openai.types is here: install the openai package for its client"
 
 # Class name -> the `type` value of the dicts it stands for. The `...Param` forms have the same type.
 TYPE_OF = {
@@ -111,23 +115,32 @@ class _StandInModule(types.ModuleType):
 
 
 class _OpenAIModule(types.ModuleType):
+    """The stand-in `openai`: `types` (imported on first read, as the real package imports it), nothing else."""
+
     def __getattr__(self, name: str):
-        raise AttributeError(f"the openai package is not installed: miniagents' stand-in for it holds only "
-                             f"openai.types, not {name!r}")
+        if name == "types":
+            return importlib.import_module("openai.types")
+        raise AttributeError(f"module 'openai' has no attribute {name!r} ({MISSING})")
 
 
 class _StandInFinder:
+    """Serves `openai` and `openai.types[.<path>]`; any other `openai.<path>` is refused with the reason.
+
+    The refusal is raised here, not left to the import system: `from openai import AsyncOpenAI` imports
+    `openai.AsyncOpenAI` and would otherwise end in "cannot import name ... (unknown location)".
+    """
+
     @staticmethod
     def find_spec(fullname: str, path=None, target=None):
         if fullname == "openai" or fullname == "openai.types" or fullname.startswith("openai.types."):
             return ModuleSpec(fullname, _StandInFinder, is_package=True)
+        if fullname.startswith("openai."):
+            raise ModuleNotFoundError(f"cannot import {fullname!r} ({MISSING})", name="openai")
         return None
 
     @staticmethod
     def create_module(spec):
-        module_class = _OpenAIModule if spec.name == "openai" else _StandInModule
-        module = module_class(spec.name, "miniagents' stand-in for the openai package (miniagents.upstream)")
-        return module
+        return (_OpenAIModule if spec.name == "openai" else _StandInModule)(spec.name, "miniagents' stand-in")
 
     @staticmethod
     def exec_module(module):
@@ -139,8 +152,12 @@ def installed() -> bool:
     return _StandInFinder in sys.meta_path
 
 
-def install() -> None:
-    """Serve `openai.types...` from the stand-ins, unless the real openai package can be imported."""
-    if installed() or "openai" in sys.modules or importlib.util.find_spec("openai") is not None:
-        return
-    sys.meta_path.append(_StandInFinder)
+def install(check: bool = True) -> None:
+    """Serve `openai.types...` from the stand-ins, unless (with `check`) the real openai package can be imported.
+
+    The finder goes first on `sys.meta_path`. A process started by a program the runner runs, where the runner
+    served the stand-ins, calls this with no check: a check would find the `openai` module the runner put on its
+    `sys.path` for it, which the finder, being first, hides from then on.
+    """
+    if not installed() and not (check and ("openai" in sys.modules or importlib.util.find_spec("openai"))):
+        sys.meta_path.insert(0, _StandInFinder)

@@ -169,7 +169,7 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
         except CheckFailed as failed:
             raise CheckFailed(f"{failed}\nThe copy stays where it is, for a look; `--check {dest}` checks it "
                               "again.") from None
-        manifest["checked_with"] = [r["python"] for r in reports]
+        manifest["checked_with"] = list(dict.fromkeys(r["python"] for r in reports))  # each version once
         _write_manifest(os.path.join(root, *parts), manifest)
         if as_zip:
             _zip(staging, dest)
@@ -465,9 +465,11 @@ def find_copy(dest: str, name: Optional[str] = None) -> Tuple[str, str, dict]:
         raise CheckFailed(f"{dest} does not exist")
     found = {k: v for k, v in manifests.items() if v.get("name") == k and (name is None or k == name)}
     if len(found) != 1:
-        elsewhere = [f"{k.replace('.', os.sep)} (named {v.get('name')})" for k, v in manifests.items() if k not in found]
+        elsewhere = [f"{k.replace('.', os.sep)} (named {v.get('name')})"
+                     for k, v in manifests.items() if k not in found]
         raise CheckFailed(f"{dest} holds {'several copies: ' + ', '.join(found) if found else 'no copy'} made by this "
-                          "command (a VENDORED.json whose name says where it is: DEST/a/b/c/ for the copy a.b.c)" + ("; name one with --as" if found else "")
+                          "command (a VENDORED.json whose name says where it is: DEST/a/b/c/ for the copy a.b.c)"
+                          + ("; name one with --as" if found else "")
                           + (f"; VENDORED.json found in {', '.join(elsewhere)}" if elsewhere else ""))
     manifests = found
     (dotted, manifest), = manifests.items()

@@ -5,7 +5,6 @@ delivering events is never cut.
 
 Timing assertions are generous (a 1 s deadline must end the call within 8 s, where the unbounded transport ran
 until the server stopped dripping after 12 s); the precise figures are in benchmarks/http_bounds.py."""
-import re
 import time
 
 import pytest
@@ -160,8 +159,7 @@ def test_a_body_announced_larger_than_the_limit_is_refused_before_it_is_read(ser
     with pytest.raises(ModelHTTPError) as info:
         ask(chat(server, timeout=30))  # refused at once: never waits for the announced bytes
     assert info.value.type == "response_too_large" and len(server.requests) == 1
-    assert re.search(rf"the response \((its Content-Length|\d+ bytes read and a chunk of \d+ more announced)[^)]*\) is "
-                     rf"larger than max_response_bytes={32 * 2 ** 20}", str(info.value)), str(info.value)
+    assert f"the response is larger than max_response_bytes={32 * 2 ** 20}" in str(info.value)
 
 
 def test_an_error_status_with_a_body_over_the_limit_still_reports_the_status(server):

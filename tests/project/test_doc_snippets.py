@@ -21,6 +21,9 @@ import doc_pages
 from openai_server import chat_completion
 
 LOCAL_SERVER = "http://localhost:11434/v1"  # the local model server the blocks name
+# The real MCP server a block names (a Node.js package serving a folder), and the test server in its place.
+REAL_MCP_SERVER = '{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/notes"]}'
+TEST_MCP_SERVER = f'{{"command": {sys.executable!r}, "args": ["tests/mcp/mcp_test_server.py"]}}'
 
 
 def python_blocks():
@@ -88,6 +91,7 @@ def test_every_python_block_runs_offline_and_prints_what_its_comments_say(name, 
                                                                           monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "docs").mkdir()  # a folder for the Workspace block to read
+    (tmp_path / "tests").symlink_to(doc_pages.ROOT_PATH / "tests")  # blocks run "from the repository's root"
     monkeypatch.setattr(sys, "path", list(sys.path))  # the copying recipe puts its folder first
     monkeypatch.setitem(sys.modules, "psycopg", fake_psycopg(tmp_path / "agents.db", []))
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # restored after the test, also when a block sets it
@@ -96,7 +100,8 @@ def test_every_python_block_runs_offline_and_prints_what_its_comments_say(name, 
         server.reply(chat_completion("Hello there!"))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile("\n" * line + code.replace(LOCAL_SERVER, server.url), name, "exec"),
+        exec(compile("\n" * line + code.replace(LOCAL_SERVER, server.url).replace(REAL_MCP_SERVER, TEST_MCP_SERVER),
+                     name, "exec"),
              {"__name__": "docs", "__file__": str(tmp_path / "app.py")})
     expected = doc_pages.printed_comments(code)
     if expected and len(expected) == code.count("print("):  # every print says what it prints

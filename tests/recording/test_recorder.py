@@ -11,14 +11,15 @@ import pytest
 
 from miniagents import Agent, ModelHTTPError, ModelRetryAdvice, ModelRetrySettings, ModelSettings, Runner
 from miniagents import retry_policies
-from miniagents.recording import ABSENT, Recorder, Replay, ReplayMismatch
+from miniagents.recording import ABSENT, Recorder, RecordingError, Replay, ReplayMismatch
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from replay_support import lookup_order, run_items
 from support import ROOT
 
 
 def calls(path) -> list:
-    return [json.loads(line) for line in open(path, encoding="utf-8").read().splitlines()[1:]]
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f.read().splitlines()[1:]]
 
 
 def test_a_failed_call_leaves_no_line_and_its_error_passes_through(tmp_path):
@@ -185,3 +186,153 @@ def test_importing_the_shell_registers_no_plugin():
     import miniagents.recording  # noqa: F401
     from miniagents import seams
     assert not any("recording" in type(p).__module__ for p in seams.plugins)
+
+
+# --- One recorder per file (issue 30): a second one on the same path is refused, never truncates it ------------------
+
+
+def record_one(recorder, answer):
+    Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[assistant_message(answer)]]))), "Hi")
+
+
+def test_a_second_recorder_on_a_path_being_recorded_is_refused_and_the_first_keeps_its_calls(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with Recorder(path) as first:
+        record_one(first, "first")
+        for other in (path, tmp_path / "." / "run.jsonl"):
+            with pytest.raises(RecordingError, match="another Recorder is writing .*run.jsonl"):
+                Recorder(other)
+        if hasattr(os, "symlink"):
+            os.symlink(path, tmp_path / "link.jsonl")
+            with pytest.raises(RecordingError, match="another Recorder is writing"):
+                Recorder(tmp_path / "link.jsonl")
+        record_one(first, "again")
+    assert [c["response"]["output"][0]["content"][0]["text"] for c in calls(path)] == ["first", "again"]
+    with Recorder(path) as later:  # once the first is closed, recording again replaces the file, as before
+        record_one(later, "later")
+    assert [c["n"] for c in calls(path)] == [1]
+
+
+def test_of_two_recorders_started_at_once_in_two_threads_one_records_and_the_other_is_refused(tmp_path):
+    import threading
+    for attempt in range(20):
+        path = tmp_path / f"run{attempt}.jsonl"
+        start, both_tried, outcomes, lock = threading.Barrier(2), threading.Event(), [], threading.Lock()
+
+        def tried(outcome):
+            with lock:
+                outcomes.append(outcome)
+                if len(outcomes) == 2:
+                    both_tried.set()
+
+        def open_and_record(answer):
+            start.wait()
+            try:
+                recorder = Recorder(path)
+            except RecordingError as error:
+                tried(("refused", str(error)))
+                return
+            tried(("recording", answer))
+            record_one(recorder, answer)
+            both_tried.wait(30)  # held open until the other thread has tried
+            recorder.close()
+
+        threads = [threading.Thread(target=open_and_record, args=(answer,)) for answer in ("one", "two")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(kind for kind, _ in outcomes) == ["recording", "refused"], outcomes
+        winner = next(answer for kind, answer in outcomes if kind == "recording")
+        assert Runner.run_sync(Agent(name="A", model=Replay(path)), "Hi").final_output == winner
+
+
+CHILD = """
+import sys
+from miniagents import Agent, Runner
+from miniagents.recording import Recorder, RecordingError
+from miniagents.testing import ScriptedModel, assistant_message
+try:
+    recorder = Recorder(sys.argv[1])
+except RecordingError as error:
+    print("refused:", error, flush=True)
+    sys.exit(3)
+Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[assistant_message("child")]]))), "Hi")
+print("recording", flush=True)
+sys.stdin.readline()  # hold the recorder open until the parent says
+recorder.close()
+"""
+
+
+def test_a_recorder_in_another_process_is_seen_and_its_file_is_left_whole(tmp_path):
+    path = tmp_path / "run.jsonl"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
+    try:
+        assert child.stdout.readline().strip() == "recording"
+        with pytest.raises(RecordingError, match="another Recorder is writing"):
+            Recorder(path)
+        second = subprocess.run([sys.executable, "-c", CHILD, str(path)], input="", capture_output=True,
+                                text=True, cwd=ROOT, timeout=60)
+        assert second.returncode == 3 and "another Recorder is writing" in second.stdout
+    finally:
+        child.communicate("\n", timeout=60)
+    assert child.returncode == 0
+    assert Runner.run_sync(Agent(name="A", model=Replay(path)), "Hi").final_output == "child"
+    with Recorder(path) as recorder:  # the other process has closed it: this one may record
+        record_one(recorder, "parent")
+    assert Runner.run_sync(Agent(name="A", model=Replay(path)), "Hi").final_output == "parent"
+
+
+def test_a_recorder_in_a_process_that_was_killed_does_not_block_the_file(tmp_path):
+    path = tmp_path / "run.jsonl"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
+    assert child.stdout.readline().strip() == "recording"
+    child.kill()
+    child.wait(60)
+    child.stdin.close()
+    child.stdout.close()
+    with Recorder(path) as recorder:
+        record_one(recorder, "after the crash")
+    assert Runner.run_sync(Agent(name="A", model=Replay(path)), "Hi").final_output == "after the crash"
+
+
+def test_a_recorder_that_was_never_closed_gives_its_file_back_when_it_is_collected(tmp_path):
+    import gc
+    recorder = Recorder(tmp_path / "run.jsonl")
+    record_one(recorder, "forgotten")
+    del recorder
+    gc.collect()
+    with Recorder(tmp_path / "run.jsonl") as again:
+        record_one(again, "again")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_recorder_inherited_by_a_forked_process_refuses_to_write_there(tmp_path):
+    """A process forked from the recording one (multiprocessing's default on Linux) shares the open file: writing
+    from both would number and interleave lines apart, so the child's calls are refused, and the parent's file
+    stays whole."""
+    path = tmp_path / "run.jsonl"
+    with Recorder(path) as recorder:
+        record_one(recorder, "parent")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: try to record, report what happened, leave at once
+            os.close(read)
+            try:
+                record_one(recorder, "child")
+                said = b"recorded"
+            except RecordingError as error:
+                said = b"refused: " + str(error).encode()
+            except BaseException as error:  # noqa: BLE001
+                said = repr(error).encode()
+            os.write(write, said)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            said = f.read().decode()
+        os.waitpid(pid, 0)
+        record_one(recorder, "parent again")
+    assert said.startswith("refused: ") and "another process" in said
+    assert [c["response"]["output"][0]["content"][0]["text"] for c in calls(path)] == ["parent", "parent again"]

@@ -10,6 +10,8 @@ a fresh interpreter in which a finder first on `sys.meta_path` refuses the modul
   `from miniagents import *`, a run, the session contract and `DBAPISession` (which imports no sqlite3) all work.
 - Without `zlib`, both sessions work: only PostgreSQL's schema lock hashed table names with it, and it now uses
   `binascii.crc32`, the same number.
+- Without `asyncio`, every synchronous run works; an async function the run must await (an async tool) raises the
+  typed error out of the run instead of becoming a failure text the model cannot fix.
 """
 from __future__ import annotations
 
@@ -185,3 +187,27 @@ def test_without_zlib_both_sessions_work(tmp_path):
         print(json.dumps([sqlite, dbapi, lock, "zlib" in sys.modules]))
     ''', str(tmp_path))
     assert report == [[[1, 3], 4], [[1, 3], 4], f"SELECT pg_advisory_xact_lock({lock_key})", False]
+
+
+def test_without_asyncio_sync_runs_work_and_an_async_tool_is_a_missing_feature():
+    report = without(["asyncio"], '''
+        from miniagents import MissingFeatureError, function_tool
+        from miniagents import *  # noqa: F401,F403
+        from miniagents.testing import function_call
+
+        report = {"sync": Runner.run_sync(Agent(name="A", model=ScriptedModel([[assistant_message("hi")]])),
+                                          "hello").final_output}
+
+        @function_tool
+        async def lookup(order_id: str) -> str:
+            return "shipped"
+
+        model = ScriptedModel([[function_call("lookup", {"order_id": "A1"}, call_id="c1")], [assistant_message("ok")]])
+        try:
+            Runner.run_sync(Agent(name="A", model=model, tools=[lookup]), "where is A1?")
+        except MissingFeatureError as error:
+            report["async tool"] = [error.name, "async function" in str(error)]
+        report["asyncio loaded"] = "asyncio" in sys.modules
+        print(json.dumps(report))
+    ''')
+    assert report == {"sync": "hi", "async tool": ["asyncio", True], "asyncio loaded": False}

@@ -65,6 +65,14 @@ def test_every_method_upstream_awaits_can_be_awaited_or_run_with_asyncio_and_use
         assert "Ready" in getattr(SQLiteSession, name).__doc__
 
 
+def test_synchronous_code_tests_a_result_as_its_value_true_false_and_equal_as_it(session):
+    """`while session.pop_item(): ...` empties a session: a result is true, false and equal as its value is."""
+    assert session.add_items([user("hi")])
+    popped, empty = session.pop_item(), session.pop_item()
+    assert popped and popped == user("hi") and popped != user("there")
+    assert not empty and empty == None  # noqa: E711 (equal as its value is)
+
+
 # -- behaviour -----------------------------------------------------------------------------------------
 
 def vm_steps(session, read):

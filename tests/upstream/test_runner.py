@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import pytest
 
@@ -143,6 +144,83 @@ def test_usage_and_a_missing_program_are_said_plainly(tmp_path, args, status):
     assert ("usage: python -m miniagents.upstream" in done.stdout + done.stderr) or "no such program" in done.stderr
 
 
+# What a program reads of itself, and a sibling import: each must be what `python PROGRAM` gives.
+PROBE = textwrap.dedent("""
+    import sys
+    import helper
+    print(sys.argv, __file__, sys.path[0], __name__, getattr(__spec__, "name", None), helper.__file__, sep="\\n")
+""")
+
+
+def _python(*args, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTHONPATH"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def programs(tmp_path):
+    """Programs as Python takes them, each importing a sibling `helper`: a script; a relative symlink to it in
+    a folder whose sibling is a symlink too; an absolute symlink with no sibling beside it (its helper is found
+    through the real folder only); a folder and a zip holding `__main__.py`; a symlink to that folder."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "app.py").write_text(PROBE)
+    (real / "helper.py").write_text("")
+    (tmp_path / "links").mkdir()
+    os.symlink(os.path.join("..", "real", "app.py"), tmp_path / "links" / "app.py")
+    os.symlink(os.path.join("..", "real", "helper.py"), tmp_path / "links" / "helper.py")
+    (tmp_path / "alone").mkdir()
+    os.symlink(real / "app.py", tmp_path / "alone" / "app.py")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "__main__.py").write_text(PROBE)
+    (tmp_path / "folder" / "helper.py").write_text("")
+    os.symlink("folder", tmp_path / "folder-link")
+    with zipfile.ZipFile(tmp_path / "app.zip", "w") as archive:
+        archive.writestr("__main__.py", PROBE)
+        archive.writestr("helper.py", "")
+    return tmp_path
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+@pytest.mark.parametrize("program", ["real/app.py", "links/app.py", "alone/app.py", "folder", "folder-link",
+                                     "app.zip", "{tmp}/alone/app.py", "{tmp}/folder-link"])
+def test_the_program_reads_of_itself_what_python_program_gives(programs, program):
+    program = program.format(tmp=programs)
+    expected = _python(program, "a b", "c", cwd=programs)
+    assert expected.returncode == 0, expected.stderr
+    done = _run(program, "a b", "c", cwd=programs)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == expected.stdout
+
+
+def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = _run("empty", cwd=tmp_path)
+    assert done.returncode == _python("empty", cwd=tmp_path).returncode == 1
+    assert f"can't find '__main__' module in {str(tmp_path / 'empty')!r}" in done.stderr
+
+
+def test_the_programs_exit_status_is_the_runners(tmp_path):
+    (tmp_path / "app.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "fails.py").write_text("raise ValueError('told')\n")
+    assert _run("app.py", cwd=tmp_path).returncode == 3
+    failed = _run("fails.py", cwd=tmp_path)
+    assert failed.returncode == 1 and "ValueError: told" in failed.stderr
+
+
+def test_under_dash_I_the_programs_folder_is_not_put_on_sys_path_as_under_python(tmp_path):
+    (tmp_path / "app.py").write_text("import os, sys\nprint(sys.path[0], os.path.dirname(__file__) in sys.path)\n")
+    runner = (f"import sys; sys.path.append({str(ROOT)!r}); from miniagents.upstream.__main__ import main; "
+              "sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-I", "-c", runner, "app.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    expected = subprocess.run([sys.executable, "-I", "app.py"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected.stdout and expected.stdout.endswith(" False\n")
+
+
 @pytest.fixture
 def aliased():
     alias.install()
@@ -218,10 +296,23 @@ def test_the_stand_ins_are_not_installed_where_openai_imports(tmp_path, monkeypa
     assert not openai_types.installed()
 
 
-def test_the_stand_in_openai_holds_only_types(tmp_path):
-    script = ("from miniagents.upstream import openai_types\nopenai_types.install()\nimport openai\n"
-              "from openai.types.shared import Reasoning\nprint(Reasoning(effort='low'))\n"
-              "try:\n    openai.AsyncOpenAI\nexcept AttributeError as e:\n    print(e)\n")
+def test_the_stand_in_openai_holds_only_types_and_says_so_where_feature_detection_looks(tmp_path):
+    script = textwrap.dedent("""
+        from miniagents.upstream import openai_types
+        openai_types.install()
+        import importlib, openai
+        from openai.types.shared import Reasoning
+        print(Reasoning(effort='low'), openai.types is importlib.import_module("openai.types"))
+        print(hasattr(openai, "AsyncOpenAI"), hasattr(openai, "OpenAI"), hasattr(openai, "__version__"))
+        for statement in ("from openai import AsyncOpenAI", "import openai.lib.azure", "from openai.lib import azure",
+                          "import openai.resources", "openai.AsyncOpenAI"):
+            try:
+                exec(statement)
+            except ImportError as refused:
+                print(type(refused).__name__, refused.name, refused)
+            except AttributeError as refused:
+                print(type(refused).__name__, refused)
+    """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -229,8 +320,16 @@ def test_the_stand_in_openai_holds_only_types(tmp_path):
     if OPENAI_INSTALLED:
         pytest.skip("openai is installed here")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["{'effort': 'low'}", "the openai package is not installed: miniagents' "
-                                        "stand-in for it holds only openai.types, not 'AsyncOpenAI'"]
+    reason = "(only miniagents' stand-in for openai.types is here: install the openai package for its client)"
+    assert done.stdout.splitlines() == [
+        "{'effort': 'low'} True",
+        "False False False",
+        f"ModuleNotFoundError openai cannot import 'openai.AsyncOpenAI' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.lib' {reason}",
+        f"ModuleNotFoundError openai cannot import 'openai.resources' {reason}",
+        f"AttributeError module 'openai' has no attribute 'AsyncOpenAI' {reason}",
+    ]
 
 
 def test_stand_ins_build_from_a_dict_as_pydantic_models_do():

@@ -1,0 +1,79 @@
+"""What can go wrong with an MCP server, as typed errors that name the server and what it did.
+
+Every error here is an `MCPError`, an `AgentsException`, so a run that meets one stops with it like with any other
+miniagents error. `summary` is the one-line account (what a model is told when a single call failed); `message`
+and `str()` add the end of the server's stderr, where a server usually says why it failed. Neither ever holds the
+value of an environment variable the server was given (`redact`).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..caller import Cancelled
+from ..errors import AgentsException
+
+STDERR_SHOWN = 2000  # characters of the server's stderr a message shows (its last ones)
+
+
+class MCPError(AgentsException):
+    """Base of every MCP error. `server` is the server's name, `summary` one line saying what happened,
+    `stderr` the end of what the server wrote to its stderr (may be empty)."""
+
+    def __init__(self, summary: str, server: Optional[str] = None, stderr: str = ""):
+        self.server, self.summary, self.stderr = server, summary, stderr
+        tail = f"\n--- the end of the stderr of MCP server {server!r} ---\n{stderr}" if stderr else ""
+        super().__init__(summary + tail)
+
+
+class MCPServerStartError(MCPError):
+    """The server's process could not be started (no such command, not executable, no such folder)."""
+
+
+class MCPConnectionError(MCPError):
+    """The connection is unusable: the server exited, closed its stdout, stopped reading its stdin, wrote
+    something that is not a JSON-RPC message or a line over the size cap, answered a request never sent, or the
+    client was cleaned up. The server must be connected again."""
+
+
+class MCPTimeoutError(MCPError):
+    """The server did not answer a request within `client_session_timeout_seconds`."""
+
+
+class MCPCancelledError(MCPError, Cancelled):
+    """A request given up because the run was cancelled. Also a `caller.Cancelled`: a tool call it stopped is
+    treated as one a cancel kept from finishing, and a run cancelled while listing tools returns as cancelled."""
+
+
+class MCPProtocolError(MCPError):
+    """The server answered, but not as the protocol says (a result of the wrong shape, a cursor that repeats)."""
+
+
+class MCPVersionError(MCPProtocolError):
+    """The server speaks a protocol version this client does not: `server_version` and `client_versions`."""
+
+    def __init__(self, summary: str, server: Optional[str], stderr: str, server_version: object,
+                 client_versions: Iterable[str]):
+        self.server_version, self.client_versions = server_version, tuple(client_versions)
+        super().__init__(summary, server, stderr)
+
+
+class MCPRequestError(MCPError):
+    """The server answered a request with a JSON-RPC error: `code` and `data` as it sent them."""
+
+    def __init__(self, summary: str, server: Optional[str] = None, stderr: str = "", code: object = None,
+                 data: object = None):
+        self.code, self.data = code, data
+        super().__init__(summary, server, stderr)
+
+
+class MCPTransportNotProvidedError(MCPError):
+    """A transport this client does not have (Streamable HTTP, SSE): only stdio is provided."""
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each secret (a value of the environment given to a server) replaced by `***`, longest first, so a
+    value never reaches a message even when the server prints it. Values under 4 characters ("1", "on") are left:
+    they are no secret, and replacing them would garble every message."""
+    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

@@ -1,0 +1,459 @@
+"""The stdio transport: a child process that speaks newline-delimited JSON-RPC 2.0 on its stdin and stdout.
+
+Why it is built this way:
+
+- **Nothing the server does can hang the client.** Every wait has a bound: a request waits at most its timeout,
+  a write at most its timeout (a server that stops reading its stdin fails the connection instead of blocking the
+  writer), and ending the process at most a few grace periods. A cancelled run wakes the threads waiting on the
+  server at once (`caller.CANCEL_CALLBACKS`), and the server is told (`notifications/cancelled`).
+- **Nothing it does can flood the client.** stdout is read in chunks and split into lines with a size cap
+  (`max_message_bytes`): a longer line fails the connection before it is held in memory. stderr is read all
+  the time, so a chatty server never blocks on a full pipe, and only its last bytes are kept, for messages.
+- **Nothing it does can crash the client.** Each line is routed by one reader thread: a response to the thread
+  waiting for its id (any number of threads wait at once: parallel tool calls), a request from the server answered
+  at once (`ping` with an empty result, anything else with "method not found": this client offers no sampling,
+  elicitation or roots), a notification to `on_notification`. A line that is not JSON, JSON that is not a JSON-RPC
+  message, an answer to a request never sent, or the server's exit fail the connection with a typed error that
+  says what the server did; every thread waiting on it gets that error.
+- **No process is left behind.** The child gets a session (and so a process group) of its own, and is ended as
+  the protocol says: its stdin closed, then SIGTERM, then SIGKILL, each after a grace period, then reaped; what
+  it left in its group (the `node` that `npx` started, a shell's children) is ended too. That happens on
+  `close()`, when the connection fails, and at interpreter exit for whatever is still open.
+
+POSIX only (process groups, `poll`); the environment given to the child is a few safe variables of ours (as
+upstream's client does) plus the ones passed, so a server never sees the parent's secrets by accident.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from typing import Any, Callable, Optional
+
+from ..caller import CANCEL_CALLBACKS
+from ..errors import UserError
+from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
+    MCPServerStartError, MCPTimeoutError, redact
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
+STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
+WRITE_TIMEOUT = 30.0  # seconds a message may wait to be written when no request timeout applies
+CANCEL_WRITE = 1.0  # seconds a cancel notification may wait to be written (a server not reading fails)
+EXIT_WAIT = 1.0  # seconds a server that closed its stdout is given to exit (and its stderr to end), for the message
+ABANDONED_KEPT = 1024  # ids of requests given up (timed out, cancelled) whose late answers are ignored
+INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what a child gets of our environment
+METHOD_NOT_FOUND = -32601
+
+_LIVE: "weakref.WeakSet[StdioConnection]" = weakref.WeakSet()  # connections to end at interpreter exit
+
+
+def child_environment(env: Optional[dict]) -> dict:
+    """The child's environment: the safe variables of ours (not exported shell functions), then `env`."""
+    base = {k: v for k, v in ((k, os.environ.get(k)) for k in INHERITED_ENV) if v and not v.startswith("()")}
+    return {**base, **(env or {})}
+
+
+def preview(data: Any, limit: int = 200) -> str:
+    """A short, printable view of what a server sent."""
+    try:
+        text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
+    except RecursionError:
+        return "(something nested too deeply to show)"
+    return repr(text[:limit]) + (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
+
+
+class _Waiter:
+    """One request waiting for its answer: set with the message, or woken by a failure or a cancel."""
+
+    __slots__ = ("event", "message", "cancelled")
+
+    def __init__(self) -> None:
+        self.event, self.message, self.cancelled = threading.Event(), None, False
+
+    def cancel(self) -> None:  # from another thread: the run was cancelled
+        self.cancelled = True
+        self.event.set()
+
+
+class StdioConnection:
+    """One running server process and the JSON-RPC conversation with it (see the module docstring)."""
+
+    def __init__(self, name: str, command: str, args: list, env: Optional[dict], cwd: Any, *,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, grace: float = 2.0,
+                 on_notification: Optional[Callable[[str, Any], None]] = None):
+        self.name, self.command, self.args, self.env, self.cwd = name, command, list(args), env, cwd
+        self.max_message_bytes, self.grace, self.on_notification = max_message_bytes, grace, on_notification
+        self._secrets = [v for v in (env or {}).values() if isinstance(v, str)]
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # _pending, _abandoned, _failure, _closed
+        self._write_lock = threading.RLock()  # one message at a time; stdin is closed only under it
+        self._stop_lock = threading.Lock()  # one thread ends the process; others wait for it (bounded)
+        self._tail_lock = threading.Lock()
+        self._pending: dict = {}  # request id -> _Waiter
+        self._abandoned: dict = {}  # request id -> None (insertion ordered, bounded)
+        self._failure: Optional[tuple] = None  # (error class, what happened) once the connection is unusable
+        self._closed = self._stopped = False
+        self._stderr = bytearray()
+        self._proc: Optional[subprocess.Popen] = None
+        self._readers: list = []
+
+    # --- Starting and ending ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the process and its two reader threads; `MCPServerStartError` when it cannot be started."""
+        if os.name != "posix":
+            raise MCPServerStartError(f"MCP server {self.name!r} cannot be started: miniagents' stdio client needs "
+                                      "a POSIX system (process groups and poll)", self.name)
+        try:
+            with self._lock:  # a close() that came first wins: nothing is started
+                if self._closed:
+                    raise self.failure()
+                self._proc = subprocess.Popen(
+                    [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, cwd=self.cwd, env=child_environment(self.env), bufsize=0,
+                    start_new_session=True, close_fds=True)
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename not in (None, self.command) else ""
+            raise MCPServerStartError(f"MCP server {self.name!r} could not start {self.command!r}: "
+                                      f"{error.strerror or type(error).__name__}{where}", self.name) from None
+        except (ValueError, subprocess.SubprocessError) as error:
+            raise MCPServerStartError(f"MCP server {self.name!r} could not start {self.command!r}: {error}",
+                                      self.name) from None
+        os.set_blocking(self._proc.stdin.fileno(), False)
+        self._poller = select.poll()
+        self._poller.register(self._proc.stdin.fileno(), select.POLLOUT)
+        _LIVE.add(self)
+        for target, stream in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
+            reader = threading.Thread(target=target, name=f"mcp-{stream}-{self.name}", daemon=True)
+            reader.start()
+            self._readers.append(reader)
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._proc.pid if self._proc is not None else None
+
+    def close(self) -> None:
+        """End the conversation and the process (and its group); waiting requests fail. Idempotent, bounded."""
+        with self._lock:
+            already, self._closed = self._closed, True
+        if not already:
+            self._fail(MCPConnectionError, "was cleaned up (connect it again to use it)")
+        self._stop()
+        for reader in self._readers:
+            if reader is not threading.current_thread():
+                reader.join(self.grace)
+        _LIVE.discard(self)
+
+    def _stop(self) -> None:
+        """The protocol's shutdown: stdin closed, then SIGTERM, then SIGKILL, each after a grace period; the
+        process reaped; what it left in its group ended. Once, whoever calls first."""
+        with self._stop_lock:
+            proc = self._proc
+            if proc is None or self._stopped:
+                return
+            with self._write_lock:  # no writer is using the descriptor when it is closed
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            if not self._wait(self.grace):
+                self._signal_group(signal.SIGTERM)
+                if not self._wait(self.grace):
+                    self._signal_group(signal.SIGKILL)
+                    self._wait(self.grace)
+            self._end_group()
+            self._stopped = True
+
+    def _wait(self, seconds: float) -> bool:
+        """Whether the process has ended (and is reaped) within `seconds`."""
+        try:
+            self._proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def _signal_group(self, sig: int) -> bool:
+        """Send `sig` to the server's process group; False when nothing is left in it."""
+        try:
+            os.killpg(self._proc.pid, sig)
+            return True
+        except OSError:  # no such group (all gone), or not ours to signal
+            return False
+
+    def _end_group(self) -> None:
+        """The processes the server left in its group, once it is gone: SIGTERM, then SIGKILL after the grace."""
+        if not self._signal_group(signal.SIGTERM):
+            return
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline:
+            if not self._signal_group(0):
+                return
+            time.sleep(0.02)
+        self._signal_group(signal.SIGKILL)
+
+    # --- Failing -------------------------------------------------------------------------------------
+
+    def _fail(self, kind: type, what: str, stop: bool = False) -> None:
+        """Make the connection unusable (the first reason wins), wake every waiting request; with `stop`, end the
+        process now (it broke the protocol: nothing it says can be trusted any more)."""
+        with self._lock:
+            if self._failure is None:
+                self._failure = (kind, what)
+            waiters, self._pending = list(self._pending.values()), {}
+        for waiter in waiters:
+            waiter.event.set()
+        if stop:
+            self._stop()
+
+    def failure(self) -> Optional[MCPError]:
+        """The error that made the connection unusable (a new instance each time), or None while it works."""
+        if self._failure is None:
+            return None
+        kind, what = self._failure
+        return self.error(kind, what)
+
+    def error(self, kind: type, what: str, **extra: Any) -> MCPError:
+        """An error of `kind` saying that the server `what`, with the end of its stderr."""
+        return kind(redact(f"MCP server {self.name!r} {what}", self._secrets), self.name, self.stderr_tail(), **extra)
+
+    def stderr_tail(self) -> str:
+        with self._tail_lock:
+            data = bytes(self._stderr[-STDERR_KEPT:])
+        return redact(data.decode("utf-8", "replace")[-STDERR_SHOWN:].strip(), self._secrets)
+
+    # --- Requests ------------------------------------------------------------------------------------
+
+    def request(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None) -> Any:
+        """Send a request and wait for its result (at most `timeout` seconds; None: until the server answers,
+        fails or the run is cancelled). A JSON-RPC error answer is an `MCPRequestError`; a cancelled run raises
+        `MCPCancelledError`."""
+        waiter = _Waiter()
+        with self._lock:
+            failed = self._failure is not None
+            if not failed:
+                request_id = next(self._ids)
+                self._pending[request_id] = waiter
+        if failed:
+            raise self.failure()
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        aborts = CANCEL_CALLBACKS.get()
+        if aborts is not None:
+            aborts.append(waiter.cancel)
+        try:
+            self._write(message, timeout)
+            answered = waiter.event.wait(timeout)
+        except BaseException:  # the write failed, or Ctrl-C: the request is given up
+            self._give_up(request_id, method, "the client stopped waiting")
+            raise
+        finally:
+            if aborts is not None and waiter.cancel in aborts:
+                aborts.remove(waiter.cancel)
+        if waiter.message is not None:
+            return self._result(method, waiter.message)
+        if waiter.cancelled:
+            self._give_up(request_id, method, "the run was cancelled")
+            raise self.error(MCPCancelledError, f"was asked {method}; the run was cancelled before it answered")
+        if answered:  # woken by a failure
+            raise self.failure()
+        self._give_up(request_id, method, f"no answer within {timeout:g} seconds")
+        raise self.error(MCPTimeoutError, f"did not answer {method} within {timeout:g} seconds "
+                                          "(client_session_timeout_seconds)")
+
+    def notify(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None) -> None:
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._write(message, timeout)
+
+    def _give_up(self, request_id: int, method: str, reason: str) -> None:
+        """Stop waiting for a request: a late answer is then ignored, and the server is told (never for
+        `initialize`, which the protocol says a client must not cancel)."""
+        with self._lock:
+            if self._pending.pop(request_id, None) is None:
+                return  # answered, or the connection failed meanwhile
+            self._abandoned[request_id] = None
+            if len(self._abandoned) > ABANDONED_KEPT:
+                del self._abandoned[next(iter(self._abandoned))]
+        if method != "initialize" and self._failure is None:
+            try:
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason}, CANCEL_WRITE)
+            except MCPError:
+                pass
+
+    def _result(self, method: str, message: dict) -> Any:
+        if "error" not in message:
+            return message.get("result")
+        error = message["error"]
+        code, text, data = (error.get("code"), error.get("message"), error.get("data")) if isinstance(error, dict) \
+            else (None, error, None)
+        raise self.error(MCPRequestError, f"answered {method} with error {code}: {preview(text)}", code=code,
+                         data=data)
+
+    def _write(self, message: dict, timeout: Optional[float]) -> None:
+        """Write one message, waiting at most `timeout` (or WRITE_TIMEOUT) for the server to read it."""
+        try:
+            data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+        except (TypeError, ValueError) as error:
+            raise UserError(f"MCP server {self.name!r}: {message.get('method')} cannot be sent, its parameters "
+                            f"are not JSON ({error})") from None
+        limit = WRITE_TIMEOUT if timeout is None else timeout
+        with self._write_lock:
+            if self._failure is not None:
+                raise self.failure()
+            view, deadline = memoryview(data), time.monotonic() + limit
+            while view and time.monotonic() < deadline:
+                try:
+                    view = view[os.write(self._proc.stdin.fileno(), view):]
+                    continue
+                except BlockingIOError:
+                    pass
+                except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
+                    self._fail(MCPConnectionError, "closed its stdin (it reads no more requests)")
+                    raise self.failure() from None
+                self._poller.poll(int(min(deadline - time.monotonic(), 0.05) * 1000) + 1)  # a failure stops it soon
+                if self._failure is not None:
+                    raise self.failure()
+        if view:  # ended outside the write lock: ending the process takes it, to close stdin
+            self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds to be "
+                                           "written)", stop=True)
+            raise self.failure()
+
+    # --- Reading -------------------------------------------------------------------------------------
+
+    def _read_stdout(self) -> None:
+        """Split stdout into lines (at most `max_message_bytes` each) and route each; on its end, say how the
+        server ended. The only user of stdout's descriptor: it closes it when done."""
+        stream = self._proc.stdout
+        buffer, searched = bytearray(), 0
+        try:
+            while self._failure is None:
+                chunk = os.read(stream.fileno(), 1 << 16)
+                if not chunk:
+                    self._stdout_ended()
+                    return
+                buffer += chunk
+                end = buffer.find(b"\n", searched)
+                while end >= 0 and self._failure is None:
+                    line = bytes(buffer[:end])
+                    del buffer[:end + 1]
+                    self._route(line)
+                    end = buffer.find(b"\n")
+                searched = len(buffer)
+                if len(buffer) > self.max_message_bytes:
+                    self._fail(MCPConnectionError, f"wrote a line of more than {self.max_message_bytes} bytes to "
+                                                   "its stdout (max_message_bytes)", stop=True)
+        except OSError as error:
+            self._fail(MCPConnectionError, f"could not be read from ({error.strerror or error})", stop=True)
+        except Exception as error:  # a bug of ours must not leave requests waiting: they fail with it
+            self._fail(MCPConnectionError, f"sent something the client could not handle ({type(error).__name__}: "
+                                           f"{error})", stop=True)
+        finally:
+            stream.close()
+
+    def _stdout_ended(self) -> None:
+        exited = self._wait(EXIT_WAIT)
+        if len(self._readers) > 1:
+            self._readers[1].join(EXIT_WAIT)  # so the message has the server's last words
+        if not exited:
+            what = "closed its stdout (its process is still running)"
+        elif self._proc.returncode < 0:
+            try:
+                what = f"was killed by {signal.Signals(-self._proc.returncode).name}"
+            except ValueError:
+                what = f"was killed by signal {-self._proc.returncode}"
+        else:
+            what = f"exited with code {self._proc.returncode}"
+        self._fail(MCPConnectionError, what, stop=True)
+
+    def _read_stderr(self) -> None:
+        stream = self._proc.stderr
+        try:
+            while True:
+                chunk = os.read(stream.fileno(), 1 << 16)
+                if not chunk:
+                    return
+                with self._tail_lock:
+                    self._stderr += chunk
+                    if len(self._stderr) > 2 * STDERR_KEPT:
+                        del self._stderr[:-STDERR_KEPT]
+        except OSError:
+            return
+        finally:
+            stream.close()
+
+    def _route(self, line: bytes) -> None:
+        """One line of stdout: a response, a request or a notification from the server, or a failure."""
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return self._fail(MCPConnectionError, f"wrote a line that is not JSON to its stdout: {preview(line)}",
+                              stop=True)
+        if isinstance(message, dict) and isinstance(message.get("method"), str):
+            if "id" in message:
+                return self._answer(message["id"], message["method"])
+            return self._notified(message["method"], message.get("params"))
+        if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
+            return self._deliver(message)
+        self._fail(MCPConnectionError, f"wrote JSON that is not a JSON-RPC message to its stdout: {preview(line)}",
+                   stop=True)
+
+    def _deliver(self, message: dict) -> None:
+        request_id = message["id"]
+        ours = type(request_id) is int  # the ids sent are ints (True is no id of ours, though it equals 1)
+        with self._lock:
+            waiter = self._pending.pop(request_id, None) if ours else None
+            late = ours and waiter is None and request_id in self._abandoned  # given up: its answer is ignored
+            if late:
+                del self._abandoned[request_id]
+        if waiter is not None:
+            waiter.message = message
+            waiter.event.set()
+        elif not late:
+            error = message.get("error")
+            what = f" with the error {preview(error.get('message') if isinstance(error, dict) else error)}" \
+                if error is not None else ""
+            self._fail(MCPConnectionError, f"answered request id {json.dumps(request_id)[:40]}{what}, which this "
+                                           "client never sent or had an answer to already", stop=True)
+
+    def _answer(self, request_id: Any, method: str) -> None:
+        """A request from the server: `ping` is answered; nothing else is offered by this client."""
+        if method == "ping":
+            reply: dict = {"jsonrpc": "2.0", "id": request_id, "result": {}}
+        else:
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": METHOD_NOT_FOUND, "message": f"Method not found: this client does not offer {method}"}}
+        try:
+            self._write(reply, None)
+        except MCPError:
+            pass  # the connection failed: the waiting requests have the reason
+
+    def _notified(self, method: str, params: Any) -> None:
+        if self.on_notification is None:
+            return
+        try:
+            self.on_notification(method, params)
+        except Exception:  # a handler's bug must not stop the reading
+            from ..errors import warn
+
+            warn("MCP server %r: handling its %s notification failed", self.name, method, exc_info=True)
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit: end every server still running, so none outlives the program."""
+    for connection in list(_LIVE):
+        try:
+            connection.close()
+        except Exception:
+            pass

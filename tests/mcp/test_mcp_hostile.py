@@ -1,0 +1,423 @@
+"""Nothing a server does can hang, crash or flood the client: each way a stdio server can misbehave gives a typed
+error that names the server and says what it did, within a bound, and leaves no process behind (read in /proc,
+not asked of the client). The misbehaviours are the test server's tools and modes (tests/mcp/mcp_test_server.py)."""
+import contextvars
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from miniagents import AgentsException
+from miniagents.caller import CANCEL_CALLBACKS, Cancelled
+from miniagents.mcp import MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, MCPTimeoutError, \
+    MCPVersionError
+from mcp_support import alive, ended, gone, group, make_server, not_our_child
+
+
+@pytest.fixture
+def connected():
+    """A connected test server, cleaned up after the test; yields (server, pid)."""
+    servers = []
+
+    def start(*modes, **options):
+        server = make_server(*modes, **options)
+        server.connect()
+        servers.append(server)
+        return server, server.pid
+
+    yield start
+    for server in servers:
+        server.cleanup()
+
+
+# --- Failing to start -------------------------------------------------------------------------------------
+
+
+def test_a_command_that_does_not_exist_is_a_start_error_naming_server_and_command():
+    with pytest.raises(MCPServerStartError) as caught:
+        MCPServerStdio({"command": "no-such-mcp-server-here"}, name="ghost").connect()
+    assert "'ghost' could not start 'no-such-mcp-server-here': No such file or directory" in str(caught.value)
+    assert isinstance(caught.value, AgentsException) and caught.value.server == "ghost"
+
+
+def test_a_working_folder_that_does_not_exist_is_named(tmp_path):
+    with pytest.raises(MCPServerStartError, match="nowhere"):
+        MCPServerStdio({"command": sys.executable, "cwd": str(tmp_path / "nowhere")}).connect()
+
+
+def test_a_file_that_is_not_executable_is_a_start_error(tmp_path):
+    script = tmp_path / "server.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(MCPServerStartError, match="Permission denied"):
+        MCPServerStdio({"command": str(script)}).connect()
+
+
+def test_a_server_that_exits_at_start_says_its_exit_code_and_its_stderr():
+    server = make_server("exit_at_start")
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError) as caught:
+        server.connect()
+    assert time.monotonic() - started < 5
+    assert "exited with code 2" in caught.value.summary and "cannot start: no configuration" in caught.value.stderr
+    assert "cannot start: no configuration" in str(caught.value) and not server.connected
+
+
+def test_a_server_that_never_answers_initialize_times_out_and_is_ended(tmp_path):
+    server = make_server("silent", log=tmp_path / "log.txt", client_session_timeout_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError, match="did not answer initialize within 0.5 seconds"):
+        server.connect()
+    assert time.monotonic() - started < 5
+    assert not (tmp_path / "log.txt").exists()  # the protocol forbids cancelling initialize: nothing was sent
+
+
+def test_garbage_on_stdout_before_the_handshake_is_named():
+    with pytest.raises(MCPConnectionError) as caught:
+        make_server("garbage_first").connect()
+    assert "wrote a line that is not JSON to its stdout: 'Starting the server...'" in str(caught.value)
+
+
+# --- Misbehaving during a call ----------------------------------------------------------------------------
+
+
+def test_a_server_that_exits_mid_call_fails_the_call_and_is_reaped(connected):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError) as caught:
+        server.call_tool("crash")
+    assert "exited with code 7" in caught.value.summary and "crashing on purpose" in caught.value.stderr
+    assert ended(pid) and not server.connected
+    with pytest.raises(MCPConnectionError, match="exited with code 7"):  # the connection stays failed
+        server.call_tool("echo", {"text": "again?"})
+    server.connect()  # and a new one can be made
+    assert server.call_tool("echo", {"text": "back"}).content[0].text == "back" and server.pid != pid
+
+
+def test_a_server_killed_mid_call_is_named_by_its_signal(connected):
+    server, pid = connected()
+    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match="was killed by SIGKILL"):
+        server.call_tool("slow", {"seconds": 30})
+    assert time.monotonic() - started < 5 and ended(pid)
+
+
+def in_threads(count, work):
+    """Run `work(n)` in `count` threads at once; [(n, outcome)] where outcome is its result or its exception."""
+    outcomes = []
+
+    def one(n):
+        try:
+            outcomes.append((n, work(n)))
+        except BaseException as error:  # noqa: BLE001 - collected for the test
+            outcomes.append((n, error))
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads, outcomes
+
+
+def test_every_call_waiting_on_a_server_that_crashes_fails_at_once_with_its_own_error(connected):
+    server, pid = connected()
+    threads, outcomes = in_threads(8, lambda n: server.call_tool("slow", {"seconds": 30}))
+    while len(server._connection._pending) < 8:
+        time.sleep(0.01)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError):
+        server.call_tool("crash")
+    for thread in threads:
+        thread.join(5)
+    assert time.monotonic() - started < 5 and len(outcomes) == 8
+    errors = [outcome for _, outcome in outcomes]
+    assert all(isinstance(e, MCPConnectionError) and "exited with code 7" in e.summary for e in errors)
+    assert len({id(e) for e in errors}) == 8  # each thread raised an error of its own (tracebacks stay apart)
+
+
+def test_cleanup_while_calls_wait_fails_them_and_ends_the_server(connected):
+    server, pid = connected()
+    threads, outcomes = in_threads(4, lambda n: server.call_tool("hang"))
+    while len(server._connection._pending) < 4:
+        time.sleep(0.01)
+    server.cleanup()
+    for thread in threads:
+        thread.join(5)
+    assert [type(o) for _, o in outcomes] == [MCPConnectionError] * 4
+    assert all("was cleaned up" in o.summary for _, o in outcomes) and ended(pid)
+
+
+def test_a_server_that_closes_stdout_but_keeps_running_is_ended(connected):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError, match=r"closed its stdout \(its process is still running\)"):
+        server.call_tool("close_stdout")
+    assert ended(pid)
+
+
+def test_a_call_that_takes_longer_than_the_timeout_fails_alone_and_the_server_is_told(connected, tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log, client_session_timeout_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError, match="did not answer tools/call within 0.5 seconds"):
+        server.call_tool("hang")
+    assert 0.5 <= time.monotonic() - started < 5
+    assert server.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"
+    assert log.read_text().startswith("cancelled ")  # notifications/cancelled, with the request's id
+
+
+def test_a_late_answer_to_a_call_given_up_is_ignored(connected):
+    server, pid = connected(client_session_timeout_seconds=0.3)
+    with pytest.raises(MCPTimeoutError):
+        server.call_tool("slow", {"seconds": 0.6})
+    time.sleep(0.6)  # its answer arrives now, for an id the client gave up
+    assert server.call_tool("echo", {"text": "ok"}).content[0].text == "ok" and server.connected
+
+
+def test_garbage_during_a_call_fails_the_connection_and_ends_the_server(connected):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError, match="wrote a line that is not JSON to its stdout: 'this is not JSON"):
+        server.call_tool("garbage")
+    assert ended(pid)
+
+
+def test_json_that_is_not_json_rpc_is_named(connected):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError, match="JSON that is not a JSON-RPC message"):
+        server.call_tool("not_rpc")
+    assert ended(pid)
+
+
+def test_an_answer_to_an_id_never_sent_is_named(connected):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError, match="answered request id 424242, which this client never sent"):
+        server.call_tool("unknown_id")
+    assert ended(pid)
+
+
+def test_a_line_over_the_cap_fails_before_it_is_held_in_memory(connected):
+    server, pid = connected(max_message_bytes=1 << 20)
+    with pytest.raises(MCPConnectionError, match="wrote a line of more than 1048576 bytes"):
+        server.call_tool("huge", {"size": 8 << 20})
+    assert ended(pid)
+
+
+HUNDRED_MB = r'''
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from mcp_support import make_server
+from miniagents.mcp import MCPConnectionError
+server = make_server()
+server.connect()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.monotonic()
+try:
+    server.call_tool("huge", {"size": 100 << 20})
+    said = "answered"
+except MCPConnectionError as error:
+    said = error.summary
+seconds = time.monotonic() - started
+server.cleanup()
+print(json.dumps({"said": said, "seconds": seconds, "before_kb": before,
+                  "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+'''
+
+
+def test_a_100_mb_line_is_refused_in_bounded_time_and_memory():
+    """In a process of its own, so its peak memory is its own: the 100 MB line never is."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", HUNDRED_MB, here], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "wrote a line of more than 16777216 bytes" in report["said"]
+    assert report["seconds"] < 10
+    assert report["peak_kb"] - report["before_kb"] < 60 * 1024, report  # the cap (16 MiB) and a copy, not 100 MB
+
+
+def test_a_flood_of_stderr_neither_blocks_the_server_nor_fills_memory(connected):
+    server, pid = connected()
+    assert server.call_tool("flood_stderr", {"size": 50 << 20}).content[0].text == "flooded"  # 50 MB: far over the pipe
+    deadline = time.monotonic() + 10  # stderr is read by a thread of its own: it may be a moment behind stdout
+    while not server._connection.stderr_tail().endswith("flood") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    tail = server._connection.stderr_tail()
+    assert tail.endswith("the last line of the flood") and len(tail) <= 2000
+    assert len(server._connection._stderr) <= 2 * 8192
+
+
+def test_calls_go_on_while_a_server_floods_stderr_without_end(connected):
+    server, pid = connected("stderr_flood")
+    started = time.monotonic()
+    for n in range(20):
+        assert server.call_tool("echo", {"text": str(n)}).content[0].text == str(n)
+    assert time.monotonic() - started < 10
+    with pytest.raises(MCPConnectionError) as caught:
+        server.call_tool("crash")
+    assert "noise" in caught.value.stderr and len(caught.value.stderr) <= 2000
+
+
+def test_a_server_that_stops_reading_its_stdin_fails_the_write_within_the_timeout(connected):
+    server, pid = connected("stop_reading", client_session_timeout_seconds=1)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match="stopped reading its stdin"):
+        server.call_tool("echo", {"text": "x" * (4 << 20)})  # more than a pipe holds
+    assert time.monotonic() - started < 5 and ended(pid)
+
+
+def test_a_server_that_exits_while_a_write_waits_on_it_fails_the_write_at_once(connected):
+    server, pid = connected("stop_reading", "exit_soon", client_session_timeout_seconds=20)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match="exited with code 5|closed its stdin"):
+        server.call_tool("echo", {"text": "x" * (4 << 20)})
+    assert time.monotonic() - started < 5 and ended(pid)
+
+
+def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
+    server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
+    server.connect()
+    pid = server.pid
+    started = time.monotonic()
+    server.cleanup()
+    assert time.monotonic() - started < 3 and ended(pid)
+
+
+def test_cleanup_ends_what_the_server_started_in_its_process_group():
+    server = make_server("spawn_child")
+    server.connect()
+    pid = server.pid
+    child = json.loads(server.call_tool("pid").content[0].text)["child"]
+    assert alive(child) and child in group(pid)
+    server.cleanup()
+    assert ended(pid) and gone(child)
+
+
+def test_cleanup_leaves_no_process_and_no_zombie(connected):
+    server, pid = connected()
+    server.cleanup()
+    assert not alive(pid) and not_our_child(pid) and group(pid) == []
+
+
+AT_EXIT = r'''
+import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_support import make_server
+server = make_server("spawn_child")
+server.connect()
+import json
+print(json.dumps({"pid": server.pid, "child": json.loads(server.call_tool("pid").content[0].text)["child"]}),
+      flush=True)
+# no cleanup: the interpreter's exit must end the server
+'''
+
+
+def test_the_interpreters_exit_ends_servers_nobody_cleaned_up():
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", AT_EXIT, here], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pids = json.loads(done.stdout)
+    assert gone(pids["pid"]) and gone(pids["child"])
+
+
+def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log)
+    aborts, outcome = [], {}
+
+    def call():
+        CANCEL_CALLBACKS.set(aborts)
+        try:
+            server.call_tool("hang")
+        except Cancelled:
+            outcome["cancelled"] = time.monotonic()
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(call,))
+    worker.start()
+    while not aborts:
+        time.sleep(0.01)
+    cancelled_at = time.monotonic()
+    for abort in list(aborts):
+        abort()
+    worker.join(5)
+    assert outcome["cancelled"] - cancelled_at < 3 and aborts == []
+    assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+    deadline = time.monotonic() + 5
+    while "cancelled" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert log.read_text().startswith("cancelled ")
+
+
+def test_a_task_cancelled_inside_async_with_ends_the_server():
+    import asyncio
+
+    pids = []
+
+    async def main():
+        server = make_server()
+        async with server:
+            pids.append(server.pid)
+            await asyncio.sleep(30)
+
+    async def cancel_it():
+        task = asyncio.ensure_future(main())
+        while not pids:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    assert ended(pids[0])
+
+
+def test_a_task_cancelled_while_connecting_leaves_no_server():
+    import asyncio
+
+    server = make_server("silent", client_session_timeout_seconds=30)
+
+    async def main():
+        task = asyncio.ensure_future(server.__aenter__())
+        await asyncio.sleep(0.5)
+        pid = server.pid
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return pid
+
+    pid = asyncio.run(main())
+    assert pid is not None and ended(pid) and not server.connected
+
+
+def test_the_childs_environment_is_a_few_safe_variables_and_the_given_ones(monkeypatch):
+    monkeypatch.setenv("PARENT_SECRET", "do-not-pass-this-on")
+    server = make_server("print_env", "exit_at_start", env={"MY_SETTING": "on"})
+    with pytest.raises(MCPConnectionError) as caught:
+        server.connect()
+    printed = json.loads(caught.value.stderr.splitlines()[0])
+    assert "PARENT_SECRET" not in printed and printed["MY_SETTING"] == "on" and "PATH" in printed
+
+
+def test_an_env_value_never_reaches_a_message_even_when_the_server_prints_it():
+    secret = "sk-live-0123456789abcdef"
+    server = make_server("print_env", version="1999-01-01", env={"API_TOKEN": secret})
+    with pytest.raises(MCPVersionError) as caught:
+        server.connect()
+    assert secret not in str(caught.value) and secret not in repr(caught.value.args)
+    assert '"API_TOKEN": "***"' in caught.value.stderr
+
+
+def test_every_failure_is_an_mcp_error():
+    """A table of the above: whatever the server did, what reaches the caller is an MCPError subclass."""
+    for modes, tool in ((("garbage_first",), None), (("exit_at_start",), None), ((), "crash"), ((), "garbage"),
+                        ((), "not_rpc"), ((), "unknown_id"), ((), "close_stdout"), ((), "no_such_tool")):
+        server = make_server(*modes, client_session_timeout_seconds=2)
+        try:
+            server.connect()
+            server.call_tool(tool)
+        except Exception as error:
+            assert isinstance(error, MCPError), (modes, tool, error)
+        else:
+            raise AssertionError((modes, tool))
+        finally:
+            server.cleanup()
