@@ -345,10 +345,10 @@ class OpenAIChatCompletionsModel(EndpointModel):
     def _schema(self, body: dict) -> Optional[dict]:
         return json_schema_of(body)
 
-    def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
-        secret = self.transport.secret
+    def _response(self, exchange: Exchange) -> ModelResponse:
+        data, request_id = exchange.data, exchange.request_id
         if not isinstance(data, dict) or data.get("error") or data.get("object") == "error":
-            raise error_from_body(200, data, request_id, secret)
+            raise error_from_body(200, data, request_id, exchange.secret)
         data = clean_json(data)
         choices = shapes.arr(data.get("choices"), "choices")
         choices = [c for i, c in enumerate(choices) if shapes.obj(c, f"choices[{i}]").get("index", 0) == 0]
@@ -361,18 +361,17 @@ class OpenAIChatCompletionsModel(EndpointModel):
                              response_id=None, request_id=request_id)
 
     def _events(self, exchange: Exchange) -> Iterator[dict]:
-        secret = self.transport.secret
         translator, saw_done, started = ChatStreamTranslator(), False, False
         for _event, data in exchange:
             if not started:
                 started = True
                 yield from translator.start()
-            payload = parse_sse_json(data, secret)
+            payload = parse_sse_json(data, exchange.secret)
             if payload == "[DONE]":
                 saw_done = True
                 break  # the answer is complete: never wait for a server that holds the connection open
             if isinstance(payload, dict) and (payload.get("error") or payload.get("object") == "error"):
-                raise error_from_body(None, payload, exchange.request_id, secret)
+                raise error_from_body(None, payload, exchange.request_id, exchange.secret)
             yield from translator.feed(payload)
         if not started:
             yield from translator.start()

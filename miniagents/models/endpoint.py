@@ -23,7 +23,7 @@ from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url, with_client
 from .interface import ModelResponse, ModelSettings
-from .protocol import is_validation_error, redact, should_retry, with_note
+from .protocol import is_validation_error, should_retry, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -216,7 +216,7 @@ class EndpointModel:
     """Both adapters' constructor and call: endpoint settings, a lazily built transport, a safe repr.
 
     A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
-    handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
+    handoffs, stream, **ids) -> dict`, `_response(exchange) -> ModelResponse` (its parsed JSON in `data`) and
     `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs), and the forms its body's parts
     may take (`FORMS`, see "forms servers disagree on"). Errors that come back in-band get the exchange's
     `explain` here, so every one names what was tried.
@@ -256,7 +256,7 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        shown = redact(self.base_url, self._client_args["api_key"])
+        shown = http.shown_base_url(self.base_url, self._client_args["api_key"])
         return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
@@ -305,8 +305,7 @@ class EndpointModel:
                 items = yield from self._relayed(sent, exchange)
             else:
                 try:
-                    answer = list(self._events(exchange)) if stream else self._response(exchange.data,
-                                                                                      exchange.request_id)
+                    answer = list(self._events(exchange)) if stream else self._response(exchange)
                 except (ModelHTTPError, ModelTimeoutError) as err:
                     raise exchange.explain(err) from None
                 finally:

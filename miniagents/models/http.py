@@ -509,6 +509,14 @@ def query_secrets(query: str) -> tuple:
     return tuple(dict.fromkeys(found))
 
 
+def shown_base_url(base_url: str, secret: Any = None) -> str:
+    """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(base_url)
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return redact(bare, (secret,) + query_secrets(parts.query))
+
+
 def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
     """What one request sends that no message may show: its credential-named headers' and query parameters'
     values (an `Authorization` value's credentials without the scheme too)."""
@@ -528,8 +536,7 @@ class HTTPTransport:
         from urllib.parse import urlsplit
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            shown = redact(base_url, (secret,) + query_secrets(parts.query))
-            raise ValueError(f"base_url must be an http(s) URL, got {shown!r}")
+            raise ValueError(f"base_url must be an http(s) URL, got {shown_base_url(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query

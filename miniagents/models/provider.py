@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from ..errors import UserError
 from .connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
-from .http import MAX_RESPONSE_BYTES, check_bounds
+from .http import MAX_RESPONSE_BYTES, check_bounds, shown_base_url
 from .interface import Model, ModelProvider
 
 DEFAULT_MODEL = "gpt-4.1"
@@ -84,7 +84,8 @@ class OpenAIProvider:
             return self._models[key]
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={self.base_url!r}, use_responses={self.use_responses!r})"
+        shown = shown_base_url(self.base_url, self._api_key) if self.base_url else None
+        return f"OpenAIProvider(base_url={shown!r}, use_responses={self.use_responses!r})"
 
 
 MultiProviderOpenAIPrefixMode = Literal["alias", "model_id"]

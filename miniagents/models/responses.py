@@ -88,16 +88,17 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
     return add_extras(body, settings, stream)
 
 
-def check_final(response: dict, request_id: Optional[str] = None, secret: Optional[str] = None) -> dict:
-    """Raise for a `failed` or `incomplete` response; return it otherwise."""
+def check_final(response: dict, exchange: Exchange) -> dict:
+    """Raise for a `failed` or `incomplete` response (no secret the exchange holds in what is said); return it
+    otherwise."""
     status = shapes.opt_str(response.get("status"), "status")
     if status == "failed" or (status is None and response.get("error")):
         raise error_from_body(None, {"error": response.get("error") or {"message": "response failed"}},
-                              request_id, secret)
+                              exchange.request_id, exchange.secret)
     if status == "incomplete":
         details = response.get("incomplete_details")
         reason = shapes.obj({} if details is None else details, "incomplete_details").get("reason")
-        reason = redact(reason, secret) if isinstance(reason, str) and reason else "unknown"
+        reason = redact(reason, exchange.secret) if isinstance(reason, str) and reason else "unknown"
         raise ModelBehaviorError(f"The model's response is incomplete (reason: {reason}); raise "
                                  "max_tokens or shorten the input.")
     return response
@@ -143,12 +144,12 @@ class OpenAIResponsesModel(EndpointModel):
         return super()._model_hint() + ("If this server does not offer the Responses API, use Chat Completions "
                                         "(OpenAIChatCompletionsModel, or OpenAIProvider(use_responses=False)). ")
 
-    def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
-        secret = self.transport.secret
+    def _response(self, exchange: Exchange) -> ModelResponse:
+        data, request_id = exchange.data, exchange.request_id
         if not isinstance(data, dict) or data.get("object") == "error" or ("output" not in data and data.get("error")):
-            raise error_from_body(200, data, request_id, secret)
+            raise error_from_body(200, data, request_id, exchange.secret)
         data = clean_json(data)
-        check_final(data, request_id, secret)
+        check_final(data, exchange)
         if "output" not in data:
             raise ModelBehaviorError("The model's answer is empty: the response has no 'output'.")
         output = shapes.output_items(data["output"])
@@ -159,18 +160,17 @@ class OpenAIResponsesModel(EndpointModel):
                              response_id=shapes.opt_str(data.get("id"), "id"), request_id=request_id)
 
     def _events(self, exchange: Exchange) -> Iterator[dict]:
-        secret = self.transport.secret
         collected: dict = {}
         deltas: dict = {}  # one shapes.Deltas per streamed text, so split surrogate pairs come out joined
         for name, data in exchange:
-            event = parse_sse_json(data, secret)
+            event = parse_sse_json(data, exchange.secret)
             if event == "[DONE]":
                 continue
             event = _cleaned(shapes.obj(event, "a stream event"), deltas)
             kind = event.get("type") or name
             event["type"] = shapes.text(kind, "a stream event's type")
             if kind == "error":
-                raise error_from_body(None, event, exchange.request_id, secret)
+                raise error_from_body(None, event, exchange.request_id, exchange.secret)
             if kind == "response.output_item.done":
                 item = shapes.output_item(event.get("item"), f"{kind}.item")
                 key = event.get("output_index")
@@ -180,7 +180,7 @@ class OpenAIResponsesModel(EndpointModel):
             if kind in ("response.failed", "response.incomplete"):
                 response = event.get("response")
                 check_final({**shapes.obj({} if response is None else response, f"{kind}.response"),
-                             "status": kind.split(".")[1]}, exchange.request_id, secret)
+                             "status": kind.split(".")[1]}, exchange)
             if kind == "response.completed":
                 yield {**event, "response": _completed(event.get("response"), collected)}
                 return  # the answer is complete: never wait for a server that holds the connection open
