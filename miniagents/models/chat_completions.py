@@ -204,8 +204,8 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
 
 # ----------------------------------------------------------------------------- forms servers disagree on
 # Besides a forced tool (endpoint.py), two parts of a Chat body have a second form, for servers that refuse
-# OpenAI's: how an assistant message without text says so (`null`, or `""`), and how the output schema is asked
-# for (`json_schema`, or `json_object` with the schema beside it and in the system message).
+# OpenAI's: a text-less assistant message's content (`null`, or `""`), and the output schema (`json_schema`, or
+# `json_object` with the schema beside it and in the system message).
 
 EMPTY_CONTENT_FORMS = (None, "")
 RESPONSE_FORMAT_TYPES = ("json_schema", "json_object")
@@ -281,14 +281,9 @@ class OpenAIChatCompletionsModel(EndpointModel):
     OpenAI models), `max_tokens_field` (default `max_completion_tokens` for api.openai.com and Azure,
     `max_tokens` elsewhere — Ollama reads only that), `include_usage` (`stream_options`; default on
     only for api.openai.com, `ModelSettings.include_usage` overrides), `reasoning_field` (echo
-    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off),
-    `tool_call_content` (what an assistant message with tool calls but no text sends as `content`:
-    "auto" sends `null`, and when the server refuses that form it resends once with `""` (or the other
-    way round) and remembers the form per base URL and model for the rest of the process; `None` or
-    `""` forces one form), `response_format_type` (how an output schema is asked for: "auto" sends
-    `json_schema`, and when the server refuses that type it resends once with `json_object` (the schema in
-    `response_format.schema` and in the system message), remembered the same way; "json_schema" or
-    "json_object" forces one).
+    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off), and the forms of
+    two parts (above): `tool_call_content` (None or "" forces one) and `response_format_type` ("json_schema" or
+    "json_object" forces one); "auto" switches a part the server refuses.
     """
 
     path = "/chat/completions"

@@ -1,12 +1,8 @@
 """What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
 
-Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
-the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
-subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs), sent again
-with a part in its other form when the server refuses it or its answer shows it was ignored. The pure
-helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
-adapter only says how its API nests them. Strict schemas are sent in the wire mode of the strict pass
-(`schema.wire_schema`).
+Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel` (the endpoint's
+settings, its transport, one call); the pure helpers below turn kernel tool specs, `tool_choice`, output schemas
+and settings into request fields, so each adapter only says how its API nests them.
 Never: modify the caller's tools or schemas, or import http.client/ssl/urllib at import time.
 """
 from __future__ import annotations
@@ -69,19 +65,15 @@ def wire_tool_choice(choice: Any, chat: bool) -> Any:
         return {"type": "function", "function": {"name": name}} if chat else {"type": "function", "name": name}
     if isinstance(choice, str):
         return named(choice)
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        name = choice.get("name") or (choice.get("function") or {}).get("name")
-        if name:
-            return named(name)
+    if isinstance(choice, dict) and choice.get("type") == "function" and function_name(choice):
+        return named(function_name(choice))
     if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
         if ("allowed_tools" in choice) == chat:
             return choice
         inner = choice.get("allowed_tools", choice)
-        mode = inner.get("mode", "auto")
-        tools = [named(t.get("name") or t["function"]["name"]) for t in inner.get("tools", [])]
-        if chat:
-            return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
-        return {"type": "allowed_tools", "mode": mode, "tools": tools}
+        allowed = {"mode": inner.get("mode", "auto"),
+                   "tools": [named(function_name(t)) for t in inner.get("tools", [])]}
+        return {"type": "allowed_tools", **({"allowed_tools": allowed} if chat else allowed)}
     api = "Chat Completions" if chat else "the Responses API"
     raise UserError(f"tool_choice {choice!r} cannot be expressed in {api}")
 
@@ -149,19 +141,22 @@ def refusal_text(err: ModelHTTPError) -> str:
     return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
 
 
+def function_name(spec: dict) -> Optional[str]:
+    """The function a tool, a tool call or a `tool_choice` names, in either API's form (flat, or nested in
+    `function`)."""
+    return spec.get("name") or (spec.get("function") or {}).get("name")
+
+
 def forced_tool(body: dict) -> Optional[str]:
     """The tool a body forces by name (`tool_choice` in either API's object form); None when it forces none."""
     choice = body.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        return choice.get("name") or (choice.get("function") or {}).get("name")
-    return None
+    return function_name(choice) if isinstance(choice, dict) and choice.get("type") == "function" else None
 
 
 def with_required_tool(body: dict) -> dict:
     """`body` forcing its named tool as `"required"` with only that tool offered: servers that read `tool_choice`
     only as a string (llama.cpp's llama-server) drop the object form and fall back to "auto"."""
-    name = forced_tool(body)
-    tools = [t for t in body.get("tools") or [] if (t.get("name") or (t.get("function") or {}).get("name")) == name]
+    tools = [t for t in body.get("tools") or [] if function_name(t) == forced_tool(body)]
     return {**body, "tool_choice": "required", "tools": tools} if tools else body  # no such tool: as it was
 
 
@@ -301,21 +296,17 @@ class EndpointModel:
                 self._switch(forms, parts, switched, said, "refused", err.message[:300])
                 continue
             held = stream and any(_accepted_forms.get(key, {}).get(part) != forms[part] for part in checked)
-            if stream and not held:
-                items = yield from self._relayed(sent, exchange)
-            else:
+            if not stream:
                 try:
-                    answer = list(self._events(exchange)) if stream else self._response(exchange)
+                    answer = self._response(exchange)
                 except (ModelHTTPError, ModelTimeoutError) as err:
                     raise exchange.explain(err) from None
-                finally:
-                    exchange.close()
-                final = answer[-1]["response"] if stream else answer
-                items = self._cleaned(sent, final["output"] if stream else final.output)
-                if stream:
-                    final["output"] = items
-                else:
-                    final.output = items
+                answer.output = items = self._cleaned(sent, answer.output)
+            elif held:
+                answer = list(self._relayed(sent, exchange))
+                items = answer[-1]["response"]["output"]
+            else:
+                items = yield from self._relayed(sent, exchange)
             ignored = [part for part in checked if self._ignored(part, sent, items)]
             if ignored and (held or not stream):
                 self._switch(forms, ignored, switched, said, "ignored", "")
@@ -324,7 +315,7 @@ class EndpointModel:
                        **{part: self.FORMS[part][1] for part in ignored}}  # what a live stream showed: for next time
             if learned:
                 _accepted_forms[key] = {**_accepted_forms.get(key, {}), **learned}
-            if stream and held:
+            if held:
                 yield from answer
             elif not stream:
                 yield answer

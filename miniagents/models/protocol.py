@@ -308,16 +308,7 @@ def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, 
 
 def _strip_html(text: str) -> str:
     """The visible text of an HTML error page, squeezed to one line (a 502 from a proxy, say)."""
-    out, in_tag = [], False
-    for ch in text:
-        if ch == "<":
-            in_tag = True
-        elif ch == ">":
-            in_tag = False
-            out.append(" ")
-        elif not in_tag:
-            out.append(ch)
-    return " ".join("".join(out).split())
+    return " ".join(re.sub(r"<[^>]*>?", " ", text).split())
 
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
