@@ -11,7 +11,7 @@ import threading
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from miniagents import AgentsException, UserError
@@ -87,6 +87,11 @@ CREDENTIAL = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF, blackl
                      min_size=1, max_size=12)
 
 
+PROXY_HINT = ("(the proxy 127.0.0.1 asks for credentials: give them in its URL, "
+              "http_proxy=http://user:password@host:port, percent-encoded) (POST http://api.example.test:80/v1/chat/"
+              "completions, 1 attempt)")  # what the transport writes itself, around the server's words
+
+
 def basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
@@ -96,6 +101,8 @@ def basic(user: str, password: str) -> str:
 def test_plain_http_through_a_proxy_sends_its_credentials(shared_server, monkeypatch, user, password):
     """`http_proxy=http://user:pass@host:port` (percent-encoded as a URL must be): every request carries
     `Proxy-Authorization: Basic base64(user:pass)`, decoded, and no message ever shows them."""
+    # a password that is a word the transport itself writes (hypothesis found "POST") is in the message by chance
+    assume(password not in f"{PROXY_HINT} {shared_server.url}")
     proxy = shared_server.url.replace("http://", f"http://{quote(user, safe='')}:{quote(password, safe='')}@")
     monkeypatch.setenv("http_proxy", proxy.rsplit("/v1", 1)[0] if "/v1" in proxy else proxy)
     monkeypatch.delenv("no_proxy", raising=False)
