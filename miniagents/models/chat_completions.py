@@ -175,7 +175,7 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
                include_usage: bool = False, reasoning_field: Optional[str] = None) -> dict:
     """The JSON body for one call, in the forms OpenAI documents (text-less assistant content `null`, the output
     schema as `json_schema`); `UserError` for any setting Chat Completions cannot express."""
-    for name in ("truncation", "response_include", "context_management", "prompt_cache_options"):
+    for name in ("truncation", "response_include", "context_management"):
         value = getattr(settings, name)
         if value is not None and not (name == "truncation" and value == "disabled"):
             raise UserError(f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "

@@ -313,22 +313,14 @@ def _strip_html(text: str) -> str:
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
     """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
+    from email.utils import parsedate_to_datetime
+    for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            return float(ms) / 1000.0
+            return float(headers.get(name) or "") * unit
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
     try:
-        return float(value)
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-    try:
-        when = parsedate_to_datetime(value)
+        when = parsedate_to_datetime(headers.get("retry-after") or "")
     except (TypeError, ValueError, IndexError):
         return None
     return when.timestamp() - (time.time() if now is None else now)

@@ -12,7 +12,7 @@ Never: import http.client/ssl/urllib.request at import time (importing this modu
 from __future__ import annotations
 
 import threading
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from ..errors import UserError
 from .connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
@@ -86,10 +86,6 @@ class OpenAIProvider:
     def __repr__(self) -> str:
         shown = shown_base_url(self.base_url, self._api_key) if self.base_url else None
         return f"OpenAIProvider(base_url={shown!r}, use_responses={self.use_responses!r})"
-
-
-MultiProviderOpenAIPrefixMode = Literal["alias", "model_id"]
-MultiProviderUnknownPrefixMode = Literal["error", "model_id"]
 
 
 class MultiProvider:
