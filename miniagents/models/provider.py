@@ -1,12 +1,10 @@
 """`OpenAIProvider`: a model name (`Agent(model="gpt-4.1-mini")`) + environment → an HTTP adapter.
 
 Where it sits: `RunConfig(model_provider=...)` (or the default provider) turns an agent's model name
-into an `OpenAIResponsesModel` or `OpenAIChatCompletionsModel`. Which one: `use_responses` if given,
-else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and Chat Completions for
-any other (compatible servers implement Chat far more faithfully). Environment: `OPENAI_API_KEY`,
-`OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_DEFAULT_MODEL`, `OPENAI_ORG_ID`,
-`OPENAI_PROJECT_ID`; read when a model is first resolved, never at import.
-The endpoint itself (base URL, key, headers) is resolved in `connection.py`, below the adapters.
+(or `OPENAI_DEFAULT_MODEL`'s) into an `OpenAIResponsesModel` or `OpenAIChatCompletionsModel`. Which one:
+`use_responses` if given, else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and Chat
+Completions for any other (compatible servers implement Chat far more faithfully). The endpoint itself (base
+URL, key, headers, their environment variables) is resolved in `connection.py`, below the adapters.
 Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
