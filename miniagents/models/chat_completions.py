@@ -19,7 +19,7 @@ from . import shapes
 from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
 from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       output_format, refusal_text, schema_note, wire_tool_choice)
+                       output_format, reasoning_of, refusal_text, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, parse_sse_json
 from .interface import ModelResponse, ModelSettings
@@ -191,13 +191,11 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
         body[max_tokens_field] = settings.max_tokens
     if settings.top_logprobs is not None:
         body["logprobs"], body["top_logprobs"] = True, settings.top_logprobs
-    reasoning = settings.reasoning
-    if reasoning is not None:
-        get = reasoning.get if isinstance(reasoning, dict) else (lambda k: getattr(reasoning, k, None))
-        if get("summary") is not None:
-            raise UserError("reasoning.summary is a Responses API feature; Chat Completions cannot express it")
-        if get("effort") is not None:
-            body["reasoning_effort"] = get("effort")
+    reasoning = reasoning_of(settings) or {}
+    if reasoning.get("summary") is not None:
+        raise UserError("reasoning.summary is a Responses API feature; Chat Completions cannot express it")
+    if reasoning.get("effort") is not None:
+        body["reasoning_effort"] = reasoning["effort"]
     if stream and (settings.include_usage if settings.include_usage is not None else include_usage):
         body["stream_options"] = {"include_usage": True}
     return add_extras(body, settings, stream)

@@ -101,6 +101,13 @@ def add_tools(body: dict, settings: ModelSettings, wire_tools: list, choice: Any
         raise UserError(f"tool_choice={settings.tool_choice!r} needs tools, but this agent has none")
 
 
+def reasoning_of(settings: ModelSettings) -> Optional[dict]:
+    """`ModelSettings.reasoning` (a dict, or an object with `effort` and `summary`) as a dict of what is set."""
+    r = settings.reasoning
+    return r if isinstance(r, dict) or r is None else {
+        k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k, None) is not None}
+
+
 def add_settings(body: dict, settings: ModelSettings, names: tuple) -> None:
     """Copy the named settings that are set into `body` under the same names."""
     for name in names:

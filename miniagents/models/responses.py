@@ -17,7 +17,7 @@ from ..errors import ModelBehaviorError, UserError
 from ..items import FAKE_ID, clean_json
 from . import shapes
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec, is_json,
-                       kernel_spec, output_format, schema_note, wire_tool_choice)
+                       kernel_spec, output_format, reasoning_of, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
@@ -63,9 +63,7 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
     if settings.max_tokens is not None:
         body["max_output_tokens"] = settings.max_tokens
     if settings.reasoning is not None:
-        r = settings.reasoning
-        body["reasoning"] = r if isinstance(r, dict) else {
-            k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k, None) is not None}
+        body["reasoning"] = reasoning_of(settings)
     include = list(settings.response_include or [])
     for value in (i for t in tools or [] for i in getattr(t, "includes", ())):  # what hosted tools need back
         if value not in include:
