@@ -57,8 +57,12 @@ def resolve_base_url(base_url: Optional[str]) -> str:
 
 
 def host_of(base_url: str) -> str:
+    """The base URL's host, lowercased; "" for none, or for a URL that is not one (the transport says so)."""
     from urllib.parse import urlsplit
-    return (urlsplit(base_url).hostname or "").lower()
+    try:
+        return (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return ""
 
 
 def check_key(key: Optional[str]) -> None:

@@ -12,6 +12,7 @@ module import time.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Iterator, Optional
@@ -495,11 +496,10 @@ def query_secrets(query: str) -> tuple:
 
 
 def shown_base_url(base_url: str, secret: Any = None) -> str:
-    """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value."""
-    from urllib.parse import urlsplit
-    parts = urlsplit(base_url)
-    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-    return redact(bare, (secret,) + query_secrets(parts.query))
+    """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value;
+    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same."""
+    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", base_url)
+    return redact(bare, (secret,) + query_secrets(base_url.partition("#")[0].partition("?")[2]))
 
 
 def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
@@ -519,11 +519,14 @@ class HTTPTransport:
                  attempt_timeout: Optional[float] = None, max_response_bytes: int = MAX_RESPONSE_BYTES,
                  query: Optional[dict] = None, secret: Optional[str] = None):
         from urllib.parse import urlsplit
-        parts = urlsplit(base_url.rstrip("/"))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(base_url.rstrip("/"))
+            self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:  # an unclosed "[", a port that is no number
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base_url must be an http(s) URL, got {shown_base_url(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
         self.timeout, self.max_retries = timeout, max_retries
