@@ -315,7 +315,7 @@ class OpenAIChatCompletionsModel(EndpointModel):
                           stream=stream, system_role=self.system_role, max_tokens_field=self.max_tokens_field,
                           include_usage=self.include_usage, reasoning_field=self.reasoning_field)
 
-    FORMS = {**EndpointModel.FORMS, "content": (None, ""), "response_format": RESPONSE_FORMAT_TYPES}
+    FORMS = {**EndpointModel.FORMS, "content": EMPTY_CONTENT_FORMS, "response_format": RESPONSE_FORMAT_TYPES}
 
     def _named(self, part: str, form: Any) -> str:
         return f"assistant content {json.dumps(form)}" if part == "content" else super()._named(part, form)

@@ -419,10 +419,7 @@ class Exchange:
     def _body(self) -> bytes:
         """The rest of a plain body, refused past `max_response_bytes` as soon as the server announces more
         (its Content-Length, or the size of a chunk), before those bytes are read."""
-        body = bytearray()
-        for chunk in self._chunks(self.max_bytes):
-            body += chunk
-        return bytes(body)
+        return b"".join(self._chunks(self.max_bytes))
 
     def _chunks(self, limit: Optional[int] = None) -> Iterator[bytes]:
         """The body as it arrives, one receive at a time; with `limit`, no more than that in all. At its end the
