@@ -549,8 +549,8 @@ MUTANTS: List[Mutant] = [
       " if True]",
       "Responses: reasoning the Chat adapter produced is never sent", "test_responses"),
     M("models/responses.py",
-      "                             \"status\": kind.split(\".\")[1]}, exchange.request_id, secret)",
-      "                             \"status\": \"completed\"}, exchange.request_id, secret)",
+      "                             \"status\": kind.split(\".\")[1]}, exchange)",
+      "                             \"status\": \"completed\"}, exchange)",
       "Responses: response.failed and response.incomplete events in a stream raise", "test_responses"),
     # --- models/provider.py: OpenAIProvider and MultiProvider --------------------------------------------
     M("models/provider.py",

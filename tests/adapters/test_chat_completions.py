@@ -5,8 +5,9 @@ import pytest
 
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
-    ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool, chat_tool_choice,
+    ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool,
     items_to_messages, message_to_items)
+from miniagents.models.endpoint import wire_tool_choice
 from miniagents.schema import wire_schema
 from miniagents.models.interface import ModelSettings
 from openai_server import chat_chunks, chat_completion, sse
@@ -23,6 +24,10 @@ CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_q1", "name": "co
 OUTPUT = {"type": "function_call_output", "call_id": "call_q1", "output": '{"result": 6480.5}'}
 ASSISTANT = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": "Converting.", "annotations": []}]}
+
+
+def wire_tool_choice_chat(choice):
+    return wire_tool_choice(choice, chat=True)
 
 
 def model(server, **kw):
@@ -141,17 +146,17 @@ def test_bad_tool_name_and_hosted_tool_rejected():
 
 
 def test_tool_choice_forms():
-    assert chat_tool_choice("auto") == "auto"
-    assert chat_tool_choice("convert") == {"type": "function", "function": {"name": "convert"}}
-    assert chat_tool_choice({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
+    assert wire_tool_choice_chat("auto") == "auto"
+    assert wire_tool_choice_chat("convert") == {"type": "function", "function": {"name": "convert"}}
+    assert wire_tool_choice_chat({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
     with pytest.raises(UserError):
-        chat_tool_choice(42)
+        wire_tool_choice_chat(42)
     allowed = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "x"}]}
-    assert chat_tool_choice(allowed) == {"type": "allowed_tools", "allowed_tools": {
+    assert wire_tool_choice_chat(allowed) == {"type": "allowed_tools", "allowed_tools": {
         "mode": "required", "tools": [{"type": "function", "function": {"name": "x"}}]}}
     from miniagents.models.endpoint import wire_tool_choice  # and back, for the Responses API
 
-    assert wire_tool_choice(chat_tool_choice(allowed), chat=False) == allowed
+    assert wire_tool_choice(wire_tool_choice_chat(allowed), chat=False) == allowed
 
 
 def test_body_settings_mapping():
