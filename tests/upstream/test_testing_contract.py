@@ -285,7 +285,8 @@ def test_a_message_with_text_and_a_refusal_streams_each_parts_own_events_in_orde
     from miniagents.upstream.testing import response_events
 
     item = {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": "Hi", "annotations": []}, {"type": "refusal", "refusal": "No."}]}
+            "content": [{"type": "output_text", "text": "Hi", "annotations": []},
+                        {"type": "refusal", "refusal": "No."}]}
     events = response_events(ModelResponse(output=[item], usage=Usage(), response_id="r1"))
     assert [(e["type"], e.get("delta", e.get("text", e.get("refusal")))) for e in events] == [
         ("response.created", None), ("response.in_progress", None), ("response.output_item.added", None),
