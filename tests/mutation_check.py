@@ -19,6 +19,7 @@ with a one-line reason in tests/mutation_equivalent.txt (by its stable id) and i
 For each mutant the script edits a private copy of the repository (one copy per job, made once; the work tree
 is never touched), runs the test files most likely to catch it, and only if those pass runs the rest of the
 suite: a mutant SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant
+that stops the package importing (pytest cannot load tests/conftest.py, which the baseline loaded) is caught. One
 that outlives the per-mutant timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
 Tests marked `xfail` (known bugs) are left out of every run: a mutant must not count as killed because it made
 a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
@@ -1164,6 +1165,9 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
             if code in (1, 2, 3):  # tests failed / collection error / internal error caused by the mutant
                 failed, broken = baseline_failures(out)
                 return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0],
+                               ended="; ".join(ended))
+            if code == 4 and "while loading conftest" in out:  # the package no longer imports: the baseline's did
+                return Outcome(mutant, "KILLED", time.monotonic() - start, by="tests/conftest.py (cannot load)",
                                ended="; ".join(ended))
             if code != 0:
                 return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}",

@@ -182,6 +182,35 @@ def test_settings_chat_cannot_express_raise(settings):
         build_body("m", None, [], settings, [], None, [])
 
 
+@pytest.mark.parametrize("name, value", [("truncation", "auto"), ("response_include", ["x"]),
+                                         ("context_management", {"k": 1}), ("prompt_cache_options", {"k": 1})])
+def test_a_responses_only_setting_is_refused_by_name_and_value(name, value):
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(**{name: value}), [], None, [])
+    assert str(caught.value) == (f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
+                                 "cannot express it (use OpenAIResponsesModel or unset it)")
+
+
+def test_each_setting_chat_completions_takes_is_in_the_body_in_its_form():
+    settings = ModelSettings(temperature=0.5, top_p=0.9, frequency_penalty=0.1, presence_penalty=0.2,
+                             metadata={"k": "v"}, store=False, prompt_cache_retention="24h", verbosity="low",
+                             max_tokens=7, top_logprobs=3, reasoning={"effort": "low"})
+    body = build_body("m", "Be brief.", [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert body == {"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                               {"role": "user", "content": "hi"}],
+                    "temperature": 0.5, "top_p": 0.9, "frequency_penalty": 0.1, "presence_penalty": 0.2,
+                    "metadata": {"k": "v"}, "store": False, "prompt_cache_retention": "24h", "verbosity": "low",
+                    "max_completion_tokens": 7, "logprobs": True, "top_logprobs": 3, "reasoning_effort": "low"}
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(reasoning={"summary": "auto"}), [], None, [])
+    assert str(caught.value) == "reasoning.summary is a Responses API feature; Chat Completions cannot express it"
+
+
+def test_truncation_disabled_is_what_chat_completions_does_anyway_so_it_is_accepted_and_not_sent():
+    body = build_body("m", None, [], ModelSettings(truncation="disabled"), [], None, [])
+    assert body == build_body("m", None, [], ModelSettings(), [], None, [])
+
+
 def test_output_schema_becomes_response_format():
     schema = {"name": "final_output", "strict": True, "schema": {"type": "object", "properties": {
         "a": {"type": "integer", "default": 1}}, "required": ["a"], "additionalProperties": False}}
