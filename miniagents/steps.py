@@ -10,6 +10,7 @@ rule still has one home, for fresh and resumed turns alike.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Callable
 
 from . import caller, seams
@@ -23,9 +24,18 @@ NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run alr
                  "was not recorded.")
 
 
+COUNTING = threading.Lock()  # a check of a limit and the count it allows are one step for every run sharing a usage
+
+
 def check_request_limit(run: Run, turn: Turn) -> None:
-    """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is."""
-    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, requests=1)
+    """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is. One that
+    may be made is counted now, before it is made, so a run sharing this usage (an agent tool's inner run, its
+    siblings running at once) never sees the room this call takes."""
+    usage = run.state.context_wrapper.usage
+    with COUNTING:
+        limit = run.config.usage_limits.exceeded(usage, requests=1)
+        if limit is None:
+            usage.requests, turn.requests = usage.requests + 1, 0
     if limit is not None:
         turn.next_step = NextStepError("usage_limit", UsageLimitExceeded(*limit))
 
@@ -201,15 +211,22 @@ def reread(run: Run, turn: Turn) -> None:
 
 def check_tool_limit(run: Run, turn: Turn) -> None:
     """A batch of calls that would pass `tool_calls_limit` (or follows a response that crossed a token limit)
-    does not run, handoffs included: the run stops with its calls waiting, to resume with a higher limit."""
-    to_run = [c for c in turn.calls if c.fate == "run"]
-    if not to_run and not any(c.kind == "handoff" for c in turn.calls):
+    does not run, nor does its handoff: the run stops with them waiting, to resume with a higher limit. A batch
+    that may run is counted now, before it runs, so an agent tool's inner run (and its siblings running at once)
+    never sees the room its own call takes."""
+    usage, held = run.state.context_wrapper.usage, [c for c in turn.calls if c.fate == "run" or
+                                                    c.kind == "handoff" and not c.fate]
+    if not held:
         return
-    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, tool_calls=len(to_run))
-    if limit is not None:
-        turn.limit = UsageLimitExceeded(*limit)
-        for call in to_run:
-            call.fate = "held"
+    calls = sum(call.kind != "handoff" for call in held)
+    with COUNTING:
+        limit = run.config.usage_limits.exceeded(usage, tool_calls=calls)
+        if limit is None:
+            usage.tool_calls, turn.reserved = usage.tool_calls + calls, calls
+            return
+    turn.limit = UsageLimitExceeded(*limit)
+    for call in held:
+        call.fate = "held"
 
 
 def claimed(invoke: Callable) -> Callable:

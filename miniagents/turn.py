@@ -118,6 +118,8 @@ class Turn:
     guardrail_results: list = field(default_factory=list)  # the tool guardrails' verdicts
     claim: Optional[str] = None  # a resumed turn's key in the session's ledger (steps.claim_pause)
     limit: Any = None  # the UsageLimitExceeded that kept its calls from running
+    requests: int = 1  # what taking the response adds to the run's requests (0: counted before the call was made)
+    reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit)
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -208,9 +210,10 @@ def model_arguments(run: Run, turn: Turn) -> tuple:
 
 def take_response(run: Run, turn: Turn, response: Any) -> None:
     """Count the response's usage (one request per call, whatever the model reported: usage limits must not
-    trust the model), keep it, and read its items, every call with an id of its own."""
+    trust the model; none when the call was counted before it was made), keep it, and read its items, every call
+    with an id of its own."""
     state = run.state
-    state.context_wrapper.usage.add(response.usage, requests=1)
+    state.context_wrapper.usage.add(response.usage, requests=turn.requests)
     state.model_responses.append(response)
     turn.output = response.output
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
@@ -404,7 +407,7 @@ def run_calls(run: Run, turn: Turn) -> None:
                 break  # cancelled: what has not started never does
             run_one(run, turn, call)
     ran = [call for call in to_run if call.output or isinstance(call.paused, NestedInterruption)]
-    run.state.context_wrapper.usage.tool_calls += len(ran)
+    run.state.context_wrapper.usage.tool_calls += len(ran) - turn.reserved  # those counted before are not again
 
 
 def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:
