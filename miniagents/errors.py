@@ -119,8 +119,9 @@ class ToolOutputGuardrailTripwireTriggered(AgentsException):
 
 
 class AlreadyResumedError(AgentsException):
-    """A paused state was resumed again with the session that keeps its ledger, after another resume of the same
-    pause took it (a retried webhook, a second worker): nothing ran, nothing was written, no model was called.
+    """A paused state (or one a usage limit stopped between turns) was resumed again with the session that keeps
+    its ledger, after another resume of it took it (a retried webhook, a second worker): nothing ran, nothing was
+    written, no model was called.
     `outcome` is what that resume recorded: "completed" (its turn is in the session's history), "paused again"
     (resume the state it returned), or None (it is still running, or it stopped before it finished)."""
 
@@ -128,8 +129,8 @@ class AlreadyResumedError(AgentsException):
         said = {"completed": "it completed, and the session holds its turn",
                 "paused again": "it paused again: resume the state it returned"}.get(
                     outcome, "it is still running, or it stopped before it finished")
-        super().__init__(f"This paused run (run {run_id}, turn {turn}) was already resumed with this session: {said}. "
-                         "Nothing was run or written again.")
+        super().__init__(f"This run's state (run {run_id}, turn {turn}) was already resumed with this session: "
+                         f"{said}. Nothing was run or written again.")
         self.run_id, self.turn, self.outcome = run_id, turn, outcome
 
 

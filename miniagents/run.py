@@ -457,6 +457,7 @@ BEFORE = (  # what may keep a fresh turn from starting, and what comes first
     Step(steps.check_request_limit, "config.usage_limits"),
     Step(steps.admit_input, "state.pending_input"),
     Step(start_turn),
+    Step(steps.claim_turn, "run.ledger"),
 )
 FRESH = (  # a fresh turn: one model call
     Step(offer),

@@ -109,8 +109,10 @@ class RunState(Generic[TContext]):
         """Resume this paused state although another resume of it has claimed it in the session's ledger, when that
         resume stopped before it finished (a crash: `AlreadyResumedError` with `outcome` None that stays None).
         What it did stays done: a call it ran gets the output it recorded, a call it started and never recorded is
-        answered "not run again", its turn is written once; the calls it never started run. If that resume is in
-        fact still running, both go on (its calls still run once), and both ask the model again."""
+        answered "not run again", its turn is written once; the calls it never started run. A resume that in fact
+        completed (or wrote its turn and died before it recorded so) is told from one that stopped before: taking
+        it over raises `AlreadyResumedError` ("completed") before the model is asked. If that resume is in fact
+        still running, both go on (its calls still run once), and both ask the model again."""
         if self.pending is None:
             raise UserError("take_over() is for a paused state (one with interruptions)")
         self.pending.pauses += 1  # a pause of its own: the next resume claims it afresh
@@ -435,6 +437,13 @@ def _bad_item(data: dict) -> Optional[str]:
     return None
 
 
+def _not_json(data: dict) -> Optional[str]:
+    """Where the document holds what JSON cannot (NaN, an infinity: Python's json reads them), anywhere (the
+    user's context, an item): such a state would load and run, then fail every save, so it is refused here as
+    the typed fields' NaNs are."""
+    return next(filter(None, (_json_path_error(value, key) for key, value in data.items())), None)
+
+
 def _agent(agents: dict, name: str) -> Any:
     if name not in agents:
         raise UserError(f"Run state agent not found in agent map: {name!r}")
@@ -469,7 +478,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     data, problem = _checked(RunStateDocument, data)
-    problem = problem or _bad_item(data)
+    problem = problem or _not_json(data) or _bad_item(data)
     if problem is None and version >= 2 and "run_id" not in data:
         problem = "the document: missing required field 'run_id'"
     if problem:

@@ -40,6 +40,19 @@ def check_request_limit(run: Run, turn: Turn) -> None:
         turn.next_step = NextStepError("usage_limit", UsageLimitExceeded(*limit))
 
 
+def claim_turn(run: Run, turn: Turn) -> None:
+    """Exactly once, for a fresh turn too: with a session that keeps the ledger, a fresh turn claims its number
+    in the run before the model is called. A state a usage limit stopped between turns has no pause to claim: a
+    second resume of it (a retried worker) raises `AlreadyResumedError` here, before it calls the model, runs a
+    tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
+    state = run.state
+    key = f"turn-{state.current_turn}"
+    won, outcome = caller.call(run.ledger.claim_call, state.run_id, key)
+    if not won:  # another resume of this state started this turn
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+    turn.claim = key
+
+
 def admit_input(run: Run, turn: Turn) -> None:
     """`RunState.add_input`'s items enter the run before the next model call: the input guardrails check them
     first, then they join the items and transcript (as `InputItem`s) and the session."""
@@ -190,8 +203,18 @@ def claim_pause(run: Run, turn: Turn) -> None:
     state = run.state
     turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
     won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
+    if won and state.pending.pauses and written(run):  # taken over, but the resume it took over wrote the turn
+        won, outcome = False, "completed"
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+
+
+def written(run: Run) -> bool:
+    """Whether the current turn is in the session's history (its once-key is used): a resume that wrote it and
+    died before it recorded "completed" did complete, and a take-over must not ask the model again."""
+    lookup = getattr(run.ledger, "lookup_call", None)
+    key = f"{run.state.run_id}/turn-{run.state.current_turn}"
+    return run.ledger is run.session and lookup is not None and caller.call(lookup, "", key)[0]
 
 
 def reread(run: Run, turn: Turn) -> None:

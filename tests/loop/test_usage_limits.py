@@ -292,3 +292,71 @@ def test_no_limit_is_passed_through_agents_used_as_tools_one_by_one_or_at_once(t
     assert request_limit is None or requests <= request_limit, (requests, request_limit)
     assert tool_calls_limit is None or tool_calls <= tool_calls_limit, (tool_calls, tool_calls_limit)
     assert usage.requests == requests and usage.tool_calls >= tool_calls
+
+
+# --- Every state a limit stop returns resumes once (issue 30) ------------------------------------------------
+
+from miniagents.errors import AlreadyResumedError  # noqa: E402
+from miniagents.models.interface import Model  # noqa: E402
+
+
+class Counting(Model):
+    """A model that calls `count` once a turn until `turns` outputs are in its input, then answers: any resume of
+    any state gets the answer an uninterrupted run gets at that point."""
+
+    def __init__(self, turns):
+        self.turns, self.calls = turns, 0
+
+    def get_response(self, instructions, input, *args, **kwargs):
+        self.calls += 1
+        done = sum(1 for i in input if i.get("type") == "function_call_output")
+        if done >= self.turns:
+            return ModelResponse(output=[assistant_message("done")], usage=Usage(requests=1))
+        return ModelResponse(output=[function_call("count", {"n": done}, call_id=f"c{done}")], usage=Usage(requests=1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(request_limit=st.integers(1, 3), resumes=st.integers(2, 3), at_once=st.booleans(),
+       tool_calls_limit=st.one_of(st.none(), st.integers(1, 3)))
+def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledger(tmp_path_factory, request_limit,
+                                                                                    resumes, at_once,
+                                                                                    tool_calls_limit):
+    """A stop between turns (request_limit) or inside one (tool_calls_limit), resumed by several workers (one after
+    another, or at once): one proceeds, the others raise `AlreadyResumedError` before any model call, tool or
+    write; the tool runs once per turn and the session holds each turn once."""
+    import threading
+
+    ran, session = [], SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return f"counted {n}"
+
+    def agent():
+        return Agent(name="Looper", tools=[count], model=Counting(3))
+
+    first = limited(request_limit=request_limit, tool_calls_limit=tool_calls_limit)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent(), "go", session=session, run_config=first, max_turns=None)
+    text = stopped.value.state.to_string()
+    outcomes = []
+
+    def worker():
+        try:
+            result = Runner.run_sync(agent(), RunState.from_string(agent(), text), session=session, max_turns=None)
+            outcomes.append(result.final_output)
+        except AlreadyResumedError:
+            outcomes.append("refused")
+
+    if at_once:
+        threads = [threading.Thread(target=worker) for _ in range(resumes)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    else:
+        for _ in range(resumes):
+            worker()
+    assert sorted(outcomes) == ["done"] + ["refused"] * (resumes - 1)
+    assert sorted(ran) == [0, 1, 2]
+    outputs = [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"]
+    assert outputs == ["c0", "c1", "c2"]
