@@ -216,13 +216,14 @@ class RunContextWrapper(Generic[TContext]):
         return (self.approvals.get(self._key(tool_name)) or {}).get("rejection_messages", {}).get(call_id)
 
     def for_call(self, item: dict, agent: Any, run_config: Any, resume_state: Any = None,
-                 ledger: Any = None) -> "ToolContext":
+                 run: Any = None) -> "ToolContext":
         """The context a tool receives for one call (`item`, its `function_call`): this one's context object,
-        usage and approval decisions (shared, not copied), with the call, its agent and the run's config."""
+        usage and approval decisions (shared, not copied), with the call, its agent and the run's config; and,
+        when a run (turn.Run) makes it, that run's ledger and id."""
         return ToolContext(**{name: getattr(self, name) for name in _SHARED_FIELDS}, tool_name=item["name"],
-                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "",
-                           tool_call=item, agent=agent, run_config=run_config, resume_state=resume_state,
-                           ledger=ledger)
+                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "", tool_call=item,
+                           agent=agent, run_config=run_config, resume_state=resume_state,
+                           ledger=run and run.ledger, run_id=run.state.run_id if run else "")
 
 
 @dataclass(eq=False)
@@ -241,6 +242,15 @@ class ToolContext(RunContextWrapper[TContext]):
     ledger: Any = field(default=None, repr=False)
     # The exception the tool raised when the model was told a failure text instead (set by tool.failure_text).
     failure: Any = field(default=None, repr=False)
+    run_id: str = ""  # the run's `RunState.run_id`, shared by every resume and continuation of the run
+
+    @property
+    def idempotency_key(self) -> str:
+        """"<run id>/<call id>": the same for every attempt at this call (a second resume, a run continued after
+        its process died) and different for every other call. Pass it to an outside system that deduplicates (a
+        payment API's idempotency key): that closes the gap a crash leaves between its side effect and the
+        session's record of it."""
+        return f"{self.run_id}/{self.tool_call_id}"
 
 
 _SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with a run

@@ -134,6 +134,19 @@ class AlreadyResumedError(AgentsException):
         self.run_id, self.turn, self.outcome = run_id, turn, outcome
 
 
+class UnfinishedTurnError(AgentsException):
+    """A run was given new input on a session whose journal holds a turn in flight: a run whose process died
+    mid-turn (continue it first: run the agent on the session with no input, `[]`), or another run going on in
+    this session right now. Nothing was run or written."""
+
+    def __init__(self, session_id: str, run_id: str, turn: int):
+        super().__init__(f"Session {session_id!r} has an unfinished turn (run {run_id}, turn {turn}): its process "
+                         "died mid-turn, or another run is going on in this session. Continue it with no new input "
+                         "(Runner.run_sync(agent, [], session=session)) before giving new input. Nothing was run "
+                         "or written.")
+        self.session_id, self.run_id, self.turn = session_id, run_id, turn
+
+
 class UsageLimitExceeded(AgentsException):
     """A run reached one of its `UsageLimits` (`limit` names it: "request_limit", "tool_calls_limit", ...; `value`
     is the limit, `count` what the run would have reached). Nothing more ran; `state` is the run's `RunState`,

@@ -14,15 +14,11 @@ import threading
 from typing import Any, Callable
 
 from . import caller, seams
-from .errors import AlreadyResumedError, UsageLimitExceeded, UserError
+from .errors import UsageLimitExceeded, UserError
 from .items import InputItem, drop_orphans
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
                    take_response)
-
-NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
-                 "was not recorded.")
-
 
 COUNTING = threading.Lock()  # a check of a limit and the count it allows are one step for every run sharing a usage
 
@@ -38,19 +34,6 @@ def check_request_limit(run: Run, turn: Turn) -> None:
             usage.requests, turn.requests = usage.requests + 1, 0
     if limit is not None:
         turn.next_step = NextStepError("usage_limit", UsageLimitExceeded(*limit))
-
-
-def claim_turn(run: Run, turn: Turn) -> None:
-    """Exactly once, for a fresh turn too: with a session that keeps the ledger, a fresh turn claims its number
-    in the run before the model is called. A state a usage limit stopped between turns has no pause to claim: a
-    second resume of it (a retried worker) raises `AlreadyResumedError` here, before it calls the model, runs a
-    tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
-    state = run.state
-    key = f"turn-{state.current_turn}"
-    won, outcome = caller.call(run.ledger.claim_call, state.run_id, key)
-    if not won:  # another resume of this state started this turn
-        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-    turn.claim = key
 
 
 def admit_input(run: Run, turn: Turn) -> None:
@@ -196,27 +179,6 @@ def announce(run: Run, turn: Turn) -> None:
 # --- A paused turn resumed -----------------------------------------------------------------------------
 
 
-def claim_pause(run: Run, turn: Turn) -> None:
-    """Exactly once, for the whole turn: a resume first claims this pause of the turn in the session's ledger.
-    Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
-    `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
-    state = run.state
-    turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
-    won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
-    if won and state.pending.pauses and written(run):  # taken over, but the resume it took over wrote the turn
-        won, outcome = False, "completed"
-    if not won:
-        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-
-
-def written(run: Run) -> bool:
-    """Whether the current turn is in the session's history (its once-key is used): a resume that wrote it and
-    died before it recorded "completed" did complete, and a take-over must not ask the model again."""
-    lookup = getattr(run.ledger, "lookup_call", None)
-    key = f"{run.state.run_id}/turn-{run.state.current_turn}"
-    return run.ledger is run.session and lookup is not None and caller.call(lookup, "", key)[0]
-
-
 def reread(run: Run, turn: Turn) -> None:
     """The paused turn's response, read again as it was (no model call): the calls that have an output keep it,
     an agent tool's paused inner run continues where it stopped."""
@@ -250,26 +212,6 @@ def check_tool_limit(run: Run, turn: Turn) -> None:
     turn.limit = UsageLimitExceeded(*limit)
     for call in held:
         call.fate = "held"
-
-
-def claimed(invoke: Callable) -> Callable:
-    """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
-    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
-    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
-    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
-    agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
-    def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
-        if turn.claim is None or call.paused is not None:
-            return invoke(run, turn, call, ctx)
-        won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
-        if not won:  # it ran before: it does not run now
-            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
-            return text, text
-        value, text = invoke(run, turn, call, ctx)
-        if text is not None:
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
-        return value, text
-    return invoke_claimed
 
 
 def guarded(invoke: Callable) -> Callable:

@@ -21,7 +21,7 @@ from miniagents import Agent, RunConfig, RunState, Runner, SessionSettings, SQLi
 from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from miniagents.steps import NOT_RUN_AGAIN
+from miniagents.ledger import NOT_RUN_AGAIN
 from support import outputs_sent
 
 

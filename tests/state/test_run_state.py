@@ -56,10 +56,10 @@ def paused_state(context=None, max_turns=10, log=None, model=None):
 # --- The document -------------------------------------------------------------------------------------------
 
 
-def test_to_json_is_a_dict_with_schema_version_5_and_to_string_is_its_json_text():
+def test_to_json_is_a_dict_with_schema_version_6_and_to_string_is_its_json_text():
     _, state, _, _ = paused_state()
     data = state.to_json()
-    assert isinstance(data, dict) and data["schema_version"] == 5 == SCHEMA_VERSION
+    assert isinstance(data, dict) and data["schema_version"] == 6 == SCHEMA_VERSION
     assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
     assert json.loads(state.to_string()) == data
 
