@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from miniagents import (Agent, AgentsException, GuardrailFunctionOutput, InputGuardrailTripwireTriggered,  # noqa: E402
                         ModelBehaviorError, ModelHTTPError, ModelTimeoutError, Recorder, RecordingError, Replay,
                         ReplayMismatch, RunConfig, RunContextWrapper, Runner, RunState, SQLiteSession, ToolError,
-                        UserError, Workspace, function_tool, input_guardrail)
+                        UnfinishedTurnError, UserError, Workspace, function_tool, input_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 API_KEY = "sk-warehouse-SECRET-7f3a"  # lives in the run context; no request may ever contain it
@@ -952,6 +953,90 @@ def replayed(desk: Walkthrough) -> None:
                and mismatch.recorded == question)
 
 
+def crash_desk(model, bank_path: str, die: bool) -> Agent:
+    """The help desk with a refund tool that is no idempotent operation; in the first process (`die`) the
+    process is killed with SIGKILL right after the bank took the refund, before the tool returned."""
+
+    @function_tool
+    def issue_refund(ctx: RunContextWrapper[HelpDeskContext], order_id: str, amount_eur: float) -> str:
+        """Refund an order to the customer's card.
+
+        Args:
+            order_id: The order number, like "A1".
+            amount_eur: How much to refund, in euros.
+        """
+        with open(bank_path, "a", encoding="utf-8") as bank:
+            bank.write(f"{order_id} {amount_eur:.2f} {ctx.context.customer}\n")
+        if die:
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))  # the power cord, pulled
+        return f"Refunded {amount_eur:.2f} EUR for order {order_id}."
+
+    return Agent(name="Help desk", instructions=HELP_DESK, tools=[get_order_status, issue_refund], model=model)
+
+
+def crash_in_fresh_process(database: str, bank_path: str) -> int:
+    """The crash chapter's first process: a run that looks up B7 and refunds it, killed inside the refund."""
+    model = ScriptedModel([[
+        function_call("get_order_status", {"order_id": "B7", "include_items": True}, call_id="call_1"),
+        function_call("issue_refund", {"order_id": "B7", "amount_eur": 24.0}, call_id="call_2")]])
+    agent = crash_desk(model, bank_path, die=True)
+    Runner.run_sync(agent, "The teapot of order B7 arrived broken. Please refund its 24 EUR.",
+                    context=HelpDeskContext("Dana"), session=SQLiteSession("dana", database),
+                    run_config=RunConfig(max_function_tool_concurrency=1))
+    return 0  # never reached: the refund killed the process
+
+
+@chapter("A run killed mid-tool continues from its session",
+         "With a SQLiteSession a run journals its turn: the response, each call as it starts, each output.",
+         "A run killed mid-tool is continued in a new process: its agent runs on the session with no input.",
+         "Recorded outputs are kept; a call that started with no result asks a person, never runs twice.")
+def crash_and_continue(desk: Walkthrough) -> None:
+    database, bank = os.path.join(desk.folder, "crash.sqlite"), os.path.join(desk.folder, "bank.log")
+    open(bank, "w").close()
+    command = [sys.executable] + (["-S"] if sys.flags.no_site else []) + [
+        os.path.abspath(__file__), "--crash-in-fresh-process", database, bank]
+    child = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    session = SQLiteSession("dana", database)
+    wrapped(f"a fresh process (exit status {child.returncode}) looked up B7, took the refund at the bank and was "
+            f"killed before the tool returned. Refunds at the bank: {refunds_made(bank)}; the session's history "
+            f"holds {len(session.get_items())} items; its journal holds the turn.", "  ")
+    try:
+        Runner.run_sync(crash_desk(ScriptedModel([]), bank, die=False), "Hello?", session=session)
+        refused = None
+    except UnfinishedTurnError as error:
+        refused = error
+    wrapped(f"new input now: {type(refused).__name__}: {short(refused, 150)}", "    ")
+    log: list = []
+    ctx = HelpDeskContext("Dana")
+    agent = crash_desk(desk.model("Help desk", [lambda call: [assistant_message(
+        "The refund of 24 EUR went through; sorry about the teapot. (" + outputs_of(call.input)["call_2"] + ")")]],
+        log), bank, die=False)
+    result = Runner.run_sync(agent, [], context=ctx, session=session)
+    waiting = ", ".join(f"{i.tool_name} [{i.call_id}]" for i in result.interruptions)
+    wrapped(f"Runner.run_sync(agent, [], session=session) in this process: the recorded response was used (no "
+            f"model call), get_order_status kept its recorded output, and {waiting} waits for a person.", "  ")
+    state = result.to_state()
+    checked = "The bank has the refund: it went through before the crash. Do not refund again."
+    for item in state.get_interruptions():
+        state.reject(item, rejection_message=checked)  # a person looked at the bank's log
+    final = Runner.run_sync(agent, state, context=ctx, session=session)
+    say("  a person checked the bank, saw the refund, and rejected a repeat, telling the model why:")
+    show(log)
+    held = list(session.get_items())
+    session.close()
+    say(f"  refunds at the bank: {refunds_made(bank)}; final_output: {short(repr(final.final_output), 60)}")
+    desk.check("the first process died mid-refund; the session kept no half turn, new input was refused",
+               lambda: child.returncode != 0 and isinstance(refused, UnfinishedTurnError) and refunds_made(bank) == 1)
+    desk.check("continued: the model was not asked again for the turn, no lookup ran twice, the refund waited",
+               lambda: [i.call_id for i in result.interruptions] == ["call_2"] and ctx.lookups == [] and len(log) == 1)
+    desk.check("the refund happened once; the model read the recorded lookup and the person's answer",
+               lambda: refunds_made(bank) == 1 and outputs_of(log[0].input)["call_2"] == checked
+               and json.loads(outputs_of(log[0].input)["call_1"])["order_id"] == "B7")
+    desk.check("the session holds the turn once, well paired, then the answer",
+               lambda: well_paired(held) and [i.get("call_id") for i in held if i.get("type") == "function_call"]
+               == ["call_1", "call_2"] and held[-1].get("role") == "assistant")
+
+
 @chapter("The loop, named",
          "Every turn ends in one of four NextStep values; the loop dispatches on them and on nothing else.",
          "Where each is decided, and what the loop does for it, read from the source as it is now:",
@@ -1113,6 +1198,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--record", metavar="FILE", help="with --live: record the real model's calls to FILE")
     parser.add_argument("--replay", metavar="FILE", help="play a recording made with --live --record, offline")
     parser.add_argument("--resume-in-fresh-process", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--crash-in-fresh-process", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for number in args.chapter or ():
         if not 1 <= number <= len(CHAPTERS):
@@ -1408,6 +1494,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     if args.resume_in_fresh_process:
         return resume_in_fresh_process(*args.resume_in_fresh_process)
+    if args.crash_in_fresh_process:
+        return crash_in_fresh_process(*args.crash_in_fresh_process)
     Style.color = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     Style.quiet = args.quiet
     real_model_only = args.live or args.replay

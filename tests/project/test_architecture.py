@@ -20,7 +20,7 @@ LAYERS = {
     "declarations": ["docstrings", "validate", "schema", "models.interface", "models.retry_advice", "tool",
                      "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
-    "running": ["state", "result", "turn", "steps", "run", "testing"],
+    "running": ["state", "result", "turn", "ledger", "steps", "run", "testing"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
