@@ -1369,8 +1369,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, each with its own copy (default 2)")
     parser.add_argument("--full", action="store_true", help="always run the full suite for each mutant")
     parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds per mutant (default 360: a survivor runs the whole suite, which must "
-                             "fit well inside, or the survivor would count as caught)")
+                        help="seconds per mutant (default 360, or twice the unmutated suite's time when longer: a "
+                             "survivor runs the whole suite, which must fit well inside, or it would count as caught)")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip running the unmutated suite first")
@@ -1425,6 +1425,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
                   + (f"left out, failing without any mutant: {', '.join(failed + broken)}"
                      if skip else "the unmutated suite passes")
                   + (f"; its tests left processes running: {ended}" if ended else ""), flush=True)
+            if args.timeout is None:  # a survivor runs the whole suite: on a slow machine 360 s is too short
+                timeout = max(timeout, 2 * (time.monotonic() - started))
 
         free: "queue.Queue[str]" = queue.Queue()
         for c in copies:
