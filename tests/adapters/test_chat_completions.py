@@ -183,12 +183,19 @@ def test_settings_chat_cannot_express_raise(settings):
 
 
 @pytest.mark.parametrize("name, value", [("truncation", "auto"), ("response_include", ["x"]),
-                                         ("context_management", {"k": 1}), ("prompt_cache_options", {"k": 1})])
+                                         ("context_management", {"k": 1})])
 def test_a_responses_only_setting_is_refused_by_name_and_value(name, value):
     with pytest.raises(UserError) as caught:
         build_body("m", None, [], ModelSettings(**{name: value}), [], None, [])
     assert str(caught.value) == (f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
                                  "cannot express it (use OpenAIResponsesModel or unset it)")
+
+
+def test_prompt_cache_options_is_refused_as_no_adapters_setting():
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(prompt_cache_options={"k": 1}), [], None, [])
+    assert str(caught.value) == ("ModelSettings.prompt_cache_options: not supported by these adapters; pass it in "
+                                 "extra_body if your server takes it")
 
 
 def test_each_setting_chat_completions_takes_is_in_the_body_in_its_form():
