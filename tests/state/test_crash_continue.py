@@ -38,13 +38,12 @@ PLAN = [[["pay", 5], ["ship", 7]], [["pay", 9]]]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL: POSIX only")
 
 
-def spec_for(kind, tmp_path, request=None):
+def spec_for(kind, tmp_path, server=None):
     if kind == "sqlite":
         return {"kind": "sqlite", "path": str(tmp_path / "crash.db")}
     if kind == "dbapi-sqlite3":
         return {"kind": "dbapi-sqlite3", "path": str(tmp_path / "crash.db")}
-    driver = driver_or_skip("psycopg")
-    return {"kind": "psycopg", "dsn": request.getfixturevalue("postgres_server").schema_dsn(driver)}
+    return {"kind": "psycopg", "dsn": server.schema_dsn(driver_or_skip("psycopg"))}
 
 
 def child(spec, plan, kill_at, effects, mode="start"):
@@ -96,11 +95,14 @@ def test_a_run_killed_at_every_point_continues_to_the_uninterrupted_result(kind,
     (tmp_path / "ref").mkdir()
     reference = spec_for("sqlite", tmp_path / "ref")
     expected, points = uninterrupted(reference, PLAN, tmp_path / "ref" / "effects")
+    if kind == "psycopg":
+        driver_or_skip("psycopg")
+    server = request.getfixturevalue("postgres_server") if kind == "psycopg" else None  # once: not from threads
 
     def kill_at(k):
         folder = tmp_path / f"k{k}"
         folder.mkdir()
-        spec = spec_for(kind, folder, request)  # PostgreSQL: a schema of its own
+        spec = spec_for(kind, folder, server)  # PostgreSQL: a schema of its own
         effects, approved = folder / "effects", set()
         effects.touch()
         killed, _ = child(spec, PLAN, k, effects)
