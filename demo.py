@@ -346,6 +346,8 @@ OFFLINE = {  # the chapters only the scripted model plays, and why (said in one 
     "approval": "its resumed half runs in a fresh process, which has no real model to talk to",
     "recovery": "it shows how the loop answers two given mistakes (an unknown tool, bad JSON), which a real model "
                 "makes only by chance",
+    "crash_and_continue": "its first half is a process killed at a set point inside a tool, which only a scripted "
+                          "model's fixed answers put there every time",
 }
 
 

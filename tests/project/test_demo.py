@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import demo  # noqa: E402
 
 SUMMARY = re.compile(r"^invariants: (\d+)/(\d+) passed$", re.M)
-LIVE = ["1", "2", "3", "4", "5", "7", "8", "9", "10", "12", "13"]  # the chapters --live plays
+LIVE = ["1", "2", "3", "4", "5", "7", "8", "9", "10", "12", "14"]  # the chapters --live plays
 CALLS = 12  # the model calls of the live walkthrough when every answer is prose (ch3, ch7 and ch9 twice)
 HEADING = re.compile(r"^── Chapter (\d+) · ", re.M)
 INVARIANT = re.compile(r"^  [✓✗] (ch\d+|all): ", re.M)
@@ -369,13 +369,13 @@ def test_live_a_model_answer_that_ends_the_run_is_reported_and_counted(server, t
     assert "✓ ch10: " in out and "did not run to their end or broke a rule: chapter 1 (exit status 1)" in out
 
 
-def test_live_plays_every_chapter_but_two_and_says_why_each_stays_offline(server, tmp_path):
+def test_live_plays_every_chapter_but_three_and_says_why_each_stays_offline(server, tmp_path):
     from openai_server import prose
 
     server.otherwise = prose("Hello!")
     proc = live_against(server, tmp_path, "--max-tokens", "32")
     assert proc.returncode == 0 and HEADING.findall(proc.out) == LIVE, proc.out + proc.err
-    for number, name in ((6, "approval"), (11, "recovery")):
+    for number, name in ((6, "approval"), (11, "recovery"), (13, "crash_and_continue")):
         assert f"  chapter {number} ({demo.CHAPTERS[number - 1][0]}) stays offline: {demo.OFFLINE[name]}\n" in proc.out
     assert {b.get("max_tokens") for b in server.bodies} == {32}  # every request capped
     assert f"live budget: {CALLS} model calls, {CALLS * 10} tokens in, {CALLS * 5} out; at most 32 tokens per " \
@@ -606,7 +606,7 @@ def test_a_tampered_recording_says_which_request_and_field_changed_and_fails(rec
     assert proc.returncode == 9, proc.out + proc.err
     assert "✗ ch2: the walkthrough changed since the recording: request 2 differs from the recording at " \
            'input[0].content: recorded "Where is my order A2?", received "Where is my order A1?"' in said, said
-    assert "✓ ch1: " in said and "✓ ch10: " in said and "✓ ch13: " in said
+    assert "✓ ch1: " in said and "✓ ch10: " in said and "✓ ch14: " in said
     for number in (3, 4, 5, 7, 8, 9, 12):
         assert f"✗ ch{number}: not replayed: chapter 2 left recorded calls unasked" in said
     assert f"{RECORDED} recorded model calls (assert_complete) (ReplayIncomplete: {RECORDED - 1} recorded " \
@@ -648,7 +648,7 @@ def test_replay_refuses_a_recording_it_cannot_replay_in_one_line(recorded, tmp_p
         ([str(tmp_path / "missing.jsonl")], "cannot read the recording "),
         ([str(not_json)], "notes.jsonl' line 1 is not JSON"),
         ([str(alone)], f"cannot read {alone}.walkthrough.json (No such file or directory), which --live --record "),
-        ([str(recording), "--chapter", "1"], "holds chapters 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, and --chapter "
+        ([str(recording), "--chapter", "1"], "holds chapters 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 14, and --chapter "
                                              "asked for 1: a replay "
                                              "plays the chapters that were recorded"),
         ([str(copy_of(recording, tmp_path / "bumped", change_sidecar=bump_chapter_1))],
