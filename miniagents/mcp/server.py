@@ -8,8 +8,8 @@ API run unchanged. `async with server:` starts the process off the event loop.
 What the protocol asks of a client that only uses tools is all here: the `initialize` handshake (the newest
 version this client speaks is asked for; a server that answers with one it does not speak is refused with an
 `MCPVersionError` naming both), `notifications/initialized`, `tools/list` page after page (`nextCursor`), and
-`tools/call`. A `notifications/tools/list_changed` drops the cached list; log messages go to the "miniagents"
-logger at debug level.
+`tools/call`. A `notifications/tools/list_changed` drops the cached list; log messages go to the package's
+logger (this module's, under it) at debug level.
 """
 from __future__ import annotations
 
