@@ -1,4 +1,5 @@
-"""The package's logger (named as the package is, "miniagents" or a vendored copy's name) and `enable_verbose_stdout_logging`, upstream's switch for seeing it.
+"""The package's logger (named as the package is: "miniagents", or a vendored copy's name) and
+`enable_verbose_stdout_logging`, upstream's switch for seeing it.
 
 The kernel logs warnings (a tool that raised, an ignored output item) and debug lines (retries) here;
 nothing is printed unless the application configures logging or calls `enable_verbose_stdout_logging()`.
