@@ -3,7 +3,9 @@
 - import: wall time of `python -c "import miniagents"` in a fresh interpreter (best of N).
 - loop: the work per turn, one tool call a turn, for runs of 2, 20 and 200 turns: the kernel alone (a plain
   model handing back responses made before the run), with the scripted model (which records each call), with
-  the recording shell imported but nothing recorded, and with every span written to a trace file.
+  the recording shell imported but nothing recorded, with every span written to a trace file, and with a
+  `SQLiteSession` in a file (each turn written, and with the journal, recorded as it goes: its transactions'
+  syncs to disk are most of that figure).
 - session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
 - state: size and time of `to_string` / `from_string` for a paused run.
 """
@@ -75,7 +77,7 @@ class PlainModel:
         raise NotImplementedError
 
 
-def one_run(turns: int, plain: bool = False, run_config: Any = None) -> float:
+def one_run(turns: int, plain: bool = False, run_config: Any = None, session: Any = None) -> float:
     from miniagents.models.interface import ModelResponse
     from miniagents.context import Usage
 
@@ -85,7 +87,7 @@ def one_run(turns: int, plain: bool = False, run_config: Any = None) -> float:
         else ScriptedModel(steps)
     agent = Agent(name="Bench", tools=[add], model=model)
     start = time.perf_counter()
-    result = Runner.run_sync(agent, "go", max_turns=turns, run_config=run_config)
+    result = Runner.run_sync(agent, "go", max_turns=turns, run_config=run_config, session=session)
     elapsed = time.perf_counter() - start
     assert result.final_output == "done"
     return elapsed
@@ -110,6 +112,40 @@ def bench_loop() -> None:
         per_turn = sorted(one_run(200, False, traced) / 200 for _ in range(repeats[200]))
         print(f"loop, scripted model, 200-turn run, traced to a JSON-lines file: median "
               f"{statistics.median(per_turn) * 1e6:.0f} µs per turn (best {per_turn[0] * 1e6:.0f} µs)")
+
+
+class TurnsOnly:
+    """A `SQLiteSession` seen without its ledger (only `get_items` and `add_items`): each turn written in one
+    transaction and nothing else, as before the journal: the figure the journal's cost is read against."""
+
+    def __init__(self, session: Any):
+        self.session, self.session_id, self.session_settings = session, session.session_id, None
+
+    def get_items(self, limit: Any = None) -> Any:
+        return self.session.get_items(limit)
+
+    def add_items(self, items: list) -> Any:
+        return self.session.add_items(items)
+
+
+def bench_session_loop() -> None:
+    """Per turn with a `SQLiteSession` in a file (a new session per run, on one database), beside the plain figure
+    above: with the ledger and the journal (the run recorded as it goes: the state a turn starts from, the
+    response, each call's start and output, the turn's write), and with the turns written only."""
+    from miniagents import SQLiteSession
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "bench.db")
+        for turns, repeats in ((2, 60), (20, 10)):
+            for label, wrap in (("SQLiteSession (file), journaled", lambda s: s),
+                                ("SQLiteSession (file), turns written only", TurnsOnly)):
+                per_turn = []
+                for n in range(repeats):
+                    with SQLiteSession(f"s{turns}-{n}-{len(label)}", path) as session:
+                        per_turn.append(one_run(turns, True, session=wrap(session)) / turns)
+                per_turn.sort()
+                print(f"loop, plain model, {turns}-turn run, {label}: median "
+                      f"{statistics.median(per_turn) * 1e6:.0f} µs per turn (best {per_turn[0] * 1e6:.0f} µs)")
 
 
 def bench_session() -> None:
@@ -162,5 +198,6 @@ if __name__ == "__main__":
     bench_import()
     __import__("import_time").bench_import_copies()  # a vendored copy: folder, .py zip, .pyc zip
     bench_loop()
+    bench_session_loop()
     bench_session()
     bench_state()

@@ -20,7 +20,8 @@ from .context import RunContextWrapper, ToolContext, Usage
 from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
                      MissingFeatureError, ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,
                      OutputGuardrailTripwireTriggered, RunErrorDetails, ToolInputGuardrailTripwireTriggered,
-                     ToolOutputGuardrailTripwireTriggered, ToolTimeoutError, UsageLimitExceeded, UserError)
+                     ToolOutputGuardrailTripwireTriggered, ToolTimeoutError, UnfinishedTurnError, UsageLimitExceeded,
+                     UserError)
 from .handoffs import Handoff, HandoffInputData, handoff
 from .hooks import AgentHooks, RunHooks
 from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, RunItem, ToolApprovalItem,

@@ -79,19 +79,22 @@ class Usage:
     tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
     def add(self, other: "Usage", requests: Optional[int] = None) -> None:
-        """Add another usage to this one, in place: a run's (with its requests' own entries), or one request's
-        (`requests=1`, whatever the model reported: usage limits must not trust a model), which
-        `request_usage_entries` keeps on its own."""
-        for name in ("tool_calls", "input_tokens", "output_tokens", "total_tokens"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens
-        self.output_tokens_details.reasoning_tokens += other.output_tokens_details.reasoning_tokens
-        requests = other.requests if requests is None else requests
-        self.requests += requests
+        """Add another usage to this one, in place: a run's (its requests, tool calls and requests' own entries; a
+        usage of one request and no entries is that request's entry), or one model call's, given the `requests`
+        the kernel counts for it (1; 0 when it was counted before it was made), kept as its own entry. A model's
+        own counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits
+        must never be loosened by a model's numbers."""
+        for name in ("input_tokens", "output_tokens", "total_tokens"):
+            setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
+        self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
+        self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
+        self.requests += other.requests if requests is None else requests
+        self.tool_calls += other.tool_calls if requests is None else 0
         one = RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
                            InputTokensDetails(other.input_tokens_details.cached_tokens),
                            OutputTokensDetails(other.output_tokens_details.reasoning_tokens))
-        self.request_usage_entries += other.request_usage_entries or ([one] if requests == 1 else [])
+        self.request_usage_entries += [one] if requests is not None or other.requests == 1 and not \
+            other.request_usage_entries else other.request_usage_entries
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":
@@ -213,13 +216,14 @@ class RunContextWrapper(Generic[TContext]):
         return (self.approvals.get(self._key(tool_name)) or {}).get("rejection_messages", {}).get(call_id)
 
     def for_call(self, item: dict, agent: Any, run_config: Any, resume_state: Any = None,
-                 ledger: Any = None) -> "ToolContext":
+                 run: Any = None) -> "ToolContext":
         """The context a tool receives for one call (`item`, its `function_call`): this one's context object,
-        usage and approval decisions (shared, not copied), with the call, its agent and the run's config."""
+        usage and approval decisions (shared, not copied), with the call, its agent and the run's config; and,
+        when a run (turn.Run) makes it, that run's ledger and id."""
         return ToolContext(**{name: getattr(self, name) for name in _SHARED_FIELDS}, tool_name=item["name"],
-                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "",
-                           tool_call=item, agent=agent, run_config=run_config, resume_state=resume_state,
-                           ledger=ledger)
+                           tool_call_id=item["call_id"], tool_arguments=item.get("arguments") or "", tool_call=item,
+                           agent=agent, run_config=run_config, resume_state=resume_state,
+                           ledger=run and run.ledger, run_id=run.state.run_id if run else "")
 
 
 @dataclass(eq=False)
@@ -238,6 +242,15 @@ class ToolContext(RunContextWrapper[TContext]):
     ledger: Any = field(default=None, repr=False)
     # The exception the tool raised when the model was told a failure text instead (set by tool.failure_text).
     failure: Any = field(default=None, repr=False)
+    run_id: str = ""  # the run's `RunState.run_id`, shared by every resume and continuation of the run
+
+    @property
+    def idempotency_key(self) -> str:
+        """"<run id>/<call id>": the same for every attempt at this call (a second resume, a run continued after
+        its process died) and different for every other call. Pass it to an outside system that deduplicates (a
+        payment API's idempotency key): that closes the gap a crash leaves between its side effect and the
+        session's record of it."""
+        return f"{self.run_id}/{self.tool_call_id}"
 
 
 _SHARED_FIELDS = tuple(f.name for f in fields(RunContextWrapper) if f.init)  # what a tool's context shares with a run

@@ -119,8 +119,9 @@ class ToolOutputGuardrailTripwireTriggered(AgentsException):
 
 
 class AlreadyResumedError(AgentsException):
-    """A paused state was resumed again with the session that keeps its ledger, after another resume of the same
-    pause took it (a retried webhook, a second worker): nothing ran, nothing was written, no model was called.
+    """A paused state (or one a usage limit stopped between turns) was resumed again with the session that keeps
+    its ledger, after another resume of it took it (a retried webhook, a second worker): nothing ran, nothing was
+    written, no model was called.
     `outcome` is what that resume recorded: "completed" (its turn is in the session's history), "paused again"
     (resume the state it returned), or None (it is still running, or it stopped before it finished)."""
 
@@ -128,9 +129,22 @@ class AlreadyResumedError(AgentsException):
         said = {"completed": "it completed, and the session holds its turn",
                 "paused again": "it paused again: resume the state it returned"}.get(
                     outcome, "it is still running, or it stopped before it finished")
-        super().__init__(f"This paused run (run {run_id}, turn {turn}) was already resumed with this session: {said}. "
-                         "Nothing was run or written again.")
+        super().__init__(f"This run's state (run {run_id}, turn {turn}) was already resumed with this session: "
+                         f"{said}. Nothing was run or written again.")
         self.run_id, self.turn, self.outcome = run_id, turn, outcome
+
+
+class UnfinishedTurnError(AgentsException):
+    """A run was given new input on a session whose journal holds a turn in flight: a run whose process died
+    mid-turn (continue it first: run the agent on the session with no input, `[]`), or another run going on in
+    this session right now. Nothing was run or written."""
+
+    def __init__(self, session_id: str, run_id: str, turn: int):
+        super().__init__(f"Session {session_id!r} has an unfinished turn (run {run_id}, turn {turn}): its process "
+                         "died mid-turn, or another run is going on in this session. Continue it with no new input "
+                         "(Runner.run_sync(agent, [], session=session)) before giving new input. Nothing was run "
+                         "or written.")
+        self.session_id, self.run_id, self.turn = session_id, run_id, turn
 
 
 class UsageLimitExceeded(AgentsException):

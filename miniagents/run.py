@@ -12,7 +12,7 @@ import dataclasses
 import os
 from typing import Any, Callable, NamedTuple, Optional
 
-from . import caller, seams, steps
+from . import caller, ledger, seams, steps
 from .agent import Agent
 from .agent_output import output_schema
 from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
@@ -145,6 +145,13 @@ def prepare_run(run: Run) -> None:
     seams.emit(run.plugins, "prepare_run", run)
 
 
+def continue_unfinished(run: Run) -> None:
+    """A session that keeps a journal may hold a turn in flight: a run with no new input continues it (its steps
+    chosen again for the state it continues), new input is refused (ledger.open_journal)."""
+    if ledger.open_journal(run):
+        choose(run)
+
+
 def refuse_with_server_history(run: Run) -> None:
     """What cannot work when the server keeps the conversation (`conversation_id`, `previous_response_id`) is
     refused before the run starts."""
@@ -201,8 +208,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
-            if run.plugins:
-                leave_agent(run)
+            for step in run.after:  # the plugins hear the agent's stretch end; the session's journal is closed
+                step(run)
 
 
 def hand_over(run: Run, on_event: Callable, event: Any) -> None:
@@ -299,7 +306,7 @@ def pause(run: Run, turn: Turn) -> None:
     nested = {c.call_id: c.paused.state if isinstance(c.paused, NestedInterruption) else c.paused
               for c in turn.calls if c.paused is not None}
     state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, outputs, turn.session_input, nested,
-                                turn.replays, pauses)
+                                turn.replays, pauses, turn.unsure)
     steps.settle_claim(run, turn, "paused again")
     state.generated_items.extend(interruptions)
     run.result = RunResult.from_state(state, None, interruptions)
@@ -449,14 +456,17 @@ TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_gua
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
 START = (  # before the first turn, once per drive of the loop
+    Step(continue_unfinished, "run.ledger"),
     Step(refuse_with_server_history, "state.server_managed"),
     Step(prepare_run, "run.plugins"),
 )
 BEFORE = (  # what may keep a fresh turn from starting, and what comes first
+    Step(ledger.snapshot, "run.ledger"),  # the state between turns, journaled once the turn is claimed
     Step(check_max_turns, "state.max_turns"),
     Step(steps.check_request_limit, "config.usage_limits"),
     Step(steps.admit_input, "state.pending_input"),
     Step(start_turn),
+    Step(ledger.claim_turn, "run.ledger"),
 )
 FRESH = (  # a fresh turn: one model call
     Step(offer),
@@ -468,14 +478,16 @@ FRESH = (  # a fresh turn: one model call
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
     Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
     Step(classify),
+    Step(ledger.journal_response, "run.ledger"),
     Step(steps.chain_response, "state.server_managed"),
     Step(steps.announce, "run.streamed"),  # what the model said, before any tool runs
 )
 RESUMED = (  # a paused turn resumed: its response read again, no model call
     Step(offer),
     Step(steps.offer_to_plugins, "run.plugins"),
-    Step(steps.claim_pause, "run.ledger"),
+    Step(ledger.claim_pause, "run.ledger"),
     Step(steps.reread),
+    Step(ledger.recall, "run.ledger"),
 )
 SETTLE = (  # both then plan, run and order the calls, and decide the next step
     Step(plan),
@@ -502,14 +514,18 @@ ENTERED = (  # an agent takes the conversation
     Step(steps.announce_agent, "run.streamed"),
     Step(agent_started, "run.plugins"),
 )
+AFTER = (  # when the run returns or raises
+    Step(leave_agent, "run.plugins"),
+    Step(ledger.close_journal, "run.ledger"),
+)
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
     Step(steps.guarded, TOOL_GUARDRAILS),
-    Step(steps.claimed, "run.ledger"),
+    Step(ledger.claimed, "run.ledger"),
     Step(steps.with_custom_data, "tools.custom_data_extractor"),
 )
 
 
-NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, INVOKE)
+NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, AFTER, INVOKE)
          for step in table for need in step.needs.split()}  # every part of a run some step needs
 
 
@@ -534,7 +550,7 @@ def choose(run: Run) -> None:
     for wrap in wanted(INVOKE):
         run.invoke = wrap(run.invoke)
     model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
-    run.start, run.before = wanted(START), wanted(BEFORE)
+    run.start, run.before, run.after = wanted(START), wanted(BEFORE), wanted(AFTER)
     run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
     run.resumed = wanted(RESUMED) + wanted(SETTLE)
     run.ends = {kind: wanted(table) for kind, table in ENDS.items()}

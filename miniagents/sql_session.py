@@ -35,7 +35,7 @@ from .errors import AgentsException, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
 
-logger = logging.getLogger("miniagents.session")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
@@ -109,6 +109,7 @@ class SQLSession(SessionABC):
             "claimed_output": f"SELECT output FROM {t} WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "record": ignore(t, "session_id, run_id, call_id, output", 4),
+            "swap": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ? AND output = ?",
         }
         self._sql = SimpleNamespace(**{name: style.sql(text) if style else text for name, text in sql.items()})
         self._schema = [
@@ -317,6 +318,45 @@ class SQLSession(SessionABC):
                 self._execute(cur, "record", *key, stored)
 
         self._transaction(body, write=True)
+
+    def lookup_call(self, run_id: str, call_id: str) -> Tuple[bool, Optional[Union[str, list]]]:
+        """(claimed, output) of call `call_id` of run `run_id`, read without claiming it: a turn that continues
+        after a crash must tell a call that never started (it may run) from one that started and recorded nothing
+        (it may have happened). `run_id` '' reads a key `add_items(..., once=key)` used."""
+        owner = type(self).__name__
+        key = (self.session_id, check_key(owner, "run_id", run_id, True), check_key(owner, "call_id", call_id, True))
+
+        def body(cur: Any) -> Tuple[bool, Optional[Union[str, list]]]:
+            row = self._execute(cur, "claimed_output", *key).fetchone()
+            return (False, None) if row is None else (True, None if row[0] is None else _output_text(row[0]))
+
+        return self._transaction(body, write=False)
+
+    # --- the journal: the turn in flight, for a run whose process died to be continued --------------------
+
+    def read_journal(self) -> str:
+        """The session's journal entry: the turn in flight of a run whose process may have died ('' when none)."""
+        def body(cur: Any) -> str:
+            row = self._execute(cur, "claimed_output", self.session_id, *JOURNAL).fetchone()
+            return row[0] if row is not None and row[0] else ""
+
+        return self._transaction(body, write=False)
+
+    def write_journal(self, expected: str, entry: str) -> bool:
+        """Replace the journal entry `expected` ('' when none) by `entry`, in one short transaction. False, and
+        nothing written, when the entry is no longer `expected`: another worker continued this session (or runs
+        in it), and a stale worker must never overwrite a newer turn."""
+        def body(cur: Any) -> bool:
+            self._execute(cur, "record", self.session_id, *JOURNAL, "")
+            if self._execute(cur, "swap", entry, self.session_id, *JOURNAL, expected).rowcount == 1:
+                return True
+            row = self._execute(cur, "claimed_output", self.session_id, *JOURNAL).fetchone()
+            return row[0] == entry  # a retry after a commit whose acknowledgement was lost: it is written
+
+        return self._transaction(body, write=True)
+
+
+JOURNAL = ("#journal", "head")  # the ledger row of a session's journal (run ids start with "run_" or "v1_")
 
 
 def _output_text(stored: str) -> Union[str, list]:

@@ -37,6 +37,7 @@ class PendingTurn:
     nested: dict = field(default_factory=dict)  # call id -> paused RunState of an agent-as-tool
     replays: int = 0  # calls the response repeated exactly from earlier turns: dropped, never run again
     pauses: int = 0  # how often the turn paused before this pause: a resume claims (turn, pauses) in the ledger
+    unsure: list = field(default_factory=list)  # calls started before a crash with no output: a person decides
 
 
 @dataclass(eq=False, repr=False)
@@ -109,8 +110,10 @@ class RunState(Generic[TContext]):
         """Resume this paused state although another resume of it has claimed it in the session's ledger, when that
         resume stopped before it finished (a crash: `AlreadyResumedError` with `outcome` None that stays None).
         What it did stays done: a call it ran gets the output it recorded, a call it started and never recorded is
-        answered "not run again", its turn is written once; the calls it never started run. If that resume is in
-        fact still running, both go on (its calls still run once), and both ask the model again."""
+        answered "not run again", its turn is written once; the calls it never started run. A resume that in fact
+        completed (or wrote its turn and died before it recorded so) is told from one that stopped before: taking
+        it over raises `AlreadyResumedError` ("completed") before the model is asked. If that resume is in fact
+        still running, both go on (its calls still run once), and both ask the model again."""
         if self.pending is None:
             raise UserError("take_over() is for a paused state (one with interruptions)")
         self.pending.pauses += 1  # a pause of its own: the next resume claims it afresh
@@ -188,7 +191,7 @@ class RunState(Generic[TContext]):
 
 # --- The JSON document ------------------------------------------------------------------------
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA_VERSIONS = {
     1: "first release: agents by name, input, generated items, model responses, the paused turn "
        "(response, settled outputs, nested agent-tool states), approvals, usage, JSON context",
@@ -199,6 +202,8 @@ SCHEMA_VERSIONS = {
     4: "adds pending_turn.pauses (how often the turn paused before: a resume claims that pause in the session's "
        "ledger, so only one resume of one paused state proceeds)",
     5: "adds generated_items[].custom_data (what a tool's custom_data_extractor returned for its output)",
+    6: "adds pending_turn.unsure (calls a run continued after a crash found started with no output: each waits "
+       "for a person, who approves running it again or tells the model it may or may not have happened)",
 }
 ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                 for cls in (MessageOutputItem, ReasoningItem, ToolCallItem, ToolCallOutputItem, HandoffCallItem,
@@ -265,7 +270,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
             "done": {call_id: text for call_id, (_, text) in pending.outputs.items()},
             "session_input": pending.session_input,
             "nested": {call_id: dump_state(nested, context_serializer) for call_id, nested in pending.nested.items()},
-            "replays": pending.replays, "pauses": pending.pauses,
+            "replays": pending.replays, "pauses": pending.pauses, "unsure": pending.unsure,
         },
         "context": {"usage": {**ctx.usage.to_json(), "tool_calls": ctx.usage.tool_calls}, "approvals": ctx.approvals,
                     "context": context},
@@ -370,6 +375,7 @@ class _PendingTurn(TypedDict):
 class PendingTurnDocument(_PendingTurn, total=False):
     replays: int
     pauses: int
+    unsure: List[str]
 
 
 class _Context(TypedDict):
@@ -435,6 +441,13 @@ def _bad_item(data: dict) -> Optional[str]:
     return None
 
 
+def _not_json(data: dict) -> Optional[str]:
+    """Where the document holds what JSON cannot (NaN, an infinity: Python's json reads them), anywhere (the
+    user's context, an item): such a state would load and run, then fail every save, so it is refused here as
+    the typed fields' NaNs are."""
+    return next(filter(None, (_json_path_error(value, key) for key, value in data.items())), None)
+
+
 def _agent(agents: dict, name: str) -> Any:
     if name not in agents:
         raise UserError(f"Run state agent not found in agent map: {name!r}")
@@ -469,7 +482,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     data, problem = _checked(RunStateDocument, data)
-    problem = problem or _bad_item(data)
+    problem = problem or _not_json(data) or _bad_item(data)
     if problem is None and version >= 2 and "run_id" not in data:
         problem = "the document: missing required field 'run_id'"
     if problem:
@@ -507,7 +520,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
                                     session_input=pending["session_input"], replays=pending.get("replays", 0),
-                                    pauses=pending.get("pauses", 0))
+                                    pauses=pending.get("pauses", 0), unsure=pending.get("unsure", []))
         state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
                                 for call_id, doc in pending["nested"].items()}
     state.rebuild_transcript()

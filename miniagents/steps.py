@@ -10,22 +10,28 @@ rule still has one home, for fresh and resumed turns alike.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Callable
 
 from . import caller, seams
-from .errors import AlreadyResumedError, UsageLimitExceeded, UserError
+from .errors import UsageLimitExceeded, UserError
 from .items import InputItem, drop_orphans
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
                    take_response)
 
-NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
-                 "was not recorded.")
+COUNTING = threading.Lock()  # a check of a limit and the count it allows are one step for every run sharing a usage
 
 
 def check_request_limit(run: Run, turn: Turn) -> None:
-    """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is."""
-    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, requests=1)
+    """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is. One that
+    may be made is counted now, before it is made, so a run sharing this usage (an agent tool's inner run, its
+    siblings running at once) never sees the room this call takes."""
+    usage = run.state.context_wrapper.usage
+    with COUNTING:
+        limit = run.config.usage_limits.exceeded(usage, requests=1)
+        if limit is None:
+            usage.requests, turn.requests = usage.requests + 1, 0
     if limit is not None:
         turn.next_step = NextStepError("usage_limit", UsageLimitExceeded(*limit))
 
@@ -173,17 +179,6 @@ def announce(run: Run, turn: Turn) -> None:
 # --- A paused turn resumed -----------------------------------------------------------------------------
 
 
-def claim_pause(run: Run, turn: Turn) -> None:
-    """Exactly once, for the whole turn: a resume first claims this pause of the turn in the session's ledger.
-    Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
-    `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
-    state = run.state
-    turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
-    won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
-    if not won:
-        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-
-
 def reread(run: Run, turn: Turn) -> None:
     """The paused turn's response, read again as it was (no model call): the calls that have an output keep it,
     an agent tool's paused inner run continues where it stopped."""
@@ -201,35 +196,22 @@ def reread(run: Run, turn: Turn) -> None:
 
 def check_tool_limit(run: Run, turn: Turn) -> None:
     """A batch of calls that would pass `tool_calls_limit` (or follows a response that crossed a token limit)
-    does not run, handoffs included: the run stops with its calls waiting, to resume with a higher limit."""
-    to_run = [c for c in turn.calls if c.fate == "run"]
-    if not to_run and not any(c.kind == "handoff" for c in turn.calls):
+    does not run, nor does its handoff: the run stops with them waiting, to resume with a higher limit. A batch
+    that may run is counted now, before it runs, so an agent tool's inner run (and its siblings running at once)
+    never sees the room its own call takes."""
+    usage, held = run.state.context_wrapper.usage, [c for c in turn.calls if c.fate == "run" or
+                                                    c.kind == "handoff" and not c.fate]
+    if not held:
         return
-    limit = run.config.usage_limits.exceeded(run.state.context_wrapper.usage, tool_calls=len(to_run))
-    if limit is not None:
-        turn.limit = UsageLimitExceeded(*limit)
-        for call in to_run:
-            call.fate = "held"
-
-
-def claimed(invoke: Callable) -> Callable:
-    """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
-    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
-    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
-    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
-    agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
-    def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
-        if turn.claim is None or call.paused is not None:
-            return invoke(run, turn, call, ctx)
-        won, recorded = caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
-        if not won:  # it ran before: it does not run now
-            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
-            return text, text
-        value, text = invoke(run, turn, call, ctx)
-        if text is not None:
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
-        return value, text
-    return invoke_claimed
+    calls = sum(call.kind != "handoff" for call in held)
+    with COUNTING:
+        limit = run.config.usage_limits.exceeded(usage, tool_calls=calls)
+        if limit is None:
+            usage.tool_calls, turn.reserved = usage.tool_calls + calls, calls
+            return
+    turn.limit = UsageLimitExceeded(*limit)
+    for call in held:
+        call.fate = "held"
 
 
 def guarded(invoke: Callable) -> Callable:

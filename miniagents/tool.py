@@ -91,6 +91,9 @@ class FunctionTool(SpecReads):
     timeout_error_function: Optional[Callable] = None
     failure_error_function: Optional[Callable] = default_tool_error_function
     custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None  # see `extract_custom_data`
+    # Safe to repeat: a call that started before its run's process died, with no recorded output, runs again when
+    # the run is continued, instead of waiting for a person (docs/sessions.md, "After a crash").
+    idempotent: bool = False
     # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
     _agent: Any = field(default=None, repr=False, compare=False)
 
@@ -104,6 +107,8 @@ class FunctionTool(SpecReads):
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
             raise UserError(f"Invalid needs_approval value: expected a bool or callable, got "
                             f"{type(self.needs_approval).__name__}.")
+        if not isinstance(self.idempotent, bool):
+            raise UserError(f"tool '{self.name}': idempotent must be a bool, got {type(self.idempotent).__name__}")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):
             raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
                             f"'raise_exception', got {self.timeout_behavior!r}")
@@ -160,7 +165,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
-                  custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None):
+                  custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None, idempotent: bool = False):
     """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called."""
 
     def make(fn: Callable) -> FunctionTool:
@@ -185,7 +190,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                             timeout_seconds=timeout, timeout_behavior=timeout_behavior,
                             timeout_error_function=timeout_error_function,
                             failure_error_function=failure_error_function,
-                            custom_data_extractor=custom_data_extractor)
+                            custom_data_extractor=custom_data_extractor, idempotent=idempotent)
         return tool
 
     return make(func) if func is not None else make

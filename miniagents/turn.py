@@ -60,6 +60,8 @@ class Run:
     invoke: Callable = None  # how one call runs: `invoke_tool`, or with guardrails and the seams around it
     session: Any = None
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of claimed calls
+    journal: Optional[str] = None  # the session's journal entry as this run last saw it (None: no journal kept)
+    after: list = field(default_factory=list)  # the steps when the run returns or raises
     error_handlers: dict = field(default_factory=dict)
     streamed: bool = False
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
@@ -116,8 +118,12 @@ class Turn:
     next_step: Any = None
     session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
     guardrail_results: list = field(default_factory=list)  # the tool guardrails' verdicts
-    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (steps.claim_pause)
+    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (ledger.claim_pause)
     limit: Any = None  # the UsageLimitExceeded that kept its calls from running
+    requests: int = 1  # what taking the response adds to the run's requests (0: counted before the call was made)
+    reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit)
+    unsure: list = field(default_factory=list)  # ids of calls started before a crash, with no output recorded
+    reruns: set = field(default_factory=set)  # of those, the ones that run again (approved, or idempotent)
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -208,9 +214,10 @@ def model_arguments(run: Run, turn: Turn) -> tuple:
 
 def take_response(run: Run, turn: Turn, response: Any) -> None:
     """Count the response's usage (one request per call, whatever the model reported: usage limits must not
-    trust the model), keep it, and read its items, every call with an id of its own."""
+    trust the model; none when the call was counted before it was made), keep it, and read its items, every call
+    with an id of its own."""
     state = run.state
-    state.context_wrapper.usage.add(response.usage, requests=1)
+    state.context_wrapper.usage.add(response.usage, requests=turn.requests)
     state.model_responses.append(response)
     turn.output = response.output
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
@@ -404,7 +411,7 @@ def run_calls(run: Run, turn: Turn) -> None:
                 break  # cancelled: what has not started never does
             run_one(run, turn, call)
     ran = [call for call in to_run if call.output or isinstance(call.paused, NestedInterruption)]
-    run.state.context_wrapper.usage.tool_calls += len(ran)
+    run.state.context_wrapper.usage.tool_calls += len(ran) - turn.reserved  # those counted before are not again
 
 
 def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:
@@ -440,7 +447,7 @@ def run_one(run: Run, turn: Turn, call: Call) -> None:
     """One call, through the run's way of invoking a tool; its output (value, text) is kept on the call. An agent
     tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals); an async tool
     stopped by a cancel is like a call that never started."""
-    ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run.ledger)
+    ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run)
     try:
         call.output = run.invoke(run, turn, call, ctx)
     except NestedInterruption as paused:

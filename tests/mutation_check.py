@@ -19,6 +19,7 @@ with a one-line reason in tests/mutation_equivalent.txt (by its stable id) and i
 For each mutant the script edits a private copy of the repository (one copy per job, made once; the work tree
 is never touched), runs the test files most likely to catch it, and only if those pass runs the rest of the
 suite: a mutant SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant
+that stops the package importing (pytest cannot load tests/conftest.py, which the baseline loaded) is caught. One
 that outlives the per-mutant timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
 Tests marked `xfail` (known bugs) are left out of every run: a mutant must not count as killed because it made
 a known-bug test pass. First the unmutated suite runs once: tests that already fail without any mutant (work in
@@ -249,6 +250,11 @@ MUTANTS: List[Mutant] = [
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"\", name).lower()",
       "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs", "test_agent"),
     # --- state.py: RunState JSON ------------------------------------------------------------------------
+    M("state.py",
+      "    problem = problem or _not_json(data) or _bad_item(data)",
+      "    problem = problem or _bad_item(data)",
+      "RunState loading: NaN or an infinity anywhere in the document is refused at load (issue 30)",
+      "test_run_state"),
     M("state.py",
       "    if version not in SCHEMA_VERSIONS:",
       "    if version > max(SCHEMA_VERSIONS):",
@@ -549,8 +555,8 @@ MUTANTS: List[Mutant] = [
       " if True]",
       "Responses: reasoning the Chat adapter produced is never sent", "test_responses"),
     M("models/responses.py",
-      "                             \"status\": kind.split(\".\")[1]}, exchange.request_id, secret)",
-      "                             \"status\": \"completed\"}, exchange.request_id, secret)",
+      "                             \"status\": kind.split(\".\")[1]}, exchange)",
+      "                             \"status\": \"completed\"}, exchange)",
       "Responses: response.failed and response.incomplete events in a stream raise", "test_responses"),
     # --- models/provider.py: OpenAIProvider and MultiProvider --------------------------------------------
     M("models/provider.py",
@@ -607,24 +613,59 @@ MUTANTS: List[Mutant] = [
       "        return asyncio.run(wait())\n    return asyncio.run(wait())",
       "run_sync called from async code still awaits async tools (in a helper thread)", "test_tools", "test_run"),
     # --- steps.py / run.py: exactly once across resumes ------------------------------------------------------
-    M("steps.py",
+    M("ledger.py",
       "        if not won:  # it ran before: it does not run now",
       "        if False:",
       "exactly once: a call another resume claimed is not run again", "test_exactly_once"),
-    M("steps.py",
+    M("ledger.py",
       "    if not won:\n        raise AlreadyResumedError(",
       "    if False:\n        raise AlreadyResumedError(",
       "exactly once: a second resume of one pause is refused before it runs or writes anything",
       "test_exactly_once", "test_approvals"),
+    M("ledger.py",
+      "        decision = True if getattr(call.target, \"idempotent\", False) else None if call.call_id in found else \\",
+      "        decision = True if getattr(call.target, \"idempotent\", False) else True if call.call_id in found else \\",
+      "crash-safe: a call started before a crash with no output waits for a person (issue 34)",
+      "test_continue", "test_crash_continue"),
+    M("ledger.py",
+      "        rerun = call.call_id in turn.reruns",
+      "        rerun = False",
+      "crash-safe: an approved (or idempotent) repeat of a call started before a crash runs again (issue 34)",
+      "test_continue"),
+    M("ledger.py",
+      "    if not caller.call(run.session.write_journal, run.journal, entry):",
+      "    if not caller.call(run.session.write_journal, run.journal, entry) and False:",
+      "crash-safe: a worker whose journal entry another replaced stops; two continuing at once, one wins",
+      "test_continue"),
+    M("ledger.py",
+      "    if state.unsaved_session_input:",
+      "    if False:",
+      "crash-safe: new input while a turn is unfinished is refused (issue 34)",
+      "test_continue", "test_crash"),
+    M("ledger.py",
+      "    if run.journal and run.journal == run.scratch.get(write_journal):",
+      "    if False:",
+      "crash-safe: a run that returned or raised leaves no turn in the journal (issue 34)",
+      "test_continue"),
+    M("ledger.py",
+      "    if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state",
+      "    if False:",
+      "exactly once: a second resume of a state a limit stopped between turns is refused (issue 30)",
+      "test_usage_limits"),
+    M("ledger.py",
+      "    if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the",
+      "    if False:",
+      "exactly once: taking over a resume that completed (or wrote its turn) is refused (issue 30)",
+      "test_exactly_once"),
     M("run.py",
       "    pauses = state.pending.pauses + 1 if state.pending is not None else 0",
       "    pauses = 0",
       "exactly once: a turn that paused again is a new pause, resumable once more", "test_exactly_once"),
-    M("steps.py",
+    M("ledger.py",
       "            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, \"done\"",
       "            text, call.fate = NOT_RUN_AGAIN, \"done\"",
       "exactly once: a call an earlier resume ran gets the output that resume recorded", "test_exactly_once"),
-    M("steps.py",
+    M("ledger.py",
       "        if text is not None:\n            caller.call(run.ledger.settle_call",
       "        if False:\n            caller.call(run.ledger.settle_call",
       "exactly once: a call's output is recorded in the ledger the moment it finishes", "test_exactly_once"),
@@ -1165,6 +1206,9 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
                 failed, broken = baseline_failures(out)
                 return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0],
                                ended="; ".join(ended))
+            if code == 4 and "while loading conftest" in out:  # the package no longer imports: the baseline's did
+                return Outcome(mutant, "KILLED", time.monotonic() - start, by="tests/conftest.py (cannot load)",
+                               ended="; ".join(ended))
             if code != 0:
                 return Outcome(mutant, "ERROR", time.monotonic() - start, f"pytest exit {code}\n{out}",
                                ended="; ".join(ended))
@@ -1325,8 +1369,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="parallel jobs, each with its own copy (default 2)")
     parser.add_argument("--full", action="store_true", help="always run the full suite for each mutant")
     parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds per mutant (default 360: a survivor runs the whole suite, which must "
-                             "fit well inside, or the survivor would count as caught)")
+                        help="seconds per mutant (default 360, or twice the unmutated suite's time when longer: a "
+                             "survivor runs the whole suite, which must fit well inside, or it would count as caught)")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip running the unmutated suite first")
@@ -1381,6 +1425,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
                   + (f"left out, failing without any mutant: {', '.join(failed + broken)}"
                      if skip else "the unmutated suite passes")
                   + (f"; its tests left processes running: {ended}" if ended else ""), flush=True)
+            if args.timeout is None:  # a survivor runs the whole suite: on a slow machine 360 s is too short
+                timeout = max(timeout, 2 * (time.monotonic() - started))
 
         free: "queue.Queue[str]" = queue.Queue()
         for c in copies:

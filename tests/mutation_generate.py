@@ -26,7 +26,9 @@ same edit occurs N+1 times in one function. Line numbers are only for reading th
 Which tests run first (a mutant is then checked against the whole suite only if these all pass): the test files
 whose name contains the module's name (`tool.py` -> `test_tools.py`, `session.py` -> `test_session*.py`; for a
 shell's `__init__.py` and `__main__.py`, its folder's: `retry/` -> `test_retry.py`, plus `tests/<folder>/`), the test
-files that import the module by its dotted name (`from miniagents.schema import ...`), and, for modules with no
+files that import the module by its dotted name (`from miniagents.schema import ...`); for another module of a
+shell's folder that none of these name, its folder's (`tracing/scope.py` -> `test_tracing*.py`, `tests/tracing/`,
+the files importing `miniagents.tracing`); and, for modules with no
 test file of their own, the few listed in `EXTRA_TESTS` (the loop's modules are specified by test_run and
 friends). No match at all means the whole suite runs at once.
 """
@@ -63,6 +65,8 @@ EXTRA_TESTS: Dict[str, Tuple[str, ...]] = {
     "interface": ("test_run", "test_chat_completions", "test_responses"),
     "provider": ("test_http", "test_http_end_to_end", "test_chat_completions", "test_responses"),
     "__init__": ("test_run", "test_readme", "test_misuse"),
+    "shapes": ("test_chat_completions", "test_responses", "test_model_fuzz", "test_sse_properties"),
+    "sql_session": ("test_session", "test_session_contract", "test_session_dbapi", "test_session_files"),
 }
 
 
@@ -273,11 +277,12 @@ def tests_for(module_file: str, test_files: List[str], root: str = ROOT) -> Tupl
     stem = os.path.splitext(os.path.basename(module_file))[0]
     dotted = os.path.splitext(module_file)[0].replace("/", ".")
     parts = module_file.split("/")
-    folder = parts[1] if len(parts) == 3 and stem in ("__init__", "__main__") else None  # a subpackage's own module
+    package = parts[1] if len(parts) == 3 else None  # a subpackage's module
+    folder = package if stem in ("__init__", "__main__") else None  # a subpackage's own module
     if stem in ("__init__", "__main__"):
         dotted = dotted.rpartition(".")[0]
     key = folder.rstrip("s") if folder else stem.rstrip("s") if stem not in ("__init__", "__main__") else ""
-    chosen = []
+    chosen, shell = [], []
     for test in test_files:
         name = os.path.splitext(os.path.basename(test))[0]
         with open(os.path.join(root, test), encoding="utf-8") as f:
@@ -285,6 +290,11 @@ def tests_for(module_file: str, test_files: List[str], root: str = ROOT) -> Tupl
         if (key and key in name[len("test_"):]) or ((stem != "__init__" or folder) and _imports_module(text, dotted)) \
                 or (folder and test.split("/")[1] == folder):  # tests/<folder>/, as tests/recording/
             chosen.append(test)
+        elif package and not folder and package != "models" and (
+                package.rstrip("s") in name[len("test_"):] or test.split("/")[1] == package
+                or _imports_module(text, f"{PACKAGE}.{package}")):  # tracing/scope.py: test_tracing*.py
+            shell.append(test)
+    chosen = chosen or shell
     extra = [t for t in test_files if os.path.splitext(os.path.basename(t))[0]
              in EXTRA_TESTS.get(stem if not folder else "", ())]
     return tuple(dict.fromkeys(chosen + extra))

@@ -10,9 +10,11 @@ sizes) followed by a close, a reset or silence, silence instead of any answer (`
 that stays open after its last event (`hold=True`, optionally pinging), a stream whose lines come one by one
 with a pause between them (`pause=`), and raw bytes dripped forever (`drip=`: a head, then `repeat` every
 `every` seconds until the client hangs up, or for `for_seconds` at most: a server that never finishes).
-Replies are consumed in order; with none left the server answers 500 "no scripted reply".
+Replies are consumed in order; with none left the server answers 500 "no scripted reply" (or what
+`server.otherwise(body)` returns, e.g. `prose(text)`: the same text to every request, plain or streamed).
 `server.emulate(name)` makes it refuse requests the way a real server does (see `EMULATED`): a refused
-request is recorded with what was answered (`"refused"`) and consumes no scripted reply.
+request is recorded with what was answered (`"refused"`) and consumes no scripted reply; an emulation may also
+answer a request itself, as that server would (`"answered"`: llama-server ignoring what it does not read).
 """
 from __future__ import annotations
 
@@ -66,12 +68,14 @@ class _Handler(BaseHTTPRequestHandler):
         refusal = srv.judge(body) if srv.judge is not None and isinstance(body, dict) else None
         with srv.lock:
             srv.requests.append(record)
-            if refusal is not None:
+            if isinstance(refusal, dict):  # an answer of the emulated server's own (a dict: a reply as queued)
+                record["answered"] = reply = refusal
+            elif refusal is not None:
                 record["refused"] = {"status": refusal[0], "json": refusal[1]}
                 reply = {"status": refusal[0], "json": refusal[1]}
             else:
-                reply = srv.replies.pop(0) if srv.replies else {"status": 500, "json": {
-                    "error": {"message": "no scripted reply", "type": "server_error"}}}
+                reply = srv.replies.pop(0) if srv.replies else srv.otherwise(body) if srv.otherwise else {
+                    "status": 500, "json": {"error": {"message": "no scripted reply", "type": "server_error"}}}
         if reply.get("delay"):
             time.sleep(reply["delay"])
         if reply.get("hang"):
@@ -177,6 +181,7 @@ class OpenAITestServer:
         self.lock = threading.Lock()
         self.closing = threading.Event()
         self.judge = None  # body -> None (accept) or (status, json body) to refuse it
+        self.otherwise = None  # body -> the reply when no scripted one is left (None: a 500 "no scripted reply")
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.owner = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -276,11 +281,52 @@ def lm_studio(body):
     return None
 
 
+IGNORED_ANSWER = "I'm sorry, but as a help desk I cannot look that up."  # what a model says that was not steered
+
+
+def llama_server(body):
+    """llama.cpp's llama-server (seen on a 2026 build): it reads `tool_choice` only as a string, so an object (a tool
+    forced by name, either API's form) is dropped with a warning in its log and the request runs as "auto"; its
+    Responses endpoint turns the request into a chat and drops `text.format`. A small model left to itself answers
+    in prose, which this answers (plain or streamed, in the API's shape); anything else gets the scripted reply."""
+    responses = "input" in body
+    ignored = isinstance(body.get("tool_choice"), dict) and body["tool_choice"].get("type") == "function"
+    fmt = (body.get("text") or {}).get("format") or {}
+    if responses and fmt.get("type") == "json_schema" and "JSON schema" not in (body.get("instructions") or ""):
+        ignored = True  # the schema reached the model nowhere
+    if not ignored:
+        return None
+    if responses:
+        reply = response_obj([text_item(IGNORED_ANSWER)])
+        return {"sse": response_events(reply["output"])} if body.get("stream") else {"status": 200, "json": reply}
+    if body.get("stream"):
+        return {"sse": sse(*chat_chunks(IGNORED_ANSWER))}
+    return {"status": 200, "json": chat_completion(IGNORED_ANSWER)}
+
+
 EMULATED = {"llama-cpp-python": llama_cpp_python, "ollama": ollama, "bedrock-gateway": bedrock_gateway,
-            "lm-studio": lm_studio}
+            "lm-studio": lm_studio, "llama-server": llama_server}
+
+# What real servers answered, verbatim (llama-server and python -m http.server as run on this project's machine;
+# llama-cpp-python's is FastAPI's own 404).
+LLAMA_SERVER_CONTEXT = {"error": {"code": 400, "message": "request (5033 tokens) exceeds the available context size "
+                                  "(4096 tokens), try increasing it", "type": "exceed_context_size_error",
+                                  "n_prompt_tokens": 5033, "n_ctx": 4096}}
+LLAMA_SERVER_NOT_FOUND = {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}}
+FASTAPI_NOT_FOUND = {"detail": "Not Found"}
+HTTP_SERVER_501 = ('<!DOCTYPE HTML>\n<html lang="en">\n    <head>\n        <meta charset="utf-8">\n        <title>Error '
+                   'response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: '
+                   '501</p>\n        <p>Message: Unsupported method (\'POST\').</p>\n        <p>Error code explanation: '
+                   '501 - Server does not support this operation.</p>\n    </body>\n</html>\n')
 
 
 # ---------------------------------------------------------------------------- canned wire replies
+
+def prose(text):
+    """For `server.otherwise`: every request answered with `text`, streamed when it asks for a stream (Chat)."""
+    return lambda body: {"sse": sse(*chat_chunks(text))} if body.get("stream") else {"status": 200,
+                                                                                     "json": chat_completion(text)}
+
 
 def chat_completion(content=None, tool_calls=None, *, usage=None, finish_reason=None, **message):
     msg = {"role": "assistant", "content": content, **message}

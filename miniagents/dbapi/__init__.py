@@ -34,7 +34,7 @@ from ..session import SessionSettings
 from ..sql_dialect import SQLiteDialect, run_transaction
 from ..sql_session import SessionStoreError, SQLSession
 
-logger = logging.getLogger("miniagents.session")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one
 _TRANSIENT_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")

@@ -8,8 +8,8 @@ API run unchanged. `async with server:` starts the process off the event loop.
 What the protocol asks of a client that only uses tools is all here: the `initialize` handshake (the newest
 version this client speaks is asked for; a server that answers with one it does not speak is refused with an
 `MCPVersionError` naming both), `notifications/initialized`, `tools/list` page after page (`nextCursor`), and
-`tools/call`. A `notifications/tools/list_changed` drops the cached list; log messages go to the "miniagents"
-logger at debug level.
+`tools/call`. A `notifications/tools/list_changed` drops the cached list; log messages go to the package's
+logger (this module's, under it) at debug level.
 """
 from __future__ import annotations
 
@@ -519,7 +519,7 @@ class MCPServerStdio(MCPServer):
             import logging
 
             params = params if isinstance(params, dict) else {}
-            logging.getLogger("miniagents").debug(
+            logging.getLogger(__name__).debug(
                 "MCP server %r logged (%s) %s", self.name, preview(params.get("level"), 20),
                 redact(preview(params.get("data"), 500), (self.params["env"] or {}).values()))
 

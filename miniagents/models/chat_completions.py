@@ -19,9 +19,9 @@ from . import shapes
 from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
 from .connection import host_of
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       output_format, wire_tool_choice)
+                       output_format, reasoning_of, refusal_text, schema_note, wire_tool_choice)
 from .http import Exchange
-from .protocol import error_from_body, is_validation_error, parse_sse_json, with_note
+from .protocol import error_from_body, parse_sse_json
 from .interface import ModelResponse, ModelSettings
 
 
@@ -31,10 +31,6 @@ def chat_tool(tool: dict) -> dict:
     if not fn["strict"]:
         del fn["strict"]
     return {"type": "function", "function": fn}
-
-
-def chat_tool_choice(choice: Any) -> Any:
-    return wire_tool_choice(choice, chat=True)
 
 # ----------------------------------------------------------------------------- items → messages
 
@@ -179,7 +175,7 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
                include_usage: bool = False, reasoning_field: Optional[str] = None) -> dict:
     """The JSON body for one call, in the forms OpenAI documents (text-less assistant content `null`, the output
     schema as `json_schema`); `UserError` for any setting Chat Completions cannot express."""
-    for name in ("truncation", "response_include", "context_management", "prompt_cache_options"):
+    for name in ("truncation", "response_include", "context_management"):
         value = getattr(settings, name)
         if value is not None and not (name == "truncation" and value == "disabled"):
             raise UserError(f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
@@ -187,7 +183,7 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
     body: dict = {"model": model, "messages": items_to_messages(
         input, instructions, system_role=system_role, reasoning_field=reasoning_field)}
     add_tools(body, settings, [chat_tool(t) for t in list(tools or []) + list(handoffs or [])],
-              chat_tool_choice(settings.tool_choice))
+              wire_tool_choice(settings.tool_choice, chat=True))
     if output_schema:
         body["response_format"] = {"type": "json_schema", "json_schema": output_format(output_schema)}
     add_settings(body, settings, SENT_AS_IS + ("verbosity",))
@@ -195,28 +191,22 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
         body[max_tokens_field] = settings.max_tokens
     if settings.top_logprobs is not None:
         body["logprobs"], body["top_logprobs"] = True, settings.top_logprobs
-    reasoning = settings.reasoning
-    if reasoning is not None:
-        get = reasoning.get if isinstance(reasoning, dict) else (lambda k: getattr(reasoning, k, None))
-        if get("summary") is not None:
-            raise UserError("reasoning.summary is a Responses API feature; Chat Completions cannot express it")
-        if get("effort") is not None:
-            body["reasoning_effort"] = get("effort")
+    reasoning = reasoning_of(settings) or {}
+    if reasoning.get("summary") is not None:
+        raise UserError("reasoning.summary is a Responses API feature; Chat Completions cannot express it")
+    if reasoning.get("effort") is not None:
+        body["reasoning_effort"] = reasoning["effort"]
     if stream and (settings.include_usage if settings.include_usage is not None else include_usage):
         body["stream_options"] = {"include_usage": True}
     return add_extras(body, settings, stream)
 
 # ----------------------------------------------------------------------------- forms servers disagree on
-# Two parts of a body have a second form, for servers that refuse OpenAI's: how an assistant message without text
-# says so (`null`, or `""`), and how the output schema is asked for (`json_schema`, or `json_object` with the
-# schema beside it and in the system message). A "forms" dict names the choice for each.
+# Besides a forced tool (endpoint.py), two parts of a Chat body have a second form, for servers that refuse
+# OpenAI's: a text-less assistant message's content (`null`, or `""`), and the output schema (`json_schema`, or
+# `json_object` with the schema beside it and in the system message).
 
-OPENAI_FORMS = {"content": None, "response_format": "json_schema"}  # what build_body sends
-OTHER_FORM = {"content": {None: "", "": None}, "response_format": {"json_schema": "json_object",
-                                                                   "json_object": "json_schema"}}
-EMPTY_CONTENT_FORMS = tuple(OTHER_FORM["content"])
-RESPONSE_FORMAT_TYPES = tuple(OTHER_FORM["response_format"])
-_accepted_forms: dict = {}  # (base_url, model) -> {part: form} that endpoint accepted, for the rest of the process
+EMPTY_CONTENT_FORMS = (None, "")
+RESPONSE_FORMAT_TYPES = ("json_schema", "json_object")
 
 
 def empty_content_form(body: dict) -> Any:
@@ -235,11 +225,11 @@ def with_empty_content(body: dict, form: Any) -> dict:
 
 
 def json_schema_of(body: dict) -> Optional[dict]:
-    """The schema a body asks for with `response_format: {"type": "json_schema"}`; None when it asks for none."""
+    """The schema a body asks for (`response_format` of type `json_schema`, or `json_object` with a `schema`)."""
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), dict):
         return fmt["json_schema"].get("schema") or {}
-    return None
+    return fmt.get("schema") if isinstance(fmt, dict) and fmt.get("type") == "json_object" else None
 
 
 def with_json_object(body: dict, system_role: str = "system") -> dict:
@@ -249,8 +239,7 @@ def with_json_object(body: dict, system_role: str = "system") -> dict:
     schema = json_schema_of(body)
     if schema is None:
         return body
-    note = ("Reply with one JSON object, and nothing else, that matches this JSON schema: "
-            + json.dumps(schema, ensure_ascii=False))
+    note = schema_note(schema)
     messages = list(body["messages"])
     first = messages[0] if messages else {}
     if first.get("role") in ("system", "developer") and isinstance(first.get("content"), str):
@@ -260,45 +249,24 @@ def with_json_object(body: dict, system_role: str = "system") -> dict:
     return {**body, "messages": messages, "response_format": {"type": "json_object", "schema": schema}}
 
 
-def in_forms(body: dict, forms: dict, system_role: str = "system") -> dict:
-    """`body` (as build_body makes it) with each part in the form `forms` names."""
-    if forms["content"] is not None:
-        body = with_empty_content(body, forms["content"])
-    if forms["response_format"] == "json_object":
-        body = with_json_object(body, system_role)
-    return body
-
-
-def _said(err: ModelHTTPError) -> str:
-    return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
-
-
 def refuses_content(err: ModelHTTPError) -> bool:
-    """Whether a refusal points at a message's content: a 4xx, or a 5xx validation error, naming `content`
-    (llama-cpp-python: 500 "validation errors ... content"; Ollama: 400 "invalid message content type: <nil>";
-    Bedrock-backed gateways: "text content blocks must be non-empty"), but not a content filter."""
-    if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
-        return False
-    said = _said(err)
+    """Whether a refusal points at a message's content (llama-cpp-python: 500 "validation errors ... content";
+    Ollama: 400 "invalid message content type: <nil>"; Bedrock-backed gateways: "text content blocks must be
+    non-empty"), but not a content filter."""
+    said = refusal_text(err)
     if "content_filter" in said or "content management" in said or "content policy" in said:
         return False
     return "content" in said or "<nil>" in said
 
 
 def refuses_response_format(err: ModelHTTPError, sent: str) -> bool:
-    """Whether a refusal points at the type of `response_format`: a 4xx or 5xx naming `response_format` and the
-    type that was not sent, as the one to use (llama-cpp-python, refusing json_schema: 500 "1 validation error ...
-    ('body', 'response_format', 'type') ... Input should be 'text' or 'json_object'"; LM Studio, refusing
-    json_object: "'response_format.type' must be 'json_schema' or 'text'"). A refused schema (OpenAI: "Invalid
-    schema for response_format ...") names neither, so it is never sent again as json_object."""
-    if err.status is None or err.status < 400:
-        return False
-    said = _said(err)
-    return "response_format" in said and OTHER_FORM["response_format"][sent] in said
-
-
-def _form_named(part: str, form: Any) -> str:
-    return f"assistant content {json.dumps(form)}" if part == "content" else f"response_format {form}"
+    """Whether a refusal points at the type of `response_format`, naming the type that was not sent as the one to
+    use (llama-cpp-python, refusing json_schema: 500 "1 validation error ... ('body', 'response_format', 'type')
+    ... Input should be 'text' or 'json_object'"; LM Studio, refusing json_object: "'response_format.type' must
+    be 'json_schema' or 'text'"). A refused schema (OpenAI: "Invalid schema for response_format ...") names
+    neither, so it is never sent again as json_object."""
+    said = refusal_text(err)
+    return "response_format" in said and RESPONSE_FORMAT_TYPES[sent == "json_schema"] in said
 
 
 # ----------------------------------------------------------------------------- the model
@@ -311,14 +279,9 @@ class OpenAIChatCompletionsModel(EndpointModel):
     OpenAI models), `max_tokens_field` (default `max_completion_tokens` for api.openai.com and Azure,
     `max_tokens` elsewhere — Ollama reads only that), `include_usage` (`stream_options`; default on
     only for api.openai.com, `ModelSettings.include_usage` overrides), `reasoning_field` (echo
-    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off),
-    `tool_call_content` (what an assistant message with tool calls but no text sends as `content`:
-    "auto" sends `null`, and when the server refuses that form it resends once with `""` (or the other
-    way round) and remembers the form per base URL and model for the rest of the process; `None` or
-    `""` forces one form), `response_format_type` (how an output schema is asked for: "auto" sends
-    `json_schema`, and when the server refuses that type it resends once with `json_object` (the schema in
-    `response_format.schema` and in the system message), remembered the same way; "json_schema" or
-    "json_object" forces one).
+    reasoning on tool-call turns: default "reasoning_content" for api.deepseek.com, else off), and the forms of
+    two parts (above): `tool_call_content` (None or "" forces one) and `response_format_type` ("json_schema" or
+    "json_object" forces one); "auto" switches a part the server refuses.
     """
 
     path = "/chat/completions"
@@ -352,38 +315,19 @@ class OpenAIChatCompletionsModel(EndpointModel):
                           stream=stream, system_role=self.system_role, max_tokens_field=self.max_tokens_field,
                           include_usage=self.include_usage, reasoning_field=self.reasoning_field)
 
-    def _post(self, body: dict, settings: ModelSettings, stream: bool) -> Exchange:
-        """Send `body` in the forms this endpoint takes (forced, else remembered, else OpenAI's); when the server
-        refuses a form, send once more with the other one (each part switched once at most, with a fresh retry
-        budget: a refusal is not retried) and remember what worked."""
-        key = (self.base_url, self.model)
-        forms = {**OPENAI_FORMS, **_accepted_forms.get(key, {}), **self._forced}
-        switched: list = []  # the parts switched so far
-        refusals: list = []  # what each refusal said, for the error when the last form is refused too
-        while True:
-            try:
-                exchange = super()._post(in_forms(body, forms, self.system_role), settings, stream)
-                break
-            except ModelHTTPError as err:
-                parts = [part for part in self._refused_parts(body, forms, err) if part not in switched]
-                if not parts:
-                    if refusals:
-                        sent = "twice" if len(refusals) == 1 else f"{len(refusals) + 1} times"
-                        raise with_note(err, f"[sent {sent}: {'; then '.join(refusals)}]") from None
-                    raise
-                named = " and ".join(_form_named(part, forms[part]) for part in parts)
-                verb = "was" if len(parts) == 1 else "were"
-                refusals.append(f"{named} {verb} refused{' first' if not refusals else ''}: {err.message[:300]}")
-                for part in parts:
-                    forms[part] = OTHER_FORM[part][forms[part]]
-                switched += parts
-        if switched:
-            _accepted_forms[key] = {**_accepted_forms.get(key, {}), **{part: forms[part] for part in switched}}
-        return exchange
+    FORMS = {**EndpointModel.FORMS, "content": EMPTY_CONTENT_FORMS, "response_format": RESPONSE_FORMAT_TYPES}
 
-    def _refused_parts(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
-        """The parts of `body` (not forced, and present in it) that the refusal `err` points at."""
-        parts = []
+    def _named(self, part: str, form: Any) -> str:
+        return f"assistant content {json.dumps(form)}" if part == "content" else super()._named(part, form)
+
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        body = super()._in_forms(body, forms)
+        if forms["content"] is not None:
+            body = with_empty_content(body, forms["content"])
+        return with_json_object(body, self.system_role) if forms["response_format"] == "json_object" else body
+
+    def _refused(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
+        parts = super()._refused(body, forms, err)
         if "content" not in self._forced and empty_content_form(body) is not ... and refuses_content(err):
             parts.append("content")
         if ("response_format" not in self._forced and json_schema_of(body) is not None
@@ -391,10 +335,13 @@ class OpenAIChatCompletionsModel(EndpointModel):
             parts.append("response_format")
         return parts
 
-    def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
-        secret = self.transport.secret
+    def _schema(self, body: dict) -> Optional[dict]:
+        return json_schema_of(body)
+
+    def _response(self, exchange: Exchange) -> ModelResponse:
+        data, request_id = exchange.data, exchange.request_id
         if not isinstance(data, dict) or data.get("error") or data.get("object") == "error":
-            raise error_from_body(200, data, request_id, secret)
+            raise error_from_body(200, data, request_id, exchange.secret)
         data = clean_json(data)
         choices = shapes.arr(data.get("choices"), "choices")
         choices = [c for i, c in enumerate(choices) if shapes.obj(c, f"choices[{i}]").get("index", 0) == 0]
@@ -407,18 +354,17 @@ class OpenAIChatCompletionsModel(EndpointModel):
                              response_id=None, request_id=request_id)
 
     def _events(self, exchange: Exchange) -> Iterator[dict]:
-        secret = self.transport.secret
         translator, saw_done, started = ChatStreamTranslator(), False, False
         for _event, data in exchange:
             if not started:
                 started = True
                 yield from translator.start()
-            payload = parse_sse_json(data, secret)
+            payload = parse_sse_json(data, exchange.secret)
             if payload == "[DONE]":
                 saw_done = True
                 break  # the answer is complete: never wait for a server that holds the connection open
             if isinstance(payload, dict) and (payload.get("error") or payload.get("object") == "error"):
-                raise error_from_body(None, payload, exchange.request_id, secret)
+                raise error_from_body(None, payload, exchange.request_id, exchange.secret)
             yield from translator.feed(payload)
         if not started:
             yield from translator.start()

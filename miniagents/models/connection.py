@@ -33,6 +33,12 @@ def env(name: str) -> Optional[str]:
     return os.environ.get(name) or None
 
 
+def with_client(client: Any, **given: Any) -> dict:
+    """`given` (base_url, api_key, organization, project), each unset one read from `client` when there is one."""
+    found = client_endpoint(client) if client is not None else {}
+    return {name: value or found.get(name) for name, value in given.items()}
+
+
 def client_endpoint(client: Any) -> dict:
     """The endpoint an OpenAI client object points at: its `base_url` and `api_key` (and `organization`,
     `project` when it has them). Any object with those attributes works: `openai.OpenAI`/`AsyncOpenAI`
@@ -51,8 +57,12 @@ def resolve_base_url(base_url: Optional[str]) -> str:
 
 
 def host_of(base_url: str) -> str:
+    """The base URL's host, lowercased; "" for none, or for a URL that is not one (the transport says so)."""
     from urllib.parse import urlsplit
-    return (urlsplit(base_url).hostname or "").lower()
+    try:
+        return (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return ""
 
 
 def check_key(key: Optional[str]) -> None:

@@ -1,16 +1,15 @@
 """What both HTTP adapters share: the `EndpointModel` base class and the request pieces both APIs spell alike.
 
-Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel`, which holds
-the endpoint settings, builds the transport lazily (`connection.make_transport`) and runs one call: the
-subclass's `_body` → `http.py` → the subclass's `_response` (parsed JSON) or `_events` (SSE pairs). The pure
-helpers below turn kernel tool specs, `tool_choice`, output schemas and settings into request fields, so each
-adapter only says how its API nests them. Strict schemas are sent in the wire mode of the strict pass
-(`schema.wire_schema`).
+Where it sits: `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` subclass `EndpointModel` (the endpoint's
+settings, its transport, one call); the pure helpers below turn kernel tool specs, `tool_choice`, output schemas
+and settings into request fields, so each adapter only says how its API nests them.
 Never: modify the caller's tools or schemas, or import http.client/ssl/urllib at import time.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import threading
 from typing import Any, Iterator, Optional
 
@@ -18,9 +17,9 @@ from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from .retry_advice import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
-from .connection import client_endpoint, make_transport, resolve_base_url
+from .connection import make_transport, resolve_base_url, with_client
 from .interface import ModelResponse, ModelSettings
-from .protocol import redact, should_retry
+from .protocol import is_validation_error, should_retry, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -66,19 +65,15 @@ def wire_tool_choice(choice: Any, chat: bool) -> Any:
         return {"type": "function", "function": {"name": name}} if chat else {"type": "function", "name": name}
     if isinstance(choice, str):
         return named(choice)
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        name = choice.get("name") or (choice.get("function") or {}).get("name")
-        if name:
-            return named(name)
+    if isinstance(choice, dict) and choice.get("type") == "function" and function_name(choice):
+        return named(function_name(choice))
     if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
         if ("allowed_tools" in choice) == chat:
             return choice
         inner = choice.get("allowed_tools", choice)
-        mode = inner.get("mode", "auto")
-        tools = [named(t.get("name") or t["function"]["name"]) for t in inner.get("tools", [])]
-        if chat:
-            return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
-        return {"type": "allowed_tools", "mode": mode, "tools": tools}
+        allowed = {"mode": inner.get("mode", "auto"),
+                   "tools": [named(function_name(t)) for t in inner.get("tools", [])]}
+        return {"type": "allowed_tools", **({"allowed_tools": allowed} if chat else allowed)}
     api = "Chat Completions" if chat else "the Responses API"
     raise UserError(f"tool_choice {choice!r} cannot be expressed in {api}")
 
@@ -106,6 +101,13 @@ def add_tools(body: dict, settings: ModelSettings, wire_tools: list, choice: Any
         raise UserError(f"tool_choice={settings.tool_choice!r} needs tools, but this agent has none")
 
 
+def reasoning_of(settings: ModelSettings) -> Optional[dict]:
+    """`ModelSettings.reasoning` (a dict, or an object with `effort` and `summary`) as a dict of what is set."""
+    r = settings.reasoning
+    return r if isinstance(r, dict) or r is None else {
+        k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k, None) is not None}
+
+
 def add_settings(body: dict, settings: ModelSettings, names: tuple) -> None:
     """Copy the named settings that are set into `body` under the same names."""
     for name in names:
@@ -130,6 +132,85 @@ def add_extras(body: dict, settings: ModelSettings, stream: bool) -> dict:
     body.update(settings.extra_body or {})
     return body
 
+# ----------------------------------------------------------------------------- forms servers disagree on
+# Some parts of a body have a second form, for servers that refuse OpenAI's or silently ignore it. An adapter
+# names its parts in `FORMS` (part -> (OpenAI's form, the other)) and says how a body looks in a form
+# (`_in_forms`), which parts an error points at (`_refused`) and which an answer shows were ignored (`_ignored`).
+# A call switches a part once when the server refuses or ignores it, and what worked is remembered per endpoint.
+
+_accepted_forms: dict = {}  # (path, base_url, model) -> {part: form} that endpoint took, for the rest of the process
+
+
+def refusal_text(err: ModelHTTPError) -> str:
+    """What a refusal of the request's shape (a 4xx, or a 5xx validation error) says, lowercased; "" for others."""
+    if err.status is None or err.status < 400 or (err.status >= 500 and not is_validation_error(err)):
+        return ""
+    return f"{err.message} {json.dumps(err.body, ensure_ascii=False)}".lower()
+
+
+def function_name(spec: dict) -> Optional[str]:
+    """The function a tool, a tool call or a `tool_choice` names, in either API's form (flat, or nested in
+    `function`)."""
+    return spec.get("name") or (spec.get("function") or {}).get("name")
+
+
+def forced_tool(body: dict) -> Optional[str]:
+    """The tool a body forces by name (`tool_choice` in either API's object form); None when it forces none."""
+    choice = body.get("tool_choice")
+    return function_name(choice) if isinstance(choice, dict) and choice.get("type") == "function" else None
+
+
+def with_required_tool(body: dict) -> dict:
+    """`body` forcing its named tool as `"required"` with only that tool offered: servers that read `tool_choice`
+    only as a string (llama.cpp's llama-server) drop the object form and fall back to "auto"."""
+    tools = [t for t in body.get("tools") or [] if function_name(t) == forced_tool(body)]
+    return {**body, "tool_choice": "required", "tools": tools} if tools else body  # no such tool: as it was
+
+
+def schema_note(schema: Any) -> str:
+    """The output schema stated in words, for servers that do not read it where the API puts it."""
+    return "Reply with one JSON object, and nothing else, that matches this JSON schema: " + json.dumps(
+        schema, ensure_ascii=False)
+
+
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+FENCE = re.compile(r"```[^`\n]*\n(.*?)```", re.S)  # one code fence: its info string (```json), then its text
+MAX_FENCES = 8  # fences tried in one answer, so a text of many fences costs a few parses, not one per fence
+
+
+def unfenced(text: str) -> str:
+    """A structured answer as JSON: the text when it parses; else the first code fence (any language) whose
+    text parses, the outermost first (a fence inside a JSON string stays in it); else the text unchanged."""
+    if is_json(text):
+        return text
+    first, last = text.find("```"), text.rfind("```")
+    newline = text.find("\n", first)
+    opens = first != -1 and 0 <= newline < last and "`" not in text[first + 3:newline]
+    outer = [text[newline + 1:last]] if opens else []
+    for inner in outer + [m.group(1) for m in itertools.islice(FENCE.finditer(text), MAX_FENCES)]:
+        if is_json(inner):
+            return inner.strip()
+    return text
+
+
+def unfence_items(items: list) -> list:
+    """Output items with each message text `unfenced` (for a request that asked for JSON)."""
+    out = []
+    for item in items:
+        if item.get("type") == "message":
+            item = {**item, "content": [{**p, "text": unfenced(p["text"])} if p.get("type") == "output_text" else p
+                                        for p in item.get("content") or []]}
+        out.append(item)
+    return out
+
+
 # ----------------------------------------------------------------------------- the base class
 
 
@@ -137,9 +218,10 @@ class EndpointModel:
     """Both adapters' constructor and call: endpoint settings, a lazily built transport, a safe repr.
 
     A subclass sets `path` and supplies `_body(instructions, input, settings, tools, output_schema,
-    handoffs, stream, **ids) -> dict`, `_response(data, request_id) -> ModelResponse` and
-    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs). Errors that come back
-    in-band get the exchange's `explain` here, so every one names what was tried.
+    handoffs, stream, **ids) -> dict`, `_response(exchange) -> ModelResponse` (its parsed JSON in `data`) and
+    `_events(exchange) -> Iterator[event]` (the exchange iterates SSE pairs), and the forms its body's parts
+    may take (`FORMS`, see "forms servers disagree on"). Errors that come back in-band get the exchange's
+    `explain` here, so every one names what was tried.
     """
 
     path = ""  # the endpoint under base_url
@@ -153,15 +235,12 @@ class EndpointModel:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         http.check_bounds(attempt_timeout, max_response_bytes)
-        if openai_client is not None:  # upstream's way to say where requests go: read, never called
-            found = client_endpoint(openai_client)
-            base_url, api_key = base_url or found["base_url"], api_key or found["api_key"]
-            organization, project = organization or found["organization"], project or found["project"]
+        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
+                            project=project)  # an openai client: upstream's way to say where requests go (read only)
         self.model = model
-        self.base_url = resolve_base_url(base_url)
+        self.base_url = resolve_base_url(given.pop("base_url"))
         self.timeout, self.max_retries = timeout, max_retries
-        self._client_args = dict(api_key=api_key, organization=organization, project=project,
-                                 default_headers=default_headers, timeout=timeout,
+        self._client_args = dict(**given, default_headers=default_headers, timeout=timeout,
                                  max_retries=max_retries, api_version=api_version,
                                  attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._transport: Optional[http.HTTPTransport] = None
@@ -179,7 +258,7 @@ class EndpointModel:
             return self._transport
 
     def __repr__(self) -> str:
-        shown = redact(self.base_url, self._client_args["api_key"])
+        shown = http.shown_base_url(self.base_url, self._client_args["api_key"])
         return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r})"
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
@@ -188,11 +267,7 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, False,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        exchange = self._post(body, model_settings, stream=False)
-        try:
-            return self._response(exchange.data, exchange.request_id)
-        except (ModelHTTPError, ModelTimeoutError) as err:
-            raise exchange.explain(err) from None
+        return next(self._call(body, model_settings, False))
 
     def stream_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                         tracing=None, *, previous_response_id=None, conversation_id=None,
@@ -200,13 +275,114 @@ class EndpointModel:
         body = self._body(system_instructions, input, model_settings, tools, output_schema, handoffs, True,
                           previous_response_id=previous_response_id, conversation_id=conversation_id,
                           prompt=prompt)
-        exchange = self._post(body, model_settings, stream=True)
+        yield from self._call(body, model_settings, True)
+
+    def _call(self, body: dict, settings: ModelSettings, stream: bool) -> Iterator[Any]:
+        """The answer to `body` in the forms this endpoint takes (forced, else remembered, else OpenAI's): a plain
+        call yields one `ModelResponse`, a stream its events. A part the server refuses, or that its answer shows
+        it ignored, is switched and the body sent once more (each part once at most, with a fresh retry budget);
+        what worked is remembered. A stream is held back to its end only while its answer must show whether the
+        server took a part (a forced tool, an output schema) it has not taken before."""
+        key = (self.path, self.base_url, self.model)
+        forms = {part: pair[0] for part, pair in self.FORMS.items()}
+        forms.update({**_accepted_forms.get(key, {}), **self._forced})
+        switched: list = []  # the parts switched so far
+        said: list = []  # why each was, for the error when the last form is refused too
+        while True:
+            sent = self._in_forms(body, forms)
+            checked = [part for part in self._checked(sent, forms) if part not in self._forced and part not in switched]
+            try:
+                exchange = self._post(sent, settings, stream)
+            except ModelHTTPError as err:
+                parts = [part for part in self._refused(body, forms, err) if part not in switched]
+                if not parts and said:
+                    times = "twice" if len(said) == 1 else f"{len(said) + 1} times"
+                    raise with_note(err, f"[sent {times}: {'; then '.join(said)}]") from None
+                if not parts:
+                    raise
+                self._switch(forms, parts, switched, said, "refused", err.message[:300])
+                continue
+            held = stream and any(_accepted_forms.get(key, {}).get(part) != forms[part] for part in checked)
+            if not stream:
+                try:
+                    answer = self._response(exchange)
+                except (ModelHTTPError, ModelTimeoutError) as err:
+                    raise exchange.explain(err) from None
+                answer.output = items = self._cleaned(sent, answer.output)
+            elif held:
+                answer = list(self._relayed(sent, exchange))
+                items = answer[-1]["response"]["output"]
+            else:
+                items = yield from self._relayed(sent, exchange)
+            ignored = [part for part in checked if self._ignored(part, sent, items)]
+            if ignored and (held or not stream):
+                self._switch(forms, ignored, switched, said, "ignored", "")
+                continue
+            learned = {**{part: forms[part] for part in switched + checked},
+                       **{part: self.FORMS[part][1] for part in ignored}}  # what a live stream showed: for next time
+            if learned:
+                _accepted_forms[key] = {**_accepted_forms.get(key, {}), **learned}
+            if held:
+                yield from answer
+            elif not stream:
+                yield answer
+            return
+
+    def _relayed(self, sent: dict, exchange: Any) -> Iterator[dict]:
+        """A stream's events as they come, the completed response's items `_cleaned`; returns those items."""
+        items: list = []
         try:
-            yield from self._events(exchange)
+            for event in self._events(exchange):
+                if event.get("type") == "response.completed":
+                    items = event["response"]["output"] = self._cleaned(sent, event["response"]["output"])
+                yield event
         except (ModelHTTPError, ModelTimeoutError) as err:
             raise exchange.explain(err) from None
         finally:
             exchange.close()  # a stream left after its last event is not read to the server's leisure
+        return items
+
+    def _switch(self, forms: dict, parts: list, switched: list, said: list, how: str, why: str) -> None:
+        """Put `parts` in their other form, and say why for the error a refusal of that form too would raise."""
+        named = " and ".join(self._named(part, forms[part]) for part in parts)
+        verb = "was" if len(parts) == 1 else "were"
+        said.append(f"{named} {verb} {how}{' first' if not said else ''}{': ' + why if why else ''}")
+        for part in parts:
+            openai, other = self.FORMS[part]
+            forms[part] = other if forms[part] == openai else openai
+        switched += parts
+
+    # -- the forms of a body: what each adapter says of its own (see "forms servers disagree on")
+
+    FORMS = {"tool_choice": ("object", "required")}  # part -> (OpenAI's form, the other)
+    _forced: dict = {}  # part -> the form the user chose: never switched
+
+    def _named(self, part: str, form: Any) -> str:
+        return f"{part} {form}"
+
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        return with_required_tool(body) if forms["tool_choice"] == "required" else body
+
+    def _refused(self, body: dict, forms: dict, err: ModelHTTPError) -> list:
+        """The parts of `body` (present in it, and not forced) that the refusal `err` points at."""
+        return ["tool_choice"] if with_required_tool(body) is not body and "tool_choice" in refusal_text(err) else []
+
+    def _checked(self, sent: dict, forms: dict) -> list:
+        """The parts of a body as sent whose answer shows whether the server took them: a tool forced by name (one
+        the body offers: forcing another has no second form)."""
+        return ["tool_choice"] if with_required_tool(sent) is not sent else []
+
+    def _ignored(self, part: str, sent: dict, items: list) -> bool:
+        """Whether the answer (its output items) shows the server ignored `part`: no call of the forced tool."""
+        return not any(i.get("type") == "function_call" and i.get("name") == forced_tool(sent) for i in items)
+
+    def _cleaned(self, sent: dict, items: list) -> list:
+        """The answer's items as the run gets them: message texts `unfenced` when JSON was asked for."""
+        return unfence_items(items) if self._schema(sent) is not None else items
+
+    def _schema(self, body: dict) -> Optional[dict]:
+        """The output schema a body asks for; None when it asks for text."""
+        return None
 
     def _post(self, body: dict, settings: ModelSettings, stream: bool) -> http.Exchange:
         """Send one request (retried by the transport, unless the run retries this call itself: see

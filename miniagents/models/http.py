@@ -1,32 +1,18 @@
-"""The transport under both adapters: JSON POST over `http.client`, attempts and retries, cancelling.
+"""The transport under both adapters: JSON POST over `http.client`, attempts and retries, bounds, cancelling.
 
 Where it sits: `chat_completions.py` and `responses.py` build a body, hand it to `HTTPTransport.post`, and get
 back an `Exchange`: parsed JSON (`data`) or SSE pairs (iterate it). The rules it applies (SSE framing, error
-bodies, which failures to retry and how long to wait) are pure functions in `protocol.py`.
-Never: retry after a stream has delivered an event, retry a validation error unchanged, put the API key in
+bodies, which failures to retry and how long to wait) are pure functions in `protocol.py`. A server sets none
+of the bounds: each wait asks the exchange how long it may take (`_pace`, bounded.py), each body how much it
+may hold (`_chunks`). Every message is redacted of every secret the exchange holds (`Exchange.secret`).
+Never: retry after a stream has delivered an event, retry a validation error unchanged, put a secret in
 a message, repr or URL shown, follow redirects, ask for gzip, or import `http.client`/`ssl`/`urllib` at
 module import time.
-
-Retried (per `protocol.should_retry`): connection errors, timeouts, bodies that broke off, and the statuses
-openai-python retries. Every error names the method, URL and attempts.
-Bounds (a server sets none of them; see README "Talking to a real model"): connecting takes at most
-`CONNECT_TIMEOUT`; one attempt (connect, send, the response head with its interim 1xx answers, a plain body)
-at most `attempt_timeout`, each receive at most `timeout`; a stream must deliver an event (keep-alive comments
-do not count) within `timeout` of the last one and has no total cap, so a long stream that keeps talking is
-never cut. A plain body, and each line or event of a stream, is refused past `max_response_bytes` (from its
-announced length, before it is read). Every send and receive asks `_pace` how long it may wait (bounded.py).
-Cancelling: while `CANCEL_CALLBACKS` holds a list, each request in flight has a callable in it that shuts
-its socket from any thread; the blocked call then raises `ModelHTTPError(code="cancelled")`, never retried.
-Proxies: `https_proxy`/`http_proxy`/`no_proxy` from the environment (CONNECT tunnel for https); credentials in the
-proxy's URL (`http://user:password@host:port`, percent-encoded) go as `Proxy-Authorization: Basic ...` on every
-plain request and on the tunnel's CONNECT, never into a message.
-Secrets (`HTTPTransport.secret`, a tuple): the API key, the credential-named values of the base URL's query string
-(Gemini's `?key=`, Azure's `?sig=`), the proxy's password and its header; an exchange adds the credential-named
-headers and query values it sends. Every message is redacted of all of them.
 """
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Iterator, Optional
@@ -34,7 +20,8 @@ from typing import Any, Iterator, Optional
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, is_credential_name, iter_lines, iter_sse, not_an_api_error,
-                       redact, retry_delay, should_retry, timeout_error, with_note)
+                       redact, retry_delay, should_retry, timeout_error, too_large, with_note)
+from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
 DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for the body's end before hanging up
@@ -160,8 +147,9 @@ class Exchange:
         self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                                 "Accept": "text/event-stream" if stream else "application/json",
                                 **transport.headers, **(headers or {})}
-        if transport.proxy_authorization() and transport.scheme == "http":  # the proxy reads plain requests
-            self.request_headers.setdefault("Proxy-Authorization", transport.proxy_authorization())
+        proxy = transport.proxy()
+        if proxy and proxy.authorization and transport.scheme == "http":  # the proxy reads plain requests
+            self.request_headers.setdefault("Proxy-Authorization", proxy.authorization)
         self.secret = transport.secret + request_secrets(self.request_headers, query)
         self.read_timeout = transport.timeout if timeout is None else timeout
         self.attempt_timeout = transport.attempt_timeout or self.read_timeout
@@ -190,10 +178,13 @@ class Exchange:
         return f"(POST {self.url}, {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
 
     def explain(self, err: AgentsException) -> AgentsException:
-        """`err` naming what was tried (once), plus a hint for a 404 that a mistyped base URL explains."""
+        """`err` naming what was tried (once), after a hint where the server's words need one (a 404 that a
+        mistyped base URL explains, a 501, a context too small)."""
         if getattr(err, "explained", False) or not isinstance(err, (ModelHTTPError, ModelTimeoutError)):
             return err
         hint = self.transport.not_found_hint() + self.not_found_hint if getattr(err, "status", None) == 404 else ""
+        if isinstance(err, ModelHTTPError):
+            hint += protocol_hint(err, self.transport.shown_url(""))
         err = with_note(err, f"{hint}{self.where}")
         err.explained = True
         return err
@@ -259,6 +250,12 @@ class Exchange:
     def _cancelled(self) -> ModelHTTPError:
         return http_error(None, "the request was cancelled", type="cancelled", code="cancelled")
 
+    def _hang_up(self, conn: Any) -> None:
+        """Hang up a connection that failed or was left mid-body; raise the cancellation when that was why."""
+        self.transport.discard(conn)
+        if self.switch.cancelled:
+            raise self._cancelled() from None
+
     def _send(self) -> None:
         """Attempt until a 2xx status line arrives, waiting between attempts; raises the last error."""
         while True:
@@ -300,9 +297,7 @@ class Exchange:
                 t.discard(conn)
                 raise http_error(None, str(exc), type="invalid_response") from None
             except self._broken as exc:
-                t.discard(conn)
-                if self.switch.cancelled:
-                    raise self._cancelled() from None
+                self._hang_up(conn)
                 if reused and not second_try:
                     continue  # the server closed an idle keep-alive socket: one free retry on a fresh one
                 if isinstance(exc, socket.timeout):
@@ -328,7 +323,7 @@ class Exchange:
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), self.secret)
         if resp.status == 407 and t.proxy():
-            err = with_note(err, f"(the proxy {t.proxy().hostname}:{t.proxy_port()} asks for credentials: give "
+            err = with_note(err, f"(the proxy {t.proxy().host}:{t.proxy().port} asks for credentials: give "
                                  f"them in its URL, {t.scheme}_proxy=http://user:password@host:port, "
                                  "percent-encoded)")
         if should_retry(resp.status, self.headers, err):
@@ -347,9 +342,7 @@ class Exchange:
         try:
             conn.connect()
         except self._broken as exc:
-            t.discard(conn)
-            if self.switch.cancelled:
-                raise self._cancelled() from None
+            self._hang_up(conn)
             target = f"{conn.host}:{conn.port}" + (" (the proxy)" if t.proxy() else "")
             if isinstance(exc, socket.timeout):
                 raise _Retry(timeout_error(seconds, f"Could not connect to {target} within {seconds:g} s.")) from None
@@ -426,10 +419,7 @@ class Exchange:
     def _body(self) -> bytes:
         """The rest of a plain body, refused past `max_response_bytes` as soon as the server announces more
         (its Content-Length, or the size of a chunk), before those bytes are read."""
-        body = bytearray()
-        for chunk in self._chunks(self.max_bytes):
-            body += chunk
-        return bytes(body)
+        return b"".join(self._chunks(self.max_bytes))
 
     def _chunks(self, limit: Optional[int] = None) -> Iterator[bytes]:
         """The body as it arrives, one receive at a time; with `limit`, no more than that in all. At its end the
@@ -447,8 +437,7 @@ class Exchange:
             except self._broken as exc:
                 raise self._read_failure(exc) from None
             if self.switch.cancelled:
-                self.transport.discard(self._conn)
-                raise self._cancelled()
+                self._hang_up(self._conn)
             if not chunk:
                 if isinstance(resp.length, int) and resp.length > 0:  # closed before its Content-Length
                     raise self._read_failure(http.client.IncompleteRead(b"", resp.length)) from None
@@ -466,16 +455,12 @@ class Exchange:
             said = f"its Content-Length is {received + announced}"
         else:
             said = f"{received} bytes read and a chunk of {announced} more announced"
-        return http_error(self.response.status, f"the response is larger than max_response_bytes={limit} "
-                                                f"({said}); raise max_response_bytes on the model or provider if "
-                                                "such answers are expected", type="response_too_large")
+        return too_large("the response", limit, self.response.status, said)
 
     def _read_failure(self, exc: BaseException) -> BaseException:
         """A body that broke off (reset, stall, bad chunking) as a retryable error, or the cancellation."""
         import socket
-        self.transport.discard(self._conn)
-        if self.switch.cancelled:
-            return self._cancelled()
+        self._hang_up(self._conn)
         if isinstance(exc, socket.timeout):
             return _Retry(self._timed_out("The server sent nothing more within the timeout.",
                                           "The answer did not arrive whole within attempt_timeout"))
@@ -507,6 +492,13 @@ def query_secrets(query: str) -> tuple:
     return tuple(dict.fromkeys(found))
 
 
+def shown_base_url(base_url: str, secret: Any = None) -> str:
+    """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value;
+    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same."""
+    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", base_url)
+    return redact(bare, (secret,) + query_secrets(base_url.partition("#")[0].partition("?")[2]))
+
+
 def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
     """What one request sends that no message may show: its credential-named headers' and query parameters'
     values (an `Authorization` value's credentials without the scheme too)."""
@@ -524,12 +516,14 @@ class HTTPTransport:
                  attempt_timeout: Optional[float] = None, max_response_bytes: int = MAX_RESPONSE_BYTES,
                  query: Optional[dict] = None, secret: Optional[str] = None):
         from urllib.parse import urlsplit
-        parts = urlsplit(base_url.rstrip("/"))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            shown = redact(base_url, (secret,) + query_secrets(parts.query))
-            raise ValueError(f"base_url must be an http(s) URL, got {shown!r}")
+        try:
+            parts = urlsplit(base_url.rstrip("/"))
+            self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:  # an unclosed "[", a port that is no number
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http(s) URL, got {shown_base_url(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = dict(headers), dict(query or {})
         self.timeout, self.max_retries = timeout, max_retries
@@ -547,10 +541,10 @@ class HTTPTransport:
         """Every value no message may show: the API key, the credential-named values of the base URL's query
         string, and the proxy's password and header (once the proxy is known)."""
         try:
-            proxy = self._proxy_secrets()
+            proxy = self.proxy()
         except UserError:
-            proxy = ()
-        return tuple(s for s in self._secrets + proxy if s)
+            proxy = None
+        return tuple(s for s in self._secrets + (proxy.secrets if proxy else ()) if s)
 
     def post(self, path: str, body: dict, *, stream: bool = False, headers: Optional[dict] = None,
              query: Optional[dict] = None, timeout: Optional[float] = None, not_found_hint: str = "",
@@ -586,52 +580,37 @@ class HTTPTransport:
             return (f"Most OpenAI-compatible servers serve the API under /v1: try base_url={base + '/v1'!r}. ")
         return ""
 
-    def proxy(self):
-        """The proxy's URL (a `urlsplit` result) from the environment, or None; `UserError` for one that is not a
-        URL this transport can use (its credentials never quoted)."""
-        if not hasattr(self, "_proxy_cache"):
-            from urllib.parse import urlsplit
+    def proxy(self) -> Any:
+        """The proxy from the environment (`https_proxy`/`http_proxy`, unless `no_proxy` exempts the host), read
+        once: None, or its `host`, `port`, `authorization` (`Basic ...` for the credentials in its URL,
+        percent-decoded; None without) and `secrets`; a `UserError` for a URL this transport cannot use (its
+        credentials never quoted)."""
+        if not hasattr(self, "_proxy"):
+            import base64
             import urllib.request
-            env = urllib.request.getproxies_environment()
-            proxy = env.get(self.scheme)
-            if proxy and urllib.request.proxy_bypass_environment(self.host):
-                proxy = None
-            found = urlsplit(proxy if "://" in (proxy or "://") else "http://" + proxy) if proxy else None
-            if found is not None:
-                try:
-                    port = found.port
-                except ValueError:
-                    port = -1
-                if not found.hostname or port == -1:
-                    self._proxy_cache = None
-                    self._proxy_error = (f"the proxy in {self.scheme}_proxy is not a URL this transport can use "
-                                         f"(it needs http://[user:password@]host[:port], with a number for the port)")
-                    raise UserError(self._proxy_error)
-            self._proxy_cache = found
-        if getattr(self, "_proxy_error", None):
-            raise UserError(self._proxy_error)
-        return self._proxy_cache
-
-    def proxy_port(self) -> int:
-        return self.proxy().port or 80
-
-    def proxy_authorization(self) -> Optional[str]:
-        """`Basic ...` for the proxy's credentials (user and password percent-decoded), or None."""
-        proxy = self.proxy()
-        if proxy is None or proxy.username is None:
-            return None
-        import base64
-        from urllib.parse import unquote
-        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
-        return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-
-    def _proxy_secrets(self) -> tuple:
-        proxy = self.proxy()
-        if proxy is None or proxy.username is None:
-            return ()
-        from urllib.parse import unquote
-        header = self.proxy_authorization()
-        return (proxy.password, unquote(proxy.password or ""), header, header.split(" ", 1)[1])
+            from types import SimpleNamespace
+            from urllib.parse import unquote, urlsplit
+            url = urllib.request.getproxies_environment().get(self.scheme)
+            found = urlsplit(url if "://" in url else "http://" + url) if url else None
+            try:
+                port = found and found.port or 80
+            except ValueError:  # not a number
+                port = None
+            if found is None or urllib.request.proxy_bypass_environment(self.host):
+                self._proxy = None
+            elif not found.hostname or port is None:
+                self._proxy = (f"the proxy in {self.scheme}_proxy is not a URL this transport can use (it needs "
+                               "http://[user:password@]host[:port], with a number for the port)")
+            else:
+                self._proxy = SimpleNamespace(host=found.hostname, port=port, authorization=None, secrets=())
+                if found.username is not None:
+                    password = found.password or ""
+                    pair = base64.b64encode(f"{unquote(found.username)}:{unquote(password)}".encode("utf-8"))
+                    self._proxy.authorization = "Basic " + pair.decode("ascii")
+                    self._proxy.secrets = (password, unquote(password), self._proxy.authorization, pair.decode())
+        if isinstance(self._proxy, str):
+            raise UserError(self._proxy)
+        return self._proxy
 
     def connection(self):
         """This thread's connection object (not necessarily connected)."""
@@ -640,7 +619,7 @@ class HTTPTransport:
             return conn
         import http.client
         proxy = self.proxy()
-        host, port = (proxy.hostname, self.proxy_port()) if proxy else (self.host, self.port)
+        host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
         if self.scheme == "https":
             try:
                 import ssl
@@ -650,9 +629,8 @@ class HTTPTransport:
                                 "server reached over plain http") from None
             conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context())
             if proxy:
-                authorization = self.proxy_authorization()
-                conn.set_tunnel(self.host, self.port,
-                                headers={"Proxy-Authorization": authorization} if authorization else None)
+                conn.set_tunnel(self.host, self.port, headers={"Proxy-Authorization": proxy.authorization}
+                                if proxy.authorization else None)
         else:
             conn = http.client.HTTPConnection(host, port)
         self._local.conn = conn

@@ -21,20 +21,8 @@ from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract
 from ..context import overlay
 from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.interface exports it
 
-# `CANCEL_CALLBACKS` (defined in caller.py, part of this contract): how a run stops a model call blocked on the
-# network. The kernel sets it to a list in the run's thread before calling `get_response`/`stream_response`;
-# while a request is in flight, a model appends a zero-argument callable that aborts it (and removes it when the
-# request is over). To cancel, the kernel calls each callable in the list from another thread; the blocked call
-# then returns promptly with an `AgentsException`. Calling one twice, or after its request ended, is harmless.
-# A model with nothing to abort may ignore the list.
-
-
-@dataclass
-class MCPToolChoice:
-    """Upstream's `tool_choice` that forces one tool of a hosted MCP server (`ModelSettings(tool_choice=...)`)."""
-
-    server_label: str
-    name: str
+# `CANCEL_CALLBACKS` (caller.py) is part of this contract: while a request is in flight, a model keeps an abort
+# for it in the run's list (a model with nothing to abort may ignore it).
 
 
 @dataclass
@@ -94,7 +82,7 @@ class ModelSettings:
         return merged
 
     def to_json_dict(self) -> dict:
-        """The set fields, JSON-ready (`retry` and an `MCPToolChoice` as dicts)."""
+        """The set fields, JSON-ready (`retry` and a dataclass `tool_choice`, upstream's `MCPToolChoice`, as dicts)."""
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
 
 

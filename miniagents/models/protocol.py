@@ -3,8 +3,8 @@
 Where it sits: below the transport (`http.py`), which applies these to real sockets, and the adapters,
 which read error events and stream payloads with them. No I/O here, so tests can hammer every rule.
 Retries follow openai-python, since servers are built to its behaviour: 408/409/429 (not `insufficient_quota`)
-and 5xx (not a validation error), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to `MAX_SERVER_DELAY`
-(a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
+and 5xx (not a validation error, not 501), `x-should-retry` obeyed, `retry-after-ms`/`retry-after` honoured up to
+`MAX_SERVER_DELAY` (a longer wait fails fast), else `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`.
 Never: put the API key (or any secret the transport holds) in a message (redact before anything is cut short),
 let a server's control characters into one (`shown`), or parse anything quadratically.
 """
@@ -25,10 +25,10 @@ MAX_SERVER_DELAY = 60.0     # the longest retry-after we wait for; longer means 
 # ----------------------------------------------------------------------------- pure: SSE framing
 
 
-def too_large(what: str, limit: int) -> ModelHTTPError:
-    """The error for a piece of a stream over `max_response_bytes` (raised before it is kept)."""
-    return http_error(None, f"{what} of the stream is larger than max_response_bytes={limit}; raise "
-                            "max_response_bytes on the model or provider if such answers are expected",
+def too_large(what: str, limit: int, status: Optional[int] = None, said: str = "") -> ModelHTTPError:
+    """The error for an answer, or a piece of a stream, over `max_response_bytes` (raised before it is kept)."""
+    return http_error(status, f"{what} is larger than max_response_bytes={limit}{f' ({said})' if said else ''}; "
+                              "raise max_response_bytes on the model or provider if such answers are expected",
                       type="response_too_large")
 
 
@@ -51,7 +51,7 @@ def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iter
             if ended:
                 piece = piece.rstrip(b"\r\n")
             if max_bytes is not None and len(pending) + len(piece) > max_bytes:
-                raise too_large("a line", max_bytes)
+                raise too_large("a line of the stream", max_bytes)
             pending += piece
             if ended:
                 yield bytes(pending)
@@ -86,7 +86,7 @@ def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[
         if name == "data":
             size += length
             if max_bytes is not None and size > max_bytes:
-                raise too_large("an event", max_bytes)
+                raise too_large("an event of the stream", max_bytes)
             data.append(value)
         elif name == "event":
             event = value
@@ -281,6 +281,19 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
                       request_id=redact(request_id, secret), body=body)
 
 
+def hint(err: ModelHTTPError, base_url: str) -> str:
+    """What to do about an error the server's own words do not say (they come first): HTTP 501, which a server
+    that is not an OpenAI-compatible API gives a POST; a context too small for the request (llama.cpp's
+    `exceed_context_size_error`, OpenAI's `context_length_exceeded`)."""
+    if err.status == 501:
+        return (f"HTTP 501 (Not Implemented): base_url={base_url!r} is probably not an OpenAI-compatible API (a "
+                "static file server such as python -m http.server answers a POST so); point it at the API. ")
+    if "context" in f"{err.type} {err.code}" and ("exceed" in f"{err.type} {err.code}"):
+        return ("The request does not fit the model's context: shorten the conversation, lower max_tokens, or "
+                "give the server a larger context (llama-server: -c). ")
+    return ""
+
+
 def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, request_id: Optional[str] = None,
                      secret: Any = None) -> ModelHTTPError:
     """A 2xx answer that is not JSON (a web server's welcome page, a proxy's text): what it said, and what to
@@ -295,36 +308,19 @@ def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, 
 
 def _strip_html(text: str) -> str:
     """The visible text of an HTML error page, squeezed to one line (a 502 from a proxy, say)."""
-    out, in_tag = [], False
-    for ch in text:
-        if ch == "<":
-            in_tag = True
-        elif ch == ">":
-            in_tag = False
-            out.append(" ")
-        elif not in_tag:
-            out.append(ch)
-    return " ".join("".join(out).split())
+    return " ".join(re.sub(r"<[^>]*>?", " ", text).split())
 
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
     """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
+    from email.utils import parsedate_to_datetime
+    for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            return float(ms) / 1000.0
+            return float(headers.get(name) or "") * unit
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
     try:
-        return float(value)
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-    try:
-        when = parsedate_to_datetime(value)
+        when = parsedate_to_datetime(headers.get("retry-after") or "")
     except (TypeError, ValueError, IndexError):
         return None
     return when.timestamp() - (time.time() if now is None else now)
@@ -337,13 +333,15 @@ def is_validation_error(error: ModelHTTPError) -> bool:
 
 
 def should_retry(status: int, headers: dict, error: Optional[ModelHTTPError] = None) -> bool:
-    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota` or a
-    validation error."""
+    """openai-python's decision for an HTTP error status, plus: never retry `insufficient_quota`, a validation
+    error or a 501."""
     delay = retry_after(headers)
     if delay is not None and delay > MAX_SERVER_DELAY:
         return False
     if error is not None and ("insufficient_quota" in (error.code or "", error.type or "")
                               or is_validation_error(error)):
+        return False
+    if status == 501:  # Not Implemented: the same request gets the same answer (a static file server's to a POST)
         return False
     flag = (headers.get("x-should-retry") or "").lower()
     if flag in ("true", "false"):

@@ -1,22 +1,20 @@
 """`OpenAIProvider`: a model name (`Agent(model="gpt-4.1-mini")`) + environment → an HTTP adapter.
 
 Where it sits: `RunConfig(model_provider=...)` (or the default provider) turns an agent's model name
-into an `OpenAIResponsesModel` or `OpenAIChatCompletionsModel`. Which one: `use_responses` if given,
-else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and Chat Completions for
-any other (compatible servers implement Chat far more faithfully). Environment: `OPENAI_API_KEY`,
-`OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_DEFAULT_MODEL`, `OPENAI_ORG_ID`,
-`OPENAI_PROJECT_ID`; read when a model is first resolved, never at import.
-The endpoint itself (base URL, key, headers) is resolved in `connection.py`, below the adapters.
+(or `OPENAI_DEFAULT_MODEL`'s) into an `OpenAIResponsesModel` or `OpenAIChatCompletionsModel`. Which one:
+`use_responses` if given, else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and Chat
+Completions for any other (compatible servers implement Chat far more faithfully). The endpoint itself (base
+URL, key, headers, their environment variables) is resolved in `connection.py`, below the adapters.
 Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from ..errors import UserError
-from .connection import client_endpoint, env, host_of, resolve_base_url, set_default_endpoint
-from .http import MAX_RESPONSE_BYTES, check_bounds
+from .connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
+from .http import MAX_RESPONSE_BYTES, check_bounds, shown_base_url
 from .interface import Model, ModelProvider
 
 DEFAULT_MODEL = "gpt-4.1"
@@ -26,13 +24,6 @@ _default_api: Optional[str] = None  # set_default_openai_api
 def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
     """The API key used when neither the model nor the provider was given one (beats OPENAI_API_KEY)."""
     set_default_endpoint(api_key=key)
-
-
-def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None:
-    """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
-    provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
-    environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
-    set_default_endpoint(client=client_endpoint(client))
 
 
 def set_default_openai_api(api: str) -> None:
@@ -53,14 +44,12 @@ class OpenAIProvider:
                  api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, **chat_options):
         check_bounds(attempt_timeout, max_response_bytes)
-        if openai_client is not None:  # where the client points, with its key (the client is never called)
-            found = client_endpoint(openai_client)
-            api_key, base_url = api_key or found["api_key"], base_url or found["base_url"]
-            organization, project = organization or found["organization"], project or found["project"]
-        self._api_key = api_key
-        self.base_url, self.organization, self.project = base_url, organization, project
+        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
+                            project=project)  # where the client points, with its key (the client is never called)
+        self._api_key = given["api_key"]
+        self.base_url, self.organization, self.project = given["base_url"], given["organization"], given["project"]
         self.use_responses = use_responses
-        self._endpoint = dict(organization=organization, project=project, default_headers=default_headers,
+        self._endpoint = dict(organization=self.organization, project=self.project, default_headers=default_headers,
                               timeout=timeout, max_retries=max_retries, api_version=api_version,
                               attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
@@ -83,59 +72,30 @@ class OpenAIProvider:
         key = (name, source, base_url, responses)
         with self._lock:
             if key not in self._models:
-                if responses:
-                    from .responses import OpenAIResponsesModel
-                    model = OpenAIResponsesModel(name, base_url=base_url, api_key=self._api_key, **self._endpoint)
-                else:
-                    from .chat_completions import OpenAIChatCompletionsModel
-                    model = OpenAIChatCompletionsModel(
-                        name, base_url=base_url, api_key=self._api_key, **self._endpoint, **self._chat_options)
+                from .chat_completions import OpenAIChatCompletionsModel
+                from .responses import OpenAIResponsesModel
+                adapter, options = (OpenAIResponsesModel, {}) if responses else (OpenAIChatCompletionsModel,
+                                                                                  self._chat_options)
+                model = adapter(name, base_url=base_url, api_key=self._api_key, **self._endpoint, **options)
                 model.model_source = source  # a 404 for a name nobody chose says where it came from
                 self._models[key] = model
             return self._models[key]
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={self.base_url!r}, use_responses={self.use_responses!r})"
-
-
-MultiProviderOpenAIPrefixMode = Literal["alias", "model_id"]
-MultiProviderUnknownPrefixMode = Literal["error", "model_id"]
-
-
-class MultiProviderMap:
-    """Model-name prefixes (`"local"` in `"local/llama3"`) → the `ModelProvider` that resolves them."""
-
-    def __init__(self):
-        self._mapping: dict = {}
-
-    def has_prefix(self, prefix: str) -> bool:
-        return prefix in self._mapping
-
-    def get_mapping(self) -> dict:
-        return dict(self._mapping)
-
-    def set_mapping(self, mapping: dict) -> None:
-        self._mapping = dict(mapping)
-
-    def get_provider(self, prefix: str) -> Optional[ModelProvider]:
-        return self._mapping.get(prefix)
-
-    def add_provider(self, prefix: str, provider: ModelProvider) -> None:
-        self._mapping[prefix] = provider
-
-    def remove_provider(self, prefix: str) -> None:
-        del self._mapping[prefix]
+        shown = shown_base_url(self.base_url, self._api_key) if self.base_url else None
+        return f"OpenAIProvider(base_url={shown!r}, use_responses={self.use_responses!r})"
 
 
 class MultiProvider:
     """Routes a model name by its prefix, as upstream: no prefix or `openai/` → an `OpenAIProvider` (built from
     the `openai_*` arguments; `openai/` is stripped unless `openai_prefix_mode="model_id"`); a prefix in
-    `provider_map` → that provider, with the rest of the name; any other prefix is a `UserError` (or, with
+    `provider_map` (anything with `get_provider(prefix)`, as upstream's `MultiProviderMap`) → that provider, with
+    the rest of the name; any other prefix is a `UserError` (or, with
     `unknown_prefix_mode="model_id"`, the whole name goes to the OpenAI provider, for servers whose model ids
     contain "/"). `litellm/` and `any-llm/` need upstream's extensions, which miniagents does not provide. This is
     the default provider of a run without `RunConfig(model_provider=...)`."""
 
-    def __init__(self, *, provider_map: Optional[MultiProviderMap] = None, openai_api_key: Optional[str] = None,
+    def __init__(self, *, provider_map: Any = None, openai_api_key: Optional[str] = None,
                  openai_base_url: Optional[str] = None, openai_client: Any = None,
                  openai_organization: Optional[str] = None, openai_project: Optional[str] = None,
                  openai_use_responses: Optional[bool] = None, openai_prefix_mode: str = "alias",

@@ -16,8 +16,8 @@ from ..context import Usage
 from ..errors import ModelBehaviorError, UserError
 from ..items import FAKE_ID, clean_json
 from . import shapes
-from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
-                       kernel_spec, output_format, wire_tool_choice)
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec, is_json,
+                       kernel_spec, output_format, reasoning_of, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, http_error, parse_sse_json, redact
 from .interface import ModelResponse, ModelSettings
@@ -30,10 +30,6 @@ def responses_tool(tool: Any) -> dict:
     if isinstance(spec, dict) and spec.get("type", "function") != "function":
         return dict(spec)
     return {"type": "function", **function_spec(spec)}
-
-
-def responses_tool_choice(choice: Any) -> Any:
-    return wire_tool_choice(choice, chat=False)
 
 
 def wire_item(item: Any) -> Any:
@@ -62,14 +58,12 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
         body["input"] = [wire_item(i) for i in input
                          if not (isinstance(i, dict) and i.get("type") == "reasoning" and i.get("id") == FAKE_ID)]
     add_tools(body, settings, [responses_tool(t) for t in list(tools or []) + list(handoffs or [])],
-              responses_tool_choice(settings.tool_choice))
+              wire_tool_choice(settings.tool_choice, chat=False))
     add_settings(body, settings, SENT_AS_IS + ("truncation", "top_logprobs", "context_management"))
     if settings.max_tokens is not None:
         body["max_output_tokens"] = settings.max_tokens
     if settings.reasoning is not None:
-        r = settings.reasoning
-        body["reasoning"] = r if isinstance(r, dict) else {
-            k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k, None) is not None}
+        body["reasoning"] = reasoning_of(settings)
     include = list(settings.response_include or [])
     for value in (i for t in tools or [] for i in getattr(t, "includes", ())):  # what hosted tools need back
         if value not in include:
@@ -92,36 +86,68 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
     return add_extras(body, settings, stream)
 
 
-def check_final(response: dict, request_id: Optional[str] = None, secret: Optional[str] = None) -> dict:
-    """Raise for a `failed` or `incomplete` response; return it otherwise."""
+def check_final(response: dict, exchange: Exchange) -> dict:
+    """Raise for a `failed` or `incomplete` response (no secret the exchange holds in what is said); return it
+    otherwise."""
     status = shapes.opt_str(response.get("status"), "status")
     if status == "failed" or (status is None and response.get("error")):
         raise error_from_body(None, {"error": response.get("error") or {"message": "response failed"}},
-                              request_id, secret)
+                              exchange.request_id, exchange.secret)
     if status == "incomplete":
         details = response.get("incomplete_details")
         reason = shapes.obj({} if details is None else details, "incomplete_details").get("reason")
-        reason = redact(reason, secret) if isinstance(reason, str) and reason else "unknown"
+        reason = redact(reason, exchange.secret) if isinstance(reason, str) and reason else "unknown"
         raise ModelBehaviorError(f"The model's response is incomplete (reason: {reason}); raise "
                                  "max_tokens or shorten the input.")
     return response
 
 
 class OpenAIResponsesModel(EndpointModel):
-    """`Model` over `POST {base_url}/responses`: OpenAI's own API (and Azure, Ollama, vLLM, llama.cpp)."""
+    """`Model` over `POST {base_url}/responses`: OpenAI's own API (and Azure, Ollama, vLLM, llama.cpp).
+
+    Besides a forced tool (endpoint.py), the output schema has a second form, for servers that ignore
+    `text.format` (llama.cpp's llama-server drops it when it turns the request into a chat): an answer that is not
+    JSON gets the request sent once more with the schema also stated in the instructions, remembered per endpoint.
+    """
 
     path = "/responses"
+    FORMS = {**EndpointModel.FORMS, "text.format": ("alone", "in the instructions too")}
 
     def _body(self, instructions, input, settings, tools, output_schema, handoffs, stream, **ids) -> dict:
         return build_body(self.model, instructions, input, settings, tools, output_schema, handoffs,
                           stream=stream, **ids)
 
-    def _response(self, data: Any, request_id: Optional[str]) -> ModelResponse:
-        secret = self.transport.secret
+    def _in_forms(self, body: dict, forms: dict) -> dict:
+        body = super()._in_forms(body, forms)
+        schema = self._schema(body)
+        if schema is None or forms["text.format"] == "alone":
+            return body
+        return {**body, "instructions": "\n\n".join(filter(None, (body.get("instructions"), schema_note(schema))))}
+
+    def _checked(self, sent: dict, forms: dict) -> list:
+        schema = forms["text.format"] == "alone" and self._schema(sent) is not None
+        return super()._checked(sent, forms) + (["text.format"] if schema else [])
+
+    def _ignored(self, part: str, sent: dict, items: list) -> bool:
+        if part != "text.format":
+            return super()._ignored(part, sent, items)
+        return any(p.get("type") == "output_text" and not is_json(p["text"]) for i in items
+                   if i.get("type") == "message" for p in i.get("content") or [])
+
+    def _schema(self, body: dict) -> Optional[dict]:
+        fmt = (body.get("text") or {}).get("format") or {}
+        return fmt.get("schema") if fmt.get("type") == "json_schema" else None
+
+    def _model_hint(self) -> str:
+        return super()._model_hint() + ("If this server does not offer the Responses API, use Chat Completions "
+                                        "(OpenAIChatCompletionsModel, or OpenAIProvider(use_responses=False)). ")
+
+    def _response(self, exchange: Exchange) -> ModelResponse:
+        data, request_id = exchange.data, exchange.request_id
         if not isinstance(data, dict) or data.get("object") == "error" or ("output" not in data and data.get("error")):
-            raise error_from_body(200, data, request_id, secret)
+            raise error_from_body(200, data, request_id, exchange.secret)
         data = clean_json(data)
-        check_final(data, request_id, secret)
+        check_final(data, exchange)
         if "output" not in data:
             raise ModelBehaviorError("The model's answer is empty: the response has no 'output'.")
         output = shapes.output_items(data["output"])
@@ -132,18 +158,17 @@ class OpenAIResponsesModel(EndpointModel):
                              response_id=shapes.opt_str(data.get("id"), "id"), request_id=request_id)
 
     def _events(self, exchange: Exchange) -> Iterator[dict]:
-        secret = self.transport.secret
         collected: dict = {}
         deltas: dict = {}  # one shapes.Deltas per streamed text, so split surrogate pairs come out joined
         for name, data in exchange:
-            event = parse_sse_json(data, secret)
+            event = parse_sse_json(data, exchange.secret)
             if event == "[DONE]":
                 continue
             event = _cleaned(shapes.obj(event, "a stream event"), deltas)
             kind = event.get("type") or name
             event["type"] = shapes.text(kind, "a stream event's type")
             if kind == "error":
-                raise error_from_body(None, event, exchange.request_id, secret)
+                raise error_from_body(None, event, exchange.request_id, exchange.secret)
             if kind == "response.output_item.done":
                 item = shapes.output_item(event.get("item"), f"{kind}.item")
                 key = event.get("output_index")
@@ -153,7 +178,7 @@ class OpenAIResponsesModel(EndpointModel):
             if kind in ("response.failed", "response.incomplete"):
                 response = event.get("response")
                 check_final({**shapes.obj({} if response is None else response, f"{kind}.response"),
-                             "status": kind.split(".")[1]}, exchange.request_id, secret)
+                             "status": kind.split(".")[1]}, exchange)
             if kind == "response.completed":
                 yield {**event, "response": _completed(event.get("response"), collected)}
                 return  # the answer is complete: never wait for a server that holds the connection open

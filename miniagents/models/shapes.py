@@ -29,32 +29,22 @@ def malformed(where: str, value: Any, expected: str) -> ModelBehaviorError:
     return ModelBehaviorError(f"The model's answer is malformed: {where} is {kind_of(value)}, expected {expected}.")
 
 
-def obj(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise malformed(where, value, "an object")
-    return value
+def _checker(types: Any, expected: str):
+    def check(value: Any, where: str) -> Any:
+        if not isinstance(value, types):
+            raise malformed(where, value, expected)
+        return value
+    return check
+
+
+obj = _checker(dict, "an object")
+text = _checker(str, "a string")  # a string that must be there (an empty string is fine)
+opt_str = _checker((str, type(None)), "a string")
 
 
 def arr(value: Any, where: str) -> list:
     """An array; a missing one (null) reads as empty."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise malformed(where, value, "an array")
-    return value
-
-
-def opt_str(value: Any, where: str) -> Optional[str]:
-    if value is not None and not isinstance(value, str):
-        raise malformed(where, value, "a string")
-    return value
-
-
-def text(value: Any, where: str) -> str:
-    """A string that must be there (an empty string is fine)."""
-    if not isinstance(value, str):
-        raise malformed(where, value, "a string")
-    return value
+    return [] if value is None else _checker(list, "an array")(value, where)
 
 
 def count(value: Any, where: str) -> int:

@@ -27,7 +27,7 @@ from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from ..models.retry_advice import (ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError,  # noqa: F401
                                    provider_retries_disabled)
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 DEFAULT_INITIAL_DELAY = 0.25
 DEFAULT_MAX_DELAY = 2.0
 DEFAULT_MULTIPLIER = 2.0

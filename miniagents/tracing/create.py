@@ -14,7 +14,7 @@ from .span_data import (AgentSpanData, CustomSpanData, FunctionSpanData, Generat
 from .spans import NoOpSpan, Span, SpanImpl, _DetachedSpan
 from .traces import NoOpTrace, Trace, TraceImpl
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 
 def trace(workflow_name: str, trace_id: Optional[str] = None, group_id: Optional[str] = None,

@@ -20,7 +20,7 @@ from .spans import NoOpSpan, Span, SpanImpl
 from .traces import NoOpTrace, TraceImpl
 from .util import TRUE
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 
 def run_processors(config: Any, inherited: tuple = ()) -> tuple:

@@ -13,7 +13,7 @@ from .processor_interface import TracingExporter, TracingProcessor
 from .spans import Span
 from .traces import Trace
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 
 class JsonlTraceProcessor(TracingProcessor):

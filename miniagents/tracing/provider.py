@@ -10,7 +10,7 @@ from typing import Any, Optional
 from .processor_interface import TracingProcessor
 from .util import TRUE
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 _processors: tuple = ()  # the global processors, replaced (never mutated) under _lock
 _lock = threading.Lock()
 _disabled: Optional[bool] = None  # None until first read: set_tracing_disabled, else OPENAI_AGENTS_DISABLE_TRACING

@@ -8,7 +8,7 @@ from . import provider
 from .scope import Scoped, _current_trace, reset
 from .util import gen_trace_id
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 
 class Trace(Scoped):

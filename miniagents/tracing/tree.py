@@ -12,6 +12,7 @@ import sys
 from typing import Any, Iterable, Optional
 
 CONTAINERS = ("task", "agent", "turn")  # spans that hold others; the live view prints them when they start
+SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendored copy gives it
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
 _BRANCHES = {True: ("├─ ", "└─ ", "│  ", "   "), False: ("|- ", "`- ", "|  ", "   ")}
 
@@ -209,7 +210,7 @@ def _unicode_ok(stream: Any) -> bool:
 def main(argv: Optional[list] = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m miniagents.trace",
+    parser = argparse.ArgumentParser(prog=f"python -m {SHELL}",
                                      description="Print a miniagents trace file (JSON lines) as a tree.")
     parser.add_argument("file", help="a file written with RunConfig(trace_path=...) or MINIAGENTS_TRACE")
     parser.add_argument("--full", action="store_true", help="show arguments, outputs and data in full")
@@ -218,12 +219,12 @@ def main(argv: Optional[list] = None) -> int:
         with open(args.file, encoding="utf-8", errors="replace") as lines:
             traces, problems = read(lines)
     except OSError as error:
-        print(f"miniagents.trace: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+        print(f"{SHELL}: cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 2
     for problem in problems:
-        print(f"miniagents.trace: {args.file}: {problem}", file=sys.stderr)
+        print(f"{SHELL}: {args.file}: {problem}", file=sys.stderr)
     if not traces:
-        print(f"miniagents.trace: no traces in {args.file}", file=sys.stderr)
+        print(f"{SHELL}: no traces in {args.file}", file=sys.stderr)
         return 1
     print(render(traces, full=args.full, unicode=_unicode_ok(sys.stdout)))
     return 0

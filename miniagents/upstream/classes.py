@@ -169,3 +169,28 @@ class ItemHelpers:
     @classmethod
     def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
         return function_call_output(tool_call["call_id"], output)
+
+
+class MultiProviderMap:
+    """Model-name prefixes (`"local"` in `"local/llama3"`) → the `ModelProvider` that resolves them."""
+
+    def __init__(self):
+        self._mapping: dict = {}
+
+    def has_prefix(self, prefix: str) -> bool:
+        return prefix in self._mapping
+
+    def get_mapping(self) -> dict:
+        return dict(self._mapping)
+
+    def set_mapping(self, mapping: dict) -> None:
+        self._mapping = dict(mapping)
+
+    def get_provider(self, prefix: str) -> Any:
+        return self._mapping.get(prefix)
+
+    def add_provider(self, prefix: str, provider: Any) -> None:
+        self._mapping[prefix] = provider
+
+    def remove_provider(self, prefix: str) -> None:
+        del self._mapping[prefix]

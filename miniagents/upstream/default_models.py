@@ -7,8 +7,9 @@ sends no per-model default settings, so `get_default_model_settings` is always a
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
+from ..models import connection
 from ..models.interface import ModelSettings
 
 
@@ -32,3 +33,10 @@ def is_gpt_5_default() -> bool:
 def get_default_model_settings(model: Optional[str] = None) -> ModelSettings:
     """The settings miniagents adds for `model` (the default one when None): none, for every model."""
     return ModelSettings()
+
+
+def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None:
+    """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
+    provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
+    environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
+    connection.set_default_endpoint(client=connection.client_endpoint(client))

@@ -147,3 +147,11 @@ class ImageGenerationTool(HostedTool):
 
 
 Tool = Union[FunctionTool, FileSearchTool, WebSearchTool, HostedMCPTool, CodeInterpreterTool, ImageGenerationTool]
+
+
+@dataclass
+class MCPToolChoice:
+    """Upstream's `tool_choice` that forces one tool of a hosted MCP server (`ModelSettings(tool_choice=...)`)."""
+
+    server_label: str
+    name: str

@@ -1,4 +1,5 @@
-"""miniagents' logger ("miniagents") and `enable_verbose_stdout_logging`, upstream's switch for seeing it.
+"""The package's logger (named as the package is: "miniagents", or a vendored copy's name) and
+`enable_verbose_stdout_logging`, upstream's switch for seeing it.
 
 The kernel logs warnings (a tool that raised, an ignored output item) and debug lines (retries) here;
 nothing is printed unless the application configures logging or calls `enable_verbose_stdout_logging()`.
@@ -10,7 +11,7 @@ import logging
 import sys
 import threading
 
-logger = logging.getLogger("miniagents")
+logger = logging.getLogger(__name__.rsplit(".", 2)[0])  # the kernel package's logger, whatever a copy is named
 _handler = None
 _lock = threading.Lock()
 

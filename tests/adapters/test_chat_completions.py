@@ -5,8 +5,9 @@ import pytest
 
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
-    ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool, chat_tool_choice,
+    ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool,
     items_to_messages, message_to_items)
+from miniagents.models.endpoint import wire_tool_choice
 from miniagents.schema import wire_schema
 from miniagents.models.interface import ModelSettings
 from openai_server import chat_chunks, chat_completion, sse
@@ -23,6 +24,10 @@ CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_q1", "name": "co
 OUTPUT = {"type": "function_call_output", "call_id": "call_q1", "output": '{"result": 6480.5}'}
 ASSISTANT = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": "Converting.", "annotations": []}]}
+
+
+def wire_tool_choice_chat(choice):
+    return wire_tool_choice(choice, chat=True)
 
 
 def model(server, **kw):
@@ -141,17 +146,17 @@ def test_bad_tool_name_and_hosted_tool_rejected():
 
 
 def test_tool_choice_forms():
-    assert chat_tool_choice("auto") == "auto"
-    assert chat_tool_choice("convert") == {"type": "function", "function": {"name": "convert"}}
-    assert chat_tool_choice({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
+    assert wire_tool_choice_chat("auto") == "auto"
+    assert wire_tool_choice_chat("convert") == {"type": "function", "function": {"name": "convert"}}
+    assert wire_tool_choice_chat({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
     with pytest.raises(UserError):
-        chat_tool_choice(42)
+        wire_tool_choice_chat(42)
     allowed = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "x"}]}
-    assert chat_tool_choice(allowed) == {"type": "allowed_tools", "allowed_tools": {
+    assert wire_tool_choice_chat(allowed) == {"type": "allowed_tools", "allowed_tools": {
         "mode": "required", "tools": [{"type": "function", "function": {"name": "x"}}]}}
     from miniagents.models.endpoint import wire_tool_choice  # and back, for the Responses API
 
-    assert wire_tool_choice(chat_tool_choice(allowed), chat=False) == allowed
+    assert wire_tool_choice(wire_tool_choice_chat(allowed), chat=False) == allowed
 
 
 def test_body_settings_mapping():
@@ -175,6 +180,42 @@ def test_body_settings_mapping():
 def test_settings_chat_cannot_express_raise(settings):
     with pytest.raises(UserError):
         build_body("m", None, [], settings, [], None, [])
+
+
+@pytest.mark.parametrize("name, value", [("truncation", "auto"), ("response_include", ["x"]),
+                                         ("context_management", {"k": 1})])
+def test_a_responses_only_setting_is_refused_by_name_and_value(name, value):
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(**{name: value}), [], None, [])
+    assert str(caught.value) == (f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
+                                 "cannot express it (use OpenAIResponsesModel or unset it)")
+
+
+def test_prompt_cache_options_is_refused_as_no_adapters_setting():
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(prompt_cache_options={"k": 1}), [], None, [])
+    assert str(caught.value) == ("ModelSettings.prompt_cache_options: not supported by these adapters; pass it in "
+                                 "extra_body if your server takes it")
+
+
+def test_each_setting_chat_completions_takes_is_in_the_body_in_its_form():
+    settings = ModelSettings(temperature=0.5, top_p=0.9, frequency_penalty=0.1, presence_penalty=0.2,
+                             metadata={"k": "v"}, store=False, prompt_cache_retention="24h", verbosity="low",
+                             max_tokens=7, top_logprobs=3, reasoning={"effort": "low"})
+    body = build_body("m", "Be brief.", [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert body == {"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                               {"role": "user", "content": "hi"}],
+                    "temperature": 0.5, "top_p": 0.9, "frequency_penalty": 0.1, "presence_penalty": 0.2,
+                    "metadata": {"k": "v"}, "store": False, "prompt_cache_retention": "24h", "verbosity": "low",
+                    "max_completion_tokens": 7, "logprobs": True, "top_logprobs": 3, "reasoning_effort": "low"}
+    with pytest.raises(UserError) as caught:
+        build_body("m", None, [], ModelSettings(reasoning={"summary": "auto"}), [], None, [])
+    assert str(caught.value) == "reasoning.summary is a Responses API feature; Chat Completions cannot express it"
+
+
+def test_truncation_disabled_is_what_chat_completions_does_anyway_so_it_is_accepted_and_not_sent():
+    body = build_body("m", None, [], ModelSettings(truncation="disabled"), [], None, [])
+    assert body == build_body("m", None, [], ModelSettings(), [], None, [])
 
 
 def test_output_schema_becomes_response_format():

@@ -348,3 +348,15 @@ def test_which_statuses_are_retried_as_openai_python_does(status, retried):
     uncaught by any quick test)."""
     from miniagents.models.protocol import should_retry
     assert should_retry(status, {}) is retried
+
+
+def test_a_model_nobody_keeps_closes_its_pooled_connections_when_collected(server):
+    import gc
+    server.reply(chat_completion("hi"))
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k")
+    model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    sockets = [conn.sock for conn in model.transport._conns]  # kept here: only the transport can close them
+    assert sockets and all(s.fileno() >= 0 for s in sockets)
+    del model
+    gc.collect()
+    assert [s.fileno() for s in sockets] == [-1] * len(sockets)

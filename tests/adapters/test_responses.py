@@ -5,7 +5,8 @@ import pytest
 
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.interface import ModelSettings
-from miniagents.models.responses import OpenAIResponsesModel, build_body, responses_tool, responses_tool_choice
+from miniagents.models.endpoint import wire_tool_choice
+from miniagents.models.responses import OpenAIResponsesModel, build_body, responses_tool
 from openai_server import call_item, response_events, response_obj, sse, text_item
 
 TOOL = {"type": "function", "name": "convert_currency", "description": "Convert an amount.",
@@ -55,10 +56,10 @@ def test_tools_are_flat_with_explicit_strict_and_stripped_default():
 
 
 def test_tool_choice_forms():
-    assert responses_tool_choice("lookup") == {"type": "function", "name": "lookup"}
-    assert responses_tool_choice({"type": "function", "function": {"name": "x"}}) == {"type": "function",
+    assert wire_tool_choice("lookup", chat=False) == {"type": "function", "name": "lookup"}
+    assert wire_tool_choice({"type": "function", "function": {"name": "x"}}, chat=False) == {"type": "function",
                                                                                       "name": "x"}
-    assert responses_tool_choice("none") == "none"
+    assert wire_tool_choice("none", chat=False) == "none"
     with pytest.raises(UserError):
         build_body("m", None, [], ModelSettings(tool_choice="required"), [], None, [])
 

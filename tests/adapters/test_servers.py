@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from miniagents import Agent, ModelHTTPError, OpenAIChatCompletionsModel, Runner, function_tool
-from miniagents.models import chat_completions
+from miniagents.models import chat_completions, endpoint
 from openai_server import EMULATED, chat_chunks, chat_completion, sse
 
 lookups = []
@@ -22,10 +22,15 @@ def get_weather(city: str) -> str:
     return f"Sunny in {city}"
 
 
+def chat_key(server):
+    """Where the forms an endpoint took are remembered: (API path, base URL, model)."""
+    return ("/chat/completions", server.url, "smol")
+
+
 @pytest.fixture(autouse=True)
 def fresh_memory(monkeypatch):
     """Each test starts with no remembered content form (the memory is per process)."""
-    monkeypatch.setattr(chat_completions, "_accepted_forms", {})
+    monkeypatch.setattr(endpoint, "_accepted_forms", {})
     lookups.clear()
 
 
@@ -96,12 +101,12 @@ def test_a_gateway_that_refuses_the_empty_string_gets_null(server, streamed):
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_remembered_empty_string_that_a_gateway_refuses_falls_back_to_null(server, monkeypatch, streamed):
-    monkeypatch.setitem(chat_completions._accepted_forms, (server.url, "smol"), {"content": ""})
+    monkeypatch.setitem(endpoint._accepted_forms, chat_key(server), {"content": ""})
     server.emulate("bedrock-gateway")
     script(server, streamed)
     assert run(server, streamed) == "It is sunny in Paris."
     assert [assistant_content(r) for r in server.requests[1:]] == ["", None]
-    assert chat_completions._accepted_forms[(server.url, "smol")] == {"content": None}
+    assert endpoint._accepted_forms[chat_key(server)] == {"content": None}
 
 
 def test_a_forced_form_is_never_resent_and_a_validation_error_is_never_retried(server):
@@ -240,7 +245,7 @@ def test_a_refusal_of_both_forms_at_once_switches_both_in_one_resend(server):
     assert "5 validation errors" in refused["refused"]["json"]["error"]["message"]
     assert assistant_content(refused) is None and refused["body"]["response_format"]["type"] == "json_schema"
     assert assistant_content(resent) == "" and json_object_form(resent["body"]) and "refused" not in resent
-    assert chat_completions._accepted_forms[(server.url, "smol")] == {"content": "", "response_format": "json_object"}
+    assert endpoint._accepted_forms[chat_key(server)] == {"content": "", "response_format": "json_object"}
 
 
 def test_a_forced_json_schema_is_never_resent(server):
@@ -256,11 +261,11 @@ def test_a_forced_json_object_is_sent_at_once(server):
     reply_forecast(server, False)
     assert forecast_run(server, False, response_format_type="json_object") == Forecast("Paris", "sunny")
     [request] = server.requests
-    assert json_object_form(request["body"]) and chat_completions._accepted_forms == {}
+    assert json_object_form(request["body"]) and endpoint._accepted_forms == {}
 
 
 def test_a_remembered_json_object_that_a_server_refuses_goes_back_to_json_schema(server, monkeypatch):
-    monkeypatch.setitem(chat_completions._accepted_forms, (server.url, "smol"), {"response_format": "json_object"})
+    monkeypatch.setitem(endpoint._accepted_forms, chat_key(server), {"response_format": "json_object"})
     server.emulate("lm-studio")
     reply_forecast(server, False)
     assert forecast_run(server, False) == Forecast("Paris", "sunny")
@@ -268,7 +273,7 @@ def test_a_remembered_json_object_that_a_server_refuses_goes_back_to_json_schema
     assert refused["refused"]["json"]["error"]["message"] == "'response_format.type' must be 'json_schema' or 'text'"
     assert resent["body"]["response_format"]["type"] == "json_schema"
     assert resent["body"]["messages"][0] == {"role": "system", "content": "Answer briefly."}  # no schema note
-    assert chat_completions._accepted_forms[(server.url, "smol")] == {"response_format": "json_schema"}
+    assert endpoint._accepted_forms[chat_key(server)] == {"response_format": "json_schema"}
 
 
 def test_a_refused_schema_is_not_resent_as_json_object(server):
@@ -289,11 +294,11 @@ def test_when_both_response_formats_are_refused_the_error_says_so(server):
     assert text.startswith("HTTP 400: type=invalid_request_error 'response_format.type' must be 'json_schema' or "
                            "'text' (POST ")
     assert "[sent twice: response_format json_schema was refused first: 1 validation error:" in text
-    assert chat_completions._accepted_forms == {}
+    assert endpoint._accepted_forms == {}
 
 
 def test_a_request_without_an_output_schema_is_unchanged_by_a_remembered_json_object(server, monkeypatch):
-    monkeypatch.setitem(chat_completions._accepted_forms, (server.url, "smol"), {"response_format": "json_object"})
+    monkeypatch.setitem(endpoint._accepted_forms, chat_key(server), {"response_format": "json_object"})
     script(server, streamed=False)
     assert run(server, False) == "It is sunny in Paris."
     assert all("response_format" not in r["body"] for r in server.requests)

@@ -281,9 +281,10 @@ def test_as_tool_reaches_the_model_as_a_function_with_an_input_string():
     Runner.run_sync(agent, "hi")
     (spec,) = model.calls[0].tools
     assert (spec["name"], spec["description"]) == ("translate", "Translate text to French.")
-    assert spec["parameters"]["properties"]["input"]["type"] == "string"
-    assert spec["parameters"]["required"] == ["input"]
-    assert spec["parameters"]["additionalProperties"] is False
+    assert spec["parameters"] == {  # the default input schema, word for word (its title and description too)
+        "type": "object", "title": "AgentAsToolInput", "description": "Default input schema for agent-as-tool calls.",
+        "properties": {"input": {"type": "string", "title": "Input"}}, "required": ["input"],
+        "additionalProperties": False}
 
 
 def test_as_tool_defaults_its_name_from_the_agent_name_and_its_description_to_empty():

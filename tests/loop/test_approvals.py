@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, strategies as st
 
 from miniagents.errors import AlreadyResumedError
 from miniagents import Agent, RunConfig, RunContextWrapper, Runner, RunState, ToolApprovalItem, function_tool
@@ -580,3 +581,17 @@ def test_the_same_arguments_written_differently_are_still_the_approved_ones():
     data = state.to_json()
     data["pending_turn"]["output"][0]["arguments"] = '{ "note" : "x", "amount" : 5 }'
     assert Runner.run_sync(agent, RunState.from_json(agent, data)).final_output == "done" and paid == [5]
+
+
+@given(name=st.text(min_size=1, max_size=12), given_name=st.sampled_from([None, ""]))
+def test_an_approval_item_built_from_a_raw_call_alone_is_named_by_the_call(name, given_name):
+    """`ToolApprovalItem(agent=..., raw_item=call)` (as upstream code builds one) has the call's name as its
+    `tool_name`, not '' (issue 30); a name given explicitly stands."""
+    from miniagents.items import ToolApprovalItem
+
+    agent = Agent(name="A")
+    call = function_call(name, {}, call_id="c1")
+    extra = {} if given_name is None else {"tool_name": given_name}
+    item = ToolApprovalItem(agent=agent, raw_item=call, **extra)
+    assert item.tool_name == item.name == name
+    assert ToolApprovalItem(agent=agent, raw_item=call, tool_name="other").tool_name == "other"

@@ -21,7 +21,7 @@ from miniagents import Agent, RunConfig, RunState, Runner, SessionSettings, SQLi
 from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from miniagents.steps import NOT_RUN_AGAIN
+from miniagents.ledger import NOT_RUN_AGAIN
 from support import outputs_sent
 
 
@@ -385,16 +385,50 @@ def test_a_resume_that_crashed_mid_call_can_be_taken_over_and_what_it_did_stays_
     assert outputs_sent(model.calls[0]) == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
 
 
-def test_taking_over_a_resume_that_did_finish_writes_nothing_of_its_turn_twice(tmp_path):
-    """take_over() on a pause whose resume in fact completed: the calls are not run again (their recorded outputs
-    are used), the turn and the input added to the state are not written again; only the model is asked again."""
-    text, paid, session = resumed_once_with_added_input(tmp_path)
-    result, model = resume(text, paid, session, answers=("again",), take_over=True)
-    assert result.final_output == "again" and paid == [5]
-    assert outputs_sent(model.calls[0]) == {"c5": "paid 5"}
-    history = session.get_items()
-    assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == ["c5"]
-    assert sum(1 for i in history if i.get("content") == "and say thanks") == 1
+class DiesAfterWriting(SQLiteSession):
+    """A session whose process dies right after a resume wrote its turn, before it recorded "completed"."""
+
+    def settle_call(self, run_id, call_id, output):
+        if output == "completed":
+            raise KeyboardInterrupt
+        return super().settle_call(run_id, call_id, output)
+
+
+@pytest.mark.parametrize("died_after_writing", [False, True])
+def test_taking_over_a_resume_that_did_finish_is_refused_and_asks_no_model(tmp_path, died_after_writing):
+    """take_over() on a pause whose resume in fact completed (it recorded "completed", or it wrote its turn and
+    died before it could): refused with `AlreadyResumedError` outcome "completed" before the model is asked, so
+    the session never holds two answers to one turn (issue 30)."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    text = paused_json(session, paid, amounts=(5,))
+    if died_after_writing:
+        with pytest.raises(KeyboardInterrupt):
+            resume(text, paid, DiesAfterWriting("s", str(tmp_path / "db")))
+    else:
+        resume(text, paid, session)
+    before = session.get_items()
+    with pytest.raises(AlreadyResumedError) as refused:
+        resume(text, paid, session, answers=("again",), take_over=True)
+    assert refused.value.outcome == "completed" and paid == [5]
+    assert session.get_items() == before
+    assert [i["call_id"] for i in before if i.get("type") == "function_call_output"] == ["c5"]
+
+
+def test_a_take_over_of_a_resume_that_died_before_writing_still_proceeds(tmp_path):
+    """The other side of the line: a resume that died before its turn's write is taken over, and the turn is
+    written once."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    text = paused_json(session, paid, amounts=(5,))
+
+    class DiesBeforeWriting(SQLiteSession):
+        def add_items(self, items, *, once=None):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        resume(text, paid, DiesBeforeWriting("s", str(tmp_path / "db")))
+    result, _ = resume(text, paid, session, take_over=True)
+    assert result.final_output == "done" and paid == [5]
+    assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c5"]
 
 
 def test_take_over_is_for_a_paused_state():
@@ -417,5 +451,8 @@ def test_taking_over_an_agent_tools_pause_takes_over_its_inner_run_and_runs_noth
             state.take_over()
         for item in state.get_interruptions():
             state.approve(item)
-        finals.append(Runner.run_sync(agent, state, session=session).final_output)
-    assert paid == [5] and finals == ["done", "done"]  # the inner call was claimed in the caller's ledger
+        try:
+            finals.append(Runner.run_sync(agent, state, session=session).final_output)
+        except AlreadyResumedError as refused:  # the first resume completed: taking it over asks no model again
+            finals.append(refused.outcome)
+    assert paid == [5] and finals == ["done", "completed"]  # the inner call was claimed in the caller's ledger

@@ -806,3 +806,23 @@ def test_a_tool_raising_system_exit_still_ends_the_program():
     agent, _ = make_agent([[function_call("leave", "{}", call_id="c1")], [assistant_message("never")]], tools=[leave])
     with pytest.raises(SystemExit):
         Runner.run_sync(agent, "go")
+
+
+def test_the_text_the_model_sees_for_bad_arguments_names_the_tool_once_what_to_fix_and_what_it_sent():
+    from miniagents.tool import failure_text
+    from miniagents.validate import ArgumentsError, parse_arguments
+
+    @function_tool
+    def f(x: int) -> str:
+        """F."""
+        return ""
+
+    with pytest.raises(ArgumentsError) as bad_json:
+        parse_arguments("{bad", "f")
+    assert failure_text(f, None, "{bad", bad_json.value) == (
+        "Invalid JSON input for tool f: Expecting property name enclosed in double quotes at line 1 column 2. "
+        "Send one JSON object. Received: {bad\nFix the arguments and call the tool again.")
+    wrong = ArgumentsError("parameter 'x': expected integer, got string \"a\"")
+    assert failure_text(f, None, '{"x": "a"}', wrong) == (
+        "Invalid JSON input for tool f: parameter 'x': expected integer, got string \"a\". Received: {\"x\": \"a\"}\n"
+        "Fix the arguments and call the tool again.")

@@ -165,3 +165,198 @@ def test_a_model_that_reports_no_requests_is_still_counted():
         Runner.run_sync(Agent(name="Loop", tools=[again], model=silent), "go", max_turns=None,
                         run_config=limited(request_limit=3))
     assert silent.calls == 3
+
+
+# --- Limits are never loosened: not by a model's numbers, not through nesting or concurrency (issue 30) ---------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from miniagents import handoff  # noqa: E402
+
+NUMBERS = st.one_of(st.integers(-10**9, 10**9), st.sampled_from([-1, 0, 1, 2**63]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(reported=st.lists(st.fixed_dictionaries({"requests": NUMBERS, "input_tokens": NUMBERS,
+                                                "output_tokens": NUMBERS, "total_tokens": NUMBERS,
+                                                "tool_calls": NUMBERS}), min_size=1, max_size=4),
+       streamed=st.booleans())
+def test_a_models_reported_usage_never_loosens_a_limit(reported, streamed):
+    """Whatever counts a model reports (negative, absurd, from a stream's usage dict): one request per model call,
+    tool calls as the kernel ran them, and token counts that never go down."""
+    ran = []
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return "ok"
+
+    class Reporting:
+        calls = 0
+
+        def response(self):
+            numbers = reported[self.calls % len(reported)]
+            self.calls += 1
+            return [function_call("count", {"n": self.calls}, call_id=f"c{self.calls}")], numbers
+
+        def get_response(self, *args, **kwargs):
+            output, numbers = self.response()
+            return ModelResponse(output=output, usage=Usage(**numbers))
+
+        def stream_response(self, *args, **kwargs):
+            output, numbers = self.response()
+            yield {"type": "response.completed", "response": {"output": output, "usage": numbers}}
+
+    model = Reporting()
+    agent = Agent(name="Counter", tools=[count], model=model)
+    config = limited(request_limit=4, tool_calls_limit=3)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        if streamed:
+            async def drain():
+                async for _ in Runner.run_streamed(agent, "go", run_config=config, max_turns=None).stream_events():
+                    pass
+            asyncio.run(drain())
+        else:
+            Runner.run_sync(agent, "go", run_config=config, max_turns=None)
+    usage = stopped.value.state.context_wrapper.usage
+    assert model.calls <= 4 and len(ran) <= 3
+    assert usage.requests == model.calls and usage.tool_calls == len(ran)
+    assert min(usage.input_tokens, usage.output_tokens, usage.total_tokens) >= 0
+
+
+def test_a_handoff_is_held_back_at_a_crossed_token_limit_as_a_function_call_is():
+    handed, ran = [], []
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return "ok"
+
+    for with_tool in (False, True):
+        billing = Agent(name="Billing", model=ScriptedModel([[assistant_message("billing here")]]))
+        calls = [function_call("transfer_to_billing", {}, call_id="h1")]
+        calls += [function_call("count", {"n": 1}, call_id="c1")] if with_tool else []
+        model = ScriptedModel([ModelStep(output=calls, usage=Usage(requests=1, total_tokens=200))])
+        agent = Agent(name="Triage", tools=[count], model=model,
+                      handoffs=[handoff(billing, on_handoff=lambda ctx: handed.append(1))])
+        with pytest.raises(UsageLimitExceeded) as stopped:
+            Runner.run_sync(agent, "go", run_config=limited(total_tokens_limit=50))
+        assert handed == [] and ran == [] and stopped.value.state.current_agent is agent
+        result = Runner.run_sync(agent, stopped.value.state, run_config=limited(total_tokens_limit=500))
+        assert result.final_output == "billing here" and handed == [1] and ran == ([1] if with_tool else [])
+        handed.clear(), ran.clear()
+
+
+def nest(tools_per_turn, inner_calls, concurrent):
+    """An outer agent whose one turn calls `tools_per_turn` agent tools (at once or one by one), each running an
+    inner agent that makes `inner_calls` tool calls in one turn, then answers."""
+    ran, models = [], []
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return "ok"
+
+    tools = []
+    for t in range(tools_per_turn):
+        model = ScriptedModel([[function_call("count", {"n": 10 * t + k}, call_id=f"i{t}{k}")
+                                for k in range(inner_calls)], [assistant_message(f"inner {t}")]])
+        models.append(model)
+        tools.append(Agent(name=f"Inner{t}", tools=[count], model=model).as_tool(f"inner{t}", "Counts."))
+    outer_model = ScriptedModel([[function_call(f"inner{t}", {"input": "go"}, call_id=f"o{t}")
+                                  for t in range(tools_per_turn)], [assistant_message("outer done")]])
+    models.append(outer_model)
+    outer = Agent(name="Outer", tools=tools, model=outer_model)
+    config = RunConfig(max_function_tool_concurrency=None if concurrent else 1)
+    return outer, config, ran, models
+
+
+@settings(max_examples=30, deadline=None)
+@given(tools_per_turn=st.integers(1, 3), inner_calls=st.integers(1, 3), concurrent=st.booleans(),
+       request_limit=st.one_of(st.none(), st.integers(1, 6)), tool_calls_limit=st.one_of(st.none(), st.integers(1, 6)))
+def test_no_limit_is_passed_through_agents_used_as_tools_one_by_one_or_at_once(tools_per_turn, inner_calls,
+                                                                                concurrent, request_limit,
+                                                                                tool_calls_limit):
+    """Each model call and each tool call (an agent tool's own call included) is counted before it starts, so
+    nested runs, concurrent or not, never see room their siblings or their caller already took."""
+    outer, config, ran, models = nest(tools_per_turn, inner_calls, concurrent)
+    limits = UsageLimits(request_limit=request_limit, tool_calls_limit=tool_calls_limit)
+    try:
+        result = Runner.run_sync(outer, "go", run_config=RunConfig(
+            usage_limits=limits, max_function_tool_concurrency=config.max_function_tool_concurrency))
+        usage = result.context_wrapper.usage
+    except UsageLimitExceeded as stopped:
+        usage = stopped.state.context_wrapper.usage
+    requests = sum(len(m.calls) for m in models)
+    tool_calls = len(ran) + sum(1 for m in models[:-1] if m.calls)  # the inner tools' calls, and each agent tool's
+    assert request_limit is None or requests <= request_limit, (requests, request_limit)
+    assert tool_calls_limit is None or tool_calls <= tool_calls_limit, (tool_calls, tool_calls_limit)
+    assert usage.requests == requests and usage.tool_calls >= tool_calls
+
+
+# --- Every state a limit stop returns resumes once (issue 30) ------------------------------------------------
+
+from miniagents.errors import AlreadyResumedError  # noqa: E402
+from miniagents.models.interface import Model  # noqa: E402
+
+
+class Counting(Model):
+    """A model that calls `count` once a turn until `turns` outputs are in its input, then answers: any resume of
+    any state gets the answer an uninterrupted run gets at that point."""
+
+    def __init__(self, turns):
+        self.turns, self.calls = turns, 0
+
+    def get_response(self, instructions, input, *args, **kwargs):
+        self.calls += 1
+        done = sum(1 for i in input if i.get("type") == "function_call_output")
+        if done >= self.turns:
+            return ModelResponse(output=[assistant_message("done")], usage=Usage(requests=1))
+        return ModelResponse(output=[function_call("count", {"n": done}, call_id=f"c{done}")], usage=Usage(requests=1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(request_limit=st.integers(1, 3), resumes=st.integers(2, 3), at_once=st.booleans(),
+       tool_calls_limit=st.one_of(st.none(), st.integers(1, 3)))
+def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledger(tmp_path_factory, request_limit,
+                                                                                    resumes, at_once,
+                                                                                    tool_calls_limit):
+    """A stop between turns (request_limit) or inside one (tool_calls_limit), resumed by several workers (one after
+    another, or at once): one proceeds, the others raise `AlreadyResumedError` before any model call, tool or
+    write; the tool runs once per turn and the session holds each turn once."""
+    import threading
+
+    ran, session = [], SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
+
+    @function_tool
+    def count(n: int) -> str:
+        ran.append(n)
+        return f"counted {n}"
+
+    def agent():
+        return Agent(name="Looper", tools=[count], model=Counting(3))
+
+    first = limited(request_limit=request_limit, tool_calls_limit=tool_calls_limit)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent(), "go", session=session, run_config=first, max_turns=None)
+    text = stopped.value.state.to_string()
+    outcomes = []
+
+    def worker():
+        try:
+            result = Runner.run_sync(agent(), RunState.from_string(agent(), text), session=session, max_turns=None)
+            outcomes.append(result.final_output)
+        except AlreadyResumedError:
+            outcomes.append("refused")
+
+    if at_once:
+        threads = [threading.Thread(target=worker) for _ in range(resumes)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    else:
+        for _ in range(resumes):
+            worker()
+    assert sorted(outcomes) == ["done"] + ["refused"] * (resumes - 1)
+    assert sorted(ran) == [0, 1, 2]
+    outputs = [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"]
+    assert outputs == ["c0", "c1", "c2"]

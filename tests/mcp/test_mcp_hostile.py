@@ -299,6 +299,18 @@ def test_cleanup_leaves_no_process_and_no_zombie(connected):
     assert not alive(pid) and not_our_child(pid) and group(pid) == []
 
 
+
+@pytest.mark.parametrize("calls", [0, 3])
+def test_cleanup_leaves_no_reader_thread_running(connected, calls):
+    server, pid = connected()
+    for n in range(calls):
+        server.call_tool("echo", {"text": str(n)})
+    readers = [t for t in threading.enumerate() if t.name.startswith("mcp-") and t.name.endswith(server.name)]
+    assert readers  # its stdout's and its stderr's
+    server.cleanup()
+    assert [t.name for t in readers if t.is_alive()] == []
+
+
 AT_EXIT = r'''
 import sys
 sys.path.insert(0, sys.argv[1])

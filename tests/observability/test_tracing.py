@@ -327,7 +327,7 @@ def test_spans_nest_under_the_current_span_and_processors_see_starts_and_ends_in
     assert custom["started_at"] <= custom["ended_at"] and inner.ended_at == custom["ended_at"]
     assert re.fullmatch(r"trace_[0-9a-f]{32}", t.trace_id) and re.fullmatch(r"span_[0-9a-f]{24}", agent.span_id)
     assert recorder.events[0][1] == {"object": "trace", "id": t.trace_id, "workflow_name": "Help desk",
-                                     "group_id": "g1", "metadata": {"user": "u1"}}
+                                     "group_id": "g1", "metadata": {"user": "u1"}} == t.to_json()
 
 
 def test_upstreams_export_shapes_for_each_span_kind(recorder):
@@ -447,11 +447,113 @@ def test_a_trace_finished_twice_ends_once(recorder):
 def test_a_disabled_trace_stays_current_until_it_is_finished_with_reset_current():
     trace = tracing.trace("Help desk", disabled=True)
     assert isinstance(trace, tracing.NoOpTrace)
+    assert (trace.trace_id, trace.name, trace.export(), trace.to_json()) == ("no-op", "no-op", None, None)  # upstream's
     trace.start(mark_as_current=True)
     trace.finish()  # upstream: finishing without reset_current leaves the current trace alone
     assert tracing.get_current_trace() is trace
     trace.finish(reset_current=True)
     assert tracing.get_current_trace() is None
+
+@pytest.mark.parametrize("under", ["a recorded trace", "a disabled trace", "no trace"])
+def test_every_span_leaves_the_current_span_as_it_found_it_however_it_ends(under):
+    """A span becomes current only when asked (`with`, or start(mark_as_current=True)), stays current when it is
+    finished without reset_current (upstream's rule), and the previous span is current again once it is reset,
+    an exception leaving the block included. Without any trace a span is never current."""
+    if under == "a recorded trace":
+        tracing.add_trace_processor(Recorder())
+
+    def scenario():
+        outer = None if under == "no trace" else tracing.trace("t", disabled=under == "a disabled trace")
+        if outer is not None:
+            outer.start(mark_as_current=True)
+        current = (lambda span: None if outer is None else span)
+        with tracing.agent_span("A") as agent:
+            assert tracing.get_current_span() is current(agent)
+            with pytest.raises(RuntimeError):
+                with tracing.function_span("f") as failing:
+                    assert tracing.get_current_span() is current(failing)
+                    raise RuntimeError("boom")
+            assert tracing.get_current_span() is current(agent)
+            unmarked = tracing.custom_span("unmarked")
+            unmarked.start()
+            assert tracing.get_current_span() is current(agent)
+            unmarked.finish(reset_current=True)  # it never became current: nothing to restore
+            assert tracing.get_current_span() is current(agent)
+            marked = tracing.custom_span("marked")
+            marked.start(mark_as_current=True)
+            marked.finish()
+            assert tracing.get_current_span() is current(marked)  # finished without reset_current: still current
+        assert tracing.get_current_span() is None  # the agent span's end restores what was before it
+        return outer
+
+    outer = contextvars.copy_context().run(scenario)  # a context of its own: nothing is left current here
+    assert tracing.get_current_span() is None and tracing.get_current_trace() is None
+    if outer is not None:
+        outer.finish()
+
+
+@pytest.mark.parametrize("disabled", [False, True], ids=["recorded", "disabled"])
+def test_every_trace_leaves_the_current_trace_as_it_found_it_however_it_ends(recorder, disabled):
+    def scenario():
+        first = tracing.trace("first", disabled=disabled)
+        first.start(mark_as_current=True)
+        unmarked = tracing.trace("unmarked", disabled=disabled)
+        unmarked.start()
+        assert tracing.get_current_trace() is first
+        unmarked.finish(reset_current=True)  # it never became current: nothing to restore
+        assert tracing.get_current_trace() is first
+        twice = tracing.trace("twice", disabled=disabled)
+        twice.start(mark_as_current=True)
+        twice.finish(reset_current=True)
+        twice.finish(reset_current=True)  # restored once: the second finish changes nothing, and does not fail
+        assert tracing.get_current_trace() is first
+        with pytest.raises(RuntimeError):
+            with tracing.trace("inner", disabled=disabled) as inner:
+                assert tracing.get_current_trace() is inner
+                raise RuntimeError("boom")
+        assert tracing.get_current_trace() is first
+        kept = tracing.trace("kept", disabled=disabled)
+        kept.start(mark_as_current=True)
+        kept.finish()  # without reset_current: still current, as upstream's
+        assert tracing.get_current_trace() is kept
+        first.finish(reset_current=True)  # restores what was current before `first`
+        assert tracing.get_current_trace() is None
+
+    contextvars.copy_context().run(scenario)
+    assert tracing.get_current_trace() is None
+
+
+def test_upstreams_scope_accessors_set_read_and_restore_the_current_trace_and_span(recorder):
+    def scenario():
+        with tracing.trace("t") as t, tracing.agent_span("A") as agent:
+            assert (tracing.Scope.get_current_trace(), tracing.Scope.get_current_span()) == (t, agent)
+            other_trace, other_span = tracing.trace("other"), tracing.custom_span("other")
+            trace_token = tracing.Scope.set_current_trace(other_trace)
+            span_token = tracing.Scope.set_current_span(other_span)
+            assert (tracing.get_current_trace(), tracing.get_current_span()) == (other_trace, other_span)
+            tracing.Scope.reset_current_span(span_token)
+            tracing.Scope.reset_current_trace(trace_token)
+            assert (tracing.get_current_trace(), tracing.get_current_span()) == (t, agent)
+
+    contextvars.copy_context().run(scenario)
+
+
+@pytest.mark.parametrize("under", ["a recorded trace", "a disabled trace"])
+def test_a_span_finished_twice_ends_once_and_restores_the_current_span_once(under):
+    if under == "a recorded trace":
+        tracing.add_trace_processor(Recorder())
+
+    def scenario():
+        with tracing.trace("t", disabled=under == "a disabled trace"):
+            with tracing.agent_span("A") as agent:
+                span = tracing.custom_span("twice")
+                span.start(mark_as_current=True)
+                span.finish(reset_current=True)
+                span.finish(reset_current=True)  # nothing left to restore: no error, the agent span stays current
+                assert tracing.get_current_span() is agent
+
+    contextvars.copy_context().run(scenario)
+
 
 def test_recording_is_true_only_under_a_trace_that_has_a_processor(recorder):
     assert not tracing.recording()

@@ -705,3 +705,79 @@ def test_write_file_through_a_link_inside_replaces_the_file_it_names_and_keeps_t
     assert os.readlink(os.path.join(root, "alias.md")) == "docs/guide.md"
     with open(os.path.join(root, "docs", "guide.md")) as f:
         assert f.read() == "via the link\n"
+
+
+# --- Resources: every descriptor and pipe a tool opens is closed, on every path (issue 35) -------------------
+
+FD_FOLDER = next((f for f in ("/proc/self/fd", "/dev/fd") if os.path.isdir(f)), None)
+
+
+def open_descriptors():
+    return sorted(int(n) for n in os.listdir(FD_FOLDER))
+
+
+@posix_only
+@pytest.mark.skipif(FD_FOLDER is None, reason="counts this process's descriptors in /proc/self/fd or /dev/fd")
+def test_every_tool_closes_each_descriptor_and_pipe_it_opened_whatever_its_answer(tree):
+    """Each call, whether it answers, is refused or fails midway (a link that leads outside or loops, a search
+    stopped by its bounds, a regex child that runs out of time), leaves this process with the descriptors it had:
+    closed (a child process reaped) by the tool itself, not by the garbage collector (it is off while each call
+    runs) nor by a finalizer (which would warn)."""
+    import gc
+    import warnings
+
+    root, outside = tree
+    os.symlink(os.path.join(outside, "secret.txt"), os.path.join(root, "out.txt"))
+    os.symlink("docs/guide.md", os.path.join(root, "in.md"))
+    os.symlink(os.path.join(root, "docs", "faq"), os.path.join(root, "docs", "abs-faq"))  # absolute, inside
+    os.symlink("../../..", os.path.join(root, "docs", "faq", "up"))  # its '..' climbs above the root
+    os.symlink("loop", os.path.join(root, "loop"))
+    os.makedirs(os.path.join(root, "deep", "a", "b", "c"))
+    for n in range(4):
+        with open(os.path.join(root, "deep", "a", "b", "c", f"f{n}.txt"), "w") as f:
+            f.write("needle\n" * 3)
+    workspace = Workspace(root, writable=True)
+    bounded = Workspace(root)
+    bounded.max_matches, bounded.max_search_files, bounded.max_search_depth = 2, 3, 2
+    slow = Workspace(root)
+    slow.regex_seconds = 0.05
+    with open(os.path.join(root, "backtracks.txt"), "w") as f:
+        f.write("a" * 40 + "!\n")
+    calls = [
+        lambda: workspace.list_files("."), lambda: workspace.list_files("docs"), lambda: workspace.list_files("nope"),
+        lambda: workspace.list_files("big.txt"), lambda: workspace.list_files("docs/abs-faq"),
+        lambda: workspace.read_file("docs/guide.md"), lambda: workspace.read_file("big.txt", 990),
+        lambda: workspace.read_file("logo.png"), lambda: workspace.read_file("docs"),
+        lambda: workspace.read_file("nope"), lambda: workspace.read_file("in.md"),
+        lambda: workspace.read_file("out.txt"), lambda: workspace.read_file("loop"),
+        lambda: workspace.read_file("docs/faq/up/secret.txt"), lambda: workspace.read_file("docs/abs-faq/up"),
+        lambda: workspace.read_file("docs/abs-faq/shipping.txt"),
+        lambda: workspace.search("refund"), lambda: workspace.search("ship", "docs/abs-faq"),
+        lambda: workspace.search("x", "nope"), lambda: workspace.search("needle", "deep/a/b/c/f0.txt"),
+        lambda: bounded.search("needle"), lambda: bounded.search("needle", "deep"), lambda: bounded.search("e"),
+        lambda: workspace.search("Re.und", regex=True), lambda: workspace.search("ship", "docs", regex=True),
+        lambda: bounded.search("needle", regex=True), lambda: bounded.search("line", "big.txt", regex=True),
+        lambda: workspace.search("[", regex=True),
+        lambda: slow.search("(a+)+$", "backtracks.txt", regex=True),
+        lambda: workspace.write_file("notes/new.md", "hello\n"), lambda: workspace.write_file("docs", "x"),
+        lambda: workspace.write_file("out.txt", "x"), lambda: workspace.write_file("in.md", "through\n"),
+    ]
+    answers = []
+    for n, call in enumerate(calls):
+        before = open_descriptors()
+        gc.disable()
+        try:
+            with warnings.catch_warnings(record=True) as warned:  # what a finalizer closes, it warns about
+                warnings.simplefilter("always", ResourceWarning)
+                try:
+                    answers.append(call())
+                except ToolError as refused:
+                    answers.append(refused.message)
+        finally:
+            gc.enable()
+        assert open_descriptors() == before, f"call {n} ({answers[-1][:80]!r}) left descriptors open"
+        assert [str(w.message) for w in warned if issubclass(w.category, ResourceWarning)] == [], \
+            f"call {n} ({answers[-1][:80]!r}) left a file, pipe or child process to its finalizer"
+    assert any("did not finish within" in a for a in answers)  # the child that ran out of time was one of them
+    assert any("leads outside the workspace" in a for a in answers) and any("symbolic links" in a for a in answers)
+    assert any(a.startswith("(stopped") or "stopped after 3 files" in a for a in answers)

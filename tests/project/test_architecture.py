@@ -20,7 +20,7 @@ LAYERS = {
     "declarations": ["docstrings", "validate", "schema", "models.interface", "models.retry_advice", "tool",
                      "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
-    "running": ["state", "result", "turn", "steps", "run", "testing"],
+    "running": ["state", "result", "turn", "ledger", "steps", "run", "testing"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
@@ -168,3 +168,16 @@ def test_all_lists_every_public_name_of_the_package_and_each_one_resolves():
     imported = {n for n, v in vars(miniagents).items() if not n.startswith("_") and not isinstance(v, type(ast))}
     assert imported - set(miniagents.__all__) == set()
     assert [n for n in miniagents.__all__ if not hasattr(miniagents, n)] == []
+
+
+def test_the_package_never_spells_its_own_name_where_a_copy_would_need_its_own():
+    """A loaded module or a logger is named from `__name__`, never from the text "miniagents": a copy vendored as
+    `myproj._vendor.miniagents` must find its own modules and log under its own name."""
+    naming = {"getLogger", "import_module", "__import__", "find_spec"}
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in naming:
+                found += [f"{path.relative_to(PACKAGE)}:{node.lineno}" for arg in node.args[:1]
+                          if isinstance(arg, ast.Constant) and str(arg.value).split(".")[0] == "miniagents"]
+    assert found == []

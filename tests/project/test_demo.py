@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT))
 import demo  # noqa: E402
 
 SUMMARY = re.compile(r"^invariants: (\d+)/(\d+) passed$", re.M)
+LIVE = ["1", "2", "3", "4", "5", "7", "8", "9", "10", "12", "14"]  # the chapters --live plays
+CALLS = 12  # the model calls of the live walkthrough when every answer is prose (ch3, ch7 and ch9 twice)
 HEADING = re.compile(r"^── Chapter (\d+) · ", re.M)
 INVARIANT = re.compile(r"^  [✓✗] (ch\d+|all): ", re.M)
 
@@ -324,12 +326,11 @@ def test_live_a_web_page_at_the_base_url_is_named_as_such(server, tmp_path):
 def test_live_a_chapter_the_server_fails_is_one_line_and_the_walkthrough_goes_on(server, tmp_path):
     """llama-cpp-python with a tiny model answered chapter 3's structured-output request with an HTTP 500;
     the live walkthrough used to stop there."""
-    from openai_server import chat_completion
+    from openai_server import prose
 
     failure = {"error": {"message": "grammar: unsupported schema", "type": "internal_server_error"}}
     server.judge = lambda body: (500, failure) if "response_format" in body else None
-    for text in ("We're open 9 to 5.", "It is on its way.", "Let me check on that refund."):  # chapters 1, 2, 4
-        server.reply(chat_completion(text))
+    server.otherwise = prose("We're open 9 to 5.")
     proc = live_against(server, tmp_path)
     assert proc.returncode == 1, proc.out + proc.err  # the number of chapters that could not run
     lines = proc.err.strip().splitlines()
@@ -337,22 +338,20 @@ def test_live_a_chapter_the_server_fails_is_one_line_and_the_walkthrough_goes_on
     assert lines[0].startswith("live: chapter 3 could not run: ") and "HTTP 500" in lines[0], lines[0]
     assert "unsupported schema" in lines[0] and "its log says why" in lines[0]
     assert "structured output (a strict JSON schema as `response_format`)" in lines[0]
-    assert HEADING.findall(proc.out) == ["1", "2", "3", "4", "10"]
+    assert HEADING.findall(proc.out) == LIVE
     assert "✓ ch1: " in proc.out and "· ch4: the handoff switched agents" in proc.out and "✓ ch10: " in proc.out
     assert "did not run to their end or broke a rule: chapter 3 (exit status 1)\n" in proc.out
     assert sum("response_format" in body for body in server.bodies) == 3  # tried 3 times (retried), then given up
-    assert len(server.requests) == 6
 
 
 def test_live_a_model_that_never_calls_a_tool_nor_answers_json_is_reported_and_passes(server, tmp_path):
     """Its choices are reported; the kernel's rules of every chapter are still checked, and all ran."""
-    from openai_server import chat_completion
+    from openai_server import prose
 
-    for _ in range(5):  # chapters 1 and 2, chapter 3 twice (the answer and the retry), chapter 4
-        server.reply(chat_completion("Hello! How can I help?"))
+    server.otherwise = prose("Hello! How can I help?")
     proc = live_against(server, tmp_path)
     assert proc.returncode == 0, proc.out + proc.err
-    assert proc.err == "" and len(server.requests) == 5
+    assert proc.err == "" and len(server.requests) == CALLS
     out = " ".join(proc.out.split())
     assert "✓ ch3: the model was sent a strict schema" in out and "it did not fit again (InvalidFinalOutput)" in out
     for line in ("· ch2: the model called get_order_status", "· ch3: final_output is a DeliveryAnswer",
@@ -368,6 +367,45 @@ def test_live_a_model_answer_that_ends_the_run_is_reported_and_counted(server, t
     out = " ".join(proc.out.split())
     assert "· ch1: the chapter ran to its end (it raised ModelBehaviorError" in out and "the model's choice" in out
     assert "✓ ch10: " in out and "did not run to their end or broke a rule: chapter 1 (exit status 1)" in out
+
+
+def test_live_plays_every_chapter_but_three_and_says_why_each_stays_offline(server, tmp_path):
+    from openai_server import prose
+
+    server.otherwise = prose("Hello!")
+    proc = live_against(server, tmp_path, "--max-tokens", "32")
+    assert proc.returncode == 0 and HEADING.findall(proc.out) == LIVE, proc.out + proc.err
+    for number, name in ((6, "approval"), (11, "recovery"), (13, "crash_and_continue")):
+        assert f"  chapter {number} ({demo.CHAPTERS[number - 1][0]}) stays offline: {demo.OFFLINE[name]}\n" in proc.out
+    assert {b.get("max_tokens") for b in server.bodies} == {32}  # every request capped
+    assert f"live budget: {CALLS} model calls, {CALLS * 10} tokens in, {CALLS * 5} out; at most 32 tokens per " \
+           "answer (--max-tokens)" in proc.out
+    said = " ".join(run_demo(bare_copy(tmp_path / "help"), "--help").out.split())
+    assert "Played by the scripted model only: chapter 6: its resumed half runs in a fresh process" in said
+
+
+def test_live_a_long_invalid_answer_is_clipped_where_it_is_shown_and_sent_back(server, tmp_path):
+    from openai_server import prose
+
+    server.otherwise = prose("na " * 2000)
+    proc = live_against(server, tmp_path, "--chapter", "3")
+    assert proc.returncode == 0, proc.out + proc.err
+    assert "characters in all] …" in proc.out and "na " * 200 not in proc.out
+    sent_back = server.bodies[1]["messages"][-1]["content"]
+    assert "characters in all] …" in sent_back and len(sent_back) < 600
+
+
+def test_live_a_501_and_a_context_too_small_say_what_to_do(server, tmp_path):
+    from openai_server import HTTP_SERVER_501, LLAMA_SERVER_CONTEXT
+
+    server.reply(raw=HTTP_SERVER_501, status=501, content_type="text/html").reply(LLAMA_SERVER_CONTEXT, status=400)
+    proc = live_against(server, tmp_path, "--chapter", "1", "--chapter", "2")
+    lines = proc.err.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 2 and len(server.requests) == 2, proc.err  # never retried
+    assert "probably not an OpenAI-compatible API" in lines[0] and "Next: set OPENAI_BASE_URL to an " in lines[0]
+    said = lines[1].split("failed: ")[1]
+    assert said.startswith("HTTP 400: type=exceed_context_size_error code=400 request (5033 tokens) exceeds")
+    assert "Next: give the server a larger context (llama-server: -c 8192), or lower --max-tokens." in lines[1]
 
 
 def test_live_without_an_api_key_says_which_variable_to_set(tmp_path):
@@ -416,14 +454,16 @@ def test_live_reports_the_models_choices_and_asserts_the_kernels_rules(tmp_path)
 # --- --live --record, --replay ------------------------------------------------------------------------------
 
 KEY = "sk-demo-test-SECRET-0123456789"  # the API key the recording run is given: no file may hold it
+RECORDED = 14  # the calls of the recorded walkthrough: 7 in chapters 1-4, then 7 in prose
 TRANSCRIPT = re.compile(r"^      [→←] .*$", re.M)  # the items sent to and received from the model
 
 
 def script_the_live_chapters(server) -> None:
     """A model that plays chapters 1-4 well: it answers, calls the tool, misses the schema once then fits it,
-    and hands off."""
-    from openai_server import chat_completion
+    and hands off; then it answers every request of the later chapters in prose."""
+    from openai_server import chat_completion, prose
 
+    server.otherwise = prose("Happy to help.")
     server.reply(chat_completion("We're open 9 to 5, Monday to Friday."))
     server.reply(chat_completion(tool_calls=[("call_7", "get_order_status",
                                               '{"order_id": "A1", "include_items": false}')]))
@@ -448,7 +488,7 @@ def recorded(tmp_path_factory):
         repo, recording = bare_copy(folder), folder / "walkthrough.jsonl"
         proc = run_demo(repo, "--live", "--model", "tiny", "--record", str(recording),
                         env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
-        assert len(server.requests) == 7, server.bodies
+        assert len(server.requests) == RECORDED, server.bodies
     finally:
         server.close()
     return repo, recording, proc
@@ -476,12 +516,12 @@ def copy_of(recording: Path, folder: Path, change_line=None, change_sidecar=None
 def test_a_recorded_live_walkthrough_replays_offline_with_the_network_closed(recorded):
     repo, recording, live = recorded
     assert live.returncode == 0, live.out + live.err
-    assert f"recorded 7 model calls to {recording}, and what a replay needs besides to {recording}.walkthrough.json" \
+    assert f"recorded {RECORDED} model calls to {recording}, and what a replay needs besides to {recording}.walkthrough.json" \
         in live.out and f"python demo.py --replay {recording}" in live.out
     replay = run_demo(repo, "--replay", str(recording), offline=True)  # no OPENAI_ variable: no key, no server
     assert replay.returncode == 0 and replay.err == "", replay.out + replay.err
     assert f"(replaying {recording}: the recorded model, offline)" in replay.out
-    assert HEADING.findall(replay.out) == ["1", "2", "3", "4", "10"]
+    assert HEADING.findall(replay.out) == LIVE
     assert TRANSCRIPT.findall(replay.out) == TRANSCRIPT.findall(live.out)  # the same items, both ways
     assert len(TRANSCRIPT.findall(live.out)) >= 14
     said = " ".join(replay.out.split())
@@ -489,10 +529,13 @@ def test_a_recorded_live_walkthrough_replays_offline_with_the_network_closed(rec
     assert len(reported) == 5  # what the live run only reported, the replay asserts, as it was
     for rule in reported:
         assert f"✓ {rule}: yes, as when recorded" in said, rule
-    for number, calls in ((1, "1 model call"), (2, "2 model calls"), (3, "2 model calls"), (4, "2 model calls")):
+    for rule in re.findall(r"· (ch\d+: [^·✓✗]*?): no \(reported, not asserted", " ".join(live.out.split())):
+        assert f"✓ {rule}: no, as when recorded" in said, rule
+    for number, calls in ((1, "1 model call"), (2, "2 model calls"), (3, "2 model calls"), (4, "2 model calls"),
+                          (5, "1 model call"), (7, "2 model calls"), (9, "2 model calls"), (12, "1 model call")):
         assert f"✓ ch{number}: its {calls} asked what was recorded (Replay compared each request" in said
     assert "✓ ch10: it made no model call, as when recorded" in said
-    assert "✓ all: the replay asked for all 7 recorded model calls (assert_complete)" in said
+    assert f"✓ all: the replay asked for all {RECORDED} recorded model calls (assert_complete)" in said
     passed, total = map(int, SUMMARY.findall(replay.out)[0])
     assert passed == total == len(INVARIANT.findall(replay.out))
 
@@ -559,14 +602,15 @@ def test_a_tampered_recording_says_which_request_and_field_changed_and_fails(rec
     proc = run_demo(repo, "--replay", str(copy_of(recording, tmp_path / "tampered", ask_another_question)),
                     offline=True)
     said = " ".join(proc.out.split())
-    assert proc.returncode == 4, proc.out + proc.err  # chapters 2, 3, 4 and the whole-walkthrough checks
+    # chapters 2, 3, 4 and the later ones that call a model (5, 7, 8, 9, 12), and the whole-walkthrough checks
+    assert proc.returncode == 9, proc.out + proc.err
     assert "✗ ch2: the walkthrough changed since the recording: request 2 differs from the recording at " \
            'input[0].content: recorded "Where is my order A2?", received "Where is my order A1?"' in said, said
-    assert "✓ ch1: " in said and "✓ ch10: " in said
-    for number in (3, 4):
+    assert "✓ ch1: " in said and "✓ ch10: " in said and "✓ ch14: " in said
+    for number in (3, 4, 5, 7, 8, 9, 12):
         assert f"✗ ch{number}: not replayed: chapter 2 left recorded calls unasked" in said
-    assert "7 recorded model calls (assert_complete) (ReplayIncomplete: 6 recorded request(s) were not asked " \
-           "for: [2, 3, 4, 5, 6, 7])" in said
+    assert f"{RECORDED} recorded model calls (assert_complete) (ReplayIncomplete: {RECORDED - 1} recorded " \
+           "request(s) were not asked for: [2, 3, 4," in said
     assert "Traceback" not in proc.err
 
 
@@ -604,10 +648,11 @@ def test_replay_refuses_a_recording_it_cannot_replay_in_one_line(recorded, tmp_p
         ([str(tmp_path / "missing.jsonl")], "cannot read the recording "),
         ([str(not_json)], "notes.jsonl' line 1 is not JSON"),
         ([str(alone)], f"cannot read {alone}.walkthrough.json (No such file or directory), which --live --record "),
-        ([str(recording), "--chapter", "1"], "holds chapters 1, 2, 3, 4, 10, and --chapter asked for 1: a replay "
+        ([str(recording), "--chapter", "1"], "holds chapters 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 14, and --chapter "
+                                             "asked for 1: a replay "
                                              "plays the chapters that were recorded"),
         ([str(copy_of(recording, tmp_path / "bumped", change_sidecar=bump_chapter_1))],
-         "holds 7 model calls, and its sidecar counts 8: they are not from one recording"),
+         f"holds {RECORDED} model calls, and its sidecar counts {RECORDED + 1}: they are not from one recording"),
         ([str(copy_of(recording, tmp_path / "renamed", change_sidecar=rename_chapter_1))],
          "chapter 1 was recorded as 'The loop, as it was', and is now 'The loop: one plain answer'"),
     ]
@@ -616,8 +661,8 @@ def test_replay_refuses_a_recording_it_cannot_replay_in_one_line(recorded, tmp_p
         assert proc.returncode != 0 and proc.out == "", (args, proc.out, proc.err)
         lines = proc.err.splitlines()
         assert len(lines) == 1 and lines[0].startswith("replay: no chapter ran: ") and said in lines[0], (args, lines)
-    same = run_demo(repo, "--replay", str(recording), *"--chapter 10 --chapter 4 --chapter 3 --chapter 2 "
-                    "--chapter 1".split(), "--quiet", offline=True)
+    same = run_demo(repo, "--replay", str(recording), *[f"--chapter={n}" for n in reversed(LIVE)], "--quiet",
+                    offline=True)
     assert same.returncode == 0, same.out + same.err
 
 
@@ -680,8 +725,8 @@ def test_a_chapter_the_server_failed_when_recorded_fails_alike_in_the_replay(ser
     server.reply(chat_completion(tool_calls=[("call_9", "transfer_to_refunds_specialist", "{}")]))
     recording = tmp_path / "run.jsonl"
     repo = bare_copy(tmp_path)
-    live = run_demo(repo, "--live", "--model", "tiny", "--record", str(recording),
-                    env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
+    live = run_demo(repo, "--live", "--model", "tiny", "--record", str(recording), *"--chapter 1 --chapter 2 "
+                    "--chapter 3 --chapter 4".split(), env={"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY})
     assert live.returncode == 2, live.out + live.err
     replay = run_demo(repo, "--replay", str(recording), offline=True)
     assert replay.returncode == 2, replay.out + replay.err

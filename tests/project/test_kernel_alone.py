@@ -174,12 +174,52 @@ def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(repo
     assert "miniagents/tracing/" in report["import_shell"] and "tracing" in report["import_shell"]
 
 
-def test_import_miniagents_loads_no_shell_and_a_plain_run_neither():
-    code = ("import sys, miniagents\n"
-            "from miniagents import Agent, Runner\n"
-            "from miniagents.testing import ScriptedModel, assistant_message\n"
-            "Runner.run_sync(Agent(name='a', model=ScriptedModel([[assistant_message('hi')]])), 'hi')\n"
-            f"shells = {set(seams.SHELLS)!r}\n"
+PLAIN_RUNS = """
+import asyncio, sys, tempfile, os
+from miniagents import Agent, RunState, Runner, SQLiteSession, function_tool, handoff
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+@function_tool
+def add(a: int, b: int) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
+
+@function_tool(needs_approval=True)
+def delete(path: str) -> str:
+    \"\"\"Delete a file.\"\"\"
+    return "deleted " + path
+
+def tools_then(answer):
+    return ScriptedModel([[function_call("add", {"a": 1, "b": 2}, call_id="c1")], [assistant_message(answer)]])
+
+assert Runner.run_sync(Agent(name="a", tools=[add], model=tools_then("3")), "1 + 2?").final_output == "3"
+other = Agent(name="b", model=ScriptedModel([[assistant_message("from b")]]))
+first = Agent(name="a", handoffs=[handoff(other)], model=ScriptedModel([[function_call("transfer_to_b", {}, call_id="h")]]))
+assert Runner.run_sync(first, "go").final_output == "from b"
+asker = Agent(name="a", tools=[delete], model=ScriptedModel([[function_call("delete", {"path": "x"}, call_id="d")],
+                                                              [assistant_message("done")]]))
+paused = Runner.run_sync(asker, "delete x")
+state = RunState.from_string(asker, paused.to_state().to_string())
+state.approve(state.get_interruptions()[0])
+assert Runner.run_sync(asker, state).final_output == "done"
+
+async def streamed():
+    result = Runner.run_streamed(Agent(name="a", tools=[add], model=tools_then("3")), "1 + 2?")
+    return [event async for event in result.stream_events()], result.final_output
+events, output = asyncio.run(streamed())
+assert events and output == "3"
+with tempfile.TemporaryDirectory() as folder:
+    session = SQLiteSession("s", os.path.join(folder, "s.db"))
+    Runner.run_sync(Agent(name="a", tools=[add], model=tools_then("3")), "1 + 2?", session=session)
+    assert len(session.get_items()) == 4
+    session.close()
+"""
+
+
+def test_import_miniagents_and_plain_runs_load_no_shell():
+    """A tool call, a handoff, an approval resumed through JSON, a streamed run and a SQLiteSession run: none of
+    them loads a shell module (upstream/ among them), so none executes a line of one."""
+    code = (PLAIN_RUNS + f"shells = {set(seams.SHELLS)!r}\n"
             "print(sorted(m for m in sys.modules if m.startswith('miniagents.') and m.split('.')[1] in shells))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

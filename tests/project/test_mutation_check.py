@@ -196,6 +196,14 @@ def unused(x):
     if x > 3:
         return 1
     return 0
+
+
+def loads(fine=True):
+    if not fine:
+        raise ImportError("the package cannot load")
+
+
+loads()
 """
 
 FAKE_TEST = """\
@@ -223,6 +231,14 @@ def test_ready_and_double():
     while not slow.ready():  # the mutant `return False` hangs here: only the check's timeout ends it
         time.sleep(0.1)
     assert slow.double(2) == 4
+"""
+
+FAKE_CONFTEST = """\
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from miniagents import slow  # noqa: E402,F401  (as the real conftest imports the package)
 """
 
 
@@ -253,6 +269,7 @@ class FakeCheck:
         (repo / "miniagents" / "__init__.py").write_text("", encoding="utf-8")
         (repo / "miniagents" / "slow.py").write_text(FAKE_MODULE, encoding="utf-8")
         (repo / "tests" / "test_slow.py").write_text(FAKE_TEST, encoding="utf-8")
+        (repo / "tests" / "conftest.py").write_text(FAKE_CONFTEST, encoding="utf-8")
         (tmp_path / "tmp").mkdir()
         self.started = tmp_path / "started"
         env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), FAKE_MARKER=self.marker, FAKE_STARTED=str(self.started))
@@ -364,6 +381,16 @@ def test_the_summary_names_every_survivor_with_its_location_and_nothing_is_left(
 
 
 @needs_proc
+def test_a_mutant_that_stops_the_package_loading_is_caught_not_an_error_of_the_check(fake_check):
+    check = fake_check("--only", "loads::constant::True", "--timeout", "300", "-v")
+    code, out = check.finish()
+    assert code == 0, out
+    assert re.search(r"^KILLED +slow\.py:15  True  ->  \(False\)  \(.*by tests/conftest\.py \(cannot load\)$",
+                     out, re.M), out
+    assert "1/1 generated mutants killed" in out and check.left_running() == {}
+
+
+@needs_proc
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_check_ends_every_test_process_it_started(fake_check, signum):
     check = fake_check("--only", "ready::constant", "--timeout", "600")
@@ -386,3 +413,9 @@ def test_a_shells_own_modules_run_the_shells_tests_first():
     assert "tests/recording/test_replay.py" in first("miniagents/recording/__init__.py", test_files)
     assert "tests/loop/test_run.py" not in first("miniagents/retry/__init__.py", test_files)
     assert "tests/loop/test_run.py" in first("miniagents/__init__.py", test_files)  # the package's own: EXTRA_TESTS
+    # a shell's other module that no test file names: its folder's tests, not the whole suite at once
+    assert "tests/observability/test_tracing.py" in first("miniagents/tracing/scope.py", test_files)
+    assert "tests/mcp/test_mcp_run.py" in first("miniagents/mcp/plugin.py", test_files)
+    assert first("miniagents/upstream/runner.py", test_files) == (
+        "tests/upstream/test_runner.py", "tests/upstream/test_runner_children.py")  # one named: only those
+    assert all(first(module, test_files) for module in mutation_generate.module_files())

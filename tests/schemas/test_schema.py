@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import (Any, ClassVar, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set,
+from typing import (Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set,
                     Tuple, TypedDict, Union)
 
 import pytest
@@ -163,6 +163,13 @@ def test_google_args_section_without_blank_line_is_still_read():
     assert desc == "Add two numbers."
     assert params == {"a": "First.", "b": "Second,\ncontinued."}
     assert style == "google"
+
+
+def test_blank_lines_in_an_args_section_and_a_line_that_is_no_entry_are_read_as_written():
+    doc = "Add.\n\nArgs:\n\n    a: First,\n\n        still first.\n    see below\n    b: Second.\n"
+    # a blank line after the heading does not set the section's indentation; a line at the entries' indentation
+    # that is no `name: text` belongs to no entry (it is not a continuation)
+    assert parse_docstring(doc)[1] == {"a": "First,\nstill first.", "b": "Second."}
 
 
 def test_only_text_before_the_first_section_is_the_description():
@@ -452,6 +459,18 @@ def test_unexpressible_annotation_raises_instead_of_becoming_a_string(tp):
     f.__annotations__ = {"x": tp}
     with pytest.raises(UserError, match="parameter 'x' .*cannot express it as JSON Schema"):
         function_schema(f)
+
+
+def test_an_unexpressible_union_is_named_as_written_in_python():
+    def f(x: Union[Literal["a"], Callable[..., Any], None]): ...
+
+    def g(y: Dict[str, bytes]): ...
+    with pytest.raises(UserError) as caught:
+        function_schema(f)
+    assert str(caught.value).startswith("tool 'f': parameter 'x' is Literal['a'] | Callable[..., Any] | None; "
+                                        "miniagents cannot express it as JSON Schema")
+    with pytest.raises(UserError, match=r"^tool 'g': parameter 'y' is dict\[str, bytes\]; "):
+        function_schema(g)
 
 
 def test_var_args_become_a_list_passed_positionally():

@@ -7,7 +7,8 @@ moment the kill lands, the database holds whole turns only: every function_call 
 function_call_output after it and every output has its call. 20 repetitions against one database file (so later
 repetitions reload what earlier kills left behind): tests/helpers/crash_session_run.py runs multi-turn session
 runs in a subprocess (started early, it waits for "go"), the test kills it 0-300 ms after "go", reloads the session,
-checks the pairing and runs a next run with the same session in this process.
+checks the pairing, continues the turn the kill left in flight (new input is refused until then: issue 34) and runs
+a next run with the same session in this process.
 """
 import json
 import os
@@ -19,7 +20,7 @@ import time
 
 import pytest
 
-from miniagents import Agent, Runner, function_tool
+from miniagents import Agent, Runner, UnfinishedTurnError, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from session_backends import driver_or_skip, open_session
 
@@ -75,13 +76,36 @@ def go_and_kill(proc, delay):
     return out.decode().splitlines()
 
 
+@function_tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def continue_unfinished(spec):
+    """A turn the kill left in flight (the session's journal holds it) refuses new input, and is continued first
+    (no new input; a call started with no output recorded is approved to run again). Returns whether there was
+    one."""
+    with open_session(spec, "crash") as session:
+        if not session.read_journal():
+            return False
+        before = list(session.get_items())
+        with pytest.raises(UnfinishedTurnError):
+            Runner.run_sync(Agent("Worker", tools=[lookup], model=ScriptedModel([])), "new input", session=session)
+        assert session.get_items() == before  # nothing was written
+        agent = Agent("Worker", tools=[lookup], model=ScriptedModel([[assistant_message("continued")]] * 3))
+        result = Runner.run_sync(agent, [], session=session)
+        while result.interruptions:
+            state = result.to_state()
+            for item in state.get_interruptions():
+                state.approve(item)
+            result = Runner.run_sync(agent, state, session=session)
+        assert result.final_output and not session.read_journal()  # the recorded answer, or the model's next
+    return True
+
+
 def next_run(spec, k):
     """A run in this process with the same session; returns (result, what the model was sent)."""
-    @function_tool
-    def lookup(q: str) -> str:
-        """Look something up."""
-        return f"found {q}"
-
     model = ScriptedModel([[function_call("lookup", {"q": "again"}, call_id=f"next{k}")],
                            [assistant_message("recovered")]])
     with open_session(spec, "crash") as session:
@@ -118,6 +142,12 @@ def check_after_kill(spec, k, lines, where):
     assert_well_paired(items, where)
     stored_calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
     started_calls = {line.split(" ", 1)[1] for line in lines if line.startswith("call ")}
+    if continue_unfinished(spec):  # the turn in flight is finished first (tests/state/test_crash_continue.py)
+        with open_session(spec, "crash") as session:
+            continued = list(session.get_items())
+        assert_well_paired(continued, where + ", continued")
+        assert continued[: len(items)] == items
+        items = continued
 
     result, sent = next_run(spec, k)
     assert result.final_output == "recovered", where

@@ -56,10 +56,10 @@ def paused_state(context=None, max_turns=10, log=None, model=None):
 # --- The document -------------------------------------------------------------------------------------------
 
 
-def test_to_json_is_a_dict_with_schema_version_5_and_to_string_is_its_json_text():
+def test_to_json_is_a_dict_with_schema_version_6_and_to_string_is_its_json_text():
     _, state, _, _ = paused_state()
     data = state.to_json()
-    assert isinstance(data, dict) and data["schema_version"] == 5 == SCHEMA_VERSION
+    assert isinstance(data, dict) and data["schema_version"] == 6 == SCHEMA_VERSION
     assert data["run_id"] == state.run_id and state.run_id.startswith("run_")
     assert json.loads(state.to_string()) == data
 
@@ -164,6 +164,54 @@ def test_a_context_number_json_cannot_hold_is_a_type_error_naming_its_path_not_w
         state.to_string()
     with pytest.raises(TypeError, match=r"context\['scores'\]\[1\]"):
         state.to_json()
+
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5),
+                        st.floats(allow_nan=False, allow_infinity=False))
+NON_FINITE = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+
+
+def plant(tree, number, draw_path):
+    """`tree` (JSON data) with `number` put at a place `draw_path` picks among its containers."""
+    places = []
+
+    def walk(node):
+        if isinstance(node, (dict, list)):
+            places.append(node)
+            for inner in (node.values() if isinstance(node, dict) else node):
+                walk(inner)
+    walk(tree)
+    where = places[draw_path(len(places))]
+    if isinstance(where, dict):
+        where["planted"] = number
+    else:
+        where.append(number)
+    return tree
+
+
+@settings(max_examples=40, deadline=None)
+@given(context=st.recursive(st.dictionaries(st.text(max_size=3), JSON_LEAVES, max_size=3),
+                            lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                    st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+                            max_leaves=8),
+       number=NON_FINITE, place=st.data(), where=st.sampled_from(["context", "raw_item", "custom_output"]))
+def test_a_number_json_cannot_hold_anywhere_in_a_document_is_refused_at_load(context, number, place, where):
+    """NaN or an infinity anywhere (the user's context at any depth, an item) is refused at load with the typed
+    `UserError` the typed fields' NaNs get, naming its path, before the state can run and then never save again
+    (issue 30)."""
+    agent, state, _, _ = paused_state(context={"user": "ann"})
+    document = state.to_json()
+    pick = lambda n: place.draw(st.integers(0, n - 1))  # noqa: E731
+    if where == "context":
+        document["context"]["context"] = plant({"user": context}, number, pick)
+    else:
+        document["generated_items"][0]["raw_item"]["extra"] = plant([context], number, pick)
+    text = json.dumps(document)  # Python's json writes NaN and Infinity; strict parsers refuse them
+    with pytest.raises(UserError, match="no such number") as refused:
+        RunState.from_string(agent, text)
+    assert refused.value.message.startswith("malformed run state: ")
+    with pytest.raises(UserError, match="no such number"):
+        RunState.from_json(agent, document)
 
 
 def test_a_nested_non_serialisable_value_is_named_by_its_path():

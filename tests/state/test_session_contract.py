@@ -175,7 +175,7 @@ def test_stored_rows_that_are_not_json_objects_are_skipped_with_a_warning(backen
     for data in ("{not json", "[1, 2]", "5", '"text"', "null"):
         backend.sql("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)", ("s1", data))
     s.add_items([user("2")])
-    with caplog.at_level(logging.WARNING, logger="miniagents.session"):
+    with caplog.at_level(logging.WARNING, logger="miniagents"):
         assert s.get_items() == [user("1"), user("2")]
         assert s.get_items(2) == [user("1"), user("2")]
         assert s.get_items(limit_turns=2) == [user("1"), user("2")]

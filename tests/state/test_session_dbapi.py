@@ -135,7 +135,7 @@ def test_a_write_that_fails_transiently_midway_is_retried_whole(flaky, caplog, s
     make, plan, connections = flaky
     s = make()
     plan[INSERT_MESSAGE] = [(sqlstate, lose, True)]  # the rows went in, then the failure: rolled back
-    with caplog.at_level(logging.WARNING, logger="miniagents.session"):
+    with caplog.at_level(logging.WARNING, logger="miniagents"):
         assert s.add_items([user("1"), user("2")]).value is True
     assert s.get_items() == [user("1"), user("2")] and rows(connections) == 2
     assert "retrying a write after DriverError (attempt 2 of 3)" in caplog.text

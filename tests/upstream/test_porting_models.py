@@ -7,7 +7,7 @@ from miniagents.upstream import (Agent, AgentOutputSchema, FileSearchTool, Funct
                         OpenAIResponsesModel, RunConfig, Runner, ToolOutputImage, UserError, WebSearchTool,
                         function_tool, retry_policies, set_default_openai_client)
 from miniagents.models import connection
-from miniagents.models.provider import MultiProviderMap
+from miniagents.upstream import MultiProviderMap
 from miniagents.models.responses import build_body
 from miniagents.retry import ModelRetryAdviceRequest
 from miniagents.testing import ScriptedModel, assistant_message, function_call

@@ -279,3 +279,19 @@ def test_function_call_and_assistant_message_build_upstreams_items():
     message = assistant_message("hi")
     assert message["id"] == "scripted-message" and message["content"][0]["text"] == "hi"
     assert json.loads(json.dumps(message)) == message
+
+
+def test_a_message_with_text_and_a_refusal_streams_each_parts_own_events_in_order():
+    from miniagents.upstream.testing import response_events
+
+    item = {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "Hi", "annotations": []},
+                        {"type": "refusal", "refusal": "No."}]}
+    events = response_events(ModelResponse(output=[item], usage=Usage(), response_id="r1"))
+    assert [(e["type"], e.get("delta", e.get("text", e.get("refusal")))) for e in events] == [
+        ("response.created", None), ("response.in_progress", None), ("response.output_item.added", None),
+        ("response.content_part.added", None), ("response.output_text.delta", "Hi"),
+        ("response.output_text.done", "Hi"), ("response.content_part.done", None),
+        ("response.content_part.added", None), ("response.refusal.delta", "No."), ("response.refusal.done", "No."),
+        ("response.content_part.done", None), ("response.output_item.done", None), ("response.completed", None)]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))

@@ -1,0 +1,189 @@
+"""The steps a run takes with a session that keeps the exactly-once ledger: each resume of a state and each fresh
+turn claimed once, each call claimed as it starts and its output recorded as it returns, and the journal, so a
+run whose process died continues from its session and no call runs twice unasked.
+
+With a session that keeps the ledger and a journal (SQLiteSession, DBAPISession: `read_journal`,
+`write_journal`), a run writes down what it is about to do before it does it, each in one short transaction: the
+state a fresh turn starts from (`snapshot`, written once the turn is claimed: steps.claim_turn), the model's
+response the moment it is read (`journal_response`: the turn as a paused turn with no outputs yet), each call
+claimed as it starts and its output recorded as it returns (`claimed`), the turn's write (steps.save). The
+entry is emptied when the run returns or raises (`close_journal`), so only a process that died leaves one.
+
+Running the agent on that session again with no new input continues it (`open_journal`, when the run starts):
+the journaled state is the run's, a journaled response is resumed like a pause (the model is not asked again),
+and `recall` tells the calls apart: recorded outputs are used, calls that never started run, and a call that
+started with no output recorded waits for a person unless its tool is idempotent. Every write replaces the entry
+the writer last saw, or nothing: one of two workers continuing at once wins, and a stale worker stops before it
+can overwrite a newer turn. These steps are chosen by data (run.py): a run without such a session never enters
+them.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from typing import Any, Callable
+
+from . import caller
+from .errors import AlreadyResumedError, UnfinishedTurnError
+from .state import PendingTurn, RunState
+from .turn import Call, Run, Turn
+
+NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
+                 "was not recorded.")
+MAY_HAVE_HAPPENED = ("This call was started before the run stopped (its process died) and no result was recorded: it "
+                     "may or may not have happened. It was not run again.")
+
+
+def recall(run: Run, turn: Turn) -> None:
+    """A resumed turn's calls that started before a crash and recorded no output (found by a continued run, kept
+    in `PendingTurn.unsure` across a pause) are never silently repeated: an idempotent tool's runs again; any
+    other waits for a person, whose approval runs it again and whose rejection tells the model it may or may not
+    have happened. A continued run finds them in the ledger; the calls it finds settled keep their outputs."""
+    pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
+    for call in turn.calls:
+        if run.scratch.get(open_journal) and call.kind == "function" and not call.fate:
+            claimed, recorded = caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
+            if recorded is not None:
+                call.fate, call.output = "done", (recorded, recorded)
+            elif claimed:
+                found.add(call.call_id)
+        if call.call_id not in found and call.call_id not in pending.unsure or call.fate:
+            continue
+        name = call.item.get("name") or ""  # a decision made before the person was asked about a repeat is none
+        decision = True if getattr(call.target, "idempotent", False) else None if call.call_id in found else \
+            ctx.is_tool_approved(name, call.call_id)
+        if decision is False:
+            text = ctx.rejection_message(name, call.call_id) or MAY_HAVE_HAPPENED
+            call.fate, call.output = "answer", (text, text)
+            continue
+        call.fate = "run" if decision else "wait"
+        turn.reruns.update([call.call_id] if decision else [])
+        turn.unsure.append(call.call_id)
+
+
+# --- The journal: a run whose process died continues from its session ----------------------------------------
+
+
+def snapshot(run: Run, turn: Turn) -> None:
+    """The state between turns, before a fresh turn's first step, kept for the journal (written once the turn is
+    claimed: `claim_turn`)."""
+    if run.journal is not None:
+        run.scratch[snapshot] = run.state.to_json(context_serializer=lambda context: None)
+
+
+def journal_response(run: Run, turn: Turn) -> None:
+    """The model's response, journaled the moment it is read and before any call runs: the turn as a paused turn
+    with no outputs yet, which a continued run resumes (the model is not asked again)."""
+    if run.journal is None:
+        return
+    state = run.state
+    state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, {}, turn.session_input, {}, turn.replays)
+    try:
+        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+    finally:
+        state.pending = None
+
+
+def write_journal(run: Run, document: dict, turn: int) -> None:
+    """Replace the session's journal entry with `document` (a state), if it is still the entry this run last saw:
+    one short transaction. Another worker wrote it since (it continued this run, or another run is going on in
+    this session): this run stops here, before it runs or writes anything more."""
+    state = run.state
+    epoch = json.loads(run.journal)["epoch"] + 1 if run.journal else 0
+    entry = json.dumps({"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(),
+                        "state": document}, ensure_ascii=False, allow_nan=False)  # each entry its own text: two
+    # workers writing the same state at once cannot both see their own entry in place
+    if not caller.call(run.session.write_journal, run.journal, entry):
+        run.journal = None  # not this run's to close
+        raise AlreadyResumedError(state.run_id, turn, None)
+    run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
+
+
+def open_journal(run: Run) -> bool:
+    """Before the first turn, with a session that keeps a journal: read it. A turn in flight there (a run whose
+    process died mid-turn, or a run going on now) is continued when this run has no new input (`[]`): this run
+    takes it over (one worker wins; another raises `AlreadyResumedError`) and finishes that turn first; new input
+    raises `UnfinishedTurnError` (nothing runs). A resumed state goes on from where it is. True when the run's
+    state was replaced by the journal's."""
+    if run.ledger is not run.session or not callable(getattr(run.session, "read_journal", None)):
+        return False
+    run.journal, state = caller.call(run.session.read_journal), run.state
+    if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
+        return False
+    entry = json.loads(run.journal)
+    if state.unsaved_session_input:
+        raise UnfinishedTurnError(run.session.session_id, entry["run_id"], entry["turn"])
+    found = RunState.from_json(state.starting_agent, entry["state"])
+    found.context_wrapper.context = state.context_wrapper.context
+    if found.pending is not None:
+        found.pending.pauses += 1  # a claim of its own, so a continue that died too can be continued again
+    run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
+    write_journal(run, found.to_json(context_serializer=lambda context: None), entry["turn"])
+    return True
+
+
+def close_journal(run: Run) -> None:
+    """The run returned or raised: no turn of it is in flight, so the session's journal holds none. Only an entry
+    this run wrote is closed (a stale worker, whose entry another one replaced, leaves the newer one alone)."""
+    if run.journal and run.journal == run.scratch.get(write_journal):
+        caller.call(run.session.write_journal, run.journal, "")
+    run.journal = None
+
+
+def claim_turn(run: Run, turn: Turn) -> None:
+    """Exactly once, for a fresh turn too: with a session that keeps the ledger, a fresh turn claims its number
+    in the run before the model is called. A state a usage limit stopped between turns has no pause to claim: a
+    second resume of it (a retried worker) raises `AlreadyResumedError` here, before it calls the model, runs a
+    tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
+    state = run.state
+    key = f"turn-{state.current_turn}"
+    won, outcome = caller.call(run.ledger.claim_call, state.run_id, key)
+    if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # started this turn (a continued
+    turn.claim = key  # run takes over the turn its dead worker claimed and never finished)
+    if run.journal is not None:  # the state this turn starts from, for a continue to start it again
+        write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
+
+
+def claim_pause(run: Run, turn: Turn) -> None:
+    """Exactly once, for the whole turn: a resume first claims this pause of the turn in the session's ledger.
+    Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
+    `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
+    state = run.state
+    turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
+    won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
+    if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the
+        won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
+    if not won:
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+
+
+def written(run: Run) -> bool:
+    """Whether the current turn is in the session's history (its once-key is used): a resume that wrote it and
+    died before it recorded "completed" did complete, and a take-over must not ask the model again."""
+    lookup = getattr(run.ledger, "lookup_call", None)
+    key = f"{run.state.run_id}/turn-{run.state.current_turn}"
+    return run.ledger is run.session and lookup is not None and caller.call(lookup, "", key)[0]
+
+
+def claimed(invoke: Callable) -> Callable:
+    """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
+    it starts, so a call a cancel kept from starting stays unclaimed (runnable on the next resume), and its
+    outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
+    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
+    agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
+    def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
+        if turn.claim is None or call.paused is not None:
+            return invoke(run, turn, call, ctx)
+        rerun = call.call_id in turn.reruns  # started before a crash: a person approved running it again, or its
+        # tool is idempotent (`recall`)
+        won, recorded = (True, None) if rerun else caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
+        if not won:  # it ran before: it does not run now
+            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
+            return text, text
+        value, text = invoke(run, turn, call, ctx)
+        if text is not None:
+            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
+        return value, text
+    return invoke_claimed

@@ -1,0 +1,180 @@
+"""Continuing a run from its session's journal, in one process (issue 34; the SIGKILL tests are
+tests/state/test_crash_continue.py).
+
+A worker stuck inside a tool stands for one whose process died: its turn is in the session's journal. Running the
+agent on the session with no new input (`[]`) continues that turn; new input is refused with
+`UnfinishedTurnError`; a call that started with no output recorded waits for a person (or runs again when its
+tool is idempotent); two workers continuing at once: one wins; the stuck worker, when it wakes, never overwrites
+what the winner wrote.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from miniagents import Agent, Runner, SQLiteSession, ToolContext, UnfinishedTurnError, function_tool
+from miniagents.errors import AlreadyResumedError
+from miniagents.ledger import MAY_HAVE_HAPPENED
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+from support import outputs_sent
+
+
+class Stuck:
+    """A tool that records each start and blocks its first call until released: a worker that 'died' mid-call."""
+
+    def __init__(self, idempotent=False):
+        self.starts, self.keys, self.release, self.entered = [], [], threading.Event(), threading.Event()
+
+        @function_tool(idempotent=idempotent)
+        def pay(ctx: ToolContext, amount: int) -> str:
+            """Pay."""
+            self.starts.append(ctx.tool_call_id)
+            self.keys.append(ctx.idempotency_key)
+            if len(self.starts) == 1:
+                self.entered.set()
+                self.release.wait(30)
+            return f"paid {amount}"
+
+        self.tool = pay
+
+
+def agent_with(tool, *answers):
+    steps = [[function_call("pay", {"amount": 5}, call_id="c1")]] + [[assistant_message(a)] for a in answers]
+    return Agent(name="Payer", tools=[tool], model=ScriptedModel(steps))
+
+
+def stuck_run(tmp_path, idempotent=False):
+    """A run stuck in its tool, in a thread: (the tool, the session, the thread, what the thread saw)."""
+    stuck, session = Stuck(idempotent), SQLiteSession("s", str(tmp_path / "db"))
+    seen = []
+
+    def first():
+        try:
+            seen.append(Runner.run_sync(agent_with(stuck.tool, "first"), "pay 5", session=session).final_output)
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            seen.append(error)
+
+    thread = threading.Thread(target=first, daemon=True)
+    thread.start()
+    assert stuck.entered.wait(30)
+    return stuck, session, thread, seen
+
+
+def continued(session, tool, answer="continued"):
+    model = ScriptedModel([[assistant_message(answer)]])
+    return Runner.run_sync(Agent(name="Payer", tools=[tool], model=model), [], session=session), model
+
+
+def test_new_input_while_a_turn_is_unfinished_is_refused_and_nothing_is_written(tmp_path):
+    stuck, session, thread, seen = stuck_run(tmp_path)
+    try:
+        with pytest.raises(UnfinishedTurnError) as refused:
+            Runner.run_sync(agent_with(stuck.tool, "x"), "something else", session=session)
+        assert "Continue it with no new input" in str(refused.value) and session.get_items() == []
+        assert stuck.starts == ["c1"]
+    finally:
+        stuck.release.set()
+        thread.join(30)
+    assert seen == ["first"]  # the first worker was not disturbed
+    assert not session.read_journal()  # it returned: no turn of it is in flight
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_call_started_with_no_output_waits_for_a_person(tmp_path, decision):
+    """The continued turn reuses the recorded response (the model is not asked for it again); c1 started and
+    recorded nothing, so it may have happened: a person decides. Approved, it runs again; rejected, the model and
+    the session are told it may or may not have happened. The stuck worker, woken afterwards, writes nothing."""
+    stuck, session, thread, seen = stuck_run(tmp_path)
+    result, model = continued(session, stuck.tool)
+    assert [i.call_id for i in result.interruptions] == ["c1"] and not model.calls
+    state = result.to_state()
+    if decision == "approve":
+        state.approve(state.get_interruptions()[0])
+    else:
+        state.reject(state.get_interruptions()[0])
+    result = Runner.run_sync(Agent(name="Payer", tools=[stuck.tool], model=model), state, session=session)
+    assert result.final_output == "continued"
+    expected = "paid 5" if decision == "approve" else MAY_HAVE_HAPPENED
+    assert outputs_sent(model.calls[0]) == {"c1": expected}
+    assert stuck.starts == (["c1", "c1"] if decision == "approve" else ["c1"])
+    assert len(set(stuck.keys)) == 1  # one idempotency key for every attempt at the call
+    history = session.get_items()
+    stuck.release.set()
+    thread.join(30)
+    assert isinstance(seen[0], AlreadyResumedError)  # the stale worker stopped at its next journal write
+    assert session.get_items() == history  # and never overwrote the newer turn
+    assert [i["output"] for i in history if i.get("type") == "function_call_output"] == [expected]
+
+
+def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):
+    stuck, session, thread, seen = stuck_run(tmp_path, idempotent=True)
+    result, model = continued(session, stuck.tool)
+    assert result.final_output == "continued" and result.interruptions == []
+    assert stuck.starts == ["c1", "c1"] and len(set(stuck.keys)) == 1
+    stuck.release.set()
+    thread.join(30)
+
+
+def test_two_workers_continuing_at_once_one_wins(tmp_path):
+    stuck, session, thread, seen = stuck_run(tmp_path, idempotent=True)
+    outcomes, barrier = [], threading.Barrier(2)
+
+    def worker():
+        barrier.wait()
+        try:
+            outcomes.append(continued(session, stuck.tool)[0].final_output)
+        except AlreadyResumedError:
+            outcomes.append("refused")
+
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    [w.start() for w in workers]
+    [w.join(30) for w in workers]
+    assert sorted(outcomes) == ["continued", "refused"]
+    # The winner ran it again (idempotent). A loser that read the journal before the winner's takeover ran
+    # nothing; one that read it after saw the winner's entry in flight (a journal cannot tell a live worker from a
+    # dead one), took it over and ran the idempotent call too, and the winner was refused at its next write.
+    assert stuck.starts in (["c1", "c1"], ["c1", "c1", "c1"])
+    stuck.release.set()
+    thread.join(30)
+    outputs = [i for i in session.get_items() if i.get("type") == "function_call_output"]
+    assert [o["call_id"] for o in outputs] == ["c1"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(turns=st.integers(1, 3), stop_after=st.integers(0, 6))
+def test_a_plain_run_writes_the_same_history_with_the_journal_as_without(tmp_path_factory, turns, stop_after):
+    """The journal changes no result: a ledger-keeping session holds what a plain session (no ledger) holds."""
+    from miniagents.session import SessionABC
+
+    class Plain(SessionABC):
+        def __init__(self):
+            self.items = []
+
+        def get_items(self, limit=None):
+            return list(self.items)
+
+        def add_items(self, items):
+            self.items += items
+
+        def pop_item(self):
+            return self.items.pop() if self.items else None
+
+        def clear_session(self):
+            self.items = []
+
+    def run(session):
+        @function_tool
+        def pay(amount: int) -> str:
+            """Pay."""
+            return f"paid {amount}"
+
+        steps = [[function_call("pay", {"amount": t}, call_id=f"c{t}")] for t in range(turns)]
+        agent = Agent(name="Payer", tools=[pay], model=ScriptedModel(steps + [[assistant_message("done")]]))
+        return Runner.run_sync(agent, "go", session=session, max_turns=stop_after + 1 if stop_after < turns else 10,
+                               error_handlers={"max_turns": lambda data: "stopped"}).final_output
+
+    plain, kept = Plain(), SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
+    assert run(plain) == run(kept)
+    assert plain.items == kept.get_items() and not kept.read_journal()
