@@ -176,6 +176,16 @@ def test_a_late_answer_to_a_call_given_up_is_ignored(connected):
     assert server.call_tool("echo", {"text": "ok"}).content[0].text == "ok" and server.connected
 
 
+def test_a_late_answer_sent_twice_is_a_protocol_error_at_the_second(connected):
+    server, pid = connected(client_session_timeout_seconds=2)
+    with pytest.raises(MCPTimeoutError):
+        server.call_tool("slow", {"seconds": 3, "twice": True})
+    time.sleep(1.5)  # both answers arrive now: the first is the late one ignored, the second answers nothing
+    with pytest.raises(MCPConnectionError, match="which this client never sent or had an answer to already"):
+        server.call_tool("echo", {"text": "ok"})
+    assert ended(pid)
+
+
 def test_garbage_during_a_call_fails_the_connection_and_ends_the_server(connected):
     server, pid = connected()
     with pytest.raises(MCPConnectionError, match="wrote a line that is not JSON to its stdout: 'this is not JSON"):
