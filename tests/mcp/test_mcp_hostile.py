@@ -293,6 +293,22 @@ def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
     assert time.monotonic() - started < 3 and ended(pid)
 
 
+def test_a_server_that_ignores_eof_and_sigterm_gets_sigkill_after_one_grace_period(monkeypatch):
+    """The shutdown's order, read from the signals sent: EOF, SIGTERM after the grace, SIGKILL after another;
+    nothing is left for the group's sweep to signal."""
+    server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
+    server.connect()
+    sent, killpg = [], os.killpg
+
+    def recording(pid, sig):
+        sent.append(sig)
+        return killpg(pid, sig)
+
+    monkeypatch.setattr(os, "killpg", recording)
+    server.cleanup()
+    assert [sig for sig in sent if sig != 0][:2] == [signal.SIGTERM, signal.SIGKILL]
+
+
 def test_cleanup_ends_what_the_server_started_in_its_process_group():
     server = make_server("spawn_child")
     server.connect()
