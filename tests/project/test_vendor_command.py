@@ -334,11 +334,11 @@ def test_check_fails_with_the_reason_on_a_syntax_error_in_the_copy(good_copy, tm
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in interpreter is a shell script")
 def test_check_fails_with_the_reason_when_an_interpreter_cannot_run_it(good_copy, tmp_path):
     not_python = tmp_path / "not-python"
-    not_python.write_text("#!/bin/sh\necho 'this is no Python' >&2\nexit 3\n")
+    not_python.write_text("#!/bin/sh\necho 'first' >&2\necho 'this is' >&2\necho 'no' >&2\necho 'Python' >&2\nexit 3\n")
     not_python.chmod(0o755)
     done = vendor("--check", good_copy, "--python", not_python, "--python", tmp_path / "missing")
     assert done.returncode == 1, done.stdout
-    assert f"run the check failed: {not_python} exited 3: this is no Python" in done.stderr
+    assert f"run the check failed: {not_python} exited 3: this is | no | Python\n" in done.stderr  # its last 3 lines
     assert f"start the Python failed: {tmp_path / 'missing'}:" in done.stderr
     assert f"checked miniagents with Python {THIS}" in done.stdout  # this Python's check still ran and passed
 
