@@ -5,7 +5,8 @@
   model handing back responses made before the run), with the scripted model (which records each call), with
   the recording shell imported but nothing recorded, with every span written to a trace file, and with a
   `SQLiteSession` in a file (each turn written, and with the journal, recorded as it goes: its transactions'
-  syncs to disk are most of that figure).
+  syncs to disk are most of that figure). With valgrind installed, the kernel's instructions per turn too: a figure
+  two commits can be compared by on a loaded machine, where microseconds cannot.
 - session: `SQLiteSession.get_items(limit=20)` on sessions of 1,000 and 100,000 rows (file database).
 - state: size and time of `to_string` / `from_string` for a paused run.
 """
@@ -102,6 +103,13 @@ def bench_loop() -> None:
             per_turn = sorted(one_run(turns, plain) / turns for _ in range(repeats[turns]))
             print(f"loop, {what}, {turns}-turn run: median {statistics.median(per_turn) * 1e6:.0f} µs per turn "
                   f"(best {per_turn[0] * 1e6:.0f} µs)")
+    if shutil.which("valgrind"):  # instruction counts: comparable between commits whatever the machine's load
+        for turns, (few, many) in ((2, (20, 220)), (200, (1, 3))):
+            counts = [_instructions(f"import sys; sys.path[:0] = ['.', 'benchmarks']; import run as b; "
+                                    f"b.one_run({turns}, True); [b.one_run({turns}, True) for _ in range({n})]",
+                                    dict(os.environ)) for n in (few, many)]
+            print(f"loop, plain model, {turns}-turn run: {(counts[1] - counts[0]) / (many - few) / turns / 1e3:.0f} k "
+                  "instructions per turn (valgrind --tool=callgrind)")
     from miniagents import recording  # noqa: F401  (a shell that registers nothing: runs must not change)
 
     per_turn = sorted(one_run(200, True) / 200 for _ in range(repeats[200]))

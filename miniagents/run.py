@@ -9,6 +9,7 @@ handlers' answer, pausing, the handoff switch and the final output.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -130,7 +131,7 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunCo
 def plugins_of(hooks: Any, agents: list) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
     environment asks for it), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
-    if TRACE_VARIABLES & os.environ.keys():
+    if any(name in os.environ for name in TRACE_VARIABLES):
         seams.ask_for("tracing", " and ".join(sorted(TRACE_VARIABLES)))
     if hooks is not None or any(agent.hooks is not None for agent in agents):
         return seams.plugins + (HookPlugin(hooks),)
@@ -525,33 +526,34 @@ INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, inn
 )
 
 
-NEEDS = {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE, *ENDS.values(), ENTERED, AFTER, INVOKE)
-         for step in table for need in step.needs.split()}  # every part of a run some step needs
-
-
-def is_set(need: str, parts: dict) -> bool:
-    """Whether what `need` names ("config.usage_limits") is set (not None, False or empty) on any of its parts."""
-    where, _, name = need.partition(".")
-    return any(value is not None and value is not False and value not in ([], ())
-               for value in (getattr(part, name, None) for part in parts[where]))
+NEEDS = [(need, *need.split(".")) for need in {need for table in (START, BEFORE, FRESH, RESUMED, SETTLE,
+         *ENDS.values(), ENTERED, AFTER, INVOKE) for step in table for need in step.needs.split()}]
+# every part of a run some step needs: ("config.usage_limits", "config", "usage_limits")
 
 
 def choose(run: Run) -> None:
     """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
-    `run.resumed`, `run.ends`, `run.entered`, `run.invoke`."""
+    `run.resumed`, `run.ends`, `run.entered`, `run.after`, `run.invoke`."""
     parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
              "tools": [tool for agent in run.agents for tool in agent.tools]}
-    uses = {need for need in NEEDS if is_set(need, parts)}
-
-    def wanted(table: tuple) -> list:
-        return [step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split())]
-
+    uses = frozenset(need for need, where, name in NEEDS  # set: not None, False or empty, on any of its parts
+                     if any(value is not None and value is not False and value not in ([], ())
+                            for value in (getattr(part, name, None) for part in parts[where])))
+    run.start, run.before, run.fresh, run.resumed, run.ends, run.entered, run.after, wraps = chosen(uses)
     run.invoke = invoke
-    for wrap in wanted(INVOKE):
+    for wrap in wraps:
         run.invoke = wrap(run.invoke)
-    model = steps.observed_model if run.plugins else steps.stream_model if run.streamed else call_model
-    run.start, run.before, run.after = wanted(START), wanted(BEFORE), wanted(AFTER)
-    run.fresh = [model if do is call_model else do for do in wanted(FRESH)] + wanted(SETTLE)
-    run.resumed = wanted(RESUMED) + wanted(SETTLE)
-    run.ends = {kind: wanted(table) for kind, table in ENDS.items()}
-    run.entered = wanted(ENTERED)
+
+
+@functools.lru_cache(maxsize=256)
+def chosen(uses: frozenset) -> tuple:
+    """The steps of every table a run takes when it uses these parts (see `choose`). The tables never change, so
+    runs that use the same parts share the answer: tuples, and a dict no run changes."""
+    def wanted(table: tuple) -> tuple:
+        return tuple(step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split()))
+
+    model = steps.observed_model if "run.plugins" in uses else \
+        steps.stream_model if "run.streamed" in uses else call_model
+    fresh = tuple(model if do is call_model else do for do in wanted(FRESH)) + wanted(SETTLE)
+    return (wanted(START), wanted(BEFORE), fresh, wanted(RESUMED) + wanted(SETTLE),
+            {kind: wanted(table) for kind, table in ENDS.items()}, wanted(ENTERED), wanted(AFTER), wanted(INVOKE))

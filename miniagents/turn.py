@@ -51,17 +51,17 @@ class Run:
 
     state: RunState
     config: RunConfig
-    start: list = field(default_factory=list)  # the steps before the first turn (chosen once: run.choose)
-    before: list = field(default_factory=list)  # what may keep a fresh turn from starting
-    fresh: list = field(default_factory=list)  # the steps of a fresh turn
-    resumed: list = field(default_factory=list)  # the steps of a paused turn resumed
+    start: tuple = ()  # the steps before the first turn (chosen once: run.choose)
+    before: tuple = ()  # what may keep a fresh turn from starting
+    fresh: tuple = ()  # the steps of a fresh turn
+    resumed: tuple = ()  # the steps of a paused turn resumed
     ends: dict = field(default_factory=dict)  # NextStep class -> the steps of a turn that ends so
-    entered: list = field(default_factory=list)  # the steps when an agent takes the conversation
+    entered: tuple = ()  # the steps when an agent takes the conversation
     invoke: Callable = None  # how one call runs: `invoke_tool`, or with guardrails and the seams around it
     session: Any = None
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of claimed calls
     journal: Optional[str] = None  # the session's journal entry as this run last saw it (None: no journal kept)
-    after: list = field(default_factory=list)  # the steps when the run returns or raises
+    after: tuple = ()  # the steps when the run returns or raises
     error_handlers: dict = field(default_factory=dict)
     streamed: bool = False
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)

@@ -1395,6 +1395,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
+        os.chmod(tmp, 0o755)  # tests that drop root's privileges in a child (session files) read the copy too
         copies = [make_copy(tmp, n, root_dir) for n in range(jobs)]
         problems = misfits(copies[0], mutants)  # fail fast on a mutant list that no longer fits the code
         if problems:

@@ -26,6 +26,7 @@ READING_ORDER = [
     ("run.py", "start_run", "checks the arguments, finds the agents, the plugins and the state"),
     ("run.py", "fresh_state", "a new `RunState`: the input checked, the session's history read once"),
     ("run.py", "choose", "the steps this run's turns take, chosen once by what the run uses (the tables above it)"),
+    ("run.py", "chosen", "each table cut to those steps, once for every run that uses the same parts"),
     ("run.py", "drive", "runs the loop; an error leaves with the partial run"),
     ("run.py", "loop", "turn after turn until a result; each way a turn ends has its steps in `run.ends`"),
     ("run.py", "take_turn", "one turn: the steps before it, then a fresh turn's (or a paused turn's) steps"),

@@ -124,9 +124,10 @@ def test_plain_http_through_a_proxy_sends_its_credentials(shared_server, monkeyp
 
 
 class ConnectProxy:
-    """A proxy that records each CONNECT request's head, then says 407 (or hangs up)."""
+    """A proxy that records each CONNECT request's head, then refuses it (407 unless told another answer)."""
 
-    def __init__(self):
+    def __init__(self, answer: bytes = b"407 Proxy Authentication Required"):
+        self.answer = answer
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -150,29 +151,46 @@ class ConnectProxy:
                         break
                     head += piece
                 self.heads.append(head.decode("latin-1"))
-                conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+                conn.sendall(b"HTTP/1.1 " + self.answer + b"\r\nContent-Length: 0\r\n\r\n")
 
     def close(self):
         self.sock.close()
 
 
-def test_the_https_tunnel_through_a_proxy_carries_its_credentials(monkeypatch):
+def refused_tunnel(monkeypatch, credentials="", answer=b"407 Proxy Authentication Required"):
+    """Ask through an HTTPS proxy (`credentials` as `user:password@`, percent-encoded) that refuses the tunnel with
+    `answer`: the CONNECT heads it saw, and the error raised."""
     pytest.importorskip("ssl")
-    proxy = ConnectProxy()
+    proxy = ConnectProxy(answer)
     try:
-        monkeypatch.setenv("https_proxy", f"http://ada%40acme:p%3Ass%20w0rd@127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("https_proxy", f"http://{credentials}127.0.0.1:{proxy.port}")
         model = OpenAIChatCompletionsModel("m", base_url="https://api.example.test/v1", api_key="sk-test",
                                            max_retries=0)
         with pytest.raises(ModelHTTPError) as caught:
             ask(model)
     finally:
         proxy.close()
-    [head] = proxy.heads
+    return proxy.heads, caught.value
+
+
+def test_the_https_tunnel_through_a_proxy_carries_its_credentials(monkeypatch):
+    [head], error = refused_tunnel(monkeypatch, "ada%40acme:p%3Ass%20w0rd@")
     assert head.startswith("CONNECT api.example.test:443 HTTP/1.")
     assert f"Proxy-Authorization: {basic('ada@acme', 'p:ss w0rd')}\r\n" in head
-    message = str(caught.value)
+    message = str(error)
     assert "p:ss w0rd" not in message and "p%3Ass" not in message and basic("ada@acme", "p:ss w0rd")[6:] not in message
     assert "407" in message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (b"407 Proxy Authentication Required", "; give the proxy's credentials in its URL, "
+                                           "https_proxy=http://user:password@host:port (percent-encoded)"),
+    (b"403 Forbidden", ""),
+])
+def test_a_proxy_refusing_the_tunnel_says_so_and_asks_for_credentials_only_on_407(monkeypatch, answer, hint):
+    _, error = refused_tunnel(monkeypatch, answer=answer)
+    said = f"the proxy refused the tunnel to api.example.test:443 (Tunnel connection failed: {answer.decode()}){hint}"
+    assert said in str(error)
 
 
 def test_a_proxy_url_with_a_bad_port_is_a_user_error_without_its_credentials(monkeypatch):

@@ -347,6 +347,25 @@ def test_a_rejected_terminal_tool_output_keeps_its_call_answered_with_a_data_fre
     assert [r.output.output_info for r in run_data.tool_output_guardrail_results] == [withheld]
 
 
+def test_a_tool_guardrails_rejection_message_quoting_a_rejected_final_output_is_withheld_too():
+    """A tool output guardrail that rejected the content with a message quoting it made that message the final
+    output; when an output guardrail rejects it, the tool guardrail's reported message is replaced as well."""
+    @tool_output_guardrail
+    def flag(data):
+        return ToolGuardrailFunctionOutput.reject_content(f"flagged: {data.output}", output_info=data.output)
+
+    read_secret.tool_output_guardrails = [flag]
+    try:
+        with pytest.raises(OutputGuardrailTripwireTriggered) as info:
+            Runner.run_sync(secret_agent(), "go")
+    finally:
+        read_secret.tool_output_guardrails = None
+    withheld = "Output withheld by an output guardrail."
+    [result] = info.value.run_data.tool_output_guardrail_results
+    assert result.output.behavior == {"type": "reject_content", "message": withheld}
+    assert result.output.output_info == withheld and "SECRET-DATA" not in repr(info.value.run_data)
+
+
 @pytest.mark.parametrize("configured, expected", [
     ("Withheld.", "Withheld."),
     (lambda args: f"{args.guardrail_name} withheld {args.agent.name}'s output", "block_everything withheld Vault's "

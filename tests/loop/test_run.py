@@ -657,6 +657,20 @@ def test_run_streamed_announces_calls_before_tools_run_and_a_paused_turn_emits_n
     assert resumed.final_output == "done"
 
 
+@pytest.mark.parametrize("mode", ["immediate", "after_turn"])
+def test_a_streamed_run_cancelled_before_its_first_read_runs_nothing_yet_is_complete(mode):
+    agent, model = make_agent([[assistant_message("never")]])
+    result = Runner.run_streamed(agent, "go")
+    result.cancel(mode)
+
+    async def drain():
+        return [event async for event in result.stream_events()]
+
+    assert asyncio.run(drain()) == [] and list(model.calls) == []
+    assert result.is_complete and result.final_output is None and result.new_items == []
+    assert result.current_agent is agent and result.input == "go"
+
+
 def test_cancel_immediate_stops_the_stream_before_the_tool_runs():
     ran = []
 

@@ -82,11 +82,12 @@ def test_a_bad_step_is_refused_when_it_is_added_naming_the_reason_and_position(s
         ScriptedModel([[assistant_message("fine")], step])
     assert (caught.value.reason, caught.value.input_index) == (reason, 1)
     model = ScriptedModel()
-    with pytest.raises(InvalidModelStep):
-        model.enqueue(step)
-    with pytest.raises(InvalidModelStep):
-        model.extend([[], step])
-    assert model.remaining_steps == 0
+    with pytest.raises(InvalidModelStep, match=r"^Scripted model step #1 ") as caught:
+        model.enqueue(step)  # the one step given
+    assert caught.value.input_index == 0
+    with pytest.raises(InvalidModelStep, match=r"^Scripted model step #2 ") as caught:
+        model.extend([[], step])  # counted within the steps given
+    assert caught.value.input_index == 1 and model.remaining_steps == 0
 
 
 def test_a_streamed_call_replays_its_step_as_the_events_a_streamed_run_reads():

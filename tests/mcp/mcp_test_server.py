@@ -107,9 +107,11 @@ class Server:
             return self.text(request_id, args["text"])
         if name == "fail":
             return self.text(request_id, args["message"], isError=True)
-        if name == "slow":
+        if name == "slow":  # "twice": the answer is sent twice
             time.sleep(args["seconds"])
-            return self.text(request_id, f"slept {args['seconds']}")
+            for _ in range(2 if args.get("twice") else 1):
+                self.text(request_id, f"slept {args['seconds']}")
+            return None
         if name == "record":
             if self.options.log:
                 with open(self.options.log, "a", encoding="utf-8") as log:

@@ -46,6 +46,7 @@ def test_the_listing_command_in_the_doc_lists_the_test_servers_tools():
     lines = done.stdout.splitlines()
     assert lines[0].startswith("test-server 1 (MCP 2025-11-25): 21 tools")
     assert "add (strict schema)" in lines and "optional (schema sent as given)" in lines
+    assert lines[lines.index("add (strict schema)") + 1] == "  Add two integers."  # its description
     assert "dotted.name (strict schema, offered as 'dotted_name')" in lines
     assert '  input: {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}' in lines
 

@@ -176,6 +176,16 @@ def test_a_late_answer_to_a_call_given_up_is_ignored(connected):
     assert server.call_tool("echo", {"text": "ok"}).content[0].text == "ok" and server.connected
 
 
+def test_a_late_answer_sent_twice_is_a_protocol_error_at_the_second(connected):
+    server, pid = connected(client_session_timeout_seconds=2)
+    with pytest.raises(MCPTimeoutError):
+        server.call_tool("slow", {"seconds": 3, "twice": True})
+    time.sleep(1.5)  # both answers arrive now: the first is the late one ignored, the second answers nothing
+    with pytest.raises(MCPConnectionError, match="which this client never sent or had an answer to already"):
+        server.call_tool("echo", {"text": "ok"})
+    assert ended(pid)
+
+
 def test_garbage_during_a_call_fails_the_connection_and_ends_the_server(connected):
     server, pid = connected()
     with pytest.raises(MCPConnectionError, match="wrote a line that is not JSON to its stdout: 'this is not JSON"):
@@ -281,6 +291,22 @@ def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
     started = time.monotonic()
     server.cleanup()
     assert time.monotonic() - started < 3 and ended(pid)
+
+
+def test_a_server_that_ignores_eof_and_sigterm_gets_sigkill_after_one_grace_period(monkeypatch):
+    """The shutdown's order, read from the signals sent: EOF, SIGTERM after the grace, SIGKILL after another;
+    nothing is left for the group's sweep to signal."""
+    server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
+    server.connect()
+    sent, killpg = [], os.killpg
+
+    def recording(pid, sig):
+        sent.append(sig)
+        return killpg(pid, sig)
+
+    monkeypatch.setattr(os, "killpg", recording)
+    server.cleanup()
+    assert [sig for sig in sent if sig != 0][:2] == [signal.SIGTERM, signal.SIGKILL]
 
 
 def test_cleanup_ends_what_the_server_started_in_its_process_group():

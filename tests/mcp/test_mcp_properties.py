@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from miniagents.mcp import MCPError
 from miniagents.mcp.server import MCPServerStdio
-from miniagents.mcp.stdio import StdioConnection
+from miniagents.mcp.stdio import StdioConnection, preview
 from mcp_support import TEST_SERVER, ended
 
 
@@ -120,3 +120,12 @@ def test_whatever_a_server_writes_the_client_raises_an_mcp_error_or_goes_on(junk
         finally:
             server.cleanup()
     assert len(started) == 1 and ended(started[0])
+
+
+@given(text=st.text(max_size=300), limit=st.integers(1, 250))
+def test_a_preview_shows_at_most_limit_characters_and_counts_the_rest(text, limit):
+    shown = preview(text, limit)
+    assert shown.startswith(repr(text[:limit]))
+    rest = shown[len(repr(text[:limit])):]
+    assert rest == (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
+    assert preview(text.encode("utf-8"), limit) == shown  # bytes are shown as their UTF-8 text

@@ -2,6 +2,7 @@
 the handshake and version negotiation, tools/list pages, tools/call results, pings and requests from the server,
 notifications, the tools cache and filters, retries. Each test talks to a real child process."""
 import asyncio
+import dataclasses
 import json
 import logging
 import sys
@@ -73,6 +74,14 @@ def test_tools_are_listed_page_after_page():
     with make_server(page_size=3) as paged, make_server() as whole:
         assert [t.name for t in paged.list_tools()] == [t.name for t in whole.list_tools()]
         assert len(whole.list_tools()) > 3 * 5
+
+
+def test_a_listed_tool_cannot_be_changed_by_its_reader_since_the_cached_list_is_shared():
+    with make_server(cache_tools_list=True) as server:
+        tool = server.list_tools()[0]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            tool.name = "renamed"
+        assert server.list_tools()[0] is tool
 
 
 def test_a_cursor_that_comes_back_is_a_protocol_error_not_an_endless_loop():

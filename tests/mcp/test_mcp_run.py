@@ -14,6 +14,7 @@ import pytest
 
 from miniagents import Agent, Runner, SQLiteSession, UserError, function_tool, handoff
 from miniagents.mcp import MCPConnectionError, MCPTimeoutError
+from miniagents.mcp.plugin import all_required
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from mcp_resume import build_agent
 from mcp_support import HERE, ended, gone, make_server  # noqa: F401
@@ -63,6 +64,16 @@ def test_schemas_are_strict_when_that_changes_no_call_and_sent_as_given_otherwis
                                                  "additionalProperties": False}  # MCP may omit properties
     _, model = run(make_server(), [[assistant_message("ok")]], mcp_config={"convert_schemas_to_strict": False})
     assert offered(model)["add"].strict_json_schema is False
+
+
+@pytest.mark.parametrize("key", ["default", "enum", "const", "examples"])
+def test_a_value_that_looks_like_a_schema_is_data_when_strictness_is_judged(key):
+    """A default, an enum member, a const or an example is data: an object among them with "properties" and no
+    "required" is not an object schema with optional properties, so the tool stays strict."""
+    value = {"properties": {"a": {"type": "string"}}}
+    field = {"type": "object", key: [value] if key in ("enum", "examples") else value}
+    assert all_required({"type": "object", "properties": {"x": field}, "required": ["x"]})
+    assert not all_required({"type": "object", "properties": {"x": value}, "required": ["x"]})
 
 
 def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):

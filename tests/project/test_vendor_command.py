@@ -320,6 +320,21 @@ def test_check_fails_with_the_reason_on_a_copy_missing_a_module(good_copy, tmp_p
     assert "are not those vendored" in done.stdout and "files are missing" in done.stdout
 
 
+def test_check_of_a_zip_imports_each_shell_it_holds(good_copy, tmp_path):
+    broken = broken_copy(good_copy, tmp_path)
+    with open(broken / "miniagents" / "retry" / "__init__.py", "a", encoding="utf-8") as f:
+        f.write("raise RuntimeError('a broken shell')\n")
+    zipped = tmp_path / "broken.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        for path in sorted((broken / "miniagents").rglob("*")):
+            if path.is_file():
+                z.write(path, path.relative_to(broken).as_posix())
+    done = vendor("--check", zipped)
+    assert done.returncode == 1, done.stdout
+    assert "import the shell retry failed at miniagents/retry/__init__.py:" in done.stderr
+    assert "RuntimeError: a broken shell" in done.stderr
+
+
 def test_check_fails_with_the_reason_on_a_syntax_error_in_the_copy(good_copy, tmp_path):
     broken = broken_copy(good_copy, tmp_path)
     turn = broken / "miniagents" / "turn.py"
@@ -334,11 +349,11 @@ def test_check_fails_with_the_reason_on_a_syntax_error_in_the_copy(good_copy, tm
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in interpreter is a shell script")
 def test_check_fails_with_the_reason_when_an_interpreter_cannot_run_it(good_copy, tmp_path):
     not_python = tmp_path / "not-python"
-    not_python.write_text("#!/bin/sh\necho 'this is no Python' >&2\nexit 3\n")
+    not_python.write_text("#!/bin/sh\necho 'first' >&2\necho 'this is' >&2\necho 'no' >&2\necho 'Python' >&2\nexit 3\n")
     not_python.chmod(0o755)
     done = vendor("--check", good_copy, "--python", not_python, "--python", tmp_path / "missing")
     assert done.returncode == 1, done.stdout
-    assert f"run the check failed: {not_python} exited 3: this is no Python" in done.stderr
+    assert f"run the check failed: {not_python} exited 3: this is | no | Python\n" in done.stderr  # its last 3 lines
     assert f"start the Python failed: {tmp_path / 'missing'}:" in done.stderr
     assert f"checked miniagents with Python {THIS}" in done.stdout  # this Python's check still ran and passed
 

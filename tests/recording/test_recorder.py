@@ -213,6 +213,25 @@ def test_a_second_recorder_on_a_path_being_recorded_is_refused_and_the_first_kee
     assert [c["n"] for c in calls(path)] == [1]
 
 
+@pytest.mark.parametrize("failure, raised, said", [
+    (OSError(5, "Input/output error"), RecordingError, "cannot write the recording .*run.jsonl.*: Input/output error"),
+    (KeyboardInterrupt(), KeyboardInterrupt, None),
+])
+def test_a_recorder_interrupted_preparing_its_file_gives_the_file_back(tmp_path, monkeypatch, failure, raised, said):
+    path, truncate = tmp_path / "run.jsonl", os.ftruncate
+
+    def failing(fd, length):
+        raise failure
+
+    monkeypatch.setattr(os, "ftruncate", failing)
+    with pytest.raises(raised, match=said):
+        Recorder(path)
+    monkeypatch.setattr(os, "ftruncate", truncate)
+    with Recorder(path) as later:  # not held by the recorder that failed
+        record_one(later, "later")
+    assert [c["n"] for c in calls(path)] == [1]
+
+
 def test_of_two_recorders_started_at_once_in_two_threads_one_records_and_the_other_is_refused(tmp_path):
     import threading
     for attempt in range(20):

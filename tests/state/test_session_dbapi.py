@@ -264,6 +264,19 @@ def test_the_dialect_and_paramstyle_come_from_the_driver(tmp_path):
         assert s.get_items() == [user("x")]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sqlite3's autocommit attribute is new in Python 3.12")
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_a_sqlite3_connection_in_either_pep_249_mode_is_used_with_its_own_transactions(tmp_path, autocommit):
+    """Python 3.12's `autocommit=False` opens transactions implicitly: the session turns that off, so its own
+    BEGIN IMMEDIATE is not refused inside one, and each write is committed where another connection sees it."""
+    path = str(tmp_path / "a.db")
+    with DBAPISession("s", lambda: sqlite3.connect(path, autocommit=autocommit)) as s:
+        s.add_items([user("x")])
+        assert s.get_items() == [user("x")]
+        with DBAPISession("s", lambda: sqlite3.connect(path)) as other:
+            assert other.get_items() == [user("x")]
+
+
 def test_a_connection_of_an_unknown_driver_needs_a_dialect_and_is_closed(tmp_path):
     made = []
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -199,7 +200,9 @@ def test_a_db_path_that_is_not_a_regular_file_is_a_user_error(make, tmp_path):
         path.mkdir()
     if make == "device" and os.name != "posix":
         pytest.skip("a POSIX device file")
-    with pytest.raises(UserError, match="is (a folder|not a regular file); pass the path of a database file"):
+    said = f"is a folder; pass the path of a database file (e.g. {str(path / 'sessions.db')!r})" \
+        if make == "folder" else "is not a regular file; pass the path of a database file"
+    with pytest.raises(UserError, match=re.escape(said)):
         SQLiteSession("s", path)
     assert list(tmp_path.iterdir()) == ([path] if make == "folder" else [])
 

@@ -207,6 +207,20 @@ def test_structured_tool_outputs_reach_the_model_as_content_parts():
     assert isinstance(result.new_items[3].output, ToolOutputImage)
 
 
+def test_every_structured_output_may_be_given_as_its_dict():
+    @function_tool
+    def dicts() -> list:
+        return [{"type": "text", "text": "see"}, {"type": "image", "image_url": "https://x/cat.png"},
+                {"type": "file", "file_url": "https://x/a.pdf"}]
+
+    agent, model = make_agent([[function_call("dicts", "{}", call_id="c1")], [assistant_message("ok")]],
+                              tools=[dicts])
+    Runner.run_sync(agent, "show me")
+    assert outputs_sent(model.calls[1])["c1"] == [{"type": "input_text", "text": "see"},
+                                                  {"type": "input_image", "image_url": "https://x/cat.png"},
+                                                  {"type": "input_file", "file_url": "https://x/a.pdf"}]
+
+
 def test_structured_outputs_need_a_source():
     with pytest.raises(ValueError, match="image_url or file_id"):
         ToolOutputImage()

@@ -249,6 +249,22 @@ def test_a_left_out_path_keeps_its_explained_error_and_an_unknown_one_names_both
         importlib.import_module("agents.no_such_module")
 
 
+def test_a_shell_module_that_cannot_import_its_own_dependency_keeps_that_error(aliased, monkeypatch):
+    """Only a path the shell does not have is "miniagents has no ...": a module it has that fails on a missing
+    dependency raises that dependency's own error, which names what to install."""
+    real = importlib.import_module
+
+    def importing(name, package=None):
+        if name.endswith(".needs_a_wheel"):
+            raise ModuleNotFoundError("No module named 'some_wheel'", name="some_wheel")
+        return real(name, package)
+
+    monkeypatch.setattr(alias.importlib, "import_module", importing)
+    with pytest.raises(ModuleNotFoundError, match="^No module named 'some_wheel'$") as caught:
+        real("agents.needs_a_wheel")
+    assert caught.value.name == "some_wheel"
+
+
 def test_agents_models_adds_upstreams_default_model_helpers(aliased, monkeypatch):
     from agents.models import get_default_model, get_default_model_settings, is_gpt_5_default
 
