@@ -690,7 +690,7 @@ MUTANTS: List[Mutant] = [
     M("steps.py",
       "    write_to_session(run, [item.raw_item for item in admitted], f\"input-{state.current_turn}\")",
       "    write_to_session(run, [item.raw_item for item in admitted], None)",
-      "exactly once: add_input's items are written to the session once across resumes", "test_exactly_once"),
+      "exactly once: add_input's items are written to the session once across resumes", "test_usage_limits"),
     M("run.py",
       "    if callable(getattr(options.session, \"claim_call\", None)):\n        ledger = options.session",
       "    if False:\n        ledger = options.session",

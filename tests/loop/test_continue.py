@@ -142,6 +142,52 @@ def test_two_workers_continuing_at_once_one_wins(tmp_path):
     assert [o["call_id"] for o in outputs] == ["c1"]
 
 
+def test_a_worker_stuck_in_its_model_call_whose_turn_another_continued_runs_nothing_when_it_wakes(tmp_path):
+    """The stuck worker's turn was claimed and journaled before its model call; another worker continued that turn
+    and finished the run. When the stuck model answers with a call, the stale worker's journal write finds the
+    entry replaced: it stops there, before its call runs and before it claims or writes anything more."""
+    from miniagents.context import Usage
+    from miniagents.items import ModelResponse
+    from miniagents.models.interface import Model
+
+    paid, entered, release = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    class Stalls(Model):
+        """Blocks its first request until released, then asks to pay; answers after that."""
+
+        def get_response(self, *args, **kwargs):
+            if not entered.is_set():
+                entered.set()
+                release.wait(30)
+                return ModelResponse(output=[function_call("pay", {"amount": 9}, call_id="c9")], usage=Usage())
+            return ModelResponse(output=[assistant_message("stale")], usage=Usage())
+
+    session, seen = SQLiteSession("s", str(tmp_path / "db")), []
+
+    def stale():
+        try:
+            seen.append(Runner.run_sync(Agent(name="Payer", tools=[pay], model=Stalls()), "pay", session=session))
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            seen.append(error)
+
+    thread = threading.Thread(target=stale, daemon=True)
+    thread.start()
+    assert entered.wait(30)
+    result, model = continued(session, pay, "done")
+    assert result.final_output == "done" and len(model.calls) == 1
+    history = session.get_items()
+    release.set()
+    thread.join(30)
+    assert isinstance(seen[0], AlreadyResumedError), seen
+    assert paid == [] and session.get_items() == history and not session.read_journal()
+
+
 @settings(max_examples=10, deadline=None)
 @given(turns=st.integers(1, 3), stop_after=st.integers(0, 6))
 def test_a_plain_run_writes_the_same_history_with_the_journal_as_without(tmp_path_factory, turns, stop_after):

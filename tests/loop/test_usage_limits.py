@@ -317,13 +317,14 @@ class Counting(Model):
 
 @settings(max_examples=25, deadline=None)
 @given(request_limit=st.integers(1, 3), resumes=st.integers(2, 3), at_once=st.booleans(),
-       tool_calls_limit=st.one_of(st.none(), st.integers(1, 3)))
+       tool_calls_limit=st.one_of(st.none(), st.integers(1, 3)), added=st.booleans())
 def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledger(tmp_path_factory, request_limit,
                                                                                     resumes, at_once,
-                                                                                    tool_calls_limit):
+                                                                                    tool_calls_limit, added):
     """A stop between turns (request_limit) or inside one (tool_calls_limit), resumed by several workers (one after
-    another, or at once): one proceeds, the others raise `AlreadyResumedError` before any model call, tool or
-    write; the tool runs once per turn and the session holds each turn once."""
+    another, or at once), with input added to the state or not: one proceeds, the others raise
+    `AlreadyResumedError` before any model call, tool or write; the tool runs once per turn and the session holds
+    each turn, and the added input, once (a refused worker admits that input before its turn's claim refuses it)."""
     import threading
 
     ran, session = [], SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
@@ -339,8 +340,10 @@ def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledg
     first = limited(request_limit=request_limit, tool_calls_limit=tool_calls_limit)
     with pytest.raises(UsageLimitExceeded) as stopped:
         Runner.run_sync(agent(), "go", session=session, run_config=first, max_turns=None)
-    text = stopped.value.state.to_string()
-    outcomes = []
+    state = stopped.value.state
+    if added:
+        state.add_input("and then stop")
+    text, outcomes = state.to_string(), []
 
     def worker():
         try:
@@ -358,5 +361,6 @@ def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledg
             worker()
     assert sorted(outcomes) == ["done"] + ["refused"] * (resumes - 1)
     assert sorted(ran) == [0, 1, 2]
-    outputs = [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"]
-    assert outputs == ["c0", "c1", "c2"]
+    items = session.get_items()
+    assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == ["c0", "c1", "c2"]
+    assert sum(1 for i in items if i.get("content") == "and then stop") == added
