@@ -456,3 +456,38 @@ def test_taking_over_an_agent_tools_pause_takes_over_its_inner_run_and_runs_noth
         except AlreadyResumedError as refused:  # the first resume completed: taking it over asks no model again
             finals.append(refused.outcome)
     assert paid == [5] and finals == ["done", "completed"]  # the inner call was claimed in the caller's ledger
+
+
+def test_taking_over_an_agent_tools_resume_that_died_mid_call_runs_none_of_its_inner_calls_again(tmp_path):
+    """The resume dies inside the inner run: c5 ran and was recorded, c7 started and was not. Taking the pause over
+    resumes the inner run with it, whose calls were claimed in the caller's ledger: neither runs again, and the
+    inner model hears what happened to each."""
+    paid, session = [], SQLiteSession("s", str(tmp_path / "db"))
+    both = [[function_call("pay", {"amount": 5}, call_id="c5"), function_call("pay", {"amount": 7}, call_id="c7")]]
+    text = Runner.run_sync(boss(paid, both, [[function_call("payer", {"input": "pay"}, call_id="o1")]]), "pay",
+                           session=session).to_state().to_string()
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        if paid == [5, 7]:
+            raise KeyboardInterrupt  # the process dies mid-call (the first time only)
+        return f"paid {amount}"
+
+    one_at_a_time = RunConfig(max_function_tool_concurrency=1)
+    for take_over in (False, True):
+        inner = ScriptedModel([[assistant_message("paid")]])
+        agent = Agent(name="Boss", model=ScriptedModel([[assistant_message("done")]]), tools=[
+            Agent(name="Payer", tools=[pay], model=inner).as_tool("payer", "Pays.")])
+        state = RunState.from_string(agent, text)
+        if take_over:
+            state.take_over()
+        for item in state.get_interruptions():
+            state.approve(item)
+        if not take_over:
+            with pytest.raises(KeyboardInterrupt):
+                Runner.run_sync(agent, state, session=session, run_config=one_at_a_time)
+        else:
+            assert Runner.run_sync(agent, state, session=session, run_config=one_at_a_time).final_output == "done"
+    assert paid == [5, 7]  # nothing ran again
+    assert outputs_sent(inner.calls[0]) == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
