@@ -291,6 +291,21 @@ def test_max_tokens_field_defaults_per_endpoint(server):
         == "max_completion_tokens"
 
 
+@pytest.mark.parametrize("base_url, field, usage, reasoning", [
+    ("https://api.openai.com/v1", "max_completion_tokens", True, None),
+    ("https://me.openai.azure.com/openai", "max_completion_tokens", False, None),
+    ("https://api.deepseek.com", "max_tokens", False, "reasoning_content"),
+    ("http://localhost:8080/v1", "max_tokens", False, None)])
+def test_each_hosts_defaults(base_url, field, usage, reasoning):
+    """What a host is known to want: OpenAI's own and Azure's token field, usage in OpenAI's streams, and
+    DeepSeek's reasoning echoed on a tool-call turn; any other server gets the plain Chat Completions body."""
+    m = OpenAIChatCompletionsModel("m", base_url=base_url, api_key="k")
+    assert (m.max_tokens_field, m.include_usage, m.reasoning_field) == (field, usage, reasoning)
+    explicit = OpenAIChatCompletionsModel("m", base_url=base_url, api_key="k", max_tokens_field="x",
+                                          include_usage=not usage, reasoning_field="r")
+    assert (explicit.max_tokens_field, explicit.include_usage, explicit.reasoning_field) == ("x", not usage, "r")
+
+
 def test_previous_response_id_rejected_before_sending(server):
     with pytest.raises(UserError):
         call(model(server), [], previous_response_id="resp_1")

@@ -58,6 +58,15 @@ def test_the_listing_command_as_json():
                                                  "inputSchema": tools[0]["inputSchema"]}
 
 
+def test_the_listing_command_called_from_python_reads_the_arguments_it_is_given(monkeypatch, capsys):
+    """`main(argv)` lists what `argv` names, whatever the process's own command line is."""
+    from miniagents.mcp.__main__ import main
+
+    monkeypatch.setattr(sys, "argv", ["prog", "no-such-server-program"])
+    assert main(["--json", sys.executable, TEST_SERVER]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["name"] == "add"
+
+
 def test_the_listing_command_passes_arguments_and_environment_to_the_server():
     done = cli("--env", "SEEN=yes", sys.executable, TEST_SERVER, "--mode", "print_env", "--mode", "exit_at_start")
     assert done.returncode == 1 and done.stdout == ""
