@@ -149,14 +149,14 @@ def test_tool_choice_forms():
     assert wire_tool_choice_chat("auto") == "auto"
     assert wire_tool_choice_chat("convert") == {"type": "function", "function": {"name": "convert"}}
     assert wire_tool_choice_chat({"type": "function", "name": "x"}) == {"type": "function", "function": {"name": "x"}}
-    with pytest.raises(UserError):
+    with pytest.raises(UserError, match=r"^tool_choice 42 cannot be expressed in Chat Completions$"):
         wire_tool_choice_chat(42)
+    with pytest.raises(UserError, match=r"^tool_choice 42 cannot be expressed in the Responses API$"):
+        wire_tool_choice(42, chat=False)
     allowed = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "x"}]}
     assert wire_tool_choice_chat(allowed) == {"type": "allowed_tools", "allowed_tools": {
         "mode": "required", "tools": [{"type": "function", "function": {"name": "x"}}]}}
-    from miniagents.models.endpoint import wire_tool_choice  # and back, for the Responses API
-
-    assert wire_tool_choice(wire_tool_choice_chat(allowed), chat=False) == allowed
+    assert wire_tool_choice(wire_tool_choice_chat(allowed), chat=False) == allowed  # and back, for Responses
 
 
 def test_body_settings_mapping():
@@ -371,9 +371,9 @@ def test_stream_tool_calls_split_at_every_byte_with_keepalive_comments(server):
     assert [i["type"] for i in out] == ["message", "function_call", "function_call"]
     assert (out[1]["call_id"], out[1]["arguments"]) == ("call_a", '{"amount":40,"round":null}')
     assert (out[2]["call_id"], out[2]["name"], out[2]["arguments"]) == ("call_b", "transfer_to_billing", "{}")
-    added = [e["item"]["name"] for e in events if e["type"] == "response.output_item.added"
-             and e["item"]["type"] == "function_call"]
-    assert added == ["convert_currency", "transfer_to_billing"]
+    added = [e["item"] for e in events if e["type"] == "response.output_item.added"
+             and e["item"].get("type") == "function_call"]
+    assert added == [{**call, "arguments": "", "status": "in_progress"} for call in out[1:]]  # as each opened
     # Output items are numbered from 0 in the order they open, as the Responses API numbers them.
     opened = [e["output_index"] for e in events if e["type"] == "response.output_item.added"]
     assert opened == [0, 1, 2]
@@ -452,7 +452,8 @@ def test_lm_studio_empty_later_names_and_missing_index():
 def test_finish_reason_tool_calls_without_calls_and_call_without_name_raise():
     with pytest.raises(ModelBehaviorError):
         _finish([{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
-    with pytest.raises(ModelBehaviorError):
+    with pytest.raises(ModelBehaviorError, match=r"^The model streamed a tool call without a function name "
+                                                 r"\(call c\)\.$"):
         _finish([_delta({"index": 0, "id": "c", "function": {"arguments": "{}"}}, finish="tool_calls")])
 
 
