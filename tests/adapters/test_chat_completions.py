@@ -138,6 +138,24 @@ def test_wire_schema_handles_prefix_items_oneof_and_property_named_default():
                                               "additionalProperties": False}
 
 
+@pytest.mark.parametrize("keyword, value", [
+    ("minLength", 1), ("maxLength", 9), ("patternProperties", {"^x": {"type": "string"}}),
+    ("propertyNames", {"pattern": "^x"}), ("unevaluatedProperties", False), ("minProperties", 1),
+    ("maxProperties", 3), ("uniqueItems", True), ("contains", {"type": "string"}), ("minContains", 1),
+    ("maxContains", 2), ("unevaluatedItems", False), ("not", {"type": "null"}), ("if", {"required": ["a"]}),
+    ("then", {"required": ["b"]}), ("else", {"required": ["c"]}), ("dependentRequired", {"a": ["b"]}),
+    ("dependentSchemas", {"a": {"required": ["b"]}}), ("$id", "https://example.com/s")])
+def test_every_keyword_strict_endpoints_reject_is_left_out_of_a_strict_schema_sent(keyword, value):
+    """Valid JSON Schema that strict endpoints refuse with a 400: a strict request leaves it out, at every depth;
+    a schema that is not strict is sent as given."""
+    inner = {"type": "string", keyword: value}
+    schema = {"type": "object", keyword: value, "properties": {"a": inner, "b": {"type": "array", "items": inner}},
+              "required": ["a", "b"], "additionalProperties": False}
+    sent = json.dumps(wire_schema(schema, strict=True))
+    assert f'"{keyword}"' not in sent and '"type": "string"' in sent
+    assert wire_schema(schema, strict=False) is schema
+
+
 def test_bad_tool_name_and_hosted_tool_rejected():
     with pytest.raises(UserError, match="must match"):
         chat_tool({**TOOL, "name": "has space"})
