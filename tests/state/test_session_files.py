@@ -156,6 +156,21 @@ def test_a_file_that_is_not_a_database_is_a_session_store_error_and_is_left_unch
     assert path.read_bytes() == b"my notes, not a database\n" * 200
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's descriptors in /proc/self/fd")
+def test_a_session_refused_at_its_file_keeps_no_descriptor_of_it_open(tmp_path):
+    """A database whose session tables lack a column the session uses is refused when the session is made, and
+    the connection opened to find that out is closed there, not left to the garbage collector: the refusal's
+    traceback (kept here) still reaches the code that opened it."""
+    path = tmp_path / "other.db"
+    with sqlite3.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE agent_sessions (session_id TEXT)")  # another program's table of that name
+    conn.close()
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(SessionStoreError, match="has a table of a name the session uses but not its layout") as refused:
+        SQLiteSession("s", str(path))
+    assert refused.traceback and sorted(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.parametrize("damage", ["truncated", "overwritten"])
 @pytest.mark.parametrize("operation", OPERATIONS)
 @pytest.mark.parametrize("kind", SQLITE_KINDS)
