@@ -553,6 +553,18 @@ def test_an_unknown_tool_is_answered_with_the_list_of_available_tools_and_the_ru
     assert [i.type for i in result.new_items][:2] == ["tool_call_item", "tool_call_output_item"]
 
 
+def test_a_call_id_repeated_in_one_response_runs_once_and_is_logged(caplog):
+    """A server that repeats a call in one response (a streaming bug) gets one run of it, and whoever reads the
+    log learns which id was dropped."""
+    agent, model = make_agent([[function_call("ping", "{}", call_id="call_x"), function_call("ping", "{}",
+                                                                                              call_id="call_x")],
+                               [assistant_message("ok")]], tools=[ping])
+    with caplog.at_level("WARNING", logger="miniagents"):
+        Runner.run_sync(agent, "go")
+    assert ran == ["ping"] and outputs_sent(model.calls[1]) == {"call_x": "pong"}
+    assert [r.getMessage() for r in caplog.records] == ["ignoring repeated call id 'call_x' in one response"]
+
+
 def test_an_empty_tool_name_is_an_unknown_tool():
     agent, model = make_agent([[function_call("", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
     Runner.run_sync(agent, "go")
