@@ -41,6 +41,17 @@ def test_a_path_of_a_kernel_module_has_its_names_and_upstreams_extra_ones():
         run.Nope
 
 
+def test_a_name_neither_upstream_nor_left_out_is_pythons_plain_attribute_error():
+    """Only a name upstream has and this project left out gets the explained error; any other is the usual
+    AttributeError, so `hasattr`, `getattr(..., default)` and tools probing for dunders behave as with any module."""
+    for name in ("Nope", "__wrapped__"):
+        with pytest.raises(AttributeError) as missing:
+            getattr(agents, name)
+        assert type(missing.value) is AttributeError
+        assert str(missing.value) == f"module {agents.__name__!r} has no attribute {name!r}"
+        assert getattr(agents, name, "absent") == "absent"
+
+
 def test_upstream_names_are_read_when_accessed_not_copied(monkeypatch):
     from miniagents.upstream import exceptions
     from miniagents.upstream.extensions import handoff_filters
