@@ -84,6 +84,20 @@ def test_strict_mode_still_refuses_a_dict_and_other_key_types_stay_refused():
         AgentOutputSchema(typing.Dict[float, str], strict_json_schema=False)
 
 
+def test_an_agent_whose_output_type_strict_mode_cannot_express_is_made_and_handed_off_to_and_refused_at_use():
+    """Upstream makes such an agent and refuses its output type only when a run uses it: the agent can still be
+    a handoff's target, and the run that hands off to it stops there with the kernel's explanation."""
+    from miniagents.testing import ScriptedModel, function_call
+
+    jokester = miniagents.upstream.Agent(name="Jokester", output_type=Jokes)
+    assert jokester.default_handoff.tool_name == "transfer_to_jokester"
+    model = ScriptedModel([[function_call("transfer_to_jokester", {}, call_id="h1")], [assistant_message("{}")]])
+    triage = miniagents.upstream.Agent(name="Triage", handoffs=[jokester], model=model)
+    with pytest.raises(UserError, match="strict mode cannot express it"):
+        Runner.run_sync(triage, "tell me jokes")
+    assert [tool["name"] for tool in model.calls[0].handoffs] == ["transfer_to_jokester"]
+
+
 # --- basic/trace_redaction: an exporter of one's own behind upstream's BatchTraceProcessor -----------------------
 
 
