@@ -233,7 +233,8 @@ def test_a_streamed_message_announces_each_of_its_annotations():
 
 
 def test_function_calls_and_reasoning_stream_their_parts():
-    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}],
+                 "content": [{"type": "reasoning_text", "text": "step"}, {"type": "reasoning_text"}]}
     model = ScriptedModel([[reasoning, function_call("noop", {}, call_id="c1")], [assistant_message("ok")]])
 
     async def go():
@@ -243,6 +244,9 @@ def test_function_calls_and_reasoning_stream_their_parts():
     raw = asyncio.run(go())
     kinds = [e.type for e in raw]
     assert "response.reasoning_summary_text.delta" in kinds
+    # Each reasoning content part streams its text, and a part without text streams as empty.
+    assert [e.delta for e in raw if e.type == "response.reasoning_text.delta"] == ["step", ""]
+    assert [e.text for e in raw if e.type == "response.reasoning_text.done"] == ["step", ""]
     assert kinds.index("response.function_call_arguments.delta") < kinds.index("response.function_call_arguments.done")
     # Each item opens empty, as upstream's events show it, and closes whole.
     added = [e.item for e in raw if e.type == "response.output_item.added"]
