@@ -96,6 +96,8 @@ def test_an_agent_whose_output_type_strict_mode_cannot_express_is_made_and_hande
     with pytest.raises(UserError, match="strict mode cannot express it"):
         Runner.run_sync(triage, "tell me jokes")
     assert [tool["name"] for tool in model.calls[0].handoffs] == ["transfer_to_jokester"]
+    with pytest.raises(UserError, match="strict mode cannot express it"):  # what the agent holds refuses it,
+        jokester.output_schema.json_schema()  # whether the tracing shell's agent span or the turn reads it first
 
 
 # --- basic/trace_redaction: an exporter of one's own behind upstream's BatchTraceProcessor -----------------------
