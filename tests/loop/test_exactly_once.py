@@ -474,8 +474,8 @@ def test_taking_over_an_agent_tools_resume_that_died_mid_call_runs_none_of_its_i
             raise KeyboardInterrupt  # the process dies mid-call (the first time only)
         return f"paid {amount}"
 
-    one_at_a_time = RunConfig(max_function_tool_concurrency=1)
-    for take_over in (False, True):
+    def approved(take_over=False):
+        """The paused state, approved (and taken over): (the boss agent, its state, the inner model)."""
         inner = ScriptedModel([[assistant_message("paid")]])
         agent = Agent(name="Boss", model=ScriptedModel([[assistant_message("done")]]), tools=[
             Agent(name="Payer", tools=[pay], model=inner).as_tool("payer", "Pays.")])
@@ -484,10 +484,13 @@ def test_taking_over_an_agent_tools_resume_that_died_mid_call_runs_none_of_its_i
             state.take_over()
         for item in state.get_interruptions():
             state.approve(item)
-        if not take_over:
-            with pytest.raises(KeyboardInterrupt):
-                Runner.run_sync(agent, state, session=session, run_config=one_at_a_time)
-        else:
-            assert Runner.run_sync(agent, state, session=session, run_config=one_at_a_time).final_output == "done"
+        return agent, state, inner
+
+    one_at_a_time = RunConfig(max_function_tool_concurrency=1)
+    agent, state, _ = approved()
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, state, session=session, run_config=one_at_a_time)
+    agent, state, inner = approved(take_over=True)
+    assert Runner.run_sync(agent, state, session=session, run_config=one_at_a_time).final_output == "done"
     assert paid == [5, 7]  # nothing ran again
     assert outputs_sent(inner.calls[0]) == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
