@@ -536,9 +536,9 @@ def choose(run: Run) -> None:
     `run.resumed`, `run.ends`, `run.entered`, `run.after`, `run.invoke`."""
     parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
              "tools": [tool for agent in run.agents for tool in agent.tools]}
-    uses = frozenset(need for need, where, name in NEEDS  # set: not None, False or empty, on any of its parts
-                     if any(value is not None and value is not False and value not in ([], ())
-                            for value in (getattr(part, name, None) for part in parts[where])))
+    uses = frozenset(need for need, where, name in NEEDS for part in parts[where]  # set: not None, False or empty
+                     if (value := getattr(part, name, None)) is not None and value is not False
+                     and value not in ([], ()))
     run.start, run.before, run.fresh, run.resumed, run.ends, run.entered, run.after, wraps = chosen(uses)
     run.invoke = invoke
     for wrap in wraps:
