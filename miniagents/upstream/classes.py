@@ -63,7 +63,6 @@ class Agent(KernelAgent[TContext]):
         try:
             super()._derive()
         except UserError as error:
-            object.__setattr__(self, "default_handoff", handoff(self))
             object.__setattr__(self, "output_schema", RefusedOutputType(error))
 
     def __setattr__(self, name: str, value: Any) -> None:
