@@ -16,7 +16,7 @@ from ..agent import Agent as KernelAgent
 from ..context import RunContextWrapper, TContext, ToolContext as KernelToolContext
 from ..agent_output import AgentOutputSchemaBase
 from ..errors import UserError
-from ..handoffs import Handoff, handoff
+from ..handoffs import Handoff
 from ..items import MessageOutputItem, function_call_output, message_refusal, message_text, to_input_list
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
