@@ -54,20 +54,9 @@ class OutputTokensDetails:
 
 
 @dataclass
-class RequestUsage:
-    """One request's usage, as `Usage.request_usage_entries` keeps it (upstream's class and fields)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
-    output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
-
-
-@dataclass
 class Usage:
     """Token counts of one request or a whole run (requests are summed with `add`), in the Responses usage
-    shape. `request_usage_entries` keeps each request's own usage (`RequestUsage`)."""
+    shape."""
 
     requests: int = 0
     input_tokens: int = 0
@@ -75,26 +64,19 @@ class Usage:
     total_tokens: int = 0
     input_tokens_details: InputTokensDetails = field(default_factory=InputTokensDetails)
     output_tokens_details: OutputTokensDetails = field(default_factory=OutputTokensDetails)
-    request_usage_entries: list = field(default_factory=list)
     tool_calls: int = 0  # function calls run (for `UsageLimits.tool_calls_limit`)
 
     def add(self, other: "Usage", requests: Optional[int] = None) -> None:
-        """Add another usage to this one, in place: a run's (its requests, tool calls and requests' own entries; a
-        usage of one request and no entries is that request's entry), or one model call's, given the `requests`
-        the kernel counts for it (1; 0 when it was counted before it was made), kept as its own entry. A model's
-        own counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits
-        must never be loosened by a model's numbers."""
+        """Add another usage to this one, in place: a run's (its requests and tool calls), or one model call's,
+        given the `requests` the kernel counts for it (1; 0 when it was counted before it was made). A model's own
+        counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits must
+        never be loosened by a model's numbers."""
         for name in ("input_tokens", "output_tokens", "total_tokens"):
             setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
         self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
         self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
         self.requests += other.requests if requests is None else requests
         self.tool_calls += other.tool_calls if requests is None else 0
-        one = RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
-                           InputTokensDetails(other.input_tokens_details.cached_tokens),
-                           OutputTokensDetails(other.output_tokens_details.reasoning_tokens))
-        self.request_usage_entries += [one] if requests is not None or other.requests == 1 and not \
-            other.request_usage_entries else other.request_usage_entries
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":

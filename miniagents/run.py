@@ -118,8 +118,8 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunCo
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")
-    if options.session is None and not isinstance(input, str):
-        input = drop_orphans(to_input_list(input))
+        if options.session is None:
+            input = drop_orphans(to_input_list(input))
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
     if options.session is not None:  # the new input is checked apart from the history it may answer
@@ -264,9 +264,13 @@ def check_max_turns(run: Run, turn: Turn) -> None:
 
 
 def start_turn(run: Run, turn: Turn) -> None:
-    """A fresh turn begins: it is counted, and carries the run's new input to the session with its items."""
+    """A fresh turn begins: it is counted."""
+    run.state.current_turn += 1
+
+
+def carry_session_input(run: Run, turn: Turn) -> None:
+    """The run's new input goes to the session with the first turn that starts (`steps.save` writes both)."""
     state = run.state
-    state.current_turn += 1
     turn.session_input, state.unsaved_session_input = state.unsaved_session_input, []
 
 
@@ -454,11 +458,12 @@ class Step(NamedTuple):
 
 
 TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_guardrails"
+SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_previous_response_id"
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
 START = (  # before the first turn, once per drive of the loop
     Step(continue_unfinished, "run.ledger"),
-    Step(refuse_with_server_history, "state.server_managed"),
+    Step(refuse_with_server_history, SERVER_MANAGED),
     Step(prepare_run, "run.plugins"),
 )
 BEFORE = (  # what may keep a fresh turn from starting, and what comes first
@@ -467,20 +472,21 @@ BEFORE = (  # what may keep a fresh turn from starting, and what comes first
     Step(steps.check_request_limit, "config.usage_limits"),
     Step(steps.admit_input, "state.pending_input"),
     Step(start_turn),
+    Step(carry_session_input, "run.session"),
     Step(ledger.claim_turn, "run.ledger"),
 )
 FRESH = (  # a fresh turn: one model call
     Step(offer),
     Step(steps.offer_to_plugins, "run.plugins"),
     Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
-    Step(steps.send_what_is_new, "state.server_managed"),
+    Step(steps.send_what_is_new, SERVER_MANAGED),
     Step(steps.stored_prompt, "agents.prompt"),
     Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
     Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
     Step(classify),
     Step(ledger.journal_response, "run.ledger"),
-    Step(steps.chain_response, "state.server_managed"),
+    Step(steps.chain_response, SERVER_MANAGED),
     Step(steps.announce, "run.streamed"),  # what the model said, before any tool runs
 )
 RESUMED = (  # a paused turn resumed: its response read again, no model call
@@ -538,7 +544,7 @@ def choose(run: Run) -> None:
              "tools": [tool for agent in run.agents for tool in agent.tools]}
     uses = frozenset(need for need, where, name in NEEDS for part in parts[where]  # set: not None, False or empty
                      if (value := getattr(part, name, None)) is not None and value is not False
-                     and value not in ([], ()))
+                     and value not in ([], (), ""))
     run.start, run.before, run.fresh, run.resumed, run.ends, run.entered, run.after, wraps = chosen(uses)
     run.invoke = invoke
     for wrap in wraps:

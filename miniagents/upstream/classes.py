@@ -6,6 +6,7 @@
 - `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's.
 - `ToolContext.from_agent_context` makes a tool's context from a run's, as upstream's does.
 - `ItemHelpers`, and upstream's names for the types the kernel keeps as plain dicts and callables.
+- `Usage` keeps each request's own usage too (`request_usage_entries`); a run of an upstream program counts in one.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import dataclasses
 from typing import Any, Callable, Dict, Literal, Optional
 
 from ..agent import Agent as KernelAgent
-from ..context import RunContextWrapper, TContext, ToolContext as KernelToolContext
+from ..context import (InputTokensDetails, OutputTokensDetails, RunContextWrapper, TContext,
+                       ToolContext as KernelToolContext, Usage as KernelUsage)
 from ..agent_output import AgentOutputSchemaBase
 from ..errors import UserError
 from ..handoffs import Handoff
@@ -193,3 +195,38 @@ class MultiProviderMap:
 
     def remove_provider(self, prefix: str) -> None:
         del self._mapping[prefix]
+
+
+@dataclasses.dataclass
+class RequestUsage:
+    """One request's usage, as `Usage.request_usage_entries` keeps it (upstream's class and fields)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens_details: InputTokensDetails = dataclasses.field(default_factory=InputTokensDetails)
+    output_tokens_details: OutputTokensDetails = dataclasses.field(default_factory=OutputTokensDetails)
+
+
+@dataclasses.dataclass
+class Usage(KernelUsage):
+    """The kernel's counts, and each request's own usage: a model call's is one entry (a copy), a usage summed
+    from several requests (a nested run's) passes its entries on."""
+
+    request_usage_entries: list = dataclasses.field(default_factory=list)
+
+    def add(self, other: KernelUsage, requests: Optional[int] = None) -> None:
+        super().add(other, requests)
+        entries = getattr(other, "request_usage_entries", None)
+        if requests is not None or other.requests == 1 and not entries:
+            entries = [RequestUsage(other.input_tokens, other.output_tokens, other.total_tokens,
+                                    InputTokensDetails(other.input_tokens_details.cached_tokens),
+                                    OutputTokensDetails(other.output_tokens_details.reasoning_tokens))]
+        self.request_usage_entries += entries or []
+
+    @classmethod
+    def of(cls, usage: KernelUsage) -> "Usage":
+        """`usage` itself when it keeps entries, else the same counts in one that does (from now on)."""
+        if isinstance(usage, cls):
+            return usage
+        return cls(**{f.name: getattr(usage, f.name) for f in dataclasses.fields(KernelUsage)})

@@ -207,10 +207,15 @@ class UpstreamPlugin(seams.Plugin):
     """Upstream's rules on the kernel's seams (see the module)."""
 
     def prepare_run(self, run: Any) -> None:
-        """An agent with a hosted tool and a Chat Completions model is refused when the run starts, before any model
-        call (the kernel's adapter refuses it only when that agent's model is called)."""
+        """The run counts its usage in upstream's `Usage` (each request's own entry kept too). An agent with a
+        hosted tool and a Chat Completions model is refused when the run starts, before any model call (the
+        kernel's adapter refuses it only when that agent's model is called)."""
         from ..tool import HostedTool
         from ..turn import get_model
+        from .classes import Usage
+
+        context = run.state.context_wrapper
+        context.usage = Usage.of(context.usage)
 
         for agent in run.agents:
             hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)

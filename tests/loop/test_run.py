@@ -435,20 +435,22 @@ def test_usage_counts_every_model_request():
 
 
 
-def test_usage_keeps_each_requests_own_entry_and_a_summed_usage_passes_its_entries_on():
+def test_a_summed_usage_adds_every_count_and_a_model_call_counts_the_requests_the_kernel_gives():
     from miniagents.context import InputTokensDetails, OutputTokensDetails, Usage
 
     run = Usage()
     for tokens in (3, 5):
-        run.add(Usage(requests=1, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1,
+        run.add(Usage(requests=7, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1, tool_calls=9,
                       input_tokens_details=InputTokensDetails(cached_tokens=tokens - 1),
-                      output_tokens_details=OutputTokensDetails(reasoning_tokens=tokens * 2)))
-    assert [entry.input_tokens for entry in run.request_usage_entries] == [3, 5]
-    parent = Usage()
-    parent.add(run)  # a nested run's usage: its requests' entries, not one entry for the whole run
+                      output_tokens_details=OutputTokensDetails(reasoning_tokens=tokens * 2)), requests=1)
+    assert (run.requests, run.tool_calls) == (2, 0)  # the model's own counts are not read
+    parent = Usage(tool_calls=1)
+    parent.add(run)  # a nested run's usage: its requests and tool calls too
     assert (parent.requests, parent.input_tokens, parent.output_tokens, parent.total_tokens) == (2, 8, 2, 10)
     assert (parent.input_tokens_details.cached_tokens, parent.output_tokens_details.reasoning_tokens) == (6, 16)
-    assert len(parent.request_usage_entries) == 2
+    parent.add(Usage(input_tokens=-4, output_tokens=-1, total_tokens=-5, tool_calls=2))
+    assert (parent.input_tokens, parent.total_tokens, parent.tool_calls) == (8, 10, 3)
+
 
 def test_model_settings_of_the_run_config_are_laid_over_the_agents():
     agent, model = make_agent([[assistant_message("ok")]],

@@ -9,7 +9,8 @@ import miniagents
 import miniagents.upstream
 from miniagents.upstream import AgentOutputSchema, Runner, UserError
 from miniagents.agent_output import InvalidFinalOutput
-from miniagents.context import RequestUsage, Usage
+from miniagents.context import InputTokensDetails, OutputTokensDetails, Usage as KernelUsage
+from miniagents.upstream import RequestUsage, Usage
 from miniagents.testing import ModelStep, assistant_message
 from support import make_agent
 
@@ -34,6 +35,20 @@ def test_a_request_usage_entry_does_not_share_its_details_with_the_usage_it_came
     run.add(one)
     one.input_tokens_details.cached_tokens = 5
     assert run.request_usage_entries[0].input_tokens_details.cached_tokens == 0
+
+
+def test_usage_keeps_each_requests_own_entry_and_a_summed_usage_passes_its_entries_on():
+    run = Usage()
+    for tokens in (3, 5):
+        run.add(KernelUsage(requests=1, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1,
+                            input_tokens_details=InputTokensDetails(cached_tokens=tokens - 1),
+                            output_tokens_details=OutputTokensDetails(reasoning_tokens=tokens * 2)))
+    assert [entry.input_tokens for entry in run.request_usage_entries] == [3, 5]
+    parent = Usage()
+    parent.add(run)  # a nested run's usage: its requests' entries, not one entry for the whole run
+    assert (parent.requests, parent.input_tokens, parent.output_tokens, parent.total_tokens) == (2, 8, 2, 10)
+    assert (parent.input_tokens_details.cached_tokens, parent.output_tokens_details.reasoning_tokens) == (6, 16)
+    assert len(parent.request_usage_entries) == 2
 
 
 # --- agent_patterns/human_in_the_loop_custom_rejection: the classes upstream subscripts are generic ----------
