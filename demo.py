@@ -1064,7 +1064,8 @@ def the_loop_named(desk: Walkthrough) -> None:
     loop = function_node(miniagents.run, "loop")
     wrapped(f"run.py loop (lines {loop.lineno}-{loop.end_lineno}) runs, for each turn, the steps its NextStep has in "
             f"the table ENDS (run.py line {ends.lineno}): {', '.join(sorted(dispatched, key=dispatched.get))}. "
-            "(NextStepError asks the run's error_handlers, which answer with one of the four.)", "  ")
+            "(NextStepError asks the run's plugins, upstream's error_handlers among them, which may answer with a final "
+            "output; else it runs again, stops at a usage limit, or is raised.)", "  ")
     deciders = {function for name, _, _ in meaning for file, function, _ in made.get(name, []) if file == "turn.py"}
     reached = called_from(miniagents.turn, "decide")
     desk.check("the loop's table ENDS has the steps of each of the four ways, and of an error",

@@ -15,7 +15,7 @@ if sys.version_info < (3, 9):  # typing.Annotated and friends; said here, before
 from .agent import Agent, StopAtTools
 from .agent_output import AgentOutputSchema
 from .config import (CallModelData, ModelInputData, OutputGuardrailBlockedMessageArgs, RunConfig,
-                     RunErrorHandlerInput, RunErrorHandlerResult, ToolErrorFormatterArgs, UsageLimits)
+                     ToolErrorFormatterArgs, UsageLimits)
 from .context import RunContextWrapper, ToolContext, Usage
 from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
                      MissingFeatureError, ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,
@@ -52,7 +52,7 @@ _LAZY = {
                     "models.retry_advice"), "OpenAIChatCompletionsModel": "models.chat_completions",
     "OpenAIResponsesModel": "models.responses", "HostedTool": "tool",
     **dict.fromkeys(("AgentToolStreamEvent", "Prompt", "GenerateDynamicPromptData"), "agent"),
-    "RunErrorData": "config", "TContext": "context", "AgentOutputSchemaBase": "agent_output",
+    "TContext": "context", "AgentOutputSchemaBase": "agent_output",
     # the shells'
     **dict.fromkeys(("trace", "custom_span", "agent_span", "function_span", "generation_span", "handoff_span",
                      "guardrail_span", "get_current_trace", "get_current_span", "add_trace_processor",

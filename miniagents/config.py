@@ -141,35 +141,3 @@ class ModelInputData:
 
     input: list
     instructions: Optional[str]
-
-
-@dataclass(eq=False)
-class RunErrorData:
-    """The run so far, as an error handler sees it: the original input, every item generated (this turn's
-    included), the transcript, this turn's raw output items, the model responses and the failing agent."""
-
-    input: Any
-    new_items: list
-    history: list
-    output: list
-    raw_responses: list
-    last_agent: Any
-
-
-@dataclass(eq=False)
-class RunErrorHandlerInput(Generic[TContext]):
-    """What a handler in `error_handlers={kind: handler}` receives; the kinds are "max_turns", "model_refusal",
-    "invalid_final_output" and "usage_limit". A handler that returns None lets `error` raise."""
-
-    error: Exception
-    context: Any
-    run_data: RunErrorData
-
-
-@dataclass
-class RunErrorHandlerResult:
-    """A handler's answer: `final_output` ends the run (parsed into the agent's `output_type`) and, with
-    `include_in_history`, is also recorded as an assistant message. A bare value or such a dict also works."""
-
-    final_output: Any
-    include_in_history: bool = True

@@ -3,8 +3,8 @@
 `Runner.run_sync` starts a run (`start_run`: the arguments checked, the state made, the steps of its turns
 chosen once, steps.py) and drives it (`drive`); `await Runner.run` drives it in a worker thread, and
 `Runner.run_streamed` hands each event to its reader as it happens, so there is exactly one loop. Everything a
-run changes lives in its `RunState`; one turn is turn.py. What happens between turns is here: the error
-handlers' answer, pausing, the handoff switch and the final output.
+run changes lives in its `RunState`; one turn is turn.py. What happens between turns is here: an error's
+answer, pausing, the handoff switch and the final output.
 """
 from __future__ import annotations
 
@@ -15,13 +15,11 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from . import caller, ledger, seams, steps
 from .agent import Agent
-from .agent_output import output_schema
-from .config import RunConfig, RunErrorData, RunErrorHandlerInput, RunErrorHandlerResult
-from .errors import AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails, UserError
+from .config import RunConfig
+from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
 from .hooks import HookPlugin
-from .items import (FAKE_ID, HandoffOutputItem, MessageOutputItem, assistant_message, drop_orphans,
-                    function_call_output, item_problem, preview, to_input_list)
+from .items import HandoffOutputItem, drop_orphans, function_call_output, item_problem, preview, to_input_list
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -67,15 +65,13 @@ class Runner:
 class Options:
     """The options of one run, as `Runner`'s methods take them: `context`, your object, handed to tools, guardrails
     and hooks, never sent to the model; `max_turns`, the model calls allowed (None: no limit); `hooks`, your
-    `RunHooks`; `run_config`, a `RunConfig`; `error_handlers`, {"max_turns" | "model_refusal" |
-    "invalid_final_output" | "usage_limit": handler}; the server-managed conversation's ids; `session`, the
-    conversation to load before the first turn and append each completed turn to."""
+    `RunHooks`; `run_config`, a `RunConfig`; the server-managed conversation's ids; `session`, the conversation to
+    load before the first turn and append each completed turn to."""
 
     context: Any = None
     max_turns: Optional[int] = DEFAULT_MAX_TURNS
     hooks: Any = None
     run_config: Any = None
-    error_handlers: Optional[dict] = None
     previous_response_id: Optional[str] = None
     auto_previous_response_id: bool = False
     conversation_id: Optional[str] = None
@@ -97,7 +93,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
         ledger = options.session
     agents = reachable_agents(starting_agent)
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
-              error_handlers=options.error_handlers or {}, plugins=plugins_of(options.hooks, agents), streamed=streamed)
+              plugins=plugins_of(options.hooks, agents), streamed=streamed)
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run.config)
     run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
@@ -330,52 +326,26 @@ def tell_final_output(run: Run, turn: Turn) -> None:
 
 
 def answer_error(run: Run, turn: Turn) -> None:
-    """Let the run's `error_handlers` turn an error into a final output (validated against the output type), run
-    again when no handler is set and the error allows it, else raise the error; then the turn ends as that says.
-    A usage limit stops the run where it is: its state resumes (`error.state`) with a higher limit."""
-    turn.next_step = handled(run, turn, turn.next_step)
-    for step in run.ends[type(turn.next_step)]:
-        step(run, turn)
-
-
-def handled(run: Run, turn: Turn, error: NextStepError) -> Any:
-    """What the run's error handler makes of `error`: a `NextStepFinalOutput`, a `NextStepRunAgain`, or a raise."""
-    state, agent = run.state, run.state.current_agent
-    handler = run.error_handlers.get(error.kind)
-    if handler is None:
+    """An error the run may answer: its plugins first (the `answer_error` seam: upstream's `error_handlers` end the
+    run with a final output), else another turn when the error allows it; a usage limit stops the run where it is
+    (its state resumes with a higher limit: `error.state`); any other error is raised. Then the turn ends as the
+    answer says."""
+    error = turn.next_step
+    if run.plugins:
+        turn.next_step = seams.change(run.plugins, "answer_error", run, turn, error)
+    if turn.next_step is error:
         if error.run_again:
-            return NextStepRunAgain()
-        if error.kind == "usage_limit":
+            turn.next_step = NextStepRunAgain()
+        elif error.kind != "usage_limit":
+            raise error.error
+        else:
             if turn.setup is not None:  # the calls of this turn did not run: they wait in the paused turn
                 turn.next_step = NextStepInterruption()
                 pause(run, turn)
-            error.error.state = state
-        raise error.error
-    data = RunErrorData(state.original_input, list(state.generated_items), list(state.transcript),
-                        [i.raw_item for i in turn.items], state.model_responses, agent)
-    verdict = caller.call(handler, RunErrorHandlerInput(error.error, state.context_wrapper, data))
-    if verdict is None:
-        raise error.error
-    if isinstance(verdict, dict) and "final_output" in verdict:  # a RunErrorHandlerResult as a dict
-        if set(verdict) - {"final_output", "include_in_history"}:
-            raise UserError("Invalid run error handler result.")
-        verdict = RunErrorHandlerResult(**verdict)
-    if not isinstance(verdict, RunErrorHandlerResult):  # any other value is the final output
-        verdict = RunErrorHandlerResult(verdict)
-    output, schema = verdict.final_output, output_schema(agent.output_type)
-    if not schema.is_plain_text():
-        try:
-            if isinstance(output, str):
-                output = schema.validate_json(output)
-            elif isinstance(output, (dict, list)):  # JSON data: build the output type
-                output = schema.validate_data(output)
-        except ModelBehaviorError:
-            raise UserError("Invalid run error handler final_output for structured output.") from None
-    if verdict.include_in_history:
-        item = MessageOutputItem(agent=agent, raw_item=assistant_message(schema.model_text(output), FAKE_ID))
-        turn.items.append(item)
-        state.generated_items.append(item)
-    return NextStepFinalOutput(output)
+            error.error.state = run.state
+            raise error.error
+    for step in run.ends[type(turn.next_step)]:
+        step(run, turn)
 
 
 def take_handoff(run: Run, turn: Turn) -> None:

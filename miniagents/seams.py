@@ -15,8 +15,8 @@ Three kinds of seam:
   (a trace span, a context variable) is current inside the step. Before it is left, the step's record
   (the `*Step` classes below) holds what the step produced. It may not change the step.
 - **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
-- **a change** (`prepare_run`, `offer`, `model_input`, `model`): returns what the kernel uses instead of
-  what it passed (the same object when the plugin has nothing to change).
+- **a change** (`prepare_run`, `offer`, `model_input`, `model`, `answer_error`): returns what the kernel uses
+  instead of what it passed (the same object when the plugin has nothing to change).
 
 Plugins see steps in registration order, the run's hooks last, and leave around-seams in reverse order.
 A plugin that raises makes the step fail as if the step had raised.
@@ -121,6 +121,12 @@ class Plugin:
     def model(self, run: Any, setup: Any, model: Any) -> Any:
         """The `Model` this turn calls; return it, or one that wraps it (retries, recording)."""
         return model
+
+    def answer_error(self, run: Any, turn: Any, error: Any) -> Any:
+        """A turn ended in an error a run may answer (`turn.NextStepError`: its `kind` and `error`); return it
+        unchanged to let the kernel go on (another turn when `error.run_again`, else the error stops the run), a
+        `turn.NextStepFinalOutput` to end the run with that output, or raise."""
+        return error
 
 
 # --- The records a step fills in (what around-seams read before they are left) --------------------------

@@ -62,7 +62,6 @@ class Run:
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of claimed calls
     journal: Optional[str] = None  # the session's journal entry as this run last saw it (None: no journal kept)
     after: tuple = ()  # the steps when the run returns or raises
-    error_handlers: dict = field(default_factory=dict)
     streamed: bool = False
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
     agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
@@ -159,9 +158,9 @@ class NextStepInterruption:
 
 @dataclass(eq=False)
 class NextStepError:
-    """Not a way to end, a question for the run's `error_handlers`: `kind` ("model_refusal",
-    "invalid_final_output", "max_turns", "usage_limit") and the `error` raised if no handler answers. With
-    `run_again`, no handler means another turn instead (a structured answer that has not come yet)."""
+    """Not a way to end, a question for the run's plugins (the `answer_error` seam: upstream's `error_handlers`):
+    `kind` ("model_refusal", "invalid_final_output", "max_turns", "usage_limit") and the `error` raised if none
+    answers. With `run_again`, no answer means another turn instead (a structured answer that has not come yet)."""
 
     kind: str
     error: Exception

@@ -34,7 +34,9 @@ NAMES = {
                     "classes"),
     **dict.fromkeys(("ModelRetryAdvice", "ModelRetryAdviceRequest", "ModelRetryNormalizedError"),
                     ".models.retry_advice"),
-    "MultiProviderMap": "classes", "Usage": "classes", "RequestUsage": "classes", "set_default_openai_client": "default_models",
+    **dict.fromkeys(("MultiProviderMap", "Usage", "RequestUsage"), "classes"),
+    **dict.fromkeys(("RunErrorData", "RunErrorHandlerInput", "RunErrorHandlerResult"), "error_handlers"),
+    "set_default_openai_client": "default_models",
     **dict.fromkeys(("function_tool", "tool", "invoke_function_tool", "ToolOutputText", "ToolOutputImage",
                      "ToolOutputFileContent", "ToolOutputTextDict", "ToolOutputImageDict",
                      "ToolOutputFileContentDict"), "tool_outputs"),
@@ -58,7 +60,8 @@ PATHS = {
     "exceptions": "AgentsException InputGuardrailTripwireTriggered MaxTurnsExceeded ModelBehaviorError "
                   "ModelRefusalError ModelTimeoutError OutputGuardrailTripwireTriggered RunErrorDetails "
                   "ToolInputGuardrailTripwireTriggered ToolOutputGuardrailTripwireTriggered ToolTimeoutError UserError",
-    "run_context": "RunContextWrapper TContext AgentHookContext", "usage": "Usage RequestUsage", "run_state": "RunState",
+    "run_context": "RunContextWrapper TContext AgentHookContext", "usage": "Usage RequestUsage",
+    "run_state": "RunState",
     "model_settings": "ModelSettings MCPToolChoice", "tool_context": "ToolContext",
     "lifecycle": "RunHooks AgentHooks RunHooksBase=RunHooks AgentHooksBase=AgentHooks AgentHookContext",
     "guardrail": "GuardrailFunctionOutput InputGuardrail InputGuardrailResult OutputGuardrail OutputGuardrailResult "

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -38,6 +39,7 @@ class RunConfig(KernelRunConfig):
     tool_not_found_behavior: str = "return_error_to_model"
     tool_name_collision_policy: str = "error"
     reasoning_item_id_policy: Optional[str] = None
+    error_handlers: Optional[dict] = None  # what `Runner.run_sync(error_handlers=...)` takes (error_handlers.py)
 
     def __post_init__(self):
         super().__post_init__()
@@ -58,12 +60,18 @@ class RunConfig(KernelRunConfig):
 
 def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any, previous_response_id: Any,
              auto_previous_response_id: bool, conversation_id: Any, session: Any, error_handlers: Any) -> dict:
-    """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`)."""
+    """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`; the
+    error handlers kept on it)."""
     if isinstance(run_config, dict):
         run_config = RunConfig(**run_config)
+    if error_handlers:
+        if not isinstance(run_config, RunConfig):  # the kernel's, or none: the same settings in this shell's
+            run_config = RunConfig(**{f.name: getattr(run_config, f.name) for f in dataclasses.fields(KernelRunConfig)
+                                      if f.init} if run_config is not None else {})
+        run_config = dataclasses.replace(run_config, error_handlers=dict(error_handlers))
     return dict(context=context, max_turns=max_turns, hooks=hooks, run_config=run_config, session=session,
                 previous_response_id=previous_response_id, conversation_id=conversation_id,
-                auto_previous_response_id=auto_previous_response_id, error_handlers=error_handlers)
+                auto_previous_response_id=auto_previous_response_id)
 
 
 class AgentRunner:
@@ -235,3 +243,8 @@ class UpstreamPlugin(seams.Plugin):
 
     def model_input(self, run: Any, setup: Any, items: list) -> list:
         return without_ids(items) if getattr(run.config, "reasoning_item_id_policy", None) == "omit" else items
+
+    def answer_error(self, run: Any, turn: Any, error: Any) -> Any:
+        from .error_handlers import answer
+
+        return answer(run, turn, error)

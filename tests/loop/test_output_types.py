@@ -184,6 +184,7 @@ def test_a_structured_agent_that_returns_no_text_is_asked_again():
 
 
 def test_a_structured_agent_with_no_text_goes_to_the_invalid_final_output_handler_when_there_is_one():
+    from miniagents.upstream import Runner  # upstream's error_handlers
     errors = []
 
     def on_invalid(data):

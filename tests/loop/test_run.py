@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelSettings, RunConfig,
-                        RunContextWrapper, Runner, RunErrorHandlerResult, function_tool, handoff,
+                        RunContextWrapper, Runner, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
 from miniagents.testing import ModelStep, ScriptedModel, UnexpectedModelCall, assistant_message, function_call
 from support import ROOT, json_values, kinds, make_agent, outputs_sent
@@ -178,76 +178,6 @@ def test_max_turns_none_is_unlimited():
     assert result.final_output == "finally"
     assert len(model.calls) == 13
     assert result.max_turns is None
-
-
-def test_a_max_turns_error_handler_turns_the_error_into_a_final_output():
-    seen = {}
-
-    def on_max_turns(data):
-        seen["error"] = data.error
-        seen["items"] = [i.type for i in data.run_data.new_items]
-        seen["agent"] = data.run_data.last_agent
-        return RunErrorHandlerResult(final_output="gave up politely", include_in_history=True)
-
-    agent, model = make_agent(_looping_steps(5), tools=[echo])
-    result = Runner.run_sync(agent, "loop", max_turns=2, error_handlers={"max_turns": on_max_turns})
-    assert result.final_output == "gave up politely"
-    assert len(model.calls) == 2
-    assert isinstance(seen["error"], MaxTurnsExceeded)
-    assert seen["items"] == ["tool_call_item", "tool_call_output_item"] * 2
-    assert seen["agent"] is agent
-    last = result.new_items[-1]
-    assert last.type == "message_output_item"
-    assert last.raw_item["content"][0]["text"] == "gave up politely"
-
-
-def test_a_max_turns_error_handler_returning_a_raw_value_uses_it_without_touching_history():
-    agent, _ = make_agent(_looping_steps(5), tools=[echo])
-    result = Runner.run_sync(agent, "loop", max_turns=1,
-                             error_handlers={"max_turns": lambda data: {"final_output": "x",
-                                                                        "include_in_history": False}})
-    assert result.final_output == "x"
-    assert item_types(result) == ["tool_call_item", "tool_call_output_item"]
-
-
-def test_a_max_turns_error_handler_returning_none_reraises():
-    agent, _ = make_agent(_looping_steps(5), tools=[echo])
-    with pytest.raises(MaxTurnsExceeded):
-        Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda data: None})
-
-
-def test_an_invalid_final_output_error_handler_supplies_the_final_output():
-    from dataclasses import dataclass
-
-    @dataclass
-    class Answer:
-        value: int
-
-    handled = []
-
-    def on_invalid(data):
-        handled.append(data.error)
-        return '{"response": {"value": 7}}'
-
-    agent, model = make_agent([[assistant_message("not json at all")]], output_type=Answer)
-    result = Runner.run_sync(agent, "go", error_handlers={"invalid_final_output": on_invalid})
-    assert result.final_output == Answer(7)
-    assert len(handled) == 1 and "not json at all" in str(handled[0])
-    assert len(model.calls) == 1
-
-
-def test_an_error_handlers_final_output_is_validated_against_the_output_type():
-    from dataclasses import dataclass
-
-    @dataclass
-    class Answer:
-        value: int
-
-    agent, _ = make_agent([[assistant_message("not json")]], output_type=Answer)
-    result = Runner.run_sync(agent, "go", error_handlers={
-        "invalid_final_output": lambda data: RunErrorHandlerResult(final_output={"value": 7},
-                                                                   include_in_history=False)})
-    assert result.final_output == Answer(7)
 
 
 # --- Entry points -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from miniagents import (Agent, RunConfig, RunErrorHandlerInput, RunState, Runner, SQLiteSession, UsageLimitExceeded,
+from miniagents import (Agent, RunConfig, RunState, Runner, SQLiteSession, UsageLimitExceeded,
                         UsageLimits, UserError, function_tool)
 from miniagents.context import Usage
 from miniagents.items import ModelResponse
@@ -74,6 +74,7 @@ def test_a_token_limit_is_passed_by_at_most_the_response_that_crossed_it_never_b
 
 
 def test_the_usage_limit_error_handler_answers_instead_of_raising():
+    from miniagents.upstream import RunErrorHandlerInput, Runner  # upstream's error_handlers
     agent, model, ran = looping_agent(turns=5)
     seen = []
 

@@ -767,8 +767,9 @@ def test_strict_pass_limits_nodes():
 def test_an_error_handlers_output_for_an_output_schema_of_your_own_is_kept_in_the_history_as_json():
     """The kernel asks every output schema for `model_text`, so the base class has it (it once was only on
     AgentOutputSchema, and a schema of your own failed with AttributeError)."""
-    from miniagents import Agent, Runner, function_tool
+    from miniagents import Agent, function_tool
     from miniagents.agent_output import AgentOutputSchemaBase
+    from miniagents.upstream import Runner  # upstream's error_handlers
     from miniagents.testing import ScriptedModel, function_call
 
     class Scores(AgentOutputSchemaBase):
