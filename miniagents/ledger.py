@@ -7,7 +7,8 @@ With a session that keeps the ledger and a journal (SQLiteSession, DBAPISession:
 state a fresh turn starts from (`snapshot`, written once the turn is claimed: steps.claim_turn), the model's
 response the moment it is read (`journal_response`: the turn as a paused turn with no outputs yet), each call
 claimed as it starts and its output recorded as it returns (`claimed`), the turn's write (steps.save). The
-entry is emptied when the run returns or raises (`close_journal`), so only a process that died leaves one.
+entry is emptied when the run returns or raises (`close_journal`), so only a process that died leaves one (and a
+run paused to ask a person about a call that may have happened: the question stays until a resume answers it).
 
 Running the agent on that session again with no new input continues it (`open_journal`, when the run starts):
 the journaled state is the run's, a journaled response is resumed like a pause (the model is not asked again),
@@ -89,15 +90,24 @@ def write_journal(run: Run, document: dict, turn: int) -> None:
     """Replace the session's journal entry with `document` (a state), if it is still the entry this run last saw:
     one short transaction. Another worker wrote it since (it continued this run, or another run is going on in
     this session): this run stops here, before it runs or writes anything more."""
+    if not replace_journal(run, document, turn):
+        run.journal = None  # not this run's to close
+        raise AlreadyResumedError(run.state.run_id, turn, None)
+
+
+def replace_journal(run: Run, document: Any, turn: int) -> bool:
+    """Replace the entry this run last saw with `document` (a state; "" empties it), in one short transaction;
+    False, changing nothing, when another worker wrote it since."""
     state = run.state
     epoch = json.loads(run.journal)["epoch"] + 1 if run.journal else 0
-    entry = json.dumps({"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(),
-                        "state": document}, ensure_ascii=False, allow_nan=False)  # each entry its own text: two
-    # workers writing the same state at once cannot both see their own entry in place
+    entry = document if document == "" else json.dumps(
+        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document},
+        ensure_ascii=False, allow_nan=False)  # each entry its own text: two workers writing the same state at
+    # once cannot both see their own entry in place
     if not caller.call(run.session.write_journal, run.journal, entry):
-        run.journal = None  # not this run's to close
-        raise AlreadyResumedError(state.run_id, turn, None)
+        return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
+    return True
 
 
 def open_journal(run: Run) -> bool:
@@ -125,9 +135,15 @@ def open_journal(run: Run) -> bool:
 
 def close_journal(run: Run) -> None:
     """The run returned or raised: no turn of it is in flight, so the session's journal holds none. Only an entry
-    this run wrote is closed (a stale worker, whose entry another one replaced, leaves the newer one alone)."""
+    this run wrote (or took over with the pause it resumed, `claim_pause`) is closed: a stale worker, whose entry
+    another one replaced, leaves the newer one alone. A run that paused to ask a person about a call that may
+    already have happened (`recall`) journals that pause instead: a crash while the person decides leaves the
+    question to continue, not a session with neither the question nor the turn."""
+    pending = run.state.pending
     if run.journal and run.journal == run.scratch.get(write_journal):
-        caller.call(run.session.write_journal, run.journal, "")
+        asking = run.result is not None and pending is not None and pending.unsure
+        replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
+                        run.state.current_turn)
     run.journal = None
 
 
@@ -157,6 +173,8 @@ def claim_pause(run: Run, turn: Turn) -> None:
         won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
+    if run.journal and json.loads(run.journal)["run_id"] == state.run_id:  # the pause journaled (close_journal):
+        run.scratch[write_journal] = run.journal  # its resume closes it
 
 
 def written(run: Run) -> bool:

@@ -115,8 +115,8 @@ def finish(session, agent, approved=None, say=lambda line: None):
         state = result.to_state()
         for item in state.get_interruptions():
             say(f"approved {item.call_id}")
-            if approved is not None:
-                approved.add(item.call_id)
+            if approved is not None:  # a list: a person may be asked about one call again (below)
+                approved.append(item.call_id)
             state.approve(item)
         result = Runner.run_sync(agent, state, session=session, run_config=config)
     return result.final_output

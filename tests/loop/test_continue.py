@@ -14,7 +14,8 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from miniagents import Agent, Runner, SQLiteSession, ToolContext, UnfinishedTurnError, function_tool
+from miniagents import (Agent, MaxTurnsExceeded, Runner, SQLiteSession, ToolContext, UnfinishedTurnError,
+                        function_tool)
 from miniagents.errors import AlreadyResumedError
 from miniagents.ledger import MAY_HAVE_HAPPENED
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -106,6 +107,29 @@ def test_a_call_started_with_no_output_waits_for_a_person(tmp_path, decision):
     assert isinstance(seen[0], AlreadyResumedError)  # the stale worker stopped at its next journal write
     assert session.get_items() == history  # and never overwrote the newer turn
     assert [i["output"] for i in history if i.get("type") == "function_call_output"] == [expected]
+
+
+def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_its_resume_ends(tmp_path):
+    """The continued run pauses to ask about c1, and that question stays in the session's journal (a crash while
+    the person decides asks it again; new input is refused meanwhile). The resume that answers it ends the run in
+    that same turn (the tool's output is the final output) and closes the entry: new input is accepted again."""
+    stuck, session, thread, seen = stuck_run(tmp_path)
+    try:
+        agent = Agent(name="Payer", tools=[stuck.tool], model=ScriptedModel([]), tool_use_behavior="stop_on_first_tool")
+        result = Runner.run_sync(agent, [], session=session)
+        assert [i.call_id for i in result.interruptions] == ["c1"] and session.read_journal()
+        with pytest.raises(UnfinishedTurnError):
+            Runner.run_sync(agent, "something else", session=session)
+        state = result.to_state()
+        state.approve(state.get_interruptions()[0])
+        assert Runner.run_sync(agent, state, session=session).final_output == "paid 5"
+        assert not session.read_journal()
+        follow = Agent(name="Payer", tools=[stuck.tool], model=ScriptedModel([[assistant_message("next")]]))
+        assert Runner.run_sync(follow, "anything else?", session=session).final_output == "next"
+    finally:
+        stuck.release.set()
+        thread.join(30)
+    assert stuck.starts == ["c1", "c1"]
 
 
 def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):
@@ -218,8 +242,11 @@ def test_a_plain_run_writes_the_same_history_with_the_journal_as_without(tmp_pat
 
         steps = [[function_call("pay", {"amount": t}, call_id=f"c{t}")] for t in range(turns)]
         agent = Agent(name="Payer", tools=[pay], model=ScriptedModel(steps + [[assistant_message("done")]]))
-        return Runner.run_sync(agent, "go", session=session, max_turns=stop_after + 1 if stop_after < turns else 10,
-                               error_handlers={"max_turns": lambda data: "stopped"}).final_output
+        try:
+            return Runner.run_sync(agent, "go", session=session,
+                                   max_turns=stop_after + 1 if stop_after < turns else 10).final_output
+        except MaxTurnsExceeded:
+            return "stopped"
 
     plain, kept = Plain(), SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
     assert run(plain) == run(kept)
