@@ -14,12 +14,11 @@ import threading
 from typing import Any, Iterator, Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
-from .retry_advice import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url, with_client
-from .interface import ModelResponse, ModelSettings
-from .protocol import is_validation_error, should_retry, with_note
+from .interface import ModelResponse, ModelSettings, provider_retries_disabled
+from .protocol import is_validation_error, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -391,20 +390,6 @@ class EndpointModel:
                                    headers=dict(settings.extra_headers or {}),
                                    query=dict(settings.extra_query or {}), timeout=settings.timeout,
                                    max_retries=0 if provider_retries_disabled.get() else None)
-
-    def get_retry_advice(self, request: Any) -> Optional[ModelRetryAdvice]:
-        """This adapter's own retry rule applied to a failed call (what its transport retries), for runner-managed
-        retries (`retry_policies.provider_suggested()`); None for failures it has no opinion on."""
-        error = request.error
-        if isinstance(error, ModelTimeoutError):
-            return ModelRetryAdvice(suggested=True, reason="the request timed out")
-        if not isinstance(error, ModelHTTPError):
-            return None
-        if error.code == "cancelled":
-            return ModelRetryAdvice(suggested=False, reason="the run was cancelled")
-        if error.status is None:
-            return ModelRetryAdvice(suggested=True, reason="the connection failed")
-        return ModelRetryAdvice(suggested=should_retry(error.status, {}, error), reason=f"HTTP {error.status}")
 
     def _model_hint(self) -> str:
         if self.model_source == "default":
