@@ -560,8 +560,8 @@ MUTANTS: List[Mutant] = [
       "Responses: response.failed and response.incomplete events in a stream raise", "test_responses"),
     # --- models/provider.py: the kernel's default provider ---------------------------------------------------
     M("models/provider.py",
-      "        use_responses = host_of(base_url) == \"api.openai.com\"",
-      "        use_responses = True",
+      "    if host_of(base_url) == \"api.openai.com\":",
+      "    if True:",
       "default provider: a base URL other than OpenAI's gets the Chat Completions adapter", "test_http"),
     M("models/provider.py",
       "            if key not in self._models:",

@@ -19,22 +19,24 @@ from .interface import Model
 DEFAULT_MODEL = "gpt-4.1"
 
 
-def make_model(model_name: Optional[str], *, base_url: Optional[str] = None, use_responses: Optional[bool] = None,
-               chat_options: Optional[dict] = None, **endpoint: Any) -> Model:
-    """The adapter for `model_name` (None: the default model) at `base_url` (None: the default one), Responses or
-    Chat (`use_responses`, None: by the host); `endpoint` and `chat_options` are the adapter's keywords."""
+def default_name(model_name: Optional[str]) -> tuple:
+    """The name to send for `model_name` (None: `OPENAI_DEFAULT_MODEL`'s, else `DEFAULT_MODEL`), and where it came
+    from, for the model's `model_source` (a 404 for a name nobody chose says so): None, "env" or "default"."""
     source = None if model_name else "env" if env("OPENAI_DEFAULT_MODEL") else "default"
-    name = model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
-    base_url = resolve_base_url(base_url)
-    if use_responses is None:
-        use_responses = host_of(base_url) == "api.openai.com"
-    if use_responses:
+    return model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL, source
+
+
+def make_model(model_name: Optional[str]) -> Model:
+    """The adapter for `model_name` at the default base URL: Responses for OpenAI's own, else Chat Completions."""
+    name, source = default_name(model_name)
+    base_url = resolve_base_url(None)
+    if host_of(base_url) == "api.openai.com":
         from .responses import OpenAIResponsesModel
-        model: Any = OpenAIResponsesModel(name, base_url=base_url, **endpoint)
+        model: Any = OpenAIResponsesModel(name, base_url=base_url)
     else:
         from .chat_completions import OpenAIChatCompletionsModel
-        model = OpenAIChatCompletionsModel(name, base_url=base_url, **endpoint, **(chat_options or {}))
-    model.model_source = source  # a 404 for a name nobody chose says where it came from
+        model = OpenAIChatCompletionsModel(name, base_url=base_url)
+    model.model_source = source
     return model
 
 

@@ -1,5 +1,6 @@
 """Upstream's provider API: `OpenAIProvider`, `MultiProvider` (model-name prefixes), `set_default_openai_key` and
-`set_default_openai_api`, on the kernel's `models.provider.make_model`.
+`set_default_openai_api`, on the kernel's adapters; and upstream's way to say where requests go,
+an `openai_client` object (the adapters' and the providers' keyword), read by `client_endpoint`.
 
 Where it sits: `RunConfig(model_provider=...)` turns an agent's model name into a `Model`; upstream's `Runner`
 (runner.py) gives a run that names no provider `default_provider()`, a `MultiProvider`, as upstream does. Which
@@ -12,10 +13,11 @@ import threading
 from typing import Any, Optional
 
 from ..errors import UserError
-from ..models.connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
+from ..models import chat_completions, responses
+from ..models.connection import env, host_of, resolve_base_url, set_default_endpoint
 from ..models.http import MAX_RESPONSE_BYTES, check_bounds, shown_base_url
 from ..models.interface import Model
-from ..models.provider import make_model
+from ..models.provider import default_name
 
 _default_api: Optional[str] = None  # set_default_openai_api
 _default_provider: Optional["MultiProvider"] = None  # default_provider(): made on first use, kept for the process
@@ -32,6 +34,44 @@ def set_default_openai_api(api: str) -> None:
         raise ValueError(f"api must be 'chat_completions' or 'responses', got {api!r}")
     global _default_api
     _default_api = api
+
+
+def client_endpoint(client: Any) -> dict:
+    """The endpoint an OpenAI client object points at: its `base_url` and `api_key` (and `organization`,
+    `project` when it has them). Any object with those attributes works: `openai.OpenAI`/`AsyncOpenAI`
+    instances do, and miniagents never imports openai. Its own HTTP machinery is not used."""
+    if not (hasattr(client, "base_url") and hasattr(client, "api_key")):
+        raise UserError(f"openai_client must have base_url and api_key attributes (an openai.AsyncOpenAI or "
+                        f"openai.OpenAI instance works), got {type(client).__name__}")
+    base_url, key = client.base_url, client.api_key
+    return {"base_url": str(base_url) if base_url else None, "api_key": key if isinstance(key, str) else None,
+            "organization": getattr(client, "organization", None), "project": getattr(client, "project", None)}
+
+
+def with_client(client: Any, **given: Any) -> dict:
+    """`given` (base_url, api_key, organization, project), each unset one read from `client` when there is one."""
+    found = client_endpoint(client) if client is not None else {}
+    return {name: value or found.get(name) for name, value in given.items()}
+
+
+def _endpoint(client: Any, options: dict) -> dict:
+    """An adapter's keywords, with where `client` points filling those that are unset."""
+    return {**options, **with_client(client, **{name: options.get(name) for name in
+                                                ("base_url", "api_key", "organization", "project")})}
+
+
+class OpenAIChatCompletionsModel(chat_completions.OpenAIChatCompletionsModel):
+    """The kernel's Chat Completions adapter with upstream's signature: `(model, openai_client)`."""
+
+    def __init__(self, model: str, openai_client: Any = None, **options: Any):
+        super().__init__(model, **_endpoint(openai_client, options))
+
+
+class OpenAIResponsesModel(responses.OpenAIResponsesModel):
+    """The kernel's Responses adapter with upstream's signature: `(model, openai_client)`."""
+
+    def __init__(self, model: str, openai_client: Any = None, **options: Any):
+        super().__init__(model, **_endpoint(openai_client, options))
 
 
 def default_provider() -> "MultiProvider":
@@ -78,9 +118,12 @@ class OpenAIProvider:
         key = (model_name, env("OPENAI_DEFAULT_MODEL"), base_url, responses)
         with self._lock:
             if key not in self._models:
-                self._models[key] = make_model(model_name, base_url=base_url, use_responses=responses,
-                                               chat_options=self._chat_options, api_key=self._api_key,
-                                               **self._endpoint)
+                name, source = default_name(model_name)
+                adapter, options = (OpenAIResponsesModel, {}) if responses else (OpenAIChatCompletionsModel,
+                                                                                  self._chat_options)
+                model = adapter(name, base_url=base_url, api_key=self._api_key, **self._endpoint, **options)
+                model.model_source = source  # a 404 for a name nobody chose says where it came from
+                self._models[key] = model
             return self._models[key]
 
     def __repr__(self) -> str:

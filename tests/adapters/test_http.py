@@ -289,7 +289,7 @@ def test_provider_reads_environment_lazily(server, monkeypatch):
     monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "llama3")
     server.reply(chat_completion("ok"))
     m = OpenAIProvider().get_model(None)
-    assert (m.model, type(m)) == ("llama3", OpenAIChatCompletionsModel)
+    assert m.model == "llama3" and isinstance(m, OpenAIChatCompletionsModel)
     ask(m)
     assert server.requests[0]["headers"]["authorization"] == "Bearer sk-env"
     assert server.bodies[0]["model"] == "llama3"
