@@ -73,8 +73,8 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":
-        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
-                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
+        raise UserError("No OpenAI API key: set OPENAI_API_KEY or pass api_key=... (upstream's programs may call "
+                        "set_default_openai_key(key)); for a local server set base_url / OPENAI_BASE_URL.")
     headers = {}
     if api_version or host.endswith(".azure.com"):
         if key:
