@@ -1221,10 +1221,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 
 def live_model(name: Optional[str]):
     """The real model for --live (built from the environment), or what is wrong and what to set."""
-    from miniagents import OpenAIProvider
+    from miniagents.models.provider import make_model  # what a run does with a model name
 
     try:
-        model = OpenAIProvider().get_model(name or os.environ.get("OPENAI_DEFAULT_MODEL") or None)
+        model = make_model(name or None)
     except (AgentsException, ValueError) as e:
         return None, f"cannot set up the model: {short(e, 200)}"
     try:

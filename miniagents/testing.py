@@ -24,7 +24,6 @@ from . import caller, items
 from .context import Usage
 from .errors import AgentsException
 from .models.interface import ModelResponse, ModelSettings
-from .models.retry_advice import ModelRetryAdvice, ModelRetryAdviceRequest
 
 
 def function_call(name: str, arguments: Union[str, Mapping] = "{}", *, call_id: str,
@@ -98,7 +97,7 @@ class ModelStep:
     error: Optional[Exception] = None
     responder: Optional[Callable[..., Any]] = None
     stream_events: Any = None
-    retry_advice: Optional[ModelRetryAdvice] = None
+    retry_advice: Any = None  # a ModelRetryAdvice (the retry shell's)
 
 
 def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
@@ -157,7 +156,7 @@ class ScriptedModel:
             raise UnconsumedModelSteps(f"{len(self._steps)} scripted model step(s) were not consumed.",
                                        remaining_steps=len(self._steps))
 
-    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> Optional[ModelRetryAdvice]:
+    def get_retry_advice(self, request: Any) -> Any:
         """The `retry_advice` scripted with the very error that was raised, if any (the retry shell asks)."""
         error, advice = self._advice.get(id(request.error), (None, None))
         return advice if error is request.error else None

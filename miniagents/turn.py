@@ -235,10 +235,10 @@ def get_model(agent: Any, config: RunConfig) -> Any:
         return model
     provider = config.model_provider
     if provider is None:
-        if _default_provider is None:  # upstream's default: prefixes route ("openai/gpt-4.1"), the rest is OpenAI
-            from .models.provider import MultiProvider
+        if _default_provider is None:  # the name is sent as written; upstream's runs route prefixes (its shell)
+            from .models.provider import DefaultProvider
 
-            _default_provider = MultiProvider()
+            _default_provider = DefaultProvider()
         provider = _default_provider
     return provider.get_model(model)
 

@@ -286,11 +286,11 @@ class OpenAIChatCompletionsModel(EndpointModel):
 
     path = "/chat/completions"
 
-    def __init__(self, model: str, openai_client: Any = None, *, system_role: str = "system",
+    def __init__(self, model: str, *, system_role: str = "system",
                  max_tokens_field: Optional[str] = None, include_usage: Optional[bool] = None,
                  reasoning_field: Optional[str] = None, tool_call_content: Any = "auto",
                  response_format_type: str = "auto", **endpoint):
-        super().__init__(model, openai_client, **endpoint)
+        super().__init__(model, **endpoint)
         if tool_call_content != "auto" and tool_call_content not in EMPTY_CONTENT_FORMS:
             raise ValueError(f"tool_call_content must be 'auto', None or '', got {tool_call_content!r}")
         if response_format_type != "auto" and response_format_type not in RESPONSE_FORMAT_TYPES:

@@ -9,18 +9,18 @@ Never: put the key anywhere but the auth header, or import http.client/ssl/urlli
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Optional
 
 from ..errors import UserError
 from . import http
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _default_key: Optional[str] = None  # set_default_openai_key
-_default_client: Optional[dict] = None  # set_default_openai_client: the endpoint read from that client
+_default_client: Optional[dict] = None  # set_default_openai_client: the base_url and api_key read from that client
 
 
 def set_default_endpoint(*, api_key: Optional[str] = None, client: Optional[dict] = None) -> None:
-    """Set the process-wide defaults the provider's `set_default_openai_key`/`_client` give."""
+    """Set the process-wide defaults that upstream's `set_default_openai_key`/`_client` give (its shell)."""
     global _default_key, _default_client
     if api_key is not None:
         _default_key = api_key
@@ -31,24 +31,6 @@ def set_default_endpoint(*, api_key: Optional[str] = None, client: Optional[dict
 def env(name: str) -> Optional[str]:
     """An environment variable, with empty meaning unset."""
     return os.environ.get(name) or None
-
-
-def with_client(client: Any, **given: Any) -> dict:
-    """`given` (base_url, api_key, organization, project), each unset one read from `client` when there is one."""
-    found = client_endpoint(client) if client is not None else {}
-    return {name: value or found.get(name) for name, value in given.items()}
-
-
-def client_endpoint(client: Any) -> dict:
-    """The endpoint an OpenAI client object points at: its `base_url` and `api_key` (and `organization`,
-    `project` when it has them). Any object with those attributes works: `openai.OpenAI`/`AsyncOpenAI`
-    instances do, and miniagents never imports openai. Its own HTTP machinery is not used."""
-    if not (hasattr(client, "base_url") and hasattr(client, "api_key")):
-        raise UserError(f"openai_client must have base_url and api_key attributes (an openai.AsyncOpenAI or "
-                        f"openai.OpenAI instance works), got {type(client).__name__}")
-    base_url, key = client.base_url, client.api_key
-    return {"base_url": str(base_url) if base_url else None, "api_key": key if isinstance(key, str) else None,
-            "organization": getattr(client, "organization", None), "project": getattr(client, "project", None)}
 
 
 def resolve_base_url(base_url: Optional[str]) -> str:
@@ -91,8 +73,8 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":
-        raise UserError("No OpenAI API key: set OPENAI_API_KEY, call set_default_openai_key(key), or pass "
-                        "api_key=...; for a local server set base_url / OPENAI_BASE_URL.")
+        raise UserError("No OpenAI API key: set OPENAI_API_KEY or pass api_key=... (upstream's programs may call "
+                        "set_default_openai_key(key)); for a local server set base_url / OPENAI_BASE_URL.")
     headers = {}
     if api_version or host.endswith(".azure.com"):
         if key:

@@ -14,12 +14,11 @@ import threading
 from typing import Any, Iterator, Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
-from .retry_advice import ModelRetryAdvice, provider_retries_disabled
 from ..schema import check_tool_name, wire_schema
 from . import http
-from .connection import make_transport, resolve_base_url, with_client
-from .interface import ModelResponse, ModelSettings
-from .protocol import is_validation_error, should_retry, with_note
+from .connection import make_transport, resolve_base_url
+from .interface import ModelResponse, ModelSettings, provider_retries_disabled
+from .protocol import is_validation_error, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -227,7 +226,7 @@ class EndpointModel:
     path = ""  # the endpoint under base_url
     model_source: Optional[str] = None  # set by the provider when it chose the name: a 404 then says so
 
-    def __init__(self, model: str, openai_client: Any = None, *, base_url: Optional[str] = None,
+    def __init__(self, model: str, *, base_url: Optional[str] = None,
                  api_key: Optional[str] = None, organization: Optional[str] = None, project: Optional[str] = None,
                  default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
                  api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
@@ -235,12 +234,11 @@ class EndpointModel:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         http.check_bounds(attempt_timeout, max_response_bytes)
-        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
-                            project=project)  # an openai client: upstream's way to say where requests go (read only)
         self.model = model
-        self.base_url = resolve_base_url(given.pop("base_url"))
+        self.base_url = resolve_base_url(base_url)
         self.timeout, self.max_retries = timeout, max_retries
-        self._client_args = dict(**given, default_headers=default_headers, timeout=timeout,
+        self._client_args = dict(api_key=api_key, organization=organization, project=project,
+                                 default_headers=default_headers, timeout=timeout,
                                  max_retries=max_retries, api_version=api_version,
                                  attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
         self._transport: Optional[http.HTTPTransport] = None
@@ -391,20 +389,6 @@ class EndpointModel:
                                    headers=dict(settings.extra_headers or {}),
                                    query=dict(settings.extra_query or {}), timeout=settings.timeout,
                                    max_retries=0 if provider_retries_disabled.get() else None)
-
-    def get_retry_advice(self, request: Any) -> Optional[ModelRetryAdvice]:
-        """This adapter's own retry rule applied to a failed call (what its transport retries), for runner-managed
-        retries (`retry_policies.provider_suggested()`); None for failures it has no opinion on."""
-        error = request.error
-        if isinstance(error, ModelTimeoutError):
-            return ModelRetryAdvice(suggested=True, reason="the request timed out")
-        if not isinstance(error, ModelHTTPError):
-            return None
-        if error.code == "cancelled":
-            return ModelRetryAdvice(suggested=False, reason="the run was cancelled")
-        if error.status is None:
-            return ModelRetryAdvice(suggested=True, reason="the connection failed")
-        return ModelRetryAdvice(suggested=should_retry(error.status, {}, error), reason=f"HTTP {error.status}")
 
     def _model_hint(self) -> str:
         if self.model_source == "default":

@@ -13,6 +13,7 @@ runs it off the event loop. So a run is cancelled through `CANCEL_CALLBACKS`, no
 """
 from __future__ import annotations
 
+import contextvars
 import enum
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
@@ -23,6 +24,9 @@ from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.inter
 
 # `CANCEL_CALLBACKS` (caller.py) is part of this contract: while a request is in flight, a model keeps an abort
 # for it in the run's list (a model with nothing to abort may ignore it).
+# True while the run retries a call itself (the retry shell sets it): a model adapter reading it makes one attempt.
+provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("miniagents_provider_retries_disabled",
+                                                                          default=False)
 
 
 @dataclass

@@ -1,10 +1,11 @@
-"""`OpenAIProvider`: a model name (`Agent(model="gpt-4.1-mini")`) + environment → an HTTP adapter.
+"""The kernel's default provider: a model name (`Agent(model="gpt-4.1-mini")`) + environment → an HTTP adapter.
 
-Where it sits: `RunConfig(model_provider=...)` (or the default provider) turns an agent's model name
-(or `OPENAI_DEFAULT_MODEL`'s) into an `OpenAIResponsesModel` or `OpenAIChatCompletionsModel`. Which one:
-`use_responses` if given, else `set_default_openai_api(...)`, else Responses for OpenAI's own base URL and Chat
-Completions for any other (compatible servers implement Chat far more faithfully). The endpoint itself (base
-URL, key, headers, their environment variables) is resolved in `connection.py`, below the adapters.
+Where it sits: a run without `RunConfig(model_provider=...)` asks `DefaultProvider` for the `Model` of an agent's
+model name (or `OPENAI_DEFAULT_MODEL`'s, else `DEFAULT_MODEL`). The name is sent as it is written ("org/model"
+too: a local server's ids often hold a "/"). The adapter: Responses for OpenAI's own base URL, Chat Completions for
+any other (compatible servers implement Chat far more faithfully). The endpoint itself (base URL, key, headers,
+their environment variables) is resolved in `connection.py`, below the adapters. Upstream's provider API
+(`OpenAIProvider`, `MultiProvider` and its prefixes, `set_default_openai_api`) is the upstream shell's.
 Never: import http.client/ssl/urllib.request at import time (importing this module must stay cheap).
 """
 from __future__ import annotations
@@ -12,120 +13,44 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
-from ..errors import UserError
-from .connection import env, host_of, resolve_base_url, set_default_endpoint, with_client
-from .http import MAX_RESPONSE_BYTES, check_bounds, shown_base_url
-from .interface import Model, ModelProvider
+from .connection import env, host_of, resolve_base_url
+from .interface import Model
 
 DEFAULT_MODEL = "gpt-4.1"
-_default_api: Optional[str] = None  # set_default_openai_api
 
 
-def set_default_openai_key(key: str, use_for_tracing: bool = True) -> None:
-    """The API key used when neither the model nor the provider was given one (beats OPENAI_API_KEY)."""
-    set_default_endpoint(api_key=key)
+def default_name(model_name: Optional[str]) -> tuple:
+    """The name to send for `model_name` (None: `OPENAI_DEFAULT_MODEL`'s, else `DEFAULT_MODEL`), and where it came
+    from, for the model's `model_source` (a 404 for a name nobody chose says so): None, "env" or "default"."""
+    source = None if model_name else "env" if env("OPENAI_DEFAULT_MODEL") else "default"
+    return model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL, source
 
 
-def set_default_openai_api(api: str) -> None:
-    """`"chat_completions"` or `"responses"`: the API providers use unless told otherwise."""
-    if api not in ("chat_completions", "responses"):
-        raise ValueError(f"api must be 'chat_completions' or 'responses', got {api!r}")
-    global _default_api
-    _default_api = api
+def make_model(model_name: Optional[str]) -> Model:
+    """The adapter for `model_name` at the default base URL: Responses for OpenAI's own, else Chat Completions."""
+    name, source = default_name(model_name)
+    base_url = resolve_base_url(None)
+    if host_of(base_url) == "api.openai.com":
+        from .responses import OpenAIResponsesModel
+        model: Any = OpenAIResponsesModel(name, base_url=base_url)
+    else:
+        from .chat_completions import OpenAIChatCompletionsModel
+        model = OpenAIChatCompletionsModel(name, base_url=base_url)
+    model.model_source = source
+    return model
 
 
-class OpenAIProvider:
-    """Resolves model names to adapters sharing one endpoint configuration; models are cached per name."""
+class DefaultProvider:
+    """The run's provider when it was given none: `make_model` per name, cached per name and endpoint (so a
+    process reuses its connections across runs)."""
 
-    def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None,
-                 organization: Optional[str] = None, project: Optional[str] = None,
-                 use_responses: Optional[bool] = None, *, openai_client: Any = None,
-                 default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
-                 api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES, **chat_options):
-        check_bounds(attempt_timeout, max_response_bytes)
-        given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
-                            project=project)  # where the client points, with its key (the client is never called)
-        self._api_key = given["api_key"]
-        self.base_url, self.organization, self.project = given["base_url"], given["organization"], given["project"]
-        self.use_responses = use_responses
-        self._endpoint = dict(organization=self.organization, project=self.project, default_headers=default_headers,
-                              timeout=timeout, max_retries=max_retries, api_version=api_version,
-                              attempt_timeout=attempt_timeout, max_response_bytes=max_response_bytes)
-        self._chat_options = chat_options  # system_role, max_tokens_field, include_usage, reasoning_field,
-        # tool_call_content, response_format_type
+    def __init__(self):
         self._models: dict = {}
         self._lock = threading.Lock()
 
-    def _wants_responses(self, base_url: str) -> bool:
-        if self.use_responses is not None:
-            return self.use_responses
-        if _default_api is not None:
-            return _default_api == "responses"
-        return host_of(base_url) == "api.openai.com"
-
     def get_model(self, model_name: Optional[str]) -> Model:
-        source = None if model_name else "env" if env("OPENAI_DEFAULT_MODEL") else "default"
-        name = model_name or env("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
-        base_url = resolve_base_url(self.base_url)
-        responses = self._wants_responses(base_url)
-        key = (name, source, base_url, responses)
+        key = (model_name, env("OPENAI_DEFAULT_MODEL"), resolve_base_url(None))
         with self._lock:
             if key not in self._models:
-                from .chat_completions import OpenAIChatCompletionsModel
-                from .responses import OpenAIResponsesModel
-                adapter, options = (OpenAIResponsesModel, {}) if responses else (OpenAIChatCompletionsModel,
-                                                                                  self._chat_options)
-                model = adapter(name, base_url=base_url, api_key=self._api_key, **self._endpoint, **options)
-                model.model_source = source  # a 404 for a name nobody chose says where it came from
-                self._models[key] = model
+                self._models[key] = make_model(model_name)
             return self._models[key]
-
-    def __repr__(self) -> str:
-        shown = shown_base_url(self.base_url, self._api_key) if self.base_url else None
-        return f"OpenAIProvider(base_url={shown!r}, use_responses={self.use_responses!r})"
-
-
-class MultiProvider:
-    """Routes a model name by its prefix, as upstream: no prefix or `openai/` → an `OpenAIProvider` (built from
-    the `openai_*` arguments; `openai/` is stripped unless `openai_prefix_mode="model_id"`); a prefix in
-    `provider_map` (anything with `get_provider(prefix)`, as upstream's `MultiProviderMap`) → that provider, with
-    the rest of the name; any other prefix is a `UserError` (or, with
-    `unknown_prefix_mode="model_id"`, the whole name goes to the OpenAI provider, for servers whose model ids
-    contain "/"). `litellm/` and `any-llm/` need upstream's extensions, which miniagents does not provide. This is
-    the default provider of a run without `RunConfig(model_provider=...)`."""
-
-    def __init__(self, *, provider_map: Any = None, openai_api_key: Optional[str] = None,
-                 openai_base_url: Optional[str] = None, openai_client: Any = None,
-                 openai_organization: Optional[str] = None, openai_project: Optional[str] = None,
-                 openai_use_responses: Optional[bool] = None, openai_prefix_mode: str = "alias",
-                 unknown_prefix_mode: str = "error"):
-        if openai_prefix_mode not in ("alias", "model_id"):
-            raise UserError("MultiProvider openai_prefix_mode must be one of: 'alias', 'model_id'.")
-        if unknown_prefix_mode not in ("error", "model_id"):
-            raise UserError("MultiProvider unknown_prefix_mode must be one of: 'error', 'model_id'.")
-        self.provider_map = provider_map
-        self.openai_provider = OpenAIProvider(openai_api_key, openai_base_url, openai_organization, openai_project,
-                                              openai_use_responses, openai_client=openai_client)
-        self._openai_prefix_mode, self._unknown_prefix_mode = openai_prefix_mode, unknown_prefix_mode
-
-    def get_model(self, model_name: Optional[str]) -> Model:
-        if model_name is None or "/" not in model_name:
-            return self.openai_provider.get_model(model_name)
-        prefix, rest = model_name.split("/", 1)
-        chosen = self.provider_map.get_provider(prefix) if self.provider_map is not None else None
-        if chosen is not None:  # an explicit mapping always wins
-            return chosen.get_model(rest)
-        if prefix in ("litellm", "any-llm"):
-            raise UserError(f"Model {model_name!r}: the {prefix!r} prefix needs upstream's {prefix} extension, which "
-                            "miniagents does not provide; point OPENAI_BASE_URL (or a MultiProviderMap entry) at an "
-                            "OpenAI-compatible server instead")
-        if prefix == "openai":
-            return self.openai_provider.get_model(rest if self._openai_prefix_mode == "alias" else model_name)
-        if self._unknown_prefix_mode == "model_id":
-            return self.openai_provider.get_model(model_name)
-        raise UserError(f"Unknown prefix: {prefix}")
-
-    def __repr__(self) -> str:
-        prefixes = sorted(self.provider_map.get_mapping()) if self.provider_map is not None else []
-        return f"MultiProvider(prefixes={prefixes!r}, openai={self.openai_provider!r})"

@@ -140,7 +140,7 @@ class OpenAIResponsesModel(EndpointModel):
 
     def _model_hint(self) -> str:
         return super()._model_hint() + ("If this server does not offer the Responses API, use Chat Completions "
-                                        "(OpenAIChatCompletionsModel, or OpenAIProvider(use_responses=False)). ")
+                                        "(OpenAIChatCompletionsModel). ")
 
     def _response(self, exchange: Exchange) -> ModelResponse:
         data, request_id = exchange.data, exchange.request_id

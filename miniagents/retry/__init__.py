@@ -3,7 +3,8 @@
 `ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested()))` asks
 the run to call the model again when a call fails and the policy says so. The model adapters have their own
 transport retries (connection errors, 429, 5xx); `provider_suggested()` follows what the adapter would
-have decided, which it reports as `ModelRetryAdvice` (`Model.get_retry_advice`, optional on any model).
+have decided, which it reports as `ModelRetryAdvice` (`Model.get_retry_advice`, optional on any model; the
+kernel's HTTP adapters' rule is `advice.http_advice`, applied to the errors they raise).
 While the run manages the retries of a call, the adapter is told not to retry on its own
 (`provider_retries_disabled`), so a failure is never retried twice over.
 
@@ -23,9 +24,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from .. import caller, seams
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
-# What a model adapter reports about a failure, and the flag that tells it the run retries: the Model contract.
-from ..models.retry_advice import (ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError,  # noqa: F401
-                                   provider_retries_disabled)
+from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
+from .advice import ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError, http_advice  # noqa: F401
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 DEFAULT_INITIAL_DELAY = 0.25
@@ -270,7 +270,7 @@ def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception,
     request = ModelRetryAdviceRequest(error, attempt, stream, ids.get("previous_response_id"),
                                       ids.get("conversation_id"))
     ask = getattr(model, "get_retry_advice", None)
-    advice = ask(request) if callable(ask) else None
+    advice = ask(request) if callable(ask) else http_advice(error)
     return RetryPolicyContext(error, attempt, max(settings.max_retries or 0, 0), stream, normalize(error, advice),
                               advice, request.previous_response_id, request.conversation_id)
 

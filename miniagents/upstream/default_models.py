@@ -39,4 +39,6 @@ def set_default_openai_client(client: Any, use_for_tracing: bool = True) -> None
     """Send requests where `client` (e.g. an `openai.AsyncOpenAI`) points, with its key, unless a model or
     provider is given its own: its `base_url` and `api_key` are read (beating set_default_openai_key and the
     environment); the client itself is never called. `use_for_tracing` is accepted: traces are never sent."""
-    connection.set_default_endpoint(client=connection.client_endpoint(client))
+    from .providers import client_endpoint
+
+    connection.set_default_endpoint(client=client_endpoint(client))

@@ -5,12 +5,15 @@
 - `RunConfig` takes upstream's extra fields: `tool_execution` (its concurrency limit), `reasoning_item_id_policy`
   ("omit": reasoning items are sent back without their ids), and the two policies miniagents does not vary
   (`tool_not_found_behavior`: the model is told; `tool_name_collision_policy`: two tools with one name are refused).
+- A run that names no model provider gets upstream's default, a `MultiProvider` (providers.py): model-name
+  prefixes route ("openai/gpt-4.1"); the kernel's own default sends a name as it is written.
 - `UpstreamPlugin`: a model written for upstream's async `Model` protocol (`async def get_response`, an async
   generator `stream_response`) is awaited and iterated on an event loop of its own; the reasoning-id policy.
 """
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import inspect
 from dataclasses import dataclass
@@ -69,6 +72,11 @@ def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any
             run_config = RunConfig(**{f.name: getattr(run_config, f.name) for f in dataclasses.fields(KernelRunConfig)
                                       if f.init} if run_config is not None else {})
         run_config = dataclasses.replace(run_config, error_handlers=dict(error_handlers))
+    if run_config is None or run_config.model_provider is None:  # upstream's default: prefixes route ("openai/...")
+        from .providers import default_provider
+
+        run_config = copy.copy(run_config) if run_config is not None else RunConfig()
+        run_config.model_provider = default_provider()
     return dict(context=context, max_turns=max_turns, hooks=hooks, run_config=run_config, session=session,
                 previous_response_id=previous_response_id, conversation_id=conversation_id,
                 auto_previous_response_id=auto_previous_response_id)

@@ -21,7 +21,6 @@ from .. import caller
 from .. import testing as kernel
 from ..context import Usage
 from ..models.interface import ModelResponse
-from ..models.retry_advice import ModelRetryAdvice
 from ..testing import InvalidModelStep, ModelCall, ModelScriptError, UnconsumedModelSteps, UnexpectedModelCall
 from ..testing import assistant_message
 
@@ -47,7 +46,7 @@ class ModelStep(kernel.ModelStep):
     raw_usage: Optional[dict] = None
 
     @classmethod
-    def raise_error(cls, error: Exception, *, retry_advice: Optional[ModelRetryAdvice] = None) -> "ModelStep":
+    def raise_error(cls, error: Exception, *, retry_advice: Any = None) -> "ModelStep":
         """A step that raises `error`; `retry_advice` is what `get_retry_advice` reports for it."""
         return cls(error=error, retry_advice=retry_advice)
 
@@ -74,7 +73,7 @@ class ModelStepSpec(TypedDict, total=False):
     error: Optional[Exception]
     responder: Optional[Callable[..., Any]]
     stream_events: Any
-    retry_advice: Optional[ModelRetryAdvice]
+    retry_advice: Any  # a ModelRetryAdvice (the retry shell's)
     raw_usage: Optional[dict]
 
 
@@ -109,8 +108,11 @@ def _problem(step: kernel.ModelStep) -> Optional[tuple]:
         return "invalid_responder", "must use a callable responder"
     if sum(v is not None for v in (step.error, step.responder, step.stream_events)) > 1:
         return "conflicting_outcomes", "cannot combine error, responder, and stream_events outcomes"
-    if step.retry_advice is not None and (not isinstance(step.retry_advice, ModelRetryAdvice) or step.error is None):
-        return "invalid_retry_advice", "requires an error and a ModelRetryAdvice value"
+    if step.retry_advice is not None:  # advice is the retry shell's: a step that has some needs that shell
+        from ..retry.advice import ModelRetryAdvice
+
+        if not isinstance(step.retry_advice, ModelRetryAdvice) or step.error is None:
+            return "invalid_retry_advice", "requires an error and a ModelRetryAdvice value"
     return None
 
 
@@ -143,7 +145,7 @@ class ScriptedModel(kernel.ScriptedModel):
     def last_call(self) -> Optional[ModelCall]:
         return _detached(self._calls[-1]) if self._calls else None
 
-    def get_retry_advice(self, request: Any) -> Optional[ModelRetryAdvice]:
+    def get_retry_advice(self, request: Any) -> Any:
         return copy.deepcopy(super().get_retry_advice(request))
 
     def stream_response(self, *args: Any, **kwargs: Any) -> "ScriptedStream":

@@ -7,10 +7,11 @@ import pytest
 from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from miniagents.models import http, protocol
 from miniagents.models import connection as connection_mod
-from miniagents.models import provider as provider_mod
+from miniagents.upstream import providers as provider_mod
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import ModelSettings
-from miniagents.models.provider import OpenAIProvider, set_default_openai_api, set_default_openai_key
+from miniagents.models.provider import DefaultProvider
+from miniagents.upstream.providers import OpenAIProvider, set_default_openai_api, set_default_openai_key
 from miniagents.models.responses import OpenAIResponsesModel
 from openai_server import chat_chunks, chat_completion, sse
 
@@ -268,6 +269,19 @@ def test_provider_picks_responses_for_openai_and_chat_elsewhere(monkeypatch):
         set_default_openai_api("soap")
 
 
+def test_the_default_provider_sends_a_name_as_written_to_the_adapter_the_host_calls_for(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    server.reply(chat_completion("ok"))
+    provider = DefaultProvider()
+    m = provider.get_model("org/llama3")  # a local server's model id: no prefix routing in the kernel
+    assert provider.get_model("org/llama3") is m  # one model per name: its connections are reused
+    assert (m.model, type(m)) == ("org/llama3", OpenAIChatCompletionsModel)
+    ask(m)
+    assert server.bodies[0]["model"] == "org/llama3"
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    assert isinstance(DefaultProvider().get_model("gpt-4.1"), OpenAIResponsesModel)
+
+
 def test_provider_reads_environment_lazily(server, monkeypatch):
     monkeypatch.setattr(provider_mod, "_default_api", None)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
@@ -275,7 +289,7 @@ def test_provider_reads_environment_lazily(server, monkeypatch):
     monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "llama3")
     server.reply(chat_completion("ok"))
     m = OpenAIProvider().get_model(None)
-    assert (m.model, type(m)) == ("llama3", OpenAIChatCompletionsModel)
+    assert m.model == "llama3" and isinstance(m, OpenAIChatCompletionsModel)
     ask(m)
     assert server.requests[0]["headers"]["authorization"] == "Bearer sk-env"
     assert server.bodies[0]["model"] == "llama3"

@@ -440,7 +440,7 @@ def test_a_credential_the_request_sent_is_in_no_in_band_error(shared_server, ada
 def test_a_models_and_a_providers_repr_show_no_secret_of_the_base_url(base_url):
     """A repr is printed, logged and recorded: the base URL's password and credential-named query values are hidden
     (as written and decoded), the rest of it shown."""
-    from miniagents.models.provider import MultiProvider, OpenAIProvider
+    from miniagents.upstream.providers import MultiProvider, OpenAIProvider
     shown = [repr(OpenAIChatCompletionsModel("m", base_url=base_url)),
              repr(OpenAIResponsesModel("m", base_url=base_url)),
              repr(OpenAIProvider(base_url=base_url)), repr(MultiProvider(openai_base_url=base_url))]

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from miniagents import AgentsException, OpenAIProvider
+from miniagents import AgentsException
+from miniagents.upstream.providers import OpenAIProvider
 from miniagents.errors import ModelHTTPError, ModelTimeoutError
 from miniagents.models import bounded
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel

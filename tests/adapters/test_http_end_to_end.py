@@ -4,7 +4,7 @@ import json
 
 from miniagents import Agent, RunConfig, Runner, function_tool
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
-from miniagents.models.provider import OpenAIProvider
+from miniagents.upstream.providers import OpenAIProvider
 from openai_server import call_item, chat_chunks, chat_completion, response_events, response_obj, sse, text_item
 
 ran = []

@@ -11,7 +11,7 @@ from miniagents.errors import ModelHTTPError, ModelTimeoutError
 from miniagents.models import http
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import CANCEL_CALLBACKS, ModelSettings
-from miniagents.models.provider import OpenAIProvider
+from miniagents.upstream.providers import OpenAIProvider
 from miniagents.models.responses import OpenAIResponsesModel
 from openai_server import chat_chunks, chat_completion, response_events, sse, text_item
 

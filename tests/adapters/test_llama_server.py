@@ -289,7 +289,7 @@ def test_a_404_on_the_responses_endpoint_suggests_chat_completions_and_one_on_ch
         ask(model("responses", server), False, ModelSettings())
     with pytest.raises(ModelHTTPError) as chat:
         ask(model("chat", server), False, ModelSettings())
-    assert "use Chat Completions (OpenAIChatCompletionsModel, or OpenAIProvider(use_responses=False))" in str(
+    assert "use Chat Completions (OpenAIChatCompletionsModel)" in str(
         responses.value)
     assert "Chat Completions" not in str(chat.value) and len(server.requests) == 2
 

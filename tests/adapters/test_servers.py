@@ -169,7 +169,7 @@ def test_llama_cpp_python_also_refuses_a_missing_content(server):
 
 
 def test_the_provider_passes_the_option_on(server):
-    from miniagents import OpenAIProvider
+    from miniagents.upstream.providers import OpenAIProvider
 
     assert OpenAIProvider(base_url=server.url, tool_call_content="").get_model("m").tool_call_content == ""
     assert OpenAIProvider(base_url=server.url).get_model("m").tool_call_content == "auto"
@@ -306,7 +306,7 @@ def test_a_request_without_an_output_schema_is_unchanged_by_a_remembered_json_ob
 
 
 def test_the_response_format_option_is_checked_and_passed_on_by_the_provider(server):
-    from miniagents import OpenAIProvider
+    from miniagents.upstream.providers import OpenAIProvider
 
     with pytest.raises(ValueError, match="response_format_type must be 'auto', 'json_schema' or 'json_object'"):
         OpenAIChatCompletionsModel("m", base_url="http://localhost:1/v1", response_format_type="json")

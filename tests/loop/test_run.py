@@ -544,7 +544,7 @@ def test_the_run_context_object_never_appears_in_any_request():
 def test_import_miniagents_loads_no_network_async_sqlite_thread_pool_logging_or_hosted_tool_modules():
     code = ("import sys; before = set(sys.modules); import miniagents; "
             "heavy = ['urllib.request', 'asyncio', 'sqlite3', 'concurrent.futures', 'ssl', 'logging', 'hashlib', "
-            "'miniagents.hosted_tools', 'miniagents.models.retry_advice']; "
+            "'miniagents.hosted_tools', 'miniagents.retry']; "
             "print([m for m in heavy if m in sys.modules and m not in before])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT})

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from miniagents import Agent, ModelResponse, ModelRetryAdvice, Runner, Usage, function_tool
-from miniagents.models.retry_advice import ModelRetryAdviceRequest
+from miniagents.retry.advice import ModelRetryAdviceRequest
 from miniagents.testing import (InvalidModelStep, ModelStep, ScriptedModel, UnconsumedModelSteps, UnexpectedModelCall,
                                 assistant_message, function_call)
 

@@ -17,7 +17,7 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 # knows items and the Model interface, nothing of agents or tools).
 LAYERS = {
     "data": ["errors", "seams", "items", "context", "caller"],
-    "declarations": ["docstrings", "validate", "schema", "models.interface", "models.retry_advice", "tool",
+    "declarations": ["docstrings", "validate", "schema", "models.interface", "tool",
                      "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
     "running": ["state", "result", "turn", "ledger", "steps", "run", "testing"],
@@ -26,13 +26,13 @@ MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bound
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
 # The only I/O: it knows items, the Model interface and the strict schema pass, nothing of agents or tools; the
 # provider sits on top of the adapters and only the runner imports it.
-MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "models.retry_advice", "schema", "validate",
+MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "validate",
                                            "docstrings"} | (
     set(MODELS) - {"models.provider"})
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": set(), "recording": set(),
+SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": {"retry"}, "recording": set(),
                  "dbapi": set(), "mcp": set(), "vendor": set()}
 # The kernel names a shell only as text, in these modules: seams (load_shell, the finder, what a configuration asks
 # for) and the package's table of names that load on first use.

@@ -7,9 +7,8 @@ from miniagents.upstream import (Agent, AgentOutputSchema, FileSearchTool, Funct
                         OpenAIResponsesModel, RunConfig, Runner, ToolOutputImage, UserError, WebSearchTool,
                         function_tool, retry_policies, set_default_openai_client)
 from miniagents.models import connection
-from miniagents.upstream import MultiProviderMap
+from miniagents.upstream import MultiProviderMap, providers
 from miniagents.models.responses import build_body
-from miniagents.retry import ModelRetryAdviceRequest
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from openai_server import call_item, response_obj, text_item
 
@@ -81,15 +80,13 @@ def test_multi_provider_routes_by_prefix_as_upstream():
 
 
 def test_a_run_without_a_provider_routes_model_names_through_multi_provider(server, monkeypatch):
-    import miniagents.turn
-
-    monkeypatch.setattr(miniagents.turn, "_default_provider", None)
+    monkeypatch.setattr(providers, "_default_provider", None)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     server.reply({"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
                                "finish_reason": "stop"}]})
     assert Runner.run_sync(Agent(name="A", model="openai/llama3"), "hello").final_output == "hi"
     assert server.bodies[0]["model"] == "llama3"
-    assert isinstance(miniagents.turn._default_provider, MultiProvider)
+    assert isinstance(providers._default_provider, MultiProvider)
 
 
 def test_openai_client_objects_say_where_requests_go_and_with_which_key(server, monkeypatch):
@@ -190,11 +187,7 @@ def test_with_retry_settings_the_run_retries_and_the_adapter_makes_one_attempt_p
 
 def test_the_adapters_advice_is_their_own_retry_rule():
     from miniagents import ModelHTTPError, ModelTimeoutError
-
-    model = OpenAIResponsesModel("m", base_url="http://127.0.0.1:9/v1", api_key="k")
-
-    def advice(error):
-        return model.get_retry_advice(ModelRetryAdviceRequest(error=error, attempt=1, stream=False))
+    from miniagents.retry.advice import http_advice as advice
 
     assert advice(ModelHTTPError(503, "x")).suggested is True
     assert advice(ModelHTTPError(429, "x")).suggested is True

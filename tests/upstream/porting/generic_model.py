@@ -109,8 +109,9 @@ def main(package, argv):
         from agents.models.openai_provider import OpenAIProvider
     else:
         import miniagents.testing as testing
-        from miniagents.models.provider import MultiProvider, OpenAIProvider
-    for provider in (MultiProvider, OpenAIProvider):
+        from miniagents.models.provider import DefaultProvider
+        from miniagents.upstream.providers import MultiProvider, OpenAIProvider
+    for provider in (MultiProvider, OpenAIProvider) + ((DefaultProvider,) if package != "agents" else ()):
         provider.get_model = lambda self, model_name=None: generic_model(testing)
     if argv[0] == "-m":  # as `python -m` sets it: the current directory first
         sys.path[0] = os.getcwd()
