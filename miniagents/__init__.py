@@ -51,7 +51,7 @@ _LAZY = {
     **dict.fromkeys(("ModelRetryAdvice", "ModelRetryAdviceRequest", "ModelRetryNormalizedError"),
                     "models.retry_advice"), "OpenAIChatCompletionsModel": "models.chat_completions",
     "OpenAIResponsesModel": "models.responses", "HostedTool": "tool",
-    **dict.fromkeys(("AgentToolStreamEvent", "Prompt", "GenerateDynamicPromptData"), "agent"),
+    "AgentToolStreamEvent": "agent",
     "RunErrorData": "config", "TContext": "context", "AgentOutputSchemaBase": "agent_output",
     # the shells'
     **dict.fromkeys(("trace", "custom_span", "agent_span", "function_span", "generation_span", "handoff_span",

@@ -446,8 +446,8 @@ def filter_problem(filtered: Any) -> Optional[str]:
 
 class Step(NamedTuple):
     """A step, and what a run must use for it to join the run's turns: `needs` names parts of the run, any one of
-    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.prompt", any agent's;
-    "tools.custom_data_extractor", any of their tools'). No `needs`: every run takes it."""
+    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.input_guardrails", any agent's;
+    "tools.tool_input_guardrails", any of their tools'). No `needs`: every run takes it."""
 
     do: Callable
     needs: str = ""
@@ -474,7 +474,6 @@ FRESH = (  # a fresh turn: one model call
     Step(steps.offer_to_plugins, "run.plugins"),
     Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
     Step(steps.send_what_is_new, "state.server_managed"),
-    Step(steps.stored_prompt, "agents.prompt"),
     Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
     Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),

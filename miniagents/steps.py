@@ -92,12 +92,6 @@ def send_what_is_new(run: Run, turn: Turn) -> None:
     turn.ids.update(previous_response_id=state.previous_response_id, conversation_id=state.conversation_id)
 
 
-def stored_prompt(run: Run, turn: Turn) -> None:
-    """An agent's stored prompt (Responses API) is sent with its model calls."""
-    if turn.agent.prompt is not None:
-        turn.ids["prompt"] = turn.agent.prompt_for(run.state.context_wrapper)
-
-
 def filter_input(run: Run, turn: Turn) -> None:
     """The model input and instructions after `RunConfig.call_model_input_filter` and the plugins' `model_input`
     seam (capabilities' `process_context`)."""

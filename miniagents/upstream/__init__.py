@@ -35,6 +35,7 @@ NAMES = {
     **dict.fromkeys(("ModelRetryAdvice", "ModelRetryAdviceRequest", "ModelRetryNormalizedError"),
                     ".models.retry_advice"),
     "MultiProviderMap": "classes", "set_default_openai_client": "default_models",
+    **dict.fromkeys(("Prompt", "GenerateDynamicPromptData", "PromptPlugin"), "stored_prompts"),
     **dict.fromkeys(("function_tool", "tool", "invoke_function_tool", "ToolOutputText", "ToolOutputImage",
                      "ToolOutputFileContent", "ToolOutputTextDict", "ToolOutputImageDict",
                      "ToolOutputFileContentDict"), "tool_outputs"),
@@ -256,6 +257,7 @@ def _kernel_has(module: str) -> bool:
 
 if UpstreamPathFinder not in sys.meta_path:
     sys.meta_path.append(UpstreamPathFinder)
-from . import runner  # noqa: E402 - upstream's rules take part in every run from now on (its plugin)
+from . import runner, stored_prompts  # noqa: E402 - upstream's rules take part in every run from now on (plugins)
 
 seams.register(runner.UpstreamPlugin())
+seams.register(stored_prompts.PromptPlugin())
