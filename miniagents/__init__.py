@@ -50,7 +50,7 @@ _LAZY = {
     "ModelTracing": "models.interface",
     **dict.fromkeys(("ModelRetryAdvice", "ModelRetryAdviceRequest", "ModelRetryNormalizedError"),
                     "models.retry_advice"), "OpenAIChatCompletionsModel": "models.chat_completions",
-    "OpenAIResponsesModel": "models.responses", "HostedTool": "tool",
+    "OpenAIResponsesModel": "models.responses",
     "AgentToolStreamEvent": "agent",
     "RunErrorData": "config", "TContext": "context", "AgentOutputSchemaBase": "agent_output",
     # the shells'

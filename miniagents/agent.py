@@ -20,8 +20,7 @@ from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
-from .tool import (FunctionTool, HostedTool, NestedInterruption, ToolError, default_tool_error_function,
-                   output_text)
+from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
 from .validate import ArgumentsError, parse_arguments, validate_value
 
 
@@ -56,10 +55,11 @@ class Agent(Generic[TContext]):
     """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s (and hosted tools) it may call, `handoffs` the agents
     (or `Handoff`s) it may give the conversation to, `model` a model name or `Model`, and `output_type` the final
-    output's type (None: text) or an `AgentOutputSchemaBase`. `tool_use_behavior` decides whether tool results end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call.
-    `capabilities` add tools, instructions and request parameters for each run (fresh copies per run; see
-    the capabilities shell). `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn (the
-    MCP shell), `mcp_config` their options."""
+    output's type (None: text) or an `AgentOutputSchemaBase`. `tool_use_behavior` decides whether tool results
+    end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call. `capabilities` add tools,
+    instructions and request parameters for each run (fresh copies per run; see the capabilities shell).
+    `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn (the MCP shell), `mcp_config`
+    their options."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -90,7 +90,7 @@ class Agent(Generic[TContext]):
                 raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
         self._check_callables()
         for tool in self.tools:
-            if not isinstance(tool, (FunctionTool, HostedTool)):
+            if not isinstance(tool, FunctionTool) and not provider_tool(tool):
                 raise TypeError(f"Agent tools must be FunctionTool objects (decorate functions with "
                                 f"@function_tool) or hosted tools, got {type(tool).__name__}")
         for item in self.handoffs:
@@ -196,6 +196,14 @@ class Agent(Generic[TContext]):
         return FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
                             on_invoke_tool=run_agent, is_enabled=is_enabled, needs_approval=needs_approval,
                             failure_error_function=failure_error_function, _agent=self)
+
+
+def provider_tool(tool: Any) -> bool:
+    """Whether `tool` is one the model provider runs (a hosted tool: the upstream shell's `WebSearchTool`, ...):
+    configuration the kernel offers like a function tool (`name`, `is_enabled`) and sends as its `spec()` (with
+    the `includes` its request needs), never calls. A handoff is not one: it belongs in `handoffs`."""
+    return callable(getattr(tool, "spec", None)) and isinstance(getattr(tool, "name", None), str) and \
+        hasattr(tool, "is_enabled") and not isinstance(tool, Handoff)
 
 
 def nested_config(given: Any, parent: Any) -> Any:

@@ -1,12 +1,12 @@
-"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; `HostedTool`,
-the base of the tools the provider runs.
+"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy.
 
 A function tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
 `invoke_tool` is the one place that turns whatever happens inside a tool into what the model sees:
 the value as JSON text (content parts as they are), a `ToolError`'s message verbatim, a redacted
 message for any other exception, or a timeout message. It never decides *whether* a call runs (that is
 `turn.py`'s plan). A hosted tool runs on the model provider's side: the kernel only sends its configuration
-(`spec()`, the Responses API's tool object) and keeps the items it produces.
+(`spec()`, the Responses API's tool object) and keeps the items it produces (`agent.provider_tool` says what
+one has; the upstream shell has upstream's, `WebSearchTool`, ...).
 """
 from __future__ import annotations
 
@@ -202,22 +202,6 @@ async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending:
         return await pending
     except Exception as error:
         return failure_text(tool, ctx, raw_args, error)
-
-
-# --- Hosted tools: run by the model provider (Responses API only); the kernel sends their configuration ------
-
-
-class HostedTool(SpecReads):
-    """Base of the hosted tools (the upstream shell has upstream's: `WebSearchTool`, ...): `name` is the tool's
-    type, `spec()` the Responses API tool object (by default a copy of the tool's `tool_config`, sent as given),
-    `includes` the `include` values the request needs. A Chat Completions model refuses them."""
-
-    name = ""
-    includes: tuple = ()
-    is_enabled = True
-
-    def spec(self) -> dict:
-        return dict(getattr(self, "tool_config"))
 
 
 CONTENT_PARTS = ("input_text", "input_image", "input_file")  # the Responses API's input content parts

@@ -2,7 +2,8 @@
 
 - `Agent` takes assignment (`agent.output_type = ...`: upstream's agents are mutable; the kernel's are frozen, so
   one agent serves concurrent runs safely): each new value is checked as the constructor checks it. It has
-  upstream's `prompt` (a stored prompt: stored_prompts.py) and upstream's coroutines `get_all_tools`, `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
+  upstream's `prompt` (a stored prompt: stored_prompts.py) and upstream's coroutines `get_all_tools`,
+  `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
 - `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's.
 - `ToolContext.from_agent_context` makes a tool's context from a run's, as upstream's does.
 - `ItemHelpers`, and upstream's names for the types the kernel keeps as plain dicts and callables.

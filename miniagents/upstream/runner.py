@@ -209,7 +209,7 @@ class UpstreamPlugin(seams.Plugin):
     def prepare_run(self, run: Any) -> None:
         """An agent with a hosted tool and a Chat Completions model is refused when the run starts, before any model
         call (the kernel's adapter refuses it only when that agent's model is called)."""
-        from ..tool import HostedTool
+        from .hosted_tools import HostedTool
         from ..turn import get_model
 
         for agent in run.agents:
