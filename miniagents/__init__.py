@@ -30,8 +30,8 @@ from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
-from .tool import (FunctionTool, FunctionToolCustomDataContext, FunctionToolResult, ToolError,
-                   ToolsToFinalOutputResult, default_tool_error_function, function_tool)
+from .tool import (FunctionTool, FunctionToolResult, ToolError, ToolsToFinalOutputResult, default_tool_error_function,
+                   function_tool)
 from . import seams  # noqa: E402
 
 __version__ = "0.2.0"

@@ -521,7 +521,7 @@ AFTER = (  # when the run returns or raises
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
     Step(steps.guarded, TOOL_GUARDRAILS),
     Step(ledger.claimed, "run.ledger"),
-    Step(steps.with_custom_data, "tools.custom_data_extractor"),
+    Step(steps.wrapped_by_plugins, "run.plugins"),
 )
 
 

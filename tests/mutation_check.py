@@ -677,10 +677,10 @@ MUTANTS: List[Mutant] = [
       "            item.raw_item, item.output, item.custom_data = function_call_output(item.call_id, text), text, None",
       "            item.output = text",
       "guardrails: a rejected terminal tool output is replaced in the history, not only on the item", "test_guardrails"),
-    M("steps.py",
-      "            call.custom_data = extract_custom_data(call.target, ctx, value, function_call_output(call.call_id, "
-      "text))",
-      "            call.custom_data = None",
+    M("upstream/custom_data.py",
+      "                call.custom_data = extract_custom_data(call.target, ctx, value,\n"
+      "                                                       function_call_output(call.call_id, text))",
+      "                call.custom_data = None",
       "custom data: the extractor's mapping reaches the output item", "test_custom_data"),
     M("steps.py",
       "    write_to_session(run, items, f\"turn-{run.state.current_turn}\" if turn.claim is not None else None)",

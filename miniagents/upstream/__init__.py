@@ -46,7 +46,9 @@ NAMES = {
     **dict.fromkeys(("HandoffInputFilter", "RunErrorHandler", "RunErrorHandlers", "ReasoningItemIdPolicy",
                      "ToolNameCollisionPolicy", "ToolNotFoundBehavior", "ToolErrorFormatter",
                      "OutputGuardrailBlockedMessageFormatter"), "classes"),
-    "AgentToolInvocation": ".result", "FunctionToolCustomDataExtractor": ".tool", "MCPToolChoice": "hosted_tools",
+    "AgentToolInvocation": ".result", "MCPToolChoice": "hosted_tools",
+    **dict.fromkeys(("FunctionToolCustomDataContext", "FunctionToolCustomDataExtractor", "CustomDataPlugin"),
+                    "custom_data"),
     **dict.fromkeys(("turn_span", "task_span", "set_tracing_export_api_key", "SpanData", "AgentSpanData",
                      "CustomSpanData", "FunctionSpanData", "GenerationSpanData", "GuardrailSpanData", "HandoffSpanData",
                      "TaskSpanData", "TurnSpanData"), ".tracing"),
@@ -258,7 +260,8 @@ def _kernel_has(module: str) -> bool:
 
 if UpstreamPathFinder not in sys.meta_path:
     sys.meta_path.append(UpstreamPathFinder)
-from . import runner, stored_prompts  # noqa: E402 - upstream's rules take part in every run from now on (plugins)
+from . import custom_data, runner, stored_prompts  # noqa: E402 - upstream's rules, in every run from now on
 
 seams.register(runner.UpstreamPlugin())
 seams.register(stored_prompts.PromptPlugin())
+seams.register(custom_data.CustomDataPlugin())
