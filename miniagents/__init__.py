@@ -30,8 +30,8 @@ from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .run import DEFAULT_MAX_TURNS, Runner
 from .state import RunState
-from .tool import (FunctionTool, FunctionToolCustomDataContext, FunctionToolResult, ToolError,
-                   ToolsToFinalOutputResult, default_tool_error_function, function_tool)
+from .tool import (FunctionTool, FunctionToolResult, ToolError, ToolsToFinalOutputResult, default_tool_error_function,
+                   function_tool)
 from . import seams  # noqa: E402
 
 __version__ = "0.2.0"
@@ -46,10 +46,8 @@ _LAZY = {
     **dict.fromkeys(("Session", "SessionABC", "SessionSettings"), "session"),
     "SQLiteSession": "sqlite_session", "SessionStoreError": "sql_session", "InputItem": "items",
     "ModelTracing": "models.interface",
-    "OpenAIChatCompletionsModel": "models.chat_completions",
-    "OpenAIResponsesModel": "models.responses", "HostedTool": "tool",
-    **dict.fromkeys(("AgentToolStreamEvent", "Prompt", "GenerateDynamicPromptData"), "agent"),
-    "TContext": "context", "AgentOutputSchemaBase": "agent_output",
+    "OpenAIChatCompletionsModel": "models.chat_completions", "OpenAIResponsesModel": "models.responses",
+    "AgentToolStreamEvent": "agent", "TContext": "context", "AgentOutputSchemaBase": "agent_output",
     # the shells'
     **dict.fromkeys(("trace", "custom_span", "agent_span", "function_span", "generation_span", "handoff_span",
                      "guardrail_span", "get_current_trace", "get_current_span", "add_trace_processor",

@@ -11,7 +11,7 @@ import inspect
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
+from typing import Any, Callable, Generic, List, Optional, TypedDict, Union
 
 from . import caller
 from .agent_output import output_schema
@@ -20,8 +20,7 @@ from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
-from .tool import (FunctionTool, HostedTool, NestedInterruption, ToolError, default_tool_error_function,
-                   output_text)
+from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
 from .validate import ArgumentsError, parse_arguments, validate_value
 
 
@@ -40,22 +39,6 @@ class AgentToolStreamEvent(TypedDict):
     tool_call: Optional[dict]
 
 
-class Prompt(TypedDict, total=False):
-    """A prompt stored on the OpenAI platform (`id`, optional `version` and `variables`); Responses API only."""
-
-    id: str
-    version: str
-    variables: Dict[str, Any]
-
-
-@dataclass
-class GenerateDynamicPromptData:
-    """What a prompt function (`Agent(prompt=fn)`) is given each turn: the run's context and the agent."""
-
-    context: RunContextWrapper
-    agent: Any
-
-
 # field -> (the types it takes, what the error says it must be)
 FIELD_TYPES = {"name": ((str,), "a string"), "handoff_description": ((str, type(None)), "a string or None"),
                "tools": ((list,), "a list"), "handoffs": ((list,), "a list"), "mcp_servers": ((list,), "a list"),
@@ -72,12 +55,11 @@ class Agent(Generic[TContext]):
     """An agent's configuration; it holds no run state. `instructions` is the system prompt (a string or
     `(ctx, agent) -> str`), `tools` the `FunctionTool`s (and hosted tools) it may call, `handoffs` the agents
     (or `Handoff`s) it may give the conversation to, `model` a model name or `Model`, and `output_type` the final
-    output's type (None: text) or an `AgentOutputSchemaBase`. `prompt` is a stored prompt (`Prompt`, or a
-    function of `GenerateDynamicPromptData` called each turn) sent to a Responses API model. `tool_use_behavior`
-    decides whether tool results end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call.
-    `capabilities` add tools, instructions and request parameters for each run (fresh copies per run; see
-    the capabilities shell). `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn (the
-    MCP shell), `mcp_config` their options."""
+    output's type (None: text) or an `AgentOutputSchemaBase`. `tool_use_behavior` decides whether tool results
+    end the run; `reset_tool_choice` un-forces `tool_choice` after a tool call. `capabilities` add tools,
+    instructions and request parameters for each run (fresh copies per run; see the capabilities shell).
+    `mcp_servers` are MCP servers whose tools are offered beside `tools` each turn (the MCP shell), `mcp_config`
+    their options."""
 
     name: str
     handoff_description: Optional[str] = None
@@ -85,7 +67,6 @@ class Agent(Generic[TContext]):
     mcp_servers: list = field(default_factory=list)
     mcp_config: dict = field(default_factory=dict)
     instructions: Union[str, Callable, None] = None
-    prompt: Any = None
     handoffs: list = field(default_factory=list)
     model: Union[str, Model, None] = None
     model_settings: ModelSettings = field(default_factory=ModelSettings)
@@ -109,7 +90,7 @@ class Agent(Generic[TContext]):
                 raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
         self._check_callables()
         for tool in self.tools:
-            if not isinstance(tool, (FunctionTool, HostedTool)):
+            if not isinstance(tool, FunctionTool) and not provider_tool(tool):
                 raise TypeError(f"Agent tools must be FunctionTool objects (decorate functions with "
                                 f"@function_tool) or hosted tools, got {type(tool).__name__}")
         for item in self.handoffs:
@@ -128,15 +109,11 @@ class Agent(Generic[TContext]):
         object.__setattr__(self, "output_schema", None if schema is None or schema.is_plain_text() else schema)
 
     def _check_callables(self) -> None:
-        """The fields that take a callable: instructions `(ctx, agent)`, a prompt, `tool_use_behavior`."""
+        """The fields that take a callable: instructions `(ctx, agent)`, `tool_use_behavior`."""
         if callable(self.instructions) and len(inspect.signature(self.instructions).parameters) != 2:
             params = list(inspect.signature(self.instructions).parameters)
             raise TypeError("'instructions' callable must accept exactly 2 arguments (context, agent), "
                             f"but got {len(params)}: {params}")
-        if self.prompt is not None and not (callable(self.prompt) or isinstance(self.prompt, dict)
-                                            and isinstance(self.prompt.get("id"), str)):
-            raise TypeError(f"Agent prompt must be a Prompt dict with an 'id', a function returning one, or None, "
-                            f"got {type(self.prompt).__name__}")
         behavior = self.tool_use_behavior
         if not (behavior in ("run_llm_again", "stop_on_first_tool") or callable(behavior)
                 or (isinstance(behavior, dict) and "stop_at_tool_names" in behavior)):
@@ -149,16 +126,6 @@ class Agent(Generic[TContext]):
     def system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
         """The instructions for this turn: the text, or what the instructions callable returns (the run's call)."""
         return caller.call(self.instructions, ctx, self) if callable(self.instructions) else self.instructions
-
-    def prompt_for(self, ctx: RunContextWrapper) -> Optional[dict]:
-        """The stored prompt to send this turn: `prompt` as given, or what its function returns."""
-        if not callable(self.prompt):
-            return self.prompt
-        prompt = caller.call(self.prompt, GenerateDynamicPromptData(context=ctx, agent=self))
-        if not (isinstance(prompt, dict) and isinstance(prompt.get("id"), str)):
-            raise UserError(f"Agent {self.name!r}: the prompt function must return a Prompt dict with an 'id', "
-                            f"got {type(prompt).__name__}")
-        return prompt
 
     def as_tool(self, tool_name: Optional[str], tool_description: Optional[str],
                 custom_output_extractor: Optional[Callable] = None, is_enabled: Any = True,
@@ -229,6 +196,14 @@ class Agent(Generic[TContext]):
         return FunctionTool(name=name, description=tool_description or "", params_json_schema=schema,
                             on_invoke_tool=run_agent, is_enabled=is_enabled, needs_approval=needs_approval,
                             failure_error_function=failure_error_function, _agent=self)
+
+
+def provider_tool(tool: Any) -> bool:
+    """Whether `tool` is one the model provider runs (a hosted tool: the upstream shell's `WebSearchTool`, ...):
+    configuration the kernel offers like a function tool (`name`, `is_enabled`) and sends as its `spec()` (with
+    the `includes` its request needs), never calls. A handoff is not one: it belongs in `handoffs`."""
+    return callable(getattr(tool, "spec", None)) and isinstance(getattr(tool, "name", None), str) and \
+        hasattr(tool, "is_enabled") and not isinstance(tool, Handoff)
 
 
 def nested_config(given: Any, parent: Any) -> Any:

@@ -250,7 +250,8 @@ class ToolCallItem(RunItem):
 @dataclass
 class ToolCallOutputItem(RunItem):
     """The `function_call_output` answering one call; `output` keeps the Python value behind its text, and
-    `custom_data` what the tool's `custom_data_extractor` returned (never sent to the model)."""
+    `custom_data` what a plugin attached to the call (the `invoke` seam: the upstream shell's
+    `custom_data_extractor`), kept in RunState JSON, never sent to the model."""
 
     output: Any = None  # the Python value the tool returned; raw_item["output"] holds its text
     custom_data: Optional[dict] = None

@@ -420,8 +420,8 @@ def filter_problem(filtered: Any) -> Optional[str]:
 
 class Step(NamedTuple):
     """A step, and what a run must use for it to join the run's turns: `needs` names parts of the run, any one of
-    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.prompt", any agent's;
-    "tools.custom_data_extractor", any of their tools'). No `needs`: every run takes it."""
+    which set (not None, False or empty) is enough ("config.usage_limits"; "agents.input_guardrails", any agent's;
+    "tools.tool_input_guardrails", any of their tools'). No `needs`: every run takes it."""
 
     do: Callable
     needs: str = ""
@@ -450,7 +450,6 @@ FRESH = (  # a fresh turn: one model call
     Step(steps.offer_to_plugins, "run.plugins"),
     Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
     Step(steps.send_what_is_new, SERVER_MANAGED),
-    Step(steps.stored_prompt, "agents.prompt"),
     Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
     Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
@@ -498,7 +497,7 @@ AFTER = (  # when the run returns or raises
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
     Step(steps.guarded, TOOL_GUARDRAILS),
     Step(ledger.claimed, "run.ledger"),
-    Step(steps.with_custom_data, "tools.custom_data_extractor"),
+    Step(steps.wrapped_by_plugins, "run.plugins"),
 )
 
 

@@ -15,8 +15,8 @@ Three kinds of seam:
   (a trace span, a context variable) is current inside the step. Before it is left, the step's record
   (the `*Step` classes below) holds what the step produced. It may not change the step.
 - **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
-- **a change** (`prepare_run`, `offer`, `model_input`, `model`, `answer_error`): returns what the kernel uses
-  instead of what it passed (the same object when the plugin has nothing to change).
+- **a change** (`prepare_run`, `offer`, `model_input`, `model`, `answer_error`, `invoke`): returns what the kernel
+  uses instead of what it passed (the same object when the plugin has nothing to change).
 
 Plugins see steps in registration order, the run's hooks last, and leave around-seams in reverse order.
 A plugin that raises makes the step fail as if the step had raised.
@@ -127,6 +127,14 @@ class Plugin:
         unchanged to let the kernel go on (another turn when `error.run_again`, else the error stops the run), a
         `turn.NextStepFinalOutput` to end the run with that output, or raise."""
         return error
+
+    def invoke(self, run: Any, invoke: Any) -> Any:
+        """How a function call is invoked: `invoke(run, turn, call, ctx) -> (value, text)` runs the tool (its
+        guardrails, the `tool_call` seam, the ledger's record of its outcome); return it, or a function wrapping it.
+        What the wrapper does after `invoke` returned happens once the outcome is recorded, so it never makes the
+        call run again; it may set `call.custom_data` (kept on the output item and in RunState JSON, never sent to
+        the model). `call.fate` is "done" when the ledger found the call ran before (it did not run now)."""
+        return invoke
 
 
 # --- The records a step fills in (what around-seams read before they are left) --------------------------

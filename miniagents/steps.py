@@ -92,12 +92,6 @@ def send_what_is_new(run: Run, turn: Turn) -> None:
     turn.ids.update(previous_response_id=state.previous_response_id, conversation_id=state.conversation_id)
 
 
-def stored_prompt(run: Run, turn: Turn) -> None:
-    """An agent's stored prompt (Responses API) is sent with its model calls."""
-    if turn.agent.prompt is not None:
-        turn.ids["prompt"] = turn.agent.prompt_for(run.state.context_wrapper)
-
-
 def filter_input(run: Run, turn: Turn) -> None:
     """The model input and instructions after `RunConfig.call_model_input_filter` and the plugins' `model_input`
     seam (capabilities' `process_context`)."""
@@ -239,18 +233,12 @@ def guarded(invoke: Callable) -> Callable:
     return invoke_guarded
 
 
-def with_custom_data(invoke: Callable) -> Callable:
-    """`invoke`, then the tool's `custom_data_extractor` on the call's output (after the ledger recorded it, so
-    an extractor that raises fails the run but never makes the call run again)."""
-    def invoke_extracting(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
-        from .items import function_call_output
-        from .tool import extract_custom_data
-
-        value, text = invoke(run, turn, call, ctx)
-        if text is not None and call.fate == "run" and call.target.custom_data_extractor is not None:
-            call.custom_data = extract_custom_data(call.target, ctx, value, function_call_output(call.call_id, text))
-        return value, text
-    return invoke_extracting
+def wrapped_by_plugins(invoke: Callable) -> Callable:
+    """`invoke` as the plugins wrap it (the `invoke` seam), outermost: what a wrapper does once the call returned
+    happens after the ledger recorded its outcome, so it never makes the call run again."""
+    def invoke_wrapped(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
+        return seams.change(run.plugins, "invoke", run, invoke)(run, turn, call, ctx)
+    return invoke_wrapped
 
 
 def gather_guardrail_results(run: Run, turn: Turn) -> None:

@@ -1,19 +1,18 @@
-"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy; `HostedTool`,
-the base of the tools the provider runs.
+"""Tools: `FunctionTool`, `@function_tool`, `ToolError`, output conversion and the failure policy.
 
 A function tool is data (name, description, JSON schema) plus `on_invoke_tool(tool_context, raw_json_args)`.
 `invoke_tool` is the one place that turns whatever happens inside a tool into what the model sees:
 the value as JSON text (content parts as they are), a `ToolError`'s message verbatim, a redacted
 message for any other exception, or a timeout message. It never decides *whether* a call runs (that is
 `turn.py`'s plan). A hosted tool runs on the model provider's side: the kernel only sends its configuration
-(`spec()`, the Responses API's tool object) and keeps the items it produces.
+(`spec()`, the Responses API's tool object) and keeps the items it produces (`agent.provider_tool` says what
+one has; the upstream shell has upstream's, `WebSearchTool`, ...).
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -90,7 +89,6 @@ class FunctionTool(SpecReads):
     timeout_behavior: str = "error_as_result"
     timeout_error_function: Optional[Callable] = None
     failure_error_function: Optional[Callable] = default_tool_error_function
-    custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None  # see `extract_custom_data`
     # Safe to repeat: a call that started before its run's process died, with no recorded output, runs again when
     # the run is continued, instead of waiting for a person (docs/sessions.md, "After a crash").
     idempotent: bool = False
@@ -120,43 +118,6 @@ class FunctionTool(SpecReads):
         return tool_spec(self.name, self.description, self.params_json_schema, self.strict_json_schema)
 
 
-@dataclass(frozen=True)
-class FunctionToolCustomDataContext:
-    """What a `custom_data_extractor` receives once its tool's call has an output: the call's `ToolContext`, the
-    tool, the value it returned and `raw_item`, the `function_call_output` item the model will see."""
-
-    tool_context: ToolContext
-    tool: Any
-    output: Any
-    raw_item: dict
-
-
-FunctionToolCustomDataExtractor = Callable[[FunctionToolCustomDataContext], Any]  # returns a mapping, None, or an
-# awaitable of one
-
-
-def extract_custom_data(tool: Any, tool_context: ToolContext, value: Any, raw_item: dict) -> Optional[dict]:
-    """`custom_data_extractor`'s mapping for one call, as `ToolCallOutputItem.custom_data`: data for your code
-    (a chart, the rows behind a summary) kept beside the output, in RunState JSON, never sent to the model.
-    It runs after the call's outcome is recorded, so an extractor that raises fails the run but never makes
-    the call run again. What it returns must be a mapping with string keys that JSON can hold (a copy is
-    kept); None or an empty mapping: no custom data."""
-    extractor = getattr(tool, "custom_data_extractor", None)
-    if extractor is None:
-        return None
-    data = caller.call(extractor, FunctionToolCustomDataContext(tool_context, tool, value, dict(raw_item)))
-    if data is None:
-        return None
-    if not isinstance(data, Mapping):
-        raise UserError("custom_data_extractor must return a mapping or None.")
-    if not all(isinstance(key, str) for key in data):
-        raise UserError("custom_data_extractor must return a mapping with string keys.")
-    try:
-        return json.loads(json.dumps(dict(data), allow_nan=False)) or None
-    except (TypeError, ValueError) as error:
-        raise UserError("custom_data_extractor must return JSON-compatible data.") from error
-
-
 def function_tool(func: Optional[Callable] = None, *, name_override: Optional[str] = None,
                   description_override: Optional[str] = None, docstring_style: Optional[str] = None,
                   use_docstring_info: bool = True,
@@ -165,7 +126,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                   needs_approval: Union[bool, Callable] = False, tool_input_guardrails: Optional[list] = None,
                   tool_output_guardrails: Optional[list] = None, timeout: Optional[float] = None,
                   timeout_behavior: str = "error_as_result", timeout_error_function: Optional[Callable] = None,
-                  custom_data_extractor: Optional[FunctionToolCustomDataExtractor] = None, idempotent: bool = False):
+                  idempotent: bool = False):
     """Make a `FunctionTool` from a Python function; use bare (`@function_tool`) or called."""
 
     def make(fn: Callable) -> FunctionTool:
@@ -189,8 +150,7 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
                             tool_output_guardrails=tool_output_guardrails, needs_approval=needs_approval,
                             timeout_seconds=timeout, timeout_behavior=timeout_behavior,
                             timeout_error_function=timeout_error_function,
-                            failure_error_function=failure_error_function,
-                            custom_data_extractor=custom_data_extractor, idempotent=idempotent)
+                            failure_error_function=failure_error_function, idempotent=idempotent)
         return tool
 
     return make(func) if func is not None else make
@@ -202,22 +162,6 @@ async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending:
         return await pending
     except Exception as error:
         return failure_text(tool, ctx, raw_args, error)
-
-
-# --- Hosted tools: run by the model provider (Responses API only); the kernel sends their configuration ------
-
-
-class HostedTool(SpecReads):
-    """Base of the hosted tools (the upstream shell has upstream's: `WebSearchTool`, ...): `name` is the tool's
-    type, `spec()` the Responses API tool object (by default a copy of the tool's `tool_config`, sent as given),
-    `includes` the `include` values the request needs. A Chat Completions model refuses them."""
-
-    name = ""
-    includes: tuple = ()
-    is_enabled = True
-
-    def spec(self) -> dict:
-        return dict(getattr(self, "tool_config"))
 
 
 CONTENT_PARTS = ("input_text", "input_image", "input_file")  # the Responses API's input content parts

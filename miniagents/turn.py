@@ -108,7 +108,7 @@ class Turn:
     start: int
     setup: Optional[TurnSetup] = None
     input: Optional[list] = None  # what the model is sent, when not the whole transcript (steps.filter_input)
-    ids: dict = field(default_factory=dict)  # the model call's keywords: a server-side conversation, a stored prompt
+    ids: dict = field(default_factory=dict)  # the model call's keywords: a server-side conversation's ids
     output: list = field(default_factory=list)
     replays: int = 0  # calls dropped as exact replays of calls that already ran (see assign_call_ids)
     items: list = field(default_factory=list)

@@ -37,16 +37,20 @@ NAMES = {
     "set_default_openai_client": "default_models",
     **dict.fromkeys(("OpenAIProvider", "MultiProvider", "set_default_openai_key", "set_default_openai_api",
                      "OpenAIChatCompletionsModel", "OpenAIResponsesModel"), "providers"),
+    **dict.fromkeys(("Prompt", "GenerateDynamicPromptData", "PromptPlugin"), "stored_prompts"),
     **dict.fromkeys(("function_tool", "tool", "invoke_function_tool", "ToolOutputText", "ToolOutputImage",
                      "ToolOutputFileContent", "ToolOutputTextDict", "ToolOutputImageDict",
                      "ToolOutputFileContentDict"), "tool_outputs"),
     **dict.fromkeys(("Tool", "WebSearchTool", "WebSearchToolImageSettings", "FileSearchTool", "CodeInterpreterTool",
-                     "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool"), "hosted_tools"),
+                     "ImageGenerationTool", "ImageGenerationToolConfig", "HostedMCPTool", "HostedTool"),
+                    "hosted_tools"),
     "enable_verbose_stdout_logging": "logger", "run_demo_loop": "repl",
     **dict.fromkeys(("HandoffInputFilter", "RunErrorHandler", "RunErrorHandlers", "ReasoningItemIdPolicy",
                      "ToolNameCollisionPolicy", "ToolNotFoundBehavior", "ToolErrorFormatter",
                      "OutputGuardrailBlockedMessageFormatter"), "classes"),
-    "AgentToolInvocation": ".result", "FunctionToolCustomDataExtractor": ".tool", "MCPToolChoice": "hosted_tools",
+    "AgentToolInvocation": ".result", "MCPToolChoice": "hosted_tools",
+    **dict.fromkeys(("FunctionToolCustomDataContext", "FunctionToolCustomDataExtractor", "CustomDataPlugin"),
+                    "custom_data"),
     **dict.fromkeys(("turn_span", "task_span", "set_tracing_export_api_key", "SpanData", "AgentSpanData",
                      "CustomSpanData", "FunctionSpanData", "GenerationSpanData", "GuardrailSpanData", "HandoffSpanData",
                      "TaskSpanData", "TurnSpanData"), ".tracing"),
@@ -259,6 +263,8 @@ def _kernel_has(module: str) -> bool:
 
 if UpstreamPathFinder not in sys.meta_path:
     sys.meta_path.append(UpstreamPathFinder)
-from . import runner  # noqa: E402 - upstream's rules take part in every run from now on (its plugin)
+from . import custom_data, runner, stored_prompts  # noqa: E402 - upstream's rules, in every run from now on
 
 seams.register(runner.UpstreamPlugin())
+seams.register(stored_prompts.PromptPlugin())
+seams.register(custom_data.CustomDataPlugin())

@@ -2,7 +2,8 @@
 
 - `Agent` takes assignment (`agent.output_type = ...`: upstream's agents are mutable; the kernel's are frozen, so
   one agent serves concurrent runs safely): each new value is checked as the constructor checks it. It has
-  upstream's coroutines `get_all_tools`, `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
+  upstream's `prompt` (a stored prompt: stored_prompts.py) and upstream's coroutines `get_all_tools`,
+  `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
 - `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's.
 - `ToolContext.from_agent_context` makes a tool's context from a run's, as upstream's does.
 - `ItemHelpers`, and upstream's names for the types the kernel keeps as plain dicts and callables.
@@ -23,6 +24,7 @@ from ..items import MessageOutputItem, function_call_output, message_refusal, me
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
 from ..turn import enabled
+from .stored_prompts import check_prompt, prompt_for
 
 TResponseInputItem = Dict[str, Any]  # in miniagents each is a JSON-ready dict (a `RawItem`)
 TResponseOutputItem = Dict[str, Any]
@@ -57,9 +59,26 @@ class RefusedOutputType(AgentOutputSchemaBase):
     name = json_schema = is_strict_json_schema = validate_json = spec = refuse
 
 
-class Agent(KernelAgent[TContext]):
-    """The kernel's `Agent`, taking assignment and answering upstream's coroutines (see the module). An output
-    type strict mode cannot express is refused when a run uses it (the kernel refuses it when the agent is made)."""
+@dataclasses.dataclass(frozen=True)
+class PromptedAgent(KernelAgent[TContext]):
+    """The kernel's `Agent` with upstream's `prompt`: a stored prompt (`Prompt`, or a function of
+    `GenerateDynamicPromptData` called each turn) sent to a Responses API model (stored_prompts.py)."""
+
+    prompt: Any = None
+
+    def _check_callables(self) -> None:
+        super()._check_callables()
+        check_prompt(self.prompt)
+
+    def prompt_for(self, ctx: RunContextWrapper) -> Optional[dict]:
+        """The stored prompt to send this turn: `prompt` as given, or what its function returns."""
+        return prompt_for(self, ctx)
+
+
+class Agent(PromptedAgent[TContext]):
+    """The kernel's `Agent`, taking assignment and answering upstream's coroutines (see the module), with a stored
+    `prompt`. An output type strict mode cannot express is refused when a run uses it (the kernel refuses it when
+    the agent is made)."""
 
     def _derive(self) -> None:
         try:

@@ -1,7 +1,8 @@
 """The tools the model provider runs (Responses API only): web and file search, hosted MCP servers, code
 interpreter, image generation. Each is configuration: the kernel sends its `spec()` (the Responses API's tool
 object) with the `include` values it needs, never calls it, and keeps the items its calls produce. A Chat
-Completions model refuses them. Part of the upstream shell: the kernel knows only their base, `HostedTool`.
+Completions model refuses them. Part of the upstream shell, with their base, `HostedTool`: the kernel knows only
+what a tool the provider runs has (`agent.provider_tool`).
 """
 from __future__ import annotations
 
@@ -9,7 +10,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
 from ..errors import UserError
-from ..tool import FunctionTool, HostedTool
+from ..schema import SpecReads
+from ..tool import FunctionTool
+
+
+class HostedTool(SpecReads):
+    """Base of the hosted tools: `name` is the tool's type, `spec()` the Responses API tool object (by default a
+    copy of the tool's `tool_config`, sent as given), `includes` the `include` values the request needs. A Chat
+    Completions model refuses them."""
+
+    name = ""
+    includes: tuple = ()
+    is_enabled = True
+
+    def spec(self) -> dict:
+        return dict(getattr(self, "tool_config"))
 
 
 @dataclass

@@ -226,7 +226,7 @@ class UpstreamPlugin(seams.Plugin):
         """The run counts its usage in upstream's `Usage` (each request's own entry kept too). An agent with a
         hosted tool and a Chat Completions model is refused when the run starts, before any model call (the
         kernel's adapter refuses it only when that agent's model is called)."""
-        from ..tool import HostedTool
+        from .hosted_tools import HostedTool
         from ..turn import get_model
         from .classes import Usage
 

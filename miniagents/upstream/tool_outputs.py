@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, Optional, TypedDict
 
 from .. import caller
 from ..tool import function_tool as kernel_function_tool, invoke_tool
+from .custom_data import with_extractor
 
 
 @dataclass
@@ -120,8 +121,10 @@ def structured(value: Any) -> Any:
 
 def function_tool(func: Optional[Callable] = None, **options: Any) -> Any:
     """The kernel's `function_tool` (same options), for a function whose structured outputs the model reads as
-    content. `defer_loading=True` (upstream: load the tool through the Responses API's tool search, which miniagents
-    leaves out) warns, and the tool is sent with every request like any other."""
+    content, with upstream's `custom_data_extractor` (custom_data.py). `defer_loading=True` (upstream: load the tool
+    through the Responses API's tool search, which miniagents leaves out) warns, and the tool is sent with every
+    request like any other."""
+    extractor = options.pop("custom_data_extractor", None)
     if options.pop("defer_loading", False):
         warnings.warn("function_tool(defer_loading=True): miniagents has no tool search, so the tool is sent with "
                       "every request", UserWarning, stacklevel=2)
@@ -135,7 +138,7 @@ def function_tool(func: Optional[Callable] = None, **options: Any) -> Any:
             @functools.wraps(fn)
             def reading(*args: Any, **kwargs: Any) -> Any:
                 return structured(fn(*args, **kwargs))
-        return kernel_function_tool(reading, **options)
+        return with_extractor(kernel_function_tool(reading, **options), extractor)
 
     return make(func) if func is not None else make
 

@@ -315,7 +315,8 @@ def test_a_stored_prompt_is_sent_and_a_dynamic_one_is_made_each_turn():
         seen.append((data.agent.name, data.context.context))
         return {"id": "pmpt_1", "variables": {"user": data.context.context}}
 
-    agent, model = make_agent([[assistant_message("a")], [assistant_message("b")]], prompt={"id": "pmpt_0"})
+    model = ScriptedModel([[assistant_message("a")], [assistant_message("b")]])
+    agent = Agent(name="Assistant", model=model, prompt={"id": "pmpt_0"})  # upstream's Agent: the kernel's has none
     Runner.run_sync(agent, "hi")
     assert model.calls[0].prompt == {"id": "pmpt_0"}
     Runner.run_sync(agent.clone(prompt=prompt), "hi", context="ann")

@@ -1,6 +1,6 @@
-"""`function_tool(custom_data_extractor=...)`: data for the program kept on `ToolCallOutputItem.custom_data`, in
-RunState JSON, never sent to the model; what JSON cannot hold is refused; an extractor that fails never makes
-its call run again."""
+"""Upstream's `function_tool(custom_data_extractor=...)` (the upstream shell's custom_data.py): data for the
+program kept on `ToolCallOutputItem.custom_data`, in RunState JSON, never sent to the model; what JSON cannot hold
+is refused; an extractor that fails never makes its call run again."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from miniagents import (Agent, FunctionToolCustomDataContext, RunState, Runner, SQLiteSession, ToolCallOutputItem,
-                        UserError, function_tool)
+from miniagents import RunState, SQLiteSession, ToolCallOutputItem, UserError
+from miniagents.upstream import Agent, FunctionToolCustomDataContext, Runner, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 
