@@ -3,6 +3,8 @@ error a run could answer (`max_turns`, an unparsable structured answer, a refusa
 output a handler gives, or raises when it gives None."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from miniagents import MaxTurnsExceeded, RunConfig, function_tool
@@ -119,3 +121,63 @@ def test_the_kernels_runner_takes_no_error_handlers():
     agent, _ = make_agent(_looping_steps(5), tools=[echo])
     with pytest.raises(TypeError, match="error_handlers"):
         KernelRunner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda data: "x"})
+
+
+def test_a_streamed_run_ends_with_the_handlers_answer_and_its_events_say_so():
+    agent, _ = make_agent(_looping_steps(5), tools=[echo])
+    result = Runner.run_streamed(agent, "loop", max_turns=2, error_handlers={"max_turns": lambda data: "stopped"})
+
+    async def read():
+        return [event async for event in result.stream_events()]
+    events = asyncio.run(read())
+    assert result.final_output == "stopped" and result.is_complete
+    said = [e.item.raw_item["content"][0]["text"] for e in events
+            if e.type == "run_item_stream_event" and e.item.type == "message_output_item"]
+    assert said == ["stopped"]  # the handler's message is streamed as the turn's last item, as it joins the history
+    assert result.new_items[-1].raw_item["content"][0]["text"] == "stopped"
+
+
+def test_a_usage_limit_handler_answers_for_calls_held_by_the_limit_and_none_of_them_runs():
+    from miniagents import UsageLimits
+
+    ran = []
+
+    @function_tool
+    def count(n: int) -> str:
+        """Count."""
+        ran.append(n)
+        return f"counted {n}"
+
+    steps = [[function_call("count", {"n": t * 10 + k}, call_id=f"t{t}c{k}") for k in range(3)] for t in range(3)]
+    agent, model = make_agent(steps, tools=[count])
+    seen = []
+    result = Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(tool_calls_limit=4)),
+                             error_handlers={"usage_limit": lambda data: seen.append(data.error.limit) or "enough"})
+    assert result.final_output == "enough" and seen == ["tool_calls_limit"]
+    assert ran == [0, 1, 2] and len(model.calls) == 2  # the second turn's three calls would pass the limit
+
+
+def test_a_handler_that_raises_stops_the_run_with_its_own_error():
+    class Refused(Exception):
+        pass
+
+    def handler(data):
+        raise Refused("no answer")
+
+    agent, _ = make_agent(_looping_steps(5), tools=[echo])
+    with pytest.raises(Refused, match="no answer"):
+        Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": handler})
+
+
+def test_an_agent_tools_inner_run_raises_to_its_caller_whose_handler_answers():
+    inner, inner_model = make_agent(_looping_steps(12), tools=[echo])
+    outer, outer_model = make_agent([[function_call("looper", {"input": "go"}, call_id="o1")]] + _looping_steps(5),
+                                    tools=[inner.as_tool("looper", "Loops."), echo])
+    result = Runner.run_sync(outer, "go", max_turns=2, error_handlers={"max_turns": lambda data: "outer stopped"})
+    # the inner run has its own max_turns (10) and no handler of its own: it stops at its limit, a failure of the
+    # call (the caller's model is told the failure text); then the caller reaches its own limit, which its handler
+    # answers
+    assert len(inner_model.calls) == 10 and len(outer_model.calls) == 2
+    sent = [i for i in outer_model.calls[1].input if i.get("type") == "function_call_output"]
+    assert sent[0]["output"] == "An error occurred while running the tool. Please try again."
+    assert result.final_output == "outer stopped"
