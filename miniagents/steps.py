@@ -235,9 +235,13 @@ def guarded(invoke: Callable) -> Callable:
 
 def wrapped_by_plugins(invoke: Callable) -> Callable:
     """`invoke` as the plugins wrap it (the `invoke` seam), outermost: what a wrapper does once the call returned
-    happens after the ledger recorded its outcome, so it never makes the call run again."""
+    happens after the ledger recorded its outcome, so it never makes the call run again. The plugins wrap it once
+    per run (and chosen chain), at its first call; two calls at once may both wrap it, alike."""
     def invoke_wrapped(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
-        return seams.change(run.plugins, "invoke", run, invoke)(run, turn, call, ctx)
+        wrapped = run.scratch.get((wrapped_by_plugins, invoke))
+        if wrapped is None:
+            wrapped = run.scratch[wrapped_by_plugins, invoke] = seams.change(run.plugins, "invoke", run, invoke)
+        return wrapped(run, turn, call, ctx)
     return invoke_wrapped
 
 

@@ -707,7 +707,7 @@ MUTANTS: List[Mutant] = [
       "            item.output = text",
       "guardrails: a rejected terminal tool output is replaced in the history, not only on the item", "test_guardrails"),
     M("steps.py",
-      "        return seams.change(run.plugins, \"invoke\", run, invoke)(run, turn, call, ctx)",
+      "        return wrapped(run, turn, call, ctx)",
       "        return invoke(run, turn, call, ctx)",
       "the invoke seam: a plugin's wrapper is how a call is invoked (custom tool data)", "test_custom_data"),
     M("upstream/stored_prompts.py",
