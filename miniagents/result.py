@@ -114,7 +114,7 @@ class RunResult(RunResultBase):
         """The result as the state stands now (copies of its lists), the current agent being the last one."""
         return cls(state.original_input, list(state.generated_items), list(state.model_responses), output,
                    state.current_agent, state.context_wrapper, state.max_turns, list(interruptions or ()),
-                   *(list(getattr(state, name)) for name in GUARDRAIL_RESULTS), _state=state)
+                   *[list(getattr(state, name)) for name in GUARDRAIL_RESULTS], _state=state)
 
     @property
     def last_response_id(self) -> Optional[str]:

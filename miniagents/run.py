@@ -245,10 +245,8 @@ def take_turn(run: Run) -> Turn:
         step(run, turn)
         if turn.next_step is not None:
             return turn
-    with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn, bool(pending))) \
-            if run.plugins else seams.NOTHING:
-        for step in run.resumed if pending else run.fresh:
-            step(run, turn)
+    for step in run.resumed if pending else run.fresh:
+        step(run, turn)
     state.record_turn(turn.items, turn.start)
     return turn
 
@@ -293,7 +291,7 @@ def close_turn(run: Run, turn: Turn) -> None:
     """The turn is settled: its items join the transcript."""
     state = run.state
     state.pending = None
-    state.transcript.extend(i.raw_item for i in turn.items)
+    state.transcript += [i.raw_item for i in turn.items]
     if turn.calls:  # a handoff counts as using a tool, as upstream counts it: no "required" ping-pong
         state.agents_that_used_tools.add(turn.agent.name)
 
@@ -529,6 +527,7 @@ def chosen(uses: frozenset) -> tuple:
 
     model = steps.observed_model if "run.plugins" in uses else \
         steps.stream_model if "run.streamed" in uses else call_model
-    fresh = tuple(model if do is call_model else do for do in wanted(FRESH)) + wanted(SETTLE)
-    return (wanted(START), wanted(BEFORE), fresh, wanted(RESUMED) + wanted(SETTLE),
+    turn = steps.observed_turn if "run.plugins" in uses else tuple  # with plugins, inside the `turn` seam
+    fresh = turn(tuple(model if do is call_model else do for do in wanted(FRESH)) + wanted(SETTLE))
+    return (wanted(START), wanted(BEFORE), fresh, turn(wanted(RESUMED) + wanted(SETTLE)),
             {kind: wanted(table) for kind, table in ENDS.items()}, wanted(ENTERED), wanted(AFTER), wanted(INVOKE))

@@ -99,7 +99,7 @@ class RunState(Generic[TContext]):
     def record_turn(self, items: list, start: int) -> None:
         """Put the current turn's items from `start` on (replacing a paused attempt's)."""
         self.generated_items[start:] = items
-        self.call_ids.update(i.raw_item["call_id"] for i in items if i.raw_item.get("call_id"))
+        self.call_ids.update([i.raw_item["call_id"] for i in items if i.raw_item.get("call_id")])
 
     @property
     def server_managed(self) -> bool:

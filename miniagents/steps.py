@@ -154,6 +154,17 @@ def observed_model(run: Run, turn: Turn) -> None:
         take_response(run, turn, response)
 
 
+def observed_turn(turn_steps: tuple) -> tuple:
+    """A turn's steps as one step inside the plugins' `turn` seam (a trace span, the hooks' view of the turn)."""
+    def observed(run: Run, turn: Turn) -> None:
+        state = run.state
+        with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn,
+                                                                   state.pending is not None)):
+            for step in turn_steps:
+                step(run, turn)
+    return (observed,)
+
+
 def chain_response(run: Run, turn: Turn) -> None:
     """A server-managed conversation: what was sent, and the model's own items, are the server's now; the next
     request chains to this response (with `auto_previous_response_id`, or once a `previous_response_id` was

@@ -171,8 +171,10 @@ def tool_output(value: Any) -> Union[str, list]:
     """What the model sees for a tool's return value: content (text, images and files the model reads as such) when
     the value is content parts, or an object that knows its part (`content_part()`), or a list of only those;
     anything else as text (`output_text`)."""
-    if isinstance(value, str):  # the common case
+    if isinstance(value, str):  # the common cases
         return clean_text(value)
+    if value is None or type(value) in (int, float, bool):
+        return TO_JSON(value)
     parts = value if isinstance(value, list) else [value]
     if parts and all(callable(getattr(p, "content_part", None)) or isinstance(p, dict) and p.get("type") in
                      CONTENT_PARTS for p in parts):
@@ -181,6 +183,8 @@ def tool_output(value: Any) -> Union[str, list]:
 
 
 # --- Output conversion ------------------------------------------------------------------------
+
+TO_JSON = json.JSONEncoder(ensure_ascii=False).encode  # made once: `json.dumps` with an option makes one per call
 
 
 def output_text(value: Any) -> str:
@@ -191,7 +195,7 @@ def output_text(value: Any) -> str:
     if isinstance(value, str):
         return clean_text(value)
     try:
-        return clean_text(json.dumps(jsonable(value), ensure_ascii=False))
+        return clean_text(TO_JSON(jsonable(value)))
     except (TypeError, ValueError):
         return clean_text(str(value))
 

@@ -249,10 +249,10 @@ ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIO
 
 def call_args(params: tuple, data: dict, strict: bool):
     """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
-    unknown = [k for k in data if not any(k == p.name for p in params)]
+    names = [p.name for p in params]
+    unknown = [k for k in data if k not in names]
     if unknown and strict:
-        names = ", ".join(p.name for p in params) or "none"
-        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {names})")
+        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
     args, kwargs = [], {}
     for p in params:
         if p.name not in data and p.default is MISSING:

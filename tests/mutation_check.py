@@ -225,7 +225,7 @@ MUTANTS: List[Mutant] = [
       "drop_orphans drops an output that comes before its call", "test_items", "test_run"),
     # --- tool.py: output text, failure policy, timeouts --------------------------------------------------
     M("tool.py",
-      "        return clean_text(json.dumps(jsonable(value), ensure_ascii=False))",
+      "        return clean_text(TO_JSON(jsonable(value)))",
       "        return clean_text(str(value))",
       "tool results reach the model as JSON text, not Python repr", "test_tools"),
     M("tool.py",
