@@ -71,9 +71,8 @@ class Usage:
         given the `requests` the kernel counts for it (1; 0 when it was counted before it was made). A model's own
         counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits must
         never be loosened by a model's numbers."""
-        self.input_tokens += max(0, other.input_tokens)
-        self.output_tokens += max(0, other.output_tokens)
-        self.total_tokens += max(0, other.total_tokens)
+        for name in ("input_tokens", "output_tokens", "total_tokens"):
+            setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
         self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
         self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
         self.requests += other.requests if requests is None else requests

@@ -225,7 +225,8 @@ def loop(run: Run) -> None:
     for the run's handlers) has its steps in `run.ends`, chosen when the run started: the loop dispatches on the
     turn's `NextStep` there, and nowhere else."""
     state = run.state
-    enter_agent(run, None)
+    for step in run.entered:  # the starting agent takes the conversation (`ENTERED`: for a streamed run, the plugins)
+        step(run, None)
     while run.result is None:
         if state.cancel_mode is not None and state.pending is None:  # cancelled between turns: the state resumes
             run.result = RunResult.from_state(state, None)
@@ -268,12 +269,6 @@ def carry_session_input(run: Run, turn: Turn) -> None:
     turn.session_input, state.unsaved_session_input = state.unsaved_session_input, []
 
 
-def enter_agent(run: Run, turn: Optional[Turn]) -> None:
-    """The current agent takes the conversation (the run began, or a handoff made it current)."""
-    for step in run.entered:  # a streamed run announces it; the plugins hear of it
-        step(run, run.state.current_agent)
-
-
 def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
     """The current agent's stretch ends (a handoff, the end of the run, a pause or an error): the plugins hear."""
     agent, run.agent = run.agent, None
@@ -281,10 +276,11 @@ def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
         seams.emit(run.plugins, "agent_ended", run, agent, error)
 
 
-def agent_started(run: Run, agent: Any) -> None:
+def agent_started(run: Run, turn: Optional[Turn]) -> None:
+    """The current agent's stretch begins (the last one's ends): the plugins hear."""
     leave_agent(run)
-    run.agent = agent
-    seams.emit(run.plugins, "agent_started", run, agent)
+    run.agent = run.state.current_agent
+    seams.emit(run.plugins, "agent_started", run, run.agent)
 
 
 def close_turn(run: Run, turn: Turn) -> None:
@@ -472,22 +468,22 @@ SETTLE = (  # both then plan, run and order the calls, and decide the next step
     Step(decide),
     Step(steps.tell_approvals, "run.plugins"),
 )
+ENTERED = (  # an agent takes the conversation: the starting one (see `loop`), or a handoff's (its turn's end)
+    Step(steps.announce_agent, "run.streamed"),
+    Step(agent_started, "run.plugins"),
+)
 ENDS = {  # what each way of ending a turn does, in order
     NextStepFinalOutput: (Step(steps.guard_output, OUTPUT_GUARDRAILS), Step(close_turn),
                           Step(steps.save, "run.session run.ledger"), Step(steps.announce_outputs, "run.streamed"),
                           Step(steps.raise_rejected, OUTPUT_GUARDRAILS), Step(tell_final_output, "run.plugins"),
                           Step(finish)),
     NextStepHandoff: (Step(close_turn), Step(take_handoff), Step(steps.save, "run.session run.ledger"),
-                      Step(steps.announce_outputs, "run.streamed"), Step(enter_agent)),
+                      Step(steps.announce_outputs, "run.streamed"), *ENTERED),
     NextStepRunAgain: (Step(close_turn), Step(steps.save, "run.session run.ledger"),
                        Step(steps.announce_outputs, "run.streamed")),
     NextStepInterruption: (Step(pause),),
     NextStepError: (Step(answer_error),),
 }
-ENTERED = (  # an agent takes the conversation
-    Step(steps.announce_agent, "run.streamed"),
-    Step(agent_started, "run.plugins"),
-)
 AFTER = (  # when the run returns or raises
     Step(leave_agent, "run.plugins"),
     Step(ledger.close_journal, "run.ledger"),

@@ -332,5 +332,6 @@ def announce_outputs(run: Run, turn: Turn) -> None:
         run.emit(event)
 
 
-def announce_agent(run: Run, agent: Any) -> None:
-    run.emit(AgentUpdatedStreamEvent(new_agent=agent))
+def announce_agent(run: Run, turn: Optional[Turn]) -> None:
+    """A streamed run: the current agent (the starting one, or a handoff's) takes the conversation."""
+    run.emit(AgentUpdatedStreamEvent(new_agent=run.state.current_agent))

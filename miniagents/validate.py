@@ -194,22 +194,26 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     """The model's `arguments` string -> dict. Empty means no arguments; anything else must be a JSON object."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
-    prefix = f"Invalid JSON input for tool {tool_name}"
     if not isinstance(raw, str):
-        raise ArgumentsError(f"{prefix}: expected a JSON string, got {type(raw).__name__}")
+        raise unreadable(tool_name, f"expected a JSON string, got {type(raw).__name__}")
     try:
         data = STRICT_JSON.decode(raw)
     except json.JSONDecodeError as exc:
-        raise ArgumentsError(f"{prefix}: {exc.msg} at line {exc.lineno} column {exc.colno}. "
-                             f"Send one JSON object. Received: {preview(raw)}") from None
+        raise unreadable(tool_name, f"{exc.msg} at line {exc.lineno} column {exc.colno}. Send one JSON object. "
+                         f"Received: {preview(raw)}") from None
     except (ValueError, RecursionError) as exc:
-        raise ArgumentsError(f"{prefix}: {exc or 'nested too deeply'}. Received: {preview(raw)}") from None
+        raise unreadable(tool_name, f"{exc or 'nested too deeply'}. Received: {preview(raw)}") from None
     if not isinstance(data, dict):
-        raise ArgumentsError(f"{prefix}: expected a JSON object of parameters, got {_describe(data)}. "
-                             f"Received: {preview(raw)}")
+        raise unreadable(tool_name, f"expected a JSON object of parameters, got {_describe(data)}. "
+                         f"Received: {preview(raw)}")
     if raw.isascii() and "\\u" not in raw:  # no escape and no character that could decode to a lone surrogate
         return data
     return clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
+
+
+def unreadable(tool_name: str, problem: str) -> ArgumentsError:
+    """Arguments that are not one JSON object: the message names the tool (`failure_text` keeps it as it is)."""
+    return ArgumentsError(f"Invalid JSON input for tool {tool_name}: {problem}")
 
 
 def _no_constant(name: str) -> None:
@@ -249,10 +253,10 @@ ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIO
 
 def call_args(params: tuple, data: dict, strict: bool):
     """Parsed arguments -> (positional args, kwargs) for `params` (`Param`s)."""
-    names = [p.name for p in params]
-    unknown = [k for k in data if k not in names]
+    unknown = sorted(data.keys() - {p.name for p in params})
     if unknown and strict:
-        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {', '.join(names) or 'none'})")
+        names = ", ".join(p.name for p in params) or "none"
+        _fail("", f"unexpected parameter '{preview(unknown[0], 60)}' (parameters: {names})")
     args, kwargs = [], {}
     for p in params:
         if p.name not in data and p.default is MISSING:

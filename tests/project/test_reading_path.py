@@ -22,7 +22,7 @@ CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
-HELPERS = {"plugins_of", "enter_agent", "check_max_turns", "model_arguments", "invoke", "leave_agent"}
+HELPERS = {"plugins_of", "check_max_turns", "model_arguments", "invoke", "leave_agent"}
 
 
 class Measured:
