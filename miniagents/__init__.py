@@ -14,8 +14,7 @@ if sys.version_info < (3, 9):  # typing.Annotated and friends; said here, before
 
 from .agent import Agent, StopAtTools
 from .agent_output import AgentOutputSchema
-from .config import (CallModelData, ModelInputData, OutputGuardrailBlockedMessageArgs, RunConfig,
-                     ToolErrorFormatterArgs, UsageLimits)
+from .config import RunConfig, UsageLimits
 from .context import RunContextWrapper, ToolContext, Usage
 from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwireTriggered, MaxTurnsExceeded,
                      MissingFeatureError, ModelBehaviorError, ModelHTTPError, ModelRefusalError, ModelTimeoutError,

@@ -1,16 +1,14 @@
-"""What a run is configured with: `RunConfig`, and the plain data its callbacks receive and return.
+"""What a run is configured with: `RunConfig` and its `UsageLimits`.
 
 Nothing here runs anything; the loop (run.py) reads these. Tracing stays in the process: spans go to the
 processors you registered, or to `trace_path` (JSON lines); nothing is ever sent anywhere.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Optional, Union
+from typing import Any, Callable, Optional
 
 from . import seams
-from .context import TContext
 from .errors import UserError
 from .models.interface import ModelSettings
 
@@ -61,15 +59,9 @@ class RunConfig:
     handoff_input_filter: Optional[Callable] = None
     input_guardrails: Optional[list] = None
     output_guardrails: Optional[list] = None
-    session_input_callback: Optional[Callable] = None
-    call_model_input_filter: Optional[Callable] = None
-    tool_error_formatter: Optional[Callable] = None
     session_settings: Any = None
     max_function_tool_concurrency: Optional[int] = None
     usage_limits: Optional[UsageLimits] = None  # requests, tokens and tool calls one run may spend
-    # What replaces a tool output an output guardrail rejected as the final output (see guardrails.py): a text, or
-    # a sync formatter given OutputGuardrailBlockedMessageArgs
-    output_guardrail_blocked_message: Union[str, Callable, None] = None
     workflow_name: str = "Agent workflow"
     trace_id: Optional[str] = None
     group_id: Optional[str] = None
@@ -92,52 +84,6 @@ class RunConfig:
             if not isinstance(self.tracing, dict):
                 raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
-        blocked = self.output_guardrail_blocked_message  # an async formatter would keep the rejected output waiting
-        if blocked is not None and not (isinstance(blocked, str) and blocked or callable(blocked)
-                                        and not inspect.iscoroutinefunction(blocked)):
-            raise UserError("output_guardrail_blocked_message must be a non-empty text, a synchronous callable, or "
-                            f"None, got {blocked!r:.60}")
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
 
-
-@dataclass(eq=False)
-class ToolErrorFormatterArgs(Generic[TContext]):
-    """What `RunConfig.tool_error_formatter` receives when a call gets an error instead of running: `kind` is
-    "tool_not_found" or "approval_rejected"; return text to replace `default_message`."""
-
-    kind: str
-    tool_type: str
-    tool_name: str
-    call_id: str
-    default_message: str
-    run_context: Any
-
-
-@dataclass(eq=False)
-class OutputGuardrailBlockedMessageArgs(Generic[TContext]):
-    """What a `RunConfig.output_guardrail_blocked_message` formatter receives: never the rejected output."""
-
-    default_message: str
-    guardrail_name: str
-    agent: Any
-    run_context: Any
-
-
-@dataclass(eq=False)
-class CallModelData(Generic[TContext]):
-    """What `RunConfig.call_model_input_filter` receives just before each model call: `model_data` (a
-    `ModelInputData`), the agent, and your context object. The filter returns the `ModelInputData` to send."""
-
-    model_data: Any
-    agent: Any
-    context: Any
-
-
-@dataclass(eq=False)
-class ModelInputData:
-    """The model input a `call_model_input_filter` sees and returns: the transcript items and the system
-    instructions. Unpaired calls or outputs in what it returns are dropped before the request."""
-
-    input: list
-    instructions: Optional[str]

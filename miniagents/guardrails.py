@@ -8,7 +8,6 @@ model call and no tool ran.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional
 
@@ -99,8 +98,8 @@ def withhold_rejected_output(run: Any, items: list, results: list, trip: OutputG
     """An output guardrail rejected the final output: the final turn's `items` are kept without it, so the
     session, the state and the error's run data never hold what was rejected (upstream's rule). A final
     message is dropped; a tool output that ended the run (`tool_use_behavior`) keeps its place, so its call
-    still has an output, with a data-free text instead: `RunConfig.output_guardrail_blocked_message`, or
-    `BLOCKED_OUTPUT` (also when the formatter fails or returns no text). That text also replaces what could
+    still has an output, with a data-free text instead: `BLOCKED_OUTPUT`, or what the plugins' `blocked_output`
+    seam makes of it (upstream's `output_guardrail_blocked_message`). That text also replaces what could
     carry the output: the tripwire's `agent_output` (its `output_info` is cleared) and what the turn's tool
     output guardrails reported (in `results`, the turn's tool guardrail results)."""
     from .items import MessageOutputItem, ToolCallOutputItem, function_call_output
@@ -108,7 +107,7 @@ def withhold_rejected_output(run: Any, items: list, results: list, trip: OutputG
     state = run.state
     outputs = [i for i in items if isinstance(i, ToolCallOutputItem)]
     if outputs:
-        text = _blocked_message(run, trip)
+        text = seams.change(run.plugins, "blocked_output", run, trip, BLOCKED_OUTPUT) if run.plugins else BLOCKED_OUTPUT
         for item in outputs:
             item.raw_item, item.output, item.custom_data = function_call_output(item.call_id, text), text, None
         trip.guardrail_result.agent_output, trip.guardrail_result.output.output_info = text, None
@@ -121,22 +120,6 @@ def withhold_rejected_output(run: Any, items: list, results: list, trip: OutputG
     if message is not None:
         items.remove(message)
         state.generated_items[:] = [i for i in state.generated_items if i is not message]
-
-
-def _blocked_message(run: Any, trip: OutputGuardrailTripwireTriggered) -> str:
-    from .config import OutputGuardrailBlockedMessageArgs
-
-    configured = run.config.output_guardrail_blocked_message
-    if configured is None or isinstance(configured, str):
-        return configured or BLOCKED_OUTPUT
-    try:
-        text = configured(OutputGuardrailBlockedMessageArgs(BLOCKED_OUTPUT, trip.guardrail_result.guardrail.get_name(),
-                                                            trip.guardrail_result.agent, run.state.context_wrapper))
-    except Exception:
-        return BLOCKED_OUTPUT
-    if inspect.iscoroutine(text):  # an async formatter: not awaited (the rejected output must not wait around)
-        text.close()
-    return text if isinstance(text, str) and text else BLOCKED_OUTPUT
 
 
 def _until_tripwire(run: Any, kind: str, guardrails: list, check: Callable, tripwire: type, results: list) -> None:

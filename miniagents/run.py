@@ -94,7 +94,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     agents = reachable_agents(starting_agent)
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
               plugins=plugins_of(options.hooks, agents), streamed=streamed)
-    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run.config)
+    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
@@ -105,7 +105,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
 DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)
 
 
-def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunConfig) -> RunState:
+def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> RunState:
     """A new run's state: the input checked, the session's history read once before it."""
     if not isinstance(input, str):
         if not isinstance(input, list) or not all(isinstance(i, dict) for i in input):
@@ -119,7 +119,7 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, config: RunCo
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
     if options.session is not None:  # the new input is checked apart from the history it may answer
-        state.original_input, state.unsaved_session_input = load_session_history(options.session, input, config)
+        state.original_input, state.unsaved_session_input = load_session_history(run, options.session, input)
         state.rebuild_transcript()
     return state
 
@@ -161,18 +161,20 @@ def refuse_with_server_history(run: Run) -> None:
                         "conversation history.")
 
 
-def load_session_history(session: Any, input: Any, config: RunConfig) -> tuple:
-    """(history + new input, the new input alone): history is read once, orphans dropped."""
-    settings = config.session_settings
+def load_session_history(run: Run, session: Any, input: Any) -> tuple:
+    """(history + new input, the new input alone): history is read once, orphans dropped; the plugins may combine
+    them otherwise (the `session_input` seam)."""
+    settings = run.config.session_settings
     limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
         history = caller.call(session.get_items, limit, limit_turns=limit_turns)
     else:  # a session written for upstream may have coroutine methods: `caller` awaits them
         history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
     new_items = to_input_list(input)
-    if config.session_input_callback is not None:
-        return list(caller.call(config.session_input_callback, history, new_items)), new_items
-    return drop_orphans(list(history)) + new_items, new_items
+    items = drop_orphans(list(history)) + new_items
+    if run.plugins:
+        items = seams.change(run.plugins, "session_input", run, history, new_items, items)
+    return items, new_items
 
 
 class Cancelled(Exception):
@@ -444,7 +446,7 @@ FRESH = (  # a fresh turn: one model call
     Step(steps.offer_to_plugins, "run.plugins"),
     Step(steps.guard_input, "config.input_guardrails agents.input_guardrails"),
     Step(steps.send_what_is_new, SERVER_MANAGED),
-    Step(steps.filter_input, "config.call_model_input_filter run.plugins"),
+    Step(steps.filter_input, "run.plugins"),
     Step(call_model),  # or steps.stream_model, steps.observed_model (see `choose`)
     Step(steps.join_input_guardrails, "config.input_guardrails agents.input_guardrails"),
     Step(classify),

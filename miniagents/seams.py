@@ -15,8 +15,9 @@ Three kinds of seam:
   (a trace span, a context variable) is current inside the step. Before it is left, the step's record
   (the `*Step` classes below) holds what the step produced. It may not change the step.
 - **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
-- **a change** (`prepare_run`, `offer`, `model_input`, `model`, `answer_error`, `invoke`): returns what the kernel
-  uses instead of what it passed (the same object when the plugin has nothing to change).
+- **a change** (`prepare_run`, `session_input`, `offer`, `model_input`, `model`, `error_text`, `blocked_output`,
+  `answer_error`, `invoke`): returns what the kernel uses instead of what it passed (the same object when the
+  plugin has nothing to change).
 
 Plugins see steps in registration order, the run's hooks last, and leave around-seams in reverse order.
 A plugin that raises makes the step fail as if the step had raised.
@@ -108,19 +109,43 @@ class Plugin:
         (raise `UserError`), and make what this run needs (kept in `run.scratch[self]`). `run.agents` lists every
         agent it can reach."""
 
+    def session_input(self, run: Any, history: list, new_items: list, items: list) -> list:
+        """A new run with a session is about to start (asked once, before `prepare_run`; a resumed state has its
+        input already): `history` is what the session holds, as it gave it, `new_items` the run's new input, and
+        `items` what the run starts from (the history without orphaned calls or outputs, then the new input, or what
+        a plugin before returned). Return it, or the input items to start from instead (upstream's
+        `session_input_callback`). Only `new_items` joins the session, with the first turn, whatever is returned."""
+        return items
+
     def offer(self, run: Any, setup: Any) -> Any:
         """What the agent offers the model this turn (`turn.TurnSetup`: instructions, tools, handoffs,
         settings); return it, or a changed copy (`dataclasses.replace`)."""
         return setup
 
-    def model_input(self, run: Any, setup: Any, items: list) -> list:
-        """The items about to be sent to the model this turn (after `RunConfig.call_model_input_filter`);
-        return them, or the list to send instead."""
+    def model_input(self, run: Any, setup: Any, items: list) -> Any:
+        """The items about to be sent to the model this turn, with `setup.instructions` as its system prompt:
+        return them, or the list to send instead, or a pair `(instructions, items)` to change the instructions too
+        (upstream's `call_model_input_filter`); the next plugin gets `setup` with them."""
         return items
 
     def model(self, run: Any, setup: Any, model: Any) -> Any:
         """The `Model` this turn calls; return it, or one that wraps it (retries, recording)."""
         return model
+
+    def error_text(self, run: Any, call: Any, kind: str, text: str) -> str:
+        """A function call gets an error instead of running: `kind` is "tool_not_found" (the agent has no tool of
+        that name) or "approval_rejected" (a person rejected it with no message of their own); `text` is what the
+        model is told (the kernel's text, or what a plugin before returned). Return it, or the text to tell the
+        model instead (upstream's `tool_error_formatter`)."""
+        return text
+
+    def blocked_output(self, run: Any, trip: Any, text: str) -> str:
+        """An output guardrail rejected a final output that a tool gave (`tool_use_behavior`): its call keeps an
+        output, `text` (the kernel's "Output withheld by an output guardrail.", or what a plugin before returned),
+        which the session, the state and the error's run data hold in place of what was rejected. Return it, or
+        the text to keep instead (upstream's `output_guardrail_blocked_message`); it must not carry the rejected
+        output, which `trip` (the `OutputGuardrailTripwireTriggered` about to be raised) holds."""
+        return text
 
     def answer_error(self, run: Any, turn: Any, error: Any) -> Any:
         """A turn ended in an error a run may answer (`turn.NextStepError`: its `kind` and `error`); return it

@@ -14,8 +14,8 @@ import threading
 from typing import Any, Callable
 
 from . import caller, seams
-from .errors import UsageLimitExceeded, UserError
-from .items import InputItem, drop_orphans
+from .errors import UsageLimitExceeded
+from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
                    take_response)
@@ -93,22 +93,16 @@ def send_what_is_new(run: Run, turn: Turn) -> None:
 
 
 def filter_input(run: Run, turn: Turn) -> None:
-    """The model input and instructions after `RunConfig.call_model_input_filter` and the plugins' `model_input`
-    seam (capabilities' `process_context`)."""
-    from .config import CallModelData, ModelInputData
-
-    config, setup = run.config, turn.setup
+    """The model input, and the instructions, after the plugins' `model_input` seam (capabilities'
+    `process_context`, upstream's `call_model_input_filter`)."""
+    setup = turn.setup
     items = turn.input if turn.input is not None else list(run.state.transcript)
-    instructions = setup.instructions
-    if config.call_model_input_filter is not None:
-        data = caller.call(config.call_model_input_filter, CallModelData(
-            ModelInputData(items, instructions), setup.agent, run.state.context_wrapper.context))
-        if not isinstance(data, ModelInputData):
-            raise UserError("call_model_input_filter must return a ModelInputData instance")
-        items, instructions = drop_orphans(data.input), data.instructions
-    if run.plugins:
-        items = seams.change(run.plugins, "model_input", run, setup, items)
-    turn.input, turn.setup = items, dataclasses.replace(setup, instructions=instructions)
+    for plugin in run.plugins:
+        items = plugin.model_input(run, setup, items)
+        if isinstance(items, tuple):  # the instructions changed too
+            instructions, items = items
+            setup = dataclasses.replace(setup, instructions=instructions)
+    turn.input, turn.setup = items, setup
 
 
 # --- The model call, streamed or observed ----------------------------------------------------------------

@@ -366,15 +366,12 @@ def decide_approval(run: Run, call: Call) -> None:
 
 def error_text(run: Run, call: Call, kind: str, default: str) -> str:
     """What the model is told when a call cannot run ("tool_not_found", "approval_rejected"): `default`, or what
-    `RunConfig.tool_error_formatter` makes of it."""
-    formatter = run.config.tool_error_formatter
-    if formatter is None:
+    the plugins' `error_text` seam makes of it (upstream's `tool_error_formatter`)."""
+    if not run.plugins:
         return default
-    from .config import ToolErrorFormatterArgs
+    from . import seams
 
-    args = ToolErrorFormatterArgs(kind, "function", call.item.get("name", ""), call.call_id, default,
-                                  run.state.context_wrapper)
-    return caller.call(formatter, args) or default
+    return seams.change(run.plugins, "error_text", run, call, kind, default)
 
 
 def needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:

@@ -34,6 +34,8 @@ NAMES = {
                     "classes"),
     **dict.fromkeys(("MultiProviderMap", "Usage", "RequestUsage"), "classes"),
     **dict.fromkeys(("RunErrorData", "RunErrorHandlerInput", "RunErrorHandlerResult"), "error_handlers"),
+    **dict.fromkeys(("CallModelData", "ModelInputData", "ToolErrorFormatterArgs", "OutputGuardrailBlockedMessageArgs"),
+                    "run_callbacks"),
     "set_default_openai_client": "default_models",
     **dict.fromkeys(("OpenAIProvider", "MultiProvider", "set_default_openai_key", "set_default_openai_api",
                      "OpenAIChatCompletionsModel", "OpenAIResponsesModel"), "providers"),

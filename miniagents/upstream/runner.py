@@ -3,12 +3,15 @@
 - `Runner`'s class methods go through a default `AgentRunner` that a program may replace
   (`set_default_agent_runner`), and take upstream's positional arguments and a `run_config` dict.
 - `RunConfig` takes upstream's extra fields: `tool_execution` (its concurrency limit), `reasoning_item_id_policy`
-  ("omit": reasoning items are sent back without their ids), and the two policies miniagents does not vary
-  (`tool_not_found_behavior`: the model is told; `tool_name_collision_policy`: two tools with one name are refused).
+  ("omit": reasoning items are sent back without their ids), the two policies miniagents does not vary
+  (`tool_not_found_behavior`: the model is told; `tool_name_collision_policy`: two tools with one name are refused),
+  and upstream's callbacks (`session_input_callback`, `call_model_input_filter`, `tool_error_formatter`,
+  `output_guardrail_blocked_message`: run_callbacks.py).
 - A run that names no model provider gets upstream's default, a `MultiProvider` (providers.py): model-name
   prefixes route ("openai/gpt-4.1"); the kernel's own default sends a name as it is written.
 - `UpstreamPlugin`: a model written for upstream's async `Model` protocol (`async def get_response`, an async
-  generator `stream_response`) is awaited and iterated on an event loop of its own; the reasoning-id policy.
+  generator `stream_response`) is awaited and iterated on an event loop of its own; the reasoning-id policy; the
+  callbacks, each on its seam.
 """
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ import copy
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
 from ..errors import UserError
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
+from . import run_callbacks
 
 
 @dataclass
@@ -43,6 +47,10 @@ class RunConfig(KernelRunConfig):
     tool_name_collision_policy: str = "error"
     reasoning_item_id_policy: Optional[str] = None
     error_handlers: Optional[dict] = None  # what `Runner.run_sync(error_handlers=...)` takes (error_handlers.py)
+    session_input_callback: Optional[Callable] = None  # these four: run_callbacks.py
+    call_model_input_filter: Optional[Callable] = None
+    tool_error_formatter: Optional[Callable] = None
+    output_guardrail_blocked_message: Union[str, Callable, None] = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -59,6 +67,7 @@ class RunConfig(KernelRunConfig):
                             "run after approval, just before the tool")
         if self.max_function_tool_concurrency is None and execution is not None:
             self.max_function_tool_concurrency = execution.max_function_tool_concurrency
+        run_callbacks.check(self)
 
 
 def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any, previous_response_id: Any,
@@ -249,8 +258,22 @@ class UpstreamPlugin(seams.Plugin):
             model = WithoutReasoningIds(model)
         return model
 
-    def model_input(self, run: Any, setup: Any, items: list) -> list:
-        return without_ids(items) if getattr(run.config, "reasoning_item_id_policy", None) == "omit" else items
+    def session_input(self, run: Any, history: list, new_items: list, items: list) -> list:
+        return run_callbacks.session_input(run, history, new_items, items)
+
+    def model_input(self, run: Any, setup: Any, items: list) -> Any:
+        """The program's `call_model_input_filter` first (its instructions too), then the reasoning-id policy."""
+        filtered = getattr(run.config, "call_model_input_filter", None) is not None
+        instructions, items = run_callbacks.filter_model_input(run, setup, items) if filtered else (None, items)
+        if getattr(run.config, "reasoning_item_id_policy", None) == "omit":
+            items = without_ids(items)
+        return (instructions, items) if filtered else items
+
+    def error_text(self, run: Any, call: Any, kind: str, text: str) -> str:
+        return run_callbacks.error_text(run, call, kind, text)
+
+    def blocked_output(self, run: Any, trip: Any, text: str) -> str:
+        return run_callbacks.blocked_output(run, trip, text)
 
     def answer_error(self, run: Any, turn: Any, error: Any) -> Any:
         from .error_handlers import answer

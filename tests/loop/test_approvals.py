@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from miniagents.errors import AlreadyResumedError
-from miniagents import Agent, RunConfig, RunContextWrapper, Runner, RunState, ToolApprovalItem, function_tool
+from miniagents import Agent, RunContextWrapper, Runner, RunState, ToolApprovalItem, function_tool
 from miniagents.items import drop_orphans
 from miniagents.session import SQLiteSession
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -212,32 +212,6 @@ def test_rejection_without_message_sends_the_default_text():
     Runner.run_sync(agent, state)
     assert log == []
     assert outputs_sent(model.calls[1]) == {"c1": REJECTED}
-
-
-def test_tool_error_formatter_with_kind_approval_rejected_changes_the_default_text():
-    log, model, seen = [], ScriptedModel(), []
-
-    def formatter(args):
-        seen.append((args.kind, args.tool_name, args.call_id, args.default_message))
-        return f"{args.tool_name} was declined by the operator" if args.kind == "approval_rejected" else None
-
-    agent, result = paused(model, log, delete("a.txt", "c1"))
-    state = result.to_state()
-    state.reject(result.interruptions[0])
-    model.enqueue([assistant_message("ok")])
-    Runner.run_sync(agent, state, run_config=RunConfig(tool_error_formatter=formatter))
-    assert seen == [("approval_rejected", "delete_file", "c1", REJECTED)]
-    assert outputs_sent(model.calls[1]) == {"c1": "delete_file was declined by the operator"}
-
-
-def test_an_explicit_rejection_message_wins_over_the_tool_error_formatter():
-    log, model = [], ScriptedModel()
-    agent, result = paused(model, log, delete("a.txt", "c1"))
-    state = result.to_state()
-    state.reject(result.interruptions[0], rejection_message="verbatim")
-    model.enqueue([assistant_message("ok")])
-    Runner.run_sync(agent, state, run_config=RunConfig(tool_error_formatter=lambda args: "formatted"))
-    assert outputs_sent(model.calls[1]) == {"c1": "verbatim"}
 
 
 def test_approving_one_and_rejecting_the_other_of_a_turn():

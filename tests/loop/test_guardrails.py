@@ -10,7 +10,7 @@ import pytest
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGuardrailTripwireTriggered,
                         OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner, SQLiteSession,
                         ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered,
-                        ToolOutputGuardrailTripwireTriggered, UserError, function_tool, input_guardrail, output_guardrail,
+                        ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
                         tool_input_guardrail, tool_output_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import make_agent, outputs_sent
@@ -364,47 +364,6 @@ def test_a_tool_guardrails_rejection_message_quoting_a_rejected_final_output_is_
     [result] = info.value.run_data.tool_output_guardrail_results
     assert result.output.behavior == {"type": "reject_content", "message": withheld}
     assert result.output.output_info == withheld and "SECRET-DATA" not in repr(info.value.run_data)
-
-
-@pytest.mark.parametrize("configured, expected", [
-    ("Withheld.", "Withheld."),
-    (lambda args: f"{args.guardrail_name} withheld {args.agent.name}'s output", "block_everything withheld Vault's "
-                                                                                 "output"),
-    (lambda args: None, "Output withheld by an output guardrail."),
-    (lambda args: "", "Output withheld by an output guardrail."),
-    (lambda args: 1 / 0, "Output withheld by an output guardrail."),
-])
-def test_run_config_sets_the_text_of_a_rejected_tool_output(configured, expected):
-    session = SQLiteSession("s")
-    with pytest.raises(OutputGuardrailTripwireTriggered):
-        Runner.run_sync(secret_agent(), "go", session=session,
-                        run_config=RunConfig(output_guardrail_blocked_message=configured))
-    assert history(session)[-1]["output"] == expected
-
-
-def test_a_blocked_message_formatter_gets_the_default_and_the_context_never_the_output():
-    seen = []
-
-    def formatter(args):
-        seen.append(args)
-        return "no"
-
-    with pytest.raises(OutputGuardrailTripwireTriggered):
-        Runner.run_sync(secret_agent(), "go", context={"user": 7},
-                        run_config=RunConfig(output_guardrail_blocked_message=formatter))
-    (args,) = seen
-    assert args.default_message == "Output withheld by an output guardrail." and args.run_context.context == {"user": 7}
-    assert "SECRET-DATA" not in repr(vars(args))
-
-
-async def later(args):
-    return "later"
-
-
-@pytest.mark.parametrize("configured", ["", 42, later])
-def test_a_blocked_message_setting_is_checked_when_the_config_is_made(configured):
-    with pytest.raises(UserError, match="output_guardrail_blocked_message must be a non-empty text, a synchronous"):
-        RunConfig(output_guardrail_blocked_message=configured)
 
 
 def test_an_output_guardrail_that_crashes_gave_no_verdict_so_the_final_turn_is_saved_as_it_is():

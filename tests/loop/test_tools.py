@@ -581,15 +581,6 @@ def test_unknown_tools_still_count_against_max_turns():
     assert len(model.calls) == 2
 
 
-def test_a_tool_error_formatter_can_reword_the_unknown_tool_message():
-    def formatter(args):
-        return f"{args.kind}: no tool called {args.tool_name!r} (call {args.call_id})"
-
-    agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
-    Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=formatter))
-    assert outputs_sent(model.calls[1]) == {"c1": "tool_not_found: no tool called 'nope' (call c1)"}
-
-
 def test_all_function_calls_of_one_response_run_concurrently():
     barrier = threading.Barrier(2, timeout=2)
 
