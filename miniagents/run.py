@@ -510,16 +510,14 @@ def choose(run: Run) -> None:
     uses = frozenset(need for need, where, name in NEEDS for part in parts[where]  # set: not None, False or empty
                      if (value := getattr(part, name, None)) is not None and value is not False
                      and value not in ([], (), ""))
-    run.start, run.before, run.fresh, run.resumed, run.ends, run.entered, run.after, wraps = chosen(uses)
-    run.invoke = invoke
-    for wrap in wraps:
-        run.invoke = wrap(run.invoke)
+    run.start, run.before, run.fresh, run.resumed, run.ends, run.entered, run.after, run.invoke = chosen(uses)
 
 
 @functools.lru_cache(maxsize=256)
 def chosen(uses: frozenset) -> tuple:
     """The steps of every table a run takes when it uses these parts (see `choose`). The tables never change, so
-    runs that use the same parts share the answer: tuples, and a dict no run changes."""
+    runs that use the same parts share the answer: tuples, a dict no run changes, and the way a call is invoked (the
+    wrappers keep what they need per run in `run.scratch`)."""
     def wanted(table: tuple) -> tuple:
         return tuple(step.do for step in table if not step.needs or not uses.isdisjoint(step.needs.split()))
 
@@ -527,5 +525,6 @@ def chosen(uses: frozenset) -> tuple:
         steps.stream_model if "run.streamed" in uses else call_model
     turn = steps.observed_turn if "run.plugins" in uses else tuple  # with plugins, inside the `turn` seam
     fresh = turn(tuple(model if do is call_model else do for do in wanted(FRESH)) + wanted(SETTLE))
+    invoker = functools.reduce(lambda inner, wrap: wrap(inner), wanted(INVOKE), invoke)  # wrapped innermost first
     return (wanted(START), wanted(BEFORE), fresh, turn(wanted(RESUMED) + wanted(SETTLE)),
-            {kind: wanted(table) for kind, table in ENDS.items()}, wanted(ENTERED), wanted(AFTER), wanted(INVOKE))
+            {kind: wanted(table) for kind, table in ENDS.items()}, wanted(ENTERED), wanted(AFTER), invoker)
