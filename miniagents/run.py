@@ -226,12 +226,11 @@ def loop(run: Run) -> None:
     """Turns until something ends the run (`run.result` is set). Each of the four ways a turn ends (and an error
     for the run's handlers) has its steps in `run.ends`, chosen when the run started: the loop dispatches on the
     turn's `NextStep` there, and nowhere else."""
-    state = run.state
     for step in run.entered:  # the starting agent takes the conversation (`ENTERED`: for a streamed run, the plugins)
         step(run, None)
     while run.result is None:
-        if state.cancel_mode is not None and state.pending is None:  # cancelled between turns: the state resumes
-            run.result = RunResult.from_state(state, None)
+        if run.state.cancel_mode is not None and run.state.pending is None:  # cancelled between turns: it can resume
+            run.result = RunResult.from_state(run.state, None)
             break
         turn = take_turn(run)
         for step in run.ends[type(turn.next_step)]:
@@ -311,9 +310,8 @@ def pause(run: Run, turn: Turn) -> None:
 
 def finish(run: Run, turn: Turn) -> None:
     """The final result."""
-    state = run.state
-    state.finished = True
-    run.result = RunResult.from_state(state, turn.next_step.output)
+    run.state.finished = True
+    run.result = RunResult.from_state(run.state, turn.next_step.output)
 
 
 def tell_final_output(run: Run, turn: Turn) -> None:
