@@ -173,8 +173,8 @@ def tool_output(value: Any) -> Union[str, list]:
     anything else as text (`output_text`)."""
     if isinstance(value, str):  # the common cases
         return clean_text(value)
-    if value is None or type(value) in (int, float, bool):
-        return TO_JSON(value)
+    if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
+        return str(value)
     parts = value if isinstance(value, list) else [value]
     if parts and all(callable(getattr(p, "content_part", None)) or isinstance(p, dict) and p.get("type") in
                      CONTENT_PARTS for p in parts):

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, TypedDict
 
+from hypothesis import given, strategies as st
 import pytest
 
 from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, ToolContext, ToolError,
@@ -829,3 +830,13 @@ def test_the_text_the_model_sees_for_bad_arguments_names_the_tool_once_what_to_f
     assert failure_text(f, None, '{"x": "a"}', wrong) == (
         "Invalid JSON input for tool f: parameter 'x': expected integer, got string \"a\". Received: {\"x\": \"a\"}\n"
         "Fix the arguments and call the tool again.")
+
+
+@given(st.one_of(st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False),
+                 st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=3)))
+def test_a_plain_value_reaches_the_model_as_its_json_whatever_way_it_takes(value):
+    """Whole numbers take a short way to their text; every plain value must read back as the value it was."""
+    from miniagents.tool import tool_output
+
+    text = tool_output(value)
+    assert json.loads(text) == value and (type(value) is not bool or text in ("true", "false"))
