@@ -255,11 +255,12 @@ def detail_text(detail: Any) -> Any:
 
 
 def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] = None,
-                    secret: Any = None) -> ModelHTTPError:
+                    secret: Any = None, where: str = "in the stream") -> ModelHTTPError:
     """A readable `ModelHTTPError` from a response body (bytes/str/parsed), never a JSON traceback.
 
-    Without a status the body came in-band (an error event in a stream). The key is redacted from every
-    field before anything is cut short, so no part of it survives a truncation.
+    Without a status the body came in-band, `where` says where (an error event in a stream, or a completed
+    response whose status is "failed"). The key is redacted from every field before anything is cut short, so no
+    part of it survives a truncation.
     """
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
@@ -276,7 +277,7 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
     if len(message) > 2000:
         message = message[:2000] + "…"
     if status is None:
-        message = "the server reported an error in the stream: " + message
+        message = f"the server reported an error {where}: " + message
     return http_error(status, message, type=f["type"], code=f["code"], param=f["param"],
                       request_id=redact(request_id, secret), body=body)
 

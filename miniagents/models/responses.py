@@ -91,8 +91,9 @@ def check_final(response: dict, exchange: Exchange) -> dict:
     otherwise."""
     status = shapes.opt_str(response.get("status"), "status")
     if status == "failed" or (status is None and response.get("error")):
+        where = "in the stream" if exchange.stream else "in its response"
         raise error_from_body(None, {"error": response.get("error") or {"message": "response failed"}},
-                              exchange.request_id, exchange.secret)
+                              exchange.request_id, exchange.secret, where)
     if status == "incomplete":
         details = response.get("incomplete_details")
         reason = shapes.obj({} if details is None else details, "incomplete_details").get("reason")

@@ -67,3 +67,9 @@ def test_a_request_id_echoing_the_key_or_a_header_credential_shows_stars_in_its_
                                     "an error body with status 200 (responses)"])
 def test_an_error_read_from_an_answers_body_keeps_the_answers_status(server, answer):
     assert fail(server, answer, "req_1").status == ANSWERS[answer][1]["status"]
+
+
+@pytest.mark.parametrize("answer,where", [("a failed response", "in its response"),
+                                          ("a failed response in a stream", "in the stream")])
+def test_a_failed_response_says_where_the_server_reported_it(server, answer, where):
+    assert str(fail(server, answer, "req_1")).startswith(f"the server reported an error {where}: overloaded")
