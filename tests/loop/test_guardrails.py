@@ -479,3 +479,35 @@ def test_tool_guardrail_constructors_build_upstreams_behaviors():
     assert ToolGuardrailFunctionOutput.reject_content("no").behavior == {"type": "reject_content", "message": "no"}
     assert ToolGuardrailFunctionOutput.raise_exception().behavior == {"type": "raise_exception"}
     assert ToolGuardrailFunctionOutput.allow().output_info is None
+
+
+def test_runs_sharing_one_invoke_chain_at_once_keep_their_own_guardrail_verdicts():
+    """Runs that use the same parts share the composed way a call is invoked (run.py's `chosen`): two at once, each
+    inside its tool while the other's guardrail runs, must each keep only their own calls' verdicts."""
+    both_inside = threading.Barrier(2, timeout=10)
+
+    @tool_input_guardrail
+    def note(data):
+        return ToolGuardrailFunctionOutput.allow(output_info=data.context.tool_arguments)
+
+    @function_tool(tool_input_guardrails=[note])
+    def lookup(who: str) -> str:
+        both_inside.wait()
+        return f"found {who}"
+
+    results = {}
+
+    def one(who: str) -> None:
+        model = ScriptedModel([[function_call("lookup", {"who": who}, call_id="c1")], [assistant_message(who)]])
+        results[who] = Runner.run_sync(Agent(name=who, tools=[lookup], model=model), "go")
+
+    threads = [threading.Thread(target=one, args=(who,)) for who in ("ann", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    for who, result in results.items():
+        assert [r.output.output_info for r in result.tool_input_guardrail_results] == [f'{{"who":"{who}"}}']
+        assert result.final_output == who
+        assert [i.output for i in result.new_items if i.type == "tool_call_output_item"] == [f"found {who}"]
+    assert sorted(results) == ["ann", "bob"]
