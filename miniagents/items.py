@@ -1,9 +1,10 @@
 """Transcript items: constructors, the `RunItem` kinds, and the pairing check.
 
 Every item is a Responses API input-item dict: model input, run items, session rows and RunState all hold the
-same items, so nothing is translated inside the kernel (the adapters translate at the edge). Items the kernel
-makes are `RawItem`s: plain dicts that also answer attribute reads (`item.raw_item.name`), so code written for
-upstream's typed objects keeps working while `json.dumps` still sees a dict.
+same items, so nothing is translated inside the kernel (the adapters translate at the edge). An item is a plain
+dict, as a model or the caller gave it or as the kernel made it, and the kernel reads it by key; reading items by
+attribute, as code written for upstream's typed objects does (`item.raw_item.name`), is the upstream shell's
+(`miniagents.upstream`).
 This module does no I/O and knows nothing of agents beyond holding a reference.
 """
 from __future__ import annotations
@@ -14,26 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from .context import Usage
-
-
-class RawItem(dict):
-    """A JSON-ready dict whose keys can also be read as attributes, nested ones too
-    (`item.raw_item.content[0].text`, `event.data.response.output`), as upstream's typed objects allow."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            value = self[name]
-        except KeyError:
-            raise AttributeError(f"item of type {self.get('type', 'message')!r} has no field {name!r}") from None
-        if type(value) is dict:  # made readable the first time it is read, in place, so it stays one object
-            value = self[name] = RawItem(value)
-        elif type(value) is list:
-            for n, element in enumerate(value):
-                if type(element) is dict:
-                    value[n] = RawItem(element)
-        return value
 
 
 @dataclass
@@ -47,12 +28,7 @@ class ModelResponse:
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""
-        return [RawItem({k: v for k, v in dict(item).items() if k != "created_by"}) for item in self.output]
-
-
-def as_raw_item(item: dict) -> RawItem:
-    """`item` as a `RawItem` (itself when it already is one)."""
-    return item if isinstance(item, RawItem) else RawItem(item)
+        return [{k: v for k, v in dict(item).items() if k != "created_by"} for item in self.output]
 
 
 FAKE_ID = "__fake_id__"  # the id of items the kernel or an adapter makes up (upstream's literal): never resent
@@ -96,20 +72,20 @@ def clean_json(value: Any) -> Any:
     return value
 
 
-def assistant_message(text: str, item_id: str = "msg_") -> RawItem:
+def assistant_message(text: str, item_id: str = "msg_") -> dict:
     part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    return RawItem(type="message", id=item_id, role="assistant", status="completed", content=[part])
+    return {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [part]}
 
 
-def function_call_output(call_id: str, output: Any) -> RawItem:
-    return RawItem(call_id=call_id, output=output, type="function_call_output")
+def function_call_output(call_id: str, output: Any) -> dict:
+    return {"call_id": call_id, "output": output, "type": "function_call_output"}
 
 
 def to_input_list(input: Any) -> list:
     """A string becomes one user message; a list is copied item by item (the caller's stays untouched)."""
     if isinstance(input, str):
-        return [RawItem(content=input, role="user")]
-    return [as_raw_item(dict(item)) for item in input]
+        return [{"content": input, "role": "user"}]
+    return [dict(item) for item in input]
 
 
 def message_text(item: dict) -> str:
@@ -206,11 +182,8 @@ class RunItem:
     upstream's name for the kind; `to_input_item()` gives the transcript item back."""
 
     agent: Any
-    raw_item: RawItem
+    raw_item: dict
     type: str = field(init=False, default="")
-
-    def __post_init__(self):
-        self.raw_item = as_raw_item(self.raw_item)
 
     @property
     def call_id(self) -> str:
@@ -292,7 +265,6 @@ class ToolApprovalItem(RunItem):
     type: str = field(init=False, default="tool_approval_item")
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.tool_name:  # built from a raw call alone: its name is the tool's
             self.tool_name = self.raw_item.get("name", "")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional, Union
 
-from .items import ToolApprovalItem, as_raw_item, drop_orphans, to_input_list
+from .items import ToolApprovalItem, drop_orphans, to_input_list
 
 EVENT_NAMES = {
     "message_output_item": "message_output_created",
@@ -26,9 +26,6 @@ class RawResponsesStreamEvent:
 
     data: dict
     type: str = "raw_response_event"
-
-    def __post_init__(self):
-        self.data = as_raw_item(self.data)  # `event.data.type`, `event.data.delta`, as upstream's typed events
 
 
 @dataclass(eq=False)

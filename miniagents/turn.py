@@ -17,6 +17,7 @@ plan says so, and a paused turn resumes by running the same plan, settle and dec
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -29,7 +30,7 @@ from .config import RunConfig
 from .context import ToolContext
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
-from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, RawItem, ReasoningItem, ToolApprovalItem,
+from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
                     new_call_id)
 from .models.interface import ModelSettings
@@ -88,7 +89,7 @@ class Call:
     """One function call of the response, what the agent has under its name (`target` None: unknown), and what
     became of it: `fate` ("run", "answer", "wait" for a person, "done" before a pause) and `output`."""
 
-    item: RawItem
+    item: dict
     call_id: str
     target: Any
     kind: str  # "function" | "handoff" | "unknown"
@@ -267,7 +268,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
                     if earlier.get(call_id) == _invocation(item):
                         replays += 1
                         continue
-                item = {**item, "call_id": new_call_id()}
+                item = copy.copy(item)  # the response's item stays as the model gave it; the copy keeps its type
+                item["call_id"] = new_call_id()
             elif call_id in seen:
                 warn("ignoring repeated call id %r in one response", call_id)
                 continue
@@ -299,7 +301,7 @@ def classify(run: Run, turn: Turn) -> None:
     for item in turn.output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
         if kind == "function_call":
-            call = RawItem(item)
+            call = item  # not copied: nothing changes a call (assign_call_ids makes a new item for a new id)
             name = call.get("name") or ""
             if name in setup.handoffs:  # the first handoff wins; another in the same response is answered
                 first = not any(c.kind == "handoff" for c in turn.calls)
@@ -374,7 +376,7 @@ def error_text(run: Run, call: Call, kind: str, default: str) -> str:
     return seams.change(run.plugins, "error_text", run, call, kind, default)
 
 
-def needs_approval(tool: Any, ctx: Any, call: RawItem) -> bool:
+def needs_approval(tool: Any, ctx: Any, call: dict) -> bool:
     """The tool's approval policy for this call. A policy sees only arguments that are a JSON object
     (`ArgumentsError` otherwise); one that raises asks a person, the safe answer."""
     flag = tool.needs_approval

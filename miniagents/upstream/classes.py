@@ -4,7 +4,8 @@
   one agent serves concurrent runs safely): each new value is checked as the constructor checks it. It has
   upstream's `prompt` (a stored prompt: stored_prompts.py) and upstream's coroutines `get_all_tools`,
   `get_system_prompt` and `get_prompt`. `AgentBase` is `Agent`.
-- `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's.
+- `RunState.from_json` / `from_string` are coroutines, as upstream's; the state they give is the kernel's, the
+  items a model gave in it readable by attribute (raw_items.py).
 - `ToolContext.from_agent_context` makes a tool's context from a run's, as upstream's does.
 - `ItemHelpers`, and upstream's names for the types the kernel keeps as plain dicts and callables.
 - `Usage` keeps each request's own usage too (`request_usage_entries`); a run of an upstream program counts in one.
@@ -24,9 +25,10 @@ from ..items import MessageOutputItem, function_call_output, message_refusal, me
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
 from ..turn import enabled
+from .raw_items import readable_state
 from .stored_prompts import check_prompt, prompt_for
 
-TResponseInputItem = Dict[str, Any]  # in miniagents each is a JSON-ready dict (a `RawItem`)
+TResponseInputItem = Dict[str, Any]  # in miniagents each is a JSON-ready dict
 TResponseOutputItem = Dict[str, Any]
 TResponseStreamEvent = Dict[str, Any]
 DynamicPromptFunction = Callable[..., Any]
@@ -112,15 +114,16 @@ AgentBase = Agent
 
 
 class RunState(KernelRunState[TContext]):
-    """Upstream's `RunState`: its loaders are coroutines (the state they give is the kernel's)."""
+    """Upstream's `RunState`: its loaders are coroutines (the state they give is the kernel's, the items a model
+    gave readable by attribute as in a run of the shell)."""
 
     @staticmethod
     async def from_json(initial_agent: Any, data: Any, **options: Any) -> KernelRunState:
-        return KernelRunState.from_json(initial_agent, data, **options)
+        return readable_state(KernelRunState.from_json(initial_agent, data, **options))
 
     @staticmethod
     async def from_string(initial_agent: Any, text: str, **options: Any) -> KernelRunState:
-        return KernelRunState.from_string(initial_agent, text, **options)
+        return readable_state(KernelRunState.from_string(initial_agent, text, **options))
 
 
 class ToolContext(KernelToolContext[TContext]):

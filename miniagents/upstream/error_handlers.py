@@ -17,6 +17,7 @@ from ..context import TContext
 from ..errors import ModelBehaviorError, UserError
 from ..items import FAKE_ID, MessageOutputItem, assistant_message
 from ..turn import NextStepError, NextStepFinalOutput
+from .raw_items import RawItem
 
 
 @dataclass(eq=False)
@@ -80,7 +81,8 @@ def answer(run: Any, turn: Any, error: NextStepError) -> Any:
         except ModelBehaviorError:
             raise UserError("Invalid run error handler final_output for structured output.") from None
     if verdict.include_in_history:
-        item = MessageOutputItem(agent=agent, raw_item=assistant_message(schema.model_text(output), FAKE_ID))
+        message = RawItem(assistant_message(schema.model_text(output), FAKE_ID))  # upstream's is a typed message
+        item = MessageOutputItem(agent=agent, raw_item=message)
         turn.items.append(item)
         state.generated_items.append(item)
     return NextStepFinalOutput(output)

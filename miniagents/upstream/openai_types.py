@@ -20,7 +20,7 @@ import sys
 import types
 from importlib.machinery import ModuleSpec
 
-from ..items import RawItem
+from .raw_items import RawItem
 
 MISSING = "only miniagents' stand-in for openai.types is here: install the openai package for its client"
 

@@ -27,6 +27,7 @@ from ..config import RunConfig as KernelRunConfig
 from ..errors import UserError
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
 from . import run_callbacks
+from .raw_items import ReadableModel
 
 
 @dataclass
@@ -251,12 +252,14 @@ class UpstreamPlugin(seams.Plugin):
                                 "set_default_openai_api('responses')), or remove the tool.")
 
     def model(self, run: Any, setup: Any, model: Any) -> Any:
+        """An async model awaited, the reasoning-id policy, then what the model gives readable by attribute, as
+        upstream's typed objects are (`ReadableModel`, last: the others may make new items)."""
         if inspect.iscoroutinefunction(getattr(model, "get_response", None)) or \
                 inspect.isasyncgenfunction(getattr(model, "stream_response", None)):
             model = AwaitedModel(model)
         if getattr(run.config, "reasoning_item_id_policy", None) == "omit":
             model = WithoutReasoningIds(model)
-        return model
+        return ReadableModel(model)
 
     def session_input(self, run: Any, history: list, new_items: list, items: list) -> list:
         return run_callbacks.session_input(run, history, new_items, items)

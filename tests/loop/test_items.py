@@ -1,17 +1,19 @@
-"""Specification of run items (miniagents/items.py): `.type` strings, `.agent`, JSON-ready `.raw_item`
-that also answers attribute reads (issue 5), the upstream shell's `ItemHelpers`, and the pairing check.
+"""Specification of run items (miniagents/items.py): `.type` strings, `.agent`, `.raw_item` a plain JSON-ready dict
+(read by attribute only through the upstream shell: tests/upstream/test_raw_items.py), the upstream shell's
+`ItemHelpers`, and the pairing check.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
-from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, Runner,
-                        ToolCallItem, ToolCallOutputItem, function_tool)
+from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
+                        ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, function_tool, seams)
 from miniagents.upstream import ItemHelpers
 from miniagents.items import drop_orphans
-from miniagents.testing import ScriptedModel, assistant_message, function_call
+from miniagents.testing import ScriptedModel, assistant_message, function_call, response_events
 from support import make_agent
 
 
@@ -55,30 +57,59 @@ def test_raw_items_are_json_ready_dicts(full_run):
     assert json.loads(json.dumps(result.to_input_list())) == result.to_input_list()
 
 
-def test_raw_items_answer_attribute_reads_like_upstreams_typed_objects(full_run):
+def test_raw_items_are_read_by_key(full_run):
     result, _, _ = full_run
     call = next(i for i in result.new_items if i.type == "tool_call_item")
-    assert call.raw_item.name == "lookup" == call.raw_item["name"]
-    assert call.raw_item.call_id == "c1"
-    assert json.loads(call.raw_item.arguments) == {"q": "x"}
-    assert call.raw_item.type == "function_call"
-    assert getattr(call.raw_item, "namespace", None) is None
-    assert not hasattr(call.raw_item, "no_such_field")
+    assert call.raw_item["name"] == "lookup" and call.raw_item["call_id"] == "c1"
+    assert json.loads(call.raw_item["arguments"]) == {"q": "x"} and call.raw_item["type"] == "function_call"
     output = next(i for i in result.new_items if i.type == "tool_call_output_item")
-    assert output.raw_item.call_id == "c1"
-    assert output.raw_item.output == '{"q": "x", "hits": 2}'
+    assert output.raw_item["call_id"] == "c1" and output.raw_item["output"] == '{"q": "x", "hits": 2}'
     assert output.output == {"q": "x", "hits": 2}
     message = next(i for i in result.new_items if i.type == "message_output_item")
-    assert message.raw_item.content[0]["text"] == "checking"
-    assert message.raw_item.role == "assistant"
+    assert message.raw_item["content"][0]["text"] == "checking" and message.raw_item["role"] == "assistant"
     handoff_call = next(i for i in result.new_items if i.type == "handoff_call_item")
-    assert handoff_call.raw_item.name == "transfer_to_target"
+    assert handoff_call.raw_item["name"] == "transfer_to_target"
 
 
-def test_a_missing_attribute_on_a_raw_item_is_an_attribute_error_naming_the_field(full_run):
-    result, _, _ = full_run
-    with pytest.raises(AttributeError, match="no_such_field"):
-        result.new_items[2].raw_item.no_such_field
+class PlainModel(Model):
+    """A custom kernel model answering with plain dicts; a server that numbers call ids per response."""
+
+    def __init__(self):
+        self.turns = [[function_call("lookup", {"q": "x"}, call_id="call_0")],
+                      [function_call("lookup", {"q": "y"}, call_id="call_0")], [assistant_message("done")]]
+
+    def get_response(self, *args, **kwargs):
+        return ModelResponse(output=self.turns.pop(0))
+
+    def stream_response(self, *args, **kwargs):
+        yield from response_events(self.get_response())
+
+
+def test_a_kernel_run_holds_the_plain_dicts_a_model_gave(monkeypatch):
+    """No plugin (the upstream shell's reads by attribute are a plugin's): the run's raw items, its responses'
+    items, a renumbered call, a loaded state's items and the stream's events are plain dicts, and the run works."""
+    monkeypatch.setattr(seams, "plugins", ())
+    agent = Agent(name="A", model=PlainModel(), tools=[lookup])
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "done"
+    raws = [i.raw_item for i in result.new_items] + [o for r in result.raw_responses for o in r.output]
+    assert len(raws) == 8 and all(type(r) is dict for r in raws)
+    assert not hasattr(result.new_items[0].raw_item, "name")
+    first, second = result.new_items[0].raw_item["call_id"], result.new_items[2].raw_item["call_id"]
+    assert first == "call_0" and second not in ("call_0", "")  # the second "call_0" renumbered
+    assert result.new_items[3].raw_item["call_id"] == second  # and its output answers it
+    assert result.raw_responses[1].output[0]["call_id"] == "call_0"  # the response stays as the model gave it
+    state = RunState.from_string(agent, result.to_state().to_string())
+    assert state.generated_items and all(type(i.raw_item) is dict for i in state.generated_items)
+
+    async def stream():
+        streamed = Runner.run_streamed(Agent(name="A", model=PlainModel(), tools=[lookup]), "hi")
+        return [e async for e in streamed.stream_events()], streamed
+
+    events, streamed = asyncio.run(stream())
+    raw_events = [e.data for e in events if e.type == "raw_response_event"]
+    assert raw_events and all(type(data) is dict for data in raw_events)
+    assert all(type(i.raw_item) is dict for i in streamed.new_items) and streamed.final_output == "done"
 
 
 def test_handoff_output_items_name_both_agents(full_run):

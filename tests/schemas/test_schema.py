@@ -788,7 +788,7 @@ def test_an_error_handlers_output_for_an_output_schema_of_your_own_is_kept_in_th
     result = Runner.run_sync(Agent(name="A", output_type=Scores(), model=model, tools=[noop]), "go", max_turns=1,
                              error_handlers=handlers)
     assert result.final_output == {"a": 1}
-    assert result.new_items[-1].raw_item.content[0].text == '{"a":1}'
+    assert result.new_items[-1].raw_item["content"][0]["text"] == '{"a":1}'
 
 
 # ---------------------------------------------------------------------------------- type_schema

@@ -46,6 +46,7 @@ def test_a_max_turns_error_handler_turns_the_error_into_a_final_output():
     last = result.new_items[-1]
     assert last.type == "message_output_item"
     assert last.raw_item["content"][0]["text"] == "gave up politely"
+    assert last.raw_item.content[0].text == "gave up politely"  # upstream's is a typed message: read by attribute
 
 
 def test_a_max_turns_error_handler_returning_a_raw_value_uses_it_without_touching_history():

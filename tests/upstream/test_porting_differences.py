@@ -316,7 +316,8 @@ def test_model_response_to_input_items_copies_without_output_only_metadata():
     response = ModelResponse(output=output)
     items = response.to_input_items()
     assert items[0] == {"type": "function_call_output", "call_id": "c", "output": "ok"}
-    assert items[1] == output[1] and items[1] is not output[1] and items[1].content[0].text == "hi"
+    assert items[1] == output[1] and items[1] is not output[1] and items[1]["content"][0]["text"] == "hi"
+    assert all(type(i) is dict for i in items)  # upstream's are dicts too (model_dump)
     assert output[0]["created_by"] == "server"  # the response itself is untouched
 
 
