@@ -1,6 +1,7 @@
-"""Lifecycle hooks fire at the points of the loop, in order, for run hooks and agent hooks."""
-from miniagents import Agent, AgentHooks, RunHooks, Runner, function_tool
+"""Upstream's lifecycle hooks (the upstream shell's `RunHooks`, `AgentHooks`, a plugin of the run its `Runner`
+starts) fire at the points of the loop, in order, for run hooks and agent hooks."""
 from miniagents.testing import ScriptedModel, assistant_message, function_call
+from miniagents.upstream import Agent, AgentHooks, RunHooks, Runner, function_tool
 
 
 class Recorder(RunHooks):
