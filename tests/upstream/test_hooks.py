@@ -98,3 +98,64 @@ def test_agent_hooks_hear_every_event_the_run_hooks_hear_on_their_agent():
     Runner.run_sync(Agent(name="Solo", hooks=Mine(), tools=[double], model=model), "double 2")
     assert seen == ["start", "llm_start", "llm_end", "tool_start double", "tool_end 4", "llm_start", "llm_end",
                     "end 4"]
+
+
+def test_as_tool_hooks_observe_the_nested_run_and_its_agents_own_hooks_fire_without_them():
+    helper_seen = []
+
+    class Own(AgentHooks):
+        def on_start(self, context, agent):
+            helper_seen.append(("start", agent.name))
+
+        def on_end(self, context, agent, output):
+            helper_seen.append(("end", output))
+
+    helper = Agent(name="Helper", hooks=Own(), model=ScriptedModel([[assistant_message("helped")]] * 2))
+    for hooks in (Recorder(), None):
+        tool = helper.as_tool("ask_helper", "Ask the helper.", hooks=hooks)
+        main = Agent(name="Main", tools=[tool], model=ScriptedModel([
+            [function_call("ask_helper", {"input": "hi"}, call_id="a1")], [assistant_message("done")]]))
+        caller_hooks = Recorder()
+        assert Runner.run_sync(main, "go", hooks=caller_hooks).final_output == "done"
+        assert ("agent_start", "Helper") not in caller_hooks.events  # the caller's hooks see their own run only
+        if hooks is not None:
+            assert hooks.events == [("agent_start", "Helper"), ("llm_start", "Helper", 1), ("llm_end", "Helper"),
+                                    ("agent_end", "Helper", "helped")]
+    assert helper_seen == [("start", "Helper"), ("end", "helped")] * 2
+
+
+def test_streamed_runs_call_the_hooks_too():
+    import asyncio
+
+    hooks = Recorder()
+    agent = Agent(name="Solo", model=ScriptedModel([[assistant_message("hi")]]))
+
+    async def read():
+        result = Runner.run_streamed(agent, "hello", hooks=hooks)
+        return [event async for event in result.stream_events()]
+
+    assert asyncio.run(read())
+    assert hooks.events == [("agent_start", "Solo"), ("llm_start", "Solo", 1), ("llm_end", "Solo"),
+                            ("agent_end", "Solo", "hi")]
+
+
+def test_agent_hooks_that_are_not_agent_hooks_are_refused_as_upstream_refuses_them():
+    import pytest
+
+    with pytest.raises(TypeError, match="Agent hooks must be an AgentHooks instance or None, got Recorder"):
+        Agent(name="A", hooks=Recorder())
+
+
+def test_a_kernel_agent_handed_to_from_a_shell_agent_has_no_hooks_of_its_own():
+    from miniagents import Agent as KernelAgent
+
+    hooks = Recorder()
+    target = KernelAgent(name="Kernel", model=ScriptedModel([[function_call("transfer_to_shell", "{}",
+                                                                             call_id="h2")]]))
+    last = Agent(name="Shell", model=ScriptedModel([[assistant_message("back")]]))
+    target = target.clone(handoffs=[last])
+    first = Agent(name="First", handoffs=[target], model=ScriptedModel([[function_call("transfer_to_kernel", "{}",
+                                                                                       call_id="h1")]]))
+    assert Runner.run_sync(first, "go", hooks=hooks).final_output == "back"
+    assert [e for e in hooks.events if e[0] == "handoff"] == [("handoff", "First", "Kernel"),
+                                                              ("handoff", "Kernel", "Shell")]
