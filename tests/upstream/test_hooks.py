@@ -159,3 +159,15 @@ def test_a_kernel_agent_handed_to_from_a_shell_agent_has_no_hooks_of_its_own():
     assert Runner.run_sync(first, "go", hooks=hooks).final_output == "back"
     assert [e for e in hooks.events if e[0] == "handoff"] == [("handoff", "First", "Kernel"),
                                                               ("handoff", "Kernel", "Shell")]
+
+
+def test_the_hooks_context_holds_what_the_model_is_sent_each_turn():
+    seen = []
+
+    class Turns(RunHooks):
+        def on_llm_start(self, context, agent, system_prompt, input_items):
+            seen.append((len(context.turn_input), context.turn_input == input_items))
+
+    model = ScriptedModel([[function_call("double", {"x": 1}, call_id="c1")], [assistant_message("2")]])
+    Runner.run_sync(Agent(name="Solo", tools=[double], model=model), "double 1", hooks=Turns())
+    assert seen == [(1, True), (3, True)]  # the second turn: the input, the call, its output
