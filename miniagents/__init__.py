@@ -22,7 +22,6 @@ from .errors import (AgentsException, AlreadyResumedError, InputGuardrailTripwir
                      ToolOutputGuardrailTripwireTriggered, ToolTimeoutError, UnfinishedTurnError, UsageLimitExceeded,
                      UserError)
 from .handoffs import Handoff, HandoffInputData, handoff
-from .hooks import AgentHooks, RunHooks
 from .items import (HandoffCallItem, HandoffOutputItem, MessageOutputItem, ReasoningItem, RunItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem)
 from .models.interface import Model, ModelProvider, ModelResponse, ModelSettings

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, List, Optional, TypedDict, Union
 
-from . import caller
+from . import caller, seams
 from .agent_output import output_schema
 from .context import RunContextWrapper, TContext
 from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
@@ -73,7 +73,6 @@ class Agent(Generic[TContext]):
     input_guardrails: list = field(default_factory=list)
     output_guardrails: list = field(default_factory=list)
     output_type: Any = None
-    hooks: Any = None
     tool_use_behavior: Any = "run_llm_again"
     reset_tool_choice: bool = True
     capabilities: list = field(default_factory=list)
@@ -130,15 +129,18 @@ class Agent(Generic[TContext]):
     def as_tool(self, tool_name: Optional[str], tool_description: Optional[str],
                 custom_output_extractor: Optional[Callable] = None, is_enabled: Any = True,
                 on_stream: Optional[Callable] = None, run_config: Any = None, max_turns: Optional[int] = None,
-                hooks: Any = None, session: Any = None,
+                plugins: Any = (), session: Any = None,
                 failure_error_function: Optional[Callable] = default_tool_error_function,
                 needs_approval: Any = False, parameters: Any = None, input_builder: Optional[Callable] = None,
                 include_input_schema: bool = False) -> FunctionTool:
         """Wrap this agent as a tool: the nested run sees only the tool's input, the caller keeps control. The
         input is `{"input": text}`, or `parameters` (a dataclass or pydantic model) given to `input_builder` (or
         shown as JSON); the output is the nested run's final output (`custom_output_extractor` may choose
-        another). `on_stream` gets each event of the nested run before that run goes on."""
+        another). `on_stream` gets each event of the nested run before that run goes on. `plugins` take part in
+        the nested run (as `Runner.run_sync(..., plugins=...)`); the caller's own plugins do not: a nested run is
+        configured by its tool, as its `run_config`, `max_turns` and `session` are (the registered ones see both)."""
         name = tool_name or tool_name_from(self.name)
+        plugins = seams.checked(plugins)  # refused when the tool is made, not when the model first calls it
         if tool_name is None and re.search(r"[^a-zA-Z0-9_\s]", self.name):
             warn("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:
@@ -174,7 +176,7 @@ class Agent(Generic[TContext]):
             inner.turn_input = []
             if paused is not None:
                 paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
-            options = Options(context=inner, max_turns=max_turns or DEFAULT_MAX_TURNS, hooks=hooks, session=session,
+            options = Options(context=inner, max_turns=max_turns or DEFAULT_MAX_TURNS, plugins=plugins, session=session,
                               run_config=nested_config(run_config, ctx.run_config))
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
                 nested = start_run(self, text if paused is None else paused, options, streamed=on_stream is not None,

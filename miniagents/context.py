@@ -1,4 +1,4 @@
-"""Per-run mutable data: the token `Usage` and the `RunContextWrapper` handed to tools and hooks.
+"""Per-run mutable data: the token `Usage` and the `RunContextWrapper` handed to tools and plugins.
 
 The wrapper carries the user's context object, which never reaches the model. `Usage` reads the
 Responses API usage shape (the kernel's one format) with every detail optional.
@@ -112,11 +112,11 @@ class Usage:
 
 @dataclass(eq=False)
 class RunContextWrapper(Generic[TContext]):
-    """What tools, guardrails, hooks and instruction callables receive: your context plus usage."""
+    """What tools, guardrails, plugins and instruction callables receive: your context plus usage."""
 
     context: TContext = None  # type: ignore[assignment]
     usage: Usage = field(default_factory=Usage)
-    turn_input: list = field(default_factory=list)  # what the model is sent this turn (for hooks)
+    turn_input: list = field(default_factory=list)  # what the model is sent this turn (upstream's hooks set it)
     # Approval decisions: {tool_name: {"approved": [ids] | True, "rejected": [ids] | True,
     # "rejection_messages": {call_id: message}}} -- the layout upstream stores in RunState.
     approvals: dict = field(default_factory=dict, repr=False)

@@ -18,7 +18,6 @@ from .agent import Agent
 from .config import RunConfig
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
 from .handoffs import HandoffInputData
-from .hooks import HookPlugin
 from .items import HandoffOutputItem, drop_orphans, function_call_output, item_problem, preview, to_input_list
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
@@ -64,13 +63,15 @@ class Runner:
 @dataclasses.dataclass(eq=False)
 class Options:
     """The options of one run, as `Runner`'s methods take them: `context`, your object, handed to tools, guardrails
-    and hooks, never sent to the model; `max_turns`, the model calls allowed (None: no limit); `hooks`, your
-    `RunHooks`; `run_config`, a `RunConfig`; the server-managed conversation's ids; `session`, the conversation to
-    load before the first turn and append each completed turn to."""
+    and plugins, never sent to the model; `max_turns`, the model calls allowed (None: no limit); `plugins`,
+    `seams.Plugin`s taking part in this run only (after the registered ones; a resumed run has the ones its resume
+    is given, and an agent tool's inner run its own, `as_tool(plugins=...)`); `run_config`, a `RunConfig`; the
+    server-managed conversation's ids; `session`, the conversation to load before the first turn and append each
+    completed turn to."""
 
     context: Any = None
     max_turns: Optional[int] = DEFAULT_MAX_TURNS
-    hooks: Any = None
+    plugins: Any = ()
     run_config: Any = None
     previous_response_id: Optional[str] = None
     auto_previous_response_id: bool = False
@@ -93,7 +94,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
         ledger = options.session
     agents = reachable_agents(starting_agent)
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
-              plugins=plugins_of(options.hooks, agents), streamed=streamed)
+              plugins=plugins_of(options.plugins), streamed=streamed)
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
@@ -124,14 +125,14 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
     return state
 
 
-def plugins_of(hooks: Any, agents: list) -> tuple:
+def plugins_of(own: Any) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
-    environment asks for it), and the run's hooks and its agents' own hooks (`HookPlugin`), when there are any."""
+    environment asks for it), then the run's own plugins (`plugins=`) that are not registered already."""
     if any(name in os.environ for name in TRACE_VARIABLES):
         seams.ask_for("tracing", " and ".join(sorted(TRACE_VARIABLES)))
-    if hooks is not None or any(agent.hooks is not None for agent in agents):
-        return seams.plugins + (HookPlugin(hooks),)
-    return seams.plugins
+    if isinstance(own, (list, tuple)) and not own:  # none of its own: a plain run has no plugin to check
+        return seams.plugins
+    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)
 
 
 TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}

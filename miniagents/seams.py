@@ -4,8 +4,9 @@ The kernel is the loop and what it cannot do without. Everything else — tracin
 capabilities, upstream's import paths, sessions on other databases — is a *shell*: a folder of miniagents/
 that imports the kernel and is never imported by it. A shell that takes part in runs does it through a
 `Plugin`: an object with methods named after the seams below, registered once (`register`, usually when the
-shell is imported). The run's `RunHooks` and its agents' `AgentHooks` are a plugin too (`hooks.HookPlugin`),
-active for one run; so tracing and hooks are two users of the same seams, not two code paths in the turn.
+shell is imported), or given to one run (`Runner.run_sync(..., plugins=[...])`). Upstream's `RunHooks` and
+`AgentHooks` are such a per-run plugin, made by the upstream shell's runner (`upstream.hooks.HookPlugin`); so
+tracing and hooks are two users of the same seams, not two code paths in the turn.
 
 Three kinds of seam:
 
@@ -19,7 +20,7 @@ Three kinds of seam:
   `answer_error`, `invoke`): returns what the kernel uses instead of what it passed (the same object when the
   plugin has nothing to change).
 
-Plugins see steps in registration order, the run's hooks last, and leave around-seams in reverse order.
+Plugins see steps in registration order, the run's own plugins last, and leave around-seams in reverse order.
 A plugin that raises makes the step fail as if the step had raised.
 
 With no plugin active a run pays one check per seam and runs no plugin code; the records are plain data.
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
-from .errors import MissingFeatureError, warn
+from .errors import MissingFeatureError, UserError, warn
 
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
@@ -215,6 +216,14 @@ def register(plugin: Plugin) -> None:
     global plugins
     if plugin not in plugins:
         plugins = plugins + (plugin,)
+
+
+def checked(plugins: Any) -> tuple:
+    """A run's own plugins (`Runner.run_sync(..., plugins=[...])`, `as_tool(plugins=...)`), checked when given."""
+    if not isinstance(plugins, (list, tuple)) or not all(isinstance(plugin, Plugin) for plugin in plugins):
+        raise UserError("plugins must be a list of seams.Plugin objects (subclass Plugin and override the seams you "
+                        f"need), got {plugins!r:.80}")
+    return tuple(plugins)
 
 
 def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.AbstractContextManager:

@@ -36,6 +36,7 @@ NAMES = {
     **dict.fromkeys(("RunErrorData", "RunErrorHandlerInput", "RunErrorHandlerResult"), "error_handlers"),
     **dict.fromkeys(("CallModelData", "ModelInputData", "ToolErrorFormatterArgs", "OutputGuardrailBlockedMessageArgs"),
                     "run_callbacks"),
+    **dict.fromkeys(("RunHooks", "AgentHooks", "HookPlugin"), "hooks"),
     "set_default_openai_client": "default_models",
     **dict.fromkeys(("OpenAIProvider", "MultiProvider", "set_default_openai_key", "set_default_openai_api",
                      "OpenAIChatCompletionsModel", "OpenAIResponsesModel"), "providers"),

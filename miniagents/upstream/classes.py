@@ -25,6 +25,7 @@ from ..items import MessageOutputItem, function_call_output, message_refusal, me
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
 from ..turn import enabled
+from .hooks import AgentHooks, hook_plugins
 from .raw_items import readable_state
 from .stored_prompts import check_prompt, prompt_for
 
@@ -64,13 +65,25 @@ class RefusedOutputType(AgentOutputSchemaBase):
 @dataclasses.dataclass(frozen=True)
 class PromptedAgent(KernelAgent[TContext]):
     """The kernel's `Agent` with upstream's `prompt`: a stored prompt (`Prompt`, or a function of
-    `GenerateDynamicPromptData` called each turn) sent to a Responses API model (stored_prompts.py)."""
+    `GenerateDynamicPromptData` called each turn) sent to a Responses API model (stored_prompts.py); and upstream's
+    `hooks`: the agent's `AgentHooks`, called by the runs of the shell's `Runner` (hooks.py)."""
 
     prompt: Any = None
+    hooks: Any = None
 
     def _check_callables(self) -> None:
         super()._check_callables()
         check_prompt(self.prompt)
+        if self.hooks is not None and not isinstance(self.hooks, AgentHooks):
+            raise TypeError(f"Agent hooks must be an AgentHooks instance or None, got {type(self.hooks).__name__}")
+
+    def as_tool(self, tool_name: Optional[str], tool_description: Optional[str], *args: Any, hooks: Any = None,
+                **options: Any) -> Any:
+        """The kernel's `as_tool` with upstream's `hooks=` (the nested run's `RunHooks`): the nested run's hooks
+        and its agents' own are a plugin of that run (the kernel's `plugins=`)."""
+        if len(args) > 5:  # upstream's positional order: ..., max_turns, hooks, (previous_response_id, ...)
+            raise UserError("as_tool takes hooks and the arguments after max_turns by keyword")
+        return super().as_tool(tool_name, tool_description, *args, plugins=hook_plugins(hooks, self), **options)
 
     def prompt_for(self, ctx: RunContextWrapper) -> Optional[dict]:
         """The stored prompt to send this turn: `prompt` as given, or what its function returns."""

@@ -1,7 +1,8 @@
 """Upstream's runner and run configuration, and its rules on the kernel's seams (`UpstreamPlugin`).
 
 - `Runner`'s class methods go through a default `AgentRunner` that a program may replace
-  (`set_default_agent_runner`), and take upstream's positional arguments and a `run_config` dict.
+  (`set_default_agent_runner`), and take upstream's positional arguments and a `run_config` dict, and `hooks=`:
+  the run's `RunHooks` and its agents' `AgentHooks`, a plugin of that run only (hooks.py).
 - `RunConfig` takes upstream's extra fields: `tool_execution` (its concurrency limit), `reasoning_item_id_policy`
   ("omit": reasoning items are sent back without their ids), the two policies miniagents does not vary
   (`tool_not_found_behavior`: the model is told; `tool_name_collision_policy`: two tools with one name are refused),
@@ -27,6 +28,7 @@ from ..config import RunConfig as KernelRunConfig
 from ..errors import UserError
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
 from . import run_callbacks
+from .hooks import hook_plugins
 from .raw_items import ReadableModel
 
 
@@ -71,10 +73,11 @@ class RunConfig(KernelRunConfig):
         run_callbacks.check(self)
 
 
-def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any, previous_response_id: Any,
-             auto_previous_response_id: bool, conversation_id: Any, session: Any, error_handlers: Any) -> dict:
+def _options(starting_agent: Any, context: Any, max_turns: Optional[int], hooks: Any, run_config: Any,
+             previous_response_id: Any, auto_previous_response_id: bool, conversation_id: Any, session: Any,
+             error_handlers: Any) -> dict:
     """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`; the
-    error handlers kept on it)."""
+    error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py)."""
     if isinstance(run_config, dict):
         run_config = RunConfig(**run_config)
     if error_handlers:
@@ -87,9 +90,9 @@ def _options(context: Any, max_turns: Optional[int], hooks: Any, run_config: Any
 
         run_config = copy.copy(run_config) if run_config is not None else RunConfig()
         run_config.model_provider = default_provider()
-    return dict(context=context, max_turns=max_turns, hooks=hooks, run_config=run_config, session=session,
-                previous_response_id=previous_response_id, conversation_id=conversation_id,
-                auto_previous_response_id=auto_previous_response_id)
+    return dict(context=context, max_turns=max_turns, plugins=hook_plugins(hooks, starting_agent),
+                run_config=run_config, session=session, previous_response_id=previous_response_id,
+                conversation_id=conversation_id, auto_previous_response_id=auto_previous_response_id)
 
 
 class AgentRunner:
@@ -101,24 +104,24 @@ class AgentRunner:
                  previous_response_id: Any = None, auto_previous_response_id: bool = False,
                  conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
         return KernelRunner.run_sync(starting_agent, input, **_options(
-            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
-            session, error_handlers))
+            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
+            conversation_id, session, error_handlers))
 
     async def run(self, starting_agent: Any, input: Any, *, context: Any = None,
                   max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                   previous_response_id: Any = None, auto_previous_response_id: bool = False,
                   conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
         return await KernelRunner.run(starting_agent, input, **_options(
-            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
-            session, error_handlers))
+            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
+            conversation_id, session, error_handlers))
 
     def run_streamed(self, starting_agent: Any, input: Any, context: Any = None,
                      max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                      previous_response_id: Any = None, auto_previous_response_id: bool = False,
                      conversation_id: Any = None, session: Any = None, *, error_handlers: Any = None) -> Any:
         return KernelRunner.run_streamed(starting_agent, input, **_options(
-            context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id, conversation_id,
-            session, error_handlers))
+            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
+            conversation_id, session, error_handlers))
 
 
 _default_runner = AgentRunner()

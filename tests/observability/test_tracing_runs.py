@@ -2,7 +2,7 @@
 handoff, guardrail) plus approvals, in a tree a person can read back with `python -m miniagents.tracing`.
 
 And capabilities in a run: a fresh copy per run, tools and instructions for the model, the public agent kept
-for results and hooks, and a capability its model cannot serve refused when the run starts.
+for results and plugins, and a capability its model cannot serve refused when the run starts.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from miniagents import (Agent, AgentHooks, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
+from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
                         OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner, UserError, function_tool,
-                        input_guardrail, output_guardrail)
+                        input_guardrail, output_guardrail, seams)
 from miniagents.capabilities import Capability, Workspace
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.tracing.tree import describe, read
@@ -235,20 +235,20 @@ class Counter(Capability):
 
 
 def test_a_capability_gives_each_run_its_own_copy_and_keeps_the_public_agent(tmp_path):
-    class SeeAgent(AgentHooks):
+    class SeeAgent(seams.Plugin):  # a plugin of each run: which agent it says takes the conversation
         def __init__(self):
             self.agents = []
 
-        def on_start(self, context, agent):
+        def agent_started(self, run, agent):
             self.agents.append(agent)
 
     hooks, counter = SeeAgent(), Counter()
     script = [[function_call("tick", "{}", call_id="c1")], [function_call("tick", "{}", call_id="c2")],
               [assistant_message("done")]]
-    agent = Agent(name="Counting", instructions="Be brief.", capabilities=[counter], hooks=hooks,
+    agent = Agent(name="Counting", instructions="Be brief.", capabilities=[counter],
                   model=ScriptedModel(script + script))
-    first = Runner.run_sync(agent, "count")
-    second = Runner.run_sync(agent, "count again")
+    first = Runner.run_sync(agent, "count", plugins=[hooks])
+    second = Runner.run_sync(agent, "count again", plugins=[hooks])
     assert first.last_agent is agent and second.last_agent is agent and hooks.agents == [agent, agent]
     model = agent.model
     assert outputs_sent(model.calls[2]) == {"c1": "tick 1", "c2": "tick 2"}

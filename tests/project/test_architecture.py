@@ -18,7 +18,7 @@ PACKAGE = pathlib.Path(miniagents.__file__).parent
 LAYERS = {
     "data": ["errors", "seams", "items", "context", "caller"],
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool",
-                     "handoffs", "guardrails", "hooks", "config", "agent_output", "agent"],
+                     "handoffs", "guardrails", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
     "running": ["state", "result", "turn", "ledger", "steps", "run", "testing"],
 }

@@ -255,17 +255,17 @@ def test_a_compiled_zip_holds_unchecked_bytecode_that_zipimport_uses(tmp_path):
         names = set(z.namelist())
         sources = [n for n in names if n.endswith(".py")]
         assert all(n + "c" in names for n in sources), "a .pyc beside every .py (zipimport's place for them)"
-        header = z.read("miniagents/hooks.pyc")[:16]
+        header = z.read("miniagents/handoffs.pyc")[:16]
         entries = {n: z.read(n) for n in names}
     assert int.from_bytes(header[4:8], "little") == 0b01, "hash-based and unchecked: no clock in the zip matters"
-    # The proof that the bytecode is what runs: a copy of the zip whose hooks.py source would fail if it were read.
-    entries["miniagents/hooks.py"] = b"raise RuntimeError('the source was compiled, not the .pyc used')\n"
+    # The proof that the bytecode is what runs: a copy of the zip whose handoffs.py source would fail if it were read.
+    entries["miniagents/handoffs.py"] = b"raise RuntimeError('the source was compiled, not the .pyc used')\n"
     tampered = tmp_path / "tampered.zip"
     with zipfile.ZipFile(tampered, "w") as z:
         for name in sorted(entries):
             z.writestr(name, entries[name])
-    out = run_app(sys.executable, tampered, "import miniagents.hooks; print(miniagents.hooks.RunHooks.__name__)")
-    assert out.strip() == "RunHooks"
+    out = run_app(sys.executable, tampered, "import miniagents.handoffs; print(miniagents.handoffs.Handoff.__name__)")
+    assert out.strip() == "Handoff"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the stand-in Python is a shell script")

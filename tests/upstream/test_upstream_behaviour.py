@@ -238,8 +238,8 @@ def test_agent_hooks_on_handoff_is_called_on_the_source_agent_with_the_new_agent
 
     target = Agent(name="Target", model=ScriptedModel([[assistant_message("hi")]]))
     target = target.clone(hooks=Record("Target"))
-    agent, _ = make_agent([[function_call("transfer_to_target", "{}", call_id="h1")]], name="Source",
-                          handoffs=[target], hooks=Record("Source"))
+    agent = Agent(name="Source", model=ScriptedModel([[function_call("transfer_to_target", "{}", call_id="h1")]]),
+                  handoffs=[target], hooks=Record("Source"))  # the shell's Agent: hooks are upstream's
     Runner.run_sync(agent, "go")
     assert calls == [("Source", "Target", "Source")]
 
@@ -255,7 +255,7 @@ def test_hooks_see_the_turn_input_when_the_agent_starts():
         def on_start(self, context, agent):
             seen.append(("agent", list(context.turn_input)))
 
-    agent, _ = make_agent([[assistant_message("hi")]], hooks=Own())
+    agent = Agent(name="Assistant", model=ScriptedModel([[assistant_message("hi")]]), hooks=Own())
     Runner.run_sync(agent, "hello", hooks=Run())
     assert seen == [("run", [{"content": "hello", "role": "user"}]), ("agent", [{"content": "hello", "role": "user"}])]
 

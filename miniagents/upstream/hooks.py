@@ -1,22 +1,28 @@
-"""Lifecycle hooks: local callbacks at the points a run passes (agent start/end, model call, tool, handoff).
+"""Upstream's lifecycle hooks: local callbacks at the points a run passes (agent start/end, model call, tool,
+handoff), in upstream's shape (`agents.lifecycle`: its method names and argument order).
 
-Subclass `RunHooks` (for a whole run, `Runner.run_sync(..., hooks=...)`) or `AgentHooks` (one agent,
-`Agent(hooks=...)`) and override what you need; methods may be sync or `async def`. Hooks observe:
-they never change the run, and nothing they see leaves the process unless you send it. The run calls them
-through its seams (`HookPlugin`, a plugin active for that run only), as tracing does.
+Subclass `RunHooks` (for a whole run, the shell's `Runner.run_sync(..., hooks=...)`) or `AgentHooks` (one agent,
+the shell's `Agent(hooks=...)`) and override what you need; methods may be sync or `async def`. Hooks observe:
+they never change the run, and nothing they see leaves the process unless you send it. The kernel has one way to
+observe a run, its seams: the shell's runner turns a run's hooks and its agents' own hooks into a `HookPlugin`,
+a plugin taking part in that run only (the kernel's `Runner.run_sync(..., plugins=[...])`), as tracing takes part
+in every run. A kernel program writes a `seams.Plugin` itself.
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Generic, Iterator
 
-from . import caller
-from .context import TContext
-from .seams import HandoffStep, ModelStep, Plugin, ToolStep
+from .. import caller
+from ..agent import Agent
+from ..context import TContext
+from ..seams import HandoffStep, ModelStep, Plugin, ToolStep
+from ..state import reachable_agents
 
 
 class RunHooks(Generic[TContext]):
-    """Callbacks for every agent of one run (`Runner.run_sync(..., hooks=...)`); override what you need."""
+    """Callbacks for every agent of one run (the shell's `Runner.run_sync(..., hooks=...)`); override what you
+    need."""
 
     def on_agent_start(self, context: Any, agent: Any) -> None: ...
 
@@ -34,7 +40,7 @@ class RunHooks(Generic[TContext]):
 
 
 class AgentHooks(Generic[TContext]):
-    """Callbacks for one agent (`Agent(hooks=...)`); override what you need."""
+    """Callbacks for one agent (the shell's `Agent(hooks=...)`); override what you need."""
 
     def on_start(self, context: Any, agent: Any) -> None: ...
 
@@ -103,5 +109,15 @@ class HookPlugin(Plugin):
         context, source = run.state.context_wrapper, step.from_agent
         if self.run_hooks is not None:
             caller.resolve(self.run_hooks.on_handoff(context, source, step.to_agent))
-        if source.hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
-            caller.resolve(source.hooks.on_handoff(context, step.to_agent, source))
+        source_hooks = getattr(source, "hooks", None)  # a kernel agent in the graph has none
+        if source_hooks is not None:  # upstream's convention: the source agent's hooks, told the new agent first
+            caller.resolve(source_hooks.on_handoff(context, step.to_agent, source))
+
+
+def hook_plugins(hooks: Any, starting_agent: Any) -> list:
+    """The per-run plugins (the kernel's `plugins=`) for a run's `RunHooks` (None: none) and the `AgentHooks` of the
+    agents it can reach: a `HookPlugin` when there are any, else none, so a run without hooks takes no plugin step
+    for them. A starting agent that is not an agent is left to the kernel's check."""
+    has_agent_hooks = isinstance(starting_agent, Agent) and \
+        any(getattr(agent, "hooks", None) is not None for agent in reachable_agents(starting_agent))
+    return [HookPlugin(hooks)] if hooks is not None or has_agent_hooks else []

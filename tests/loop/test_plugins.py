@@ -1,0 +1,208 @@
+"""A run's own plugins (`Runner.run_sync(..., plugins=[...])`): they take part in that run only, after the registered
+ones, through the same seams; an agent tool's inner run has its own (`as_tool(plugins=...)`), never its caller's."""
+import asyncio
+import contextlib
+import threading
+
+import pytest
+
+from miniagents import Agent, Runner, RunState, UserError, function_tool, seams
+from miniagents.run import Options, start_run
+from miniagents.testing import ScriptedModel, assistant_message, function_call
+
+
+class Seen(seams.Plugin):
+    """Records the seams it is called at: (seam, agent name, what)."""
+
+    def __init__(self):
+        self.events = []
+
+    def agent_started(self, run, agent):
+        self.events.append(("agent_started", agent.name))
+
+    def final_output(self, run, agent, output):
+        self.events.append(("final_output", agent.name, output))
+
+    @contextlib.contextmanager
+    def model_call(self, run, step):
+        self.events.append(("model_call", step.agent.name))
+        yield
+
+    @contextlib.contextmanager
+    def tool_call(self, run, step):
+        yield
+        self.events.append(("tool_call", step.tool.name, step.value))
+
+
+@function_tool
+def double(x: int) -> int:
+    """Double a number."""
+    return 2 * x
+
+
+def doubling_agent(name="Main", answer="42"):
+    model = ScriptedModel([[function_call("double", {"x": 21}, call_id="c1")], [assistant_message(answer)]])
+    return Agent(name=name, tools=[double], model=model)
+
+
+def test_a_plugin_given_to_a_run_sees_the_seams_of_that_run_only():
+    seen = Seen()
+    Runner.run_sync(doubling_agent("Observed"), "go", plugins=[seen])
+    Runner.run_sync(doubling_agent("Other"), "go")  # a run it was not given
+    assert seen.events == [("agent_started", "Observed"), ("model_call", "Observed"), ("tool_call", "double", 42),
+                           ("model_call", "Observed"), ("final_output", "Observed", "42")]
+
+
+def test_a_run_s_own_plugins_come_after_the_registered_ones_and_a_registered_one_takes_part_once(monkeypatch):
+    registered, own = Seen(), Seen()
+    monkeypatch.setattr(seams, "plugins", (registered,))
+    run = start_run(doubling_agent(), "go", Options(plugins=[own, registered]))
+    assert run.plugins == (registered, own)
+
+
+def test_a_plain_run_has_no_plugin_and_takes_no_plugin_step(monkeypatch):
+    monkeypatch.setattr(seams, "plugins", ())  # no shell registered (another test may have imported one)
+    plain = start_run(doubling_agent(), "go", Options())
+    observed = start_run(doubling_agent(), "go", Options(plugins=[Seen()]))
+    assert plain.plugins == () and len(observed.plugins) == 1
+    def names(run):  # a step made for the run (the turn inside the `turn` seam) is named by its maker
+        return {s.__qualname__.split(".")[0] for s in run.start + run.fresh + run.entered + run.after}
+
+    plugin_steps = {"prepare_run", "observed_turn", "agent_started", "leave_agent"}
+    assert not names(plain) & plugin_steps and names(observed) >= plugin_steps
+
+
+def test_two_concurrent_runs_with_different_plugins_do_not_see_each_other():
+    barrier = threading.Barrier(2, timeout=10)
+
+    @function_tool
+    def meet() -> str:
+        """Wait until the other run is here too."""
+        barrier.wait()  # both runs are in flight at once
+        return "met"
+
+    def agent(name):
+        return Agent(name=name, tools=[meet], model=ScriptedModel([[function_call("meet", "{}", call_id="m")],
+                                                                   [assistant_message(name)]]))
+
+    first, second = Seen(), Seen()
+
+    async def both():
+        return await asyncio.gather(Runner.run(agent("First"), "go", plugins=[first]),
+                                    Runner.run(agent("Second"), "go", plugins=[second]))
+
+    results = asyncio.run(both())
+    assert [r.final_output for r in results] == ["First", "Second"]
+    assert first.events == [("agent_started", "First"), ("model_call", "First"), ("tool_call", "meet", "met"),
+                            ("model_call", "First"), ("final_output", "First", "First")]
+    assert second.events == [("agent_started", "Second"), ("model_call", "Second"), ("tool_call", "meet", "met"),
+                             ("model_call", "Second"), ("final_output", "Second", "Second")]
+
+
+def test_an_agent_tool_s_inner_run_has_the_plugins_its_tool_was_given_not_its_caller_s():
+    outer, inner = Seen(), Seen()
+    helper = Agent(name="Helper", model=ScriptedModel([[assistant_message("helped")]]))
+    tool = helper.as_tool("ask_helper", "Ask the helper.", plugins=[inner])
+    main = Agent(name="Main", tools=[tool], model=ScriptedModel([[function_call("ask_helper", {"input": "hi"},
+                                                                                call_id="a1")],
+                                                                 [assistant_message("done")]]))
+    assert Runner.run_sync(main, "go", plugins=[outer]).final_output == "done"
+    assert inner.events == [("agent_started", "Helper"), ("model_call", "Helper"),
+                            ("final_output", "Helper", "helped")]
+    assert outer.events == [("agent_started", "Main"), ("model_call", "Main"), ("tool_call", "ask_helper", "helped"),
+                            ("model_call", "Main"), ("final_output", "Main", "done")]
+
+
+def test_a_streamed_run_s_plugins_see_its_seams():
+    seen = Seen()
+
+    async def read():
+        result = Runner.run_streamed(doubling_agent("Streamed"), "go", plugins=[seen])
+        events = [event async for event in result.stream_events()]
+        return events, result.final_output
+
+    events, output = asyncio.run(read())
+    assert events and output == "42"
+    assert seen.events == [("agent_started", "Streamed"), ("model_call", "Streamed"), ("tool_call", "double", 42),
+                           ("model_call", "Streamed"), ("final_output", "Streamed", "42")]
+
+
+def test_a_resumed_run_has_the_plugins_its_resume_is_given():
+    @function_tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    before, after = Seen(), Seen()
+    agent = Agent(name="Asker", tools=[delete], model=ScriptedModel([[function_call("delete", {"path": "x"},
+                                                                                    call_id="d1")],
+                                                                     [assistant_message("done")]]))
+    paused = Runner.run_sync(agent, "delete x", plugins=[before])
+    state = RunState.from_string(agent, paused.to_state().to_string())  # plugins are never saved
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, plugins=[after]).final_output == "done"
+    assert before.events == [("agent_started", "Asker"), ("model_call", "Asker")]
+    assert after.events == [("agent_started", "Asker"), ("tool_call", "delete", "deleted x"), ("model_call", "Asker"),
+                            ("final_output", "Asker", "done")]
+
+
+class Broken(RuntimeError):
+    pass
+
+
+def test_a_plugin_that_raises_makes_the_step_fail_as_the_step_would():
+    class BreaksModelCalls(seams.Plugin):
+        def model_call(self, run, step):
+            raise Broken("the plugin broke")
+
+    class BreaksTools(seams.Plugin):
+        def tool_call(self, run, step):
+            raise Broken("the plugin broke")
+
+    class BreaksOnStart(seams.Plugin):
+        def agent_started(self, run, agent):
+            raise Broken("the plugin broke")
+
+    def failing_model():
+        return ScriptedModel([Broken("the plugin broke")])
+
+    # a model call: the run raises what the plugin raised, as it raises what a model raises
+    with pytest.raises(Broken, match="the plugin broke"):
+        Runner.run_sync(Agent(name="A", model=failing_model()), "go")
+    with pytest.raises(Broken, match="the plugin broke"):
+        Runner.run_sync(doubling_agent(), "go", plugins=[BreaksModelCalls()])
+
+    # around a tool call: the call's step fails (the tool never runs), and the run with it
+    ran = []
+
+    @function_tool(name_override="double")
+    def counted_double(x: int) -> int:
+        """Double a number."""
+        ran.append(x)
+        return 2 * x
+
+    agent = Agent(name="A", tools=[counted_double], model=doubling_agent().model)
+    with pytest.raises(Broken, match="the plugin broke"):
+        Runner.run_sync(agent, "go", plugins=[BreaksTools()])
+    assert ran == [] and len(agent.model.calls) == 1
+    # an event: the run fails where the event happens, before the model is called
+    with pytest.raises(Broken, match="the plugin broke"):
+        Runner.run_sync(agent, "go", plugins=[BreaksOnStart()])
+    assert len(agent.model.calls) == 1
+
+
+@pytest.mark.parametrize("plugins", [object(), [object()], Seen(), "tracing"])
+def test_plugins_that_are_not_a_list_of_plugins_are_refused_before_anything_runs(plugins):
+    agent = doubling_agent()
+    with pytest.raises(UserError, match="plugins must be a list of seams.Plugin objects"):
+        Runner.run_sync(agent, "go", plugins=plugins)
+    with pytest.raises(UserError, match="plugins must be a list of seams.Plugin objects"):
+        agent.as_tool("t", "a tool", plugins=plugins)  # refused where the tool is made
+    assert agent.model.calls == ()
+
+
+def test_the_kernel_has_no_hooks_its_plugins_observe_a_run():
+    with pytest.raises(TypeError, match="hooks"):
+        Agent(name="A", hooks=object())
+    with pytest.raises(TypeError, match="hooks"):
+        Runner.run_sync(doubling_agent(), "go", hooks=object())
