@@ -134,7 +134,7 @@ def stream_response(run: Run, model: Any, turn: Turn) -> Any:
 
 def observed_model(run: Run, turn: Turn) -> None:
     """The model call with the plugins around it: the `model` seam may wrap the model (retries the run manages),
-    the `model_call` seam surrounds the call (a trace span, the hooks' on_llm_start/on_llm_end)."""
+    the `model_call` seam surrounds the call (a trace span, upstream's hooks' on_llm_start/on_llm_end)."""
     setup = turn.setup
     model = seams.change(run.plugins, "model", run, setup, get_model(turn.agent, run.config))
     arguments = model_arguments(run, turn)
@@ -149,7 +149,7 @@ def observed_model(run: Run, turn: Turn) -> None:
 
 
 def observed_turn(turn_steps: tuple) -> tuple:
-    """A turn's steps as one step inside the plugins' `turn` seam (a trace span, the hooks' view of the turn)."""
+    """A turn's steps as one step inside the plugins' `turn` seam (a trace span: what the turn did happens inside it)."""
     def observed(run: Run, turn: Turn) -> None:
         state = run.state
         with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn,

@@ -206,3 +206,54 @@ def test_the_kernel_has_no_hooks_its_plugins_observe_a_run():
         Agent(name="A", hooks=object())
     with pytest.raises(TypeError, match="hooks"):
         Runner.run_sync(doubling_agent(), "go", hooks=object())
+
+
+class Turns(seams.Plugin):
+    """Records each turn the `turn` seam surrounds (number, resumed) and the model calls made inside it."""
+
+    def __init__(self):
+        self.events, self.inside = [], None
+
+    @contextlib.contextmanager
+    def turn(self, run, step):
+        self.inside = (step.agent.name, step.number, step.resumed)
+        self.events.append(("turn", *self.inside))
+        yield
+        self.events.append(("turn ended", *self.inside))
+        self.inside = None
+
+    @contextlib.contextmanager
+    def model_call(self, run, step):
+        self.events.append(("model_call inside", self.inside))
+        yield
+
+
+def test_the_turn_seam_surrounds_each_turn_fresh_and_resumed_with_its_number():
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c1")], [assistant_message("done")]])
+    agent, turns = Agent(name="Payer", tools=[pay], model=model), Turns()
+    paused = Runner.run_sync(agent, "go", plugins=[turns])
+    state = RunState.from_json(agent, paused.to_state().to_json())
+    state.approve(state.get_interruptions()[0])
+    result = Runner.run_sync(agent, state, plugins=[turns])
+    assert result.final_output == "done"
+    assert turns.events == [
+        ("turn", "Payer", 1, False), ("model_call inside", ("Payer", 1, False)), ("turn ended", "Payer", 1, False),
+        ("turn", "Payer", 1, True), ("turn ended", "Payer", 1, True),  # the paused turn again: its response kept
+        ("turn", "Payer", 2, False), ("model_call inside", ("Payer", 2, False)), ("turn ended", "Payer", 2, False)]
+
+
+def test_a_streamed_turn_is_inside_the_turn_seam_too():
+    turns = Turns()
+    result = Runner.run_streamed(doubling_agent("Streamer"), "go", plugins=[turns])
+
+    async def drain():
+        return [event async for event in result.stream_events()]
+
+    asyncio.run(drain())
+    assert result.final_output == "42"
+    assert [e for e in turns.events if e[0] == "model_call inside"] == [
+        ("model_call inside", ("Streamer", 1, False)), ("model_call inside", ("Streamer", 2, False))]
