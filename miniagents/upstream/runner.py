@@ -158,16 +158,16 @@ class AwaitedModel:
     its stream advanced one event at a time on an event loop of its own (a cancel stops the step it waits on)."""
 
     def __init__(self, model: Any):
-        self.model = model
+        self.wrapped = model  # not `model`: a tracing span reads a model's name from `model.model`
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
+        return getattr(self.wrapped, name)
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return caller.resolve(self.model.get_response(*args, **kwargs))
+        return caller.resolve(self.wrapped.get_response(*args, **kwargs))
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        events = self.model.stream_response(*args, **kwargs)
+        events = self.wrapped.stream_response(*args, **kwargs)
         return iterate(events) if hasattr(events, "__anext__") else events
 
 
@@ -209,12 +209,12 @@ class WithoutReasoningIds(AwaitedModel):
     sent back so."""
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        response = self.model.get_response(*args, **kwargs)
+        response = self.wrapped.get_response(*args, **kwargs)
         response.output = without_ids(response.output)
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        for event in self.model.stream_response(*args, **kwargs):
+        for event in self.wrapped.stream_response(*args, **kwargs):
             if event.get("type") == "response.completed":
                 event["response"]["output"] = without_ids(event["response"].get("output") or [])
             yield event

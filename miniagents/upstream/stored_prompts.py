@@ -53,16 +53,16 @@ class PromptedModel:
     """A model whose calls this turn carry the agent's stored prompt (the `prompt` keyword)."""
 
     def __init__(self, model: Any, prompt: dict):
-        self.model, self.prompt = model, prompt
+        self.wrapped, self.prompt = model, prompt  # not `model`: a tracing span reads a model's name from `model.model`
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
+        return getattr(self.wrapped, name)
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self.model.get_response(*args, **kwargs, prompt=self.prompt)
+        return self.wrapped.get_response(*args, **kwargs, prompt=self.prompt)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self.model.stream_response(*args, **kwargs, prompt=self.prompt)
+        return self.wrapped.stream_response(*args, **kwargs, prompt=self.prompt)
 
 
 class PromptPlugin(seams.Plugin):

@@ -172,3 +172,48 @@ def test_the_readable_model_is_the_wrapped_models_in_all_else():
     model.model = "gpt-test"  # a tracing span reads a model's name there
     readable = ReadableModel(model)
     assert readable.model == "gpt-test" and readable.calls == model.calls
+
+
+class NamedAsyncModel:
+    """A model written for upstream's async protocol, with upstream's `model` attribute: its name."""
+
+    model = "async-model-7"
+
+    async def get_response(self, *args, **kwargs):
+        return ModelResponse(output=[assistant_message("hi")])
+
+    async def stream_response(self, *args, **kwargs):
+        for event in response_events([assistant_message("hi")]):
+            yield event
+
+
+@pytest.mark.parametrize("omit_reasoning_ids,prompt", [(False, None), (True, None), (False, {"id": "pmpt_1"})])
+def test_a_trace_names_the_model_a_shell_wrapper_wraps(omit_reasoning_ids, prompt):
+    """The shell wraps a turn's model (awaited, ids left out, a stored prompt, read by attribute): a generation span
+    still names the model by its `model` attribute, never the wrapper or the model object."""
+    from miniagents import tracing
+
+    class Names(tracing.TracingProcessor):
+        def __init__(self):
+            self.models = []
+
+        def on_trace_start(self, trace): ...
+        def on_trace_end(self, trace): ...
+        def on_span_start(self, span): ...
+        def force_flush(self): ...
+        def shutdown(self): ...
+
+        def on_span_end(self, span):
+            data = span.export()["span_data"]
+            if data["type"] == "generation":
+                self.models.append(data["model"])
+
+    names = Names()
+    tracing.add_trace_processor(names)
+    try:
+        config = RunConfig(reasoning_item_id_policy="omit" if omit_reasoning_ids else None)
+        result = Runner.run_sync(Agent(name="A", model=NamedAsyncModel(), prompt=prompt), "go", run_config=config)
+    finally:
+        tracing.set_trace_processors([])
+    assert result.final_output == "hi"
+    assert names.models == ["async-model-7"]
