@@ -149,7 +149,7 @@ def observed_model(run: Run, turn: Turn) -> None:
 
 
 def observed_turn(turn_steps: tuple) -> tuple:
-    """A turn's steps as one step inside the plugins' `turn` seam (a trace span: what the turn did happens inside it)."""
+    """A turn's steps as one step inside the plugins' `turn` seam (a trace span holds what the turn did)."""
     def observed(run: Run, turn: Turn) -> None:
         state = run.state
         with seams.around(run.plugins, "turn", run, seams.TurnStep(turn.agent, state.current_turn,
