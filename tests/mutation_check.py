@@ -437,8 +437,8 @@ MUTANTS: List[Mutant] = [
       "as_tool: a final output the output guardrails checked is the tool's output even when empty (no unchecked "
       "text leaks)", "test_upstream_behaviour"),
     M("upstream/runner.py",
-      "        return caller.resolve(self.model.get_response(*args, **kwargs))",
-      "        return self.model.get_response(*args, **kwargs)",
+      "        return caller.resolve(self.wrapped.get_response(*args, **kwargs))",
+      "        return self.wrapped.get_response(*args, **kwargs)",
       "upstream shell: a model written for upstream's async Model: its answer is awaited",
       "test_upstream_behaviour"),
     M("upstream/runner.py",
