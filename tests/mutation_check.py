@@ -488,6 +488,10 @@ MUTANTS: List[Mutant] = [
       "                item = dict(item)",
       "call ids: a renumbered call keeps its item's type (the upstream shell reads it by attribute)",
       "test_raw_items"),
+    M("upstream/runner.py",
+      "            readable_state(run.state)  # kernel may have loaded",
+      "            pass  # kernel may have loaded",
+      "upstream shell: a turn continued from a session's journal reads by attribute", "test_raw_items"),
     # --- a run's own plugins (run.py, seams.py, agent.py); upstream's hooks on them (upstream/hooks.py) ----------
     M("run.py",
       "    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)",

@@ -5,8 +5,9 @@ Code written for upstream reads what a model gave by attribute: `result.new_item
 The kernel's items are plain dicts, read by key. In a run of a program that uses this shell, `UpstreamPlugin` hands
 the turn's model to `ReadableModel` (the `model` seam): each response's output items, and each streamed event, become
 `RawItem`s, dicts that also answer attribute reads, so everything else still sees JSON-ready dicts. A `RunState`
-loaded through the shell's `RunState` gets the same for the items a model gave (`readable_state`). The items the
-kernel makes (tool and handoff outputs, input) are dicts in upstream too (its TypedDicts) and stay plain.
+loaded through the shell's `RunState`, or by the kernel (a turn continued from a session's journal), gets the same
+for the items a model gave (`readable_state`). The items the kernel makes (tool and handoff outputs, input) are
+dicts in upstream too (its TypedDicts) and stay plain.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from ..errors import UserError
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
 from . import run_callbacks
 from .hooks import hook_plugins
-from .raw_items import ReadableModel
+from .raw_items import ReadableModel, readable_state
 
 
 @dataclass
@@ -245,6 +245,8 @@ class UpstreamPlugin(seams.Plugin):
 
         context = run.state.context_wrapper
         context.usage = Usage.of(context.usage)
+        if run.state.generated_items or run.state.model_responses:  # a state the run goes on from, which the
+            readable_state(run.state)  # kernel may have loaded (continued from a session's journal, say)
 
         for agent in run.agents:
             hosted = next((t for t in agent.tools if isinstance(t, HostedTool)), None)

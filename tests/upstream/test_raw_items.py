@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -13,7 +16,7 @@ from miniagents import Model, ModelResponse
 from miniagents.testing import ScriptedModel, assistant_message, function_call, response_events
 from miniagents.upstream import Agent, RunConfig, Runner, RunState, function_tool
 from miniagents.upstream.raw_items import RawItem, ReadableModel
-from support import make_agent
+from support import ROOT, make_agent
 
 REASONING = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "thinking"}]}
 
@@ -217,3 +220,36 @@ def test_a_trace_names_the_model_a_shell_wrapper_wraps(omit_reasoning_ids, promp
         tracing.set_trace_processors([])
     assert result.final_output == "hi"
     assert names.models == ["async-model-7"]
+
+
+DIES_MID_TURN = """
+import os, sys
+from miniagents.testing import ScriptedModel, function_call
+from miniagents.upstream import Agent, Runner, SQLiteSession, function_tool
+
+@function_tool
+def pay(amount: int) -> str:
+    os._exit(3)  # the process dies inside the call: the session's journal holds the turn
+
+model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c1")]])
+with SQLiteSession("s", sys.argv[1]) as session:
+    Runner.run_sync(Agent(name="A", tools=[pay], model=model), "go", session=session)
+"""
+
+
+def test_a_turn_continued_from_a_sessions_journal_reads_by_attribute(tmp_path):
+    """The kernel loads a journaled turn itself (ledger.open_journal): the shell makes its items readable when the
+    run starts, as it does for a state loaded through its `RunState`."""
+    from miniagents.upstream import SQLiteSession
+
+    path = str(tmp_path / "s.db")
+    died = subprocess.run([sys.executable, "-c", DIES_MID_TURN, path], cwd=ROOT, capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert died.returncode == 3, died.stderr.decode()
+    agent = Agent(name="A", tools=[pay], model=ScriptedModel([[assistant_message("done")]]))
+    with SQLiteSession("s", path) as session:
+        result = Runner.run_sync(agent, [], session=session)  # no new input: continue the journaled turn
+    call, question = result.new_items
+    assert (call.raw_item.name, call.raw_item.arguments) == ("pay", '{"amount":5}')
+    assert result.interruptions[0].raw_item.call_id == "c1"  # started, no output recorded: a person decides
+    assert result.raw_responses[0].output[0].name == "pay"
