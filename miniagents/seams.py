@@ -18,7 +18,8 @@ Three kinds of seam:
 - **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
 - **a change** (`prepare_run`, `session_input`, `offer`, `model_input`, `model`, `error_text`, `blocked_output`,
   `answer_error`, `invoke`): returns what the kernel uses instead of what it passed (the same object when the
-  plugin has nothing to change).
+  plugin has nothing to change). What it returns is checked (`RETURNS`): a value its seam cannot take is a
+  `UserError` naming the plugin and the seam, never a TypeError later, deep in the turn.
 
 Plugins see steps in registration order, the run's own plugins last, and leave around-seams in reverse order.
 A plugin that raises makes the step fail as if the step had raised.
@@ -250,7 +251,47 @@ def change(plugins: tuple, seam: str, run: Any, *args: Any) -> Any:
     """Pass a value through a change seam: each plugin gets what the one before returned (the last argument)."""
     *fixed, value = args
     for plugin in plugins:
-        value = getattr(plugin, seam)(run, *fixed, value)
+        value = returned(plugin, seam, getattr(plugin, seam)(run, *fixed, value), value)
+    return value
+
+
+def _items(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def _final_output(value: Any, error: Any) -> bool:
+    """Whether `value` is a `turn.NextStepFinalOutput`, told by the module it shares with `error` (a
+    `turn.NextStepError`): this page never imports the turn."""
+    return type(value).__name__ == "NextStepFinalOutput" and type(value).__module__ == type(error).__module__
+
+
+# What a change seam's plugin may return, given what it was passed: the check, and the words for it.
+RETURNS = {
+    "session_input": (lambda value, given: _items(value), "a list of input items (dicts)"),
+    "offer": (lambda value, given: type(value) is type(given), "the setup it was given, or a changed copy "
+                                                               "(dataclasses.replace)"),
+    "model_input": (lambda value, given: _items(value) or (
+        isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (str, type(None))) and _items(value[1])),
+        "the input items (a list of dicts), or a pair (instructions: a str or None, items)"),
+    "model": (lambda value, given: callable(getattr(value, "get_response", None))
+              and callable(getattr(value, "stream_response", None)), "a Model (get_response, stream_response)"),
+    "error_text": (lambda value, given: isinstance(value, str), "a str"),
+    "blocked_output": (lambda value, given: isinstance(value, str), "a str"),
+    "answer_error": (lambda value, given: _final_output(value, given),
+                     "the error it was given, or a NextStepFinalOutput"),
+    "invoke": (lambda value, given: callable(value), "a function: invoke(run, turn, call, ctx) -> (value, text)"),
+}
+
+
+def returned(plugin: Plugin, seam: str, value: Any, given: Any) -> Any:
+    """`value`, what `plugin`'s change seam returned, when it is what the seam may return; else a `UserError` that
+    names the plugin, the seam and what it must return (never the value: it may hold the run's data)."""
+    if value is given:  # nothing changed
+        return value
+    check, expected = RETURNS[seam]
+    if not check(value, given):
+        raise UserError(f"Plugin {type(plugin).__name__}'s {seam} returned {type(value).__name__}: it must return "
+                        f"{expected}")
     return value
 
 

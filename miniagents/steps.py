@@ -98,7 +98,7 @@ def filter_input(run: Run, turn: Turn) -> None:
     setup = turn.setup
     items = turn.input if turn.input is not None else list(run.state.transcript)
     for plugin in run.plugins:
-        items = plugin.model_input(run, setup, items)
+        items = seams.returned(plugin, "model_input", plugin.model_input(run, setup, items), items)
         if isinstance(items, tuple):  # the instructions changed too
             instructions, items = items
             setup = dataclasses.replace(setup, instructions=instructions)

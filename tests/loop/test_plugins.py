@@ -257,3 +257,61 @@ def test_a_streamed_turn_is_inside_the_turn_seam_too():
     assert result.final_output == "42"
     assert [e for e in turns.events if e[0] == "model_call inside"] == [
         ("model_call inside", ("Streamer", 1, False)), ("model_call inside", ("Streamer", 2, False))]
+
+
+BAD_RETURNS = [("session_input", None), ("session_input", ["not an item"]), ("offer", None), ("offer", {}),
+               ("model_input", 5), ("model_input", ("too short",)), ("model_input", (None, [1])),
+               ("model_input", ("instructions", "not a list")), ("model_input", (5, [])), ("model", None),
+               ("model", object()), ("error_text", None), ("error_text", 5), ("blocked_output", None),
+               ("answer_error", None), ("answer_error", "stop"), ("invoke", None), ("invoke", 5)]
+
+
+@pytest.mark.parametrize("seam, value", BAD_RETURNS)
+def test_a_change_a_seam_cannot_take_is_a_user_error_naming_the_plugin_and_the_seam(seam, value):
+    """Each change seam's return is checked where it comes back, not left to fail deep in the turn as a bare
+    TypeError or AttributeError; the message never shows the value (it may hold the run's data)."""
+    from miniagents import OutputGuardrailTripwireTriggered, SQLiteSession, output_guardrail
+    from miniagents.guardrails import GuardrailFunctionOutput
+
+    @output_guardrail
+    def block_everything(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    class Careless(seams.Plugin):
+        pass
+
+    setattr(Careless, seam, lambda self, run, *args: value)
+    steps = [[function_call("missing_tool", {}, call_id="c0")], [function_call("double", {"x": 2}, call_id="c1")],
+             [assistant_message("done")]]
+    options = dict(tool_use_behavior="stop_on_first_tool", output_guardrails=[block_everything]) \
+        if seam == "blocked_output" else {}
+    agent = Agent(name="A", tools=[double], model=ScriptedModel(steps), **options)
+    with SQLiteSession("s") as session, pytest.raises(UserError) as info:
+        Runner.run_sync(agent, "go", plugins=[Careless()], session=session, max_turns=1 if seam == "answer_error" else 9)
+    assert f"Careless's {seam} returned {type(value).__name__}: it must return" in str(info.value)
+    assert repr(value) not in str(info.value) or value is None
+    assert not isinstance(info.value, OutputGuardrailTripwireTriggered)
+
+
+def test_a_change_that_keeps_or_rightly_replaces_the_value_passes():
+    """The check refuses only what a seam cannot take: an answer that ends the run, a changed setup, input items
+    with new instructions all go through."""
+    import dataclasses
+
+    from miniagents.turn import NextStepFinalOutput
+
+    class Helpful(seams.Plugin):
+        def offer(self, run, setup):
+            return dataclasses.replace(setup, instructions="Be brief.")
+
+        def model_input(self, run, setup, items):
+            return setup.instructions + " Really.", [*items, {"role": "user", "content": "more"}]
+
+        def answer_error(self, run, turn, error):
+            return NextStepFinalOutput("stopped at the limit")
+
+    model = ScriptedModel([[function_call("double", {"x": 2}, call_id="c1")]])
+    result = Runner.run_sync(Agent(name="A", tools=[double], model=model), "go", plugins=[Helpful()], max_turns=1)
+    assert result.final_output == "stopped at the limit"
+    assert model.calls[0].system_instructions == "Be brief. Really."
+    assert model.calls[0].input[-1] == {"role": "user", "content": "more"}
