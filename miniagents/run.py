@@ -95,7 +95,11 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     agents = reachable_agents(starting_agent)
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
               plugins=plugins_of(options.plugins), streamed=streamed)
-    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
+    if isinstance(input, RunState):
+        run.state = input
+        meet(run, input.current_agent)  # an agent a hand-built handoff gave, maybe
+    else:
+        run.state = fresh_state(starting_agent, input, options, run)
     run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
@@ -351,6 +355,13 @@ def take_handoff(run: Run, turn: Turn) -> None:
     with seams.around(run.plugins, "handoff", run, record) if run.plugins else seams.NOTHING:
         new_agent = record.to_agent = caller.call(handoff.on_invoke_handoff, state.context_wrapper,
                                                   call.item.get("arguments") or "")
+    if not isinstance(new_agent, Agent):
+        raise UserError(f"Handoff {handoff.tool_name!r}: on_invoke_handoff must return an Agent, got "
+                        f"{type(new_agent).__name__}")
+    if meet(run, new_agent):  # its guardrails and tools join the turns to come: the steps they need are chosen
+        if state.server_managed:
+            refuse_with_server_history(run)
+        choose(run)
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
@@ -360,6 +371,16 @@ def take_handoff(run: Run, turn: Turn) -> None:
     if input_filter is not None:
         filter_history(run, input_filter, turn.start)
     state.current_agent = new_agent
+
+
+def meet(run: Run, agent: Any) -> bool:
+    """`agent`, and the agents it reaches, join `run.agents` when the run has not reached it by the handoffs and
+    agent tools it started with (a hand-built `Handoff` names its agent only when it is called): True when they
+    joined, so the run's steps are chosen again for what they use (their guardrails, their tools')."""
+    if any(agent is known for known in run.agents):
+        return False
+    run.agents += [other for other in reachable_agents(agent) if not any(other is known for known in run.agents)]
+    return True
 
 
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:

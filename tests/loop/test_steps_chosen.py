@@ -4,9 +4,13 @@ any agent, any agent's tool). The answer is cached per set of parts used, so run
 order must each get their own answer, never a neighbour's, and no run can change what another is given."""
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, strategies as st
 
-from miniagents import run as kernel, steps
+from miniagents import (Agent, GuardrailFunctionOutput, Handoff, OutputGuardrailTripwireTriggered, Runner,
+                        ToolGuardrailFunctionOutput, UserError, function_tool, output_guardrail, run as kernel, steps,
+                        tool_input_guardrail)
+from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.turn import Run, call_model
 
 TABLES = {"start": kernel.START, "before": kernel.BEFORE, "entered": kernel.ENTERED, "after": kernel.AFTER}
@@ -82,3 +86,63 @@ def test_a_plain_run_takes_no_optional_step():
     taken = set(run.start + run.before + run.fresh + run.resumed + run.entered + run.after) | {
         do for ends in run.ends.values() for do in ends}
     assert not taken & optional and run.invoke is kernel.invoke and run.fresh[0] is kernel.offer
+
+
+# --- an agent the run meets only when a hand-built handoff is called ----------------------------------------------
+
+
+def hidden_agent(**options):
+    """Agent A hands off through a hand-built `Handoff`, which names its agent, B, only when it is called: B is not
+    among the agents the run reaches when it starts, so what B needs is chosen when the run meets it."""
+    @output_guardrail
+    def block(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    @tool_input_guardrail
+    def keep_it_secret(data):
+        return ToolGuardrailFunctionOutput.reject_content("Not for you.")
+
+    @function_tool(tool_input_guardrails=[keep_it_secret], **options)
+    def secret() -> str:
+        """The secret."""
+        return "SECRET"
+
+    b = Agent(name="B", output_guardrails=[block], tools=[secret],
+              model=ScriptedModel([[function_call("secret", {}, call_id="s1")], [assistant_message("B's answer")]]))
+    to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
+                   on_invoke_handoff=lambda ctx, args: b)
+    return Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", "{}", call_id="c1")]]))
+
+
+def test_an_agent_met_through_a_hand_built_handoff_keeps_its_tool_and_output_guardrails():
+    with pytest.raises(OutputGuardrailTripwireTriggered) as trip:
+        Runner.run_sync(hidden_agent(), "go")
+    outputs = [i.raw_item["output"] for i in trip.value.run_data.new_items if i.type == "tool_call_output_item"]
+    assert outputs == ["Not for you."]  # B's tool guardrail ran too: the secret never left the tool
+
+
+def test_a_paused_state_of_an_agent_met_late_resumes_with_its_guardrails():
+    """The state is handed back in process, its current agent B still unknown to the starting agent's graph."""
+    agent = hidden_agent(needs_approval=True)
+    paused = Runner.run_sync(agent, "go")
+    assert paused.interruptions and paused.last_agent.name == "B"
+    state = paused.to_state()
+    state.approve(paused.interruptions[0])
+    with pytest.raises(OutputGuardrailTripwireTriggered) as trip:
+        Runner.run_sync(agent, state)
+    outputs = [i.raw_item["output"] for i in trip.value.run_data.new_items if i.type == "tool_call_output_item"]
+    assert outputs == ["Not for you."]
+
+
+def test_a_hand_built_handoff_that_gives_no_agent_is_a_user_error():
+    to_nowhere = Handoff(tool_name="to_b", tool_description="Go.", input_json_schema={}, agent_name="B",
+                         on_invoke_handoff=lambda ctx, args: "B")
+    agent = Agent(name="A", handoffs=[to_nowhere], model=ScriptedModel([[function_call("to_b", "{}", call_id="c")]]))
+    with pytest.raises(UserError, match="on_invoke_handoff must return an Agent, got str"):
+        Runner.run_sync(agent, "go")
+
+
+def test_an_agent_met_late_is_held_to_the_rules_checked_when_a_run_starts():
+    """Output guardrails cannot work when the server keeps the conversation: refused for an agent met late too."""
+    with pytest.raises(UserError, match="Output guardrails cannot be combined with conversation_id"):
+        Runner.run_sync(hidden_agent(), "go", previous_response_id="resp_1")
