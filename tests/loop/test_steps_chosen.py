@@ -146,3 +146,59 @@ def test_an_agent_met_late_is_held_to_the_rules_checked_when_a_run_starts():
     """Output guardrails cannot work when the server keeps the conversation: refused for an agent met late too."""
     with pytest.raises(UserError, match="Output guardrails cannot be combined with conversation_id"):
         Runner.run_sync(hidden_agent(), "go", previous_response_id="resp_1")
+
+
+@given(chain=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=4), guarded_end=st.booleans(),
+       streamed=st.booleans())
+def test_guardrails_hold_along_any_chain_of_handoffs_built_by_hand_or_not(chain, guarded_end, streamed):
+    """A chain of agents, each reached by a hand-built handoff or by `handoff(agent)` (drawn), each perhaps calling a
+    guarded tool first: every guarded call is refused and the last agent's output guardrail trips, however late the
+    run meets the agent, streamed or not."""
+    import asyncio
+
+    from miniagents import handoff
+
+    @output_guardrail
+    def block(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    @tool_input_guardrail
+    def keep_it_secret(data):
+        return ToolGuardrailFunctionOutput.reject_content("Not for you.")
+
+    @function_tool(tool_input_guardrails=[keep_it_secret])
+    def secret() -> str:
+        """The secret."""
+        return "SECRET"
+
+    following = None  # built from the end of the chain back to its start
+    for n, (by_hand, calls_secret) in reversed(list(enumerate(chain))):
+        steps = [[function_call("secret", {}, call_id=f"s{n}")]] if calls_secret else []
+        steps.append([function_call(f"to_{n + 1}", "{}", call_id=f"h{n}")] if following else [assistant_message("end")])
+        options = {} if following else {"output_guardrails": [block] if guarded_end else []}
+        onward = [] if following is None else [handoff(following, tool_name_override=f"to_{n + 1}")] if not by_hand \
+            else [Handoff(tool_name=f"to_{n + 1}", tool_description="Next.", input_json_schema={},
+                          agent_name=following.name, on_invoke_handoff=lambda ctx, args, a=following: a)]
+        following = Agent(name=f"A{n}", tools=[secret], handoffs=onward, model=ScriptedModel(steps), **options)
+
+    def run():
+        if not streamed:
+            return Runner.run_sync(following, "go")
+
+        async def consume():
+            result = Runner.run_streamed(following, "go")
+            async for _ in result.stream_events():
+                pass
+            return result
+        return asyncio.run(consume())
+
+    expected = ["Not for you."] * sum(calls for _, calls in chain)
+    if guarded_end:
+        with pytest.raises(OutputGuardrailTripwireTriggered) as trip:
+            run()
+        items = trip.value.run_data.new_items
+    else:
+        result = run()
+        assert result.final_output == "end"
+        items = result.new_items
+    assert [i.raw_item["output"] for i in items if i.type == "tool_call_output_item"] == expected
