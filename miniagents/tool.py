@@ -95,11 +95,19 @@ class FunctionTool(SpecReads):
     # Set by Agent.as_tool: the agent run inside, so RunState can find it by name.
     _agent: Any = field(default=None, repr=False, compare=False)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """How a call runs is composed from `on_invoke_tool` and `timeout_seconds` when the tool is made (`_invoke`,
+        not a field: `on_invoke_tool`, or with its timeout), and again whenever either is set later, so a change
+        made after the tool was made is never silently ignored."""
+        object.__setattr__(self, name, value)
+        if name in ("on_invoke_tool", "timeout_seconds") and "timeout_seconds" in self.__dict__:
+            if self.timeout_seconds is not None and not self.timeout_seconds > 0:
+                raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
+            object.__setattr__(self, "_invoke", self.on_invoke_tool if self.timeout_seconds is None else
+                               functools.partial(_call_with_timeout, self))
+
     def __post_init__(self):
         check_tool_name(self.name)
-        # How a call runs, composed once when the tool is made (not a field): `on_invoke_tool`, or with its timeout.
-        self._invoke = self.on_invoke_tool if self.timeout_seconds is None else \
-            functools.partial(_call_with_timeout, self)
         if self.strict_json_schema:  # a hand-written schema too: what strict mode refuses fails here, not later
             self.params_json_schema = ensure_strict_json_schema(self.params_json_schema)
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
@@ -110,8 +118,6 @@ class FunctionTool(SpecReads):
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):
             raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
                             f"'raise_exception', got {self.timeout_behavior!r}")
-        if self.timeout_seconds is not None and not self.timeout_seconds > 0:
-            raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
 
     def spec(self) -> dict:
         """The plain-data description a model adapter sends."""

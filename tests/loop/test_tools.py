@@ -4,6 +4,7 @@ results, failures, timeouts, unknown tools and concurrency. Issue 2, behaviours 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import threading
 import time
@@ -538,6 +539,30 @@ def test_a_timeout_error_function_supplies_the_timeout_text():
     _, text = run_one_call(slow, "{}")
     assert text == "gave up after 0.05s"
 
+
+
+@pytest.mark.parametrize("timeout", [None, 0.05])
+def test_an_on_invoke_tool_or_timeout_set_after_the_tool_was_made_is_how_its_calls_run(timeout):
+    """Setting either later composes how a call runs again (a wrapper, a timeout), never silently ignored; a copy
+    changed later runs as changed, the original as it was."""
+    @function_tool(timeout=timeout)
+    def slow() -> str:
+        time.sleep(0.3)
+        return "slow"
+
+    inner = slow.on_invoke_tool
+    slow.on_invoke_tool = lambda ctx, args: "wrapped " + inner(ctx, args)
+    assert run_one_call(slow, "{}")[1] == ("wrapped slow" if timeout is None else
+                                           "Tool 'slow' timed out after 0.05 seconds. It could not be stopped and "
+                                           "may still complete: what it does may still happen.")
+    slow.timeout_seconds = None
+    assert run_one_call(slow, "{}")[1] == "wrapped slow"
+    twin = copy.copy(slow)
+    twin.timeout_seconds = 0.01
+    assert run_one_call(twin, "{}")[1].startswith("Tool 'slow' timed out after 0.01 seconds")
+    assert run_one_call(slow, "{}")[1] == "wrapped slow"
+    with pytest.raises(UserError, match="timeout must be > 0 seconds, got 0"):
+        slow.timeout_seconds = 0
 
 # --- Behaviour 7: unknown tools --------------------------------------------------------------------
 
