@@ -92,14 +92,9 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
     if callable(getattr(options.session, "claim_call", None)):
         ledger = options.session
-    agents = reachable_agents(starting_agent)
-    run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger, agents=agents,
-              plugins=plugins_of(options.plugins), streamed=streamed)
-    if isinstance(input, RunState):
-        run.state = input
-        meet(run, input.current_agent)  # an agent a hand-built handoff gave, maybe
-    else:
-        run.state = fresh_state(starting_agent, input, options, run)
+    run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger,
+              agents=reachable_agents(starting_agent), plugins=plugins_of(options.plugins), streamed=streamed)
+    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
@@ -247,6 +242,8 @@ def take_turn(run: Run) -> Turn:
     with the outputs it has. Its steps are the run's (`run.fresh`, `run.resumed`), until one decides what comes
     next; the turn's items are put in `state.generated_items` (a resumed turn's replace its paused attempt's)."""
     state, pending = run.state, run.state.pending
+    if run.tools.get(id(state.current_agent)) != tuple(state.current_agent.tools):  # not what the steps were chosen for
+        meet(run, state.current_agent)
     turn = Turn(state.current_agent, pending.start if pending else len(state.generated_items))
     for step in () if pending else run.before:  # what may keep a fresh turn from starting
         step(run, turn)
@@ -358,10 +355,6 @@ def take_handoff(run: Run, turn: Turn) -> None:
     if not isinstance(new_agent, Agent):
         raise UserError(f"Handoff {handoff.tool_name!r}: on_invoke_handoff must return an Agent, got "
                         f"{type(new_agent).__name__}")
-    if meet(run, new_agent):  # its guardrails and tools join the turns to come: the steps they need are chosen
-        if state.server_managed:
-            refuse_with_server_history(run)
-        choose(run)
     output = function_call_output(call_id, handoff.get_transfer_message(new_agent))
     item = HandoffOutputItem(agent=agent, raw_item=output, source_agent=agent, target_agent=new_agent)
     state.generated_items.append(item)
@@ -373,14 +366,15 @@ def take_handoff(run: Run, turn: Turn) -> None:
     state.current_agent = new_agent
 
 
-def meet(run: Run, agent: Any) -> bool:
-    """`agent`, and the agents it reaches, join `run.agents` when the run has not reached it by the handoffs and
-    agent tools it started with (a hand-built `Handoff` names its agent only when it is called): True when they
-    joined, so the run's steps are chosen again for what they use (their guardrails, their tools')."""
-    if any(agent is known for known in run.agents):
-        return False
+def meet(run: Run, agent: Any) -> None:
+    """An agent, or an agent's tools, that the run's steps were not chosen for (a hand-built `Handoff` names its
+    agent only when it is called, a state handed back may be at such an agent, a tool may join an agent's list
+    during the run): it and the agents it reaches join `run.agents`, and the steps are chosen again, so its
+    guardrails and its tools' are never skipped."""
     run.agents += [other for other in reachable_agents(agent) if not any(other is known for known in run.agents)]
-    return True
+    if run.state.server_managed:
+        refuse_with_server_history(run)
+    choose(run)
 
 
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
@@ -523,10 +517,12 @@ NEEDS = [(need, *need.split(".")) for need in {need for table in (START, BEFORE,
 
 
 def choose(run: Run) -> None:
-    """The steps this run takes and how a call is invoked, asked once: `run.start`, `run.before`, `run.fresh`,
-    `run.resumed`, `run.ends`, `run.entered`, `run.after`, `run.invoke`."""
+    """The steps this run takes and how a call is invoked, asked when it starts (and again for an agent or tools it
+    meets later: `meet`): `run.start`, `run.before`, `run.fresh`, `run.resumed`, `run.ends`, `run.entered`,
+    `run.after`, `run.invoke`."""
+    run.tools = {id(agent): tuple(agent.tools) for agent in run.agents}  # what they are chosen for (take_turn)
     parts = {"run": [run], "config": [run.config], "state": [run.state], "agents": run.agents,
-             "tools": [tool for agent in run.agents for tool in agent.tools]}
+             "tools": [tool for tools in run.tools.values() for tool in tools]}
     uses = frozenset(need for need, where, name in NEEDS for part in parts[where]  # set: not None, False or empty
                      if (value := getattr(part, name, None)) is not None and value is not False
                      and value not in ([], (), ""))

@@ -66,6 +66,7 @@ class Run:
     streamed: bool = False
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
     agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
+    tools: dict = field(default_factory=dict)  # id(agent) -> its tools, as the steps were chosen for them
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's own plugins
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)

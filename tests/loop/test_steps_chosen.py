@@ -134,6 +134,28 @@ def test_a_paused_state_of_an_agent_met_late_resumes_with_its_guardrails():
     assert outputs == ["Not for you."]
 
 
+@pytest.mark.parametrize("change", ["append", "replace"])
+def test_a_tool_that_joins_an_agents_list_during_the_run_keeps_its_guardrails(change):
+    """A tool may add another to its agent's list (a skill loaded mid-run): the next turn offers it, and the steps
+    are chosen again for it, so its input guardrail runs."""
+    guarded = hidden_agent().handoffs[0].on_invoke_handoff(None, "").tools[0]  # B's `secret`, with its guardrail
+
+    @function_tool
+    def load_skill() -> str:
+        """Load a skill."""
+        if change == "append":
+            agent.tools.append(guarded)
+        else:
+            agent.tools[0] = guarded
+        return "loaded"
+
+    agent = Agent(name="A", tools=[load_skill], model=ScriptedModel([
+        [function_call("load_skill", {}, call_id="c1")], [function_call("secret", {}, call_id="c2")],
+        [assistant_message("done")]]))
+    result = Runner.run_sync(agent, "go")
+    assert [i.raw_item["output"] for i in result.new_items if i.type == "tool_call_output_item"] == \
+        ["loaded", "Not for you."]
+
 def test_a_hand_built_handoff_that_gives_no_agent_is_a_user_error():
     to_nowhere = Handoff(tool_name="to_b", tool_description="Go.", input_json_schema={}, agent_name="B",
                          on_invoke_handoff=lambda ctx, args: "B")

@@ -16,11 +16,12 @@ import reading_path  # noqa: E402
 CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a plain run what it does not need:
     # issue 19 (428, 508, 385 -> 421, 501, 390), then issue 29's kernel of steps (a plain run enters only the steps
     # it uses; upstream's rules left for the upstream shell; raw items plain dicts; the entered steps, the invoke
-    # chain and the turn seam chosen like every other step: 249, 304, 220); raised once, by the agent a run meets
-    # late (`run.meet`: a hand-built handoff's, or a resumed state's, whose guardrails were skipped): the figures below
+    # chain and the turn seam chosen like every other step: 249, 304, 220); raised once, by each turn's check that its
+    # agent and tools are those the steps were chosen for (`run.meet`: a hand-built handoff's agent, a resumed state's,
+    # a tool added during the run had their guardrails skipped): the figures below
     "hello world": (250, 8),
-    "approval through JSON": (310, 9),
-    "handoff": (226, 8),
+    "approval through JSON": (305, 9),
+    "handoff": (222, 8),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
