@@ -91,23 +91,29 @@ def test_a_plain_run_takes_no_optional_step():
 # --- an agent the run meets only when a hand-built handoff is called ----------------------------------------------
 
 
-def hidden_agent(**options):
-    """Agent A hands off through a hand-built `Handoff`, which names its agent, B, only when it is called: B is not
-    among the agents the run reaches when it starts, so what B needs is chosen when the run meets it."""
-    @output_guardrail
-    def block(ctx, agent, output):
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+@output_guardrail
+def block(ctx, agent, output):
+    return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
 
-    @tool_input_guardrail
-    def keep_it_secret(data):
-        return ToolGuardrailFunctionOutput.reject_content("Not for you.")
 
+@tool_input_guardrail
+def keep_it_secret(data):
+    return ToolGuardrailFunctionOutput.reject_content("Not for you.")
+
+
+def guarded_secret(**options):
+    """A tool whose input guardrail refuses every call."""
     @function_tool(tool_input_guardrails=[keep_it_secret], **options)
     def secret() -> str:
         """The secret."""
         return "SECRET"
+    return secret
 
-    b = Agent(name="B", output_guardrails=[block], tools=[secret],
+
+def hidden_agent(**options):
+    """Agent A hands off through a hand-built `Handoff`, which names its agent, B, only when it is called: B is not
+    among the agents the run reaches when it starts, so what B needs is chosen when the run meets it."""
+    b = Agent(name="B", output_guardrails=[block], tools=[guarded_secret(**options)],
               model=ScriptedModel([[function_call("secret", {}, call_id="s1")], [assistant_message("B's answer")]]))
     to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
                    on_invoke_handoff=lambda ctx, args: b)
@@ -138,7 +144,7 @@ def test_a_paused_state_of_an_agent_met_late_resumes_with_its_guardrails():
 def test_a_tool_that_joins_an_agents_list_during_the_run_keeps_its_guardrails(change):
     """A tool may add another to its agent's list (a skill loaded mid-run): the next turn offers it, and the steps
     are chosen again for it, so its input guardrail runs."""
-    guarded = hidden_agent().handoffs[0].on_invoke_handoff(None, "").tools[0]  # B's `secret`, with its guardrail
+    guarded = guarded_secret()
 
     @function_tool
     def load_skill() -> str:
@@ -180,19 +186,7 @@ def test_guardrails_hold_along_any_chain_of_handoffs_built_by_hand_or_not(chain,
 
     from miniagents import handoff
 
-    @output_guardrail
-    def block(ctx, agent, output):
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
-
-    @tool_input_guardrail
-    def keep_it_secret(data):
-        return ToolGuardrailFunctionOutput.reject_content("Not for you.")
-
-    @function_tool(tool_input_guardrails=[keep_it_secret])
-    def secret() -> str:
-        """The secret."""
-        return "SECRET"
-
+    secret = guarded_secret()
     following = None  # built from the end of the chain back to its start
     for n, (by_hand, calls_secret) in reversed(list(enumerate(chain))):
         steps = [[function_call("secret", {}, call_id=f"s{n}")]] if calls_secret else []
