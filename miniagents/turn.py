@@ -179,7 +179,7 @@ def offer(run: Run, turn: Turn) -> None:
     tools: dict = {}
     handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in agent.handoffs]
     for tool in agent.tools + handoffs:  # a hosted tool too: sent, never called (the provider runs it)
-        if tool.is_enabled is True or enabled(tool, ctx, agent):
+        if getattr(tool, "is_enabled", None) is True or enabled(tool, ctx, agent):
             if tools.setdefault(tool.name, tool) is not tool:
                 raise UserError(f"Agent {agent.name!r} offers two tools named {tool.name!r}: give one another name "
                                 "(function_tool(name_override=...), handoff(tool_name_override=...))")
@@ -194,7 +194,10 @@ def offer(run: Run, turn: Turn) -> None:
 
 def enabled(tool: Any, ctx: Any, agent: Any) -> bool:
     """A tool's or handoff's `is_enabled`: a bool, or a callable asked with the run's context and the agent."""
-    flag = tool.is_enabled
+    flag = getattr(tool, "is_enabled", None)
+    if flag is None:  # not a tool: put in the agent's list after the agent was made (its checks were passed then)
+        raise UserError(f"Agent {agent.name!r} offers a {type(tool).__name__}, which is not a tool: decorate a "
+                        "function with @function_tool before adding it to agent.tools")
     return bool(caller.call(flag, ctx, agent)) if callable(flag) else bool(flag)
 
 

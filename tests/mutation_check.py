@@ -506,6 +506,11 @@ MUTANTS: List[Mutant] = [
       "    if id(state.current_agent) not in run.tools:",
       "a tool that joins an agent's list during the run keeps its guardrails (the steps chosen again)",
       "test_steps_chosen"),
+    M("turn.py",
+      "    if flag is None:  # not a tool",
+      "    if False:  # not a tool",
+      "a plain function put in an agent's tools after it was made is a UserError naming the decorator",
+      "test_misuse"),
     # --- a run's own plugins (run.py, seams.py, agent.py); upstream's hooks on them (upstream/hooks.py) ----------
     M("run.py",
       "    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)",

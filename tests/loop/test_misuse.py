@@ -23,6 +23,32 @@ def test_a_plain_function_in_tools_is_a_type_error_that_names_the_decorator():
         Agent(name="A", tools=[lambda city: city])
 
 
+
+@pytest.mark.parametrize("when", ["before the run", "during the run"])
+def test_a_plain_function_added_to_an_agents_tools_later_is_a_user_error_naming_the_decorator(when):
+    """The agent's own check ran when it was made; a function put in its list afterwards (before the run, or by a
+    tool during it) is refused when the agent would offer it, not an AttributeError from inside the turn."""
+    from miniagents import function_tool
+    from miniagents.testing import function_call
+
+    def plain(city: str) -> str:
+        return city
+
+    @function_tool
+    def add_plain() -> str:
+        """Add a tool."""
+        agent.tools.append(plain)
+        return "added"
+
+    model = ScriptedModel([[function_call("add_plain", {}, call_id="c1")], [assistant_message("never")]])
+    agent = Agent(name="A", tools=[add_plain], model=model)
+    if when == "before the run":
+        agent.tools.append(plain)
+    with pytest.raises(UserError, match="Agent 'A' offers a function, which is not a tool: decorate a function "
+                                        "with @function_tool"):
+        Runner.run_sync(agent, "go")
+    assert len(model.calls) == (0 if when == "before the run" else 1)
+
 @pytest.mark.parametrize("options", [{"mcp_servers": [object()]}, {"mcp_config": ["x"]}])
 def test_mcp_fields_that_hold_no_mcp_server_are_refused(options):
     with pytest.raises(TypeError, match="mcp_"):
