@@ -13,8 +13,10 @@ import os
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
+from .agent import Agent
 from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
+from .handoffs import Handoff
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
 from .models.interface import ModelResponse
@@ -291,11 +293,20 @@ def reachable_agents(initial_agent: Any) -> list:
     found = [initial_agent]
     for agent in found:  # the list grows as it is walked
         # a handoff's agent (a Handoff built by hand names none: its on_invoke_handoff gives one); an agent tool's
-        others = [getattr(h, "_agent", h) for h in agent.handoffs] + [getattr(t, "_agent", None) for t in agent.tools]
+        others = [_handed_to(agent, h) for h in agent.handoffs] + [getattr(t, "_agent", None) for t in agent.tools]
         for other in others:
             if other is not None and not any(other is seen for seen in found):
                 found.append(other)
     return found
+
+
+def _handed_to(agent: Any, entry: Any) -> Any:
+    """The agent an entry of `agent.handoffs` names: an Agent, or a Handoff's (None when built by hand). Anything
+    else was put in the list after the agent was made (its own check passed then): a `UserError` naming it."""
+    if isinstance(entry, (Agent, Handoff)):
+        return getattr(entry, "_agent", entry)
+    raise UserError(f"Agent {agent.name!r} has an object of type {type(entry).__name__} among its handoffs, which is "
+                    "neither an Agent nor a Handoff: hand off to an Agent, or to handoff(agent)")
 
 
 def agent_map(initial_agent: Any) -> dict:

@@ -196,8 +196,8 @@ def enabled(tool: Any, ctx: Any, agent: Any) -> bool:
     """A tool's or handoff's `is_enabled`: a bool, or a callable asked with the run's context and the agent."""
     flag = getattr(tool, "is_enabled", None)
     if flag is None:  # not a tool: put in the agent's list after the agent was made (its checks were passed then)
-        raise UserError(f"Agent {agent.name!r} offers a {type(tool).__name__}, which is not a tool: decorate a "
-                        "function with @function_tool before adding it to agent.tools")
+        raise UserError(f"Agent {agent.name!r} offers an object of type {type(tool).__name__}, which is not a tool: "
+                        "decorate a function with @function_tool before adding it to agent.tools")
     return bool(caller.call(flag, ctx, agent)) if callable(flag) else bool(flag)
 
 

@@ -511,6 +511,11 @@ MUTANTS: List[Mutant] = [
       "    if False:  # not a tool",
       "a plain function put in an agent's tools after it was made is a UserError naming the decorator",
       "test_misuse"),
+    M("state.py",
+      "    if isinstance(entry, (Agent, Handoff)):",
+      "    if True:",
+      "something else added to an agent's handoffs later is a UserError naming it, before any model call",
+      "test_misuse"),
     # --- a run's own plugins (run.py, seams.py, agent.py); upstream's hooks on them (upstream/hooks.py) ----------
     M("run.py",
       "    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)",

@@ -44,8 +44,8 @@ def test_a_plain_function_added_to_an_agents_tools_later_is_a_user_error_naming_
     agent = Agent(name="A", tools=[add_plain], model=model)
     if when == "before the run":
         agent.tools.append(plain)
-    with pytest.raises(UserError, match="Agent 'A' offers a function, which is not a tool: decorate a function "
-                                        "with @function_tool"):
+    with pytest.raises(UserError, match="Agent 'A' offers an object of type function, which is not a tool: "
+                                        "decorate a function with @function_tool"):
         Runner.run_sync(agent, "go")
     assert len(model.calls) == (0 if when == "before the run" else 1)
 
@@ -60,3 +60,17 @@ def test_nest_handoff_history_is_refused_not_ignored():
 
     with pytest.raises(UserError, match="nest_handoff_history"):
         handoff(Agent(name="B"), nest_handoff_history=True)
+
+
+
+@pytest.mark.parametrize("bad", ["Triage", 5, None])
+def test_something_else_added_to_an_agents_handoffs_later_is_a_user_error_naming_it(bad):
+    """Upstream's programs append to `handoffs` after making agents (a cycle of agents): an entry that is neither an
+    Agent nor a Handoff is refused when the run walks its agents, before any model call."""
+    model = ScriptedModel([[assistant_message("never")]])
+    agent = Agent(name="A", model=model)
+    agent.handoffs.append(bad)
+    with pytest.raises(UserError, match=f"Agent 'A' has an object of type {type(bad).__name__} among its handoffs, "
+                                        "which is neither an Agent nor a Handoff"):
+        Runner.run_sync(agent, "go")
+    assert model.calls == ()

@@ -18,10 +18,11 @@ CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a
     # it uses; upstream's rules left for the upstream shell; raw items plain dicts; the entered steps, the invoke
     # chain and the turn seam chosen like every other step: 249, 304, 220); raised once, by each turn's check that its
     # agent and tools are those the steps were chosen for (`run.meet`: a hand-built handoff's agent, a resumed state's,
-    # a tool added during the run had their guardrails skipped): the figures below
+    # a tool added during the run had their guardrails skipped), and the handoff by the check of what a handoffs
+    # entry names (`state._handed_to`): the figures below
     "hello world": (250, 8),
     "approval through JSON": (305, 9),
-    "handoff": (222, 8),
+    "handoff": (225, 8),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
