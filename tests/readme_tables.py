@@ -83,11 +83,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # seam a chosen step (steps.observed_turn), so a plain run never enters it
     # raised to 1420 for what a run takes from outside checked where it comes in: a plugin's change its seam cannot
     # take (seams.returned) and an agent met late, whose guardrails were skipped (run.meet)
-    "agents, items, guardrails": 910,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 925,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
-    "tools and schemas": 955,  # issue 29: hosted tools, structured tool outputs and custom tool data left for upstream/
+    "tools and schemas": 960,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     "state and sessions": 1100,
     "HTTP adapters": 1980,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
