@@ -95,6 +95,9 @@ class Agent(Generic[TContext]):
         for item in self.handoffs:
             if not isinstance(item, (Agent, Handoff)):
                 raise TypeError(f"Agent handoffs must be Agent or Handoff objects, got {type(item).__name__}")
+        if self.input_guardrails or self.output_guardrails:  # (guardrails.py is loaded only by runs that use it)
+            from .guardrails import check_guardrails
+            check_guardrails("Agent", self, "input_guardrails", "output_guardrails")
         for server in self.mcp_servers:  # made by the MCP shell (miniagents/mcp/), whose plugin offers their tools
             if not callable(getattr(server, "list_tools", None)) or not callable(getattr(server, "call_tool", None)):
                 raise TypeError(f"Agent mcp_servers must be MCP servers (the MCP shell's MCPServerStdio), "

@@ -86,4 +86,7 @@ class RunConfig:
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
+        if self.input_guardrails or self.output_guardrails:  # (guardrails.py is loaded only by runs that use it)
+            from .guardrails import check_guardrails
+            check_guardrails("RunConfig", self, "input_guardrails", "output_guardrails")
 

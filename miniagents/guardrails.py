@@ -253,6 +253,25 @@ def tool_output_guardrail(func: Optional[Callable] = None, *, name: Optional[str
     return _decorator(ToolOutputGuardrail, func, name)
 
 
+# Each list of guardrails -> the kind it holds and the decorator that makes one from a function.
+KINDS = {"input_guardrails": (InputGuardrail, "input_guardrail"),
+         "output_guardrails": (OutputGuardrail, "output_guardrail"),
+         "tool_input_guardrails": (ToolInputGuardrail, "tool_input_guardrail"),
+         "tool_output_guardrails": (ToolOutputGuardrail, "tool_output_guardrail")}
+
+
+def check_guardrails(owner: str, made: Any, *names: str) -> None:
+    """The lists `names` of `made` (an agent, a tool, a run configuration, called `owner` in the error) hold only
+    guardrails of their kind, checked where it is made: a plain function (its decorator forgotten), or anything
+    else, is a `TypeError`, as for its other fields, that names the decorator."""
+    for name in names:
+        kind, decorator = KINDS[name]
+        for guardrail in getattr(made, name) or ():
+            if not isinstance(guardrail, kind):
+                raise TypeError(f"{owner} {name} must be {kind.__name__} objects (decorate functions with "
+                                f"@{decorator}), got {type(guardrail).__name__}")
+
+
 def check_tool_input(run: Any, tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:
     """Run a call's input guardrails before the tool: the text the model sees instead, if one rejects."""
     data = ToolInputGuardrailData(context=context, agent=agent)

@@ -113,6 +113,9 @@ class FunctionTool(SpecReads):
         if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
             raise UserError(f"Invalid needs_approval value: expected a bool or callable, got "
                             f"{type(self.needs_approval).__name__}.")
+        if self.tool_input_guardrails or self.tool_output_guardrails:  # (loaded only by runs that use guardrails)
+            from .guardrails import check_guardrails
+            check_guardrails(f"tool {self.name!r}", self, "tool_input_guardrails", "tool_output_guardrails")
         if not isinstance(self.idempotent, bool):
             raise UserError(f"tool '{self.name}': idempotent must be a bool, got {type(self.idempotent).__name__}")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):

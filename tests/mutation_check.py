@@ -516,6 +516,11 @@ MUTANTS: List[Mutant] = [
       "    if True:",
       "something else added to an agent's handoffs later is a UserError naming it, before any model call",
       "test_misuse"),
+    M("guardrails.py",
+      "        if not isinstance(guardrail, kind):",
+      "        if False:",
+      "a guardrail list holding a plain function is refused where its agent, tool or RunConfig is made",
+      "test_misuse"),
     # --- a run's own plugins (run.py, seams.py, agent.py); upstream's hooks on them (upstream/hooks.py) ----------
     M("run.py",
       "    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)",

@@ -74,3 +74,33 @@ def test_something_else_added_to_an_agents_handoffs_later_is_a_user_error_naming
                                         "which is neither an Agent nor a Handoff"):
         Runner.run_sync(agent, "go")
     assert model.calls == ()
+
+
+def forgot_the_decorator(*args):
+    return None
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Agent(name="A", input_guardrails=[forgot_the_decorator]),
+     "Agent input_guardrails must be InputGuardrail objects (decorate functions with @input_guardrail), got function"),
+    (lambda: Agent(name="A", output_guardrails=["strict"]),
+     "Agent output_guardrails must be OutputGuardrail objects (decorate functions with @output_guardrail), got str"),
+    (lambda: __import__("miniagents").RunConfig(output_guardrails=[forgot_the_decorator]),
+     "RunConfig output_guardrails must be OutputGuardrail objects"),
+])
+def test_a_guardrail_list_holding_no_guardrail_is_refused_where_it_is_made(make, message):
+    """A plain function in a guardrail list (its decorator forgotten) failed only when a run reached it, as an
+    AttributeError: now it is a TypeError naming the decorator, as for a plain function among an agent's tools."""
+    with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+@pytest.mark.parametrize("field", ["tool_input_guardrails", "tool_output_guardrails"])
+def test_a_tools_guardrail_list_holding_no_guardrail_is_refused_where_the_tool_is_made(field):
+    from miniagents import function_tool
+
+    with pytest.raises(TypeError, match=f"tool 'act' {field} must be Tool"):
+        @function_tool(**{field: [forgot_the_decorator]})
+        def act() -> str:
+            """Act."""
+            return "done"
