@@ -86,6 +86,11 @@ class RunConfig:
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
+        if self.handoff_input_filter is not None and not callable(self.handoff_input_filter):
+            raise UserError(f"RunConfig.handoff_input_filter must be a callable or None, got "
+                            f"{type(self.handoff_input_filter).__name__}")
+        if not isinstance(self.model, (str, type(None))) and not callable(getattr(self.model, "get_response", None)):
+            raise UserError(f"RunConfig.model must be a model name, a Model or None, got {type(self.model).__name__}")
         if self.input_guardrails or self.output_guardrails:  # (guardrails.py is loaded only by runs that use it)
             from .guardrails import check_guardrails
             check_guardrails("RunConfig", self, "input_guardrails", "output_guardrails")

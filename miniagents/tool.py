@@ -116,6 +116,11 @@ class FunctionTool(SpecReads):
         if self.tool_input_guardrails or self.tool_output_guardrails:  # (loaded only by runs that use guardrails)
             from .guardrails import check_guardrails
             check_guardrails(f"tool {self.name!r}", self, "tool_input_guardrails", "tool_output_guardrails")
+        for name, plain, what in (("is_enabled", bool, "a bool"), ("failure_error_function", type(None), "None"),
+                                  ("timeout_error_function", type(None), "None")):
+            if not callable(getattr(self, name)) and not isinstance(getattr(self, name), plain):
+                raise UserError(f"tool '{self.name}': {name} must be a callable or {what}, got "
+                                f"{type(getattr(self, name)).__name__}")
         if not isinstance(self.idempotent, bool):
             raise UserError(f"tool '{self.name}': idempotent must be a bool, got {type(self.idempotent).__name__}")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):

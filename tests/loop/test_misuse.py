@@ -104,3 +104,31 @@ def test_a_tools_guardrail_list_holding_no_guardrail_is_refused_where_the_tool_i
         def act() -> str:
             """Act."""
             return "done"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"failure_error_function": 5}, "failure_error_function must be a callable or None, got int"),
+    ({"timeout_error_function": "text"}, "timeout_error_function must be a callable or None, got str"),
+    ({"is_enabled": 5}, "is_enabled must be a callable or a bool, got int"),
+])
+def test_a_tools_callbacks_that_cannot_be_called_are_refused_where_the_tool_is_made(options, message):
+    """They were taken, and failed (or were read as true) only when a call needed them."""
+    from miniagents import function_tool
+
+    def act() -> str:
+        """Act."""
+        return "done"
+
+    with pytest.raises(UserError, match=f"tool 'act': {message}"):
+        function_tool(act, **options)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"handoff_input_filter": 5}, "RunConfig.handoff_input_filter must be a callable or None, got int"),
+    ({"model": 5}, "RunConfig.model must be a model name, a Model or None, got int"),
+])
+def test_a_run_config_part_that_cannot_work_is_refused_where_it_is_made(options, message):
+    from miniagents import RunConfig
+
+    with pytest.raises(UserError, match=message):
+        RunConfig(**options)
