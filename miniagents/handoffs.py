@@ -54,6 +54,14 @@ class Handoff(SpecReads, Generic[TContext]):
     is_enabled: Union[bool, Callable] = True
     _agent: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    def __post_init__(self):
+        """A handoff built by hand is checked where it is made, as `handoff()`'s arguments are."""
+        for name, plain, what in (("on_invoke_handoff", (), ""), ("is_enabled", bool, " or a bool"),
+                                  ("input_filter", type(None), " or None")):
+            if not callable(getattr(self, name)) and not isinstance(getattr(self, name), plain):
+                raise UserError(f"Handoff {self.tool_name!r}: {name} must be a callable{what}, got "
+                                f"{type(getattr(self, name)).__name__}")
+
     @property
     def name(self) -> str:
         """The tool name the model calls it by (as a function tool's `name`)."""

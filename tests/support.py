@@ -3,8 +3,8 @@ import json
 import os
 import sqlite3
 
-from miniagents import Agent
-from miniagents.testing import ScriptedModel
+from miniagents import Agent, GuardrailFunctionOutput, function_tool, output_guardrail
+from miniagents.testing import ScriptedModel, function_call
 
 TESTS = os.path.dirname(os.path.abspath(__file__))  # tests/: helpers, golden files, scripts
 ROOT = os.path.dirname(TESTS)  # the repository
@@ -15,6 +15,24 @@ def make_agent(steps, name="Assistant", **kw):
     """An agent whose model plays `steps`; returns (agent, model)."""
     model = ScriptedModel(steps)
     return Agent(name=name, model=model, **kw), model
+
+
+@output_guardrail
+def block_everything(ctx, agent, output):
+    return GuardrailFunctionOutput(output_info={"reason": "blocked"}, tripwire_triggered=True)
+
+
+@function_tool
+def read_secret() -> str:
+    return "SECRET-DATA"
+
+
+def secret_agent(**options):
+    """An agent whose tool's output is its final output, which its output guardrail rejects: what is left
+    behind must never hold "SECRET-DATA"."""
+    model = ScriptedModel([[function_call("read_secret", "{}", call_id="c1")]])
+    return Agent(name="Vault", tools=[read_secret], tool_use_behavior="stop_on_first_tool",
+                 output_guardrails=[block_everything], model=model, **options)
 
 
 def outputs_sent(call):

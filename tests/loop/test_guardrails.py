@@ -13,7 +13,7 @@ from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGua
                         ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
                         tool_input_guardrail, tool_output_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import make_agent, outputs_sent
+from support import block_everything, make_agent, outputs_sent, read_secret, secret_agent
 
 
 ran: list = []
@@ -285,24 +285,11 @@ def test_an_exception_inside_an_output_guardrail_propagates():
 # --- What a rejected final output leaves behind ---------------------------------------------------------
 
 
-@output_guardrail
-def block_everything(ctx, agent, output):
-    return trip()
-
 
 def history(session):
     return asyncio.run(session.get_items())
 
 
-@function_tool
-def read_secret() -> str:
-    return "SECRET-DATA"
-
-
-def secret_agent(**options):
-    model = ScriptedModel([[function_call("read_secret", "{}", call_id="c1")]])
-    return Agent(name="Vault", tools=[read_secret], tool_use_behavior="stop_on_first_tool",
-                 output_guardrails=[block_everything], model=model, **options)
 
 
 @pytest.mark.parametrize("streamed", [False, True])

@@ -132,3 +132,18 @@ def test_a_run_config_part_that_cannot_work_is_refused_where_it_is_made(options,
 
     with pytest.raises(UserError, match=message):
         RunConfig(**options)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"is_enabled": 5}, "is_enabled must be a callable or a bool, got int"),
+    ({"input_filter": "all"}, "input_filter must be a callable or None, got str"),
+    ({"on_invoke_handoff": None}, "on_invoke_handoff must be a callable, got NoneType"),
+])
+def test_a_handoff_built_by_hand_is_checked_where_it_is_made(options, message):
+    """As `handoff()`'s arguments are: a Handoff built by hand with `is_enabled=5` was read as true."""
+    from miniagents import Handoff
+
+    fields = {"tool_name": "to_b", "tool_description": "Go to B.", "input_json_schema": {},
+              "on_invoke_handoff": lambda ctx, args: None, "agent_name": "B", **options}
+    with pytest.raises(UserError, match=f"Handoff 'to_b': {message}"):
+        Handoff(**fields)

@@ -22,7 +22,7 @@ from miniagents import (Agent, OutputGuardrailTripwireTriggered, RunConfig as Ke
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.upstream import (CallModelData, ModelInputData, OutputGuardrailBlockedMessageArgs, RunConfig,
                                  ToolErrorFormatterArgs)
-from support import ROOT, make_agent, outputs_sent
+from support import ROOT, block_everything, make_agent, outputs_sent, secret_agent
 
 REJECTED = "Tool execution was not approved."
 WITHHELD = "Output withheld by an output guardrail."
@@ -387,20 +387,7 @@ def test_a_formatter_that_raises_in_a_resumed_run_stops_it_and_the_paused_state_
 # --- output_guardrail_blocked_message -------------------------------------------------------------------------
 
 
-@output_guardrail
-def block_everything(ctx, agent, output):
-    return GuardrailFunctionOutput(output_info={"reason": "blocked"}, tripwire_triggered=True)
 
-
-@function_tool
-def read_secret() -> str:
-    return "SECRET-DATA"
-
-
-def secret_agent(**options):
-    model = ScriptedModel([[function_call("read_secret", "{}", call_id="c1")]])
-    return Agent(name="Vault", tools=[read_secret], tool_use_behavior="stop_on_first_tool",
-                 output_guardrails=[block_everything], model=model, **options)
 
 
 @pytest.mark.parametrize("configured, expected", [
