@@ -460,10 +460,10 @@ def structured_output(desk: Walkthrough) -> None:
     show(log[:1])
     if error is not None:
         say(f"  the answer did not fit; the run raised {type(error).__name__}:", "33")
-        wrapped(clipped(error.message), "      ")
+        wrapped(error.message, "      ")  # (a long answer is quoted in it only as its start: bounded)
         say("  to let the model fix it, send the message back as the next input:")
         retry = ([{"role": "user", "content": question}] + [i.raw_item for i in error.run_data.new_items]
-                 + [{"role": "user", "content": f"{clipped(error.message)} Answer again with JSON that fits the "
+                 + [{"role": "user", "content": f"{error.message} Answer again with JSON that fits the "
                                                 "schema."}])
         missed_again = None
         try:
@@ -483,13 +483,6 @@ def structured_output(desk: Walkthrough) -> None:
                     lambda: isinstance(error, ModelBehaviorError) and "eta_days" in error.message)
     desk.expect("final_output is a DeliveryAnswer built from the model's JSON (eta_days an int)",
                 lambda: isinstance(final, DeliveryAnswer) and isinstance(final.eta_days, int))
-
-
-def clipped(text: str, limit: int = 400) -> str:
-    """A long text (a small model's runaway answer, quoted in an error) as its start, its length and its end."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit - 120]} … [{len(text):,} characters in all] … {text[-80:]}"
 
 
 def kind_of_schema(schema: dict) -> str:

@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
 from .schema import SpecReads, type_schema
-from .validate import ArgumentsError, jsonable, type_name, validate_value
+from .items import preview
+from .validate import STRICT_JSON, ArgumentsError, jsonable, type_name, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
 
@@ -104,16 +105,16 @@ class AgentOutputSchema(AgentOutputSchemaBase):
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
         try:
-            data = json.loads(text)
+            data = STRICT_JSON.decode(text)
             if self._wrapped:
                 if not isinstance(data, dict) or "response" not in data:
                     raise ArgumentsError("expected an object with a 'response' key")
                 data = data["response"]
             return validate_value(self.output_type, data)
-        except (ValueError, ArgumentsError) as e:
-            detail = getattr(e, "message", None) or str(e)
-            raise InvalidFinalOutput(f"Invalid JSON when parsing model output: {detail}. Raw text: {text!r}",
-                                     text) from None
+        except (ValueError, RecursionError, ArgumentsError) as e:
+            detail = getattr(e, "message", None) or str(e) or "nested too deeply"
+            raise InvalidFinalOutput(f"Invalid JSON when parsing model output: {detail}. Raw text: "
+                                     f"{preview(repr(text))}", text) from None
 
     def validate_data(self, data: Any) -> Any:
         """Already-decoded JSON data (an error handler's dict or list) -> an `output_type` value."""

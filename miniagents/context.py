@@ -34,7 +34,7 @@ def arguments_fingerprint(arguments: Any) -> str:
 
     try:
         canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         canonical = str(arguments)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -11,10 +11,10 @@ import re
 from typing import Dict, List, Optional
 
 _SECTION = re.compile(
-    r"^\s*(Args|Arguments|Params|Parameters|Keyword Args|Keyword Arguments|Other Parameters|Returns?|"
+    r"^(Args|Arguments|Params|Parameters|Keyword Args|Keyword Arguments|Other Parameters|Returns?|"
     r"Yields?|Raises|Examples?|Notes?|Attributes|Warnings?|See Also|Todo|References)\s*:\s*$")
 _PARAMETERS = {"Args", "Arguments", "Params", "Parameters", "Keyword Args", "Keyword Arguments", "Other Parameters"}
-_ENTRY = re.compile(r"(\**\w+)\s*(?:\([^)]*\))?\s*:(.*)$")  # `name (type): description`
+_ENTRY = re.compile(r"(\**\w+)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(.*)$")  # `name (type): description`
 
 
 def parse_docstring(doc: Optional[str], style: Optional[str] = None):

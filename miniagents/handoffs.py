@@ -112,7 +112,7 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
         if input_type is not None:
             try:
                 data = json.loads(raw_args or "null")
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: {preview(raw_args)!r}") from None
             if data is None:
                 raise ModelBehaviorError("Handoff function expected non-null input, but got None")

@@ -283,7 +283,7 @@ class ToolApprovalItem(RunItem):
         text = self.raw_item.get("arguments") or "{}"
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
 
     def to_input_item(self) -> dict:

@@ -71,6 +71,22 @@ _UNKNOWN = ("miniagents cannot express it as JSON Schema — use str, int, float
             "Literal, an Enum, a dataclass, TypedDict, NamedTuple or a Pydantic model")
 
 
+def schema_value(data: Any) -> Any:
+    """`data` when JSON can write it: a ValueError for a number it cannot (inf, nan), which Python's json would
+    send as a bare `Infinity` no server parses."""
+    json.dumps(data, allow_nan=False)
+    return data
+
+
+def _unhashable(tp) -> bool:
+    """Whether values of `tp` can never be set items (a list, a dict, a dataclass that is not frozen...)."""
+    tp = strip_annotated(tp)[0]
+    if is_union(tp):
+        return any(map(_unhashable, typing.get_args(tp)))
+    cls = typing.get_origin(tp) or tp
+    return isinstance(cls, type) and cls.__hash__ is None
+
+
 def _literal_type(values) -> dict:
     kinds = {next((name for t, name in JSON_TYPES.items() if isinstance(v, t)), "?") for v in values}
     return {"type": kinds.pop()} if len(kinds) == 1 and "?" not in kinds else {}
@@ -102,8 +118,8 @@ class _Builder:
             schema["description"] = description
         if default is not MISSING:
             try:
-                schema["default"] = jsonable(default)
-            except TypeError:
+                schema["default"] = schema_value(jsonable(default))
+            except (TypeError, ValueError):
                 pass  # not representable: the Python default still applies at call time
         return schema
 
@@ -120,8 +136,8 @@ class _Builder:
             return {"type": simple}
         if origin is typing.Literal or is_enum(tp):
             try:
-                values = [jsonable(a) for a in (args or [m.value for m in tp])]
-            except TypeError as exc:
+                values = schema_value([jsonable(a) for a in (args or [m.value for m in tp])])
+            except (TypeError, ValueError) as exc:
                 raise self.refused(tp, f"its values must be JSON ({exc})") from None
             if origin is not typing.Literal:
                 return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
@@ -129,6 +145,9 @@ class _Builder:
                 else {"enum": values, **_literal_type(values)}
         if is_union(tp):
             return {"anyOf": [self.schema(a) for a in args]}
+        if (tp in (set, frozenset) or origin in (set, frozenset, cabc.Set, cabc.MutableSet)) and args \
+                and _unhashable(args[0]):
+            raise self.refused(tp, "the items of a set must be hashable: use a list, or a frozen dataclass")
         if tp in (list, tuple, set, frozenset, dict) or origin in (list, set, frozenset, cabc.Sequence,
                                                                      cabc.MutableSequence, cabc.Set,
                                                                      cabc.MutableSet, cabc.Iterable):
@@ -171,6 +190,11 @@ class _Builder:
             fields = fields_of(cls)
         except Exception as exc:  # e.g. a forward reference that does not resolve
             raise self.refused(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})") from None
+        unsent = dataclasses.is_dataclass(cls) and [p for p in inspect.signature(cls).parameters.values()
+                                                    if p.default is p.empty and p.name not in {f[0] for f in fields}]
+        if unsent:  # an InitVar: the schema has no field for it, so no value could ever build the class
+            raise self.refused(cls, f"its __init__ needs {unsent[0].name!r}, which is not a field (an InitVar?): "
+                                    "give it a default, or make it a field")
         for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, field_type(tp, default), default)

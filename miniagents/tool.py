@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Union
 from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import MissingFeatureError, ModelBehaviorError, ToolTimeoutError, UserError, warn
-from .items import clean_text, preview
+from .items import clean_json, clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
@@ -184,16 +184,21 @@ CONTENT_PARTS = ("input_text", "input_image", "input_file")  # the Responses API
 def tool_output(value: Any) -> Union[str, list]:
     """What the model sees for a tool's return value: content (text, images and files the model reads as such) when
     the value is content parts, or an object that knows its part (`content_part()`), or a list of only those;
-    anything else as text (`output_text`)."""
+    anything else as text (`output_text`). The tool has run: a value that cannot be shown is said to be so, never
+    reported as the tool's failure (which would invite the model to run it again)."""
     if isinstance(value, str):  # the common cases
         return clean_text(value)
-    if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
-        return str(value)
-    parts = value if isinstance(value, list) else [value]
-    if parts and all(callable(getattr(p, "content_part", None)) or isinstance(p, dict) and p.get("type") in
-                     CONTENT_PARTS for p in parts):
-        return [p if isinstance(p, dict) else p.content_part() for p in parts]
-    return output_text(value)
+    try:
+        if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
+            return str(value)
+        parts = value if isinstance(value, list) else [value]
+        if parts and all(callable(getattr(p, "content_part", None)) or isinstance(p, dict) and p.get("type") in
+                         CONTENT_PARTS for p in parts):
+            return clean_json([p if isinstance(p, dict) else p.content_part() for p in parts])
+        return output_text(value)
+    except Exception as error:  # an int beyond str()'s digits, a content_part() or __str__ that raises
+        warn("a tool returned a %s that cannot be shown as text", type(value).__name__, exc_info=error)
+        return f"The tool ran, but its result, of type {type(value).__name__}, cannot be shown as text."
 
 
 # --- Output conversion ------------------------------------------------------------------------
@@ -210,7 +215,7 @@ def output_text(value: Any) -> str:
         return clean_text(value)
     try:
         return clean_text(TO_JSON(jsonable(value)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # not JSON, or a list or dict that holds itself
         return clean_text(str(value))
 
 

@@ -293,7 +293,7 @@ def _invocation(call: dict) -> tuple:
     text = call.get("arguments") or "{}"
     try:
         arguments = json.dumps(json.loads(text), sort_keys=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         arguments = text
     return call.get("name"), arguments
 

@@ -15,7 +15,9 @@ import enum
 import functools
 import inspect
 import json
+import math
 import re
+import sys
 import types
 import typing
 from typing import Any, Callable, NamedTuple, Optional, Union
@@ -198,6 +200,8 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
         raise unreadable(tool_name, f"expected a JSON string, got {type(raw).__name__}")
     try:
         data = STRICT_JSON.decode(raw)
+        if not (raw.isascii() and "\\u" not in raw):  # an escape or a character that may decode to a lone surrogate
+            data = clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
     except json.JSONDecodeError as exc:
         raise unreadable(tool_name, f"{exc.msg} at line {exc.lineno} column {exc.colno}. Send one JSON object. "
                          f"Received: {preview(raw)}") from None
@@ -206,9 +210,7 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     if not isinstance(data, dict):
         raise unreadable(tool_name, f"expected a JSON object of parameters, got {_describe(data)}. "
                          f"Received: {preview(raw)}")
-    if raw.isascii() and "\\u" not in raw:  # no escape and no character that could decode to a lone surrogate
-        return data
-    return clean_json(data)  # a "\\ud800" escape must not reach the tool, a request or a database
+    return data
 
 
 def unreadable(tool_name: str, problem: str) -> ArgumentsError:
@@ -278,8 +280,11 @@ def converter(tp: Any, strict: bool) -> Callable:
     if tp in (str, bool):
         return lambda value, path: value if isinstance(value, tp) else _fail(
             path, f"expected {_expected(tp)}, got {_describe(value)}")
-    if tp in (int, float):
-        return lambda value, path: value if type(value) is tp else _convert_guarded(tp, value, path, strict)
+    if tp is int:
+        return lambda value, path: value if type(value) is int else _convert_guarded(tp, value, path, strict)
+    if tp is float:  # (1e400 decodes to inf)
+        return lambda value, path: value if type(value) is float and math.isfinite(value) else _convert_guarded(
+            tp, value, path, strict)
     return lambda value, path: _convert_guarded(tp, value, path, strict)
 
 
@@ -322,8 +327,11 @@ def _convert(tp, value, path: str, strict: bool):
         if isinstance(value, float) and value.is_integer():
             return int(value)
         return value if isinstance(value, int) and not isinstance(value, bool) else wrong()
-    if tp is float:
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else wrong()
+    if tp is float:  # a finite number: 1e400 decodes to inf, an integer may be beyond any float
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return wrong()
+        return float(value) if abs(value) <= sys.float_info.max else _fail(
+            path, f"expected a finite number, got {_describe(value)}")
     if is_union(tp):
         if value is None and admits_none(tp):
             return None

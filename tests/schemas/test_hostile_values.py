@@ -1,0 +1,219 @@
+"""What a model sends that no signature takes, and what a signature asks that no value could give.
+
+Found by attacking the tool layer: nesting deeper than Python walks, numbers beyond any float, non-finite
+numbers, set items that cannot be hashed, InitVars, results that cannot be shown. Each case ends in a message
+the model can act on, an error where the tool is made, or the tool's real result; never a bare exception.
+"""
+import enum
+import json
+import math
+from dataclasses import InitVar, dataclass
+from typing import FrozenSet, List, Literal, Set
+
+import pytest
+
+from miniagents import ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
+from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
+from miniagents.docstrings import parse_docstring
+from miniagents.testing import assistant_message, function_call
+from support import make_agent, outputs_sent
+
+DEEP = 900  # below the decoder's own limit, deep enough that a second walk of the value overflows the stack
+
+
+def deep_arguments(leaf: str) -> str:
+    return '{"x": ' + "[" * DEEP + leaf + "]" * DEEP + "}"
+
+
+def told(tool, arguments, call_id="c1", **agent_kw):
+    agent, model = make_agent([[function_call(tool.name, arguments, call_id=call_id)], [assistant_message("done")]],
+                              tools=[tool], **agent_kw)
+    Runner.run_sync(agent, "go")
+    return outputs_sent(model.calls[1])[call_id]
+
+
+@pytest.mark.parametrize("leaf", ['"é"', '"\\u00e9"'])
+@pytest.mark.parametrize("options", [{}, {"needs_approval": lambda ctx, params, call_id: False}])
+def test_arguments_nested_too_deeply_with_text_to_repair_are_the_models_mistake(leaf, options):
+    @function_tool(**options)
+    def f(x: int = 0) -> str:
+        return "ran"
+
+    text = told(f, deep_arguments(leaf))
+    assert text.startswith("Invalid JSON input for tool f") and "ran" not in text
+
+
+def test_with_every_failure_raised_deep_arguments_are_a_model_behavior_error():
+    @function_tool(failure_error_function=None)
+    def f(x: int = 0) -> str:
+        return "ran"
+
+    with pytest.raises(ModelBehaviorError, match="Invalid JSON input for tool f"):
+        told(f, deep_arguments('"é"'))
+
+
+def test_a_repeated_call_id_with_deep_arguments_and_its_approval_are_no_recursion_error():
+    @function_tool(needs_approval=True)
+    def f(x: int = 0) -> str:
+        return "ran"
+
+    deep = '{"x": ' + "[" * 5000 + "]" * 5000 + "}"
+    agent, model = make_agent([[function_call("f", "{}", call_id="abcXYZ")], [function_call("f", deep, call_id="abcXYZ")],
+                               [assistant_message("done")]], tools=[f])
+    state = Runner.run_sync(agent, "go").to_state()
+    state.approve(state.get_interruptions()[0])
+    paused = Runner.run_sync(agent, state).to_state()
+    paused.approve(paused.get_interruptions()[0])
+    assert Runner.run_sync(agent, paused).final_output == "done"
+    assert "Invalid JSON input for tool f" in list(outputs_sent(model.calls[2]).values())[-1]
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 400, "1e400", "-1e400"])
+def test_a_number_beyond_any_float_is_the_models_mistake(number):
+    seen = []
+
+    @function_tool
+    def g(x: float) -> str:
+        seen.append(x)
+        return "ran"
+
+    text = told(g, '{"x": %s}' % number)
+    assert "expected a finite number" in text and seen == []
+
+
+@pytest.mark.parametrize("output_type, answer", [
+    (int, '{"response": ' + "[" * 3000 + "]" * 3000 + "}"),
+    (float, '{"response": 1' + "0" * 400 + "}"),
+    (float, '{"response": 1e400}'),
+    (float, '{"response": NaN}'),
+    (float, '{"response": Infinity}'),
+])
+def test_a_final_output_no_output_type_takes_is_invalid_final_output(output_type, answer):
+    with pytest.raises(InvalidFinalOutput):
+        AgentOutputSchema(output_type).validate_json(answer)
+
+
+def test_an_invalid_final_output_quotes_a_bounded_preview():
+    with pytest.raises(InvalidFinalOutput) as info:
+        AgentOutputSchema(int).validate_json("x" * 10_000_000)
+    assert len(str(info.value)) < 1000
+
+
+class Infinite(enum.Enum):
+    A = float("inf")
+    B = 1.0
+
+
+@dataclass
+class Point:
+    x: int
+
+
+@dataclass(frozen=True)
+class FrozenPoint:
+    x: int
+
+
+@dataclass
+class Scaled:
+    a: int
+    scale: InitVar[int]
+
+    def __post_init__(self, scale):
+        self.a *= scale
+
+
+@pytest.mark.parametrize("annotation, words", [
+    (Infinite, "its values must be JSON"),
+    (Literal[float("inf")], "its values must be JSON"),
+    (Set[Point], "the items of a set must be hashable"),
+    (FrozenSet[List[int]], "the items of a set must be hashable"),
+    (Scaled, "its __init__ needs 'scale', which is not a field"),
+])
+def test_a_parameter_no_value_could_fill_is_refused_where_the_tool_is_made(annotation, words):
+    def f(x) -> str:
+        return "ran"
+
+    f.__annotations__["x"] = annotation
+    with pytest.raises(UserError, match=words):
+        function_tool(f)
+
+
+def test_set_items_that_hash_and_an_init_var_with_a_default_are_taken():
+    @dataclass
+    class Defaulted:
+        a: int
+        scale: InitVar[int] = 2
+
+        def __post_init__(self, scale):
+            self.a *= scale
+
+    @function_tool
+    def f(points: Set[FrozenPoint], d: Defaulted) -> str:
+        return f"{sorted(p.x for p in points)} {d.a}"
+
+    assert told(f, {"points": [{"x": 2}, {"x": 1}], "d": {"a": 3}}) == "[1, 2] 6"
+
+
+def test_a_non_finite_default_is_left_out_of_a_schema_that_stays_json():
+    @function_tool(strict_mode=False)
+    def f(x: float = float("nan")) -> str:
+        return "ran"
+
+    assert "default" not in f.params_json_schema["properties"]["x"]
+    json.dumps(f.params_json_schema, allow_nan=False)
+
+
+def test_a_content_part_with_a_lone_surrogate_reaches_the_session_repaired():
+    @function_tool
+    def t() -> list:
+        return [{"type": "input_text", "text": "a\ud800b"}]
+
+    session = SQLiteSession("s")
+    agent, _ = make_agent([[function_call("t", "{}", call_id="c1")], [assistant_message("done")]], tools=[t])
+    Runner.run_sync(agent, "go", session=session)
+    output = [i for i in session.get_items() if i.get("type") == "function_call_output"][0]["output"]
+    assert output == [{"type": "input_text", "text": "a\ufffdb"}]
+
+
+def cyclic():
+    value = [1]
+    value.append(value)
+    return value
+
+
+@pytest.mark.parametrize("result, text", [
+    (lambda: 10 ** 5000, "The tool ran, but its result, of type int, cannot be shown as text."),
+    (cyclic, "[1, [...]]"),
+])
+def test_a_tool_that_ran_is_never_reported_as_failed_for_a_result_that_is_hard_to_show(result, text):
+    ran = []
+
+    @function_tool
+    def pay() -> object:
+        ran.append(1)
+        return result()
+
+    if "int" in text and not hasattr(__import__("sys"), "set_int_max_str_digits"):
+        text = str(10 ** 5000)  # Python 3.9/3.10 show any int
+    assert told(pay, "{}") == text and ran == [1]
+
+
+def test_a_section_word_inside_an_entry_and_a_nested_type_keep_every_parameter():
+    _, params, _ = parse_docstring("""Do it.
+
+    Args:
+        x: The x value.
+            Example:
+                x = 3
+        y (Callable[(int), str]): The y value.
+    """)
+    assert params == {"x": "The x value.\nExample:\nx = 3", "y": "The y value."}
+
+
+def test_finite_floats_pass_unchanged():
+    @function_tool
+    def g(x: float) -> str:
+        return repr(x)
+
+    assert told(g, {"x": 2.5}) == "2.5" and math.isfinite(float(told(g, {"x": 1e308})))
