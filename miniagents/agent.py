@@ -186,14 +186,19 @@ class Agent(Generic[TContext]):
                                    ledger=ctx.ledger)
                 if paused is None:  # the inner run's approvals are its own, kept beside the caller's
                     nested.state.context_wrapper.approval_scope = nested.state.run_id
-                result = drive(nested, on_stream and (lambda event: caller.call(on_stream, AgentToolStreamEvent(
-                    event=event, agent=nested.state.current_agent, tool_call=ctx.tool_call))))
+                aborts, cancel = caller.CANCEL_CALLBACKS.get(), nested.state.cancel  # the caller's cancel reaches
+                aborts is None or aborts.append(cancel)  # the inner run, which stops as the caller does
+                try:
+                    result = drive(nested, on_stream and (lambda event: caller.call(on_stream, AgentToolStreamEvent(
+                        event=event, agent=nested.state.current_agent, tool_call=ctx.tool_call))))
+                finally:
+                    aborts is None or cancel not in aborts or aborts.remove(cancel)
             except ModelBehaviorError as error:  # the inner model's mistake, not this call's arguments
                 raise ToolError(f"The agent '{self.name}' could not finish: {error.message}") from error
             except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too
                 raise NestedInterruption(limit.state, [], limit) from None
-            if result.interruptions:
-                raise NestedInterruption(result.to_state(), result.interruptions)
+            if result.interruptions or nested.state.cancel_mode == "immediate":  # paused, or stopped by a cancel: the
+                raise NestedInterruption(result.to_state(), result.interruptions)  # call goes on when the run resumes
             if custom_output_extractor is not None:
                 return caller.call(custom_output_extractor, result)
             return agent_tool_output(result)

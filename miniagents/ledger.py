@@ -78,12 +78,13 @@ def journal_response(run: Run, turn: Turn) -> None:
     with no outputs yet, which a continued run resumes (the model is not asked again)."""
     if run.journal is None:
         return
-    state = run.state
+    state, unsaved = run.state, run.state.unsaved_session_input
     state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, {}, turn.session_input, {}, turn.replays)
+    state.unsaved_session_input = []  # the journaled turn holds it
     try:
         write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
     finally:
-        state.pending = None
+        state.pending, state.unsaved_session_input = None, unsaved
 
 
 def write_journal(run: Run, document: dict, turn: int) -> None:

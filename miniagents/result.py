@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional, Union
 
+from .errors import UserError
 from .items import ToolApprovalItem, drop_orphans, to_input_list
 
 EVENT_NAMES = {
@@ -51,7 +52,7 @@ def stream_events_for(items: list) -> list:
 
 def replayable(input: Any, new_items: list, mode: str) -> list:
     if mode not in ("preserve_all", "normalized"):
-        raise ValueError(f"to_input_list mode must be 'preserve_all' or 'normalized', got {mode!r}")
+        raise UserError(f"to_input_list mode must be 'preserve_all' or 'normalized', got {mode!r}")
     items = to_input_list(input) + [i.raw_item for i in new_items if not isinstance(i, ToolApprovalItem)]
     return drop_orphans(items) if mode == "normalized" else items
 
@@ -152,7 +153,7 @@ class RunResultStreaming(RunResult):
         """Stop the run: "immediate" at the next event (`is_complete` is True at once, the fields holding what the
         run had done), "after_turn" once the current turn has settled."""
         if mode not in ("immediate", "after_turn"):
-            raise ValueError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
+            raise UserError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
         self._state.cancel(mode)
         if mode == "immediate" and not self.is_complete:  # complete now, as upstream's: the run does no more
             self._complete(RunResult.from_state(self._state, None))
@@ -183,9 +184,21 @@ class RunResultStreaming(RunResult):
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
 
+        def put(item: Any) -> bool:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+                return True
+            except RuntimeError:  # the reader's event loop is closed
+                return False
+
         def hand_over(event: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
-            handled.acquire()
+            """The event to the reader; wait until it was handled. A reader whose event loop closed without closing
+            this stream is gone: the run stops at its next step instead of waiting forever."""
+            delivered = put(event)
+            while delivered and not handled.acquire(timeout=1.0):
+                delivered = not loop.is_closed()
+            if not delivered:
+                self._state.cancel("immediate")
 
         def work() -> None:
             try:
@@ -194,9 +207,13 @@ class RunResultStreaming(RunResult):
                 outcome["error"] = e
                 self._complete(RunResult.from_state(self._state, None))
             finally:
-                loop.call_soon_threadsafe(queue.put_nowait, done)
+                put(done)
 
-        worker, finished = loop.run_in_executor(None, contextvars.copy_context().run, work), False
+        # A thread of its own, not the event loop's executor: a reader that awaits other runs while it handles an
+        # event must never wait behind the streams that wait for it.
+        threading.Thread(target=contextvars.copy_context().run, args=(work,), name="miniagents-stream",
+                         daemon=True).start()
+        finished = False
         try:
             while not finished:
                 event = await queue.get()
@@ -205,10 +222,11 @@ class RunResultStreaming(RunResult):
                     yield event
                     handled.release()
         finally:
-            if not finished:  # the reader stopped early (or its task was cancelled): stop at the next step
-                self._state.cancel("immediate")
+            if not finished:  # the reader stopped early (or its task was cancelled): stop at the next step, and
+                self._state.cancel("immediate")  # wait until the run has (its result is then complete)
                 handled.release()
-        await worker
+                while await queue.get() is not done:
+                    handled.release()
         if "error" in outcome:
             raise outcome["error"]
 

@@ -191,24 +191,38 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
         try:
             loop(run)
             return run.result
-        except Cancelled:
+        except (Cancelled, caller.Cancelled) as stop:  # the reader's cancel, or what a cancel aborted (a request)
+            try:
+                steps.join_input_guardrails(run, None)  # racing input guardrails: a trip is raised, never lost
+            except AgentsException as trip:
+                raise failed(run, trip) from None
+            if run.plugins and isinstance(stop, AgentsException):
+                leave_agent(run, stop)
             return RunResult.from_state(state, None)
-        except AgentsException as error:
-            if run.plugins:
-                leave_agent(run, error)
-            if state.cancel_mode == "immediate":  # what was in flight was aborted by the cancel: no error
-                return RunResult.from_state(state, None)
-            if error.run_data is None:
-                error.run_data = RunErrorDetails(
-                    state.original_input, list(state.generated_items), list(state.model_responses),
-                    state.current_agent, state.context_wrapper, list(state.input_guardrail_results),
-                    list(state.output_guardrail_results), list(state.tool_input_guardrail_results),
-                    list(state.tool_output_guardrail_results))
-            raise
+        except AgentsException as error:  # a tripwire or a failure is raised, a cancel or not: nothing is lost
+            raise failed(run, error)
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
             for step in run.after:  # the plugins hear the agent's stretch end; the session's journal is closed
                 step(run)
+
+
+def failed(run: Run, error: AgentsException) -> AgentsException:
+    """`error`, to raise, carrying the partial run (`run_data`), the plugins told; the trip of racing input
+    guardrails that the failed turn never joined wins over it."""
+    try:
+        steps.join_input_guardrails(run, None)
+    except AgentsException as trip:
+        error = trip
+    if run.plugins:
+        leave_agent(run, error)
+    state = run.state
+    if error.run_data is None:
+        error.run_data = RunErrorDetails(
+            state.original_input, list(state.generated_items), list(state.model_responses), state.current_agent,
+            state.context_wrapper, list(state.input_guardrail_results), list(state.output_guardrail_results),
+            list(state.tool_input_guardrail_results), list(state.tool_output_guardrail_results))
+    return error
 
 
 def hand_over(run: Run, on_event: Callable, event: Any) -> None:
@@ -267,9 +281,9 @@ def start_turn(run: Run, turn: Turn) -> None:
 
 
 def carry_session_input(run: Run, turn: Turn) -> None:
-    """The run's new input goes to the session with the first turn that starts (`steps.save` writes both)."""
-    state = run.state
-    turn.session_input, state.unsaved_session_input = state.unsaved_session_input, []
+    """The run's new input goes to the session with the first turn that is written (`steps.save` writes both); the
+    state keeps it until then, or until the turn pauses with it, so a turn a cancel drops leaves it to the next."""
+    turn.session_input = run.state.unsaved_session_input
 
 
 def leave_agent(run: Run, error: Optional[BaseException] = None) -> None:
@@ -305,6 +319,7 @@ def pause(run: Run, turn: Turn) -> None:
               for c in turn.calls if c.paused is not None}
     state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, outputs, turn.session_input, nested,
                                 turn.replays, pauses, turn.unsure)
+    state.unsaved_session_input = []  # the paused turn holds it
     steps.settle_claim(run, turn, "paused again")
     state.generated_items.extend(interruptions)
     run.result = RunResult.from_state(state, None, interruptions)

@@ -124,8 +124,10 @@ class RunState(Generic[TContext]):
 
     def cancel(self, mode: str = "immediate") -> None:
         """Ask the run to stop (from any thread): "immediate" at its next step boundary, what is in flight
-        aborted (a running tool finishes; one not started never starts); "after_turn" once the turn settled."""
-        self.cancel_mode = mode
+        aborted (a running tool finishes; one not started never starts); "after_turn" once the turn settled. A
+        later, milder cancel never softens an "immediate" one."""
+        if self.cancel_mode != "immediate":
+            self.cancel_mode = mode
         if mode == "immediate":
             for abort in list(self.aborts):
                 abort()

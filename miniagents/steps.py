@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable
 
 from . import caller, seams
-from .errors import UsageLimitExceeded
+from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
 from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
@@ -115,21 +115,35 @@ def stream_model(run: Run, turn: Turn) -> None:
 
 
 def stream_response(run: Run, model: Any, turn: Turn) -> Any:
+    """The model's stream, each event handed on; the response is its `response.completed` event's. A stream that
+    sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came."""
+    response = None
+    for event in model.stream_response(*model_arguments(run, turn), **turn.ids):
+        if not isinstance(event, dict):
+            raise ModelBehaviorError(f"The model's stream sent a {type(event).__name__}, not an event (a dict).")
+        run.emit(RawResponsesStreamEvent(data=event))
+        if event.get("type") == "response.completed":
+            response = completed(event.get("response"))
+    if response is None:
+        raise AgentsException("the model's stream ended without a response.completed event")
+    return response
+
+
+def completed(final: Any) -> Any:
+    """A `response.completed` event's response as a `ModelResponse`: output items (dicts), usage, id."""
     from .context import Usage
     from .models.interface import ModelResponse
 
-    response = None
-    for event in model.stream_response(*model_arguments(run, turn), **turn.ids):
-        run.emit(RawResponsesStreamEvent(data=event))
-        if event.get("type") == "response.completed":
-            final = event["response"]
-            response = ModelResponse(output=list(final.get("output") or []),
-                                     usage=Usage.from_json(final.get("usage")), response_id=final.get("id"))
-    if response is None:
-        from .errors import AgentsException
-
-        raise AgentsException("the model's stream ended without a response.completed event")
-    return response
+    output = final.get("output") or [] if isinstance(final, dict) else None
+    if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
+        raise ModelBehaviorError("The model's response.completed event holds no response with a list of output "
+                                 "items (dicts).")
+    try:
+        usage = Usage.from_json(final.get("usage"))
+    except (AttributeError, TypeError, ValueError):
+        raise ModelBehaviorError("The model's response.completed event holds a usage that is not token "
+                                 "counts.") from None
+    return ModelResponse(output=list(output), usage=usage, response_id=final.get("id"))
 
 
 def observed_model(run: Run, turn: Turn) -> None:
@@ -300,6 +314,7 @@ def save(run: Run, turn: Turn) -> None:
     ledger's `once` key says so); its claim records that it completed."""
     items = turn.session_input + [i.raw_item for i in turn.items]
     write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.claim is not None else None)
+    run.state.unsaved_session_input = []
     settle_claim(run, turn, "completed")
 
 

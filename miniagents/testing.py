@@ -110,8 +110,9 @@ def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
         return "invalid_input", "must use Usage for usage"
     if step.error is not None and not isinstance(step.error, Exception):
         return "invalid_error", "must use an Exception for error"
-    if events is not None and not callable(events) and not isinstance(events, (list, tuple)):
-        return "invalid_stream_events", "must use a list or callable stream_events value"
+    if events is not None and not callable(events) and (not isinstance(events, (list, tuple)) or not all(
+            isinstance(event, dict) for event in events)):
+        return "invalid_stream_events", "must use a list of events (dicts) or a callable for stream_events"
     return None
 
 

@@ -18,6 +18,7 @@ import time
 from typing import Any, Iterator, Optional
 
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
+from ..caller import Cancelled
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, is_credential_name, iter_lines, iter_sse, not_an_api_error,
                        redact, retry_delay, should_retry, timeout_error, too_large, with_note)
@@ -115,6 +116,11 @@ def _open_socket(switch: CancelSwitch, address, timeout, source_address=None, *_
 
 
 # ----------------------------------------------------------------------------- the transport
+
+
+class RequestCancelled(ModelHTTPError, Cancelled):
+    """A request the run's cancel aborted: a `ModelHTTPError` (code "cancelled") that is also the kernel's
+    `Cancelled`, so the run returns as cancelled; any other error raised after a cancel is the run's own."""
 
 
 class _Retry(Exception):
@@ -248,7 +254,7 @@ class Exchange:
     # -- internals
 
     def _cancelled(self) -> ModelHTTPError:
-        return http_error(None, "the request was cancelled", type="cancelled", code="cancelled")
+        return http_error(None, "the request was cancelled", RequestCancelled, type="cancelled", code="cancelled")
 
     def _hang_up(self, conn: Any) -> None:
         """Hang up a connection that failed or was left mid-body; raise the cancellation when that was why."""

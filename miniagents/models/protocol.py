@@ -179,12 +179,12 @@ def redact_json(value: Any, secret: Any) -> Any:
     return value
 
 
-def http_error(status: Optional[int], message: str, **fields) -> ModelHTTPError:
+def http_error(status: Optional[int], message: str, cls: type = ModelHTTPError, **fields) -> ModelHTTPError:
     """A `ModelHTTPError`; without a status it reads as its message (not "stream error: ..."), since the
     failures that have none (could not connect, cancelled, broken stream) say what happened themselves. Its text
     fields (message, type, code, param, request id) are `shown`: no server's control character reaches them."""
     fields = {name: shown(value) if name != "body" else value for name, value in fields.items()}
-    err = ModelHTTPError(status, shown(message), **fields)
+    err = cls(status, shown(message), **fields)
     if status is None:
         detail = "".join(f" {k}={v}" for k, v in (("type", err.type), ("code", err.code)) if v)
         rid = f" (request id {err.request_id})" if err.request_id else ""
@@ -202,8 +202,8 @@ def timeout_error(seconds: float, what: str) -> ModelTimeoutError:
 def with_note(err: AgentsException, note: str) -> AgentsException:
     """The same error (same type and fields) with `note` appended to what it says."""
     if isinstance(err, ModelHTTPError):
-        new = http_error(err.status, f"{err.message} {note}", type=err.type, code=err.code, param=err.param,
-                         request_id=err.request_id, body=err.body)
+        new = http_error(err.status, f"{err.message} {note}", type(err), type=err.type, code=err.code,
+                         param=err.param, request_id=err.request_id, body=err.body)
     elif isinstance(err, ModelTimeoutError):
         new = ModelTimeoutError(err.timeout_seconds)
         new.args = (f"{err.args[0]} {note}",)

@@ -351,3 +351,166 @@ def test_a_run_cancelled_while_its_output_guardrail_runs_keeps_the_final_turn_in
     asyncio.run(main())
     kept = asyncio.run(session.get_items())
     assert [i.get("role") for i in kept] == ["user", "assistant"] and kept[-1]["content"][0]["text"] == "the answer"
+
+
+# --- What a cancel must not do: swallow a verdict, lose input, soften, hang ---------------------------------
+
+
+def consume(result):
+    """Read a streamed run to its end; the events' types."""
+    async def read():
+        return [event.type async for event in result.stream_events()]
+    return asyncio.run(read())
+
+
+def test_a_tripwire_that_trips_while_a_cancel_is_pending_is_raised_not_taken_for_the_cancel():
+    """The cancel aborts what is in flight; a guardrail's verdict is not in flight: swallowing it let a resume of
+    the state (the first turn already counted) run past the input guardrails."""
+    from miniagents import GuardrailFunctionOutput, InputGuardrailTripwireTriggered, input_guardrail
+
+    agent, model = make_agent([[assistant_message("forbidden answer")]])
+    result = None
+
+    @input_guardrail
+    def no_forbidden(ctx, agent, text):
+        result.cancel()
+        return GuardrailFunctionOutput("forbidden", tripwire_triggered=True)
+
+    agent = agent.clone(input_guardrails=[no_forbidden])
+    result = Runner.run_streamed(agent, "forbidden request")
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        consume(result)
+    assert model.calls == ()
+
+
+def test_a_racing_input_guardrail_is_joined_when_a_cancel_cuts_the_first_turn_short():
+    from miniagents import GuardrailFunctionOutput, InputGuardrailTripwireTriggered, input_guardrail
+
+    release = threading.Event()
+
+    @input_guardrail(run_in_parallel=True)
+    def block_all(ctx, agent, text):
+        release.wait(30)
+        return GuardrailFunctionOutput("blocked", tripwire_triggered=True)
+
+    agent, _ = make_agent([[assistant_message("secret answer")]], input_guardrails=[block_all])
+    result = Runner.run_streamed(agent, "forbidden request")
+
+    async def read():
+        async for event in result.stream_events():
+            if event.type == "raw_response_event":
+                result.cancel()
+                release.set()
+
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        asyncio.run(read())
+    assert "input-guardrails" not in [t.name for t in threading.enumerate()]
+
+
+def test_the_run_input_of_a_turn_a_cancel_dropped_joins_the_session_with_the_next_turn():
+    from miniagents import SQLiteSession
+
+    agent, _ = make_agent([[assistant_message("one")], [assistant_message("two")]])
+    session = SQLiteSession("s")
+    result = Runner.run_streamed(agent, "hello", session=session)
+
+    async def read():
+        async for event in result.stream_events():
+            if event.type == "raw_response_event":
+                result.cancel()
+
+    asyncio.run(read())
+    assert session.get_items() == []
+    assert Runner.run_sync(agent, result.to_state(), session=session).final_output == "two"
+    assert [(i.get("role"), i["content"] if i.get("role") == "user" else "") for i in session.get_items()] == [
+        ("user", "hello"), ("assistant", "")]
+
+
+def test_a_milder_cancel_never_softens_an_immediate_one():
+    ran = []
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        return "paid"
+
+    agent, _ = make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("done")]], tools=[pay])
+    result = Runner.run_streamed(agent, "go")
+
+    async def read():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called":
+                result.cancel()
+                result.cancel("after_turn")
+
+    asyncio.run(read())
+    assert ran == [] and result.is_complete
+
+
+def test_a_cancel_mode_that_does_not_exist_is_a_user_error():
+    from miniagents import UserError
+
+    agent, _ = make_agent([[assistant_message("hi")]])
+    with pytest.raises(UserError, match="cancel mode must be 'immediate' or 'after_turn'"):
+        Runner.run_streamed(agent, "go").cancel("later")
+
+
+def test_a_reader_whose_event_loop_closed_without_closing_the_stream_ends_the_run():
+    """Its generator is never finalized: the run notices the loop is gone instead of waiting for it forever."""
+    agent, _ = make_agent([[assistant_message("hi")]])
+    result = Runner.run_streamed(agent, "go")
+
+    async def first_event():
+        async for event in result.stream_events():
+            return event
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(first_event())
+    loop.close()
+    worker = next(t for t in threading.enumerate() if t.name == "miniagents-stream")
+    worker.join(10)
+    assert not worker.is_alive() and result.is_complete
+
+
+def test_readers_that_await_other_runs_never_wait_behind_the_streams_that_wait_for_them():
+    """As many streams as the event loop's default executor has threads, each reader awaiting another run while
+    it handles an event: the streams have threads of their own, so the other runs find the executor free."""
+    count = min(32, (os.cpu_count() or 1) + 4)
+    classifier, _ = make_agent([[assistant_message("ok")]] * count)
+
+    async def one(n):
+        agent, _ = make_agent([[assistant_message(f"stream {n}")]])
+        result = Runner.run_streamed(agent, "go")
+        async for event in result.stream_events():
+            if event.type == "agent_updated_stream_event":
+                await Runner.run(classifier, "classify")
+        return result.final_output
+
+    async def main():
+        return await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(count))), 30)
+
+    assert asyncio.run(main()) == [f"stream {n}" for n in range(count)]
+
+
+def test_a_cancel_reaches_an_agent_tools_inner_run_which_goes_on_when_the_state_resumes():
+    """Nothing new starts in the inner run after the cancel (as in the caller's); resuming runs each inner step
+    once: the inner run's state is the call's, as when it pauses for an approval."""
+    ran = []
+    result = None
+
+    @function_tool
+    def step(n: int) -> str:
+        ran.append(n)
+        if n == 1:
+            result.cancel()
+        return f"step {n}"
+
+    inner, inner_model = make_agent([[function_call("step", {"n": n}, call_id=f"i{n}")] for n in range(4)]
+                                    + [[assistant_message("inner done")]], name="Inner", tools=[step])
+    outer, _ = make_agent([[function_call("helper", {"input": "do it"}, call_id="o1")],
+                           [assistant_message("outer done")]], name="Outer", tools=[inner.as_tool("helper", "help")])
+    result = Runner.run_streamed(outer, "go")
+    consume(result)
+    assert ran == [0, 1] and len(inner_model.calls) == 2
+    assert Runner.run_sync(outer, result.to_state()).final_output == "outer done"
+    assert ran == [0, 1, 2, 3] and len(inner_model.calls) == 5

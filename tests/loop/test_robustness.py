@@ -313,3 +313,41 @@ def test_null_for_an_optional_state_field_means_not_given_at_every_depth(key, wh
     state = RunState.from_json(outer, data)
     state.approve(state.get_interruptions()[0])
     assert Runner.run_sync(outer, state).final_output == "done"
+
+
+# --- A custom model's stream: what no event is, or a completed event without a response ---------------------
+
+
+class StreamOf:
+    """A custom model whose stream sends `events` as they are."""
+
+    def __init__(self, *events):
+        self.events = events
+
+    def get_response(self, *args, **kwargs):
+        raise AssertionError("only streamed here")
+
+    def stream_response(self, *args, **kwargs):
+        yield from self.events
+
+
+@pytest.mark.parametrize("events, words", [
+    (["not-a-dict"], "The model's stream sent a str, not an event"),
+    ([{"type": "response.completed", "response": None}], "holds no response with a list of output items"),
+    ([{"type": "response.completed", "response": {"output": ["x"]}}], "holds no response with a list of output items"),
+    ([{"type": "response.completed", "response": {"output": "x"}}], "holds no response with a list of output items"),
+    ([{"type": "response.completed", "response": {"output": [], "usage": {"input_tokens": "x"}}}],
+     "holds a usage that is not token counts"),
+    ([{"type": "response.completed", "response": {"output": [], "usage": 5}}], "holds a usage that is not token"),
+])
+def test_a_custom_models_stream_that_sends_no_event_or_no_response_is_a_model_behavior_error(events, words):
+    import asyncio
+
+    result = Runner.run_streamed(Agent(name="A", model=StreamOf(*events)), "hi")
+
+    async def read():
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(ModelBehaviorError, match=words):
+        asyncio.run(read())

@@ -76,6 +76,7 @@ def test_a_call_with_no_step_left_and_a_step_never_used_are_errors_that_say_so()
     (ModelStep([], usage={"requests": 1}), "invalid_input"),
     (ModelStep(error="boom"), "invalid_error"),
     (ModelStep(stream_events="abc"), "invalid_stream_events"),
+    (ModelStep(stream_events=["not-a-dict"]), "invalid_stream_events"),
 ])
 def test_a_bad_step_is_refused_when_it_is_added_naming_the_reason_and_position(step, reason):
     with pytest.raises(InvalidModelStep, match=r"^Scripted model step #2 ") as caught:
