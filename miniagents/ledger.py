@@ -100,7 +100,7 @@ def replace_journal(run: Run, document: Any, turn: int) -> bool:
     """Replace the entry this run last saw with `document` (a state; "" empties it), in one short transaction;
     False, changing nothing, when another worker wrote it since."""
     state = run.state
-    epoch = json.loads(run.journal)["epoch"] + 1 if run.journal else 0
+    epoch = journal_entry(run)["epoch"] + 1 if run.journal else 0
     entry = document if document == "" else json.dumps(
         {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document},
         ensure_ascii=False, allow_nan=False)  # each entry its own text: two workers writing the same state at
@@ -109,6 +109,23 @@ def replace_journal(run: Run, document: Any, turn: int) -> bool:
         return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
     return True
+
+
+def journal_entry(run: Run) -> dict:
+    """The session's journal entry as this run last saw it, read; one this library did not write (edited by hand,
+    corrupt) is a `SessionStoreError` naming the session, before anything runs."""
+    try:
+        entry = json.loads(run.journal)
+    except (ValueError, RecursionError):
+        entry = None
+    kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
+    if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
+        return entry
+    from .sql_session import SessionStoreError
+
+    raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds an entry miniagents did not "
+                            "write (edited, or corrupt), so its turn in flight cannot be continued: empty it with "
+                            "session.write_journal(session.read_journal(), '') to go on without that turn")
 
 
 def open_journal(run: Run) -> bool:
@@ -122,7 +139,7 @@ def open_journal(run: Run) -> bool:
     run.journal, state = caller.call(run.session.read_journal), run.state
     if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
         return False
-    entry = json.loads(run.journal)
+    entry = journal_entry(run)
     if state.unsaved_session_input:
         raise UnfinishedTurnError(run.session.session_id, entry["run_id"], entry["turn"])
     found = RunState.from_json(state.starting_agent, entry["state"])
@@ -154,11 +171,11 @@ def claim_turn(run: Run, turn: Turn) -> None:
     second resume of it (a retried worker) raises `AlreadyResumedError` here, before it calls the model, runs a
     tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
     state = run.state
-    key = f"turn-{state.current_turn}"
-    won, outcome = caller.call(run.ledger.claim_call, state.run_id, key)
+    turn.claim = (own_claims(state), f"turn-{state.current_turn}")
+    won, outcome = caller.call(run.ledger.claim_call, *turn.claim)
     if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # started this turn (a continued
-    turn.claim = key  # run takes over the turn its dead worker claimed and never finished)
+    # run takes over the turn its dead worker claimed and never finished)
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again
         write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
 
@@ -168,14 +185,21 @@ def claim_pause(run: Run, turn: Turn) -> None:
     Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
     `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
     state = run.state
-    turn.claim = f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
-    won, outcome = caller.call(run.ledger.claim_call, state.run_id, turn.claim)
+    turn.claim = (own_claims(state), f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}")
+    won, outcome = caller.call(run.ledger.claim_call, *turn.claim)
     if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the
         won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-    if run.journal and json.loads(run.journal)["run_id"] == state.run_id:  # the pause journaled (close_journal):
-        run.scratch[write_journal] = run.journal  # its resume closes it
+    if run.journal is not None and (not run.journal or journal_entry(run)["run_id"] == state.run_id):  # the resumed
+        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)  # turn is in
+    # flight: a process that dies in it leaves it to continue (never over another run's turn in flight)
+
+
+def own_claims(state: RunState) -> str:
+    """The ledger's run id for the run's own claims (its turns and resumes): `<run id>#`, beside the run id its
+    calls are claimed under, so no call id a model chooses ("turn-1") can ever be one of them."""
+    return state.run_id + "#"
 
 
 def written(run: Run) -> bool:

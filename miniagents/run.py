@@ -142,6 +142,13 @@ def prepare_run(run: Run) -> None:
     seams.emit(run.plugins, "prepare_run", run)
 
 
+def refuse_finished(run: Run) -> None:
+    """A state whose run ended with a final output does not run again: the model would be asked once more with no
+    new input, and a session would get a second answer to the same question."""
+    raise UserError("This RunState's run already ended with a final output. To go on with the conversation, "
+                    "run again with result.to_input_list() and the new input (or with the same session)")
+
+
 def continue_unfinished(run: Run) -> None:
     """A session that keeps a journal may hold a turn in flight: a run with no new input continues it (its steps
     chosen again for the state it continues), new input is refused (ledger.open_journal)."""
@@ -457,6 +464,7 @@ SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_pr
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
 START = (  # before the first turn, once per drive of the loop
+    Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
     Step(refuse_with_server_history, SERVER_MANAGED),
     Step(prepare_run, "run.plugins"),

@@ -214,8 +214,13 @@ ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
                             HandoffOutputItem, ToolApprovalItem, InputItem)}
 
 
-def _json_path_error(value: Any, path: str = "context") -> Optional[str]:
+MAX_DEPTH = 200  # levels of nesting a state's values may have: deeper, it could load and never be saved again
+
+
+def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optional[str]:
     """The first key path in `value` that JSON cannot hold (NaN and infinities included), or None."""
+    if depth > MAX_DEPTH:
+        return f"{path} (nested deeper than {MAX_DEPTH} levels)"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{path} ({value!r}: JSON has no such number)"
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -224,13 +229,13 @@ def _json_path_error(value: Any, path: str = "context") -> Optional[str]:
         for key, inner in value.items():
             if not isinstance(key, str):
                 return f"{path}[{key!r}] (non-string key)"
-            found = _json_path_error(inner, f"{path}[{key!r}]")
+            found = _json_path_error(inner, f"{path}[{key!r}]", depth + 1)
             if found:
                 return found
         return None
     if isinstance(value, (list, tuple)):
         for index, inner in enumerate(value):
-            found = _json_path_error(inner, f"{path}[{index}]")
+            found = _json_path_error(inner, f"{path}[{index}]", depth + 1)
             if found:
                 return found
         return None
@@ -494,8 +499,11 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
-    data, problem = _checked(RunStateDocument, data)
-    problem = problem or _not_json(data) or _bad_item(data)
+    try:
+        data, problem = _checked(RunStateDocument, data)
+        problem = problem or _not_json(data) or _bad_item(data)
+    except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
+        problem = f"the document: nested deeper than {MAX_DEPTH} levels"
     if problem is None and version >= 2 and "run_id" not in data:
         problem = "the document: missing required field 'run_id'"
     if problem:

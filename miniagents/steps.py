@@ -321,7 +321,7 @@ def save(run: Run, turn: Turn) -> None:
 def settle_claim(run: Run, turn: Turn, outcome: str) -> None:
     """A resumed turn records in the ledger how its claim ended, for a later resume of the same pause to say."""
     if turn.claim is not None:
-        caller.call(run.ledger.settle_call, run.state.run_id, turn.claim, outcome)
+        caller.call(run.ledger.settle_call, *turn.claim, outcome)
 
 
 def write_to_session(run: Run, items: list, once: Any) -> None:

@@ -119,7 +119,7 @@ class Turn:
     next_step: Any = None
     session_input: list = field(default_factory=list)  # the run's new input, saved with its first completed turn
     guardrail_results: list = field(default_factory=list)  # the tool guardrails' verdicts
-    claim: Optional[str] = None  # a resumed turn's key in the session's ledger (ledger.claim_pause)
+    claim: Optional[tuple] = None  # the turn's claim in the ledger, (run id, key): ledger.claim_turn, claim_pause
     limit: Any = None  # the UsageLimitExceeded that kept its calls from running
     requests: int = 1  # what taking the response adds to the run's requests (0: counted before the call was made)
     reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit)

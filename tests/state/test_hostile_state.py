@@ -1,0 +1,156 @@
+"""What a state, a journal and a model's call ids may hold that the ledger must survive.
+
+Found by attacking RunState and the exactly-once ledger: a call id the model chose that is also one of the run's
+own claim keys, a journal entry edited by hand, a document nested deeper than Python walks, a finished state run
+again. Each gets a typed error naming what is wrong, or runs exactly once.
+"""
+import json
+
+import pytest
+
+from miniagents import RunState, Runner, SQLiteSession, UserError, function_tool
+from miniagents.sql_session import SessionStoreError
+from miniagents.testing import assistant_message, function_call
+from support import make_agent
+
+
+@pytest.mark.parametrize("call_id", ["turn-1", "turn-2", "resume:turn-1:pause-0"])
+def test_a_call_id_the_model_chose_never_meets_the_runs_own_claims(tmp_path, call_id):
+    """The run's turns and resumes are claimed under `<run id>#`: a model's "turn-1" is a call like any other."""
+    ran = []
+
+    @function_tool
+    def lookup(q: str) -> str:
+        ran.append(q)
+        return "found"
+
+    @function_tool(needs_approval=True)
+    def delete(p: str) -> str:
+        ran.append(p)
+        return "deleted"
+
+    agent, _ = make_agent([[function_call("lookup", {"q": "x"}, call_id=call_id),
+                            function_call("delete", {"p": "a"}, call_id="c9")], [assistant_message("done")]],
+                          tools=[lookup, delete])
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    state = Runner.run_sync(agent, "hi", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    assert ran == ["x", "a"]
+    outputs = {i["call_id"]: i["output"] for i in session.get_items() if i.get("type") == "function_call_output"}
+    assert outputs == {call_id: "found", "c9": "deleted"}
+
+
+@pytest.mark.parametrize("entry", ['{"run_id": "run_1", "turn": 1, "epoch": 0}', "not json", "[]", "{}",
+                                   '{"a": ' * 5000 + "1" + "}" * 5000])
+def test_a_journal_entry_miniagents_did_not_write_is_a_session_store_error_saying_how_to_go_on(tmp_path, entry):
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    session.write_journal("", entry)
+    agent, _ = make_agent([[assistant_message("hi")]])
+    for given in ([], "hello"):
+        with pytest.raises(SessionStoreError, match="holds an entry miniagents did not write"):
+            Runner.run_sync(agent, given, session=session)
+    session.write_journal(session.read_journal(), "")  # what the message says to do
+    assert Runner.run_sync(agent, "hello", session=session).final_output == "hi"
+
+
+def paused_document():
+    @function_tool(needs_approval=True)
+    def delete(p: str) -> str:
+        return "deleted"
+
+    agent, _ = make_agent([[function_call("delete", {"p": "a"}, call_id="c1")]], tools=[delete])
+    return agent, Runner.run_sync(agent, "go").to_state().to_json()
+
+
+@pytest.mark.parametrize("depth", [201, 990, 5000])
+def test_a_document_nested_deeper_than_a_state_may_be_is_a_user_error_not_a_recursion_error(depth):
+    agent, document = paused_document()
+    deep: dict = {}
+    for _ in range(depth):
+        deep = {"a": deep}
+    document["context"]["context"] = deep
+    with pytest.raises(UserError, match="nested deeper than 200 levels"):
+        RunState.from_json(agent, document)
+    document["context"]["context"] = "@"
+    with pytest.raises(UserError, match="nested|Failed to parse"):  # (json's own limit may come first)
+        RunState.from_string(agent, json.dumps(document).replace('"@"', "[" * depth + "]" * depth))
+
+
+def test_a_document_nested_as_deep_as_a_state_may_be_loads_and_saves_again():
+    agent, document = paused_document()
+    deep: dict = {}
+    for _ in range(190):
+        deep = {"a": deep}
+    document["context"]["context"] = deep
+    assert json.loads(RunState.from_json(agent, document).to_string())["context"]["context"] == deep
+
+
+def test_a_state_whose_run_ended_does_not_run_again(tmp_path):
+    """Run again, it asked the model once more with no new input and the session got a second answer."""
+    @function_tool(needs_approval=True)
+    def delete(p: str) -> str:
+        return "deleted"
+
+    agent, model = make_agent([[function_call("delete", {"p": "a"}, call_id="c1")], [assistant_message("Done.")],
+                               [assistant_message("Done again.")]], tools=[delete])
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    state = Runner.run_sync(agent, "delete a", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "Done."
+    for again in (state, RunState.from_string(agent, state.to_string())):
+        with pytest.raises(UserError, match="already ended with a final output"):
+            Runner.run_sync(agent, again, session=session)
+    assert len(model.calls) == 2 and [i.get("role") or i["type"] for i in session.get_items()] == [
+        "user", "function_call", "function_call_output", "assistant"]
+
+
+CHILD = """
+import os, sys
+from miniagents import Agent, Runner, RunState, SQLiteSession, function_tool
+from miniagents.testing import ScriptedModel, assistant_message
+
+@function_tool(needs_approval=True)
+def delete_file(path: str) -> str:
+    open(sys.argv[2], "a").write("deleted\\n")
+    os._exit(7)  # the process dies inside the approved call, before its output is recorded
+
+agent = Agent("A", tools=[delete_file], model=ScriptedModel([[assistant_message("child")]]))
+Runner.run_sync(agent, RunState.from_string(agent, open(sys.argv[3]).read()), session=SQLiteSession("conv", sys.argv[1]))
+"""
+
+
+def test_a_process_that_dies_in_an_approved_resume_leaves_its_turn_to_continue(tmp_path):
+    """The resumed turn is journaled as it starts: a continue finds it (new input is refused), asks the person
+    about the call that may have happened, and the history says what happened, once."""
+    import subprocess
+    import sys
+
+    from miniagents import UnfinishedTurnError
+    from miniagents.ledger import MAY_HAVE_HAPPENED
+    from support import ROOT
+
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        raise AssertionError("a call that may have happened never runs again unasked")
+
+    db, log, saved = tmp_path / "s.db", tmp_path / "log", tmp_path / "state.json"
+    agent, _ = make_agent([[function_call("delete_file", {"path": "a.txt"}, call_id="c1")],
+                           [assistant_message("done")]], tools=[delete_file], name="A")
+    session = SQLiteSession("conv", str(db))
+    state = Runner.run_sync(agent, "tidy", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    saved.write_text(state.to_string())
+    child = subprocess.run([sys.executable, "-c", CHILD, str(db), str(log), str(saved)], cwd=ROOT, timeout=120,
+                           env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert child.returncode == 7 and log.read_text() == "deleted\n"
+    with pytest.raises(UnfinishedTurnError):
+        Runner.run_sync(agent, "something else", session=session)
+    asked = Runner.run_sync(agent, [], session=session)
+    assert [i.raw_item["call_id"] for i in asked.interruptions] == ["c1"] and session.get_items() == []
+    state = asked.to_state()
+    state.reject(asked.interruptions[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    assert [(i.get("role") or i["type"], i.get("output")) for i in session.get_items()] == [
+        ("user", None), ("function_call", None), ("function_call_output", MAY_HAVE_HAPPENED), ("assistant", None)]
+    assert session.read_journal() == ""
