@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1465,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1469,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -87,7 +87,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # raised to 1465 for what attacks on streamed runs and the ledger found: a cancel that swallowed a tripwire, lost
     # a racing input guardrail's trip and the run's new input, softened by a later cancel, never reaching an agent
     # tool's inner run; streams waiting forever for a closed event loop or behind the executor they wait for; a
-    # custom model's stream unchecked; a finished state run again
+    # custom model's stream unchecked; a finished state run again. 1469: a run's aborts
+    # registered in one place, caller.abortable (an async call's and an agent tool's inner run's)
     "agents, items, guardrails": 932,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
