@@ -186,13 +186,9 @@ class Agent(Generic[TContext]):
                                    ledger=ctx.ledger)
                 if paused is None:  # the inner run's approvals are its own, kept beside the caller's
                     nested.state.context_wrapper.approval_scope = nested.state.run_id
-                aborts, cancel = caller.CANCEL_CALLBACKS.get(), nested.state.cancel  # the caller's cancel reaches
-                aborts is None or aborts.append(cancel)  # the inner run, which stops as the caller does
-                try:
+                with caller.abortable(nested.state.cancel):  # the caller's cancel stops the inner run too
                     result = drive(nested, on_stream and (lambda event: caller.call(on_stream, AgentToolStreamEvent(
                         event=event, agent=nested.state.current_agent, tool_call=ctx.tool_call))))
-                finally:
-                    aborts is None or cancel not in aborts or aborts.remove(cancel)
             except ModelBehaviorError as error:  # the inner model's mistake, not this call's arguments
                 raise ToolError(f"The agent '{self.name}' could not finish: {error.message}") from error
             except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too

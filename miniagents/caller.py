@@ -9,9 +9,10 @@ asyncio and threading are imported only when needed, to keep `import miniagents`
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import contextvars
 import inspect
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 CANCEL_CALLBACKS: contextvars.ContextVar = contextvars.ContextVar("miniagents_cancel_callbacks", default=None)
 """How a cancelled run stops what it waits on. While a run is driven, this holds its list of aborts: whatever
@@ -125,8 +126,7 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     asyncio = needs("asyncio", "an async function (a tool, guardrail, hook or session method)")
 
     async def wait() -> Any:
-        task, aborts = asyncio.ensure_future(value), CANCEL_CALLBACKS.get()
-        loop = asyncio.get_running_loop()
+        task, loop = asyncio.ensure_future(value), asyncio.get_running_loop()
 
         def abort() -> None:  # from another thread: the run was cancelled
             try:
@@ -134,23 +134,32 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
             except RuntimeError:  # the loop already ended: nothing left to stop
                 pass
 
-        if aborts is not None:
-            aborts.append(abort)
-        try:
-            return await (task if timeout is None else asyncio.wait_for(task, timeout))
-        except asyncio.TimeoutError:
-            raise Deadline() from None
-        except asyncio.CancelledError:
-            raise Cancelled() from None
-        finally:
-            if aborts is not None and abort in aborts:
-                aborts.remove(abort)
+        with abortable(abort):
+            try:
+                return await (task if timeout is None else asyncio.wait_for(task, timeout))
+            except asyncio.TimeoutError:
+                raise Deadline() from None
+            except asyncio.CancelledError:
+                raise Cancelled() from None
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop in this thread: the usual case
         return asyncio.run(wait())
     return in_thread(lambda: asyncio.run(wait()), name="miniagents-await")
+
+
+@contextlib.contextmanager
+def abortable(abort: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, `abort` is in the run's aborts (`CANCEL_CALLBACKS`): cancelling the run calls it."""
+    aborts = CANCEL_CALLBACKS.get()
+    if aborts is not None:
+        aborts.append(abort)
+    try:
+        yield
+    finally:
+        if aborts is not None and abort in aborts:
+            aborts.remove(abort)
 
 
 def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
