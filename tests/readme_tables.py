@@ -89,12 +89,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # tool's inner run; streams waiting forever for a closed event loop or behind the executor they wait for; a
     # custom model's stream unchecked; a finished state run again. 1469: a run's aborts
     # registered in one place, caller.abortable (an async call's and an agent tool's inner run's)
-    "agents, items, guardrails": 932,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 928,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
     # raised to 927 for a Handoff built by hand checked where it is made, as handoff()'s arguments are; to 932 for
-    # a caller's cancel reaching an agent tool's inner run, whose state is then the call's
+    # a caller's cancel reaching an agent tool's inner run, whose state is then the call's; lowered to 928 when that
+    # cancel's registration left for caller.abortable
     "tools and schemas": 994,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
