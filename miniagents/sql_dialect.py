@@ -29,6 +29,7 @@ _SQLITE_PROBLEMS = {
     26: ("file is not a database", "is not a SQLite database (or is encrypted): pass the path of a session "
                                    "database, or move this file away to start a new one there"),
 }
+_CORRUPT_TEXTS = ("could not decode to utf-8", "unsupported file format")  # result code 1 (SQLITE_ERROR): corrupt
 _SQLITE_ERROR = 1
 _SQLITE_SYNC_FAILURES = (10 | 4 << 8, 10 | 5 << 8)  # SQLITE_IOERR_FSYNC, SQLITE_IOERR_DIR_FSYNC
 _LAYOUT_CLASHES = ("no such column", "has no column named", "because it is a view")
@@ -78,6 +79,8 @@ class SQLiteDialect:
             code = next((c for c, (errstr, _) in _SQLITE_PROBLEMS.items() if errstr in text), 1)
         if code & 0xFF in _SQLITE_PROBLEMS:
             return _SQLITE_PROBLEMS[code & 0xFF][1]
+        if code & 0xFF == _SQLITE_ERROR and any(corrupt in text.lower() for corrupt in _CORRUPT_TEXTS):
+            return _SQLITE_PROBLEMS[11][1]  # bytes that are no text, a header no SQLite writes: as a malformed image
         if code & 0xFF == _SQLITE_ERROR and "no such table" in text:
             return ("has no table of a name the session uses: create the tables (create_tables=True), or pass "
                     "the names of the session's tables (sessions_table=, messages_table=, tool_calls_table=)")

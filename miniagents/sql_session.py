@@ -175,7 +175,7 @@ class SQLSession(SessionABC):
                             "was stored")
         try:
             text = json.dumps(item, ensure_ascii=False)  # readable rows, as upstream's readers expect
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise UserError(f"{owner}.add_items: item {index} cannot be stored as JSON ({exc}); nothing was "
                             "stored") from None
         return self.session_id, clean_text(text)  # a lone surrogate would fail the driver's UTF-8 encoding
@@ -183,8 +183,8 @@ class SQLSession(SessionABC):
     def _decode(self, row_id: Any, data: Any) -> Any:
         try:
             item = json.loads(data)
-        except (TypeError, ValueError):
-            item, why = _SKIPPED, "is not valid JSON"
+        except (TypeError, ValueError, RecursionError):
+            item, why = _SKIPPED, "is not valid JSON (or is nested deeper than Python reads)"
         else:
             why = "is not a JSON object"
         if isinstance(item, dict):

@@ -1194,6 +1194,30 @@ MUTANTS: List[Mutant] = [
       "    Step(refuse_finished, \"state.finished\"),\n",
       "",
       "a state whose run ended with a final output does not run again", "test_hostile_state"),
+    M("models/protocol.py",
+      "        skip_lf = chunk.endswith(b\"\\r\")  # (a chunk that was only that \\n leaves none to skip)\n"
+      "        if not chunk:\n            continue\n",
+      "        if not chunk:\n            continue\n        skip_lf = chunk.endswith(b\"\\r\")\n",
+      "SSE lines are read the same however the stream is chunked (a \\r, then a lone \\n, then a blank line)",
+      "test_sse_properties"),
+    M("models/http.py",
+      "        except (ValueError, RecursionError):  # (nested deeper than Python reads)\n"
+      "            raise self._not_an_api(raw) from None",
+      "        except ValueError:\n            raise self._not_an_api(raw) from None",
+      "a body nested deeper than Python reads is a ModelHTTPError, not a RecursionError", "test_http_failures"),
+    M("models/protocol.py",
+      "    shown_type = redact(content_type, secret) or \"no Content-Type\"",
+      "    shown_type = content_type or \"no Content-Type\"",
+      "a Content-Type that holds the key is shown without it", "test_http_failures"),
+    M("models/http.py",
+      "        if (seconds is not None or name == \"timeout\") and not seconds_bound(seconds):",
+      "        if seconds is not None and not seconds_bound(seconds):",
+      "a model's timeout must be a wait a clock can keep (None is refused where the model is made)",
+      "test_http_bounds"),
+    M("sql_dialect.py",
+      "        if code & 0xFF == _SQLITE_ERROR and any(corrupt in text.lower() for corrupt in _CORRUPT_TEXTS):",
+      "        if False:",
+      "a row that is not UTF-8 text, or a header no SQLite writes, is a SessionStoreError", "test_session_files"),
 ]
 
 

@@ -18,7 +18,7 @@ from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url
 from .interface import ModelResponse, ModelSettings, provider_retries_disabled
-from .protocol import is_validation_error, with_note
+from .protocol import http_error, is_validation_error, with_note
 
 SENT_AS_IS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "metadata", "store",
               "prompt_cache_retention")  # settings both APIs take under the same name
@@ -172,11 +172,15 @@ def schema_note(schema: Any) -> str:
         schema, ensure_ascii=False)
 
 
+def too_deep() -> ModelHTTPError:
+    return http_error(None, "the answer is nested deeper than it can be read", type="invalid_response")
+
+
 def is_json(text: str) -> bool:
     try:
         json.loads(text)
         return True
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -233,7 +237,7 @@ class EndpointModel:
                  max_response_bytes: int = http.MAX_RESPONSE_BYTES):
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
-        http.check_bounds(attempt_timeout, max_response_bytes)
+        http.check_bounds(attempt_timeout, max_response_bytes, timeout, max_retries)
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.timeout, self.max_retries = timeout, max_retries
@@ -306,6 +310,8 @@ class EndpointModel:
                     answer = self._response(exchange)
                 except (ModelHTTPError, ModelTimeoutError) as err:
                     raise exchange.explain(err) from None
+                except RecursionError:  # a body that parsed, nested deeper than its reading can follow
+                    raise exchange.explain(too_deep()) from None
                 answer.output = items = self._cleaned(sent, answer.output)
             elif held:
                 answer = list(self._relayed(sent, exchange))
@@ -336,6 +342,8 @@ class EndpointModel:
                 yield event
         except (ModelHTTPError, ModelTimeoutError) as err:
             raise exchange.explain(err) from None
+        except RecursionError:
+            raise exchange.explain(too_deep()) from None
         finally:
             exchange.close()  # a stream left after its last event is not read to the server's leisure
         return items

@@ -31,12 +31,21 @@ READ_SIZE = 65536           # the most one receive asks for
 USER_AGENT = "miniagents/0.1 (python stdlib)"
 
 
-def check_bounds(attempt_timeout: Optional[float], max_response_bytes: int) -> None:
-    """Refuse bounds that would bound nothing (a ValueError when the model or provider is built)."""
-    if attempt_timeout is not None and not (isinstance(attempt_timeout, (int, float)) and attempt_timeout > 0):
-        raise ValueError(f"attempt_timeout must be a number of seconds > 0 (or None), got {attempt_timeout!r}")
-    if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
-        raise ValueError(f"max_response_bytes must be an int > 0, got {max_response_bytes!r}")
+def check_bounds(attempt_timeout: Optional[float], max_response_bytes: int, timeout: float = 600.0,
+                 max_retries: int = 0) -> None:
+    """Refuse bounds that would bound nothing, or nothing a clock can wait for (a ValueError when the model or
+    provider is built)."""
+    for name, seconds in (("timeout", timeout), ("attempt_timeout", attempt_timeout)):
+        if (seconds is not None or name == "timeout") and not seconds_bound(seconds):
+            raise ValueError(f"{name} must be a finite number of seconds > 0, got {seconds!r}")
+    for name, count, least in (("max_response_bytes", max_response_bytes, 1), ("max_retries", max_retries, 0)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {count!r}")
+
+
+def seconds_bound(seconds: Any) -> bool:
+    """Whether `seconds` is a wait a clock can keep: a finite number > 0 (not a bool)."""
+    return isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf")
 
 # ----------------------------------------------------------------------------- cancelling
 
@@ -386,7 +395,7 @@ class Exchange:
         text = raw.decode("utf-8", errors="replace").strip()  # DeepSeek pads with blank lines
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than Python reads)
             raise self._not_an_api(raw) from None
 
     def _content_type(self) -> str:
@@ -597,11 +606,11 @@ class HTTPTransport:
             from types import SimpleNamespace
             from urllib.parse import unquote, urlsplit
             url = urllib.request.getproxies_environment().get(self.scheme)
-            found = urlsplit(url if "://" in url else "http://" + url) if url else None
             try:
+                found = urlsplit(url if "://" in url else "http://" + url) if url else None
                 port = found and found.port or 80
-            except ValueError:  # not a number
-                port = None
+            except ValueError:  # a port that is not a number, a bracket that opens no IPv6 address
+                found, port = urlsplit("http://"), None
             if found is None or urllib.request.proxy_bypass_environment(self.host):
                 self._proxy = None
             elif not found.hostname or port is None:

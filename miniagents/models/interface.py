@@ -60,8 +60,9 @@ class ModelSettings:
     timeout: Optional[float] = None
 
     def __post_init__(self):
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"ModelSettings.timeout must be > 0, got {self.timeout!r}")
+        timeout = self.timeout
+        if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+            raise ValueError(f"ModelSettings.timeout must be a finite number of seconds > 0, got {self.timeout!r}")
         if self.retry is not None:  # the run manages retries: the retry shell takes part in the runs (its plugin)
             from .. import seams
 

@@ -44,6 +44,7 @@ def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iter
     for chunk in chunks:
         if skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
+        skip_lf = chunk.endswith(b"\r")  # (a chunk that was only that \n leaves none to skip)
         if not chunk:
             continue
         for piece in chunk.splitlines(keepends=True):
@@ -56,7 +57,6 @@ def iter_lines(chunks: Iterable[bytes], max_bytes: Optional[int] = None) -> Iter
             if ended:
                 yield bytes(pending)
                 pending.clear()
-        skip_lf = chunk.endswith(b"\r")
     if pending:
         yield bytes(pending)
 
@@ -100,7 +100,7 @@ def parse_sse_json(data: str, secret: Any = None) -> Any:
         return "[DONE]"
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than Python reads)
         raise http_error(None, "the stream sent a data line that is not JSON: " + redact(data, secret)[:200],
                          type="invalid_stream") from None
 
@@ -269,9 +269,12 @@ def error_from_body(status: Optional[int], raw: Any, request_id: Optional[str] =
         text = raw.strip()
         try:
             body = json.loads(text) if text else None
-        except ValueError:
+        except (ValueError, RecursionError):
             body = _strip_html(text) if text.lstrip().startswith("<") else text
-    body = redact_json(body, secret)
+    try:
+        body = redact_json(body, secret)
+    except RecursionError:  # nested deeper than Python walks: what it said cannot be read
+        body = None
     f = {k: redact(v, secret) for k, v in error_fields(body).items()}
     message = f["message"] or (f"HTTP {status} with an empty body" if status else "unknown error")
     if len(message) > 2000:
@@ -302,7 +305,8 @@ def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, 
     said = error_from_body(status, raw, request_id, secret).message if raw.strip() else "an empty body"
     if len(said) > 200:
         said = said[:200] + "…"
-    return http_error(status, f"the answer is not JSON ({content_type or 'no Content-Type'}: {said}); check that "
+    shown_type = redact(content_type, secret) or "no Content-Type"
+    return http_error(status, f"the answer is not JSON ({shown_type}: {said}); check that "
                               f"base_url={redact(base_url, secret)!r} is an OpenAI-compatible API (its address "
                               "usually ends in /v1)", type="invalid_response", request_id=redact(request_id, secret))
 

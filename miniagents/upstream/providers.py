@@ -91,7 +91,7 @@ class OpenAIProvider:
                  default_headers: Optional[dict] = None, timeout: float = 600.0, max_retries: int = 2,
                  api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, **chat_options):
-        check_bounds(attempt_timeout, max_response_bytes)
+        check_bounds(attempt_timeout, max_response_bytes, timeout, max_retries)
         given = with_client(openai_client, base_url=base_url, api_key=api_key, organization=organization,
                             project=project)  # where the client points, with its key (the client is never called)
         self._api_key = given["api_key"]

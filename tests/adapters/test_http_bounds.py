@@ -5,6 +5,7 @@ delivering events is never cut.
 
 Timing assertions are generous (a 1 s deadline must end the call within 8 s, where the unbounded transport ran
 until the server stopped dripping after 12 s); the precise figures are in benchmarks/http_bounds.py."""
+import re
 import time
 
 import pytest
@@ -207,12 +208,37 @@ def test_a_stream_has_no_total_cap_only_each_event_has(server):
 
 
 def test_the_limits_are_checked_and_reach_the_transport_from_the_provider():
-    with pytest.raises(ValueError, match="max_response_bytes must be an int > 0"):
+    with pytest.raises(ValueError, match="max_response_bytes must be an int >= 1"):
         OpenAIChatCompletionsModel("m", base_url="http://127.0.0.1:9/v1", max_response_bytes=0)
-    with pytest.raises(ValueError, match="attempt_timeout must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match="attempt_timeout must be a finite number of seconds > 0"):
         OpenAIResponsesModel("m", base_url="http://127.0.0.1:9/v1", attempt_timeout=-1)
     with pytest.raises(ValueError, match="attempt_timeout"):
         OpenAIProvider(base_url="http://127.0.0.1:9/v1", attempt_timeout=0)
     model = OpenAIProvider(base_url="http://127.0.0.1:9/v1", attempt_timeout=7.0,
                            max_response_bytes=1234).get_model("m")
     assert (model.transport.attempt_timeout, model.transport.max_response_bytes) == (7.0, 1234)
+
+
+@pytest.mark.parametrize("bounds, words", [
+    ({"timeout": float("inf")}, "timeout must be a finite number of seconds > 0, got inf"),
+    ({"timeout": None}, "timeout must be a finite number of seconds > 0, got None"),
+    ({"timeout": -1}, "timeout must be a finite number of seconds > 0, got -1"),
+    ({"timeout": float("nan")}, "timeout must be a finite number of seconds > 0, got nan"),
+    ({"timeout": True}, "timeout must be a finite number of seconds > 0, got True"),
+    ({"max_retries": None}, "max_retries must be an int >= 0, got None"),
+    ({"max_retries": "2"}, "max_retries must be an int >= 0, got '2'"),
+    ({"max_retries": -1}, "max_retries must be an int >= 0, got -1"),
+])
+def test_a_timeout_or_retry_count_no_clock_can_keep_is_refused_when_the_model_is_made(bounds, words):
+    """They were taken, and failed at the first request (OverflowError, TypeError) or the first 500."""
+    for make in (lambda: OpenAIChatCompletionsModel("m", base_url="http://127.0.0.1:9/v1", **bounds),
+                 lambda: OpenAIProvider(base_url="http://127.0.0.1:9/v1", **bounds)):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            make()
+
+
+def test_a_model_settings_timeout_no_clock_can_keep_is_refused():
+    from miniagents import ModelSettings
+
+    with pytest.raises(ValueError, match="ModelSettings.timeout must be a finite number of seconds > 0, got inf"):
+        ModelSettings(timeout=float("inf"))

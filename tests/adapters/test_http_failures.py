@@ -1,6 +1,7 @@
 """When the network or the server misbehaves: typed errors a person can act on, retried where a retry can help,
 streams that end at their last event, and requests that stop the moment a run is cancelled."""
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -371,3 +372,50 @@ def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server)
     with pytest.raises(UserError, match="cannot be sent as JSON"):
         ask(chat(server.url), ModelSettings(extra_body={"when": object()}))
     assert server.requests == []
+
+
+# --- What an attack on the adapters found: JSON nested past Python's reach, a Content-Type, a proxy URL ----------
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("how", ["body", "error body", "stream", "parsed but deep"])
+def test_json_nested_deeper_than_python_reads_is_a_model_http_error(server, how):
+    if how == "body":
+        server.reply(raw=DEEP)
+    elif how == "error body":
+        server.reply(raw=DEEP, status=500)
+    elif how == "stream":
+        server.reply_sse([f"data: {DEEP}\n\n"])
+    else:  # decoded by json, too deep for what reads it next
+        server.reply({**chat_completion("hi"), "extra": json.loads("[" * 900 + "]" * 900)})
+    model = chat(server.url, max_retries=0)
+    with pytest.raises(ModelHTTPError):
+        list(stream(model)) if how == "stream" else ask(model)
+
+
+def test_a_structured_answer_nested_deeper_than_python_reads_is_left_as_it_came(server):
+    from miniagents.models.endpoint import unfenced
+
+    assert unfenced("[" * 50_000 + "]" * 50_000).startswith("[[[")
+
+
+def test_a_content_type_that_holds_the_key_is_shown_without_it(server):
+    key = "0123456789abcdef0123456789abcdef"
+    server.reply(raw="<html>x</html>", content_type="text/" + key)
+    with pytest.raises(ModelHTTPError) as info:
+        ask(OpenAIChatCompletionsModel("m", base_url=server.url, api_key=key))
+    assert key not in str(info.value) and "the answer is not JSON" in str(info.value)
+
+
+@pytest.mark.parametrize("proxy", ["http://user:p[ss@127.0.0.1:9", "http://user:pa]ss@127.0.0.1:9", "[::1:9"])
+def test_a_proxy_url_with_a_stray_bracket_is_a_user_error_that_never_quotes_it(monkeypatch, proxy):
+    from miniagents import UserError
+
+    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with pytest.raises(UserError, match="http_proxy is not a URL this transport can use") as info:
+        ask(chat("http://203.0.113.1:9/v1", max_retries=0))
+    assert "ss@" not in str(info.value)

@@ -444,3 +444,54 @@ def test_eight_processes_making_one_new_file_at_the_same_moment_all_store_their_
         for worker in workers:
             worker.wait(timeout=60)
     assert (failures, lost) == ([], 0)
+
+
+# --- What an attack on SQLiteSession found: bytes that are no text, a header no SQLite writes, deep rows ---------
+
+
+def test_a_row_that_is_not_utf8_text_is_a_session_store_error_that_quotes_no_conversation(tmp_path):
+    from miniagents import SQLiteSession
+    from miniagents.sql_session import SessionStoreError
+
+    path = str(tmp_path / "s.db")
+    SQLiteSession("s1", path).add_items([{"role": "user", "content": "private words"}])
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES "
+                     "('s1', CAST(X'7B2270726976617465223A22FF227D' AS TEXT))")
+    session = SQLiteSession("s1", path)
+    for operation in (session.get_items, session.pop_item):
+        with pytest.raises(SessionStoreError, match="is corrupt: restore it from a backup") as info:
+            operation()
+        assert "private" not in str(info.value)
+
+
+def test_a_header_no_sqlite_writes_is_a_session_store_error(tmp_path):
+    from miniagents import SQLiteSession
+    from miniagents.sql_session import SessionStoreError
+
+    path = tmp_path / "s.db"
+    with SQLiteSession("s1", str(path)) as session:  # closed: the file's last connection is gone
+        session.add_items([{"role": "user", "content": "hi"}])
+    data = bytearray(path.read_bytes())
+    data[44:48] = b"\x00\x00\x00\x05"  # the schema format number: 5 does not exist
+    path.write_bytes(bytes(data))
+    with pytest.raises(SessionStoreError, match="is corrupt"):
+        SQLiteSession("s1", str(path)).get_items()
+
+
+def test_a_row_nested_deeper_than_python_reads_is_skipped_and_an_item_so_deep_is_refused(tmp_path, caplog):
+    from miniagents import SQLiteSession, UserError
+
+    path = str(tmp_path / "s.db")
+    session = SQLiteSession("s1", path)
+    session.add_items([{"role": "user", "content": "kept"}])
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s1', ?)",
+                     ('{"a": ' + "[" * 5000 + "]" * 5000 + "}",))
+    assert [i["content"] for i in SQLiteSession("s1", path).get_items()] == ["kept"]
+    assert "nested deeper than Python reads" in caplog.text
+    deep: dict = {}
+    for _ in range(3000):
+        deep = {"a": deep}
+    with pytest.raises(UserError, match="item 0 cannot be stored as JSON"):
+        session.add_items([{"role": "user", "content": "x", "deep": deep}])
