@@ -1218,6 +1218,14 @@ MUTANTS: List[Mutant] = [
       "        if code & 0xFF == _SQLITE_ERROR and any(corrupt in text.lower() for corrupt in _CORRUPT_TEXTS):",
       "        if False:",
       "a row that is not UTF-8 text, or a header no SQLite writes, is a SessionStoreError", "test_session_files"),
+    M("models/protocol.py",
+      "    return sorted(plain | {encode(s) for s in plain for encode in (lambda s: quote(s, safe=\"\"), quote, quote_plus)},",
+      "    return sorted(plain | {encode(s) for s in plain for encode in ()},",
+      "a secret a server echoes percent-encoded is hidden", "test_key_secrecy"),
+    M("models/http.py",
+      "        if any(ch in \"\\r\\n\\x00\" or ord(ch) > 255 for ch in f\"{name}{value}\"):",
+      "        if False:",
+      "a header that cannot be sent is a UserError naming it, never quoting its value", "test_key_secrecy"),
 ]
 
 

@@ -21,7 +21,7 @@ from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserErr
 from ..caller import Cancelled
 from .interface import CANCEL_CALLBACKS
 from .protocol import (error_from_body, http_error, is_credential_name, iter_lines, iter_sse, not_an_api_error,
-                       redact, retry_delay, should_retry, timeout_error, too_large, with_note)
+                       redact, retry_delay, should_retry, shown, timeout_error, too_large, with_note)
 from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
@@ -524,6 +524,16 @@ def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
     return tuple(found)
 
 
+def check_headers(headers: Optional[dict]) -> Optional[dict]:
+    """`headers`, when each can be sent: one with a newline, a NUL or a character outside Latin-1 (a stray newline
+    from a key file) is a `UserError` naming the header, before http.client refuses it quoting its value."""
+    for name, value in (headers or {}).items():
+        if any(ch in "\r\n\x00" or ord(ch) > 255 for ch in f"{name}{value}"):
+            raise UserError(f"The header {shown(str(name))!r} has a character that cannot be sent in an HTTP header "
+                            "(a newline, a NUL or a character outside Latin-1): check for a stray newline")
+    return headers
+
+
 class HTTPTransport:
     """POSTs JSON to one base URL with one keep-alive connection per thread."""
 
@@ -540,7 +550,7 @@ class HTTPTransport:
             raise ValueError(f"base_url must be an http(s) URL, got {shown_base_url(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.base_path, self.base_query = parts.path, parts.query
-        self.headers, self.query = dict(headers), dict(query or {})
+        self.headers, self.query = check_headers(dict(headers)), dict(query or {})
         self.timeout, self.max_retries = timeout, max_retries
         self._secrets = (secret,) + query_secrets(parts.query)
         self.attempt_timeout, self.max_response_bytes = attempt_timeout, max_response_bytes
@@ -568,7 +578,8 @@ class HTTPTransport:
 
         `not_found_hint` is added to a 404's message (the caller knows things the URL does not); `max_retries`
         overrides the transport's for this request (0 while the run manages retries itself)."""
-        return Exchange(self, path, body, headers, query, timeout, stream, not_found_hint, max_retries).open()
+        return Exchange(self, path, body, check_headers(headers), query, timeout, stream, not_found_hint,
+                        max_retries).open()
 
     # -- what the exchange needs
 

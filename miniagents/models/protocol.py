@@ -124,9 +124,14 @@ def is_credential_name(name: str) -> bool:
 
 
 def secret_values(secret: Any) -> list:
-    """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; longest first."""
+    """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; each also as a URL or
+    a form carries it, percent-encoded (a server echoing a request back); longest first."""
+    from urllib.parse import quote, quote_plus
+
     found = secret if isinstance(secret, (tuple, list)) else (secret,)
-    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+    plain = {s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}
+    return sorted(plain | {encode(s) for s in plain for encode in (lambda s: quote(s, safe=""), quote, quote_plus)},
+                  key=len, reverse=True)
 
 
 QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")

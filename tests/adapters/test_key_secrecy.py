@@ -146,3 +146,32 @@ def test_a_refused_form_resent_and_refused_again_keeps_the_key_out_of_both_messa
         model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], schema, [])
     assert "response_format json_schema was refused first" in str(info.value)
     assert leaks(info.value) == []
+
+
+# --- What an attack found: a secret echoed percent-encoded, a credential header with a stray newline ------------
+
+
+@pytest.mark.parametrize("how, secret, echoed", [
+    ("api_key", "sk-ab/cd+ef=gh0123456789", "sk-ab%2Fcd%2Bef%3Dgh0123456789"),  # as a query value carries it
+    ("api_key", "p@ss/w+rd0123", "p%40ss/w%2Brd0123"),  # as a path keeps its slashes
+    ("extra_query", "ab/cd+ef== x", "ab%2Fcd%2Bef%3D%3D+x"),  # as urlencode sent it
+])
+def test_a_secret_a_server_echoes_percent_encoded_is_hidden(server, how, secret, echoed):
+    server.reply({"error": {"message": f"bad key {echoed}"}}, status=401)
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=secret if how == "api_key" else KEY,
+                                       max_retries=0)
+    settings = ModelSettings(extra_query={"key": secret} if how == "extra_query" else None)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert echoed not in str(info.value) and "bad key ***" in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["default_headers", "extra_headers"])
+def test_a_header_that_cannot_be_sent_is_a_user_error_naming_it_never_quoting_it(server, where):
+    headers = {"X-Goog-Api-Key": "AIzaSECRETVALUE99\n"}
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=0,
+                                       **({"default_headers": headers} if where == "default_headers" else {}))
+    settings = ModelSettings(extra_headers=headers if where == "extra_headers" else None)
+    with pytest.raises(UserError, match="The header 'X-Goog-Api-Key' has a character that cannot be sent") as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert "AIzaSECRET" not in str(info.value) and server.requests == []
