@@ -487,11 +487,11 @@ def test_a_row_nested_deeper_than_python_reads_is_skipped_and_an_item_so_deep_is
     session.add_items([{"role": "user", "content": "kept"}])
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s1', ?)",
-                     ('{"a": ' + "[" * 5000 + "]" * 5000 + "}",))
+                     ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",))
     assert [i["content"] for i in SQLiteSession("s1", path).get_items()] == ["kept"]
     assert "nested deeper than Python reads" in caplog.text
     deep: dict = {}
-    for _ in range(3000):
+    for _ in range(100_000):
         deep = {"a": deep}
     with pytest.raises(UserError, match="item 0 cannot be stored as JSON"):
         session.add_items([{"role": "user", "content": "x", "deep": deep}])
