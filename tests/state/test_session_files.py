@@ -5,7 +5,7 @@ Every way a file can be unusable is a `SessionStoreError` that says what is wron
 `SQLiteSession`, names the file), raised when the session is made or by the first operation that meets it,
 the ledger's included; never a raw sqlite3 error or OSError, and a file the session cannot read is left as it
 was: a file that is not a database, a truncated or corrupt database, an unreadable file, a read-only file (reads
-still work; each write fails and says nothing of it was stored), a folder where the -wal/-shm files cannot be
+of a file in WAL mode still work; each write fails and says nothing of it was stored), a folder where the -wal/-shm files cannot be
 created, a full disk, a database whose tables of the session's names have another layout. A db_path that is a
 folder or not a regular file is a `UserError`. The first use of a new file (the switch to WAL, the schema)
 waits for a busy file like any write, bounded by the busy timeout; eight processes making one new file at the
@@ -248,6 +248,17 @@ def test_a_read_only_file_is_read_and_each_write_is_a_session_store_error_storin
     assert read == ITEMS
     for result in writes:
         assert_store_error(kind, path, result, "is read-only for this process", "nothing of it was stored")
+    assert stored_rows(path) == ITEMS
+
+
+@needs_fork
+def test_a_read_only_file_another_program_left_outside_wal_is_a_session_store_error_at_once(folder):
+    path = filled("sqlite", folder / "chat.db")
+    with sqlite3.connect(path) as conn:  # as a program that keeps SQLite's default rollback journal leaves it
+        conn.execute("PRAGMA journal_mode = DELETE")
+    give_to_child(path, 0o444)
+    result = in_child(lambda: open_and("sqlite", path, "get_items"), unprivileged=True)
+    assert_store_error("sqlite", path, result, "is read-only for this process")
     assert stored_rows(path) == ITEMS
 
 
