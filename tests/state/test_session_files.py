@@ -5,8 +5,8 @@ Every way a file can be unusable is a `SessionStoreError` that says what is wron
 `SQLiteSession`, names the file), raised when the session is made or by the first operation that meets it,
 the ledger's included; never a raw sqlite3 error or OSError, and a file the session cannot read is left as it
 was: a file that is not a database, a truncated or corrupt database, an unreadable file, a read-only file (reads
-of a file in WAL mode still work; each write fails and says nothing of it was stored), a folder where the -wal/-shm files cannot be
-created, a full disk, a database whose tables of the session's names have another layout. A db_path that is a
+of a file in WAL mode still work; each write fails and says nothing of it was stored), a folder where the
+-wal/-shm files cannot be created, a full disk, a database whose tables of the session's names have another layout. A db_path that is a
 folder or not a regular file is a `UserError`. The first use of a new file (the switch to WAL, the schema)
 waits for a busy file like any write, bounded by the busy timeout; eight processes making one new file at the
 same moment all store their item.
