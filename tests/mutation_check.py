@@ -1226,6 +1226,10 @@ MUTANTS: List[Mutant] = [
       "        if any(ch in \"\\r\\n\\x00\" or ord(ch) > 255 for ch in f\"{name}{value}\"):",
       "        if False:",
       "a header that cannot be sent is a UserError naming it, never quoting its value", "test_key_secrecy"),
+    M("models/protocol.py",
+      "        text = decoded if any(value in decoded for value in values) else text",
+      "        text = text",
+      "a secret echoed as JSON escapes in a body that does not parse is hidden", "test_key_secrecy"),
 ]
 
 

@@ -135,15 +135,21 @@ def secret_values(secret: Any) -> list:
 
 
 QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")
+JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
 def without_secrets(text: Any, secret: Any) -> Any:
-    """`text` with every secret replaced by `***`; so is the value of every credential-named parameter of a query
-    string in it (a URL, a request target echoed back), and of every `name=value` whose name is plainly one
-    (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
+    """`text` with every secret replaced by `***` (a JSON text shown as it came, since it did not parse, is read
+    with its `\\uXXXX` escapes decoded when that shows one); so is the value of every credential-named parameter of
+    a query string in it (a URL, a request target echoed back), and of every `name=value` whose name is plainly
+    one (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
     if not isinstance(text, str):
         return text
-    for value in secret_values(secret):
+    values = secret_values(secret)
+    if "\\u" in text and values:
+        decoded = JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+        text = decoded if any(value in decoded for value in values) else text
+    for value in values:
         text = text.replace(value, "***")
     if "=" not in text:
         return text

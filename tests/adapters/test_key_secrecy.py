@@ -175,3 +175,16 @@ def test_a_header_that_cannot_be_sent_is_a_user_error_naming_it_never_quoting_it
     with pytest.raises(UserError, match="The header 'X-Goog-Api-Key' has a character that cannot be sent") as info:
         model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
     assert "AIzaSECRET" not in str(info.value) and server.requests == []
+
+
+@pytest.mark.parametrize("escaped", [
+    "".join(f"\\u{ord(ch):04x}" for ch in KEY),  # every character written as a JSON escape
+    KEY[:3] + "".join(f"\\u{ord(ch):04X}" for ch in KEY[3:6]) + KEY[6:],  # a few, in capitals
+])
+@pytest.mark.parametrize("parses", [True, False])
+def test_a_secret_a_server_echoes_as_json_escapes_is_hidden_when_its_body_does_not_parse_too(server, escaped, parses):
+    server.reply(raw='{"error": {"message": "bad key ' + escaped + ('"}}' if parses else '"'), status=401)
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=0)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert not leaks(info.value) and escaped not in str(info.value) and "bad key ***" in str(info.value)
