@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1469,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1486,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -88,14 +88,18 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a racing input guardrail's trip and the run's new input, softened by a later cancel, never reaching an agent
     # tool's inner run; streams waiting forever for a closed event loop or behind the executor they wait for; a
     # custom model's stream unchecked; a finished state run again. 1469: a run's aborts
-    # registered in one place, caller.abortable (an async call's and an agent tool's inner run's)
-    "agents, items, guardrails": 928,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # registered in one place, caller.abortable (an async call's and an agent tool's inner run's); 1486 for what an
+    # attack on the loop's composition found: a paused agent-tool call counted twice, a racing guardrail left behind
+    # by a custom model's own error, a plugin that kept the journal open, run options and a tool concurrency taken
+    # as they came, an agent tool switched off while its inner run waited
+    "agents, items, guardrails": 945,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
     # raised to 927 for a Handoff built by hand checked where it is made, as handoff()'s arguments are; to 932 for
     # a caller's cancel reaching an agent tool's inner run, whose state is then the call's; lowered to 928 when that
-    # cancel's registration left for caller.abortable
+    # cancel's registration left for caller.abortable; 945 for a tool guardrail's behavior, instructions a function
+    # returns and stop_at_tool_names checked, and an agent tool's own usage limits kept within its caller's
     "tools and schemas": 994,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made

@@ -20,9 +20,11 @@ CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a
     # agent and tools are those the steps were chosen for (`run.meet`: a hand-built handoff's agent, a resumed state's,
     # a tool added during the run had their guardrails skipped), and the handoff by the check of what a handoffs
     # entry names (`state._handed_to`); the approval once more, by the paused turn taking the run's new input over
-    # from the state (kept there until a turn is written or paused, so a turn a cancel drops loses none of it)
+    # from the state (kept there until a turn is written or paused, so a turn a cancel drops loses none of it); and
+    # by a resumed turn's agent-tool calls whose inner run goes on (counted when they began; bound to their tool
+    # though it was switched off since)
     "hello world": (250, 8),
-    "approval through JSON": (306, 9),
+    "approval through JSON": (308, 9),
     "handoff": (225, 8),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
