@@ -115,6 +115,18 @@ def test_user_image_part_and_file_id_image_rejected():
         items_to_messages([{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}])
 
 
+@pytest.mark.parametrize("part, sent", [
+    ({"type": "input_file", "file_id": "file_1"}, {"file_id": "file_1"}),
+    ({"type": "input_file", "file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"},
+     {"file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"}),
+])
+def test_a_user_file_part_is_sent_by_its_id_or_its_data(part, sent):
+    msgs = items_to_messages([{"role": "user", "content": [part]}])
+    assert msgs[0]["content"] == [{"type": "file", "file": sent}]
+    with pytest.raises(UserError, match="cannot be sent to Chat Completions"):  # neither: nothing to send
+        items_to_messages([{"role": "user", "content": [{"type": "input_file", "filename": "a.pdf"}]}])
+
+
 def test_strict_tool_schema_strips_default_into_description():
     tool = chat_tool(TOOL)
     params = tool["function"]["parameters"]

@@ -170,6 +170,7 @@ def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(repo
     folders = {"Workspace": "capabilities", "trace": "tracing", "ModelRetrySettings": "retry", "Recorder": "recording"}
     for name, (said, has) in report["missing"].items():
         assert f"miniagents/{folders[name]}/" in said and "does not have" in said, (name, said)
+        assert seams.SHELLS[folders[name]] in said, (name, said)  # the feature, in words
         assert has is False, name
     assert "miniagents/tracing/" in report["import_shell"] and "tracing" in report["import_shell"]
 
