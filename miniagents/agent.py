@@ -117,9 +117,11 @@ class Agent(Generic[TContext]):
             raise TypeError("'instructions' callable must accept exactly 2 arguments (context, agent), "
                             f"but got {len(params)}: {params}")
         behavior = self.tool_use_behavior
+        names = behavior.get("stop_at_tool_names") if isinstance(behavior, dict) else None
         if not (behavior in ("run_llm_again", "stop_on_first_tool") or callable(behavior)
-                or (isinstance(behavior, dict) and "stop_at_tool_names" in behavior)):
-            raise UserError(f"Invalid tool_use_behavior: {behavior!r}")
+                or isinstance(names, (list, tuple)) and all(isinstance(name, str) for name in names)):
+            raise UserError(f"Invalid tool_use_behavior: {behavior!r:.200} (use 'run_llm_again', 'stop_on_first_tool', "
+                            '{"stop_at_tool_names": [tool names]} or a function)')
 
     def clone(self, **kwargs: Any) -> "Agent[TContext]":
         """A shallow copy with some fields replaced (lists are shared unless you pass new ones)."""
@@ -127,7 +129,13 @@ class Agent(Generic[TContext]):
 
     def system_prompt(self, ctx: RunContextWrapper) -> Optional[str]:
         """The instructions for this turn: the text, or what the instructions callable returns (the run's call)."""
-        return caller.call(self.instructions, ctx, self) if callable(self.instructions) else self.instructions
+        if not callable(self.instructions):
+            return self.instructions
+        instructions = caller.call(self.instructions, ctx, self)
+        if instructions is not None and not isinstance(instructions, str):
+            raise UserError(f"The instructions function of agent {self.name!r} must return a string or None, got "
+                            f"{type(instructions).__name__}")
+        return instructions
 
     def as_tool(self, tool_name: Optional[str], tool_description: Optional[str],
                 custom_output_extractor: Optional[Callable] = None, is_enabled: Any = True,
@@ -214,13 +222,15 @@ def provider_tool(tool: Any) -> bool:
 
 def nested_config(given: Any, parent: Any) -> Any:
     """An agent tool's inner run's configuration: its own, or one that resolves model names with the caller's
-    provider; the caller's usage limits count the inner run too."""
+    provider; the caller's usage limits count the inner run too, within its own when it has some."""
     from .config import RunConfig
 
     provider, limits = getattr(parent, "model_provider", None), getattr(parent, "usage_limits", None)
     if given is None:
         return RunConfig(model_provider=provider, usage_limits=limits) if provider or limits else None
-    return dataclasses.replace(given, usage_limits=limits) if limits and given.usage_limits is None else given
+    if limits and given.usage_limits:
+        limits = limits.within(given.usage_limits)
+    return dataclasses.replace(given, usage_limits=limits) if limits else given
 
 
 def agent_tool_output(result: Any) -> Any:

@@ -33,6 +33,12 @@ class UsageLimits:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise UserError(f"UsageLimits.{name} must be a whole number >= 0 or None, got {value!r}")
 
+    def within(self, other: "UsageLimits") -> "UsageLimits":
+        """The limits that keep within both: the smaller of each pair (None: no limit)."""
+        pairs = {name: (value, getattr(other, name)) for name, value in vars(self).items()}
+        return UsageLimits(**{name: min((v for v in pair if v is not None), default=None)
+                              for name, pair in pairs.items()})
+
     def exceeded(self, usage: Any, requests: int = 0, tool_calls: int = 0) -> Optional[tuple]:
         """(limit name, limit, count) of the first limit that `usage` plus `requests` more model calls and
         `tool_calls` more tool calls would pass, else None."""
@@ -86,6 +92,10 @@ class RunConfig:
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
+        limit = self.max_function_tool_concurrency
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise UserError(f"RunConfig.max_function_tool_concurrency must be a whole number >= 1 or None, got "
+                            f"{limit!r:.80}")
         if self.handoff_input_filter is not None and not callable(self.handoff_input_filter):
             raise UserError(f"RunConfig.handoff_input_filter must be a callable or None, got "
                             f"{type(self.handoff_input_filter).__name__}")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Generic, Optional
 from . import caller, seams
 from .context import TContext
 from .errors import (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
-                     ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered)
+                     ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered, UserError)
 
 
 @dataclass
@@ -216,6 +216,13 @@ class ToolInputGuardrail(Generic[TContext]):
         if not isinstance(output, ToolGuardrailFunctionOutput):
             raise TypeError(f"tool guardrail {self.get_name()!r} must return ToolGuardrailFunctionOutput, "
                             f"got {type(output).__name__}")
+        behavior = output.behavior
+        kind = behavior.get("type") if isinstance(behavior, dict) else None
+        if kind not in ("allow", "reject_content", "raise_exception") or (
+                kind == "reject_content" and not isinstance(behavior.get("message"), str)):
+            raise UserError(f"tool guardrail {self.get_name()!r} returned the behavior {behavior!r:.200}; it must be "
+                            '{"type": "allow"}, {"type": "reject_content", "message": <text for the model>} or '
+                            '{"type": "raise_exception"} (ToolGuardrailFunctionOutput.allow() and its siblings)')
         return output
 
 

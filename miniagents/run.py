@@ -90,12 +90,15 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     inherits its caller's)."""
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
+    if options.max_turns is not None and type(options.max_turns) is not int:  # nan would be no limit at all
+        raise UserError(f"max_turns must be a whole number or None, got {options.max_turns!r:.80}")
+    if options.run_config is not None and not isinstance(options.run_config, RunConfig):
+        raise UserError(f"run_config must be a RunConfig, got {type(options.run_config).__name__}")
     if callable(getattr(options.session, "claim_call", None)):
         ledger = options.session
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger,
               agents=reachable_agents(starting_agent), plugins=plugins_of(options.plugins), streamed=streamed)
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
-    run.state.cancel_mode = None  # a cancelled run can be resumed
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
         step(run)
@@ -140,6 +143,11 @@ TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}
 def prepare_run(run: Run) -> None:
     """The plugins refuse what cannot work and make what the run needs (the `prepare_run` seam)."""
     seams.emit(run.plugins, "prepare_run", run)
+
+
+def resume_cancelled(run: Run) -> None:
+    """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped."""
+    run.state.cancel_mode = None
 
 
 def refuse_finished(run: Run) -> None:
@@ -206,17 +214,17 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             if run.plugins and isinstance(stop, AgentsException):
                 leave_agent(run, stop)
             return RunResult.from_state(state, None)
-        except AgentsException as error:  # a tripwire or a failure is raised, a cancel or not: nothing is lost
+        except Exception as error:  # a tripwire or a failure (a custom model's too) is raised, a cancel or not
             raise failed(run, error)
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
-            for step in run.after:  # the plugins hear the agent's stretch end; the session's journal is closed
+            for step in run.after:  # the session's journal is closed; the plugins hear the agent's stretch end
                 step(run)
 
 
-def failed(run: Run, error: AgentsException) -> AgentsException:
-    """`error`, to raise, carrying the partial run (`run_data`), the plugins told; the trip of racing input
-    guardrails that the failed turn never joined wins over it."""
+def failed(run: Run, error: Exception) -> Exception:
+    """`error`, to raise, carrying the partial run (`run_data`, when it is the kernel's), the plugins told; the
+    trip of racing input guardrails that the failed turn never joined wins over it."""
     try:
         steps.join_input_guardrails(run, None)
     except AgentsException as trip:
@@ -224,7 +232,7 @@ def failed(run: Run, error: AgentsException) -> AgentsException:
     if run.plugins:
         leave_agent(run, error)
     state = run.state
-    if error.run_data is None:
+    if isinstance(error, AgentsException) and error.run_data is None:
         error.run_data = RunErrorDetails(
             state.original_input, list(state.generated_items), list(state.model_responses), state.current_agent,
             state.context_wrapper, list(state.input_guardrail_results), list(state.output_guardrail_results),
@@ -464,6 +472,7 @@ SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_pr
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
 START = (  # before the first turn, once per drive of the loop
+    Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
     Step(refuse_with_server_history, SERVER_MANAGED),
@@ -523,9 +532,9 @@ ENDS = {  # what each way of ending a turn does, in order
     NextStepInterruption: (Step(pause),),
     NextStepError: (Step(answer_error),),
 }
-AFTER = (  # when the run returns or raises
-    Step(leave_agent, "run.plugins"),
+AFTER = (  # when the run returns or raises: the journal closed first, whatever a plugin then raises
     Step(ledger.close_journal, "run.ledger"),
+    Step(leave_agent, "run.plugins"),
 )
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
     Step(steps.guarded, TOOL_GUARDRAILS),

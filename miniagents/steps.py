@@ -202,6 +202,10 @@ def reread(run: Run, turn: Turn) -> None:
         if call.call_id in pending.outputs:
             call.fate, call.output = "done", pending.outputs[call.call_id]
         call.paused = pending.nested.get(call.call_id)
+        if call.paused is not None and call.target is None:  # its tool switched off (is_enabled) since: it goes on
+            call.target = next((t for t in turn.agent.tools if getattr(t, "name", None) == call.item["name"]), None)
+            call.kind = "function" if call.target else "unknown"
+    turn.reserved = sum(call.paused is not None for call in turn.calls)  # counted when they began (run_calls)
 
 
 # --- Around the calls ------------------------------------------------------------------------------------
@@ -216,13 +220,13 @@ def check_tool_limit(run: Run, turn: Turn) -> None:
                                                     c.kind == "handoff" and not c.fate]
     if not held:
         return
-    calls = sum(call.kind != "handoff" for call in held)
+    calls = sum(call.kind != "handoff" and call.paused is None for call in held)  # an inner run going on: counted
     with COUNTING:
         limit = run.config.usage_limits.exceeded(usage, tool_calls=calls)
         if limit is None:
-            usage.tool_calls, turn.reserved = usage.tool_calls + calls, calls
+            usage.tool_calls, turn.reserved = usage.tool_calls + calls, turn.reserved + calls
             return
-    turn.limit = UsageLimitExceeded(*limit)
+    turn.limit, turn.reserved = UsageLimitExceeded(*limit), 0  # none of them runs
     for call in held:
         call.fate = "held"
 

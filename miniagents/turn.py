@@ -122,7 +122,7 @@ class Turn:
     claim: Optional[tuple] = None  # the turn's claim in the ledger, (run id, key): ledger.claim_turn, claim_pause
     limit: Any = None  # the UsageLimitExceeded that kept its calls from running
     requests: int = 1  # what taking the response adds to the run's requests (0: counted before the call was made)
-    reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit)
+    reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit), or began (steps.reread)
     unsure: list = field(default_factory=list)  # ids of calls started before a crash, with no output recorded
     reruns: set = field(default_factory=set)  # of those, the ones that run again (approved, or idempotent)
 
@@ -305,17 +305,16 @@ def classify(run: Run, turn: Turn) -> None:
     for item in turn.output:
         kind = item.get("type", "message" if item.get("role") == "assistant" else None)
         if kind == "function_call":
-            call = item  # not copied: nothing changes a call (assign_call_ids makes a new item for a new id)
-            name = call.get("name") or ""
+            name = item.get("name") or ""
             if name in setup.handoffs:  # the first handoff wins; another in the same response is answered
                 first = not any(c.kind == "handoff" for c in turn.calls)
-                turn.calls.append(Call(call, call["call_id"], setup.handoffs[name], "handoff", "" if first else
+                turn.calls.append(Call(item, item["call_id"], setup.handoffs[name], "handoff", "" if first else
                                        "answer", None if first else (MULTIPLE_HANDOFFS, MULTIPLE_HANDOFFS)))
-                turn.items.append(HandoffCallItem(agent=agent, raw_item=call))
+                turn.items.append(HandoffCallItem(agent=agent, raw_item=item))
                 continue
             tool = setup.tools.get(name)
-            turn.calls.append(Call(call, call["call_id"], tool, "function" if tool else "unknown"))
-            turn.items.append(ToolCallItem(agent=agent, raw_item=call, description=getattr(tool, "description", None)))
+            turn.calls.append(Call(item, item["call_id"], tool, "function" if tool else "unknown"))
+            turn.items.append(ToolCallItem(agent=agent, raw_item=item, description=getattr(tool, "description", None)))
         elif kind == "message":
             turn.items.append(MessageOutputItem(agent=agent, raw_item=item))
         elif kind == "reasoning":
@@ -412,7 +411,7 @@ def run_calls(run: Run, turn: Turn) -> None:
             if run.state.cancel_mode == "immediate":
                 break  # cancelled: what has not started never does
             run_one(run, turn, call)
-    ran = [call for call in to_run if call.output or isinstance(call.paused, NestedInterruption)]
+    ran = [call for call in to_run if call.output or call.paused is not None]  # an inner run paused, or going on
     run.state.context_wrapper.usage.tool_calls += len(ran) - turn.reserved  # those counted before are not again
 
 

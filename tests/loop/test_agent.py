@@ -57,9 +57,11 @@ def test_an_instructions_callable_must_take_context_and_agent():
         Agent(name="a", instructions=lambda ctx: "x")
 
 
-def test_an_invalid_tool_use_behavior_is_a_user_error():
-    with pytest.raises(UserError, match="Invalid tool_use_behavior"):
-        Agent(name="a", tool_use_behavior="stop_sometimes")
+@pytest.mark.parametrize("behavior", ["stop_sometimes", {"stop_at_tool_names": "search_all"},
+                                      {"stop_at_tool_names": None}, {"stop_at_tool_names": [1]}, {}])
+def test_an_invalid_tool_use_behavior_is_a_user_error(behavior):
+    with pytest.raises(UserError, match="Invalid tool_use_behavior: .* or a function"):
+        Agent(name="a", tool_use_behavior=behavior)  # a string of names would match by substring
 
 
 def test_clone_replaces_fields_and_shares_the_rest():

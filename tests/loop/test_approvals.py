@@ -569,3 +569,36 @@ def test_an_approval_item_built_from_a_raw_call_alone_is_named_by_the_call(name,
     item = ToolApprovalItem(agent=agent, raw_item=call, **extra)
     assert item.tool_name == item.name == name
     assert ToolApprovalItem(agent=agent, raw_item=call, tool_name="other").tool_name == "other"
+
+
+# --- What an attack found: an agent tool switched off while its inner run waited for a person -------------------
+
+
+@pytest.mark.parametrize("through_json", [False, True])
+def test_an_agent_tool_switched_off_while_its_inner_run_waits_goes_on_and_the_history_says_what_ran(through_json):
+    ran, enabled = [], {"sub": True}
+
+    @function_tool
+    def step1() -> str:
+        ran.append("step1")
+        return "s1"
+
+    @function_tool(needs_approval=True)
+    def step2() -> str:
+        ran.append("step2")
+        return "s2"
+
+    inner = Agent(name="I", tools=[step1, step2], model=ScriptedModel(
+        [[function_call("step1", {}, call_id="a")], [function_call("step2", {}, call_id="b")],
+         [assistant_message("inner done")]]))
+    outer = Agent(name="O", tools=[inner.as_tool("sub", "s", is_enabled=lambda ctx, agent: enabled["sub"])],
+                  model=ScriptedModel([[function_call("sub", {"input": "x"}, call_id="o1")],
+                                       [assistant_message("outer done")]]))
+    state = Runner.run_sync(outer, "go").to_state()
+    if through_json:
+        state = RunState.from_string(outer, state.to_string())
+    state.approve(state.get_interruptions()[0])
+    enabled["sub"] = False  # switched off while the person decided: the call had begun, its inner steps ran
+    result = Runner.run_sync(outer, state)
+    assert ran == ["step1", "step2"] and result.final_output == "outer done"
+    assert outputs_sent(outer.model.calls[-1]) == {"o1": "inner done"}

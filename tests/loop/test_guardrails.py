@@ -11,7 +11,7 @@ from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGua
                         OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner, SQLiteSession,
                         ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered,
                         ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
-                        tool_input_guardrail, tool_output_guardrail)
+                        UserError, tool_input_guardrail, tool_output_guardrail)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import block_everything, make_agent, outputs_sent, read_secret, secret_agent
 
@@ -498,3 +498,50 @@ def test_runs_sharing_one_invoke_chain_at_once_keep_their_own_guardrail_verdicts
         assert result.final_output == who
         assert [i.output for i in result.new_items if i.type == "tool_call_output_item"] == [f"found {who}"]
     assert sorted(results) == ["ann", "bob"]
+
+
+# --- What an attack found: a tool guardrail's odd behavior, a racing guardrail left behind by a foreign error ---
+
+
+@pytest.mark.parametrize("behavior", [{}, {"type": "reject_content"}, "allow", {"type": "bogus"},
+                                      {"type": "reject_content", "message": 5}, None])
+@pytest.mark.parametrize("stage", ["input", "output"])
+def test_a_tool_guardrail_whose_behavior_is_none_of_the_three_is_a_user_error_naming_it(behavior, stage):
+    def odd(data):
+        return ToolGuardrailFunctionOutput(behavior=behavior)
+
+    guardrail = tool_input_guardrail(odd) if stage == "input" else tool_output_guardrail(odd)
+
+    @function_tool(**{f"tool_{stage}_guardrails": [guardrail]})
+    def act(x: int) -> str:
+        ran.append(x)
+        return "done"
+
+    model = ScriptedModel([[function_call("act", {"x": 1}, call_id="c1")], [assistant_message("ok")]])
+    with pytest.raises(UserError, match="tool guardrail 'odd' returned the behavior .* it must be"):
+        Runner.run_sync(Agent(name="A", tools=[act], model=model), "go")
+    assert ran == ([] if stage == "input" else [1]) and len(model.calls) == 1  # never run past the verdict
+
+
+def test_a_racing_input_guardrail_is_joined_and_its_trip_wins_when_a_custom_model_raises_its_own_error():
+    finished = []
+
+    @input_guardrail(run_in_parallel=True)
+    def slow(ctx, agent, text):
+        threading.Event().wait(0.3)
+        finished.append(True)
+        return trip()
+
+    agent = Agent(name="A", input_guardrails=[slow], model=ScriptedModel([ConnectionResetError("network down")]))
+    with pytest.raises(InputGuardrailTripwireTriggered) as info:
+        Runner.run_sync(agent, "hi")
+    assert finished == [True] and info.value.run_data is not None
+    assert not [t for t in threading.enumerate() if t.name == "input-guardrails"]
+
+
+def test_a_custom_models_own_error_is_raised_as_it_is_when_no_guardrail_trips():
+    boom = ConnectionResetError("network down")
+    with pytest.raises(ConnectionResetError) as info:
+        Runner.run_sync(Agent(name="A", input_guardrails=[InputGuardrail(lambda c, a, t: ok(), run_in_parallel=True)],
+                              model=ScriptedModel([boom])), "hi")
+    assert info.value is boom

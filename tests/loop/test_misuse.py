@@ -147,3 +147,44 @@ def test_a_handoff_built_by_hand_is_checked_where_it_is_made(options, message):
               "on_invoke_handoff": lambda ctx, args: None, "agent_name": "B", **options}
     with pytest.raises(UserError, match=f"Handoff 'to_b': {message}"):
         Handoff(**fields)
+
+
+# --- What an attack found: run options and dynamic instructions taken as they came --------------------------------
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_turns": float("nan")}, "max_turns must be a whole number or None, got nan"),  # it was no limit at all
+    ({"max_turns": "5"}, "max_turns must be a whole number or None, got '5'"),
+    ({"max_turns": True}, "max_turns must be a whole number or None, got True"),
+    ({"run_config": {"usage_limits": None}}, "run_config must be a RunConfig, got dict"),
+])
+def test_a_run_option_of_the_wrong_kind_is_a_user_error_before_the_model_is_asked(options, message):
+    model = ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(UserError, match=message):
+        Runner.run_sync(Agent(name="a", model=model), "hi", **options)
+    assert model.calls == ()
+
+
+@pytest.mark.parametrize("limit", [-1, 0, "2", 1.5, True])
+def test_a_tool_concurrency_that_cannot_be_kept_is_refused_where_the_config_is_made(limit):
+    from miniagents import RunConfig
+
+    with pytest.raises(UserError, match="max_function_tool_concurrency must be a whole number >= 1 or None"):
+        RunConfig(max_function_tool_concurrency=limit)
+
+
+@pytest.mark.parametrize("returned", [{"role": "system"}, 42, ["a", "b"], b"bytes"])
+def test_instructions_a_function_returns_must_be_text_or_none(returned):
+    model = ScriptedModel([[assistant_message("never")]])
+    agent = Agent(name="helper", model=model, instructions=lambda ctx, agent: returned)
+    with pytest.raises(UserError, match=f"instructions function of agent 'helper' must return a string or None, "
+                                        f"got {type(returned).__name__}"):
+        Runner.run_sync(agent, "hi")
+    assert model.calls == ()
+
+
+def test_instructions_a_function_returns_as_text_or_none_are_sent():
+    for returned in ("Be brief.", None):
+        model = ScriptedModel([[assistant_message("ok")]])
+        Runner.run_sync(Agent(name="a", model=model, instructions=lambda ctx, agent: returned), "hi")
+        assert model.calls[0].system_instructions == returned

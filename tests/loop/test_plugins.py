@@ -315,3 +315,21 @@ def test_a_change_that_keeps_or_rightly_replaces_the_value_passes():
     assert result.final_output == "stopped at the limit"
     assert model.calls[0].system_instructions == "Be brief. Really."
     assert model.calls[0].input[-1] == {"role": "user", "content": "more"}
+
+
+# --- What an attack found: a plugin that raises as the run ends kept the session's journal open -----------------
+
+
+def test_a_plugin_raising_as_the_agent_leaves_cannot_keep_the_sessions_turn_unfinished(tmp_path):
+    from miniagents import SQLiteSession
+
+    class Boom(seams.Plugin):
+        def agent_ended(self, run, agent, error):
+            raise RuntimeError("plugin failed")
+
+    agent = Agent(name="A", model=ScriptedModel([[assistant_message("one")], [assistant_message("two")]]))
+    with pytest.raises(RuntimeError, match="plugin failed"):
+        Runner.run_sync(agent, "first", session=SQLiteSession("s", tmp_path / "chat.db"), plugins=[Boom()])
+    session = SQLiteSession("s", tmp_path / "chat.db")
+    assert len(session.get_items()) == 2 and not session.read_journal()
+    assert Runner.run_sync(agent, "second", session=session).final_output == "two"

@@ -365,3 +365,100 @@ def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledg
     items = session.get_items()
     assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == ["c0", "c1", "c2"]
     assert sum(1 for i in items if i.get("content") == "and then stop") == added
+
+
+# --- What an attack found: a paused agent-tool call counted twice, an agent tool's own limits escaping the caller's -
+
+
+def approval_inside_an_agent_tool(ran):
+    @function_tool(needs_approval=True)
+    def danger(n: int) -> str:
+        ran.append(n)
+        return "done"
+
+    inner = Agent(name="I", tools=[danger], model=ScriptedModel(
+        [[function_call("danger", {"n": 1}, call_id="d1")], [assistant_message("inner done")]]))
+    return Agent(name="O", tools=[inner.as_tool("sub", "s")], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="o1")], [assistant_message("outer done")]]))
+
+
+@pytest.mark.parametrize("limits", [None, UsageLimits(tool_calls_limit=2)])
+@pytest.mark.parametrize("through_json", [False, True])
+def test_an_agent_tool_call_whose_inner_run_paused_is_counted_once_when_it_goes_on(limits, through_json):
+    ran = []
+    outer = approval_inside_an_agent_tool(ran)
+    config = RunConfig(usage_limits=limits)
+    first = Runner.run_sync(outer, "go", run_config=config)
+    assert first.context_wrapper.usage.tool_calls == 1  # "sub" began; "danger" waits for a person
+    state = first.to_state()
+    if through_json:
+        state = RunState.from_string(outer, state.to_string())
+    state.approve(state.get_interruptions()[0])
+    result = Runner.run_sync(outer, state, run_config=config)
+    assert (result.final_output, ran, result.context_wrapper.usage.tool_calls) == ("outer done", [1], 2)
+
+
+@pytest.mark.parametrize("own, callers, stop", [
+    (UsageLimits(request_limit=50), UsageLimits(request_limit=2), ("request_limit", 2)),  # the caller's holds
+    (UsageLimits(tool_calls_limit=1), UsageLimits(request_limit=20), ("tool_calls_limit", 1)),  # and its own
+])
+def test_an_agent_tools_own_limits_keep_within_the_callers(own, callers, stop):
+    @function_tool
+    def work(n: int) -> str:
+        return "ok"
+
+    inner_model = ScriptedModel([[function_call("work", {"n": n}, call_id=f"w{n}")] for n in range(6)]
+                                + [[assistant_message("inner done")]])
+    tool = Agent(name="I", tools=[work], model=inner_model).as_tool("sub", "s", run_config=RunConfig(usage_limits=own))
+    outer = Agent(name="O", tools=[tool], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="o1")], [assistant_message("outer done")]]))
+    with pytest.raises(UsageLimitExceeded) as info:
+        Runner.run_sync(outer, "go", run_config=RunConfig(usage_limits=callers))
+    assert (info.value.limit, info.value.value) == stop and len(inner_model.calls) == 1
+
+
+def test_usage_limits_within_others_take_the_smaller_of_each():
+    mine, theirs = UsageLimits(request_limit=5, tool_calls_limit=None, total_tokens_limit=9), \
+        UsageLimits(request_limit=7, tool_calls_limit=3)
+    assert mine.within(theirs) == UsageLimits(request_limit=5, tool_calls_limit=3, total_tokens_limit=9)
+    assert theirs.within(mine) == mine.within(theirs) and UsageLimits().within(UsageLimits()) == UsageLimits()
+
+
+def test_a_limit_reached_inside_an_inner_run_that_went_on_keeps_the_count_true_and_resumes():
+    ran = []
+    outer = approval_inside_an_agent_tool(ran)
+    first = Runner.run_sync(outer, "go")
+    state = first.to_state()
+    state.approve(state.get_interruptions()[0])
+    tight = RunConfig(usage_limits=UsageLimits(tool_calls_limit=1))  # "sub" took it: "danger" may not run
+    with pytest.raises(UsageLimitExceeded) as info:
+        Runner.run_sync(outer, state, run_config=tight)
+    assert ran == [] and info.value.state.context_wrapper.usage.tool_calls == 1
+    roomy = RunConfig(usage_limits=UsageLimits(tool_calls_limit=2))
+    result = Runner.run_sync(outer, info.value.state, run_config=roomy)
+    assert (result.final_output, ran, result.context_wrapper.usage.tool_calls) == ("outer done", [1], 2)
+
+
+def test_a_batch_a_limit_holds_back_with_an_inner_run_going_on_keeps_the_count_true_and_resumes():
+    ran = []
+
+    @function_tool(needs_approval=True)
+    def act(n: int) -> str:
+        ran.append(f"act {n}")
+        return "acted"
+
+    outer = approval_inside_an_agent_tool(ran)
+    outer = outer.clone(tools=outer.tools + [act], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="o1"), function_call("act", {"n": 2}, call_id="o2")],
+         [assistant_message("outer done")]]))
+    state = Runner.run_sync(outer, "go").to_state()
+    assert state.context_wrapper.usage.tool_calls == 1  # "sub" began; "danger" and "act" wait for a person
+    for item in state.get_interruptions():
+        state.approve(item)
+    with pytest.raises(UsageLimitExceeded) as info:  # "act" would be the second: the whole batch waits
+        Runner.run_sync(outer, state, run_config=RunConfig(usage_limits=UsageLimits(tool_calls_limit=1)))
+    assert ran == [] and info.value.state.context_wrapper.usage.tool_calls == 1
+    roomy = RunConfig(usage_limits=UsageLimits(tool_calls_limit=3))
+    result = Runner.run_sync(outer, info.value.state, run_config=roomy)
+    assert (result.final_output, sorted(map(str, ran)), result.context_wrapper.usage.tool_calls) == \
+        ("outer done", ["1", "act 2"], 3)
