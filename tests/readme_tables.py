@@ -92,14 +92,15 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # attack on the loop's composition found: a paused agent-tool call counted twice, a racing guardrail left behind
     # by a custom model's own error, a plugin that kept the journal open, run options and a tool concurrency taken
     # as they came, an agent tool switched off while its inner run waited
-    "agents, items, guardrails": 945,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 946,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
     # raised to 927 for a Handoff built by hand checked where it is made, as handoff()'s arguments are; to 932 for
     # a caller's cancel reaching an agent tool's inner run, whose state is then the call's; lowered to 928 when that
     # cancel's registration left for caller.abortable; 945 for a tool guardrail's behavior, instructions a function
-    # returns and stop_at_tool_names checked, and an agent tool's own usage limits kept within its caller's
+    # returns and stop_at_tool_names checked, and an agent tool's own usage limits kept within its caller's; 946 for
+    # ModelHTTPError.retry_headers (what the server said of retrying, for a retry policy)
     "tools and schemas": 994,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -107,13 +108,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # float or not finite, set items that cannot be hashed, an InitVar, a result that cannot be shown as text, JSON
     # nested deeper than Python walks; docstring sections read at their own indentation
     "state and sessions": 1100,
-    "HTTP adapters": 2008,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2011,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
     # URL with a stray bracket, a Content-Type holding the key; to 2005 for a secret echoed percent-encoded, and a
     # header that cannot be sent refused naming it (it was quoted in the error, and retried); to 2008 for a secret a
-    # server echoes as JSON escapes in a body that does not parse (it was shown as it came)
+    # server echoes as JSON escapes in a body that does not parse (it was shown as it came); to 2011 for the
+    # server's Retry-After and x-should-retry kept on the error, which runner-managed retries never heard
     "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
     "shell: tracing": 950,
     "shell: retries": 320,
@@ -130,7 +132,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     "shell: DB-API sessions": 180,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it
     "shell: MCP servers": 1200,  # issue 32: MCP over stdio in the standard library
-    "shell: vendoring": 400,  # issue 31: `python -m miniagents.vendor`
+    "shell: vendoring": 412,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now)
 }
 
 MARKERS = {
