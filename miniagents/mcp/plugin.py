@@ -143,17 +143,18 @@ def function_tool(server: Any, tool: Any, agent: Any, config: dict) -> Optional[
 
 
 def all_required(schema: Any, depth: int = 0) -> bool:
-    """Whether every object in `schema` requires all of its properties (so strict mode changes no call); a schema
-    nested deeper than any the strict pass takes is sent as given."""
+    """Whether every object in `schema` requires all of its properties (so strict mode changes no call); a
+    `required` that is not a list requires none of them, and a schema nested deeper than any the strict pass takes
+    is sent as given."""
     if depth > 64:
         return False
     if isinstance(schema, list):
         return all(all_required(s, depth + 1) for s in schema)
     if not isinstance(schema, dict):
         return True
-    properties = schema.get("properties")
-    if isinstance(properties, dict) and properties and not set(properties) <= set(
-            r for r in schema.get("required") or () if isinstance(r, str)):
+    properties, required = schema.get("properties"), schema.get("required")
+    if isinstance(properties, dict) and properties and not (isinstance(required, list) and set(properties) <= set(
+            r for r in required if isinstance(r, str))):
         return False
     return all(all_required(v, depth + 1) for k, v in schema.items()
                if k not in ("default", "enum", "const", "examples"))

@@ -80,6 +80,8 @@ class Server:
             self.tools += [{"name": "deep", "inputSchema": deep}, {"description": "no name", "inputSchema": {}},
                            {"name": "odd_required", "inputSchema": {"type": "object", "properties": {"a": {}},
                                                                     "required": [["a"], 3]}},
+                           {"name": "required_not_a_list", "inputSchema": {"type": "object", "properties": {"a": {}},
+                                                                           "required": 5}},
                            {"name": "not_a_schema", "inputSchema": "object"}, {"name": "", "inputSchema": {}},
                            {"name": "no_schema"}, 42, {"name": "x" * 100, "inputSchema": {}},
                            {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}}]

@@ -80,6 +80,7 @@ def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):
     _, model = run(make_server("odd_tools"), [[assistant_message("ok")]])
     tools = offered(model)
     assert tools["deep"].strict_json_schema is False and tools["odd_required"].strict_json_schema is False
+    assert tools["required_not_a_list"].strict_json_schema is False
     assert tools["anyof_root"].strict_json_schema is False  # strict mode refuses a root anyOf: sent as given
     assert tools["no_schema"].params_json_schema == {"type": "object", "properties": {}, "required": [],
                                                      "additionalProperties": False}
