@@ -32,6 +32,12 @@ def parse(argv: list) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def say(text: str) -> None:
+    """Print what a server sent: a lone surrogate (valid in JSON, not encodable in UTF-8) as its escape, which in
+    JSON is the same string."""
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
 def main(argv: Optional[list] = None) -> int:
     options = parse(sys.argv[1:] if argv is None else argv)
     env = {}
@@ -51,20 +57,20 @@ def main(argv: Optional[list] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if options.json:
-        print(json.dumps([{"name": t.name, "title": t.title, "description": t.description,
-                           "inputSchema": t.inputSchema} for t in tools], indent=2, ensure_ascii=False))
+        say(json.dumps([{"name": t.name, "title": t.title, "description": t.description,
+                         "inputSchema": t.inputSchema} for t in tools], indent=2, ensure_ascii=False))
         return 0
     about = info.get("serverInfo") if isinstance(info.get("serverInfo"), dict) else {}
-    print(f"{about.get('name', server.name)} {about.get('version', '')} (MCP {info.get('protocolVersion')}): "
-          f"{len(tools)} tool{'s' if len(tools) != 1 else ''}")
+    say(f"{about.get('name', server.name)} {about.get('version', '')} (MCP {info.get('protocolVersion')}): "
+        f"{len(tools)} tool{'s' if len(tools) != 1 else ''}")
     for tool in tools:
         offered = function_tool(server, tool, None, {})
         how = "strict schema" if offered.strict_json_schema else "schema sent as given"
         alias = f", offered as {offered.name!r}" if offered.name != tool.name else ""
-        print(f"\n{tool.name} ({how}{alias})")
+        say(f"\n{tool.name} ({how}{alias})")
         if tool.description:
-            print("  " + tool.description.strip().replace("\n", "\n  "))
-        print("  input: " + json.dumps(tool.inputSchema, ensure_ascii=False))
+            say("  " + tool.description.strip().replace("\n", "\n  "))
+        say("  input: " + json.dumps(tool.inputSchema, ensure_ascii=False))
     return 0
 
 

@@ -82,6 +82,7 @@ class Server:
                                                                     "required": [["a"], 3]}},
                            {"name": "required_not_a_list", "inputSchema": {"type": "object", "properties": {"a": {}},
                                                                            "required": 5}},
+                           {"name": "lone\ud800surrogate", "inputSchema": {}},
                            {"name": "not_a_schema", "inputSchema": "object"}, {"name": "", "inputSchema": {}},
                            {"name": "no_schema"}, 42, {"name": "x" * 100, "inputSchema": {}},
                            {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}}]

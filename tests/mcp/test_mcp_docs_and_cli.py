@@ -58,6 +58,17 @@ def test_the_listing_command_as_json():
                                                  "inputSchema": tools[0]["inputSchema"]}
 
 
+def test_the_listing_command_lists_odd_tools_and_escapes_a_lone_surrogate_in_a_name():
+    """A name JSON may carry but UTF-8 cannot (a lone surrogate) is printed as its escape, never a crash; in --json
+    the escape reads back as the same name."""
+    done = cli(sys.executable, TEST_SERVER, "--mode", "odd_tools")
+    assert done.returncode == 0, done.stderr
+    assert "lone\\ud800surrogate (strict schema, offered as 'lone_surrogate')" in done.stdout.splitlines()
+    assert "required_not_a_list (schema sent as given)" in done.stdout.splitlines()
+    done = cli("--json", sys.executable, TEST_SERVER, "--mode", "odd_tools")
+    assert done.returncode == 0 and "lone\ud800surrogate" in [tool["name"] for tool in json.loads(done.stdout)]
+
+
 def test_the_listing_command_called_from_python_reads_the_arguments_it_is_given(monkeypatch, capsys):
     """`main(argv)` lists what `argv` names, whatever the process's own command line is."""
     from miniagents.mcp.__main__ import main
