@@ -23,7 +23,7 @@ from .. import __version__
 from ..caller import CANCEL_CALLBACKS, AlreadyDone, Ready, call
 from ..errors import UserError, warn
 from .errors import MCPCancelledError, MCPConnectionError, MCPProtocolError, MCPRequestError, MCPTimeoutError, \
-    MCPTransportNotProvidedError, MCPVersionError, redact
+    MCPTransportNotProvidedError, MCPVersionError
 from .stdio import MAX_MESSAGE_BYTES, StdioConnection, preview
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # spoken; the first is asked for
@@ -318,11 +318,11 @@ class MCPServerStdio(MCPServer):
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if not isinstance(version, str):
             raise connection.error(MCPProtocolError, f"answered initialize without a protocolVersion: "
-                                                     f"{preview(result)}")
+                                                     f"{self._shown(result)}")
         if version not in PROTOCOL_VERSIONS:
             raise connection.error(
-                MCPVersionError, f"speaks MCP protocol version {preview(version, 40)}, which this client does not "
-                                 f"(it asked for {PROTOCOL_VERSIONS[0]} and speaks {', '.join(PROTOCOL_VERSIONS)})",
+                MCPVersionError, f"speaks MCP protocol version {self._shown(version, 40)}, which this client does "
+                                 f"not (it asked for {PROTOCOL_VERSIONS[0]} and speaks {', '.join(PROTOCOL_VERSIONS)})",
                 server_version=version, client_versions=PROTOCOL_VERSIONS)
 
     def hold(self) -> None:
@@ -434,14 +434,14 @@ class MCPServerStdio(MCPServer):
                                         self._request_timeout)
             if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
                 raise connection.error(MCPProtocolError, f"answered tools/list without a list of tools: "
-                                                         f"{preview(result)}")
+                                                         f"{self._shown(result)}")
             tools.extend(t for t in map(self._tool, result["tools"]) if t is not None)
             cursor = result.get("nextCursor")
             if cursor is None or cursor == "":
                 return tools
             if not isinstance(cursor, str) or cursor in seen:
-                raise connection.error(MCPProtocolError, f"answered tools/list with the cursor {preview(cursor, 60)} "
-                                                         "again: its pages would never end")
+                raise connection.error(MCPProtocolError, f"answered tools/list with the cursor "
+                                                         f"{self._shown(cursor, 60)} again: its pages would never end")
             seen.add(cursor)
         raise connection.error(MCPProtocolError, f"answered tools/list with more than {MAX_PAGES} pages")
 
@@ -450,7 +450,7 @@ class MCPServerStdio(MCPServer):
         name = entry.get("name") if isinstance(entry, dict) else None
         schema = entry.get("inputSchema", {"type": "object"}) if isinstance(entry, dict) else None
         if not isinstance(name, str) or not name or not isinstance(schema, dict):
-            key = preview(name if isinstance(name, str) else entry, 60)
+            key = self._shown(name if isinstance(name, str) else entry, 60)
             if key not in self._warned:
                 self._warned.add(key)
                 warn("MCP server %r lists a tool without a name or an inputSchema object, left out: %s", self.name,
@@ -501,7 +501,7 @@ class MCPServerStdio(MCPServer):
         content = result.get("content", []) if isinstance(result, dict) else None
         if not isinstance(content, list) or not all(isinstance(item, dict) for item in content):
             raise connection.error(MCPProtocolError, f"answered tools/call {tool_name!r} with something that is not "
-                                                     f"a tool result: {preview(result)}")
+                                                     f"a tool result: {self._shown(result)}")
         return CallToolResult([Content(item) for item in content], result.get("structuredContent"),
                               result.get("isError") is True, result.get("_meta") if isinstance(
                                   result.get("_meta"), dict) else None)
@@ -520,8 +520,12 @@ class MCPServerStdio(MCPServer):
 
             params = params if isinstance(params, dict) else {}
             logging.getLogger(__name__).debug(
-                "MCP server %r logged (%s) %s", self.name, preview(params.get("level"), 20),
-                redact(preview(params.get("data"), 500), (self.params["env"] or {}).values()))
+                "MCP server %r logged (%s) %s", self.name, self._shown(params.get("level"), 20),
+                self._shown(params.get("data"), 500))
+
+    def _shown(self, data: Any, limit: int = 200) -> str:
+        """`preview` of what the server sent, without the values of its environment (as `StdioConnection.shown`)."""
+        return preview(data, limit, (self.params["env"] or {}).values())
 
     # --- Approval ------------------------------------------------------------------------------------
 

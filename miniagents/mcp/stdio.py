@@ -35,7 +35,7 @@ import subprocess
 import threading
 import time
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError
@@ -60,12 +60,14 @@ def child_environment(env: Optional[dict]) -> dict:
     return {**base, **(env or {})}
 
 
-def preview(data: Any, limit: int = 200) -> str:
-    """A short, printable view of what a server sent."""
+def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
+    """A short, printable view of what a server sent, each secret hidden before it is cut (a secret cut in two is
+    no longer found, and its part would show)."""
     try:
         text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
     except RecursionError:
         return "(something nested too deeply to show)"
+    text = redact(text, secrets)
     return repr(text[:limit]) + (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
 
 
@@ -224,9 +226,14 @@ class StdioConnection:
         return kind(redact(f"MCP server {self.name!r} {what}", self._secrets), self.name, self.stderr_tail(), **extra)
 
     def stderr_tail(self) -> str:
+        """The end of the server's stderr, secrets hidden in all that is kept before it is cut to its end."""
         with self._tail_lock:
-            data = bytes(self._stderr[-STDERR_KEPT:])
-        return redact(data.decode("utf-8", "replace")[-STDERR_SHOWN:].strip(), self._secrets)
+            data = bytes(self._stderr)
+        return redact(data.decode("utf-8", "replace"), self._secrets)[-STDERR_SHOWN:].strip()
+
+    def shown(self, data: Any, limit: int = 200) -> str:
+        """`preview` of what this server sent, without the values of its environment."""
+        return preview(data, limit, self._secrets)
 
     # --- Requests ------------------------------------------------------------------------------------
 
@@ -295,7 +302,7 @@ class StdioConnection:
         error = message["error"]
         code, text, data = (error.get("code"), error.get("message"), error.get("data")) if isinstance(error, dict) \
             else (None, error, None)
-        raise self.error(MCPRequestError, f"answered {method} with error {code}: {preview(text)}", code=code,
+        raise self.error(MCPRequestError, f"answered {method} with error {code}: {self.shown(text)}", code=code,
                          data=data)
 
     def _write(self, message: dict, timeout: Optional[float]) -> None:
@@ -397,7 +404,7 @@ class StdioConnection:
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
-            return self._fail(MCPConnectionError, f"wrote a line that is not JSON to its stdout: {preview(line)}",
+            return self._fail(MCPConnectionError, f"wrote a line that is not JSON to its stdout: {self.shown(line)}",
                               stop=True)
         if isinstance(message, dict) and isinstance(message.get("method"), str):
             if "id" in message:
@@ -405,7 +412,7 @@ class StdioConnection:
             return self._notified(message["method"], message.get("params"))
         if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
             return self._deliver(message)
-        self._fail(MCPConnectionError, f"wrote JSON that is not a JSON-RPC message to its stdout: {preview(line)}",
+        self._fail(MCPConnectionError, f"wrote JSON that is not a JSON-RPC message to its stdout: {self.shown(line)}",
                    stop=True)
 
     def _deliver(self, message: dict) -> None:
@@ -421,9 +428,9 @@ class StdioConnection:
             waiter.event.set()
         elif not late:
             error = message.get("error")
-            what = f" with the error {preview(error.get('message') if isinstance(error, dict) else error)}" \
+            what = f" with the error {self.shown(error.get('message') if isinstance(error, dict) else error)}" \
                 if error is not None else ""
-            self._fail(MCPConnectionError, f"answered request id {json.dumps(request_id)[:40]}{what}, which this "
+            self._fail(MCPConnectionError, f"answered request id {self.shown(request_id, 40)}{what}, which this "
                                            "client never sent or had an answer to already", stop=True)
 
     def _answer(self, request_id: Any, method: str) -> None:

@@ -202,7 +202,7 @@ def test_json_that_is_not_json_rpc_is_named(connected):
 
 def test_an_answer_to_an_id_never_sent_is_named(connected):
     server, pid = connected()
-    with pytest.raises(MCPConnectionError, match="answered request id 424242, which this client never sent"):
+    with pytest.raises(MCPConnectionError, match="answered request id '424242', which this client never sent"):
         server.call_tool("unknown_id")
     assert ended(pid)
 
@@ -443,6 +443,28 @@ def test_an_env_value_never_reaches_a_message_even_when_the_server_prints_it():
         server.connect()
     assert secret not in str(caught.value) and secret not in repr(caught.value.args)
     assert '"API_TOKEN": "***"' in caught.value.stderr
+
+
+SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
+CUT_SECRETS = {  # a server that shows its API_KEY where the message shows only part of the text
+    "stderr's end": "import os, sys; sys.stderr.write('key=' + os.environ['API_KEY'] + 'x' * 1990); sys.exit(1)",
+    "a line cut at 200": "import os; print('x' * 190 + os.environ['API_KEY'], flush=True); input()",
+    "an id cut at 40": "import json, os; input(); print(json.dumps({'jsonrpc': '2.0', 'id': 'x' * 30 + "
+                       "os.environ['API_KEY'], 'result': {}}), flush=True); input()",
+    "a log line cut at 500": "import json, os; input(); print(json.dumps({'jsonrpc': '2.0', 'method': "
+                             "'notifications/message', 'params': {'level': 'info', 'data': 'x' * 490 + "
+                             "os.environ['API_KEY']}}), flush=True); print('bye', flush=True); input()"}
+
+
+@pytest.mark.parametrize("code", CUT_SECRETS.values(), ids=CUT_SECRETS)
+def test_no_part_of_an_env_value_reaches_a_message_where_the_text_is_cut(code, caplog):
+    """A value is hidden in the whole text, then the text is cut: cut first, its part would no longer be found."""
+    server = MCPServerStdio({"command": sys.executable, "args": ["-c", code], "env": {"API_KEY": SECRET}},
+                            shutdown_grace_seconds=0.5)
+    with caplog.at_level("DEBUG", logger="miniagents"), pytest.raises(MCPError) as caught:
+        server.connect()
+    shown = str(caught.value) + caplog.text
+    assert "***" in shown and not [SECRET[i:i + 6] for i in range(len(SECRET) - 5) if SECRET[i:i + 6] in shown]
 
 
 def test_every_failure_is_an_mcp_error():
