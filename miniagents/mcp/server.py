@@ -14,6 +14,7 @@ logger (this module's, under it) at debug level.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -170,8 +171,9 @@ def _check_params(params: Any) -> dict:
         raise UserError(f"MCPServerStdio params must be a dict with a 'command', got {type(params).__name__}")
     unknown = set(params) - set(MCPServerStdioParams.__annotations__)
     if unknown:
-        raise UserError(f"MCPServerStdio params: unknown keys {sorted(unknown)} (known: command, args, env, cwd)")
-    command, args, env = params.get("command"), params.get("args") or [], params.get("env")
+        raise UserError(f"MCPServerStdio params: unknown keys {sorted(unknown, key=repr)} (known: command, args, env, "
+                        "cwd)")
+    command, args, env, cwd = params.get("command"), params.get("args") or [], params.get("env"), params.get("cwd")
     if not isinstance(command, str) or not command:
         raise UserError("MCPServerStdio params['command'] must be the program to run (a non-empty string)")
     if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
@@ -179,13 +181,15 @@ def _check_params(params: Any) -> dict:
     if env is not None and (not isinstance(env, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
         raise UserError("MCPServerStdio params['env'] must map names to string values")  # never the values
-    if params.get("encoding", "utf-8").lower().replace("_", "-") not in ("utf-8", "utf8"):
+    if cwd is not None and not isinstance(cwd, (str, bytes, os.PathLike)):
+        raise UserError(f"MCPServerStdio params['cwd'] must be the server's folder (a path), got {type(cwd).__name__}")
+    encoding = params.get("encoding", "utf-8")
+    if not isinstance(encoding, str) or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
         raise UserError("MCPServerStdio speaks UTF-8 only (the protocol's encoding); leave params['encoding'] out")
     if params.get("encoding_error_handler", "strict") != "strict":
         raise UserError("MCPServerStdio reads strictly: a line that is not valid UTF-8 JSON is a protocol error; "
                         "leave params['encoding_error_handler'] out")
-    return {"command": command, "args": list(args), "env": dict(env) if env is not None else None,
-            "cwd": params.get("cwd")}
+    return {"command": command, "args": list(args), "env": dict(env) if env is not None else None, "cwd": cwd}
 
 
 class MCPServerStdio(MCPServer):
