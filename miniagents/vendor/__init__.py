@@ -133,8 +133,7 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
     kept = [s for s in kept if s not in without]
     dest = os.path.abspath(dest)
     target = os.path.join(dest, *parts)
-    if os.path.realpath(dest + os.sep).startswith(os.path.realpath(SOURCE) + os.sep) \
-            or os.path.realpath(target) == os.path.realpath(SOURCE):
+    if (os.path.realpath(target) + os.sep).startswith(os.path.realpath(SOURCE) + os.sep):
         raise VendorError(f"{target} is (or is inside) the package being copied ({SOURCE})")
     _make_room(dest, target, as_zip, replace)
     files = _files(SOURCE, without)

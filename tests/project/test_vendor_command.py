@@ -452,6 +452,11 @@ def test_a_dest_inside_the_package_or_the_package_itself_is_refused(tmp_path):
                           cwd=str(source), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "the package being copied" in done.stderr, done.stderr
     assert tree(source) == before
+    # DEST above the package, the name inside it: later copies would copy the copy
+    done = subprocess.run([sys.executable, "-S", "-B", "-m", "miniagents.vendor", str(source), "--as",
+                           "miniagents.sub"], cwd=str(source), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "the package being copied" in done.stderr, done.stderr
+    assert tree(source) == before
 
 
 @pytest.mark.parametrize("args", [[], ["--zip", "--compile"], ["--as", "myproj._vendor.miniagents", "--compile"]],
