@@ -25,7 +25,7 @@ imports each shell kept, runs a scripted tool call, pauses an approval and resum
 (`RunState.to_string`, `RunState.from_string`) and runs two turns on an in-memory `SQLiteSession`, with the copy's
 own `ScriptedModel`; then it checks that no module came from DEST but the copy itself. `--python PATH` runs it
 with other interpreters too. Exit status: 0 when the copy passed, 1 when its check failed (the reason is
-printed), 2 when nothing was copied (a bad argument, a DEST that is in the way).
+printed), 2 when nothing was copied (a bad argument, a DEST that is in the way) or the copy could not be written.
 
 Standard library only; nothing is written outside DEST but temporary files (a zip is built from a temporary
 folder), removed before the command ends.
@@ -59,7 +59,7 @@ CHECK_SECONDS = 120.0
 
 
 class VendorError(Exception):
-    """Nothing was copied: a bad argument, or a DEST that is in the way."""
+    """Nothing was copied (a bad argument, a DEST that is in the way), or the copy could not be written."""
 
 
 def shells(source: str = SOURCE) -> List[str]:
@@ -135,44 +135,47 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
     target = os.path.join(dest, *parts)
     if (os.path.realpath(target) + os.sep).startswith(os.path.realpath(SOURCE) + os.sep):
         raise VendorError(f"{target} is (or is inside) the package being copied ({SOURCE})")
-    _make_room(dest, target, as_zip, replace)
-    files = _files(SOURCE, without)
-    sources = {}
-    for path in files:
-        if path.endswith(".py"):
-            with open(os.path.join(SOURCE, *path.split("/")), "rb") as f:
-                sources[path] = f.read()
-    manifest = {"name": name, "version": __version__, "source_digest": digest(sources),
-                "py_files": len(sources), "shells": kept, "left_out": sorted(without),
-                "compiled": sys.implementation.cache_tag if compiled else None, "zip": as_zip, "checked_with": []}
-    with tempfile.TemporaryDirectory(prefix="vendor-") as staging:
-        root = staging if as_zip else dest
-        made = _write_tree(SOURCE, files, root, parts, manifest)
-        for parent in made:
-            say(f"created {os.path.join(dest, parent)} (empty: a parent package of the copy)")
-        where = os.path.join(root, *parts)
-        if compiled:
-            ok = compileall.compile_dir(where, quiet=1, legacy=as_zip, ddir=os.path.join(dest, *parts),
-                                        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
-                                        if as_zip else None)
-            if not ok:
-                raise CheckFailed(f"compileall could not compile every module of {where}")
-        if as_zip:
-            _zip(staging, dest)
-        say(f"copied {PACKAGE} {__version__} ({len(sources)} modules; shells: {', '.join(kept) or 'none'}"
-            + (f"; left out: {', '.join(sorted(without))}" if without else "") + ")"
-            + (f", compiled for {sys.implementation.cache_tag}" if compiled else "")
-            + f" to {os.path.join(dest, *parts)}" + (" (a zip)" if as_zip else ""))
-        try:
-            reports = check_all(dest, name, pythons, say=say)
-        except CheckFailed as failed:
-            raise CheckFailed(f"{failed}\nThe copy stays where it is, for a look; `--check {dest}` checks it "
-                              "again.") from None
-        manifest["checked_with"] = list(dict.fromkeys(r["python"] for r in reports))  # each version once
-        _write_manifest(os.path.join(root, *parts), manifest)
-        if as_zip:
-            _zip(staging, dest)
-    return reports
+    try:
+        _make_room(dest, target, as_zip, replace)
+        files = _files(SOURCE, without)
+        sources = {}
+        for path in files:
+            if path.endswith(".py"):
+                with open(os.path.join(SOURCE, *path.split("/")), "rb") as f:
+                    sources[path] = f.read()
+        manifest = {"name": name, "version": __version__, "source_digest": digest(sources),
+                    "py_files": len(sources), "shells": kept, "left_out": sorted(without),
+                    "compiled": sys.implementation.cache_tag if compiled else None, "zip": as_zip, "checked_with": []}
+        with tempfile.TemporaryDirectory(prefix="vendor-") as staging:
+            root = staging if as_zip else dest
+            made = _write_tree(SOURCE, files, root, parts, manifest)
+            for parent in made:
+                say(f"created {os.path.join(dest, parent)} (empty: a parent package of the copy)")
+            where = os.path.join(root, *parts)
+            if compiled:
+                ok = compileall.compile_dir(where, quiet=1, legacy=as_zip, ddir=os.path.join(dest, *parts),
+                                            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+                                            if as_zip else None)
+                if not ok:
+                    raise CheckFailed(f"compileall could not compile every module of {where}")
+            if as_zip:
+                _zip(staging, dest)
+            say(f"copied {PACKAGE} {__version__} ({len(sources)} modules; shells: {', '.join(kept) or 'none'}"
+                + (f"; left out: {', '.join(sorted(without))}" if without else "") + ")"
+                + (f", compiled for {sys.implementation.cache_tag}" if compiled else "")
+                + f" to {os.path.join(dest, *parts)}" + (" (a zip)" if as_zip else ""))
+            try:
+                reports = check_all(dest, name, pythons, say=say)
+            except CheckFailed as failed:
+                raise CheckFailed(f"{failed}\nThe copy stays where it is, for a look; `--check {dest}` checks it "
+                                  "again.") from None
+            manifest["checked_with"] = list(dict.fromkeys(r["python"] for r in reports))  # each version once
+            _write_manifest(os.path.join(root, *parts), manifest)
+            if as_zip:
+                _zip(staging, dest)
+        return reports
+    except OSError as error:  # a file where a folder goes, no room, no permission: said, not a traceback
+        raise VendorError(f"could not write the copy to {dest}: {error}") from None
 
 
 def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> None:
@@ -183,6 +186,8 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> None:
     if not as_zip and os.path.exists(dest) and not os.path.isdir(dest):
         raise VendorError(f"{dest} exists and is not a folder")
     there = dest if as_zip else target
+    if os.path.islink(there):
+        raise VendorError(f"{there} is a symbolic link: the copy goes where DEST names, never through a link")
     if not os.path.exists(there) or (os.path.isdir(there) and not os.listdir(there)):
         return
     if not replace:
@@ -442,12 +447,11 @@ def find_copy(dest: str, name: Optional[str] = None) -> Tuple[str, str, dict]:
             with zipfile.ZipFile(dest) as z:
                 for n in z.namelist():
                     if n.endswith("/" + MANIFEST):
-                        manifests[n[: -len(MANIFEST) - 1].replace("/", ".")] = json.loads(z.read(n))
+                        manifests[n[: -len(MANIFEST) - 1].replace("/", ".")] = _manifest(f"{dest}:{n}", z.read(n))
         except (OSError, ValueError, zipfile.BadZipFile) as error:
             raise CheckFailed(f"{dest} is not a zip made by this command: {error}") from None
     elif os.path.isfile(os.path.join(dest, MANIFEST)):  # the package folder itself: DEST is above it
-        with open(os.path.join(dest, MANIFEST), encoding="utf-8") as f:
-            manifest = json.load(f)
+        manifest = _manifest(os.path.join(dest, MANIFEST))
         parts = (name or str(manifest.get("name", ""))).split(".")
         if os.path.basename(dest) != parts[-1]:
             raise CheckFailed(f"{dest}: its VENDORED.json names {'.'.join(parts)}, not this folder")
@@ -457,8 +461,8 @@ def find_copy(dest: str, name: Optional[str] = None) -> Tuple[str, str, dict]:
             depth = os.path.relpath(folder, dest).count(os.sep)
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")) and depth < 8)
             if MANIFEST in files and folder != dest:
-                with open(os.path.join(folder, MANIFEST), encoding="utf-8") as f:
-                    manifests[os.path.relpath(folder, dest).replace(os.sep, ".")] = json.load(f)
+                dotted = os.path.relpath(folder, dest).replace(os.sep, ".")
+                manifests[dotted] = _manifest(os.path.join(folder, MANIFEST))
                 dirs[:] = []
     else:
         raise CheckFailed(f"{dest} does not exist")
@@ -473,6 +477,21 @@ def find_copy(dest: str, name: Optional[str] = None) -> Tuple[str, str, dict]:
     manifests = found
     (dotted, manifest), = manifests.items()
     return dest, dotted, manifest
+
+
+def _manifest(where: str, data: Optional[bytes] = None) -> dict:
+    """The VENDORED.json at `where` (`data`: its bytes, read from a zip); `CheckFailed` when it cannot be read or is
+    not a JSON object (damaged, or not one this command wrote)."""
+    try:
+        if data is None:
+            with open(where, "rb") as f:
+                data = f.read()
+        manifest = json.loads(data)
+    except (OSError, ValueError) as error:
+        raise CheckFailed(f"{where} is not a VENDORED.json this command can read: {error}") from None
+    if not isinstance(manifest, dict):
+        raise CheckFailed(f"{where} is not a VENDORED.json this command can read: not a JSON object")
+    return manifest
 
 
 def recheck(dest: str, name: Optional[str] = None, pythons: Sequence[str] = (), say=print) -> List[dict]:

@@ -459,6 +459,29 @@ def test_a_dest_inside_the_package_or_the_package_itself_is_refused(tmp_path):
     assert tree(source) == before
 
 
+def test_what_cannot_be_written_or_read_is_said_with_its_exit_status_not_a_traceback(tmp_path, good_copy):
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "proj").write_text("")  # a file where a parent package's folder goes
+    done = vendor(dest, "--as", "proj.miniagents")
+    assert done.returncode == 2 and f"could not write the copy to {dest}: [Errno 17]" in done.stderr, done.stderr
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    os.symlink(good_copy / "miniagents", linked / "miniagents")
+    done = vendor(linked, "--replace")
+    assert done.returncode == 2 and "miniagents is a symbolic link" in done.stderr, done.stderr
+    assert manifest_of(good_copy / "miniagents")["name"] == "miniagents", "what the link names is left alone"
+    for body in ("{", "[1]"):  # a damaged VENDORED.json, in a folder, as the package folder, in a zip
+        damaged = tmp_path / f"damaged{len(body)}"
+        (damaged / "miniagents").mkdir(parents=True)
+        (damaged / "miniagents" / "VENDORED.json").write_text(body)
+        with zipfile.ZipFile(f"{damaged}.zip", "w") as z:
+            z.writestr("miniagents/VENDORED.json", body)
+        for where in (damaged, damaged / "miniagents", f"{damaged}.zip"):
+            done = vendor("--check", where)
+            assert done.returncode == 1 and "is not a VENDORED.json this command can read" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("args", [[], ["--zip", "--compile"], ["--as", "myproj._vendor.miniagents", "--compile"]],
                          ids=["folder", "zip", "renamed"])
 def test_the_command_writes_nothing_outside_dest(tmp_path, scratch, args):
