@@ -600,7 +600,7 @@ class Workspace(Capability):
                                 "use a shorter one.")
             try:
                 re.compile(pattern)
-            except re.error as error:
+            except (re.error, RecursionError, OverflowError) as error:  # nested too deeply, a count too large
                 raise ToolError(f"Invalid regular expression {pattern!r}: {error}.") from None
         notes: list = []
         parts = self._checked(path)[0]

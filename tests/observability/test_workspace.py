@@ -283,6 +283,8 @@ def test_search_takes_a_regular_expression_and_a_bad_one_is_a_message(tree):
         "docs/faq/shipping.txt:1: Shipping takes 2 days."]
     assert refused(workspace.search, "(unclosed", ".", True).startswith(
         "Invalid regular expression '(unclosed': missing ), unterminated subpattern")
+    for too_much in ("(" * 500 + ")" * 500, "a{99999999999}"):  # re.compile raises RecursionError, OverflowError
+        assert refused(workspace.search, too_much, ".", True).startswith(f"Invalid regular expression {too_much!r}: ")
     assert refused(workspace.search, "") == "The search pattern is empty."
 
 
