@@ -109,7 +109,8 @@ class StdioConnection:
     # --- Starting and ending ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the process and its two reader threads; `MCPServerStartError` when it cannot be started."""
+        """Start the process, its two reader threads and the one that sees it end; `MCPServerStartError` when it
+        cannot be started."""
         if os.name != "posix":
             raise MCPServerStartError(f"MCP server {self.name!r} cannot be started: miniagents' stdio client needs "
                                       "a POSIX system (process groups and poll)", self.name)
@@ -132,7 +133,7 @@ class StdioConnection:
         self._poller = select.poll()
         self._poller.register(self._proc.stdin.fileno(), select.POLLOUT)
         _LIVE.add(self)
-        for target, stream in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
+        for target, stream in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr"), (self._watch, "exit")):
             reader = threading.Thread(target=target, name=f"mcp-{stream}-{self.name}", daemon=True)
             reader.start()
             self._readers.append(reader)
@@ -370,16 +371,26 @@ class StdioConnection:
         exited = self._wait(EXIT_WAIT)
         if len(self._readers) > 1:
             self._readers[1].join(EXIT_WAIT)  # so the message has the server's last words
-        if not exited:
-            what = "closed its stdout (its process is still running)"
-        elif self._proc.returncode < 0:
-            try:
-                what = f"was killed by {signal.Signals(-self._proc.returncode).name}"
-            except ValueError:
-                what = f"was killed by signal {-self._proc.returncode}"
-        else:
-            what = f"exited with code {self._proc.returncode}"
-        self._fail(MCPConnectionError, what, stop=True)
+        self._fail(MCPConnectionError, self._exit() if exited else "closed its stdout (its process is still running)",
+                   stop=True)
+
+    def _watch(self) -> None:
+        """The server's own end, noticed even when a process it started still holds its stdout (whose end the
+        reader then never sees): the reader is given EXIT_WAIT to route what was written, then the connection
+        fails as the reader would have failed it, and the group (that process too) is ended."""
+        self._proc.wait()
+        self._readers[0].join(EXIT_WAIT)
+        if self._failure is None:
+            self._fail(MCPConnectionError, self._exit(), stop=True)
+
+    def _exit(self) -> str:
+        """How the server's process ended: its exit code, or the signal that killed it."""
+        if self._proc.returncode >= 0:
+            return f"exited with code {self._proc.returncode}"
+        try:
+            return f"was killed by {signal.Signals(-self._proc.returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-self._proc.returncode}"
 
     def _read_stderr(self) -> None:
         stream = self._proc.stderr

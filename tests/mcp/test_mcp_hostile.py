@@ -97,6 +97,17 @@ def test_a_server_that_exits_mid_call_fails_the_call_and_is_reaped(connected):
     assert server.call_tool("echo", {"text": "back"}).content[0].text == "back" and server.pid != pid
 
 
+def test_a_server_that_exits_while_a_process_it_started_holds_its_stdout_is_noticed(connected):
+    """Its stdout does not end (the child it started holds it): its exit is seen all the same, the call fails with
+    its code, not a timeout, and the child, in its process group, is ended."""
+    server, pid = connected("spawn_child", client_session_timeout_seconds=8)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError) as caught:
+        server.call_tool("crash")
+    assert "exited with code 7" in caught.value.summary and time.monotonic() - started < 5
+    assert ended(pid) and not server.connected
+
+
 def test_a_server_killed_mid_call_is_named_by_its_signal(connected):
     server, pid = connected()
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
