@@ -18,7 +18,9 @@ Why it is built this way:
 - **No process is left behind.** The child gets a session (and so a process group) of its own, and is ended as
   the protocol says: its stdin closed, then SIGTERM, then SIGKILL, each after a grace period, then reaped; what
   it left in its group (the `node` that `npx` started, a shell's children) is ended too. That happens on
-  `close()`, when the connection fails, and at interpreter exit for whatever is still open.
+  `close()`, when the connection fails, and at interpreter exit for whatever is still open. A program ended
+  without its interpreter's exit (SIGKILL, SIGTERM's default) runs none of that: a small Python started beside
+  each server (`ORPHAN_WATCH`, in a session of its own) sees its parent gone and ends the server's group.
 
 POSIX only (process groups, `poll`); the environment given to the child is a few safe variables of ours (as
 upstream's client does) plus the ones passed, so a server never sees the parent's secrets by accident.
@@ -32,6 +34,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -52,6 +55,21 @@ INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what a c
 METHOD_NOT_FOUND = -32601
 
 _LIVE: "weakref.WeakSet[StdioConnection]" = weakref.WeakSet()  # connections to end at interpreter exit
+
+# Run beside each server as `python -I -S -c ORPHAN_WATCH PARENT GROUP GRACE`: when PARENT (this process) is gone,
+# the server's GROUP is sent SIGTERM, then SIGKILL after GRACE seconds. Ended by the connection with its server.
+ORPHAN_WATCH = """
+import os, signal, sys, time
+parent, group, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+while os.getppid() == parent:
+    time.sleep(0.2)
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.killpg(group, sig)
+    except OSError:
+        break
+    time.sleep(grace)
+"""
 
 
 def child_environment(env: Optional[dict]) -> dict:
@@ -104,6 +122,7 @@ class StdioConnection:
         self._closed = self._stopped = False
         self._stderr = bytearray()
         self._proc: Optional[subprocess.Popen] = None
+        self._watcher: Optional[subprocess.Popen] = None  # ORPHAN_WATCH's process
         self._readers: list = []
 
     # --- Starting and ending ------------------------------------------------------------------------
@@ -122,6 +141,7 @@ class StdioConnection:
                     [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, cwd=self.cwd, env=child_environment(self.env), bufsize=0,
                     start_new_session=True, close_fds=True)
+                self._watcher = self._watch_orphan()
         except OSError as error:
             where = f" ({error.filename})" if error.filename not in (None, self.command) else ""
             raise MCPServerStartError(f"MCP server {self.name!r} could not start {self.command!r}: "
@@ -137,6 +157,20 @@ class StdioConnection:
             reader = threading.Thread(target=target, name=f"mcp-{stream}-{self.name}", daemon=True)
             reader.start()
             self._readers.append(reader)
+
+    def _watch_orphan(self) -> Optional[subprocess.Popen]:
+        """`ORPHAN_WATCH` started for the server; None when this program is no Python interpreter it could start
+        (an embedded one: starting the host with Python's arguments could do anything), or it cannot be started:
+        then only the interpreter's exit ends the server."""
+        if not os.path.basename(sys.executable or "").lower().startswith(("python", "pypy")):
+            return None
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", ORPHAN_WATCH, str(os.getpid()), str(self._proc.pid),
+                 repr(self.grace)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True)
+        except OSError:
+            return None
 
     @property
     def pid(self) -> Optional[int]:
@@ -172,12 +206,15 @@ class StdioConnection:
                     self._signal_group(signal.SIGKILL)
                     self._wait(self.grace)
             self._end_group()
+            if self._watcher is not None:  # killed and reaped: the server it watched is gone
+                self._watcher.kill()
+                self._wait(self.grace, self._watcher)
             self._stopped = True
 
-    def _wait(self, seconds: float) -> bool:
-        """Whether the process has ended (and is reaped) within `seconds`."""
+    def _wait(self, seconds: float, process: Optional[subprocess.Popen] = None) -> bool:
+        """Whether the server's process (or `process`) has ended, and is reaped, within `seconds`."""
         try:
-            self._proc.wait(timeout=seconds)
+            (process or self._proc).wait(timeout=seconds)
             return True
         except subprocess.TimeoutExpired:
             return False

@@ -369,6 +369,35 @@ def test_the_interpreters_exit_ends_servers_nobody_cleaned_up():
     assert gone(pids["pid"]) and gone(pids["child"])
 
 
+KILLED_PARENT = r'''
+import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_support import make_server
+server = make_server("ignore_eof", "spawn_child")
+server.connect()
+print(server.pid, flush=True)
+sys.stdin.read()
+'''
+
+
+def test_a_server_whose_program_is_killed_is_ended_with_its_group():
+    """SIGKILL (or SIGTERM's default) ends a program without its atexit: the watcher started beside the server
+    sees its parent gone and ends the server's group (an orphan's zombie may stay: it has ended)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, here], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while group(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = group(pid)
+    if left:
+        os.killpg(pid, signal.SIGKILL)  # the test's own leftovers
+    assert not left
+
+
 def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, tmp_path):
     log = tmp_path / "log.txt"
     server, pid = connected(log=log)
