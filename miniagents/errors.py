@@ -80,6 +80,7 @@ class ModelHTTPError(AgentsException):
         super().__init__(f"{where}:{detail} {message}{rid}")
         self.status, self.message, self.type, self.code = status, message, type, code  # message: the server's
         self.param, self.request_id, self.body = param, request_id, body
+        self.retry_headers: dict = {}  # the answer's Retry-After and x-should-retry headers, for a retry policy
 
 
 class ToolTimeoutError(AgentsException):

@@ -20,8 +20,8 @@ from typing import Any, Iterator, Optional
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from ..caller import Cancelled
 from .interface import CANCEL_CALLBACKS
-from .protocol import (error_from_body, http_error, is_credential_name, iter_lines, iter_sse, not_an_api_error,
-                       redact, retry_delay, should_retry, shown, timeout_error, too_large, with_note)
+from .protocol import (RETRY_HEADERS, error_from_body, http_error, is_credential_name, iter_lines, iter_sse,
+                       not_an_api_error, redact, retry_delay, should_retry, shown, timeout_error, too_large, with_note)
 from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
@@ -337,6 +337,7 @@ class Exchange:
             raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), self.secret)
+        err.retry_headers = {name: self.headers[name] for name in RETRY_HEADERS if name in self.headers}
         if resp.status == 407 and t.proxy():
             err = with_note(err, f"(the proxy {t.proxy().host}:{t.proxy().port} asks for credentials: give "
                                  f"them in its URL, {t.scheme}_proxy=http://user:password@host:port, "

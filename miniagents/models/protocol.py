@@ -215,6 +215,7 @@ def with_note(err: AgentsException, note: str) -> AgentsException:
     if isinstance(err, ModelHTTPError):
         new = http_error(err.status, f"{err.message} {note}", type(err), type=err.type, code=err.code,
                          param=err.param, request_id=err.request_id, body=err.body)
+        new.retry_headers = err.retry_headers
     elif isinstance(err, ModelTimeoutError):
         new = ModelTimeoutError(err.timeout_seconds)
         new.args = (f"{err.args[0]} {note}",)
@@ -325,6 +326,9 @@ def not_an_api_error(status: int, raw: bytes, content_type: str, base_url: str, 
 def _strip_html(text: str) -> str:
     """The visible text of an HTML error page, squeezed to one line (a 502 from a proxy, say)."""
     return " ".join(re.sub(r"<[^>]*>?", " ", text).split())
+
+
+RETRY_HEADERS = ("retry-after-ms", "retry-after", "x-should-retry")  # what a server says of retrying
 
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import ModelHTTPError, ModelTimeoutError
-from ..models.protocol import should_retry
+from ..models.protocol import retry_after, should_retry
 
 
 @dataclass
@@ -61,4 +61,6 @@ def http_advice(error: Exception) -> Optional[ModelRetryAdvice]:
         return ModelRetryAdvice(suggested=False, reason="the run was cancelled")
     if error.status is None:
         return ModelRetryAdvice(suggested=True, reason="the connection failed")
-    return ModelRetryAdvice(suggested=should_retry(error.status, {}, error), reason=f"HTTP {error.status}")
+    delay = retry_after(error.retry_headers)  # a delay past the longest the adapter waits: should_retry says no
+    return ModelRetryAdvice(suggested=should_retry(error.status, error.retry_headers, error),
+                            retry_after=delay if delay is not None and delay > 0 else None, reason=f"HTTP {error.status}")

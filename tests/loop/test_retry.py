@@ -155,3 +155,31 @@ def test_bad_settings_are_user_errors():
         Runner.run_sync(agent(ScriptedModel([[assistant_message("x")]]), retry=3), "hi")
     assert ModelRetrySettings(max_retries=1, backoff={"max_delay": 1}).to_json_dict() == {
         "max_retries": 1, "backoff": {"initial_delay": None, "max_delay": 1, "multiplier": None, "jitter": None}}
+
+
+# --- What an attack found: runner-managed retries did not hear the server's Retry-After -------------------------
+
+
+@pytest.mark.parametrize("headers, waits, requests", [
+    ({"Retry-After": "1"}, 1.0, 2),  # waited as asked, as the adapter's own retries wait
+    ({"retry-after-ms": "600"}, 0.6, 2),
+    ({"Retry-After": "3600"}, None, 1),  # longer than the adapter ever waits: the call fails now
+    ({"x-should-retry": "false"}, None, 1),  # the server says a retry cannot help
+])
+def test_provider_suggested_retries_follow_the_servers_retry_headers(server, headers, waits, requests):
+    import time
+
+    from miniagents import OpenAIChatCompletionsModel
+    from openai_server import chat_completion
+
+    server.reply({"error": {"message": "slow down"}}, status=429, headers=headers).reply(chat_completion("ok"))
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key="sk-test-123456789")
+    settings = ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested())
+    started = time.monotonic()
+    if waits is None:
+        with pytest.raises(ModelHTTPError, match="HTTP 429"):
+            Runner.run_sync(agent(model, retry=settings), "hi")
+    else:
+        assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
+        assert time.monotonic() - started >= waits  # the backoff here is a millisecond (conftest's fast_retries)
+    assert len(server.requests) == requests
