@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1486,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1498,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -91,7 +91,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # registered in one place, caller.abortable (an async call's and an agent tool's inner run's); 1486 for what an
     # attack on the loop's composition found: a paused agent-tool call counted twice, a racing guardrail left behind
     # by a custom model's own error, a plugin that kept the journal open, run options and a tool concurrency taken
-    # as they came, an agent tool switched off while its inner run waited
+    # as they came, an agent tool switched off while its inner run waited; 1498 for what an attack on sessions
+    # found: the failure a run raises kept for its journal (a session that failed leaves its turn, as a crash), run
+    # session settings read as upstream gives them, limit_turns refused for a session that cannot take it
     "agents, items, guardrails": 946,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -130,7 +132,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # readable by attribute); upstream's lifecycle hooks (hooks.py from the kernel, Agent.hooks and hooks= made a
     # per-run plugin: +83); +3 for a turn continued from a session's journal, made readable when the run starts
     "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
-    "shell: DB-API sessions": 180,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it
+    "shell: DB-API sessions": 185,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said
     "shell: MCP servers": 1200,  # issue 32: MCP over stdio in the standard library
     "shell: vendoring": 412,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now)
