@@ -26,7 +26,7 @@ import os
 from typing import Any, Callable
 
 from . import caller
-from .errors import AlreadyResumedError, UnfinishedTurnError
+from .errors import AlreadyResumedError, UnfinishedTurnError, UserError
 from .state import PendingTurn, RunState
 from .turn import Call, Run, Turn
 
@@ -89,11 +89,18 @@ def journal_response(run: Run, turn: Turn) -> None:
 
 def write_journal(run: Run, document: dict, turn: int) -> None:
     """Replace the session's journal entry with `document` (a state), if it is still the entry this run last saw:
-    one short transaction. Another worker wrote it since (it continued this run, or another run is going on in
-    this session): this run stops here, before it runs or writes anything more."""
-    if not replace_journal(run, document, turn):
-        run.journal = None  # not this run's to close
+    one short transaction. Another worker wrote it since: one continuing this run (this one stops here, before it
+    runs or writes anything more), or another run, whose turn in flight is never written over: a run bringing new
+    input stops as if it had found it at its start; a resumed one, whose pause or turn is claimed, goes on
+    unjournaled (stopping would leave its claim held by nobody)."""
+    if replace_journal(run, document, turn):
+        return
+    run.journal = caller.call(run.session.read_journal)  # what the other worker wrote
+    other, run.journal = journal_entry(run) if run.journal else None, None  # not this run's to close
+    if other is None or other["run_id"] == run.state.run_id:
         raise AlreadyResumedError(run.state.run_id, turn, None)
+    if run.state.unsaved_session_input:
+        raise UnfinishedTurnError(run.session.session_id, other["run_id"], other["turn"])
 
 
 def replace_journal(run: Run, document: Any, turn: int) -> bool:
@@ -137,12 +144,22 @@ def open_journal(run: Run) -> bool:
     if run.ledger is not run.session or not callable(getattr(run.session, "read_journal", None)):
         return False
     run.journal, state = caller.call(run.session.read_journal), run.state
+    if run.journal and (state.current_turn or state.generated_items) and journal_entry(run)["run_id"] != state.run_id:
+        run.journal = None  # a resumed state, with another run's turn in flight: it journals nothing over that one
     if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
         return False
     entry = journal_entry(run)
     if state.unsaved_session_input:
         raise UnfinishedTurnError(run.session.session_id, entry["run_id"], entry["turn"])
-    found = RunState.from_json(state.starting_agent, entry["state"])
+    try:
+        found = RunState.from_json(state.starting_agent, entry["state"])
+    except UserError as error:  # not a state this agent can continue (corrupt, or another agent's)
+        from .sql_session import SessionStoreError
+
+        raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds a turn in flight this "
+                                f"agent cannot continue ({error}): continue it with the agent that ran it, or empty it "
+                                "with session.write_journal(session.read_journal(), '') to go on without that turn") \
+            from None
     found.context_wrapper.context = state.context_wrapper.context
     if found.pending is not None:
         found.pending.pauses += 1  # a claim of its own, so a continue that died too can be continued again
@@ -156,9 +173,14 @@ def close_journal(run: Run) -> None:
     this run wrote (or took over with the pause it resumed, `claim_pause`) is closed: a stale worker, whose entry
     another one replaced, leaves the newer one alone. A run that paused to ask a person about a call that may
     already have happened (`recall`) journals that pause instead: a crash while the person decides leaves the
-    question to continue, not a session with neither the question nor the turn."""
+    question to continue, not a session with neither the question nor the turn. A run the session itself failed
+    (a full disk, a lock held too long: `SessionStoreError`) leaves its turn there, as a crash does: what its
+    calls did is not in the history, and a continue finds it."""
+    from .sql_session import SessionStoreError
+
     pending = run.state.pending
-    if run.journal and run.journal == run.scratch.get(write_journal):
+    if run.journal and run.journal == run.scratch.get(write_journal) and not isinstance(run.failure,
+                                                                                        SessionStoreError):
         asking = run.result is not None and pending is not None and pending.unsure
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
                         run.state.current_turn)
@@ -191,9 +213,8 @@ def claim_pause(run: Run, turn: Turn) -> None:
         won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
-    if run.journal is not None and (not run.journal or journal_entry(run)["run_id"] == state.run_id):  # the resumed
-        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)  # turn is in
-    # flight: a process that dies in it leaves it to continue (never over another run's turn in flight)
+    if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue
+        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
 
 
 def own_claims(state: RunState) -> str:

@@ -182,6 +182,7 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     settings = run.config.session_settings
     limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
+        check_takes_turns(session)
         history = caller.call(session.get_items, limit, limit_turns=limit_turns)
     else:  # a session written for upstream may have coroutine methods: `caller` awaits them
         history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
@@ -190,6 +191,16 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     if run.plugins:
         items = seams.change(run.plugins, "session_input", run, history, new_items, items)
     return items, new_items
+
+
+def check_takes_turns(session: Any) -> None:
+    """`limit_turns` is for a session whose `get_items` takes it: another's is a `UserError`, before it is read."""
+    import inspect
+
+    params = inspect.signature(session.get_items).parameters.values()
+    if not any(p.name == "limit_turns" or p.kind is p.VAR_KEYWORD for p in params):
+        raise UserError(f"SessionSettings(limit_turns=...) needs a session whose get_items takes limit_turns "
+                        f"(SQLiteSession, DBAPISession); {type(session).__name__}'s does not: use limit=... instead")
 
 
 class Cancelled(Exception):
@@ -229,6 +240,7 @@ def failed(run: Run, error: Exception) -> Exception:
         steps.join_input_guardrails(run, None)
     except AgentsException as trip:
         error = trip
+    run.failure = error
     if run.plugins:
         leave_agent(run, error)
     state = run.state

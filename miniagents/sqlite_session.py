@@ -95,6 +95,8 @@ class SQLiteSession(SQLSession):
         except TypeError:
             raise UserError(f"SQLiteSession: db_path must be a file path or ':memory:', "
                             f"not {type(db_path).__name__}") from None
+        if "\0" in path:
+            raise UserError(f"SQLiteSession: db_path {path!r} holds a NUL character, which no file name can")
         self._is_file = path not in (":memory:", "")
         self.db_path = os.path.realpath(path) if self._is_file else path
         self._shared: Optional[_Shared] = None

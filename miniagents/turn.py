@@ -71,6 +71,7 @@ class Run:
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
     result: Any = None  # the RunResult, once the loop has one (final output, pause, cancel)
+    failure: Optional[Exception] = None  # what the run raises, once it fails (run.failed)
 
 
 @dataclass(eq=False)

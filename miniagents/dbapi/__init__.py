@@ -95,6 +95,13 @@ class DBAPISQLiteDialect(SQLiteDialect):
         return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None
                                                    and connection_lost(exc, conn))
 
+    def store_problem(self, exc: BaseException) -> Optional[str]:
+        if "can only be used in that same thread" in str(exc):  # sqlite3's ProgrammingError, by its text
+            return ("is reached through a sqlite3 connection only the thread that made it may use, and a run uses "
+                    "its session from others (parallel tool calls, Runner.run's worker): connect with "
+                    "sqlite3.connect(..., check_same_thread=False); the session's lock guards the connection")
+        return super().store_problem(exc)
+
 
 SQLITE, POSTGRESQL = DBAPISQLiteDialect(), PostgreSQLDialect()
 DIALECTS = {d.name: d for d in (SQLITE, POSTGRESQL)}
@@ -156,9 +163,20 @@ class DBAPISession(SQLSession):
         self._conn = conn
         try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
             self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
+            if paramstyle is not None:  # the style given is the driver's: a query written in it is read
+                self._probe_style(paramstyle)
         except BaseException:
             self.close()  # the caller never gets this object: its connection must not outlive it
             raise
+
+    def _probe_style(self, paramstyle: str) -> None:
+        try:
+            self._transaction(lambda cur: self._execute(cur, "claimed_output", "", "", "").fetchall(), write=False)
+        except SessionStoreError:
+            raise
+        except Exception as exc:
+            raise UserError(f"DBAPISession: the driver refused a query written in paramstyle {paramstyle!r} "
+                            f"({type(exc).__name__}): pass the driver's own, or leave paramstyle out") from None
 
     def _rows_newest_first(self, cur: Any, limit: Optional[int]) -> Iterator[tuple]:
         """A page at a time, as a driver that reads a whole result into memory (psycopg) needs: pages grow from

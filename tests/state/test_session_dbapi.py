@@ -386,3 +386,25 @@ def test_a_forked_child_opens_its_own_connection(tmp_path):
     assert s._conn is parent_conn
     assert s.get_items() == [user("parent"), user("child")]
     s.close()
+
+
+# --- What an attack found: a thread-bound sqlite3 connection, a placeholder style the driver refuses -------------
+
+
+def test_a_sqlite3_connection_only_its_own_thread_may_use_is_a_session_store_error_saying_what_to_pass(tmp_path):
+    import threading
+
+    session = DBAPISession("s", lambda: sqlite3.connect(str(tmp_path / "a.db")))  # check_same_thread left on
+    failed = []
+    worker = threading.Thread(target=lambda: failed.append(
+        pytest.raises(SessionStoreError, session.add_items, [user("hi")]).value))
+    worker.start()
+    worker.join(10)
+    assert "check_same_thread=False" in str(failed[0]) and "nothing of it was stored" in str(failed[0])
+    session.close()
+
+
+@pytest.mark.parametrize("style", ["format", "pyformat"])
+def test_a_placeholder_style_the_driver_refuses_is_a_user_error_when_the_session_is_made(tmp_path, style):
+    with pytest.raises(UserError, match=f"refused a query written in paramstyle '{style}'"):
+        DBAPISession("s", lambda: sqlite3.connect(str(tmp_path / "a.db")), paramstyle=style)

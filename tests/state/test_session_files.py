@@ -251,6 +251,13 @@ def test_a_read_only_file_is_read_and_each_write_is_a_session_store_error_storin
     assert stored_rows(path) == ITEMS
 
 
+def test_a_db_path_holding_a_nul_character_is_a_user_error():
+    from miniagents import UserError
+
+    with pytest.raises(UserError, match="holds a NUL character"):
+        SQLiteSession("s", "/tmp/a\0b.db")
+
+
 @needs_fork
 def test_a_read_only_file_another_program_left_outside_wal_is_a_session_store_error_at_once(folder):
     path = filled("sqlite", folder / "chat.db")

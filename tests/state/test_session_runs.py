@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, RunConfig, Runner,
-                        function_tool, input_guardrail)
+                        UserError, function_tool, input_guardrail)
 from miniagents.session import SessionSettings, SQLiteSession
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import stored_rows
@@ -279,3 +279,50 @@ def test_awaiting_get_items_gives_the_same_items_as_calling_it(session):
     everything, newest = asyncio.run(read())
     assert everything == session.get_items() and len(everything) == 4
     assert newest == everything[-2:]
+
+
+# --- What an attack found: session settings taken as they came ---------------------------------------------------
+
+
+def five_items_and_an_agent(tmp_path):
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    session.add_items([{"role": "user", "content": str(n)} for n in range(5)])
+    model = ScriptedModel([[assistant_message("ok")]])
+    return session, Agent(name="a", model=model), model
+
+
+@pytest.mark.parametrize("given, seen", [({"limit": 1}, 2), ({"limit_turns": 1}, 2), ({}, 6)])
+def test_run_config_session_settings_given_as_a_dict_are_read(tmp_path, given, seen):
+    session, agent, model = five_items_and_an_agent(tmp_path)  # five one-message turns, then the new input
+    Runner.run_sync(agent, "q", session=session, run_config=RunConfig(session_settings=given))
+    assert len(model.calls[0].input) == seen
+
+
+@pytest.mark.parametrize("junk", ["junk", 42, {"limt": 1}])
+def test_run_config_session_settings_of_another_kind_are_refused_where_the_config_is_made(junk):
+    with pytest.raises(TypeError, match="session settings"):
+        RunConfig(session_settings=junk)
+
+
+def test_limit_turns_with_a_session_whose_get_items_cannot_take_it_is_a_user_error_before_it_is_read():
+    class Plain:  # the Session protocol of upstream: get_items(limit) only
+        read = 0
+
+        def get_items(self, limit=None):
+            self.read += 1
+            return []
+
+        def add_items(self, items):
+            pass
+
+        def pop_item(self):
+            return None
+
+        def clear_session(self):
+            pass
+
+    session, model = Plain(), ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(UserError, match="limit_turns=.* needs a session whose get_items takes limit_turns"):
+        Runner.run_sync(Agent(name="a", model=model), "q", session=session,
+                        run_config=RunConfig(session_settings=SessionSettings(limit_turns=1)))
+    assert session.read == 0 and model.calls == ()
