@@ -108,6 +108,22 @@ def test_the_redact_hook_removes_context_derived_text_from_requests_and_response
     assert (caught.value.field, caught.value.recorded) == ("instructions", "The customer is <email>.")
 
 
+def test_a_recorded_text_with_many_redactions_is_compared_in_linear_time(tmp_path):
+    """Each recorded `[REDACTED]` stands for any text; a request that does not match is a mismatch at once, however
+    many markers the recorded text holds (a regex of them backtracked for ever)."""
+    with Recorder(tmp_path / "run.jsonl", redact=lambda text: text.replace("key", REDACTED)) as recorder:
+        agent = Agent(name="Desk", instructions="keya" * 12 + "b", model=recorder.wrap(ScriptedModel([
+            [assistant_message("Hi")]])))
+        Runner.run_sync(agent, "Hello")
+    replayed = Runner.run_sync(agent.clone(instructions="sk-1a" * 12 + "b", model=Replay(tmp_path / "run.jsonl")),
+                               "Hello")
+    assert replayed.final_output == "Hi"
+    for instructions in ("a" * 40, "keya" * 12, "keya" * 11 + "b", "b" + "keya" * 12):
+        with pytest.raises(ReplayMismatch) as caught:
+            Runner.run_sync(agent.clone(instructions=instructions, model=Replay(tmp_path / "run.jsonl")), "Hello")
+        assert caught.value.recorded == f"{REDACTED}a" * 12 + "b"
+
+
 def test_a_redact_hook_that_does_not_return_text_is_a_user_error(tmp_path):
     with Recorder(tmp_path / "run.jsonl", redact=lambda text: None) as recorder:
         agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([[assistant_message("Hi")]])))
