@@ -36,6 +36,18 @@ REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema",
                   "conversation_id", "prompt")
 
 
+def path_name(path: Any) -> Any:
+    """`path` as the file system takes it (`os.fspath`); `RecordingError` for what is not a path (None, a number)
+    or holds a NUL character (which the system's calls refuse with a bare ValueError)."""
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise RecordingError(f"a recording's path must be a str or an os.PathLike, got {type(path).__name__}") from None
+    if "\0" in os.fsdecode(name):
+        raise RecordingError(f"a recording's path cannot hold a NUL character: {name!r}")
+    return name
+
+
 def header() -> dict:
     return {"version": VERSION, "kind": KIND}
 
@@ -126,7 +138,7 @@ def encode(line: dict) -> bytes:
 def load(path: Any) -> list:
     """The calls a recording holds (each line's dict, `n` in order); `RecordingError` naming the file and the line
     for anything that is not a recording this miniagents reads."""
-    name = os.fspath(path)
+    name = path_name(path)
     try:
         with open(name, "rb") as f:
             data = f.read(MAX_BYTES + 1)

@@ -56,7 +56,7 @@ class Recorder:
     A context manager: leaving the `with` block closes the file; so does `close()`."""
 
     def __init__(self, path: Any, *, redact: Optional[Callable[[str], str]] = None):
-        self.path = os.fspath(path)
+        self.path = format.path_name(path)
         self._hook = redaction.user_hook(redact)
         self._lock = threading.Lock()
         self.count = 0  # calls written so far

@@ -16,6 +16,18 @@ from .traces import Trace
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
 
+def trace_file(path: Any) -> Any:
+    """`path` as an absolute file name; `UserError` for what is not a path (None, a number) or holds a NUL character
+    (which the system's calls refuse with a bare ValueError)."""
+    try:
+        name = os.path.abspath(os.fspath(path))
+    except TypeError:
+        raise UserError(f"a trace file's path must be a str or an os.PathLike, got {type(path).__name__}") from None
+    if "\0" in os.fsdecode(name):
+        raise UserError(f"a trace file's path cannot hold a NUL character: {name!r}")
+    return name
+
+
 class JsonlTraceProcessor(TracingProcessor):
     """Appends one JSON object per line to `path`: `{"event": "trace_start"|"trace_end"|"span_start"|
     "span_end", ...}` plus the trace's or span's `export()`. Each line is one write to a file opened for
@@ -26,7 +38,7 @@ class JsonlTraceProcessor(TracingProcessor):
         import json
 
         self._dumps = json.dumps
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = trace_file(path)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         try:
             self._fd: Optional[int] = os.open(self.path, flags, 0o600)

@@ -641,6 +641,14 @@ def test_a_trace_file_that_cannot_be_opened_is_a_user_error_when_the_run_starts(
             pytest.fail("the run must not start")
 
 
+@pytest.mark.parametrize("path, message", [("t\0.jsonl", "cannot hold a NUL character"),
+                                           (5, "must be a str or an os.PathLike, got int")])
+def test_a_trace_path_that_is_not_a_file_name_is_a_user_error_when_the_run_starts(path, message):
+    with pytest.raises(UserError, match=message):
+        with tracing.run_trace(Config(trace_path=path)):
+            pytest.fail("the run must not start")
+
+
 def test_a_run_inside_the_callers_trace_nests_there_and_adds_its_file_for_its_own_spans(tmp_path, recorder):
     path = tmp_path / "inner.jsonl"
     with tracing.trace("outer") as outer:

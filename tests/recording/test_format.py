@@ -142,6 +142,15 @@ def test_a_missing_or_oversized_recording_is_refused_before_anything_is_served(t
         Replay(path)
 
 
+@pytest.mark.parametrize("path, message", [("run\0.jsonl", "cannot hold a NUL character"),
+                                           (None, "must be a str or an os.PathLike, got NoneType")])
+def test_a_path_that_is_not_a_file_name_is_a_recording_error(tmp_path, path, message):
+    with pytest.raises(RecordingError, match=message):
+        Recorder(path)
+    with pytest.raises(RecordingError, match=message):
+        Replay(path)
+
+
 def test_a_recorder_that_cannot_write_or_is_closed_says_so(tmp_path):
     with pytest.raises(RecordingError, match="cannot write the recording .*no-such-folder.*No such file"):
         Recorder(tmp_path / "no-such-folder" / "run.jsonl")
