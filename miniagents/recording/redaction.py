@@ -4,9 +4,9 @@ Applied to every request before it is written, and to every request of a replay 
 redacted value matches its redacted self. Three passes, in this order:
 
 1. **Credentials by name**, in the request's settings at any depth (`extra_headers`, `extra_query`,
-   `extra_body`, `extra_args`, `metadata`, ...): a key whose words include one of `CREDENTIAL_WORDS`
-   (`Authorization`, `api-key`, `X-Api-Key`, `access_token`, `client_secret`, `Cookie`, ...) keeps its name and
-   loses its value, and so does any string that starts like an authorization value (`Bearer ...`, `Basic ...`).
+   `extra_body`, `extra_args`, `metadata`, ...): a key whose name says credential by the HTTP adapters' own rule
+   (`is_credential_name`: `Authorization`, `api-key`, `X-Api-Key`, `access_token`, `client_secret`, `Cookie`,
+   `sig`, `code`, `X-Session`, ...) keeps its name and loses its value, and so does any string that starts like an authorization value (`Bearer ...`, `Basic ...`).
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
    every environment variable whose name has a credential word (`OPENAI_API_KEY`, `HF_TOKEN`, ...), 8
    characters or more, are replaced wherever they occur inside a string.
@@ -25,19 +25,11 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
+from ..models.protocol import is_credential_name
 
 REDACTED = "[REDACTED]"
-CREDENTIAL_WORDS = frozenset(("authorization", "auth", "key", "apikey", "token", "secret", "password", "passwd",
-                              "cookie", "credential", "credentials", "signature", "bearer"))
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
 SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched for: they would match ordinary text
-
-
-def is_credential_name(name: str) -> bool:
-    """Whether a header, parameter or variable name says it holds a credential: `X-Api-Key`, `apiKey`,
-    `OPENAI_API_KEY` do; `max_tokens`, `OpenAI-Organization` do not."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return any(word in CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", words))
 
 
 def without_credentials(value: Any) -> Any:

@@ -75,7 +75,7 @@ def monkeypatch_module():
 
 @pytest.mark.parametrize("name", ["Authorization", "api-key", "X-Api-Key", "x-goog-api-key", "apiKey", "access_token",
                                   "Ocp-Apim-Subscription-Key", "client_secret", "Cookie", "password",
-                                  "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"])
+                                  "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "sig", "code", "X-Session"])
 def test_credential_names(name):
     assert is_credential_name(name)
 
@@ -84,6 +84,23 @@ def test_credential_names(name):
                                   "include_usage", "top_logprobs", "PATH"])
 def test_names_that_are_not_credentials(name):
     assert not is_credential_name(name)
+
+
+def test_what_the_adapters_hide_by_name_is_not_recorded_nor_shown_by_a_mismatch(tmp_path):
+    """The recording's rule is the adapters' (`sig`, `code`, a session header), and a replay given other values
+    there matches, so a mismatch never shows one."""
+    settings = ModelSettings(extra_query={"sig": "sv2024SASsignatureXYZ", "code": "AzureFnCodeABCDEF123"},
+                             extra_headers={"X-Session": "sessSECRET12345"})
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([[assistant_message("Hi")]])),
+                      model_settings=settings)
+        Runner.run_sync(agent, "Hello")
+    assert leaked((tmp_path / "run.jsonl").read_text(encoding="utf-8"), "sv2024SASsignatureXYZ",
+                  "AzureFnCodeABCDEF123", "sessSECRET12345") == []
+    other = ModelSettings(extra_query={"sig": "NEWsasSignature999", "code": "AzureFnCodeABCDEF123"},
+                          extra_headers={"X-Session": "sessSECRET12345"})
+    replayed = Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl"), model_settings=other), "Hello")
+    assert replayed.final_output == "Hi"
 
 
 def test_the_redact_hook_removes_context_derived_text_from_requests_and_responses(tmp_path):
