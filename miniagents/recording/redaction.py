@@ -9,7 +9,7 @@ redacted value matches its redacted self. Three passes, in this order:
    `sig`, `code`, `X-Session`, ...) keeps its name and loses its value, and so does any string that starts like an authorization value (`Bearer ...`, `Basic ...`).
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
    every environment variable whose name has a credential word (`OPENAI_API_KEY`, `HF_TOKEN`, ...), 8
-   characters or more, are replaced wherever they occur inside a string.
+   characters or more, are replaced wherever they occur inside a string, as they are or percent-encoded.
 3. **The user's hook** (`redact=`), a function from text to text, applied to every string of the request and
    the response on its own: context-derived text, personal data.
 
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
-from ..models.protocol import is_credential_name
+from ..models.protocol import is_credential_name, secret_values
 
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
@@ -81,9 +81,9 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 
 def searched(secrets: Iterable[Any]) -> list:
     """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
-    match ordinary text, longest first."""
+    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), longest first."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
-    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)
+    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
 
 
 def secret_spans(text: str, secrets: list) -> list:
