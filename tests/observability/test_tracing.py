@@ -712,7 +712,8 @@ def test_an_api_key_never_reaches_a_trace_file(tmp_path):
     tracing.set_tracing_export_api_key(secret)
     settings_with_secrets = ModelSettings(temperature=0.2, extra_headers={"Authorization": f"Bearer {secret}"},
                                           extra_query={"key": secret}, extra_body={"api_key": secret},
-                                          extra_args={"api_key": secret})
+                                          extra_args={"api_key": secret},
+                                          metadata={"api_key": secret, "Authorization": f"Bearer {secret}", "team": "A"})
     with tracing.trace("wf", tracing={"api_key": secret}) as t:
         with tracing.run_trace(Config(trace_path=str(path))):
             model_call([], [], (1, 1), settings=settings_with_secrets)
@@ -722,7 +723,8 @@ def test_an_api_key_never_reaches_a_trace_file(tmp_path):
     assert secret not in text and t.tracing_api_key is None and secret not in json.dumps(t.to_json())
     configs = [r["span_data"]["model_config"] for r in map(json.loads, text.splitlines())
                if r["event"] == "span_end" and r["span_data"]["type"] == "generation"]
-    assert configs == [{"temperature": 0.2}, {"top_p": 0.5}]
+    assert configs == [{"temperature": 0.2, "metadata": {"api_key": "***", "Authorization": "***", "team": "A"}},
+                       {"top_p": 0.5}]
 
 
 def test_the_file_round_trips_non_ascii_text_and_lone_surrogates(tmp_path):
