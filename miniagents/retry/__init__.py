@@ -13,11 +13,17 @@ to server-side state (`previous_response_id`, `conversation_id`) unless the prov
 the policy explicitly approves it. Names and fields are upstream's; decisions are plain data, policies
 may be sync or `async def`. The run reaches this shell through the `model` seam (`RetryPlugin`): a turn whose
 settings ask for retries calls a `RetryingModel` around its model.
+
+Every wait is bounded: the backoff's settings are finite numbers >= 0 and it stops growing at `max_delay`; a wait
+a policy or a server asks for is at most `MAX_SERVER_DELAY` (the adapters' longest `retry-after`), and one that is
+not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -25,6 +31,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from .. import caller, seams
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
+from ..models.protocol import MAX_SERVER_DELAY
 from .advice import ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError, http_advice  # noqa: F401
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
@@ -47,8 +54,9 @@ class ModelRetryBackoffSettings:
     def __post_init__(self):
         for name in ("initial_delay", "max_delay", "multiplier"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                raise UserError(f"ModelRetryBackoffSettings.{name} must be a number >= 0 or None, got {value!r}")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 <= value <= sys.float_info.max):  # NaN and inf are refused
+                raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None, got {value!r}")
 
     def to_json_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -58,7 +66,10 @@ class ModelRetryBackoffSettings:
         initial = DEFAULT_INITIAL_DELAY if self.initial_delay is None else self.initial_delay
         ceiling = DEFAULT_MAX_DELAY if self.max_delay is None else self.max_delay
         multiplier = DEFAULT_MULTIPLIER if self.multiplier is None else self.multiplier
-        base = min(initial * multiplier ** max(attempt - 1, 0), ceiling)
+        try:
+            base = min(initial * math.pow(multiplier, max(attempt - 1, 0)), ceiling)
+        except OverflowError:  # grown past any ceiling long ago
+            base = ceiling if initial else 0.0
         if self.jitter is False:
             return base
         if rand is None:
@@ -256,13 +267,19 @@ def decide(settings: Optional[ModelRetrySettings], context: RetryPolicyContext,
     approved = decision.approve_unsafe_replay or context.replay_safety == "safe"
     if (context.stateful_request or unsafe) and not approved:
         return RetryDecision(False, reason=decision.reason or reason)
-    delay = decision.delay
-    if delay is None:
-        delay = context.normalized.retry_after
-    if delay is None:
-        delay = (settings.backoff or ModelRetryBackoffSettings()).delay(context.attempt)
+    asked = decision.delay if decision.delay is not None else context.normalized.retry_after
+    backoff = settings.backoff or ModelRetryBackoffSettings()
+    delay = backoff.delay(context.attempt) if asked is None else bounded(asked)
     return RetryDecision(True, delay=delay, reason=decision.reason or reason,
                          approve_unsafe_replay=decision.approve_unsafe_replay)
+
+
+def bounded(delay: Any) -> float:
+    """A wait a policy or a server asked for, in seconds: at most `MAX_SERVER_DELAY` (`inf` included), and none for
+    what is not a number >= 0 (a negative number, NaN, a string)."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
+        return 0.0
+    return float(min(delay, MAX_SERVER_DELAY))
 
 
 def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception, attempt: int, stream: bool,

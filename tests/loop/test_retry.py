@@ -138,6 +138,23 @@ def test_the_wait_is_the_policys_delay_else_the_servers_retry_after_else_the_bac
     assert retry.decide(timed, context(advice=told)).delay == 0.1
 
 
+@pytest.mark.parametrize("asked, waited", [(-1, 0.0), (float("nan"), 0.0), ("soon", 0.0), (float("inf"), 60.0),
+                                           pytest.param(10 ** 400, 60.0, id="10**400"), (61, 60.0), (1.5, 1.5)])
+def test_a_wait_asked_for_is_a_number_from_zero_to_the_adapters_longest_retry_after(asked, waited):
+    """A policy's delay or a server's retry_after that is no number >= 0 is no wait; none is longer than the
+    longest retry-after the adapters wait for (MAX_SERVER_DELAY)."""
+    by_policy = ModelRetrySettings(max_retries=2, policy=lambda c: RetryDecision(True, delay=asked))
+    assert retry.decide(by_policy, context()).delay == waited
+    by_server = ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested())
+    assert retry.decide(by_server, context(advice=ModelRetryAdvice(suggested=True, retry_after=asked))).delay == waited
+
+
+def test_the_backoff_stops_growing_at_its_ceiling_however_many_retries():
+    assert ModelRetryBackoffSettings(jitter=False).delay(1100) == 2.0
+    assert ModelRetryBackoffSettings(multiplier=10 ** 300, max_delay=5).delay(3, rand=lambda: 1.0) == 5
+    assert ModelRetryBackoffSettings(initial_delay=0, multiplier=1e300, jitter=False).delay(10 ** 6) == 0
+
+
 @given(st.integers(1, 20), st.floats(0, 5), st.floats(0, 10), st.floats(1, 4), st.floats(0, 1))
 def test_backoff_stays_within_its_ceiling_and_jitter_band(attempt, initial, ceiling, multiplier, rand):
     settings = ModelRetryBackoffSettings(initial_delay=initial, max_delay=ceiling, multiplier=multiplier)
@@ -148,7 +165,9 @@ def test_backoff_stays_within_its_ceiling_and_jitter_band(attempt, initial, ceil
 
 
 def test_bad_settings_are_user_errors():
-    for bad in (dict(max_retries="2"), dict(backoff=3), dict(policy="always"), dict(backoff={"initial_delay": -1})):
+    for bad in (dict(max_retries="2"), dict(backoff=3), dict(policy="always"), dict(backoff={"initial_delay": -1}),
+                dict(backoff={"initial_delay": float("nan")}), dict(backoff={"max_delay": float("inf")}),
+                dict(backoff={"multiplier": 10 ** 400})):
         with pytest.raises(UserError):
             ModelRetrySettings(**bad)
     with pytest.raises(UserError, match="ModelSettings.retry"):
