@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import errno
 import json
 import os
+import stat
 from typing import Any
 
 from ..context import Usage
@@ -32,6 +34,7 @@ VERSIONS = {1: "a header line, then one line per model call: its request and its
 KIND = "miniagents recording"
 MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
 MAX_DEPTH = 100  # levels of objects and arrays one line may nest: a replay copies and compares them recursively
+NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
 REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema", "settings", "previous_response_id",
                   "conversation_id", "prompt")
 
@@ -46,6 +49,25 @@ def path_name(path: Any) -> Any:
     if "\0" in os.fsdecode(name):
         raise RecordingError(f"a recording's path cannot hold a NUL character: {name!r}")
     return name
+
+
+def open_regular(name: Any, flags: int, doing: str) -> int:
+    """The file `name` opened with `flags`, if it is a regular file: opened without waiting (a FIFO's open waits for
+    its other end, for ever), checked, then made blocking; `RecordingError` saying what it was opened to do
+    (`"read"`, `"write"`) otherwise."""
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    flags |= nonblocking | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(name, flags, 0o600)
+    except OSError as error:  # ENXIO: a FIFO no one reads
+        why = NOT_REGULAR if error.errno == errno.ENXIO else error.strerror or error
+        raise RecordingError(f"cannot {doing} the recording {name!r}: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RecordingError(f"cannot {doing} the recording {name!r}: {NOT_REGULAR}")
+    if nonblocking:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def header() -> dict:
@@ -139,8 +161,9 @@ def load(path: Any) -> list:
     """The calls a recording holds (each line's dict, `n` in order); `RecordingError` naming the file and the line
     for anything that is not a recording this miniagents reads."""
     name = path_name(path)
+    fd = open_regular(name, os.O_RDONLY, "read")
     try:
-        with open(name, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as error:
         raise RecordingError(f"cannot read the recording {name!r}: {error.strerror or error}") from None

@@ -63,11 +63,7 @@ class Recorder:
         self._file: Any = None
         self._held: Optional[tuple] = None  # the file's (device, inode) while this recorder holds it
         self._pid = os.getpid()  # a process forked from this one shares the file, not the right to write it
-        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-        try:
-            fd = os.open(self.path, flags, 0o600)  # not truncated yet: it may be another recorder's
-        except OSError as error:
-            raise RecordingError(f"cannot write the recording {self.path!r}: {error.strerror or error}") from None
+        fd = format.open_regular(self.path, os.O_WRONLY | os.O_CREAT, "write")  # not truncated: another may hold it
         try:
             self._hold(fd)
             os.ftruncate(fd, 0)

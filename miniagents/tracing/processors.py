@@ -2,8 +2,10 @@
 stderr) and `BatchTraceProcessor` (batches for a `TracingExporter` of your own)."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 import sys
 import threading
 from typing import Any, Optional
@@ -14,6 +16,7 @@ from .spans import Span
 from .traces import Trace
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
+NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
 
 
 def trace_file(path: Any) -> Any:
@@ -39,11 +42,19 @@ class JsonlTraceProcessor(TracingProcessor):
 
         self._dumps = json.dumps
         self.path = trace_file(path)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        nonblocking = getattr(os, "O_NONBLOCK", 0)  # a FIFO's open would wait for a reader, for ever
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | nonblocking
         try:
-            self._fd: Optional[int] = os.open(self.path, flags, 0o600)
-        except OSError as error:
-            raise UserError(f"cannot open the trace file {self.path!r} for appending: {error.strerror}") from None
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as error:  # ENXIO: a FIFO no one reads
+            why = NOT_REGULAR if error.errno == errno.ENXIO else error.strerror
+            raise UserError(f"cannot open the trace file {self.path!r} for appending: {why}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UserError(f"cannot open the trace file {self.path!r} for appending: {NOT_REGULAR}")
+        if nonblocking:
+            os.set_blocking(fd, True)
+        self._fd: Optional[int] = fd
         self._lock = threading.Lock()
 
     def _write(self, event: str, item: Any) -> None:

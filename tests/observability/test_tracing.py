@@ -641,6 +641,21 @@ def test_a_trace_file_that_cannot_be_opened_is_a_user_error_when_the_run_starts(
             pytest.fail("the run must not start")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("reader", [False, True])
+def test_a_fifo_as_the_trace_file_is_a_user_error_at_once(tmp_path, reader):
+    """Opening a FIFO waits for a reader, for ever: a trace file is a regular file, refused otherwise."""
+    os.mkfifo(tmp_path / "fifo")
+    held = os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        with pytest.raises(UserError, match="for appending: it is not a regular file"):
+            with tracing.run_trace(Config(trace_path=str(tmp_path / "fifo"))):
+                pytest.fail("the run must not start")
+    finally:
+        if held is not None:
+            os.close(held)
+
+
 @pytest.mark.parametrize("path, message", [("t\0.jsonl", "cannot hold a NUL character"),
                                            (5, "must be a str or an os.PathLike, got int")])
 def test_a_trace_path_that_is_not_a_file_name_is_a_user_error_when_the_run_starts(path, message):

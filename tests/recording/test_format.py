@@ -151,6 +151,24 @@ def test_a_path_that_is_not_a_file_name_is_a_recording_error(tmp_path, path, mes
         Replay(path)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("reader", [False, True])
+def test_a_fifo_or_a_directory_is_refused_at_once(tmp_path, reader):
+    """Opening a FIFO waits for its other end, for ever: a recording is a regular file, refused otherwise, with or
+    without a process reading the FIFO."""
+    os.mkfifo(tmp_path / "fifo")
+    held = os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        for make in (Recorder, Replay):
+            with pytest.raises(RecordingError, match="it is not a regular file"):
+                make(tmp_path / "fifo")
+    finally:
+        if held is not None:
+            os.close(held)
+    with pytest.raises(RecordingError, match="cannot read the recording .*: it is not a regular file"):
+        Replay(tmp_path)
+
+
 def test_a_recorder_that_cannot_write_or_is_closed_says_so(tmp_path):
     with pytest.raises(RecordingError, match="cannot write the recording .*no-such-folder.*No such file"):
         Recorder(tmp_path / "no-such-folder" / "run.jsonl")
