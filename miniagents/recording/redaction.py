@@ -6,7 +6,8 @@ redacted value matches its redacted self. Three passes, in this order:
 1. **Credentials by name**, in the request's settings at any depth (`extra_headers`, `extra_query`,
    `extra_body`, `extra_args`, `metadata`, ...): a key whose name says credential by the HTTP adapters' own rule
    (`is_credential_name`: `Authorization`, `api-key`, `X-Api-Key`, `access_token`, `client_secret`, `Cookie`,
-   `sig`, `code`, `X-Session`, ...) keeps its name and loses its value, and so does any string that starts like an authorization value (`Bearer ...`, `Basic ...`).
+   `sig`, `code`, `X-Session`, ...) keeps its name and loses its value, and so does any string that starts like
+   an authorization value (`Bearer ...`, `Basic ...`).
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
    every environment variable whose name has a credential word (`OPENAI_API_KEY`, `HF_TOKEN`, ...), 8
    characters or more, are replaced wherever they occur inside a string, as they are or percent-encoded.
