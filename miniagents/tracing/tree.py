@@ -1,19 +1,22 @@
 """Reading a trace file back: `python -m miniagents.trace FILE.jsonl` prints each trace in it as a tree.
 
 Holds `read` (the JSON lines `tracing.JsonlTraceProcessor` writes: a span's end record replaces its start
-record; a span that never ended is shown as unfinished; lines that are not records are reported, not
-fatal), `render` (the trees as text), `describe` (one span as one line, shared with the live stderr view)
-and `main`, the command line. It only reads: it never changes the file and never sends anything.
+record; a span that never ended is shown as unfinished; lines that are not records, or not of the shapes the
+tree reads, or longer than `MAX_LINE`, are reported and skipped, not fatal), `render` (the trees as text),
+`describe` (one span as one line, shared with the live stderr view) and `main`, the command line. It only
+reads: it never changes the file and never sends anything.
 """
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 CONTAINERS = ("task", "agent", "turn")  # spans that hold others; the live view prints them when they start
 SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendored copy gives it
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
+MAX_LINE = 16 * 2 ** 20  # characters of one line of a file that are read; a longer line is skipped
+SPAN_TEXTS = ("id", "parent_id", "started_at", "ended_at")  # what the tree compares and sorts: strings or null
 _BRANCHES = {True: ("├─ ", "└─ ", "│  ", "   "), False: ("|- ", "`- ", "|  ", "   ")}
 
 
@@ -32,7 +35,10 @@ def kind_of(record: dict) -> str:
 
 
 def _short(value: Any, full: bool) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    except RecursionError:  # a value some Pythons decode deeper than they encode
+        text = "(nested too deep to show)"
     text = " ".join(text.split())
     return text if full or len(text) <= WIDTH else text[:WIDTH - 3] + "..."
 
@@ -77,8 +83,9 @@ def _model_output(output: Any, full: bool) -> str:
             parts.append(f"call {item.get('name')}")
         elif item.get("type") == "message" or item.get("role") == "assistant":
             content = item.get("content")
+            pieces = content if isinstance(content, list) else []
             text = content if isinstance(content, str) else "".join(
-                c.get("text") or c.get("refusal") or "" for c in content or [] if isinstance(c, dict))
+                str(c.get("text") or c.get("refusal") or "") for c in pieces if isinstance(c, dict))
             parts.append(json.dumps(_short(text, full), ensure_ascii=False))
         elif item.get("type"):
             parts.append(str(item["type"]))
@@ -95,7 +102,8 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
         head, details = f"turn {inner.get('turn')} ({inner.get('agent_name')})", _tokens(inner.get("usage"))
     elif kind == "agent":
         head = f"agent {data.get('name')}"
-        parts = [f"{key}: {', '.join(map(str, data[key]))}" for key in ("tools", "handoffs") if data.get(key)]
+        parts = [f"{key}: {', '.join(map(str, data[key]))}" for key in ("tools", "handoffs")
+                 if data.get(key) and isinstance(data[key], list)]
         if data.get("output_type") not in (None, "str"):
             parts.append(f"output: {data['output_type']}")
         details = "; ".join(parts)
@@ -125,6 +133,15 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
     return line
 
 
+def well_formed(record: dict) -> bool:
+    """Whether a span record has the shapes the tree reads: its ids and times strings or null, `span_data` an
+    object (or null) whose `type` is a string or null and whose `data` is an object or null."""
+    data = record.get("span_data")
+    data = {} if data is None else data
+    return all(isinstance(record.get(name), (str, type(None))) for name in SPAN_TEXTS) and isinstance(data, dict) \
+        and isinstance(data.get("type"), (str, type(None))) and isinstance(data.get("data"), (dict, type(None)))
+
+
 def read(lines: Iterable[str]) -> tuple:
     """JSON lines -> ([(trace_id, {"trace": record or None, "spans": {span_id: record}})], problems)."""
     traces: dict = {}
@@ -132,15 +149,24 @@ def read(lines: Iterable[str]) -> tuple:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE:
+            problems.append(f"line {number} is longer than {MAX_LINE} characters; skipped")
+            continue
         try:
             record = json.loads(line)
         except ValueError:
             problems.append(f"line {number} is not JSON; skipped")
             continue
+        except RecursionError:
+            problems.append(f"line {number} nests deeper than Python reads; skipped")
+            continue
         kind = record.get("object") if isinstance(record, dict) else None
         trace_id = record.get("id" if kind == "trace" else "trace_id") if kind else None
         if kind not in ("trace", "trace.span") or not isinstance(trace_id, str):
             problems.append(f"line {number} is not a trace or span record; skipped")
+            continue
+        if kind == "trace.span" and not well_formed(record):
+            problems.append(f"line {number} is a span record of a shape the tree cannot read; skipped")
             continue
         entry = traces.setdefault(trace_id, {"trace": None, "spans": {}})
         if kind == "trace":
@@ -150,6 +176,19 @@ def read(lines: Iterable[str]) -> tuple:
             if before is None or record.get("event") != "span_start":  # a span's start never hides its end
                 spans[record.get("id")] = record
     return list(traces.items()), problems
+
+
+def capped_lines(file: Any) -> Iterator[str]:
+    """The lines of a text file, none held longer than `MAX_LINE` + 1 characters: the rest of a longer one is read
+    in pieces and dropped (`read` skips what is left of it)."""
+    while True:
+        line = file.readline(MAX_LINE + 1)
+        if not line:
+            return
+        piece = line
+        while len(piece) > MAX_LINE and not piece.endswith("\n"):
+            piece = file.readline(MAX_LINE + 1)
+        yield line
 
 
 def _header(trace_id: str, entry: dict) -> str:
@@ -217,7 +256,7 @@ def main(argv: Optional[list] = None) -> int:
     args = parser.parse_args(argv)
     try:
         with open(args.file, encoding="utf-8", errors="replace") as lines:
-            traces, problems = read(lines)
+            traces, problems = read(capped_lines(lines))
     except OSError as error:
         print(f"{SHELL}: cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 2

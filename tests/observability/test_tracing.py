@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from miniagents import MaxTurnsExceeded, ModelSettings, UserError, Usage, tracing
 from miniagents.testing import assistant_message, function_call
+from miniagents.tracing import tree
 from miniagents.tracing.tree import describe, main, read, render
 
 from support import ROOT  # noqa: E402
@@ -256,6 +257,41 @@ def test_the_printer_shows_unfinished_spans_and_reports_lines_it_cannot_read(tmp
     captured = capsys.readouterr()
     assert "tool slow_tool [unfinished]" in captured.out
     assert "line 4 is not JSON; skipped" in captured.err and "line 5 is not a trace or span record" in captured.err
+
+
+HOSTILE_SPANS = [{"span_data": "x"}, {"id": [1]}, {"parent_id": {}}, {"started_at": 5}, {"ended_at": ["x"]},
+                 {"span_data": {"type": 5}}, {"span_data": {"type": "custom", "data": [1]}}]
+
+
+def test_the_printer_skips_and_reports_lines_of_shapes_it_cannot_read(tmp_path, capsys):
+    """A span whose ids, times or data are not of the shapes the tree reads, a line nested deeper than Python reads,
+    an odd value where a model's output or an agent's tools go: reported, skipped or shown, never a crash."""
+    good = {"object": "trace.span", "id": "s1", "trace_id": "t1", "started_at": "2026-01-01T00:00:00+00:00",
+            "span_data": {"type": "generation", "output": [{"type": "message", "content": 5},
+                                                           {"type": "message", "content": [{"text": [1]}]}]}}
+    odd_agent = dict(good, id="s2", span_data={"type": "agent", "name": "A", "tools": 5})
+    lines = [json.dumps(good), json.dumps(odd_agent), "[" * 100000 + "]" * 100000]
+    lines += [json.dumps({**good, "id": f"x{n}", **change}) for n, change in enumerate(HOSTILE_SPANS)]
+    (tmp_path / "hostile.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main([str(tmp_path / "hostile.jsonl")]) == 0
+    captured = capsys.readouterr()
+    assert "model ? [unfinished] ->" in captured.out and "agent A [unfinished]" in captured.out
+    assert "line 3 nests deeper than Python reads; skipped" in captured.err
+    assert [f"line {n} is a span record of a shape the tree cannot read" in captured.err
+            for n in range(4, 4 + len(HOSTILE_SPANS))] == [True] * len(HOSTILE_SPANS)
+
+
+def test_the_printer_skips_a_line_longer_than_its_cap_reading_at_most_the_cap(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(tree, "MAX_LINE", 200)
+    span = {"object": "trace.span", "id": "s1", "trace_id": "t1", "span_data": {"type": "custom", "name": "kept"}}
+    long = dict(span, id="s2", span_data={"type": "custom", "name": "x" * 1000})
+    (tmp_path / "long.jsonl").write_text(f"{json.dumps(long)}\n{json.dumps(span)}\n", encoding="utf-8")
+    with open(tmp_path / "long.jsonl", encoding="utf-8") as f:
+        assert [len(line) for line in tree.capped_lines(f)] == [201, len(json.dumps(span)) + 1]
+    assert main([str(tmp_path / "long.jsonl")]) == 0
+    captured = capsys.readouterr()
+    assert "line 1 is longer than 200 characters; skipped" in captured.err and "kept" in captured.out
+    assert "x" * 10 not in captured.out
 
 
 def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, capsys):
