@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -65,9 +64,9 @@ class ModelRetryBackoffSettings:
         """The wait before retry number `attempt` (1-based); `rand` (default `random.random`) draws the jitter."""
         initial = DEFAULT_INITIAL_DELAY if self.initial_delay is None else self.initial_delay
         ceiling = DEFAULT_MAX_DELAY if self.max_delay is None else self.max_delay
-        multiplier = DEFAULT_MULTIPLIER if self.multiplier is None else self.multiplier
+        multiplier = DEFAULT_MULTIPLIER if self.multiplier is None else float(self.multiplier)  # ** overflows at once
         try:
-            base = min(initial * math.pow(multiplier, max(attempt - 1, 0)), ceiling)
+            base = min(initial * multiplier ** max(attempt - 1, 0), ceiling)
         except OverflowError:  # grown past any ceiling long ago
             base = ceiling if initial else 0.0
         if self.jitter is False:
@@ -267,9 +266,13 @@ def decide(settings: Optional[ModelRetrySettings], context: RetryPolicyContext,
     approved = decision.approve_unsafe_replay or context.replay_safety == "safe"
     if (context.stateful_request or unsafe) and not approved:
         return RetryDecision(False, reason=decision.reason or reason)
-    asked = decision.delay if decision.delay is not None else context.normalized.retry_after
-    backoff = settings.backoff or ModelRetryBackoffSettings()
-    delay = backoff.delay(context.attempt) if asked is None else bounded(asked)
+    delay = decision.delay
+    if delay is None:
+        delay = context.normalized.retry_after
+    if delay is None:
+        delay = (settings.backoff or ModelRetryBackoffSettings()).delay(context.attempt)
+    else:  # asked for by the policy or the server: maybe no number >= 0, maybe for ever
+        delay = bounded(delay)
     return RetryDecision(True, delay=delay, reason=decision.reason or reason,
                          approve_unsafe_replay=decision.approve_unsafe_replay)
 

@@ -13,7 +13,7 @@ from ..seams import Plugin
 from . import provider
 from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval,
                      recording, turn_span)
-from .processors import ConsoleTraceProcessor, JsonlTraceProcessor, trace_file
+from .processors import ConsoleTraceProcessor, JsonlTraceProcessor, trace_file_name
 from .scope import _current_span, _current_trace
 from .span_data import TaskSpanData
 from .spans import NoOpSpan, Span, SpanImpl
@@ -30,7 +30,9 @@ def run_processors(config: Any, inherited: tuple = ()) -> tuple:
     when the run starts."""
     own: list = []
     path = getattr(config, "trace_path", None) or os.environ.get("MINIAGENTS_TRACE")
-    if path and not any(isinstance(p, JsonlTraceProcessor) and p.path == trace_file(path) for p in inherited):
+    if path:
+        path = trace_file_name(path)  # what is no file name is a UserError here, before it is compared
+    if path and not any(isinstance(p, JsonlTraceProcessor) and p.path == os.path.abspath(path) for p in inherited):
         own.append(JsonlTraceProcessor(path))
     debug = os.environ.get("MINIAGENTS_DEBUG", "").strip().lower() in TRUE
     if debug and not any(isinstance(p, ConsoleTraceProcessor) for p in inherited):

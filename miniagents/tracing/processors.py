@@ -19,11 +19,11 @@ logger = logging.getLogger(__name__)  # under the package's logger, whatever a c
 NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
 
 
-def trace_file(path: Any) -> Any:
-    """`path` as an absolute file name; `UserError` for what is not a path (None, a number) or holds a NUL character
-    (which the system's calls refuse with a bare ValueError)."""
+def trace_file_name(path: Any) -> Any:
+    """`path` as a file name (`os.fspath`); `UserError` for what is not a path (None, a number) or holds a NUL
+    character (which the system's calls refuse with a bare ValueError)."""
     try:
-        name = os.path.abspath(os.fspath(path))
+        name = os.fspath(path)
     except TypeError:
         raise UserError(f"a trace file's path must be a str or an os.PathLike, got {type(path).__name__}") from None
     if "\0" in os.fsdecode(name):
@@ -41,20 +41,19 @@ class JsonlTraceProcessor(TracingProcessor):
         import json
 
         self._dumps = json.dumps
-        self.path = trace_file(path)
+        self.path = os.path.abspath(trace_file_name(path))
         nonblocking = getattr(os, "O_NONBLOCK", 0)  # a FIFO's open would wait for a reader, for ever
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | nonblocking
         try:
-            fd = os.open(self.path, flags, 0o600)
+            self._fd: Optional[int] = os.open(self.path, flags, 0o600)
         except OSError as error:  # ENXIO: a FIFO no one reads
             why = NOT_REGULAR if error.errno == errno.ENXIO else error.strerror
             raise UserError(f"cannot open the trace file {self.path!r} for appending: {why}") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            os.close(self._fd)
             raise UserError(f"cannot open the trace file {self.path!r} for appending: {NOT_REGULAR}")
         if nonblocking:
-            os.set_blocking(fd, True)
-        self._fd: Optional[int] = fd
+            os.set_blocking(self._fd, True)
         self._lock = threading.Lock()
 
     def _write(self, event: str, item: Any) -> None:

@@ -694,10 +694,14 @@ def test_a_fifo_as_the_trace_file_is_a_user_error_at_once(tmp_path, reader):
 
 @pytest.mark.parametrize("path, message", [("t\0.jsonl", "cannot hold a NUL character"),
                                            (5, "must be a str or an os.PathLike, got int")])
-def test_a_trace_path_that_is_not_a_file_name_is_a_user_error_when_the_run_starts(path, message):
+def test_a_trace_path_that_is_not_a_file_name_is_a_user_error_when_the_run_starts(tmp_path, path, message):
     with pytest.raises(UserError, match=message):
         with tracing.run_trace(Config(trace_path=path)):
             pytest.fail("the run must not start")
+    with tracing.run_trace(Config(trace_path=str(tmp_path / "outer.jsonl"))):  # compared with the caller's file
+        with pytest.raises(UserError, match=message):
+            with tracing.run_trace(Config(trace_path=path)):
+                pytest.fail("the nested run must not start")
 
 
 def test_a_run_inside_the_callers_trace_nests_there_and_adds_its_file_for_its_own_spans(tmp_path, recorder):
