@@ -768,7 +768,8 @@ def test_an_api_key_never_reaches_a_trace_file(tmp_path):
     settings_with_secrets = ModelSettings(temperature=0.2, extra_headers={"Authorization": f"Bearer {secret}"},
                                           extra_query={"key": secret}, extra_body={"api_key": secret},
                                           extra_args={"api_key": secret},
-                                          metadata={"api_key": secret, "Authorization": f"Bearer {secret}", "team": "A"})
+                                          metadata={"api_key": secret, "Authorization": f"Bearer {secret}",
+                                                    "team": "A"})
     with tracing.trace("wf", tracing={"api_key": secret}) as t:
         with tracing.run_trace(Config(trace_path=str(path))):
             model_call([], [], (1, 1), settings=settings_with_secrets)
