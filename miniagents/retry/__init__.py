@@ -16,14 +16,15 @@ settings ask for retries calls a `RetryingModel` around its model.
 
 Every wait is bounded: the backoff's settings are finite numbers >= 0 and it stops growing at `max_delay`; a wait
 a policy or a server asks for is at most `MAX_SERVER_DELAY` (the adapters' longest `retry-after`), and one that is
-not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's.
+not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's. Cancelling the run ends a wait at
+once and no attempt follows: the run returns as cancelled.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import sys
-import time
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
@@ -295,11 +296,13 @@ def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception,
                               advice, request.previous_response_id, request.conversation_id)
 
 
-def _wait(decision: RetryDecision, attempt: int, settings: ModelRetrySettings, sleep: Callable) -> None:
+def _wait(decision: RetryDecision, attempt: int, settings: ModelRetrySettings, cancelled: threading.Event) -> None:
+    """The decision's delay, ended at once by the run's cancel (`cancelled`, set by `caller.abortable`), which also
+    stops the retry: `caller.Cancelled`, as an aborted request raises, and no new attempt starts."""
     logger.debug("retrying the failed model call in %.2fs (retry %d of %d)", decision.delay or 0.0, attempt,
                  settings.max_retries or 0)
-    if decision.delay:
-        sleep(decision.delay)
+    if cancelled.wait(decision.delay or 0.0):
+        raise caller.Cancelled()
 
 
 def _runner_managed(settings: Optional[ModelRetrySettings]) -> bool:
@@ -318,9 +321,8 @@ def as_settings(value: Any) -> Optional[ModelRetrySettings]:
                     f"got {type(value).__name__}")
 
 
-def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict,
-                 sleep: Callable[[float], None] = time.sleep) -> Any:
-    """`call()` (one model call), retried as `settings` and its policy decide."""
+def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict, cancelled: threading.Event) -> Any:
+    """`call()` (one model call), retried as `settings` and its policy decide, until `cancelled` is set."""
     settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
@@ -334,15 +336,16 @@ def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict,
                 decision = decide(settings, _failure_context(model, settings, error, attempt, False, ids))
                 if not decision.retry:
                     raise
-                _wait(decision, attempt, settings, sleep)
+                _wait(decision, attempt, settings, cancelled)
                 attempt += 1
     finally:
         provider_retries_disabled.reset(token)
 
 
 def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids: dict,
-                    sleep: Callable[[float], None] = time.sleep) -> Iterator[Any]:
-    """The events of `call()` (one streamed model call); a failure before the first event may be retried."""
+                    cancelled: threading.Event) -> Iterator[Any]:
+    """The events of `call()` (one streamed model call); a failure before the first event may be retried, until
+    `cancelled` is set."""
     settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
@@ -360,7 +363,7 @@ def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids
                 decision = decide(settings, _failure_context(model, settings, error, attempt, True, ids), started)
                 if not decision.retry:
                     raise
-                _wait(decision, attempt, settings, sleep)
+                _wait(decision, attempt, settings, cancelled)
                 attempt += 1
     finally:
         provider_retries_disabled.reset(token)
@@ -374,11 +377,16 @@ class RetryingModel:
         self.wrapped, self.settings = model, settings
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return get_response(self.wrapped, self.settings, lambda: self.wrapped.get_response(*args, **kwargs), kwargs)
+        cancelled = threading.Event()  # the run's cancel sets it, from the first attempt to the last
+        with caller.abortable(cancelled.set):
+            return get_response(self.wrapped, self.settings, lambda: self.wrapped.get_response(*args, **kwargs),
+                                kwargs, cancelled)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        return stream_response(self.wrapped, self.settings, lambda: self.wrapped.stream_response(*args, **kwargs),
-                               kwargs)
+        cancelled = threading.Event()  # the run's cancel sets it, from the first attempt to the last event
+        with caller.abortable(cancelled.set):
+            yield from stream_response(self.wrapped, self.settings,
+                                       lambda: self.wrapped.stream_response(*args, **kwargs), kwargs, cancelled)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)

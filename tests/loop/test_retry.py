@@ -1,5 +1,6 @@
 """Runner-managed model retries (miniagents.retry): upstream's settings, policies and decisions."""
 import asyncio
+import threading
 
 import pytest
 from hypothesis import given
@@ -73,7 +74,7 @@ def test_a_streamed_call_is_retried_only_before_its_first_event():
         return result
 
     assert asyncio.run(go()).final_output == "ok" and len(model.calls) == 2
-    sleeps, calls = [], []
+    calls = []
 
     def stream_then_fail():
         calls.append(1)
@@ -81,8 +82,42 @@ def test_a_streamed_call_is_retried_only_before_its_first_event():
         raise unavailable()
 
     with pytest.raises(ModelHTTPError):
-        list(retry.stream_response(None, settings, stream_then_fail, {}, sleep=sleeps.append))
+        list(retry.stream_response(None, settings, stream_then_fail, {}, threading.Event()))
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("delay, cancelled_during", [(0, "the failing call"), (3, "the wait")])
+def test_a_cancelled_run_ends_the_backoff_at_once_and_makes_no_new_attempt(streamed, delay, cancelled_during):
+    """The run's cancel reaches the wait (`caller.abortable`): however long, it ends, and the call is not made
+    again, whether the cancel came while the failing call ran or while the retry waited."""
+    failing, release = threading.Event(), threading.Event()
+
+    def fail(call):
+        failing.set()
+        if cancelled_during == "the failing call":
+            release.wait(30)
+        return unavailable()
+
+    model = ScriptedModel([fail, [assistant_message("never")]])
+    backoff = {"initial_delay": delay, "max_delay": delay, "jitter": False}
+    settings = ModelRetrySettings(max_retries=1, backoff=backoff, policy=retry_policies.http_status([503]))
+
+    async def drain():
+        result = Runner.run_streamed(agent(model, retry=settings), "hi")
+        async for _ in result.stream_events():
+            pass
+
+    async def main():
+        run = asyncio.ensure_future(drain() if streamed else Runner.run(agent(model, retry=settings), "hi"))
+        await asyncio.get_running_loop().run_in_executor(None, failing.wait, 30)
+        run.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())  # waits for the run's worker thread to end
+    assert len(model.calls) == 1 and model.remaining_steps == 1
 
 
 def test_the_adapter_is_told_not_to_retry_while_the_run_manages_retries():
@@ -93,9 +128,10 @@ def test_the_adapter_is_told_not_to_retry_while_the_run_manages_retries():
         return "answer"
 
     policy = retry_policies.network_error()
-    assert retry.get_response(None, ModelRetrySettings(max_retries=2, policy=policy), call, {}) == "answer"
-    assert retry.get_response(None, None, call, {}) == "answer"
-    assert retry.get_response(None, ModelRetrySettings(max_retries=0), call, {}) == "answer"
+    never = threading.Event()
+    assert retry.get_response(None, ModelRetrySettings(max_retries=2, policy=policy), call, {}, never) == "answer"
+    assert retry.get_response(None, None, call, {}, never) == "answer"
+    assert retry.get_response(None, ModelRetrySettings(max_retries=0), call, {}, never) == "answer"
     assert seen == [True, False, True] and retry.provider_retries_disabled.get() is False
 
 
