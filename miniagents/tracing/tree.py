@@ -136,8 +136,7 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
 def well_formed(record: dict) -> bool:
     """Whether a span record has the shapes the tree reads: its ids and times strings or null, `span_data` an
     object (or null) whose `type` is a string or null and whose `data` is an object or null."""
-    data = record.get("span_data")
-    data = {} if data is None else data
+    data = {} if record.get("span_data") is None else record["span_data"]
     return all(isinstance(record.get(name), (str, type(None))) for name in SPAN_TEXTS) and isinstance(data, dict) \
         and isinstance(data.get("type"), (str, type(None))) and isinstance(data.get("data"), (dict, type(None)))
 
