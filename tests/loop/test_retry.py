@@ -112,6 +112,7 @@ def test_a_cancelled_run_ends_the_backoff_at_once_and_makes_no_new_attempt(strea
         run = asyncio.ensure_future(drain() if streamed else Runner.run(agent(model, retry=settings), "hi"))
         await asyncio.get_running_loop().run_in_executor(None, failing.wait, 30)
         run.cancel()
+        await asyncio.sleep(0.05)  # the task takes its cancel (which cancels the run) before the failing call ends
         release.set()
         with pytest.raises(asyncio.CancelledError):
             await run
