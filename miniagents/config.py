@@ -90,9 +90,6 @@ class RunConfig:
             if not isinstance(self.tracing, dict):
                 raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
-        if self.session_settings is not None:  # a dict as upstream takes it; anything else is refused here
-            from .session import SessionSettings
-            self.session_settings = SessionSettings.coerce(self.session_settings)
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
         limit = self.max_function_tool_concurrency

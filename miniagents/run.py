@@ -179,8 +179,10 @@ def refuse_with_server_history(run: Run) -> None:
 def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     """(history + new input, the new input alone): history is read once, orphans dropped; the plugins may combine
     them otherwise (the `session_input` seam)."""
-    settings = run.config.session_settings
-    limit, limit_turns = getattr(settings, "limit", None), getattr(settings, "limit_turns", None)
+    from .session import SessionSettings
+
+    settings = SessionSettings.coerce(run.config.session_settings)  # settings, or a dict as upstream takes them
+    limit, limit_turns = settings.limit, settings.limit_turns
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
         check_takes_turns(session)
         history = caller.call(session.get_items, limit, limit_turns=limit_turns)

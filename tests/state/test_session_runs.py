@@ -299,9 +299,11 @@ def test_run_config_session_settings_given_as_a_dict_are_read(tmp_path, given, s
 
 
 @pytest.mark.parametrize("junk", ["junk", 42, {"limt": 1}])
-def test_run_config_session_settings_of_another_kind_are_refused_where_the_config_is_made(junk):
+def test_run_config_session_settings_of_another_kind_are_refused_before_the_session_is_read(tmp_path, junk):
+    session, agent, model = five_items_and_an_agent(tmp_path)
     with pytest.raises(TypeError, match="session settings"):
-        RunConfig(session_settings=junk)
+        Runner.run_sync(agent, "q", session=session, run_config=RunConfig(session_settings=junk))
+    assert model.calls == () and len(session.get_items()) == 5
 
 
 def test_limit_turns_with_a_session_whose_get_items_cannot_take_it_is_a_user_error_before_it_is_read():
