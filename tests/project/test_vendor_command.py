@@ -223,6 +223,9 @@ def test_compile_adds_bytecode_for_this_python(tmp_path):
         folder, name = os.path.split(path)
         assert (copy / folder / "__pycache__" / f"{name[:-3]}.{tag}.pyc").is_file(), path
     assert manifest_of(copy)["compiled"] == tag
+    assert f"compiled for {tag} to " in done.stdout.splitlines()[0]  # what the copy is, said once
+    plain = vendor(tmp_path / "plain")
+    assert plain.returncode == 0 and "compiled for" not in plain.stdout
 
 
 def test_zip_writes_a_zip_that_imports_from_sys_path(tmp_path, scratch):
