@@ -96,7 +96,9 @@ class ChatStreamTranslator:
 
     def __init__(self):
         self.text, self.refusal, self.reasoning = shapes.Deltas(), shapes.Deltas(), shapes.Deltas()
-        self.calls: list = []   # slots: {"index", "id", "name", "arguments" (Deltas), "announced", "out"}
+        self.calls: list = []   # slots: {"index", "id", "made_up", "name", "arguments" (Deltas), "announced", "out"}
+        self._by_id: dict = {}      # a server's call id -> the last slot it named
+        self._by_index: dict = {}   # an index -> the last slot opened at it
         self.usage: Optional[dict] = None
         self.finish_reason: Optional[str] = None
         self.saw_choice = False
@@ -170,19 +172,23 @@ class ChatStreamTranslator:
         cid = clean_text(shapes.opt_str(tc.get("id"), f"{where}.id") or "") or None
         fn = shapes.obj(_or_empty(tc.get("function")), f"{where}.function")
         name = clean_text(shapes.opt_str(fn.get("name"), f"{where}.function.name") or "")
-        slot = next((s for s in self.calls if cid and s["id"] == cid), None)
+        slot = self._by_id.get(cid)
+        if slot is not None and index not in (None, slot["index"]):
+            slot = None  # the same id at another index is another call, as in a whole message
         if slot is None and index is not None:
-            same = [s for s in self.calls if s["index"] == index]
-            slot = same[-1] if same else None
-            if slot is not None and cid and slot["id"] and slot["id"] != cid:
+            slot = self._by_index.get(index)
+            if slot is not None and cid and slot["id"] not in (None, cid) and not slot["made_up"]:
                 slot = None  # Ollama: every call at index 0, told apart by id
         if slot is None and index is None and not cid and self.calls:
             slot = self.calls[-1]
         if slot is None:
-            slot = {"index": index, "id": None, "name": None, "arguments": shapes.Deltas(), "announced": False}
+            slot = {"index": index, "id": None, "made_up": False, "name": None, "arguments": shapes.Deltas(),
+                    "announced": False}
             self.calls.append(slot)
-        if cid and not slot["id"]:
-            slot["id"] = cid
+            self._by_index[index] = slot
+        if cid and (not slot["id"] or slot["made_up"]):  # an id made up when the name came gives way to the server's
+            slot["id"], slot["made_up"] = cid, False
+            self._by_id[cid] = slot
         if name and not slot["name"]:
             slot["name"] = name
         args = fn.get("arguments")
@@ -199,7 +205,9 @@ class ChatStreamTranslator:
         return []
 
     def _announce(self, slot: dict) -> list:
-        slot["announced"], slot["id"] = True, slot["id"] or new_call_id()
+        if not slot["id"]:
+            slot["id"], slot["made_up"] = new_call_id(), True
+        slot["announced"] = True
         slot["out"], self._count = self._count, self._count + 1
         return [{"type": "response.output_item.added", "output_index": slot["out"], "item": {
             "type": "function_call", "id": FAKE_ID, "call_id": slot["id"], "name": slot["name"],

@@ -472,6 +472,25 @@ def test_ollama_every_call_at_index_zero_with_distinct_ids():
                                                                          ("call_2", "g", '{"x": 1}')]
 
 
+def test_an_id_that_comes_after_the_name_is_the_calls_id_not_a_second_call():
+    t = ChatStreamTranslator()
+    events = t.feed(_delta({"index": 0, "function": {"name": "f", "arguments": ""}}))  # announced: an id made up
+    events += t.feed(_delta({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{}"}},
+                            finish="tool_calls"))
+    out = t.finish(True)[-1]["response"]["output"]
+    assert [(o["call_id"], o["name"], o["arguments"]) for o in out] == [("call_1", "f", "{}")]
+    assert [e["type"] for e in events].count("response.output_item.added") == 1
+
+
+def test_two_calls_with_one_id_at_two_indexes_stay_two_calls_as_in_a_whole_message():
+    calls = [{"index": i, "id": "call_1", "function": {"name": "f", "arguments": f'{{"city":"{city}"}}'}}
+             for i, city in enumerate(["Paris", "Rome"])]
+    out = _finish([_delta(calls[0]), _delta(calls[1], finish="tool_calls")])
+    assert [(o["call_id"], o["arguments"]) for o in out] == [("call_1", '{"city":"Paris"}'),
+                                                             ("call_1", '{"city":"Rome"}')]
+    assert out == message_to_items({"tool_calls": calls})
+
+
 def test_lm_studio_empty_later_names_and_missing_index():
     out = _finish([_delta({"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}),
                    _delta({"index": 0, "function": {"name": "", "arguments": '{"q":'}}),

@@ -214,5 +214,30 @@ def test_splitting_a_long_line_costs_work_linear_in_its_length():
     assert CountingBytes.work[0] <= 3 * len(line)
 
 
+class CountingIndex(int):
+    """An index that counts how often it is compared."""
+    compared = [0]
+
+    def __eq__(self, other):
+        CountingIndex.compared[0] += 1
+        return int(self) == other
+
+    __hash__ = int.__hash__
+
+
+def test_matching_streamed_call_fragments_to_their_calls_costs_work_linear_in_their_number():
+    """2000 calls of two fragments each: a fragment finds its call by its id or index, not by comparing it with
+    every call before (about two million comparisons)."""
+    t = ChatStreamTranslator()
+    CountingIndex.compared[0] = 0
+    for i in range(2000):
+        t.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": CountingIndex(i), "id": f"c{i}", "function": {"name": "f", "arguments": "{"}}]}}]})
+        t.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": CountingIndex(i), "function": {"arguments": "}"}}]}}]})
+    assert len(t.finish(saw_done=True)[-1]["response"]["output"]) == 2000
+    assert CountingIndex.compared[0] <= 4 * 2000
+
+
 def test_a_crlf_split_between_its_two_bytes_ends_one_line_and_loses_nothing_after_it():
     assert list(iter_lines([b"a\r", b"\nbc\r", b"\nd\n"])) == [b"a", b"bc", b"d"]
