@@ -245,10 +245,9 @@ class ChatStreamTranslator:
         if not self.saw_choice:
             raise ModelBehaviorError("The model's answer is empty: the stream carried no choices.")
         events: list = []
-        for slot in self.calls:
-            if not slot["name"]:
-                raise ModelBehaviorError(f"The model streamed a tool call without a function name "
-                                         f"(call {slot['id'] or slot['index']}).")
+        for n, slot in enumerate(self.calls, 1):
+            if not slot["name"]:  # named by its place: its id is the server's text (a key it echoes, a control)
+                raise ModelBehaviorError(f"The model streamed a tool call without a function name (call {n}).")
             if not slot["announced"]:
                 events += self._announce(slot)
         events += self._flush()

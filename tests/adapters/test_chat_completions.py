@@ -502,8 +502,9 @@ def test_finish_reason_tool_calls_without_calls_and_call_without_name_raise():
     with pytest.raises(ModelBehaviorError):
         _finish([{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
     with pytest.raises(ModelBehaviorError, match=r"^The model streamed a tool call without a function name "
-                                                 r"\(call c\)\.$"):
-        _finish([_delta({"index": 0, "id": "c", "function": {"arguments": "{}"}}, finish="tool_calls")])
+                                                 r"\(call 2\)\.$"):
+        _finish([_delta({"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}),
+                 _delta({"index": 1, "id": "sk-test\x1b[2J", "function": {"arguments": "{}"}}, finish="tool_calls")])
 
 
 def test_azure_empty_choices_and_other_indexes_skipped():

@@ -73,6 +73,8 @@ SCENARIOS = [
     lambda p: streamed(data({"type": "response.failed", "response": {"error": {"message": around(p)}}})),
     lambda p: streamed(data({"type": "response.incomplete", "response": {"incomplete_details": {"reason": around(p)}}})),
     lambda p: streamed(data({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": KEY}]}}]})),
+    lambda p: streamed(data({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": KEY}]},
+                                          "finish_reason": "tool_calls"}]})),  # a call with no name
     lambda p: streamed(data({"type": "response.completed", "response": {"output": [{"type": KEY, "x": around(p)}],
                                                                          "usage": {"input_tokens": KEY}}})),
     lambda p: streamed(data({"choices": [{"index": 0, "delta": {"content": around(p)}}]})),  # then truncated
