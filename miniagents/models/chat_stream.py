@@ -21,8 +21,8 @@ def message_to_items(message: Any, where: str = "choices[0].message") -> list:
     """One Chat assistant message → output items: reasoning, message (text/refusal), function calls."""
     message = shapes.obj(message, where)
     items: list = []
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:  # OpenRouter's structured reasoning_details are not read
+    reasoning = reasoning_of(message)
+    if reasoning:  # OpenRouter's structured reasoning_details are not read
         items.append({"type": "reasoning", "id": FAKE_ID,
                       "summary": [{"type": "summary_text", "text": reasoning}]})
     content = message.get("content")
@@ -49,6 +49,15 @@ def message_to_items(message: Any, where: str = "choices[0].message") -> list:
                       "call_id": shapes.opt_str(call.get("id"), f"{where}.tool_calls[{i}].id") or new_call_id(),
                       "name": name, "arguments": json_text(fn.get("arguments")) or "{}", "status": "completed"})
     return items
+
+
+def reasoning_of(message: dict) -> str:
+    """The reasoning text a message or a stream's delta carries: `reasoning_content` (DeepSeek, llama.cpp), else
+    `reasoning` (Ollama, vLLM, OpenRouter); a server that sends both sends the same text twice."""
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(key), str) and message[key]:
+            return message[key]
+    return ""
 
 
 def check_answered(items: list, finish_reason: Optional[str]) -> None:
@@ -124,9 +133,8 @@ class ChatStreamTranslator:
                 continue
             self.saw_choice = True
             delta = shapes.obj(_or_empty(choice.get("delta")), "a stream chunk's choices[0].delta")
-            for key in ("reasoning_content", "reasoning"):
-                if isinstance(delta.get(key), str) and delta[key]:
-                    events += self._reasoning(delta[key])
+            if reasoning_of(delta):
+                events += self._reasoning(reasoning_of(delta))
             for key in ("content", "refusal"):
                 if shapes.opt_str(delta.get(key), f"a stream chunk's choices[0].delta.{key}"):
                     events += self._text(key, delta[key])

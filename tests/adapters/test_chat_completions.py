@@ -507,6 +507,14 @@ def test_finish_reason_tool_calls_without_calls_and_call_without_name_raise():
                  _delta({"index": 1, "id": "sk-test\x1b[2J", "function": {"arguments": "{}"}}, finish="tool_calls")])
 
 
+def test_reasoning_sent_as_both_reasoning_content_and_reasoning_is_read_once_streamed_or_not(server):
+    both = {"reasoning_content": "Let me think.", "reasoning": "Let me think."}
+    server.reply_sse(sse(*_chunks_of(both, {"content": "4"})))
+    server.reply(chat_completion("4", **both))
+    streamed, whole = _completed(stream(model(server), []))["output"], call(model(server), []).output
+    assert streamed == whole and whole[0]["summary"][0]["text"] == "Let me think."
+
+
 def test_azure_empty_choices_and_other_indexes_skipped():
     out = _finish([{"choices": [], "prompt_filter_results": []},
                    {"choices": [{"index": 1, "delta": {"content": "no"}}]},
