@@ -61,17 +61,21 @@ def reasoning_of(message: dict) -> str:
 
 
 def check_answered(items: list, finish_reason: Optional[str]) -> None:
-    """Refuse an answer with nothing in it, unless the server said it stopped on purpose (`stop`); and
-    one that says it called tools but carries no call."""
+    """Refuse an answer whose generation failed (`error`: OpenRouter's failure after a stream began, so what came
+    is partial); one with nothing in it, unless the server said it stopped on purpose (`stop`); and one that says
+    it called tools but carries no call. An unknown finish_reason is the server's text: never quoted."""
+    if finish_reason == "error":
+        raise http_error(None, "the server ended the answer with finish_reason 'error': generating it failed",
+                         type="server_error")
     if finish_reason == "tool_calls" and not any(item["type"] == "function_call" for item in items):
         raise ModelBehaviorError("The model's answer says finish_reason 'tool_calls' but carries no tool call.")
-    if items or finish_reason not in (None, "length", "content_filter"):
+    if items or finish_reason == "stop":
         return
     reason = {None: "no text, no tool call and no finish_reason",
               "length": "the token limit was reached before anything was written (finish_reason 'length'); "
                         "raise max_tokens (a reasoning model spends tokens thinking first)",
               "content_filter": "the provider's content filter blocked it (finish_reason 'content_filter')",
-              }[finish_reason]
+              }.get(finish_reason, "no text, no tool call, and a finish_reason that is not 'stop'")
     raise ModelBehaviorError(f"The model's answer is empty: {reason}.")
 
 

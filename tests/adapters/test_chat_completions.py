@@ -570,6 +570,8 @@ def test_streamed_arguments_split_inside_a_surrogate_pair_come_out_joined(server
      "The model's answer is empty: the provider's content filter blocked it (finish_reason 'content_filter')."),
     ({"choices": [{"index": 0, "message": {}}]},
      "The model's answer is empty: no text, no tool call and no finish_reason."),
+    ({"choices": [{"index": 0, "message": {"content": None}, "finish_reason": "sk-echoed\x1b[2J"}]},
+     "The model's answer is empty: no text, no tool call, and a finish_reason that is not 'stop'."),
     ({"choices": []}, "The model's answer is empty: the response has no choices."),
     ({"id": "x"}, "The model's answer is empty: the response has no choices."),
     ({"choices": [{"message": {"content": "hi"}, "finish_reason": "tool_calls"}]},
@@ -590,12 +592,25 @@ def test_an_explicitly_empty_answer_is_accepted(server):
 @pytest.mark.parametrize("chunks,message", [
     ([{}], "The model's answer is empty: the stream carried no choices."),
     ([{"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}], "finish_reason 'length'"),
+    ([{"choices": [{"index": 0, "delta": {}, "finish_reason": "weird"}]}], "a finish_reason that is not 'stop'"),
 ])
 def test_empty_streams_are_typed_errors_with_the_reason(server, chunks, message):
     server.reply_sse(sse(*chunks))
     with pytest.raises(ModelBehaviorError) as info:
         stream(model(server), [])
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("content", [None, "The transfer was appro"])
+def test_finish_reason_error_is_a_failed_generation_not_an_answer(server, streamed, content):
+    """OpenRouter, after a stream began: a 200 answer whose finish_reason 'error' says generating it failed."""
+    if streamed:
+        server.reply_sse(sse(*chat_chunks(content, finish_reason="error")))
+    else:
+        server.reply(chat_completion(content, finish_reason="error"))
+    with pytest.raises(ModelHTTPError, match="finish_reason 'error'"):
+        stream(model(server), []) if streamed else call(model(server), [])
 
 
 @pytest.mark.parametrize("body,where", [
