@@ -5,7 +5,8 @@ back verbatim and maps tools/settings/output schema to the request body (pure `b
 itself is `EndpointModel`'s. Stateless by default (the kernel replays the transcript; `store` is sent only
 when set); `previous_response_id` and `conversation_id` pass through. A stream's result is the
 `response.completed` event; `response.failed`/`error` raise `ModelHTTPError`, `response.incomplete`
-raises `ModelBehaviorError` (so does a non-streamed `incomplete`: never a silent partial answer).
+raises `ModelBehaviorError` (so does a non-streamed `incomplete`, and a `response.completed` whose status says
+otherwise is checked as a plain answer: never a silent partial answer).
 Never: send Chat-shaped tools, `item_reference`s, or items with the Chat adapter's fake ids.
 """
 from __future__ import annotations
@@ -181,7 +182,7 @@ class OpenAIResponsesModel(EndpointModel):
                 check_final({**shapes.obj({} if response is None else response, f"{kind}.response"),
                              "status": kind.split(".")[1]}, exchange)
             if kind == "response.completed":
-                yield {**event, "response": _completed(event.get("response"), collected)}
+                yield {**event, "response": _completed(event.get("response"), collected, exchange)}
                 return  # the answer is complete: never wait for a server that holds the connection open
             yield event
         raise http_error(None, "the stream ended before response.completed: the response is truncated "
@@ -189,12 +190,13 @@ class OpenAIResponsesModel(EndpointModel):
                          type="stream_error", code="truncated")
 
 
-def _completed(response: Any, collected: dict) -> dict:
-    """The final response of a stream, checked; minimal servers' empty `output` is filled from the items
-    their `output_item.done` events carried."""
+def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
+    """The final response of a stream, checked as a plain one is (`check_final`: a status that is "failed" or
+    "incomplete" is no success, whatever the event's name); minimal servers' empty `output` is filled from the
+    items their `output_item.done` events carried."""
     if response is None:
         raise ModelBehaviorError("The model's answer is empty: the response.completed event carries no response.")
-    response = dict(shapes.obj(response, "response.completed.response"))
+    response = check_final(dict(shapes.obj(response, "response.completed.response")), exchange)
     output = response.get("output")
     if not output and collected:
         output = list(collected.values())

@@ -170,6 +170,16 @@ def test_stream_incomplete_raises(server):
         stream(model(server), [])
 
 
+@pytest.mark.parametrize("status,fields,error,said", [
+    ("incomplete", {"incomplete_details": {"reason": "max_output_tokens"}}, ModelBehaviorError, "max_output_tokens"),
+    ("failed", {"error": {"code": "server_error", "message": "boom"}}, ModelHTTPError, "boom")])
+def test_a_completed_event_whose_response_did_not_complete_raises_as_a_plain_answer_does(server, status, fields,
+                                                                                          error, said):
+    server.reply_sse(response_events([text_item("The transfer was appro")], status=status, **fields))
+    with pytest.raises(error, match=said):
+        stream(model(server), [])
+
+
 def test_stream_eof_without_terminal_event_is_truncated(server):
     server.reply_sse(response_events([text_item("hi")])[:-2])
     with pytest.raises(ModelHTTPError, match="truncated"):
