@@ -173,9 +173,9 @@ class OpenAIResponsesModel(EndpointModel):
                 raise error_from_body(None, event, exchange.request_id, exchange.secret)
             if kind == "response.output_item.done":
                 item = shapes.output_item(event.get("item"), f"{kind}.item")
-                key = event.get("output_index")
-                if not isinstance(key, (int, str)):
-                    key = item.get("id") if isinstance(item.get("id"), str) else len(collected)
+                key = event.get("output_index")  # an int: where the server put the item
+                if not isinstance(key, int):  # else a key that keeps the order they came in
+                    key = item["id"] if isinstance(item.get("id"), str) else f"#{len(collected)}"
                 collected[key] = item
             if kind in ("response.failed", "response.incomplete"):
                 response = event.get("response")
@@ -193,17 +193,30 @@ class OpenAIResponsesModel(EndpointModel):
 def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
     """The final response of a stream, checked as a plain one is (`check_final`: a status that is "failed" or
     "incomplete" is no success, whatever the event's name); minimal servers' empty `output` is filled from the
-    items their `output_item.done` events carried."""
+    items their `output_item.done` events carried, in the order of their `output_index`. What was streamed must be
+    what the response says: an item an `output_item.done` carried at an index the output holds must be the item
+    there, in what the run acts on (`_acted_on`), else the stream contradicts itself (`ModelBehaviorError`)."""
     if response is None:
         raise ModelBehaviorError("The model's answer is empty: the response.completed event carries no response.")
     response = check_final(dict(shapes.obj(response, "response.completed.response")), exchange)
     output = response.get("output")
     if not output and collected:
-        output = list(collected.values())
-    response["output"] = shapes.output_items(output, "response.completed.response.output")
+        output = [collected[key] for key in sorted(key for key in collected if isinstance(key, int))]
+        output += [item for key, item in collected.items() if not isinstance(key, int)]
+    output = response["output"] = shapes.output_items(output, "response.completed.response.output")
+    for key, item in collected.items():
+        if isinstance(key, int) and 0 <= key < len(output) and _acted_on(output[key]) != _acted_on(item):
+            raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
+                                     f"{key} is not the one its response.completed carries there.")
     response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
     shapes.opt_str(response.get("id"), "response.completed.response.id")
     return response
+
+
+def _acted_on(item: dict) -> tuple:
+    """What the run acts on in an output item: its type, a call's call_id, name and arguments, a message's texts."""
+    texts = [(p.get("text"), p.get("refusal")) for p in item["content"]] if item["type"] == "message" else []
+    return item["type"], item.get("call_id"), item.get("name"), item.get("arguments"), texts
 
 
 def _cleaned(event: dict, deltas: dict) -> dict:

@@ -7,7 +7,7 @@ from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.interface import ModelSettings
 from miniagents.models.endpoint import wire_tool_choice
 from miniagents.models.responses import OpenAIResponsesModel, build_body, responses_tool
-from openai_server import call_item, response_events, response_obj, sse, text_item
+from openai_server import call_item, response_event_list, response_events, response_obj, sse, text_item
 
 TOOL = {"type": "function", "name": "convert_currency", "description": "Convert an amount.",
         "parameters": {"type": "object", "properties": {
@@ -142,6 +142,34 @@ def test_minimal_server_completed_without_output_uses_collected_items(server):
                          {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
                          done=False))
     assert stream(model(server), [])[-1]["response"]["output"] == [CALL]
+
+
+def test_items_streamed_out_of_order_fill_an_empty_output_in_the_order_of_their_index(server):
+    message = text_item("Converting.")
+    server.reply_sse(sse({"type": "response.output_item.done", "output_index": 1, "item": CALL},
+                         {"type": "response.output_item.done", "output_index": 0, "item": message},
+                         {"type": "response.completed", "response": {"id": "r", "status": "completed"}},
+                         done=False))
+    assert stream(model(server), [])[-1]["response"]["output"] == [message, CALL]
+
+
+@pytest.mark.parametrize("streamed,completed", [
+    (CALL, {**CALL, "arguments": '{"amount":4000,"round":null}'}),
+    (CALL, {**CALL, "call_id": "call_other"}),
+    (text_item("Hello"), text_item("Goodbye"))])
+def test_a_completed_output_that_contradicts_the_items_streamed_is_refused(server, streamed, completed):
+    events = response_event_list([streamed])
+    events[-1]["response"]["output"] = [completed]
+    server.reply_sse(sse(*events, done=False, event_names=True))
+    with pytest.raises(ModelBehaviorError, match="output index 0 is not the one its response.completed carries"):
+        stream(model(server), [])
+
+
+def test_a_completed_item_that_differs_from_the_one_streamed_only_in_its_id_and_status_is_the_same(server):
+    events = response_event_list([REASONING, CALL])
+    events[-1]["response"]["output"] = [REASONING, {**CALL, "id": "fc_other", "status": "incomplete"}]
+    server.reply_sse(sse(*events, done=False, event_names=True))
+    assert stream(model(server), [])[-1]["response"]["output"][1]["id"] == "fc_other"
 
 
 def test_event_type_falls_back_to_event_line(server):
