@@ -4,6 +4,9 @@ Where it sits: `chat_completions.py` sends the request; what comes back is trans
 sees one format. `message_to_items` turns a whole assistant message into output items;
 `ChatStreamTranslator` accumulates `chat.completion.chunk` deltas (an id and name once, argument fragments
 to be concatenated) into the same items while emitting the Responses API's stream events. Pure: no I/O.
+Items, and a message's text and refusal, are numbered in the order they open, as the Responses API numbers them:
+every event of one carries the index it opened at, and `response.completed` lists them in that order (a stream
+that opens them as a whole message orders them, reasoning, text, refusal, calls, gives the same items).
 Never: trust `finish_reason` to say whether calls were made, or accept a truncated stream as complete.
 """
 from __future__ import annotations
@@ -103,7 +106,8 @@ class ChatStreamTranslator:
     """Accumulates chunk deltas and emits Responses-shaped events.
 
     `start()`, `feed(chunk)` and `finish(saw_done)` return lists of events; `finish` ends with
-    `response.completed` carrying the same items `message_to_items` gives for the whole message. Every
+    `response.completed` carrying the items `message_to_items` gives for the whole message, in the order they
+    opened. Every
     chunk is checked as it comes (`shapes`); text is cleaned as it streams (`shapes.Deltas`).
     """
 
@@ -266,24 +270,23 @@ class ChatStreamTranslator:
         items = message_to_items(self.message())
         check_answered(items, self.finish_reason)
         calls = iter(self.calls)
-        for item in items:
+        placed = sorted(zip([next(calls)["out"] if item["type"] == "function_call" else self._open[item["type"]]
+                             for item in items], items), key=lambda pair: pair[0])
+        for index, item in placed:
             if item["type"] == "function_call":
-                index = next(calls)["out"]
                 events.append(_event("response.function_call_arguments.done", index, arguments=item["arguments"]))
             elif item["type"] == "reasoning":
-                index = self._open.get("reasoning")
                 events += [_event("response.reasoning_summary_text.done", index, summary_index=0,
                                   text=self.reasoning.value),
                            _event("response.reasoning_summary_part.done", index, summary_index=0,
                                   part=item["summary"][0])]
             else:
-                index = self._open.get("message")
-                for ci, part in enumerate(item["content"]):
-                    if part["type"] == "output_text":
-                        events.append(_event("response.output_text.done", index, content_index=ci,
-                                             text=part["text"]))
-                    events.append(_event("response.content_part.done", index, content_index=ci, part=part))
+                item["content"].sort(key=lambda part: self._open[part["type"]])
+                for part in item["content"]:
+                    field, ci = ("text" if part["type"] == "output_text" else "refusal"), self._open[part["type"]]
+                    events += [_event(f"response.{part['type']}.done", index, content_index=ci, **{field: part[field]}),
+                               _event("response.content_part.done", index, content_index=ci, part=part)]
             events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         return events + [{"type": "response.completed", "response": {
-            "id": None, "object": "response", "status": "completed", "output": items,
+            "id": None, "object": "response", "status": "completed", "output": [item for _, item in placed],
             "usage": self.usage}}]

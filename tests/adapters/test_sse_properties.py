@@ -130,6 +130,80 @@ def test_accumulator_rebuilds_calls_and_text_for_any_split(stream):
 
 
 @st.composite
+def opened_streams(draw):
+    """(chunks, the whole message they stream, whether they open its parts in its order) for reasoning, text, a
+    refusal and calls, each there or not, opened in any order; reasoning under either key, or both (a server that
+    sends both sends the same text)."""
+    order = [kind for kind in draw(st.permutations(["reasoning", "content", "refusal", "tool_calls"]))
+             if draw(st.booleans())]
+    message, chunks = {"role": "assistant", "content": None}, []
+    for kind in order:
+        if kind == "tool_calls":
+            calls = draw(st.lists(st.tuples(names, json_args), min_size=1, max_size=3))
+            message[kind] = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                             for i, (n, a) in enumerate(calls)]
+            for i, (name, args) in enumerate(calls):
+                pieces = [{"index": i, "id": f"call_{i}", "function": {"name": name, "arguments": ""}}] + [
+                    {"index": i, "function": {"arguments": p}}
+                    for p in split_at(args, draw(st.lists(st.integers(0, 200), max_size=3)))]
+                chunks += [{"tool_calls": [piece]} for piece in pieces]
+            continue
+        said = draw(text.filter(bool))
+        keys = draw(st.sampled_from([["reasoning_content"], ["reasoning"], ["reasoning_content", "reasoning"]])) \
+            if kind == "reasoning" else [kind]
+        message.update(dict.fromkeys(keys, said))
+        chunks += [dict.fromkeys(keys, p) for p in split_at(said, draw(st.lists(st.integers(0, 30), max_size=3))) if p]
+    finish = "tool_calls" if "tool_calls" in order else "stop"
+    chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in chunks] + [
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+    return chunks, message, order == [k for k in ("reasoning", "content", "refusal", "tool_calls") if k in order]
+
+
+FAMILY = {"reasoning": "reasoning", "function_call_arguments": "function_call", "content_part": "message",
+          "output_text": "message", "refusal": "message"}
+
+
+@given(opened_streams())
+@settings(max_examples=150, deadline=None)
+def test_every_event_carries_the_index_its_item_or_part_opened_at_and_the_completed_output_is_in_that_order(stream):
+    chunks, message, _ = stream
+    t = ChatStreamTranslator()
+    events = [e for c in chunks for e in t.feed(c)] + t.finish(saw_done=True)
+    out = events[-1]["response"]["output"]
+    added = [(e["output_index"], e["item"]["type"]) for e in events if e["type"] == "response.output_item.added"]
+    assert added == [(i, item["type"]) for i, item in enumerate(out)]
+    assert [(e["output_index"], e["item"]) for e in events if e["type"] == "response.output_item.done"] == \
+        list(enumerate(out))
+    for e in events:
+        family = next((f for name, f in FAMILY.items() if e["type"].startswith(f"response.{name}")), None)
+        if family:
+            assert out[e["output_index"]]["type"] == family
+        if "content_index" in e:
+            part = e["part"]["type"] if "part" in e else e["type"].split(".")[1]
+            assert out[e["output_index"]]["content"][e["content_index"]]["type"] == part
+    opened = [(e["output_index"], e["content_index"]) for e in events if e["type"] == "response.content_part.added"]
+    assert opened == [(e["output_index"], e["content_index"]) for e in events if e["type"] in (
+        "response.output_text.done", "response.refusal.done")]
+
+
+@given(opened_streams())
+@settings(max_examples=150, deadline=None)
+def test_a_streamed_answer_gives_the_items_of_the_same_answer_whole(stream):
+    chunks, message, in_its_order = stream
+    t = ChatStreamTranslator()
+    for c in chunks:
+        t.feed(c)
+    out = t.finish(saw_done=True)[-1]["response"]["output"]
+    whole = message_to_items(message)
+    rank = ["reasoning", "message", "function_call", "output_text", "refusal"]
+    reordered = [{**i, "content": sorted(i["content"], key=lambda p: rank.index(p["type"]))} if "content" in i else i
+                 for i in sorted(out, key=lambda i: rank.index(i["type"]))]
+    assert reordered == whole
+    if in_its_order:
+        assert out == whole
+
+
+@st.composite
 def transcripts(draw):
     """Kernel transcripts: user turns, assistant text and/or calls, each call answered by its output."""
     items, n = [], 0
