@@ -333,11 +333,15 @@ class EndpointModel:
             return
 
     def _relayed(self, sent: dict, exchange: Any) -> Iterator[dict]:
-        """A stream's events as they come, the completed response's items `_cleaned`; returns those items."""
+        """A stream's events as they come, each item one carries (`output_item.done`, the completed response's)
+        `_cleaned`, as the run gets it, so the events agree with the result; the text events (deltas, a part's
+        `.done`) stay as the model wrote them. Returns the completed response's items."""
         items: list = []
         try:
             for event in self._events(exchange):
-                if event.get("type") == "response.completed":
+                if event.get("type") == "response.output_item.done":
+                    event = {**event, "item": self._cleaned(sent, [event["item"]])[0]}
+                elif event.get("type") == "response.completed":
                     items = event["response"]["output"] = self._cleaned(sent, event["response"]["output"])
                 yield event
         except (ModelHTTPError, ModelTimeoutError) as err:

@@ -237,6 +237,14 @@ def test_a_structured_answer_in_a_code_fence_reaches_the_run_unwrapped(server, s
     assert asyncio.run(main()) == Order("A1")
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_streamed_answer_in_a_code_fence_is_unwrapped_in_each_item_event_as_in_the_result(server, api):
+    reply_text(server, api, True, '```json\n{"order_id": "A1"}\n```')
+    items, events = ask(model(api, server), True, ModelSettings(), SCHEMA)
+    assert items[-1]["content"][0]["text"] == '{"order_id": "A1"}' and len(server.requests) == 1
+    assert [e["item"] for e in events if e["type"] == "response.output_item.done"] == items
+
+
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=8)
