@@ -57,8 +57,10 @@ def message_to_items(message: Any, where: str = "choices[0].message") -> list:
 def reasoning_of(message: dict) -> str:
     """The reasoning text a message or a stream's delta carries: `reasoning_content` (DeepSeek, llama.cpp), else
     `reasoning` (Ollama, vLLM, OpenRouter); a server that sends both sends the same text twice."""
-    return next((message[key] for key in ("reasoning_content", "reasoning")
-                 if isinstance(message.get(key), str) and message[key]), "")
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(key), str) and message[key]:
+            return message[key]
+    return ""
 
 
 def check_answered(items: list, finish_reason: Optional[str]) -> None:
@@ -66,7 +68,8 @@ def check_answered(items: list, finish_reason: Optional[str]) -> None:
     is partial); one with nothing in it, unless the server said it stopped on purpose (`stop`); and one that says
     it called tools but carries no call. An unknown finish_reason is the server's text: never quoted."""
     if finish_reason == "error":
-        raise http_error(None, "the answer ended with finish_reason 'error': generating it failed", type="server_error")
+        raise http_error(None, "the server ended the answer with finish_reason 'error': generating it failed",
+                         type="server_error")
     if finish_reason == "tool_calls" and not any(item["type"] == "function_call" for item in items):
         raise ModelBehaviorError("The model's answer says finish_reason 'tool_calls' but carries no tool call.")
     if items or finish_reason == "stop":
@@ -111,7 +114,8 @@ class ChatStreamTranslator:
     def __init__(self):
         self.text, self.refusal, self.reasoning = shapes.Deltas(), shapes.Deltas(), shapes.Deltas()
         self.calls: list = []   # slots: {"index", "id", "made_up", "name", "arguments" (Deltas), "announced", "out"}
-        self._by_id, self._by_index = {}, {}  # a server's call id, an index -> the last slot it names
+        self._by_id: dict = {}      # a server's call id -> the last slot it named
+        self._by_index: dict = {}   # an index -> the last slot opened at it
         self.usage: Optional[dict] = None
         self.finish_reason: Optional[str] = None
         self.saw_choice = False
@@ -217,8 +221,9 @@ class ChatStreamTranslator:
         return []
 
     def _announce(self, slot: dict) -> list:
-        slot["announced"], slot["made_up"] = True, not slot["id"]  # an id is made up until the server sends one
-        slot["id"] = slot["id"] or new_call_id()
+        if not slot["id"]:
+            slot["id"], slot["made_up"] = new_call_id(), True
+        slot["announced"] = True
         slot["out"], self._count = self._count, self._count + 1
         return [{"type": "response.output_item.added", "output_index": slot["out"], "item": {
             "type": "function_call", "id": FAKE_ID, "call_id": slot["id"], "name": slot["name"],

@@ -206,16 +206,17 @@ def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
     output = response["output"] = shapes.output_items(output, "response.completed.response.output")
     for key, item in collected.items():
         if isinstance(key, int) and 0 <= key < len(output) and _acted_on(output[key]) != _acted_on(item):
-            raise ModelBehaviorError(f"The model's stream contradicts itself: output[{key}] streamed is not completed.")
+            raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
+                                     f"{key} is not the one its response.completed carries there.")
     response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
     shapes.opt_str(response.get("id"), "response.completed.response.id")
     return response
 
 
 def _acted_on(item: dict) -> tuple:
-    """What the run acts on in an output item: its type, a call's call_id, name and arguments, a message's content
-    (not its id or status, which a server may write anew in the completed response)."""
-    return item["type"], item.get("call_id"), item.get("name"), item.get("arguments"), item.get("content")
+    """What the run acts on in an output item: its type, a call's call_id, name and arguments, a message's texts."""
+    texts = [(p.get("text"), p.get("refusal")) for p in item["content"]] if item["type"] == "message" else []
+    return item["type"], item.get("call_id"), item.get("name"), item.get("arguments"), texts
 
 
 def _cleaned(event: dict, deltas: dict) -> dict:
