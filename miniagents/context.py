@@ -9,6 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Optional, TypeVar
 
+from .errors import UserError
+
 TContext = TypeVar("TContext")
 
 
@@ -133,6 +135,9 @@ class RunContextWrapper(Generic[TContext]):
         """Record `decision` ("approved" or "rejected") for the item's call, or with `always` for every call of
         its tool; returns the tool's record. A decision about a call replaces the last one about it, its rejection
         message included; an exact decision about a call outranks one for every call (see `is_tool_approved`)."""
+        if not isinstance(getattr(item, "tool_name", None), str) or not isinstance(getattr(item, "call_id", None), str):
+            raise UserError("approve and reject take an interruption of the run (a ToolApprovalItem from "
+                            f"result.interruptions), got {type(item).__name__}")
         key = self._key(item.tool_name, getattr(item, "approval_scope", None))
         record = self.approvals.setdefault(key, {"approved": [], "rejected": []})
         other = "rejected" if decision == "approved" else "approved"

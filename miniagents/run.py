@@ -181,6 +181,9 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     them otherwise (the `session_input` seam)."""
     from .session import SessionSettings
 
+    if not all(callable(getattr(session, method, None)) for method in ("get_items", "add_items")):
+        raise UserError(f"session must be a session (SQLiteSession, or an object with get_items and add_items), "
+                        f"got {type(session).__name__}")
     settings = SessionSettings.coerce(run.config.session_settings)  # settings, or a dict as upstream takes them
     limit, limit_turns = settings.limit, settings.limit_turns
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)

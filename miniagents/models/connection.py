@@ -58,6 +58,11 @@ def check_key(key: Optional[str]) -> None:
                         "space or a non-Latin-1 character): check for a stray newline or a copy-paste slip.")
 
 
+def api_key_of(api_key: Optional[str]) -> Optional[str]:
+    """The key a transport sends: the one given, else the default client's, the default key, OPENAI_API_KEY."""
+    return api_key or (_default_client or {}).get("api_key") or _default_key or env("OPENAI_API_KEY")
+
+
 def make_transport(base_url: Optional[str], api_key: Optional[str], *, organization=None, project=None,
                    default_headers=None, timeout: float = 600.0, max_retries: int = 2,
                    api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
@@ -69,7 +74,7 @@ def make_transport(base_url: Optional[str], api_key: Optional[str], *, organizat
     local servers that need none; api.openai.com without a key is a `UserError` (before any request).
     """
     base = resolve_base_url(base_url)
-    key = api_key or (_default_client or {}).get("api_key") or _default_key or env("OPENAI_API_KEY")
+    key = api_key_of(api_key)
     check_key(key)
     host = host_of(base)
     if not key and host == "api.openai.com":

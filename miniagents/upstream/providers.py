@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..errors import UserError
 from ..models import chat_completions, responses
-from ..models.connection import env, host_of, resolve_base_url, set_default_endpoint
+from ..models.connection import api_key_of, env, host_of, resolve_base_url, set_default_endpoint
 from ..models.http import MAX_RESPONSE_BYTES, check_bounds, shown_base_url
 from ..models.interface import Model
 from ..models.provider import default_name
@@ -115,7 +115,8 @@ class OpenAIProvider:
     def get_model(self, model_name: Optional[str]) -> Model:
         base_url = resolve_base_url(self.base_url)
         responses = self._wants_responses(base_url)
-        key = (model_name, env("OPENAI_DEFAULT_MODEL"), base_url, responses)
+        key = (model_name, env("OPENAI_DEFAULT_MODEL"), base_url, responses, api_key_of(self._api_key))  # a key
+        # set since (set_default_openai_key, a new default client) is the next run's, as upstream reads it per run
         with self._lock:
             if key not in self._models:
                 name, source = default_name(model_name)

@@ -80,6 +80,10 @@ def _options(starting_agent: Any, context: Any, max_turns: Optional[int], hooks:
     error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py)."""
     if isinstance(run_config, dict):
         run_config = RunConfig(**run_config)
+    if run_config is not None and not isinstance(run_config, KernelRunConfig):
+        raise UserError(f"run_config must be a RunConfig (or a dict of its fields), got {type(run_config).__name__}")
+    if error_handlers is not None and not isinstance(error_handlers, dict):
+        raise UserError(f"error_handlers must be a dict of handlers by error kind, got {type(error_handlers).__name__}")
     if error_handlers:
         if not isinstance(run_config, RunConfig):  # the kernel's, or none: the same settings in this shell's
             run_config = RunConfig(**{f.name: getattr(run_config, f.name) for f in dataclasses.fields(KernelRunConfig)

@@ -188,3 +188,28 @@ def test_instructions_a_function_returns_as_text_or_none_are_sent():
         model = ScriptedModel([[assistant_message("ok")]])
         Runner.run_sync(Agent(name="a", model=model, instructions=lambda ctx, agent: returned), "hi")
         assert model.calls[0].system_instructions == returned
+
+
+def test_a_session_that_is_no_session_is_a_user_error_before_the_model_is_asked():
+    model = ScriptedModel([[assistant_message("never")]])
+    for session in (5, "chat.db", object()):
+        with pytest.raises(UserError, match="session must be a session .* got"):
+            Runner.run_sync(Agent(name="a", model=model), "hi", session=session)
+    assert model.calls == ()
+
+
+@pytest.mark.parametrize("decide", ["approve", "reject"])
+def test_approving_or_rejecting_something_that_is_no_interruption_is_a_user_error(decide):
+    from miniagents import function_tool
+    from miniagents.testing import function_call
+
+    @function_tool(needs_approval=True)
+    def rm(path: str) -> str:
+        return path
+
+    state = Runner.run_sync(Agent(name="a", model=ScriptedModel([[function_call("rm", {"path": "a"}, call_id="c1")]]),
+                                  tools=[rm]), "go").to_state()
+    for wrong in ("c1", None, {"name": "rm", "call_id": "c1"}):
+        with pytest.raises(UserError, match="take an interruption of the run"):
+            getattr(state, decide)(wrong)
+    assert state.context_wrapper.approvals == {}

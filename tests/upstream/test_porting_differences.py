@@ -154,6 +154,28 @@ def test_batch_processor_hands_traces_at_start_and_spans_at_end_in_batches():
         set_trace_processors([])
 
 
+def test_what_a_batch_still_holds_when_the_program_ends_is_exported_as_upstream_does_at_exit(tmp_path):
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    program = tmp_path / "short.py"
+    program.write_text(
+        "from agents import Agent, Runner, add_trace_processor\n"
+        "from agents.tracing.processors import BatchTraceProcessor\n"
+        "from agents.testing import ScriptedModel, assistant_message\n"
+        "class Printer:\n"
+        "    def export(self, items):\n"
+        "        print('exported', sorted({item.export()['object'] for item in items}))\n"
+        "add_trace_processor(BatchTraceProcessor(Printer()))\n"
+        "Runner.run_sync(Agent(name='a', model=ScriptedModel([[assistant_message('hi')]])), 'hi')\n")
+    done = subprocess.run([sys.executable, "-m", "miniagents.upstream", str(program)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": ROOT, "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["exported ['trace', 'trace.span']"]
+
+
 def test_a_failing_exporter_loses_its_batch_not_the_run(caplog):
     from miniagents.tracing import set_trace_processors, trace
     from miniagents.tracing.processors import BatchTraceProcessor
@@ -378,3 +400,12 @@ def test_run_error_details_has_the_tool_guardrail_result_lists():
 
     details = RunErrorDetails("hi", [], [], None, None)
     assert details.tool_input_guardrail_results == [] and details.tool_output_guardrail_results == []
+
+
+@pytest.mark.parametrize("options, said", [({"run_config": 5}, "run_config must be a RunConfig"),
+                                           ({"error_handlers": 5}, "error_handlers must be a dict")])
+def test_run_options_of_the_wrong_kind_are_user_errors_in_the_shell_too(options, said):
+    agent, model = make_agent([[assistant_message("never")]])
+    with pytest.raises(UserError, match=said):
+        Runner.run_sync(agent, "hi", **options)
+    assert model.calls == ()

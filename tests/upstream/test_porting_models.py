@@ -107,6 +107,23 @@ def test_openai_client_objects_say_where_requests_go_and_with_which_key(server, 
     assert "sk-default" not in repr(default) + repr((connection._default_client or {}).get("base_url"))
 
 
+def test_a_key_set_after_a_run_is_the_next_runs_as_upstream_reads_it_per_run(server, monkeypatch):
+    from miniagents.upstream import set_default_openai_key
+
+    monkeypatch.setattr(connection, "_default_client", None)
+    monkeypatch.setattr(connection, "_default_key", None)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    provider = OpenAIProvider()
+    sent = []
+    for change in (lambda: set_default_openai_key("sk-key-one"), lambda: set_default_openai_key("sk-key-two"),
+                   lambda: set_default_openai_client(FakeClient(server.url, api_key="sk-client-three"))):
+        change()
+        server.reply({"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]})
+        Runner.run_sync(Agent(name="A", model="gpt-4o"), "hi", run_config=RunConfig(model_provider=provider))
+        sent.append(server.requests[-1]["headers"]["authorization"])
+    assert sent == ["Bearer sk-key-one", "Bearer sk-key-two", "Bearer sk-client-three"]
+
+
 # --- Hosted tools and structured outputs on the wire -------------------------------------------------------------
 
 
