@@ -193,8 +193,9 @@ class ChatStreamTranslator:
             slot = None  # the same id at another index is another call, as in a whole message
         if slot is None and index is not None:
             slot = self._by_index.get(index)
-            if slot is not None and cid and slot["id"] not in (None, cid) and not slot["made_up"]:
-                slot = None  # Ollama: every call at index 0, told apart by id
+            if slot is not None and cid and slot["id"] not in (None, cid) and (
+                    not slot["made_up"] or name not in ("", slot["name"])):
+                slot = None  # Ollama: every call at index 0, told apart by id (before its id came, by its name)
         if slot is None and index is None and not cid and self.calls:
             slot = self.calls[-1]
         if slot is None:
@@ -202,8 +203,8 @@ class ChatStreamTranslator:
                     "announced": False}
             self.calls.append(slot)
             self._by_index[index] = slot
-        if cid and (not slot["id"] or slot["made_up"]):  # an id made up when the name came gives way to the server's
-            slot["id"], slot["made_up"] = cid, False
+        if cid and (not slot["id"] or slot["made_up"]):  # an id made up when the name came stays the call's (its
+            slot["id"], slot["made_up"] = slot["id"] or cid, False  # events named it): the server's finds the call
             self._by_id[cid] = slot
         if name and not slot["name"]:
             slot["name"] = name

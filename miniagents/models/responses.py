@@ -150,12 +150,7 @@ class OpenAIResponsesModel(EndpointModel):
             raise error_from_body(200, data, request_id, exchange.secret)
         data = clean_json(data)
         check_final(data, exchange)
-        if "output" not in data:
-            raise ModelBehaviorError("The model's answer is empty: the response has no 'output'.")
-        output = shapes.output_items(data["output"])
-        if not output and data.get("status") != "completed":
-            raise ModelBehaviorError("The model's answer is empty: no output items, and the response does not "
-                                     "say it completed.")
+        output = _output(data, {}, "output")
         return ModelResponse(output=output, usage=Usage.from_json(shapes.usage(data.get("usage"))),
                              response_id=shapes.opt_str(data.get("id"), "id"), request_id=request_id)
 
@@ -174,8 +169,11 @@ class OpenAIResponsesModel(EndpointModel):
             if kind == "response.output_item.done":
                 item = shapes.output_item(event.get("item"), f"{kind}.item")
                 key = event.get("output_index")  # an int: where the server put the item
-                if not isinstance(key, int):  # else a key that keeps the order they came in
+                if not isinstance(key, int) or isinstance(key, bool):  # else a key that keeps the order they came in
                     key = item["id"] if isinstance(item.get("id"), str) else f"#{len(collected)}"
+                elif key in collected:
+                    raise ModelBehaviorError(f"The model's stream contradicts itself: it streamed two items at output "
+                                             f"index {key}.")
                 collected[key] = item
             if kind in ("response.failed", "response.incomplete"):
                 response = event.get("response")
@@ -192,20 +190,20 @@ class OpenAIResponsesModel(EndpointModel):
 
 def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
     """The final response of a stream, checked as a plain one is (`check_final`: a status that is "failed" or
-    "incomplete" is no success, whatever the event's name); minimal servers' empty `output` is filled from the
-    items their `output_item.done` events carried, in the order of their `output_index`. What was streamed must be
-    what the response says: an item an `output_item.done` carried at an index the output holds must be the item
-    there, in what the run acts on (`_acted_on`), else the stream contradicts itself (`ModelBehaviorError`)."""
+    "incomplete" is no success, whatever the event's name; `_output`). What was streamed must be what the response
+    says: an item an `output_item.done` carried must be the one the response holds at its index (or, a call a
+    server streamed with no index, as llama.cpp does, the one with its call id), in what the run acts on
+    (`_acted_on`), else the stream contradicts itself (`ModelBehaviorError`)."""
     if response is None:
         raise ModelBehaviorError("The model's answer is empty: the response.completed event carries no response.")
     response = check_final(dict(shapes.obj(response, "response.completed.response")), exchange)
-    output = response.get("output")
-    if not output and collected:
-        output = [collected[key] for key in sorted(key for key in collected if isinstance(key, int))]
-        output += [item for key, item in collected.items() if not isinstance(key, int)]
-    output = response["output"] = shapes.output_items(output, "response.completed.response.output")
-    for key, item in collected.items():
-        if isinstance(key, int) and 0 <= key < len(output) and _acted_on(output[key]) != _acted_on(item):
+    filled = not response.get("output") and collected  # the response's own output, or the streamed items
+    output = response["output"] = _output(response, collected, "response.completed.response.output")
+    calls = {item.get("call_id"): item for item in output if item["type"] == "function_call"}
+    for key, item in collected.items() if not filled else ():
+        there = output[key] if isinstance(key, int) and key < len(output) else None if isinstance(key, int) else \
+            calls.get(item.get("call_id"), item) if item["type"] == "function_call" else item
+        if there is None or _acted_on(there) != _acted_on(item):
             raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
                                      f"{key} is not the one its response.completed carries there.")
     response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
@@ -213,9 +211,26 @@ def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
     return response
 
 
+def _output(response: dict, collected: dict, where: str) -> list:
+    """An answer's output items: the response's, or for a stream whose completed response carries none (minimal
+    servers) the items its `output_item.done` events carried, in the order of their `output_index`. An answer with
+    no output, or an empty one that does not say it completed, is empty: `ModelBehaviorError`."""
+    output = response.get("output")
+    if not output and collected:
+        output = [collected[key] for key in sorted(key for key in collected if isinstance(key, int))]
+        output += [item for key, item in collected.items() if not isinstance(key, int)]
+    if output is None:
+        raise ModelBehaviorError("The model's answer is empty: the response has no 'output'.")
+    output = shapes.output_items(output, where)
+    if not output and response.get("status") != "completed":
+        raise ModelBehaviorError("The model's answer is empty: no output items, and the response does not say it "
+                                 "completed.")
+    return output
+
+
 def _acted_on(item: dict) -> tuple:
     """What the run acts on in an output item: its type, a call's call_id, name and arguments, a message's texts."""
-    texts = [(p.get("text"), p.get("refusal")) for p in item["content"]] if item["type"] == "message" else []
+    texts = [(p.get("text"), p.get("refusal")) for p in item.get("content") or ()] if item["type"] == "message" else []
     return item["type"], item.get("call_id"), item.get("name"), item.get("arguments"), texts
 
 

@@ -477,9 +477,19 @@ def test_an_id_that_comes_after_the_name_is_the_calls_id_not_a_second_call():
     events = t.feed(_delta({"index": 0, "function": {"name": "f", "arguments": ""}}))  # announced: an id made up
     events += t.feed(_delta({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{}"}},
                             finish="tool_calls"))
-    out = t.finish(True)[-1]["response"]["output"]
-    assert [(o["call_id"], o["name"], o["arguments"]) for o in out] == [("call_1", "f", "{}")]
-    assert [e["type"] for e in events].count("response.output_item.added") == 1
+    events += t.finish(True)
+    out, added = events[-1]["response"]["output"], [e for e in events if e["type"] == "response.output_item.added"]
+    assert len(added) == 1 and [(o["name"], o["arguments"]) for o in out] == [("f", "{}")]
+    named = {e["item"]["call_id"] for e in events if e["type"].startswith("response.output_item")} | {out[0]["call_id"]}
+    assert named == {added[0]["item"]["call_id"]}  # the id the events named first is the call's throughout
+
+
+def test_a_call_at_index_zero_before_its_id_and_a_call_with_another_name_and_an_id_stay_two_calls():
+    first = {"index": 0, "function": {"name": "f", "arguments": '{"a":1}'}}
+    second = {"index": 0, "id": "call_B", "function": {"name": "g", "arguments": '{"b":2}'}}
+    out = _finish([_delta(first), _delta(second, finish="tool_calls")])
+    assert [(o["name"], o["arguments"]) for o in out] == [("f", '{"a":1}'), ("g", '{"b":2}')]
+    assert out[1]["call_id"] == "call_B"
 
 
 def test_two_calls_with_one_id_at_two_indexes_stay_two_calls_as_in_a_whole_message():

@@ -174,7 +174,7 @@ def test_a_completed_item_that_differs_from_the_one_streamed_only_in_its_id_and_
 
 def test_event_type_falls_back_to_event_line(server):
     server.reply_sse(["event: response.completed\n",
-                      'data: {"response": {"id": "r", "output": [], "usage": null}}\n\n'])
+                      'data: {"response": {"id": "r", "status": "completed", "output": [], "usage": null}}\n\n'])
     assert stream(model(server), [])[-1]["type"] == "response.completed"
 
 
@@ -260,7 +260,8 @@ def test_a_completed_response_with_no_output_is_an_empty_answer_not_an_error(ser
     ([{"type": "response.output_item.done", "item": "x"}],
      "The model's answer is malformed: response.output_item.done.item is a string, expected an object."),
     (["x"], "The model's answer is malformed: a stream event is a string, expected an object."),
-    ([{"type": "response.completed", "response": {"output": [], "usage": {"output_tokens": "5"}}}],
+    ([{"type": "response.completed",
+       "response": {"status": "completed", "output": [], "usage": {"output_tokens": "5"}}}],
      "The model's answer is malformed: response.completed.response.usage.output_tokens is a string"),
 ])
 def test_stream_events_of_the_wrong_shape(server, events, message):
@@ -271,3 +272,60 @@ def test_stream_events_of_the_wrong_shape(server, events, message):
     with pytest.raises(ModelBehaviorError) as info:
         stream(model(server), [])
     assert str(info.value).startswith(message)
+
+
+# --- What a second attack on stream content found: items streamed with no index, some, twice, or none at all ---
+
+CALL_A = {"type": "function_call", "id": "fc_A", "call_id": "call_A", "name": "f", "arguments": '{"a":1}'}
+CALL_B = {"type": "function_call", "id": "fc_B", "call_id": "call_B", "name": "g", "arguments": '{"b":2}'}
+
+
+def done(item, **where):
+    return {"type": "response.output_item.done", "item": item, **where}
+
+
+def completed(*output, **response):
+    return {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": list(output),
+                                                       **response}}
+
+
+def final_output(server, *events):
+    server.reply_sse(sse(*events, done=False))
+    output = stream(model(server), [])[-1]["response"]["output"]
+    return [(item["type"], item.get("call_id"), item.get("arguments")) for item in output]
+
+
+@pytest.mark.parametrize("events, output", [
+    ([done(CALL_A, output_index=1), done(CALL_B, output_index=2), completed()],  # a reasoning item at 0 never done
+     [("function_call", "call_A", '{"a":1}'), ("function_call", "call_B", '{"b":2}')]),
+    ([done(CALL_A), completed(CALL_A)], [("function_call", "call_A", '{"a":1}')]),  # llama.cpp: no output_index
+    ([done(CALL_A, output_index=True), done(CALL_B, output_index=1), completed()],  # a bool is no index
+     [("function_call", "call_B", '{"b":2}'), ("function_call", "call_A", '{"a":1}')]),
+    ([done({"type": "message", "id": "m", "role": "assistant"}, output_index=0), completed()],  # no content
+     [("message", None, None)]),
+])
+def test_items_streamed_with_no_index_or_only_some_done_are_the_answer_whole(server, events, output):
+    assert final_output(server, *events) == output
+
+
+@pytest.mark.parametrize("events", [
+    [done(CALL_A), completed({**CALL_A, "arguments": '{"a":999}'})],  # llama.cpp: paired by call id
+    [done(CALL_A, output_index=0), done(CALL_B, output_index=1), completed(CALL_A)],  # B streamed, then dropped
+    [done(CALL_A, output_index=0), done(CALL_B, output_index=0), completed()],  # two items at one index
+    [done({"type": "message", "id": "m", "role": "assistant"}, output_index=0),
+     completed({"type": "message", "id": "m", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]})],
+])
+def test_a_stream_whose_items_the_completed_response_contradicts_or_loses_is_refused(server, events):
+    server.reply_sse(sse(*events, done=False))
+    with pytest.raises(ModelBehaviorError, match="contradicts itself"):
+        stream(model(server), [])
+
+
+@pytest.mark.parametrize("response", [{"id": "r"}, {"id": "r", "status": "in_progress", "output": []}])
+def test_an_empty_completed_response_is_refused_streamed_as_it_is_plain(server, response):
+    server.reply(response)
+    with pytest.raises(ModelBehaviorError, match="answer is empty"):
+        model(server).get_response(None, [], ModelSettings(), [], None, [])
+    server.reply_sse(sse({"type": "response.completed", "response": response}, done=False))
+    with pytest.raises(ModelBehaviorError, match="answer is empty"):
+        stream(model(server), [])
