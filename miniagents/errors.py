@@ -135,6 +135,12 @@ class AlreadyResumedError(AgentsException):
         self.run_id, self.turn, self.outcome = run_id, turn, outcome
 
 
+class SessionStoreError(AgentsException):
+    """The session's database cannot be used (the message names it, says what to do and, for a write, whether it
+    was stored; docs/sessions.md lists the cases). The driver's exception is the `__cause__`; its text is not
+    copied (it may name hosts or users)."""
+
+
 class UnfinishedTurnError(AgentsException):
     """A run was given new input on a session whose journal holds a turn in flight: a run whose process died
     mid-turn (continue it first: run the agent on the session with no input, `[]`), or another run going on in

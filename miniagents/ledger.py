@@ -26,7 +26,7 @@ import os
 from typing import Any, Callable
 
 from . import caller
-from .errors import AlreadyResumedError, UnfinishedTurnError, UserError
+from .errors import AlreadyResumedError, SessionStoreError, UnfinishedTurnError, UserError
 from .state import PendingTurn, RunState
 from .turn import Call, Run, Turn
 
@@ -128,8 +128,6 @@ def journal_entry(run: Run) -> dict:
     kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
     if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
         return entry
-    from .sql_session import SessionStoreError
-
     raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds an entry miniagents did not "
                             "write (edited, or corrupt), so its turn in flight cannot be continued: empty it with "
                             "session.write_journal(session.read_journal(), '') to go on without that turn")
@@ -154,11 +152,9 @@ def open_journal(run: Run) -> bool:
     try:
         found = RunState.from_json(state.starting_agent, entry["state"])
     except UserError as error:  # not a state this agent can continue (corrupt, or another agent's)
-        from .sql_session import SessionStoreError
-
-        raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds a turn in flight this "
-                                f"agent cannot continue ({error}): continue it with the agent that ran it, or empty it "
-                                "with session.write_journal(session.read_journal(), '') to go on without that turn") \
+        raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds a turn in flight this agent "
+                                f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
+                                "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
     found.context_wrapper.context = state.context_wrapper.context
     if found.pending is not None:
@@ -176,11 +172,9 @@ def close_journal(run: Run) -> None:
     question to continue, not a session with neither the question nor the turn. A run the session itself failed
     (a full disk, a lock held too long: `SessionStoreError`) leaves its turn there, as a crash does: what its
     calls did is not in the history, and a continue finds it."""
-    from .sql_session import SessionStoreError
-
     pending = run.state.pending
-    if run.journal and run.journal == run.scratch.get(write_journal) and not isinstance(run.failure,
-                                                                                        SessionStoreError):
+    failed_store = isinstance(run.failure, SessionStoreError)
+    if run.journal and run.journal == run.scratch.get(write_journal) and not failed_store:
         asking = run.result is not None and pending is not None and pending.unsure
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
                         run.state.current_turn)

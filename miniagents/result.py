@@ -207,10 +207,12 @@ class RunResultStreaming(RunResult):
                 outcome["error"] = e
                 self._complete(RunResult.from_state(self._state, None))
             finally:
+                self._state.streaming = False
                 put(done)
 
         # A thread of its own, not the event loop's executor: a reader that awaits other runs while it handles an
         # event must never wait behind the streams that wait for it.
+        self._state.streaming = True
         threading.Thread(target=contextvars.copy_context().run, args=(work,), name="miniagents-stream",
                          daemon=True).start()
         finished = False

@@ -146,7 +146,12 @@ def prepare_run(run: Run) -> None:
 
 
 def resume_cancelled(run: Run) -> None:
-    """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped."""
+    """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped. One whose
+    streamed run is still stopping (it finishes the step it was in) is refused: two runs of one state would each
+    run calls and write turns."""
+    if run.state.streaming:
+        raise UserError("This RunState's streamed run was cancelled and is still stopping (it finishes the step it "
+                        "was in): read its stream to the end, then resume it")
     run.state.cancel_mode = None
 
 

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .caller import Ready
-from .errors import AgentsException, UserError
+from .errors import SessionStoreError, UserError
 from .items import clean_text
 from .session import SessionABC, SessionItems, SessionSettings
 
@@ -39,12 +39,6 @@ logger = logging.getLogger(__name__)  # under the package's logger, whatever a c
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
-
-
-class SessionStoreError(AgentsException):
-    """The session's database cannot be used (the message names it, says what to do and, for a write, whether it
-    was stored; docs/sessions.md lists the cases). The driver's exception is the `__cause__`; its text is not
-    copied (it may name hosts or users)."""
 
 
 def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> str:

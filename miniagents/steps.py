@@ -205,7 +205,8 @@ def reread(run: Run, turn: Turn) -> None:
         if call.paused is not None and call.target is None:  # its tool switched off (is_enabled) since: it goes on
             call.target = next((t for t in turn.agent.tools if getattr(t, "name", None) == call.item["name"]), None)
             call.kind = "function" if call.target else "unknown"
-    turn.reserved = sum(call.paused is not None for call in turn.calls)  # counted when they began (run_calls)
+    turn.reserved = sum(call.paused is not None and call.kind == "function" for call in turn.calls)  # counted when
+    # they began (run_calls); a call whose tool is gone is answered, not run
 
 
 # --- Around the calls ------------------------------------------------------------------------------------

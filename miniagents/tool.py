@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional, Union
 
 from . import caller
 from .context import RunContextWrapper, ToolContext
-from .errors import MissingFeatureError, ModelBehaviorError, ToolTimeoutError, UserError, warn
+from .errors import (AlreadyResumedError, MissingFeatureError, ModelBehaviorError, SessionStoreError,
+                     ToolTimeoutError, UnfinishedTurnError, UserError, warn)
 from .items import clean_json, clean_text, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
@@ -251,8 +252,9 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
         if inspect.isawaitable(value):  # an async tool's coroutine
             value = caller.resolve(value)
         return value, tool_output(value)
-    except (NestedInterruption, caller.Cancelled, MissingFeatureError, *EXITS):  # paused inside, stopped by a
-        # cancel, an exit, or a feature this Python lacks (no text for the model can fix that)
+    except (NestedInterruption, caller.Cancelled, MissingFeatureError, SessionStoreError, AlreadyResumedError,
+            UnfinishedTurnError, *EXITS):  # paused inside, stopped by a cancel, an exit, a feature this Python lacks,
+        # or an inner run's session or ledger (no text for the model can fix those, and the call may have run)
         raise
     except BaseException as error:
         text = failure_text(tool, ctx, raw_args, error)

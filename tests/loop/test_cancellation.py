@@ -515,3 +515,45 @@ def test_a_cancel_reaches_an_agent_tools_inner_run_which_goes_on_when_the_state_
     assert ran == [0, 1] and len(inner_model.calls) == 2
     assert Runner.run_sync(outer, result.to_state()).final_output == "outer done"
     assert ran == [0, 1, 2, 3] and len(inner_model.calls) == 5
+
+
+# --- What an attack found: a cancelled streamed run resumed while it was still stopping --------------------------
+
+
+def test_a_cancelled_stream_still_stopping_cannot_be_resumed_until_its_stream_is_read_to_the_end():
+    from miniagents import Agent, RunConfig, UserError
+    from miniagents.testing import ScriptedModel
+
+    ran, cancelled = [], threading.Event()
+    box = {}
+
+    @function_tool
+    def step(n: int) -> str:
+        ran.append(n)
+        if n == 1:
+            box["result"].cancel()
+            cancelled.set()
+            threading.Event().wait(0.3)  # the cancelled run is still in this step
+        return f"step {n}"
+
+    model = ScriptedModel([[function_call("step", {"n": 1}, call_id="a"), function_call("step", {"n": 2}, call_id="b")],
+                           [assistant_message("done")]])
+    agent = Agent(name="a", tools=[step], model=model)
+
+    async def drain(result):
+        async for _ in result.stream_events():
+            pass
+
+    async def main():
+        result = box["result"] = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=1))
+        first = asyncio.ensure_future(drain(result))
+        await asyncio.get_running_loop().run_in_executor(None, cancelled.wait, 10)
+        with pytest.raises(UserError, match="still stopping"):
+            Runner.run_streamed(agent, result.to_state())
+        await first  # read to the end: now it may go on
+        resumed = Runner.run_streamed(agent, result.to_state())
+        await drain(resumed)
+        return resumed
+
+    resumed = asyncio.run(main())
+    assert resumed.final_output == "done" and ran == [1, 2] and len(model.calls) == 2

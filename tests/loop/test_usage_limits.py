@@ -462,3 +462,24 @@ def test_a_batch_a_limit_holds_back_with_an_inner_run_going_on_keeps_the_count_t
     result = Runner.run_sync(outer, info.value.state, run_config=roomy)
     assert (result.final_output, sorted(map(str, ran)), result.context_wrapper.usage.tool_calls) == \
         ("outer done", ["1", "act 2"], 3)
+
+
+def test_an_agent_tool_removed_while_its_inner_run_waited_is_answered_and_its_call_stays_counted():
+    ran = []
+
+    @function_tool
+    def other() -> str:
+        ran.append("other")
+        return "x"
+
+    outer = approval_inside_an_agent_tool(ran)
+    outer = outer.clone(tools=outer.tools + [other], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="o1")], [function_call("other", {}, call_id="o2")],
+         [assistant_message("done")]]))
+    one = RunConfig(usage_limits=UsageLimits(tool_calls_limit=1))
+    state = Runner.run_sync(outer, "go", run_config=one).to_state()
+    assert state.context_wrapper.usage.tool_calls == 1  # "sub" began
+    outer.tools.remove(outer.tools[0])  # the agent tool is gone when the run resumes
+    with pytest.raises(UsageLimitExceeded):  # "sub" still counts: "other" would be the second call
+        Runner.run_sync(outer, state, run_config=one)
+    assert ran == []

@@ -143,3 +143,27 @@ def test_a_journaled_turn_this_agent_cannot_continue_is_a_session_store_error_sa
         Runner.run_sync(agent, [], session=session)
     session.write_journal(session.read_journal(), "")
     assert Runner.run_sync(agent, "hello", session=session).final_output == "hi"
+
+
+def test_a_session_failure_inside_an_agent_tool_stops_the_run_and_leaves_its_turn_never_a_tool_error(tmp_path):
+    shipped = []
+
+    @function_tool
+    def ship(item: str) -> str:
+        shipped.append(item)
+        return "shipped"
+
+    class Locked(SQLiteSession):  # the inner call's outcome cannot be recorded: a lock held past the timeout
+        def settle_call(self, run_id, call_id, output):
+            if call_id == "i1":
+                raise SessionStoreError("SQLiteSession: the database is locked; nothing of it was stored")
+            return super().settle_call(run_id, call_id, output)
+
+    inner, _ = make_agent([[function_call("ship", {"item": "box"}, call_id="i1")], [assistant_message("ok")]],
+                          name="inner", tools=[ship])
+    outer, model = make_agent([[function_call("sub", {"input": "ship"}, call_id="o1")], [assistant_message("again?")]],
+                              tools=[inner.as_tool("sub", "ships")])
+    session = Locked("s", str(tmp_path / "s.db"))
+    with pytest.raises(SessionStoreError, match="locked"):  # not 'An error occurred ... try again' for the model
+        Runner.run_sync(outer, "ship it", session=session)
+    assert shipped == ["box"] and len(model.calls) == 1 and session.read_journal()  # the turn stays, to continue
