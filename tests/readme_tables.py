@@ -100,8 +100,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # agents 951 (SessionStoreError beside the run's other errors), tools 995, HTTP 2047 for what second attacks on
     # today's fixes found: a session failure inside an agent tool told to the model as a tool error, a cancelled
     # stream resumed while still stopping, a removed agent tool's call uncounted, Responses items streamed with no
-    # index, twice or only in part, an empty completed response taken for an answer
-    "agents, items, guardrails": 951,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # index, twice or only in part, an empty completed response taken for an answer; agents 960 for errors.file_name,
+    # the one home of what a file path given to a session, a recording or a trace must be (state and the shells
+    # shrink by as much)
+    "agents, items, guardrails": 960,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
