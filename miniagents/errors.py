@@ -186,3 +186,17 @@ def needs(module: str, feature: str) -> Any:
         raise MissingFeatureError(feature, f"the standard-library module {error.name or module!r}",
                                   f"this Python ({sys.executable}) was built without: use a Python that has it",
                                   error.name or module) from error
+
+
+def file_name(path: Any, what: str, error: type = UserError) -> Any:
+    """`path` as the system's calls take it (`os.fspath`); `error` naming `what` for what is no path (None, a
+    number) or holds a NUL character, which those calls refuse with a bare TypeError or ValueError."""
+    import os
+
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise error(f"{what} must be a str or an os.PathLike, got {type(path).__name__}") from None
+    if "\0" in os.fsdecode(name):
+        raise error(f"{what} cannot hold a NUL character: {name!r}")
+    return name

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from .errors import UserError, needs
+from .errors import UserError, file_name, needs
 from .session import SessionSettings
 from .sql_dialect import SQLITE, run_transaction
 from .sql_session import SessionStoreError, SQLSession
@@ -90,13 +90,7 @@ class SQLiteSession(SQLSession):
         super().__init__(session_id, sessions_table=sessions_table, messages_table=messages_table,
                          tool_calls_table=tool_calls_table, session_settings=session_settings)
         self._bind(SQLITE)
-        try:
-            path = os.fsdecode(os.fspath(db_path))
-        except TypeError:
-            raise UserError(f"SQLiteSession: db_path must be a file path or ':memory:', "
-                            f"not {type(db_path).__name__}") from None
-        if "\0" in path:
-            raise UserError(f"SQLiteSession: db_path {path!r} holds a NUL character, which no file name can")
+        path = os.fsdecode(file_name(db_path, "SQLiteSession: db_path (a file path or ':memory:')"))
         self._is_file = path not in (":memory:", "")
         self.db_path = os.path.realpath(path) if self._is_file else path
         self._shared: Optional[_Shared] = None

@@ -24,7 +24,7 @@ import stat
 from typing import Any
 
 from ..context import Usage
-from ..errors import ModelBehaviorError
+from ..errors import ModelBehaviorError, file_name
 from ..items import ModelResponse
 from ..models import shapes
 from .errors import RecordingError
@@ -40,15 +40,8 @@ REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema",
 
 
 def path_name(path: Any) -> Any:
-    """`path` as the file system takes it (`os.fspath`); `RecordingError` for what is not a path (None, a number)
-    or holds a NUL character (which the system's calls refuse with a bare ValueError)."""
-    try:
-        name = os.fspath(path)
-    except TypeError:
-        raise RecordingError(f"a recording's path must be a str or an os.PathLike, got {type(path).__name__}") from None
-    if "\0" in os.fsdecode(name):
-        raise RecordingError(f"a recording's path cannot hold a NUL character: {name!r}")
-    return name
+    """`path` as the file system takes it; `RecordingError` for what is no file name (errors.file_name)."""
+    return file_name(path, "a recording's path", RecordingError)
 
 
 def open_regular(name: Any, flags: int, doing: str) -> int:

@@ -63,4 +63,5 @@ def http_advice(error: Exception) -> Optional[ModelRetryAdvice]:
         return ModelRetryAdvice(suggested=True, reason="the connection failed")
     delay = retry_after(error.retry_headers)  # a delay past the longest the adapter waits: should_retry says no
     return ModelRetryAdvice(suggested=should_retry(error.status, error.retry_headers, error),
-                            retry_after=delay if delay is not None and delay > 0 else None, reason=f"HTTP {error.status}")
+                            retry_after=delay if delay is not None and delay > 0 else None,
+                            reason=f"HTTP {error.status}")

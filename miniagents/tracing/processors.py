@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from ..errors import UserError
+from ..errors import UserError, file_name
 from .processor_interface import TracingExporter, TracingProcessor
 from .spans import Span
 from .traces import Trace
@@ -20,15 +20,8 @@ NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
 
 
 def trace_file_name(path: Any) -> Any:
-    """`path` as a file name (`os.fspath`); `UserError` for what is not a path (None, a number) or holds a NUL
-    character (which the system's calls refuse with a bare ValueError)."""
-    try:
-        name = os.fspath(path)
-    except TypeError:
-        raise UserError(f"a trace file's path must be a str or an os.PathLike, got {type(path).__name__}") from None
-    if "\0" in os.fsdecode(name):
-        raise UserError(f"a trace file's path cannot hold a NUL character: {name!r}")
-    return name
+    """`path` as a file name; `UserError` for what is no file name (errors.file_name)."""
+    return file_name(path, "a trace file's path")
 
 
 class JsonlTraceProcessor(TracingProcessor):

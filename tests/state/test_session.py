@@ -128,7 +128,8 @@ def test_a_missing_parent_folder_is_a_user_error_naming_the_path(tmp_path):
 
 
 def test_a_db_path_that_is_not_a_path_is_a_user_error():
-    with pytest.raises(UserError, match="db_path must be a file path"):
+    said = r"db_path \(a file path or ':memory:'\) must be a str or an os.PathLike, got NoneType"
+    with pytest.raises(UserError, match=said):
         SQLiteSession("s", None)
 
 

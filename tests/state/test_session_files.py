@@ -254,7 +254,7 @@ def test_a_read_only_file_is_read_and_each_write_is_a_session_store_error_storin
 def test_a_db_path_holding_a_nul_character_is_a_user_error():
     from miniagents import UserError
 
-    with pytest.raises(UserError, match="holds a NUL character"):
+    with pytest.raises(UserError, match="db_path .* cannot hold a NUL character"):
         SQLiteSession("s", "/tmp/a\0b.db")
 
 
