@@ -69,7 +69,7 @@ def recall(run: Run, turn: Turn) -> None:
 def snapshot(run: Run, turn: Turn) -> None:
     """The state between turns, before a fresh turn's first step, kept for the journal (written once the turn is
     claimed: `claim_turn`)."""
-    if run.journal is not None:
+    if run.journal is not None or run.scratch.get(set_aside):
         run.scratch[snapshot] = run.state.to_json(context_serializer=lambda context: None)
 
 
@@ -101,6 +101,13 @@ def write_journal(run: Run, document: dict, turn: int) -> None:
         raise AlreadyResumedError(run.state.run_id, turn, None)
     if run.state.unsaved_session_input:
         raise UnfinishedTurnError(run.session.session_id, other["run_id"], other["turn"])
+    set_aside(run)
+
+
+def set_aside(run: Run) -> None:
+    """This run journals nothing while another run's turn is in flight in its session; each fresh turn of it looks
+    again (`claim_turn`), and journals once that turn is gone."""
+    run.journal, run.scratch[set_aside] = None, True
 
 
 def replace_journal(run: Run, document: Any, turn: int) -> bool:
@@ -143,7 +150,7 @@ def open_journal(run: Run) -> bool:
         return False
     run.journal, state = caller.call(run.session.read_journal), run.state
     if run.journal and (state.current_turn or state.generated_items) and journal_entry(run)["run_id"] != state.run_id:
-        run.journal = None  # a resumed state, with another run's turn in flight: it journals nothing over that one
+        set_aside(run)  # a resumed state, with another run's turn in flight: it journals nothing over that one
     if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
         return False
     entry = journal_entry(run)
@@ -192,6 +199,8 @@ def claim_turn(run: Run, turn: Turn) -> None:
     if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # started this turn (a continued
     # run takes over the turn its dead worker claimed and never finished)
+    if run.scratch.get(set_aside) and not caller.call(run.session.read_journal):  # the other run's turn is gone
+        run.journal, run.scratch[set_aside] = "", False
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again
         write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
 

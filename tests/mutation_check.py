@@ -1506,6 +1506,11 @@ MUTANTS: List[Mutant] = [
       "    if run.state.streaming:",
       "    if False:",
       "a cancelled stream still stopping cannot be resumed", "test_cancellation"),
+    M("ledger.py",
+      "        run.journal, run.scratch[set_aside] = \"\", False",
+      "        pass",
+      "a resumed state that went on unjournaled journals its next turn once the other turn is gone",
+      "test_journal_neighbours"),
 ]
 
 

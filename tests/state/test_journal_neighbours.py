@@ -167,3 +167,27 @@ def test_a_session_failure_inside_an_agent_tool_stops_the_run_and_leaves_its_tur
     with pytest.raises(SessionStoreError, match="locked"):  # not 'An error occurred ... try again' for the model
         Runner.run_sync(outer, "ship it", session=session)
     assert shipped == ["box"] and len(model.calls) == 1 and session.read_journal()  # the turn stays, to continue
+
+
+def test_a_resumed_state_that_went_on_unjournaled_journals_its_next_turn_once_the_other_turn_is_gone(tmp_path):
+    path, seen = str(tmp_path / "s.db"), {}
+    session = SQLiteSession("s", path)
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        session.write_journal(FOREIGN, "")  # the other run's turn ends while this one is in its first turn
+        return f"paid {amount}"
+
+    @function_tool
+    def ship(item: str) -> str:
+        seen["journal"] = json.loads(session.read_journal() or "{}").get("run_id")  # what a crash here would leave
+        return "shipped"
+
+    steps = [[function_call("pay", {"amount": 5}, call_id="p1")],
+             [function_call("ship", {"item": "box"}, call_id="s1")], [assistant_message("done")]]
+    agent, _ = make_agent(steps, tools=[pay, ship])
+    state = Runner.run_sync(agent, "pay, then ship", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    session.write_journal("", FOREIGN)  # another run's turn in flight when this state resumes
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    assert seen["journal"] == state.run_id and not session.read_journal()
