@@ -1334,7 +1334,7 @@ MUTANTS: List[Mutant] = [
       "            except re.error as error:",
       "a regular expression re.compile cannot build is a message to the model", "test_workspace"),
     M("ledger.py",
-      "        run.journal = None  # a resumed state, with another run's turn in flight: it journals nothing over that one",
+      "        set_aside(run)  # a resumed state, with another run's turn in flight: it journals nothing over that one",
       "        pass",
       "a resumed state never writes over the turn of a run whose process died", "test_journal_neighbours"),
     M("ledger.py",
