@@ -658,3 +658,10 @@ def test_malformed_stream_chunks_name_the_field(server, chunk, where):
     with pytest.raises(ModelBehaviorError) as info:
         stream(model(server), [])
     assert str(info.value).startswith(f"The model's answer is malformed: {where}")
+
+
+def test_a_streamed_reasoning_summary_part_opens_empty_as_openai_sends_it():
+    t = ChatStreamTranslator()
+    events = t.start() + t.feed({"choices": [{"index": 0, "delta": {"reasoning_content": "Think."}}]})
+    added = [e for e in events if e["type"] == "response.reasoning_summary_part.added"]
+    assert [e["part"] for e in added] == [{"type": "summary_text", "text": ""}]  # the text comes in its deltas

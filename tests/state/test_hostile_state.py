@@ -154,3 +154,11 @@ def test_a_process_that_dies_in_an_approved_resume_leaves_its_turn_to_continue(t
     assert [(i.get("role") or i["type"], i.get("output")) for i in session.get_items()] == [
         ("user", None), ("function_call", None), ("function_call_output", MAY_HAVE_HAPPENED), ("assistant", None)]
     assert session.read_journal() == ""
+
+
+@pytest.mark.parametrize("version", [2, 6])
+def test_a_document_of_version_two_or_later_without_its_run_id_is_refused(version):
+    agent, document = paused_document()  # a run id is what every resume of one paused state shares (version 2 on)
+    document = {key: value for key, value in document.items() if key != "run_id"}
+    with pytest.raises(UserError, match="missing required field 'run_id'"):
+        RunState.from_json(agent, {**document, "schema_version": version})
