@@ -362,7 +362,7 @@ class StdioConnection:
                 except BlockingIOError:
                     pass
                 except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
-                    self._fail(MCPConnectionError, "closed its stdin (it reads no more requests)")
+                    self._fail(MCPConnectionError, self._ended("closed its stdin (it reads no more requests)"))
                     raise self.failure() from None
                 self._poller.poll(int(min(deadline - time.monotonic(), 0.05) * 1000) + 1)  # a failure stops it soon
                 if self._failure is not None:
@@ -405,11 +405,16 @@ class StdioConnection:
             stream.close()
 
     def _stdout_ended(self) -> None:
-        exited = self._wait(EXIT_WAIT)
+        self._fail(MCPConnectionError, self._ended("closed its stdout (its process is still running)"), stop=True)
+
+    def _ended(self, running: str) -> str:
+        """Why a pipe to the server ended: how its process ended (given EXIT_WAIT, and its stderr as long to end,
+        so the message has the server's last words), or `running` when it goes on."""
+        if not self._wait(EXIT_WAIT):
+            return running
         if len(self._readers) > 1:
-            self._readers[1].join(EXIT_WAIT)  # so the message has the server's last words
-        self._fail(MCPConnectionError, self._exit() if exited else "closed its stdout (its process is still running)",
-                   stop=True)
+            self._readers[1].join(EXIT_WAIT)
+        return self._exit()
 
     def _watch(self) -> None:
         """The server's own end, noticed even when a process it started still holds its stdout (whose end the

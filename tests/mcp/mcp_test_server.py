@@ -8,7 +8,8 @@ dotted.name, structured, ask_client, change_tools, log, pid, and the misbehaving
 unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
 Modes (at start): odd_tools, slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
-spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later), repeat_cursor, print_env, plan (replay --plan).
+spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later),
+close_stdin (then, half a second later, last words on stderr and exit 3), repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
 import base64
@@ -297,6 +298,11 @@ class Server:
                 if "exit_soon" in self.modes:
                     threading.Timer(1.0, os._exit, (5,)).start()
                 time.sleep(600)
+            if "close_stdin" in self.modes and message.get("method") == "notifications/initialized":
+                os.close(0)
+                time.sleep(0.5)
+                sys.stderr.write("my last words\n")
+                sys.exit(3)
         if "ignore_eof" in self.modes:
             time.sleep(600)
 

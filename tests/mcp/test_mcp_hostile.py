@@ -290,9 +290,17 @@ def test_a_server_that_stops_reading_its_stdin_fails_the_write_within_the_timeou
 def test_a_server_that_exits_while_a_write_waits_on_it_fails_the_write_at_once(connected):
     server, pid = connected("stop_reading", "exit_soon", client_session_timeout_seconds=20)
     started = time.monotonic()
-    with pytest.raises(MCPConnectionError, match="exited with code 5|closed its stdin"):
+    with pytest.raises(MCPConnectionError, match="exited with code 5"):
         server.call_tool("echo", {"text": "x" * (4 << 20)})
     assert time.monotonic() - started < 5 and ended(pid)
+
+
+def test_a_server_that_closes_its_stdin_and_exits_is_told_by_its_exit_and_its_last_words(connected):
+    server, pid = connected("close_stdin")
+    time.sleep(0.2)  # its stdin is closed: the request cannot be written
+    with pytest.raises(MCPConnectionError, match="exited with code 3") as caught:
+        server.list_tools()
+    assert "my last words" in caught.value.stderr and ended(pid)
 
 
 def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
