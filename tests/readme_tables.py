@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1504,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1522,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -102,8 +102,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # stream resumed while still stopping, a removed agent tool's call uncounted, Responses items streamed with no
     # index, twice or only in part, an empty completed response taken for an answer; agents 960 for errors.file_name,
     # the one home of what a file path given to a session, a recording or a trace must be (state and the shells
-    # shrink by as much)
-    "agents, items, guardrails": 960,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # shrink by as much); 1522 for a turn that fails after some of its calls ran: it keeps them, with their outputs,
+    # in the state and the session (run.keep_what_ran), where it dropped them and the history said nothing ran
+    "agents, items, guardrails": 970,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -111,7 +112,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a caller's cancel reaching an agent tool's inner run, whose state is then the call's; lowered to 928 when that
     # cancel's registration left for caller.abortable; 945 for a tool guardrail's behavior, instructions a function
     # returns and stop_at_tool_names checked, and an agent tool's own usage limits kept within its caller's; 946 for
-    # ModelHTTPError.retry_headers (what the server said of retrying, for a retry policy)
+    # ModelHTTPError.retry_headers (what the server said of retrying, for a retry policy); 970 for a custom model's
+    # malformed ModelResponse (an output that is no list of item dicts, a usage that is no Usage) refused where it
+    # is made, not met as an AttributeError deep in the loop
     "tools and schemas": 995,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
