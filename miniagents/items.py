@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from .context import Usage
+from .errors import UserError
 
 
 @dataclass
@@ -25,6 +26,17 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     response_id: Optional[str] = None
     request_id: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        """A custom model's malformed response is refused where it is made, not met later deep in the loop."""
+        if not isinstance(self.output, list):
+            raise UserError(f"ModelResponse.output must be a list of items, not {type(self.output).__name__}")
+        for n, item in enumerate(self.output):
+            if not isinstance(item, dict):
+                raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
+                                f"{type(item).__name__}")
+        if not isinstance(self.usage, Usage):
+            raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""

@@ -212,6 +212,10 @@ MUTANTS: List[Mutant] = [
       "reset_tool_choice: a forced tool_choice is reset after the agent used a tool", "test_agent"),
     # --- items.py: history pairing ------------------------------------------------------------------------
     M("items.py",
+      "            if not isinstance(item, dict):",
+      "            if False:",
+      "a custom model's malformed response is a UserError naming what is wrong", "test_items"),
+    M("items.py",
       "        if kind == \"function_call\" and call_id not in answered:\n            continue\n",
       "",
       "drop_orphans drops a call that has no output", "test_items", "test_run"),

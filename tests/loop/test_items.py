@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from miniagents import (Agent, HandoffCallItem, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
+from miniagents import (Agent, HandoffCallItem, UserError, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
                         ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, function_tool, seams)
 from miniagents.upstream import ItemHelpers
 from miniagents.items import drop_orphans
@@ -184,3 +184,23 @@ def test_drop_orphans_drops_an_output_that_precedes_its_call():
 def test_drop_orphans_leaves_a_well_paired_history_unchanged():
     items = [{"role": "user", "content": "hi"}, _call("a"), _call("b"), _out("b"), _out("a"), assistant_message("ok")]
     assert drop_orphans(items) == items
+
+
+class AnswersWith(Model):
+    """A custom model that builds its `ModelResponse` from what it is given."""
+
+    def __init__(self, **response):
+        self.response = response
+
+    def get_response(self, *args, **kwargs):
+        return ModelResponse(**self.response)
+
+
+@pytest.mark.parametrize("response, said", [
+    ({"output": "hello"}, "ModelResponse.output must be a list of items, not str"),
+    ({"output": [assistant_message("hi"), "hello"]}, r"ModelResponse.output\[1\] must be an item .* not str"),
+    ({"output": [assistant_message("hi")], "usage": None}, "ModelResponse.usage must be a Usage, not NoneType"),
+    ({"output": [assistant_message("hi")], "usage": {"input_tokens": 3}}, "must be a Usage, not dict")])
+def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong(response, said):
+    with pytest.raises(UserError, match=said):
+        Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")
