@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from . import caller, ledger, seams, steps
 from .agent import Agent
 from .config import RunConfig
-from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, UserError
+from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError, UserError
 from .handoffs import HandoffInputData
 from .items import HandoffOutputItem, drop_orphans, function_call_output, item_problem, preview, to_input_list
 from .result import RunResult, RunResultStreaming
@@ -250,6 +250,8 @@ def failed(run: Run, error: Exception) -> Exception:
         steps.join_input_guardrails(run, None)
     except AgentsException as trip:
         error = trip
+    if run.turn is not None and run.turn.next_step is None and not isinstance(error, SessionStoreError):
+        error = keep_what_ran(run, run.turn, error)
     run.failure = error
     if run.plugins:
         leave_agent(run, error)
@@ -259,6 +261,27 @@ def failed(run: Run, error: Exception) -> Exception:
             state.original_input, list(state.generated_items), list(state.model_responses), state.current_agent,
             state.context_wrapper, list(state.input_guardrail_results), list(state.output_guardrail_results),
             list(state.tool_input_guardrail_results), list(state.tool_output_guardrail_results))
+    return error
+
+
+def keep_what_ran(run: Run, turn: Turn, error: Exception) -> Exception:
+    """A turn that failed after some of its calls ran (a tool guardrail's tripwire, a tool's propagating error)
+    keeps them, each with its output, in the state and the session; its calls that never ran are dropped. So the
+    history says what happened, and a model asked again does not run them again. Returns the error to raise: the
+    session's own when it cannot take them (the turn then stays journaled, as after a crash)."""
+    ran = {call.call_id for call in turn.calls if call.output is not None}
+    if not ran:
+        return error
+    turn.items = [item for item in turn.items[:turn.said]
+                  if "call_id" not in item.raw_item or item.raw_item["call_id"] in ran]
+    turn.calls = [call for call in turn.calls if call.call_id in ran]
+    settle(run, turn)
+    run.state.record_turn(turn.items, turn.start)
+    close_turn(run, turn)
+    try:
+        steps.save(run, turn)
+    except SessionStoreError as lost:
+        return lost
     return error
 
 
@@ -295,7 +318,7 @@ def take_turn(run: Run) -> Turn:
     state, pending = run.state, run.state.pending
     if run.tools.get(id(state.current_agent)) != tuple(state.current_agent.tools):  # not what the steps were chosen for
         meet(run, state.current_agent)
-    turn = Turn(state.current_agent, pending.start if pending else len(state.generated_items))
+    turn = run.turn = Turn(state.current_agent, pending.start if pending else len(state.generated_items))
     for step in () if pending else run.before:  # what may keep a fresh turn from starting
         step(run, turn)
         if turn.next_step is not None:

@@ -69,6 +69,7 @@ class Run:
     tools: dict = field(default_factory=dict)  # id(agent) -> its tools, as the steps were chosen for them
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's own plugins
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
+    turn: Any = None  # the turn in progress, or the last one: what a failure keeps of it (run.keep_what_ran)
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
     result: Any = None  # the RunResult, once the loop has one (final output, pause, cancel)
     failure: Optional[Exception] = None  # what the run raises, once it fails (run.failed)

@@ -494,3 +494,105 @@ def test_taking_over_an_agent_tools_resume_that_died_mid_call_runs_none_of_its_i
     assert Runner.run_sync(agent, state, session=session, run_config=one_at_a_time).final_output == "done"
     assert paid == [5, 7]  # nothing ran again
     assert outputs_sent(inner.calls[0]) == {"c5": "paid 5", "c7": NOT_RUN_AGAIN}
+
+
+# --- A turn that fails after some of its calls ran ---------------------------------------------------------
+
+
+def failing_batch(count, failing, how, ran):
+    """An agent whose model asks for `count` calls at once; call `failing` stops the run (its input guardrail's
+    tripwire, or its own error raised as the tool's `failure_error_function=None` asks); the others record that
+    they ran."""
+    from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail
+
+    @tool_input_guardrail
+    def halt(data):
+        return ToolGuardrailFunctionOutput.raise_exception("stop") if data.context.tool_name == "stop" else \
+            ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[halt] if how == "tripwire" else [])
+    def work(n: int) -> str:
+        ran.append(n)
+        return f"did {n}"
+
+    @function_tool(tool_input_guardrails=[halt] if how == "tripwire" else [],
+                   failure_error_function=None if how == "raises" else work.failure_error_function)
+    def stop(n: int) -> str:
+        raise RuntimeError("the host is gone")
+
+    calls = [function_call("stop" if n == failing else "work", {"n": n}, call_id=f"c{n}") for n in range(count)]
+    model = ScriptedModel([[assistant_message("on it"), *calls]] + [[assistant_message("done")]] * 2)
+    return Agent(name="Worker", tools=[work, stop], model=model), model
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(1, 4), data=st.data(), how=st.sampled_from(["tripwire", "raises"]),
+       concurrency=st.sampled_from([1, 4]), with_session=st.booleans(), streamed=st.booleans())
+def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state_and_the_session(
+        tmp_path_factory, count, data, how, concurrency, with_session, streamed):
+    import asyncio
+
+    failing = data.draw(st.integers(0, count - 1))
+    ran = []
+    agent, model = failing_batch(count, failing, how, ran)
+    session = SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db")) if with_session else None
+    config = RunConfig(max_function_tool_concurrency=concurrency)
+    if streamed:
+        result = Runner.run_streamed(agent, "work", session=session, run_config=config)
+
+        async def read():
+            async for _ in result.stream_events():
+                pass
+
+        with pytest.raises(Exception) as caught:
+            asyncio.run(read())
+        state = result.to_state()
+    else:
+        with pytest.raises(Exception) as caught:
+            Runner.run_sync(agent, "work", session=session, run_config=config)
+        state = None
+    assert "tripwire" in str(caught.value) if how == "tripwire" else "host is gone" in str(caught.value)
+    expected = set(ran)
+    assert expected == (set(range(count)) - {failing} if concurrency > 1 else set(range(failing)))
+    kept = {f"c{n}" for n in expected}
+    if streamed or how == "tripwire":  # the run's items: the state it leaves, the error's run_data (the kernel's)
+        new_items = state.generated_items if streamed else caught.value.run_data.new_items
+        assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_output_item"} == kept
+        assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_item"} == kept
+    if session is not None:  # a turn where nothing ran leaves no trace, as a failed model call leaves none
+        history = session.get_items()
+        assert [i for i in history if i.get("role") == "user"] == ([{"content": "work", "role": "user"}] if kept
+                                                                   else [])
+        assert [i["call_id"] for i in history if i.get("type") == "function_call"] == sorted(kept)
+        assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == sorted(kept)
+        assert drop_orphans(history) == history
+        Runner.run_sync(agent, "next", session=session)  # the session takes new input: no turn left in flight
+    if state is not None:  # the state the stream leaves resumes after the kept calls: none of them runs again
+        Runner.run_sync(agent, RunState.from_string(agent, state.to_string()), run_config=config)
+    assert sorted(ran) == sorted(expected)
+
+
+def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run_once(tmp_path, monkeypatch):
+    from miniagents.errors import SessionStoreError
+
+    ran = []
+    agent, model = failing_batch(3, 2, "tripwire", ran)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+
+    def full_disk(items, once=None):
+        raise SessionStoreError("the disk is full")
+
+    monkeypatch.setattr(session, "add_items", full_disk)
+    with pytest.raises(SessionStoreError):
+        Runner.run_sync(agent, "work", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    monkeypatch.undo()
+    assert ran == [0, 1] and session.get_items() == []
+    paused = Runner.run_sync(agent, [], session=session)  # continues the turn left journaled: the call that was
+    assert [item.call_id for item in paused.interruptions] == ["c2"]  # claimed when it tripped may have run: asked
+    state = paused.to_state()
+    state.reject(paused.interruptions[0])
+    Runner.run_sync(agent, state, session=session)
+    assert ran == [0, 1]
+    history = session.get_items()
+    assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == ["c0", "c1", "c2"]
+    assert [i["output"] for i in history if i.get("type") == "function_call_output"][:2] == ["did 0", "did 1"]
