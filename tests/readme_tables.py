@@ -137,7 +137,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: tracing": 957,
     "shell: retries": 320,
     "shell: capabilities and Workspace": 800,  # issue 30: the regex child ends itself and bounds its reads; names escaped
-    "shell: upstream compatibility": 1803,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1825,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -145,7 +145,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # callbacks (run_callbacks.py: +109, their classes and the checks of what each returns); RawItem (+56 in all,
     # raw_items.py: the class, and what makes a model's items, its stream events and a loaded RunState's items
     # readable by attribute); upstream's lifecycle hooks (hooks.py from the kernel, Agent.hooks and hooks= made a
-    # per-run plugin: +83); +3 for a turn continued from a session's journal, made readable when the run starts
+    # per-run plugin: +83); +3 for a turn continued from a session's journal, made readable when the run starts;
+    # 1825 for an upstream keyword of a left-out feature (RunConfig(nest_handoff_history=...)) refused, named, as
+    # names and paths are (NotProvidedTypeError, LEFT_OUT_KEYWORDS)
     "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     "shell: DB-API sessions": 185,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said
