@@ -11,6 +11,8 @@ alone never loads it.
 - A module path (`agents.memory`, `agents.extensions.handoff_filters`, `agents.run`): a module of this package
   made on demand (`UpstreamPath`), whose names are those `PATHS` lists for it, then the kernel module of the same
   path if there is one (`miniagents.run`), then the explained error (`LEFT_OUT`).
+- A keyword argument of a left-out feature (`RunConfig(nest_handoff_history=False)`): the explained error as a
+  TypeError, `NotProvidedTypeError` (`LEFT_OUT_KEYWORDS`), raised by the shell's callable that takes it upstream.
 """
 from __future__ import annotations
 
@@ -144,13 +146,23 @@ LEFT_OUT = {
         "OpenAIResponsesWSModel OpenAIResponsesWebSocketOptions ResponsesWebSocketSession responses_websocket_session "
         "set_default_openai_responses_transport OpenAIAgentRegistrationConfig set_default_openai_agent_registration "
         "set_default_openai_harness", ""),
+    "server-managed conversations for agent tools": ("", ""),  # only keywords: LEFT_OUT_KEYWORDS
+}
+# The shell's callable -> {an upstream keyword it does not take: the left-out feature (of LEFT_OUT) it belongs to}.
+LEFT_OUT_KEYWORDS = {
+    "RunConfig": {"nest_handoff_history": "nested handoff history", "handoff_history_mapper": "nested handoff history",
+                  "sandbox": "sandbox agents"},
+    "function_tool": dict.fromkeys(("allowed_callers", "output_type", "output_json_schema"),
+                                   "tool search and programmatic tool calling"),
+    "Agent.as_tool": dict.fromkeys(("previous_response_id", "conversation_id"),
+                                   "server-managed conversations for agent tools"),
 }
 _FEATURE_OF_NAME = {name: feature for feature, (names, _) in LEFT_OUT.items() for name in names.split()}
 _FEATURE_OF_PATH = {path: feature for feature, (_, paths) in LEFT_OUT.items() for path in paths.split()}
 
 
 class NotProvided(Exception):
-    """Base of the two errors below, for code that wants to catch either."""
+    """Base of the three errors below, for code that wants to catch any."""
 
 
 class NotProvidedImportError(NotProvided, ImportError):
@@ -159,6 +171,21 @@ class NotProvidedImportError(NotProvided, ImportError):
 
 class NotProvidedAttributeError(NotProvided, AttributeError):
     """`agents.ComputerTool`: the same, as an AttributeError so that `hasattr()` answers False."""
+
+
+class NotProvidedTypeError(NotProvided, TypeError):
+    """`RunConfig(nest_handoff_history=False)`: an upstream keyword of a left-out feature, as a TypeError (what an
+    unknown keyword is) so that code catching that still does."""
+
+
+def refuse_left_out_keywords(callable_name: str, keywords: dict) -> None:
+    """The explained error for a keyword upstream's `callable_name` takes for a feature miniagents leaves out
+    (`LEFT_OUT_KEYWORDS`), called before the shell's callable reads its arguments; any other keyword is left to the
+    callable, so one upstream never had stays Python's own TypeError."""
+    left_out = LEFT_OUT_KEYWORDS[callable_name]
+    for keyword in keywords:
+        if keyword in left_out:
+            raise NotProvidedTypeError(_explain(f"{callable_name}({keyword}=...)", left_out[keyword]))
 
 
 def _left_out(dotted: str):

@@ -25,6 +25,7 @@ from ..items import MessageOutputItem, function_call_output, message_refusal, me
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
 from ..turn import enabled
+from . import refuse_left_out_keywords
 from .hooks import AgentHooks, hook_plugins
 from .raw_items import readable_state
 from .stored_prompts import check_prompt, prompt_for
@@ -80,7 +81,9 @@ class PromptedAgent(KernelAgent[TContext]):
     def as_tool(self, tool_name: Optional[str], tool_description: Optional[str], *args: Any, hooks: Any = None,
                 **options: Any) -> Any:
         """The kernel's `as_tool` with upstream's `hooks=` (the nested run's `RunHooks`): the nested run's hooks
-        and its agents' own are a plugin of that run (the kernel's `plugins=`)."""
+        and its agents' own are a plugin of that run (the kernel's `plugins=`). Upstream's options of a left-out
+        feature (`conversation_id`) are refused, named."""
+        refuse_left_out_keywords("Agent.as_tool", options)
         if len(args) > 5:  # upstream's positional order: ..., max_turns, hooks, (previous_response_id, ...)
             raise UserError("as_tool takes hooks and the arguments after max_turns by keyword")
         return super().as_tool(tool_name, tool_description, *args, plugins=hook_plugins(hooks, self), **options)

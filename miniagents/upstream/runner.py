@@ -27,7 +27,7 @@ from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
 from ..errors import UserError
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
-from . import run_callbacks
+from . import refuse_left_out_keywords, run_callbacks
 from .hooks import hook_plugins
 from .raw_items import ReadableModel, readable_state
 
@@ -54,6 +54,12 @@ class RunConfig(KernelRunConfig):
     call_model_input_filter: Optional[Callable] = None
     tool_error_formatter: Optional[Callable] = None
     output_guardrail_blocked_message: Union[str, Callable, None] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "RunConfig":
+        """An upstream field of a left-out feature is refused here, named (its generated `__init__` would say only
+        that the keyword is unexpected)."""
+        refuse_left_out_keywords("RunConfig", kwargs)
+        return super().__new__(cls)
 
     def __post_init__(self):
         super().__post_init__()

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal, Optional, TypedDict
 
 from .. import caller
 from ..tool import function_tool as kernel_function_tool, invoke_tool
+from . import refuse_left_out_keywords
 from .custom_data import with_extractor
 
 
@@ -123,7 +124,8 @@ def function_tool(func: Optional[Callable] = None, **options: Any) -> Any:
     """The kernel's `function_tool` (same options), for a function whose structured outputs the model reads as
     content, with upstream's `custom_data_extractor` (custom_data.py). `defer_loading=True` (upstream: load the tool
     through the Responses API's tool search, which miniagents leaves out) warns, and the tool is sent with every
-    request like any other."""
+    request like any other. Upstream's options of a left-out feature (`allowed_callers`) are refused, named."""
+    refuse_left_out_keywords("function_tool", options)
     extractor = options.pop("custom_data_extractor", None)
     if options.pop("defer_loading", False):
         warnings.warn("function_tool(defer_loading=True): miniagents has no tool search, so the tool is sent with "

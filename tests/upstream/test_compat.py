@@ -101,6 +101,44 @@ def test_a_left_out_module_path_raises_the_explained_error(path):
             exec(statement, {})
 
 
+LEFT_OUT_KEYWORDS = sorted((name, keyword) for name, keywords in agents.LEFT_OUT_KEYWORDS.items()
+                           for keyword in keywords)
+
+
+def echo(text: str) -> str:
+    return text
+
+
+CALLS = {  # each callable of LEFT_OUT_KEYWORDS, called with the keywords given
+    "RunConfig": lambda **keywords: agents.RunConfig(**keywords),
+    "function_tool": lambda **keywords: agents.function_tool(echo, **keywords),
+    "Agent.as_tool": lambda **keywords: agents.Agent(name="a").as_tool("t", "d", **keywords),
+}
+
+
+@pytest.mark.parametrize("name, keyword", LEFT_OUT_KEYWORDS)
+def test_a_left_out_keyword_raises_the_explained_type_error(name, keyword):
+    """An upstream keyword of a left-out feature names the keyword and the feature, as a TypeError (what Python
+    raises for an unexpected keyword, so `except TypeError` still catches it)."""
+    feature = agents.LEFT_OUT_KEYWORDS[name][keyword]
+    assert feature in agents.LEFT_OUT
+    with pytest.raises(agents.NotProvidedTypeError) as refused:
+        CALLS[name](**{keyword: None})
+    assert isinstance(refused.value, TypeError) and isinstance(refused.value, agents.NotProvided)
+    assert f"{name}({keyword}=...) is part of {feature}" in str(refused.value)
+    assert "docs/porting.md" in str(refused.value) and "'What is left out'" in str(refused.value)
+
+
+@pytest.mark.parametrize("name", sorted(agents.LEFT_OUT_KEYWORDS))
+def test_a_keyword_upstream_never_had_is_pythons_plain_type_error_and_a_taken_one_works(name):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_keyword'") as unknown:
+        CALLS[name](no_such_keyword=1)
+    assert type(unknown.value) is TypeError
+    taken = {"RunConfig": {"workflow_name": "w"}, "function_tool": {"name_override": "t2"},
+             "Agent.as_tool": {"max_turns": 3}}[name]
+    assert CALLS[name](**taken) is not None
+
+
 def test_a_kernel_without_the_shell_points_at_it_for_an_upstream_name():
     with pytest.raises(AttributeError, match="may be in its upstream shell, miniagents.upstream"):
         miniagents.ItemHelpers
