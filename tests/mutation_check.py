@@ -504,6 +504,11 @@ MUTANTS: List[Mutant] = [
       "        message = assistant_message(schema.model_text(output), FAKE_ID)",
       "upstream's error_handlers: the final message reads by attribute, as upstream's typed message",
       "test_error_handlers"),
+    M("upstream/__init__.py",
+      "            raise NotProvidedTypeError(_explain(",
+      "            raise TypeError(_explain(",
+      "upstream shell: an upstream keyword of a left-out feature (RunConfig(nest_handoff_history=...)) is "
+      "NotProvidedTypeError, not a bare TypeError", "test_compat"),
     M("turn.py",
       "                item = copy.copy(item)  # the response's item stays as the model gave it; the copy keeps its type",
       "                item = dict(item)",
