@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1522,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1548,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -103,8 +103,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # index, twice or only in part, an empty completed response taken for an answer; agents 960 for errors.file_name,
     # the one home of what a file path given to a session, a recording or a trace must be (state and the shells
     # shrink by as much); 1522 for a turn that fails after some of its calls ran: it keeps them, with their outputs,
-    # in the state and the session (run.keep_what_ran), where it dropped them and the history said nothing ran
-    "agents, items, guardrails": 970,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # in the state and the session (run.keep_what_ran), where it dropped them and the history said nothing ran;
+    # 1548 (and agents 972) for what an attack on that rule found: a call that raised once started, a handoff or a
+    # plugin failing at the turn's end, a cancel in an async step, an agent tool paused inside, a call a crash left
+    # unsure, each still dropped; a cancel during an output guardrail that ran the tool again; an error's run_data
+    # the inner run's; a tuple of output items refused
+    "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
