@@ -29,6 +29,8 @@ class ModelResponse:
 
     def __post_init__(self) -> None:
         """A custom model's malformed response is refused where it is made, not met later deep in the loop."""
+        if isinstance(self.output, tuple):
+            self.output = list(self.output)
         if not isinstance(self.output, list):
             raise UserError(f"ModelResponse.output must be a list of items, not {type(self.output).__name__}")
         for n, item in enumerate(self.output):

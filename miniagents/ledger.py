@@ -28,10 +28,12 @@ from typing import Any, Callable
 from . import caller
 from .errors import AlreadyResumedError, SessionStoreError, UnfinishedTurnError, UserError
 from .state import PendingTurn, RunState
-from .turn import Call, Run, Turn
+from .tool import NestedInterruption
+from .turn import STOPPED_MIDWAY, Call, Run, Turn
 
 NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
                  "was not recorded.")
+NEVER_STARTED = "This call was not run: the run stopped before it started."
 MAY_HAVE_HAPPENED = ("This call was started before the run stopped (its process died) and no result was recorded: it "
                      "may or may not have happened. It was not run again.")
 
@@ -42,11 +44,15 @@ def recall(run: Run, turn: Turn) -> None:
     other waits for a person, whose approval runs it again and whose rejection tells the model it may or may not
     have happened. A continued run finds them in the ledger; the calls it finds settled keep their outputs."""
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
+    kept = run.scratch.get(open_journal) and written(run)  # a run that failed in it wrote what ran of it, then died
     for call in turn.calls:
         if run.scratch.get(open_journal) and call.kind == "function" and not call.fate:
             claimed, recorded = caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
             if recorded is not None:
                 call.fate, call.output = "done", (recorded, recorded)
+            elif kept:  # the history says what the turn did: nothing more of it runs, no person is asked
+                text = MAY_HAVE_HAPPENED if claimed else NEVER_STARTED
+                call.fate, call.output = "answer", (text, text)
             elif claimed:
                 found.add(call.call_id)
         if call.call_id not in found and call.call_id not in pending.unsure or call.fate:
@@ -249,7 +255,13 @@ def claimed(invoke: Callable) -> Callable:
         if not won:  # it ran before: it does not run now
             text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
             return text, text
-        value, text = invoke(run, turn, call, ctx)
+        try:
+            value, text = invoke(run, turn, call, ctx)
+        except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped before it ran: no outcome yet
+            raise
+        except Exception:  # it stops the run: what a continue tells of it is what the history says (keep_what_ran)
+            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, STOPPED_MIDWAY)
+            raise
         if text is not None:
             caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
         return value, text

@@ -16,14 +16,15 @@ from typing import Any, Callable, NamedTuple, Optional
 from . import caller, ledger, seams, steps
 from .agent import Agent
 from .config import RunConfig
-from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError, UserError
+from .errors import (AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError,
+                     ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
 from .items import HandoffOutputItem, drop_orphans, function_call_output, item_problem, preview, to_input_list
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
-                   Turn, call_model, classify, decide, invoke, offer, plan, run_calls, settle)
+                   STOPPED_MIDWAY, Turn, call_model, classify, decide, invoke, offer, plan, run_calls, settle)
 
 DEFAULT_MAX_TURNS = 10
 
@@ -232,6 +233,9 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                 steps.join_input_guardrails(run, None)  # racing input guardrails: a trip is raised, never lost
             except AgentsException as trip:
                 raise failed(run, trip) from None
+            lost = keep_what_ran(run, stop) if run.state.pending is None else stop  # a fresh turn stopped midway
+            if lost is not stop:  # its session failed: the turn stays journaled (a resumed turn keeps its pause)
+                raise failed(run, lost) from None
             if run.plugins and isinstance(stop, AgentsException):
                 leave_agent(run, stop)
             return RunResult.from_state(state, None)
@@ -250,13 +254,13 @@ def failed(run: Run, error: Exception) -> Exception:
         steps.join_input_guardrails(run, None)
     except AgentsException as trip:
         error = trip
-    if run.turn is not None and run.turn.next_step is None and not isinstance(error, SessionStoreError):
-        error = keep_what_ran(run, run.turn, error)
+    if not isinstance(error, SessionStoreError):  # the session failed: the turn stays journaled, as after a crash
+        error = keep_what_ran(run, error)
     run.failure = error
     if run.plugins:
         leave_agent(run, error)
     state = run.state
-    if isinstance(error, AgentsException) and error.run_data is None:
+    if isinstance(error, AgentsException):  # this run's, as upstream's: an inner run's is replaced
         error.run_data = RunErrorDetails(
             state.original_input, list(state.generated_items), list(state.model_responses), state.current_agent,
             state.context_wrapper, list(state.input_guardrail_results), list(state.output_guardrail_results),
@@ -264,11 +268,25 @@ def failed(run: Run, error: Exception) -> Exception:
     return error
 
 
-def keep_what_ran(run: Run, turn: Turn, error: Exception) -> Exception:
-    """A turn that failed after some of its calls ran (a tool guardrail's tripwire, a tool's propagating error)
-    keeps them, each with its output, in the state and the session; its calls that never ran are dropped. So the
-    history says what happened, and a model asked again does not run them again. Returns the error to raise: the
-    session's own when it cannot take them (the turn then stays journaled, as after a crash)."""
+def keep_what_ran(run: Run, error: BaseException) -> BaseException:
+    """A turn stopped midway (a tool guardrail's tripwire, a tool's own error, a handoff that failed, a cancel)
+    after some of its calls ran keeps them in the state and the session: a call that returned with its output, a
+    call that raised, or whose agent tool's inner run was paused, with `STOPPED_MIDWAY`. Its calls that never
+    started are dropped (an input guardrail's trip kept its call from starting), and so is a handoff that did not
+    happen. So the history says what happened (a call a crash left unsure, whose question the failure cut short,
+    too), and a model asked again does not run them again. A turn in the
+    session already, or kept as a pause, is left as it is, as is a turn that ended in a run with no session (the
+    state holds it whole). Returns the error to raise: the session's own when it cannot take the turn (a
+    ledger-keeping session's turn then stays journaled, as after a crash), the run's as its context."""
+    turn = run.turn
+    run.turn = None  # kept once, whatever a failure while keeping it raises
+    if turn is None or turn.saved or run.result is not None or turn.next_step is not None and run.session is None:
+        return error
+    for call in turn.calls:  # started before a crash, paused inside an agent tool, or raised once started
+        started = call.call_id in turn.unsure or call.paused is not None or call.raised is not None and \
+            not isinstance(call.raised, ToolInputGuardrailTripwireTriggered)
+        if call.output is None and started:
+            call.output = (STOPPED_MIDWAY, STOPPED_MIDWAY)
     ran = {call.call_id for call in turn.calls if call.output is not None}
     if not ran:
         return error
@@ -278,9 +296,10 @@ def keep_what_ran(run: Run, turn: Turn, error: Exception) -> Exception:
     settle(run, turn)
     run.state.record_turn(turn.items, turn.start)
     close_turn(run, turn)
+    run.state.rebuild_transcript()  # a handoff that failed after its turn was closed left its call there
     try:
         steps.save(run, turn)
-    except SessionStoreError as lost:
+    except Exception as lost:
         return lost
     return error
 

@@ -232,6 +232,9 @@ def check_tool_limit(run: Run, turn: Turn) -> None:
         call.fate = "held"
 
 
+WITHHELD = "This call ran, and the run was cancelled while its output was checked: the output is withheld."
+
+
 def guarded(invoke: Callable) -> Callable:
     """`invoke` with what surrounds a call when a run has tool guardrails or plugins: approval (done) -> the
     tool's input guardrails -> the call (inside the `tool_call` seam) -> its output guardrails. A rejection is
@@ -250,7 +253,10 @@ def guarded(invoke: Callable) -> Callable:
                 return value, text
             record.value, record.text, record.error = value, text, ctx.failure
         if tool.tool_output_guardrails:
-            rejected = check_tool_output(run, tool, ctx, turn.agent, value, results)
+            try:
+                rejected = check_tool_output(run, tool, ctx, turn.agent, value, results)
+            except caller.Cancelled:  # the tool ran: a cancel now must not leave it to run again on resume
+                return WITHHELD, WITHHELD
             if rejected is not None:
                 return rejected, rejected
         return value, text
@@ -320,6 +326,7 @@ def save(run: Run, turn: Turn) -> None:
     items = turn.session_input + [i.raw_item for i in turn.items]
     write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.claim is not None else None)
     run.state.unsaved_session_input = []
+    turn.saved = True
     settle_claim(run, turn, "completed")
 
 

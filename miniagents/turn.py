@@ -100,6 +100,11 @@ class Call:
     output: Optional[tuple] = None  # (python value, text the model sees) once it has one
     paused: Any = None  # an agent tool's inner run: paused before (continued on resume), or pausing now
     custom_data: Optional[dict] = None
+    raised: Optional[Exception] = None  # what it raised, stopping the run: it may have run (run.keep_what_ran)
+
+
+STOPPED_MIDWAY = ("This call was started, and the run stopped before it returned a result: it may or may not have "
+                  "happened.")  # what the history says of a call that raised, or ran on when the run stopped
 
 
 @dataclass(eq=False)
@@ -127,6 +132,7 @@ class Turn:
     reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit), or began (steps.reread)
     unsure: list = field(default_factory=list)  # ids of calls started before a crash, with no output recorded
     reruns: set = field(default_factory=set)  # of those, the ones that run again (approved, or idempotent)
+    saved: bool = False  # written to the session (steps.save): a failure after it keeps nothing again
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------
@@ -457,6 +463,9 @@ def run_one(run: Run, turn: Turn, call: Call) -> None:
         call.paused = paused
     except caller.Cancelled:
         return
+    except Exception as error:  # it stops the run; what the call may have done is kept (run.keep_what_ran)
+        call.raised = error
+        raise
 
 
 def invoke(run: Run, turn: Turn, call: Call, ctx: ToolContext) -> tuple:

@@ -10,7 +10,7 @@ output is recorded), and before and after the turn's write. K = 0 never kills.
 
 MODE "start" runs the plan's input on the session; "continue" finishes what the session holds (`finish`),
 approving every call a person is asked about (it prints "approved CALL_ID" first). Prints "points N" and
-"final TEXT" when it was not killed. The parent test imports this module for the same agent and `finish`.
+"final TEXT" when it was not killed ("final halted": `halt` stopped the run). The parent test imports this module for the same agent and `finish`.
 """
 import json
 import os
@@ -48,8 +48,9 @@ def instrumented(session):
 def agent_for(plan, effects_path):
     """An agent whose model plays `plan` (turns of [tool, amount] calls, then a final message naming every
     output it saw), deciding from the history alone, so a continued run is asked what an uninterrupted one is.
-    `pay` is a side effect; `ship` is declared idempotent."""
-    from miniagents import Agent, ModelResponse, ToolContext, function_tool
+    `pay` is a side effect; `ship` is declared idempotent; `halt`'s input guardrail stops the run (a tripwire)."""
+    from miniagents import (Agent, ModelResponse, ToolContext, ToolGuardrailFunctionOutput, function_tool,
+                            tool_input_guardrail)
     from miniagents.context import Usage
     from miniagents.models.interface import Model
     from miniagents.testing import assistant_message, function_call
@@ -71,6 +72,12 @@ def agent_for(plan, effects_path):
         """Ship an order."""
         return effect(ctx, f"shipped {amount}")
 
+    @function_tool(tool_input_guardrails=[tool_input_guardrail(
+        lambda data: ToolGuardrailFunctionOutput.raise_exception("halted"))])
+    def halt(ctx: ToolContext, amount: int) -> str:
+        """Never runs: its guardrail stops the run."""
+        return effect(ctx, "halted")
+
     class PlanModel(Model):
         def get_response(self, instructions, input, *args, **kwargs):
             point("model:start")
@@ -88,7 +95,7 @@ def agent_for(plan, effects_path):
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError
 
-    return Agent(name="Payer", tools=[pay, ship], model=PlanModel())
+    return Agent(name="Payer", tools=[pay, ship, halt], model=PlanModel())
 
 
 def last_answer(items):
@@ -134,11 +141,16 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
     def say(line):
         os.write(1, (line + "\n").encode())
 
-    if mode == "start":
-        final = Runner.run_sync(agent, INPUT, session=session,
-                                run_config=RunConfig(max_function_tool_concurrency=1)).final_output
-    else:
-        final = finish(session, agent, say=say)
+    from miniagents import ToolInputGuardrailTripwireTriggered
+
+    try:
+        if mode == "start":
+            final = Runner.run_sync(agent, INPUT, session=session,
+                                    run_config=RunConfig(max_function_tool_concurrency=1)).final_output
+        else:
+            final = finish(session, agent, say=say)
+    except ToolInputGuardrailTripwireTriggered:
+        final = "halted"
     say(f"points {PASSED[0]}")
     say(f"final {final}")
 

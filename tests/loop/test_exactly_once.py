@@ -500,37 +500,46 @@ def test_taking_over_an_agent_tools_resume_that_died_mid_call_runs_none_of_its_i
 
 
 def failing_batch(count, failing, how, ran):
-    """An agent whose model asks for `count` calls at once; call `failing` stops the run (its input guardrail's
-    tripwire, or its own error raised as the tool's `failure_error_function=None` asks); the others record that
-    they ran."""
-    from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail
+    """An agent whose model asks for `count` calls at once; call `failing` stops the run: before it starts (its
+    input guardrail's tripwire), or once it has started (its own error, as `failure_error_function=None` asks, or
+    its output guardrail's tripwire after it ran); the others record that they ran."""
+    from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail, tool_output_guardrail
 
-    @tool_input_guardrail
-    def halt(data):
+    def verdict(data):
         return ToolGuardrailFunctionOutput.raise_exception("stop") if data.context.tool_name == "stop" else \
             ToolGuardrailFunctionOutput.allow()
 
-    @function_tool(tool_input_guardrails=[halt] if how == "tripwire" else [])
+    guards = {"tripwire": {"tool_input_guardrails": [tool_input_guardrail(verdict)]},
+              "output tripwire": {"tool_output_guardrails": [tool_output_guardrail(verdict)]},
+              "raises": {"failure_error_function": None}}[how]
+
+    @function_tool(**guards)
     def work(n: int) -> str:
         ran.append(n)
         return f"did {n}"
 
-    @function_tool(tool_input_guardrails=[halt] if how == "tripwire" else [],
-                   failure_error_function=None if how == "raises" else work.failure_error_function)
+    @function_tool(**guards)
     def stop(n: int) -> str:
-        raise RuntimeError("the host is gone")
+        ran.append(n)
+        if how == "raises":
+            raise RuntimeError("the host is gone")
+        return f"did {n}"
 
     calls = [function_call("stop" if n == failing else "work", {"n": n}, call_id=f"c{n}") for n in range(count)]
     model = ScriptedModel([[assistant_message("on it"), *calls]] + [[assistant_message("done")]] * 2)
     return Agent(name="Worker", tools=[work, stop], model=model), model
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(count=st.integers(1, 4), data=st.data(), how=st.sampled_from(["tripwire", "raises"]),
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(1, 4), data=st.data(), how=st.sampled_from(["tripwire", "output tripwire", "raises"]),
        concurrency=st.sampled_from([1, 4]), with_session=st.booleans(), streamed=st.booleans())
 def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state_and_the_session(
         tmp_path_factory, count, data, how, concurrency, with_session, streamed):
+    """What started is kept (what the stopping call did is unknown: the history says it may have happened); what
+    never started is dropped; nothing runs again when the model is asked again."""
     import asyncio
+
+    from miniagents.turn import STOPPED_MIDWAY
 
     failing = data.draw(st.integers(0, count - 1))
     ran = []
@@ -551,32 +560,37 @@ def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state
         with pytest.raises(Exception) as caught:
             Runner.run_sync(agent, "work", session=session, run_config=config)
         state = None
-    assert "tripwire" in str(caught.value) if how == "tripwire" else "host is gone" in str(caught.value)
-    expected = set(ran)
-    assert expected == (set(range(count)) - {failing} if concurrency > 1 else set(range(failing)))
-    kept = {f"c{n}" for n in expected}
-    if streamed or how == "tripwire":  # the run's items: the state it leaves, the error's run_data (the kernel's)
+    assert "tripwire" in str(caught.value) if "tripwire" in how else "host is gone" in str(caught.value)
+    started = set(range(count)) if concurrency > 1 else set(range(failing + 1))
+    assert set(ran) == (started - {failing} if how == "tripwire" else started)
+    kept = {f"c{n}": f"did {n}" for n in ran}
+    if how != "tripwire":
+        kept[f"c{failing}"] = STOPPED_MIDWAY
+    if streamed or how != "raises":  # the run's items: the state it leaves, the error's run_data (the kernel's)
         new_items = state.generated_items if streamed else caught.value.run_data.new_items
-        assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_output_item"} == kept
-        assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_item"} == kept
+        assert {i.raw_item["call_id"]: i.raw_item["output"] for i in new_items
+                if i.type == "tool_call_output_item"} == kept
+        assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_item"} == set(kept)
     if session is not None:  # a turn where nothing ran leaves no trace, as a failed model call leaves none
         history = session.get_items()
         assert [i for i in history if i.get("role") == "user"] == ([{"content": "work", "role": "user"}] if kept
                                                                    else [])
         assert [i["call_id"] for i in history if i.get("type") == "function_call"] == sorted(kept)
-        assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == sorted(kept)
+        assert {i["call_id"]: i["output"] for i in history if i.get("type") == "function_call_output"} == kept
         assert drop_orphans(history) == history
         Runner.run_sync(agent, "next", session=session)  # the session takes new input: no turn left in flight
     if state is not None:  # the state the stream leaves resumes after the kept calls: none of them runs again
         Runner.run_sync(agent, RunState.from_string(agent, state.to_string()), run_config=config)
-    assert sorted(ran) == sorted(expected)
+    assert len(ran) == len(set(ran))
 
 
 def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run_once(tmp_path, monkeypatch):
+    """The ledger records what stopped the run as the call's outcome: a continue is told it, never asks again."""
     from miniagents.errors import SessionStoreError
+    from miniagents.turn import STOPPED_MIDWAY
 
     ran = []
-    agent, model = failing_batch(3, 2, "tripwire", ran)
+    agent, model = failing_batch(3, 2, "raises", ran)
     session = SQLiteSession("s", str(tmp_path / "db"))
 
     def full_disk(items, once=None):
@@ -586,13 +600,192 @@ def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run
     with pytest.raises(SessionStoreError):
         Runner.run_sync(agent, "work", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
     monkeypatch.undo()
-    assert ran == [0, 1] and session.get_items() == []
-    paused = Runner.run_sync(agent, [], session=session)  # continues the turn left journaled: the call that was
-    assert [item.call_id for item in paused.interruptions] == ["c2"]  # claimed when it tripped may have run: asked
-    state = paused.to_state()
-    state.reject(paused.interruptions[0])
-    Runner.run_sync(agent, state, session=session)
-    assert ran == [0, 1]
+    assert ran == [0, 1, 2] and session.get_items() == []
+    result = Runner.run_sync(agent, [], session=session)  # continues the turn left journaled
+    assert result.final_output == "done" and not result.interruptions and ran == [0, 1, 2]
     history = session.get_items()
-    assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == ["c0", "c1", "c2"]
-    assert [i["output"] for i in history if i.get("type") == "function_call_output"][:2] == ["did 0", "did 1"]
+    assert {i["call_id"]: i["output"] for i in history if i.get("type") == "function_call_output"} == {
+        "c0": "did 0", "c1": "did 1", "c2": STOPPED_MIDWAY}
+
+
+def calls_and_outputs(history):
+    return [(i["type"], i["call_id"]) for i in history if i.get("type") in ("function_call", "function_call_output")]
+
+
+def counted(ran):
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        return f"paid {n}"
+    return pay
+
+
+@pytest.mark.parametrize("breaks", ["on_handoff", "input_filter"])
+def test_a_handoff_that_fails_after_its_turns_calls_ran_keeps_them_and_drops_the_handoff(tmp_path, breaks):
+    from miniagents import handoff
+
+    def broken(context_or_data):
+        raise RuntimeError("the CRM is down")
+
+    ran = []
+    other = Agent(name="Other", model=ScriptedModel([[assistant_message("hi")]]))
+    transfer = handoff(other, on_handoff=broken) if breaks == "on_handoff" else handoff(other, input_filter=broken)
+    model = ScriptedModel([[function_call("pay", {"n": 5}, call_id="c1"), function_call("transfer_to_other", "{}",
+                                                                                        call_id="h1")]])
+    agent = Agent(name="Main", tools=[counted(ran)], handoffs=[transfer], model=model)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    with pytest.raises(RuntimeError, match="CRM is down"):
+        Runner.run_sync(agent, "go", session=session)
+    assert ran == [5] and session.read_journal() == ""
+    assert calls_and_outputs(session.get_items()) == [("function_call", "c1"), ("function_call_output", "c1")]
+
+
+def test_a_cancel_while_an_async_tool_use_behavior_waits_keeps_the_calls_that_ran(tmp_path):
+    import asyncio
+
+    from miniagents import ToolsToFinalOutputResult
+
+    ran, waiting = [], threading.Event()
+
+    async def behavior(ctx, results):
+        waiting.set()
+        await asyncio.sleep(30)
+        return ToolsToFinalOutputResult(False, None)
+
+    model = ScriptedModel([[function_call("pay", {"n": 5}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="Main", tools=[counted(ran)], model=model, tool_use_behavior=behavior)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    result = Runner.run_streamed(agent, "go", session=session)
+
+    async def read_and_cancel():
+        async def cancel():
+            await asyncio.get_running_loop().run_in_executor(None, waiting.wait, 10)
+            result.cancel()
+        canceller = asyncio.ensure_future(cancel())
+        async for _ in result.stream_events():
+            pass
+        await canceller
+
+    asyncio.run(read_and_cancel())
+    state = result.to_state()
+    assert [i.type for i in state.generated_items] == ["tool_call_item", "tool_call_output_item"]
+    assert calls_and_outputs(session.get_items()) == [("function_call", "c1"), ("function_call_output", "c1")]
+    assert Runner.run_sync(agent, state, session=session).final_output == "done" and ran == [5]
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_a_cancel_while_a_calls_output_is_checked_never_runs_it_again(tmp_path, with_session):
+    import asyncio
+
+    from miniagents import ToolGuardrailFunctionOutput, tool_output_guardrail
+    from miniagents.steps import WITHHELD
+
+    ran, checking = [], threading.Event()
+
+    @tool_output_guardrail
+    async def slow_check(data):
+        checking.set()
+        await asyncio.sleep(30)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_output_guardrails=[slow_check])
+    def pay(n: int) -> str:
+        ran.append(n)
+        return f"paid {n}"
+
+    model = ScriptedModel([[function_call("pay", {"n": 5}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="Main", tools=[pay], model=model)
+    session = SQLiteSession("s", str(tmp_path / "db")) if with_session else None
+    result = Runner.run_streamed(agent, "go", session=session)
+
+    async def read_and_cancel():
+        async def cancel():
+            await asyncio.get_running_loop().run_in_executor(None, checking.wait, 10)
+            result.cancel()
+        canceller = asyncio.ensure_future(cancel())
+        async for _ in result.stream_events():
+            pass
+        await canceller
+
+    asyncio.run(read_and_cancel())
+    resumed = Runner.run_sync(agent, result.to_state(), session=session)
+    assert resumed.final_output == "done" and ran == [5]
+    outputs = [i.raw_item["output"] for i in resumed.new_items if i.type == "tool_call_output_item"]
+    assert outputs[-1] == WITHHELD
+
+
+def test_an_agent_tool_paused_inside_when_a_sibling_stops_the_run_is_kept_as_may_have_happened(tmp_path):
+    from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail
+    from miniagents.turn import STOPPED_MIDWAY
+
+    ran = []
+
+    @function_tool(needs_approval=True)
+    def wire(n: int) -> str:
+        return "wired"
+
+    @function_tool(tool_input_guardrails=[tool_input_guardrail(lambda data: ToolGuardrailFunctionOutput.raise_exception(
+        "no"))])
+    def stop(n: int) -> str:
+        return "never"
+
+    inner = Agent(name="Inner", tools=[counted(ran), wire], model=ScriptedModel(
+        [[function_call("pay", {"n": 1}, call_id="i1"), function_call("wire", {"n": 2}, call_id="i2")]]))
+    outer = Agent(name="Outer", tools=[inner.as_tool("helper", "Helps."), stop], model=ScriptedModel(
+        [[function_call("helper", {"input": "x"}, call_id="o1"), function_call("stop", {"n": 3}, call_id="o2")]]))
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    with pytest.raises(Exception, match="tripwire"):
+        Runner.run_sync(outer, "go", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    assert ran == [1]
+    history = session.get_items()
+    assert calls_and_outputs(history) == [("function_call", "o1"), ("function_call_output", "o1")]
+    assert history[-1]["output"] == STOPPED_MIDWAY
+
+
+def test_the_error_an_agent_tools_inner_run_raises_carries_the_outer_runs_data():
+    ran = []
+
+    @function_tool(failure_error_function=None)
+    def refuse(n: int) -> str:
+        raise UserError("refused")  # an AgentsException: it carries run_data
+
+    inner = Agent(name="Inner", tools=[refuse], model=ScriptedModel([[function_call("refuse", {"n": 1}, call_id="i1")]]))
+    outer = Agent(name="Outer", tools=[counted(ran), inner.as_tool("inner", "Inner.", failure_error_function=None)],
+                  model=ScriptedModel([[function_call("pay", {"n": 0}, call_id="o0"),
+                                        function_call("inner", {"input": "x"}, call_id="o1")]]))
+    with pytest.raises(UserError) as caught:
+        Runner.run_sync(outer, "go", run_config=RunConfig(max_function_tool_concurrency=1))
+    data = caught.value.run_data
+    assert data.last_agent is outer and data.input == "go"
+    assert [(i.type, i.raw_item["call_id"]) for i in data.new_items][:2] == [("tool_call_item", "o0"),
+                                                                            ("tool_call_item", "o1")]
+
+
+def test_a_turn_saved_before_its_output_guardrail_trips_is_in_a_plain_sessions_history_once():
+    """A session with no ledger has no once-key to stop a second write: the turn is saved once, whatever fails
+    after it."""
+    from miniagents import GuardrailFunctionOutput, OutputGuardrailTripwireTriggered, output_guardrail
+
+    class ListSession:
+        session_id = "list"
+
+        def __init__(self):
+            self.items = []
+
+        def get_items(self, limit=None):
+            return list(self.items)
+
+        def add_items(self, items):
+            self.items += items
+
+    @output_guardrail
+    def refuse(ctx, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    ran, session = [], ListSession()
+    agent = Agent(name="Main", tools=[counted(ran)], tool_use_behavior="stop_on_first_tool",
+                  output_guardrails=[refuse], model=ScriptedModel([[function_call("pay", {"n": 5}, call_id="c1")]]))
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        Runner.run_sync(agent, "go", session=session)
+    assert ran == [5]
+    assert calls_and_outputs(session.items) == [("function_call", "c1"), ("function_call_output", "c1")]

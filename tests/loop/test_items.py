@@ -204,3 +204,10 @@ class AnswersWith(Model):
 def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong(response, said):
     with pytest.raises(UserError, match=said):
         Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")
+
+
+def test_a_custom_models_response_may_hold_its_items_in_a_tuple():
+    response = ModelResponse(output=(assistant_message("hi"),))
+    assert response.output == [assistant_message("hi")]
+    agent = Agent(name="A", model=AnswersWith(output=(assistant_message("hi"),)))
+    assert Runner.run_sync(agent, "x").final_output == "hi"

@@ -103,8 +103,12 @@ def test_custom_data_survives_the_run_state_json_round_trip():
 
 
 def test_an_extractor_that_raises_fails_the_run_but_its_approved_call_never_runs_again(tmp_path):
-    """The call's outcome is in the session's ledger before the extractor runs: a take-over of the failed resume
-    answers the call from the ledger instead of running it again."""
+    """The call ran, then its extractor raised: the failed resume keeps the call in the session's history (what it
+    did is unknown to the run, so the history says it may have happened), and a take-over of that pause is refused
+    as completed instead of running the call again."""
+    from miniagents.errors import AlreadyResumedError
+    from miniagents.turn import STOPPED_MIDWAY
+
     calls, session = [], SQLiteSession("s", str(tmp_path / "db"))
 
     def extract(ctx):
@@ -117,10 +121,10 @@ def test_an_extractor_that_raises_fails_the_run_but_its_approved_call_never_runs
     with pytest.raises(RuntimeError, match="extractor broke"):
         Runner.run_sync(agent, state, session=session)
     assert calls == ["Oslo"]
+    assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == [STOPPED_MIDWAY]
     again = RunState.from_string(agent, text)
     again.take_over()
     again.approve(again.get_interruptions()[0])
-    result = Runner.run_sync(agent, again, session=session)
-    assert calls == ["Oslo"] and result.final_output == "done"
-    (item,) = output_items(result)
-    assert item.raw_item["output"] == "sunny in Oslo" and item.custom_data is None
+    with pytest.raises(AlreadyResumedError) as refused:
+        Runner.run_sync(agent, again, session=session)
+    assert refused.value.outcome == "completed" and calls == ["Oslo"]
