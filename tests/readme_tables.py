@@ -126,7 +126,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # float or not finite, set items that cannot be hashed, an InitVar, a result that cannot be shown as text, JSON
     # nested deeper than Python walks; docstring sections read at their own indentation
     "state and sessions": 1100,
-    "HTTP adapters": 2047,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2083,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -136,7 +136,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # server's Retry-After and x-should-retry kept on the error, which runner-managed retries never heard; to 2027 for
     # what an attack on stream content found: a streamed call run twice or merged, found quadratically, a completed
     # response disagreeing with its stream or not complete, finish_reason "error" taken for an answer (2034: the
-    # same fixes unpacked, their errors saying what they mean)
+    # same fixes unpacked, their errors saying what they mean); 2083 for a Responses stream's text, refusal and
+    # call arguments compared with what response.completed carries there (a server sending no .done items was
+    # never compared: a tool could run with arguments nobody streamed)
     "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
     "shell: tracing": 957,
     "shell: retries": 320,
