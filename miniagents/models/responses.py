@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 
 from ..context import Usage
 from ..errors import ModelBehaviorError, UserError
-from ..items import FAKE_ID, clean_json
+from ..items import FAKE_ID, clean_json, preview
 from . import shapes
 from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec, is_json,
                        kernel_spec, output_format, reasoning_of, schema_note, wire_tool_choice)
@@ -156,20 +156,20 @@ class OpenAIResponsesModel(EndpointModel):
 
     def _events(self, exchange: Exchange) -> Iterator[dict]:
         collected: dict = {}
-        deltas: dict = {}  # one shapes.Deltas per streamed text, so split surrogate pairs come out joined
+        deltas: dict = {}  # (its place, a shapes.Deltas) per streamed text, so split surrogate pairs come out joined
         for name, data in exchange:
             event = parse_sse_json(data, exchange.secret)
             if event == "[DONE]":
                 continue
-            event = _cleaned(shapes.obj(event, "a stream event"), deltas)
-            kind = event.get("type") or name
-            event["type"] = shapes.text(kind, "a stream event's type")
+            event = shapes.obj(event, "a stream event")  # its type may be only the SSE event's name
+            event = _cleaned({**event, "type": shapes.text(event.get("type") or name, "a stream event's type")}, deltas)
+            kind = event["type"]
             if kind == "error":
                 raise error_from_body(None, event, exchange.request_id, exchange.secret)
             if kind == "response.output_item.done":
                 item = shapes.output_item(event.get("item"), f"{kind}.item")
                 key = event.get("output_index")  # an int: where the server put the item
-                if not isinstance(key, int) or isinstance(key, bool):  # else a key that keeps the order they came in
+                if not _is_index(key):  # else a key that keeps the order they came in
                     key = item["id"] if isinstance(item.get("id"), str) else f"#{len(collected)}"
                 elif key in collected:
                     raise ModelBehaviorError(f"The model's stream contradicts itself: it streamed two items at output "
@@ -180,7 +180,7 @@ class OpenAIResponsesModel(EndpointModel):
                 check_final({**shapes.obj({} if response is None else response, f"{kind}.response"),
                              "status": kind.split(".")[1]}, exchange)
             if kind == "response.completed":
-                yield {**event, "response": _completed(event.get("response"), collected, exchange)}
+                yield {**event, "response": _completed(event.get("response"), collected, deltas, exchange)}
                 return  # the answer is complete: never wait for a server that holds the connection open
             yield event
         raise http_error(None, "the stream ended before response.completed: the response is truncated "
@@ -188,12 +188,13 @@ class OpenAIResponsesModel(EndpointModel):
                          type="stream_error", code="truncated")
 
 
-def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
+def _completed(response: Any, collected: dict, deltas: dict, exchange: Exchange) -> dict:
     """The final response of a stream, checked as a plain one is (`check_final`: a status that is "failed" or
     "incomplete" is no success, whatever the event's name; `_output`). What was streamed must be what the response
     says: an item an `output_item.done` carried must be the one the response holds at its index (or, a call a
     server streamed with no index, as llama.cpp does, the one with its call id), in what the run acts on
-    (`_acted_on`), else the stream contradicts itself (`ModelBehaviorError`)."""
+    (`_acted_on`), and so must each text streamed as deltas (`_check_deltas`), else the stream contradicts itself
+    (`ModelBehaviorError`)."""
     if response is None:
         raise ModelBehaviorError("The model's answer is empty: the response.completed event carries no response.")
     response = check_final(dict(shapes.obj(response, "response.completed.response")), exchange)
@@ -206,6 +207,9 @@ def _completed(response: Any, collected: dict, exchange: Exchange) -> dict:
         if there is None or _acted_on(there) != _acted_on(item):
             raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
                                      f"{key} is not the one its response.completed carries there.")
+    at_index = {key: item for key, item in collected.items() if isinstance(key, int)} if filled else dict(
+        enumerate(output))
+    _check_deltas(deltas, output, at_index, exchange.secret)
     response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
     shapes.opt_str(response.get("id"), "response.completed.response.id")
     return response
@@ -234,12 +238,68 @@ def _acted_on(item: dict) -> tuple:
     return item["type"], item.get("call_id"), item.get("name"), item.get("arguments"), texts
 
 
+_STREAMED = {"response.output_text.delta": "text", "response.refusal.delta": "refusal",
+             "response.function_call_arguments.delta": "arguments"}  # the deltas compared, and the field each fills
+
+
+def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> None:
+    """Each text, refusal and call's arguments streamed as deltas must be what the completed response carries at
+    the place they were streamed to, else the stream contradicts itself (`ModelBehaviorError`).
+
+    Why: the reader watched the deltas (a person read the text, a UI showed the call being written), and the run
+    acts on `response.completed`; a server that streams "pay 5" and completes with `{"amount": 500}` must not run
+    the tool with arguments nobody streamed, whether it also sent `output_item.done` events or not (OpenAI sends
+    both: its deltas then agree with the item the `.done` carried, which `_completed` compares too). The place is
+    the delta's `output_index` (`at_index`), or else the item whose id is its `item_id` (llama.cpp sends no index,
+    and gives its calls the item id as call_id only); a delta with neither names no place and is not compared,
+    nor is a kind of delta the run does not act on (reasoning). The text compared is the one the stream's `Deltas`
+    already hold, so nothing more is kept. The error shows both from where they part, bounded, secrets hidden."""
+    by_id = {item.get("id") or item.get("call_id"): item for item in output}
+    for (kind, item_id, index, part, _), pieces in deltas.values():
+        field = _STREAMED.get(kind)
+        if field is None or not (_is_index(index) or isinstance(item_id, str)):
+            continue
+        item = at_index.get(index) if _is_index(index) else by_id.get(item_id)
+        ended, streamed = _ended_as(item, field, part), pieces.value
+        if ended == streamed:
+            continue
+        where = f"output index {index}" if _is_index(index) else f"the item {preview(redact(item_id, secret), 60)!r}"
+        if ended is None:
+            raise ModelBehaviorError(f"The model's stream contradicts itself: it streamed {field} for {where}, and "
+                                     f"its response.completed carries no {field} there.")
+        streamed, ended = redact(streamed, secret), redact(ended, secret)
+        at = next((i for i, (a, b) in enumerate(zip(streamed, ended)) if a != b), min(len(streamed), len(ended)))
+        raise ModelBehaviorError(f"The model's stream contradicts itself: what it streamed as {field} for {where} is "
+                                 f"not what its response.completed carries there (from character {at}: streamed "
+                                 f"{preview(streamed[at:], 60)!r}, completed {preview(ended[at:], 60)!r}).")
+
+
+def _ended_as(item: Any, field: str, part: Any) -> Optional[str]:
+    """An item's `field` as the response completed it: a call's arguments, or a message's text or refusal (the part
+    at the delta's `content_index`, or every part of that kind joined when the delta names none); None when the
+    item is not there or has no such field."""
+    if item is None or item["type"] != ("function_call" if field == "arguments" else "message"):
+        return None
+    if field == "arguments":
+        return item["arguments"]
+    kind, content = "output_text" if field == "text" else "refusal", item.get("content") or ()
+    if not _is_index(part):
+        return "".join(p[field] for p in content if p.get("type") == kind)
+    there = content[part] if 0 <= part < len(content) else {}
+    return there[field] if there.get("type") == kind else None
+
+
+def _is_index(value: Any) -> bool:
+    """Whether a stream event's `output_index` or `content_index` is one: an int (a bool is none)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _cleaned(event: dict, deltas: dict) -> dict:
-    """An event with its strings cleaned (`items.clean_json`); a `delta` through its text's `Deltas`."""
+    """An event with its strings cleaned (`items.clean_json`); a `delta` through its text's `Deltas`, kept with the
+    place it was streamed to (type, item_id, output_index, content_index, summary_index) for `_check_deltas`."""
     delta = event.get("delta")
     out = clean_json(event)
     if isinstance(delta, str):
-        key = tuple(repr(event.get(k)) for k in ("type", "item_id", "output_index", "content_index",
-                                                 "summary_index"))
-        out["delta"] = deltas.setdefault(key, shapes.Deltas()).add(delta)
+        place = tuple(out.get(k) for k in ("type", "item_id", "output_index", "content_index", "summary_index"))
+        out["delta"] = deltas.setdefault(tuple(map(repr, place)), (place, shapes.Deltas()))[1].add(delta)
     return out
