@@ -1557,6 +1557,12 @@ MUTANTS: List[Mutant] = [
       "    if not output and response.get(\"status\") != \"completed\":",
       "    if False:",
       "an empty completed response is refused, streamed as it is plain", "test_responses"),
+    M("models/responses.py",
+      "        if ended == streamed:\n"
+      "            continue\n",
+      "        if True:\n"
+      "            continue\n",
+      "streamed deltas that disagree with the completed response are refused", "test_responses_deltas"),
     M("tool.py",
       "    except (NestedInterruption, caller.Cancelled, MissingFeatureError, SessionStoreError, AlreadyResumedError,",
       "    except (NestedInterruption, caller.Cancelled, MissingFeatureError,",
