@@ -254,7 +254,11 @@ def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> No
     and gives its calls the item id as call_id only); a delta with neither names no place and is not compared,
     nor is a kind of delta the run does not act on (reasoning). The text compared is the one the stream's `Deltas`
     already hold, so nothing more is kept. The error shows both from where they part, bounded, secrets hidden."""
-    by_id = {item.get("id") or item.get("call_id"): item for item in output}
+    by_id = {}  # a server's id may be any JSON value: only a string names an item
+    for item in output:
+        key = item.get("id") or item.get("call_id")
+        if isinstance(key, str):
+            by_id[key] = item
     for (kind, item_id, index, part, _), pieces in deltas.values():
         field = _STREAMED.get(kind)
         if field is None or not (_is_index(index) or isinstance(item_id, str)):

@@ -149,6 +149,8 @@ PAY = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "out
        "delta": "I can't."}],
      [{**final_item("text", "I can't."), "content": final_item("text", "I can't.")["content"] * 2}],
      "it streamed refusal for output index 0, and its response.completed carries no refusal there."),
+    ([{**PAY, "output_index": None, "delta": "{}"}], [{**final_item("arguments", "{}"), "id": ["fc_1"]}],
+     "it streamed arguments for the item 'fc_1', and its response.completed carries no arguments there."),
 ])
 def test_what_a_contradicting_stream_is_told(server, deltas, output, said):
     with pytest.raises(ModelBehaviorError) as info:
