@@ -6,7 +6,8 @@ itself is `EndpointModel`'s. Stateless by default (the kernel replays the transc
 when set); `previous_response_id` and `conversation_id` pass through. A stream's result is the
 `response.completed` event; `response.failed`/`error` raise `ModelHTTPError`, `response.incomplete`
 raises `ModelBehaviorError` (so does a non-streamed `incomplete`, and a `response.completed` whose status says
-otherwise is checked as a plain answer: never a silent partial answer).
+otherwise is checked as a plain answer: never a silent partial answer), and so does a completed response other
+than what its stream carried (its items and its deltas: the answer the reader watched is the one the run gets).
 Never: send Chat-shaped tools, `item_reference`s, or items with the Chat adapter's fake ids.
 """
 from __future__ import annotations
@@ -207,8 +208,7 @@ def _completed(response: Any, collected: dict, deltas: dict, exchange: Exchange)
         if there is None or _acted_on(there) != _acted_on(item):
             raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
                                      f"{key} is not the one its response.completed carries there.")
-    at_index = {key: item for key, item in collected.items() if isinstance(key, int)} if filled else dict(
-        enumerate(output))
+    at_index = dict(enumerate(output)) if not filled else {k: v for k, v in collected.items() if isinstance(k, int)}
     _check_deltas(deltas, output, at_index, exchange.secret)
     response["usage"] = shapes.usage(response.get("usage"), "response.completed.response.usage")
     shapes.opt_str(response.get("id"), "response.completed.response.id")
