@@ -244,7 +244,8 @@ _STREAMED = {"response.output_text.delta": "text", "response.refusal.delta": "re
 
 def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> None:
     """Each text, refusal and call's arguments streamed as deltas must be what the completed response carries at
-    the place they were streamed to, else the stream contradicts itself (`ModelBehaviorError`).
+    the place they were streamed to, else the stream contradicts itself (`ModelBehaviorError`, which names the
+    place and where the two part, never the text: it could hold anything).
 
     Why: the reader watched the deltas (a person read the text, a UI showed the call being written), and the run
     acts on `response.completed`; a server that streams "pay 5" and completes with `{"amount": 500}` must not run
@@ -253,7 +254,7 @@ def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> No
     the delta's `output_index` (`at_index`), or else the item whose id is its `item_id` (llama.cpp sends no index,
     and gives its calls the item id as call_id only); a delta with neither names no place and is not compared,
     nor is a kind of delta the run does not act on (reasoning). The text compared is the one the stream's `Deltas`
-    already hold, so nothing more is kept. The error shows both from where they part, bounded, secrets hidden."""
+    already hold, so nothing more is kept."""
     by_id = {}  # a server's id may be any JSON value: only a string names an item
     for item in output:
         key = item.get("id") or item.get("call_id")
@@ -271,11 +272,9 @@ def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> No
         if ended is None:
             raise ModelBehaviorError(f"The model's stream contradicts itself: it streamed {field} for {where}, and "
                                      f"its response.completed carries no {field} there.")
-        streamed, ended = redact(streamed, secret), redact(ended, secret)
         at = next((i for i, (a, b) in enumerate(zip(streamed, ended)) if a != b), min(len(streamed), len(ended)))
         raise ModelBehaviorError(f"The model's stream contradicts itself: what it streamed as {field} for {where} is "
-                                 f"not what its response.completed carries there (from character {at}: streamed "
-                                 f"{preview(streamed[at:], 60)!r}, completed {preview(ended[at:], 60)!r}).")
+                                 f"not what its response.completed carries there (they part at character {at}).")
 
 
 def _ended_as(item: Any, field: str, part: Any) -> Optional[str]:

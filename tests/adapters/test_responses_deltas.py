@@ -137,8 +137,8 @@ PAY = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "out
 
 @pytest.mark.parametrize("deltas,output,said", [
     ([{**PAY, "delta": '{"amount": '}, {**PAY, "delta": "5}"}], [final_item("arguments", '{"amount": 500}')],
-     "what it streamed as arguments for output index 0 is not what its response.completed carries there (from "
-     "character 12: streamed '}', completed '00}')."),
+     "what it streamed as arguments for output index 0 is not what its response.completed carries there (they "
+     "part at character 12)."),
     ([{**PAY, "delta": '{"amount": 5}'}], [], "it streamed arguments for output index 0, and its "
                                             "response.completed carries no arguments there."),
     ([{**PAY, "delta": '{"amount": 5}'}], [final_item("text", '{"amount": 5}')],
@@ -158,7 +158,7 @@ def test_what_a_contradicting_stream_is_told(server, deltas, output, said):
     assert said in str(info.value), str(info.value)
 
 
-def test_the_error_is_bounded_and_never_shows_the_key(server):
+def test_the_error_never_quotes_the_text_it_names(server):
     streamed, completed = f"Paid. Your key is {KEY}. " + "a" * 5000, f"Paid! Your key is {KEY}. " + "b" * 5000
     deltas = [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
                "delta": streamed[i:i + 7]} for i in range(0, len(streamed), 7)]
@@ -166,7 +166,7 @@ def test_the_error_is_bounded_and_never_shows_the_key(server):
         stream(server, sse(*deltas, {"type": "response.completed",
                                      "response": response_obj([final_item("text", completed)])}, done=False))
     said = str(info.value)
-    assert KEY not in said and "***" in said and len(said) < 400, said
+    assert KEY not in said and "Paid" not in said and "(they part at character 4)" in said and len(said) < 200, said
 
 
 def test_a_message_with_several_parts_is_compared_part_by_part(server):
