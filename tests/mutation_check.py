@@ -1576,6 +1576,10 @@ MUTANTS: List[Mutant] = [
       "        pass",
       "a resumed state that went on unjournaled journals its next turn once the other turn is gone",
       "test_journal_neighbours"),
+    M("dbapi/__init__.py",
+      "before, page = rows[-1][0], min(page * 2, 4096)",
+      "before, page = rows[-1][0], min(page * 3, 4096)",
+      "a DB-API session's history pages grow other than twofold from 64 rows to 4096", "test_session_dbapi"),
 ]
 
 

@@ -44,11 +44,11 @@ class DriverError(Exception):
 class FlakyConnection:
     """sqlite3 under a DB-API face that fails on cue. `plan` (shared by every connection a test opens) maps a
     statement prefix to a list of failures, each (sqlstate, lose_connection, after_running); one is used per
-    matching statement."""
+    matching statement. `statements` records each statement run (sql, parameters), failed ones too."""
 
     def __init__(self, path, plan):
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.path, self.plan, self.closed = path, plan, False
+        self.path, self.plan, self.closed, self.statements = path, plan, False, []
 
     def cursor(self):
         return FlakyCursor(self, self._conn.cursor())
@@ -73,6 +73,7 @@ class FlakyCursor:
         self.owner, self.cur = owner, cur
 
     def _run(self, method, sql, params):
+        self.owner.statements.append((sql, params))
         if self.owner.closed:
             raise DriverError("the connection is closed")
         for prefix, failures in self.owner.plan.items():
@@ -252,6 +253,25 @@ def test_a_closed_session_reconnects_on_next_use(flaky):
     assert connections[0].closed
     s.add_items([user("2")])
     assert s.get_items() == [user("1"), user("2")] and len(connections) == 2
+
+
+def test_a_long_history_is_read_in_pages_that_double_from_64_up_to_4096_rows(flaky):
+    """A driver such as psycopg reads a whole result into memory: the history is read newest first a page at a
+    time, each page twice the last (so what is read follows what is wanted) but never more than 4096 rows."""
+    make, plan, connections = flaky
+    s = make()
+    history = [user(str(i)) for i in range(64 + 128 + 256 + 512 + 1024 + 2048 + 4096 + 100)]
+    s.add_items(history)
+
+    def page_sizes(**kwargs):
+        del connections[0].statements[:]
+        items = s.get_items(**kwargs)
+        return items, [params[-1] for sql, params in connections[0].statements
+                       if sql.startswith("SELECT id, message_data FROM")]
+
+    assert page_sizes() == (history, [64, 128, 256, 512, 1024, 2048, 4096, 4096])
+    assert page_sizes(limit=100) == (history[-100:], [64, 100])  # a page asks for no more than the limit
+    assert page_sizes(limit=10) == (history[-10:], [10])
 
 
 # --- drivers, dialects and placeholders -------------------------------------------------------------------------
