@@ -1580,6 +1580,10 @@ MUTANTS: List[Mutant] = [
       "before, page = rows[-1][0], min(page * 2, 4096)",
       "before, page = rows[-1][0], min(page * 3, 4096)",
       "a DB-API session's history pages grow other than twofold from 64 rows to 4096", "test_session_dbapi"),
+    M("models/bounded.py",
+      "            self._file.close()",
+      "            pass",
+      "closing a paced response leaves its socket open until the collector finds it", "test_http_bounds"),
 ]
 
 

@@ -6,6 +6,7 @@ delivering events is never cut.
 Timing assertions are generous (a 1 s deadline must end the call within 8 s, where the unbounded transport ran
 until the server stopped dripping after 12 s); the precise figures are in benchmarks/http_bounds.py."""
 import re
+import socket
 import time
 
 import pytest
@@ -148,6 +149,20 @@ def test_more_interim_answers_than_the_limit_is_a_typed_error_and_not_retried(se
     assert info.value.type == "invalid_response" and len(server.requests) == 1
     assert (f"the server sent more than {bounded.MAX_INTERIM_RESPONSES} interim (1xx) responses before its "
             "answer") in str(info.value)
+
+
+def test_a_paced_response_holds_its_socket_open_while_it_reads_and_closing_it_hangs_up_at_once():
+    """http.client closes a connection's socket while its response may still read it; the paced reader keeps the
+    socket open until it is closed itself, and then hangs up there and then (not when the collector finds it)."""
+    ours, theirs = socket.socketpair()
+    with theirs:
+        reader = bounded._PacedSocket(ours, lambda: 5.0).makefile("rb")
+        theirs.sendall(b"HTTP/1.1 200 OK\r\n")
+        ours.close()  # as HTTPConnection.close does
+        assert reader.readline() == b"HTTP/1.1 200 OK\r\n" and ours.fileno() != -1
+        reader.close()
+        theirs.setblocking(False)
+        assert ours.fileno() == -1 and theirs.recv(1) == b""  # the peer sees the end now, nothing left pending
 
 # --------------------------------------------------------------------------- sizes: refused before they are read
 
