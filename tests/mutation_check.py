@@ -1584,6 +1584,14 @@ MUTANTS: List[Mutant] = [
       "            self._file.close()",
       "            pass",
       "closing a paced response leaves its socket open until the collector finds it", "test_http_bounds"),
+    M("vendor/__init__.py",
+      "\"a scripted tool run, an approval resumed from JSON and a SQLiteSession turn work\"",
+      "\"\"",
+      "the vendor check's line leaves out the steps it ran with sqlite3", "test_vendor_command"),
+    M("vendor/__init__.py",
+      "\"a scripted tool run and an approval resumed from JSON work\"",
+      "\"a scripted tool run, an approval resumed from JSON and a SQLiteSession turn work\"",
+      "the vendor check's line claims a session turn a Python without sqlite3 skipped", "test_vendor_command"),
 ]
 
 

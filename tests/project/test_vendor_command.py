@@ -283,6 +283,8 @@ exec {sys.executable} -S -I -B -c "import sys; sys.modules['_sqlite3'] = None; e
     done = vendor("--check", good_copy, "--python", stand_in)
     assert f"({stand_in}): it imports" in done.stdout, done.stderr
     assert "skipped: a SQLiteSession turn (this Python has no sqlite3)" in done.stdout
+    assert (f"({stand_in}): it imports, its shells import, a scripted tool run and an approval resumed from JSON "
+            "work; skipped: a SQLiteSession turn (this Python has no sqlite3)\n") in done.stdout, "no turn claimed"
     assert done.returncode == 0, done.stderr
 
 
@@ -295,6 +297,9 @@ def test_check_passes_on_a_good_copy_given_as_dest_or_as_its_package_folder(good
         done = vendor("--check", where)
         assert done.returncode == 0, done.stderr
         assert f"checked miniagents with Python {THIS}" in done.stdout and "note:" not in done.stdout
+        assert f"checked miniagents with Python {THIS} ({sys.executable}): it imports, its shells import, a scripted " \
+               "tool run, an approval resumed from JSON and a SQLiteSession turn work\n" in done.stdout, \
+               "the line says each step that ran"
     assert tree(good_copy) == before, "--check changes nothing"
 
 
