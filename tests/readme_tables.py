@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1548,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1551,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -107,7 +107,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1548 (and agents 972) for what an attack on that rule found: a call that raised once started, a handoff or a
     # plugin failing at the turn's end, a cancel in an async step, an agent tool paused inside, a call a crash left
     # unsure, each still dropped; a cancel during an output guardrail that ran the tool again; an error's run_data
-    # the inner run's; a tuple of output items refused
+    # the inner run's; a tuple of output items refused; 1551 for what a second attack found: Ctrl-C or an exit
+    # mid-turn closed the journal (it now leaves the turn, as a crash does), a cancel in a resumed turn's async step
+    # dropped its approved call, a custom session that stored a turn and raised was asked to store it again
     "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -126,7 +128,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # float or not finite, set items that cannot be hashed, an InitVar, a result that cannot be shown as text, JSON
     # nested deeper than Python walks; docstring sections read at their own indentation
     "state and sessions": 1100,
-    "HTTP adapters": 2083,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -138,7 +140,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response disagreeing with its stream or not complete, finish_reason "error" taken for an answer (2034: the
     # same fixes unpacked, their errors saying what they mean); 2083 for a Responses stream's text, refusal and
     # call arguments compared with what response.completed carries there (a server sending no .done items was
-    # never compared: a tool could run with arguments nobody streamed)
+    # never compared: a tool could run with arguments nobody streamed); 2084: the place found by item_id first
+    # (Ollama streams a message and the call after it at one index)
     "offline model": 360,  # raised for issue 11: upstream's whole agents.testing contract (steps, checks, streams)
     "shell: tracing": 957,
     "shell: retries": 320,
