@@ -243,18 +243,21 @@ _STREAMED = {"response.output_text.delta": "text", "response.refusal.delta": "re
 
 
 def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> None:
-    """Each text, refusal and call's arguments streamed as deltas must be what the completed response carries at
-    the place they were streamed to, else the stream contradicts itself (`ModelBehaviorError`, which names the
+    """Each text, refusal and call's arguments streamed as deltas must begin what the completed response carries
+    at the place they were streamed to, else the stream contradicts itself (`ModelBehaviorError`, which names the
     place and where the two part, never the text: it could hold anything).
 
     Why: the reader watched the deltas (a person read the text, a UI showed the call being written), and the run
     acts on `response.completed`; a server that streams "pay 5" and completes with `{"amount": 500}` must not run
     the tool with arguments nobody streamed, whether it also sent `output_item.done` events or not (OpenAI sends
-    both: its deltas then agree with the item the `.done` carried, which `_completed` compares too). The place is
-    the delta's `output_index` (`at_index`), or else the item whose id is its `item_id` (llama.cpp sends no index,
-    and gives its calls the item id as call_id only); a delta with neither names no place and is not compared,
-    nor is a kind of delta the run does not act on (reasoning). The text compared is the one the stream's `Deltas`
-    already hold, so nothing more is kept."""
+    both: its deltas then agree with the item the `.done` carried, which `_completed` compares too). A completed
+    value that goes on past the deltas is no contradiction: llama.cpp holds back a tail that may be a stop word or
+    a tag, and sends it only in the `.done` events and the completed response. The place is the completed item
+    whose id is the delta's `item_id` (llama.cpp sends no index, and gives its calls the item id as call_id only;
+    Ollama streams a message's text and the call after it at one index), else the item at its `output_index`
+    (`at_index`); a delta with neither names no place and is not compared, nor is a kind of delta the run does not
+    act on (reasoning). The text compared is the one the stream's `Deltas` already hold, so nothing more is
+    kept."""
     by_id = {}  # a server's id may be any JSON value: only a string names an item
     for item in output:
         key = item.get("id") or item.get("call_id")
@@ -264,9 +267,10 @@ def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> No
         field = _STREAMED.get(kind)
         if field is None or not (_is_index(index) or isinstance(item_id, str)):
             continue
-        item = at_index.get(index) if _is_index(index) else by_id.get(item_id)
+        named = isinstance(item_id, str) and item_id in by_id
+        item = by_id[item_id] if named else at_index.get(index) if _is_index(index) else None
         ended, streamed = _ended_as(item, field, part), pieces.value
-        if ended == streamed:
+        if ended is not None and ended.startswith(streamed):  # a tail held back (llama.cpp's stop words, tags)
             continue
         where = f"output index {index}" if _is_index(index) else f"the item {preview(redact(item_id, secret), 60)!r}"
         if ended is None:
