@@ -44,10 +44,14 @@ def recall(run: Run, turn: Turn) -> None:
     other waits for a person, whose approval runs it again and whose rejection tells the model it may or may not
     have happened. A continued run finds them in the ledger; the calls it finds settled keep their outputs."""
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
-    kept = run.scratch.get(open_journal) and written(run)  # a run that failed in it wrote what ran of it, then died
+    continued = run.scratch.get(open_journal)
+    looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
+                 for call in turn.calls if continued and call.kind == "function" and not call.fate}
+    kept = continued and (written(run) or any(recorded == STOPPED_MIDWAY for _, recorded in looked_up.values()))
+    # a call of it raised and stopped the run (which may have written what ran of it): the turn ended there
     for call in turn.calls:
-        if run.scratch.get(open_journal) and call.kind == "function" and not call.fate:
-            claimed, recorded = caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
+        if call.call_id in looked_up:
+            claimed, recorded = looked_up[call.call_id]
             if recorded is not None:
                 call.fate, call.output = "done", (recorded, recorded)
             elif kept:  # the history says what the turn did: nothing more of it runs, no person is asked
@@ -184,10 +188,12 @@ def close_journal(run: Run) -> None:
     already have happened (`recall`) journals that pause instead: a crash while the person decides leaves the
     question to continue, not a session with neither the question nor the turn. A run the session itself failed
     (a full disk, a lock held too long: `SessionStoreError`) leaves its turn there, as a crash does: what its
-    calls did is not in the history, and a continue finds it."""
+    calls did is not in the history, and a continue finds it. So does a run stopped by Ctrl-C or an exit
+    (`KeyboardInterrupt`, `SystemExit`): the process is stopping, its calls may still be running in their threads,
+    and the ledger, not this run, will know what they did."""
     pending = run.state.pending
-    failed_store = isinstance(run.failure, SessionStoreError)
-    if run.journal and run.journal == run.scratch.get(write_journal) and not failed_store:
+    as_a_crash = isinstance(run.failure, SessionStoreError) or not isinstance(run.failure, (Exception, type(None)))
+    if run.journal and run.journal == run.scratch.get(write_journal) and not as_a_crash:
         asking = run.result is not None and pending is not None and pending.unsure
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
                         run.state.current_turn)

@@ -233,14 +233,17 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
                 steps.join_input_guardrails(run, None)  # racing input guardrails: a trip is raised, never lost
             except AgentsException as trip:
                 raise failed(run, trip) from None
-            lost = keep_what_ran(run, stop) if run.state.pending is None else stop  # a fresh turn stopped midway
-            if lost is not stop:  # its session failed: the turn stays journaled (a resumed turn keeps its pause)
+            lost = keep_what_ran(run, stop)  # a turn stopped midway after its calls ran (an async step cancelled)
+            if lost is not stop:  # its session failed: the turn stays journaled
                 raise failed(run, lost) from None
             if run.plugins and isinstance(stop, AgentsException):
                 leave_agent(run, stop)
             return RunResult.from_state(state, None)
         except Exception as error:  # a tripwire or a failure (a custom model's too) is raised, a cancel or not
             raise failed(run, error)
+        except BaseException as stop:  # Ctrl-C, an exit: the process is stopping, as in a crash (ledger.close_journal)
+            run.failure = stop
+            raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
             for step in run.after:  # the session's journal is closed; the plugins hear the agent's stretch end
@@ -601,8 +604,8 @@ AFTER = (  # when the run returns or raises: the journal closed first, whatever 
     Step(leave_agent, "run.plugins"),
 )
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
-    Step(steps.guarded, TOOL_GUARDRAILS),
-    Step(ledger.claimed, "run.ledger"),
+    Step(ledger.claimed, "run.ledger"),  # the tool alone: a call its input guardrail stops is never claimed, and a
+    Step(steps.guarded, TOOL_GUARDRAILS),  # recorded output meets the output guardrails again when a continue reads it
     Step(steps.wrapped_by_plugins, "run.plugins"),
 )
 

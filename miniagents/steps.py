@@ -324,9 +324,9 @@ def save(run: Run, turn: Turn) -> None:
     turn is written once per session: another resume of the same paused state may have written it already (the
     ledger's `once` key says so); its claim records that it completed."""
     items = turn.session_input + [i.raw_item for i in turn.items]
+    turn.saved = True  # asked once: a session that raises after it stored the items is never asked again
     write_to_session(run, items, f"turn-{run.state.current_turn}" if turn.claim is not None else None)
     run.state.unsaved_session_input = []
-    turn.saved = True
     settle_claim(run, turn, "completed")
 
 

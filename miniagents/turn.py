@@ -132,7 +132,7 @@ class Turn:
     reserved: int = 0  # tool calls counted before they ran (steps.check_tool_limit), or began (steps.reread)
     unsure: list = field(default_factory=list)  # ids of calls started before a crash, with no output recorded
     reruns: set = field(default_factory=set)  # of those, the ones that run again (approved, or idempotent)
-    saved: bool = False  # written to the session (steps.save): a failure after it keeps nothing again
+    saved: bool = False  # the session was asked to write it (steps.save): a failure after that keeps nothing again
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------

@@ -10,7 +10,7 @@ output is recorded), and before and after the turn's write. K = 0 never kills.
 
 MODE "start" runs the plan's input on the session; "continue" finishes what the session holds (`finish`),
 approving every call a person is asked about (it prints "approved CALL_ID" first). Prints "points N" and
-"final TEXT" when it was not killed ("final halted": `halt` stopped the run). The parent test imports this module for the same agent and `finish`.
+"final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run). The parent test imports this module for the same agent and `finish`.
 """
 import json
 import os
@@ -48,7 +48,8 @@ def instrumented(session):
 def agent_for(plan, effects_path):
     """An agent whose model plays `plan` (turns of [tool, amount] calls, then a final message naming every
     output it saw), deciding from the history alone, so a continued run is asked what an uninterrupted one is.
-    `pay` is a side effect; `ship` is declared idempotent; `halt`'s input guardrail stops the run (a tripwire)."""
+    `pay` is a side effect; `ship` is declared idempotent; `halt`'s input guardrail stops the run (a tripwire);
+    `boom` stops it too, raising once its side effect happened (`failure_error_function=None`)."""
     from miniagents import (Agent, ModelResponse, ToolContext, ToolGuardrailFunctionOutput, function_tool,
                             tool_input_guardrail)
     from miniagents.context import Usage
@@ -78,6 +79,12 @@ def agent_for(plan, effects_path):
         """Never runs: its guardrail stops the run."""
         return effect(ctx, "halted")
 
+    @function_tool(failure_error_function=None)
+    def boom(ctx: ToolContext, amount: int) -> str:
+        """Does its side effect, then raises."""
+        effect(ctx, "boomed")
+        raise RuntimeError("boom")
+
     class PlanModel(Model):
         def get_response(self, instructions, input, *args, **kwargs):
             point("model:start")
@@ -95,7 +102,7 @@ def agent_for(plan, effects_path):
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError
 
-    return Agent(name="Payer", tools=[pay, ship, halt], model=PlanModel())
+    return Agent(name="Payer", tools=[pay, ship, halt, boom], model=PlanModel())
 
 
 def last_answer(items):
@@ -149,7 +156,7 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
                                     run_config=RunConfig(max_function_tool_concurrency=1)).final_output
         else:
             final = finish(session, agent, say=say)
-    except ToolInputGuardrailTripwireTriggered:
+    except (ToolInputGuardrailTripwireTriggered, RuntimeError):
         final = "halted"
     say(f"points {PASSED[0]}")
     say(f"final {final}")

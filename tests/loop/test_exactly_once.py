@@ -789,3 +789,99 @@ def test_a_turn_saved_before_its_output_guardrail_trips_is_in_a_plain_sessions_h
         Runner.run_sync(agent, "go", session=session)
     assert ran == [5]
     assert calls_and_outputs(session.items) == [("function_call", "c1"), ("function_call_output", "c1")]
+
+
+def test_ctrl_c_inside_a_call_leaves_the_turn_to_continue_as_a_crash_does(tmp_path):
+    """The calls it interrupted may still be running, so the history cannot say yet what they did: the turn stays
+    journaled, new input is refused until it is continued, and the continue runs nothing twice."""
+    from miniagents.errors import UnfinishedTurnError
+
+    ran = []
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        if n == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the call runs
+        return f"paid {n}"
+
+    agent = Agent(name="Main", tools=[pay], model=ScriptedModel(
+        [[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
+         [assistant_message("done")]]))
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "go", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    assert session.read_journal() and session.get_items() == []
+    with pytest.raises(UnfinishedTurnError):
+        Runner.run_sync(agent, "something else", session=session)
+    paused = Runner.run_sync(agent, [], session=session)
+    assert [item.call_id for item in paused.interruptions] == ["c2"]  # it may have happened: a person decides
+    state = paused.to_state()
+    state.reject(paused.interruptions[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done" and ran == [1, 2]
+    assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
+
+
+def test_a_session_that_stores_a_turn_then_raises_is_not_asked_to_store_it_again():
+    class LateSession:
+        session_id = "late"
+
+        def __init__(self):
+            self.items = []
+
+        def get_items(self, limit=None):
+            return list(self.items)
+
+        def add_items(self, items):
+            self.items += items
+            raise TimeoutError("the commit was acknowledged late")
+
+    ran, session = [], LateSession()
+    agent = Agent(name="Main", tools=[counted(ran)], model=ScriptedModel([[function_call("pay", {"n": 1},
+                                                                                         call_id="c1")]]))
+    with pytest.raises(TimeoutError):
+        Runner.run_sync(agent, "go", session=session)
+    assert ran == [1]
+    assert calls_and_outputs(session.items) == [("function_call", "c1"), ("function_call_output", "c1")]
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_a_cancel_in_an_async_step_of_a_resumed_turn_keeps_the_approved_call_that_ran(tmp_path, with_session):
+    import asyncio
+
+    from miniagents import ToolsToFinalOutputResult
+
+    ran, waiting = [], threading.Event()
+
+    async def behavior(ctx, results):
+        waiting.set()
+        await asyncio.sleep(30)
+        return ToolsToFinalOutputResult(False, None)
+
+    @function_tool(needs_approval=True)
+    def pay(n: int) -> str:
+        ran.append(n)
+        return f"paid {n}"
+
+    model = ScriptedModel([[function_call("pay", {"n": 7}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="Main", tools=[pay], model=model, tool_use_behavior=behavior)
+    session = SQLiteSession("s", str(tmp_path / "db")) if with_session else None
+    paused = Runner.run_sync(agent, "go", session=session)
+    state = paused.to_state()
+    state.approve(paused.interruptions[0])
+    result = Runner.run_streamed(agent, state, session=session)
+
+    async def read_and_cancel():
+        async def cancel():
+            await asyncio.get_running_loop().run_in_executor(None, waiting.wait, 10)
+            result.cancel()
+        canceller = asyncio.ensure_future(cancel())
+        async for _ in result.stream_events():
+            pass
+        await canceller
+
+    asyncio.run(read_and_cancel())
+    again = Runner.run_sync(agent, result.to_state(), session=session)
+    assert again.final_output == "done" and ran == [7]
+    if session is not None:
+        assert calls_and_outputs(session.get_items()) == [("function_call", "c1"), ("function_call_output", "c1")]

@@ -155,19 +155,22 @@ def test_random_kill_points_and_tool_plans_never_repeat_a_side_effect_unasked(pl
     check(spec, plan, effects, approved, expected, f"plan {plan}, kills {kills}, {kind}")
 
 
-def test_a_run_a_tripwire_stops_after_a_call_ran_killed_at_every_point_keeps_a_true_history(tmp_path):
-    """The run fails by design (`halt`'s guardrail trips after `pay` ran; `ship` after it never starts, unless a
-    continue runs it while a person is asked about `halt`). Killed at every point, then continued here: `pay`
+@pytest.mark.parametrize("stopper", ["halt", "boom"])
+def test_a_run_stopped_after_a_call_ran_killed_at_every_point_keeps_a_true_history(tmp_path, stopper):
+    """The run fails by design after `pay` ran: `halt`'s guardrail trips (it never starts), or `boom` raises once
+    its side effect happened; the `pay` after it never starts, unless a crash left `boom` unsure and a continue
+    runs it while a person is asked about `boom`. Killed at every point, then continued here: each side effect
     happened at most once (plus approved repeats); the history pairs every call with its output and holds `pay`
-    (what it did, or that it may have happened, when a crash left that unknown and the tripwire cut its question
+    (what it did, or that it may have happened, when a crash left that unknown and the failure cut its question
     short) and every call whose effect happened; nothing stays in flight, so the session takes new input."""
     from miniagents import Runner, ToolInputGuardrailTripwireTriggered
 
-    plan = [[["pay", 5], ["halt", 1], ["ship", 7]]]
+    plan = [[["pay", 5], [stopper, 1], ["pay", 7]]]
     (tmp_path / "ref").mkdir()
     reference = spec_for("sqlite", tmp_path / "ref")
     (final, history), points = uninterrupted(reference, plan, tmp_path / "ref" / "effects")
-    assert final == "halted" and [h[2] for h in history if h[0].startswith("function_call")] == ["t0c0", "t0c0"]
+    assert final == "halted" and [h[2] for h in history if h[0] == "function_call"] == (
+        ["t0c0"] if stopper == "halt" else ["t0c0", "t0c1"])
 
     def kill_at(k):
         folder = tmp_path / f"k{k}"
@@ -179,14 +182,15 @@ def test_a_run_a_tripwire_stops_after_a_call_ran_killed_at_every_point_keeps_a_t
         with open_session(spec, "crash") as session:
             try:
                 crash_point.finish(session, agent, approved)
-            except ToolInputGuardrailTripwireTriggered:
+            except (ToolInputGuardrailTripwireTriggered, RuntimeError):
                 pass
             assert session.read_journal() == "", k
             items = session.get_items()
             Runner.run_sync(agent, "go on", session=session)  # no turn left in flight
         done = collections.Counter(line.rsplit("/", 1)[1] for line in effects.read_text().splitlines())
         where = f"killed at point {k} of {points}: {done}, approved {approved}"
-        assert killed and done["t0c0"] <= 1 + approved.count("t0c0"), where
+        assert killed and all(n <= 1 + approved.count(call) for call, n in done.items()), where
+        assert "t0c1" in approved or not done["t0c2"], where  # only a person's question lets the run go on
         calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
         outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
         assert calls == outputs and "t0c0" in calls and set(done) <= set(calls), where
