@@ -26,10 +26,11 @@ import os
 from typing import Any, Callable
 
 from . import caller
-from .errors import AlreadyResumedError, SessionStoreError, UnfinishedTurnError, UserError
+from .errors import (AlreadyResumedError, SessionStoreError, ToolInputGuardrailTripwireTriggered, UnfinishedTurnError,
+                     UserError)
 from .state import PendingTurn, RunState
 from .tool import NestedInterruption
-from .turn import STOPPED_MIDWAY, Call, Run, Turn
+from .turn import HALTED, STOPPED_MIDWAY, Call, Run, Turn
 
 NOT_RUN_AGAIN = ("This call was not run again: an earlier resume of this run already started it, and its result "
                  "was not recorded.")
@@ -47,8 +48,8 @@ def recall(run: Run, turn: Turn) -> None:
     continued = run.scratch.get(open_journal)
     looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
                  for call in turn.calls if continued and call.kind == "function" and not call.fate}
-    kept = continued and (written(run) or any(recorded == STOPPED_MIDWAY for _, recorded in looked_up.values()))
-    # a call of it raised and stopped the run (which may have written what ran of it): the turn ended there
+    stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
+    kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
     for call in turn.calls:
         if call.call_id in looked_up:
             claimed, recorded = looked_up[call.call_id]
@@ -189,12 +190,14 @@ def close_journal(run: Run) -> None:
     question to continue, not a session with neither the question nor the turn. A run the session itself failed
     (a full disk, a lock held too long: `SessionStoreError`) leaves its turn there, as a crash does: what its
     calls did is not in the history, and a continue finds it. So does a run stopped by Ctrl-C or an exit
-    (`KeyboardInterrupt`, `SystemExit`): the process is stopping, its calls may still be running in their threads,
-    and the ledger, not this run, will know what they did."""
+    (`KeyboardInterrupt`, `SystemExit`) while calls of its turn ran, before the turn was written: the process is
+    stopping, its calls may still be running in their threads, and the ledger, not this run, will know what they
+    did. A run whose awaited `Runner.run` was cancelled journals the pause it stopped in, as it journals a question
+    to a person: no one gets the state it returns, and its calls that ran are only in that state."""
     pending = run.state.pending
     as_a_crash = isinstance(run.failure, SessionStoreError) or not isinstance(run.failure, (Exception, type(None)))
     if run.journal and run.journal == run.scratch.get(write_journal) and not as_a_crash:
-        asking = run.result is not None and pending is not None and pending.unsure
+        asking = run.result is not None and pending is not None and (pending.unsure or run.abandoned)
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
                         run.state.current_turn)
     run.journal = None
@@ -265,8 +268,9 @@ def claimed(invoke: Callable) -> Callable:
             value, text = invoke(run, turn, call, ctx)
         except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped before it ran: no outcome yet
             raise
-        except Exception:  # it stops the run: what a continue tells of it is what the history says (keep_what_ran)
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, STOPPED_MIDWAY)
+        except Exception as error:  # it stops the run: a continue is told what the history says (keep_what_ran)
+            stopped = HALTED if isinstance(error, ToolInputGuardrailTripwireTriggered) else STOPPED_MIDWAY
+            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, stopped)
             raise
         if text is not None:
             caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)

@@ -51,6 +51,7 @@ class Runner:
         try:
             return await worker
         except asyncio.CancelledError:  # the thread cannot be interrupted: the run stops at its next step
+            run.abandoned = True  # and nobody gets its state: a pause it stops in stays journaled
             run.state.cancel("immediate")
             raise
 
@@ -241,8 +242,9 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
             return RunResult.from_state(state, None)
         except Exception as error:  # a tripwire or a failure (a custom model's too) is raised, a cancel or not
             raise failed(run, error)
-        except BaseException as stop:  # Ctrl-C, an exit: the process is stopping, as in a crash (ledger.close_journal)
-            run.failure = stop
+        except BaseException as stop:  # Ctrl-C, an exit: the process is stopping, as in a crash (ledger.close_journal),
+            if run.turn is not None and run.turn.calls and not run.turn.saved:  # when calls it interrupted may run on
+                run.failure = stop
             raise
         finally:
             caller.CANCEL_CALLBACKS.reset(aborts)
@@ -604,8 +606,8 @@ AFTER = (  # when the run returns or raises: the journal closed first, whatever 
     Step(leave_agent, "run.plugins"),
 )
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs
-    Step(ledger.claimed, "run.ledger"),  # the tool alone: a call its input guardrail stops is never claimed, and a
-    Step(steps.guarded, TOOL_GUARDRAILS),  # recorded output meets the output guardrails again when a continue reads it
+    Step(steps.guarded, TOOL_GUARDRAILS),
+    Step(ledger.claimed, "run.ledger"),  # around the guardrails: what it records is what the model was told
     Step(steps.wrapped_by_plugins, "run.plugins"),
 )
 

@@ -70,6 +70,7 @@ class Run:
     plugins: tuple = ()  # what takes part through the seams (miniagents/seams.py): shells, the run's own plugins
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     turn: Any = None  # the turn in progress, or the last one: what a failure keeps of it (run.keep_what_ran)
+    abandoned: bool = False  # its awaited `Runner.run` was cancelled: no one will get the state it returns
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
     result: Any = None  # the RunResult, once the loop has one (final output, pause, cancel)
     failure: Optional[Exception] = None  # what the run raises, once it fails (run.failed)
@@ -105,6 +106,7 @@ class Call:
 
 STOPPED_MIDWAY = ("This call was started, and the run stopped before it returned a result: it may or may not have "
                   "happened.")  # what the history says of a call that raised, or ran on when the run stopped
+HALTED = "This call was not run: its input guardrail stopped the run."  # what the ledger records of a call so stopped
 
 
 @dataclass(eq=False)

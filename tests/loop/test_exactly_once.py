@@ -885,3 +885,83 @@ def test_a_cancel_in_an_async_step_of_a_resumed_turn_keeps_the_approved_call_tha
     assert again.final_output == "done" and ran == [7]
     if session is not None:
         assert calls_and_outputs(session.get_items()) == [("function_call", "c1"), ("function_call_output", "c1")]
+
+
+def test_ctrl_c_after_an_output_guardrail_rejected_a_calls_output_never_shows_the_model_that_output(tmp_path):
+    """What the ledger records is what the model was told: a continue reads the guardrail's text, not the tool's."""
+    from miniagents import ToolGuardrailFunctionOutput, tool_output_guardrail
+
+    @tool_output_guardrail
+    def no_secret(data):
+        return ToolGuardrailFunctionOutput.reject_content("withheld") if "SECRET" in str(data.output) else \
+            ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_output_guardrails=[no_secret])
+    def lookup(n: int) -> str:
+        return f"SECRET-{n}"
+
+    @function_tool
+    def interrupted(n: int) -> str:
+        raise KeyboardInterrupt
+
+    model = ScriptedModel([[function_call("lookup", {"n": 1}, call_id="c1"),
+                            function_call("interrupted", {"n": 2}, call_id="c2")], [assistant_message("done")]])
+    agent = Agent(name="A", tools=[lookup, interrupted], model=model)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "go", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
+    paused = Runner.run_sync(agent, [], session=session)  # c2 may have happened: a person is asked
+    state = paused.to_state()
+    state.reject(paused.interruptions[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    outputs = [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"]
+    assert outputs[0] == "withheld" and not any("SECRET" in str(i) for i in model.calls[-1].input)
+
+
+def test_ctrl_c_while_the_model_answers_leaves_nothing_in_flight(tmp_path):
+    """No call of the turn started: there is nothing a continue would learn, so new input is taken at once."""
+    interrupts = [KeyboardInterrupt()]
+
+    class Interrupted(ScriptedModel):
+        def get_response(self, *args, **kwargs):
+            if interrupts:
+                raise interrupts.pop()
+            return super().get_response(*args, **kwargs)
+
+    agent = Agent(name="A", model=Interrupted([[assistant_message("answer")]]))
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "first", session=session)
+    assert session.read_journal() == ""
+    assert Runner.run_sync(agent, "second", session=session).final_output == "answer"
+
+
+def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(tmp_path):
+    """`await Runner.run(...)` cancelled (a timeout): no one gets the paused state, so the session's journal keeps
+    it; a continue runs what never started, and nothing twice."""
+    import asyncio
+    import time
+
+    ran = []
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        time.sleep(0.3)
+        return f"paid {n}"
+
+    model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[pay], model=model)
+    session, config = SQLiteSession("s", str(tmp_path / "db")), RunConfig(max_function_tool_concurrency=1)
+
+    async def timed_out():
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(Runner.run(agent, "pay both", session=session, run_config=config), 0.1)
+        await asyncio.sleep(0.5)  # the run's thread stops at its next step
+
+    asyncio.run(timed_out())
+    assert ran == [1] and session.read_journal()
+    assert Runner.run_sync(agent, [], session=session, run_config=config).final_output == "done"
+    assert ran == [1, 2]
+    assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
