@@ -608,6 +608,37 @@ def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run
         "c0": "did 0", "c1": "did 1", "c2": STOPPED_MIDWAY}
 
 
+class ListSession:
+    """A session with no ledger: a list."""
+
+    session_id = "list"
+
+    def __init__(self):
+        self.items = []
+
+    def get_items(self, limit=None):
+        return list(self.items)
+
+    def add_items(self, items):
+        self.items += items
+
+
+def cancel_when(result, started):
+    """Read a streamed run's events, cancelling it once `started` is set (from the run's thread)."""
+    import asyncio
+
+    async def read_and_cancel():
+        async def cancel():
+            await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+            result.cancel()
+        canceller = asyncio.ensure_future(cancel())
+        async for _ in result.stream_events():
+            pass
+        await canceller
+
+    asyncio.run(read_and_cancel())
+
+
 def calls_and_outputs(history):
     return [(i["type"], i["call_id"]) for i in history if i.get("type") in ("function_call", "function_call_output")]
 
@@ -657,16 +688,7 @@ def test_a_cancel_while_an_async_tool_use_behavior_waits_keeps_the_calls_that_ra
     session = SQLiteSession("s", str(tmp_path / "db"))
     result = Runner.run_streamed(agent, "go", session=session)
 
-    async def read_and_cancel():
-        async def cancel():
-            await asyncio.get_running_loop().run_in_executor(None, waiting.wait, 10)
-            result.cancel()
-        canceller = asyncio.ensure_future(cancel())
-        async for _ in result.stream_events():
-            pass
-        await canceller
-
-    asyncio.run(read_and_cancel())
+    cancel_when(result, waiting)
     state = result.to_state()
     assert [i.type for i in state.generated_items] == ["tool_call_item", "tool_call_output_item"]
     assert calls_and_outputs(session.get_items()) == [("function_call", "c1"), ("function_call_output", "c1")]
@@ -698,16 +720,7 @@ def test_a_cancel_while_a_calls_output_is_checked_never_runs_it_again(tmp_path, 
     session = SQLiteSession("s", str(tmp_path / "db")) if with_session else None
     result = Runner.run_streamed(agent, "go", session=session)
 
-    async def read_and_cancel():
-        async def cancel():
-            await asyncio.get_running_loop().run_in_executor(None, checking.wait, 10)
-            result.cancel()
-        canceller = asyncio.ensure_future(cancel())
-        async for _ in result.stream_events():
-            pass
-        await canceller
-
-    asyncio.run(read_and_cancel())
+    cancel_when(result, checking)
     resumed = Runner.run_sync(agent, result.to_state(), session=session)
     assert resumed.final_output == "done" and ran == [5]
     outputs = [i.raw_item["output"] for i in resumed.new_items if i.type == "tool_call_output_item"]
@@ -766,18 +779,6 @@ def test_a_turn_saved_before_its_output_guardrail_trips_is_in_a_plain_sessions_h
     after it."""
     from miniagents import GuardrailFunctionOutput, OutputGuardrailTripwireTriggered, output_guardrail
 
-    class ListSession:
-        session_id = "list"
-
-        def __init__(self):
-            self.items = []
-
-        def get_items(self, limit=None):
-            return list(self.items)
-
-        def add_items(self, items):
-            self.items += items
-
     @output_guardrail
     def refuse(ctx, agent, output):
         return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
@@ -823,17 +824,9 @@ def test_ctrl_c_inside_a_call_leaves_the_turn_to_continue_as_a_crash_does(tmp_pa
 
 
 def test_a_session_that_stores_a_turn_then_raises_is_not_asked_to_store_it_again():
-    class LateSession:
-        session_id = "late"
-
-        def __init__(self):
-            self.items = []
-
-        def get_items(self, limit=None):
-            return list(self.items)
-
+    class LateSession(ListSession):
         def add_items(self, items):
-            self.items += items
+            super().add_items(items)
             raise TimeoutError("the commit was acknowledged late")
 
     ran, session = [], LateSession()
@@ -871,16 +864,7 @@ def test_a_cancel_in_an_async_step_of_a_resumed_turn_keeps_the_approved_call_tha
     state.approve(paused.interruptions[0])
     result = Runner.run_streamed(agent, state, session=session)
 
-    async def read_and_cancel():
-        async def cancel():
-            await asyncio.get_running_loop().run_in_executor(None, waiting.wait, 10)
-            result.cancel()
-        canceller = asyncio.ensure_future(cancel())
-        async for _ in result.stream_events():
-            pass
-        await canceller
-
-    asyncio.run(read_and_cancel())
+    cancel_when(result, waiting)
     again = Runner.run_sync(agent, result.to_state(), session=session)
     assert again.final_output == "done" and ran == [7]
     if session is not None:
