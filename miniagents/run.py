@@ -279,10 +279,10 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
     call that raised, or whose agent tool's inner run was paused, with `STOPPED_MIDWAY`. Its calls that never
     started are dropped (an input guardrail's trip kept its call from starting), and so is a handoff that did not
     happen. So the history says what happened (a call a crash left unsure, whose question the failure cut short,
-    too), and a model asked again does not run them again. A turn in the
-    session already, or kept as a pause, is left as it is, as is a turn that ended in a run with no session (the
-    state holds it whole). Returns the error to raise: the session's own when it cannot take the turn (a
-    ledger-keeping session's turn then stays journaled, as after a crash), the run's as its context."""
+    too), and a model asked again does not run them again. A turn in the session already, or kept as a pause, is
+    left as it is, as is a turn that ended in a run with no session (the state holds it whole). Returns the error
+    to raise: the session's own when it cannot take the turn (a ledger-keeping session's turn then stays
+    journaled, as after a crash), the run's as its context."""
     turn = run.turn
     run.turn = None  # kept once, whatever a failure while keeping it raises
     if turn is None or turn.saved or run.result is not None or turn.next_step is not None and run.session is None:
