@@ -21,7 +21,7 @@ from miniagents import Agent, RunConfig, RunState, Runner, SessionSettings, SQLi
 from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from miniagents.ledger import NOT_RUN_AGAIN
+from miniagents.ledger import NEVER_STARTED, NOT_RUN_AGAIN
 from support import outputs_sent
 
 
@@ -584,13 +584,15 @@ def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state
     assert len(ran) == len(set(ran))
 
 
-def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run_once(tmp_path, monkeypatch):
-    """The ledger records what stopped the run as the call's outcome: a continue is told it, never asks again."""
+@pytest.mark.parametrize("how", ["raises", "tripwire"])
+def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run_once(tmp_path, monkeypatch, how):
+    """The ledger records what stopped the run as the call's outcome (it may have happened, or its input guardrail
+    kept it from running): a continue is told it, never asks again, and runs nothing more of the turn."""
     from miniagents.errors import SessionStoreError
-    from miniagents.turn import STOPPED_MIDWAY
+    from miniagents.turn import HALTED, STOPPED_MIDWAY
 
     ran = []
-    agent, model = failing_batch(3, 2, "raises", ran)
+    agent, model = failing_batch(3, 1, how, ran)
     session = SQLiteSession("s", str(tmp_path / "db"))
 
     def full_disk(items, once=None):
@@ -600,12 +602,13 @@ def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run
     with pytest.raises(SessionStoreError):
         Runner.run_sync(agent, "work", session=session, run_config=RunConfig(max_function_tool_concurrency=1))
     monkeypatch.undo()
-    assert ran == [0, 1, 2] and session.get_items() == []
+    assert ran == ([0, 1] if how == "raises" else [0]) and session.get_items() == []
     result = Runner.run_sync(agent, [], session=session)  # continues the turn left journaled
-    assert result.final_output == "done" and not result.interruptions and ran == [0, 1, 2]
+    assert result.final_output == "done" and not result.interruptions
+    assert ran == ([0, 1] if how == "raises" else [0])  # c2, after the call that stopped the run, never starts
     history = session.get_items()
     assert {i["call_id"]: i["output"] for i in history if i.get("type") == "function_call_output"} == {
-        "c0": "did 0", "c1": "did 1", "c2": STOPPED_MIDWAY}
+        "c0": "did 0", "c1": STOPPED_MIDWAY if how == "raises" else HALTED, "c2": NEVER_STARTED}
 
 
 class ListSession:
