@@ -816,6 +816,9 @@ def test_describe_names_each_kind_of_span_on_one_line():
     assert describe(record) == "approval refund (call c3) [1.50 s] rejected"
     assert describe({"span_data": {"type": "custom", "name": "cache", "data": {"hit": True}}}) == \
         'cache [unfinished] {"hit": true}'
+    assert describe({"span_data": {"type": "generation", "model": "m", "output": [  # a message that gives only
+        {"role": "assistant", "content": "Shipped."}, {"type": "reasoning"}]}}, timing=False) == \
+        'model m -> "Shipped.", reasoning'  # its role, as a custom model may write it
 
 
 # --- The name miniagents.trace: upstream's function -------------------------------------------------------

@@ -425,6 +425,14 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
     assert miniagents.upstream.run_demo_loop is run_demo_loop
 
 
+def test_run_demo_loop_ended_by_end_of_input_ends_its_prompt_line(capsys):
+    from miniagents.upstream.repl import run_demo_loop_sync
+
+    agent, model = make_agent([])
+    run_demo_loop_sync(agent, read=scripted_input([]))  # Ctrl-D at the first prompt
+    assert capsys.readouterr().out == "\n" and not model.calls
+
+
 def test_enable_verbose_stdout_logging_adds_one_stdout_handler(monkeypatch):
     from miniagents.upstream.logger import logger
 
