@@ -924,17 +924,18 @@ def test_ctrl_c_while_the_model_answers_leaves_nothing_in_flight(tmp_path):
 
 
 def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(tmp_path):
-    """`await Runner.run(...)` cancelled (a timeout): no one gets the paused state, so the session's journal keeps
-    it; a continue runs what never started, and nothing twice."""
+    """`await Runner.run(...)` cancelled while a call runs: no one gets the paused state, so the session's journal
+    keeps it; a continue runs what never started, and nothing twice."""
     import asyncio
-    import time
 
-    ran = []
+    ran, started, release = [], threading.Event(), threading.Event()
 
     @function_tool
     def pay(n: int) -> str:
         ran.append(n)
-        time.sleep(0.3)
+        if n == 1:
+            started.set()
+            release.wait(10)
         return f"paid {n}"
 
     model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
@@ -942,12 +943,15 @@ def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(
     agent = Agent(name="A", tools=[pay], model=model)
     session, config = SQLiteSession("s", str(tmp_path / "db")), RunConfig(max_function_tool_concurrency=1)
 
-    async def timed_out():
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(Runner.run(agent, "pay both", session=session, run_config=config), 0.1)
-        await asyncio.sleep(0.5)  # the run's thread stops at its next step
+    async def cancelled():
+        task = asyncio.ensure_future(Runner.run(agent, "pay both", session=session, run_config=config))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()  # as a timeout does
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
 
-    asyncio.run(timed_out())
+    asyncio.run(cancelled())  # returns once the run's thread has stopped (the loop's executor is shut down)
     assert ran == [1] and session.read_journal()
     assert Runner.run_sync(agent, [], session=session, run_config=config).final_output == "done"
     assert ran == [1, 2]
