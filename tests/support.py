@@ -4,6 +4,7 @@ import os
 import sqlite3
 
 from miniagents import Agent, GuardrailFunctionOutput, function_tool, output_guardrail
+from miniagents.session import SessionABC
 from miniagents.testing import ScriptedModel, function_call
 
 TESTS = os.path.dirname(os.path.abspath(__file__))  # tests/: helpers, golden files, scripts
@@ -77,3 +78,24 @@ def stored_rows(db):
         return [json.loads(r[0]) for r in conn.execute("SELECT message_data FROM agent_messages ORDER BY id")]
     finally:
         conn.close()
+
+
+class ListSession(SessionABC):
+    """A session with no ledger: a list (what a session written by hand may be)."""
+
+    session_id = "list"
+
+    def __init__(self):
+        self.items = []
+
+    def get_items(self, limit=None):
+        return list(self.items)
+
+    def add_items(self, items):
+        self.items += items
+
+    def pop_item(self):
+        return self.items.pop() if self.items else None
+
+    def clear_session(self):
+        self.items = []

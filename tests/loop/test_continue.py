@@ -19,7 +19,7 @@ from miniagents import (Agent, MaxTurnsExceeded, Runner, SQLiteSession, ToolCont
 from miniagents.errors import AlreadyResumedError
 from miniagents.ledger import MAY_HAVE_HAPPENED
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import outputs_sent
+from support import ListSession, outputs_sent
 
 
 class Stuck:
@@ -216,24 +216,6 @@ def test_a_worker_stuck_in_its_model_call_whose_turn_another_continued_runs_noth
 @given(turns=st.integers(1, 3), stop_after=st.integers(0, 6))
 def test_a_plain_run_writes_the_same_history_with_the_journal_as_without(tmp_path_factory, turns, stop_after):
     """The journal changes no result: a ledger-keeping session holds what a plain session (no ledger) holds."""
-    from miniagents.session import SessionABC
-
-    class Plain(SessionABC):
-        def __init__(self):
-            self.items = []
-
-        def get_items(self, limit=None):
-            return list(self.items)
-
-        def add_items(self, items):
-            self.items += items
-
-        def pop_item(self):
-            return self.items.pop() if self.items else None
-
-        def clear_session(self):
-            self.items = []
-
     def run(session):
         @function_tool
         def pay(amount: int) -> str:
@@ -248,6 +230,6 @@ def test_a_plain_run_writes_the_same_history_with_the_journal_as_without(tmp_pat
         except MaxTurnsExceeded:
             return "stopped"
 
-    plain, kept = Plain(), SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
+    plain, kept = ListSession(), SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db"))
     assert run(plain) == run(kept)
     assert plain.items == kept.get_items() and not kept.read_journal()

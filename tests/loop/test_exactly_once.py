@@ -22,7 +22,7 @@ from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.ledger import NEVER_STARTED, NOT_RUN_AGAIN
-from support import outputs_sent
+from support import ListSession, outputs_sent
 
 
 def payer(steps, paid):
@@ -609,21 +609,6 @@ def test_a_failed_turn_the_session_cannot_take_stays_journaled_and_its_calls_run
     history = session.get_items()
     assert {i["call_id"]: i["output"] for i in history if i.get("type") == "function_call_output"} == {
         "c0": "did 0", "c1": STOPPED_MIDWAY if how == "raises" else HALTED, "c2": NEVER_STARTED}
-
-
-class ListSession:
-    """A session with no ledger: a list."""
-
-    session_id = "list"
-
-    def __init__(self):
-        self.items = []
-
-    def get_items(self, limit=None):
-        return list(self.items)
-
-    def add_items(self, items):
-        self.items += items
 
 
 def cancel_when(result, started):
