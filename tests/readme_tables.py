@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1555,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1556,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -111,7 +111,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # mid-turn closed the journal (it now leaves the turn, as a crash does), a cancel in a resumed turn's async step
     # dropped its approved call, a custom session that stored a turn and raised was asked to store it again; 1555
     # for what a third attack found: Ctrl-C during a model call wedged the session, an awaited Runner.run cancelled
-    # after a call ran lost it (no one got the paused state)
+    # after a call ran lost it (no one got the paused state); 1556 for the offline model named among the shells
+    # (seams.SHELLS), which it became: the kernel loses its 166 code lines
     "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
