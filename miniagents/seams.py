@@ -50,6 +50,7 @@ SHELLS = {
     "recording": "recording a run and replaying it offline",
     "mcp": "tools from MCP servers (`MCPServerStdio`)",
     "vendor": "copying miniagents into a project (`python -m miniagents.vendor`)",
+    "testing": "the offline model that plays back scripted answers (`ScriptedModel`)",
 }
 
 

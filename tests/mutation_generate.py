@@ -56,7 +56,6 @@ EXTRA_TESTS: Dict[str, Tuple[str, ...]] = {
     "result": ("test_run", "test_approvals", "test_session_runs"),
     "aio": ("test_tools", "test_run", "test_guardrails"),
     "context": ("test_approvals", "test_run", "test_tools"),
-    "testing": ("test_run", "test_demo"),
     "validate": ("test_schema", "test_tools", "test_output_types"),
     "docstrings": ("test_schema", "test_tools"),
     "errors": ("test_run", "test_http"),

@@ -29,7 +29,7 @@ from miniagents import Agent, RunState, Runner, function_tool  # noqa: E402
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 PACKAGE = os.path.dirname(miniagents.__file__) + os.sep
-EXCLUDED = {PACKAGE + "testing.py"}
+EXCLUDED = {PACKAGE + "testing" + os.sep + "__init__.py"}
 
 
 @functools.lru_cache(maxsize=None)

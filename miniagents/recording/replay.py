@@ -10,10 +10,10 @@ difference raises `ReplayMismatch` (its number, the field, both values). `match=
 - `"order"`: nothing; the responses are served in order, whatever was asked.
 
 A recording replays under `Runner.run_sync`, `Runner.run` and `Runner.run_streamed` alike, whichever way it was
-made: a streamed call replayed plainly gets the response its `response.completed` event carried (as the run
-built it when it was recorded), and a plain call replayed streamed gets that response as Responses stream
-events (`miniagents.testing.response_events`). A call recorded streamed and replayed streamed gets its
-recorded events, so the run's stream events are the recorded run's.
+made: a streamed call replayed plainly gets the response its `response.completed` event carried (as the run built it
+when it was recorded), and a plain call replayed streamed gets that response as Responses stream events
+(`miniagents.testing.response_events`: the offline model's shell, needed only then). A call recorded streamed and
+replayed streamed gets its recorded events, so the run's stream events are the recorded run's.
 
 One thing differs between a run and its replay by nature: a call id the kernel makes up (for a call that came
 without one, or whose numbered id a server repeats in every response) is random in every run. A replay pairs
@@ -29,7 +29,6 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..errors import UserError
 from ..items import ModelResponse
-from ..testing import response_events
 from . import format, redaction
 from .errors import ABSENT, ReplayExhausted, ReplayIncomplete, ReplayMismatch
 
@@ -83,6 +82,8 @@ class Replay:
         secrets = redaction.environment_secrets()  # an older recording may hold a credential cut across deltas
         if "events" in response:
             return iter(redaction.stream_without_secrets(response["events"], secrets))
+        from ..testing import response_events  # the offline model's shell: a copy may leave it out
+
         events = response_events(format.model_response(redaction.without_secrets(response, secrets)))
         for event in events:  # the made-up stream names the recorded model, not a scripted one
             if isinstance(event.get("response"), dict):

@@ -19,13 +19,14 @@ left out, whether it was compiled, the Python versions its check passed on, and 
 every copied `.py` file's path (relative to the package folder, `/`-separated) and contents, in sorted path order,
 each as `path NUL length NUL contents`.
 
-The check runs in a fresh `python -S -I -B` (no site-packages, no environment, no bytecode written): it imports
-the copy under its name (the parent packages as bare namespaces, so a project's own `__init__.py` is not run),
-imports each shell kept, runs a scripted tool call, pauses an approval and resumes it through JSON
-(`RunState.to_string`, `RunState.from_string`) and runs two turns on an in-memory `SQLiteSession`, with the copy's
-own `ScriptedModel`; then it checks that no module came from DEST but the copy itself. `--python PATH` runs it
-with other interpreters too. Exit status: 0 when the copy passed, 1 when its check failed (the reason is
-printed), 2 when nothing was copied (a bad argument, a DEST that is in the way) or the copy could not be written.
+The check runs in a fresh `python -S -I -B` (no site-packages, no environment, no bytecode written): it imports the
+copy under its name (the parent packages as bare namespaces, so a project's own `__init__.py` is not run), imports
+each shell kept, runs a scripted tool call, pauses an approval and resumes it through JSON (`RunState.to_string`,
+`RunState.from_string`) and runs two turns on an in-memory `SQLiteSession`, with a model of its own that plays back
+answers (the offline model, `testing/`, is a shell a copy may leave out); then it checks that no module came from
+DEST but the copy itself. `--python PATH` runs it with other interpreters too. Exit status: 0 when the copy passed, 1
+when its check failed (the reason is printed), 2 when nothing was copied (a bad argument, a DEST that is in the way)
+or the copy could not be written.
 
 Standard library only; nothing is written outside DEST but temporary files (a zip is built from a temporary
 folder), removed before the command ends.
@@ -275,8 +276,33 @@ def load():
         parent = types.ModuleType(".".join(parts[:depth]))
         parent.__path__ = [os.path.join(entry, *parts[:depth])]
         sys.modules[parent.__name__] = parent
-    lib["pkg"], lib["testing"] = importlib.import_module(name), importlib.import_module(name + ".testing")
+    lib["pkg"] = importlib.import_module(name)
     report["version"] = lib["pkg"].__version__
+
+
+def call(tool, arguments, call_id):
+    return {"type": "function_call", "id": call_id, "call_id": call_id, "name": tool,
+            "arguments": json.dumps(arguments), "status": "completed"}
+
+
+def message(text):
+    return {"type": "message", "id": "m", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+class Answers(object):
+    """A model answering each call with the next output items, keeping each call's input."""
+
+    def __init__(self, *outputs):
+        self.outputs, self.inputs = list(outputs), []
+
+    def get_response(self, instructions, input, *args, **kwargs):
+        self.inputs.append(list(input))
+        return lib["pkg"].ModelResponse(output=self.outputs.pop(0), usage=lib["pkg"].Usage(requests=1),
+                                        response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise AssertionError("the check streams nothing")
 
 
 def shell(folder):
@@ -289,28 +315,26 @@ def names():
 
 
 def tool_run():
-    pkg, testing = lib["pkg"], lib["testing"]
+    pkg = lib["pkg"]
 
     def add(a: int, b: int) -> str:
         """Add two integers."""
         return str(a + b)
-    model = testing.ScriptedModel([[testing.function_call("add", {"a": 2, "b": 3}, call_id="c1")],
-                                   [testing.assistant_message("It is 5.")]])
+    model = Answers([call("add", {"a": 2, "b": 3}, "c1")], [message("It is 5.")])
     done = pkg.Runner.run_sync(pkg.Agent(name="Adder", tools=[pkg.function_tool(add)], model=model), "2 + 3?")
     expect(done.final_output == "It is 5.", "final output %r" % (done.final_output,))
-    expect(model.calls[1].input[-1]["output"] == "5", "the tool's output did not reach the model")
+    expect(model.inputs[1][-1]["output"] == "5", "the tool's output did not reach the model")
 
 
 def approval():
-    pkg, testing = lib["pkg"], lib["testing"]
+    pkg = lib["pkg"]
     paid = []
 
     def pay(amount: int) -> str:
         """Pay an amount."""
         paid.append(amount)
         return "paid %d" % amount
-    model = testing.ScriptedModel([[testing.function_call("pay", {"amount": 5}, call_id="p1")],
-                                   [testing.assistant_message("Paid.")]])
+    model = Answers([call("pay", {"amount": 5}, "p1")], [message("Paid.")])
     agent = pkg.Agent(name="Payer", tools=[pkg.function_tool(pay, needs_approval=True)], model=model)
     paused = pkg.Runner.run_sync(agent, "pay 5")
     expect(len(paused.interruptions) == 1 and not paid, "the run did not pause before the tool ran")
@@ -325,14 +349,14 @@ def session_turn():
         import sqlite3  # noqa: F401
     except ImportError:  # a Python built without it: no fault of the copy's
         return "this Python has no sqlite3"
-    pkg, testing = lib["pkg"], lib["testing"]
+    pkg = lib["pkg"]
     session = pkg.SQLiteSession("check")
-    model = testing.ScriptedModel([[testing.assistant_message("first")], [testing.assistant_message("second")]])
+    model = Answers([message("first")], [message("second")])
     agent = pkg.Agent(name="Memory", model=model)
     pkg.Runner.run_sync(agent, "one", session=session)
     pkg.Runner.run_sync(agent, "two", session=session)
     expect(len(session.get_items()) == 4, "the session holds %d items, want 4" % len(session.get_items()))
-    expect(model.calls[1].input[0]["content"] == "one", "the second turn did not see the first")
+    expect(model.inputs[1][0]["content"] == "one", "the second turn did not see the first")
     session.close()
 
 

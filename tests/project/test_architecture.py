@@ -20,7 +20,7 @@ LAYERS = {
     "declarations": ["docstrings", "validate", "schema", "models.interface", "tool",
                      "handoffs", "guardrails", "config", "agent_output", "agent"],
     "sessions": ["session", "sql_dialect", "sql_session", "sqlite_session"],
-    "running": ["state", "result", "turn", "ledger", "steps", "run", "testing"],
+    "running": ["state", "result", "turn", "ledger", "steps", "run"],
 }
 MODELS = ["models.connection", "models.protocol", "models.shapes", "models.bounded", "models.http",
           "models.endpoint", "models.chat_stream", "models.chat_completions", "models.responses", "models.provider"]
@@ -32,8 +32,9 @@ MODELS_MAY_IMPORT = set(LAYERS["data"]) | {"models.interface", "schema", "valida
 BACK_EDGES = {("agent", "run")}  # Agent.as_tool runs an agent: the recursion behind agents-as-tools
 LAZY_EDGES = {("turn", "models.provider")}  # a model name is resolved by the default provider on first use
 # shell -> the other shells it may import (each imports the kernel freely)
-SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": {"retry"}, "recording": set(),
-                 "dbapi": set(), "mcp": set(), "vendor": set()}
+SHELL_IMPORTS = {"tracing": set(), "retry": set(), "capabilities": set(), "upstream": {"retry", "testing"},
+                 "recording": {"testing"},
+                 "dbapi": set(), "mcp": set(), "vendor": set(), "testing": set()}
 # The kernel names a shell only as text, in these modules: seams (load_shell, the finder, what a configuration asks
 # for) and the package's table of names that load on first use.
 NAMES_SHELLS = {"seams", "__init__"}

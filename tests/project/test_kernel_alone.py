@@ -19,12 +19,37 @@ from miniagents import seams
 from openai_server import OpenAITestServer, chat_completion
 from support import ROOT
 
+# The offline model is a shell (testing/): these scripts play answers back with a model of their own.
+OFFLINE = r'''
+import json
+
+def function_call(name, arguments, call_id):
+    return {"type": "function_call", "id": call_id, "call_id": call_id, "name": name,
+            "arguments": json.dumps(arguments), "status": "completed"}
+
+def assistant_message(text):
+    return {"type": "message", "id": "m", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+class ScriptedModel:
+    def __init__(self, answers):
+        self.answers, self.calls = list(answers), []
+
+    def get_response(self, instructions, input, *args, **kwargs):
+        from miniagents import ModelResponse, Usage  # after the script has put the copy on sys.path
+        self.calls.append(list(input))
+        return ModelResponse(output=self.answers.pop(0), usage=Usage(requests=1), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        output = self.get_response(*args, **kwargs).output
+        yield {"type": "response.completed", "response": {"id": None, "output": output, "usage": None}}
+'''
+
 SCRIPT = r'''
 import asyncio, json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the project folder, as a vendoring app does
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, OpenAIChatCompletionsModel,
                         Runner, RunState, SQLiteSession, function_tool, input_guardrail)
-from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 report = {}
 
@@ -107,7 +132,6 @@ RESUME = r'''
 import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from miniagents import Agent, Runner, RunState, function_tool
-from miniagents.testing import ScriptedModel, assistant_message
 
 paid = []
 
@@ -132,8 +156,8 @@ def kernel_copy(tmp_path):
         shutil.rmtree(folder / "miniagents" / shell, ignore_errors=True)
     left = sorted(p.name for p in (folder / "miniagents").iterdir() if p.is_dir())
     assert left == ["models"], left  # only the kernel's own folder is left
-    (folder / "app.py").write_text(SCRIPT.replace("{SHELLS}", repr(set(seams.SHELLS))), encoding="utf-8")
-    (folder / "resume.py").write_text(RESUME, encoding="utf-8")
+    (folder / "app.py").write_text(OFFLINE + SCRIPT.replace("{SHELLS}", repr(set(seams.SHELLS))), encoding="utf-8")
+    (folder / "resume.py").write_text(OFFLINE + RESUME, encoding="utf-8")
     return folder
 
 
@@ -178,7 +202,6 @@ def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(repo
 PLAIN_RUNS = """
 import asyncio, sys, tempfile, os
 from miniagents import Agent, RunState, Runner, SQLiteSession, function_tool, handoff
-from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 @function_tool
 def add(a: int, b: int) -> int:
@@ -220,7 +243,7 @@ with tempfile.TemporaryDirectory() as folder:
 def test_import_miniagents_and_plain_runs_load_no_shell():
     """A tool call, a handoff, an approval resumed through JSON, a streamed run and a SQLiteSession run: none of
     them loads a shell module (upstream/ among them), so none executes a line of one."""
-    code = (PLAIN_RUNS + f"shells = {set(seams.SHELLS)!r}\n"
+    code = (OFFLINE + PLAIN_RUNS + f"shells = {set(seams.SHELLS)!r}\n"
             "print(sorted(m for m in sys.modules if m.startswith('miniagents.') and m.split('.')[1] in shells))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 
 import pytest
@@ -206,6 +207,29 @@ def test_without_leaves_shell_folders_out(tmp_path):
     manifest = manifest_of(copy)
     assert manifest["left_out"] == ["tracing", "upstream"]
     assert manifest["shells"] == [s for s in SHELLS if s not in ("tracing", "upstream")]
+
+
+def test_a_copy_without_the_offline_model_imports_every_other_shell_and_says_what_needs_it(tmp_path):
+    """The check plays answers back with a model of its own, and the shells that use the offline model (a recording
+    replayed as a stream it was not made as, upstream's agents.testing) need it only when that is used."""
+    done = vendor(tmp_path / "app", "--without", "testing")
+    assert done.returncode == 0, done.stderr
+    assert manifest_of(tmp_path / "app" / "miniagents")["left_out"] == ["testing"]
+    assert "its shells import" in done.stdout
+    script = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import miniagents.recording, miniagents.upstream
+        from miniagents import MissingFeatureError
+        try:
+            import miniagents.testing
+        except MissingFeatureError as error:
+            print(error)
+        """)
+    shown = subprocess.run([sys.executable, "-S", "-I", "-c", script, str(tmp_path / "app")],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "miniagents/testing/" in shown.stdout and "ScriptedModel" in shown.stdout
 
 
 def test_a_kernel_only_copy_passes_its_check(tmp_path):

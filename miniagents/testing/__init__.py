@@ -20,10 +20,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import caller, items
-from .context import Usage
-from .errors import AgentsException
-from .models.interface import ModelResponse, ModelSettings
+from .. import caller, items
+from ..context import Usage
+from ..errors import AgentsException
+from ..models.interface import ModelResponse, ModelSettings
 
 
 def function_call(name: str, arguments: Union[str, Mapping] = "{}", *, call_id: str,
