@@ -77,7 +77,10 @@ class Deadline(Exception):
 
 
 class Cancelled(Exception):
-    """Raised by `resolve` when the run was cancelled while an async call was running (its task cancelled)."""
+    """Raised by `resolve` when the run was cancelled while an async call was running (its task cancelled).
+    `started`: it stopped a tool's call that was running, which may have done what it does (tool.invoke_tool)."""
+
+    started = False
 
 
 def start_thread(fn: Callable[[], Any], name: str = "miniagents-worker") -> Callable[..., Any]:

@@ -266,11 +266,12 @@ def claimed(invoke: Callable) -> Callable:
             return text, text
         try:
             value, text = invoke(run, turn, call, ctx)
-        except (NestedInterruption, caller.Cancelled):  # paused inside, or stopped before it ran: no outcome yet
+        except NestedInterruption:  # paused inside: no outcome yet
             raise
         except Exception as error:  # it stops the run: a continue is told what the history says (keep_what_ran)
-            stopped = HALTED if isinstance(error, ToolInputGuardrailTripwireTriggered) else STOPPED_MIDWAY
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, stopped)
+            if not isinstance(error, caller.Cancelled) or error.started:  # a cancel before it started: none yet
+                stopped = HALTED if isinstance(error, ToolInputGuardrailTripwireTriggered) else STOPPED_MIDWAY
+                caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, stopped)
             raise
         if text is not None:
             caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)

@@ -252,8 +252,11 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
         if inspect.isawaitable(value):  # an async tool's coroutine
             value = caller.resolve(value)
         return value, tool_output(value)
-    except (NestedInterruption, caller.Cancelled, MissingFeatureError, SessionStoreError, AlreadyResumedError,
-            UnfinishedTurnError, *EXITS):  # paused inside, stopped by a cancel, an exit, a feature this Python lacks,
+    except caller.Cancelled as stop:  # stopped by a cancel while it ran: it may have done what it does
+        stop.started = True
+        raise
+    except (NestedInterruption, MissingFeatureError, SessionStoreError, AlreadyResumedError,
+            UnfinishedTurnError, *EXITS):  # paused inside, an exit, a feature this Python lacks,
         # or an inner run's session or ledger (no text for the model can fix those, and the call may have run)
         raise
     except BaseException as error:

@@ -456,15 +456,16 @@ def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:
 
 def run_one(run: Run, turn: Turn, call: Call) -> None:
     """One call, through the run's way of invoking a tool; its output (value, text) is kept on the call. An agent
-    tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals); an async tool
-    stopped by a cancel is like a call that never started."""
+    tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals). A cancel that kept
+    the call from starting leaves it to run on resume; one that stopped it running leaves `STOPPED_MIDWAY`."""
     ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run)
     try:
         call.output = run.invoke(run, turn, call, ctx)
     except NestedInterruption as paused:
         call.paused = paused
-    except caller.Cancelled:
-        return
+    except caller.Cancelled as stop:
+        if stop.started:
+            call.output = (STOPPED_MIDWAY, STOPPED_MIDWAY)
     except Exception as error:  # it stops the run; what the call may have done is kept (run.keep_what_ran)
         call.raised = error
         raise

@@ -16,8 +16,9 @@ import threading
 
 import pytest
 
-from miniagents import Runner, function_tool
+from miniagents import Runner, SQLiteSession, function_tool
 from miniagents.testing import assistant_message, function_call
+from miniagents.turn import STOPPED_MIDWAY
 from support import make_agent
 
 from support import ROOT  # noqa: E402
@@ -299,11 +300,14 @@ def test_cancelling_the_awaiting_task_during_a_model_call_aborts_the_request(ser
     assert time.monotonic() - started < 10 and len(server.requests) == 1
 
 
-def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes():
-    started, cancelled, finished = threading.Event(), [], []
+def cancel_while_running(session=None):
+    """A streamed run cancelled while its async tool runs (the tool did what it does, then awaits): the run, the
+    tool's starts and ends, and the model."""
+    started, starts, cancelled, finished = threading.Event(), [], [], []
 
     @function_tool
     async def slow(n: int) -> str:
+        starts.append(n)  # what it does: done before the cancel can reach it
         started.set()
         try:
             await asyncio.sleep(60)
@@ -315,7 +319,7 @@ def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes(
 
     agent, model = make_agent([[function_call("slow", {"n": 1}, call_id="c1")], [assistant_message("end")]],
                               tools=[slow])
-    result = Runner.run_streamed(agent, "go")
+    result = Runner.run_streamed(agent, "go", session=session)
 
     async def drain():
         async for event in result.stream_events():
@@ -324,8 +328,26 @@ def test_cancelling_a_run_cancels_its_running_async_tools_and_the_state_resumes(
 
     asyncio.run(drain())
     assert cancelled == [1] and finished == [] and len(model.calls) == 1
+    return agent, model, result, starts
+
+
+@pytest.mark.parametrize("with_session", [False, True], ids=["no session", "SQLiteSession"])
+def test_an_async_tool_a_cancel_stopped_while_it_ran_is_kept_as_stopped_midway_and_never_run_again(with_session):
+    """It started, so it may have done what it does: the history says so, and a resume asks the model, which is
+    told, instead of running the call again (it was run again: a payment made twice)."""
+    session = SQLiteSession("s") if with_session else None
+    agent, model, result, starts = cancel_while_running(session)
     state = result.to_state()
-    assert state.get_interruptions() == [] and state.pending is not None  # the call has no output yet
+    assert state.get_interruptions() == [] and state.pending is None
+    outputs = [item for item in result.to_input_list() if item.get("type") == "function_call_output"]
+    assert outputs == [{"type": "function_call_output", "call_id": "c1", "output": STOPPED_MIDWAY}]
+    assert Runner.run_sync(agent, state, session=session).final_output == "end"
+    assert starts == [1] and len(model.calls) == 2
+    assert model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
+    if session is not None:  # the session's history, and the ledger's record of the call
+        assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == [
+            STOPPED_MIDWAY]
+        assert session.lookup_call(state.run_id, "c1") == (True, STOPPED_MIDWAY)
 
 
 def test_a_run_cancelled_while_its_output_guardrail_runs_keeps_the_final_turn_in_the_session():
