@@ -129,9 +129,10 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
     asyncio = needs("asyncio", "an async function (a tool, guardrail, hook or session method)")
 
     async def wait() -> Any:
-        task, loop = asyncio.ensure_future(value), asyncio.get_running_loop()
+        task, loop, aborted = asyncio.ensure_future(value), asyncio.get_running_loop(), []
 
         def abort() -> None:  # from another thread: the run was cancelled
+            aborted.append(True)
             try:
                 loop.call_soon_threadsafe(task.cancel)
             except RuntimeError:  # the loop already ended: nothing left to stop
@@ -143,6 +144,8 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
             except asyncio.TimeoutError:
                 raise Deadline() from None
             except asyncio.CancelledError:
+                if not aborted:  # its own (a task it awaited was cancelled): its error, not the run's cancel
+                    raise
                 raise Cancelled() from None
 
     try:

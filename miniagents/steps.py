@@ -247,15 +247,20 @@ def guarded(invoke: Callable) -> Callable:
         if rejected is not None:
             return rejected, rejected
         record = seams.ToolStep(turn.agent, tool, ctx, ctx.tool_arguments)
-        with seams.around(run.plugins, "tool_call", run, record):
-            value, text = invoke(run, turn, call, ctx)
-            if text is None:
-                return value, text
-            record.value, record.text, record.error = value, text, ctx.failure
+        try:
+            with seams.around(run.plugins, "tool_call", run, record):
+                value, text = invoke(run, turn, call, ctx)
+                if text is None:
+                    return value, text
+                record.value, record.text, record.error = value, text, ctx.failure
+        except caller.Cancelled:  # heard by a plugin once the call returned: the run stops at its next step
+            if record.text is None:
+                raise
         if tool.tool_output_guardrails:
             try:
                 rejected = check_tool_output(run, tool, ctx, turn.agent, value, results)
-            except caller.Cancelled:  # the tool ran: a cancel now must not leave it to run again on resume
+            except caller.Cancelled as stop:  # the tool ran: a cancel now must not leave it to run again on resume
+                call.raised = stop
                 return WITHHELD, WITHHELD
             if rejected is not None:
                 return rejected, rejected

@@ -101,7 +101,7 @@ class Call:
     output: Optional[tuple] = None  # (python value, text the model sees) once it has one
     paused: Any = None  # an agent tool's inner run: paused before (continued on resume), or pausing now
     custom_data: Optional[dict] = None
-    raised: Optional[Exception] = None  # what it raised, stopping the run: it may have run (run.keep_what_ran)
+    raised: Optional[Exception] = None  # what stopped it midway (an error, a cancel): it may have run (keep_what_ran)
 
 
 STOPPED_MIDWAY = ("This call was started, and the run stopped before it returned a result: it may or may not have "
@@ -465,7 +465,7 @@ def run_one(run: Run, turn: Turn, call: Call) -> None:
         call.paused = paused
     except caller.Cancelled as stop:
         if stop.started:
-            call.output = (STOPPED_MIDWAY, STOPPED_MIDWAY)
+            call.output, call.raised = (STOPPED_MIDWAY, STOPPED_MIDWAY), stop
     except Exception as error:  # it stops the run; what the call may have done is kept (run.keep_what_ran)
         call.raised = error
         raise
@@ -533,12 +533,13 @@ def final_answer(turn: Turn) -> Any:
 
 def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
     """Ask `tool_use_behavior` whether the turn's function results end the run: the final output (as text, for
-    an agent without an output type), or None."""
+    an agent without an output type), or None. A turn a cancel cut short (a call stopped midway, an output
+    withheld) has no result to end with: the model is asked when the run resumes."""
     items = {i.call_id: i for i in turn.items if isinstance(i, ToolCallOutputItem)}
     results = [FunctionToolResult(tool=c.target, output=c.output[0], run_item=items[c.call_id]) for c in turn.calls
                if c.kind == "function" and c.call_id in items]
     behavior = turn.agent.tool_use_behavior
-    if not results:
+    if not results or any(call.raised for call in turn.calls):
         return None
     if behavior == "stop_on_first_tool":
         verdict = ToolsToFinalOutputResult(True, results[0].output)

@@ -67,7 +67,10 @@ class CustomDataPlugin(seams.Plugin):
             value, text = invoke(run, turn, call, ctx)
             extractor = getattr(call.target, "custom_data_extractor", None)
             if text is not None and call.fate == "run" and extractor is not None:
-                call.custom_data = extract_custom_data(call.target, ctx, value,
-                                                       function_call_output(call.call_id, text))
+                try:
+                    call.custom_data = extract_custom_data(call.target, ctx, value,
+                                                           function_call_output(call.call_id, text))
+                except caller.Cancelled:  # the call ran: the run stops at its next step, its output kept
+                    pass
             return value, text
         return invoke_extracting

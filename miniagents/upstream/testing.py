@@ -1,7 +1,7 @@
-"""Upstream's `agents.testing` (in the upstream shell): the kernel's offline model with the rest of the contract
+"""Upstream's `agents.testing` (in the upstream shell): miniagents' offline model with the rest of the contract
 that programs written for the OpenAI Agents SDK rely on.
 
-The kernel's `miniagents.testing` plays back steps for miniagents' own tests, demo and docs. Upstream's module
+The testing shell's `miniagents.testing` plays back steps for miniagents' own tests, demo and docs. Upstream's module
 adds: steps as dicts (`ModelStepSpec`); `ModelStep.respond`, `.raise_error` and `.stream`; `raw_usage`
 (checked and carried; the run reads the usage); typed output items and events (the openai package's, through
 `model_dump`); upstream's checks of ids, responders, conflicting outcomes and retry advice; `default_usage` and
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypedDict, Union
 
 from .. import caller
-from .. import testing as kernel
+from .. import testing as offline
 from ..context import Usage
 from ..models.interface import ModelResponse
 from ..testing import InvalidModelStep, ModelCall, ModelScriptError, UnconsumedModelSteps, UnexpectedModelCall
@@ -33,15 +33,15 @@ DEFAULT_RESPONSE_ID = "resp-789"  # upstream's id for every scripted response th
 def function_call(name: str, arguments: Union[str, Mapping] = "{}", *, call_id: str, item_id: Optional[str] = None,
                   namespace: Optional[str] = None) -> dict:
     """A `function_call` output item (`miniagents.testing.function_call`), with upstream's `namespace`."""
-    item = kernel.function_call(name, arguments, call_id=call_id, item_id=item_id)
+    item = offline.function_call(name, arguments, call_id=call_id, item_id=item_id)
     if namespace is not None:
         item["namespace"] = namespace
     return item
 
 
 @dataclass
-class ModelStep(kernel.ModelStep):
-    """Upstream's step: the kernel's fields, `raw_usage`, and upstream's constructors."""
+class ModelStep(offline.ModelStep):
+    """Upstream's step: the offline model's fields, `raw_usage`, and upstream's constructors."""
 
     raw_usage: Optional[dict] = None
 
@@ -87,18 +87,18 @@ def _as_item(item: Any) -> Any:
 
 
 def _as_dicts(step: Any) -> Any:
-    """A step whose output items are typed objects, or any sequence, as the kernel takes it: a list of dicts."""
+    """A step whose output items are typed objects, or any sequence, as the offline model takes it: a list of dicts."""
     if isinstance(step, Sequence) and not isinstance(step, (str, bytes)):
         return [_as_item(item) for item in step]
     output = getattr(step, "output", None)
-    if isinstance(step, (kernel.ModelStep, ModelResponse)) and isinstance(output, Sequence) \
+    if isinstance(step, (offline.ModelStep, ModelResponse)) and isinstance(output, Sequence) \
             and not isinstance(output, (str, bytes)):
         return dataclasses.replace(step, output=[_as_item(item) for item in output])
     return step
 
 
-def _problem(step: kernel.ModelStep) -> Optional[tuple]:
-    """Upstream's checks beyond the kernel's (which checks output, usage, error and stream_events)."""
+def _problem(step: offline.ModelStep) -> Optional[tuple]:
+    """Upstream's checks beyond the offline model's (which checks output, usage, error and stream_events)."""
     for name in ("response_id", "request_id"):
         if getattr(step, name) is not None and not isinstance(getattr(step, name), str):
             return "invalid_input", f"must use a string or None for {name}"
@@ -120,7 +120,7 @@ def _invalid(index: int, reason: str, detail: str) -> InvalidModelStep:
     return InvalidModelStep(f"Scripted model step #{index + 1} {detail}.", reason=reason, input_index=index)
 
 
-class ScriptedModel(kernel.ScriptedModel):
+class ScriptedModel(offline.ScriptedModel):
     """`miniagents.testing.ScriptedModel` with upstream's arguments, step forms, checks and streams."""
 
     def __init__(self, steps: Any = (), *, emit_traces: bool = False, default_usage: Optional[Usage] = None):
@@ -156,8 +156,8 @@ class ScriptedModel(kernel.ScriptedModel):
             return ScriptedStream([_as_item(event) for event in step.stream_events])
         return ScriptedStream(response_events(self._response(step)))
 
-    def _step(self, step: Any, index: int) -> kernel.ModelStep:
-        """A dict step (`ModelStepSpec`) and typed items are taken here; the kernel checks the rest, then
+    def _step(self, step: Any, index: int) -> offline.ModelStep:
+        """A dict step (`ModelStepSpec`) and typed items are taken here; the offline model checks the rest, then
         upstream's own checks run."""
         if isinstance(step, Mapping):
             if set(step) - STEP_FIELDS:

@@ -579,3 +579,134 @@ def test_a_cancelled_stream_still_stopping_cannot_be_resumed_until_its_stream_is
 
     resumed = asyncio.run(main())
     assert resumed.final_output == "done" and ran == [1, 2] and len(model.calls) == 2
+
+
+def stream_and_cancel(result, ready):
+    """Read a streamed run to its end, cancelling it (from another thread) once `ready` is set."""
+    async def drain():
+        threading.Thread(target=lambda: (ready.wait(30), result.cancel()), daemon=True).start()
+        async for _ in result.stream_events():
+            pass
+    asyncio.run(drain())
+
+
+def paying_agent(ran, **agent_options):
+    @function_tool(**agent_options.pop("tool_options", {}))
+    async def pay(n: int) -> str:
+        ran.append(n)
+        return f"paid {n}"
+    return make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("end")]], tools=[pay],
+                      **agent_options)
+
+
+@pytest.mark.parametrize("with_session", [False, True], ids=["no session", "SQLiteSession"])
+def test_a_call_a_cancel_stopped_in_its_async_input_guardrail_never_started_and_runs_on_resume(with_session):
+    """Its tool never started: a resume runs it, once, with the ledger too (which recorded it as never started,
+    where it kept the claim and told the model the call was "not run again")."""
+    from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail
+
+    checking, ran, slow = threading.Event(), [], [True]
+
+    @tool_input_guardrail
+    async def check(data):
+        checking.set()
+        if slow[0]:
+            await asyncio.sleep(60)
+        return ToolGuardrailFunctionOutput.allow()
+
+    session = SQLiteSession("s") if with_session else None
+    agent, model = paying_agent(ran, tool_options={"tool_input_guardrails": [check]})
+    result = Runner.run_streamed(agent, "go", session=session)
+    stream_and_cancel(result, checking)
+    state = result.to_state()
+    assert ran == [] and state.pending is not None
+    slow[0] = False
+    assert Runner.run_sync(agent, state, session=session).final_output == "end"
+    assert ran == [1] and model.calls[1].input[-1]["output"] == "paid 1"
+
+
+def test_a_cancel_a_plugin_hears_after_the_call_returned_keeps_its_output_and_never_runs_it_again():
+    """The `tool_call` seam is left after the tool returned (upstream's async on_tool_end runs there): a cancel
+    then stops the run at its next step, and the call keeps the output it returned."""
+    import contextlib
+
+    from miniagents import caller, seams
+
+    leaving, ran = threading.Event(), []
+
+    class SlowToLeave(seams.Plugin):
+        def tool_call(self, run, step):
+            @contextlib.contextmanager
+            def around():
+                yield
+                caller.resolve(leave())  # cancelled
+            return around()
+
+    async def leave():
+        leaving.set()
+        await asyncio.sleep(60)
+
+    agent, model = paying_agent(ran)
+    result = Runner.run_streamed(agent, "go", plugins=[SlowToLeave()])
+    stream_and_cancel(result, leaving)
+    state = result.to_state()
+    outputs = [item["output"] for item in result.to_input_list() if item.get("type") == "function_call_output"]
+    assert outputs == ["paid 1"] and state.pending is None
+    assert Runner.run_sync(agent, state).final_output == "end" and ran == [1]
+
+
+def test_a_cancel_that_stops_a_call_midway_never_makes_its_text_the_final_output():
+    """`stop_on_first_tool` ends a run with a tool's result; a call stopped midway has none: the continue asks
+    the model (the text "it may or may not have happened" was the final output the plugins heard, and the run
+    was over)."""
+    from miniagents import seams
+
+    started, ran, heard = threading.Event(), [], []
+
+    class Listener(seams.Plugin):
+        def final_output(self, run, agent, output):
+            heard.append(output)
+
+    @function_tool
+    async def pay(n: int) -> str:
+        ran.append(n)
+        started.set()
+        await asyncio.sleep(60)
+        return f"paid {n}"
+
+    session = SQLiteSession("s")
+    agent, model = make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("end")]],
+                              tools=[pay], tool_use_behavior="stop_on_first_tool")
+
+    async def cancelled_while_paying():
+        task = asyncio.ensure_future(Runner.run(agent, "go", session=session, plugins=[Listener()]))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled_while_paying())
+    for _ in range(300):  # the run stops in its own thread once the tool's task is cancelled
+        if session.read_journal() or len(session.get_items()) > 1:
+            break
+        threading.Event().wait(0.1)
+    assert heard == []
+    assert Runner.run_sync(agent, [], session=session).final_output == "end"
+    assert ran == [1] and model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
+
+
+def test_an_async_tool_that_is_cancelled_by_itself_fails_as_the_tool_and_the_run_goes_on():
+    """A task the tool awaited was cancelled, not the run: that is the tool's failure, told to the model as one."""
+    @function_tool
+    async def flaky() -> str:
+        inner = asyncio.ensure_future(asyncio.sleep(60))
+        asyncio.get_running_loop().call_soon(inner.cancel)
+        await inner
+        return "never"
+
+    agent, model = make_agent([[function_call("flaky", {}, call_id="c1")], [assistant_message("end")]],
+                              tools=[flaky])
+    result = Runner.run_sync(agent, "go")
+    assert result.final_output == "end"
+    told = model.calls[1].input[-1]["output"]
+    assert told != STOPPED_MIDWAY and "error" in told.lower()

@@ -128,3 +128,29 @@ def test_an_extractor_that_raises_fails_the_run_but_its_approved_call_never_runs
     with pytest.raises(AlreadyResumedError) as refused:
         Runner.run_sync(agent, again, session=session)
     assert refused.value.outcome == "completed" and calls == ["Oslo"]
+
+
+def test_a_cancel_while_the_extractor_runs_keeps_the_calls_output_and_never_runs_it_again():
+    """The call returned before its extractor ran: the run stops at its next step, the output kept (it was left
+    with no output, and a resume ran the tool again)."""
+    import asyncio
+    import threading
+
+    extracting, calls = threading.Event(), []
+
+    async def slow_extractor(ctx):
+        extracting.set()
+        await asyncio.sleep(60)
+
+    agent, model = lookup_agent(slow_extractor, calls)
+    result = Runner.run_streamed(agent, "go")
+
+    async def read_and_cancel():
+        threading.Thread(target=lambda: (extracting.wait(30), result.cancel()), daemon=True).start()
+        async for _ in result.stream_events():
+            pass
+
+    asyncio.run(read_and_cancel())
+    state = result.to_state()
+    assert [i.output for i in output_items(result)] == ["sunny in Oslo"] and state.pending is None
+    assert Runner.run_sync(agent, state).final_output == "done" and calls == ["Oslo"]
