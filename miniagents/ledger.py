@@ -47,7 +47,8 @@ def recall(run: Run, turn: Turn) -> None:
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
     continued = run.scratch.get(open_journal)
     looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
-                 for call in turn.calls if continued and call.kind == "function" and not call.fate}
+                 for call in turn.calls if continued and call.kind == "function" and not call.fate
+                 and call.paused is None}  # an agent tool's paused inner run goes on: its own calls are claimed
     stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
     kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
     for call in turn.calls:

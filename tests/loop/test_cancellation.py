@@ -710,3 +710,40 @@ def test_an_async_tool_that_is_cancelled_by_itself_fails_as_the_tool_and_the_run
     assert result.final_output == "end"
     told = model.calls[1].input[-1]["output"]
     assert told != STOPPED_MIDWAY and "error" in told.lower()
+
+
+def test_a_continue_of_an_agent_tool_a_cancel_stopped_inside_goes_on_without_asking_anyone():
+    """The awaited run is cancelled while the agent tool's inner async tool runs: its pause (the inner run's state)
+    is journaled, and the continue resumes the inner run, asking no one (it asked a person to approve the agent
+    tool's call, which the ledger found claimed with no outcome), and runs nothing twice."""
+    started, ran = threading.Event(), []
+
+    @function_tool
+    async def pay(n: int) -> str:
+        ran.append(n)
+        started.set()
+        await asyncio.sleep(60)
+        return f"paid {n}"
+
+    inner, inner_model = make_agent([[function_call("pay", {"n": 1}, call_id="i1")], [assistant_message("paid")]],
+                                    name="Inner", tools=[pay])
+    outer, model = make_agent([[function_call("helper", {"input": "x"}, call_id="o1")], [assistant_message("done")]],
+                              name="Outer", tools=[inner.as_tool("helper", "Pays.")])
+    session = SQLiteSession("s")
+
+    async def cancelled_while_paying():
+        task = asyncio.ensure_future(Runner.run(outer, "go", session=session))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled_while_paying())
+    for _ in range(300):  # the run stops in its own thread, and journals its pause
+        if session.read_journal() and '"pending_turn": {' in session.read_journal():
+            break
+        threading.Event().wait(0.1)
+    result = Runner.run_sync(outer, [], session=session)
+    assert result.interruptions == [] and result.final_output == "done" and ran == [1]
+    assert inner_model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
+    assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["paid"]
