@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1566,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1567,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -117,7 +117,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # upstream 1828) for what an attack on that found: a cancel heard by a plugin (an on_tool_end hook, a custom data
     # extractor) after the call returned ran it again; the stopped call's text taken for a final output by
     # stop_on_first_tool; a call stopped in its async input guardrail never run on resume with the ledger; a tool's
-    # own cancelled task taken for the run's cancel
+    # own cancelled task taken for the run's cancel; 1567 for what a second attack found: the stopped text still
+    # taken for a final output once the paused turn resumed (the texts a cut-short call gets, turn.CUT_SHORT), and a
+    # callable's own CancelledError escaping the run bare (a UserError now)
     "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
