@@ -124,7 +124,7 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
         return value._result()
     if not inspect.isawaitable(value):
         return value
-    from .errors import needs
+    from .errors import UserError, needs
 
     asyncio = needs("asyncio", "an async function (a tool, guardrail, hook or session method)")
 
@@ -144,8 +144,9 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
             except asyncio.TimeoutError:
                 raise Deadline() from None
             except asyncio.CancelledError:
-                if not aborted:  # its own (a task it awaited was cancelled): its error, not the run's cancel
-                    raise
+                if not aborted:  # its own (a task it awaited was cancelled): its failure, not the run's cancel
+                    raise UserError("An async function of this run raised asyncio.CancelledError, though the run was "
+                                    "not cancelled: something it awaited was cancelled") from None
                 raise Cancelled() from None
 
     try:

@@ -54,8 +54,6 @@ def recall(run: Run, turn: Turn) -> None:
     for call in turn.calls:
         if call.call_id in looked_up:
             claimed, recorded = looked_up[call.call_id]
-            if recorded == NEVER_STARTED:  # a cancel stopped it before it started: as if never claimed
-                claimed, recorded = False, None
             if recorded is not None:
                 call.fate, call.output = "done", (recorded, recorded)
             elif kept:  # the history says what the turn did: nothing more of it runs, no person is asked
@@ -254,9 +252,9 @@ def written(run: Run) -> bool:
 
 def claimed(invoke: Callable) -> Callable:
     """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
-    it starts, so a call a cancel kept from starting stays unclaimed, or (stopped in its input guardrails, once
-    claimed) is recorded `NEVER_STARTED`: either way the next resume runs it. Its outcome is recorded the moment
-    it is known. A call claimed before is not run again: it gets the output
+    it starts, so a call a cancel kept from starting stays unclaimed (the next resume runs it), or, stopped in its
+    input guardrails once claimed, is recorded `NEVER_STARTED` (the next resume tells the model so: a claim is
+    never taken twice). Its outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
     recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
     agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
     def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
@@ -265,7 +263,7 @@ def claimed(invoke: Callable) -> Callable:
         rerun = call.call_id in turn.reruns  # started before a crash: a person approved running it again, or its
         # tool is idempotent (`recall`)
         won, recorded = (True, None) if rerun else caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
-        if not won and recorded != NEVER_STARTED:  # it ran before: it does not run now
+        if not won:  # it ran before, or was stopped before it started: it does not run now
             text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
             return text, text
         try:
@@ -274,7 +272,7 @@ def claimed(invoke: Callable) -> Callable:
             raise
         except Exception as error:  # it stops the run: a continue is told what the history says (keep_what_ran)
             if isinstance(error, caller.Cancelled) and not error.started:  # stopped before it started (in its input
-                stopped = NEVER_STARTED  # guardrails): the resume runs it
+                stopped = NEVER_STARTED  # guardrails): the resume tells the model so
             else:
                 stopped = HALTED if isinstance(error, ToolInputGuardrailTripwireTriggered) else STOPPED_MIDWAY
             caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, stopped)

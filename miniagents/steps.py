@@ -17,7 +17,7 @@ from . import caller, seams
 from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
 from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
-from .turn import (Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
+from .turn import (WITHHELD, Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
                    take_response)
 
 COUNTING = threading.Lock()  # a check of a limit and the count it allows are one step for every run sharing a usage
@@ -232,7 +232,6 @@ def check_tool_limit(run: Run, turn: Turn) -> None:
         call.fate = "held"
 
 
-WITHHELD = "This call ran, and the run was cancelled while its output was checked: the output is withheld."
 
 
 def guarded(invoke: Callable) -> Callable:
@@ -259,8 +258,7 @@ def guarded(invoke: Callable) -> Callable:
         if tool.tool_output_guardrails:
             try:
                 rejected = check_tool_output(run, tool, ctx, turn.agent, value, results)
-            except caller.Cancelled as stop:  # the tool ran: a cancel now must not leave it to run again on resume
-                call.raised = stop
+            except caller.Cancelled:  # the tool ran: a cancel now must not leave it to run again on resume
                 return WITHHELD, WITHHELD
             if rejected is not None:
                 return rejected, rejected

@@ -101,11 +101,13 @@ class Call:
     output: Optional[tuple] = None  # (python value, text the model sees) once it has one
     paused: Any = None  # an agent tool's inner run: paused before (continued on resume), or pausing now
     custom_data: Optional[dict] = None
-    raised: Optional[Exception] = None  # what stopped it midway (an error, a cancel): it may have run (keep_what_ran)
+    raised: Optional[Exception] = None  # what it raised, stopping the run: it may have run (run.keep_what_ran)
 
 
 STOPPED_MIDWAY = ("This call was started, and the run stopped before it returned a result: it may or may not have "
                   "happened.")  # what the history says of a call that raised, or ran on when the run stopped
+WITHHELD = "This call ran, and the run was cancelled while its output was checked: the output is withheld."
+CUT_SHORT = (STOPPED_MIDWAY, WITHHELD)  # no result: a turn with one of these never ends through tool_use_behavior
 HALTED = "This call was not run: its input guardrail stopped the run."  # what the ledger records of a call so stopped
 
 
@@ -465,7 +467,7 @@ def run_one(run: Run, turn: Turn, call: Call) -> None:
         call.paused = paused
     except caller.Cancelled as stop:
         if stop.started:
-            call.output, call.raised = (STOPPED_MIDWAY, STOPPED_MIDWAY), stop
+            call.output = (STOPPED_MIDWAY, STOPPED_MIDWAY)
     except Exception as error:  # it stops the run; what the call may have done is kept (run.keep_what_ran)
         call.raised = error
         raise
@@ -539,7 +541,7 @@ def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
     results = [FunctionToolResult(tool=c.target, output=c.output[0], run_item=items[c.call_id]) for c in turn.calls
                if c.kind == "function" and c.call_id in items]
     behavior = turn.agent.tool_use_behavior
-    if not results or any(call.raised for call in turn.calls):
+    if not results or any(result.output in CUT_SHORT for result in results):
         return None
     if behavior == "stop_on_first_tool":
         verdict = ToolsToFinalOutputResult(True, results[0].output)

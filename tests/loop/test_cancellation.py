@@ -600,9 +600,13 @@ def paying_agent(ran, **agent_options):
 
 
 @pytest.mark.parametrize("with_session", [False, True], ids=["no session", "SQLiteSession"])
-def test_a_call_a_cancel_stopped_in_its_async_input_guardrail_never_started_and_runs_on_resume(with_session):
-    """Its tool never started: a resume runs it, once, with the ledger too (which recorded it as never started,
-    where it kept the claim and told the model the call was "not run again")."""
+def test_a_call_a_cancel_stopped_in_its_async_input_guardrail_is_said_to_have_never_started(with_session):
+    """Its tool never started. Without a ledger a resume runs it. The ledger had claimed it (the claim comes before
+    the guardrails): it records that it never started, and a resume tells the model so, which may call it again.
+    It told the model "not run again: an earlier resume already started it"; a claim is never taken twice (taking
+    it again let a crash or a second worker run the call twice)."""
+    from miniagents.ledger import NEVER_STARTED
+
     from miniagents import ToolGuardrailFunctionOutput, tool_input_guardrail
 
     checking, ran, slow = threading.Event(), [], [True]
@@ -622,7 +626,11 @@ def test_a_call_a_cancel_stopped_in_its_async_input_guardrail_never_started_and_
     assert ran == [] and state.pending is not None
     slow[0] = False
     assert Runner.run_sync(agent, state, session=session).final_output == "end"
-    assert ran == [1] and model.calls[1].input[-1]["output"] == "paid 1"
+    if session is None:
+        assert ran == [1] and model.calls[1].input[-1]["output"] == "paid 1"
+    else:
+        assert ran == [] and model.calls[1].input[-1]["output"] == NEVER_STARTED
+        assert session.lookup_call(state.run_id, "c1") == (True, NEVER_STARTED)
 
 
 def test_a_cancel_a_plugin_hears_after_the_call_returned_keeps_its_output_and_never_runs_it_again():
@@ -747,3 +755,58 @@ def test_a_continue_of_an_agent_tool_a_cancel_stopped_inside_goes_on_without_ask
     assert result.interruptions == [] and result.final_output == "done" and ran == [1]
     assert inner_model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
     assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["paid"]
+
+
+@pytest.mark.parametrize("where", ["in the tool", "in its output guardrail"])
+@pytest.mark.parametrize("behavior", ["stop_on_first_tool", {"stop_at_tool_names": ["pay"]}], ids=["first", "names"])
+def test_a_turn_cut_short_by_a_cancel_and_paused_never_ends_with_the_stopped_text_when_it_resumes(behavior, where):
+    """One call stopped midway (or its output withheld), the next one kept from starting: the turn pauses, and its
+    resume runs the second and asks the model (the first call's text became the final output once the turn
+    resumed)."""
+    from miniagents import RunConfig, ToolGuardrailFunctionOutput, tool_output_guardrail
+
+    started, ran, slow = threading.Event(), [], [True]
+
+    @tool_output_guardrail
+    async def check(data):
+        if where == "in its output guardrail" and slow[0]:
+            started.set()
+            await asyncio.sleep(60)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_output_guardrails=[check])
+    async def pay(n: int) -> str:
+        ran.append(n)
+        if where == "in the tool" and n == 1:
+            started.set()
+            await asyncio.sleep(60)
+        return f"paid {n}"
+
+    agent, model = make_agent([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2},
+                                                                                           call_id="c2")],
+                               [assistant_message("end")]], tools=[pay], tool_use_behavior=behavior)
+    config = RunConfig(max_function_tool_concurrency=1)
+    result = Runner.run_streamed(agent, "go", run_config=config)
+    stream_and_cancel(result, started)
+    state = result.to_state()
+    assert state.pending is not None and ran == [1]
+    slow[0] = False
+    resumed = Runner.run_sync(agent, state, run_config=config)
+    assert resumed.final_output == "end" and ran == [1, 2] and len(model.calls) == 2
+
+
+def test_an_async_guardrail_cancelled_by_itself_is_a_user_error_not_a_quiet_cancel():
+    """No one cancelled the run: a CancelledError of its own is the guardrail's failure, raised as a typed error
+    (it ended the run quietly as cancelled, and then escaped it bare)."""
+    from miniagents import GuardrailFunctionOutput, UserError, input_guardrail
+
+    @input_guardrail
+    async def flaky(ctx, agent, input):
+        inner = asyncio.ensure_future(asyncio.sleep(60))
+        asyncio.get_running_loop().call_soon(inner.cancel)
+        await inner
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    agent, _ = make_agent([[assistant_message("end")]], input_guardrails=[flaky])
+    with pytest.raises(UserError, match="CancelledError, though the run was not cancelled"):
+        Runner.run_sync(agent, "go")
