@@ -363,14 +363,7 @@ def test_a_run_cancelled_while_its_output_guardrail_runs_keeps_the_final_turn_in
     session = SQLiteSession("s")
     agent, _ = make_agent([[assistant_message("the answer")]], output_guardrails=[OutputGuardrail(never_decides)])
 
-    async def main():
-        task = asyncio.ensure_future(Runner.run(agent, "go", session=session))
-        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(main())
+    cancel_awaited(agent, started, session=session)
     kept = asyncio.run(session.get_items())
     assert [i.get("role") for i in kept] == ["user", "assistant"] and kept[-1]["content"][0]["text"] == "the answer"
 
@@ -581,6 +574,37 @@ def test_a_cancelled_stream_still_stopping_cannot_be_resumed_until_its_stream_is
     assert resumed.final_output == "done" and ran == [1, 2] and len(model.calls) == 2
 
 
+def cancel_awaited(agent, started, **run_options):
+    """Await `Runner.run(agent, "go", ...)`, cancelling the awaiting task once `started` is set."""
+    async def main():
+        task = asyncio.ensure_future(Runner.run(agent, "go", **run_options))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(main())
+
+
+def slow_payment(ran, started):
+    """An async tool that pays (records its call), then awaits a minute: a cancel stops it there."""
+    @function_tool
+    async def pay(n: int) -> str:
+        ran.append(n)
+        started.set()
+        await asyncio.sleep(60)
+        return f"paid {n}"
+    return pay
+
+
+def wait_until(condition, seconds=30):
+    """Wait (polling) until `condition()` holds: a cancelled run goes on stopping in its own thread."""
+    for _ in range(int(seconds * 10)):
+        if condition():
+            return
+        threading.Event().wait(0.1)
+    raise AssertionError("the condition never held")
+
+
 def stream_and_cancel(result, ready):
     """Read a streamed run to its end, cancelling it (from another thread) once `ready` is set."""
     async def drain():
@@ -675,29 +699,13 @@ def test_a_cancel_that_stops_a_call_midway_never_makes_its_text_the_final_output
         def final_output(self, run, agent, output):
             heard.append(output)
 
-    @function_tool
-    async def pay(n: int) -> str:
-        ran.append(n)
-        started.set()
-        await asyncio.sleep(60)
-        return f"paid {n}"
-
+    pay = slow_payment(ran, started)
     session = SQLiteSession("s")
     agent, model = make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("end")]],
                               tools=[pay], tool_use_behavior="stop_on_first_tool")
 
-    async def cancelled_while_paying():
-        task = asyncio.ensure_future(Runner.run(agent, "go", session=session, plugins=[Listener()]))
-        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(cancelled_while_paying())
-    for _ in range(300):  # the run stops in its own thread once the tool's task is cancelled
-        if session.read_journal() or len(session.get_items()) > 1:
-            break
-        threading.Event().wait(0.1)
+    cancel_awaited(agent, started, session=session, plugins=[Listener()])
+    wait_until(lambda: session.read_journal() or len(session.get_items()) > 1)  # the run stops in its own thread
     assert heard == []
     assert Runner.run_sync(agent, [], session=session).final_output == "end"
     assert ran == [1] and model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
@@ -726,31 +734,15 @@ def test_a_continue_of_an_agent_tool_a_cancel_stopped_inside_goes_on_without_ask
     tool's call, which the ledger found claimed with no outcome), and runs nothing twice."""
     started, ran = threading.Event(), []
 
-    @function_tool
-    async def pay(n: int) -> str:
-        ran.append(n)
-        started.set()
-        await asyncio.sleep(60)
-        return f"paid {n}"
-
+    pay = slow_payment(ran, started)
     inner, inner_model = make_agent([[function_call("pay", {"n": 1}, call_id="i1")], [assistant_message("paid")]],
                                     name="Inner", tools=[pay])
     outer, model = make_agent([[function_call("helper", {"input": "x"}, call_id="o1")], [assistant_message("done")]],
                               name="Outer", tools=[inner.as_tool("helper", "Pays.")])
     session = SQLiteSession("s")
 
-    async def cancelled_while_paying():
-        task = asyncio.ensure_future(Runner.run(outer, "go", session=session))
-        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(cancelled_while_paying())
-    for _ in range(300):  # the run stops in its own thread, and journals its pause
-        if session.read_journal() and '"pending_turn": {' in session.read_journal():
-            break
-        threading.Event().wait(0.1)
+    cancel_awaited(outer, started, session=session)
+    wait_until(lambda: '"pending_turn": {' in session.read_journal())  # the run stops, and journals its pause
     result = Runner.run_sync(outer, [], session=session)
     assert result.interruptions == [] and result.final_output == "done" and ran == [1]
     assert inner_model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
