@@ -253,10 +253,10 @@ def written(run: Run) -> bool:
 def claimed(invoke: Callable) -> Callable:
     """`invoke` with the ledger around it, for a resumed turn (`turn.claim` set): each call is claimed just before
     it starts, so a call a cancel kept from starting stays unclaimed (the next resume runs it), or, stopped in its
-    input guardrails once claimed, is recorded `NEVER_STARTED` (the next resume tells the model so: a claim is
-    never taken twice). Its outcome is recorded the moment it is known. A call claimed before is not run again: it gets the output
-    recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so. Continuing an
-    agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
+    input guardrails once claimed, is recorded `NEVER_STARTED` (the next resume tells the model so: a claim is never
+    taken twice). Its outcome is recorded the moment it is known. A call claimed before is not run again: it gets
+    the output recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so.
+    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
     def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
         if turn.claim is None or call.paused is not None:
             return invoke(run, turn, call, ctx)

@@ -182,3 +182,10 @@ def test_the_package_never_spells_its_own_name_where_a_copy_would_need_its_own()
                 found += [f"{path.relative_to(PACKAGE)}:{node.lineno}" for arg in node.args[:1]
                           if isinstance(arg, ast.Constant) and str(arg.value).split(".")[0] == "miniagents"]
     assert found == []
+
+
+def test_no_line_of_the_package_is_wider_than_120_columns():
+    """A reader sees each line whole, side by side with another file; a long line is split where it means."""
+    wide = [f"{path.relative_to(PACKAGE)}:{number}" for path in sorted(PACKAGE.rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if len(line) > 120]
+    assert wide == []
