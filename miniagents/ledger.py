@@ -52,6 +52,9 @@ def recall(run: Run, turn: Turn) -> None:
     stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
     kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
     for call in turn.calls:
+        if continued and call.paused is not None and inner_resumed(run, call.paused):  # by the process that died:
+            call.fate, call.output, call.paused = "answer", (MAY_HAVE_HAPPENED, MAY_HAVE_HAPPENED), None  # its inner
+            continue  # run's calls may have happened, and that resume cannot be taken over
         if call.call_id in looked_up:
             claimed, recorded = looked_up[call.call_id]
             if recorded is not None:
@@ -73,6 +76,11 @@ def recall(run: Run, turn: Turn) -> None:
         call.fate = "run" if decision else "wait"
         turn.reruns.update([call.call_id] if decision else [])
         turn.unsure.append(call.call_id)
+
+
+def inner_resumed(run: Run, nested: RunState) -> bool:
+    """Whether an agent tool's paused inner run was resumed already (its pause claimed: `claim_pause`)."""
+    return getattr(nested, "pending", None) is not None and caller.call(run.ledger.lookup_call, *pause_claim(nested))[0]
 
 
 # --- The journal: a run whose process died continues from its session ----------------------------------------
@@ -226,7 +234,7 @@ def claim_pause(run: Run, turn: Turn) -> None:
     Only one resume of one paused state proceeds: another (a retry, a second worker, at once or later) raises
     `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
     state = run.state
-    turn.claim = (own_claims(state), f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}")
+    turn.claim = pause_claim(state)
     won, outcome = caller.call(run.ledger.claim_call, *turn.claim)
     if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the
         won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
@@ -234,6 +242,11 @@ def claim_pause(run: Run, turn: Turn) -> None:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue
         write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+
+
+def pause_claim(state: RunState) -> tuple:
+    """The ledger's key for resuming this pause of the state's turn, which one resume claims (`claim_pause`)."""
+    return own_claims(state), f"resume:turn-{state.current_turn}:pause-{state.pending.pauses}"
 
 
 def own_claims(state: RunState) -> str:
