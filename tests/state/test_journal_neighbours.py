@@ -193,54 +193,73 @@ def test_a_resumed_state_that_went_on_unjournaled_journals_its_next_turn_once_th
     assert seen["journal"] == state.run_id and not session.read_journal()
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="a process that dies mid-turn: os.fork")
-@pytest.mark.parametrize("dies", ["in the inner tool", "at the outer turn's write"])
+# An agent tool paying through an inner agent whose `pay` needs approval; the process dies where
+# MINIAGENTS_TEST_DIE says ("tool": right after paying; "write": at the outer turn's write). Run by the test, and
+# by the child process it starts.
+PAYING_AGENT_TOOL = """
+import os
+from miniagents import SQLiteSession, function_tool
+from miniagents.testing import assistant_message, function_call
+from support import make_agent
+
+
+class DyingAtWrite(SQLiteSession):
+    def add_items(self, items, **options):
+        if os.environ.get("MINIAGENTS_TEST_DIE") == "write":
+            os._exit(9)
+        return super().add_items(items, **options)
+
+
+def outer_agent(effects):
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        with open(effects, "a") as f:
+            f.write("paid\\n")
+        if os.environ.get("MINIAGENTS_TEST_DIE") == "tool":
+            os._exit(9)
+        return f"paid {amount}"
+
+    inner, _ = make_agent([[function_call("pay", {"amount": 5}, call_id="i1")], [assistant_message("paid")]],
+                          name="Inner", tools=[pay])
+    return make_agent([[function_call("helper", {"input": "pay 5"}, call_id="o1")], [assistant_message("done")]],
+                      name="Outer", tools=[inner.as_tool("helper", "Pays.")])
+"""
+RESUME_AND_DIE = PAYING_AGENT_TOOL + """
+import sys
+from miniagents import Runner, RunState
+
+agent, _ = outer_agent(sys.argv[2])
+Runner.run_sync(agent, RunState.from_string(agent, sys.stdin.read()), session=DyingAtWrite("s", sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("dies", ["tool", "write"], ids=["in the inner tool", "at the outer turn's write"])
 def test_a_continue_after_a_crash_in_an_agent_tools_resumed_inner_run_says_the_call_may_have_happened(tmp_path, dies):
     """An agent tool's inner run waits for a person; the approved state is resumed, and that process dies. The
     continue cannot take over the inner run's resume (it was claimed by the process that died): it tells the
     model the agent tool's call may have happened and goes on. It raised `AlreadyResumedError` ("nothing was run
     or written again") after writing the call as stopped midway."""
+    import subprocess
+    import sys
+
     from miniagents.ledger import MAY_HAVE_HAPPENED
+    from support import ROOT, TESTS
 
-    path, effects = str(tmp_path / "s.db"), tmp_path / "paid.txt"
-
-    class DyingAtWrite(SQLiteSession):
-        def add_items(self, items, **options):
-            if os.environ.get("MINIAGENTS_TEST_DIE") == "write":
-                os._exit(9)
-            return super().add_items(items, **options)
-
-    def outer_agent():
-        @function_tool(needs_approval=True)
-        def pay(amount: int) -> str:
-            with open(effects, "a") as f:
-                f.write("paid\n")
-            if os.environ.get("MINIAGENTS_TEST_DIE") == "tool":
-                os._exit(9)
-            return f"paid {amount}"
-
-        inner, _ = make_agent([[function_call("pay", {"amount": 5}, call_id="i1")], [assistant_message("paid")]],
-                              name="Inner", tools=[pay])
-        return make_agent([[function_call("helper", {"input": "pay 5"}, call_id="o1")], [assistant_message("done")]],
-                          name="Outer", tools=[inner.as_tool("helper", "Pays.")])
-
-    outer, _ = outer_agent()
-    state = Runner.run_sync(outer, "pay 5", session=DyingAtWrite("s", path)).to_state()
+    path, effects, names = str(tmp_path / "s.db"), str(tmp_path / "paid.txt"), {}
+    exec(PAYING_AGENT_TOOL, names)
+    outer, _ = names["outer_agent"](effects)
+    state = Runner.run_sync(outer, "pay 5", session=SQLiteSession("s", path)).to_state()
     state.approve(state.get_interruptions()[0])
-    text = state.to_string()
-    pid = os.fork()
-    if pid == 0:  # the child resumes the approved state and dies: never returns into pytest
-        try:
-            os.environ["MINIAGENTS_TEST_DIE"] = "tool" if dies == "in the inner tool" else "write"
-            child, _ = outer_agent()
-            Runner.run_sync(child, RunState.from_string(child, text), session=DyingAtWrite("s", path))
-        finally:
-            os._exit(1)
-    assert os.waitpid(pid, 0)[1] >> 8 == 9
-    outer, model = outer_agent()
+    script = tmp_path / "resume_and_die.py"
+    script.write_text(RESUME_AND_DIE, encoding="utf-8")
+    env = {**os.environ, "MINIAGENTS_TEST_DIE": dies, "PYTHONPATH": os.pathsep.join([ROOT, TESTS])}
+    died = subprocess.run([sys.executable, str(script), path, effects], input=state.to_string(), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert died.returncode == 9, died.stderr
+    outer, model = names["outer_agent"](effects)
     session = SQLiteSession("s", path)
     result = Runner.run_sync(outer, [], session=session)
     assert result.final_output == "done" and result.interruptions == []
-    assert effects.read_text().splitlines() == ["paid"]
+    assert open(effects).read().splitlines() == ["paid"]
     told = [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"]
     assert told == [MAY_HAVE_HAPPENED] and model.calls[-1].input[-1]["output"] == MAY_HAVE_HAPPENED
