@@ -22,7 +22,7 @@ from miniagents.errors import AlreadyResumedError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.ledger import NEVER_STARTED, NOT_RUN_AGAIN
-from support import ListSession, outputs_sent
+from support import ListSession, make_agent, outputs_sent
 
 
 def payer(steps, paid):
@@ -941,3 +941,25 @@ def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(
     assert Runner.run_sync(agent, [], session=session, run_config=config).final_output == "done"
     assert ran == [1, 2]
     assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
+
+
+def test_the_pauses_of_a_turn_are_claimed_under_their_number_from_zero():
+    """`resume:turn-<n>:pause-<k>`, `k` how often the turn paused before: its first pause is 0, the pause its
+    resume makes (another call waits) is 1, each claimed once with the resume's outcome."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    session = SQLiteSession("s")
+    agent, _ = make_agent([[function_call("pay", {"amount": 1}, call_id="p1"),
+                            function_call("pay", {"amount": 2}, call_id="p2")], [assistant_message("done")]],
+                          tools=[pay])
+    state = Runner.run_sync(agent, "pay", session=session).to_state()
+    assert json.loads(state.to_string())["pending_turn"]["pauses"] == 0
+    state.approve(state.get_interruptions()[0])
+    state = Runner.run_sync(agent, state, session=session).to_state()
+    assert json.loads(state.to_string())["pending_turn"]["pauses"] == 1
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    claims = [session.lookup_call(state.run_id + "#", f"resume:turn-1:pause-{k}") for k in (0, 1, 2)]
+    assert claims == [(True, "paused again"), (True, "completed"), (False, None)]

@@ -397,6 +397,13 @@ def test_check_says_where_the_copies_are_when_dest_holds_none(good_copy):
     assert f"VENDORED.json found in {os.path.join('project', 'miniagents')} (named miniagents)" in done.stderr
 
 
+def test_check_of_a_file_that_is_no_zip_says_so(tmp_path):
+    notes = tmp_path / "notes.zip"
+    notes.write_text("not a zip", encoding="utf-8")
+    done = vendor("--check", notes)
+    assert done.returncode == 1 and f"{notes} is not a zip made by this command" in done.stderr
+
+
 # --- a renamed copy --------------------------------------------------------------------------------------------
 
 

@@ -75,6 +75,8 @@ def test_multi_provider_routes_by_prefix_as_upstream():
         provider.get_model("litellm/anthropic/claude")
     with pytest.raises(UserError, match="openai_prefix_mode"):
         MultiProvider(openai_prefix_mode="strip")
+    with pytest.raises(UserError, match="unknown_prefix_mode must be one of: 'error', 'model_id'"):
+        MultiProvider(unknown_prefix_mode="strip")
     routes.remove_provider("local")
     assert not routes.has_prefix("local")
 
