@@ -43,7 +43,8 @@ def recall(run: Run, turn: Turn) -> None:
     """A resumed turn's calls that started before a crash and recorded no output (found by a continued run, kept
     in `PendingTurn.unsure` across a pause) are never silently repeated: an idempotent tool's runs again; any
     other waits for a person, whose approval runs it again and whose rejection tells the model it may or may not
-    have happened. A continued run finds them in the ledger; the calls it finds settled keep their outputs."""
+    have happened. A continued run finds them in the ledger; the calls it finds settled keep their outputs. An
+    agent tool whose inner run the process that died had resumed is answered `MAY_HAVE_HAPPENED`."""
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
     continued = run.scratch.get(open_journal)
     looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
@@ -52,9 +53,11 @@ def recall(run: Run, turn: Turn) -> None:
     stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
     kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
     for call in turn.calls:
-        if continued and call.paused is not None and inner_resumed(run, call.paused):  # by the process that died:
-            call.fate, call.output, call.paused = "answer", (MAY_HAVE_HAPPENED, MAY_HAVE_HAPPENED), None  # its inner
-            continue  # run's calls may have happened, and that resume cannot be taken over
+        if continued and call.paused is not None and inner_resumed(run, call.paused):
+            # the process that died had resumed this agent tool's inner run: what it did there may have happened,
+            # and that resume (its claim) cannot be taken over
+            call.fate, call.output, call.paused = "answer", (MAY_HAVE_HAPPENED, MAY_HAVE_HAPPENED), None
+            continue
         if call.call_id in looked_up:
             claimed, recorded = looked_up[call.call_id]
             if recorded is not None:

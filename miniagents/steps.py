@@ -232,8 +232,6 @@ def check_tool_limit(run: Run, turn: Turn) -> None:
         call.fate = "held"
 
 
-
-
 def guarded(invoke: Callable) -> Callable:
     """`invoke` with what surrounds a call when a run has tool guardrails or plugins: approval (done) -> the
     tool's input guardrails -> the call (inside the `tool_call` seam) -> its output guardrails. A rejection is

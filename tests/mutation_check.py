@@ -257,7 +257,7 @@ MUTANTS: List[Mutant] = [
       "            pass",
       "--check of a file that is no zip says so", "test_vendor_command"),
     M("ledger.py",
-      "        if continued and call.paused is not None and inner_resumed(run, call.paused):  # by the process that died:",
+      "        if continued and call.paused is not None and inner_resumed(run, call.paused):",
       "        if False:",
       "a continue tells the model an agent tool whose inner resume a dead process claimed may have happened",
       "test_journal_neighbours"),
