@@ -48,16 +48,18 @@ def recall(run: Run, turn: Turn) -> None:
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
     continued = run.scratch.get(open_journal)
     looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
-                 for call in turn.calls if continued and call.kind == "function" and not call.fate
-                 and call.paused is None}  # an agent tool's paused inner run goes on: its own calls are claimed
+                 for call in turn.calls if continued and call.kind == "function" and not call.fate}
     stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
     kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
     for call in turn.calls:
-        if continued and call.paused is not None and inner_resumed(run, call.paused):
-            # the process that died had resumed this agent tool's inner run: what it did there may have happened,
-            # and that resume (its claim) cannot be taken over
-            call.fate, call.output, call.paused = "answer", (MAY_HAVE_HAPPENED, MAY_HAVE_HAPPENED), None
-            continue
+        if call.paused is not None and call.call_id in looked_up:  # an agent tool whose inner run was paused
+            recorded = looked_up[call.call_id][1]
+            if recorded is not None:  # it returned before the process died
+                call.fate, call.output, call.paused = "done", (recorded, recorded), None
+            elif inner_resumed(run, call.paused):  # the process that died had resumed its inner run: what that did
+                # may have happened, and that resume (its claim) cannot be taken over
+                call.fate, call.output, call.paused = "answer", (MAY_HAVE_HAPPENED, MAY_HAVE_HAPPENED), None
+            continue  # else its inner run goes on, claiming its own calls
         if call.call_id in looked_up:
             claimed, recorded = looked_up[call.call_id]
             if recorded is not None:
@@ -272,16 +274,19 @@ def claimed(invoke: Callable) -> Callable:
     input guardrails once claimed, is recorded `NEVER_STARTED` (the next resume tells the model so: a claim is never
     taken twice). Its outcome is recorded the moment it is known. A call claimed before is not run again: it gets
     the output recorded then, or (that claimant is still running, or it crashed mid-call) a message saying so.
-    Continuing an agent tool's paused inner run is not claimed here: its own calls are claimed inside it."""
+    An agent tool's paused inner run goes on unclaimed (its call was claimed when it started): its own calls are
+    claimed inside it, and the call's outcome is recorded here."""
     def invoke_claimed(run: Run, turn: Turn, call: Call, ctx: Any) -> tuple:
-        if turn.claim is None or call.paused is not None:
+        if turn.claim is None:
             return invoke(run, turn, call, ctx)
-        rerun = call.call_id in turn.reruns  # started before a crash: a person approved running it again, or its
-        # tool is idempotent (`recall`)
-        won, recorded = (True, None) if rerun else caller.call(run.ledger.claim_call, run.state.run_id, call.call_id)
-        if not won:  # it ran before, or was stopped before it started: it does not run now
-            text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
-            return text, text
+        if call.paused is None:  # (an agent tool's paused inner run goes on: its call was claimed when it started)
+            rerun = call.call_id in turn.reruns  # started before a crash: a person approved running it again, or its
+            # tool is idempotent (`recall`)
+            won, recorded = (True, None) if rerun else caller.call(run.ledger.claim_call, run.state.run_id,
+                                                                   call.call_id)
+            if not won:  # it ran before, or was stopped before it started: it does not run now
+                text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
+                return text, text
         try:
             value, text = invoke(run, turn, call, ctx)
         except NestedInterruption:  # paused inside: no outcome yet

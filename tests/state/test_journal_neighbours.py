@@ -234,10 +234,11 @@ Runner.run_sync(agent, RunState.from_string(agent, sys.stdin.read()), session=Dy
 
 
 @pytest.mark.parametrize("dies", ["tool", "write"], ids=["in the inner tool", "at the outer turn's write"])
-def test_a_continue_after_a_crash_in_an_agent_tools_resumed_inner_run_says_the_call_may_have_happened(tmp_path, dies):
+def test_a_continue_after_a_crash_in_an_agent_tools_resumed_inner_run_says_what_the_call_did(tmp_path, dies):
     """An agent tool's inner run waits for a person; the approved state is resumed, and that process dies. The
     continue cannot take over the inner run's resume (it was claimed by the process that died): it tells the
-    model the agent tool's call may have happened and goes on. It raised `AlreadyResumedError` ("nothing was run
+    model what the ledger knows, the agent tool's output if it returned (the process died at the outer turn's
+    write), else that the call may have happened, and goes on. It raised `AlreadyResumedError` ("nothing was run
     or written again") after writing the call as stopped midway."""
     import subprocess
     import sys
@@ -261,5 +262,6 @@ def test_a_continue_after_a_crash_in_an_agent_tools_resumed_inner_run_says_the_c
     result = Runner.run_sync(outer, [], session=session)
     assert result.final_output == "done" and result.interruptions == []
     assert open(effects).read().splitlines() == ["paid"]
+    said = "paid" if dies == "write" else MAY_HAVE_HAPPENED
     told = [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"]
-    assert told == [MAY_HAVE_HAPPENED] and model.calls[-1].input[-1]["output"] == MAY_HAVE_HAPPENED
+    assert told == [said] and model.calls[-1].input[-1]["output"] == said
