@@ -155,10 +155,11 @@ def test_two_workers_continuing_at_once_one_wins(tmp_path):
     workers = [threading.Thread(target=worker) for _ in range(2)]
     [w.start() for w in workers]
     [w.join(30) for w in workers]
-    assert sorted(outcomes) == ["continued", "refused"]
+    assert sorted(outcomes) in (["continued", "refused"], ["continued", "continued"])
     # The winner ran it again (idempotent). A loser that read the journal before the winner's takeover ran
     # nothing; one that read it after saw the winner's entry in flight (a journal cannot tell a live worker from a
-    # dead one), took it over and ran the idempotent call too, and the winner was refused at its next write.
+    # dead one), took it over and ran the idempotent call too, and the winner was refused at its next write. A
+    # loser that came once the winner had finished (a slow machine) found no turn in flight: a run with no input.
     assert stuck.starts in (["c1", "c1"], ["c1", "c1", "c1"])
     stuck.release.set()
     thread.join(30)
