@@ -33,7 +33,7 @@ from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
                     new_call_id)
-from .models.interface import ModelSettings
+from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
 from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
 from .validate import ArgumentsError, parse_arguments
@@ -231,14 +231,15 @@ def model_arguments(run: Run, turn: Turn) -> tuple:
 def take_response(run: Run, turn: Turn, response: Any) -> None:
     """Count the response's usage (one request per call, whatever the model reported: usage limits must not
     trust the model; none when the call was counted before it was made), keep it, and read its items, every call
-    with an id of its own."""
-    state = run.state
-    state.context_wrapper.usage.add(response.usage, requests=turn.requests)
-    state.model_responses.append(response)
+    with an id of its own. A custom model that returns anything else is told so here, before anything reads it."""
+    if not isinstance(response, ModelResponse):
+        raise UserError(f"A Model's get_response must return a ModelResponse, not {type(response).__name__}")
+    run.state.context_wrapper.usage.add(response.usage, requests=turn.requests)
+    run.state.model_responses.append(response)
     turn.output = response.output
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
-    if len(set(ids) - state.call_ids - {None, ""}) < len(ids) and not state.server_managed:  # not each its own
-        turn.output, turn.replays = assign_call_ids(turn.output, state)
+    if len(set(ids) - run.state.call_ids - {None, ""}) < len(ids) and not run.state.server_managed:  # not unique
+        turn.output, turn.replays = assign_call_ids(turn.output, run.state)
 
 
 _default_provider = None  # made on first use and kept for the process: it reuses connections across runs

@@ -106,6 +106,10 @@ def test_path(name: str) -> str:
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
     M("turn.py",
+      "    if not isinstance(response, ModelResponse):\n",
+      "    if False:\n",
+      "a custom model's return that is no ModelResponse is a UserError saying what it returned", "test_items"),
+    M("turn.py",
       "    if waiting:  # a pause: the turn resumes with the outputs it has\n"
       "        turn.next_step = waiting_for_a_person(run, turn, waiting)\n"
       "    elif handoff is not None:\n        turn.next_step = NextStepHandoff(handoff)\n",
@@ -510,8 +514,8 @@ MUTANTS: List[Mutant] = [
       "        slot[\"arguments\"] = shapes.Deltas()\n        piece = slot[\"arguments\"].add(args or \"\")",
       "chat stream: argument fragments are concatenated", "test_chat_completions"),
     M("turn.py",
-      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids) and not state.server_managed:",
-      "    if len(set(ids) - {None, \"\"}) < len(ids) and not state.server_managed:",
+      "    if len(set(ids) - run.state.call_ids - {None, \"\"}) < len(ids) and not run.state.server_managed:",
+      "    if len(set(ids) - {None, \"\"}) < len(ids) and not run.state.server_managed:",
       "a call id reused from an earlier turn gets a fresh id", "test_call_ids"),
     M("steps.py",
       "                                                                   state.pending is not None)):",
@@ -1088,8 +1092,8 @@ MUTANTS: List[Mutant] = [
       "        pass",
       "server-managed: each request chains to the last response (previous_response_id)", "test_upstream_behaviour"),
     M("turn.py",
-      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids) and not state.server_managed:",
-      "    if len(set(ids) - state.call_ids - {None, \"\"}) < len(ids):",
+      "    if len(set(ids) - run.state.call_ids - {None, \"\"}) < len(ids) and not run.state.server_managed:",
+      "    if len(set(ids) - run.state.call_ids - {None, \"\"}) < len(ids):",
       "server-managed: the call ids the server gave are kept", "test_call_ids"),
     M("steps.py",
       "    state.server_known = len(state.transcript) + turn.said",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..items import HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem, ToolCallItem
+from ..models.interface import ModelResponse
 
 # The run items whose raw item a model gave (upstream's typed objects); the others hold what the kernel made.
 MODEL_ITEMS = (MessageOutputItem, ReasoningItem, ToolCallItem, HandoffCallItem, ToolApprovalItem)
@@ -60,7 +61,8 @@ class ReadableModel:
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
         response = self.wrapped.get_response(*args, **kwargs)
-        response.output = readable(response.output)
+        if isinstance(response, ModelResponse):  # anything else is left for the kernel to refuse
+            response.output = readable(response.output)
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Iterator[Any]:

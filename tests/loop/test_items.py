@@ -211,3 +211,20 @@ def test_a_custom_models_response_may_hold_its_items_in_a_tuple():
     assert response.output == [assistant_message("hi")]
     agent = Agent(name="A", model=AnswersWith(output=(assistant_message("hi"),)))
     assert Runner.run_sync(agent, "x").final_output == "hi"
+
+
+class Returns(Model):
+    """A custom model whose `get_response` returns what it is given, whatever that is."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def get_response(self, *args, **kwargs):
+        return self.value
+
+
+@pytest.mark.parametrize("value", [None, {"output": [assistant_message("hi")]}, [assistant_message("hi")], "hi"])
+@pytest.mark.parametrize("plugins", [(), (seams.Plugin(),)])
+def test_a_custom_model_that_returns_no_model_response_is_a_user_error_saying_what_it_returned(value, plugins):
+    with pytest.raises(UserError, match=f"must return a ModelResponse, not {type(value).__name__}$"):
+        Runner.run_sync(Agent(name="A", model=Returns(value)), "hi", plugins=list(plugins))
