@@ -34,7 +34,7 @@ VERSIONS = {1: "a header line, then one line per model call: its request and its
 KIND = "miniagents recording"
 MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
 MAX_DEPTH = 100  # levels of objects and arrays one line may nest: a replay copies and compares them recursively
-NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
+NOT_REGULAR = "it is not a regular file (a folder, a FIFO, a device or a socket)"
 REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema", "settings", "previous_response_id",
                   "conversation_id", "prompt")
 

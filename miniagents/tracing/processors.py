@@ -16,7 +16,7 @@ from .spans import Span
 from .traces import Trace
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
-NOT_REGULAR = "it is not a regular file (a FIFO, a device or a socket)"
+NOT_REGULAR = "it is not a regular file (a folder, a FIFO, a device or a socket)"
 
 
 def trace_file_name(path: Any) -> Any:
