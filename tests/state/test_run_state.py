@@ -9,6 +9,7 @@ import asyncio
 import copy
 import json
 import os
+import re
 import sqlite3
 from collections import Counter
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from miniagents import Agent, AgentsException, RunContextWrapper, Runner, RunState, UserError, function_tool
 from miniagents.state import SCHEMA_VERSION, SCHEMA_VERSIONS
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import TESTS, outputs_sent
+from support import ROOT, TESTS, outputs_sent
 
 GOLDEN = os.path.join(TESTS, "golden", "run_state_v1.json")
 REJECTED = "Tool execution was not approved."
@@ -97,6 +98,12 @@ def test_every_released_schema_version_has_a_one_line_summary():
     assert SCHEMA_VERSION in SCHEMA_VERSIONS and max(SCHEMA_VERSIONS) == SCHEMA_VERSION
     for version, summary in SCHEMA_VERSIONS.items():
         assert isinstance(version, int) and isinstance(summary, str) and summary.strip() and "\n" not in summary
+
+
+def test_the_porting_page_names_the_schema_version_written_today():
+    with open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8") as page:
+        named = re.findall(r"`schema_version` (\d+)", page.read())
+    assert named == [str(SCHEMA_VERSION)]
 
 
 def test_from_json_and_from_string_round_trip_the_document():
