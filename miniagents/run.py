@@ -297,6 +297,7 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
         return error
     turn.items = [item for item in turn.items[:turn.said]
                   if "call_id" not in item.raw_item or item.raw_item["call_id"] in ran]
+    turn.said = len(turn.items)  # the outputs settled after them are the ones a stream's reader hears
     turn.calls = [call for call in turn.calls if call.call_id in ran]
     settle(run, turn)
     run.state.record_turn(turn.items, turn.start)
@@ -306,6 +307,8 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
         steps.save(run, turn)
     except Exception as lost:
         return lost
+    if run.emit is not None and run.state.cancel_mode is None:  # a stream's reader hears the outputs kept, too
+        steps.announce_outputs(run, turn)
     return error
 
 

@@ -547,11 +547,12 @@ def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state
     session = SQLiteSession("s", str(tmp_path_factory.mktemp("db") / "db")) if with_session else None
     config = RunConfig(max_function_tool_concurrency=concurrency)
     if streamed:
-        result = Runner.run_streamed(agent, "work", session=session, run_config=config)
+        result, heard = Runner.run_streamed(agent, "work", session=session, run_config=config), {}
 
         async def read():
-            async for _ in result.stream_events():
-                pass
+            async for event in result.stream_events():
+                if getattr(event, "name", None) == "tool_output":
+                    heard[event.item.raw_item["call_id"]] = event.item.raw_item["output"]
 
         with pytest.raises(Exception) as caught:
             asyncio.run(read())
@@ -571,6 +572,7 @@ def test_a_turn_that_fails_after_calls_ran_keeps_them_and_only_them_in_the_state
         assert {i.raw_item["call_id"]: i.raw_item["output"] for i in new_items
                 if i.type == "tool_call_output_item"} == kept
         assert {i.raw_item["call_id"] for i in new_items if i.type == "tool_call_item"} == set(kept)
+        assert not streamed or heard == kept  # a stream's reader hears the outputs the turn keeps
     if session is not None:  # a turn where nothing ran leaves no trace, as a failed model call leaves none
         history = session.get_items()
         assert [i for i in history if i.get("role") == "user"] == ([{"content": "work", "role": "user"}] if kept
