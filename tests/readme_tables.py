@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1571,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1585,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -121,7 +121,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # taken for a final output once the paused turn resumed (the texts a cut-short call gets, turn.CUT_SHORT), and a
     # callable's own CancelledError escaping the run bare (a UserError now); 1568 for a custom model's return that is
     # no ModelResponse, refused where the turn takes it (it was a bare AttributeError); 1571 for a failed streamed
-    # turn's kept outputs told to the stream's reader (it heard the calls, never their outputs)
+    # turn's kept outputs told to the stream's reader (it heard the calls, never their outputs); 1585 for one RunState
+    # object never run twice at once (run.take, run.release: a paused state given to a second run, an awaited run that
+    # was cancelled still finishing its step, ran an approved call twice)
     "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
