@@ -178,7 +178,8 @@ class RunResultStreaming(RunResult):
         if self._started:
             return
         self._started = True
-        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs
+        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs, the state is free again
+            self._state.running = None
             self._complete(RunResult.from_state(self._state, None))
             return
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
@@ -207,12 +208,10 @@ class RunResultStreaming(RunResult):
                 outcome["error"] = e
                 self._complete(RunResult.from_state(self._state, None))
             finally:
-                self._state.streaming = False
                 put(done)
 
         # A thread of its own, not the event loop's executor: a reader that awaits other runs while it handles an
         # event must never wait behind the streams that wait for it.
-        self._state.streaming = True
         threading.Thread(target=contextvars.copy_context().run, args=(work,), name="miniagents-stream",
                          daemon=True).start()
         finished = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 from typing import Any, Callable, NamedTuple, Optional
 
 from . import caller, ledger, seams, steps
@@ -103,7 +104,11 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
-        step(run)
+        try:
+            step(run)
+        except BaseException:  # refused: the state is left free (no loop runs, so no `run.after`)
+            release(run)
+            raise
     return run
 
 
@@ -147,13 +152,28 @@ def prepare_run(run: Run) -> None:
     seams.emit(run.plugins, "prepare_run", run)
 
 
+def take(run: Run) -> None:
+    """A state given to run on (paused, cancelled, or still in a run), or a streamed run's own, is this run's until it
+    ends (`release`): a second run of it meanwhile is refused, since both would run its calls and write its turns.
+    A cancelled run is still going on until it finishes the step it was in (a streamed one: read its events)."""
+    with _TAKING:
+        if run.state.running is not None:
+            raise UserError("A run of this RunState is still going on (a cancelled run first finishes the step it "
+                            "was in; a streamed run, once its events are read): resume the state once it has ended")
+        run.state.running = run
+
+
+def release(run: Run) -> None:
+    if run.state.running is run:
+        run.state.running = None
+
+
+_TAKING = threading.Lock()  # a state's check and its taking are one step: two runs given it at once never both pass
+
+
 def resume_cancelled(run: Run) -> None:
-    """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped. One whose
-    streamed run is still stopping (it finishes the step it was in) is refused: two runs of one state would each
-    run calls and write turns."""
-    if run.state.streaming:
-        raise UserError("This RunState's streamed run was cancelled and is still stopping (it finishes the step it "
-                        "was in): read its stream to the end, then resume it")
+    """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped (that run has
+    ended: `take` came first)."""
     run.state.cancel_mode = None
 
 
@@ -543,7 +563,9 @@ TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_gua
 SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_previous_response_id"
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
+TAKEN = "state.pending state.cancel_mode state.running run.streamed"  # a state others may hold too (run.take)
 START = (  # before the first turn, once per drive of the loop
+    Step(take, TAKEN),  # first: a state another run still holds is left as it is
     Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
@@ -606,6 +628,7 @@ ENDS = {  # what each way of ending a turn does, in order
 }
 AFTER = (  # when the run returns or raises: the journal closed first, whatever a plugin then raises
     Step(ledger.close_journal, "run.ledger"),
+    Step(release, TAKEN),
     Step(leave_agent, "run.plugins"),
 )
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs

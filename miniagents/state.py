@@ -79,7 +79,7 @@ class RunState(Generic[TContext]):
     pending_input: list = field(default_factory=list, init=False)  # add_input's items, before the next model call
     finished: bool = field(default=False, init=False)  # a final output ended the run: no input may be added
     cancel_mode: Optional[str] = field(default=None, init=False)  # set by cancel(); like `aborts`, never saved
-    streaming: bool = field(default=False, init=False)  # a streamed run of it is going on (result.py), never saved
+    running: Any = field(default=None, init=False)  # the run going on with it (run.take), never saved
     aborts: list = field(default_factory=list, init=False)  # what aborts what is in flight (an HTTP request)
 
     def __post_init__(self, context: Any) -> None:

@@ -965,3 +965,129 @@ def test_the_pauses_of_a_turn_are_claimed_under_their_number_from_zero():
     assert Runner.run_sync(agent, state, session=session).final_output == "done"
     claims = [session.lookup_call(state.run_id + "#", f"resume:turn-1:pause-{k}") for k in (0, 1, 2)]
     assert claims == [(True, "paused again"), (True, "completed"), (False, None)]
+
+
+# --- One RunState object given to two runs at once (no session: nothing else says it is taken) ------------------
+
+
+def approved_in_flight(paid, entered, leave):
+    """An agent paused on `pay`, approved; `pay` signals `entered` and waits for `leave` before it pays."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        entered.set()
+        leave.wait(10)
+        paid.append(amount)
+        return f"paid {amount}"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c5")], [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay], model=model)
+    state = Runner.run_sync(agent, "pay").to_state()
+    state.approve(state.get_interruptions()[0])
+    return agent, state, model
+
+
+def second_run(how, agent, state):
+    import asyncio
+
+    if how == "run_sync":
+        return Runner.run_sync(agent, state)
+    if how == "run":
+        return asyncio.run(Runner.run(agent, state))
+
+    async def read():
+        async for _ in Runner.run_streamed(agent, state).stream_events():
+            pass
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("first", ["run_sync", "run", "streamed", "run cancelled"])
+@pytest.mark.parametrize("second", ["run_sync", "run", "streamed"])
+def test_a_state_still_in_a_run_is_refused_to_a_second_run_and_its_approved_call_runs_once(first, second):
+    import asyncio
+
+    paid, entered, leave, gone = [], threading.Event(), threading.Event(), threading.Event()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+
+    def go():
+        if first == "run cancelled":  # the awaited run is cancelled; its thread finishes the step it is in
+            async def cancelled():
+                task = asyncio.ensure_future(Runner.run(agent, state))
+                await asyncio.get_running_loop().run_in_executor(None, entered.wait, 10)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                gone.set()  # the awaiting task is gone; the run itself still waits in `pay`
+            asyncio.run(cancelled())
+        else:
+            second_run(first, agent, state)
+
+    worker = threading.Thread(target=go)
+    worker.start()
+    assert entered.wait(10) and (first != "run cancelled" or gone.wait(10))
+    with pytest.raises(UserError, match="A run of this RunState is still going on"):
+        second_run(second, agent, state)
+    leave.set()
+    worker.join(10)
+    assert paid == [5] and len(model.calls) == (1 if first == "run cancelled" else 2)
+    assert state.running is None  # the run ended: the state is free again
+    if first == "run cancelled":  # resumed once that run ended: the approved call ran, so it is not run again
+        Runner.run_sync(agent, state)
+        assert paid == [5] and len(model.calls) == 2
+
+
+def test_of_many_runs_given_one_state_at_once_exactly_one_goes_on():
+    for _ in range(5):
+        paid, entered, leave = [], threading.Event(), threading.Event()
+        leave.set()
+        agent, state, model = approved_in_flight(paid, entered, leave)
+        barrier, outcomes = threading.Barrier(4), []
+
+        def go():
+            barrier.wait()
+            try:
+                outcomes.append(Runner.run_sync(agent, state).final_output)
+            except UserError as refused:
+                outcomes.append(type(refused).__name__)
+
+        workers = [threading.Thread(target=go) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(10)
+        assert paid == [5] and outcomes.count("done") == 1 and len(outcomes) == 4
+        assert state.running is None
+
+
+def test_a_state_a_refused_start_took_is_free_again():
+    from miniagents import seams
+
+    class Refuses(seams.Plugin):
+        def prepare_run(self, run):
+            raise UserError("not today")
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    with pytest.raises(UserError, match="not today"):
+        Runner.run_sync(agent, state, plugins=[Refuses()])
+    assert state.running is None and paid == []
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_a_streamed_run_cancelled_before_its_events_were_read_leaves_its_state_free():
+    import asyncio
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    streamed = Runner.run_streamed(agent, state)
+    with pytest.raises(UserError, match="still going on"):
+        Runner.run_sync(agent, state)  # the streamed run has it, though its events are not read yet
+    streamed.cancel()
+
+    async def read():
+        async for _ in streamed.stream_events():
+            pass
+    asyncio.run(read())
+    assert state.running is None and paid == []
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
