@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1585,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1591,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -123,8 +123,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # no ModelResponse, refused where the turn takes it (it was a bare AttributeError); 1571 for a failed streamed
     # turn's kept outputs told to the stream's reader (it heard the calls, never their outputs); 1585 for one RunState
     # object never run twice at once (run.take, run.release: a paused state given to a second run, an awaited run that
-    # was cancelled still finishing its step, ran an approved call twice)
-    "agents, items, guardrails": 972,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # was cancelled still finishing its step, ran an approved call twice); 1591 for an agent tool's own usage limits
+    # counted from where its inner run starts (UsageLimits.after): counted over the whole run, an own limit below what
+    # the caller had spent stopped the run for good
+    "agents, items, guardrails": 975,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -134,7 +136,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # returns and stop_at_tool_names checked, and an agent tool's own usage limits kept within its caller's; 946 for
     # ModelHTTPError.retry_headers (what the server said of retrying, for a retry policy); 970 for a custom model's
     # malformed ModelResponse (an output that is no list of item dicts, a usage that is no Usage) refused where it
-    # is made, not met as an AttributeError deep in the loop
+    # is made, not met as an AttributeError deep in the loop; 975 for an agent tool's max_turns checked when it is made,
+    # and 0 no longer taken for the default
     "tools and schemas": 998,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
