@@ -152,6 +152,8 @@ class Agent(Generic[TContext]):
         configured by its tool, as its `run_config`, `max_turns` and `session` are (the registered ones see both)."""
         name = tool_name or tool_name_from(self.name)
         plugins = seams.checked(plugins)  # refused when the tool is made, not when the model first calls it
+        if max_turns is not None and type(max_turns) is not int:  # as a run's: a float or "3" would fail each call
+            raise UserError(f"as_tool max_turns must be a whole number or None (the default), got {max_turns!r:.80}")
         if tool_name is None and re.search(r"[^a-zA-Z0-9_\s]", self.name):
             warn("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:
@@ -187,8 +189,9 @@ class Agent(Generic[TContext]):
             inner.turn_input = []
             if paused is not None:
                 paused.context_wrapper.usage, paused.context_wrapper.approvals = ctx.usage, ctx.approvals
-            options = Options(context=inner, max_turns=max_turns or DEFAULT_MAX_TURNS, plugins=plugins, session=session,
-                              run_config=nested_config(run_config, ctx.run_config))
+            options = Options(context=inner, max_turns=DEFAULT_MAX_TURNS if max_turns is None else max_turns,
+                              plugins=plugins, session=session, run_config=nested_config(run_config, ctx.run_config,
+                                                                                         ctx.usage))
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
                 nested = start_run(self, text if paused is None else paused, options, streamed=on_stream is not None,
                                    ledger=ctx.ledger)
@@ -220,16 +223,17 @@ def provider_tool(tool: Any) -> bool:
         hasattr(tool, "is_enabled") and not isinstance(tool, Handoff)
 
 
-def nested_config(given: Any, parent: Any) -> Any:
+def nested_config(given: Any, parent: Any, usage: Any) -> Any:
     """An agent tool's inner run's configuration: its own, or one that resolves model names with the caller's
-    provider; the caller's usage limits count the inner run too, within its own when it has some."""
+    provider. The caller's usage limits count the inner run too (the usage is shared); the tool's own count what
+    its inner run spends from `usage` on (where it starts, or goes on after a pause), within the caller's."""
     from .config import RunConfig
 
     provider, limits = getattr(parent, "model_provider", None), getattr(parent, "usage_limits", None)
     if given is None:
         return RunConfig(model_provider=provider, usage_limits=limits) if provider or limits else None
-    if limits and given.usage_limits:
-        limits = limits.within(given.usage_limits)
+    own = given.usage_limits and given.usage_limits.after(usage)
+    limits = limits.within(own) if limits and own else limits or own
     return dataclasses.replace(given, usage_limits=limits) if limits else given
 
 

@@ -19,8 +19,9 @@ class UsageLimits:
     whole run, the nested runs of agents used as tools included. None: no limit. The requests limit is checked
     before each model call and the tool-call limit before each turn's calls run, so neither is ever passed; the
     token limits are checked at the same points, so they are passed by at most the one response that crossed
-    them, never by the tools it asked for. Exceeding one raises `UsageLimitExceeded` (or asks the run's
-    "usage_limit" error handler), and the run's state can resume with a higher limit."""
+    them (one per request in flight, when agent tools run at once), never by the tools it asked for. Exceeding
+    one raises `UsageLimitExceeded` (or asks the run's "usage_limit" error handler), and the run's state can
+    resume with a higher limit."""
 
     request_limit: Optional[int] = None
     input_tokens_limit: Optional[int] = None
@@ -38,6 +39,15 @@ class UsageLimits:
         pairs = {name: (value, getattr(other, name)) for name, value in vars(self).items()}
         return UsageLimits(**{name: min((v for v in pair if v is not None), default=None)
                               for name, pair in pairs.items()})
+
+    def after(self, usage: Any) -> "UsageLimits":
+        """These limits counted from `usage` on, as limits on the whole count: what a run that starts there may spend
+        (an agent tool's own limits bound what its inner run spends, not what its caller spent before)."""
+        spent = {"request_limit": usage.requests, "tool_calls_limit": usage.tool_calls,
+                 "input_tokens_limit": usage.input_tokens, "output_tokens_limit": usage.output_tokens,
+                 "total_tokens_limit": usage.total_tokens}
+        return UsageLimits(**{name: None if limit is None else limit + spent[name]
+                              for name, limit in vars(self).items()})
 
     def exceeded(self, usage: Any, requests: int = 0, tool_calls: int = 0) -> Optional[tuple]:
         """(limit name, limit, count) of the first limit that `usage` plus `requests` more model calls and

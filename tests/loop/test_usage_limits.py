@@ -11,8 +11,8 @@ import asyncio
 
 import pytest
 
-from miniagents import (Agent, RunConfig, RunState, Runner, SQLiteSession, UsageLimitExceeded,
-                        UsageLimits, UserError, function_tool)
+from miniagents import (Agent, RunConfig, RunState, Runner, SQLiteSession, UsageLimitExceeded, UserError,
+                        UsageLimits, function_tool)
 from miniagents.context import Usage
 from miniagents.items import ModelResponse
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
@@ -398,11 +398,12 @@ def test_an_agent_tool_call_whose_inner_run_paused_is_counted_once_when_it_goes_
     assert (result.final_output, ran, result.context_wrapper.usage.tool_calls) == ("outer done", [1], 2)
 
 
-@pytest.mark.parametrize("own, callers, stop", [
-    (UsageLimits(request_limit=50), UsageLimits(request_limit=2), ("request_limit", 2)),  # the caller's holds
-    (UsageLimits(tool_calls_limit=1), UsageLimits(request_limit=20), ("tool_calls_limit", 1)),  # and its own
+@pytest.mark.parametrize("own, callers, stop, inner_calls", [
+    (UsageLimits(request_limit=50), UsageLimits(request_limit=2), ("request_limit", 2), 1),  # the caller's holds
+    # and its own, counted from where the inner run started (the call itself was counted then): one more call
+    (UsageLimits(tool_calls_limit=1), UsageLimits(request_limit=20), ("tool_calls_limit", 2), 2),
 ])
-def test_an_agent_tools_own_limits_keep_within_the_callers(own, callers, stop):
+def test_an_agent_tools_own_limits_keep_within_the_callers(own, callers, stop, inner_calls):
     @function_tool
     def work(n: int) -> str:
         return "ok"
@@ -414,7 +415,37 @@ def test_an_agent_tools_own_limits_keep_within_the_callers(own, callers, stop):
         [[function_call("sub", {"input": "x"}, call_id="o1")], [assistant_message("outer done")]]))
     with pytest.raises(UsageLimitExceeded) as info:
         Runner.run_sync(outer, "go", run_config=RunConfig(usage_limits=callers))
-    assert (info.value.limit, info.value.value) == stop and len(inner_model.calls) == 1
+    assert (info.value.limit, info.value.value) == stop and len(inner_model.calls) == inner_calls
+
+
+def test_an_agent_tools_own_limits_bound_what_its_inner_run_spends_not_what_its_caller_spent_before():
+    @function_tool
+    def work(n: int) -> str:
+        return "ok"
+
+    inner_model = ScriptedModel([[function_call("work", {"n": n}, call_id=f"w{n}")] for n in range(3)]
+                                + [[assistant_message("inner done")]])
+    own = RunConfig(usage_limits=UsageLimits(request_limit=2))
+    tool = Agent(name="I", tools=[work], model=inner_model).as_tool("sub", "s", run_config=own)
+    outer_model = ScriptedModel([[function_call("work", {"n": n}, call_id=f"o{n}")] for n in range(3)]
+                                + [[function_call("sub", {"input": "x"}, call_id="s1")], [assistant_message("done")]])
+    outer = Agent(name="O", tools=[work, tool], model=outer_model)
+    with pytest.raises(UsageLimitExceeded) as info:  # the caller spent 4 requests before; its tool may spend 2 more
+        Runner.run_sync(outer, "go")
+    assert (info.value.limit, info.value.value, len(inner_model.calls)) == ("request_limit", 6, 2)
+    # the caller's state resumes: the inner run goes on with its own limit counted from there
+    result = Runner.run_sync(outer, RunState.from_string(outer, info.value.state.to_string()))
+    assert result.final_output == "done" and len(inner_model.calls) == 4 and len(outer_model.calls) == 5
+
+
+def test_an_agent_tools_max_turns_is_a_whole_number_refused_when_the_tool_is_made_and_zero_allows_none():
+    inner_model = ScriptedModel([[assistant_message("inner done")]])
+    with pytest.raises(UserError, match="as_tool max_turns must be a whole number or None"):
+        Agent(name="I", model=inner_model).as_tool("sub", "s", max_turns=2.5)
+    tool = Agent(name="I", model=inner_model).as_tool("sub", "s", max_turns=0)
+    outer = Agent(name="O", tools=[tool], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="s1")], [assistant_message("done")]]))
+    assert Runner.run_sync(outer, "go").final_output == "done" and len(inner_model.calls) == 0
 
 
 def test_usage_limits_within_others_take_the_smaller_of_each():
