@@ -297,7 +297,7 @@ def validate_value(tp, value, *, path: str = ""):
 
 def _convert_guarded(tp, value, path, strict):
     try:
-        return _convert(tp, value, path, strict)
+        return _convert(tp, value, path, strict, {})
     except RecursionError:
         return _fail(path, "the value is nested too deeply")
 
@@ -312,7 +312,8 @@ def _same(a, b) -> bool:
                                                and not isinstance(a, bool) and not isinstance(b, bool)))
 
 
-def _convert(tp, value, path: str, strict: bool):
+def _convert(tp, value, path: str, strict: bool, tried: dict):
+    """`tried`: the outcome of each union arm tried so far in this conversion (see the union case)."""
     if typing.get_origin(tp) is typing.Annotated:
         tp = strip_annotated(tp)[0]
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -337,13 +338,19 @@ def _convert(tp, value, path: str, strict: bool):
             return None
         arms = [a for a in args if a is not type(None)]
         if len(arms) == 1:
-            return _convert(arms[0], value, path, strict)
+            return _convert(arms[0], value, path, strict, tried)
         problems = []
-        for arm in arms:
-            try:
-                return _convert(arm, value, path, strict)
-            except ArgumentsError as problem:
-                problems.append((arm, problem))
+        for arm in arms:  # each arm's outcome for this value at this path is kept for the whole conversion: under
+            key = (id(arm), id(value), path)  # nested unions (A | B, each with a field of A | B) a value is then
+            if key not in tried:  # converted once per arm, not once per path of arms above it (2 ** depth)
+                try:  # (the entry holds the arm, so that no other type takes its id meanwhile)
+                    tried[key] = (arm, _convert(arm, value, path, strict, tried), None)
+                except ArgumentsError as problem:
+                    tried[key] = (arm, None, problem)
+            _, converted, problem = tried[key]
+            if problem is None:
+                return converted
+            problems.append((arm, problem))
         kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else None
         same_kind = [p for arm, p in problems if _expected(arm).split(" ")[0] == kind]
         if len(same_kind) == 1:  # one arm takes this kind of value: its problem is the precise one
@@ -362,12 +369,12 @@ def _convert(tp, value, path: str, strict: bool):
         # Anything else (a validator that could not reach its database, say) is the tool's failure, not the
         # model's: it propagates to the failure policy, which redacts it.
     if is_object_type(tp):
-        return _convert_object(tp, value, path, strict) if isinstance(value, dict) else wrong()
+        return _convert_object(tp, value, path, strict, tried) if isinstance(value, dict) else wrong()
     if origin in _MAPPINGS or tp is dict:
         if not isinstance(value, dict):
             return wrong()
         read_key = _int_key if args and strip_annotated(args[0])[0] is int else lambda key, where: key
-        return {read_key(k, _join(path, k)): _convert(args[1] if args else Any, v, _join(path, k), strict)
+        return {read_key(k, _join(path, k)): _convert(args[1] if args else Any, v, _join(path, k), strict, tried)
                 for k, v in value.items()}
     if not isinstance(value, list):
         return wrong()
@@ -375,8 +382,8 @@ def _convert(tp, value, path: str, strict: bool):
         args = () if args == ((),) else args
         if len(value) != len(args):
             return _fail(path, f"expected an array of exactly {len(args)} items, got {_describe(value)}")
-        return tuple(_convert(a, v, _join(path, i), strict) for i, (a, v) in enumerate(zip(args, value)))
-    items = [_convert(args[0] if args else Any, v, _join(path, i), strict) for i, v in enumerate(value)]
+        return tuple(_convert(a, v, _join(path, i), strict, tried) for i, (a, v) in enumerate(zip(args, value)))
+    items = [_convert(args[0] if args else Any, v, _join(path, i), strict, tried) for i, v in enumerate(value)]
     if origin is tuple or tp is tuple:
         return tuple(items)
     try:
@@ -394,7 +401,7 @@ def _int_key(key: str, path: str) -> int:
     return int(key)
 
 
-def _convert_object(cls, value: dict, path: str, strict: bool):
+def _convert_object(cls, value: dict, path: str, strict: bool, tried: dict):
     fields = fields_of(cls)
     names = [f[0] for f in fields]
     unknown = [k for k in value if k not in names]
@@ -405,7 +412,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool):
         if name in value:
             if value[name] is None and not required and not admits_none(tp):
                 continue  # null means "not given": the default applies
-            kwargs[name] = _convert(field_type(tp, default), value[name], _join(path, name), strict)
+            kwargs[name] = _convert(field_type(tp, default), value[name], _join(path, name), strict, tried)
         elif required:
             _fail(path, f"missing required field '{name}'")
     if _is_typeddict(cls):

@@ -480,6 +480,10 @@ MUTANTS: List[Mutant] = [
       "        return value if isinstance(value, int) and not isinstance(value, bool) else wrong()",
       "        return value if isinstance(value, int) else wrong()",
       "argument validation: a bool is not an int", "test_schema", "test_tools"),
+    M("validate.py",
+      "            if key not in tried:",
+      "            if True:",
+      "a union nested in itself converts each value once per arm, not 2 ** depth times", "test_hostile_values"),
     # --- models/protocol.py and http.py: SSE framing, retries ---------------------------------------------
     M("models/protocol.py",
       "    if data.strip() == \"[DONE]\":",

@@ -1,21 +1,26 @@
 """What a model sends that no signature takes, and what a signature asks that no value could give.
 
 Found by attacking the tool layer: nesting deeper than Python walks, numbers beyond any float, non-finite
-numbers, set items that cannot be hashed, InitVars, results that cannot be shown. Each case ends in a message
-the model can act on, an error where the tool is made, or the tool's real result; never a bare exception.
+numbers, set items that cannot be hashed, InitVars, results that cannot be shown, unions nested in themselves.
+Each case ends in a message the model can act on, an error where the tool is made, or the tool's real result;
+never a bare exception, and never work that grows faster than what the model sent.
 """
 import enum
 import json
 import math
 from dataclasses import InitVar, dataclass
-from typing import FrozenSet, List, Literal, Set
+from typing import FrozenSet, List, Literal, Optional, Set, Union
+from unittest import mock
 
 import pytest
+from hypothesis import given, strategies as st
 
 from miniagents import ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
+from miniagents import validate
 from miniagents.docstrings import parse_docstring
 from miniagents.testing import assistant_message, function_call
+from miniagents.validate import ArgumentsError, validate_value
 from support import make_agent, outputs_sent
 
 DEEP = 900  # below the decoder's own limit, deep enough that a second walk of the value overflows the stack
@@ -217,3 +222,84 @@ def test_finite_floats_pass_unchanged():
         return repr(x)
 
     assert told(g, {"x": 2.5}) == "2.5" and math.isfinite(float(told(g, {"x": 1e308})))
+
+
+@dataclass
+class Knot:
+    a: "Optional[Union[Knot, Loop]]"
+    z: int = 0
+
+
+@dataclass
+class Loop:  # Knot's twin but for z: a value fails both, or Knot converts its field a before z refuses it
+    a: "Optional[Union[Knot, Loop]]"
+    z: str = ""
+
+
+def nested(depth, leaf, **fields):
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value, **fields}
+    return value
+
+
+class Conversions:
+    """Counts the validator's conversions while in a `with`; past `limit` it stops the conversion (before the fix
+    a recursive union took 2 ** depth of them)."""
+
+    def __init__(self, limit=10_000):
+        self.count, self.limit, self.convert = 0, limit, validate._convert
+
+    def __enter__(self):
+        self.patch = mock.patch.object(validate, "_convert", self.counted)
+        self.patch.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.patch.stop()
+
+    def counted(self, *args):
+        self.count += 1
+        assert self.count <= self.limit, "conversions grow with the paths of nested unions, not the value's size"
+        return self.convert(*args)
+
+
+@pytest.mark.parametrize("value", [
+    nested(40, 5),  # fails at the bottom, under every arm
+    nested(40, None, z="s"),  # each arm Knot converts the field a, then refuses z: Loop takes it
+])
+def test_a_union_nested_in_itself_converts_each_value_once_per_arm(value):
+    with Conversions() as conversions:
+        try:
+            validate_value(Union[Knot, Loop], value)
+        except ArgumentsError:
+            pass
+    assert conversions.count <= 10 * 41  # a few per level: linear in the depth
+
+
+def test_a_tool_and_an_output_type_refuse_a_deep_recursive_union_at_once():
+    @function_tool
+    def walk(tree: Union[Knot, Loop]) -> str:
+        return "ran"
+
+    with Conversions():
+        assert "expected object (Knot) or object (Loop), got object" in told(walk, {"tree": nested(40, 5)})
+        with pytest.raises(InvalidFinalOutput):
+            AgentOutputSchema(Knot).validate_json(json.dumps({"response": nested(40, 5)}))
+
+
+KNOTS = st.recursive(st.sampled_from([None, 5]), lambda inner: st.fixed_dictionaries(
+    {"a": inner}, optional={"z": st.sampled_from([1, "s"])}), max_leaves=60)
+
+
+@given(KNOTS.filter(lambda v: isinstance(v, dict)))
+def test_a_recursive_union_converts_in_linear_work_to_what_each_node_says(value):
+    with Conversions(limit=5 * len(json.dumps(value))) as conversions:
+        try:
+            got = validate_value(Union[Knot, Loop], value)
+        except ArgumentsError:
+            got = None
+    assert (got is None) == ("5" in json.dumps(value))  # any value fits one arm; only the leaf 5 fits none
+    while got is not None:  # a z of text is a Loop's
+        assert type(got) is (Loop if value.get("z") == "s" else Knot) and got.z == value.get("z", got.z)
+        got, value = got.a, value["a"]
