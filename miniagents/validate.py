@@ -303,7 +303,10 @@ def _convert_guarded(tp, value, path, strict):
 
 
 def _join(path: str, key) -> str:
-    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+    """`path` one step down; a key (a dict's may be the model's, of any length) is cut to 60 characters."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{preview(str(key), 60)}" if path else preview(str(key), 60)
 
 
 def _same(a, b) -> bool:
@@ -397,7 +400,7 @@ def _convert(tp, value, path: str, strict: bool, tried: dict):
 def _int_key(key: str, path: str) -> int:
     """A `dict[int, T]` key as JSON carries it (a string of digits), read back as the int."""
     if re.fullmatch(INT_KEY, key) is None:
-        return _fail(path, f"expected an integer key, got {key!r}")
+        return _fail(path, f"expected an integer key, got {preview(repr(key), 60)}")
     return int(key)
 
 

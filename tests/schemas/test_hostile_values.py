@@ -9,7 +9,7 @@ import enum
 import json
 import math
 from dataclasses import InitVar, dataclass
-from typing import FrozenSet, List, Literal, Optional, Set, Union
+from typing import Dict, FrozenSet, List, Literal, Optional, Set, Union
 from unittest import mock
 
 import pytest
@@ -303,3 +303,18 @@ def test_a_recursive_union_converts_in_linear_work_to_what_each_node_says(value)
     while got is not None:  # a z of text is a Loop's
         assert type(got) is (Loop if value.get("z") == "s" else Knot) and got.z == value.get("z", got.z)
         got, value = got.a, value["a"]
+
+
+@pytest.mark.parametrize("tp, entry", [(Dict[str, int], "x"), (Dict[int, str], "x"), (Dict[str, List[int]], ["x"])])
+def test_a_dict_key_the_model_chose_is_quoted_cut_in_what_it_is_told(tp, entry):
+    key = "K" * 1_000_000
+
+    def f(m) -> str:
+        return "ran"
+
+    f.__annotations__["m"] = tp
+    text = told(function_tool(f, strict_mode=False), {"m": {key: entry}})
+    assert "K" * 50 + "…" in text and len(text) < 1000
+    with pytest.raises(InvalidFinalOutput) as info:
+        AgentOutputSchema(tp, strict_json_schema=False).validate_json(json.dumps({"response": {key: entry}}))
+    assert len(str(info.value)) < 1000
