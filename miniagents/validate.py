@@ -251,6 +251,7 @@ def _null_is_default(convert: Callable, default: Any, value: Any, path: str) -> 
 
 ADD = {inspect.Parameter.POSITIONAL_ONLY: list.append, inspect.Parameter.POSITIONAL_OR_KEYWORD: list.append,
        inspect.Parameter.VAR_POSITIONAL: list.extend}  # how an argument joins the positional ones
+KEYWORDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)  # passable by name
 
 
 def call_args(params: tuple, data: dict, strict: bool):
@@ -266,7 +267,10 @@ def call_args(params: tuple, data: dict, strict: bool):
         value = p.convert(data[p.name], p.name) if p.name in data else p.default
         if p.kind in ADD:
             ADD[p.kind](args, value)
-        elif p.kind == inspect.Parameter.VAR_KEYWORD:
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:  # a key naming a parameter would clash with it in the call
+            named = sorted(value.keys() & {q.name for q in params if q.kind in KEYWORDS})
+            if named:
+                _fail(p.name, f"the key '{named[0]}' names a parameter of its own: send it as that parameter")
             kwargs.update(value)
         else:  # keyword-only
             kwargs[p.name] = value

@@ -318,3 +318,30 @@ def test_a_dict_key_the_model_chose_is_quoted_cut_in_what_it_is_told(tp, entry):
     with pytest.raises(InvalidFinalOutput) as info:
         AgentOutputSchema(tp, strict_json_schema=False).validate_json(json.dumps({"response": {key: entry}}))
     assert len(str(info.value)) < 1000
+
+
+def test_a_keyword_that_names_another_parameter_is_refused_naming_it():
+    ran = []
+
+    @function_tool(strict_mode=False)
+    def tag(name: str, **kw: int) -> str:
+        ran.append(1)
+        return "ran"
+
+    @function_tool(strict_mode=False)
+    def limit(*, n: int, **kw: int) -> str:
+        ran.append(1)
+        return "ran"
+
+    for tool, arguments in ((tag, {"name": "x", "kw": {"name": 1}}), (limit, {"n": 3, "kw": {"n": 500}})):
+        text = told(tool, arguments)
+        assert "parameter 'kw': the key '%s' names a parameter of its own" % list(arguments)[0] in text
+    assert ran == []
+
+
+def test_a_keyword_named_as_a_positional_only_parameter_is_passed():
+    @function_tool(strict_mode=False)
+    def tag(name: str, /, **kw: int) -> str:
+        return f"{name} {kw}"
+
+    assert told(tag, {"name": "x", "kw": {"name": 1}}) == "x {'name': 1}"
