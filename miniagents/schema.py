@@ -119,7 +119,7 @@ class _Builder:
         if default is not MISSING:
             try:
                 schema["default"] = schema_value(jsonable(default))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):  # (a list that holds itself, one nested too deeply)
                 pass  # not representable: the Python default still applies at call time
         return schema
 

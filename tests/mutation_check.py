@@ -500,6 +500,11 @@ MUTANTS: List[Mutant] = [
       "for q in params if q.kind in KEYWORDS}",
       "for q in params}",
       "a **kw key named as a positional-only parameter is passed", "test_hostile_values"),
+    M("schema.py",
+      "            except (TypeError, ValueError, RecursionError):  # (a list",
+      "            except (TypeError, ValueError):  # (a list",
+      "a default that holds itself or nests too deeply is left out of the schema, not a RecursionError",
+      "test_hostile_values"),
     # --- models/protocol.py and http.py: SSE framing, retries ---------------------------------------------
     M("models/protocol.py",
       "    if data.strip() == \"[DONE]\":",

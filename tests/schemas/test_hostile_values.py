@@ -345,3 +345,21 @@ def test_a_keyword_named_as_a_positional_only_parameter_is_passed():
         return f"{name} {kw}"
 
     assert told(tag, {"name": "x", "kw": {"name": 1}}) == "x {'name': 1}"
+
+
+def deep_list(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("default", [cyclic(), deep_list(5000)])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_default_that_holds_itself_or_nests_too_deeply_is_left_out_of_the_schema(default, strict):
+    def f(x: List[List[int]] = default) -> str:
+        return "default" if x is default else "given"
+
+    tool = function_tool(f, strict_mode=strict)
+    assert "default" not in tool.params_json_schema["properties"]["x"]
+    assert told(tool, {}) == "default"
