@@ -405,7 +405,10 @@ def _int_key(key: str, path: str) -> int:
     """A `dict[int, T]` key as JSON carries it (a string of digits), read back as the int."""
     if re.fullmatch(INT_KEY, key) is None:
         return _fail(path, f"expected an integer key, got {preview(repr(key), 60)}")
-    return int(key)
+    try:
+        return int(key)
+    except ValueError:  # more digits than Python reads into an int (sys.get_int_max_str_digits(), 4300 by default)
+        return _fail(path, f"expected an integer key, got one of {len(key)} digits: too long")
 
 
 def _convert_object(cls, value: dict, path: str, strict: bool, tried: dict):

@@ -505,6 +505,11 @@ MUTANTS: List[Mutant] = [
       "            except (TypeError, ValueError):  # (a list",
       "a default that holds itself or nests too deeply is left out of the schema, not a RecursionError",
       "test_hostile_values"),
+    M("validate.py",
+      "    except ValueError:  # more digits than Python reads into an int",
+      "    except ZeroDivisionError:  # more digits than Python reads into an int",
+      "a dict[int, T] key beyond the digits Python reads is the model's mistake, not a bare ValueError",
+      "test_hostile_values"),
     # --- models/protocol.py and http.py: SSE framing, retries ---------------------------------------------
     M("models/protocol.py",
       "    if data.strip() == \"[DONE]\":",

@@ -363,3 +363,15 @@ def test_a_default_that_holds_itself_or_nests_too_deeply_is_left_out_of_the_sche
     tool = function_tool(f, strict_mode=strict)
     assert "default" not in tool.params_json_schema["properties"]["x"]
     assert told(tool, {}) == "default"
+
+
+@pytest.mark.skipif(not hasattr(__import__("sys"), "set_int_max_str_digits"), reason="this Python reads any int")
+def test_an_integer_key_beyond_the_digits_python_reads_is_the_models_mistake():
+    @function_tool(strict_mode=False, failure_error_function=None)
+    def byid(m: Dict[int, str]) -> str:
+        return "ran"
+
+    with pytest.raises(ModelBehaviorError, match="expected an integer key, got one of 5000 digits"):
+        told(byid, {"m": {"9" * 5000: "x"}})
+    with pytest.raises(ArgumentsError, match="got one of 5000 digits"):
+        AgentOutputSchema(Dict[int, str], strict_json_schema=False).validate_data({"9" * 5000: "x"})
