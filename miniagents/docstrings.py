@@ -14,7 +14,9 @@ _SECTION = re.compile(
     r"^(Args|Arguments|Params|Parameters|Keyword Args|Keyword Arguments|Other Parameters|Returns?|"
     r"Yields?|Raises|Examples?|Notes?|Attributes|Warnings?|See Also|Todo|References)\s*:\s*$")
 _PARAMETERS = {"Args", "Arguments", "Params", "Parameters", "Keyword Args", "Keyword Arguments", "Other Parameters"}
-_ENTRY = re.compile(r"(\**\w+)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(.*)$")  # `name (type): description`
+# `name (type): description`. One run of spaces may stand at each place: two beside each other (around an optional
+# type) would try every split of a long run between them, quadratic time for one docstring line.
+_ENTRY = re.compile(r"(\**\w+)\s*(?:\((?:[^()]|\([^()]*\))*\)\s*)?:(.*)$")
 
 
 def parse_docstring(doc: Optional[str], style: Optional[str] = None):

@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 
 from miniagents import ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
-from miniagents import validate
+from miniagents import docstrings, validate
 from miniagents.docstrings import parse_docstring
 from miniagents.testing import assistant_message, function_call
 from miniagents.validate import ArgumentsError, validate_value
@@ -375,3 +375,10 @@ def test_an_integer_key_beyond_the_digits_python_reads_is_the_models_mistake():
         told(byid, {"m": {"9" * 5000: "x"}})
     with pytest.raises(ArgumentsError, match="got one of 5000 digits"):
         AgentOutputSchema(Dict[int, str], strict_json_schema=False).validate_data({"9" * 5000: "x"})
+
+
+def test_long_runs_of_spaces_in_entries_are_read_at_once():
+    assert ")?\\s*" not in docstrings._ENTRY.pattern  # no run of spaces after an optional part ending in one
+    spaces = " " * 200_000  # quadratic time took minutes here: each split of the run was tried
+    _, params, _ = parse_docstring(f"Do it.\n\nArgs:\n    a{spaces}x\n    b{spaces}(int){spaces}: The b.")
+    assert params == {"b": "The b."}
