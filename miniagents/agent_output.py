@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from .errors import ModelBehaviorError, UserError
 from .schema import SpecReads, type_schema
-from .items import preview
+from .items import clean_json, preview
 from .validate import STRICT_JSON, ArgumentsError, jsonable, type_name, validate_value
 
 FINAL_OUTPUT = "final_output"  # the schema's name on the wire
@@ -104,8 +104,8 @@ class AgentOutputSchema(AgentOutputSchemaBase):
 
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
-        try:
-            data = STRICT_JSON.decode(text)
+        try:  # a "\\ud800" escape's lone surrogate is repaired, as in tool arguments: UTF-8 cannot write it
+            data = clean_json(STRICT_JSON.decode(text))
             if self._wrapped:
                 if not isinstance(data, dict) or "response" not in data:
                     raise ArgumentsError("expected an object with a 'response' key")

@@ -382,3 +382,11 @@ def test_long_runs_of_spaces_in_entries_are_read_at_once():
     spaces = " " * 200_000  # quadratic time took minutes here: each split of the run was tried
     _, params, _ = parse_docstring(f"Do it.\n\nArgs:\n    a{spaces}x\n    b{spaces}(int){spaces}: The b.")
     assert params == {"b": "The b."}
+
+
+def test_a_final_output_with_a_lone_surrogate_is_repaired_as_tool_arguments_are():
+    assert AgentOutputSchema(List[str]).validate_json('{"response": ["a\\ud800b"]}') == ["a\ufffdb"]
+    with pytest.raises(InvalidFinalOutput) as info:
+        AgentOutputSchema(List[int]).validate_json('{"response": [1, "\\udfff"]}')
+    assert "\ufffd" in str(info.value)
+    str(info.value).encode("utf-8")
