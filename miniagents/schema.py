@@ -148,9 +148,9 @@ class _Builder:
         if (tp in (set, frozenset) or origin in (set, frozenset, cabc.Set, cabc.MutableSet)) and args \
                 and _unhashable(args[0]):
             raise self.refused(tp, "the items of a set must be hashable: use a list, or a frozen dataclass")
-        if tp in (list, tuple, set, frozenset, dict) or origin in (list, set, frozenset, cabc.Sequence,
-                                                                     cabc.MutableSequence, cabc.Set,
-                                                                     cabc.MutableSet, cabc.Iterable):
+        # (a bare `typing.Tuple` is any tuple, as `tuple` is: its origin and no args would read as `Tuple[()]`)
+        if tp in (list, tuple, typing.Tuple, set, frozenset, dict) or origin in (
+                list, set, frozenset, cabc.Sequence, cabc.MutableSequence, cabc.Set, cabc.MutableSet, cabc.Iterable):
             return {"type": "array", "items": self.schema(args[0] if args else Any)} if tp is not dict \
                 else self.schema(Dict[str, Any])
         if origin is tuple:

@@ -385,7 +385,8 @@ def _convert(tp, value, path: str, strict: bool, tried: dict):
                 for k, v in value.items()}
     if not isinstance(value, list):
         return wrong()
-    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+    # a fixed tuple (a bare `typing.Tuple` has no args, as `Tuple[()]` on 3.11+, but it is any tuple, as `tuple` is)
+    if origin is tuple and tp is not typing.Tuple and not (len(args) == 2 and args[1] is Ellipsis):
         args = () if args == ((),) else args
         if len(value) != len(args):
             return _fail(path, f"expected an array of exactly {len(args)} items, got {_describe(value)}")

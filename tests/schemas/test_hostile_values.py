@@ -9,6 +9,7 @@ import enum
 import json
 import math
 from dataclasses import InitVar, dataclass
+import typing
 from typing import Dict, FrozenSet, List, Literal, Optional, Set, Union
 from unittest import mock
 
@@ -390,3 +391,17 @@ def test_a_final_output_with_a_lone_surrogate_is_repaired_as_tool_arguments_are(
         AgentOutputSchema(List[int]).validate_json('{"response": [1, "\\udfff"]}')
     assert "\ufffd" in str(info.value)
     str(info.value).encode("utf-8")
+
+
+def test_a_bare_typing_tuple_is_any_tuple_as_tuple_is():
+    def f(x: typing.Tuple, y: tuple) -> str:
+        return repr((x, y))
+
+    tool = function_tool(f, strict_mode=False)
+    assert tool.params_json_schema["properties"]["x"] == {"type": "array", "items": {}, "title": "X"}
+    assert told(tool, {"x": [1, "a"], "y": [2]}) == "((1, 'a'), (2,))"
+    with pytest.raises(UserError, match="strict mode cannot express Any"):
+        function_tool(f)
+    assert validate_value(typing.Tuple, [1]) == (1,)
+    with pytest.raises(ArgumentsError, match="exactly 0 items"):
+        validate_value(typing.Tuple[()], [1])
