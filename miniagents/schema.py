@@ -67,6 +67,8 @@ def check_tool_name(name: str) -> str:
 
 _STRICT_MAP = "strict mode cannot express it — use a dataclass or TypedDict, or strict_mode=False"
 _STRICT_ANY = "strict mode cannot express Any — give it a concrete type, or strict_mode=False"
+_STRICT_TUPLE = ("strict mode cannot say which item type stands where (strict endpoints take no prefixItems) — use a "
+                 "NamedTuple or dataclass, tuple[T, ...], or strict_mode=False")
 _UNKNOWN = ("miniagents cannot express it as JSON Schema — use str, int, float, bool, list, tuple, set, "
             "Literal, an Enum, a dataclass, TypedDict, NamedTuple or a Pydantic model")
 
@@ -157,8 +159,10 @@ class _Builder:
             if len(args) == 2 and args[1] is Ellipsis:
                 return {"type": "array", "items": self.schema(args[0])}
             args = () if args == ((),) else args
-            return {"type": "array", "prefixItems": [self.schema(a) for a in args],
-                    "minItems": len(args), "maxItems": len(args)}
+            items = [self.schema(a) for a in args]
+            if self.strict and any(item != items[0] for item in items):  # sent as items: anyOf, in any order
+                raise self.refused(tp, _STRICT_TUPLE)
+            return {"type": "array", "prefixItems": items, "minItems": len(args), "maxItems": len(args)}
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
             if self.strict:
                 raise self.refused(tp, _STRICT_MAP)
@@ -338,8 +342,10 @@ _WIRE_REJECTS = frozenset((
 
 def wire_schema(schema: Optional[dict], strict: bool) -> dict:
     """The copy of a schema a model adapter sends. For strict, the strict pass without what strict endpoints
-    reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes `items: anyOf`.
-    An empty schema is the strict empty object. The caller's schema is not modified."""
+    reject: a dropped `default` is mentioned in the description, `prefixItems` (tuples) becomes `items` (a
+    hand-written schema's mixed item types become `items: anyOf`, in any order: strict mode refuses a type's
+    tuple of mixed item types where it is defined). An empty schema is the strict empty object. The caller's
+    schema is not modified."""
     if not schema:
         return copy.deepcopy(_EMPTY_OBJECT)
     return ensure_strict_json_schema(schema, wire=True) if strict else schema

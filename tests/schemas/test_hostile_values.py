@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import InitVar, dataclass
 import typing
-from typing import Dict, FrozenSet, List, Literal, Optional, Set, Union
+from typing import Dict, FrozenSet, List, Literal, Optional, Set, Tuple, Union
 from unittest import mock
 
 import pytest
@@ -20,6 +20,7 @@ from miniagents import ModelBehaviorError, Runner, SQLiteSession, UserError, fun
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
 from miniagents import docstrings, validate
 from miniagents.docstrings import parse_docstring
+from miniagents.schema import wire_schema
 from miniagents.testing import assistant_message, function_call
 from miniagents.validate import ArgumentsError, validate_value
 from support import make_agent, outputs_sent
@@ -405,3 +406,24 @@ def test_a_bare_typing_tuple_is_any_tuple_as_tuple_is():
     assert validate_value(typing.Tuple, [1]) == (1,)
     with pytest.raises(ArgumentsError, match="exactly 0 items"):
         validate_value(typing.Tuple[()], [1])
+
+
+@dataclass
+class Pair:
+    x: Tuple[int, str]
+
+
+def test_a_fixed_tuple_of_mixed_item_types_is_refused_in_strict_mode_where_it_is_made():
+    def f(c: Tuple[int, str]) -> str:
+        return repr(c)
+
+    def g(c: Tuple[int, int]) -> str:
+        return repr(c)
+
+    with pytest.raises(UserError, match=r"'c' is tuple\[int, str\]; strict mode cannot say which item type stands"):
+        function_tool(f)
+    with pytest.raises(UserError, match=r"Pair.x is tuple\[int, str\]\); strict mode cannot say which item type"):
+        AgentOutputSchema(Pair)
+    assert told(function_tool(f, strict_mode=False), {"c": [1, "a"]}) == "(1, 'a')"  # sent with its prefixItems
+    sent = wire_schema(function_tool(g).params_json_schema, True)["properties"]["c"]  # one item type: exact
+    assert sent == {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2, "title": "C"}

@@ -310,7 +310,7 @@ def test_pipe_union_is_supported():
 def test_containers_map_to_arrays():
     def f(a: List[int], b: Sequence[str], c: Tuple[int, str], d: Tuple[float, ...], e: Set[int],
           g: FrozenSet[str]): ...
-    props = function_schema(f).params_json_schema["properties"]
+    props = function_schema(f, strict_json_schema=False).params_json_schema["properties"]  # (c: strict refuses it)
     strip = {k: {kk: vv for kk, vv in v.items() if kk != "title"} for k, v in props.items()}
     assert strip == {
         "a": {"type": "array", "items": {"type": "integer"}},
@@ -325,7 +325,7 @@ def test_containers_map_to_arrays():
 
 def test_containers_convert_back_to_their_python_types():
     def f(c: Tuple[int, str], d: Tuple[float, ...], e: Set[int], g: FrozenSet[str]): ...
-    args, _ = function_schema(f).to_call_args({"c": [1, "a"], "d": [1, 2.5], "e": [1, 1, 2], "g": ["x"]})
+    args, _ = function_schema(f, strict_json_schema=False).to_call_args({"c": [1, "a"], "d": [1, 2.5], "e": [1, 1, 2], "g": ["x"]})
     assert args == [(1, "a"), (1.0, 2.5), {1, 2}, frozenset({"x"})]
     assert isinstance(args[1][0], float)
 
