@@ -314,7 +314,11 @@ def _join(path: str, key) -> str:
 
 
 def _same(a, b) -> bool:
-    """JSON equality without Python's 1 == 1.0 == True."""
+    """JSON equality without Python's 1 == 1.0 == True, at every depth (an enum's value may be an array)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
     return a == b and (type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float))
                                                and not isinstance(a, bool) and not isinstance(b, bool)))
 

@@ -427,3 +427,48 @@ def test_a_fixed_tuple_of_mixed_item_types_is_refused_in_strict_mode_where_it_is
     assert told(function_tool(f, strict_mode=False), {"c": [1, "a"]}) == "(1, 'a')"  # sent with its prefixItems
     sent = wire_schema(function_tool(g).params_json_schema, True)["properties"]["c"]  # one item type: exact
     assert sent == {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2, "title": "C"}
+
+
+def canon(value):
+    """A JSON value as JSON compares it: 1 and 1.0 alike, true and 1 not, at every depth."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, list, dict)):
+        return type(value).__name__, value
+    if isinstance(value, list):
+        return "list", tuple(map(canon, value))
+    return ("dict", frozenset((k, canon(v)) for k, v in value.items())) if isinstance(value, dict) else ("n", value)
+
+
+JSON_VALUES = st.recursive(st.sampled_from([None, True, False, 0, 1, 1.0, "1"]), lambda inner: st.lists(
+    inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2), max_leaves=6)
+
+
+def lookalikes(value):
+    """`value` with each leaf kept or swapped for one Python finds equal to it (True for 1, 0.0 for False)."""
+    if isinstance(value, list):
+        return st.tuples(*map(lookalikes, value)).map(list)
+    if isinstance(value, dict):
+        return st.fixed_dictionaries({k: lookalikes(v) for k, v in value.items()})
+    return st.sampled_from([value, *(v for v in (True, 1, 1.0, False, 0, 0.0) if v == value and value is not None)])
+
+
+@given(JSON_VALUES.flatmap(lambda value: st.tuples(st.just(value), lookalikes(value) | JSON_VALUES)))
+def test_an_enum_value_is_matched_as_json_compares_at_every_depth(case):
+    value, sent = case
+    choice = enum.Enum("Choice", {"A": value})
+    try:
+        matched = validate_value(choice, sent) is choice.A
+    except ArgumentsError:
+        matched = False
+    assert matched == (canon(value) == canon(sent))
+
+
+def test_an_enum_of_arrays_and_objects_refuses_true_where_1_stands():
+    class Shape(enum.Enum):
+        LINE = (1,)
+        PAIR = (1, 2)
+        POINT = {"x": 1}
+
+    assert validate_value(Shape, [1.0, 2]) is Shape.PAIR and validate_value(Shape, {"x": 1.0}) is Shape.POINT
+    for sent in ([True], [True, 2], [[1]], {"x": True}):
+        with pytest.raises(ArgumentsError, match=r'expected one of \[1\], \[1, 2\], {"x": 1}'):
+            validate_value(Shape, sent)
