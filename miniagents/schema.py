@@ -245,7 +245,11 @@ def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
-    strict = _strict(schema, schema, 0, [0], (), wire)
+    try:
+        strict = _strict(schema, schema, 0, [0], (), wire)
+    except RecursionError:  # a value in it (an `examples`, a `default`) nested deeper than Python copies
+        raise UserError("JSON schema holds a value nested too deeply for the strict pass (an `examples` or a "
+                        "`default`?); flatten it") from None
     for name in strict.get("$defs") or {}:
         _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
     return strict
@@ -280,6 +284,8 @@ def _strict(node, root, depth, count, inlining, wire):
             out[key] = {k: _strict(v, root, depth + 1, count, inlining, wire) for k, v in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems", "items") and isinstance(value, list):
             out[key] = [_strict(v, root, depth + 1, count, inlining, wire) for v in value]
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):  # (a hand-written schema's mistake)
+            raise UserError(f"'{key}' in a JSON schema must be a list of schemas, got {type(value).__name__}")
         elif key == "items" and isinstance(value, dict):
             out[key] = _strict(value, root, depth + 1, count, inlining, wire)
         else:

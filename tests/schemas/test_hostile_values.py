@@ -16,7 +16,7 @@ from unittest import mock
 import pytest
 from hypothesis import given, strategies as st
 
-from miniagents import ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
+from miniagents import FunctionTool, ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
 from miniagents import docstrings, validate
 from miniagents.docstrings import parse_docstring
@@ -472,3 +472,17 @@ def test_an_enum_of_arrays_and_objects_refuses_true_where_1_stands():
     for sent in ([True], [True, 2], [[1]], {"x": True}):
         with pytest.raises(ArgumentsError, match=r'expected one of \[1\], \[1, 2\], {"x": 1}'):
             validate_value(Shape, sent)
+
+
+@pytest.mark.parametrize("prop, words", [
+    ({"oneOf": {"type": "string"}}, "'oneOf' in a JSON schema must be a list of schemas, got dict"),
+    ({"anyOf": "string"}, "'anyOf' in a JSON schema must be a list of schemas, got str"),
+    ({"allOf": {"type": "string"}}, "'allOf' in a JSON schema must be a list of schemas, got dict"),
+    ({"type": "array", "prefixItems": {"type": "string"}}, "'prefixItems' in a JSON schema must be a list"),
+    ({"type": "array", "examples": deep_list(3000)}, "a value nested too deeply for the strict pass"),
+    ({"type": "array", "default": deep_list(3000)}, "a value nested too deeply for the strict pass"),
+], ids=["oneOf", "anyOf", "allOf", "prefixItems", "examples", "default"])
+def test_a_hand_written_strict_schema_strict_mode_cannot_read_is_a_user_error(prop, words):
+    with pytest.raises(UserError, match=words):
+        FunctionTool(name="t", description="", params_json_schema={"type": "object", "properties": {"a": prop}},
+                     on_invoke_tool=lambda ctx, raw: "ran")
