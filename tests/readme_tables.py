@@ -138,12 +138,17 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # malformed ModelResponse (an output that is no list of item dicts, a usage that is no Usage) refused where it
     # is made, not met as an AttributeError deep in the loop; 975 for an agent tool's max_turns checked when it is made,
     # and 0 no longer taken for the default
-    "tools and schemas": 998,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1026,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
     # float or not finite, set items that cannot be hashed, an InitVar, a result that cannot be shown as text, JSON
-    # nested deeper than Python walks; docstring sections read at their own indentation
+    # nested deeper than Python walks; docstring sections read at their own indentation; 1026 for what an attack on
+    # schemas and arguments found: a recursive union checked in time exponential in its depth, model-chosen keys
+    # quoted whole, a **kw key that replaced another parameter, a default holding itself, an integer key beyond
+    # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
+    # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
+    # hand-written strict schema's bare TypeError
     "state and sessions": 1100,
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
