@@ -226,7 +226,8 @@ def provider_tool(tool: Any) -> bool:
 def nested_config(given: Any, parent: Any, usage: Any) -> Any:
     """An agent tool's inner run's configuration: its own, or one that resolves model names with the caller's
     provider. The caller's usage limits count the inner run too (the usage is shared); the tool's own count what
-    its inner run spends from `usage` on (where it starts, or goes on after a pause), within the caller's."""
+    the run spends from `usage` on (where its inner run starts, or goes on after a pause: agent tools running at
+    once beside it count too), within the caller's."""
     from .config import RunConfig
 
     provider, limits = getattr(parent, "model_provider", None), getattr(parent, "usage_limits", None)

@@ -142,6 +142,7 @@ class RunResultStreaming(RunResult):
                          last_agent=None, context_wrapper=state.context_wrapper, max_turns=state.max_turns,
                          _state=state)
         self._drive = drive
+        self._release: Callable = lambda: None  # frees the state when the run never starts (Runner.run_streamed)
         self._started = False
         self.is_complete = False
 
@@ -155,6 +156,8 @@ class RunResultStreaming(RunResult):
         if mode not in ("immediate", "after_turn"):
             raise UserError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
         self._state.cancel(mode)
+        if not self._started:  # its events will never be read: the run never starts
+            self._release()
         if mode == "immediate" and not self.is_complete:  # complete now, as upstream's: the run does no more
             self._complete(RunResult.from_state(self._state, None))
 
@@ -178,8 +181,8 @@ class RunResultStreaming(RunResult):
         if self._started:
             return
         self._started = True
-        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs, the state is free again
-            self._state.running = None
+        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs
+            self._release()
             self._complete(RunResult.from_state(self._state, None))
             return
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)

@@ -8,11 +8,13 @@ answer, pausing, the handoff switch and the final output.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import threading
-from typing import Any, Callable, NamedTuple, Optional
+import weakref
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 from . import caller, ledger, seams, steps
 from .agent import Agent
@@ -60,7 +62,9 @@ class Runner:
     def run_streamed(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResultStreaming:
         """Start a streamed run; iterate `result.stream_events()` to drive it."""
         run = start_run(starting_agent, input, Options(**options), streamed=True)
-        return RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
+        result = RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
+        result._release = weakref.finalize(result, release, run)  # a run that never starts leaves its state free
+        return result
 
 
 @dataclasses.dataclass(eq=False)
@@ -153,19 +157,37 @@ def prepare_run(run: Run) -> None:
 
 
 def take(run: Run) -> None:
-    """A state given to run on (paused, cancelled, or still in a run), or a streamed run's own, is this run's until it
-    ends (`release`): a second run of it meanwhile is refused, since both would run its calls and write its turns.
-    A cancelled run is still going on until it finishes the step it was in (a streamed one: read its events)."""
+    """A state given to run on, or a streamed run's own, is this run's until it ends (`held` releases it, whatever
+    ends it): a second run of it meanwhile is refused, since both would run its calls and write its turns. A
+    cancelled run is still going on until it finishes the step it was in; a streamed run, until its events are
+    read, it is cancelled before they are, or its result is dropped unread (`Runner.run_streamed`)."""
     with _TAKING:
         if run.state.running is not None:
             raise UserError("A run of this RunState is still going on (a cancelled run first finishes the step it "
                             "was in; a streamed run, once its events are read): resume the state once it has ended")
         run.state.running = run
+    run.around = held
 
 
 def release(run: Run) -> None:
     if run.state.running is run:
         run.state.running = None
+
+
+def surround(run: Run) -> None:
+    """A run with plugins is surrounded by their `run` seam (`held`)."""
+    run.around = held
+
+
+@contextlib.contextmanager
+def held(run: Run) -> Iterator[None]:
+    """What surrounds a run with plugins or a state it took: the plugins' `run` seam, and the state released when
+    the run ends, whatever ends it (a seam that raises as it is entered, a step of `run.after` that raises)."""
+    try:
+        with seams.around(run.plugins, "run", run) if run.plugins else seams.NOTHING:
+            yield
+    finally:
+        release(run)
 
 
 _TAKING = threading.Lock()  # a state's check and its taking are one step: two runs given it at once never both pass
@@ -245,7 +267,7 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     if on_event is not None:
         run.emit = lambda event: hand_over(run, on_event, event)
     state, aborts = run.state, caller.CANCEL_CALLBACKS.set(run.state.aborts)  # what is in flight registers here
-    with seams.around(run.plugins, "run", run) if run.plugins else seams.NOTHING:
+    with run.around(run):  # nothing, or the plugins' `run` seam and a taken state's release (`held`)
         try:
             loop(run)
             return run.result
@@ -305,7 +327,10 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
     journaled, as after a crash), the run's as its context."""
     turn = run.turn
     run.turn = None  # kept once, whatever a failure while keeping it raises
-    if turn is None or turn.saved or run.result is not None or turn.next_step is not None and run.session is None:
+    if turn is None or turn.saved or run.result is not None:
+        return error
+    if turn.next_step is not None and run.session is None:  # the state holds it whole
+        announce_kept(run, turn)
         return error
     for call in turn.calls:  # started before a crash, paused inside an agent tool, or raised once started
         started = call.call_id in turn.unsure or call.paused is not None or call.raised is not None and \
@@ -327,9 +352,18 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
         steps.save(run, turn)
     except Exception as lost:
         return lost
-    if run.emit is not None and run.state.cancel_mode is None:  # a stream's reader hears the outputs kept, too
-        steps.announce_outputs(run, turn)
+    announce_kept(run, turn)
     return error
+
+
+def announce_kept(run: Run, turn: Turn) -> None:
+    """A streamed run's reader hears the outputs of a failed turn the state keeps, unless it was told them already
+    or cancelled the run at once (a cancel heard meanwhile stops the telling, never the failure)."""
+    if run.emit is not None and run.state.cancel_mode != "immediate" and not turn.announced:
+        try:
+            steps.announce_outputs(run, turn)
+        except Cancelled:
+            pass
 
 
 def hand_over(run: Run, on_event: Callable, event: Any) -> None:
@@ -563,9 +597,10 @@ TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_gua
 SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_previous_response_id"
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
-TAKEN = "state.pending state.cancel_mode state.running run.streamed"  # a state others may hold too (run.take)
+TAKEN = "state.pending state.cancel_mode state.running state.model_responses run.streamed"  # a state given (run.take)
 START = (  # before the first turn, once per drive of the loop
     Step(take, TAKEN),  # first: a state another run still holds is left as it is
+    Step(surround, "run.plugins"),
     Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
@@ -628,7 +663,6 @@ ENDS = {  # what each way of ending a turn does, in order
 }
 AFTER = (  # when the run returns or raises: the journal closed first, whatever a plugin then raises
     Step(ledger.close_journal, "run.ledger"),
-    Step(release, TAKEN),
     Step(leave_agent, "run.plugins"),
 )
 INVOKE = (  # how a call is invoked: `turn.invoke` (the tool alone) wrapped, innermost first, in what the run needs

@@ -350,6 +350,7 @@ def write_to_session(run: Run, items: list, once: Any) -> None:
 
 def announce_outputs(run: Run, turn: Turn) -> None:
     """A streamed run: the turn's outputs, once settled."""
+    turn.announced = True
     for event in stream_events_for(turn.items[turn.said:]):
         run.emit(event)
 

@@ -17,6 +17,7 @@ plan says so, and a paused turn resumes by running the same plan, settle and dec
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -63,6 +64,7 @@ class Run:
     ledger: Any = None  # a session with claim_call/settle_call: the exactly-once record of claimed calls
     journal: Optional[str] = None  # the session's journal entry as this run last saw it (None: no journal kept)
     after: tuple = ()  # the steps when the run returns or raises
+    around: Callable = contextlib.nullcontext  # what surrounds the whole run: nothing, or `run.held`
     streamed: bool = False
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
     agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
@@ -137,6 +139,7 @@ class Turn:
     unsure: list = field(default_factory=list)  # ids of calls started before a crash, with no output recorded
     reruns: set = field(default_factory=set)  # of those, the ones that run again (approved, or idempotent)
     saved: bool = False  # the session was asked to write it (steps.save): a failure after that keeps nothing again
+    announced: bool = False  # a streamed run's reader was told its outputs (steps.announce_outputs)
 
 
 # --- The four ways a turn ends: the loop dispatches on these and nothing else ------------------------

@@ -179,7 +179,8 @@ class RecordingModel:
         response = self.wrapped.get_response(system_instructions, input, model_settings, tools, output_schema,
                                              handoffs, tracing, previous_response_id=previous_response_id,
                                              conversation_id=conversation_id, prompt=prompt)
-        self.recorder.record(self.wrapped, False, request, format.response_record(response))
+        if isinstance(response, ModelResponse):  # anything else is left for the run to refuse, unrecorded
+            self.recorder.record(self.wrapped, False, request, format.response_record(response))
         return response
 
     def stream_response(self, system_instructions: Optional[str], input: list, model_settings: Any, tools: list,

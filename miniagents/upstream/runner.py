@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Union
 from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
 from ..errors import UserError
+from ..models.interface import ModelResponse
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
 from . import refuse_left_out_keywords, run_callbacks
 from .hooks import hook_plugins
@@ -220,7 +221,8 @@ class WithoutReasoningIds(AwaitedModel):
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
         response = self.wrapped.get_response(*args, **kwargs)
-        response.output = without_ids(response.output)
+        if isinstance(response, ModelResponse):  # anything else is left for the kernel to refuse
+            response.output = without_ids(response.output)
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:

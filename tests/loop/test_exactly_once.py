@@ -1084,6 +1084,7 @@ def test_a_streamed_run_cancelled_before_its_events_were_read_leaves_its_state_f
     with pytest.raises(UserError, match="still going on"):
         Runner.run_sync(agent, state)  # the streamed run has it, though its events are not read yet
     streamed.cancel()
+    assert state.running is None  # its events will never be read: the run never starts
 
     async def read():
         async for _ in streamed.stream_events():
@@ -1091,3 +1092,142 @@ def test_a_streamed_run_cancelled_before_its_events_were_read_leaves_its_state_f
     asyncio.run(read())
     assert state.running is None and paid == []
     assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_a_plugin_whose_run_seam_raises_as_it_is_entered_leaves_the_state_free():
+    import contextlib
+
+    from miniagents import seams
+
+    class Breaks(seams.Plugin):
+        def run(self, run):
+            @contextlib.contextmanager
+            def entered():
+                raise RuntimeError("the trace file cannot be opened")
+                yield
+            return entered()
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    with pytest.raises(RuntimeError, match="trace file"):
+        Runner.run_sync(agent, state, plugins=[Breaks()])
+    assert state.running is None and paid == []
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_a_session_that_fails_to_close_its_journal_leaves_the_state_free(tmp_path):
+    from miniagents.errors import SessionStoreError
+
+    class FullDisk(SQLiteSession):
+        full = False
+
+        def write_journal(self, expected, entry):
+            if self.full and entry == "":
+                raise SessionStoreError("the disk is full")
+            return super().write_journal(expected, entry)
+
+    paid, session = [], FullDisk("s", str(tmp_path / "db"))
+    agent, model = payer([[function_call("pay", {"amount": 5}, call_id="c5")],
+                          [function_call("pay", {"amount": 7}, call_id="c7")], [assistant_message("done")]], paid)
+    state = Runner.run_sync(agent, "pay", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    session.full = True
+    with pytest.raises(SessionStoreError):
+        Runner.run_sync(agent, state, session=session)  # pays 5, pauses on 7, cannot close the journal
+    session.full = False
+    assert state.running is None and paid == [5]
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done" and paid == [5, 7]
+
+
+def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_the_first_goes_on():
+    from miniagents import UsageLimitExceeded, UsageLimits
+
+    sent, entered, leave = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def send(to: str) -> str:
+        entered.set()
+        leave.wait(10)
+        sent.append(to)
+        return "sent"
+
+    model = ScriptedModel([[function_call("send", {"to": "a"}, call_id="c1")],
+                           [function_call("send", {"to": "b"}, call_id="c2")], [assistant_message("done")]])
+    agent = Agent(name="Mailer", tools=[send], model=model)
+    leave.set()
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(request_limit=1)))
+    state, outcome = stopped.value.state, []
+    assert state.pending is None and sent == ["a"]
+    entered.clear()
+    leave.clear()
+    first = threading.Thread(target=lambda: outcome.append(Runner.run_sync(agent, state).final_output))
+    first.start()
+    assert entered.wait(10)
+    with pytest.raises(UserError, match="still going on"):
+        Runner.run_sync(agent, state)
+    leave.set()
+    first.join(10)
+    assert outcome == ["done"] and sent == ["a", "b"]
+
+
+def test_a_streamed_result_dropped_unread_leaves_its_state_free():
+    import gc
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    Runner.run_streamed(agent, state)  # never read
+    gc.collect()
+    assert state.running is None
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+@pytest.mark.parametrize("how", ["cancel after the turn", "a failed handoff, no session", "a failed handoff, session",
+                                 "an output guardrail trips on a tool's final output"])
+def test_a_streamed_turn_that_fails_tells_its_reader_each_output_it_keeps_once(tmp_path, how):
+    import asyncio
+
+    from miniagents import (GuardrailFunctionOutput, OutputGuardrailTripwireTriggered, handoff,
+                            output_guardrail)
+
+    @function_tool
+    def ok() -> str:
+        return "fine"
+
+    @function_tool(failure_error_function=None)
+    def broken() -> str:
+        raise RuntimeError("the tool broke")
+
+    def refuse(context):
+        raise RuntimeError("the handoff broke")
+
+    @output_guardrail
+    def refuses(context, agent, output):
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    other = Agent(name="Other", model=ScriptedModel([[assistant_message("hi")]]))
+    second = function_call("broken", "{}", call_id="c2") if how.startswith("cancel") else \
+        function_call("transfer_to_other", "{}", call_id="h1")
+    agent = Agent(name="A", tools=[ok, broken], handoffs=[handoff(other, on_handoff=refuse)],
+                  model=ScriptedModel([[function_call("ok", "{}", call_id="c1"), second]]))
+    if how.startswith("an output guardrail"):  # the tool's output is the final output, which the guardrail refuses
+        agent = agent.clone(tool_use_behavior="stop_on_first_tool", output_guardrails=[refuses],
+                            model=ScriptedModel([[function_call("ok", "{}", call_id="c1")]]))
+    session = SQLiteSession("s", str(tmp_path / "db")) if how.endswith(", session") else None
+    result, heard = Runner.run_streamed(agent, "go", session=session,
+                                        run_config=RunConfig(max_function_tool_concurrency=1)), []
+
+    async def read():
+        async for event in result.stream_events():
+            if getattr(event, "name", None) == "tool_called" and how.startswith("cancel"):
+                result.cancel("after_turn")
+            if getattr(event, "name", None) == "tool_output":
+                heard.append(event.item.raw_item["call_id"])
+
+    with pytest.raises(OutputGuardrailTripwireTriggered if how.startswith("an output") else RuntimeError):
+        asyncio.run(read())
+    kept = [i.raw_item["call_id"] for i in result.to_state().generated_items if i.type == "tool_call_output_item"]
+    assert heard == kept and kept == (["c1", "c2"] if how.startswith("cancel") else ["c1"])

@@ -228,3 +228,4 @@ class Returns(Model):
 def test_a_custom_model_that_returns_no_model_response_is_a_user_error_saying_what_it_returned(value, plugins):
     with pytest.raises(UserError, match=f"must return a ModelResponse, not {type(value).__name__}$"):
         Runner.run_sync(Agent(name="A", model=Returns(value)), "hi", plugins=list(plugins))
+

@@ -355,3 +355,15 @@ def test_a_recorder_inherited_by_a_forked_process_refuses_to_write_there(tmp_pat
         record_one(recorder, "parent again")
     assert said.startswith("refused: ") and "another process" in said
     assert [c["response"]["output"][0]["content"][0]["text"] for c in calls(path)] == ["parent", "parent again"]
+
+
+def test_a_recorded_custom_model_that_returns_no_model_response_is_the_runs_user_error(tmp_path):
+    from miniagents import Agent, Model, Runner, UserError
+
+    class ReturnsNone(Model):
+        def get_response(self, *args, **kwargs):
+            return None
+
+    with Recorder(str(tmp_path / "run.jsonl")) as recorder:
+        with pytest.raises(UserError, match="must return a ModelResponse, not NoneType"):
+            Runner.run_sync(Agent(name="A", model=recorder.wrap(ReturnsNone())), "hi")

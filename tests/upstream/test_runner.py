@@ -353,3 +353,16 @@ def test_stand_ins_build_from_a_dict_as_pydantic_models_do():
     assert usage == {"cached_tokens": 2} and usage.cached_tokens == 2
     call = openai_types.stand_in("ResponseFunctionToolCall").model_construct(name="f", call_id="c", arguments="{}")
     assert call["type"] == "function_call" and isinstance(call, openai_types.stand_in("ResponseFunctionToolCall"))
+
+
+def test_a_custom_model_that_returns_no_model_response_is_a_user_error_with_reasoning_ids_omitted():
+    from miniagents import Agent, Model, UserError
+    from miniagents.upstream.runner import RunConfig, Runner
+
+    class ReturnsNone(Model):
+        def get_response(self, *args, **kwargs):
+            return None
+
+    with pytest.raises(UserError, match="must return a ModelResponse, not NoneType"):
+        Runner.run_sync(Agent(name="A", model=ReturnsNone()), "hi",
+                        run_config=RunConfig(reasoning_item_id_policy="omit"))
