@@ -160,11 +160,11 @@ def item_problem(item: Any) -> Optional[str]:
 
 
 def drop_orphans(items: Iterable[dict]) -> list:
-    """Keep every call that has exactly one output after it, and every output whose call precedes it.
+    """Keep the first call of each call id that has an output after it, and the first output after that call.
 
     An interrupted run, a crash between writes or an input filter can leave a `function_call` with no
-    output (or an output with no call); every API rejects such a history, so it is dropped here
-    before a request instead of failing every later request.
+    output (or an output with no call), and an edited history a call id twice; every API rejects such a
+    history, so it is dropped here before a request instead of failing every later request.
     """
     items = list(items)
     calls_seen, answered = set(), set()
@@ -174,13 +174,15 @@ def drop_orphans(items: Iterable[dict]) -> list:
             calls_seen.add(item.get("call_id"))
         elif kind == "function_call_output" and item.get("call_id") in calls_seen:
             answered.add(item.get("call_id"))
-    kept, outputs_kept = [], set()
+    kept, calls_kept, outputs_kept = [], set(), set()
     for item in items:
         kind, call_id = item.get("type"), item.get("call_id")
-        if kind == "function_call" and call_id not in answered:
-            continue
-        if kind == "function_call_output":
-            if call_id not in answered or call_id in outputs_kept:
+        if kind == "function_call":
+            if call_id not in answered or call_id in calls_kept:
+                continue
+            calls_kept.add(call_id)
+        elif kind == "function_call_output":
+            if call_id not in calls_kept or call_id in outputs_kept:
                 continue
             outputs_kept.add(call_id)
         kept.append(item)

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from hypothesis import given, strategies as st
 
 from miniagents import (Agent, HandoffCallItem, UserError, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
                         ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, function_tool, seams)
@@ -184,6 +185,33 @@ def test_drop_orphans_drops_an_output_that_precedes_its_call():
 def test_drop_orphans_leaves_a_well_paired_history_unchanged():
     items = [{"role": "user", "content": "hi"}, _call("a"), _call("b"), _out("b"), _out("a"), assistant_message("ok")]
     assert drop_orphans(items) == items
+
+
+def test_drop_orphans_keeps_the_first_call_of_a_call_id_and_the_first_output_after_it():
+    """An edited history with a call id twice was sent whole: two calls, one id (every API refuses it)."""
+    first, again = dict(_call("a"), arguments='{"n": 1}'), dict(_call("a"), arguments='{"n": 2}')
+    assert drop_orphans([first, again, _out("a"), _out("a")]) == [first, _out("a")]
+    assert drop_orphans([_out("a"), first, _out("a"), again]) == [first, _out("a")]
+
+
+PAIRING_ITEMS = st.lists(st.tuples(st.sampled_from(["call", "output", "message"]), st.sampled_from("abc")).map(
+    lambda drawn: {"call": _call, "output": _out}.get(drawn[0], lambda cid: assistant_message(cid))(drawn[1])),
+    max_size=10)
+
+
+@given(items=PAIRING_ITEMS)
+def test_what_drop_orphans_keeps_has_each_call_once_with_one_output_after_it(items):
+    kept = drop_orphans(items)
+    rest = iter(items)
+    assert all(any(item is other for other in rest) for item in kept)  # in order, nothing made up
+    calls = [i["call_id"] for i in kept if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in kept if i.get("type") == "function_call_output"]
+    assert sorted(calls) == sorted(set(calls)) == sorted(outputs)
+    for call_id in calls:
+        at = [n for n, i in enumerate(kept) if i.get("call_id") == call_id]
+        assert kept[at[0]]["type"] == "function_call"
+    assert [i for i in items if "call_id" not in i] == [i for i in kept if "call_id" not in i]
+    assert drop_orphans(kept) == kept
 
 
 class AnswersWith(Model):
