@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
@@ -18,7 +19,8 @@ from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, to_input_list)
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, preview,
+                    to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -460,6 +462,36 @@ def _bad_item(data: dict) -> Optional[str]:
     return None
 
 
+def _pending_problem(data: dict) -> Optional[str]:
+    """Where the paused turn disagrees with itself or with the run's items, or None. A resume runs the calls of
+    `pending_turn.output` with current_agent's tools and puts the turn's items back in `generated_items` from
+    `pending_turn.start` on, so: each of its calls has an id of its own; none of them is in the items before
+    `start`; and from `start` on are the turn's own items as it paused (the output's items `turn.classify` reads,
+    in order, then the outputs and approval items), or none yet (a turn the ledger journaled as its response
+    came). Else an approved call ran twice, or the model was sent items twice."""
+    pending, items = data["pending_turn"], data["generated_items"]
+    if pending is None:
+        return None
+    output, start = pending["output"], pending["start"]
+    calls = [i["call_id"] for i in output if i.get("type") == "function_call"]
+    twice = next((call_id for call_id, count in Counter(calls).items() if count > 1), None)
+    if twice is not None:
+        return f"pending_turn.output holds call id {preview(twice, 60)!r} twice: each call has an id of its own"
+    if not 0 <= start <= len(items):
+        return f"pending_turn.start {start} is outside generated_items"
+    earlier = {i["raw_item"]["call_id"] for i in items[:start]
+               if i["raw_item"].get("type") in ("function_call", "function_call_output")}
+    if not earlier.isdisjoint(calls):
+        return f"a call of pending_turn.output is in generated_items before pending_turn.start {start}"
+    read = [i for i in output if i.get("type", "message" if i.get("role") == "assistant" else None)
+            not in (None, "function_call_output")]
+    turn = items[start:]
+    if turn and ([i["raw_item"] for i in turn[:len(read)]] != read or
+                 any(i["type"] not in ("tool_call_output_item", "tool_approval_item") for i in turn[len(read):])):
+        return f"generated_items from pending_turn.start {start} on are not the paused turn's items"
+    return None
+
+
 def _not_json(data: dict) -> Optional[str]:
     """Where the document holds what JSON cannot (NaN, an infinity: Python's json reads them), anywhere (the
     user's context, an item): such a state would load and run, then fail every save, so it is refused here as
@@ -502,7 +534,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     try:
         data, problem = _checked(RunStateDocument, data)
-        problem = problem or _not_json(data) or _bad_item(data)
+        problem = problem or _not_json(data) or _bad_item(data) or _pending_problem(data)
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"
     if problem is None and version >= 2 and "run_id" not in data:
@@ -536,8 +568,6 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     state.pending_input, state.finished = data.get("pending_input", []), data.get("finished", False)
     pending = data["pending_turn"]
     if pending is not None:
-        if not 0 <= pending["start"] <= len(state.generated_items):
-            raise UserError(f"pending_turn.start {pending['start']} is outside generated_items")
         state.pending = PendingTurn(agent_name=_agent(agents, pending["agent"]).name, output=pending["output"],
                                     start=pending["start"],
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},

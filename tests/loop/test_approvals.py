@@ -553,7 +553,8 @@ def test_the_same_arguments_written_differently_are_still_the_approved_ones():
     state = Runner.run_sync(agent, "pay 5").to_state()
     state.approve(state.get_interruptions()[0])
     data = state.to_json()
-    data["pending_turn"]["output"][0]["arguments"] = '{ "note" : "x", "amount" : 5 }'
+    for call in (data["pending_turn"]["output"][0], data["generated_items"][0]["raw_item"]):  # (one call: both agree)
+        call["arguments"] = '{ "note" : "x", "amount" : 5 }'
     assert Runner.run_sync(agent, RunState.from_json(agent, data)).final_output == "done" and paid == [5]
 
 

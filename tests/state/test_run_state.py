@@ -697,3 +697,32 @@ def test_a_loaded_state_writes_back_the_same_document(turns):
         assert RunState.from_string(main, text).to_string() == text
         decide(state, result.interruptions, decisions)
         result = Runner.run_sync(main, state)
+
+
+def paused_documents(turns):
+    """(agent, document) at every pause of the generated run, each pause decided as the script says and resumed."""
+    script, decisions = build_script(turns)
+    main = property_agents(ScriptedModel(script), [])
+    result = Runner.run_sync(main, "start", context={"k": [1, 2]}, max_turns=len(script) + 1)
+    while result.interruptions:
+        state = result.to_state()
+        yield main, state.to_json()
+        decide(state, result.interruptions, decisions)
+        result = Runner.run_sync(main, state)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=TURNS, data=st.data())
+def test_a_paused_turn_that_disagrees_with_itself_or_the_runs_items_is_refused_at_load(turns, data):
+    """Loaded, a call id twice in the paused turn ran an approved call twice and sent the model both calls; a
+    pending_turn.start moved gave the transcript items twice."""
+    for main, document in paused_documents(turns):
+        RunState.from_json(main, document)  # as written, it loads
+        output, start = document["pending_turn"]["output"], document["pending_turn"]["start"]
+        call = data.draw(st.sampled_from([i for i in output if i["type"] == "function_call"]), label="call")
+        twice = mutate(document, ("pending_turn", "output"), output + [call])
+        to = data.draw(st.sampled_from([start - 2, start - 1, start + 1, len(document["generated_items"])]), label="to")
+        moved = mutate(document, ("pending_turn", "start"), to)  # (at the end: as a turn journaled before its items)
+        for edited in (twice, moved):
+            with pytest.raises(UserError, match="^malformed run state: "):
+                RunState.from_json(main, edited)
