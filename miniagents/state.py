@@ -465,13 +465,17 @@ def _bad_item(data: dict) -> Optional[str]:
 def _pending_problem(data: dict) -> Optional[str]:
     """Where the paused turn disagrees with itself or with the run's items, or None. A resume runs the calls of
     `pending_turn.output` with current_agent's tools and puts the turn's items back in `generated_items` from
-    `pending_turn.start` on, so: each of its calls has an id of its own; none of them is in the items before
-    `start`; and from `start` on are the turn's own items as it paused (the output's items `turn.classify` reads,
-    in order, then the outputs and approval items), or none yet (a turn the ledger journaled as its response
-    came). Else an approved call ran twice, or the model was sent items twice."""
+    `pending_turn.start` on, so: the turn is current_agent's; each of its calls has an id of its own; none of them
+    is in the items before `start`; and from `start` on are the turn's own items as it paused (the output's items
+    `turn.classify` reads, in order, then the outputs and approval items), or none yet (a turn the ledger journaled
+    as its response came). Else an approved call ran twice, the model was sent items twice, or another agent's
+    tool of the same name ran without the approval the paused call waits for."""
     pending, items = data["pending_turn"], data["generated_items"]
     if pending is None:
         return None
+    if pending["agent"] != data["current_agent"]:
+        return (f"pending_turn.agent {preview(pending['agent'], 60)!r} is not current_agent "
+                f"{preview(data['current_agent'], 60)!r}: a paused turn resumes with the agent that made its calls")
     output, start = pending["output"], pending["start"]
     calls = [i["call_id"] for i in output if i.get("type") == "function_call"]
     twice = next((call_id for call_id, count in Counter(calls).items() if count > 1), None)

@@ -162,3 +162,28 @@ def test_a_document_of_version_two_or_later_without_its_run_id_is_refused(versio
     document = {key: value for key, value in document.items() if key != "run_id"}
     with pytest.raises(UserError, match="missing required field 'run_id'"):
         RunState.from_json(agent, {**document, "schema_version": version})
+
+
+def test_a_paused_turn_handed_to_another_agent_in_the_document_is_refused_not_run_with_its_tools():
+    """B's `pay` waits for a person; the document edited to make A current ran A's `pay` (no approval) instead."""
+    ran = []
+
+    @function_tool(needs_approval=True)
+    def pay(cents: int) -> str:
+        ran.append(("B", cents))
+        return "paid"
+
+    @function_tool(name_override="pay")
+    def pay_freely(cents: int) -> str:
+        ran.append(("A", cents))
+        return "paid"
+
+    b, _ = make_agent([[function_call("pay", {"cents": 5}, call_id="c1")], [assistant_message("B done")]], name="B",
+                      tools=[pay])
+    a, _ = make_agent([[function_call("transfer_to_b", {}, call_id="h1")], [assistant_message("A done")]], name="A",
+                      tools=[pay_freely], handoffs=[b])
+    document = Runner.run_sync(a, "go").to_state().to_json()
+    assert document["current_agent"] == document["pending_turn"]["agent"] == "B"
+    with pytest.raises(UserError, match="pending_turn.agent 'B' is not current_agent 'A'"):
+        RunState.from_json(a, {**document, "current_agent": "A"})
+    assert ran == []

@@ -715,7 +715,8 @@ def paused_documents(turns):
 @given(turns=TURNS, data=st.data())
 def test_a_paused_turn_that_disagrees_with_itself_or_the_runs_items_is_refused_at_load(turns, data):
     """Loaded, a call id twice in the paused turn ran an approved call twice and sent the model both calls; a
-    pending_turn.start moved gave the transcript items twice."""
+    pending_turn.start moved gave the transcript items twice; a paused turn that is not current_agent's ran its
+    calls with that agent's tools."""
     for main, document in paused_documents(turns):
         RunState.from_json(main, document)  # as written, it loads
         output, start = document["pending_turn"]["output"], document["pending_turn"]["start"]
@@ -723,6 +724,7 @@ def test_a_paused_turn_that_disagrees_with_itself_or_the_runs_items_is_refused_a
         twice = mutate(document, ("pending_turn", "output"), output + [call])
         to = data.draw(st.sampled_from([start - 2, start - 1, start + 1, len(document["generated_items"])]), label="to")
         moved = mutate(document, ("pending_turn", "start"), to)  # (at the end: as a turn journaled before its items)
-        for edited in (twice, moved):
+        other = mutate(document, ("current_agent",), "Helper" if document["current_agent"] == "Main" else "Main")
+        for edited in (twice, moved, other):
             with pytest.raises(UserError, match="^malformed run state: "):
                 RunState.from_json(main, edited)
