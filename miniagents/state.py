@@ -496,6 +496,25 @@ def _pending_problem(data: dict) -> Optional[str]:
     return None
 
 
+def _below_zero(data: dict) -> Optional[str]:
+    """The first count, turn or index of the document that is below 0, named, or None: each counts up from 0, and
+    one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50 more turns)."""
+    pending = data["pending_turn"] or {}
+    counts = [(key, data.get(key)) for key in ("current_turn", "max_turns", "server_known")]
+    counts += [(f"pending_turn.{key}", pending.get(key)) for key in ("start", "replays", "pauses")]
+    counts += [("context.usage", data["context"]["usage"])]  # a usage holds nothing but counts
+    counts += [(f"model_responses[{n}].usage", r.get("usage")) for n, r in enumerate(data["model_responses"])]
+    return next(filter(None, (_negative(value, where) for where, value in counts)), None)
+
+
+def _negative(value: Any, where: str) -> Optional[str]:
+    """`where` (and the path inside) of the first integer below 0 in `value`, said so, or None."""
+    if isinstance(value, int):
+        return f"{where} is below 0" if value < 0 else None
+    inner = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next(filter(None, (_negative(v, f"{where}.{k}") for k, v in inner)), None)
+
+
 def _not_json(data: dict) -> Optional[str]:
     """Where the document holds what JSON cannot (NaN, an infinity: Python's json reads them), anywhere (the
     user's context, an item): such a state would load and run, then fail every save, so it is refused here as
@@ -538,7 +557,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     try:
         data, problem = _checked(RunStateDocument, data)
-        problem = problem or _not_json(data) or _bad_item(data) or _pending_problem(data)
+        problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data) or _pending_problem(data)
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"
     if problem is None and version >= 2 and "run_id" not in data:

@@ -728,3 +728,23 @@ def test_a_paused_turn_that_disagrees_with_itself_or_the_runs_items_is_refused_a
         for edited in (twice, moved, other):
             with pytest.raises(UserError, match="^malformed run state: "):
                 RunState.from_json(main, edited)
+
+
+COUNTS = [("current_turn",), ("max_turns",), ("server_known",), ("pending_turn", "start"), ("pending_turn", "replays"),
+          ("pending_turn", "pauses"), ("context", "usage", "requests"), ("context", "usage", "tool_calls"),
+          ("context", "usage", "input_tokens"), ("context", "usage", "output_tokens_details", "reasoning_tokens"),
+          ("model_responses", 0, "usage", "total_tokens"), ("model_responses", 0, "usage", "requests")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(path=st.sampled_from(COUNTS), value=st.integers(max_value=-1))
+def test_a_count_turn_or_index_below_zero_is_refused_at_load(path, value):
+    """Each counts up from 0: one below loosened a limit (usage.requests -100 allowed 100 more model requests under
+    request_limit, current_turn -50 50 more turns under max_turns)."""
+    agent, state, _, _ = paused_state()
+    document = state.to_json()
+    with pytest.raises(UserError, match="^malformed run state: " + re.escape(".".join(map(str, path))).replace(
+            r"\.0\.", r"\[0\]\.") + " is below 0$"):
+        RunState.from_json(agent, mutate(document, path, value))
+    if path[-1] != "start":  # (the paused turn's start is where its items begin)
+        RunState.from_json(agent, mutate(document, path, 0))  # 0 is a count
