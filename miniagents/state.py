@@ -230,9 +230,9 @@ def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optio
         return None
     if isinstance(value, dict):
         for key, inner in value.items():
-            if not isinstance(key, str):
-                return f"{path}[{key!r}] (non-string key)"
-            found = _json_path_error(inner, f"{path}[{key!r}]", depth + 1)
+            if not isinstance(key, str):  # (every key is quoted cut short: the path names where, not what)
+                return f"{path}[{preview(key, 40)}] (non-string key)"
+            found = _json_path_error(inner, f"{path}[{preview(key, 40)!r}]", depth + 1)
             if found:
                 return found
         return None
@@ -242,7 +242,7 @@ def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optio
             if found:
                 return found
         return None
-    return f"{path} ({type(value).__name__})"
+    return f"{path} ({preview(type(value).__name__, 60)})"
 
 
 def _dump_item(item: Any) -> dict:
@@ -263,7 +263,7 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     context = context_serializer(ctx.context) if context_serializer else ctx.context
     bad = _json_path_error(context)
     if bad:
-        raise TypeError(f"run context is not JSON-serialisable at {bad}; pass context_serializer= "
+        raise UserError(f"run context is not JSON-serialisable at {bad}; pass context_serializer= "
                         "(and context_deserializer= when loading)")
     pending = state.pending
     document = {
@@ -482,7 +482,7 @@ def _pending_problem(data: dict) -> Optional[str]:
     if twice is not None:
         return f"pending_turn.output holds call id {preview(twice, 60)!r} twice: each call has an id of its own"
     if not 0 <= start <= len(items):
-        return f"pending_turn.start {start} is outside generated_items"
+        return f"pending_turn.start {preview(start, 40)} is outside generated_items"
     earlier = {i["raw_item"]["call_id"] for i in items[:start]
                if i["raw_item"].get("type") in ("function_call", "function_call_output")}
     if not earlier.isdisjoint(calls):
@@ -524,14 +524,14 @@ def _not_json(data: dict) -> Optional[str]:
 
 def _agent(agents: dict, name: str) -> Any:
     if name not in agents:
-        raise UserError(f"Run state agent not found in agent map: {name!r}")
+        raise UserError(f"Run state agent not found in agent map: {preview(name, 60)!r}")
     return agents[name]
 
 
 def _load_item(data: dict, index: int, agents: dict) -> Any:
     cls = ITEM_CLASSES.get(data["type"])
     if cls is None:
-        raise UserError(f"run state generated_items[{index}] has unknown item type {data['type']!r}")
+        raise UserError(f"run state generated_items[{index}] has unknown item type {preview(data['type'], 60)!r}")
     agent, raw_item = _agent(agents, data["agent"]), data["raw_item"]
     if cls is HandoffOutputItem:
         return cls(agent=agent, raw_item=raw_item, source_agent=_agent(agents, data.get("source_agent")),
@@ -553,7 +553,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if not isinstance(version, int) or isinstance(version, bool):
         raise UserError("Run state schema version has an invalid type (field 'schema_version')")
     if version not in SCHEMA_VERSIONS:
-        raise UserError(f"Run state schema version {version} is not supported. Supported versions are: "
+        raise UserError(f"Run state schema version {preview(version, 40)} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     try:
         data, problem = _checked(RunStateDocument, data)
@@ -610,7 +610,7 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
         nested.context_wrapper.approval_scope = nested.run_id  # its approvals are its own (see as_tool)
         return nested
     except UserError as e:
-        raise UserError(f"pending_turn.nested[{call_id!r}]: {e.message}") from None
+        raise UserError(f"pending_turn.nested[{preview(call_id, 60)!r}]: {e.message}") from None
 
 
 def _derived_run_id(data: dict) -> str:
@@ -628,4 +628,4 @@ def _nested_agent(state: RunState, call_id: str) -> Any:
             for tool in item.agent.tools:
                 if tool.name == item.tool_name and getattr(tool, "_agent", None) is not None:
                     return tool._agent
-    raise UserError(f"pending_turn.nested names call {call_id!r}, which is not an agent-as-tool call")
+    raise UserError(f"pending_turn.nested names call {preview(call_id, 60)!r}, which is not an agent-as-tool call")

@@ -187,3 +187,43 @@ def test_a_paused_turn_handed_to_another_agent_in_the_document_is_refused_not_ru
     with pytest.raises(UserError, match="pending_turn.agent 'B' is not current_agent 'A'"):
         RunState.from_json(a, {**document, "current_agent": "A"})
     assert ran == []
+
+
+HUGE = "sk-SECRET-" + "Z" * 100_000  # a key or name the document (or the context) holds: quoted, it is cut short
+
+
+def _set(path, value):
+    def edit(document):
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit", [
+    _set(("context", "context"), {HUGE: float("nan")}), _set(("context", "approvals", HUGE), {"approved": 5}),
+    _set(("generated_items", 0, "type"), HUGE), _set(("current_agent",), HUGE), _set(("starting_agent",), HUGE),
+    _set(("pending_turn", "nested", HUGE), {}), _set(("schema_version",), int("9" * 4000)),
+    _set(("pending_turn", "start"), int("9" * 4000))],
+    ids=["context key", "approvals key", "item type", "current_agent", "starting_agent", "nested call id",
+         "schema_version", "pending_turn.start"])
+def test_what_a_refused_document_holds_is_quoted_cut_short(edit):
+    """Each was quoted whole: a message of 100,000 characters (a secret in a key, too) in a log or a reply."""
+    agent, document = paused_document()
+    edit(document)
+    with pytest.raises(UserError) as refused:
+        RunState.from_json(agent, document)
+    assert len(refused.value.message) < 1000 and "ZZZ" * 100 not in refused.value.message
+
+
+@pytest.mark.parametrize("context", [{HUGE: object()}, {(HUGE,): 1}, {"deps": {HUGE: [float("nan")]}}],
+                         ids=["value JSON cannot hold", "non-string key", "NaN"])
+def test_a_context_json_cannot_hold_is_a_user_error_quoting_its_path_cut_short(context):
+    """A non-string or huge key raised a bare TypeError quoting it whole."""
+    agent, document = paused_document()
+    state = RunState.from_json(agent, document, context_override=context)
+    for write in (state.to_json, state.to_string):
+        with pytest.raises(UserError, match="run context is not JSON-serialisable at context") as refused:
+            write()
+        assert len(refused.value.message) < 1000

@@ -151,25 +151,25 @@ def test_json_serialisable_context_is_kept():
     assert loaded.context_wrapper.context == context
 
 
-def test_non_serialisable_context_is_a_type_error_naming_the_key():
+def test_non_serialisable_context_is_a_user_error_naming_the_key():
     conn = sqlite3.connect(":memory:")
     try:
         _, state, _, _ = paused_state(context={"user": "ann", "conn": conn})
-        with pytest.raises(TypeError, match=r"context\['conn'\]"):
+        with pytest.raises(UserError, match=r"context\['conn'\]"):
             state.to_json()
-        with pytest.raises(TypeError, match=r"context\['conn'\]"):
+        with pytest.raises(UserError, match=r"context\['conn'\]"):
             state.to_string()
     finally:
         conn.close()
 
 
 @pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
-def test_a_context_number_json_cannot_hold_is_a_type_error_naming_its_path_not_written_as_nan(number):
+def test_a_context_number_json_cannot_hold_is_a_user_error_naming_its_path_not_written_as_nan(number):
     """Python's json writes NaN and Infinity, which strict JSON parsers refuse: refused with its path instead."""
     _, state, _, _ = paused_state(context={"user": "ann", "scores": [1.5, number]})
-    with pytest.raises(TypeError, match=r"context\['scores'\]\[1\].*no such number"):
+    with pytest.raises(UserError, match=r"context\['scores'\]\[1\].*no such number"):
         state.to_string()
-    with pytest.raises(TypeError, match=r"context\['scores'\]\[1\]"):
+    with pytest.raises(UserError, match=r"context\['scores'\]\[1\]"):
         state.to_json()
 
 
@@ -223,7 +223,7 @@ def test_a_number_json_cannot_hold_anywhere_in_a_document_is_refused_at_load(con
 
 def test_a_nested_non_serialisable_value_is_named_by_its_path():
     _, state, _, _ = paused_state(context={"deps": {"clients": [1, object()]}})
-    with pytest.raises(TypeError, match=r"context\['deps'\]\['clients'\]\[1\]"):
+    with pytest.raises(UserError, match=r"context\['deps'\]\['clients'\]\[1\]"):
         state.to_json()
 
 
@@ -232,7 +232,7 @@ def test_an_object_context_is_not_silently_stringified():
         pass
 
     _, state, _, _ = paused_state(context=Deps())
-    with pytest.raises(TypeError, match="context"):
+    with pytest.raises(UserError, match="context"):
         state.to_string()
 
 
