@@ -140,10 +140,7 @@ def item_problem(item: Any) -> Optional[str]:
             return None
         if not isinstance(content, list):
             return f"has content of type {type(content).__name__}; content is a string or a list of parts"
-        for n, part in enumerate(content):
-            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                return f"has content[{n}] = {preview(part, 60)}; a content part is an object with a 'type'"
-        return None
+        return _parts_problem(content, "content")
     if kind in ("function_call", "function_call_output"):
         needs = ("call_id", "name") if kind == "function_call" else ("call_id",)
         for key in needs:
@@ -153,10 +150,19 @@ def item_problem(item: Any) -> Optional[str]:
             return "is a function_call whose 'arguments' is not a string of JSON"
         if kind == "function_call_output" and not isinstance(item.get("output"), (str, list)):
             return "is a function_call_output whose 'output' is not text (or a list of content parts)"
-        return None
+        return _parts_problem(item["output"], "output") if kind == "function_call_output" else None
     if kind == "reasoning" or kind in HOSTED_ITEM_TYPES:
         return None
     return f"has unknown type {preview(kind, 40)}"
+
+
+def _parts_problem(parts: Any, where: str) -> Optional[str]:
+    """What is wrong with the first of a message's content or a tool's output parts that is no content part, or
+    None (a tool's output may be text)."""
+    for n, part in enumerate(parts if isinstance(parts, list) else ()):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            return f"has {where}[{n}] = {preview(part, 60)}; a content part is an object with a 'type'"
+    return None
 
 
 def drop_orphans(items: Iterable[dict]) -> list:

@@ -19,8 +19,8 @@ from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, item_problem, preview,
-                    to_input_list)
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output,
+                    item_problem, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -452,6 +452,8 @@ def _bad_item(data: dict) -> Optional[str]:
     places = [(f"original_input[{n}]", i) for n, i in enumerate(original)]
     places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
     places += [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
+    places += [(f"pending_turn.done[{preview(call_id, 60)!r}]", function_call_output(call_id, text))
+               for call_id, text in pending.get("done", {}).items()]  # a settled call's output, as the model gets it
     places += [(f"pending_turn.session_input[{n}]", i) for n, i in enumerate(pending["session_input"])]
     places += [(f"unsaved_session_input[{n}]", i) for n, i in enumerate(data["unsaved_session_input"])]
     places += [(f"pending_input[{n}]", i) for n, i in enumerate(data.get("pending_input", ()))]

@@ -214,6 +214,18 @@ def test_what_drop_orphans_keeps_has_each_call_once_with_one_output_after_it(ite
     assert drop_orphans(kept) == kept
 
 
+@pytest.mark.parametrize("output", [[1, 2, None], [{"text": "no type"}], ["text"]])
+def test_a_tool_output_that_is_a_list_of_no_content_parts_is_refused_where_it_enters(output):
+    """A content part is checked in a tool's output as in a message's content: [1, 2, None] was sent to the model."""
+    agent, model = make_agent([[assistant_message("hi")]])
+    items = [{"role": "user", "content": "hi"}, _call("c1"), {**_out("c1"), "output": output}]
+    with pytest.raises(UserError, match=r"^input\[2\] has output\[0\] = .*; a content part is an object with a 'type'"):
+        Runner.run_sync(agent, items)
+    assert not model.calls
+    items[2]["output"] = [{"type": "input_text", "text": "found"}]
+    assert Runner.run_sync(agent, items).final_output == "hi"
+
+
 class AnswersWith(Model):
     """A custom model that builds its `ModelResponse` from what it is given."""
 

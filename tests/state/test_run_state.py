@@ -419,6 +419,8 @@ NESTED = [
     pytest.param(("context", "usage", "input_tokens_details"), [None], "input_tokens_details",
                  id="context.usage.input_tokens_details=[None]"),
     pytest.param(("pending_turn", "output", 0, "call_id"), [1], "call_id", id="pending_turn.output.0.call_id=[1]"),
+    pytest.param(("pending_turn", "done", "c2"), [1, 2, None], "pending_turn.done['c2'] has output[0] = 1",
+                 id="pending_turn.done.c2=[1, 2, None]"),  # it was sent to the model as the call's output
 ]
 
 
