@@ -126,6 +126,9 @@ class RunContextWrapper(Generic[TContext]):
     # run id (in the approvals it shares with its caller), so a decision about the caller's call with the same
     # tool name and call id never authorises the inner one.
     approval_scope: str = field(default="", repr=False)
+    # Each decision list's call ids as a set beside it (by the list's identity): finding one call among n decided
+    # ones is one step (approving, then resuming, n calls was n² steps), and the document keeps upstream's lists.
+    decided_ids: dict = field(default_factory=dict, init=False, repr=False)
 
     def _key(self, tool_name: str, scope: Optional[str] = None) -> str:
         scope = self.approval_scope if scope is None else scope
@@ -144,13 +147,15 @@ class RunContextWrapper(Generic[TContext]):
         if always:
             record[decision], record[other] = True, []
         else:
-            if isinstance(record[other], list) and item.call_id in record[other]:
+            if item.call_id in self._ids(record[other]):
                 record[other].remove(item.call_id)
             if record[decision] is not True:  # every call of the tool has this decision already
                 if not isinstance(record[decision], list):  # False, in upstream's documents
                     record[decision] = []
-                if item.call_id not in record[decision]:
+                ids = self._ids(record[decision])
+                if item.call_id not in ids:
                     record[decision].append(item.call_id)
+                    ids.add(item.call_id)
         messages = record.setdefault("rejection_messages", {})
         if always and decision == "approved":
             messages.clear()
@@ -165,6 +170,17 @@ class RunContextWrapper(Generic[TContext]):
         if approved_arguments and not always:
             record["arguments"] = approved_arguments
         return record
+
+    def _ids(self, decided: Any) -> set:
+        """The call ids of a decision (a list; True or False decide every call) as the set kept beside the list:
+        `_decide` adds to both; the set is made again when the list is another, or its size is not the set's (a
+        call id removed, or the list changed elsewhere)."""
+        if not isinstance(decided, list):
+            return set()
+        kept = self.decided_ids.get(id(decided))
+        if kept is None or kept[0] is not decided or len(kept[1]) != len(decided):
+            kept = self.decided_ids[id(decided)] = (decided, set(decided))
+        return kept[1]
 
     def approve_tool(self, item: Any, always_approve: bool = False) -> None:
         """Approve the item's call (or, with `always_approve`, every call of its tool). A call's approval covers
@@ -189,9 +205,9 @@ class RunContextWrapper(Generic[TContext]):
         if not record:
             return None
         approved, rejected = record["approved"], record["rejected"]
-        if isinstance(approved, list) and call_id in approved:
+        if call_id in self._ids(approved):
             return True
-        if isinstance(rejected, list) and call_id in rejected:
+        if call_id in self._ids(rejected):
             return False
         if approved is True:
             return True

@@ -603,3 +603,40 @@ def test_an_agent_tool_switched_off_while_its_inner_run_waits_goes_on_and_the_hi
     result = Runner.run_sync(outer, state)
     assert ran == ["step1", "step2"] and result.final_output == "outer done"
     assert outputs_sent(outer.model.calls[-1]) == {"o1": "inner done"}
+
+
+class ReadCounting(list):
+    """A decision's list of call ids that counts the ids read when it is searched or walked."""
+
+    read = 0
+
+    def __contains__(self, call_id):
+        ReadCounting.read += len(self)
+        return list.__contains__(self, call_id)
+
+    def __iter__(self):
+        ReadCounting.read += len(self)
+        return list.__iter__(self)
+
+
+def test_approving_and_resuming_many_calls_reads_each_decision_once_not_once_per_call():
+    """Each call's decision was found by searching the list of every decided call: approving, then resuming, n
+    calls took n² steps (32,000 calls: 5 seconds)."""
+    n = 400
+
+    @function_tool(needs_approval=True)
+    def pay(cents: int) -> str:
+        return "paid"
+
+    model = ScriptedModel([[function_call("pay", {"cents": i}, call_id=f"k{i}") for i in range(n)],
+                           [assistant_message("done")]])
+    agent = Agent("Payer", tools=[pay], model=model)
+    result = Runner.run_sync(agent, "pay")
+    state = result.to_state()
+    state.context_wrapper.approvals["pay"] = {"approved": ReadCounting(), "rejected": ReadCounting()}
+    ReadCounting.read = 0
+    for item in result.interruptions:
+        state.approve(item)
+    state.reject(result.interruptions[0])  # a decision changed: its list is read again, once
+    assert Runner.run_sync(agent, state).final_output == "done"
+    assert ReadCounting.read <= 2 * n
