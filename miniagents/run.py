@@ -22,7 +22,8 @@ from .config import RunConfig
 from .errors import (AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError,
                      ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
-from .items import HandoffOutputItem, drop_orphans, function_call_output, item_problem, preview, to_input_list
+from .items import (HandoffOutputItem, clean_json, clean_text, drop_orphans, function_call_output, item_problem,
+                    preview, to_input_list)
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -121,10 +122,13 @@ DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (neve
 
 def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> RunState:
     """A new run's state: the input checked, the session's history read once before it."""
-    if not isinstance(input, str):
+    if isinstance(input, str):
+        input = clean_text(input)  # a lone surrogate (a bad decode) would reach the model and fail every save
+    else:
         if not isinstance(input, list) or not all(isinstance(i, dict) for i in input):
             raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
                             f"got {type(input).__name__}: {input!r:.80}")
+        input = clean_json(input)
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")

@@ -19,8 +19,8 @@ from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, drop_orphans, function_call_output,
-                    item_problem, preview, to_input_list)
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, drop_orphans,
+                    function_call_output, item_problem, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -160,7 +160,7 @@ class RunState(Generic[TContext]):
         for n, problem in enumerate(item_problem(i) for i in new):
             if problem:
                 raise UserError(f"add_input: input[{n}] {problem}")
-        self.pending_input.extend(json.loads(json.dumps(new)))  # a copy of its own
+        self.pending_input.extend(clean_json(json.loads(json.dumps(new))))  # a copy of its own, as run input is cleaned
 
     def approve(self, item: ToolApprovalItem, always_approve: bool = False) -> None:
         self.context_wrapper.approve_tool(item, always_approve=always_approve)
@@ -558,7 +558,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         raise UserError(f"Run state schema version {preview(version, 40)} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     try:
-        data, problem = _checked(RunStateDocument, data)
+        data, problem = _checked(RunStateDocument, clean_json(data))  # a lone surrogate: as where input enters
         problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data) or _pending_problem(data)
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"

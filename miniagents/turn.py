@@ -346,7 +346,6 @@ def plan(run: Run, turn: Turn) -> None:
     """Decide each function call's fate before any runs: a call with an output already (a resumed turn) keeps
     it; an unknown tool is answered; a call a person must approve waits, or is answered when rejected; the rest
     run. A call that needs a person never runs before a person approved it."""
-    ctx = run.state.context_wrapper
     for call in turn.calls:
         if call.kind == "handoff" or call.fate:
             continue
@@ -354,7 +353,7 @@ def plan(run: Run, turn: Turn) -> None:
             text = error_text(run, call, "tool_not_found", f"Tool '{call.item.get('name') or ''}' not found. "
                               f"Available tools: {', '.join(sorted(turn.setup.tools)) or 'none'}.")
             call.fate, call.output = "answer", (text, text)
-        elif call.target.needs_approval is False and not ctx.approvals:  # no person is asked
+        elif call.target.needs_approval is False and not run.state.context_wrapper.approvals:  # no person is asked
             call.fate = "run"
         else:
             decide_approval(run, call)

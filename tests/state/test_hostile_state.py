@@ -7,10 +7,11 @@ again. Each gets a typed error naming what is wrong, or runs exactly once.
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from miniagents import RunState, Runner, SQLiteSession, UserError, function_tool
 from miniagents.sql_session import SessionStoreError
-from miniagents.testing import assistant_message, function_call
+from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import make_agent
 
 
@@ -227,3 +228,30 @@ def test_a_context_json_cannot_hold_is_a_user_error_quoting_its_path_cut_short(c
         with pytest.raises(UserError, match="run context is not JSON-serialisable at context") as refused:
             write()
         assert len(refused.value.message) < 1000
+
+
+SURROGATES = st.text(alphabet=st.sampled_from(["a", "é", "\ud800", "\udfff", "\ud83d", "\ude00"]), max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=SURROGATES, as_items=st.booleans())
+def test_a_lone_surrogate_in_run_input_is_repaired_where_it_enters(text, as_items):
+    """`Runner.run_sync(agent, "go \\ud800")` sent it to the model, and the state's to_string() could not be
+    written as UTF-8 (nor could the session or a request take it)."""
+    agent, _ = paused_document()
+    given_input = [{"role": "user", "content": [{"type": "input_text", "text": text}]}] if as_items else text
+    model = ScriptedModel([[function_call("delete", {"p": "a"}, call_id="c1")]])
+    state = Runner.run_sync(agent.clone(model=model), given_input).to_state()
+    state.add_input(text)
+    json.dumps(model.calls[0].input, ensure_ascii=False).encode("utf-8")
+    state.to_string().encode("utf-8")
+
+
+def test_a_lone_surrogate_in_a_loaded_document_is_repaired_as_it_loads():
+    agent, document = paused_document()
+    document["original_input"] = "go \ud800"  # as a \\ud800 escape in the JSON text reads
+    document["context"]["context"] = {"note \udfff": "\ud83d\ude00"}  # (a pair is joined)
+    for loaded in (RunState.from_json(agent, document), RunState.from_string(agent, json.dumps(document))):
+        assert loaded.original_input == "go \ufffd"
+        assert loaded.context_wrapper.context == {"note \ufffd": "\U0001F600"}
+        loaded.to_string().encode("utf-8")
