@@ -22,12 +22,15 @@ CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a
     # entry names (`state._handed_to`); the approval once more, by the paused turn taking the run's new input over
     # from the state (kept there until a turn is written or paused, so a turn a cancel drops loses none of it); and
     # by a resumed turn's agent-tool calls whose inner run goes on (counted when they began; bound to their tool
-    # though it was switched off since); and once more (333) by a resumed state taken by its run until it ends
-    # (`run.take`, `run.release`: one state object given to two runs at once ran an approved call twice), whose
-    # steps a paused state now chooses apart from a fresh run's
+    # though it was switched off since); and once more by a resumed state taken by its run until it ends
+    # (`run.take`, `run.held`: one state object given to two runs at once ran an approved call twice), whose steps a
+    # paused state now chooses apart from a fresh run's; the approval by finding a call's decision in the set kept
+    # beside its list (approving and resuming n calls read every decided call for each: n²), and the handoff by the
+    # run's text input having its lone surrogates repaired (items.clean_text, which the hello world's tool output
+    # already runs)
     "hello world": (250, 8),
-    "approval through JSON": (333, 9),
-    "handoff": (225, 8),
+    "approval through JSON": (339, 9),
+    "handoff": (229, 8),
 }
 # Small helpers of the loop's two files that the hello world enters and the reading order leaves out: each is a line
 # or two that its caller's name already says.
