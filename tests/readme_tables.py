@@ -155,10 +155,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError
-    "state and sessions": 1139,
+    "state and sessions": 1146,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
-    # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept
+    # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
+    # a state's text capped where it comes in (RunState.from_string refuses one over MAX_TEXT before parsing it) and
+    # where it is written (to_string refuses what could not be read back)
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
