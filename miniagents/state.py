@@ -176,8 +176,12 @@ class RunState(Generic[TContext]):
         return dump_state(self, context_serializer)
 
     def to_string(self, *, context_serializer: Optional[Callable] = None) -> str:
-        return json.dumps(self.to_json(context_serializer=context_serializer), ensure_ascii=False, indent=2,
+        text = json.dumps(self.to_json(context_serializer=context_serializer), ensure_ascii=False, indent=2,
                           allow_nan=False)  # strict JSON: every parser reads it
+        if len(text) > MAX_TEXT:  # refused now, not when it is read back
+            raise UserError(f"This RunState's JSON is {len(text):,} characters, over the {MAX_TEXT:,} a state may "
+                            "have when it is read back (RunState.from_string): it could not be loaded again")
+        return text
 
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
@@ -188,6 +192,8 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_string(initial_agent: Any, text: str, *, context_override: Any = None,
                     context_deserializer: Optional[Callable] = None) -> "RunState":
+        if isinstance(text, (str, bytes, bytearray)) and len(text) > MAX_TEXT:  # before it is parsed into memory
+            raise UserError(f"Run state JSON of {len(text):,} characters is over the {MAX_TEXT:,} a state may have")
         try:
             data = json.loads(text)
         except (TypeError, ValueError, RecursionError) as e:
@@ -218,6 +224,7 @@ ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
 
 
 MAX_DEPTH = 200  # levels of nesting a state's values may have: deeper, it could load and never be saved again
+MAX_TEXT = 256 * 1024 * 1024  # characters of a state's JSON: a document from outside is read only below it
 
 
 def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optional[str]:

@@ -64,6 +64,24 @@ def paused_document():
     return agent, Runner.run_sync(agent, "go").to_state().to_json()
 
 
+def test_a_state_text_over_the_size_a_state_may_have_is_refused_before_it_is_parsed_and_never_written(monkeypatch):
+    import miniagents.state
+
+    agent, document = paused_document()
+    text = json.dumps(document)
+    monkeypatch.setattr(miniagents.state, "MAX_TEXT", len(text) - 1)
+    with pytest.raises(UserError, match="over the"):
+        RunState.from_string(agent, text)
+    with pytest.raises(UserError, match="over the"):  # refused by its size, not as JSON that does not parse
+        RunState.from_string(agent, "[" * len(text))
+    state = RunState.from_json(agent, document)
+    state.context_wrapper.context = {"notes": "x" * len(text)}
+    with pytest.raises(UserError, match="could not be loaded again"):
+        state.to_string()
+    monkeypatch.setattr(miniagents.state, "MAX_TEXT", 10 * len(text))
+    assert RunState.from_string(agent, text).to_json() == RunState.from_json(agent, document).to_json()
+
+
 @pytest.mark.parametrize("depth", [201, 990, 5000])
 def test_a_document_nested_deeper_than_a_state_may_be_is_a_user_error_not_a_recursion_error(depth):
     agent, document = paused_document()
