@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, Optional, TypeVar
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from .errors import UserError
 
@@ -112,6 +112,37 @@ class Usage:
         }
 
 
+class CallIds(list):
+    """A decision's call ids: a list, as the document holds them, whose `in` looks in a set kept beside it (finding
+    each of n calls among n decided ones read every one: n² steps). A change through the list's methods keeps the
+    set true (`append` adds to it, any other drops it, to be made again at the next look); a plain list put in its
+    place is read as a list."""
+
+    ids: Optional[set] = None
+
+    def __contains__(self, call_id: Any) -> bool:
+        if self.ids is None:
+            self.ids = set(self)
+        return call_id in self.ids
+
+    def append(self, call_id: Any) -> None:
+        super().append(call_id)
+        if self.ids is not None:
+            self.ids.add(call_id)
+
+
+def _dropping_ids(change: Callable) -> Callable:
+    def changed(self: CallIds, *args: Any, **kwargs: Any) -> Any:
+        self.ids = None
+        return change(self, *args, **kwargs)
+    return changed
+
+
+for _change in (list.extend, list.insert, list.remove, list.pop, list.clear, list.sort, list.reverse,
+                list.__setitem__, list.__delitem__, list.__iadd__, list.__imul__):
+    setattr(CallIds, _change.__name__, _dropping_ids(_change))
+
+
 @dataclass(eq=False)
 class RunContextWrapper(Generic[TContext]):
     """What tools, guardrails, plugins and instruction callables receive: your context plus usage."""
@@ -126,9 +157,6 @@ class RunContextWrapper(Generic[TContext]):
     # run id (in the approvals it shares with its caller), so a decision about the caller's call with the same
     # tool name and call id never authorises the inner one.
     approval_scope: str = field(default="", repr=False)
-    # Each decision list's call ids as a set beside it (by the list's identity): finding one call among n decided
-    # ones is one step (approving, then resuming, n calls was n² steps), and the document keeps upstream's lists.
-    decided_ids: dict = field(default_factory=dict, init=False, repr=False)
 
     def _key(self, tool_name: str, scope: Optional[str] = None) -> str:
         scope = self.approval_scope if scope is None else scope
@@ -142,20 +170,18 @@ class RunContextWrapper(Generic[TContext]):
             raise UserError("approve and reject take an interruption of the run (a ToolApprovalItem from "
                             f"result.interruptions), got {type(item).__name__}")
         key = self._key(item.tool_name, getattr(item, "approval_scope", None))
-        record = self.approvals.setdefault(key, {"approved": [], "rejected": []})
+        record = self.approvals.setdefault(key, {"approved": CallIds(), "rejected": CallIds()})
         other = "rejected" if decision == "approved" else "approved"
         if always:
-            record[decision], record[other] = True, []
+            record[decision], record[other] = True, CallIds()
         else:
-            if item.call_id in self._ids(record[other]):
+            if isinstance(record[other], list) and item.call_id in record[other]:
                 record[other].remove(item.call_id)
             if record[decision] is not True:  # every call of the tool has this decision already
                 if not isinstance(record[decision], list):  # False, in upstream's documents
-                    record[decision] = []
-                ids = self._ids(record[decision])
-                if item.call_id not in ids:
+                    record[decision] = CallIds()
+                if item.call_id not in record[decision]:
                     record[decision].append(item.call_id)
-                    ids.add(item.call_id)
         messages = record.setdefault("rejection_messages", {})
         if always and decision == "approved":
             messages.clear()
@@ -170,17 +196,6 @@ class RunContextWrapper(Generic[TContext]):
         if approved_arguments and not always:
             record["arguments"] = approved_arguments
         return record
-
-    def _ids(self, decided: Any) -> set:
-        """The call ids of a decision (a list; True or False decide every call) as the set kept beside the list:
-        `_decide` adds to both; the set is made again when the list is another, or its size is not the set's (a
-        call id removed, or the list changed elsewhere)."""
-        if not isinstance(decided, list):
-            return set()
-        kept = self.decided_ids.get(id(decided))
-        if kept is None or kept[0] is not decided or len(kept[1]) != len(decided):
-            kept = self.decided_ids[id(decided)] = (decided, set(decided))
-        return kept[1]
 
     def approve_tool(self, item: Any, always_approve: bool = False) -> None:
         """Approve the item's call (or, with `always_approve`, every call of its tool). A call's approval covers
@@ -205,9 +220,9 @@ class RunContextWrapper(Generic[TContext]):
         if not record:
             return None
         approved, rejected = record["approved"], record["rejected"]
-        if call_id in self._ids(approved):
+        if isinstance(approved, list) and call_id in approved:
             return True
-        if call_id in self._ids(rejected):
+        if isinstance(rejected, list) and call_id in rejected:
             return False
         if approved is True:
             return True

@@ -270,8 +270,8 @@ def drive(run: Run, on_event: Optional[Callable] = None) -> RunResult:
     `run_data`. A cancelled run returns what it has done; its state can resume."""
     if on_event is not None:
         run.emit = lambda event: hand_over(run, on_event, event)
-    state, aborts = run.state, caller.CANCEL_CALLBACKS.set(run.state.aborts)  # what is in flight registers here
     with run.around(run):  # nothing, or the plugins' `run` seam and a taken state's release (`held`)
+        state, aborts = run.state, caller.CANCEL_CALLBACKS.set(run.state.aborts)  # what is in flight registers here
         try:
             loop(run)
             return run.result

@@ -19,7 +19,7 @@ from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, drop_orphans,
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans,
                     function_call_output, item_problem, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
@@ -167,6 +167,10 @@ class RunState(Generic[TContext]):
 
     def reject(self, item: ToolApprovalItem, always_reject: bool = False, *,
                rejection_message: Optional[str] = None) -> None:
+        """Reject the item's call: the model is told `rejection_message` (repaired as every text that reaches a
+        request), or the run's text for a rejection."""
+        if isinstance(rejection_message, str):
+            rejection_message = clean_text(rejection_message)
         self.context_wrapper.reject_tool(item, always_reject=always_reject, rejection_message=rejection_message)
 
     # --- JSON --------------------------------------------------------------------------------

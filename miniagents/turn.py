@@ -241,7 +241,7 @@ def take_response(run: Run, turn: Turn, response: Any) -> None:
     run.state.model_responses.append(response)
     turn.output = response.output
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
-    if len(set(ids) - run.state.call_ids - {None, ""}) < len(ids) and not run.state.server_managed:  # not unique
+    if len(set(ids) - run.state.call_ids - {None, ""}) < len(ids):  # not each its own
         turn.output, turn.replays = assign_call_ids(turn.output, run.state)
 
 
@@ -277,7 +277,16 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
       output stands; nothing runs again);
     - a unique id on a different call gets a fresh id: it is a new call.
-    The server-managed conversation keeps the ids it gave (the caller skips this)."""
+    A conversation the server keeps holds its calls under the ids it gave (numbered per response, by some): they
+    are kept, and a response whose calls do not each have an id of their own is the server's mistake
+    (`ModelBehaviorError`), never two calls answered as one."""
+    if state.server_managed:
+        ids = [item.get("call_id") for item in output if item.get("type") == "function_call"]
+        if len(set(ids)) < len(ids) or not all(ids):
+            raise ModelBehaviorError("The server gave two calls of one response the same call id, or a call none: a "
+                                     "conversation the server keeps (conversation_id, previous_response_id) needs "
+                                     "an id of its own for each call")
+        return output, 0
     fixed, replays, earlier, seen = [], 0, None, set()
     for item in output:
         if item.get("type") == "function_call":

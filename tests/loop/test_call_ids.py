@@ -1,5 +1,7 @@
 """A call id never executes twice: ids are fixed once per response, before anything runs."""
-from miniagents import Agent, Runner, RunState, function_tool
+import pytest
+
+from miniagents import Agent, ModelBehaviorError, Runner, RunState, function_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 runs = []
@@ -47,6 +49,17 @@ def test_a_server_managed_conversation_keeps_the_ids_the_server_gave_even_repeat
     sent = [[(i["type"], i["call_id"]) for i in call.input if i.get("type") == "function_call_output"]
             for call in model.calls[1:]]
     assert sent == [[("function_call_output", "call_0")], [("function_call_output", "call_0")]]
+
+
+@pytest.mark.parametrize("second_id", ["call_0", ""])
+def test_a_server_managed_response_whose_calls_do_not_each_have_an_id_is_the_servers_mistake(second_id):
+    runs.clear()
+    second = function_call("ping", {"n": 2}, call_id="x")
+    second["call_id"] = second_id
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0"), second]])
+    with pytest.raises(ModelBehaviorError, match="needs an id of its own for each call"):
+        Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go", previous_response_id="resp_0")
+    assert runs == []  # neither ran: two calls are never answered as one
 
 
 def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume():

@@ -1112,7 +1112,9 @@ def test_a_plugin_whose_run_seam_raises_as_it_is_entered_leaves_the_state_free()
     agent, state, model = approved_in_flight(paid, entered, leave)
     with pytest.raises(RuntimeError, match="trace file"):
         Runner.run_sync(agent, state, plugins=[Breaks()])
-    assert state.running is None and paid == []
+    from miniagents.caller import CANCEL_CALLBACKS
+
+    assert state.running is None and paid == [] and CANCEL_CALLBACKS.get() is None  # nothing of the run is left
     assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
 
 
