@@ -511,12 +511,13 @@ def _pending_problem(data: dict) -> Optional[str]:
 
 def _below_zero(data: dict) -> Optional[str]:
     """The first count, turn or index of the document that is below 0, named, or None: each counts up from 0, and
-    one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50 more turns)."""
+    one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50 more turns).
+    model_responses[].usage is not checked: it is the provider's report as it came (a -1 is kept, Usage.add
+    counts it as 0 in the run's usage), never read for a limit."""
     pending = data["pending_turn"] or {}
     counts = [(key, data.get(key)) for key in ("current_turn", "max_turns", "server_known")]
     counts += [(f"pending_turn.{key}", pending.get(key)) for key in ("start", "replays", "pauses")]
     counts += [("context.usage", data["context"]["usage"])]  # a usage holds nothing but counts
-    counts += [(f"model_responses[{n}].usage", r.get("usage")) for n, r in enumerate(data["model_responses"])]
     return next(filter(None, (_negative(value, where) for where, value in counts)), None)
 
 

@@ -546,6 +546,12 @@ MUTANTS: List[Mutant] = [
       "    if False and ([i[\"raw_item\"] for i in turn[:len(read)]] != read or",
       "RunState loading refuses generated_items from pending_turn.start on that are not the paused turn's",
       "test_run_state"),
+    M("state.py",
+      "    counts += [(\"context.usage\", data[\"context\"][\"usage\"])]  # a usage holds nothing but counts",
+      "    counts += [(\"context.usage\", data[\"context\"][\"usage\"])]\n"
+      "    counts += [(f\"r{n}\", r.get(\"usage\")) for n, r in enumerate(data[\"model_responses\"])]",
+      "a paused state whose model response kept a provider's usage below 0 loads (the run's usage counted it as 0)",
+      "test_run_state"),
     # --- sessions: sql_session.py (shared rules), sql_dialect.py, sqlite_session.py, dbapi_session.py -----
     M("sql_dialect.py",
       "        if conn.in_transaction:\n            cur.execute(\"ROLLBACK\")",

@@ -734,8 +734,7 @@ def test_a_paused_turn_that_disagrees_with_itself_or_the_runs_items_is_refused_a
 
 COUNTS = [("current_turn",), ("max_turns",), ("server_known",), ("pending_turn", "start"), ("pending_turn", "replays"),
           ("pending_turn", "pauses"), ("context", "usage", "requests"), ("context", "usage", "tool_calls"),
-          ("context", "usage", "input_tokens"), ("context", "usage", "output_tokens_details", "reasoning_tokens"),
-          ("model_responses", 0, "usage", "total_tokens"), ("model_responses", 0, "usage", "requests")]
+          ("context", "usage", "input_tokens"), ("context", "usage", "output_tokens_details", "reasoning_tokens")]
 
 
 @settings(max_examples=40, deadline=None)
@@ -750,3 +749,19 @@ def test_a_count_turn_or_index_below_zero_is_refused_at_load(path, value):
         RunState.from_json(agent, mutate(document, path, value))
     if path[-1] != "start":  # (the paused turn's start is where its items begin)
         RunState.from_json(agent, mutate(document, path, 0))  # 0 is a count
+
+
+@pytest.mark.parametrize("key", ["output_tokens", "total_tokens", "requests"])
+def test_a_model_responses_usage_below_zero_as_the_provider_reported_it_loads(key):
+    """A provider's -1 is kept in model_responses (the run's usage counted it as 0) and is read for no limit: the
+    paused state it is in loads and resumes."""
+    from miniagents import ModelResponse, Usage
+
+    model = ScriptedModel([ModelResponse(output=[function_call("delete_file", {"path": "a.txt"}, call_id="c1")],
+                                         usage=Usage(**{key: -1}), response_id="r1"), [assistant_message("done")]])
+    agent = make_agent(model, [])
+    state = Runner.run_sync(agent, "tidy up").to_state()
+    assert state.context_wrapper.usage.output_tokens == 0 and state.to_json()["model_responses"][0]["usage"][key] == -1
+    loaded = RunState.from_string(agent, state.to_string())
+    loaded.approve(loaded.get_interruptions()[0])
+    assert Runner.run_sync(agent, loaded).final_output == "done"
