@@ -18,7 +18,7 @@ from .agent import Agent
 from .context import RunContextWrapper, TContext, Usage
 from .errors import UserError
 from .handoffs import Handoff
-from .items import (HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
+from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans,
                     function_call_output, item_problem, preview, to_input_list)
 from .models.interface import ModelResponse
@@ -462,7 +462,7 @@ def _bad_item(data: dict) -> Optional[str]:
     original = data["original_input"] if isinstance(data["original_input"], list) else []
     places = [(f"original_input[{n}]", i) for n, i in enumerate(original)]
     places += [(f"generated_items[{n}].raw_item", i["raw_item"]) for n, i in enumerate(data["generated_items"])]
-    places += [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"])]
+    places += [(f"pending_turn.output[{n}]", i) for n, i in enumerate(pending["output"]) if not _ignored(i)]
     places += [(f"pending_turn.done[{preview(call_id, 60)!r}]", function_call_output(call_id, text))
                for call_id, text in pending.get("done", {}).items()]  # a settled call's output, as the model gets it
     places += [(f"pending_turn.session_input[{n}]", i) for n, i in enumerate(pending["session_input"])]
@@ -473,6 +473,22 @@ def _bad_item(data: dict) -> Optional[str]:
         if problem:
             return f"{where} {problem}"
     return None
+
+
+# The kinds of output item `turn.classify` keeps as the turn's items (a message may come with no type): it warns
+# about any other and skips it, so a paused response may hold one (custom_tool_call, local_shell_call).
+KEPT_KINDS = frozenset({"message", "reasoning", "function_call"}) | HOSTED_ITEM_TYPES
+
+
+def _kind(item: dict) -> Any:
+    return item.get("type", "message" if item.get("role") == "assistant" else None)
+
+
+def _ignored(item: dict) -> bool:
+    """Whether `turn.classify` skips this output item: it is never run, sent or kept, so never refused here (a
+    type that is not a string is: classify could not read it)."""
+    kind = _kind(item)
+    return (kind is None or isinstance(kind, str)) and kind not in KEPT_KINDS
 
 
 def _pending_problem(data: dict) -> Optional[str]:
@@ -500,13 +516,24 @@ def _pending_problem(data: dict) -> Optional[str]:
                if i["raw_item"].get("type") in ("function_call", "function_call_output")}
     if not earlier.isdisjoint(calls):
         return f"a call of pending_turn.output is in generated_items before pending_turn.start {start}"
-    read = [i for i in output if i.get("type", "message" if i.get("role") == "assistant" else None)
-            not in (None, "function_call_output")]
-    turn = items[start:]
+    read, turn = [i for i in output if not _ignored(i)], items[start:]
     if turn and ([i["raw_item"] for i in turn[:len(read)]] != read or
                  any(i["type"] not in ("tool_call_output_item", "tool_approval_item") for i in turn[len(read):])):
         return f"generated_items from pending_turn.start {start} on are not the paused turn's items"
     return None
+
+
+def _repaired(data: dict) -> dict:
+    """`data` with an older version's paused response read as that code read it, so the turn agrees with its
+    items as the loop writes them today: versions 1 and 2 were written by code that may have skipped a hosted
+    tool's item (web_search_call; kept today). It is dropped from pending_turn.output as that code dropped it."""
+    pending, version = data["pending_turn"], data["schema_version"]
+    if pending is None or version >= 3:
+        return data
+    turn = [i["raw_item"].get("type") for i in data["generated_items"][pending["start"]:]]
+    if turn and HOSTED_ITEM_TYPES.isdisjoint(turn):
+        pending["output"] = [i for i in pending["output"] if i.get("type") not in HOSTED_ITEM_TYPES]
+    return data
 
 
 def _below_zero(data: dict) -> Optional[str]:
@@ -571,7 +598,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
     try:
         data, problem = _checked(RunStateDocument, clean_json(data))  # a lone surrogate: as where input enters
-        problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data) or _pending_problem(data)
+        problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data)
+        problem = problem or _pending_problem(_repaired(data))
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"
     if problem is None and version >= 2 and "run_id" not in data:

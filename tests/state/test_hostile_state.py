@@ -273,3 +273,25 @@ def test_a_lone_surrogate_in_a_loaded_document_is_repaired_as_it_loads():
         assert loaded.original_input == "go \ufffd"
         assert loaded.context_wrapper.context == {"note \ufffd": "\U0001F600"}
         loaded.to_string().encode("utf-8")
+
+
+def test_a_turn_in_flight_whose_response_holds_an_item_the_loop_skips_continues_after_a_crash(tmp_path):
+    """The journal holds the turn's response as it came, local_shell_call and all (the loop warned and skipped
+    it): continuing refused the journal as holding a turn this agent cannot continue."""
+    ran = []
+
+    @function_tool
+    def boom(x: int) -> str:
+        ran.append(x)
+        if len(ran) == 1:
+            raise KeyboardInterrupt  # the process stops inside the call, before its output is recorded
+        return "boom ok"
+
+    shell = {"type": "local_shell_call", "id": "ls1", "call_id": "ls1", "status": "completed",
+             "action": {"type": "exec", "command": ["ls"], "env": {}}}
+    agent, _ = make_agent([[shell, function_call("boom", {"x": 2}, call_id="c1")], [assistant_message("done")]],
+                          tools=[boom])
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "go", session=SQLiteSession("conv", str(tmp_path / "s.db")))
+    result = Runner.run_sync(agent, [], session=SQLiteSession("conv", str(tmp_path / "s.db")))
+    assert [i.raw_item["call_id"] for i in result.interruptions] == ["c1"] and ran == [2]  # a person decides

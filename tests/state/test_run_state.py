@@ -765,3 +765,61 @@ def test_a_model_responses_usage_below_zero_as_the_provider_reported_it_loads(ke
     loaded = RunState.from_string(agent, state.to_string())
     loaded.approve(loaded.get_interruptions()[0])
     assert Runner.run_sync(agent, loaded).final_output == "done"
+
+
+IGNORED_ITEMS = [{"type": "custom_tool_call", "id": "ct1", "call_id": "ct1", "name": "foo", "input": "x"},
+                 {"type": "local_shell_call", "id": "ls1", "call_id": "ls1", "status": "completed",
+                  "action": {"type": "exec", "command": ["ls"], "env": {}}},
+                 {"type": "computer_call", "id": "cu1", "call_id": "cu1", "action": {"type": "screenshot"}}]
+
+
+@pytest.mark.parametrize("ignored", IGNORED_ITEMS)
+def test_a_paused_response_holding_an_item_the_loop_skips_loads_and_resumes(ignored):
+    """turn.classify warns about an output item of a type it does not read and skips it: the paused turn's items
+    are the others, and the document the run wrote loads (it was refused as unknown, or as a turn disagreeing
+    with its items)."""
+    log = []
+    model = ScriptedModel([[ignored, function_call("delete_file", {"path": "a.txt"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = make_agent(model, log)
+    state = Runner.run_sync(agent, "tidy up").to_state()
+    loaded = RunState.from_string(agent, state.to_string())
+    assert loaded.to_json() == state.to_json()
+    loaded.approve(loaded.get_interruptions()[0])
+    assert Runner.run_sync(agent, loaded).final_output == "done" and log == [("delete_file", "a.txt")]
+
+
+def test_an_item_whose_type_is_not_a_string_in_a_paused_response_is_still_refused():
+    agent, state, _, _ = paused_state()
+    document = state.to_json()
+    document["pending_turn"]["output"].insert(0, {"type": ["custom_tool_call"]})
+    with pytest.raises(UserError, match=re.escape("pending_turn.output[0] has a 'type' that is not a string")):
+        RunState.from_json(agent, document)
+
+
+WEB_SEARCH = {"type": "web_search_call", "id": "ws1", "status": "completed", "action": {"type": "search", "query": "q"}}
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_version_1_or_2_paused_turn_without_the_hosted_tool_items_that_code_skipped_loads_and_resumes(version):
+    """Versions 1 and 2 were written by code that skipped a hosted tool's output item (web_search_call) as it
+    skips an unknown type today, or by code that kept it: both load. From version 3 on it is always kept."""
+    log = []
+    model = ScriptedModel([[WEB_SEARCH, function_call("delete_file", {"path": "a.txt"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = make_agent(model, log)
+    document = Runner.run_sync(agent, "tidy up").to_state().to_json()
+    start = document["pending_turn"]["start"]
+    assert document["generated_items"][start]["raw_item"] == WEB_SEARCH
+    RunState.from_json(agent, mutate(document, ("schema_version",), version))  # written by code that kept it
+    skipped = mutate(document, ("schema_version",), version)
+    del skipped["generated_items"][start]  # written by code that skipped it
+    if version >= 3:
+        with pytest.raises(UserError, match="not the paused turn's items"):
+            RunState.from_json(agent, skipped)
+        return
+    loaded = RunState.from_json(agent, skipped)
+    loaded = RunState.from_string(agent, loaded.to_string())  # written again as today's version, it loads
+    loaded.approve(loaded.get_interruptions()[0])
+    assert Runner.run_sync(agent, loaded).final_output == "done" and log == [("delete_file", "a.txt")]
+
