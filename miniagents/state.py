@@ -525,13 +525,23 @@ def _pending_problem(data: dict) -> Optional[str]:
 
 def _repaired(data: dict) -> dict:
     """`data` with an older version's paused response read as that code read it, so the turn agrees with its
-    items as the loop writes them today: versions 1 and 2 were written by code that may have skipped a hosted
-    tool's item (web_search_call; kept today). It is dropped from pending_turn.output as that code dropped it."""
+    items as the loop writes them today: versions 1-5 kept a call id the response repeated (their classify
+    skipped the repeat; today it is dropped as the response comes in), and versions 1 and 2 were written by
+    code that may have skipped a hosted tool's item (web_search_call; kept today). Each is dropped from
+    pending_turn.output as that code dropped it; a version 6 document never holds either."""
     pending, version = data["pending_turn"], data["schema_version"]
-    if pending is None or version >= 3:
+    if pending is None or version >= 6:
         return data
+    output, seen = [], set()
+    for item in pending["output"]:
+        if item.get("type") == "function_call":
+            if item["call_id"] in seen:
+                continue  # the first call of each id stands
+            seen.add(item["call_id"])
+        output.append(item)
+    pending["output"] = output
     turn = [i["raw_item"].get("type") for i in data["generated_items"][pending["start"]:]]
-    if turn and HOSTED_ITEM_TYPES.isdisjoint(turn):
+    if version < 3 and turn and HOSTED_ITEM_TYPES.isdisjoint(turn):
         pending["output"] = [i for i in pending["output"] if i.get("type") not in HOSTED_ITEM_TYPES]
     return data
 

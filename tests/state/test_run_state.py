@@ -823,3 +823,28 @@ def test_a_version_1_or_2_paused_turn_without_the_hosted_tool_items_that_code_sk
     loaded.approve(loaded.get_interruptions()[0])
     assert Runner.run_sync(agent, loaded).final_output == "done" and log == [("delete_file", "a.txt")]
 
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
+def test_a_call_id_repeated_in_a_paused_response_of_versions_1_to_5_is_dropped_as_that_code_dropped_it(version):
+    """Versions 1-5 skipped a repeated call id as they read the response but kept the response whole in
+    pending_turn.output: loading keeps the first call of each id, as that turn's items do. From version 6 on
+    the repeat is dropped before the response is kept, so a document holding one was edited: refused."""
+    log = []
+    model = ScriptedModel([[function_call("delete_file", {"path": "a.txt"}, call_id="fc_a"),
+                            function_call("list_files", {"folder": "/"}, call_id="fc_b")], [assistant_message("done")]])
+    agent = make_agent(model, log)
+    document = Runner.run_sync(agent, "tidy up").to_state().to_json()
+    output = document["pending_turn"]["output"]
+    repeat = function_call("delete_file", {"path": "b.txt"}, call_id="fc_a")  # as a version 1-5 run wrote it
+    old = mutate(mutate(document, ("pending_turn", "output"), output[:1] + [repeat] + output[1:]),
+                 ("schema_version",), version)
+    if version == 6:
+        with pytest.raises(UserError, match="holds call id 'fc_a' twice"):
+            RunState.from_json(agent, old)
+        return
+    loaded = RunState.from_json(agent, old)
+    assert loaded.to_json()["pending_turn"]["output"] == output
+    loaded = RunState.from_string(agent, loaded.to_string())
+    loaded.approve(loaded.get_interruptions()[0])
+    assert Runner.run_sync(agent, loaded).final_output == "done"
+    assert log == [("list_files", "/"), ("delete_file", "a.txt")]
