@@ -306,7 +306,11 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "auto_previous_response_id": state.auto_previous_response_id,
         "server_known": state.server_known,
     }
-    return json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
+    document = json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
+    # The caller's context and decisions (a rejection message) are the strings no entry point cleaned: a lone
+    # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
+    document["context"] = clean_json(document["context"])
+    return document
 
 
 def reachable_agents(initial_agent: Any) -> list:

@@ -582,6 +582,11 @@ MUTANTS: List[Mutant] = [
       "    if pending is None or version >= 5:",
       "a version 5 document (written before the kernel dropped a repeated call id) is repaired too",
       "test_run_state"),
+    M("state.py",
+      "    document[\"context\"] = clean_json(document[\"context\"])",
+      "    pass",
+      "a lone surrogate in the caller's context or a rejection message is repaired where the state is written",
+      "test_hostile_state"),
     # --- sessions: sql_session.py (shared rules), sql_dialect.py, sqlite_session.py, dbapi_session.py -----
     M("sql_dialect.py",
       "        if conn.in_transaction:\n            cur.execute(\"ROLLBACK\")",

@@ -295,3 +295,22 @@ def test_a_turn_in_flight_whose_response_holds_an_item_the_loop_skips_continues_
         Runner.run_sync(agent, "go", session=SQLiteSession("conv", str(tmp_path / "s.db")))
     result = Runner.run_sync(agent, [], session=SQLiteSession("conv", str(tmp_path / "s.db")))
     assert [i.raw_item["call_id"] for i in result.interruptions] == ["c1"] and ran == [2]  # a person decides
+
+
+@settings(max_examples=30, deadline=None)
+@given(text=SURROGATES)
+def test_a_lone_surrogate_in_the_callers_context_or_a_decision_is_repaired_where_the_state_is_written(text):
+    """No entry point cleans the caller's context (nor a rejection message): to_string() gave text UTF-8 cannot
+    encode, so the state could be neither written to a file nor loaded from one."""
+    agent, document = paused_document()
+    state = RunState.from_json(agent, document)
+    state.context_wrapper.context = {"note " + text: [text, {"k": text}]}
+    state.reject(state.get_interruptions()[0], rejection_message=text)
+    written = state.to_string()
+    written.encode("utf-8")
+    repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    assert RunState.from_string(agent, written).context_wrapper.context == {"note " + repaired: [repaired,
+                                                                                                 {"k": repaired}]}
+    assert state.context_wrapper.context == {"note " + text: [text, {"k": text}]}  # the state's own, untouched
+    serialized = state.to_json(context_serializer=lambda context: "serialized " + text)
+    json.dumps(serialized, ensure_ascii=False).encode("utf-8")
