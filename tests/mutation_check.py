@@ -767,8 +767,8 @@ MUTANTS: List[Mutant] = [
       "        text = failure_text(tool, ctx, raw_args, error)\n        return None, text",
       "a failed tool's output value is the text the model saw", "test_agent", "test_tools"),
     M("state.py",
-      "    return json.loads(json.dumps(document))",
-      "    return document",
+      "    document = json.loads(json.dumps(document))",
+      "    document = document",
       "to_json returns a document of its own", "test_run_state"),
     # --- agent.py: agents as tools; upstream/runner.py: upstream's async Model ---------------------------------
     M("agent.py",
