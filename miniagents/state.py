@@ -196,8 +196,11 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_string(initial_agent: Any, text: str, *, context_override: Any = None,
                     context_deserializer: Optional[Callable] = None) -> "RunState":
-        if isinstance(text, (str, bytes, bytearray)) and len(text) > MAX_TEXT:  # before it is parsed into memory
-            raise UserError(f"Run state JSON of {len(text):,} characters is over the {MAX_TEXT:,} a state may have")
+        """Load a state from `to_string`'s text. A text of over MAX_TEXT characters is refused before it is parsed;
+        so are bytes over 4 * MAX_TEXT, the most that many characters take in UTF-8 (4 bytes each)."""
+        limit, unit = (MAX_TEXT, "characters") if isinstance(text, str) else (4 * MAX_TEXT, "bytes")
+        if isinstance(text, (str, bytes, bytearray)) and len(text) > limit:  # before it is parsed into memory
+            raise UserError(f"Run state JSON of {len(text):,} {unit} is over the {limit:,} a state may have")
         try:
             data = json.loads(text)
         except (TypeError, ValueError, RecursionError) as e:

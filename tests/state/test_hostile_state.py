@@ -82,6 +82,22 @@ def test_a_state_text_over_the_size_a_state_may_have_is_refused_before_it_is_par
     assert RunState.from_string(agent, text).to_json() == RunState.from_json(agent, document).to_json()
 
 
+def test_a_state_text_given_as_bytes_is_measured_in_the_bytes_its_characters_may_take(monkeypatch):
+    """MAX_TEXT counts characters: as bytes, a text to_string() wrote below it (an emoji is 4 bytes in UTF-8) was
+    refused; bytes over 4 bytes a character still are, before they are parsed."""
+    import miniagents.state
+
+    agent, document = paused_document()
+    document["original_input"] = "\U0001F600" * 3000
+    text = json.dumps(document, ensure_ascii=False)
+    monkeypatch.setattr(miniagents.state, "MAX_TEXT", len(text))
+    for given in (text.encode("utf-8"), bytearray(text.encode("utf-8"))):
+        assert RunState.from_string(agent, given).original_input == document["original_input"]
+    with pytest.raises(UserError, match=f"^Run state JSON of {4 * len(text) + 1:,} bytes is over the "
+                                        f"{4 * len(text):,} a state may have$"):
+        RunState.from_string(agent, b" " * (4 * len(text) + 1))
+
+
 @pytest.mark.parametrize("depth", [201, 990, 5000])
 def test_a_document_nested_deeper_than_a_state_may_be_is_a_user_error_not_a_recursion_error(depth):
     agent, document = paused_document()
