@@ -613,6 +613,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     if version not in SCHEMA_VERSIONS:
         raise UserError(f"Run state schema version {preview(version, 40)} is not supported. Supported versions are: "
                         f"{sorted(SCHEMA_VERSIONS)}. New snapshots are written as version {SCHEMA_VERSION}.")
+    given = data  # a version 1 document's run id is derived from it as given (see _derived_run_id)
     try:
         data, problem = _checked(RunStateDocument, clean_json(data))  # a lone surrogate: as where input enters
         problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data)
@@ -637,7 +638,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
-    state.run_id = data["run_id"] if version >= 2 else _derived_run_id(data)
+    state.run_id = data["run_id"] if version >= 2 else _derived_run_id(given)
     state.server_known = data.get("server_known", 0)
     state.current_agent = _agent(agents, data["current_agent"])
     state.current_turn = data["current_turn"]
@@ -655,8 +656,9 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                                     outputs={call_id: (text, text) for call_id, text in pending["done"].items()},
                                     session_input=pending["session_input"], replays=pending.get("replays", 0),
                                     pauses=pending.get("pauses", 0), unsure=pending.get("unsure", []))
-        state.pending.nested = {call_id: _load_nested(state, call_id, doc, context_override, context_deserializer)
-                                for call_id, doc in pending["nested"].items()}
+        given_nested = {clean_text(key): doc for key, doc in given["pending_turn"]["nested"].items()}  # as given
+        state.pending.nested = {call_id: _load_nested(state, call_id, given_nested[call_id], context_override,
+                                                      context_deserializer) for call_id in pending["nested"]}
     state.rebuild_transcript()
     return state
 
@@ -673,7 +675,8 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
 
 
 def _derived_run_id(data: dict) -> str:
-    """A version 1 document has no run id: one from what never changes between its loads (input, responses)."""
+    """A version 1 document has no run id: one from what never changes between its loads (input, responses), as
+    given: the same id before and after loading learnt to repair a lone surrogate (the ledger's claims keep it)."""
     import hashlib  # only old documents need it: not imported with the package (it costs a few milliseconds)
 
     text = json.dumps([data["original_input"], [r["output"] for r in data["model_responses"]]], sort_keys=True)

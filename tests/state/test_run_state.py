@@ -74,6 +74,27 @@ def test_a_version_1_document_gets_the_same_run_id_at_every_load_and_a_version_2
     assert RunState.from_json(triage, first.to_json()).run_id == first.run_id
 
 
+def test_a_version_1_documents_run_id_is_derived_from_it_as_given_even_with_a_lone_surrogate():
+    """The id the ledger's claims were made under before loading repaired a lone surrogate: deriving it from the
+    repaired document gave another, and a resume claimed afresh what a resume of the same state had claimed."""
+    triage, _ = golden_agents(ScriptedModel(), [])
+    golden = json.loads(read_golden())
+    golden["original_input"] = "Please tidy /tmp \ud800 and tell ops."
+    assert RunState.from_json(triage, golden).run_id == "v1_997b6638c38e616960bed3ab"  # the id it always had
+
+    inner = Agent("Inner", tools=[make_agent(ScriptedModel(), []).tools[0]],
+                  model=ScriptedModel([[function_call("delete_file", {"path": "a"}, call_id="i1")]]))
+    outer = Agent("Outer", tools=[inner.as_tool("inner", "Deletes.")],
+                  model=ScriptedModel([[function_call("inner", {"input": "go \ud800"}, call_id="o1")]]))
+    document = Runner.run_sync(outer, "go").to_state().to_json()
+    nested = document["pending_turn"]["nested"]["o1"]
+    document["schema_version"] = nested["schema_version"] = 1
+    nested["original_input"] = "go \ud800"  # (run input is repaired as it enters today; a version 1 run kept it)
+    alone = RunState.from_json(inner, nested).run_id
+    assert RunState.from_json(outer, document).pending.nested["o1"].run_id == alone != RunState.from_json(
+        inner, mutate(nested, ("original_input",), "go \ufffd")).run_id
+
+
 def test_a_version_2_document_without_its_run_id_is_a_user_error():
     agent, state, _, _ = paused_state()
     data = state.to_json()
