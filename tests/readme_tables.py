@@ -132,7 +132,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # RunState.add_input's repaired of lone surrogates where they enter; 1630 for a server-managed response whose calls
     # do not each have an id of their own refused (both ran, answered as one), and a run seam that raises as it is
     # entered leaving no cancel callbacks
-    "agents, items, guardrails": 997,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1000,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -146,7 +146,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # and 0 no longer taken for the default; 989 for drop_orphans keeping one call per id, a tool output list checked
     # part by part, and approvals found in a set kept beside their lists (n calls approved and resumed read every
     # decided call for each); 997 for decision lists that keep the set beside them true however they are changed
-    # (context.CallIds: an approval withdrawn by editing the list in place still counted)
+    # (context.CallIds: an approval withdrawn by editing the list in place still counted); 1000 for a loaded document's
+    # decision lists made CallIds (context.call_ids_of): a resume of a loaded state looked each call up in plain lists,
+    # n² again
     "tools and schemas": 1026,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -158,13 +160,17 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError
-    "state and sessions": 1148,
+    "state and sessions": 1173,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
     # a state's text capped where it comes in (RunState.from_string refuses one over MAX_TEXT before parsing it) and
     # where it is written (to_string refuses what could not be read back); 1148 for a rejection message's lone
-    # surrogates repaired where it is given (RunState.reject)
+    # surrogates repaired where it is given (RunState.reject); 1173 for what a second attack on the load checks found:
+    # documents of versions 1-5 with a repeated call id, a paused response holding an item the loop skips, a provider's
+    # negative usage and version 1-2 turns without the hosted items that code skipped, each refused though legitimate;
+    # the context's lone surrogates repaired at dump; bytes measured as bytes; a v1 run id derived from the document as
+    # given
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
