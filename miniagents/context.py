@@ -143,6 +143,12 @@ for _change in (list.extend, list.insert, list.remove, list.pop, list.clear, lis
     setattr(CallIds, _change.__name__, _dropping_ids(_change))
 
 
+def call_ids_of(approvals: dict) -> dict:
+    """A document's approvals with each decision's list of call ids a `CallIds` (a resume looks up every call)."""
+    return {tool: {key: CallIds(value) if key in ("approved", "rejected") and isinstance(value, list) else value
+                   for key, value in record.items()} for tool, record in approvals.items()}
+
+
 @dataclass(eq=False)
 class RunContextWrapper(Generic[TContext]):
     """What tools, guardrails, plugins and instruction callables receive: your context plus usage."""

@@ -15,7 +15,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
 from .agent import Agent
-from .context import RunContextWrapper, TContext, Usage
+from .context import RunContextWrapper, TContext, Usage, call_ids_of
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
@@ -633,7 +633,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     else:
         context = context_doc.get("context")
     wrapper = RunContextWrapper(context=context, usage=Usage.from_json(context_doc["usage"], requests=0),
-                                approvals=context_doc["approvals"])
+                                approvals=call_ids_of(context_doc["approvals"]))
     state = RunState(wrapper, data["original_input"], _agent(agents, data["starting_agent"]), data["max_turns"],
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),

@@ -632,8 +632,12 @@ def test_approving_and_resuming_many_calls_reads_each_decision_once_not_once_per
     for item in result.interruptions:
         state.approve(item)
     state.reject(result.interruptions[0])  # a decision changed: its list is read again, once
+    again = agent.clone(model=ScriptedModel([[assistant_message("done")]]))
+    loaded = RunState.from_string(again, state.to_string())  # a document's lists are read once too
     assert Runner.run_sync(agent, state).final_output == "done"
     assert sum(read) <= 2 * n
+    read.clear()
+    assert Runner.run_sync(again, loaded).final_output == "done" and 0 < sum(read) <= n  # its set, made once
 
 
 @pytest.mark.parametrize("edit", ["remove, then append", "replace in place", "delete in place", "a new plain list"])
