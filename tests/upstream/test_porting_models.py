@@ -53,6 +53,13 @@ def test_the_objects_also_read_like_the_specs_the_old_boundary_passed():
     assert WebSearchTool()["type"] == "web_search"
 
 
+def test_a_web_search_tools_optional_settings_are_sent_under_the_responses_apis_names_only_when_set():
+    assert "external_web_access" not in WebSearchTool().spec()
+    spec = WebSearchTool(external_web_access=False, search_content_types=["text", "image"]).spec()
+    assert spec["external_web_access"] is False and spec["search_content_types"] == ["text", "image"]
+    assert WebSearchTool(search_content_types=["image"]).includes == ("web_search_call.results",)
+
+
 # --- Providers and client objects -------------------------------------------------------------------------------
 
 

@@ -290,6 +290,15 @@ def test_uninstall_forgets_the_alias(aliased):
     alias.install()
 
 
+@pytest.mark.parametrize("name, kind", [  # openai's class names for the events a reasoning model's stream sends
+    ("ResponseReasoningTextDeltaEvent", "response.reasoning_text.delta"),
+    ("ResponseReasoningTextDoneEvent", "response.reasoning_text.done"),
+    ("ResponseReasoningSummaryTextDoneEvent", "response.reasoning_summary_text.done"),
+    ("ResponseRefusalDoneEvent", "response.refusal.done")])
+def test_the_reasoning_and_refusal_events_have_the_stand_ins_openai_names_them_by(name, kind):
+    assert isinstance({"type": kind}, openai_types.stand_in(name))
+
+
 def test_stand_in_classes_match_miniagents_dict_events_by_type():
     delta = openai_types.stand_in("ResponseTextDeltaEvent")
     assert isinstance({"type": "response.output_text.delta", "delta": "x"}, delta)
