@@ -161,25 +161,25 @@ def prepare_run(run: Run) -> None:
 
 
 def take(run: Run) -> None:
-    """A state given to run on, or a streamed run's own, is this run's until it ends (`held` releases it, whatever
-    ends it): a second run of it meanwhile is refused, since both would run its calls and write its turns. A
-    cancelled run is still going on until it finishes the step it was in; a streamed run, until its events are
-    read, it is cancelled before they are, or its result is dropped unread (`Runner.run_streamed`)."""
+    """A state given to run on, or a streamed run's own, is this run's until it ends (`held`, which surrounds such a
+    run, releases it, whatever ends it): a second run of it meanwhile is refused, since both would run its calls
+    and write its turns. A cancelled run is still going on until it finishes the step it was in; a streamed run,
+    until its events are read, it is cancelled before they are, or its result is dropped unread."""
     with _TAKING:
         if run.state.running is not None:
             raise UserError("A run of this RunState is still going on (a cancelled run first finishes the step it "
                             "was in; a streamed run, once its events are read): resume the state once it has ended")
         run.state.running = run
-    run.around = held
 
 
 def release(run: Run) -> None:
+    """The state is free again, if this run took it (a run refused by `take` holds nothing)."""
     if run.state.running is run:
         run.state.running = None
 
 
 def surround(run: Run) -> None:
-    """A run with plugins is surrounded by their `run` seam (`held`)."""
+    """A run with plugins, or one that took its state, is surrounded by `held` (a plain run, by nothing)."""
     run.around = held
 
 
@@ -604,7 +604,7 @@ OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 TAKEN = "state.pending state.cancel_mode state.running state.model_responses run.streamed"  # a state given (run.take)
 START = (  # before the first turn, once per drive of the loop
     Step(take, TAKEN),  # first: a state another run still holds is left as it is
-    Step(surround, "run.plugins"),
+    Step(surround, TAKEN + " run.plugins"),
     Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
