@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1630,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1632,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -131,8 +131,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # after the turn or a failed handoff (run.held, surround, announce_kept); 1623 for run input and
     # RunState.add_input's repaired of lone surrogates where they enter; 1630 for a server-managed response whose calls
     # do not each have an id of their own refused (both ran, answered as one), and a run seam that raises as it is
-    # entered leaving no cancel callbacks
-    "agents, items, guardrails": 1000,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # entered leaving no cancel callbacks; 1632 a server that keeps the conversation and numbers its calls per response:
+    # a call given an earlier call's id is decided anew (turn.assign_call_ids)
+    "agents, items, guardrails": 1007,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -148,7 +149,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # decided call for each); 997 for decision lists that keep the set beside them true however they are changed
     # (context.CallIds: an approval withdrawn by editing the list in place still counted); 1000 for a loaded document's
     # decision lists made CallIds (context.call_ids_of): a resume of a loaded state looked each call up in plain lists,
-    # n² again
+    # n² again; 1007 RunContextWrapper.forget: the decisions about one call id dropped, not those about every call of
+    # the tool
     "tools and schemas": 1026,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -160,7 +162,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError
-    "state and sessions": 1173,
+    "state and sessions": 1174,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
@@ -170,7 +172,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # documents of versions 1-5 with a repeated call id, a paused response holding an item the loop skips, a provider's
     # negative usage and version 1-2 turns without the hosted items that code skipped, each refused though legitimate;
     # the context's lone surrogates repaired at dump; bytes measured as bytes; a v1 run id derived from the document as
-    # given
+    # given; 1174 such a state paused at the repeated id loads
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
