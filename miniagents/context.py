@@ -219,6 +219,17 @@ class RunContextWrapper(Generic[TContext]):
                     rejection_message: Optional[str] = None) -> None:
         self._decide(item, "rejected", always_reject, rejection_message)
 
+    def forget(self, tool_name: str, call_id: str) -> None:
+        """Drop what was decided about the call `call_id` of `tool_name` (not what was decided for every call of
+        it): a server that keeps the conversation and numbers its calls per response gave that id again, to a new
+        call, which a person decides anew."""
+        record = self.approvals.get(self._key(tool_name)) or {}
+        for decision in ("approved", "rejected"):
+            if isinstance(record.get(decision), list) and call_id in record[decision]:
+                record[decision].remove(call_id)
+        for part in ("rejection_messages", "arguments"):
+            record.get(part, {}).pop(call_id, None)
+
     def is_tool_approved(self, tool_name: str, call_id: str) -> Optional[bool]:
         """True / False once decided, None while the call still waits for a person. A decision about this very
         call wins over one about every call of its tool."""

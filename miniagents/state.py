@@ -502,7 +502,8 @@ def _pending_problem(data: dict) -> Optional[str]:
     """Where the paused turn disagrees with itself or with the run's items, or None. A resume runs the calls of
     `pending_turn.output` with current_agent's tools and puts the turn's items back in `generated_items` from
     `pending_turn.start` on, so: the turn is current_agent's; each of its calls has an id of its own; none of them
-    is in the items before `start`; and from `start` on are the turn's own items as it paused (the output's items
+    is in the items before `start` (but where the server keeps the conversation: it may number calls per response);
+    and from `start` on are the turn's own items as it paused (the output's items
     `turn.classify` reads, in order, then the outputs and approval items), or none yet (a turn the ledger journaled
     as its response came). Else an approved call ran twice, the model was sent items twice, or another agent's
     tool of the same name ran without the approval the paused call waits for."""
@@ -521,7 +522,8 @@ def _pending_problem(data: dict) -> Optional[str]:
         return f"pending_turn.start {preview(start, 40)} is outside generated_items"
     earlier = {i["raw_item"]["call_id"] for i in items[:start]
                if i["raw_item"].get("type") in ("function_call", "function_call_output")}
-    if not earlier.isdisjoint(calls):
+    server_managed = any(data.get(f) for f in ("conversation_id", "previous_response_id", "auto_previous_response_id"))
+    if not server_managed and not earlier.isdisjoint(calls):  # a server keeping the conversation may number ids anew
         return f"a call of pending_turn.output is in generated_items before pending_turn.start {start}"
     read, turn = [i for i in output if not _ignored(i)], items[start:]
     if turn and ([i["raw_item"] for i in turn[:len(read)]] != read or

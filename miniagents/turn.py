@@ -278,14 +278,17 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
       output stands; nothing runs again);
     - a unique id on a different call gets a fresh id: it is a new call.
     A conversation the server keeps holds its calls under the ids it gave (numbered per response, by some): they
-    are kept, and a response whose calls do not each have an id of their own is the server's mistake
-    (`ModelBehaviorError`), never two calls answered as one."""
+    are kept (a person decides anew about a call whose id an earlier call had), and a response whose calls do not
+    each have an id of their own is the server's mistake (`ModelBehaviorError`), never two calls answered as one."""
     if state.server_managed:
         ids = [item.get("call_id") for item in output if item.get("type") == "function_call"]
         if len(set(ids)) < len(ids) or not all(ids):
             raise ModelBehaviorError("The server gave two calls of one response the same call id, or a call none: a "
                                      "conversation the server keeps (conversation_id, previous_response_id) needs "
                                      "an id of its own for each call")
+        for item in output:  # an id given again (numbered per response) is a new call: earlier decisions are not its
+            if item.get("type") == "function_call" and item["call_id"] in state.call_ids:
+                state.context_wrapper.forget(item.get("name") or "", item["call_id"])
         return output, 0
     fixed, replays, earlier, seen = [], 0, None, set()
     for item in output:

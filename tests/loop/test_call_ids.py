@@ -113,3 +113,52 @@ def test_a_unique_call_id_reused_for_a_different_call_gets_a_fresh_id_and_runs()
     assert runs == [1, 2]
     ids = call_ids(model.calls[2].input)
     assert ids[0] == "call_Xk3fQ9aLm2" and ids[1] != ids[0]
+
+
+@pytest.mark.parametrize("decide", ["approve", "reject"])
+def test_a_server_managed_call_given_an_earlier_calls_id_waits_for_a_person_of_its_own_and_survives_json(decide):
+    """A server keeping the conversation numbers calls per response: the decision about the first "call_0" is not
+    one about the second, whatever its arguments; a state paused at the second loads and resumes."""
+    runs.clear()
+    model = ScriptedModel([[function_call("guarded", {"n": 1}, call_id="call_0")],
+                           [function_call("guarded", {"n": 1}, call_id="call_0")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    result = Runner.run_sync(agent, "go", conversation_id="conv-1")
+    for expected in (["call_0"], ["call_0"]):
+        state = RunState.from_string(agent, result.to_state().to_string())
+        assert [i.call_id for i in state.get_interruptions()] == expected
+        getattr(state, decide)(state.get_interruptions()[0])
+        result = Runner.run_sync(agent, state)
+    assert result.final_output == "done"
+    assert runs == ([("guarded", 1), ("guarded", 1)] if decide == "approve" else [])
+    sent = [[i["call_id"] for i in call.input if i.get("type") == "function_call_output"] for call in model.calls[1:]]
+    assert sent == [["call_0"], ["call_0"]]
+
+
+@pytest.mark.parametrize("always", ["approve", "reject"])
+def test_what_was_said_of_an_earlier_call_with_the_id_never_reaches_the_new_call_through_a_decision_for_every_call(
+        always):
+    """The first "call_0" was rejected with a message, or approved for its arguments; a person then decides for
+    every call of the tool: the new "call_0" gets that decision, not the earlier call's message or arguments."""
+    runs.clear()
+    model = ScriptedModel([[function_call("guarded", {"n": 1}, call_id="call_0")],
+                           [function_call("guarded", {"n": 2}, call_id="call_0"),
+                            function_call("guarded", {"n": 3}, call_id="call_1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    state = Runner.run_sync(agent, "go", previous_response_id="resp_0").to_state()
+    first = state.get_interruptions()[0]
+    if always == "approve":
+        state.approve(first)
+    else:
+        state.reject(first, rejection_message="not that one")
+    state = Runner.run_sync(agent, state).to_state()
+    assert [i.call_id for i in state.get_interruptions()] == ["call_0", "call_1"]
+    getattr(state, always)(state.get_interruptions()[1], True)
+    result = Runner.run_sync(agent, state)
+    outputs = [i["output"] for i in model.calls[2].input if i.get("type") == "function_call_output"]
+    if always == "approve":
+        assert result.final_output == "done" and runs == [("guarded", 1), ("guarded", 2), ("guarded", 3)]
+    else:
+        assert outputs == ["Tool execution was not approved."] * 2 and runs == []
