@@ -151,7 +151,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # decision lists made CallIds (context.call_ids_of): a resume of a loaded state looked each call up in plain lists,
     # n² again; 1007 RunContextWrapper.forget: the decisions about one call id dropped, not those about every call of
     # the tool
-    "tools and schemas": 1026,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1034,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -161,7 +161,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # quoted whole, a **kw key that replaced another parameter, a default holding itself, an integer key beyond
     # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
-    # hand-written strict schema's bare TypeError
+    # hand-written strict schema's bare TypeError; 1034 a **kwargs key naming the context parameter refused where it is
+    # converted, as one naming any other parameter (it was a redacted TypeError in the call)
     "state and sessions": 1174,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
