@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .validate import (INT_KEY, JSON_TYPES, MISSING, ArgumentsError, call_args, field_type, fields_of, is_enum,
-                       is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
+from .validate import (INT_KEY, JSON_TYPES, KEYWORDS, MISSING, ArgumentsError, call_args, field_type, fields_of,
+                       is_enum, is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
 _EMPTY_OBJECT = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 _MAX_NODES, _MAX_DEPTH = 100_000, 100
@@ -477,7 +477,9 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
-        params.append(param(p.name, p.kind, tp, default, strict_json_schema))
+        taken = frozenset(q.name for q in sig.parameters.values() if q.kind in KEYWORDS) if p.kind == p.VAR_KEYWORD \
+            else frozenset()
+        params.append(param(p.name, p.kind, tp, default, strict_json_schema, taken))
     schema = {"properties": props, "required": required, "title": f"{name}_args", "type": "object"}
     if not required:
         del schema["required"]

@@ -237,12 +237,25 @@ class Param(NamedTuple):
     convert: Callable
 
 
-def param(name: str, kind: Any, tp: Any, default: Any, strict: bool) -> Param:
-    """A `Param`; null for a parameter with a default that does not admit None means "not given"."""
+def param(name: str, kind: Any, tp: Any, default: Any, strict: bool, taken: frozenset = frozenset()) -> Param:
+    """A `Param`; null for a parameter with a default that does not admit None means "not given". `taken`: for
+    `**kwargs`, the names it can hold no key of (the function's other parameters passable by name, its context
+    parameter's too): such a key would clash with that parameter in the call."""
     convert = converter(tp, strict)
     if default is not MISSING and not admits_none(tp):
         convert = functools.partial(_null_is_default, convert, default)
+    if taken:
+        convert = functools.partial(_no_key_of, convert, taken)
     return Param(name, kind, tp, default, convert)
+
+
+def _no_key_of(convert: Callable, taken: frozenset, value: Any, path: str) -> Any:
+    value = convert(value, path)
+    named = sorted(value.keys() & taken)
+    if named:
+        _fail(path, f"the key '{named[0]}' names another parameter of the function: send that parameter as itself, "
+              "or use another key")
+    return value
 
 
 def _null_is_default(convert: Callable, default: Any, value: Any, path: str) -> Any:
@@ -267,10 +280,7 @@ def call_args(params: tuple, data: dict, strict: bool):
         value = p.convert(data[p.name], p.name) if p.name in data else p.default
         if p.kind in ADD:
             ADD[p.kind](args, value)
-        elif p.kind == inspect.Parameter.VAR_KEYWORD:  # a key naming a parameter would clash with it in the call
-            named = sorted(value.keys() & {q.name for q in params if q.kind in KEYWORDS})
-            if named:
-                _fail(p.name, f"the key '{named[0]}' names a parameter of its own: send it as that parameter")
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:
             kwargs.update(value)
         else:  # keyword-only
             kwargs[p.name] = value

@@ -16,7 +16,8 @@ from unittest import mock
 import pytest
 from hypothesis import given, strategies as st
 
-from miniagents import FunctionTool, ModelBehaviorError, Runner, SQLiteSession, UserError, function_tool
+from miniagents import (FunctionTool, ModelBehaviorError, RunContextWrapper, Runner, SQLiteSession, UserError,
+                        function_tool)
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
 from miniagents import docstrings, validate
 from miniagents.docstrings import parse_docstring
@@ -337,8 +338,20 @@ def test_a_keyword_that_names_another_parameter_is_refused_naming_it():
 
     for tool, arguments in ((tag, {"name": "x", "kw": {"name": 1}}), (limit, {"n": 3, "kw": {"n": 500}})):
         text = told(tool, arguments)
-        assert "parameter 'kw': the key '%s' names a parameter of its own" % list(arguments)[0] in text
+        assert "parameter 'kw': the key '%s' names another parameter of the function" % list(arguments)[0] in text
     assert ran == []
+
+
+def test_a_keyword_named_as_the_context_parameter_is_refused_naming_it():
+    ran = []
+
+    @function_tool(strict_mode=False)
+    def tagged(ctx: RunContextWrapper, n: int, **extra: int) -> str:
+        ran.append(1)
+        return "ran"
+
+    text = told(tagged, {"n": 1, "extra": {"ctx": 5}})
+    assert "parameter 'extra': the key 'ctx' names another parameter of the function" in text and ran == []
 
 
 def test_a_keyword_named_as_a_positional_only_parameter_is_passed():
