@@ -163,7 +163,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError; 1034 a **kwargs key naming the context parameter refused where it is
     # converted, as one naming any other parameter (it was a redacted TypeError in the call)
-    "state and sessions": 1174,
+    "state and sessions": 1177,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
@@ -173,7 +173,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # documents of versions 1-5 with a repeated call id, a paused response holding an item the loop skips, a provider's
     # negative usage and version 1-2 turns without the hosted items that code skipped, each refused though legitimate;
     # the context's lone surrogates repaired at dump; bytes measured as bytes; a v1 run id derived from the document as
-    # given; 1174 such a state paused at the repeated id loads
+    # given; 1174 such a state paused at the repeated id loads; 1177 a journal entry longer than a state may be
+    # (state.MAX_TEXT) refused before it is parsed, saying so
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
