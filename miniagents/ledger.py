@@ -28,7 +28,7 @@ from typing import Any, Callable
 from . import caller
 from .errors import (AlreadyResumedError, SessionStoreError, ToolInputGuardrailTripwireTriggered, UnfinishedTurnError,
                      UserError)
-from .state import PendingTurn, RunState
+from .state import MAX_TEXT, PendingTurn, RunState
 from .tool import NestedInterruption
 from .turn import HALTED, STOPPED_MIDWAY, Call, Run, Turn
 
@@ -152,16 +152,20 @@ def replace_journal(run: Run, document: Any, turn: int) -> bool:
 
 def journal_entry(run: Run) -> dict:
     """The session's journal entry as this run last saw it, read; one this library did not write (edited by hand,
-    corrupt) is a `SessionStoreError` naming the session, before anything runs."""
+    corrupt, or longer than a state may be: `state.MAX_TEXT`, checked before it is parsed) is a `SessionStoreError`
+    naming the session, before anything runs."""
+    too_long = len(run.journal) > MAX_TEXT
     try:
-        entry = json.loads(run.journal)
+        entry = None if too_long else json.loads(run.journal)
     except (ValueError, RecursionError):
         entry = None
     kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
     if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
         return entry
-    raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds an entry miniagents did not "
-                            "write (edited, or corrupt), so its turn in flight cannot be continued: empty it with "
+    what = f"of over the {MAX_TEXT:,} characters a state may have" if too_long else \
+        "miniagents did not write (edited, or corrupt)"
+    raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds an entry {what}, so its turn "
+                            "in flight cannot be continued: empty it with "
                             "session.write_journal(session.read_journal(), '') to go on without that turn")
 
 

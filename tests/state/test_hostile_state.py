@@ -55,6 +55,26 @@ def test_a_journal_entry_miniagents_did_not_write_is_a_session_store_error_sayin
     assert Runner.run_sync(agent, "hello", session=session).final_output == "hi"
 
 
+def test_a_journal_entry_longer_than_a_state_may_be_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    import miniagents.ledger
+
+    entry = json.dumps({"run_id": "run_1", "turn": 1, "epoch": 0, "state": {"pad": "x" * 1000}})
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    session.write_journal("", entry)
+    agent, _ = make_agent([[assistant_message("hi")]])
+    parsed = []
+    monkeypatch.setattr(miniagents.ledger.json, "loads", lambda text, **kw: parsed.append(text) or {})
+    monkeypatch.setattr(miniagents.ledger, "MAX_TEXT", len(entry) - 1)
+    for given in ([], "hello"):
+        with pytest.raises(SessionStoreError, match="holds an entry of over the 1,0[0-9][0-9] characters a state may"):
+            Runner.run_sync(agent, given, session=session)
+    assert parsed == []
+    monkeypatch.setattr(miniagents.ledger, "MAX_TEXT", len(entry))  # at the bound: read (and found not to be one)
+    with pytest.raises(SessionStoreError, match="holds an entry miniagents did not write"):
+        Runner.run_sync(agent, [], session=session)
+    assert parsed == [entry]
+
+
 def paused_document():
     @function_tool(needs_approval=True)
     def delete(p: str) -> str:
