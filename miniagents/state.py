@@ -502,11 +502,11 @@ def _pending_problem(data: dict) -> Optional[str]:
     """Where the paused turn disagrees with itself or with the run's items, or None. A resume runs the calls of
     `pending_turn.output` with current_agent's tools and puts the turn's items back in `generated_items` from
     `pending_turn.start` on, so: the turn is current_agent's; each of its calls has an id of its own; none of them
-    is in the items before `start` (but where the server keeps the conversation: it may number calls per response);
-    and from `start` on are the turn's own items as it paused (the output's items
-    `turn.classify` reads, in order, then the outputs and approval items), or none yet (a turn the ledger journaled
-    as its response came). Else an approved call ran twice, the model was sent items twice, or another agent's
-    tool of the same name ran without the approval the paused call waits for."""
+    is in the items before `start` (unless the server keeps the conversation: it may number calls per response);
+    and from `start` on are the turn's own items as it paused (the output's items `turn.classify` reads, in order,
+    then the outputs and approval items), or none yet (a turn the ledger journaled as its response came). Else an
+    approved call ran twice, the model was sent items twice, or another agent's tool of the same name ran without
+    the approval the paused call waits for."""
     pending, items = data["pending_turn"], data["generated_items"]
     if pending is None:
         return None
