@@ -133,7 +133,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # do not each have an id of their own refused (both ran, answered as one), and a run seam that raises as it is
     # entered leaving no cancel callbacks; 1632 a server that keeps the conversation and numbers its calls per response:
     # a call given an earlier call's id is decided anew (turn.assign_call_ids)
-    "agents, items, guardrails": 1007,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1003,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -150,7 +150,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (context.CallIds: an approval withdrawn by editing the list in place still counted); 1000 for a loaded document's
     # decision lists made CallIds (context.call_ids_of): a resume of a loaded state looked each call up in plain lists,
     # n² again; 1007 RunContextWrapper.forget: the decisions about one call id dropped, not those about every call of
-    # the tool
+    # the tool; 1003 lowered: drop_orphans pairs each call with the first output after it, in one pass (and keeps pairs
+    # that reuse an id where the server keeps the conversation)
     "tools and schemas": 1034,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -163,7 +164,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError; 1034 a **kwargs key naming the context parameter refused where it is
     # converted, as one naming any other parameter (it was a redacted TypeError in the call)
-    "state and sessions": 1177,
+    "state and sessions": 1178,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
@@ -174,7 +175,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # negative usage and version 1-2 turns without the hosted items that code skipped, each refused though legitimate;
     # the context's lone surrogates repaired at dump; bytes measured as bytes; a v1 run id derived from the document as
     # given; 1174 such a state paused at the repeated id loads; 1177 a journal entry longer than a state may be
-    # (state.MAX_TEXT) refused before it is parsed, saying so
+    # (state.MAX_TEXT) refused before it is parsed, saying so; 1178 a paused agent tool found by the paused turn's own
+    # call
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
