@@ -37,6 +37,10 @@ class ModelResponse:
             if not isinstance(item, dict):
                 raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
                                 f"{type(item).__name__}")
+            if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and item["name"] and all(
+                    isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
+                raise UserError(f"ModelResponse.output[{n}] is a function_call without a name, or whose call_id or "
+                                "arguments is not a string")
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
 
@@ -165,34 +169,28 @@ def _parts_problem(parts: Any, where: str) -> Optional[str]:
     return None
 
 
-def drop_orphans(items: Iterable[dict]) -> list:
+def drop_orphans(items: Iterable[dict], ids_repeat: bool = False) -> list:
     """Keep the first call of each call id that has an output after it, and the first output after that call.
 
     An interrupted run, a crash between writes or an input filter can leave a `function_call` with no
     output (or an output with no call), and an edited history a call id twice; every API rejects such a
-    history, so it is dropped here before a request instead of failing every later request.
+    history, so it is dropped here before a request instead of failing every later request. Where the server
+    keeps the conversation (`ids_repeat`), an id once answered may be given again, to a new call (servers that
+    number calls per response): that call and its output are kept too.
     """
     items = list(items)
-    calls_seen, answered = set(), set()
-    for item in items:
-        kind = item.get("type")
-        if kind == "function_call":
-            calls_seen.add(item.get("call_id"))
-        elif kind == "function_call_output" and item.get("call_id") in calls_seen:
-            answered.add(item.get("call_id"))
-    kept, calls_kept, outputs_kept = [], set(), set()
-    for item in items:
+    pairs, unanswered, closed = {}, {}, set()  # call's index -> its output's; call id -> its first call's index
+    for n, item in enumerate(items):
         kind, call_id = item.get("type"), item.get("call_id")
-        if kind == "function_call":
-            if call_id not in answered or call_id in calls_kept:
-                continue
-            calls_kept.add(call_id)
-        elif kind == "function_call_output":
-            if call_id not in calls_kept or call_id in outputs_kept:
-                continue
-            outputs_kept.add(call_id)
-        kept.append(item)
-    return kept
+        if kind == "function_call" and call_id not in closed:
+            unanswered.setdefault(call_id, n)
+        elif kind == "function_call_output" and call_id in unanswered:
+            pairs[unanswered.pop(call_id)] = n
+            if not ids_repeat:
+                closed.add(call_id)
+    outputs = set(pairs.values())
+    return [item for n, item in enumerate(items)
+            if n in pairs or n in outputs or item.get("type") not in ("function_call", "function_call_output")]
 
 
 # --- Run items: what a run produced, each tied to the agent that produced it -------------------

@@ -95,7 +95,8 @@ class RunState(Generic[TContext]):
         generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
         items = to_input_list(self.original_input) + generated
         # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
-        self.transcript = drop_orphans(items) if generated or not isinstance(self.original_input, str) else items
+        self.transcript = items if not generated and isinstance(self.original_input, str) else \
+            drop_orphans(items, self.server_managed)
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         used = self.transcript + [i.raw_item for i in self.generated_items]
@@ -686,10 +687,11 @@ def _derived_run_id(data: dict) -> str:
 
 
 def _nested_agent(state: RunState, call_id: str) -> Any:
-    """The agent behind the agent-as-tool call `call_id` of the paused turn."""
-    for item in state.generated_items:
-        if isinstance(item, ToolCallItem) and item.call_id == call_id:
-            for tool in item.agent.tools:
-                if tool.name == item.tool_name and getattr(tool, "_agent", None) is not None:
-                    return tool._agent
+    """The agent behind the agent-as-tool call `call_id` of the paused turn: the tool its response names, of
+    current_agent (the turn's agent). An earlier turn's call may have had the id (a server that numbers calls)."""
+    output = state.pending.output
+    names = [i.get("name") for i in output if i.get("type") == "function_call" and i["call_id"] == call_id]
+    for tool in state.current_agent.tools if names else ():
+        if tool.name == names[0] and getattr(tool, "_agent", None) is not None:
+            return tool._agent
     raise UserError(f"pending_turn.nested names call {preview(call_id, 60)!r}, which is not an agent-as-tool call")

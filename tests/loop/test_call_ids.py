@@ -162,3 +162,60 @@ def test_what_was_said_of_an_earlier_call_with_the_id_never_reaches_the_new_call
         assert result.final_output == "done" and runs == [("guarded", 1), ("guarded", 2), ("guarded", 3)]
     else:
         assert outputs == ["Tool execution was not approved."] * 2 and runs == []
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("way", ["json", "a tool that raised"])
+def test_a_server_managed_history_reusing_ids_keeps_every_pair_so_each_request_carries_what_the_server_lacks(way):
+    """Finished turns that reused "call_0" were merged into one pair when the history was rebuilt (a state loaded
+    from JSON, a turn that failed after a call ran): the server's count of what it holds then pointed past the
+    end, and the approved call's output was never sent."""
+    runs.clear()
+    raises = [way != "json"]  # the first run of the call raises, out of the run (no failure_error_function)
+
+    @function_tool(needs_approval=True, failure_error_function=None)
+    def fragile(n: int) -> str:
+        runs.append(("fragile", n))
+        if raises.pop():
+            raise Boom("boom")
+        return f"fragile {n}"
+
+    model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0")],
+                           [function_call("ping", {"n": 2}, call_id="call_0")],
+                           [function_call("fragile", {"n": 3}, call_id="call_0"),
+                            function_call("ping", {"n": 4}, call_id="call_1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[ping, fragile], model=model)
+    state = Runner.run_sync(agent, "go", conversation_id="conv-1").to_state()
+    state.approve(state.get_interruptions()[0])
+    if way == "json":
+        state = RunState.from_string(agent, state.to_string())
+    else:
+        with pytest.raises(Boom):
+            Runner.run_sync(agent, state)
+    # the input and two pairs (then the failed turn's two pairs, kept), against the server's count: those, the calls
+    assert (len(state.transcript), state.server_known) == ((5, 7) if way == "json" else (9, 7))
+    result = Runner.run_sync(agent, state)
+    assert result.final_output == "done"
+    sent = [(i["call_id"], i["output"]) for i in model.calls[3].input if i.get("type") == "function_call_output"]
+    if way == "json":
+        assert sent == [("call_0", "fragile 3"), ("call_1", "pong 4")]
+    else:
+        assert sent[1] == ("call_1", "pong 4") and sent[0][0] == "call_0" and "may or may not" in sent[0][1]
+
+
+def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_call_with_its_id():
+    runs.clear()
+    inner1 = Agent(name="Inner1", model=ScriptedModel([[assistant_message("one")]]))
+    inner2 = Agent(name="Inner2", tools=[guarded], model=ScriptedModel(
+        [[function_call("guarded", {"n": 5}, call_id="i0")], [assistant_message("two")]]))
+    model = ScriptedModel([[function_call("sub1", {"input": "x"}, call_id="call_0")],
+                           [function_call("sub2", {"input": "y"}, call_id="call_0")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[inner1.as_tool("sub1", "s1"), inner2.as_tool("sub2", "s2")], model=model)
+    state = RunState.from_string(agent, Runner.run_sync(agent, "go", conversation_id="c").to_state().to_string())
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state).final_output == "done" and runs == [("guarded", 5)]
