@@ -1414,6 +1414,11 @@ MUTANTS: List[Mutant] = [
       "            if False and not (isinstance(item.get(\"name\"), str)",
       "a custom model's function_call with a nameless or non-string id, name or arguments is a UserError",
       "test_items"),
+    M("run.py",
+      "        if options.session is None:\n            input = drop_orphans(to_input_list(input))",
+      "        if False:\n            input = drop_orphans(to_input_list(input))",
+      "a list input's orphans are dropped where it enters: never sent, never in what the result gives back",
+      "test_run"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("turn.py",
       "            if item.get(\"type\") == \"function_call\" and item[\"call_id\"] in state.call_ids:",

@@ -214,6 +214,28 @@ def test_what_drop_orphans_keeps_has_each_call_once_with_one_output_after_it(ite
     assert drop_orphans(kept) == kept
 
 
+@given(items=PAIRING_ITEMS)
+def test_where_ids_repeat_drop_orphans_pairs_each_call_with_the_first_output_after_it(items):
+    """Where the server keeps the conversation, an id answered may be given again: each call kept is followed by its
+    output before any other call with its id; nothing is made up; with ids that never repeat, nothing changes."""
+    kept = drop_orphans(items, ids_repeat=True)
+    rest = iter(items)
+    assert all(any(item is other for other in rest) for item in kept)
+    waiting = {}
+    for item in kept:
+        if item.get("type") == "function_call":
+            assert not waiting.get(item["call_id"])
+            waiting[item["call_id"]] = True
+        elif item.get("type") == "function_call_output":
+            assert waiting.pop(item["call_id"])
+    assert not any(waiting.values())
+    assert [i for i in items if "call_id" not in i] == [i for i in kept if "call_id" not in i]
+    assert drop_orphans(kept, ids_repeat=True) == kept
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    if len(calls) == len(set(calls)):
+        assert kept == drop_orphans(items)
+
+
 @pytest.mark.parametrize("output", [[1, 2, None], [{"text": "no type"}], ["text"]])
 def test_a_tool_output_that_is_a_list_of_no_content_parts_is_refused_where_it_enters(output):
     """A content part is checked in a tool's output as in a message's content: [1, 2, None] was sent to the model."""

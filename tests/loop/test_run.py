@@ -453,8 +453,9 @@ def test_orphan_calls_and_outputs_in_the_input_never_reach_the_model():
         {"role": "user", "content": "now"},
     ]
     agent, model = make_agent([[assistant_message("ok")]], tools=[echo])
-    Runner.run_sync(agent, history)
+    result = Runner.run_sync(agent, history)
     assert kinds(model.calls[0].input) == ["user", "call:paired", "out:paired", "user"]
+    assert kinds(result.to_input_list())[:4] == ["user", "call:paired", "out:paired", "user"]  # what goes on from it
 
 
 def test_an_output_that_comes_before_its_call_is_dropped_with_its_call():
