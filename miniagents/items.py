@@ -37,10 +37,10 @@ class ModelResponse:
             if not isinstance(item, dict):
                 raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
                                 f"{type(item).__name__}")
-            if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and item["name"] and all(
+            if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and all(
                     isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
-                raise UserError(f"ModelResponse.output[{n}] is a function_call without a name, or whose call_id or "
-                                "arguments is not a string")
+                raise UserError(f"ModelResponse.output[{n}] is a function_call whose name, call_id or arguments is "
+                                "not a string")
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
 
@@ -147,8 +147,8 @@ def item_problem(item: Any) -> Optional[str]:
         return _parts_problem(content, "content")
     if kind in ("function_call", "function_call_output"):
         needs = ("call_id", "name") if kind == "function_call" else ("call_id",)
-        for key in needs:
-            if not isinstance(item.get(key), str) or not item[key]:
+        for key in needs:  # a call's name may be empty: the model was told no tool has it
+            if not isinstance(item.get(key), str) or key == "call_id" and not item[key]:
                 return f"is a {kind} without a string {key!r}"
         if kind == "function_call" and not isinstance(item.get("arguments", ""), str):
             return "is a function_call whose 'arguments' is not a string of JSON"

@@ -14,8 +14,8 @@ from typing import Dict, List, Optional, TypedDict
 from hypothesis import given, strategies as st
 import pytest
 
-from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, ToolContext, ToolError,
-                        ToolTimeoutError, UserError, function_tool)
+from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, RunState, ToolContext,
+                        ToolError, ToolTimeoutError, UserError, function_tool)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import REDACTED, make_agent, outputs_sent
 
@@ -591,10 +591,18 @@ def test_a_call_id_repeated_in_one_response_runs_once_and_is_logged(caplog):
     assert [r.getMessage() for r in caplog.records] == ["ignoring repeated call id 'call_x' in one response"]
 
 
-def test_an_empty_tool_name_is_an_unknown_tool():
-    agent, model = make_agent([[function_call("", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
-    Runner.run_sync(agent, "go")
+def test_an_empty_tool_name_is_an_unknown_tool_and_a_state_holding_it_loads():
+    @function_tool(needs_approval=True)
+    def guarded() -> str:
+        return "guarded"
+
+    agent, model = make_agent([[function_call("", "{}", call_id="c1")], [function_call("guarded", "{}", call_id="c2")],
+                               [assistant_message("ok")]], tools=[ping, guarded])
+    state = Runner.run_sync(agent, "go").to_state()
     assert outputs_sent(model.calls[1])["c1"].startswith("Tool '' not found.")
+    state = RunState.from_string(agent, state.to_string())  # it was refused: "without a string 'name'"
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state).final_output == "ok"
     assert ran == []
 
 
