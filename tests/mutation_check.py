@@ -1423,6 +1423,11 @@ MUTANTS: List[Mutant] = [
       "            if not isinstance(item.get(key), str) or key == \"call_id\" and not item[key]:",
       "            if not isinstance(item.get(key), str) or not item[key]:",
       "RunState loading: a call with an empty name (the model was told no tool has it) loads", "test_tools"),
+    M("upstream/classes.py",
+      "ToolNotFoundBehavior = Literal[\"raise_error\", \"return_error_to_model\"]",
+      "ToolNotFoundBehavior = Literal[\"raise_error\", \"\"]",
+      "upstream shell: the RunConfig policy aliases hold upstream's values (a generated mutant, seed 5, survived)",
+      "test_porting"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("turn.py",
       "            if item.get(\"type\") == \"function_call\" and item[\"call_id\"] in state.call_ids:",

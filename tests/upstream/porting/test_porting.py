@@ -67,3 +67,14 @@ def test_a_real_module_at_an_upstream_path_holds_the_names_ported_code_imports(d
     namespace = {}
     exec(f"from miniagents.upstream.{path} import {name}", namespace)
     assert namespace[name] is not None
+
+
+def test_the_run_config_policy_aliases_hold_upstreams_values():
+    """Ported code may check a setting against a policy's values (`typing.get_args`): they are upstream's."""
+    from typing import get_args
+
+    from miniagents.upstream.run import ReasoningItemIdPolicy, ToolNameCollisionPolicy, ToolNotFoundBehavior
+
+    assert get_args(ReasoningItemIdPolicy) == ("preserve", "omit")
+    assert get_args(ToolNotFoundBehavior) == ("raise_error", "return_error_to_model")
+    assert get_args(ToolNameCollisionPolicy) == ("warn", "error")
