@@ -1428,6 +1428,11 @@ MUTANTS: List[Mutant] = [
       "ToolNotFoundBehavior = Literal[\"raise_error\", \"\"]",
       "upstream shell: the RunConfig policy aliases hold upstream's values (a generated mutant, seed 5, survived)",
       "test_porting"),
+    M("validate.py",
+      "        return None if value is None else wrong()",
+      "        return None",
+      "tool arguments: where None is the type, only null is taken (a generated mutant, seed 5, survived)",
+      "test_schema"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("turn.py",
       "            if item.get(\"type\") == \"function_call\" and item[\"call_id\"] in state.call_ids:",

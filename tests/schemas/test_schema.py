@@ -550,6 +550,15 @@ def test_unknown_nested_field_is_refused():
         function_schema(f).to_call_args({"filters": {"limit": 1, "x": 2}})
 
 
+@pytest.mark.parametrize("arguments, said", [({"a": 5}, "parameter 'a': expected null, got integer 5"),
+                                             ({"a": None, "c": [1]}, r"parameter 'c\[0\]': expected null, got integer 1")])
+def test_a_value_where_none_is_the_type_is_refused_unless_it_is_null(arguments, said):
+    def f(a: None, c: List[None] = []): ...
+    with pytest.raises(ArgumentsError, match=said):
+        function_schema(f, strict_json_schema=False).to_call_args(arguments)
+    assert function_schema(f, strict_json_schema=False).to_call_args({"a": None, "c": [None]}) == ([None, [None]], {})
+
+
 def test_bad_literal_value_is_refused():
     with pytest.raises(ArgumentsError) as err:
         function_schema(get_weather).to_call_args({"city": "x", "units": "k"})
