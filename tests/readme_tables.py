@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1632,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1634,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -132,7 +132,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # RunState.add_input's repaired of lone surrogates where they enter; 1630 for a server-managed response whose calls
     # do not each have an id of their own refused (both ran, answered as one), and a run seam that raises as it is
     # entered leaving no cancel callbacks; 1632 a server that keeps the conversation and numbers its calls per response:
-    # a call given an earlier call's id is decided anew (turn.assign_call_ids)
+    # a call given an earlier call's id is decided anew (turn.assign_call_ids); 1634 a failed turn where the server
+    # keeps the conversation answers the calls that never started (NEVER_STARTED): the server holds them
     "agents, items, guardrails": 1003,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -164,7 +165,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError; 1034 a **kwargs key naming the context parameter refused where it is
     # converted, as one naming any other parameter (it was a redacted TypeError in the call)
-    "state and sessions": 1178,
+    "state and sessions": 1179,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
@@ -176,7 +177,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # the context's lone surrogates repaired at dump; bytes measured as bytes; a v1 run id derived from the document as
     # given; 1174 such a state paused at the repeated id loads; 1177 a journal entry longer than a state may be
     # (state.MAX_TEXT) refused before it is parsed, saying so; 1178 a paused agent tool found by the paused turn's own
-    # call
+    # call; 1179 the journal cap on what a session gives only (a run's own entry is never refused), and a journal that
+    # is no text refused as one not written by miniagents
     "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
