@@ -154,15 +154,16 @@ def journal_entry(run: Run) -> dict:
     """The session's journal entry as this run last saw it, read; one this library did not write (edited by hand,
     corrupt, or longer than a state may be: `state.MAX_TEXT`, checked before it is parsed) is a `SessionStoreError`
     naming the session, before anything runs."""
-    too_long = len(run.journal) > MAX_TEXT
+    text = run.journal  # the session's entry (whatever it returned), or this run's own: never refused for its size
+    readable = isinstance(text, str) and (len(text) <= MAX_TEXT or text is run.scratch.get(write_journal))
     try:
-        entry = None if too_long else json.loads(run.journal)
+        entry = json.loads(text) if readable else None
     except (ValueError, RecursionError):
         entry = None
     kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
     if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
         return entry
-    what = f"of over the {MAX_TEXT:,} characters a state may have" if too_long else \
+    what = f"of over the {MAX_TEXT:,} characters a state may have" if isinstance(text, str) and not readable else \
         "miniagents did not write (edited, or corrupt)"
     raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds an entry {what}, so its turn "
                             "in flight cannot be continued: empty it with "

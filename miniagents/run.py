@@ -324,11 +324,12 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
     after some of its calls ran keeps them in the state and the session: a call that returned with its output, a
     call that raised, or whose agent tool's inner run was paused, with `STOPPED_MIDWAY`. Its calls that never
     started are dropped (an input guardrail's trip kept its call from starting), and so is a handoff that did not
-    happen. So the history says what happened (a call a crash left unsure, whose question the failure cut short,
-    too), and a model asked again does not run them again. A turn in the session already, or kept as a pause, is
-    left as it is, as is a turn that ended in a run with no session (the state holds it whole). Returns the error
-    to raise: the session's own when it cannot take the turn (a ledger-keeping session's turn then stays
-    journaled, as after a crash), the run's as its context."""
+    happen, unless the server keeps the conversation: it holds them, so each is answered `NEVER_STARTED`. So the
+    history says what happened (a call a crash left unsure, whose question the failure cut short, too), and a model
+    asked again does not run them again. A turn in the session already, or kept as a pause, is left as it is, as is
+    a turn that ended in a run with no session (the state holds it whole). Returns the error to raise: the session's
+    own when it cannot take the turn (a ledger-keeping session's turn then stays journaled, as after a crash), the
+    run's as its context."""
     turn = run.turn
     run.turn = None  # kept once, whatever a failure while keeping it raises
     if turn is None or turn.saved or run.result is not None:
@@ -341,6 +342,8 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
             not isinstance(call.raised, ToolInputGuardrailTripwireTriggered)
         if call.output is None and started:
             call.output = (STOPPED_MIDWAY, STOPPED_MIDWAY)
+        elif call.output is None and run.state.server_managed:  # the server holds the call: it is answered, not dropped
+            call.output = (ledger.NEVER_STARTED, ledger.NEVER_STARTED)
     ran = {call.call_id for call in turn.calls if call.output is not None}
     if not ran:
         return error

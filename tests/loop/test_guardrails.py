@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrail, InputGuardrailTripwireTriggered,
-                        OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner, SQLiteSession,
+                        OutputGuardrail, OutputGuardrailTripwireTriggered, RunConfig, Runner, RunState, SQLiteSession,
                         ToolGuardrailFunctionOutput, ToolInputGuardrailTripwireTriggered,
                         ToolOutputGuardrailTripwireTriggered, function_tool, input_guardrail, output_guardrail,
                         UserError, tool_input_guardrail, tool_output_guardrail)
@@ -422,6 +422,30 @@ def test_a_tool_input_guardrail_raise_exception_stops_the_run():
     assert info.value.output.output_info == "forbidden"
     assert str(info.value) == "Tool input guardrail ToolInputGuardrail triggered tripwire"  # upstream's text
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize("server", [{"conversation_id": "conv-1"}, {"auto_previous_response_id": True}])
+def test_a_server_managed_turn_a_tool_input_guardrail_stopped_answers_the_calls_the_server_holds(server):
+    """The server holds the response's calls: the one the tripwire kept from starting is answered as not run, not
+    dropped (the server's count of what it holds went past the end, and the next request sent no output at all)."""
+    @tool_input_guardrail
+    def forbid(data):
+        return ToolGuardrailFunctionOutput.raise_exception(output_info="forbidden")
+
+    @function_tool
+    def ping(n: int) -> str:
+        ran.append(n)
+        return f"pong {n}"
+
+    agent, model = make_agent([[function_call("pay", {"amount": 1}, call_id="call_0"),
+                                function_call("ping", {"n": 2}, call_id="call_1")], [assistant_message("done")]],
+                              tools=[_tool_with(input_guardrails=[forbid]), ping])
+    state = RunState(None, "go", agent, 10, **server)
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        Runner.run_sync(agent, state)
+    assert Runner.run_sync(agent, state).final_output == "done" and ran == [2]
+    assert outputs_sent(model.calls[1]) == {"call_0": "This call was not run: the run stopped before it started.",
+                                            "call_1": "pong 2"}
 
 
 def test_a_tool_output_guardrail_that_allows_keeps_the_output_and_sees_the_python_value():

@@ -75,6 +75,34 @@ def test_a_journal_entry_longer_than_a_state_may_be_is_refused_before_it_is_pars
     assert parsed == [entry]
 
 
+def test_a_runs_own_journal_entry_is_never_refused_for_its_size(tmp_path, monkeypatch):
+    """The cap is on what a session gives; a run whose state grew past it read its own entry back, was refused, and
+    left that entry in the journal for every later run."""
+    import miniagents.ledger
+
+    @function_tool
+    def big(n: int) -> str:
+        return "x" * 3000
+
+    monkeypatch.setattr(miniagents.ledger, "MAX_TEXT", 2000)
+    agent, _ = make_agent([[function_call("big", {"n": 1}, call_id="c1")],
+                           [function_call("big", {"n": 2}, call_id="c2")], [assistant_message("done")]], tools=[big])
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    assert Runner.run_sync(agent, "go", session=session).final_output == "done"
+    assert session.read_journal() == ""
+
+
+@pytest.mark.parametrize("entry", [5, ["x"], {"run_id": "r"}, b'{"a": 1}'])
+def test_a_journal_a_custom_session_gives_as_no_text_is_a_session_store_error(tmp_path, entry):
+    class Gives(SQLiteSession):
+        def read_journal(self):
+            return entry
+
+    agent, _ = make_agent([[assistant_message("hi")]])
+    with pytest.raises(SessionStoreError, match="holds an entry miniagents did not write"):
+        Runner.run_sync(agent, [], session=Gives("conv", str(tmp_path / "s.db")))
+
+
 def paused_document():
     @function_tool(needs_approval=True)
     def delete(p: str) -> str:
