@@ -210,7 +210,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # ModelResponse left for the kernel to refuse (the readable model read its output first: an AttributeError); 1832
     # for upstream's omitted reasoning ids leaving a return that is no ModelResponse to the kernel's UserError
     "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
-    "shell: offline model": 170,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
+    # as an empty delta
     "shell: DB-API sessions": 185,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said
     "shell: MCP servers": 1200,  # issue 32: MCP over stdio in the standard library
