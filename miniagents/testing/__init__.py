@@ -108,6 +108,10 @@ def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
         return "invalid_input", "must use a list of output items that are objects with a string 'type'"
     if not isinstance(step.usage, Usage):
         return "invalid_input", "must use Usage for usage"
+    try:
+        ModelResponse(list(step.output), step.usage)  # what a model's response must be: the kernel's own rules
+    except AgentsException as error:
+        return "invalid_input", f"holds what no response may: {error.message}"
     if step.error is not None and not isinstance(step.error, Exception):
         return "invalid_error", "must use an Exception for error"
     if events is not None and not callable(events) and (not isinstance(events, (list, tuple)) or not all(
@@ -235,7 +239,8 @@ def response_events(response: ModelResponse) -> list:
         events.append({"type": "response.output_item.added", "output_index": index,
                        "item": {**item, **empty, "status": "in_progress"}})
         if kind == "function_call":
-            events.append({"type": "response.function_call_arguments.delta", **at, "delta": item["arguments"]})
+            events.append({"type": "response.function_call_arguments.delta", **at,
+                           "delta": item.get("arguments") or ""})
         for n, part in enumerate(item.get("content") or [] if kind == "message" else []):
             if part.get("type") == "output_text":
                 events.append({"type": "response.output_text.delta", **at, "content_index": n,

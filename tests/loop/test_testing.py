@@ -77,6 +77,7 @@ def test_a_call_with_no_step_left_and_a_step_never_used_are_errors_that_say_so()
     (ModelStep(error="boom"), "invalid_error"),
     (ModelStep(stream_events="abc"), "invalid_stream_events"),
     (ModelStep(stream_events=["not-a-dict"]), "invalid_stream_events"),
+    ([{"type": "function_call", "call_id": "c1", "arguments": "{}"}], "invalid_input"),  # no name: no response may
 ])
 def test_a_bad_step_is_refused_when_it_is_added_naming_the_reason_and_position(step, reason):
     with pytest.raises(InvalidModelStep, match=r"^Scripted model step #2 ") as caught:
@@ -103,6 +104,13 @@ def test_a_streamed_call_replays_its_step_as_the_events_a_streamed_run_reads():
     assert raw[6]["item"]["content"] == [] and raw[7]["delta"] == "Hello there"
     assert raw[-1]["response"]["usage"]["requests"] == 1 and result.final_output == "Hello there"
     assert model.last_call.streamed is True
+
+
+def test_a_streamed_call_replays_a_call_given_no_arguments_as_an_empty_delta():
+    model = ScriptedModel([[{"type": "function_call", "call_id": "c1", "name": "noop"}], [assistant_message("ok")]])
+    result, raw = streamed(model)
+    assert raw[2] == {"type": "response.function_call_arguments.delta", "item_id": None, "output_index": 0, "delta": ""}
+    assert result.final_output == "ok"
 
 
 def test_a_step_with_stream_events_plays_exactly_those_events():
