@@ -22,8 +22,8 @@ from .config import RunConfig
 from .errors import (AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError,
                      ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
-from .items import (HandoffOutputItem, clean_json, clean_text, drop_orphans, function_call_output, item_problem,
-                    preview, to_input_list)
+from .items import (HandoffOutputItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans, function_call_output,
+                    item_problem, preview, to_input_list)
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -227,6 +227,10 @@ def refuse_with_server_history(run: Run) -> None:
         raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id because rejected output cannot be removed from server-managed "
                         "conversation history.")
+    if run.config.handoff_input_filter or any(getattr(h, "input_filter", None) for a in run.agents for h in a.handoffs):
+        raise UserError("Server-managed conversations do not support handoff input filters. Remove "
+                        "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
+                        "previous_response_id, and auto_previous_response_id.")
 
 
 def load_session_history(run: Run, session: Any, input: Any) -> tuple:
@@ -335,6 +339,12 @@ def keep_what_ran(run: Run, error: BaseException) -> BaseException:
     if turn is None or turn.saved or run.result is not None:
         return error
     if turn.next_step is not None and run.session is None:  # the state holds it whole
+        if isinstance(turn.next_step, NextStepHandoff) and run.state.server_managed and \
+                not any(isinstance(item, HandoffOutputItem) for item in turn.items):  # it failed; the server holds it
+            output = function_call_output(turn.next_step.call.call_id, ledger.NEVER_STARTED)
+            turn.items.append(ToolCallOutputItem(agent=turn.agent, raw_item=output, output=ledger.NEVER_STARTED))
+            run.state.generated_items.append(turn.items[-1])
+            run.state.transcript.append(output)
         announce_kept(run, turn)
         return error
     for call in turn.calls:  # started before a crash, paused inside an agent tool, or raised once started
@@ -543,10 +553,6 @@ def meet(run: Run, agent: Any) -> None:
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
     """A handoff's input filter reshapes the history the next agent sees (its result checked whole)."""
     state = run.state
-    if state.server_managed:
-        raise UserError("Server-managed conversations do not support handoff input filters. Remove "
-                        "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "
-                        "previous_response_id, and auto_previous_response_id.")
     data = HandoffInputData(
         input_history=state.original_input if isinstance(state.original_input, str) else tuple(state.original_input),
         pre_handoff_items=tuple(state.generated_items[:turn_start]),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from miniagents import (Agent, Handoff, HandoffInputData, ModelBehaviorError, RunConfig, Runner, UserError,
+from miniagents import (Agent, Handoff, HandoffInputData, ModelBehaviorError, RunConfig, Runner, RunState, UserError,
                         function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import kinds, outputs_sent
@@ -318,3 +318,47 @@ def test_an_input_filter_returning_malformed_history_is_a_user_error_naming_the_
     with pytest.raises(UserError) as refused:
         Runner.run_sync(agent, "go")
     assert "'tidy'" in str(refused.value) and named in str(refused.value)
+
+
+@pytest.mark.parametrize("json_between", [False, True])
+def test_a_failed_transfer_where_the_server_keeps_the_conversation_is_answered_as_not_run(json_between):
+    """The server holds the transfer's call: it is answered (it was left with no output, so the next request had
+    none for it, and after JSON none at all: the other call's output went missing too)."""
+    def refuse(ctx):
+        raise RuntimeError("no transfer today")
+
+    @function_tool
+    def lookup() -> str:
+        return "found"
+
+    model = ScriptedModel([[function_call("lookup", {}, call_id="c0"),
+                            function_call("transfer_to_b", {}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="A", tools=[lookup], handoffs=[handoff(Agent(name="B", model=model), on_handoff=refuse)],
+                  model=model)
+    state = RunState(None, "go", agent, 10, conversation_id="conv-1")
+    with pytest.raises(RuntimeError, match="no transfer today"):
+        Runner.run_sync(agent, state)
+    if json_between:
+        state = RunState.from_string(agent, state.to_string())
+    result = Runner.run_sync(agent, state)
+    assert (result.final_output, result.last_agent.name) == ("done", "A")
+    said = outputs_sent(model.calls[1])
+    assert said == {"c0": "found", "c1": "This call was not run: the run stopped before it started."}
+
+
+def test_a_transfer_that_happened_before_a_later_step_failed_is_answered_once_where_the_server_keeps_it():
+    from miniagents import seams
+
+    class RefusesB(seams.Plugin):
+        def agent_started(self, run, agent):
+            if agent.name == "B":
+                raise RuntimeError("B may not start")
+
+    model = ScriptedModel([[function_call("transfer_to_b", {}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="A", handoffs=[Agent(name="B", model=model)], model=model)
+    state = RunState(None, "go", agent, 10, conversation_id="conv-1")
+    with pytest.raises(RuntimeError, match="B may not start"):
+        Runner.run_sync(agent, state, plugins=[RefusesB()])
+    assert Runner.run_sync(agent, state).final_output == "done"
+    sent = [i for i in model.calls[1].input if i.get("type") == "function_call_output"]
+    assert [(i["call_id"], i["output"]) for i in sent] == [("c1", '{"assistant": "B"}')]

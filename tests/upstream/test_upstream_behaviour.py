@@ -86,13 +86,18 @@ def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_pat
     assert model.calls == ()
 
 
-def test_handoff_input_filters_are_refused_with_a_server_managed_conversation():
-    """test_agent_runner.py::test_server_managed_handoff_input_filters_still_raise"""
+@pytest.mark.parametrize("where", ["handoff", "run config"])
+def test_handoff_input_filters_are_refused_with_a_server_managed_conversation(where):
+    """test_agent_runner.py::test_server_managed_handoff_input_filters_still_raise; refused before the model is asked
+    (it was refused once the transfer's output had joined the history the server keeps: the agent never changed)."""
     target = Agent(name="Target", model=ScriptedModel([[assistant_message("hi")]]))
+    keep = lambda data: data  # noqa: E731
     agent, _ = make_agent([[function_call("transfer_to_target", "{}", call_id="h1")]],
-                          handoffs=[handoff(target, input_filter=lambda data: data)])
+                          handoffs=[handoff(target, input_filter=keep if where == "handoff" else None)])
+    config = RunConfig(handoff_input_filter=keep if where == "run config" else None)
     with pytest.raises(UserError, match="Server-managed conversations do not support handoff input filters"):
-        Runner.run_sync(agent, "go", auto_previous_response_id=True)
+        Runner.run_sync(agent, "go", auto_previous_response_id=True, run_config=config)
+    assert not agent.model.calls
 
 
 def test_output_guardrails_are_refused_with_a_server_managed_conversation():
