@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1641,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1646,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -136,7 +136,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # keeps the conversation answers the calls that never started (NEVER_STARTED): the server holds them; 1641 where the
     # server keeps the conversation: a transfer that failed is answered as not run, and a handoff input filter refused
     # when the run starts (one home: it was refused at the transfer, after its output joined the history the server
-    # keeps)
+    # keeps); 1646 input guardrails racing the model refused with conversation_id when the run starts: a trip cannot
+    # take the response the server put in the conversation out of it
     "agents, items, guardrails": 1003,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
