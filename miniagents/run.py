@@ -227,6 +227,12 @@ def refuse_with_server_history(run: Run) -> None:
         raise UserError("Output guardrails cannot be combined with conversation_id, previous_response_id, or "
                         "auto_previous_response_id because rejected output cannot be removed from server-managed "
                         "conversation history.")
+    racing = [g for g in list(run.config.input_guardrails or ()) + list(run.state.starting_agent.input_guardrails)
+              if g.run_in_parallel]  # a trip discards the response their model call made (steps.guard_input)
+    if racing and run.state.conversation_id and not run.state.model_responses:
+        raise UserError("Input guardrails that run in parallel with the model call (run_in_parallel=True) cannot be "
+                        "combined with conversation_id: a tripwire cannot take the input, or the response the server "
+                        "made meanwhile, out of the conversation it keeps. Let them block (run_in_parallel=False).")
     if run.config.handoff_input_filter or any(getattr(h, "input_filter", None) for a in run.agents for h in a.handoffs):
         raise UserError("Server-managed conversations do not support handoff input filters. Remove "
                         "Handoff.input_filter or RunConfig.handoff_input_filter, or disable conversation_id, "

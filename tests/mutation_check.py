@@ -1462,6 +1462,10 @@ MUTANTS: List[Mutant] = [
       "                not any(isinstance(item, HandoffOutputItem) for item in turn.items):",
       "                True:",
       "server-managed: a transfer that happened is not answered twice when a later step fails", "test_handoffs"),
+    M("run.py",
+      "    if racing and run.state.conversation_id and not run.state.model_responses:",
+      "    if False:",
+      "server-managed: input guardrails racing the model are refused with conversation_id", "test_guardrails"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("turn.py",
       "            if item.get(\"type\") == \"function_call\" and item[\"call_id\"] in state.call_ids:",

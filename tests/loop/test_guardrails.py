@@ -448,6 +448,19 @@ def test_a_server_managed_turn_a_tool_input_guardrail_stopped_answers_the_calls_
                                             "call_1": "pong 2"}
 
 
+@pytest.mark.parametrize("where", ["agent", "run config"])
+def test_input_guardrails_racing_the_model_are_refused_where_the_server_keeps_the_conversation(where):
+    """A trip discarded the response the server had already put in the conversation: the next request to it held no
+    output for that response's calls. Blocking guardrails, and the other server modes (which branch), still run."""
+    racing = InputGuardrail(lambda ctx, agent, data: GuardrailFunctionOutput(None, False), run_in_parallel=True)
+    agent, model = make_agent([[assistant_message("hi")]], input_guardrails=[racing] if where == "agent" else [])
+    config = RunConfig(input_guardrails=[racing] if where == "run config" else None)
+    with pytest.raises(UserError, match=r"run in parallel .* cannot be combined with conversation_id"):
+        Runner.run_sync(agent, "go", conversation_id="conv-1", run_config=config)
+    assert not model.calls
+    assert Runner.run_sync(agent, "go", previous_response_id="resp_0", run_config=config).final_output == "hi"
+
+
 def test_a_tool_output_guardrail_that_allows_keeps_the_output_and_sees_the_python_value():
     seen = []
 
