@@ -157,7 +157,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # n² again; 1007 RunContextWrapper.forget: the decisions about one call id dropped, not those about every call of
     # the tool; 1003 lowered: drop_orphans pairs each call with the first output after it, in one pass (and keeps pairs
     # that reuse an id where the server keeps the conversation)
-    "tools and schemas": 1034,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1041,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -168,7 +168,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # Python's digits, a docstring read in quadratic time, lone surrogates in a final output, bare typing.Tuple,
     # strict mixed tuples the model could send in any order, enum arrays compared as Python compares them, a
     # hand-written strict schema's bare TypeError; 1034 a **kwargs key naming the context parameter refused where it is
-    # converted, as one naming any other parameter (it was a redacted TypeError in the call)
+    # converted, as one naming any other parameter (it was a redacted TypeError in the call); 1041 a **kwargs key naming
+    # a parameter the call fills before the model's arguments (a bound method's self, a callable object's, a partial's
+    # positional argument) refused as the model's mistake
     "state and sessions": 1179,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
