@@ -438,6 +438,18 @@ class _Stub:
         self.__annotations__ = {"a": annotation}
 
 
+def _filled_first(func: Any) -> frozenset:
+    """The parameters a call of `func` fills before the model's arguments, which its signature hides: a method's
+    instance or class (bound, or a callable object's `__call__`), the arguments a `functools.partial` gives by
+    position. A `**kwargs` key with such a name would clash with it in the call."""
+    if isinstance(func, functools.partial):
+        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | _filled_first(func.func)
+    method = func if inspect.ismethod(func) else getattr(func, "__call__", None)
+    first = next(iter(inspect.signature(method.__func__).parameters.values()), None) if inspect.ismethod(method) \
+        else None
+    return frozenset({first.name}) if first is not None and first.kind in KEYWORDS else frozenset()
+
+
 def function_schema(func, *, name_override=None, description_override=None, docstring_style=None,
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
@@ -477,8 +489,8 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
-        taken = frozenset(q.name for q in sig.parameters.values() if q.kind in KEYWORDS) if p.kind == p.VAR_KEYWORD \
-            else frozenset()
+        taken = frozenset(q.name for q in sig.parameters.values() if q.kind in KEYWORDS) | _filled_first(func) \
+            if p.kind == p.VAR_KEYWORD else frozenset()
         params.append(param(p.name, p.kind, tp, default, strict_json_schema, taken))
     schema = {"properties": props, "required": required, "title": f"{name}_args", "type": "object"}
     if not required:

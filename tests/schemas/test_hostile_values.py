@@ -354,6 +354,37 @@ def test_a_keyword_named_as_the_context_parameter_is_refused_naming_it():
     assert "parameter 'extra': the key 'ctx' names another parameter of the function" in text and ran == []
 
 
+def test_a_keyword_named_as_a_parameter_the_call_fills_first_is_refused_naming_it():
+    """A bound method's `self`, a callable object's, a partial's positional argument: hidden from the signature,
+    filled before the model's arguments; such a key clashed in the call (a redacted TypeError)."""
+    import functools
+
+    ran = []
+
+    class Service:
+        def look(self, q: str, **extra: int) -> str:
+            ran.append(1)
+            return "ran"
+
+        def __call__(self, q: str, **extra: int) -> str:
+            ran.append(1)
+            return "ran"
+
+    def scaled(a: int, b: int, **extra: int) -> str:
+        ran.append(1)
+        return "ran"
+
+    for tool, arguments, key in (
+            (function_tool(Service().look, strict_mode=False), {"q": "x", "extra": {"self": 1}}, "self"),
+            (function_tool(Service(), name_override="svc", strict_mode=False), {"q": "x", "extra": {"self": 1}},
+             "self"),
+            (function_tool(functools.partial(scaled, 1), name_override="pb", strict_mode=False),
+             {"b": 2, "extra": {"a": 9}}, "a")):
+        assert f"parameter 'extra': the key '{key}' names another parameter of the function" in told(tool, arguments)
+    assert ran == []
+    assert told(function_tool(Service().look, strict_mode=False), {"q": "x", "extra": {"n": 1}}) == "ran"
+
+
 def test_a_keyword_named_as_a_positional_only_parameter_is_passed():
     @function_tool(strict_mode=False)
     def tag(name: str, /, **kw: int) -> str:
