@@ -192,6 +192,8 @@ def test_drop_orphans_keeps_the_first_call_of_a_call_id_and_the_first_output_aft
     first, again = dict(_call("a"), arguments='{"n": 1}'), dict(_call("a"), arguments='{"n": 2}')
     assert drop_orphans([first, again, _out("a"), _out("a")]) == [first, _out("a")]
     assert drop_orphans([_out("a"), first, _out("a"), again]) == [first, _out("a")]
+    assert drop_orphans([first, _out("a"), again, _out("a")]) == [first, _out("a")]  # answered: the id is taken
+    assert drop_orphans([first, _out("a"), again, _out("a")], ids_repeat=True) == [first, _out("a"), again, _out("a")]
 
 
 PAIRING_ITEMS = st.lists(st.tuples(st.sampled_from(["call", "output", "message"]), st.sampled_from("abc")).map(
