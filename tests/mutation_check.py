@@ -1474,6 +1474,16 @@ MUTANTS: List[Mutant] = [
       "    return frozenset({first.name}) if first is not None and first.kind in KEYWORDS else frozenset()",
       "    return frozenset()",
       "tool arguments: a **kwargs key naming a bound method's self is refused", "test_hostile_values"),
+    M("models/responses.py",
+      "    response = check_final(dict(shapes.obj(response, \"response.completed.response\")), exchange)",
+      "    response = check_final(dict(shapes.obj(response, \"\")), exchange)",
+      "Responses stream: a completed event whose response is no object is named in the error (a generated mutant, "
+      "seed 1, survived)", "test_responses"),
+    M("handoffs.py",
+      "            if data is None:\n                raise ModelBehaviorError(\"Handoff function expected non-null input",
+      "            if False:\n                raise ModelBehaviorError(\"Handoff function expected non-null input",
+      "a typed handoff given null arguments is the model's mistake, in upstream's words (a generated mutant, seed 1, "
+      "survived)", "test_handoffs"),
     # --- context.py: approval records and their scopes -----------------------------------------------------
     M("turn.py",
       "            if item.get(\"type\") == \"function_call\" and item[\"call_id\"] in state.call_ids:",

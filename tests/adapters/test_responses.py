@@ -263,6 +263,8 @@ def test_a_completed_response_with_no_output_is_an_empty_answer_not_an_error(ser
     ([{"type": "response.completed",
        "response": {"status": "completed", "output": [], "usage": {"output_tokens": "5"}}}],
      "The model's answer is malformed: response.completed.response.usage.output_tokens is a string"),
+    ([{"type": "response.completed", "response": "done"}],
+     "The model's answer is malformed: response.completed.response is a string, expected an object."),
 ])
 def test_stream_events_of_the_wrong_shape(server, events, message):
     server.reply_sse(["data: " + json.dumps(e) + "\n\n" for e in events])

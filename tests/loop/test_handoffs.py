@@ -362,3 +362,20 @@ def test_a_transfer_that_happened_before_a_later_step_failed_is_answered_once_wh
     assert Runner.run_sync(agent, state).final_output == "done"
     sent = [i for i in model.calls[1].input if i.get("type") == "function_call_output"]
     assert [(i["call_id"], i["output"]) for i in sent] == [("c1", '{"assistant": "B"}')]
+
+
+def test_a_typed_handoff_given_null_arguments_is_the_models_mistake_and_never_calls_on_handoff():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Why:
+        reason: str
+
+    seen = []
+    target = Agent(name="B", model=ScriptedModel([[assistant_message("hi")]]))
+    model = ScriptedModel([[function_call("transfer_to_b", "null", call_id="h1")]])
+    agent = Agent(name="A", model=model,
+                  handoffs=[handoff(target, on_handoff=lambda ctx, why: seen.append(why), input_type=Why)])
+    with pytest.raises(ModelBehaviorError, match="^Handoff function expected non-null input, but got None$"):
+        Runner.run_sync(agent, "go")
+    assert seen == []
