@@ -6,6 +6,7 @@ Responses API usage shape (the kernel's one format) with every detail optional.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Generic, Optional, TypeVar
 
@@ -55,6 +56,11 @@ class OutputTokensDetails:
     reasoning_tokens: int = 0
 
 
+# A check of a limit and the count it allows, or a count added, are one step for every run sharing a usage (an
+# agent tool's inner run, its siblings running at once).
+COUNTING = threading.Lock()
+
+
 @dataclass
 class Usage:
     """Token counts of one request or a whole run (requests are summed with `add`), in the Responses usage
@@ -72,13 +78,19 @@ class Usage:
         """Add another usage to this one, in place: a run's (its requests and tool calls), or one model call's,
         given the `requests` the kernel counts for it (1; 0 when it was counted before it was made). A model's own
         counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits must
-        never be loosened by a model's numbers."""
-        for name in ("input_tokens", "output_tokens", "total_tokens"):
-            setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
-        self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
-        self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
-        self.requests += other.requests if requests is None else requests
-        self.tool_calls += other.tool_calls if requests is None else 0
+        never be loosened by a model's numbers. Agent tools running at once add to one usage: under `COUNTING`."""
+        with COUNTING:
+            for name in ("input_tokens", "output_tokens", "total_tokens"):
+                setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
+            self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
+            self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
+            self.requests += other.requests if requests is None else requests
+            self.tool_calls += other.tool_calls if requests is None else 0
+
+    def counts(self) -> list:
+        """The token counts, details included (what a custom model must give as whole numbers)."""
+        return [self.input_tokens, self.output_tokens, self.total_tokens, self.input_tokens_details.cached_tokens,
+                self.output_tokens_details.reasoning_tokens]
 
     @classmethod
     def from_json(cls, data: Optional[dict], requests: int = 1) -> "Usage":

@@ -37,12 +37,17 @@ class ModelResponse:
             if not isinstance(item, dict):
                 raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
                                 f"{type(item).__name__}")
+            problem = item_problem(item) if item.get("type") == "message" else None
+            if problem is not None:
+                raise UserError(f"ModelResponse.output[{n}] {problem}")
             if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and all(
                     isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
                 raise UserError(f"ModelResponse.output[{n}] is a function_call whose name, call_id or arguments is "
                                 "not a string")
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
+        if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
+            raise UserError(f"ModelResponse.usage's token counts must be whole numbers, got {self.usage.counts()}")
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""
@@ -166,6 +171,8 @@ def _parts_problem(parts: Any, where: str) -> Optional[str]:
     for n, part in enumerate(parts if isinstance(parts, list) else ()):
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             return f"has {where}[{n}] = {preview(part, 60)}; a content part is an object with a 'type'"
+        if part["type"] in ("input_text", "output_text") and not isinstance(part.get("text"), str):
+            return f"has {where}[{n}] of type {part['type']!r} whose 'text' is not a string"
     return None
 
 

@@ -10,17 +10,16 @@ rule still has one home, for fresh and resumed turns alike.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Any, Callable
 
 from . import caller, seams
+from .context import COUNTING
 from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
 from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (WITHHELD, Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
                    take_response)
 
-COUNTING = threading.Lock()  # a check of a limit and the count it allows are one step for every run sharing a usage
 
 
 def check_request_limit(run: Run, turn: Turn) -> None:
@@ -140,7 +139,7 @@ def completed(final: Any) -> Any:
                                  "items (dicts).")
     try:
         usage = Usage.from_json(final.get("usage"))
-    except (AttributeError, TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError, OverflowError):  # inf
         raise ModelBehaviorError("The model's response.completed event holds a usage that is not token "
                                  "counts.") from None
     return ModelResponse(output=list(output), usage=usage, response_id=final.get("id"))

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 from . import caller
 from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput
 from .config import RunConfig
-from .context import ToolContext
+from .context import ToolContext, Usage
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
@@ -439,7 +439,7 @@ def run_calls(run: Run, turn: Turn) -> None:
                 break  # cancelled: what has not started never does
             run_one(run, turn, call)
     ran = [call for call in to_run if call.output or call.paused is not None]  # an inner run paused, or going on
-    run.state.context_wrapper.usage.tool_calls += len(ran) - turn.reserved  # those counted before are not again
+    run.state.context_wrapper.usage.add(Usage(tool_calls=len(ran) - turn.reserved))  # those counted before are not
 
 
 def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:

@@ -196,8 +196,6 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
     """The model's `arguments` string -> dict. Empty means no arguments; anything else must be a JSON object."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
-    if not isinstance(raw, str):
-        raise unreadable(tool_name, f"expected a JSON string, got {type(raw).__name__}")
     try:
         data = STRICT_JSON.decode(raw)
         if not (raw.isascii() and "\\u" not in raw):  # an escape or a character that may decode to a lone surrogate
@@ -207,6 +205,8 @@ def parse_arguments(raw: Optional[str], tool_name: str) -> dict:
                          f"Received: {preview(raw)}") from None
     except (ValueError, RecursionError) as exc:
         raise unreadable(tool_name, f"{exc or 'nested too deeply'}. Received: {preview(raw)}") from None
+    except TypeError:  # no text at all: a program that calls a tool's on_invoke_tool with a dict
+        raise unreadable(tool_name, f"expected a JSON string, got {type(raw).__name__}") from None
     if not isinstance(data, dict):
         raise unreadable(tool_name, f"expected a JSON object of parameters, got {_describe(data)}. "
                          f"Received: {preview(raw)}")

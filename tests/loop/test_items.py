@@ -267,7 +267,13 @@ class AnswersWith(Model):
     ({"output": [assistant_message("hi")], "usage": {"input_tokens": 3}}, "must be a Usage, not dict"),
     *[({"output": [{**function_call("t", {}, call_id="c1"), **change}]},
        r"ModelResponse.output\[0\] is a function_call whose name, call_id or arguments is not a string")
-      for change in ({"call_id": ["a"]}, {"call_id": 0}, {"name": None}, {"arguments": {"n": 1}})]])
+      for change in ({"call_id": ["a"]}, {"call_id": 0}, {"name": None}, {"arguments": {"n": 1}})],
+    *[({"output": [{"type": "message", "role": "assistant", "content": content}]},
+       r"ModelResponse.output\[0\] has content" + said) for content, said in (
+        ([{"type": "output_text", "text": None}], r"\[0\] of type 'output_text' whose 'text' is not a string"),
+        ([{"type": "output_text", "text": 5}], r"\[0\] of type 'output_text' whose 'text' is not a string"),
+        ({"type": "output_text", "text": "hi"}, " of type dict; content is a string or a list of parts"),
+        (["hi"], r"\[0\] = hi; a content part is an object"))]])
 def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong(response, said):
     with pytest.raises(UserError, match=said):
         Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelSettings, RunConfig,
-                        RunContextWrapper, Runner, function_tool, handoff,
+from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelBehaviorError, ModelSettings, RunConfig,
+                        RunContextWrapper, Runner, UserError, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
 from miniagents.testing import ModelStep, ScriptedModel, UnexpectedModelCall, assistant_message, function_call
 from support import ROOT, json_values, kinds, make_agent, outputs_sent
@@ -380,6 +380,64 @@ def test_a_summed_usage_adds_every_count_and_a_model_call_counts_the_requests_th
     assert (parent.input_tokens_details.cached_tokens, parent.output_tokens_details.reasoning_tokens) == (6, 16)
     parent.add(Usage(input_tokens=-4, output_tokens=-1, total_tokens=-5, tool_calls=2))
     assert (parent.input_tokens, parent.total_tokens, parent.tool_calls) == (8, 10, 3)
+
+
+def test_agent_tools_running_at_once_lose_no_count_of_the_usage_they_share():
+    """Each inner run adds its response's tokens to the usage it shares with its siblings; a reading of the count
+    that is slow (here: the model's usage is read while another thread adds) must not let one addition undo
+    another."""
+    import threading
+    import time
+
+    from miniagents.context import Usage
+
+    entered = threading.Barrier(1)  # nobody waits while the steps are checked
+
+    class SlowUsage(Usage):  # the second reader arrives while the first addition is between its read and write
+        @property
+        def input_tokens(self):
+            try:
+                entered.wait()
+            except threading.BrokenBarrierError:  # serialized (the fix): the other addition waits for this one
+                pass
+            time.sleep(0.05)
+            return 1
+
+        @input_tokens.setter
+        def input_tokens(self, value):
+            pass
+
+    def inner(name):
+        return Agent(name=name, model=ScriptedModel([ModelStep([assistant_message("done")], usage=SlowUsage())]))
+
+    tools = [inner(name).as_tool(name, "an inner agent") for name in ("a", "b")]
+    outer = Agent(name="outer", tools=tools, model=ScriptedModel([
+        [function_call("a", {"input": "x"}, call_id="c1"), function_call("b", {"input": "y"}, call_id="c2")],
+        [assistant_message("ok")]]))
+    entered = threading.Barrier(2, timeout=1)
+    usage = Runner.run_sync(outer, "hi").context_wrapper.usage
+    assert (usage.input_tokens, usage.requests) == (2, 4)
+
+
+def test_a_custom_models_usage_whose_counts_are_no_whole_numbers_is_refused_where_it_is_made():
+    from miniagents.context import Usage
+    from miniagents.items import ModelResponse
+
+    for count in ("5", None, 2.5, float("inf"), float("nan"), True):
+        with pytest.raises(UserError, match="token counts must be whole numbers"):
+            ModelResponse([], Usage(input_tokens=count))
+    usage = Usage()
+    usage.output_tokens_details.reasoning_tokens = 1e400
+    with pytest.raises(UserError, match="whole numbers"):
+        ModelResponse([], usage)
+
+
+def test_a_streamed_usage_of_infinite_tokens_is_the_models_mistake():
+    events = [{"type": "response.completed", "response": {"output": [assistant_message("hi")],
+                                                          "usage": {"input_tokens": float("inf")}}}]
+    agent = Agent(name="a", model=ScriptedModel([ModelStep(stream_events=events)]))
+    with pytest.raises(ModelBehaviorError, match="usage that is not token counts"):
+        _stream(agent, "hi")
 
 
 def test_model_settings_of_the_run_config_are_laid_over_the_agents():

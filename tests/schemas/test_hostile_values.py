@@ -23,7 +23,7 @@ from miniagents import docstrings, validate
 from miniagents.docstrings import parse_docstring
 from miniagents.schema import wire_schema
 from miniagents.testing import assistant_message, function_call
-from miniagents.validate import ArgumentsError, validate_value
+from miniagents.validate import ArgumentsError, parse_arguments, validate_value
 from support import make_agent, outputs_sent
 
 DEEP = 900  # below the decoder's own limit, deep enough that a second walk of the value overflows the stack
@@ -340,6 +340,13 @@ def test_a_keyword_that_names_another_parameter_is_refused_naming_it():
         text = told(tool, arguments)
         assert "parameter 'kw': the key '%s' names another parameter of the function" % list(arguments)[0] in text
     assert ran == []
+
+
+@pytest.mark.parametrize("raw", [{"a": 1}, b'{"a": 1}', 5, ["{}"]])
+def test_arguments_that_are_no_text_are_the_callers_mistake_named_as_such(raw):
+    """A program calling a tool's `on_invoke_tool` with a dict gets the arguments error, not a bare TypeError."""
+    with pytest.raises(ArgumentsError, match=f"expected a JSON string, got {type(raw).__name__}"):
+        parse_arguments(raw, "t")
 
 
 def test_a_keyword_named_as_the_context_parameter_is_refused_naming_it():
