@@ -160,7 +160,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1016 for a custom model's message whose content is no list of text parts, and its usage whose token counts
     # are no whole numbers, refused where the ModelResponse is made (bare TypeErrors deep in the loop), and a
     # usage shared by agent tools running at once added to under one lock (tokens were lost)
-    "tools and schemas": 1041,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1044,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -174,6 +174,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # converted, as one naming any other parameter (it was a redacted TypeError in the call); 1041 a **kwargs key naming
     # a parameter the call fills before the model's arguments (a bound method's self, a callable object's, a partial's
     # positional argument) refused as the model's mistake
+    # 1044 for a non-strict output type validated as its schema was sent (keys it does not name ignored) and a
+    # NamedTuple written as the object its schema describes
     "state and sessions": 1179,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
