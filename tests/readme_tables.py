@@ -207,7 +207,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: tracing": 957,
     "shell: retries": 320,
     "shell: capabilities and Workspace": 800,  # issue 30: the regex child ends itself and bounds its reads; names escaped
-    "shell: upstream compatibility": 1832,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1837,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -220,6 +220,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # names and paths are (NotProvidedTypeError, LEFT_OUT_KEYWORDS); 1830 for a custom model's return that is no
     # ModelResponse left for the kernel to refuse (the readable model read its output first: an AttributeError); 1832
     # for upstream's omitted reasoning ids leaving a return that is no ModelResponse to the kernel's UserError
+    # 1837 for an error handler's final output that JSON cannot write refused naming it (it was a bare
+    # TypeError)
     "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
