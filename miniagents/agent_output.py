@@ -110,7 +110,7 @@ class AgentOutputSchema(AgentOutputSchemaBase):
                 if not isinstance(data, dict) or "response" not in data:
                     raise ArgumentsError("expected an object with a 'response' key")
                 data = data["response"]
-            return validate_value(self.output_type, data)
+            return validate_value(self.output_type, data, strict=self._strict)
         except (ValueError, RecursionError, ArgumentsError) as e:
             detail = getattr(e, "message", None) or str(e) or "nested too deeply"
             raise InvalidFinalOutput(f"Invalid JSON when parsing model output: {detail}. Raw text: "
@@ -118,20 +118,22 @@ class AgentOutputSchema(AgentOutputSchemaBase):
 
     def validate_data(self, data: Any) -> Any:
         """Already-decoded JSON data (an error handler's dict or list) -> an `output_type` value."""
-        return validate_value(self.output_type, data)
+        return validate_value(self.output_type, data, strict=self._strict)
 
 
 _cache: dict = {}
 
 
 def output_schema(output_type: Any) -> AgentOutputSchemaBase:
-    """The schema object of an agent's `output_type` (itself when it is one), built once per (hashable) type."""
+    """The schema object of an agent's `output_type` (itself when it is one), built once per (hashable) type. The
+    key holds the type's repr too: `Union[int, float] == Union[float, int]`, but the first arm that fits wins."""
     if isinstance(output_type, AgentOutputSchemaBase):
         return output_type
+    key = (output_type, repr(output_type))
     try:
-        return _cache[output_type]
+        return _cache[key]
     except KeyError:
-        schema = _cache[output_type] = AgentOutputSchema(output_type)
+        schema = _cache[key] = AgentOutputSchema(output_type)
         return schema
     except TypeError:  # an unhashable type annotation: build it every time
         return AgentOutputSchema(output_type)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import caller
-from .agent_output import AgentOutputSchemaBase, InvalidFinalOutput
+from .agent_output import AgentOutputSchemaBase
 from .config import RunConfig
 from .context import ToolContext, Usage
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
@@ -544,7 +544,7 @@ def final_answer(turn: Turn) -> Any:
         return NextStepError("invalid_final_output", error, run_again=True)
     try:
         return NextStepFinalOutput(turn.setup.output.validate_json(text))
-    except InvalidFinalOutput as e:
+    except ModelBehaviorError as e:  # InvalidFinalOutput, or what a custom schema raises, as its contract says
         return NextStepError("invalid_final_output", e)
 
 

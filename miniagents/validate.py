@@ -129,7 +129,7 @@ def field_type(tp, default):
 
 def jsonable(value):
     """A Python value as JSON data (the inverse of `validate_value`): pydantic-like models dumped, dataclasses
-    as objects, enums as their values, tuples and sets as arrays; `TypeError` for anything else."""
+    as objects (NamedTuples too), enums as their values, tuples and sets as arrays; `TypeError` for anything else."""
     if value is None or type(value) in (str, int, float, bool):  # JSON already (exactly these types, no subclass)
         return value
     if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):
@@ -138,6 +138,8 @@ def jsonable(value):
         return jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple: an object, as its schema says
+        return {name: jsonable(v) for name, v in zip(value._fields, value)}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -302,9 +304,10 @@ def converter(tp: Any, strict: bool) -> Callable:
     return lambda value, path: _convert_guarded(tp, value, path, strict)
 
 
-def validate_value(tp, value, *, path: str = ""):
-    """Check a decoded JSON value against `tp` and convert it (dataclasses built, enums, tuples, sets)."""
-    return _convert_guarded(tp, value, path, True)
+def validate_value(tp, value, *, path: str = "", strict: bool = True):
+    """Check a decoded JSON value against `tp` and convert it (dataclasses built, enums, tuples, sets); an object's
+    keys its type does not name are refused when `strict` (its schema said so), else ignored."""
+    return _convert_guarded(tp, value, path, strict)
 
 
 # ------------------------------------------------------------------------------------------------ convert

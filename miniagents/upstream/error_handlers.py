@@ -81,7 +81,12 @@ def answer(run: Any, turn: Any, error: NextStepError) -> Any:
         except ModelBehaviorError:
             raise UserError("Invalid run error handler final_output for structured output.") from None
     if verdict.include_in_history:
-        message = RawItem(assistant_message(schema.model_text(output), FAKE_ID))  # upstream's is a typed message
+        try:
+            text = schema.model_text(output)
+        except TypeError as e:  # kept in the history as the model would have written it: JSON
+            raise UserError(f"Invalid run error handler final_output: {e}, so it cannot be kept in the history "
+                            "(include_in_history=False keeps it out)") from None
+        message = RawItem(assistant_message(text, FAKE_ID))  # upstream's is a typed message
         item = MessageOutputItem(agent=agent, raw_item=message)
         turn.items.append(item)
         state.generated_items.append(item)

@@ -245,3 +245,94 @@ def test_output_schema_names_follow_upstream():
     assert [AgentOutputSchema(t).name() for t in (Location, List[str])] == ["Location", "list[str]"]
     assert AgentOutputSchema(Dict[str, int], strict_json_schema=False).name() == "dict[str, int]"
     assert AgentOutputSchema(None).name() == "str"
+
+
+def test_a_union_output_type_reads_its_arms_in_its_own_order_whatever_agent_was_made_first():
+    """`Union[int, float] == Union[float, int]`, but the first arm that fits wins: each order keeps its own schema."""
+    from typing import Union
+
+    from miniagents.agent_output import output_schema
+
+    first, second = output_schema(Union[int, float]), output_schema(Union[float, int])
+    assert type(first.validate_json('{"response": 2}')) is int
+    assert type(second.validate_json('{"response": 2}')) is float
+    assert output_schema(Union[int, float]) is first  # still built once
+
+
+def test_a_non_strict_output_type_ignores_the_keys_its_schema_let_the_model_add():
+    from miniagents import AgentOutputSchema
+
+    @dataclass
+    class Loc:
+        city: str
+
+    text = '{"response": {"city": "Paris", "country": "FR"}}'
+    assert AgentOutputSchema(List[Loc], strict_json_schema=False).validate_json(text.replace(
+        '{"city"', '[{"city"').replace('}}', '}]}')) == [Loc("Paris")]
+    with pytest.raises(ModelBehaviorError, match="unexpected field 'country'"):  # strict: the schema forbade it
+        AgentOutputSchema(List[Loc]).validate_json(text.replace('{"city"', '[{"city"').replace('}}', '}]}'))
+
+
+def test_a_named_tuple_is_written_as_the_object_its_schema_describes():
+    from typing import NamedTuple
+
+    from miniagents import AgentOutputSchema
+    from miniagents.validate import jsonable
+
+    class Point(NamedTuple):
+        x: int
+        y: int
+
+    schema = AgentOutputSchema(Point)
+    assert jsonable(Point(1, 2)) == {"x": 1, "y": 2} and jsonable((1, 2)) == [1, 2]
+    assert schema.validate_json(schema.model_text(Point(1, 2))) == Point(1, 2)
+
+
+def test_a_custom_schema_that_raises_the_models_mistake_is_answered_by_the_error_handler():
+    """`AgentOutputSchemaBase.validate_json` raises `ModelBehaviorError` when an answer does not fit (its contract):
+    the run treats that as the built-in schema's `InvalidFinalOutput`, so the handler is asked."""
+    import json
+
+    from miniagents import AgentOutputSchemaBase
+    from miniagents.upstream import Runner as UpstreamRunner
+
+    class Shouted(AgentOutputSchemaBase):
+        def is_plain_text(self):
+            return False
+
+        def name(self):
+            return "shouted"
+
+        def json_schema(self):
+            return {"type": "object", "properties": {}, "additionalProperties": False}
+
+        def is_strict_json_schema(self):
+            return True
+
+        def validate_json(self, json_str):
+            try:
+                return json.loads(json_str)
+            except ValueError as e:
+                raise ModelBehaviorError(f"not JSON: {e}") from None
+
+    seen = []
+    agent = Agent(name="a", output_type=Shouted(), model=ScriptedModel([[assistant_message("not json")]]))
+    result = UpstreamRunner.run_sync(agent, "hi", error_handlers={
+        "invalid_final_output": lambda data: seen.append(str(data.error)) or {"fallback": True}})
+    assert result.final_output == {"fallback": True} and seen == ["not JSON: Expecting value: line 1 column 1 (char 0)"]
+    with pytest.raises(ModelBehaviorError, match="not JSON"):  # no handler: the schema's own error
+        Runner.run_sync(agent.clone(model=ScriptedModel([[assistant_message("not json")]])), "hi")
+
+
+def test_an_error_handlers_output_that_json_cannot_write_is_refused_naming_it():
+    import datetime
+    from typing import Any
+
+    from miniagents import AgentOutputSchema, UserError
+    from miniagents.upstream import Runner as UpstreamRunner
+
+    agent = Agent(name="a", model=ScriptedModel([[assistant_message("not json")]]),
+                  output_type=AgentOutputSchema(Any, strict_json_schema=False))
+    with pytest.raises(UserError, match="final_output: date is not JSON"):
+        UpstreamRunner.run_sync(agent, "x", error_handlers={
+            "invalid_final_output": lambda data: datetime.date(2020, 1, 1)})
