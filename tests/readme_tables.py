@@ -190,7 +190,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (state.MAX_TEXT) refused before it is parsed, saying so; 1178 a paused agent tool found by the paused turn's own
     # call; 1179 the journal cap on what a session gives only (a run's own entry is never refused), and a journal that
     # is no text refused as one not written by miniagents
-    "HTTP adapters": 2084,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2096,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -204,8 +204,18 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # call arguments compared with what response.completed carries there (a server sending no .done items was
     # never compared: a tool could run with arguments nobody streamed); 2084: the place found by item_id first
     # (Ollama streams a message and the call after it at one index)
-    "shell: tracing": 957,
-    "shell: retries": 320,
+    # 2096 for an answer set aside to resend the request adding its usage to the answer returned (its tokens
+    # were billed, and the run's token limits never saw them), a Retry-After date past any year a datetime holds
+    # read as no delay, the backoff's exponent capped, and a Responses turn of calls or blank text no sign that
+    # text.format was ignored (an empty part beside a call resent the request and threw the call away)
+    "shell: tracing": 1041,
+    # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
+    # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
+    # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
+    # forever on a FIFO, and a nested run's span counting its caller's usage
+    "shell: retries": 332,
+    # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
+    # (request_limit=1 allowed four model calls)
     "shell: capabilities and Workspace": 800,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     "shell: upstream compatibility": 1837,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
@@ -222,7 +232,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for upstream's omitted reasoning ids leaving a return that is no ModelResponse to the kernel's UserError
     # 1837 for an error handler's final output that JSON cannot write refused naming it (it was a bare
     # TypeError)
-    "shell: recording and replay": 700,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 728,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
+    # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
+    # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
+    # tokens, redact= missing keys and escaped JSON; a line size cap; wrap() of a name refused
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
