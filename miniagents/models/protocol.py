@@ -332,7 +332,8 @@ RETRY_HEADERS = ("retry-after-ms", "retry-after", "x-should-retry")  # what a se
 
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
-    """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date)."""
+    """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date); None when it
+    asked for none, or for one that cannot be read (a date in a year past any a datetime holds overflows)."""
     from email.utils import parsedate_to_datetime
     for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
@@ -341,7 +342,7 @@ def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
             pass
     try:
         when = parsedate_to_datetime(headers.get("retry-after") or "")
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     return when.timestamp() - (time.time() if now is None else now)
 
@@ -374,4 +375,5 @@ def retry_delay(retries_so_far: int, headers: Optional[dict] = None, rand=random
     delay = retry_after(headers or {})
     if delay is not None and 0 < delay <= MAX_SERVER_DELAY:
         return delay
-    return min(INITIAL_RETRY_DELAY * 2 ** retries_so_far, MAX_RETRY_DELAY) * (1 - 0.25 * rand())
+    # 32 doublings put any delay at its ceiling long since; more would overflow a float (2.0 ** 1024)
+    return min(INITIAL_RETRY_DELAY * 2 ** min(retries_so_far, 32), MAX_RETRY_DELAY) * (1 - 0.25 * rand())

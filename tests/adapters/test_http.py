@@ -3,6 +3,8 @@ import socket
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from miniagents.models import http, protocol
@@ -232,9 +234,43 @@ def test_backoff_follows_openai_python_constants(monkeypatch):
     assert protocol.retry_delay(0, {"retry-after": "0"}, rand=lambda: 0.0) == 0.5  # not in (0, cap]: backoff
 
 
+@given(retries_so_far=st.integers(0, 10 ** 6))
+def test_the_backoff_stays_at_its_ceiling_after_any_number_of_attempts(retries_so_far):
+    """max_retries may be any int >= 0: the 1,025th attempt waits MAX_RETRY_DELAY, not an OverflowError."""
+    assert 0 < protocol.retry_delay(retries_so_far, rand=lambda: 0.0) <= protocol.MAX_RETRY_DELAY
+    assert protocol.retry_delay(1024, rand=lambda: 0.0) == protocol.MAX_RETRY_DELAY
+
+
 def test_retry_after_http_date():
     assert protocol.retry_after({"retry-after": "Thu, 01 Jan 2026 00:00:30 GMT"}, now=1767225600.0) == 30.0
     assert protocol.retry_after({"retry-after": "soon"}) is None
+
+
+HTTP_DATES = st.builds("{}, {:02d} {} {} {:02d}:{:02d}:{:02d} {}".format,
+                       st.sampled_from(["Mon", "Thu", "Xyz"]), st.integers(0, 99), st.sampled_from(["Jan", "Dec"]),
+                       st.one_of(st.integers(0, 9999), st.integers(2 ** 63, 10 ** 30)),  # a year a C long overflows
+                       st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+                       st.sampled_from(["GMT", "-0000", "+2359", "-9999", "+99999999999999999999"]))
+RETRY_AFTER = st.one_of(HTTP_DATES, st.text(max_size=40), st.floats().map(repr), st.integers().map(str))
+
+
+@given(value=RETRY_AFTER)
+def test_any_retry_after_is_a_delay_or_none_and_the_wait_stays_bounded(value):
+    """A server's Retry-After may say anything (a date in year 10**30 overflows what a datetime holds): it is read
+    as a number of seconds or as no delay, and never raises; the wait it leads to is at most MAX_SERVER_DELAY."""
+    for headers in ({"retry-after": value}, {"retry-after-ms": value}):
+        delay = protocol.retry_after(headers)
+        assert delay is None or isinstance(delay, float)
+        assert isinstance(protocol.should_retry(429, headers), bool)
+        assert 0 <= protocol.retry_delay(3, headers) <= protocol.MAX_SERVER_DELAY
+
+
+def test_a_retry_after_date_past_any_year_is_no_delay_and_the_request_is_retried(server):
+    server.reply({"error": {"message": "slow down"}}, status=429,
+                 headers={"Retry-After": "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"})
+    server.reply(chat_completion("ok"))
+    assert protocol.retry_after({"retry-after": "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"}) is None
+    assert text_of(ask(chat(server))) == "ok" and len(server.requests) == 2
 
 
 def test_error_fields_stringify_codes_and_messages():

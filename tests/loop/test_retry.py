@@ -221,6 +221,7 @@ def test_bad_settings_are_user_errors():
     ({"retry-after-ms": "600"}, 0.6, 2),
     ({"Retry-After": "3600"}, None, 1),  # longer than the adapter ever waits: the call fails now
     ({"x-should-retry": "false"}, None, 1),  # the server says a retry cannot help
+    ({"Retry-After": "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"}, 0.0, 2),  # a date no datetime holds: none
 ])
 def test_provider_suggested_retries_follow_the_servers_retry_headers(server, headers, waits, requests):
     import time
