@@ -17,7 +17,8 @@ settings ask for retries calls a `RetryingModel` around its model.
 Every wait is bounded: the backoff's settings are finite numbers >= 0 and it stops growing at `max_delay`; a wait
 a policy or a server asks for is at most `MAX_SERVER_DELAY` (the adapters' longest `retry-after`), and one that is
 not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's. Cancelling the run ends a wait at
-once and no attempt follows: the run returns as cancelled.
+once and no attempt follows: the run returns as cancelled. Each retry is one more request of the run, as upstream
+counts it, checked against the run's `UsageLimits` before it is sent (`count_retry`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from .. import caller, seams
-from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+from ..context import COUNTING
+from ..errors import ModelHTTPError, ModelTimeoutError, UsageLimitExceeded, UserError
 from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
 from ..models.protocol import MAX_SERVER_DELAY
 from .advice import ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError, http_advice  # noqa: F401
@@ -321,8 +323,26 @@ def as_settings(value: Any) -> Optional[ModelRetrySettings]:
                     f"got {type(value).__name__}")
 
 
-def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict, cancelled: threading.Event) -> Any:
-    """`call()` (one model call), retried as `settings` and its policy decide, until `cancelled` is set."""
+def count_retry(run: Any) -> None:
+    """A retry is one more request of the run (upstream counts each attempt): checked against the run's usage limits
+    and counted before it is sent, as the kernel checks and counts a turn's first (`steps.check_request_limit`),
+    under the same lock (a run sharing the usage never sees the room it takes). Past a limit the run stops with
+    `UsageLimitExceeded`, which carries the run's state, to resume with a higher limit: the call is made again."""
+    usage, limits = run.state.context_wrapper.usage, run.config.usage_limits
+    with COUNTING:
+        limit = limits.exceeded(usage, requests=1) if limits is not None else None
+        if limit is None:
+            usage.requests += 1
+    if limit is not None:
+        stop = UsageLimitExceeded(*limit)
+        stop.state = run.state
+        raise stop
+
+
+def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict, cancelled: threading.Event,
+                 count: Callable[[], None]) -> Any:
+    """`call()` (one model call), retried as `settings` and its policy decide, until `cancelled` is set; `count()`
+    before each retry is sent (`count_retry`)."""
     settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
@@ -337,15 +357,16 @@ def get_response(model: Any, settings: Any, call: Callable[[], Any], ids: dict, 
                 if not decision.retry:
                     raise
                 _wait(decision, attempt, settings, cancelled)
+                count()
                 attempt += 1
     finally:
         provider_retries_disabled.reset(token)
 
 
 def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids: dict,
-                    cancelled: threading.Event) -> Iterator[Any]:
+                    cancelled: threading.Event, count: Callable[[], None]) -> Iterator[Any]:
     """The events of `call()` (one streamed model call); a failure before the first event may be retried, until
-    `cancelled` is set."""
+    `cancelled` is set; `count()` before each retry is sent."""
     settings = as_settings(settings)
     token = provider_retries_disabled.set(_runner_managed(settings))
     try:
@@ -364,29 +385,31 @@ def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids
                 if not decision.retry:
                     raise
                 _wait(decision, attempt, settings, cancelled)
+                count()
                 attempt += 1
     finally:
         provider_retries_disabled.reset(token)
 
 
 class RetryingModel:
-    """A turn's model, with each call retried as `settings` (`ModelSettings.retry`) and its policy decide; every
-    other attribute is the wrapped model's."""
+    """A turn's model, with each call retried as `settings` (`ModelSettings.retry`) and its policy decide, each retry
+    counted in `run`'s usage; every other attribute is the wrapped model's."""
 
-    def __init__(self, model: Any, settings: ModelRetrySettings):
-        self.wrapped, self.settings = model, settings
+    def __init__(self, model: Any, settings: ModelRetrySettings, run: Any):
+        self.wrapped, self.settings, self.run = model, settings, run
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:
         cancelled = threading.Event()  # the run's cancel sets it, from the first attempt to the last
         with caller.abortable(cancelled.set):
             return get_response(self.wrapped, self.settings, lambda: self.wrapped.get_response(*args, **kwargs),
-                                kwargs, cancelled)
+                                kwargs, cancelled, lambda: count_retry(self.run))
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         cancelled = threading.Event()  # the run's cancel sets it, from the first attempt to the last event
         with caller.abortable(cancelled.set):
             yield from stream_response(self.wrapped, self.settings,
-                                       lambda: self.wrapped.stream_response(*args, **kwargs), kwargs, cancelled)
+                                       lambda: self.wrapped.stream_response(*args, **kwargs), kwargs, cancelled,
+                                       lambda: count_retry(self.run))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -397,7 +420,7 @@ class RetryPlugin(seams.Plugin):
 
     def model(self, run: Any, setup: Any, model: Any) -> Any:
         settings = as_settings(setup.settings.retry)
-        return model if settings is None else RetryingModel(model, settings)
+        return model if settings is None else RetryingModel(model, settings, run)
 
 
 seams.register(RetryPlugin())

@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miniagents import (Agent, ModelHTTPError, ModelRetryAdvice, ModelRetryBackoffSettings, ModelRetrySettings,
-                        ModelSettings, ModelTimeoutError, RetryDecision, RetryPolicyContext, Runner, UserError,
-                        retry_policies)
+                        ModelSettings, ModelTimeoutError, RetryDecision, RetryPolicyContext, RunConfig, Runner,
+                        UsageLimitExceeded, UsageLimits, UserError, retry_policies)
 from miniagents import retry
-from miniagents.testing import ModelStep, ScriptedModel, assistant_message
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 
 def unavailable():
@@ -82,7 +82,7 @@ def test_a_streamed_call_is_retried_only_before_its_first_event():
         raise unavailable()
 
     with pytest.raises(ModelHTTPError):
-        list(retry.stream_response(None, settings, stream_then_fail, {}, threading.Event()))
+        list(retry.stream_response(None, settings, stream_then_fail, {}, threading.Event(), lambda: None))
     assert len(calls) == 1
 
 
@@ -130,9 +130,8 @@ def test_the_adapter_is_told_not_to_retry_while_the_run_manages_retries():
 
     policy = retry_policies.network_error()
     never = threading.Event()
-    assert retry.get_response(None, ModelRetrySettings(max_retries=2, policy=policy), call, {}, never) == "answer"
-    assert retry.get_response(None, None, call, {}, never) == "answer"
-    assert retry.get_response(None, ModelRetrySettings(max_retries=0), call, {}, never) == "answer"
+    for settings in (ModelRetrySettings(max_retries=2, policy=policy), None, ModelRetrySettings(max_retries=0)):
+        assert retry.get_response(None, settings, call, {}, never, lambda: None) == "answer"
     assert seen == [True, False, True] and retry.provider_retries_disabled.get() is False
 
 
@@ -240,3 +239,57 @@ def test_provider_suggested_retries_follow_the_servers_retry_headers(server, hea
         assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
         assert time.monotonic() - started >= waits  # the backoff here is a millisecond (conftest's fast_retries)
     assert len(server.requests) == requests
+
+
+# --- What an attack found: the run's retries were not requests, so request_limit=1 allowed four model calls ---------
+
+
+def run_to_end(model, settings, limits, streamed, state=None):
+    """The run of an agent whose calls `settings` retries, under `limits`, streamed or not (from `state` if given)."""
+    config = RunConfig(usage_limits=limits)
+    if not streamed:
+        return Runner.run_sync(agent(model, retry=settings), state or "hi", run_config=config)
+
+    async def drain():
+        result = Runner.run_streamed(agent(model, retry=settings), state or "hi", run_config=config)
+        async for _ in result.stream_events():
+            pass
+        return result
+    return asyncio.run(drain())
+
+
+@given(failures=st.integers(0, 6), limit=st.one_of(st.none(), st.integers(1, 8)), streamed=st.booleans())
+def test_each_retry_is_a_request_checked_against_request_limit_before_it_is_sent(failures, limit, streamed):
+    """Upstream counts every attempt in usage.requests: a retry is checked against request_limit before it is sent
+    (the limit is never passed) and counted; the stop's state resumes, and the run then has made one request per
+    model call, however many failed."""
+    model = ScriptedModel([unavailable() for _ in range(failures)] + [[assistant_message("ok")]])
+    settings = ModelRetrySettings(max_retries=9, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    limits = UsageLimits(request_limit=limit)
+    try:
+        result = run_to_end(model, settings, limits, streamed)
+    except UsageLimitExceeded as stop:
+        assert limit is not None and failures + 1 > limit
+        assert (stop.limit, stop.value, stop.count) == ("request_limit", limit, limit + 1)
+        assert len(model.calls) == stop.state.context_wrapper.usage.requests == limit  # the limit, never more
+        result = run_to_end(model, settings, UsageLimits(), streamed, stop.state)
+    else:
+        assert limit is None or failures + 1 <= limit
+    assert result.final_output == "ok"
+    assert len(model.calls) == result.context_wrapper.usage.requests == failures + 1
+
+
+def test_an_agent_tools_retries_count_against_its_callers_request_limit_and_the_caller_resumes():
+    """The inner run's retries are requests of the shared usage: the caller's limit stops the inner run (and the
+    caller) before the retry that would pass it, and the caller's state resumes the inner run where it stopped."""
+    settings = ModelRetrySettings(max_retries=3, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    inner_model = ScriptedModel([unavailable(), unavailable(), [assistant_message("inner ok")]])
+    inner = agent(inner_model, retry=settings)
+    outer_model = ScriptedModel([[function_call("inner", {"input": "x"}, call_id="c1")], [assistant_message("done")]])
+    outer = Agent(name="Outer", model=outer_model, tools=[inner.as_tool("inner", "Ask the inner agent.")])
+    with pytest.raises(UsageLimitExceeded) as stop:
+        Runner.run_sync(outer, "hi", run_config=RunConfig(usage_limits=UsageLimits(request_limit=3)))
+    assert len(outer_model.calls) + len(inner_model.calls) == stop.value.state.context_wrapper.usage.requests == 3
+    result = Runner.run_sync(outer, stop.value.state, run_config=RunConfig(usage_limits=UsageLimits(request_limit=9)))
+    assert result.final_output == "done" and len(inner_model.calls) == 3
+    assert result.context_wrapper.usage.requests == len(outer_model.calls) + len(inner_model.calls) == 5
