@@ -13,6 +13,7 @@ import re
 import threading
 from typing import Any, Iterator, Optional
 
+from ..context import Usage
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
 from ..schema import check_tool_name, wire_schema
 from . import http
@@ -284,12 +285,15 @@ class EndpointModel:
         call yields one `ModelResponse`, a stream its events. A part the server refuses, or that its answer shows
         it ignored, is switched and the body sent once more (each part once at most, with a fresh retry budget);
         what worked is remembered. A stream is held back to its end only while its answer must show whether the
-        server took a part (a forced tool, an output schema) it has not taken before."""
+        server took a part (a forced tool, an output schema) it has not taken before. An answer set aside so was
+        generated and billed all the same: its usage is added to the answer's returned (`spent`), so the run's usage
+        and its token limits see it."""
         key = (self.path, self.base_url, self.model)
         forms = {part: pair[0] for part, pair in self.FORMS.items()}
         forms.update({**_accepted_forms.get(key, {}), **self._forced})
         switched: list = []  # the parts switched so far
         said: list = []  # why each was, for the error when the last form is refused too
+        spent = Usage(requests=0)  # the usage of the answers set aside so far, their requests too
         while True:
             sent = self._in_forms(body, forms)
             checked = [part for part in self._checked(sent, forms) if part not in self._forced and part not in switched]
@@ -313,13 +317,15 @@ class EndpointModel:
                 except RecursionError:  # a body that parsed, nested deeper than its reading can follow
                     raise exchange.explain(too_deep()) from None
                 answer.output = items = self._cleaned(sent, answer.output)
+                answer.usage.add(spent)
             elif held:
-                answer = list(self._relayed(sent, exchange))
+                answer = list(self._relayed(sent, exchange, spent))
                 items = answer[-1]["response"]["output"]
             else:
-                items = yield from self._relayed(sent, exchange)
+                items = yield from self._relayed(sent, exchange, spent)
             ignored = [part for part in checked if self._ignored(part, sent, items)]
             if ignored and (held or not stream):
+                spent = answer.usage if not stream else Usage.from_json(answer[-1]["response"].get("usage"))
                 self._switch(forms, ignored, switched, said, "ignored", "")
                 continue
             learned = {**{part: forms[part] for part in switched + checked},
@@ -332,10 +338,11 @@ class EndpointModel:
                 yield answer
             return
 
-    def _relayed(self, sent: dict, exchange: Any) -> Iterator[dict]:
+    def _relayed(self, sent: dict, exchange: Any, spent: Usage) -> Iterator[dict]:
         """A stream's events as they come, each item one carries (`output_item.done`, the completed response's)
         `_cleaned`, as the run gets it, so the events agree with the result; the text events (deltas, a part's
-        `.done`) stay as the model wrote them. Returns the completed response's items."""
+        `.done`) stay as the model wrote them; the completed response's usage with `spent` added. Returns the
+        completed response's items."""
         items: list = []
         try:
             for event in self._events(exchange):
@@ -343,6 +350,10 @@ class EndpointModel:
                     event = {**event, "item": self._cleaned(sent, [event["item"]])[0]}
                 elif event.get("type") == "response.completed":
                     items = event["response"]["output"] = self._cleaned(sent, event["response"]["output"])
+                    if spent.requests:  # (a stream's usage as the server sent it, when nothing was set aside)
+                        usage = Usage.from_json(event["response"].get("usage"))
+                        usage.add(spent)
+                        event["response"]["usage"] = usage.to_json()
                 yield event
         except (ModelHTTPError, ModelTimeoutError) as err:
             raise exchange.explain(err) from None

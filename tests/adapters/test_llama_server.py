@@ -2,13 +2,16 @@
 a tool forced by name is resent as `"required"` with only that tool, an output schema the Responses endpoint
 drops is resent in the instructions, a structured answer in a code fence is unwrapped, and the errors say what
 to do (501, the 404s, a context too small). Both adapters, plain and streamed, through their public methods."""
+import asyncio
 import json
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from miniagents import (Agent, ModelHTTPError, ModelSettings, OpenAIChatCompletionsModel, OpenAIResponsesModel,
-                        Runner, function_tool)
+                        RunConfig, Runner, UsageLimitExceeded, UsageLimits, function_tool)
+from miniagents.context import Usage
 from miniagents.models import endpoint, protocol
 from miniagents.models.endpoint import unfenced
 from openai_server import (FASTAPI_NOT_FOUND, HTTP_SERVER_501, IGNORED_ANSWER, LLAMA_SERVER_CONTEXT,
@@ -335,3 +338,90 @@ def test_a_forced_tool_and_an_output_schema_both_ignored_are_switched_in_one_res
     assert calls(out) == ["get_order_status"] and len(server.requests) == 2
     assert forced_form(server.bodies[1]) == ("required", ["get_order_status"])
     assert "Reply with one JSON object" in server.bodies[1]["instructions"]
+
+
+# --- What an attack found: an answer set aside for a resend was billed, and the run's usage dropped it ------------
+
+ORDER = call_item("call_1", "get_order_status", '{"order_id": "A1"}')
+SET_ASIDE = {  # what each answer holds (a text or the forced call), the last the one returned; and how it is asked
+    "chat: tool_choice ignored": ("chat", ["prose", ORDER], FORCED, None),
+    "responses: tool_choice ignored": ("responses", ["prose", ORDER], FORCED, None),
+    "responses: text.format ignored": ("responses", ["prose", '{"order_id": "A1"}'], ModelSettings(), SCHEMA),
+    "responses: tool_choice ignored, a schema asked": ("responses", ['{"order_id": "A1"}', ORDER], FORCED, SCHEMA),
+    "responses: tool_choice, then text.format": ("responses", ['{"order_id": "A1"}', "prose", ORDER], FORCED, SCHEMA),
+}
+
+
+def reply_billed(server, api, streamed, answer, tokens):
+    """Queue `answer` (a text, or the forced call) billed `tokens` (input, output)."""
+    inp, out = tokens
+    if api == "chat":
+        usage = {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}
+        text, call = (None, [("call_1", answer["name"], answer["arguments"])]) if isinstance(answer, dict) else (
+            answer, None)
+        server.reply_sse(sse(*chat_chunks(text, call, usage=usage))) if streamed else server.reply(
+            chat_completion(text, call, usage=usage))
+    else:
+        usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+        items = [answer if isinstance(answer, dict) else text_item(answer)]
+        server.reply_sse(response_events(items, usage=usage)) if streamed else server.reply(
+            response_obj(items, usage=usage))
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("case", SET_ASIDE)
+def test_the_usage_of_an_answer_set_aside_for_a_resend_is_added_to_the_answer_returned(server, case, streamed):
+    api, answers, settings, schema = SET_ASIDE[case]
+    billed = [(1000 * (n + 1), 100 * (n + 1) + 7) for n in range(len(answers))]
+    for answer, tokens in zip(answers, billed):
+        reply_billed(server, api, streamed, answer, tokens)
+    args = ("Be brief.", [{"role": "user", "content": "Where is A1?"}], settings, TOOLS, schema, [])
+    if streamed:
+        events = list(model(api, server).stream_response(*args))
+        assert sum(e["type"] == "response.completed" for e in events) == 1  # the answers set aside stay unseen
+        usage = Usage.from_json(events[-1]["response"]["usage"])
+    else:
+        usage = model(api, server).get_response(*args).usage
+    assert len(server.requests) == len(answers) == usage.requests
+    assert (usage.input_tokens, usage.output_tokens) == tuple(map(sum, zip(*billed)))
+    assert usage.total_tokens == sum(map(sum, billed))
+
+
+@dataclass
+class Order:
+    order_id: str
+
+
+def run(agent, streamed, limits=None):
+    """A whole run of `agent`, plain or streamed, under `limits`."""
+    config = RunConfig(usage_limits=limits)
+    if not streamed:
+        return Runner.run_sync(agent, "A1?", run_config=config)
+
+    async def main():
+        result = Runner.run_streamed(agent, "A1?", run_config=config)
+        async for _ in result.stream_events():
+            pass
+        return result
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_the_tokens_of_an_answer_set_aside_count_in_the_runs_usage_and_against_its_limits(server, streamed):
+    reply_billed(server, "responses", streamed, "Sure! It is A1.", (1000, 500))
+    reply_billed(server, "responses", streamed, '{"response": {"order_id": "A1"}}', (1100, 20))
+    result = run(Agent(name="Desk", output_type=Order, model=model("responses", server)), streamed)
+    assert result.final_output == Order("A1") and len(server.requests) == 2
+    usage = result.context_wrapper.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (2100, 520, 2620)
+
+    @function_tool
+    def get_order_status(order_id: str) -> str:
+        return "shipped"
+
+    reply_billed(server, "responses", streamed, "Let me look.", (10, 500))  # set aside: 500 output tokens billed
+    reply_billed(server, "responses", streamed, ORDER, (10, 20))
+    agent = Agent(name="Desk", output_type=Order, tools=[get_order_status], model=model("responses", server, "b"))
+    with pytest.raises(UsageLimitExceeded, match="output_tokens_limit=500"):  # 520 spent: no third request
+        run(agent, streamed, UsageLimits(output_tokens_limit=500))
+    assert len(server.requests) == 4
