@@ -323,12 +323,13 @@ class EndpointModel:
                 items = answer[-1]["response"]["output"]
             else:
                 items = yield from self._relayed(sent, exchange, spent)
-            ignored = [part for part in checked if self._ignored(part, sent, items)]
+            shown = {part: self._ignored(part, sent, items) for part in checked}  # None: the answer shows neither
+            ignored = [part for part, was in shown.items() if was]
             if ignored and (held or not stream):
                 spent = answer.usage if not stream else Usage.from_json(answer[-1]["response"].get("usage"))
                 self._switch(forms, ignored, switched, said, "ignored", "")
                 continue
-            learned = {**{part: forms[part] for part in switched + checked},
+            learned = {**{part: forms[part] for part in switched + [part for part in checked if shown[part] is False]},
                        **{part: self.FORMS[part][1] for part in ignored}}  # what a live stream showed: for next time
             if learned:
                 _accepted_forms[key] = {**_accepted_forms.get(key, {}), **learned}
@@ -393,8 +394,9 @@ class EndpointModel:
         the body offers: forcing another has no second form)."""
         return ["tool_choice"] if with_required_tool(sent) is not sent else []
 
-    def _ignored(self, part: str, sent: dict, items: list) -> bool:
-        """Whether the answer (its output items) shows the server ignored `part`: no call of the forced tool."""
+    def _ignored(self, part: str, sent: dict, items: list) -> Optional[bool]:
+        """Whether the answer (its output items) shows the server ignored `part` (no call of the forced tool), or took
+        it; None when it shows neither (neither is then resent nor remembered)."""
         return not any(i.get("type") == "function_call" and i.get("name") == forced_tool(sent) for i in items)
 
     def _cleaned(self, sent: dict, items: list) -> list:

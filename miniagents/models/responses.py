@@ -131,11 +131,18 @@ class OpenAIResponsesModel(EndpointModel):
         schema = forms["text.format"] == "alone" and self._schema(sent) is not None
         return super()._checked(sent, forms) + (["text.format"] if schema else [])
 
-    def _ignored(self, part: str, sent: dict, items: list) -> bool:
+    def _ignored(self, part: str, sent: dict, items: list) -> Optional[bool]:
+        """The output schema: ignored when a text is not JSON, taken when every text is. A turn of function calls
+        shows neither: the run reads no output from it (it runs the calls, and the text beside them is commentary,
+        which a server that reads the schema may write too), and a resend would throw its calls away. Nor does an
+        empty or blank text (a server's empty part beside a call)."""
         if part != "text.format":
             return super()._ignored(part, sent, items)
-        return any(p.get("type") == "output_text" and not is_json(p["text"]) for i in items
-                   if i.get("type") == "message" for p in i.get("content") or [])
+        texts = [p["text"] for i in items if i.get("type") == "message" for p in i.get("content") or []
+                 if p.get("type") == "output_text" and p["text"].strip()]
+        if not texts or any(i.get("type") == "function_call" for i in items):
+            return None
+        return not all(map(is_json, texts))
 
     def _schema(self, body: dict) -> Optional[dict]:
         fmt = (body.get("text") or {}).get("format") or {}

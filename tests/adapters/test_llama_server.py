@@ -425,3 +425,51 @@ def test_the_tokens_of_an_answer_set_aside_count_in_the_runs_usage_and_against_i
     with pytest.raises(UsageLimitExceeded, match="output_tokens_limit=500"):  # 520 spent: no third request
         run(agent, streamed, UsageLimits(output_tokens_limit=500))
     assert len(server.requests) == 4
+
+
+# --- What an attack found: an empty text beside a call was taken for an output schema ignored --------------------
+
+
+def reply_items(server, streamed, items):
+    server.reply_sse(response_events(items)) if streamed else server.reply(response_obj(items))
+
+
+@settings(max_examples=20, deadline=None)
+@given(beside=st.one_of(st.text(" \t\r\n", max_size=4), st.sampled_from(["Let me look that up.", "{"])),
+       streamed=st.booleans())
+def test_a_turn_of_calls_or_an_empty_text_is_no_sign_of_the_output_schema_ignored(beside, streamed):
+    """Whether the server read `text.format` shows only in a text the run reads as the output: a turn of calls
+    (with an empty, blank or commentary text beside them) is not resent, and nothing is remembered from it."""
+    from openai_server import OpenAITestServer
+
+    endpoint._accepted_forms.clear()
+    server = OpenAITestServer()
+    try:
+        items = [text_item(beside), ORDER]
+        reply_items(server, streamed, items)
+        out, _ = ask(model("responses", server), streamed, ModelSettings(), SCHEMA)
+        assert calls(out) == ["get_order_status"] and len(server.requests) == 1
+        reply_items(server, streamed, [text_item(" \n")])  # no call, no text: no sign either
+        ask(model("responses", server), streamed, ModelSettings(), SCHEMA)
+        assert len(server.requests) == 2 and "JSON schema" not in json.dumps(server.bodies)
+        assert endpoint._accepted_forms == {}
+    finally:
+        server.close()
+
+
+def test_a_stream_after_a_turn_of_calls_is_still_held_until_its_answer_shows_the_schema_read(server):
+    """A first turn of calls teaches nothing, so the streamed answer after it is held back: it shows the schema
+    ignored, and the reader gets only the answer to the request sent again with the schema in the instructions."""
+
+    @function_tool
+    def get_order_status(order_id: str) -> str:
+        return "shipped"
+
+    reply_items(server, True, [ORDER])
+    reply_items(server, True, [text_item(IGNORED_ANSWER)])
+    reply_items(server, True, [text_item('{"response": {"order_id": "A1"}}')])
+    agent = Agent(name="Desk", output_type=Order, tools=[get_order_status], model=model("responses", server))
+    result = run(agent, True)
+    assert result.final_output == Order("A1") and len(server.requests) == 3
+    assert ["JSON schema" in (body.get("instructions") or "") for body in server.bodies] == [False, False, True]
+    assert IGNORED_ANSWER not in json.dumps([r.output for r in result.raw_responses])
