@@ -25,7 +25,7 @@ from typing import Any
 
 from ..context import Usage
 from ..errors import ModelBehaviorError, file_name
-from ..items import ModelResponse
+from ..items import ModelResponse, preview
 from ..models import shapes
 from .errors import RecordingError
 
@@ -33,6 +33,11 @@ VERSION = 1
 VERSIONS = {1: "a header line, then one line per model call: its request and its response (or stream events)"}
 KIND = "miniagents recording"
 MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
+# One line larger than this is refused before it is decoded (decoded JSON can take 50 times its text's memory). A
+# real line stays far below it: it holds a request and its answer, each bounded by a model's context window (2M
+# tokens are about 8 MB of text; a stream repeats its text in a few events), and 64 MiB is twice the largest
+# answer the HTTP adapters take by default (max_response_bytes).
+MAX_LINE_BYTES = 64 * 2 ** 20
 MAX_DEPTH = 100  # levels of objects and arrays one line may nest: a replay copies and compares them recursively
 NOT_REGULAR = "it is not a regular file (a folder, a FIFO, a device or a socket)"
 REQUEST_FIELDS = ("instructions", "input", "tools", "handoffs", "output_schema", "settings", "previous_response_id",
@@ -147,6 +152,18 @@ def encode(line: dict) -> bytes:
         return (json_text(line, ascii_only=True) + "\n").encode("ascii")
 
 
+def encode_call(line: dict) -> bytes:
+    """A call's line as written, once it is one `load` reads back (its size, its nesting, `check_call`); a
+    `ValueError` saying why not: a recording is never written that its replay would refuse."""
+    data = encode(line)
+    if len(data) > MAX_LINE_BYTES:
+        raise ValueError(f"it is larger than {MAX_LINE_BYTES // 2 ** 20} MiB")
+    if depth(line) > MAX_DEPTH:
+        raise ValueError(f"it nests more than {MAX_DEPTH} levels deep")
+    check_call(line, line["n"])
+    return data
+
+
 # --- Reading a recording back, checked whole before a replay serves any of it ----------------------------------
 
 
@@ -165,17 +182,18 @@ def load(path: Any) -> list:
     lines = data.split(b"\n")
     if not lines[0].strip():
         raise RecordingError(f"{name!r} is empty: a recording starts with a line that names its version")
-    first = _line(name, 1, lines[0])
+    last = len(lines) if lines[-1].strip() else 0  # a last line without its newline: cut off, if it does not read
+    first = _line(name, 1, lines[0], last == 1)
     if first.get("kind") != KIND or "version" not in first:
         raise RecordingError(f"{name!r} line 1 does not start a miniagents recording (expected "
                              f'{{"version": {VERSION}, "kind": "{KIND}"}})')
     if type(first["version"]) is not int or first["version"] not in VERSIONS:
-        raise RecordingError(f"{name!r} is a recording of version {first['version']!r}; this miniagents reads "
-                             f"version(s) {sorted(VERSIONS)}")
+        raise RecordingError(f"{name!r} is a recording of version {preview(repr(first['version']))}; this miniagents "
+                             f"reads version(s) {sorted(VERSIONS)}")
     calls = []
     for number, raw in enumerate(lines[1:], 2):
         if raw.strip():
-            calls.append(_call(name, number, _line(name, number, raw), len(calls) + 1))
+            calls.append(_call(name, number, _line(name, number, raw, number == last), len(calls) + 1))
     return calls
 
 
@@ -183,10 +201,16 @@ def _not_a_number(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON number")
 
 
-def _line(name: str, number: int, raw: bytes) -> dict:
+def _line(name: str, number: int, raw: bytes, unended: bool) -> dict:
+    """Line `number`, decoded; `unended`: the file's last, without the newline every written line ends with."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise RecordingError(f"{name!r} line {number} is larger than {MAX_LINE_BYTES // 2 ** 20} MiB; it is not read")
     try:
         value = json.loads(raw.decode("utf-8"), parse_constant=_not_a_number)
     except (UnicodeDecodeError, ValueError) as error:
+        if unended:  # a write that stopped part-way (a full disk, a killed process)
+            raise RecordingError(f"{name!r} is truncated at line {number}: the line ends part-way, without its "
+                                 "newline (the recording stopped while writing it)") from None
         raise RecordingError(f"{name!r} line {number} is not JSON: {error}") from None
     except RecursionError:
         raise RecordingError(f"{name!r} line {number} is nested more than {MAX_DEPTH} levels deep") from None
@@ -230,38 +254,42 @@ def _response(response: dict, where: str) -> None:
 
 
 def _call(name: str, number: int, line: dict, expected: int) -> dict:
-    def wrong(what: str) -> RecordingError:
-        return RecordingError(f"{name!r} line {number}: {what}")
+    try:
+        check_call(line, expected)
+    except ValueError as error:
+        raise RecordingError(f"{name!r} line {number}: {error}") from None
+    return line
+
+
+def check_call(line: dict, expected: int) -> None:
+    """A `ValueError` saying what a replay could not read in a call's line (numbered `expected`): load's rules,
+    which the recorder keeps before it writes a line."""
     if line.get("n") != expected or type(line.get("n")) is not int:
-        raise wrong(f"expected call number {expected} (\"n\"), found {line.get('n')!r}")
+        raise ValueError(f"expected call number {expected} (\"n\"), found {preview(repr(line.get('n')))}")
     request, response = line.get("request"), line.get("response")
     if not isinstance(request, dict) or not isinstance(response, dict):
-        raise wrong('a call needs a "request" and a "response" object')
+        raise ValueError('a call needs a "request" and a "response" object')
     missing = [field for field in REQUEST_FIELDS if field not in request]
     if missing:
-        raise wrong(f"the request lacks {', '.join(missing)}")
+        raise ValueError(f"the request lacks {', '.join(missing)}")
     if not isinstance(request["input"], list) or not isinstance(request["tools"], list) \
             or not isinstance(request["handoffs"], list):
-        raise wrong("the request's input, tools and handoffs must be lists")
-    try:
-        if "events" in response:
-            events = response["events"]
-            if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
-                raise wrong('"events" must be a list of objects')
-            final = [(i, e) for i, e in enumerate(events) if e.get("type") == "response.completed"]
-            if not final or not all(isinstance(e.get("response"), dict) for _, e in final):
-                raise wrong("a streamed response needs a response.completed event with its response")
-            for index, event in final:
-                _response(event["response"], f"events[{index}].response")
-                if not isinstance(event["response"].get("id"), (str, type(None))):
-                    raise wrong(f'the response\'s "events[{index}].response.id" must be a string or null')
-        elif not isinstance(response.get("output"), list) or not isinstance(response.get("usage"), (dict, type(None))):
-            raise wrong('a response needs "output" (a list) and "usage", or "events"')
-        else:
-            _response(response, "response")
-            for field in ("response_id", "request_id"):
-                if not isinstance(response.get(field), (str, type(None))):
-                    raise wrong(f'the response\'s "{field}" must be a string or null')
-    except ValueError as error:
-        raise wrong(f"{error}") from None
-    return line
+        raise ValueError("the request's input, tools and handoffs must be lists")
+    if "events" in response:
+        events = response["events"]
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            raise ValueError('"events" must be a list of objects')
+        final = [(i, e) for i, e in enumerate(events) if e.get("type") == "response.completed"]
+        if not final or not all(isinstance(e.get("response"), dict) for _, e in final):
+            raise ValueError("a streamed response needs a response.completed event with its response")
+        for index, event in final:
+            _response(event["response"], f"events[{index}].response")
+            if not isinstance(event["response"].get("id"), (str, type(None))):
+                raise ValueError(f'the response\'s "events[{index}].response.id" must be a string or null')
+    elif not isinstance(response.get("output"), list) or not isinstance(response.get("usage"), (dict, type(None))):
+        raise ValueError('a response needs "output" (a list) and "usage", or "events"')
+    else:
+        _response(response, "response")
+        for field in ("response_id", "request_id"):
+            if not isinstance(response.get(field), (str, type(None))):
+                raise ValueError(f'the response\'s "{field}" must be a string or null')

@@ -19,7 +19,8 @@ import os
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-from ..items import ModelResponse
+from ..errors import UserError
+from ..items import ModelResponse, preview
 from . import format, redaction
 from .errors import RecordingError
 
@@ -67,7 +68,7 @@ class Recorder:
         try:
             self._hold(fd)
             os.ftruncate(fd, 0)
-            self._file = os.fdopen(fd, "wb")
+            self._file = os.fdopen(fd, "wb", buffering=0)  # unbuffered: each write's bytes are on file, or not
         except OSError as error:
             self._release()
             os.close(fd)
@@ -76,7 +77,8 @@ class Recorder:
             self._release()
             os.close(fd)
             raise
-        self._write(format.header())
+        self._end = 0  # the file's size: where its last whole line ends
+        self._write(format.encode(format.header()))
 
     def _hold(self, fd: int) -> None:
         """Claim the open file for this recorder, or RecordingError when another recorder holds it."""
@@ -97,18 +99,27 @@ class Recorder:
                 self._held = None
 
     def wrap(self, model: Any) -> "RecordingModel":
-        """`model`, recorded: a `Model` to give an agent (`Agent(model=...)`) or a run (`RunConfig(model=...)`)."""
+        """`model`, recorded: a `Model` to give an agent (`Agent(model=...)`) or a run (`RunConfig(model=...)`).
+        A model object, not a name: a run looks a name up itself, past the recorder."""
+        if not callable(getattr(model, "get_response", None)):  # the rule RunConfig(model=...) keeps
+            given = preview(repr(model)) if isinstance(model, str) else type(model).__name__
+            raise UserError(f"Recorder.wrap() takes a model object (with get_response), got {given}: make the model "
+                            "(OpenAIResponsesModel(name), ...) and wrap that")
         return RecordingModel(model, self)
 
     def close(self) -> None:
         """Close the file (its lock goes with it): another recorder may then record to it."""
         with self._lock:
-            if self._file is not None:
-                try:
-                    self._file.close()
-                finally:
-                    self._file = None
-                    self._release()
+            self._shut()
+
+    def _shut(self) -> None:
+        """Close the file and give it back; called with the lock held."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            finally:
+                self._file = None
+                self._release()
 
     def __del__(self) -> None:  # a recorder never closed still gives its file back when it is collected
         try:
@@ -139,22 +150,41 @@ class Recorder:
         else:
             response = self._hook(redaction.without_secrets(response, secrets))
         with self._lock:
-            self.count += 1
-            self._write({"n": self.count, "model": model_name(model), "stream": stream, "request": request,
-                         "response": response})
+            number = self.count + 1
+            try:
+                data = format.encode_call({"n": number, "model": model_name(model), "stream": stream,
+                                           "request": request, "response": response})
+                if self._end + len(data) > format.MAX_BYTES:
+                    raise ValueError(f"the recording would grow past {format.MAX_BYTES // 2 ** 20} MiB")
+            except ValueError as error:
+                raise RecordingError(f"cannot record call {number} to {self.path!r}: {error}, and a replay of the "
+                                     "recording would refuse it") from None
+            self._write(data)
+            self.count = number
 
-    def _write(self, line: dict) -> None:
-        """Called with the lock held (or from __init__)."""
+    def _write(self, data: bytes) -> None:
+        """Append one line: whole, or not at all (a write that fails part-way is cut back to the last whole line,
+        so the next line does not join its torn end and the number is not used up). Called with the lock held
+        (or from __init__)."""
         if self._file is None:
             raise RecordingError(f"the recorder of {self.path!r} is closed: a wrapped model cannot record any more")
         if os.getpid() != self._pid:  # two processes writing one file would number and interleave lines apart
             raise RecordingError(f"the recorder of {self.path!r} was made in another process (this one was forked "
                                  "from it): make a Recorder, on another path, in this process")
         try:
-            self._file.write(format.encode(line))
-            self._file.flush()
+            written = 0
+            while written < len(data):  # an unbuffered write may take part of the bytes
+                written += self._file.write(data[written:])
         except OSError as error:
-            raise RecordingError(f"cannot write the recording {self.path!r}: {error.strerror or error}") from None
+            why = f"cannot write the recording {self.path!r}: {error.strerror or error}"
+            try:
+                self._file.truncate(self._end)
+                self._file.seek(self._end)
+            except OSError:  # the torn line stays: no later line may join it
+                self._shut()
+                why += "; cutting the torn line off failed too, so the recorder is closed"
+            raise RecordingError(why) from None
+        self._end += written
 
 
 def model_name(model: Any) -> str:
@@ -195,7 +225,9 @@ class RecordingModel:
                                                   conversation_id=conversation_id, prompt=prompt):
             events.append(format.plain(event))  # as it came, before the run holds it
             yield event
-        self.recorder.record(self.wrapped, True, request, {"events": events})
+        if any(isinstance(event, dict) and event.get("type") == "response.completed" for event in events):
+            self.recorder.record(self.wrapped, True, request, {"events": events})
+        # else the stream broke off (the run says so): like a failed call, it leaves no line
 
     def __getattr__(self, name: str) -> Any:
         """Every other attribute is the wrapped model's: its `model` name (which traces show), `get_retry_advice`

@@ -423,7 +423,9 @@ def test_live_a_setup_mistake_in_a_chapter_is_a_failed_rule_not_the_models_choic
     def misconfigured(desk):
         raise UserError("the agent was given a model provider it cannot use")
 
-    monkeypatch.setattr(demo, "live_model", lambda name: (object(), None))
+    from miniagents.testing import ScriptedModel
+
+    monkeypatch.setattr(demo, "live_model", lambda name: (ScriptedModel(), None))  # a model the recorder can wrap
     monkeypatch.setattr(demo, "CHAPTERS", [("Setup", (), misconfigured, "nothing")])
     out = io.StringIO()
     with redirect_stdout(out):
@@ -702,7 +704,9 @@ def test_an_interrupted_recording_leaves_no_older_sidecar_beside_it(tmp_path, mo
     def interrupted(desk, chosen, recorder):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(demo, "live_model", lambda name: (object(), None))
+    from miniagents.testing import ScriptedModel
+
+    monkeypatch.setattr(demo, "live_model", lambda name: (ScriptedModel(), None))  # a model the recorder can wrap
     monkeypatch.setattr(demo, "play_all", interrupted)
     with pytest.raises(KeyboardInterrupt), redirect_stdout(io.StringIO()):
         demo.main(["--live", "--record", str(recording)])

@@ -8,6 +8,8 @@ import stat
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from miniagents import Agent, Runner, function_tool
 from miniagents.recording import Recorder, RecordingError, Replay, VERSION, VERSIONS, format
@@ -143,6 +145,53 @@ def test_a_missing_or_oversized_recording_is_refused_before_anything_is_served(t
     monkeypatch.setattr(format, "MAX_BYTES", 100)
     with pytest.raises(RecordingError, match="is larger than 0 MiB; it is not read"):
         Replay(path)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.floats(0, 1, exclude_min=True, exclude_max=True), line=st.sampled_from([1, 2, 3]))
+def test_a_recording_cut_off_inside_a_line_is_named_truncated_at_that_line(tmp_path, cut, line):
+    """A process killed while writing, a disk that filled: the last line ends part-way, without its newline."""
+    path = write(tmp_path, HEADER, call(), call(n=2))
+    data = path.read_bytes()
+    starts = [0] + [at + 1 for at, byte in enumerate(data) if byte == ord("\n")]
+    start, end = starts[line - 1], starts[line] - 1
+    path.write_bytes(data[:start + max(1, int(cut * (end - start)))])
+    with pytest.raises(RecordingError, match=f"is truncated at line {line}: the line ends part-way, without its newline"):
+        Replay(path)
+
+
+def test_a_last_line_without_its_newline_that_reads_whole_is_served(tmp_path):
+    path = write(tmp_path, HEADER, json.dumps(call()).encode())  # written by hand, say
+    assert Replay(path).remaining == 1
+
+
+@pytest.mark.parametrize("lines", [({"version": "9" * 100_000, "kind": "miniagents recording"},),
+                                   (HEADER, call(n="1" * 100_000))])
+def test_a_hostile_value_is_shown_shortened_in_the_error(tmp_path, lines):
+    with pytest.raises(RecordingError) as caught:
+        Replay(write(tmp_path, *lines))
+    assert len(str(caught.value)) < 400 and "…" in str(caught.value)
+
+
+def test_a_line_over_the_line_cap_is_refused_before_it_is_decoded(tmp_path, monkeypatch):
+    """Decoded JSON can take fifty times its text's memory ({} after {}): a hostile line is measured, not read."""
+    path = write(tmp_path, HEADER, call(junk=[{}] * 500))
+    monkeypatch.setattr(format, "MAX_LINE_BYTES", 1000)
+    decode = json.loads
+    monkeypatch.setattr(format.json, "loads", lambda text, **kwargs: pytest.fail("a line over the cap was decoded")
+                        if len(text) > 1000 else decode(text, **kwargs))
+    with pytest.raises(RecordingError, match="line 2 is larger than 0 MiB; it is not read"):
+        Replay(path)
+
+
+def test_a_call_over_the_line_cap_is_a_recording_error_when_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr(format, "MAX_LINE_BYTES", 2000)
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("x" * 2000)], [assistant_message("Short.")]]))
+        with pytest.raises(RecordingError, match="cannot record call 1 .*: it is larger than 0 MiB, and a replay"):
+            Runner.run_sync(Agent(name="A", model=model), "Hi")
+        Runner.run_sync(Agent(name="A", model=model), "Hi")
+    assert Replay(tmp_path / "run.jsonl").remaining == 1
 
 
 @pytest.mark.parametrize("path, message", [("run\0.jsonl", "cannot hold a NUL character"),

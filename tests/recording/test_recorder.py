@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from miniagents import Agent, ModelHTTPError, ModelRetryAdvice, ModelRetrySettings, ModelSettings, Runner
 from miniagents import retry_policies
@@ -367,3 +369,139 @@ def test_a_recorded_custom_model_that_returns_no_model_response_is_the_runs_user
     with Recorder(str(tmp_path / "run.jsonl")) as recorder:
         with pytest.raises(UserError, match="must return a ModelResponse, not NoneType"):
             Runner.run_sync(Agent(name="A", model=recorder.wrap(ReturnsNone())), "hi")
+
+
+def test_a_stream_that_ends_without_response_completed_leaves_no_line_and_the_recording_still_replays(tmp_path):
+    """The run refuses such a stream (its own error, not the recorder's); the calls before it still replay."""
+    import asyncio
+
+    from miniagents import AgentsException
+    cut_off = ModelStep(stream_events=[{"type": "response.output_text.delta", "delta": "part", "item_id": "m",
+                                        "output_index": 0, "content_index": 0}])
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("First.")], cut_off, events("Third.")]))
+        Runner.run_sync(Agent(name="A", model=model), "one")
+
+        async def drain(question):
+            result = Runner.run_streamed(Agent(name="A", model=model), question)
+            async for _ in result.stream_events():
+                pass
+            return result.final_output
+        with pytest.raises(AgentsException, match="without a response.completed event") as caught:
+            asyncio.run(drain("two"))
+        assert not isinstance(caught.value, RecordingError)
+        assert asyncio.run(drain("three")) == "Third."
+    assert [c["n"] for c in calls(tmp_path / "run.jsonl")] == [1, 2] and recorder.count == 2
+    assert Replay(tmp_path / "run.jsonl").remaining == 2
+
+
+def nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("output, why", [
+    ([{"type": "message", "role": "assistant", "id": "m", "content": "Hi"}], "content is a string, expected an array"),
+    ([{"type": "message", "role": "assistant", "id": "m", "content": [
+        {"type": "output_text", "text": "Hi", "annotations": [], "extra": nested(120)}]}], "nests more than 100 levels"),
+    ([{"type": "message", "role": "assistant", "id": "m", "content": [
+        {"type": "output_text", "text": "Hi", "annotations": "none"}]}], "annotations is a string, expected an array"),
+])
+def test_a_response_a_replay_would_refuse_is_a_recording_error_when_recorded_and_uses_up_no_number(tmp_path, output,
+                                                                                                    why):
+    """The run may accept what the adapters' wire checks (which a replay keeps) refuse: a custom model's message
+    content as a string, a value nested past the replay's bound. The recorder says so when it records, naming why,
+    and writes no line: the recording stays one a replay reads, numbered without a gap."""
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("Before.")], ModelStep(output=output),
+                                             [assistant_message("After.")]]))
+        Runner.run_sync(Agent(name="A", model=model), "one")
+        with pytest.raises(RecordingError, match=f"cannot record call 2 to .*{why}.*a replay of the recording would "
+                                                 "refuse it"):
+            Runner.run_sync(Agent(name="A", model=model), "two")
+        Runner.run_sync(Agent(name="A", model=model), "three")
+    assert [c["n"] for c in calls(tmp_path / "run.jsonl")] == [1, 2]
+    assert Replay(tmp_path / "run.jsonl").remaining == 2
+
+
+def test_a_recording_that_would_grow_past_what_a_replay_reads_is_a_recording_error_when_recorded(tmp_path,
+                                                                                                  monkeypatch):
+    from miniagents.recording import format
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("Short.")], [assistant_message("x" * 2000)]]))
+        Runner.run_sync(Agent(name="A", model=model), "one")
+        monkeypatch.setattr(format, "MAX_BYTES", os.path.getsize(tmp_path / "run.jsonl") + 1000)
+        with pytest.raises(RecordingError, match="cannot record call 2 .*would grow past"):
+            Runner.run_sync(Agent(name="A", model=model), "two")
+    assert Replay(tmp_path / "run.jsonl").remaining == 1
+
+
+@pytest.mark.parametrize("given, shown", [("gpt-4.1-mini", "got 'gpt-4.1-mini'"), (None, "got NoneType"),
+                                          (42, "got int")])
+def test_wrapping_what_is_no_model_is_a_user_error_naming_it(tmp_path, given, shown):
+    """A model name is for Agent(model=...), which looks it up: the recorder needs the model object it would call."""
+    from miniagents import UserError
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        with pytest.raises(UserError, match=f"Recorder.wrap\\(\\) takes a model object .*{shown}"):
+            recorder.wrap(given)
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGXFSZ"), reason="needs RLIMIT_FSIZE (POSIX)")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.floats(0, 1, exclude_max=True), repeat=st.booleans())
+def test_a_write_that_fails_part_way_leaves_the_recording_whole_and_numbered(tmp_path, cut, repeat):
+    """A full disk (here: the file size limit, EFBIG as ENOSPC) stops a line at any byte: the recorder says so, cuts
+    the torn line off and keeps the number for the next call; the file then replays with every whole call."""
+    import resource
+    import signal
+    path = tmp_path / "run.jsonl"
+    long_answer = [assistant_message("x" * 3000)]
+    with Recorder(path) as recorder:
+        model = recorder.wrap(ScriptedModel([[assistant_message("One.")], long_answer, long_answer,
+                                             [assistant_message("Three.")]]))
+        Runner.run_sync(Agent(name="A", model=model), "one")
+        whole = os.path.getsize(path)
+        handler, limits = signal.signal(signal.SIGXFSZ, signal.SIG_IGN), resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (whole + int(cut * 3000), limits[1]))
+        try:
+            for _ in range(2 if repeat else 1):  # a second failure cuts back to the same end
+                with pytest.raises(RecordingError, match="cannot write the recording .*File too large"):
+                    Runner.run_sync(Agent(name="A", model=model), "two")
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+            signal.signal(signal.SIGXFSZ, handler)
+        assert os.path.getsize(path) == whole and recorder.count == 1
+        Runner.run_sync(Agent(name="A", model=model), "three")
+    assert [(c["n"], c["request"]["input"][0]["content"]) for c in calls(path)] == [(1, "one"), (2, "three")]
+    assert Replay(path).remaining == 2
+
+
+def test_a_torn_line_that_cannot_be_cut_off_closes_the_recorder(tmp_path, monkeypatch):
+    """When even cutting the torn line off fails, no later call may be glued onto it: the recorder closes."""
+    class Failing:
+        def __init__(self, file):
+            self.file = file
+
+        def write(self, data):
+            self.file.write(data[:10])
+            raise OSError(28, "No space left on device")
+
+        def truncate(self, size):
+            raise OSError(5, "Input/output error")
+
+        def close(self):
+            self.file.close()
+
+    recorder = Recorder(tmp_path / "run.jsonl")
+    model = recorder.wrap(ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]]))
+    recorder._file = Failing(recorder._file)
+    with pytest.raises(RecordingError, match="No space left on device; cutting the torn line off failed too, so the "
+                                             "recorder is closed"):
+        Runner.run_sync(Agent(name="A", model=model), "one")
+    with pytest.raises(RecordingError, match="is closed"):
+        Runner.run_sync(Agent(name="A", model=model), "two")
+    with pytest.raises(RecordingError, match="is truncated at line 2"):
+        Replay(tmp_path / "run.jsonl")
+    Recorder(tmp_path / "run.jsonl").close()  # the file was given back
