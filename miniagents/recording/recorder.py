@@ -134,16 +134,16 @@ class Recorder:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def request(self, *args: Any) -> dict:
+    def request(self, *args: Any) -> tuple:
         """A call's request as it will be written (taken before the model is called, so nothing the run does to
-        the objects afterwards changes it)."""
+        the objects afterwards changes it), and the credentials its settings hid by name."""
         record = format.request_record(*args)
-        record["settings"] = redaction.without_credentials(record["settings"])
-        return record
+        return record, redaction.hide_credentials(record)
 
-    def record(self, model: Any, stream: bool, request: dict, response: dict) -> None:
-        """Write one answered call as the next line."""
-        secrets = redaction.environment_secrets() + redaction.model_secrets(model)
+    def record(self, model: Any, stream: bool, request: dict, response: dict, hidden: list) -> None:
+        """Write one answered call as the next line; `hidden`: the credentials its settings hid by name, searched
+        for by value everywhere else in the call."""
+        secrets = redaction.environment_secrets() + redaction.model_secrets(model) + hidden
         request = self._hook(redaction.without_secrets(request, secrets))
         if "events" in response:  # a secret may come cut across deltas: each streamed text is searched whole
             response = {"events": self._hook.events(redaction.stream_without_secrets(response["events"], secrets))}
@@ -204,21 +204,21 @@ class RecordingModel:
                      output_schema: Any, handoffs: list, tracing: Any = None, *,
                      previous_response_id: Optional[str] = None, conversation_id: Optional[str] = None,
                      prompt: Any = None) -> ModelResponse:
-        request = self.recorder.request(system_instructions, input, model_settings, tools, output_schema, handoffs,
-                                        previous_response_id, conversation_id, prompt)
+        request, hidden = self.recorder.request(system_instructions, input, model_settings, tools, output_schema,
+                                                handoffs, previous_response_id, conversation_id, prompt)
         response = self.wrapped.get_response(system_instructions, input, model_settings, tools, output_schema,
                                              handoffs, tracing, previous_response_id=previous_response_id,
                                              conversation_id=conversation_id, prompt=prompt)
         if isinstance(response, ModelResponse):  # anything else is left for the run to refuse, unrecorded
-            self.recorder.record(self.wrapped, False, request, format.response_record(response))
+            self.recorder.record(self.wrapped, False, request, format.response_record(response), hidden)
         return response
 
     def stream_response(self, system_instructions: Optional[str], input: list, model_settings: Any, tools: list,
                         output_schema: Any, handoffs: list, tracing: Any = None, *,
                         previous_response_id: Optional[str] = None, conversation_id: Optional[str] = None,
                         prompt: Any = None) -> Iterator[dict]:
-        request = self.recorder.request(system_instructions, input, model_settings, tools, output_schema, handoffs,
-                                        previous_response_id, conversation_id, prompt)
+        request, hidden = self.recorder.request(system_instructions, input, model_settings, tools, output_schema,
+                                                handoffs, previous_response_id, conversation_id, prompt)
         events = []
         for event in self.wrapped.stream_response(system_instructions, input, model_settings, tools, output_schema,
                                                   handoffs, tracing, previous_response_id=previous_response_id,
@@ -226,7 +226,7 @@ class RecordingModel:
             events.append(format.plain(event))  # as it came, before the run holds it
             yield event
         if any(isinstance(event, dict) and event.get("type") == "response.completed" for event in events):
-            self.recorder.record(self.wrapped, True, request, {"events": events})
+            self.recorder.record(self.wrapped, True, request, {"events": events}, hidden)
         # else the stream broke off (the run says so): like a failed call, it leaves no line
 
     def __getattr__(self, name: str) -> Any:

@@ -10,9 +10,11 @@ redacted value matches its redacted self. Three passes, in this order:
    an authorization value (`Bearer ...`, `Basic ...`).
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
    every environment variable whose name has a credential word (`OPENAI_API_KEY`, `HF_TOKEN`, ...), 8
-   characters or more, are replaced wherever they occur inside a string, as they are or percent-encoded.
+   characters or more, and every value pass 1 hid (and the adapter's credential-named default headers), are
+   replaced wherever they occur inside a string, as they are or percent-encoded.
 3. **The user's hook** (`redact=`), a function from text to text, applied to every string of the request and
-   the response on its own: context-derived text, personal data.
+   the response on its own (keys too, and the strings of JSON text behind escapes): context-derived text,
+   personal data.
 
 Every replaced value becomes `REDACTED`. A replay cannot know every secret the recording machine knew (its model's
 key), so when it compares, a recorded `REDACTED` stands for any text (replay.py).
@@ -26,6 +28,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
+from ..models.http import request_secrets
 from ..models.protocol import is_credential_name, secret_values
 
 REDACTED = "[REDACTED]"
@@ -46,6 +49,28 @@ def without_credentials(value: Any) -> Any:
     return value
 
 
+def credential_values(value: Any, named: bool = False) -> list:
+    """What `without_credentials` hides in `value`: every string under a credential-named key (`named`: inside
+    one already), and every authorization-like string, also without its scheme. They are searched for by value in
+    the whole call too, where the model or a tool may repeat them (an echoed header, a URL in a tool's arguments)."""
+    if isinstance(value, dict):
+        return [found for key, inner in value.items()
+                for found in credential_values(inner, named or is_credential_name(str(key)))]
+    if isinstance(value, list):
+        return [found for inner in value for found in credential_values(inner, named)]
+    if isinstance(value, str) and (named or AUTHORIZATION_VALUE.match(value)):
+        return [value] + value.strip().split(None, 1)[1:]
+    return []
+
+
+def hide_credentials(request: dict) -> list:
+    """Hide the credentials of a request record's settings by name (in place); the values hidden, to search for by
+    value in the rest of the call."""
+    found = credential_values(request["settings"])
+    request["settings"] = without_credentials(request["settings"])
+    return found
+
+
 def environment_secrets() -> list:
     """The values of the environment's credential-named variables, long enough to search for (each also without
     the whitespace around it: a key read from a file keeps its newline, an echo of it does not)."""
@@ -61,20 +86,23 @@ def model_secret(model: Any) -> Any:
 
 def model_secrets(model: Any) -> list:
     """What a miniagents HTTP adapter keeps secret (its transport's: the API key, and credentials in its base URL;
-    asked only after a call succeeded, so the transport exists); nothing for any other model."""
+    asked only after a call succeeded, so the transport exists), and the values of its credential-named default
+    headers and query parameters (`default_headers={"X-Api-Key": ...}`); nothing for any other model."""
     if not isinstance(model, EndpointModel):
         return []
-    secret = model.transport.secret
-    return list(secret) if isinstance(secret, (tuple, list)) else [secret]
+    transport = model.transport
+    secret = transport.secret
+    return (list(secret) if isinstance(secret, (tuple, list)) else [secret]) + list(
+        request_secrets(transport.headers, transport.query))
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    """`value` (plain JSON data) with `change` applied to every string value (keys are the program's names, and
-    stay as they are)."""
+    """`value` (plain JSON data) with `change` applied to every string, an object's keys too (a name can be one:
+    `metadata={"Ann Lee": ...}`)."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {key: map_strings(inner, change) for key, inner in value.items()}
+        return {change(key): map_strings(inner, change) for key, inner in value.items()}
     if isinstance(value, list):
         return [map_strings(inner, change) for inner in value]
     return value
@@ -142,7 +170,8 @@ def _scrubbed(value: Any, found: list) -> Any:
     if isinstance(value, str):
         return without_encoded(cut_out([value], secret_spans(value, found))[0], found)
     if isinstance(value, dict):
-        return {_scrubbed(key, found): _scrubbed(inner, found) for key, inner in value.items()}
+        scrubbed = {_scrubbed(key, found): _scrubbed(inner, found) for key, inner in value.items()}
+        return without_logprobs(scrubbed) if scrubbed.get("text") != value.get("text") else scrubbed
     if isinstance(value, list):
         parts = [index for index, inner in enumerate(value) if isinstance(inner, dict)
                  and isinstance(inner.get("text"), str)]
@@ -150,14 +179,28 @@ def _scrubbed(value: Any, found: list) -> Any:
             texts = [value[index]["text"] for index in parts]
             value = list(value)
             for index, text in zip(parts, cut_out(texts, secret_spans("".join(texts), found))):
-                value[index] = {**value[index], "text": text}
+                if text is not value[index]["text"]:
+                    value[index] = without_logprobs({**value[index], "text": text})
         return [_scrubbed(inner, found) for inner in value]
     return value
+
+
+def without_logprobs(part: dict) -> dict:
+    """A text part (or a delta) whose text a secret was cut out of, without its `logprobs`: their tokens (and each
+    token's bytes) spell the text again, the secret included, in pieces no search finds."""
+    return {**part, "logprobs": []} if "logprobs" in part else part
 
 
 def without_encoded(text: str, secrets: list) -> str:
     """`text` as it is, unless it is JSON text whose decoded strings (keys included) hold a secret that escapes hid
     from a plain search: then that JSON, decoded, redacted and written again (unescaped)."""
+    return in_json_text(text, lambda inner: cut_out([inner], secret_spans(inner, secrets))[0])
+
+
+def in_json_text(text: str, change: Callable[[str], str]) -> str:
+    """`text` as it is, unless it is JSON text with escapes (`\\u00eb`, `\\/`) whose decoded strings (keys
+    included) `change` alters, which the escapes hid from `change` applied to the text as written: then that JSON,
+    decoded, changed and written again (unescaped)."""
     if "\\" not in text or text.lstrip()[:1] not in ("{", "[", '"'):
         return text  # without an escape, what a plain search saw is what the JSON says
     try:
@@ -168,9 +211,9 @@ def without_encoded(text: str, secrets: list) -> str:
 
     def clean(inner: Any) -> Any:
         if isinstance(inner, str):
-            spans = secret_spans(inner, secrets)
-            changed[0] = changed[0] or bool(spans)
-            return cut_out([inner], spans)[0] if spans else inner
+            new = change(inner)
+            changed[0] = changed[0] or new != inner
+            return new
         if isinstance(inner, dict):
             return {clean(key): clean(item) for key, item in inner.items()}
         if isinstance(inner, list):
@@ -221,7 +264,7 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
             pieces = [whole] + [""] * (len(pieces) - 1)
         for index, piece in zip(indexes, pieces):
             if piece is not events[index]["delta"]:
-                events[index] = {**events[index], "delta": piece}
+                events[index] = without_logprobs({**events[index], "delta": piece})
     return without_secrets(events, found)
 
 
@@ -234,7 +277,12 @@ class Hook:
         self.text = text
 
     def __call__(self, value: Any) -> Any:
-        return value if self.text is None else map_strings(value, self.text)
+        return value if self.text is None else map_strings(value, self.string)
+
+    def string(self, text: str) -> str:
+        """The function applied to one string, and to the strings it holds as JSON text behind escapes (a tool call's
+        arguments as `json.dumps` writes them: `Zo\\u00eb`), as the secrets pass does."""
+        return in_json_text(self.text(text), self.text)
 
     def events(self, events: list) -> list:
         """The function applied to every string of the events; and, for each streamed text whose deltas it would
@@ -245,7 +293,7 @@ class Hook:
         groups = delta_groups(events)
         out = [self(event) for event in events]
         for indexes in groups:
-            whole = self.text("".join(events[index]["delta"] for index in indexes))
+            whole = self.string("".join(events[index]["delta"] for index in indexes))
             if "".join(out[index]["delta"] for index in indexes) != whole:
                 for number, index in enumerate(indexes):
                     out[index] = {**out[index], "delta": "" if number else whole}

@@ -110,8 +110,8 @@ class Replay:
     def _received(self, *request: Any) -> dict:
         """A request of the replayed run, redacted as a recorded one was."""
         record = format.request_record(*request)
-        record["settings"] = redaction.without_credentials(record["settings"])
-        return self._hook(redaction.without_secrets(record, redaction.environment_secrets()))
+        hidden = redaction.hide_credentials(record)
+        return self._hook(redaction.without_secrets(record, redaction.environment_secrets() + hidden))
 
     def _comparable(self, request: dict) -> dict:
         if self.match == "ignore_instructions":

@@ -156,7 +156,8 @@ def test_a_recording_cut_off_inside_a_line_is_named_truncated_at_that_line(tmp_p
     starts = [0] + [at + 1 for at, byte in enumerate(data) if byte == ord("\n")]
     start, end = starts[line - 1], starts[line] - 1
     path.write_bytes(data[:start + max(1, int(cut * (end - start)))])
-    with pytest.raises(RecordingError, match=f"is truncated at line {line}: the line ends part-way, without its newline"):
+    with pytest.raises(RecordingError, match=f"is truncated at line {line}: the line ends part-way, without its "
+                                             "newline"):
         Replay(path)
 
 

@@ -405,7 +405,8 @@ def nested(levels: int) -> list:
 @pytest.mark.parametrize("output, why", [
     ([{"type": "message", "role": "assistant", "id": "m", "content": "Hi"}], "content is a string, expected an array"),
     ([{"type": "message", "role": "assistant", "id": "m", "content": [
-        {"type": "output_text", "text": "Hi", "annotations": [], "extra": nested(120)}]}], "nests more than 100 levels"),
+        {"type": "output_text", "text": "Hi", "annotations": [], "extra": nested(120)}]}],
+     "nests more than 100 levels"),
     ([{"type": "message", "role": "assistant", "id": "m", "content": [
         {"type": "output_text", "text": "Hi", "annotations": "none"}]}], "annotations is a string, expected an array"),
 ])

@@ -5,14 +5,14 @@ import json
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miniagents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, UserError
+from miniagents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, UserError, function_tool
 from miniagents.recording import REDACTED, Recorder, Replay, ReplayMismatch
 from miniagents.recording.redaction import is_credential_name
-from miniagents.testing import ScriptedModel, assistant_message
-from openai_server import OpenAITestServer
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from openai_server import OpenAITestServer, chat_completion
 from replay_support import help_desk, network_closed, run, script_plain, script_streamed
 
 # A key's shape ("sk-" and at least 8 more characters), so that it never is a word the request itself is made of.
@@ -162,3 +162,158 @@ def test_a_redact_hook_that_does_not_return_text_is_a_user_error(tmp_path):
             Runner.run_sync(agent, "Hello")
     with pytest.raises(UserError, match="redact= must be a function"):
         Recorder(tmp_path / "other.jsonl", redact="<email>")
+
+
+def all_strings(value) -> list:
+    """Every string a file's JSON holds, keys included, and every string inside a string that is JSON text (as a
+    reader decodes a tool call's arguments): where a hidden value could still be read."""
+    if isinstance(value, str):
+        inner = decoded_json(value)
+        return [value] + (all_strings(inner) if inner is not None else [])
+    if isinstance(value, dict):
+        return [found for key, inner in value.items() for found in all_strings(key) + all_strings(inner)]
+    if isinstance(value, list):
+        return [found for inner in value for found in all_strings(inner)]
+    return []
+
+
+def decoded_json(text: str):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list, str)) else None
+
+
+def file_strings(path) -> str:
+    return "\n".join(all_strings([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]))
+
+
+@function_tool
+def fetch(url: str) -> str:
+    """Fetch a URL."""
+    return "fetched"
+
+
+CREDENTIAL_PLACES = {  # where a program puts a credential by name in the settings
+    "header": lambda secret: ModelSettings(extra_headers={"X-Api-Key": secret}),
+    "bearer": lambda secret: ModelSettings(extra_headers={"X-Upstream": f"Bearer {secret}"}),
+    "query": lambda secret: ModelSettings(extra_query={"access_token": secret}),
+    "body": lambda secret: ModelSettings(extra_body={"auth": {"client_secret": [secret]}}),
+    "metadata": lambda secret: ModelSettings(metadata={"session": secret}),
+}
+ECHOES = {  # where the model or the run repeats it
+    "answer": lambda secret: [[assistant_message(f"Your header was {secret}.")]],
+    "arguments": lambda secret: [[function_call("fetch", {"url": f"https://x.example/?q=1&token={secret}"},
+                                                call_id="c1")], [assistant_message("Done.")]],
+    "escaped arguments": lambda secret: [[function_call("fetch", json.dumps({"url": secret.replace("/", "\\/")}),
+                                                        call_id="c1")], [assistant_message("Done.")]],
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(secret=SECRET, place=st.sampled_from(sorted(CREDENTIAL_PLACES)), echo=st.sampled_from(sorted(ECHOES)),
+       in_question=st.booleans())
+def test_a_credential_hidden_by_name_is_hidden_by_value_everywhere_in_the_call(tmp_path_factory, secret, place, echo,
+                                                                               in_question):
+    """A credential the settings hold under a credential name is also searched for by value: where the model echoes
+    it, a tool's arguments carry it, or the question holds it; the recording still replays under those settings."""
+    path = tmp_path_factory.mktemp("named") / "run.jsonl"
+    agent_settings = CREDENTIAL_PLACES[place](secret)
+    question = f"Use {secret} for it." if in_question else "Go."
+    with Recorder(path) as recorder:
+        agent = Agent(name="A", tools=[fetch], model=recorder.wrap(ScriptedModel(ECHOES[echo](secret))),
+                      model_settings=agent_settings)
+        Runner.run_sync(agent, question)
+    assert secret not in file_strings(path)
+    replayed = Runner.run_sync(agent.clone(model=Replay(path)), question)
+    assert secret not in str(replayed.final_output)
+
+
+def test_a_credential_named_default_header_of_the_adapter_is_hidden_by_value(tmp_path, server):
+    secret = "sk-default-header-value-123"
+    server.reply(chat_completion(f"You sent {secret}."))
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key="x",
+                                           default_headers={"X-Api-Key": secret})
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(model)), "Hi")
+    assert server.requests[0]["headers"]["x-api-key"] == secret  # it was sent
+    assert secret not in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+
+
+@st.composite
+def tokenised(draw, text):
+    """`text` cut into logprob tokens at generated places."""
+    cuts = sorted(draw(st.sets(st.integers(1, len(text) - 1), max_size=6)))
+    bounds = [0] + cuts + [len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def logprob(token: str) -> dict:
+    return {"token": token, "logprob": -0.1, "bytes": list(token.encode()),
+            "top_logprobs": [{"token": token, "logprob": -0.1, "bytes": list(token.encode())}]}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), secret=SECRET, before=st.sampled_from(["", "key ", "the key is: "]))
+def test_a_secret_split_across_logprob_tokens_never_reaches_the_recording(tmp_path_factory, monkeypatch_module,
+                                                                          data, secret, before):
+    """A part's logprobs spell its text again, token by token (and byte by byte): when a secret was cut out of the
+    text, its logprobs go too."""
+    monkeypatch_module.setenv("ACME_SERVICE_TOKEN", secret)
+    text = before + secret + " end"
+    message = assistant_message(text)
+    message["content"][0]["logprobs"] = [logprob(token) for token in data.draw(tokenised(text))]
+    path = tmp_path_factory.mktemp("logprobs") / "run.jsonl"
+    with Recorder(path) as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[message]]))), "Hi")
+    [line] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    [part] = line["response"]["output"][0]["content"]
+    assert part["logprobs"] == [] and secret not in part["text"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), secret=SECRET)
+def test_a_secret_split_across_streamed_deltas_loses_their_logprobs(tmp_path_factory, monkeypatch_module, data,
+                                                                    secret):
+    """Streamed, each delta carries its own tokens' logprobs: a delta a secret was cut out of loses them."""
+    import asyncio
+    monkeypatch_module.setenv("ACME_SERVICE_TOKEN", secret)
+    text = "key " + secret + " end"
+    deltas = data.draw(tokenised(text))
+    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+               "delta": delta, "logprobs": [logprob(delta)]} for delta in deltas]
+    events.append({"type": "response.completed", "response": {"id": "r", "output": [assistant_message(text)],
+                                                               "usage": None}})
+    path = tmp_path_factory.mktemp("streamed") / "run.jsonl"
+
+    async def drain(agent):
+        async for _ in Runner.run_streamed(agent, "Hi").stream_events():
+            pass
+    with Recorder(path) as recorder:
+        asyncio.run(drain(Agent(name="A", model=recorder.wrap(ScriptedModel([ModelStep(stream_events=events)])))))
+    recorded = json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
+    tokens = "".join(entry["token"] for event in recorded for entry in event.get("logprobs", []))
+    assert secret not in tokens and secret not in json.dumps(recorded)
+
+
+NAMES = st.text(st.characters(min_codepoint=0xC0, max_codepoint=0x24F), min_size=3, max_size=12).map(
+    lambda s: "Zoë " + s)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=NAMES, escaped=st.booleans())
+def test_the_redact_hook_reaches_keys_and_json_escaped_text(tmp_path_factory, name, escaped):
+    """A customer's name the hook hides is hidden where it is an object's key (metadata) and where a tool call's
+    arguments carry it behind JSON escapes (`Zo\\u00eb`, as json.dumps writes it); the recording still replays
+    with the same hook."""
+    hide = lambda text: text.replace(name, "[NAME]")  # noqa: E731
+    arguments = json.dumps({"url": name}, ensure_ascii=escaped)
+    steps = [[function_call("fetch", arguments, call_id="c1")], [assistant_message("Done.")]]
+    path = tmp_path_factory.mktemp("hook") / "run.jsonl"
+    agent = Agent(name="A", tools=[fetch], model_settings=ModelSettings(metadata={name: "vip"}))
+    with Recorder(path, redact=hide) as recorder:
+        Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), f"Find {name}")
+    assert name not in file_strings(path)
+    replayed = Runner.run_sync(agent.clone(model=Replay(path, redact=hide)), f"Find {name}")
+    assert replayed.final_output == "Done."
