@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Optional, Sequence
 
-from ..models.protocol import is_credential_name
 from . import provider
+from .redaction import redacted
 from .scope import _current_span, _current_trace
 from .span_data import (AgentSpanData, CustomSpanData, FunctionSpanData, GenerationSpanData, GuardrailSpanData,
                         HandoffSpanData, SpanData, TaskSpanData, TurnSpanData)
@@ -86,14 +86,10 @@ _UNTRACED_SETTINGS = frozenset(("extra_headers", "extra_query", "extra_body", "e
 
 
 def _traced_settings(model_config: Any) -> dict:
-    """The settings a trace shows: none of `_UNTRACED_SETTINGS`, and `metadata` (upstream's dict of strings, sent to
-    the server) with the value of each key that names a credential by the adapters' rule hidden as `***`."""
+    """The settings a trace shows: none of `_UNTRACED_SETTINGS`, and the rest `redacted` (the value of each key that
+    names a credential, at any depth, as in `metadata`, hidden as `***`; so is a `Bearer` token)."""
     raw = model_config.to_json_dict() if callable(getattr(model_config, "to_json_dict", None)) else model_config
-    traced = {k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None}
-    if isinstance(traced.get("metadata"), dict):
-        traced["metadata"] = {key: "***" if is_credential_name(str(key)) else value
-                              for key, value in traced["metadata"].items()}
-    return traced
+    return redacted({k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None})
 
 
 def generation_span(input: Optional[Sequence] = None, output: Optional[Sequence] = None, model: Optional[str] = None,

@@ -2,21 +2,21 @@
 stderr) and `BatchTraceProcessor` (batches for a `TracingExporter` of your own)."""
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import stat
 import sys
 import threading
 from typing import Any, Optional
 
 from ..errors import UserError, file_name
+from ..models.protocol import shown
 from .processor_interface import TracingExporter, TracingProcessor
+from .redaction import known_secrets, redacted
 from .spans import Span
 from .traces import Trace
+from .util import open_regular
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
-NOT_REGULAR = "it is not a regular file (a folder, a FIFO, a device or a socket)"
 
 
 def trace_file_name(path: Any) -> Any:
@@ -28,32 +28,23 @@ class JsonlTraceProcessor(TracingProcessor):
     """Appends one JSON object per line to `path`: `{"event": "trace_start"|"trace_end"|"span_start"|
     "span_end", ...}` plus the trace's or span's `export()`. Each line is one write to a file opened for
     appending, so several runs can share a file; the file is created readable by its owner only (it may
-    hold model inputs and tool arguments). Read it back with `python -m miniagents.trace FILE`."""
+    hold model inputs and tool arguments). Every line is strict JSON without credentials (redaction.py). Read it
+    back with `python -m miniagents.tracing FILE`."""
 
     def __init__(self, path: Any):
         import json
 
         self._dumps = json.dumps
         self.path = os.path.abspath(trace_file_name(path))
-        nonblocking = getattr(os, "O_NONBLOCK", 0)  # a FIFO's open would wait for a reader, for ever
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | nonblocking
-        try:
-            self._fd: Optional[int] = os.open(self.path, flags, 0o600)
-        except OSError as error:  # ENXIO: a FIFO no one reads
-            why = NOT_REGULAR if error.errno == errno.ENXIO else error.strerror
-            raise UserError(f"cannot open the trace file {self.path!r} for appending: {why}") from None
-        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
-            os.close(self._fd)
-            raise UserError(f"cannot open the trace file {self.path!r} for appending: {NOT_REGULAR}")
-        if nonblocking:
-            os.set_blocking(self._fd, True)
+        self._fd: Optional[int] = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "appending")
         self._lock = threading.Lock()
 
     def _write(self, event: str, item: Any) -> None:
         record = item.export()
         if record is None:
             return
-        line = self._dumps({"event": event, **record}, ensure_ascii=False, default=str) + "\n"
+        line = self._dumps({"event": event, **redacted(record, known_secrets())}, ensure_ascii=False,
+                           allow_nan=False) + "\n"
         data = line.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a valid JSON escape
         with self._lock:
             while data and self._fd is not None:
@@ -80,7 +71,8 @@ class JsonlTraceProcessor(TracingProcessor):
 
 class ConsoleTraceProcessor(TracingProcessor):
     """A compact live view on stderr (or `stream`): one indented line when a run, agent or turn starts and one
-    when any other span ends, with its duration and error. Lines are the tree printer's (`trace_tree`)."""
+    when any other span ends, with its duration and error. Lines are the tree printer's (`tree.describe`), of the
+    records the file would hold (redaction.py)."""
 
     def __init__(self, stream: Any = None):
         self._stream = stream
@@ -93,7 +85,8 @@ class ConsoleTraceProcessor(TracingProcessor):
         stream.flush()
 
     def on_trace_start(self, trace: Trace) -> None:
-        self._line(0, f"trace {trace.name!r} {trace.trace_id}")
+        record = redacted(trace.export(), known_secrets())
+        self._line(0, f"trace {record['workflow_name']!r} {shown(record['id'])}")
 
     def on_trace_end(self, trace: Trace) -> None:
         pass
@@ -101,7 +94,7 @@ class ConsoleTraceProcessor(TracingProcessor):
     def on_span_start(self, span: Span) -> None:
         from .tree import CONTAINERS, describe, kind_of
 
-        record = span.export()
+        record = redacted(span.export(), known_secrets())
         with self._lock:
             depth = self._depth[span.span_id] = self._depth.get(span.parent_id, 0) + 1
         if kind_of(record) in CONTAINERS:
@@ -110,7 +103,7 @@ class ConsoleTraceProcessor(TracingProcessor):
     def on_span_end(self, span: Span) -> None:
         from .tree import CONTAINERS, describe, kind_of
 
-        record = span.export()
+        record = redacted(span.export(), known_secrets())
         with self._lock:
             depth = self._depth.pop(span.span_id, 0)
         if kind_of(record) not in CONTAINERS or record.get("error"):

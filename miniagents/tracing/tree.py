@@ -1,21 +1,28 @@
-"""Reading a trace file back: `python -m miniagents.trace FILE.jsonl` prints each trace in it as a tree.
+"""Reading a trace file back: `python -m miniagents.tracing FILE.jsonl` prints each trace in it as a tree.
 
 Holds `read` (the JSON lines `tracing.JsonlTraceProcessor` writes: a span's end record replaces its start
 record; a span that never ended is shown as unfinished; lines that are not records, or not of the shapes the
 tree reads, or longer than `MAX_LINE`, are reported and skipped, not fatal), `render` (the trees as text),
-`describe` (one span as one line, shared with the live stderr view) and `main`, the command line. It only
-reads: it never changes the file and never sends anything.
+`describe` (one span as one line, shared with the live stderr view; a control character the file holds is shown
+escaped) and `main`, the command line (which refuses what is not a regular file, or is larger than `MAX_BYTES`).
+It only reads: it never changes the file and never sends anything.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Iterable, Iterator, Optional
+
+from ..errors import UserError
+from ..models.protocol import shown
+from .util import open_regular
 
 CONTAINERS = ("task", "agent", "turn")  # spans that hold others; the live view prints them when they start
 SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendored copy gives it
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
 MAX_LINE = 16 * 2 ** 20  # characters of one line of a file that are read; a longer line is skipped
+MAX_BYTES = 256 * 2 ** 20  # a larger file is refused before it is read (all of it is held to sort the spans)
 SPAN_TEXTS = ("id", "parent_id", "started_at", "ended_at")  # what the tree compares and sorts: strings or null
 _BRANCHES = {True: ("├─ ", "└─ ", "│  ", "   "), False: ("|- ", "`- ", "|  ", "   ")}
 
@@ -112,8 +119,8 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
         if data.get("output") is not None:
             details += f" -> {_model_output(data['output'], full)}"
     elif kind == "function":
-        shown = f"({_short(data['input'], full)})" if data.get("input") is not None else ""
-        head = f"tool {data.get('name')}{shown}"
+        arguments = f"({_short(data['input'], full)})" if data.get("input") is not None else ""
+        head = f"tool {data.get('name')}{arguments}"
         if data.get("output") is not None:
             details = f"-> {_short(data['output'], full)}"
     elif kind == "handoff":
@@ -130,7 +137,7 @@ def describe(record: dict, full: bool = False, timing: bool = True) -> str:
     error = record.get("error")
     if isinstance(error, dict):
         line += f"  !! {error.get('message')}" + (f" {_short(error['data'], full)}" if error.get("data") else "")
-    return line
+    return shown(line)  # what the file says: no newline, escape or bidirectional override of its own
 
 
 def well_formed(record: dict) -> bool:
@@ -199,7 +206,7 @@ def _header(trace_id: str, entry: dict) -> str:
     ends = [s["ended_at"] for s in entry["spans"].values() if s.get("ended_at")]
     if starts and ends:
         line += f" [{_duration({'started_at': min(starts), 'ended_at': max(ends)})}]"
-    return line
+    return shown(line)
 
 
 def render(traces: list, full: bool = False, unicode: bool = True) -> str:
@@ -254,10 +261,16 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--full", action="store_true", help="show arguments, outputs and data in full")
     args = parser.parse_args(argv)
     try:
-        with open(args.file, encoding="utf-8", errors="replace") as lines:
+        with open(open_regular(args.file, os.O_RDONLY, "reading"), encoding="utf-8", errors="replace") as lines:
+            if os.fstat(lines.fileno()).st_size > MAX_BYTES:
+                raise UserError(f"the trace file {args.file!r} is larger than {MAX_BYTES // 2 ** 20} MiB; "
+                                "it is not read")
             traces, problems = read(capped_lines(lines))
+    except UserError as error:
+        print(f"{SHELL}: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
-        print(f"{SHELL}: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+        print(f"{SHELL}: cannot read {args.file!r}: {error.strerror}", file=sys.stderr)
         return 2
     for problem in problems:
         print(f"{SHELL}: {args.file}: {problem}", file=sys.stderr)

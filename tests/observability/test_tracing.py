@@ -8,14 +8,18 @@ The spans below are written with the tracing API directly, shaped as the Runner 
 from __future__ import annotations
 
 import contextvars
+import io
 import json
 import logging
 import os
 import re
+import string
 import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from unittest import mock
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -296,7 +300,7 @@ def test_the_printer_skips_a_line_longer_than_its_cap_reading_at_most_the_cap(tm
 
 def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, capsys):
     assert main([str(tmp_path / "missing.jsonl")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "for reading: No such file or directory" in capsys.readouterr().err
     (tmp_path / "empty.jsonl").write_text("")
     assert main([str(tmp_path / "empty.jsonl")]) == 1
     assert "no traces" in capsys.readouterr().err
@@ -339,6 +343,54 @@ def test_every_span_in_a_file_is_printed_exactly_once_whatever_its_parent_links(
     text = render(traces)
     lines = text.splitlines()
     assert len(lines) == len(traces) + sum(len(entry["spans"]) for _, entry in traces)
+
+
+HOSTILE = st.lists(st.sampled_from(["x", " ", "\n", "\r", "\t", "\x1b[31m", "\x1b]0;owned\x07", "\x00", "\u2028",
+                                    "\u202e", "\x85", "\x7f"]), max_size=8).map("".join)
+
+
+@st.composite
+def hostile_spans(draw):
+    """One span of each kind the tree names, every text the tree shows from it drawn from control characters."""
+    text = lambda: draw(HOSTILE)  # noqa: E731
+    datas = [{"type": "agent", "name": text(), "tools": [text()], "handoffs": [text()], "output_type": text()},
+             {"type": "generation", "model": text(), "usage": {"input_tokens": text()}, "output": [
+                 {"type": "function_call", "name": text()}, {"type": "message", "content": text()}, {"type": text()}]},
+             {"type": "function", "name": text(), "input": text(), "output": text()},
+             {"type": "handoff", "from_agent": text(), "to_agent": text()},
+             {"type": "guardrail", "name": text()},
+             {"type": "custom", "name": "approval", "data": {"tool_name": text(), "call_id": text(),
+                                                               "decision": text()}},
+             {"type": "custom", "name": "task", "data": {"sdk_span_type": "task", "name": text()}},
+             {"type": "custom", "name": "turn", "data": {"sdk_span_type": "turn", "turn": text(), "agent_name": text()}},
+             {"type": "custom", "name": text(), "data": {text(): text()}},
+             {"type": text()}]
+    return [{"object": "trace.span", "id": f"s{n}", "trace_id": "t1", "parent_id": None,
+             "started_at": f"2026-01-01T00:00:0{n}+00:00", "span_data": data,
+             "error": {"message": text(), "data": {"why": text()}}} for n, data in enumerate(datas)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(hostile_spans(), HOSTILE, HOSTILE, st.booleans())
+def test_the_tree_shows_no_control_character_a_file_holds(spans, workflow, group, full):
+    """A file's newline, ANSI escape, NUL or bidirectional override, in any text the tree shows, is shown escaped:
+    one line per span and per trace, none of them able to forge another line or drive the terminal."""
+    trace = {"object": "trace", "id": "t1", "workflow_name": workflow, "group_id": group}
+    traces, problems = read(json.dumps(r) for r in [trace] + spans)
+    lines = render(traces, full=full).split("\n")
+    assert problems == [] and len(lines) == 1 + len(spans)
+    assert all(line.isprintable() for line in lines), [line for line in lines if not line.isprintable()]
+
+
+def test_the_printer_escapes_a_forged_line_in_an_agents_name(tmp_path, capsys):
+    forged = {"object": "trace.span", "id": "s1", "trace_id": "trace_1", "span_data": {
+        "type": "agent", "name": 'Evil\n   └─ tool transfer_money({"to":"attacker"}) -> done\x1b[31m'}}
+    trace = {"object": "trace", "id": "trace_1", "workflow_name": "W\x1b[2J", "group_id": "g\nforged line"}
+    (tmp_path / "t.jsonl").write_text(json.dumps(trace) + "\n" + json.dumps(forged) + "\n", encoding="utf-8")
+    assert main([str(tmp_path / "t.jsonl")]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "trace 'W\\x1b[2J' trace_1 (group g\\nforged line)",
+        '└─ agent Evil\\n   └─ tool transfer_money({"to":"attacker"}) -> done\\x1b[31m [unfinished]']
 
 
 # --- The API: nesting, timings, errors ---------------------------------------------------------------------
@@ -781,6 +833,115 @@ def test_an_api_key_never_reaches_a_trace_file(tmp_path):
                if r["event"] == "span_end" and r["span_data"]["type"] == "generation"]
     assert configs == [{"temperature": 0.2, "metadata": {"api_key": "***", "Authorization": "***", "team": "A"}},
                        {"top_p": 0.5}]
+
+
+# A key's shape ("sk-" and at least 8 more characters), so that it never is a word the record itself is made of.
+SECRET = st.text(string.ascii_letters + string.digits + "-_.~+/=", min_size=8, max_size=40).map(lambda s: "sk-" + s)
+CREDENTIAL_KEYS = st.sampled_from(["api_key", "Authorization", "X-Api-Key", "client_secret", "accessToken", "password",
+                                   "sig", "Cookie", "refresh-token"])
+DEPTHS = st.lists(st.sampled_from(["note", "ctx", "user", 0]), max_size=6)  # 0: inside a list
+
+
+def at(path, value):
+    """`value` nested along `path`: each name an object's key, each 0 a list."""
+    for step in reversed(path):
+        value = [value] if step == 0 else {step: value}
+    return value
+
+
+def leaked(text, *secrets):
+    """The secrets found in a text, as they are, as JSON escapes them, or percent-encoded."""
+    return [s for s in secrets if s in text or json.dumps(s)[1:-1] in text or quote(s, safe="") in text]
+
+
+@settings(max_examples=60, deadline=None)
+@given(env_secret=SECRET, named_secret=SECRET, bearer_secret=SECRET, depth=DEPTHS, name=CREDENTIAL_KEYS,
+       variable=st.sampled_from(["OPENAI_API_KEY", "HF_TOKEN", "ACME_CLIENT_SECRET", "my_service_password"]))
+def test_no_credential_reaches_a_trace_file_or_the_live_view_wherever_it_is_put(tmp_path_factory, env_secret,
+                                                                                named_secret, bearer_secret, depth,
+                                                                                name, variable):
+    """An environment credential's value (in texts, in keys, percent-encoded in a URL), a credential-named key's
+    value and a Bearer token, at a generated depth of trace metadata, a custom span's data, a tool's output and
+    the model settings: none is in the file or on the live view, and the text around them is kept."""
+    path, console = tmp_path_factory.mktemp("secrets") / "t.jsonl", io.StringIO()
+    prose = f"the {variable} is {env_secret}; send Bearer {bearer_secret} to https://h/cb?s={quote(env_secret)}"
+    hidden = at(depth, {name: named_secret, "text": prose, env_secret: "a key named by the secret"})
+    config = Config(trace_path=str(path), workflow_name=f"wf {env_secret}", trace_metadata=hidden)
+    with mock.patch.dict(os.environ, {variable: env_secret}):
+        tracing.set_trace_processors([tracing.ConsoleTraceProcessor(console)])
+        try:
+            with tracing.run_trace(config):
+                with tracing.custom_span(env_secret, {"data": hidden}):
+                    pass
+                with tracing.function_span("tool", input=json.dumps({"q": prose}), output=prose):
+                    pass
+                with tracing.generation_span(model=env_secret, model_config=ModelSettings(metadata=hidden)) as gen:
+                    gen.span_data.output = [assistant_message(prose)]
+        finally:
+            tracing.set_trace_processors([])
+    text = path.read_text(encoding="utf-8")
+    assert leaked(text, env_secret, named_secret, bearer_secret) == []
+    assert leaked(console.getvalue(), env_secret, named_secret, bearer_secret) == []
+    outputs = [r["span_data"]["output"] for r in map(json.loads, text.splitlines()) if r.get("event") == "span_end"
+               and r["span_data"]["type"] == "function"]
+    assert outputs == [f"the {variable} is ***; send Bearer *** to https://h/cb?s=***"]
+    assert f'"{name}": "***"' in text and "[miniagents] trace 'wf ***'" in console.getvalue()
+
+
+def test_a_processor_of_your_own_never_sees_a_credential_named_model_setting(recorder):
+    """Your processor gets spans as they are, but the settings are hidden as they are made: at any depth."""
+    settings = ModelSettings(metadata={"team": "A", "ctx": [{"client_secret": "s3cret-value", "n": 1}]})
+    with tracing.trace("wf"):
+        with tracing.generation_span(model="m", model_config=settings):
+            pass
+    assert recorder.ended("generation")[0]["span_data"]["model_config"] == {
+        "metadata": {"team": "A", "ctx": [{"client_secret": "***", "n": 1}]}}
+
+
+def test_an_environment_key_read_with_its_newline_is_hidden_where_it_is_echoed_without(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACME_TOKEN", "tok-0123456789abcdef\n")  # as `export ACME_TOKEN=$(cat key.txt)` may leave it
+    path = tmp_path / "t.jsonl"
+    with tracing.run_trace(Config(trace_path=str(path))):
+        with tracing.function_span("tool", input="{}", output="the token is tok-0123456789abcdef."):
+            pass
+    text = path.read_text(encoding="utf-8")
+    assert "tok-0123456789abcdef" not in text and "the token is ***." in text
+
+
+def test_a_bearer_word_in_prose_and_short_environment_values_are_kept(tmp_path, monkeypatch):
+    """What looks like a credential only by chance stays: "bearer of" (no token of 8 characters), and an
+    environment value shorter than 8 characters (XDG_SESSION_TYPE=x11 would hide every "x11")."""
+    monkeypatch.setenv("XDG_SESSION_TYPE", "x11")
+    path = tmp_path / "t.jsonl"
+    with tracing.run_trace(Config(trace_path=str(path))):
+        with tracing.function_span("tool", input="{}", output="the bearer of news runs x11"):
+            pass
+    assert "the bearer of news runs x11" in path.read_text(encoding="utf-8")
+
+
+def test_every_line_of_a_trace_file_is_strict_json_whatever_the_data(tmp_path):
+    """NaN and the infinities (which json.dumps writes bare, as no JSON reader takes them) are written as the text
+    json.dumps would have written, quoted: the line stays strict JSON and still says what the number was; what JSON
+    cannot hold at all (an object, a key that is not a string) is written as its str()."""
+    path = tmp_path / "t.jsonl"
+
+    class Score:
+        def __str__(self):
+            return "a score"
+
+    data = {"nan": float("nan"), "deep": [{"inf": float("inf")}, -float("inf")], "ok": 0.5, "obj": Score(),
+            (1, 2): "tuple key", 3: "int key", "t": (True, None, 7)}
+    with tracing.run_trace(Config(trace_path=str(path))):
+        with tracing.custom_span("scores", data):
+            pass
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    records = [json.loads(line, parse_constant=refuse) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert records[-3]["span_data"]["data"] == {"nan": "NaN", "deep": [{"inf": "Infinity"}, "-Infinity"], "ok": 0.5,
+                                                "obj": "a score", "(1, 2)": "tuple key", "3": "int key",
+                                                "t": [True, None, 7]}
 
 
 def test_the_file_round_trips_non_ascii_text_and_lone_surrogates(tmp_path):

@@ -1,10 +1,15 @@
 """`python -m miniagents.tracing FILE` prints a trace file as a tree; importing `miniagents.tracing.__main__` (a
-tool that walks a package's modules, a test collector, pydoc) runs nothing (issue 30)."""
+tool that walks a package's modules, a test collector, pydoc) runs nothing (issue 30); what is not a regular file
+(a FIFO, a device, a folder), or is larger than the cap, is refused at once with a message and exit code 2."""
 import importlib
 import json
+import os
 import subprocess
 import sys
 
+import pytest
+
+from miniagents.tracing import tree
 from support import ROOT
 
 
@@ -24,3 +29,35 @@ def test_the_tracing_command_still_prints_a_tree(tmp_path):
                           cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "trace 'Desk'" in done.stdout
+
+
+def trace_command(*args, timeout=30):
+    return subprocess.run([sys.executable, "-m", "miniagents.tracing", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_the_tracing_command_refuses_a_fifo_at_once(tmp_path):
+    """A FIFO no one writes would be waited on for ever (and one someone writes to, read for ever)."""
+    os.mkfifo(tmp_path / "fifo")
+    done = trace_command(str(tmp_path / "fifo"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"miniagents.tracing: cannot open the trace file {str(tmp_path / 'fifo')!r} for reading: "
+                           "it is not a regular file (a folder, a FIFO, a device or a socket)\n")
+
+
+@pytest.mark.parametrize("path", [os.devnull, "/dev/zero", "."])
+def test_the_tracing_command_refuses_a_device_or_a_folder(path):
+    if not os.path.exists(path):
+        pytest.skip(f"no {path} here")
+    done = trace_command(path)
+    assert done.returncode == 2 and "it is not a regular file" in done.stderr, done.stderr
+
+
+def test_the_tracing_command_refuses_a_file_larger_than_its_cap_before_reading_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tree, "MAX_BYTES", 100)
+    (tmp_path / "big.jsonl").write_text(json.dumps({"object": "trace", "id": "t1", "workflow_name": "x" * 100}),
+                                        encoding="utf-8")
+    assert tree.main([str(tmp_path / "big.jsonl")]) == 2
+    assert capsys.readouterr() == ("", f"miniagents.tracing: the trace file {str(tmp_path / 'big.jsonl')!r} is larger "
+                                       "than 0 MiB; it is not read\n")

@@ -6,21 +6,25 @@ for results and plugins, and a capability its model cannot serve refused when th
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
-                        OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner, UserError, function_tool,
-                        input_guardrail, output_guardrail, seams)
+                        OpenAIChatCompletionsModel, OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner,
+                        UserError, function_tool, input_guardrail, output_guardrail, seams)
 from miniagents.capabilities import Capability, Workspace
-from miniagents.testing import ScriptedModel, assistant_message, function_call
+from miniagents.context import Usage
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from miniagents.tracing.tree import describe, read
 from support import outputs_sent
 
+from openai_server import OpenAITestServer, chat_chunks, chat_completion, sse
 from support import ROOT  # noqa: E402
 
 
@@ -124,7 +128,7 @@ def test_a_help_desk_run_is_traced_as_a_tree_with_its_tool_handoff_approval_and_
         "      approval refund (call c3) pending",
     ]
     assert resumed == [
-        "run 'Help desk' 4 model calls, 0 in / 0 out tokens",  # the state's usage: the whole run so far
+        "run 'Help desk' 1 model call, 0 in / 0 out tokens",  # this run's own: it counts from where it resumes
         "  agent Billing tools: refund",
         "    turn 3 (Billing)",
         "      approval refund (call c3) approved",
@@ -288,3 +292,118 @@ def test_a_workspace_answers_from_its_files_and_refuses_a_path_that_escapes(tmp_
     assert "30 days" in sent["c1"] and "hunter2" not in json.dumps(model.calls[1].input)
     assert "outside" in sent["c2"] or "refused" in sent["c2"].lower()
     assert result.final_output == "30 days."
+
+
+def spent(requests, inp, out):
+    return Usage(requests=requests, input_tokens=inp, output_tokens=out, total_tokens=inp + out)
+
+
+def run_usages(path):
+    """(input tokens, requests) of each run's task span, in the order the runs ended."""
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    return [(r["span_data"]["data"]["usage"]["input_tokens"], r["span_data"]["data"]["usage"]["requests"])
+            for r in records if r["event"] == "span_end" and (r["span_data"].get("data") or {}).get("sdk_span_type")
+            == "task"]
+
+
+def test_an_agent_tools_inner_run_reports_its_own_usage_and_its_caller_everything_it_spent(tmp_path):
+    """The inner run shares its caller's usage (its limits count both): its task span still says what it spent,
+    not the caller's first call too; the caller's says the whole, the inner run's call included."""
+    path = str(tmp_path / "run.jsonl")
+    inner = Agent(name="Inner", model=ScriptedModel([ModelStep(output=[assistant_message("inner done")],
+                                                               usage=spent(1, 7, 1))]))
+    outer = Agent(name="Outer", tools=[inner.as_tool("ask_inner", "Ask")], model=ScriptedModel([
+        ModelStep(output=[function_call("ask_inner", {"input": "x"}, call_id="o1")], usage=spent(1, 100, 10)),
+        ModelStep(output=[assistant_message("outer done")], usage=spent(1, 200, 20))]))
+    result = Runner.run_sync(outer, "go", run_config=RunConfig(trace_path=path))
+    assert result.context_wrapper.usage.input_tokens == 307
+    assert run_usages(path) == [(7, 1), (307, 3)]
+
+
+def test_agent_tools_running_at_once_each_report_only_their_own_usage(tmp_path):
+    """Two inner runs whose model calls are in flight together (both wait at a barrier before answering): each
+    task span says what its own run spent, not what the other added to the shared usage meanwhile."""
+    path, barrier = str(tmp_path / "run.jsonl"), threading.Barrier(2, timeout=10)
+
+    def inner(name, tokens):
+        def answer(call):
+            barrier.wait()
+            return ModelStep(output=[assistant_message(f"{name} done")], usage=spent(1, tokens, 1))
+        return Agent(name=name, model=ScriptedModel([answer])).as_tool(f"ask_{name}", "Ask")
+
+    outer = Agent(name="Outer", tools=[inner("a", 7), inner("b", 50)], model=ScriptedModel([
+        ModelStep(output=[function_call("ask_a", {"input": "x"}, call_id="o1"),
+                          function_call("ask_b", {"input": "y"}, call_id="o2")], usage=spent(1, 100, 10)),
+        ModelStep(output=[assistant_message("outer done")], usage=spent(1, 200, 20))]))
+    Runner.run_sync(outer, "go", run_config=RunConfig(trace_path=path))
+    usages = run_usages(path)
+    assert sorted(usages[:2]) == [(7, 1), (50, 1)] and usages[2] == (357, 4)
+
+
+class Wrapped:
+    """A model as a plugin's `model` seam wraps it (the upstream shell's, a recording's): kept as `wrapped`."""
+
+    def __init__(self, model):
+        self.wrapped = model
+
+    def __getattr__(self, name):
+        return getattr(self.wrapped, name)
+
+
+class Wrapping(seams.Plugin):
+    def model(self, run, setup, model):
+        return Wrapped(model)
+
+
+@pytest.mark.parametrize("streamed, wrapped", [(False, False), (True, False), (False, True)])
+def test_no_credential_of_the_environment_the_settings_or_the_model_reaches_a_runs_trace_or_live_view(
+        tmp_path, monkeypatch, capsys, streamed, wrapped):
+    """The environment's API key echoed by a tool, a credential-named value at any depth of the model settings'
+    and the trace's metadata, a Bearer value, and the model's own key (given as api_key=, in no variable; the model
+    called as it is or wrapped by a plugin) that the server echoes back: none is in the file or on stderr."""
+    env_key, meta_secret = "sk-env-0123456789abcdef", "metasecretVALUE1234"
+    model_key = f"sk-model-key-{streamed:d}{wrapped:d}-9876543210"  # its own: a key once seen is hidden from then on
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
+    monkeypatch.setenv("MINIAGENTS_DEBUG", "1")
+    path = str(tmp_path / "run.jsonl")
+
+    @function_tool
+    def show_env() -> str:
+        """Show the environment."""
+        return "OPENAI_API_KEY=" + os.environ["OPENAI_API_KEY"]
+
+    server = OpenAITestServer()
+    try:
+        def answer(body):
+            first = len(server.requests) == 1
+            if body.get("stream"):
+                return {"sse": sse(*chat_chunks(None, [("c1", "show_env", "{}")]) if first else
+                                   chat_chunks(f"Your key is {model_key}."))}
+            return {"status": 200, "json": chat_completion(None, [("c1", "show_env", "{}")]) if first else
+                    chat_completion(f"Your key is {model_key}.")}
+
+        server.otherwise = answer
+        model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=model_key)
+        settings = ModelSettings(metadata={"user": "Bearer " + meta_secret, "ctx": {"api_key": meta_secret}})
+        agent = Agent(name="A", tools=[show_env], model=model, model_settings=settings)
+        config = RunConfig(trace_path=path, trace_metadata={"api_key": meta_secret, "deep": [{"token": meta_secret}]})
+        plugins = [Wrapping()] if wrapped else []
+        if streamed:
+            result = Runner.run_streamed(agent, "hi", run_config=config)
+
+            async def drain():
+                return [event async for event in result.stream_events()]
+
+            asyncio.run(drain())
+        else:
+            result = Runner.run_sync(agent, "hi", run_config=config, plugins=plugins)
+    finally:
+        server.close()
+    assert result.final_output.strip() == f"Your key is {model_key}."  # it was in the run
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    err = capsys.readouterr().err
+    for secret in (env_key, meta_secret, model_key):
+        assert secret not in text and secret not in err, secret
+    assert "OPENAI_API_KEY=***" in text and "Your key is ***." in text and '"user": "Bearer ***"' in text
