@@ -170,6 +170,14 @@ def test_a_tool_use_behavior_callable_decides_from_the_tool_results():
     assert len(model.calls) == 2
 
 
+def test_a_tool_use_behavior_callable_returning_anything_else_is_a_user_error_saying_what_it_returned():
+    agent, model = make_agent([[function_call("weather", {"city": "Rome"}, call_id="c1")]], tools=[weather],
+                              tool_use_behavior=lambda ctx, results: True)
+    with pytest.raises(UserError, match="^tool_use_behavior callable must return ToolsToFinalOutputResult, got True$"):
+        Runner.run_sync(agent, "hi")
+    assert len(model.calls) == 1
+
+
 def test_an_async_tool_use_behavior_callable_is_awaited():
     async def decide(ctx, results):
         return ToolsToFinalOutputResult(True, "async final")

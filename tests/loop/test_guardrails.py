@@ -424,6 +424,22 @@ def test_a_tool_input_guardrail_raise_exception_stops_the_run():
     assert len(model.calls) == 1
 
 
+@pytest.mark.parametrize("kind", ["input", "output"])
+def test_a_tool_guardrail_returning_no_tool_guardrail_function_output_fails_the_run_with_a_type_error_naming_it(kind):
+    """A programming mistake, raised to the caller as it is (as an agent guardrail's is), not told to the model."""
+    def careless(data):
+        return True
+
+    guardrail = (tool_input_guardrail if kind == "input" else tool_output_guardrail)(careless)
+    tool = _tool_with(**{f"{kind}_guardrails": [guardrail]})
+    agent, model = make_agent([[function_call("pay", {"amount": 1}, call_id="c1")], [assistant_message("never")]],
+                              tools=[tool])
+    wrong = "^tool guardrail 'careless' must return ToolGuardrailFunctionOutput, got bool$"
+    with pytest.raises(TypeError, match=wrong):
+        Runner.run_sync(agent, "go")
+    assert ran == ([] if kind == "input" else [1]) and len(model.calls) == 1
+
+
 @pytest.mark.parametrize("server", [{"conversation_id": "conv-1"}, {"auto_previous_response_id": True}])
 def test_a_server_managed_turn_a_tool_input_guardrail_stopped_answers_the_calls_the_server_holds(server):
     """The server holds the response's calls: the one the tripwire kept from starting is answered as not run, not

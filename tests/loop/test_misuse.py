@@ -124,6 +124,22 @@ def test_a_tools_callbacks_that_cannot_be_called_are_refused_where_the_tool_is_m
 
 
 @pytest.mark.parametrize("options, message", [
+    ({"idempotent": "yes"}, "idempotent must be a bool, got str"),
+    ({"idempotent": 1}, "idempotent must be a bool, got int"),
+    ({"timeout_behavior": "raise"}, "timeout_behavior must be 'error_as_result' or 'raise_exception', got 'raise'"),
+])
+def test_a_tools_idempotent_or_timeout_behavior_of_the_wrong_kind_is_refused_where_the_tool_is_made(options, message):
+    from miniagents import function_tool
+
+    def act() -> str:
+        """Act."""
+        return "done"
+
+    with pytest.raises(UserError, match=f"^tool 'act': {message}$"):
+        function_tool(act, **options)
+
+
+@pytest.mark.parametrize("options, message", [
     ({"handoff_input_filter": 5}, "RunConfig.handoff_input_filter must be a callable or None, got int"),
     ({"model": 5}, "RunConfig.model must be a model name, a Model or None, got int"),
 ])

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelBehaviorError, ModelSettings, RunConfig,
-                        RunContextWrapper, Runner, UserError, function_tool, handoff,
+from miniagents import (Agent, AgentsException, MaxTurnsExceeded, ModelBehaviorError, ModelRefusalError,
+                        ModelSettings, RunConfig, RunContextWrapper, Runner, UserError, function_tool, handoff,
                         input_guardrail, GuardrailFunctionOutput)
 from miniagents.testing import ModelStep, ScriptedModel, UnexpectedModelCall, assistant_message, function_call
 from support import ROOT, json_values, kinds, make_agent, outputs_sent
@@ -130,6 +130,29 @@ def test_final_output_is_the_last_message_of_a_response_with_several_messages():
     agent, _ = make_agent([[assistant_message("first"), assistant_message("second")]])
     assert Runner.run_sync(agent, "hi").final_output == "second"
 
+
+
+def _refusal(*parts):
+    """An assistant message whose content is `parts` ending with a refusal part."""
+    return {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+            "content": [*parts, {"type": "refusal", "refusal": "I can't help with that."}]}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_refusal_as_the_final_message_raises_model_refusal_error_carrying_the_refusal(streamed):
+    agent, model = make_agent([[_refusal()]])
+    with pytest.raises(ModelRefusalError) as info:
+        _stream(agent, "hi") if streamed else Runner.run_sync(agent, "hi")
+    assert info.value.refusal == "I can't help with that."
+    assert str(info.value) == "Model refused to produce output: I can't help with that."
+    assert [i.type for i in info.value.run_data.new_items] == ["message_output_item"]
+    assert len(model.calls) == 1
+
+
+def test_a_refusal_beside_text_in_the_final_message_still_raises_model_refusal_error():
+    agent, _ = make_agent([[_refusal({"type": "output_text", "text": "Sure,", "annotations": []})]])
+    with pytest.raises(ModelRefusalError, match="I can't help with that"):
+        Runner.run_sync(agent, "hi")
 
 # --- Behaviour 2: max_turns -----------------------------------------------------------------------
 
@@ -302,6 +325,14 @@ def test_run_streamed_raises_max_turns_from_stream_events():
     assert len(model.calls) == 2
 
 
+
+def test_a_model_stream_that_ends_without_response_completed_is_an_agents_exception():
+    events = [{"type": "response.created", "response": {"id": "r1", "output": []}},
+              {"type": "response.output_text.delta", "item_id": "m1", "output_index": 0, "delta": "cut off"}]
+    agent, _ = make_agent([ModelStep(stream_events=events)])
+    with pytest.raises(AgentsException, match="^the model's stream ended without a response.completed event$"):
+        _stream(agent, "hi")
+
 # --- RunResult ---------------------------------------------------------------------------------------
 
 
@@ -319,6 +350,13 @@ def test_to_input_list_is_the_input_then_the_new_items():
     agent2, _ = make_agent([[assistant_message("hello")]])
     two = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
     assert len(Runner.run_sync(agent2, two).to_input_list()) == 3
+
+
+@pytest.mark.parametrize("mode", ["all", None])
+def test_to_input_list_with_a_mode_it_does_not_know_is_a_user_error_naming_it(mode):
+    result = Runner.run_sync(make_agent([[assistant_message("hello")]])[0], "hi")
+    with pytest.raises(UserError, match=f"^to_input_list mode must be 'preserve_all' or 'normalized', got {mode!r}$"):
+        result.to_input_list(mode=mode)
 
 
 def test_feeding_to_input_list_back_continues_the_conversation():

@@ -162,6 +162,15 @@ def test_decisions_are_kept_in_the_document():
     assert log == [("list_files", "/")]
 
 
+
+@pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None])
+def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_nothing(bad):
+    _, state, _, _ = paused_state()
+    wrong = f"^add_input takes a string or a list of input items, got {type(bad).__name__}$"
+    with pytest.raises(UserError, match=wrong):
+        state.add_input(bad)
+    assert state.pending_input == []
+
 # --- The context ---------------------------------------------------------------------------------------------
 
 
