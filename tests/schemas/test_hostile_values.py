@@ -136,6 +136,7 @@ class Scaled:
     (Literal[float("inf")], "its values must be JSON"),
     (Set[Point], "the items of a set must be hashable"),
     (FrozenSet[List[int]], "the items of a set must be hashable"),
+    (Set[Optional[List[int]]], "the items of a set must be hashable"),
     (Scaled, "its __init__ needs 'scale', which is not a field"),
 ])
 def test_a_parameter_no_value_could_fill_is_refused_where_the_tool_is_made(annotation, words):
@@ -161,6 +162,19 @@ def test_set_items_that_hash_and_an_init_var_with_a_default_are_taken():
         return f"{sorted(p.x for p in points)} {d.a}"
 
     assert told(f, {"points": [{"x": 2}, {"x": 1}], "d": {"a": 3}}) == "[1, 2] 6"
+
+
+@pytest.mark.parametrize("annotation", [set, Set[typing.Any], frozenset])
+def test_set_items_of_any_type_the_model_sends_as_objects_are_told_to_it_as_unhashable(annotation):
+    """Without strict mode a set of anything is allowed: objects in it (dicts) cannot be set items."""
+    def f(tags) -> str:
+        ran.append(tags)
+        return "ran"
+
+    f.__annotations__["tags"] = annotation
+    ran = []
+    text = told(function_tool(f, strict_mode=False), {"tags": [{"a": 1}]})
+    assert "parameter 'tags': items of a set must be hashable (unhashable type: 'dict')" in text and ran == []
 
 
 def test_a_non_finite_default_is_left_out_of_a_schema_that_stays_json():

@@ -2,8 +2,10 @@
 import dataclasses
 import enum
 import json
+import re
 import subprocess
 import sys
+import typing
 from dataclasses import dataclass, field
 from typing import (Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set,
                     Tuple, TypedDict, Union)
@@ -233,6 +235,13 @@ def test_get_weather_full_strict_schema():
     }
 
 
+def test_a_callable_whose_signature_cannot_be_read_is_refused_naming_the_tool():
+    from miniagents import function_tool
+
+    with pytest.raises(UserError, match=r"^tool 'max': cannot read the signature of <built-in function max>: "):
+        function_tool(max)
+
+
 def test_get_weather_non_strict_requires_only_params_without_defaults():
     schema = function_schema(get_weather, strict_json_schema=False).params_json_schema
     assert schema["required"] == ["city"] and "additionalProperties" not in schema
@@ -398,6 +407,46 @@ def test_typeddict_total_and_not_total():
         [{"title": "A", "year": 1}, {"year": 2}], {})
     with pytest.raises(ArgumentsError, match="parameter 'm': missing required field 'year'"):
         fs.to_call_args({"m": {"title": "A"}, "p": {}})
+
+
+def test_typeddict_required_and_not_required_marks_set_which_keys_are_required():
+    class Booking(TypedDict, total=False):
+        room: typing.Required[str]
+        nights: int
+
+    class Guest(TypedDict):
+        name: str
+        note: typing.NotRequired[str]
+
+    def f(b: Booking, g: Guest): ...
+    fs = function_schema(f, strict_json_schema=False)
+    booking, guest = fs.params_json_schema["$defs"]["Booking"], fs.params_json_schema["$defs"]["Guest"]
+    assert booking["required"] == ["room"] and booking["properties"]["nights"] == {"type": "integer", "title": "Nights"}
+    assert guest["required"] == ["name"] and guest["properties"]["note"] == {"type": "string", "title": "Note"}
+    assert fs.to_call_args({"b": {"room": "12"}, "g": {"name": "ann"}}) == ([{"room": "12"}, {"name": "ann"}], {})
+    with pytest.raises(ArgumentsError, match="parameter 'b.nights': expected integer"):
+        fs.to_call_args({"b": {"room": "12", "nights": "two"}, "g": {"name": "ann"}})
+
+
+def test_two_object_types_of_the_same_name_get_definitions_of_their_own():
+    First = dataclasses.make_dataclass("Item", [("a", int)])
+    Second = dataclasses.make_dataclass("Item", [("b", str)])
+
+    def f(first: First, second: Second): ...
+    schema = function_schema(f).params_json_schema
+    assert schema["properties"]["first"] == {"$ref": "#/$defs/Item"}
+    assert schema["properties"]["second"] == {"$ref": "#/$defs/Item2"}
+    assert list(schema["$defs"]["Item"]["properties"]) == ["a"]
+    assert list(schema["$defs"]["Item2"]["properties"]) == ["b"]
+
+
+def test_a_parameters_default_of_a_str_subclass_is_kept_in_the_schema_as_its_text():
+    class Name(str):
+        pass
+
+    def f(name: str = Name("ann")): ...
+    schema = function_schema(f).params_json_schema
+    assert json.loads(json.dumps(schema))["properties"]["name"]["default"] == "ann"
 
 
 def test_namedtuple_is_an_object():
@@ -800,6 +849,27 @@ def test_an_error_handlers_output_for_an_output_schema_of_your_own_is_kept_in_th
     assert result.new_items[-1].raw_item["content"][0]["text"] == '{"a":1}'
 
 
+def _one_property(prop, **root):
+    """A hand-written tool schema whose one property `a` is `prop`."""
+    return {"type": "object", "properties": {"a": prop}, "required": ["a"], "additionalProperties": False, **root}
+
+
+@pytest.mark.parametrize("params, message", [
+    (["not", "a", "schema"], "A JSON schema must be a dict, got list"),
+    (_one_property({"$ref": "https://example.test/s", "description": "d"}),
+     "Only local $ref values are supported in a strict schema, got 'https://example.test/s'"),
+    (_one_property({"$ref": "#/$defs/Missing", "description": "d"}),
+     "Unresolvable $ref '#/$defs/Missing' in JSON schema"),
+    (_one_property({"$ref": "#/$defs/B", "description": "d"}, **{"$defs": {"B": 5}}),
+     "$ref '#/$defs/B' does not point to a schema"),
+])
+def test_a_hand_written_strict_tool_schema_strict_mode_cannot_read_is_refused_where_the_tool_is_made(params, message):
+    from miniagents import FunctionTool
+
+    with pytest.raises(UserError, match=f"^{re.escape(message)}$"):
+        FunctionTool(name="t", description="d", params_json_schema=params, on_invoke_tool=lambda ctx, args: "x")
+
+
 # ---------------------------------------------------------------------------------- type_schema
 
 def test_str_output_is_wrapped_as_response():
@@ -1031,6 +1101,52 @@ def test_a_model_and_another_type_of_the_same_name_are_refused_naming_it(models)
 
     def register(other: Other, user: User): ...
     with pytest.raises(UserError, match="parameter 'user' is FakeUser.*two different types are named FakeAddress"):
+        function_schema(register)
+
+
+class RemoteRefModel:
+    """A model class (pydantic's protocol) whose schema points outside itself, which strict mode cannot send."""
+
+    @classmethod
+    def model_json_schema(cls):
+        return {"type": "object", "title": "RemoteRefModel", "required": ["x"],
+                "properties": {"x": {"$ref": "https://example.test/x", "title": "X"}}}
+
+    @classmethod
+    def model_validate(cls, value):
+        return value
+
+
+class RecursiveModel:
+    """A recursive model class (pydantic's protocol): its schema's root is a $ref into its own $defs."""
+
+    @classmethod
+    def model_json_schema(cls):
+        children = {"type": "array", "items": {"$ref": "#/$defs/RecursiveModel"}, "title": "Children"}
+        return {"$ref": "#/$defs/RecursiveModel", "$defs": {"RecursiveModel": {
+            "type": "object", "title": "RecursiveModel", "required": ["name", "children"],
+            "properties": {"name": {"type": "string", "title": "Name"}, "children": children}}}}
+
+    @classmethod
+    def model_validate(cls, value):
+        return ("validated", value)
+
+
+def test_a_recursive_model_whose_schema_root_is_a_ref_is_referenced_by_every_parameter_of_its_type():
+    def plant(tree: RecursiveModel, more: List[RecursiveModel]): ...
+    fs = function_schema(plant)
+    schema = fs.params_json_schema
+    assert schema["properties"]["tree"] == {"$ref": "#/$defs/RecursiveModel"}
+    assert schema["properties"]["more"]["items"] == {"$ref": "#/$defs/RecursiveModel"}
+    assert schema["$defs"]["RecursiveModel"]["additionalProperties"] is False
+    tree = {"name": "a", "children": [{"name": "b", "children": []}]}
+    assert fs.to_call_args({"tree": tree, "more": []}) == ([("validated", tree), []], {})
+
+
+def test_a_strict_pass_refusal_of_a_functions_schema_names_the_tool():
+    def register(m: RemoteRefModel): ...
+    with pytest.raises(UserError, match="^tool 'register': Only local \\$ref values are supported in a strict schema, "
+                                        "got 'https://example.test/x'$"):
         function_schema(register)
 
 
