@@ -127,6 +127,34 @@ def test_a_user_file_part_is_sent_by_its_id_or_its_data(part, sent):
         items_to_messages([{"role": "user", "content": [{"type": "input_file", "filename": "a.pdf"}]}])
 
 
+def test_user_parts_already_in_chat_form_are_sent_as_they_are():
+    parts = [{"type": "text", "text": "hear this"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+             {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}]
+    assert items_to_messages([{"role": "user", "content": parts}]) == [{"role": "user", "content": parts}]
+
+
+@pytest.mark.parametrize("role", ["system", "developer"])
+def test_a_system_message_part_that_is_not_text_is_a_user_error_naming_the_part(role):
+    item = {"role": role, "content": [{"type": "input_text", "text": "Be brief."},
+                                      {"type": "input_image", "image_url": "https://x/y.png"}]}
+    with pytest.raises(UserError, match=f"^{role} message: content part 'input_image' cannot be sent to Chat "
+                                        r"Completions \(only text is supported here\)$"):
+        items_to_messages([item])
+
+
+def test_a_system_message_without_content_is_sent_as_empty_text():
+    assert items_to_messages([{"role": "system"}]) == [{"role": "system", "content": ""}]
+
+
+def test_an_assistant_refusal_in_the_history_is_sent_as_the_messages_refusal():
+    refused = {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}]}
+    beside_text = {"type": "message", "role": "assistant", "content": [
+        {"type": "output_text", "text": "Well,", "annotations": []}, {"type": "refusal", "refusal": "no."}]}
+    assert items_to_messages([refused, {"role": "user", "content": "why"}, beside_text]) == [
+        {"role": "assistant", "content": None, "refusal": "I can't."}, {"role": "user", "content": "why"},
+        {"role": "assistant", "content": "Well,", "refusal": "no."}]
+
+
 def test_strict_tool_schema_strips_default_into_description():
     tool = chat_tool(TOOL)
     params = tool["function"]["parameters"]
@@ -430,6 +458,13 @@ def test_stream_eof_without_finish_reason_or_done(server):
     server.reply_sse(sse(*chat_chunks("Hello")[:2], done=False))
     with pytest.raises(ModelHTTPError, match="truncated"):
         stream(model(server), [])
+
+
+def test_a_stream_with_no_event_at_all_is_a_truncated_stream_error(server):
+    server.reply_sse([])
+    with pytest.raises(ModelHTTPError, match="the stream ended before a finish_reason or \\[DONE\\]") as info:
+        stream(model(server), [])
+    assert info.value.code == "truncated"
 
 
 def test_stream_eof_after_finish_reason_without_done_is_success(server):

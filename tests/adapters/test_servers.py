@@ -145,6 +145,15 @@ def test_an_error_that_is_not_about_content_is_not_resent(server):
     assert len(server.requests) == 2
 
 
+def test_a_content_filters_refusal_is_not_taken_for_a_refused_content_form_and_not_resent(server):
+    script(server, streamed=False)
+    server.replies.insert(1, {"status": 400, "json": {"error": {
+        "message": "The message content was blocked by the content_filter", "code": "content_filter"}}})
+    with pytest.raises(ModelHTTPError, match="content_filter"):
+        run(server, False)
+    assert len(server.requests) == 2 and endpoint._accepted_forms == {}
+
+
 
 def test_a_content_refusal_of_a_request_with_no_text_less_message_is_not_resent(server):
     # Only a text-less assistant message has another form to try; an assistant message with text has none.

@@ -291,6 +291,18 @@ def test_a_new_file_in_a_folder_this_process_may_not_write_is_a_session_store_er
     assert "make its folder writable" in result[1] and repr(str(folder / "new.db")) in result[1]
 
 
+def test_a_new_file_whose_name_the_system_refuses_is_a_session_store_error_naming_it_and_saying_why(tmp_path):
+    """Checked in this process (the permission cases above run in a child): the OSError of the file's creation
+    is told with the path and the system's reason, never raised bare."""
+    path = tmp_path / ("x" * 300 + ".db")
+    with pytest.raises(SessionStoreError) as info:
+        SQLiteSession("s", path)
+    assert info.value.message == (f"SQLiteSession: cannot create the database {os.path.realpath(path)!r} "
+                                  "(File name too long): make its folder writable for this process, or pass a path "
+                                  "in another")
+    assert list(tmp_path.iterdir()) == []
+
+
 @needs_fork
 def test_a_file_whose_folder_is_read_only_says_the_folder_must_be_writable_too(folder):
     path = filled("sqlite", folder / "chat.db")  # closed: no -wal or -shm file is left next to it
