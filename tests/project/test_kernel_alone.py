@@ -199,6 +199,46 @@ def test_a_deleted_shells_names_say_which_feature_and_folder_they_belong_to(repo
     assert "miniagents/tracing/" in report["import_shell"] and "tracing" in report["import_shell"]
 
 
+ASKED_FOR = r'''
+import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from miniagents import Agent, ModelSettings, RunConfig, Runner
+
+os.environ["MINIAGENTS_TRACE"] = "1"
+agent = Agent(name="A", model=ScriptedModel([[assistant_message("one")], [assistant_message("two")]]))
+report = {"outputs": [Runner.run_sync(agent, "hi").final_output, Runner.run_sync(agent, "again").final_output]}
+for name, make in (("trace_path", lambda: RunConfig(trace_path="trace.jsonl")),
+                   ("retry", lambda: ModelSettings(retry={"max_retries": 2}))):
+    try:
+        make()
+        report[name] = "made"
+    except ImportError as error:
+        report[name] = [type(error).__name__, str(error)]
+print(json.dumps(report))
+'''
+
+
+def test_a_shell_the_environment_asks_for_is_warned_about_once_and_one_a_configuration_asks_for_is_an_error(
+        kernel_copy):
+    """MINIAGENTS_TRACE in a copy without tracing/ warns once and every run goes on; RunConfig(trace_path=...) and
+    ModelSettings(retry=...) ask for a feature the copy lacks where they are made, naming it and its folder."""
+    (kernel_copy / "asked.py").write_text(OFFLINE + ASKED_FOR, encoding="utf-8")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-S", "-I", "asked.py"], cwd=str(kernel_copy), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outputs"] == ["one", "two"]
+    warned = [line for line in done.stderr.splitlines() if "the run goes on without it" in line]
+    assert len(warned) == 1 and "MINIAGENTS_DEBUG and MINIAGENTS_TRACE needs" in warned[0]
+    assert "miniagents/tracing/" in warned[0] and "does not have" in warned[0]
+    for name, (asked, folder) in {"trace_path": ("RunConfig(trace_path=...)", "tracing"),
+                                  "retry": ("ModelSettings(retry=...)", "retry")}.items():
+        kind, said = report[name]
+        assert kind == "MissingFeatureError" and said.startswith(f"{asked} needs "), (name, said)
+        assert f"miniagents/{folder}/" in said and seams.SHELLS[folder] in said, (name, said)
+
+
 PLAIN_RUNS = """
 import asyncio, sys, tempfile, os
 from miniagents import Agent, RunState, Runner, SQLiteSession, function_tool, handoff
