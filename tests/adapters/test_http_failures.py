@@ -184,6 +184,68 @@ def test_https_pointed_at_a_plain_http_server_gets_a_hint_and_no_retry():
     assert f"if that server speaks plain HTTP, use base_url='http://127.0.0.1:{port}/v1'" in str(info.value)
     assert "1 attempt)" in str(info.value) and len(accepted) == 1
 
+
+@pytest.fixture
+def no_proxy(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_host_name_that_does_not_resolve_says_so(no_proxy):
+    """`.invalid` never resolves (RFC 6761)."""
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat("http://no-such-host.invalid/v1", max_retries=0))
+    assert str(info.value) == ("could not connect to no-such-host.invalid:80: the host name 'no-such-host.invalid' "
+                               "could not be resolved (POST http://no-such-host.invalid:80/v1/chat/completions, "
+                               "1 attempt) [type=connection_error]")
+
+
+@contextlib.contextmanager
+def self_signed_tls_listener(folder):
+    """A TLS listener whose certificate no default trust store accepts; yields (port, accepted connection count)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-days",
+                    "1", "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem")],
+                   check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(folder / "cert.pem"), str(folder / "key.pem"))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            try:
+                context.wrap_socket(conn, server_side=True).close()
+            except (ssl.SSLError, OSError):  # the client refused the certificate
+                conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1], accepted
+    finally:
+        listener.close()
+
+
+def test_a_tls_certificate_that_is_not_accepted_says_so_and_is_not_retried(tmp_path, no_proxy):
+    with self_signed_tls_listener(tmp_path) as (port, accepted):
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(f"https://127.0.0.1:{port}/v1"))
+    said = str(info.value)
+    assert said.startswith(f"could not connect to 127.0.0.1:{port}: the TLS certificate was not accepted (")
+    assert "CERTIFICATE_VERIFY_FAILED" in said and "1 attempt)" in said and len(accepted) == 1
+    no_key_in(info.value)
+
 # --------------------------------------------------------------------------- timeouts
 
 

@@ -117,6 +117,12 @@ def test_no_instructions_means_no_system_prompt():
     assert model.calls[0].system_instructions is None
 
 
+def test_system_prompt_of_text_instructions_or_none_is_that_value_as_it_is():
+    ctx = RunContextWrapper(None)
+    assert Agent(name="A", instructions="You are terse.").system_prompt(ctx) == "You are terse."
+    assert Agent(name="A").system_prompt(ctx) is None
+
+
 # --- tool_use_behavior ------------------------------------------------------------------------------------------
 
 
@@ -302,6 +308,15 @@ def test_as_tool_defaults_its_name_from_the_agent_name_and_its_description_to_em
     assert (tool.name, tool.description) == ("french_translator", "")
 
 
+def test_as_tool_warns_when_it_renames_an_agent_whose_name_is_no_tool_name(caplog):
+    with caplog.at_level("WARNING", logger="miniagents"):
+        assert Agent(name="Billing (EU)").as_tool(None, None).name == "billing__eu_"
+        Agent(name="Billing EU").as_tool(None, None)  # spaces alone become underscores, as every reader expects
+        Agent(name="Billing (EU)").as_tool("billing", None)  # a name given: nothing renamed
+    assert [r.getMessage() for r in caplog.records] == [
+        "agent name 'Billing (EU)' was changed to tool name 'billing__eu_'"]
+
+
 def test_the_nested_run_receives_only_the_tool_input_and_the_parent_keeps_control():
     translator, sub_model = make_agent([[assistant_message("Bonjour")]], name="Translator",
                                        instructions="Translate to French.")
@@ -378,6 +393,14 @@ def test_as_tool_output_falls_back_to_the_latest_string_tool_output_after_an_ear
                               tools=[helper.as_tool("helper", "Ask.")])
     Runner.run_sync(agent, "hi")
     assert outputs_sent(model.calls[1]) == {"c1": "found it"}
+
+
+def test_as_tool_output_is_empty_text_when_the_nested_run_said_nothing_at_all():
+    helper, _ = make_agent([[assistant_message("")]], name="Helper")
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[helper.as_tool("helper", "Ask.")])
+    Runner.run_sync(agent, "hi")
+    assert outputs_sent(model.calls[1]) == {"c1": ""}
 
 
 def test_as_tool_output_of_a_structured_agent_is_its_final_output_as_json():

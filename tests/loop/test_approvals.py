@@ -84,6 +84,20 @@ def test_call_needing_approval_does_not_run_and_is_listed_as_an_interruption():
     assert len(model.calls) == 1
 
 
+def test_an_approval_items_arguments_that_are_no_json_are_given_as_the_model_sent_them():
+    log, model = [], ScriptedModel()
+    _, result = paused(model, log, function_call("delete_file", "path=a.txt", call_id="c1"))
+    [item] = result.interruptions
+    assert item.parsed_arguments == item.arguments == "path=a.txt" and log == []
+
+
+def test_an_approval_item_is_no_transcript_item():
+    log, model = [], ScriptedModel()
+    _, result = paused(model, log, delete("a.txt", "c1"))
+    with pytest.raises(TypeError, match="^a ToolApprovalItem is not a transcript item; approve or reject it instead$"):
+        result.interruptions[0].to_input_item()
+
+
 def test_two_pending_approvals_of_one_turn_are_both_listed_in_model_order():
     log, model = [], ScriptedModel()
     _, result = paused(model, log, delete("a.txt", "c1"), function_call("send_email", {"to": "bob"}, call_id="c2"))

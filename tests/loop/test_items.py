@@ -129,6 +129,7 @@ def test_a_tool_call_item_knows_the_tool_description():
                           tools=[documented])
     result = Runner.run_sync(agent, "go")
     assert result.new_items[0].description == "Documented tool."
+    assert result.new_items[0].tool_name == "documented"
 
 
 def test_item_helpers_read_message_text():
@@ -284,6 +285,11 @@ def test_a_custom_models_response_may_hold_its_items_in_a_tuple():
     assert response.output == [assistant_message("hi")]
     agent = Agent(name="A", model=AnswersWith(output=(assistant_message("hi"),)))
     assert Runner.run_sync(agent, "x").final_output == "hi"
+
+
+def test_a_custom_models_assistant_message_whose_content_is_text_is_the_final_output():
+    agent = Agent(name="A", model=AnswersWith(output=[{"type": "message", "role": "assistant", "content": "plain"}]))
+    assert Runner.run_sync(agent, "x").final_output == "plain"
 
 
 class Returns(Model):

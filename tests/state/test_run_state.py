@@ -163,6 +163,22 @@ def test_decisions_are_kept_in_the_document():
 
 
 
+def test_a_document_in_upstreams_forms_of_usage_details_and_undecided_approvals_loads_and_resumes():
+    """Upstream writes usage details as one-element lists and a tool's undecided approvals as False."""
+    agent, state, model, log = paused_state()
+    document = state.to_json()
+    document["context"]["usage"]["input_tokens_details"] = [{"cached_tokens": 7}]
+    document["context"]["usage"]["output_tokens_details"] = [{"reasoning_tokens": 3}]
+    document["context"]["approvals"] = {"delete_file": {"approved": False, "rejected": False}}
+    loaded = RunState.from_json(agent, document)
+    usage = loaded.context_wrapper.usage
+    assert (usage.input_tokens_details.cached_tokens, usage.output_tokens_details.reasoning_tokens) == (7, 3)
+    loaded.approve(loaded.get_interruptions()[0])
+    model.enqueue([assistant_message("done")])
+    assert Runner.run_sync(agent, loaded).final_output == "done"
+    assert log == [("list_files", "/"), ("delete_file", "a.txt")]
+
+
 @pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None])
 def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_nothing(bad):
     _, state, _, _ = paused_state()

@@ -73,6 +73,23 @@ def test_synchronous_code_tests_a_result_as_its_value_true_false_and_equal_as_it
     assert not empty and empty == None  # noqa: E711 (equal as its value is)
 
 
+def test_adding_no_items_is_done_at_once_and_stores_nothing(session):
+    assert session.add_items([]).value is True
+    assert session.get_items() == []
+
+
+def test_a_result_prints_as_its_value_and_acts_as_a_finished_coroutine_when_thrown_into_or_closed(session):
+    """What asyncio does to a coroutine it gives up on (throw, close) works on a result that is already there."""
+    session.add_items([user("hi")])
+    popped = session.pop_item()
+    assert repr(popped) == f"Ready({user('hi')!r})"
+    assert popped.close() is None
+    with pytest.raises(ValueError, match="^stop$"):
+        popped.throw(ValueError("stop"))
+    with pytest.raises(KeyError):
+        popped.throw(KeyError)
+
+
 # -- behaviour -----------------------------------------------------------------------------------------
 
 def vm_steps(session, read):
