@@ -481,3 +481,9 @@ def test_a_proxy_url_with_a_stray_bracket_is_a_user_error_that_never_quotes_it(m
     with pytest.raises(UserError, match="http_proxy is not a URL this transport can use") as info:
         ask(chat("http://203.0.113.1:9/v1", max_retries=0))
     assert "ss@" not in str(info.value)
+
+
+def test_the_secrets_of_a_transport_whose_proxy_url_is_unusable_are_read_without_the_proxys_error(monkeypatch):
+    """What hides secrets (a recording's redaction reads them) still gets the key; the request says what is wrong."""
+    monkeypatch.setenv("http_proxy", "http://ada:hunter2@proxy.example.test:80x80")
+    assert KEY in chat("http://203.0.113.1:9/v1").transport.secret
