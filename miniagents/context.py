@@ -98,10 +98,10 @@ class Usage:
         data = data or {}
         in_details = data.get("input_tokens_details") or {}
         out_details = data.get("output_tokens_details") or {}
-        if isinstance(in_details, list):  # upstream RunState writes details as one-element lists
-            in_details = in_details[0] if in_details else {}
+        if isinstance(in_details, list):  # upstream RunState writes details as one-element lists ([] is {} by now)
+            in_details = in_details[0]
         if isinstance(out_details, list):
-            out_details = out_details[0] if out_details else {}
+            out_details = out_details[0]
         inp, out = int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0)  # None-safe
         return cls(
             requests=int(data.get("requests", requests) or 0),
