@@ -138,7 +138,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # when the run starts (one home: it was refused at the transfer, after its output joined the history the server
     # keeps); 1646 input guardrails racing the model refused with conversation_id when the run starts: a trip cannot
     # take the response the server put in the conversation out of it
-    "agents, items, guardrails": 1016,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1019,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -160,6 +160,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1016 for a custom model's message whose content is no list of text parts, and its usage whose token counts
     # are no whole numbers, refused where the ModelResponse is made (bare TypeErrors deep in the loop), and a
     # usage shared by agent tools running at once added to under one lock (tokens were lost)
+    # 1019 for a wrapped handoff input sent bare told as a missing 'response' key (it was "expected integer, got
+    # null")
     "tools and schemas": 1044,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
