@@ -162,7 +162,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # usage shared by agent tools running at once added to under one lock (tokens were lost)
     # 1019 for a wrapped handoff input sent bare told as a missing 'response' key (it was "expected integer, got
     # null")
-    "tools and schemas": 1044,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1046,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -178,6 +178,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # positional argument) refused as the model's mistake
     # 1044 for a non-strict output type validated as its schema was sent (keys it does not name ignored) and a
     # NamedTuple written as the object its schema describes
+    # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
+    # one failed only at the server)
     "state and sessions": 1179,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
