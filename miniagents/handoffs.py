@@ -116,8 +116,11 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
                 raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: {preview(raw_args)!r}") from None
             if data is None:
                 raise ModelBehaviorError("Handoff function expected non-null input, but got None")
-            if wrapped:
-                data = data.get("response") if isinstance(data, dict) else None
+            if wrapped:  # sent as {"response": value}: a bare value is the model's mistake, said as such
+                if not isinstance(data, dict) or "response" not in data:
+                    raise ModelBehaviorError(f"Invalid JSON input for handoff {name}: expected an object with a "
+                                             f"'response' key, got {preview(raw_args)!r}")
+                data = data["response"]
             caller.call(on_handoff, ctx, validate_value(input_type, data))
         elif on_handoff is not None:
             caller.call(on_handoff, ctx)

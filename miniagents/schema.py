@@ -310,6 +310,8 @@ def _strict(node, root, depth, count, inlining, wire):
         rest = {k: v for k, v in out.items() if k != "$ref"}
         merged = _merged(rest, _resolve_ref(root, out["$ref"]), f"$ref {out['$ref']!r}")
         return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],), wire)
+    if "$ref" in out:  # a lone one is sent as it is: what it names must be here, not missing at the server
+        _resolve_ref(root, out["$ref"])
     return out
 
 

@@ -240,16 +240,18 @@ def test_handoff_arguments_that_do_not_fit_the_input_type_are_a_model_behavior_e
     assert target_model.calls == ()
 
 
-@pytest.mark.parametrize("arguments, handed", [('{"response": 5}', [5]), ("5", None), ("[5]", None)])
+@pytest.mark.parametrize("arguments, handed", [('{"response": 5}', [5]), ("5", None), ("[5]", None),
+                                                ('{"value": 5}', None)])
 def test_a_handoff_input_of_a_type_that_is_no_object_comes_wrapped_in_response_and_is_refused_otherwise(
         arguments, handed):
-    """An int input type is sent as {"response": <int>}: the bare value is not what the schema asked for."""
+    """An int input type is sent as {"response": <int>}: the bare value is not what the schema asked for, and the
+    model is told the wrapper is missing (not "expected integer, got null")."""
     got = []
     target, target_model = make_agent([[assistant_message("billing here")]], name="Manager")
     agent, _ = make_agent([[function_call("transfer_to_manager", arguments, call_id="h1")]],
                           handoffs=[handoff(target, on_handoff=lambda ctx, n: got.append(n), input_type=int)])
     if handed is None:
-        with pytest.raises(ModelBehaviorError, match="expected integer"):
+        with pytest.raises(ModelBehaviorError, match="expected an object with a 'response' key, got "):
             Runner.run_sync(agent, "go")
         assert got == [] and target_model.calls == ()
     else:
@@ -395,3 +397,4 @@ def test_a_typed_handoff_given_null_arguments_is_the_models_mistake_and_never_ca
     with pytest.raises(ModelBehaviorError, match="^Handoff function expected non-null input, but got None$"):
         Runner.run_sync(agent, "go")
     assert seen == []
+

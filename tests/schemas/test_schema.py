@@ -862,6 +862,9 @@ def _one_property(prop, **root):
      "Unresolvable $ref '#/$defs/Missing' in JSON schema"),
     (_one_property({"$ref": "#/$defs/B", "description": "d"}, **{"$defs": {"B": 5}}),
      "$ref '#/$defs/B' does not point to a schema"),
+    (_one_property({"$ref": "https://example.test/s"}),  # a lone $ref is sent as it is: checked all the same
+     "Only local $ref values are supported in a strict schema, got 'https://example.test/s'"),
+    (_one_property({"$ref": "#/$defs/Missing"}), "Unresolvable $ref '#/$defs/Missing' in JSON schema"),
 ])
 def test_a_hand_written_strict_tool_schema_strict_mode_cannot_read_is_refused_where_the_tool_is_made(params, message):
     from miniagents import FunctionTool
