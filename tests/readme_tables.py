@@ -138,7 +138,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # when the run starts (one home: it was refused at the transfer, after its output joined the history the server
     # keeps); 1646 input guardrails racing the model refused with conversation_id when the run starts: a trip cannot
     # take the response the server put in the conversation out of it
-    "agents, items, guardrails": 1019,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1027,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -162,6 +162,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # usage shared by agent tools running at once added to under one lock (tokens were lost)
     # 1019 for a wrapped handoff input sent bare told as a missing 'response' key (it was "expected integer, got
     # null")
+    # 1027: a model's message checked for only what would fail the run where its text is read
+    # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
+    # with no content or with parts of their own kinds, which ran before
     "tools and schemas": 1046,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -236,11 +239,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for upstream's omitted reasoning ids leaving a return that is no ModelResponse to the kernel's UserError
     # 1837 for an error handler's final output that JSON cannot write refused naming it (it was a bare
     # TypeError)
-    "shell: recording and replay": 728,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 730,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
     # tokens, redact= missing keys and escaped JSON; a line size cap; wrap() of a name refused
+    # 730 for a write an interrupt (Ctrl-C) stops part-way cut back as a full disk's is (the torn line made the
+    # recording unreadable)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
