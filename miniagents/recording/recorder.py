@@ -175,14 +175,16 @@ class Recorder:
             written = 0
             while written < len(data):  # an unbuffered write may take part of the bytes
                 written += self._file.write(data[written:])
-        except OSError as error:
-            why = f"cannot write the recording {self.path!r}: {error.strerror or error}"
+        except BaseException as error:  # a full disk, or an interrupt (Ctrl-C) part-way: the same torn line
+            why = f"cannot write the recording {self.path!r}: {getattr(error, 'strerror', None) or error}"
             try:
                 self._file.truncate(self._end)
                 self._file.seek(self._end)
             except OSError:  # the torn line stays: no later line may join it
                 self._shut()
                 why += "; cutting the torn line off failed too, so the recorder is closed"
+            if not isinstance(error, OSError):
+                raise
             raise RecordingError(why) from None
         self._end += written
 

@@ -479,6 +479,33 @@ def test_a_write_that_fails_part_way_leaves_the_recording_whole_and_numbered(tmp
     assert Replay(path).remaining == 2
 
 
+def test_a_write_an_interrupt_stops_part_way_is_cut_back_so_the_recording_goes_on_whole(tmp_path):
+    """Ctrl-C (or any exception) inside the write leaves the same torn line a full disk does: it is cut off, the
+    interrupt goes on up, and the next call's line starts where the last whole one ended."""
+    class Interrupted:
+        def __init__(self, file):
+            self.file, self.armed = file, True
+
+        def write(self, data):
+            if self.armed:
+                self.armed = False
+                self.file.write(data[:-1])  # all but the newline
+                raise KeyboardInterrupt
+            return self.file.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.file, name)
+
+    recorder = Recorder(tmp_path / "run.jsonl")
+    model = recorder.wrap(ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]]))
+    recorder._file = Interrupted(recorder._file)
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(Agent(name="A", model=model), "one")
+    Runner.run_sync(Agent(name="A", model=model), "two")
+    recorder.close()
+    assert [(c["n"], c["request"]["input"][0]["content"]) for c in calls(tmp_path / "run.jsonl")] == [(1, "two")]
+
+
 def test_a_torn_line_that_cannot_be_cut_off_closes_the_recorder(tmp_path, monkeypatch):
     """When even cutting the torn line off fails, no later call may be glued onto it: the recorder closes."""
     class Failing:
