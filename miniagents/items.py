@@ -37,7 +37,7 @@ class ModelResponse:
             if not isinstance(item, dict):
                 raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
                                 f"{type(item).__name__}")
-            problem = item_problem(item) if item.get("type") == "message" else None
+            problem = _answer_problem(item.get("content")) if item.get("type") == "message" else None
             if problem is not None:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
             if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and all(
@@ -52,6 +52,18 @@ class ModelResponse:
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""
         return [{k: v for k, v in dict(item).items() if k != "created_by"} for item in self.output]
+
+
+def _answer_problem(content: Any) -> Optional[str]:
+    """What in a model's message would fail the run where its text is read, or None. Only that: a server's message
+    without a role, with no content or with parts of its own kinds ran before and still does."""
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list) or not all(isinstance(part, dict) for part in content):
+        return "has content that is no text or list of parts (objects)"
+    if any(part.get("type") == "output_text" and not isinstance(part.get("text"), str) for part in content):
+        return "has an output_text part whose text is no string"
+    return None
 
 
 FAKE_ID = "__fake_id__"  # the id of items the kernel or an adapter makes up (upstream's literal): never resent
