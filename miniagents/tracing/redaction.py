@@ -4,34 +4,50 @@
 goes through it with `known_secrets()`, and a generation span's model settings go through it when the span is made (so
 your own processors never see a credential-named setting either):
 
-- by name: the value of every key, at any depth, that names a credential by the HTTP adapters' rule
-  (`is_credential_name`: `api_key`, `Authorization`, `X-Api-Key`, `client_secret`, `token`, `sig`, ...) becomes
-  `***`, and so does the token after every `Bearer` in a text (8 characters or more: "bearer of" is prose);
-- by value: the value of every environment variable whose name says credential (`OPENAI_API_KEY`, `HF_TOKEN`, ...)
-  and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL), 8 characters or
-  more, wherever they occur in a text or a key, as they are or percent-encoded; and the value of every
-  `name=value` whose name is plainly a credential (`key=`, `token=`, ...: the adapters' `without_secrets`);
+- by name, only where configuration is kept (a span's `model_config`, a trace's or span's `metadata`, a custom span's
+  `data`, at any depth there): the value of every key that names a credential by the HTTP adapters' rule
+  (`is_credential_name`: `api_key`, `Authorization`, `X-Api-Key`, `client_secret`, `token`, `sig`, `code`,
+  `session`...) becomes `***`. Elsewhere (items, inputs, outputs, logprobs, errors) those names are ordinary data: a
+  code interpreter's `code`, a logprob's `token`;
+- by value, everywhere: the value of every environment variable whose name says credential (`OPENAI_API_KEY`,
+  `HF_TOKEN`, ...) and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL), 8
+  characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
+  (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
+  logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an
+  authorization value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a
+  text or follows `Authorization:`); and the value of each credential-named parameter of a URL's query string
+  (`?sig=...`: a presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code
+  (`sorted(words, key=len)`) and is kept;
+- any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
+  names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
   written (`"NaN"`, ...) rather than null, so the line still says what the value was; anything else JSON cannot
   hold (an object, a tuple, a key that is not a string) becomes a list or its `str()`, as `default=str` made it.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
 import re
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ..models.endpoint import EndpointModel
-from ..models.protocol import is_credential_name, secret_values, without_secrets
+from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, secret_values
 
 MASK = "***"
 SHORTEST_SECRET = 8  # shorter values (a local server's key "x", XDG_SESSION_TYPE=x11) would match ordinary text
 MAX_WRAPPERS = 8  # wrappers looked through for the model they wrap
 MAX_MODEL_SECRETS = 64  # the most recent models' secrets kept: each record is searched for every one
+CONFIGURATION = frozenset(("model_config", "metadata"))  # where a key's name says what its value is
 BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
+AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
+    r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
+    r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
+ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 credential_name = functools.lru_cache(maxsize=1024)(is_credential_name)  # a record's keys are mostly the same few
 _model_secrets: tuple = ()  # replaced (never mutated) under _lock, so a reader in another thread sees a whole one
@@ -55,34 +71,42 @@ def remember(model: Any) -> None:
             _model_secrets = (_model_secrets + found)[-MAX_MODEL_SECRETS:]
 
 
-def known_secrets() -> tuple:
-    """The texts `redacted` hides by value, each also percent-encoded, longest first; asked for each record, so a
-    variable set after a processor was made counts too (worked out again only when the environment or the models'
-    secrets changed: each record would pay half a millisecond)."""
-    return _searched(tuple(os.environ.items()), _model_secrets)
+def known_secrets() -> Any:
+    """The search `redacted` hides values with (None: nothing to hide): asked for each record, so a variable set
+    after a processor was made counts too (built again only when the environment or the models' secrets changed:
+    each text of a record is searched once for all of them)."""
+    return _search(tuple(os.environ.items()), _model_secrets)
 
 
 @functools.lru_cache(maxsize=4)
-def _searched(environment: tuple, model_secrets: tuple) -> tuple:
-    """Each credential-named variable's value also without the whitespace around it: a key read from a file keeps
-    its newline, an echo of it does not."""
+def _search(environment: tuple, model_secrets: tuple) -> Any:
+    """Each credential-named variable's value also without the whitespace around it (a key read from a file keeps
+    its newline, an echo of it does not), each secret also percent-encoded, longest first."""
     found = [text for name, value in environment if is_credential_name(name) for text in (value, value.strip())]
-    return tuple(secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET]))
+    values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
+    return re.compile("|".join(map(re.escape, values))) if values else None
 
 
-def redacted(value: Any, secrets: Any = ()) -> Any:
-    """`value` as plain strict JSON data without credentials (see the module's docstring): `secrets` are the texts
-    to hide by value (`known_secrets()`)."""
+def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
+    """`value` as plain strict JSON data without credentials (see the module's docstring): `secrets` is the search
+    for the values to hide (`known_secrets()`); `named`: inside configuration, where names are checked."""
     if isinstance(value, str):
         return _text(value, secrets)
-    if isinstance(value, dict):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
         shown = {}
         for key, inner in value.items():
             name = _text(key if isinstance(key, str) else str(key), secrets)
-            shown[name] = MASK if credential_name(name) else redacted(inner, secrets)
-        return shown
+            if named and credential_name(name):
+                shown[name] = MASK
+            else:
+                inside = named or name in CONFIGURATION or (name == "data" and value.get("type") == "custom")
+                shown[name] = redacted(inner, secrets, inside)
+        text = value.get("text")
+        return {**shown, "logprobs": []} if "logprobs" in shown and shown.get("text") != text else shown
     if isinstance(value, (list, tuple)):
-        return [redacted(inner, secrets) for inner in value]
+        return _parts_joined([redacted(inner, secrets, named) for inner in value], value, secrets)
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -90,9 +114,37 @@ def redacted(value: Any, secrets: Any = ()) -> Any:
     return _text(str(value), secrets)
 
 
+def _parts_joined(shown: list, parts: Any, secrets: Any) -> list:
+    """A message's text parts searched joined too, as whoever reads them joins them: when a secret spans two, the
+    text whole, without it, in the first part, the others emptied (and each without its logprobs)."""
+    texts = [index for index, part in enumerate(parts) if isinstance(part, Mapping) and isinstance(part.get("text"),
+                                                                                                    str)]
+    if secrets is None or len(texts) < 2:
+        return shown
+    whole = _text("".join(parts[index]["text"] for index in texts), secrets)
+    if whole == "".join(shown[index]["text"] for index in texts):
+        return shown
+    for number, index in enumerate(texts):
+        shown[index] = {**shown[index], "text": "" if number else whole}
+        shown[index].update({"logprobs": []} if "logprobs" in shown[index] else {})
+    return shown
+
+
 def _text(text: str, secrets: Any) -> str:
-    """One text without a secret, a credential `name=value` or a Bearer token. Each search only where it can find
-    something: a trace has many short texts, and `without_secrets` encodes every secret again for each."""
-    if "=" in text or "\\u" in text or any(secret in text for secret in secrets):
-        text = without_secrets(text, secrets)
-    return BEARER.sub(rf"\1 {MASK}", text) if "bearer" in text.lower() else text
+    """One text without a secret, an authorization value or a credential parameter of a URL's query. Each search
+    only where it can find something: a trace has many short texts."""
+    if secrets is not None:
+        text = secrets.sub(MASK, text)
+        if "\\" in text:  # JSON text: a secret behind escapes (`\u0073k-`, `\/`)
+            decoded = ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
+            text = secrets.sub(MASK, decoded) if secrets.search(decoded) else text
+    if "?" in text and "=" in text:
+        text = QUERY_STRING.sub(lambda m: "&".join(_pair_shown(pair) for pair in m.group().split("&")), text)
+    if "bearer" in text.lower():
+        text = BEARER.sub(rf"\1 {MASK}", text)
+    return AUTHORIZATION.sub(lambda m: f"{m.group(1) or m.group(2)} {MASK}", text)
+
+
+def _pair_shown(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    return f"{name}={MASK}" if equals and value and credential_name(name.lstrip("?")) else pair

@@ -7,7 +7,9 @@ The spans below are written with the tracing API directly, shaped as the Runner 
 """
 from __future__ import annotations
 
+import collections
 import contextvars
+import dataclasses
 import io
 import json
 import logging
@@ -17,6 +19,7 @@ import string
 import subprocess
 import sys
 import threading
+import types
 from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 from urllib.parse import quote
@@ -917,6 +920,96 @@ def test_a_bearer_word_in_prose_and_short_environment_values_are_kept(tmp_path, 
         with tracing.function_span("tool", input="{}", output="the bearer of news runs x11"):
             pass
     assert "the bearer of news runs x11" in path.read_text(encoding="utf-8")
+
+
+def written(path, **spans):
+    """The span_data of each span a file shows ended, in order, after writing one function span per input/output
+    and a generation span with `output`."""
+    with tracing.run_trace(Config(trace_path=str(path), trace_metadata=spans.get("metadata"))):
+        with tracing.function_span("tool", input=spans.get("input", "{}"), output=spans.get("tool_output")):
+            pass
+        with tracing.generation_span(model="m") as gen:
+            gen.span_data.output = spans.get("output")
+    return [r["span_data"] for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+            if r["event"] == "span_end"]
+
+
+ORDINARY = st.one_of(st.sampled_from(["Use sorted(words, key=len).", "def f(token=None, key=k): pass",
+                                      "password=hunter in the exercise", "x = {'auth': 1}; y=2"]),
+                     st.text(string.ascii_letters + string.digits + " =(),._-", max_size=40))
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=ORDINARY, env_secret=SECRET)
+def test_ordinary_data_with_credential_like_names_and_key_equals_reaches_a_trace_unchanged(tmp_path_factory, text,
+                                                                                           env_secret):
+    """Outside configuration, a name is data: a code interpreter's `code`, an item's `session_id` and
+    `status_code`, a logprob's `token`; and `name=value` in prose or code is kept (only a URL's query is searched
+    by name), while an environment secret is still hidden."""
+    tokens = [text[:3], text[3:]]
+    items = [{"type": "code_interpreter_call", "id": "ci", "code": text, "status": "completed",
+              "session_id": "conv-42", "status_code": 500},
+             {"type": "message", "role": "assistant", "content": [
+                 {"type": "output_text", "text": text, "annotations": [],
+                  "logprobs": [{"token": t, "bytes": list(t.encode()), "top_logprobs": []} for t in tokens]}]}]
+    with mock.patch.dict(os.environ, {"OPENAI_API_KEY": env_secret}):
+        shown = written(tmp_path_factory.mktemp("t") / "t.jsonl", input=text, tool_output=f"{text} {env_secret}",
+                        output=items)
+    assert shown[0]["input"] == text and shown[0]["output"] == f"{text} ***"
+    assert shown[1]["output"] == items
+
+
+@settings(max_examples=40, deadline=None)
+@given(secret=SECRET, cut=st.integers(1, 10), data=st.data())
+def test_a_secret_split_across_text_parts_or_spelled_by_logprobs_never_reaches_a_trace(tmp_path_factory, secret,
+                                                                                        cut, data):
+    """A message's text parts are searched joined, and a part a secret was cut out of loses its logprobs, whose
+    tokens and bytes would spell it again."""
+    at = data.draw(st.integers(1, len(secret) - 1))
+    tokens = [secret[i:i + cut] for i in range(0, len(secret), cut)]
+    logprobs = [{"token": t, "bytes": list(t.encode()), "top_logprobs": []} for t in tokens]
+    content = [{"type": "output_text", "text": "key: " + secret[:at], "annotations": [], "logprobs": logprobs[:1]},
+               {"type": "output_text", "text": secret[at:] + ".", "annotations": []},
+               {"type": "output_text", "text": secret, "annotations": [], "logprobs": logprobs}]
+    with mock.patch.dict(os.environ, {"HF_TOKEN": secret}):
+        shown = written(tmp_path_factory.mktemp("t") / "t.jsonl",
+                        output=[{"type": "message", "role": "assistant", "content": content},
+                                {"type": "message", "role": "assistant", "content": content[2:]}])
+    parts = shown[1]["output"][0]["content"]
+    assert leaked(json.dumps(parts), secret) == [] and [p.get("logprobs") for p in parts] == [[], None, []]
+    assert "".join(p["text"] for p in parts) == "key: ***.***"
+    assert shown[1]["output"][1]["content"] == [{**content[2], "text": "***", "logprobs": []}]
+
+
+def test_a_dataclass_or_any_mapping_in_metadata_has_its_credentials_hidden_by_name(tmp_path):
+    """A dataclass instance (by its fields), a MappingProxyType and a UserDict are read as a dict is."""
+    @dataclasses.dataclass
+    class Db:
+        host: str
+        password: str
+    metadata = {"db": Db("db1", "hunter2pw"), "proxy": types.MappingProxyType({"api_key": "hunter2pw"}),
+                "user": collections.UserDict({"client_secret": "hunter2pw", "n": 1})}
+    path = tmp_path / "t.jsonl"
+    written(path, metadata=metadata)
+    assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["metadata"] == {
+        "db": {"host": "db1", "password": "***"}, "proxy": {"api_key": "***"},
+        "user": {"client_secret": "***", "n": 1}}
+
+
+def test_authorization_values_of_every_scheme_and_secrets_behind_json_escapes_never_reach_a_trace(tmp_path,
+                                                                                               monkeypatch):
+    """`Basic`, `Token`, `Digest` as `Bearer`: a text that starts with one, or after `Authorization:`; a secret
+    in JSON text that escapes `/`; and prose that only uses the words is kept."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    texts = ["Authorization: Basic dXNlcjpzdXBlcnNlY3JldHBhc3N3b3Jk", "Token 0123456789abcdef",
+             'Digest username="a", response="6629fae49393a05397450978507c4ef1"',
+             json.dumps({"k": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}).replace("/", "\\/"),
+             "the basic token counting"]
+    shown = written(tmp_path / "t.jsonl", input=json.dumps(texts), output=texts)
+    assert shown[1]["output"] == ["Authorization: Basic ***", "Token ***", "Digest ***", '{"k": "***"}',
+                                  "the basic token counting"]
+    for secret in ("dXNlcjpzdXBlcnNlY3JldHBhc3N3b3Jk", "EXAMPLEKEY"):  # in the JSON text of the input too
+        assert secret not in json.dumps(shown), secret
 
 
 def test_every_line_of_a_trace_file_is_strict_json_whatever_the_data(tmp_path):
