@@ -68,9 +68,9 @@ def unanswered_port():
 
 
 @contextlib.contextmanager
-def plain_text_listener():
-    """A plain-TCP listener that answers every connection at once with a plain HTTP 400 (so a TLS client
-    reads a non-TLS record); yields (port, accepted connection count)."""
+def listening(answer):
+    """A TCP listener on loopback that calls `answer(conn)` for every connection it accepts; yields (port, the
+    accepted connections)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -83,14 +83,22 @@ def plain_text_listener():
             except OSError:
                 return
             accepted.append(conn)
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            conn.close()
+            answer(conn)
 
     threading.Thread(target=serve, daemon=True).start()
     try:
         yield listener.getsockname()[1], accepted
     finally:
         listener.close()
+
+
+def plain_text_listener():
+    """A plain-TCP listener that answers every connection at once with a plain HTTP 400 (so a TLS client
+    reads a non-TLS record); yields (port, accepted connection count)."""
+    def answer(conn):
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        conn.close()
+    return listening(answer)
 
 
 def no_key_in(err):
@@ -214,27 +222,14 @@ def self_signed_tls_listener(folder):
                    check=True, capture_output=True, timeout=60)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(folder / "cert.pem"), str(folder / "key.pem"))
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    accepted = []
 
-    def serve():
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(conn)
-            try:
-                context.wrap_socket(conn, server_side=True).close()
-            except (ssl.SSLError, OSError):  # the client refused the certificate
-                conn.close()
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield listener.getsockname()[1], accepted
-    finally:
-        listener.close()
+    def answer(conn):
+        try:
+            context.wrap_socket(conn, server_side=True).close()
+        except (ssl.SSLError, OSError):  # the client refused the certificate
+            conn.close()
+    with listening(answer) as listened:
+        yield listened
 
 
 def test_a_tls_certificate_that_is_not_accepted_says_so_and_is_not_retried(tmp_path, no_proxy):
