@@ -409,6 +409,7 @@ def test_typeddict_total_and_not_total():
         fs.to_call_args({"m": {"title": "A"}, "p": {}})
 
 
+@pytest.mark.skipif(not hasattr(typing, "Required"), reason="typing.Required and NotRequired are new in Python 3.11")
 def test_typeddict_required_and_not_required_marks_set_which_keys_are_required():
     class Booking(TypedDict, total=False):
         room: typing.Required[str]
