@@ -316,7 +316,9 @@ def fake_check(tmp_path):
     made = []
 
     def start(*args, **kw):
-        made.append(FakeCheck(tmp_path, *args, **kw))
+        folder = tmp_path / str(len(made))  # a folder of its own: a test may start a check again
+        folder.mkdir()
+        made.append(FakeCheck(folder, *args, **kw))
         return made[-1]
 
     yield start
@@ -353,8 +355,13 @@ def _gone(group, within=10.0):
 
 @needs_proc
 def test_a_timed_out_mutant_has_its_whole_process_group_ended_and_said_so(fake_check):
-    check = fake_check("--only", "ready::constant", "--timeout", "2", stubborn=True)
-    code, out = check.finish()
+    for timeout in (2, 10, 40):  # a loaded machine may take longer than 2 s to reach the test's hang: again, longer
+        check = fake_check("--only", "ready::constant", "--timeout", str(timeout), stubborn=True)
+        code, out = check.finish()
+        if check.started.exists() and check.started.read_text():
+            break
+    else:
+        raise AssertionError(f"the fake test never reached its hang within 40 s:\n{out}")
     assert code == 0, out  # caught, by the timeout
     line = next(line for line in out.splitlines() if line.startswith("TIMEOUT"))
     found = re.search(r"process group (\d+) ended \((\d+) processes, SIGKILL 5 s after SIGTERM\)", line)
