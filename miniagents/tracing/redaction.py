@@ -1,7 +1,7 @@
 """What no trace file or live view holds: a credential (found by name and by value), or a line strict JSON refuses.
 
 `redacted` is the one pass. Every record the ready processors write (`JsonlTraceProcessor`, `ConsoleTraceProcessor`)
-goes through it with `known_secrets()`, and a generation span's model settings go through it when the span is made (so
+goes through it with `known_secrets(trace_id)`, and a generation span's model settings go through it when the span is made (so
 your own processors never see a credential-named setting either):
 
 - by name, only where configuration is kept (a span's `model_config`, a trace's or span's `metadata`, a custom span's
@@ -50,6 +50,7 @@ AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with o
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 credential_name = functools.lru_cache(maxsize=1024)(is_credential_name)  # a record's keys are mostly the same few
+_environment: tuple = (None, ())  # (the trace it was read for, its items)
 _model_secrets: tuple = ()  # replaced (never mutated) under _lock, so a reader in another thread sees a whole one
 _lock = threading.Lock()
 
@@ -71,11 +72,16 @@ def remember(model: Any) -> None:
             _model_secrets = (_model_secrets + found)[-MAX_MODEL_SECRETS:]
 
 
-def known_secrets() -> Any:
-    """The search `redacted` hides values with (None: nothing to hide): asked for each record, so a variable set
-    after a processor was made counts too (built again only when the environment or the models' secrets changed:
-    each text of a record is searched once for all of them)."""
-    return _search(tuple(os.environ.items()), _model_secrets)
+def known_secrets(trace_id: Any) -> Any:
+    """The search `redacted` hides values with (None: nothing to hide) in a record of trace `trace_id`. The
+    environment is read again when a record of another trace comes, not for each record (that was half of
+    tracing's cost), so a variable exported after a processor was made counts from its next trace; the models'
+    secrets count as soon as they are learned. The search is built again only when either changed."""
+    global _environment
+    seen = _environment
+    if seen[0] != trace_id:
+        seen = _environment = (trace_id, tuple(os.environ.items()))  # one tuple replaced whole: safe across threads
+    return _search(seen[1], _model_secrets)
 
 
 @functools.lru_cache(maxsize=4)
@@ -89,7 +95,7 @@ def _search(environment: tuple, model_secrets: tuple) -> Any:
 
 def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
     """`value` as plain strict JSON data without credentials (see the module's docstring): `secrets` is the search
-    for the values to hide (`known_secrets()`); `named`: inside configuration, where names are checked."""
+    for the values to hide (`known_secrets(trace_id)`); `named`: inside configuration, where names are checked."""
     if isinstance(value, str):
         return _text(value, secrets)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -911,6 +911,21 @@ def test_an_environment_key_read_with_its_newline_is_hidden_where_it_is_echoed_w
     assert "tok-0123456789abcdef" not in text and "the token is ***." in text
 
 
+def test_the_environment_is_read_again_for_each_trace_a_processor_writes(tmp_path, monkeypatch):
+    """A processor outlives traces: a key exported after it was made is hidden from the next trace on."""
+    path = tmp_path / "t.jsonl"
+    processor = tracing.JsonlTraceProcessor(path)
+    tracing.add_trace_processor(processor)
+    for workflow in ("before", "after"):
+        with tracing.trace(workflow):
+            with tracing.function_span("tool", input="{}", output="the key is key-0123456789abcdef"):
+                pass
+        monkeypatch.setenv("ACME_API_KEY", "key-0123456789abcdef")
+    processor.shutdown()
+    before, after = path.read_text(encoding="utf-8").split('"workflow_name": "after"', 1)
+    assert "key-0123456789abcdef" in before and "key-0123456789abcdef" not in after and "the key is ***" in after
+
+
 def test_a_bearer_word_in_prose_and_short_environment_values_are_kept(tmp_path, monkeypatch):
     """What looks like a credential only by chance stays: "bearer of" (no token of 8 characters), and an
     environment value shorter than 8 characters (XDG_SESSION_TYPE=x11 would hide every "x11")."""
