@@ -1,8 +1,8 @@
 """What no trace file or live view holds: a credential (found by name and by value), or a line strict JSON refuses.
 
 `redacted` is the one pass. Every record the ready processors write (`JsonlTraceProcessor`, `ConsoleTraceProcessor`)
-goes through it with `known_secrets(trace_id)`, and a generation span's model settings go through it when the span is made (so
-your own processors never see a credential-named setting either):
+goes through it with `known_secrets(trace_id)`, and a generation span's model settings go through it when the span
+is made (so your own processors never see a credential-named setting either):
 
 - by name, only where configuration is kept (a span's `model_config`, a trace's or span's `metadata`, a custom span's
   `data`, at any depth there): the value of every key that names a credential by the HTTP adapters' rule
@@ -22,12 +22,14 @@ your own processors never see a credential-named setting either):
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
   written (`"NaN"`, ...) rather than null, so the line still says what the value was; anything else JSON cannot
-  hold (an object, a tuple, a key that is not a string) becomes a list or its `str()`, as `default=str` made it.
+  hold (an object, a tuple) becomes a list or its `str()`, as `default=str` made it; a key that is no string is
+  written as json writes it (`true`, `null`, `1.5`) when json can, else as its `str()`.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import os
 import re
@@ -48,6 +50,12 @@ AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with o
     r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
     r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
+CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
+MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change
+    r"\?[^\s#\"'<>]*=", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])", r"token(?:\s|\\[bfnrtu])",
+    r"digest(?:\s|\\[bfnrtu])"))  # each starts with a literal, which the regex engine finds fast
+FOLD = str.maketrans("ıİſ", "iis")
+SCHEMES = ("basic", "token", "digest", "bearer")  # of an authorization value
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 credential_name = functools.lru_cache(maxsize=1024)(is_credential_name)  # a record's keys are mostly the same few
 _environment: tuple = (None, ())  # (the trace it was read for, its items)
@@ -90,7 +98,8 @@ def _search(environment: tuple, model_secrets: tuple) -> Any:
     its newline, an echo of it does not), each secret also percent-encoded, longest first."""
     found = [text for name, value in environment if is_credential_name(name) for text in (value, value.strip())]
     values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
-    return re.compile("|".join(map(re.escape, values))) if values else None
+    values += [json.dumps(value, ensure_ascii=False)[1:-1] for value in values]  # as a JSON text holds it
+    return re.compile("|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))) if values else None
 
 
 def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
@@ -98,12 +107,18 @@ def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
     for the values to hide (`known_secrets(trace_id)`); `named`: inside configuration, where names are checked."""
     if isinstance(value, str):
         return _text(value, secrets)
+    if not named and isinstance(value, list):  # where a span's size is: its items
+        plain = _as_it_is(value, secrets)
+        if plain is not None:
+            return plain
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         shown = {}
         for key, inner in value.items():
-            name = _text(key if isinstance(key, str) else str(key), secrets)
+            if not isinstance(key, str):  # a key JSON can write, as it writes it
+                key = json.dumps(key) if key is None or isinstance(key, (int, float)) else str(key)
+            name = _text(key, secrets)
             if named and credential_name(name):
                 shown[name] = MASK
             else:
@@ -118,6 +133,23 @@ def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else NOT_FINITE.get(value, "NaN")
     return _text(str(value), secrets)
+
+
+def _as_it_is(value: Any, secrets: Any) -> Any:
+    """`value` read back from its JSON text when that shows nothing the walk would change: no value JSON cannot hold,
+    no configuration, no text a search could change (each probe finds all that it does, or more). One dump and a few
+    searches in C, in place of a walk in Python over every value: a model call's span holds the whole conversation.
+    None: walk it."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)  # an object: TypeError
+    except (TypeError, ValueError, RecursionError):
+        return None
+    folded = _folded(text)
+    if any(key in text for key in CONFIGURED) or any(probe.search(folded) for probe in MAY_CHANGE) or (
+            secrets is not None and (
+            "\\\\" in text or text.count('"text":') > 1 or secrets.search(text))):  # escapes, split parts, a secret
+        return None
+    return json.loads(text)
 
 
 def _parts_joined(shown: list, parts: Any, secrets: Any) -> list:
@@ -146,9 +178,18 @@ def _text(text: str, secrets: Any) -> str:
             text = secrets.sub(MASK, decoded) if secrets.search(decoded) else text
     if "?" in text and "=" in text:
         text = QUERY_STRING.sub(lambda m: "&".join(_pair_shown(pair) for pair in m.group().split("&")), text)
-    if "bearer" in text.lower():
+    folded = _folded(text)
+    if "bearer" in folded:
         text = BEARER.sub(rf"\1 {MASK}", text)
-    return AUTHORIZATION.sub(lambda m: f"{m.group(1) or m.group(2)} {MASK}", text)
+    if any(scheme in folded for scheme in SCHEMES):
+        text = AUTHORIZATION.sub(lambda m: f"{m.group(1) or m.group(2)} {MASK}", text)
+    return text
+
+
+def _folded(text: str) -> str:
+    """`text` lowercased as a case-blind search reads it (`ı`, `İ` and `ſ` are ASCII letters to it, not to
+    lower())."""
+    return (text.translate(FOLD) if "ı" in text or "İ" in text or "ſ" in text else text).lower()
 
 
 def _pair_shown(pair: str) -> str:

@@ -996,6 +996,65 @@ def test_a_secret_split_across_text_parts_or_spelled_by_logprobs_never_reaches_a
     assert shown[1]["output"][1]["content"] == [{**content[2], "text": "***", "logprobs": []}]
 
 
+# Texts made of what the redaction's searches look for (and what a case-blind search folds to it), and plain text.
+ODD_SECRET = 'sk-te"st-012345\n'  # a secret JSON escapes
+FRAGMENTS = st.sampled_from(["sk-test-0123456789", "sk-test-", "0123456789", ODD_SECRET, "Bearer ", "bearer",
+                             "Basic x", "baſic x", "\u212aey", "to\u212aen x", "digest\tx", "Authorızation: ",
+                             "?key=v", "?a=b&sig=zz", "https://h/p?code=abc", "\\", "\\u0073k-test-0123456789",
+                             "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000", "İ", "é", " ", "word"])
+TEXTS = st.one_of(st.sampled_from(["", "word", "é"]), st.lists(FRAGMENTS, min_size=1, max_size=2).map("".join))
+KEYS = st.one_of(TEXTS, st.sampled_from(["text", "type", "logprobs", "data", "metadata", "model_config", "api_key"]),
+                 st.integers(-2, 2), st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False))
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXTS),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(KEYS, inner, max_size=4),
+        st.fixed_dictionaries({"type": st.just("custom"), "data": inner}),
+        st.lists(st.fixed_dictionaries({"type": st.just("output_text"), "text": TEXTS},
+                                       optional={"logprobs": st.just([{"token": "x"}])}), min_size=2, max_size=3)),
+    max_leaves=8)
+
+
+def _quick_and_walked(value, secret):
+    """What the redaction makes of `value` with its shortcut, and with the walk alone."""
+    from miniagents.tracing import redaction
+
+    secrets = redaction._search((("ACME_API_KEY", secret),) if secret else (), ())
+    quick = redaction.redacted(value, secrets)
+    with mock.patch.object(redaction, "_as_it_is", lambda value, secrets: None):
+        return quick, redaction.redacted(value, secrets)
+
+
+PARTS = [{"type": "output_text", "text": "key: sk-test-"}, {"type": "output_text", "text": "0123456789."}]
+
+
+@pytest.mark.parametrize("value, secret, shown", [
+    (["sk-test-0123456789"], "sk-test-0123456789", ["***"]),
+    ([ODD_SECRET + "!"], ODD_SECRET, ["***!"]),
+    (["\\u0073k-test-0123456789"], "sk-test-0123456789", ["***"]),
+    (PARTS, "sk-test-0123456789", [{"type": "output_text", "text": "key: ***."}, {"type": "output_text", "text": ""}]),
+    (["Baſic dXNlcjpwYXNz"], None, ["Baſic ***"]),
+    (["To\u212aen 0123456789abcdef"], None, ["To\u212aen ***"]),
+    (["see https://h/p?sig=abc&x=1"], None, ["see https://h/p?sig=***&x=1"]),
+    ([{"type": "custom", "data": {"api_key": "k-1"}}], None, [{"type": "custom", "data": {"api_key": "***"}}]),
+    ([{True: 1, None: 2, 1.5: 3}], None, [{"true": 1, "null": 2, "1.5": 3}]),
+], ids=["secret", "escaped-secret", "secret-behind-escapes", "split-secret", "folded-scheme", "kelvin-sign",
+        "query", "custom-data", "keys"])
+def test_a_list_the_shortcut_reads_back_hides_what_the_walk_hides(value, secret, shown):
+    """Each probe of the shortcut finds what its search would change, so the list is walked."""
+    assert _quick_and_walked(value, secret) == (shown, shown)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(value=VALUES, secret=st.sampled_from([None, "sk-test-0123456789", 'sk-te"st-012345\n']))
+def test_a_list_read_back_from_its_json_text_is_what_the_walk_would_make_of_it(value, secret):
+    """The shortcut (a list whose JSON text shows nothing to hide is read back as it is) gives what the walk over
+    every value gives, whatever the list holds: secrets split or escaped, authorization words folded, queries,
+    configuration, numbers JSON cannot write, keys that are not text."""
+    quick, walked = _quick_and_walked([value], secret)
+    assert json.dumps(quick) == json.dumps(walked)
+
+
 def test_a_dataclass_or_any_mapping_in_metadata_has_its_credentials_hidden_by_name(tmp_path):
     """A dataclass instance (by its fields), a MappingProxyType and a UserDict are read as a dict is."""
     @dataclasses.dataclass
