@@ -10,14 +10,15 @@ is made (so your own processors never see a credential-named setting either):
   `session`...) becomes `***`. Elsewhere (items, inputs, outputs, logprobs, errors) those names are ordinary data: a
   code interpreter's `code`, a logprob's `token`;
 - by value, everywhere: the value of every environment variable whose name says credential (`OPENAI_API_KEY`,
-  `HF_TOKEN`, ...) and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL), 8
-  characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
-  (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
-  logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an
-  authorization value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a
-  text or follows `Authorization:`); and the value of each credential-named parameter of a URL's query string
-  (`?sig=...`: a presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code
-  (`sorted(words, key=len)`) and is kept;
+  `HF_TOKEN`, ...) or password or token (`PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD`) and what a traced run's
+  HTTP model keeps secret (its API key, credentials in its base URL), 8 characters or more, wherever they occur in a
+  text or a key, as they are, percent-encoded or behind JSON escapes (`\\u0073k-`, `\\/`), also across the text parts
+  of one message (joined, as whoever reads them joins them; the logprobs of a part a secret was cut out of are
+  dropped, as their tokens and bytes spell it again); an authorization value (`Bearer` and a token of 8 characters or
+  more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows `Authorization:`); a URL's password
+  (`postgres://app:***@db`); and the value of each credential-named parameter of a URL's query string (`?sig=...`: a
+  presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words,
+  key=len)`) and is kept;
 - any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
@@ -49,11 +50,13 @@ BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
 AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
     r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
     r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
+SECRET_VARIABLE = re.compile(r"(?i)pass|secret|token|_(?:pat|pwd)$")  # PGPASSWORD, DB_PASS, GITHUB_PAT; not PWD
+USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s@\"'<>]+@")  # a URL's password
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
 MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change
-    r"\?[^\s#\"'<>]*=", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])", r"token(?:\s|\\[bfnrtu])",
-    r"digest(?:\s|\\[bfnrtu])"))  # each starts with a literal, which the regex engine finds fast
+    r"\?[^\s#\"'<>]*=", r"://[^/\s@]*@", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])",
+    r"token(?:\s|\\[bfnrtu])", r"digest(?:\s|\\[bfnrtu])"))  # each begins with text, which the regex engine finds fast
 FOLD = str.maketrans("ıİſ", "iis")
 SCHEMES = ("basic", "token", "digest", "bearer")  # of an authorization value
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
@@ -96,7 +99,8 @@ def known_secrets(trace_id: Any) -> Any:
 def _search(environment: tuple, model_secrets: tuple) -> Any:
     """Each credential-named variable's value also without the whitespace around it (a key read from a file keeps
     its newline, an echo of it does not), each secret also percent-encoded, longest first."""
-    found = [text for name, value in environment if is_credential_name(name) for text in (value, value.strip())]
+    found = [text for name, value in environment if is_credential_name(name) or SECRET_VARIABLE.search(name)
+             for text in (value, value.strip())]
     values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
     values += [json.dumps(value, ensure_ascii=False)[1:-1] for value in values]  # as a JSON text holds it
     return re.compile("|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))) if values else None
@@ -176,6 +180,8 @@ def _text(text: str, secrets: Any) -> str:
         if "\\" in text:  # JSON text: a secret behind escapes (`\u0073k-`, `\/`)
             decoded = ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
             text = secrets.sub(MASK, decoded) if secrets.search(decoded) else text
+    if "://" in text and "@" in text:
+        text = USERINFO.sub(rf"\1{MASK}@", text)
     if "?" in text and "=" in text:
         text = QUERY_STRING.sub(lambda m: "&".join(_pair_shown(pair) for pair in m.group().split("&")), text)
     folded = _folded(text)

@@ -926,6 +926,18 @@ def test_the_environment_is_read_again_for_each_trace_a_processor_writes(tmp_pat
     assert "key-0123456789abcdef" in before and "key-0123456789abcdef" not in after and "the key is ***" in after
 
 
+def test_passwords_of_variables_the_adapters_do_not_name_and_of_urls_never_reach_a_trace(tmp_path, monkeypatch):
+    """A database's password variable (`PGPASSWORD`, `DB_PASS`), a token whose name only ends in `_PAT`, and the
+    password of a URL (a `DATABASE_URL` echoed by a tool) are hidden; the working folder (`PWD`) is not a secret."""
+    variables = {"PGPASSWORD": "pg-0123456789", "DB_PASS": "db-0123456789", "GITHUB_PAT": "ghp_0123456789"}
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PWD", "/home/user/project")
+    echoed = " ".join(variables.values()) + " postgres://app:pa55-word@db:5432/x in /home/user/project"
+    shown = written(tmp_path / "t.jsonl", tool_output=echoed)
+    assert shown[0]["output"] == "*** *** *** postgres://app:***@db:5432/x in /home/user/project"
+
+
 def test_a_bearer_word_in_prose_and_short_environment_values_are_kept(tmp_path, monkeypatch):
     """What looks like a credential only by chance stays: "bearer of" (no token of 8 characters), and an
     environment value shorter than 8 characters (XDG_SESSION_TYPE=x11 would hide every "x11")."""
@@ -1000,8 +1012,8 @@ def test_a_secret_split_across_text_parts_or_spelled_by_logprobs_never_reaches_a
 ODD_SECRET = 'sk-te"st-012345\n'  # a secret JSON escapes
 FRAGMENTS = st.sampled_from(["sk-test-0123456789", "sk-test-", "0123456789", ODD_SECRET, "Bearer ", "bearer",
                              "Basic x", "baſic x", "\u212aey", "to\u212aen x", "digest\tx", "Authorızation: ",
-                             "?key=v", "?a=b&sig=zz", "https://h/p?code=abc", "\\", "\\u0073k-test-0123456789",
-                             "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000", "İ", "é", " ", "word"])
+                             "?key=v", "?a=b&sig=zz", "https://h/p?code=abc", "db://u:pw@h", "\\",
+                             "\\u0073k-test-0123456789", "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000", "İ", "é", " ", "word"])
 TEXTS = st.one_of(st.sampled_from(["", "word", "é"]), st.lists(FRAGMENTS, min_size=1, max_size=2).map("".join))
 KEYS = st.one_of(TEXTS, st.sampled_from(["text", "type", "logprobs", "data", "metadata", "model_config", "api_key"]),
                  st.integers(-2, 2), st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False))
@@ -1036,10 +1048,11 @@ PARTS = [{"type": "output_text", "text": "key: sk-test-"}, {"type": "output_text
     (["Baſic dXNlcjpwYXNz"], None, ["Baſic ***"]),
     (["To\u212aen 0123456789abcdef"], None, ["To\u212aen ***"]),
     (["see https://h/p?sig=abc&x=1"], None, ["see https://h/p?sig=***&x=1"]),
+    (["postgres://app:pw-1@db/x"], None, ["postgres://app:***@db/x"]),
     ([{"type": "custom", "data": {"api_key": "k-1"}}], None, [{"type": "custom", "data": {"api_key": "***"}}]),
     ([{True: 1, None: 2, 1.5: 3}], None, [{"true": 1, "null": 2, "1.5": 3}]),
 ], ids=["secret", "escaped-secret", "secret-behind-escapes", "split-secret", "folded-scheme", "kelvin-sign",
-        "query", "custom-data", "keys"])
+        "query", "url-password", "custom-data", "keys"])
 def test_a_list_the_shortcut_reads_back_hides_what_the_walk_hides(value, secret, shown):
     """Each probe of the shortcut finds what its search would change, so the list is walked."""
     assert _quick_and_walked(value, secret) == (shown, shown)
