@@ -8,7 +8,8 @@ Everything a session reads and writes is `SQLSession`'s (sql_session.py); this m
 - a new database file is created readable and writable by its owner only (0600: it holds conversations);
   SQLite gives its -wal and -shm files the same mode. An existing file's mode is left alone;
 - a file that cannot be used is a `SessionStoreError` naming the file and what to do (docs/sessions.md lists the
-  cases), at the first statement that meets it; a db_path that is a folder, or in a missing one, is a `UserError`.
+  cases), at the first statement that meets it; a db_path that is a folder, or whose folder is missing or a file,
+  is a `UserError`. A new file the system refuses to create says the system's reason, and what to do for it.
 It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
 repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
 to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
@@ -47,16 +48,17 @@ def _create_private_file(path: str) -> None:
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
         pass
-    except OSError as exc:
-        raise SessionStoreError(f"SQLiteSession: cannot create the database {path!r} ({exc.strerror}): make "
-                                "its folder writable for this process, or pass a path in another") from None
+    except OSError as exc:  # the system's reason: a folder it may not write is one of many (a full disk, a long name)
+        fix = ("pass another path" if os.access(os.path.dirname(path), os.W_OK) else
+               "make its folder writable for this process, or pass a path in another")
+        raise SessionStoreError(f"SQLiteSession: cannot create the database {path!r} ({exc.strerror}): {fix}") from None
 
 
 def _check_path(path: str) -> None:
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
-        raise UserError(f"SQLiteSession: cannot create the database {path!r}: the folder {folder!r} "
-                        "does not exist")
+        why = f"{folder!r} is not a folder" if os.path.exists(folder) else f"the folder {folder!r} does not exist"
+        raise UserError(f"SQLiteSession: cannot create the database {path!r}: {why}")
     if os.path.isdir(path):
         raise UserError(f"SQLiteSession: db_path {path!r} is a folder; pass the path of a database file "
                         f"(e.g. {os.path.join(path, 'sessions.db')!r})")

@@ -144,6 +144,13 @@ def test_a_missing_parent_folder_is_a_user_error_naming_the_path(tmp_path):
     assert not (tmp_path / "no such folder").exists()
 
 
+def test_a_parent_that_is_a_file_is_a_user_error_saying_so(tmp_path):
+    (tmp_path / "notes").write_text("")
+    with pytest.raises(UserError) as info:
+        SQLiteSession("s", tmp_path / "notes" / "chat.db")
+    assert info.value.message.endswith(f": {os.path.realpath(tmp_path / 'notes')!r} is not a folder")
+
+
 def test_a_db_path_that_is_not_a_path_is_a_user_error():
     said = r"db_path \(a file path or ':memory:'\) must be a str or an os.PathLike, got NoneType"
     with pytest.raises(UserError, match=said):

@@ -16,6 +16,7 @@ as root (root reads and writes any file); a full disk is a child process whose f
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -298,9 +299,27 @@ def test_a_new_file_whose_name_the_system_refuses_is_a_session_store_error_namin
     with pytest.raises(SessionStoreError) as info:
         SQLiteSession("s", path)
     assert info.value.message == (f"SQLiteSession: cannot create the database {os.path.realpath(path)!r} "
-                                  "(File name too long): make its folder writable for this process, or pass a path "
-                                  "in another")
+                                  "(File name too long): pass another path")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EDQUOT", "ENOENT"])  # (ENOENT: a folder removed since it was checked)
+def test_a_new_file_the_system_refuses_in_a_writable_folder_says_why_and_not_to_make_the_folder_writable(
+        code, tmp_path, monkeypatch):
+    """A full disk cannot be made here: the system's refusal is played instead. Only a folder this process may
+    not write gets the advice to make it writable (checked above)."""
+    number = getattr(errno, code)
+
+    def refuse(*args, **kwargs):
+        raise OSError(number, os.strerror(number))
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(SessionStoreError) as info:
+        SQLiteSession("s", tmp_path / "new.db")
+    monkeypatch.undo()
+    path = os.path.realpath(tmp_path / "new.db")
+    assert info.value.message == (f"SQLiteSession: cannot create the database {path!r} ({os.strerror(number)}): "
+                                  "pass another path")
 
 
 @needs_fork
