@@ -184,7 +184,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1180,
+    "state and sessions": 1181,
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
@@ -200,6 +200,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # is no text refused as one not written by miniagents
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
+    # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
     "HTTP adapters": 2096,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
