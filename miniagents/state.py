@@ -585,7 +585,8 @@ def _not_json(data: dict) -> Optional[str]:
 
 def _agent(agents: dict, name: str) -> Any:
     if name not in agents:
-        raise UserError(f"Run state agent not found in agent map: {preview(name, 60)!r}")
+        raise UserError(f"Run state agent not found in agent map: {preview(name, 60)!r}; pass the run's starting "
+                        "agent (one behind a Handoff built by hand is known only once called: use handoff(agent))")
     return agents[name]
 
 

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from miniagents import Agent, AgentsException, RunContextWrapper, Runner, RunState, UserError, function_tool
+from miniagents import (Agent, AgentsException, Handoff, RunContextWrapper, Runner, RunState, UserError,
+                        function_tool, handoff)
 from miniagents.state import SCHEMA_VERSION, SCHEMA_VERSIONS
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import ROOT, TESTS, outputs_sent
@@ -356,6 +357,23 @@ def test_agents_are_found_through_handoffs_and_agent_tools():
     model.enqueue([assistant_message("done")])
     final = Runner.run_sync(triage, loaded)
     assert final.final_output == "done" and final.last_agent is worker and log == [("delete_file", "a.txt")]
+
+
+def test_an_agent_behind_a_hand_built_handoff_missing_from_a_state_is_a_user_error_saying_what_to_do():
+    """A `Handoff` made by hand holds only its function, which gives its agent when called: a state paused after
+    it names an agent `from_string` cannot find from the starting agent; the error says to use `handoff(agent)`."""
+    model = ScriptedModel()
+    worker = make_agent(model, [], name="Worker")
+    by_hand = Handoff(tool_name="transfer_to_worker", tool_description="To the worker", input_json_schema={},
+                      on_invoke_handoff=lambda ctx, arguments: worker, agent_name="Worker")
+    triage = Agent("Triage", handoffs=[by_hand], model=model)
+    model.enqueue([function_call("transfer_to_worker", {}, call_id="h1")])
+    model.enqueue([function_call("delete_file", {"path": "a.txt"}, call_id="c1")])
+    text = Runner.run_sync(triage, "go").to_state().to_string()
+    with pytest.raises(UserError, match=r"agent map: 'Worker'; pass .*: use handoff\(agent\)\)$"):
+        RunState.from_string(triage, text)
+    fixed = triage.clone(handoffs=[handoff(worker, tool_name_override="transfer_to_worker")])
+    assert RunState.from_string(fixed, text).current_agent is worker
 
 
 # --- Rejecting documents before anything runs ------------------------------------------------------------------
