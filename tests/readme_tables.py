@@ -219,7 +219,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # were billed, and the run's token limits never saw them), a Retry-After date past any year a datetime holds
     # read as no delay, the backoff's exponent capped, and a Responses turn of calls or blank text no sign that
     # text.format was ignored (an empty part beside a call resent the request and threw the call away)
-    "shell: tracing": 1115,
+    "shell: tracing": 1119,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -234,6 +234,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # nothing to hide is read back as it is, and the environment is read once per trace, not for each record
     # 1115 for passwords traces still held: variables the adapters' rule does not call credentials (PGPASSWORD,
     # DB_PASS, GITHUB_PAT) and the password of a URL (a DATABASE_URL a tool echoes)
+    # 1119 for what an attack on those changes found: a token a tool exports during a run reached the trace (the
+    # environment is read for each record again, its names sorted out only when they change), variables naming
+    # where a secret is (PGPASSFILE, SSH_ASKPASS, *_DIR) hid paths, a secret outside the BMP in json.dumps's escapes
     "shell: retries": 332,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
