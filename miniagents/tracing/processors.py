@@ -43,7 +43,7 @@ class JsonlTraceProcessor(TracingProcessor):
         record = item.export()
         if record is None:
             return
-        line = self._dumps({"event": event, **redacted(record, known_secrets(item.trace_id))}, ensure_ascii=False,
+        line = self._dumps({"event": event, **redacted(record, known_secrets())}, ensure_ascii=False,
                            allow_nan=False) + "\n"
         data = line.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a valid JSON escape
         with self._lock:
@@ -85,7 +85,7 @@ class ConsoleTraceProcessor(TracingProcessor):
         stream.flush()
 
     def on_trace_start(self, trace: Trace) -> None:
-        record = redacted(trace.export(), known_secrets(trace.trace_id))
+        record = redacted(trace.export(), known_secrets())
         self._line(0, f"trace {record['workflow_name']!r} {shown(record['id'])}")
 
     def on_trace_end(self, trace: Trace) -> None:
@@ -94,7 +94,7 @@ class ConsoleTraceProcessor(TracingProcessor):
     def on_span_start(self, span: Span) -> None:
         from .tree import CONTAINERS, describe, kind_of
 
-        record = redacted(span.export(), known_secrets(span.trace_id))
+        record = redacted(span.export(), known_secrets())
         with self._lock:
             depth = self._depth[span.span_id] = self._depth.get(span.parent_id, 0) + 1
         if kind_of(record) in CONTAINERS:
@@ -103,7 +103,7 @@ class ConsoleTraceProcessor(TracingProcessor):
     def on_span_end(self, span: Span) -> None:
         from .tree import CONTAINERS, describe, kind_of
 
-        record = redacted(span.export(), known_secrets(span.trace_id))
+        record = redacted(span.export(), known_secrets())
         with self._lock:
             depth = self._depth.pop(span.span_id, 0)
         if kind_of(record) not in CONTAINERS or record.get("error"):

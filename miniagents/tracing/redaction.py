@@ -1,7 +1,7 @@
 """What no trace file or live view holds: a credential (found by name and by value), or a line strict JSON refuses.
 
 `redacted` is the one pass. Every record the ready processors write (`JsonlTraceProcessor`, `ConsoleTraceProcessor`)
-goes through it with `known_secrets(trace_id)`, and a generation span's model settings go through it when the span
+goes through it with `known_secrets()`, and a generation span's model settings go through it when the span
 is made (so your own processors never see a credential-named setting either):
 
 - by name, only where configuration is kept (a span's `model_config`, a trace's or span's `metadata`, a custom span's
@@ -9,16 +9,16 @@ is made (so your own processors never see a credential-named setting either):
   (`is_credential_name`: `api_key`, `Authorization`, `X-Api-Key`, `client_secret`, `token`, `sig`, `code`,
   `session`...) becomes `***`. Elsewhere (items, inputs, outputs, logprobs, errors) those names are ordinary data: a
   code interpreter's `code`, a logprob's `token`;
-- by value, everywhere: the value of every environment variable whose name says credential (`OPENAI_API_KEY`,
-  `HF_TOKEN`, ...) or password or token (`PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD`) and what a traced run's
-  HTTP model keeps secret (its API key, credentials in its base URL), 8 characters or more, wherever they occur in a
-  text or a key, as they are, percent-encoded or behind JSON escapes (`\\u0073k-`, `\\/`), also across the text parts
-  of one message (joined, as whoever reads them joins them; the logprobs of a part a secret was cut out of are
-  dropped, as their tokens and bytes spell it again); an authorization value (`Bearer` and a token of 8 characters or
-  more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows `Authorization:`); a URL's password
-  (`postgres://app:***@db`); and the value of each credential-named parameter of a URL's query string (`?sig=...`: a
-  presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words,
-  key=len)`) and is kept;
+- by value, everywhere: the value of every environment variable whose name says it is a secret (`is_secret_variable`:
+  `OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD` or a `..._FILE`) as it is when the
+  record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL), 8
+  characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
+  (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
+  logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
+  value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows
+  `Authorization:`); a URL's password (`postgres://app:***@db`); and the value of each credential-named parameter of a
+  URL's query string (`?sig=...`: a presigned URL's, which no search by value knows). A `name=value` elsewhere is
+  prose or code (`sorted(words, key=len)`) and is kept;
 - any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
@@ -49,9 +49,11 @@ CONFIGURATION = frozenset(("model_config", "metadata"))  # where a key's name sa
 BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
 AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
     r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
-    r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
-SECRET_VARIABLE = re.compile(r"(?i)pass|secret|token|_(?:pat|pwd)$")  # PGPASSWORD, DB_PASS, GITHUB_PAT; not PWD
-USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s@\"'<>]+@")  # a URL's password
+    r"|(\bauthorization(?:\\?[\"'])?\s*[:=,]\s*(?:\\?[\"'])?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
+SECRET_VARIABLE = re.compile(r"(?i)passw(?:or)?d|(?:^|_)(?:pass|passphrase|pw|secrets?|tokens?|pat|creds?|jwt)(?:_|$)"
+                             r"|_pwd(?:_|$)")  # not PWD, the working folder
+WHERE_VARIABLE = re.compile(r"(?i)_(?:file|dir|path|sock|socket|address)$|askpass|passfile")  # its value: a place
+USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s\"<>]+@")  # a URL's password, to its last @
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
 MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change
@@ -61,7 +63,7 @@ FOLD = str.maketrans("ıİſ", "iis")
 SCHEMES = ("basic", "token", "digest", "bearer")  # of an authorization value
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 credential_name = functools.lru_cache(maxsize=1024)(is_credential_name)  # a record's keys are mostly the same few
-_environment: tuple = (None, ())  # (the trace it was read for, its items)
+_secret_names: tuple = (None, ())  # (the environment's names, those of secrets) when last read
 _model_secrets: tuple = ()  # replaced (never mutated) under _lock, so a reader in another thread sees a whole one
 _lock = threading.Lock()
 
@@ -83,39 +85,45 @@ def remember(model: Any) -> None:
             _model_secrets = (_model_secrets + found)[-MAX_MODEL_SECRETS:]
 
 
-def known_secrets(trace_id: Any) -> Any:
-    """The search `redacted` hides values with (None: nothing to hide) in a record of trace `trace_id`. The
-    environment is read again when a record of another trace comes, not for each record (that was half of
-    tracing's cost), so a variable exported after a processor was made counts from its next trace; the models'
-    secrets count as soon as they are learned. The search is built again only when either changed."""
-    global _environment
-    seen = _environment
-    if seen[0] != trace_id:
-        seen = _environment = (trace_id, tuple(os.environ.items()))  # one tuple replaced whole: safe across threads
-    return _search(seen[1], _model_secrets)
+def known_secrets() -> Any:
+    """The search `redacted` hides values with (None: nothing to hide), asked for each record, so a token a tool
+    exports is hidden from the tool's own output on. The variables' names are sorted out again only when they changed
+    (reading every value for each record was half of tracing's cost); the search is built again only when a secret
+    changed."""
+    global _secret_names
+    names = tuple(os.environ)
+    if names != _secret_names[0]:  # one tuple replaced whole: safe across threads
+        _secret_names = (names, tuple(name for name in names if is_secret_variable(name)))
+    return _search(tuple(os.environ.get(name, "") for name in _secret_names[1]), _model_secrets)
+
+
+def is_secret_variable(name: str) -> bool:
+    """Whether an environment variable's name says its value is a secret: by the adapters' rule (`OPENAI_API_KEY`,
+    `HF_TOKEN`) or as a password or token (`PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`, `LDAP_BIND_PW`, `CI_JOB_JWT`), unless
+    it names where one is (`PGPASSFILE`, `SSH_ASKPASS`, `SSH_AUTH_SOCK`, `GOOGLE_APPLICATION_CREDENTIALS_FILE`)."""
+    return bool((is_credential_name(name) or SECRET_VARIABLE.search(name)) and not WHERE_VARIABLE.search(name))
 
 
 @functools.lru_cache(maxsize=4)
-def _search(environment: tuple, model_secrets: tuple) -> Any:
-    """Each credential-named variable's value also without the whitespace around it (a key read from a file keeps
-    its newline, an echo of it does not), each secret also percent-encoded, longest first."""
-    found = [text for name, value in environment if is_credential_name(name) or SECRET_VARIABLE.search(name)
-             for text in (value, value.strip())]
+def _search(values: tuple, model_secrets: tuple) -> Any:
+    """Each secret variable's value also without the whitespace around it (a key read from a file keeps its
+    newline, an echo of it does not), each secret also percent-encoded and as JSON text holds it, longest first."""
+    found = [text for value in values for text in (value, value.strip())]
     values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
-    values += [json.dumps(value, ensure_ascii=False)[1:-1] for value in values]  # as a JSON text holds it
+    values += [json.dumps(value, ensure_ascii=ascii)[1:-1] for value in values for ascii in (False, True)]
     return re.compile("|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))) if values else None
 
 
 def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
     """`value` as plain strict JSON data without credentials (see the module's docstring): `secrets` is the search
-    for the values to hide (`known_secrets(trace_id)`); `named`: inside configuration, where names are checked."""
+    for the values to hide (`known_secrets()`); `named`: inside configuration, where names are checked."""
     if isinstance(value, str):
         return _text(value, secrets)
     if not named and isinstance(value, list):  # where a span's size is: its items
         plain = _as_it_is(value, secrets)
         if plain is not None:
             return plain
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value) and not isinstance(value, (type, Mapping, list, tuple)):  # as json reads it
         value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         shown = {}
@@ -129,7 +137,8 @@ def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
                 inside = named or name in CONFIGURATION or (name == "data" and value.get("type") == "custom")
                 shown[name] = redacted(inner, secrets, inside)
         text = value.get("text")
-        return {**shown, "logprobs": []} if "logprobs" in shown and shown.get("text") != text else shown
+        changed = isinstance(text, str) and shown.get("text") != text
+        return {**shown, "logprobs": []} if "logprobs" in shown and changed else shown
     if isinstance(value, (list, tuple)):
         return _parts_joined([redacted(inner, secrets, named) for inner in value], value, secrets)
     if value is None or isinstance(value, (bool, int)):

@@ -911,19 +911,35 @@ def test_an_environment_key_read_with_its_newline_is_hidden_where_it_is_echoed_w
     assert "tok-0123456789abcdef" not in text and "the token is ***." in text
 
 
-def test_the_environment_is_read_again_for_each_trace_a_processor_writes(tmp_path, monkeypatch):
-    """A processor outlives traces: a key exported after it was made is hidden from the next trace on."""
+def test_a_token_a_tool_exports_or_changes_during_a_trace_is_hidden_from_the_next_record_on(tmp_path, monkeypatch):
+    """The environment is read for each record: a token exported in the middle of a run (a tool that logs in), or
+    given a new value, is hidden from the tool's own output on, in the same trace."""
+    monkeypatch.setenv("ACME_TOKEN", "tok-0000000000000000")
     path = tmp_path / "t.jsonl"
-    processor = tracing.JsonlTraceProcessor(path)
-    tracing.add_trace_processor(processor)
-    for workflow in ("before", "after"):
-        with tracing.trace(workflow):
-            with tracing.function_span("tool", input="{}", output="the key is key-0123456789abcdef"):
+    with tracing.run_trace(Config(trace_path=str(path))):
+        for step, token, key in [(1, "tok-0000000000000000", None),
+                                 (2, "tok-1111111111111111", "key-0123456789abcdef")]:
+            monkeypatch.setenv("ACME_TOKEN", token)
+            if key:
+                monkeypatch.setenv("ACME_API_KEY", key)
+            with tracing.function_span("login", input="{}", output=f"step {step}: {token} {key}"):
                 pass
-        monkeypatch.setenv("ACME_API_KEY", "key-0123456789abcdef")
-    processor.shutdown()
-    before, after = path.read_text(encoding="utf-8").split('"workflow_name": "after"', 1)
-    assert "key-0123456789abcdef" in before and "key-0123456789abcdef" not in after and "the key is ***" in after
+    text = path.read_text(encoding="utf-8")
+    assert "step 1: *** None" in text and "step 2: *** ***" in text
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("PGPASSWORD", True), ("DB_PASS", True), ("GITHUB_PAT", True), ("LDAP_BIND_PW", True), ("MYSQL_PWD", True),
+    ("DOCKER_CREDS", True), ("CI_JOB_JWT", True), ("OPENAI_API_KEY", True), ("PWD", False), ("OLDPWD", False),
+    ("PGPASSFILE", False), ("SSH_ASKPASS", False), ("SSH_AUTH_SOCK", False), ("DBUS_SESSION_BUS_ADDRESS", False),
+    ("PASSWORD_STORE_DIR", False), ("TOKENIZERS_PARALLELISM", False), ("TIKTOKEN_CACHE_DIR", False),
+    ("PASSENGER_APP_ENV", False)])
+def test_a_variable_is_a_secret_when_its_name_says_it_holds_one_not_where_one_is(name, secret):
+    """A password's or token's name (a word of it), not a path's (`..._FILE`, `..._DIR`, `SSH_ASKPASS`), nor a word
+    that only contains one (`TOKENIZERS`, `PASSENGER`): their values, often paths, would be hidden from every trace."""
+    from miniagents.tracing.redaction import is_secret_variable
+
+    assert is_secret_variable(name) is secret
 
 
 def test_passwords_of_variables_the_adapters_do_not_name_and_of_urls_never_reach_a_trace(tmp_path, monkeypatch):
@@ -934,8 +950,22 @@ def test_passwords_of_variables_the_adapters_do_not_name_and_of_urls_never_reach
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PWD", "/home/user/project")
     echoed = " ".join(variables.values()) + " postgres://app:pa55-word@db:5432/x in /home/user/project"
-    shown = written(tmp_path / "t.jsonl", tool_output=echoed)
+    urls = ["postgres://admin:P@ssw0rd!@db:5432/app", "redis://default:it'sAsecret99@cache:6379/0 to a@b"]
+    shown = written(tmp_path / "t.jsonl", tool_output=echoed, input=json.dumps(urls))
     assert shown[0]["output"] == "*** *** *** postgres://app:***@db:5432/x in /home/user/project"
+    assert json.loads(shown[0]["input"]) == ["postgres://admin:***@db:5432/app", "redis://default:***@cache:6379/0 to a@b"]
+
+
+def test_an_authorization_value_in_json_inside_json_or_a_header_pair_never_reaches_a_trace(tmp_path, monkeypatch):
+    """A request logged as JSON text inside JSON (its quotes escaped), a header pair's repr, and a secret of a
+    character outside the BMP that `json.dumps` writes as two escapes."""
+    monkeypatch.setenv("APP_PASSWORD", "correct\U0001f434battery-staple")
+    texts = [json.dumps({"request": json.dumps({"headers": {"Authorization": "Basic dXNlcjpzM2NyZXQtcHc="}})}),
+             repr([("Authorization", "Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b")]),
+             json.dumps({"db_pw": "correct\U0001f434battery-staple"})]
+    shown = written(tmp_path / "t.jsonl", tool_output="\n".join(texts))
+    assert leaked(json.dumps(shown), "dXNlcjpzM2NyZXQtcHc=", "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+                  "battery-staple") == []
 
 
 def test_a_bearer_word_in_prose_and_short_environment_values_are_kept(tmp_path, monkeypatch):
@@ -1027,11 +1057,22 @@ VALUES = st.recursive(
     max_leaves=8)
 
 
+@dataclasses.dataclass
+class Labelled(list):
+    """A dataclass that is a list: JSON and the walk both read it as the list."""
+
+    label: str = "batch-7"
+
+
+LABELLED = Labelled()
+LABELLED.append("a")
+
+
 def _quick_and_walked(value, secret):
     """What the redaction makes of `value` with its shortcut, and with the walk alone."""
     from miniagents.tracing import redaction
 
-    secrets = redaction._search((("ACME_API_KEY", secret),) if secret else (), ())
+    secrets = redaction._search((secret,) if secret else (), ())
     quick = redaction.redacted(value, secrets)
     with mock.patch.object(redaction, "_as_it_is", lambda value, secrets: None):
         return quick, redaction.redacted(value, secrets)
@@ -1051,8 +1092,10 @@ PARTS = [{"type": "output_text", "text": "key: sk-test-"}, {"type": "output_text
     (["postgres://app:pw-1@db/x"], None, ["postgres://app:***@db/x"]),
     ([{"type": "custom", "data": {"api_key": "k-1"}}], None, [{"type": "custom", "data": {"api_key": "***"}}]),
     ([{True: 1, None: 2, 1.5: 3}], None, [{"true": 1, "null": 2, "1.5": 3}]),
+    ([{"text": ("hi",), "logprobs": [{"token": "hi"}]}], None, [{"text": ["hi"], "logprobs": [{"token": "hi"}]}]),
+    ([LABELLED], None, [["a"]]),
 ], ids=["secret", "escaped-secret", "secret-behind-escapes", "split-secret", "folded-scheme", "kelvin-sign",
-        "query", "url-password", "custom-data", "keys"])
+        "query", "url-password", "custom-data", "keys", "text-no-string", "dataclass-list"])
 def test_a_list_the_shortcut_reads_back_hides_what_the_walk_hides(value, secret, shown):
     """Each probe of the shortcut finds what its search would change, so the list is walked."""
     assert _quick_and_walked(value, secret) == (shown, shown)
