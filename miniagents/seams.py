@@ -110,7 +110,8 @@ class Plugin:
     def prepare_run(self, run: Any) -> None:
         """The run is about to start (or a paused one to resume), before any model call: refuse what cannot work
         (raise `UserError`), and make what this run needs (kept in `run.scratch[self]`). `run.agents` lists every
-        agent it can reach."""
+        agent it can reach now; one met later (a hand-built `Handoff` gives its agent when called) joins it before
+        its first `offer`, so make what such an agent needs there too."""
 
     def session_input(self, run: Any, history: list, new_items: list, items: list) -> list:
         """A new run with a session is about to start (asked once, before `prepare_run`; a resumed state has its

@@ -119,17 +119,23 @@ class CapabilityPlugin(seams.Plugin):
     """Capabilities in a run, through the kernel's seams (registered when this shell is imported)."""
 
     def prepare_run(self, run: Any) -> None:
+        for agent in run.agents:
+            self.prepared(run, agent)
+
+    def prepared(self, run: Any, agent: Any) -> Optional[PreparedCapabilities]:
+        """This run's copies of `agent`'s capabilities (None: it has none): made when the run starts, or when it
+        first offers the agent's tools (an agent met during the run, which only a hand-built `Handoff` reaches)."""
         from ..turn import get_model
 
-        prepared = run.scratch[self] = {}  # id(agent) -> PreparedCapabilities: this run's copies
-        for agent in run.agents:
-            if agent.capabilities:
-                extra_args = agent.model_settings.resolve(run.config.model_settings).extra_args
-                prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, run.config), extra_args)
+        prepared = run.scratch.setdefault(self, {})  # id(agent) -> PreparedCapabilities (run.agents keeps each)
+        if agent.capabilities and id(agent) not in prepared:
+            extra_args = agent.model_settings.resolve(run.config.model_settings).extra_args
+            prepared[id(agent)] = prepare(agent.capabilities, get_model(agent, run.config), extra_args)
+        return prepared.get(id(agent))
 
     def offer(self, run: Any, setup: Any) -> Any:
         """The execution copy for this run: the agent's own tools and text, then what its capabilities add."""
-        prepared = run.scratch.get(self, {}).get(id(setup.agent))
+        prepared = self.prepared(run, setup.agent)
         if prepared is None:
             return setup
         tools = dict(setup.tools)

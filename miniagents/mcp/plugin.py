@@ -1,11 +1,12 @@
 """MCP tools in a run: the plugin that offers an agent's servers' tools to the model each turn.
 
-Two seams (miniagents/seams.py), both of which return at once for a run (or an agent) without MCP servers:
+Two seams (miniagents/seams.py):
 
-- `run`: around one drive of the loop. A server the run finds not connected is connected by the run (at the
-  first turn of an agent that has it) and cleaned up when the drive ends: final output, pause, error or cancel.
-  A server you connected yourself (`with server:`) is left as it is. So a paused run holds no process while it
-  waits for a person, and its resume, in this process or another, connects a server of the same name again.
+- `run`: around one drive of the loop (of every run: an agent met during it may have servers). A server the run
+  finds not connected is connected by the run (at the first turn of an agent that has it) and cleaned up when the
+  drive ends: final output, pause, error or cancel. A server you connected yourself (`with server:`) is left as it
+  is. So a paused run holds no process while it waits for a person, and its resume, in this process or another,
+  connects a server of the same name again.
 - `offer`: every turn, each of the agent's servers lists its tools (once, with `cache_tools_list`) and each becomes
   a `FunctionTool` beside the agent's own. The kernel looks a call's tool up by name in that offer, so approvals,
   the RunState JSON and the exactly-once ledger treat an MCP tool like any function tool.
@@ -44,14 +45,9 @@ VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 class MCPPlugin(seams.Plugin):
     """The agents' MCP servers in runs (registered when `miniagents.mcp` is imported)."""
 
-    def run(self, run: Any) -> Optional[contextlib.AbstractContextManager]:
-        for agent in run.agents:
-            if agent.mcp_servers:
-                return self._holding(run)
-        return None
-
     @contextlib.contextmanager
-    def _holding(self, run: Any) -> Iterator[None]:
+    def run(self, run: Any) -> Iterator[None]:
+        """Every drive: an agent met during it (one only a hand-built `Handoff` reaches) may bring servers."""
         held = run.scratch.setdefault(self, [])  # the servers this drive holds (see MCPServerStdio.hold)
         try:
             yield

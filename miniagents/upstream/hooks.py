@@ -16,6 +16,7 @@ from typing import Any, Generic, Iterator
 from .. import caller
 from ..agent import Agent
 from ..context import TContext
+from ..handoffs import Handoff
 from ..seams import HandoffStep, ModelStep, Plugin, ToolStep
 from ..state import reachable_agents
 
@@ -116,8 +117,10 @@ class HookPlugin(Plugin):
 
 def hook_plugins(hooks: Any, starting_agent: Any) -> list:
     """The per-run plugins (the kernel's `plugins=`) for a run's `RunHooks` (None: none) and the `AgentHooks` of the
-    agents it can reach: a `HookPlugin` when there are any, else none, so a run without hooks takes no plugin step
-    for them. A starting agent that is not an agent is left to the kernel's check."""
-    has_agent_hooks = isinstance(starting_agent, Agent) and \
-        any(getattr(agent, "hooks", None) is not None for agent in reachable_agents(starting_agent))
+    agents it can reach: a `HookPlugin` when there are any, or when an agent may be met only during the run (a
+    hand-built `Handoff` gives its agent when called), else none, so a run without hooks takes no plugin step for
+    them. A starting agent that is not an agent is left to the kernel's check."""
+    agents = reachable_agents(starting_agent) if isinstance(starting_agent, Agent) else []
+    has_agent_hooks = any(getattr(agent, "hooks", None) is not None or any(
+        isinstance(entry, Handoff) and entry._agent is None for entry in agent.handoffs) for agent in agents)
     return [HookPlugin(hooks)] if hooks is not None or has_agent_hooks else []

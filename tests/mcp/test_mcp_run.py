@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from miniagents import Agent, Runner, SQLiteSession, UserError, function_tool, handoff
+from miniagents import Agent, Handoff, Runner, SQLiteSession, UserError, function_tool, handoff
 from miniagents.mcp import MCPConnectionError, MCPTimeoutError
 from miniagents.mcp.plugin import all_required
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -188,6 +188,25 @@ def test_a_run_connects_a_server_it_finds_unconnected_and_ends_it_when_it_ends()
     result, _ = run(server, [[function_call("which", {}, call_id="c1")], [assistant_message("ok")]], tools=[which])
     assert result.final_output == "ok" and pids[0] is not None
     assert not server.connected and ended(pids[0])
+
+
+def test_a_server_of_an_agent_met_only_during_the_run_is_ended_when_the_run_ends():
+    """An agent only a hand-built `Handoff` reaches joins the run when it is handed to: the server its first turn
+    connects is held by the run and ended with it, and a later run of the agent ends it again."""
+    server = make_server()
+    pids = []
+
+    def b_answers(call):
+        pids.append(server.pid)
+        return [assistant_message("B done")]
+
+    b = Agent(name="B", mcp_servers=[server], model=ScriptedModel([b_answers, [assistant_message("again")]]))
+    to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
+                   on_invoke_handoff=lambda ctx, arguments: b)
+    a = Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", {}, call_id="h")]]))
+    assert Runner.run_sync(a, "go").final_output == "B done"
+    assert not server.connected and ended(pids[0])
+    assert Runner.run_sync(b, "again").final_output == "again" and not server.connected
 
 
 def test_a_server_you_connected_stays_connected_across_runs():

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from miniagents import Capability, UserError, Workspace, function_tool
+from miniagents import Agent, Capability, Handoff, Runner, UserError, Workspace, function_tool, handoff
 from miniagents.capabilities import prepare
-from miniagents.testing import ScriptedModel
+from miniagents.testing import ScriptedModel, assistant_message, function_call
 
 
 class Notes(Capability):
@@ -65,6 +65,34 @@ def test_each_run_gets_fresh_clones_so_nothing_leaks_between_runs():
     assert second.capabilities[0].noted == [] and shared.noted == []
     first.capabilities[0].settings["new"] = 1
     assert shared.settings == {"nested": {"a": 1}}
+
+
+class Scrub(Capability):
+    """A policy: an instruction, and the user's words kept from the model."""
+
+    type = "scrub"
+
+    def instructions(self, manifest=None):
+        return "Never reveal the secret."
+
+    def process_context(self, items):
+        return [dict(item, content="[scrubbed]") if item.get("role") == "user" else item for item in items]
+
+
+@pytest.mark.parametrize("by_hand", [False, True], ids=["handoff", "hand-built-Handoff"])
+def test_an_agent_met_during_the_run_has_its_capabilities(by_hand):
+    """An agent only a hand-built `Handoff` reaches joins the run when it is handed to: its capabilities are made
+    then, as for an agent the run found when it started (its instructions, its tools, what its model is shown)."""
+    model = ScriptedModel([[assistant_message("B done")]])
+    b = Agent(name="B", instructions="I am B.", capabilities=[Scrub(), Notes()], model=model)
+    to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
+                   on_invoke_handoff=lambda ctx, arguments: b) if by_hand else handoff(b, tool_name_override="to_b")
+    a = Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", {}, call_id="h")]]))
+    assert Runner.run_sync(a, "my secret is 42").final_output == "B done"
+    call = model.calls[0]
+    assert call.system_instructions == "I am B.\n\nNever reveal the secret.\n\nUse note() to remember facts."
+    assert [tool.name for tool in call.tools] == ["note"]
+    assert [item["content"] for item in call.input if item.get("role") == "user"] == ["[scrubbed]"]
 
 
 def test_prepare_collects_tools_instructions_and_merged_request_parameters():

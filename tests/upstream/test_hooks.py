@@ -1,7 +1,9 @@
 """Upstream's lifecycle hooks (the upstream shell's `RunHooks`, `AgentHooks`, a plugin of the run its `Runner`
 starts) fire at the points of the loop, in order, for run hooks and agent hooks."""
+import pytest
+
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from miniagents.upstream import Agent, AgentHooks, RunHooks, Runner, function_tool
+from miniagents.upstream import Agent, AgentHooks, Handoff, RunHooks, Runner, function_tool, handoff
 
 
 class Recorder(RunHooks):
@@ -66,6 +68,26 @@ def test_agent_hooks_see_their_own_agent_only():
     Runner.run_sync(agent, "hello")
     assert seen == [("start", "Solo"), ("end", "hi")]
 
+
+
+@pytest.mark.parametrize("by_hand", [False, True], ids=["handoff", "hand-built-Handoff"])
+def test_the_hooks_of_an_agent_met_during_the_run_fire(by_hand):
+    """An agent only a hand-built `Handoff` reaches, with hooks of its own, in a run given no `RunHooks`: it is
+    met when it is handed to, and its hooks fire as if the run had found it when it started."""
+    seen = []
+
+    class Mine(AgentHooks):
+        def on_start(self, context, agent):
+            seen.append(("start", agent.name))
+
+        def on_end(self, context, agent, output):
+            seen.append(("end", output))
+
+    b = Agent(name="B", hooks=Mine(), model=ScriptedModel([[assistant_message("B done")]]))
+    to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
+                   on_invoke_handoff=lambda ctx, arguments: b) if by_hand else handoff(b, tool_name_override="to_b")
+    a = Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", "{}", call_id="h")]]))
+    assert Runner.run_sync(a, "go").final_output == "B done" and seen == [("start", "B"), ("end", "B done")]
 
 
 def test_agent_hooks_hear_every_event_the_run_hooks_hear_on_their_agent():
