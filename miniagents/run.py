@@ -106,7 +106,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
         ledger = options.session
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger,
               agents=reachable_agents(starting_agent), plugins=plugins_of(options.plugins), streamed=streamed)
-    run.state = input if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
+    run.state = given(run, input) if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
         try:
@@ -118,6 +118,13 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
 
 
 DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)
+
+
+def given(run: Run, state: RunState) -> RunState:
+    """A state given to run on (any `RunState`: paused, stopped by a limit, made by hand): another run may be given
+    it too, so this run takes it (`take`), whatever it holds."""
+    run.shared = True
+    return state
 
 
 def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> RunState:
@@ -616,7 +623,7 @@ TOOL_GUARDRAILS = "run.plugins tools.tool_input_guardrails tools.tool_output_gua
 SERVER_MANAGED = "state.conversation_id state.previous_response_id state.auto_previous_response_id"
 OUTPUT_GUARDRAILS = "config.output_guardrails agents.output_guardrails"
 
-TAKEN = "state.pending state.cancel_mode state.running state.model_responses run.streamed"  # a state given (run.take)
+TAKEN = "run.shared run.streamed"  # a state another run may hold too: given, or a streamed run's (run.take)
 START = (  # before the first turn, once per drive of the loop
     Step(take, TAKEN),  # first: a state another run still holds is left as it is
     Step(surround, TAKEN + " run.plugins"),

@@ -66,6 +66,7 @@ class Run:
     after: tuple = ()  # the steps when the run returns or raises
     around: Callable = contextlib.nullcontext  # what surrounds the whole run: nothing, or `run.held`
     streamed: bool = False
+    shared: bool = False  # its state was given (run.given): another run may be given it too
     emit: Optional[Callable] = None  # a streamed run: hands each event to its reader (set by `drive`)
     agents: list = field(default_factory=list)  # every agent the run can reach (handoffs, agent tools)
     tools: dict = field(default_factory=dict)  # id(agent) -> its tools, as the steps were chosen for them

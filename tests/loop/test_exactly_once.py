@@ -1175,6 +1175,41 @@ def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_
     assert outcome == ["done"] and sent == ["a", "b"]
 
 
+@pytest.mark.parametrize("how", ["stopped before its first model call", "made by hand"])
+def test_a_state_with_no_response_yet_is_refused_to_a_second_run_while_the_first_goes_on(how):
+    """A state given to run holds nothing yet (a request limit of 0 stopped it before the model was asked, or it was
+    made by hand): it is still the first run's, so a second run given it meanwhile is refused, not run twice."""
+    from miniagents import RunState, UsageLimitExceeded, UsageLimits
+
+    sent, entered, leave = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def send(to: str) -> str:
+        entered.set()
+        leave.wait(10)
+        sent.append(to)
+        return "sent"
+
+    model = ScriptedModel([[function_call("send", {"to": "a"}, call_id="c1")], [assistant_message("done")]])
+    agent = Agent(name="Mailer", tools=[send], model=model)
+    if how == "made by hand":
+        state = RunState(None, "go", agent, 10)
+    else:
+        with pytest.raises(UsageLimitExceeded) as stopped:
+            Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(request_limit=0)))
+        state = stopped.value.state
+    assert state.model_responses == [] and state.pending is None
+    outcome = []
+    first = threading.Thread(target=lambda: outcome.append(Runner.run_sync(agent, state).final_output))
+    first.start()
+    assert entered.wait(10)
+    with pytest.raises(UserError, match="still going on"):
+        Runner.run_sync(agent, state)
+    leave.set()
+    first.join(10)
+    assert outcome == ["done"] and sent == ["a"] and len(model.calls) == 2
+
+
 def test_a_streamed_result_dropped_unread_leaves_its_state_free():
     import gc
 
