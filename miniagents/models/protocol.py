@@ -123,6 +123,18 @@ def is_credential_name(name: str) -> bool:
     return any(word in _CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", words))
 
 
+SECRET_VARIABLE = re.compile(r"(?i)passw(?:or)?d|(?:^|_)(?:pass|passphrase|pw|secrets?|tokens?|pat|creds?|jwt)(?:_|$)"
+                             r"|_pwd(?:_|$)")  # not PWD, the working folder
+WHERE_VARIABLE = re.compile(r"(?i)_(?:file|dir|path|sock|socket|address)$|askpass|passfile")  # its value: a place
+
+
+def is_secret_variable(name: str) -> bool:
+    """Whether an environment variable's name says its value is a secret (what traces and recordings hide): by
+    `is_credential_name` (`OPENAI_API_KEY`, `HF_TOKEN`) or as a password or token (`PGPASSWORD`, `DB_PASS`,
+    `GITHUB_PAT`, `LDAP_BIND_PW`, `CI_JOB_JWT`), unless it names where one is (`PGPASSFILE`, `SSH_AUTH_SOCK`)."""
+    return bool((is_credential_name(name) or SECRET_VARIABLE.search(name)) and not WHERE_VARIABLE.search(name))
+
+
 def secret_values(secret: Any) -> list:
     """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; each also as a URL or
     a form carries it, percent-encoded (a server echoing a request back); longest first."""

@@ -9,7 +9,7 @@ redacted value matches its redacted self. Three passes, in this order:
    `sig`, `code`, `X-Session`, ...) keeps its name and loses its value, and so does any string that starts like
    an authorization value (`Bearer ...`, `Basic ...`).
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
-   every environment variable whose name has a credential word (`OPENAI_API_KEY`, `HF_TOKEN`, ...), 8
+   every environment variable whose name says secret (`OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, ...), 8
    characters or more, and every value pass 1 hid (and the adapter's credential-named default headers), are
    replaced wherever they occur inside a string, as they are or percent-encoded.
 3. **The user's hook** (`redact=`), a function from text to text, applied to every string of the request and
@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
 from ..models.http import request_secrets
-from ..models.protocol import is_credential_name, secret_values
+from ..models.protocol import is_credential_name, is_secret_variable, secret_values
 
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
@@ -72,9 +72,10 @@ def hide_credentials(request: dict) -> list:
 
 
 def environment_secrets() -> list:
-    """The values of the environment's credential-named variables, long enough to search for (each also without
-    the whitespace around it: a key read from a file keeps its newline, an echo of it does not)."""
-    return [found for name, value in os.environ.items() if is_credential_name(name)
+    """The values of the environment's secret variables (`is_secret_variable`: `OPENAI_API_KEY`, `PGPASSWORD`), long
+    enough to search for (each also without the whitespace around it: a key read from a file keeps its newline, an
+    echo of it does not)."""
+    return [found for name, value in os.environ.items() if is_secret_variable(name)
             for found in {value, value.strip()} if len(found.strip()) >= SHORTEST_SECRET]
 
 

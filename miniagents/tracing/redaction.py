@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.endpoint import EndpointModel
-from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, secret_values
+from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, is_secret_variable, secret_values
 
 MASK = "***"
 SHORTEST_SECRET = 8  # shorter values (a local server's key "x", XDG_SESSION_TYPE=x11) would match ordinary text
@@ -50,9 +50,6 @@ BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
 AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
     r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
     r"|(\bauthorization(?:\\?[\"'])?\s*[:=,]\s*(?:\\?[\"'])?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
-SECRET_VARIABLE = re.compile(r"(?i)passw(?:or)?d|(?:^|_)(?:pass|passphrase|pw|secrets?|tokens?|pat|creds?|jwt)(?:_|$)"
-                             r"|_pwd(?:_|$)")  # not PWD, the working folder
-WHERE_VARIABLE = re.compile(r"(?i)_(?:file|dir|path|sock|socket|address)$|askpass|passfile")  # its value: a place
 USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s\"<>]+@")  # a URL's password, to its last @
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
@@ -95,13 +92,6 @@ def known_secrets() -> Any:
     if names != _secret_names[0]:  # one tuple replaced whole: safe across threads
         _secret_names = (names, tuple(name for name in names if is_secret_variable(name)))
     return _search(tuple(os.environ.get(name, "") for name in _secret_names[1]), _model_secrets)
-
-
-def is_secret_variable(name: str) -> bool:
-    """Whether an environment variable's name says its value is a secret: by the adapters' rule (`OPENAI_API_KEY`,
-    `HF_TOKEN`) or as a password or token (`PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`, `LDAP_BIND_PW`, `CI_JOB_JWT`), unless
-    it names where one is (`PGPASSFILE`, `SSH_ASKPASS`, `SSH_AUTH_SOCK`, `GOOGLE_APPLICATION_CREDENTIALS_FILE`)."""
-    return bool((is_credential_name(name) or SECRET_VARIABLE.search(name)) and not WHERE_VARIABLE.search(name))
 
 
 @functools.lru_cache(maxsize=4)

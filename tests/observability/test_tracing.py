@@ -937,7 +937,7 @@ def test_a_token_a_tool_exports_or_changes_during_a_trace_is_hidden_from_the_nex
 def test_a_variable_is_a_secret_when_its_name_says_it_holds_one_not_where_one_is(name, secret):
     """A password's or token's name (a word of it), not a path's (`..._FILE`, `..._DIR`, `SSH_ASKPASS`), nor a word
     that only contains one (`TOKENIZERS`, `PASSENGER`): their values, often paths, would be hidden from every trace."""
-    from miniagents.tracing.redaction import is_secret_variable
+    from miniagents.models.protocol import is_secret_variable
 
     assert is_secret_variable(name) is secret
 

@@ -117,6 +117,20 @@ def test_a_secret_percent_encoded_is_not_recorded(tmp_path, monkeypatch):
     assert leaked((tmp_path / "run.jsonl").read_text(encoding="utf-8"), secret, *encoded) == []
 
 
+def test_a_password_variable_the_adapters_do_not_name_is_not_recorded(tmp_path, monkeypatch):
+    """Traces and recordings hide the same variables (`is_secret_variable`): a database password, a token named
+    `*_PAT`; a variable that names where a secret is (`PGPASSFILE`: a path) is kept."""
+    monkeypatch.setenv("PGPASSWORD", "pg-0123456789")
+    monkeypatch.setenv("GITHUB_PAT", "ghp_0123456789")
+    monkeypatch.setenv("PGPASSFILE", "/home/user/.pgpass")
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        answer = [assistant_message("Connected with pg-0123456789 and ghp_0123456789, read /home/user/.pgpass")]
+        agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([answer])))
+        Runner.run_sync(agent, "Connect")
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert leaked(text, "pg-0123456789", "ghp_0123456789") == [] and "/home/user/.pgpass" in text
+
+
 def test_the_redact_hook_removes_context_derived_text_from_requests_and_responses(tmp_path):
     email = "ada@example.org"
 
