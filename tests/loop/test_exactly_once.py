@@ -1143,9 +1143,8 @@ def test_a_session_that_fails_to_close_its_journal_leaves_the_state_free(tmp_pat
     assert Runner.run_sync(agent, state, session=session).final_output == "done" and paid == [5, 7]
 
 
-def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_the_first_goes_on():
-    from miniagents import UsageLimitExceeded, UsageLimits
-
+def gated_send():
+    """A `send` tool that says when it has entered and waits for `leave` (10 s at most), and the list it sends to."""
     sent, entered, leave = [], threading.Event(), threading.Event()
 
     @function_tool
@@ -1155,16 +1154,13 @@ def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_
         sent.append(to)
         return "sent"
 
-    model = ScriptedModel([[function_call("send", {"to": "a"}, call_id="c1")],
-                           [function_call("send", {"to": "b"}, call_id="c2")], [assistant_message("done")]])
-    agent = Agent(name="Mailer", tools=[send], model=model)
-    leave.set()
-    with pytest.raises(UsageLimitExceeded) as stopped:
-        Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(request_limit=1)))
-    state, outcome = stopped.value.state, []
-    assert state.pending is None and sent == ["a"]
-    entered.clear()
-    leave.clear()
+    return send, sent, entered, leave
+
+
+def refused_while_running(agent, state, entered, leave) -> list:
+    """Run `state` in a thread; while its `send` waits, a second run given the state must be refused. The final
+    outputs of the first run."""
+    outcome = []
     first = threading.Thread(target=lambda: outcome.append(Runner.run_sync(agent, state).final_output))
     first.start()
     assert entered.wait(10)
@@ -1172,7 +1168,24 @@ def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_
         Runner.run_sync(agent, state)
     leave.set()
     first.join(10)
-    assert outcome == ["done"] and sent == ["a", "b"]
+    return outcome
+
+
+def test_a_state_a_limit_stopped_between_turns_is_refused_to_a_second_run_while_the_first_goes_on():
+    from miniagents import UsageLimitExceeded, UsageLimits
+
+    send, sent, entered, leave = gated_send()
+    model = ScriptedModel([[function_call("send", {"to": "a"}, call_id="c1")],
+                           [function_call("send", {"to": "b"}, call_id="c2")], [assistant_message("done")]])
+    agent = Agent(name="Mailer", tools=[send], model=model)
+    leave.set()
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(request_limit=1)))
+    state = stopped.value.state
+    assert state.pending is None and sent == ["a"]
+    entered.clear()
+    leave.clear()
+    assert refused_while_running(agent, state, entered, leave) == ["done"] and sent == ["a", "b"]
 
 
 @pytest.mark.parametrize("how", ["stopped before its first model call", "made by hand"])
@@ -1181,15 +1194,7 @@ def test_a_state_with_no_response_yet_is_refused_to_a_second_run_while_the_first
     made by hand): it is still the first run's, so a second run given it meanwhile is refused, not run twice."""
     from miniagents import RunState, UsageLimitExceeded, UsageLimits
 
-    sent, entered, leave = [], threading.Event(), threading.Event()
-
-    @function_tool
-    def send(to: str) -> str:
-        entered.set()
-        leave.wait(10)
-        sent.append(to)
-        return "sent"
-
+    send, sent, entered, leave = gated_send()
     model = ScriptedModel([[function_call("send", {"to": "a"}, call_id="c1")], [assistant_message("done")]])
     agent = Agent(name="Mailer", tools=[send], model=model)
     if how == "made by hand":
@@ -1199,15 +1204,7 @@ def test_a_state_with_no_response_yet_is_refused_to_a_second_run_while_the_first
             Runner.run_sync(agent, "go", run_config=RunConfig(usage_limits=UsageLimits(request_limit=0)))
         state = stopped.value.state
     assert state.model_responses == [] and state.pending is None
-    outcome = []
-    first = threading.Thread(target=lambda: outcome.append(Runner.run_sync(agent, state).final_output))
-    first.start()
-    assert entered.wait(10)
-    with pytest.raises(UserError, match="still going on"):
-        Runner.run_sync(agent, state)
-    leave.set()
-    first.join(10)
-    assert outcome == ["done"] and sent == ["a"] and len(model.calls) == 2
+    assert refused_while_running(agent, state, entered, leave) == ["done"] and sent == ["a"] and len(model.calls) == 2
 
 
 def test_a_streamed_result_dropped_unread_leaves_its_state_free():

@@ -54,19 +54,24 @@ def test_run_hooks_fire_in_loop_order():
     ]
 
 
+class StartAndEnd(AgentHooks):
+    """An agent's hooks that note when it starts and what it ends with."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_start(self, context, agent):
+        self.seen.append(("start", agent.name))
+
+    def on_end(self, context, agent, output):
+        self.seen.append(("end", output))
+
+
 def test_agent_hooks_see_their_own_agent_only():
-    seen = []
-
-    class Mine(AgentHooks):
-        def on_start(self, context, agent):
-            seen.append(("start", agent.name))
-
-        def on_end(self, context, agent, output):
-            seen.append(("end", output))
-
-    agent = Agent(name="Solo", hooks=Mine(), model=ScriptedModel([[assistant_message("hi")]]))
+    hooks = StartAndEnd()
+    agent = Agent(name="Solo", hooks=hooks, model=ScriptedModel([[assistant_message("hi")]]))
     Runner.run_sync(agent, "hello")
-    assert seen == [("start", "Solo"), ("end", "hi")]
+    assert hooks.seen == [("start", "Solo"), ("end", "hi")]
 
 
 
@@ -74,20 +79,12 @@ def test_agent_hooks_see_their_own_agent_only():
 def test_the_hooks_of_an_agent_met_during_the_run_fire(by_hand):
     """An agent only a hand-built `Handoff` reaches, with hooks of its own, in a run given no `RunHooks`: it is
     met when it is handed to, and its hooks fire as if the run had found it when it started."""
-    seen = []
-
-    class Mine(AgentHooks):
-        def on_start(self, context, agent):
-            seen.append(("start", agent.name))
-
-        def on_end(self, context, agent, output):
-            seen.append(("end", output))
-
-    b = Agent(name="B", hooks=Mine(), model=ScriptedModel([[assistant_message("B done")]]))
+    hooks = StartAndEnd()
+    b = Agent(name="B", hooks=hooks, model=ScriptedModel([[assistant_message("B done")]]))
     to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
                    on_invoke_handoff=lambda ctx, arguments: b) if by_hand else handoff(b, tool_name_override="to_b")
     a = Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", "{}", call_id="h")]]))
-    assert Runner.run_sync(a, "go").final_output == "B done" and seen == [("start", "B"), ("end", "B done")]
+    assert Runner.run_sync(a, "go").final_output == "B done" and hooks.seen == [("start", "B"), ("end", "B done")]
 
 
 def test_agent_hooks_hear_every_event_the_run_hooks_hear_on_their_agent():
