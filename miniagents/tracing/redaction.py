@@ -88,10 +88,10 @@ def known_secrets() -> Any:
     (reading every value for each record was half of tracing's cost); the search is built again only when a secret
     changed."""
     global _secret_names
-    names = tuple(os.environ)
-    if names != _secret_names[0]:  # one tuple replaced whole: safe across threads
-        _secret_names = (names, tuple(name for name in names if is_secret_variable(name)))
-    return _search(tuple(os.environ.get(name, "") for name in _secret_names[1]), _model_secrets)
+    names, seen = tuple(os.environ), _secret_names
+    if names != seen[0]:  # one tuple replaced whole: safe across threads
+        seen = _secret_names = (names, tuple(name for name in names if is_secret_variable(name)))
+    return _search(tuple(os.environ.get(name, "") for name in seen[1]), _model_secrets)
 
 
 @functools.lru_cache(maxsize=4)
@@ -100,7 +100,7 @@ def _search(values: tuple, model_secrets: tuple) -> Any:
     newline, an echo of it does not), each secret also percent-encoded and as JSON text holds it, longest first."""
     found = [text for value in values for text in (value, value.strip())]
     values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
-    values += [json.dumps(value, ensure_ascii=ascii)[1:-1] for value in values for ascii in (False, True)]
+    values += [json.dumps(value, ensure_ascii=escaped)[1:-1] for value in values for escaped in (False, True)]
     return re.compile("|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))) if values else None
 
 
