@@ -248,7 +248,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1839,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1847,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -262,7 +262,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # ModelResponse left for the kernel to refuse (the readable model read its output first: an AttributeError); 1832
     # for upstream's omitted reasoning ids leaving a return that is no ModelResponse to the kernel's UserError
     # 1837 for an error handler's final output that JSON cannot write refused naming it (it was a bare
-    # TypeError); 1839 for the hooks of an agent met during a run (a hand-built Handoff's), which never fired
+    # TypeError); 1839 for the hooks of an agent met during a run (a hand-built Handoff's), which never fired; 1847
+    # for a context, conversation id or previous response id given beside a RunState replacing the state's, as
+    # upstream resumes (they were ignored: a state loaded without its context ran its tools with None)
     "shell: recording and replay": 730,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
