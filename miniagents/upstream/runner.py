@@ -25,9 +25,11 @@ from typing import Any, Callable, Optional, Union
 
 from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
+from ..context import RunContextWrapper
 from ..errors import UserError
 from ..models.interface import ModelResponse
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
+from ..state import RunState
 from . import refuse_left_out_keywords, run_callbacks
 from .hooks import hook_plugins
 from .raw_items import ReadableModel, readable_state
@@ -80,11 +82,19 @@ class RunConfig(KernelRunConfig):
         run_callbacks.check(self)
 
 
-def _options(starting_agent: Any, context: Any, max_turns: Optional[int], hooks: Any, run_config: Any,
+def _options(starting_agent: Any, input: Any, context: Any, max_turns: Optional[int], hooks: Any, run_config: Any,
              previous_response_id: Any, auto_previous_response_id: bool, conversation_id: Any, session: Any,
              error_handlers: Any) -> dict:
     """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`; the
-    error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py)."""
+    error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py). Given
+    beside a `RunState`, as upstream: a context replaces the state's application context (its usage and approvals
+    stay), a conversation id or previous response id the state's (its `max_turns` stays)."""
+    if isinstance(input, RunState):
+        if context is not None:
+            input.context_wrapper.context = context.context if isinstance(context, RunContextWrapper) else context
+        input.conversation_id = conversation_id or input.conversation_id
+        input.previous_response_id = previous_response_id or input.previous_response_id
+        input.auto_previous_response_id = bool(auto_previous_response_id or input.auto_previous_response_id)
     if isinstance(run_config, dict):
         run_config = RunConfig(**run_config)
     if run_config is not None and not isinstance(run_config, KernelRunConfig):
@@ -115,24 +125,24 @@ class AgentRunner:
                  previous_response_id: Any = None, auto_previous_response_id: bool = False,
                  conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
         return KernelRunner.run_sync(starting_agent, input, **_options(
-            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
-            conversation_id, session, error_handlers))
+            starting_agent, input, context, max_turns, hooks, run_config, previous_response_id,
+            auto_previous_response_id, conversation_id, session, error_handlers))
 
     async def run(self, starting_agent: Any, input: Any, *, context: Any = None,
                   max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                   previous_response_id: Any = None, auto_previous_response_id: bool = False,
                   conversation_id: Any = None, session: Any = None, error_handlers: Any = None) -> Any:
         return await KernelRunner.run(starting_agent, input, **_options(
-            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
-            conversation_id, session, error_handlers))
+            starting_agent, input, context, max_turns, hooks, run_config, previous_response_id,
+            auto_previous_response_id, conversation_id, session, error_handlers))
 
     def run_streamed(self, starting_agent: Any, input: Any, context: Any = None,
                      max_turns: Optional[int] = DEFAULT_MAX_TURNS, hooks: Any = None, run_config: Any = None,
                      previous_response_id: Any = None, auto_previous_response_id: bool = False,
                      conversation_id: Any = None, session: Any = None, *, error_handlers: Any = None) -> Any:
         return KernelRunner.run_streamed(starting_agent, input, **_options(
-            starting_agent, context, max_turns, hooks, run_config, previous_response_id, auto_previous_response_id,
-            conversation_id, session, error_handlers))
+            starting_agent, input, context, max_turns, hooks, run_config, previous_response_id,
+            auto_previous_response_id, conversation_id, session, error_handlers))
 
 
 _default_runner = AgentRunner()

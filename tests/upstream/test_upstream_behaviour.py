@@ -77,6 +77,26 @@ def test_a_paused_server_managed_run_resumes_from_json_sending_only_the_new_outp
     assert inputs(model)[1] == [("function_call_output", "c1")]
 
 
+def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_states_own():
+    """As upstream resumes: the application context given replaces the state's (its approvals and usage stay), and so
+    does a previous response id; `max_turns` stays the state's. A state loaded without its context gets it here."""
+    seen = []
+
+    @function_tool(needs_approval=True)
+    def act(ctx: RunContextWrapper) -> str:
+        seen.append(ctx.context)
+        return "acted"
+
+    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
+    paused = Runner.run_sync(agent, "please act", context={"user": "old"})
+    state = asyncio.run(RunState.from_string(agent, paused.to_state().to_string()))
+    state.approve(state.get_interruptions()[0])
+    result = Runner.run_sync(agent, state, context={"user": "new"}, previous_response_id="resp-1", max_turns=1)
+    assert seen == [{"user": "new"}] and result.final_output == "done"
+    assert model.calls[1].previous_response_id == "resp-1" and state.max_turns == 10
+    assert state.context_wrapper.usage.requests == 2 and state.context_wrapper.is_tool_approved("act", "c1")
+
+
 def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_path):
     """test_agent_runner.py::test_run_rejects_session_with_resumed_conversation_state"""
     agent, model = make_agent([[assistant_message("x")]])
