@@ -43,8 +43,11 @@ class JsonlTraceProcessor(TracingProcessor):
         record = item.export()
         if record is None:
             return
-        line = self._dumps({"event": event, **redacted(record, known_secrets())}, ensure_ascii=False,
-                           allow_nan=False) + "\n"
+        try:
+            shown = redacted(record, known_secrets())
+            line = self._dumps({"event": event, **shown}, ensure_ascii=False, allow_nan=False) + "\n"
+        except Exception as error:  # what no JSON holds (a number of 5,000 digits, a str() that raises): said, not lost
+            line = self._dumps({"event": event, **redacted(unwritable(record, error), known_secrets())}) + "\n"
         data = line.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a valid JSON escape
         with self._lock:
             while data and self._fd is not None:
@@ -67,6 +70,17 @@ class JsonlTraceProcessor(TracingProcessor):
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def unwritable(record: dict, error: Exception) -> dict:
+    """A record whose data cannot be written: its ids and times, so the tree keeps the span, and what went wrong."""
+    kept = {key: value for key, value in record.items() if key in ("object", "id", "trace_id", "parent_id",
+                                                                     "started_at", "ended_at")}
+    data = record.get("span_data")
+    if isinstance(data, dict):  # what kind of span it is, and its name
+        kept["span_data"] = {key: data[key] for key in ("type", "name") if isinstance(data.get(key), str)}
+    return {**kept, "error": {"message": f"this record's data could not be written ({type(error).__name__})",
+                              "data": None}}
 
 
 class ConsoleTraceProcessor(TracingProcessor):

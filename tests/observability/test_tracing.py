@@ -1167,6 +1167,35 @@ def test_every_line_of_a_trace_file_is_strict_json_whatever_the_data(tmp_path):
                                                 "t": [True, None, 7]}
 
 
+def test_a_span_whose_data_no_json_holds_keeps_its_line_saying_so(tmp_path, monkeypatch):
+    """A number of 5,000 digits, an object whose str() raises, nesting past Python's limit: the span's line is
+    still written (its ids and times, its kind and name, and an error saying its data could not be), so the tree
+    keeps it, and nothing of its data reaches the file."""
+    monkeypatch.setenv("ACME_API_KEY", "key-0123456789abcdef")
+
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("key-0123456789abcdef")
+
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    path = tmp_path / "t.jsonl"
+    with tracing.run_trace(Config(trace_path=str(path))):
+        for name, data in [("digits", {"n": 10 ** 5000}), ("unprintable", {"o": Unprintable()}), ("deep", {"d": deep}),
+                           ("key-0123456789abcdef", {"fine": 1})]:
+            with tracing.custom_span(name, data):
+                pass
+    text = path.read_text(encoding="utf-8")
+    ended = [json.loads(line) for line in text.splitlines() if '"span_end"' in line]
+    assert [record["span_data"].get("name") for record in ended[:4]] == ["digits", "unprintable", "deep", "***"]
+    assert [record["error"] for record in ended[:3]] == [
+        {"message": f"this record's data could not be written ({kind})", "data": None}
+        for kind in ("ValueError", "RuntimeError", "RecursionError")]
+    shown = render(read(text.splitlines())[0])
+    assert "key-0123456789abcdef" not in text and "unfinished" not in shown and "could not be written" in shown
+
+
 def test_the_file_round_trips_non_ascii_text_and_lone_surrogates(tmp_path):
     path = tmp_path / "text.jsonl"
     with tracing.run_trace(Config(trace_path=str(path))):
