@@ -54,7 +54,7 @@ USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s\"<>]+@"
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
 MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change
-    r"\?[^\s#\"'<>]*=", r"://[^/\s@]*@", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])",
+    r"\?[^\s#\"'<>]*=", r"://[^/\s@]*@", r":(?:\\+/){2}[^/\s@]*@", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])",
     r"token(?:\s|\\[bfnrtu])", r"digest(?:\s|\\[bfnrtu])"))  # each begins with text, which the regex engine finds fast
 FOLD = str.maketrans("ıİſ", "iis")
 SCHEMES = ("basic", "token", "digest", "bearer")  # of an authorization value
@@ -179,8 +179,9 @@ def _text(text: str, secrets: Any) -> str:
         if "\\" in text:  # JSON text: a secret behind escapes (`\u0073k-`, `\/`)
             decoded = ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
             text = secrets.sub(MASK, decoded) if secrets.search(decoded) else text
-    if "://" in text and "@" in text:
-        text = USERINFO.sub(rf"\1{MASK}@", text)
+    if "@" in text and ("://" in text or ":\\/" in text):
+        slashed = ESCAPED_SLASH.sub("/", text) if ":\\/" in text else text  # JSON text may write `/` as `\/`
+        text = USERINFO.sub(rf"\1{MASK}@", slashed) if USERINFO.search(slashed) else text
     if "?" in text and "=" in text:
         text = QUERY_STRING.sub(lambda m: "&".join(_pair_shown(pair) for pair in m.group().split("&")), text)
     folded = _folded(text)
