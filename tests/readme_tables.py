@@ -268,13 +268,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # TypeError); 1839 for the hooks of an agent met during a run (a hand-built Handoff's), which never fired; 1847
     # for a context, conversation id or previous response id given beside a RunState replacing the state's, as
     # upstream resumes (they were ignored: a state loaded without its context ran its tools with None)
-    "shell: recording and replay": 730,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 728,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
     # tokens, redact= missing keys and escaped JSON; a line size cap; wrap() of a name refused
     # 730 for a write an interrupt (Ctrl-C) stops part-way cut back as a full disk's is (the torn line made the
-    # recording unreadable)
+    # recording unreadable); 728, its size, when a URL's password is cut out as a secret is and every record is
+    # searched (the searches no longer stop early when no secret is known)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta

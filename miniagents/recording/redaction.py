@@ -11,7 +11,8 @@ redacted value matches its redacted self. Three passes, in this order:
 2. **Secrets by value**, anywhere in the request and the response: the wrapped model's API key and the value of
    every environment variable whose name says secret (`OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, ...), 8
    characters or more, and every value pass 1 hid (and the adapter's credential-named default headers), are
-   replaced wherever they occur inside a string, as they are or percent-encoded.
+   replaced wherever they occur inside a string, as they are or percent-encoded; so is the password of every URL
+   that holds one (`postgres://app:pw@db`), which no variable may hold.
 3. **The user's hook** (`redact=`), a function from text to text, applied to every string of the request and
    the response on its own (keys too, and the strings of JSON text behind escapes): context-derived text,
    personal data.
@@ -34,6 +35,7 @@ from ..models.protocol import is_credential_name, is_secret_variable, secret_val
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
 SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched for: they would match ordinary text
+URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:([^/\s\"<>]+)@")  # to the URL's last @
 
 
 def without_credentials(value: Any) -> Any:
@@ -117,9 +119,10 @@ def searched(secrets: Iterable[Any]) -> list:
 
 
 def secret_spans(text: str, secrets: list) -> list:
-    """Where the `secrets` occur in `text`: sorted (start, end) spans, overlapping occurrences (of one secret or of
-    two) merged into one span, so no part of either survives."""
-    spans = []
+    """Where the `secrets` occur in `text`, and the password of each URL that holds one (`postgres://app:pw@db`):
+    sorted (start, end) spans, overlapping occurrences (of one secret or of two) merged into one span, so no part of
+    either survives."""
+    spans = [match.span(1) for match in URL_PASSWORD.finditer(text)] if "://" in text and "@" in text else []
     for secret in secrets:
         at = text.find(secret)
         while at >= 0:
@@ -163,8 +166,7 @@ def without_secrets(value: Any, secrets: Iterable[Optional[str]]) -> Any:
     `REDACTED`; also inside a string that is JSON text (a tool call's arguments), where escapes (`\\u0073k-...`,
     `\\/`) could hide one; and across the `text` of the parts of one list (a message's content parts, a reasoning
     summary), which whoever reads them joins."""
-    found = searched(secrets)
-    return _scrubbed(value, found) if found else value
+    return _scrubbed(value, searched(secrets))
 
 
 def _scrubbed(value: Any, found: list) -> Any:
@@ -251,8 +253,6 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
     `REDACTED` in the delta where it started). The number and order of events stay; so does every delta that
     carried no part of a secret."""
     found = searched(secrets)
-    if not found:
-        return events
     events = list(events)
     for indexes in delta_groups(events, ITEM_KEYS):  # an item's parts joined: a message's text is
         pieces = [events[index]["delta"] for index in indexes]

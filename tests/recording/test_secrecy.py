@@ -2,6 +2,7 @@
 or streamed; the user's `redact=` removes more; and what was redacted still replays, since a replay redacts the
 requests it compares the same way."""
 import json
+import os
 import string
 
 import pytest
@@ -309,6 +310,56 @@ def test_a_secret_split_across_streamed_deltas_loses_their_logprobs(tmp_path_fac
     recorded = json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
     tokens = "".join(entry["token"] for event in recorded for entry in event.get("logprobs", []))
     assert secret not in tokens and secret not in json.dumps(recorded)
+
+
+URLS = ["postgres://app:P@ssw0rd!@db:5432/shop", "redis://default:it'sAsecret99@cache:6379/0"]
+
+
+def without_secret_variables(monkeypatch):
+    """No variable of the environment is a secret (the module's other tests leave one set): nothing is searched for
+    by value."""
+    from miniagents.models.protocol import is_secret_variable
+    for name in [name for name in os.environ if is_secret_variable(name)]:
+        monkeypatch.delenv(name)
+
+
+def test_the_password_of_a_url_is_not_recorded_and_the_replay_still_matches(tmp_path, monkeypatch):
+    """A `DATABASE_URL` a tool or the model echoes: its password is no variable's value, so no search by value knows
+    it; it is cut out wherever a URL holds one (to the URL's last `@`), and a replay of the run still matches."""
+    without_secret_variables(monkeypatch)
+    answer = [assistant_message(f"Connected to {URLS[0]}; the cache is {URLS[1]}.")]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([answer])))
+        Runner.run_sync(agent, f"Check {URLS[0]}")
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert "P@ssw0rd!" not in text and "ssw0rd" not in text and "sAsecret99" not in text
+    assert f"postgres://app:{REDACTED}@db:5432/shop" in text
+    replayed = Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), f"Check {URLS[0]}")
+    assert replayed.final_output == f"Connected to postgres://app:{REDACTED}@db:5432/shop; the cache is " \
+                                    f"redis://default:{REDACTED}@cache:6379/0."
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data):
+    """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is."""
+    import asyncio
+    without_secret_variables(monkeypatch)
+    text = f"use {URLS[0]} now"
+    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+               "delta": delta} for delta in data.draw(tokenised(text))]
+    events.append({"type": "response.completed", "response": {"id": "r", "output": [assistant_message(text)],
+                                                               "usage": None}})
+    path = tmp_path_factory.mktemp("streamed") / "run.jsonl"
+
+    async def drain(agent):
+        async for _ in Runner.run_streamed(agent, "Hi").stream_events():
+            pass
+    with Recorder(path) as recorder:
+        asyncio.run(drain(Agent(name="A", model=recorder.wrap(ScriptedModel([ModelStep(stream_events=events)])))))
+    recorded = json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
+    assert "ssw0rd" not in json.dumps(recorded) and "P@" not in json.dumps(recorded)
+    assert "".join(event["delta"] for event in recorded[:-1]) == f"use postgres://app:{REDACTED}@db:5432/shop now"
 
 
 NAMES = st.text(st.characters(min_codepoint=0xC0, max_codepoint=0x24F), min_size=3, max_size=12).map(
