@@ -269,6 +269,25 @@ def logprob(token: str) -> dict:
             "top_logprobs": [{"token": token, "logprob": -0.1, "bytes": list(token.encode())}]}
 
 
+def recorded_stream(tmp_path_factory, text, data, with_logprobs=False) -> list:
+    """The events a recorder wrote for a run whose model streams `text` cut into deltas at generated places (each
+    with its logprobs, if asked), then a completed response holding it."""
+    import asyncio
+    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+               "delta": delta, **({"logprobs": [logprob(delta)]} if with_logprobs else {})}
+              for delta in data.draw(tokenised(text))]
+    events.append({"type": "response.completed", "response": {"id": "r", "output": [assistant_message(text)],
+                                                               "usage": None}})
+    path = tmp_path_factory.mktemp("streamed") / "run.jsonl"
+
+    async def drain(agent):
+        async for _ in Runner.run_streamed(agent, "Hi").stream_events():
+            pass
+    with Recorder(path) as recorder:
+        asyncio.run(drain(Agent(name="A", model=recorder.wrap(ScriptedModel([ModelStep(stream_events=events)])))))
+    return json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), secret=SECRET, before=st.sampled_from(["", "key ", "the key is: "]))
 def test_a_secret_split_across_logprob_tokens_never_reaches_the_recording(tmp_path_factory, monkeypatch_module,
@@ -292,22 +311,8 @@ def test_a_secret_split_across_logprob_tokens_never_reaches_the_recording(tmp_pa
 def test_a_secret_split_across_streamed_deltas_loses_their_logprobs(tmp_path_factory, monkeypatch_module, data,
                                                                     secret):
     """Streamed, each delta carries its own tokens' logprobs: a delta a secret was cut out of loses them."""
-    import asyncio
     monkeypatch_module.setenv("ACME_SERVICE_TOKEN", secret)
-    text = "key " + secret + " end"
-    deltas = data.draw(tokenised(text))
-    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
-               "delta": delta, "logprobs": [logprob(delta)]} for delta in deltas]
-    events.append({"type": "response.completed", "response": {"id": "r", "output": [assistant_message(text)],
-                                                               "usage": None}})
-    path = tmp_path_factory.mktemp("streamed") / "run.jsonl"
-
-    async def drain(agent):
-        async for _ in Runner.run_streamed(agent, "Hi").stream_events():
-            pass
-    with Recorder(path) as recorder:
-        asyncio.run(drain(Agent(name="A", model=recorder.wrap(ScriptedModel([ModelStep(stream_events=events)])))))
-    recorded = json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
+    recorded = recorded_stream(tmp_path_factory, "key " + secret + " end", data, with_logprobs=True)
     tokens = "".join(entry["token"] for event in recorded for entry in event.get("logprobs", []))
     assert secret not in tokens and secret not in json.dumps(recorded)
 
@@ -343,21 +348,8 @@ def test_the_password_of_a_url_is_not_recorded_and_the_replay_still_matches(tmp_
 @given(data=st.data())
 def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data):
     """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is."""
-    import asyncio
     without_secret_variables(monkeypatch)
-    text = f"use {URLS[0]} now"
-    events = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
-               "delta": delta} for delta in data.draw(tokenised(text))]
-    events.append({"type": "response.completed", "response": {"id": "r", "output": [assistant_message(text)],
-                                                               "usage": None}})
-    path = tmp_path_factory.mktemp("streamed") / "run.jsonl"
-
-    async def drain(agent):
-        async for _ in Runner.run_streamed(agent, "Hi").stream_events():
-            pass
-    with Recorder(path) as recorder:
-        asyncio.run(drain(Agent(name="A", model=recorder.wrap(ScriptedModel([ModelStep(stream_events=events)])))))
-    recorded = json.loads(path.read_text(encoding="utf-8").splitlines()[1])["response"]["events"]
+    recorded = recorded_stream(tmp_path_factory, f"use {URLS[0]} now", data)
     assert "ssw0rd" not in json.dumps(recorded) and "P@" not in json.dumps(recorded)
     assert "".join(event["delta"] for event in recorded[:-1]) == f"use postgres://app:{REDACTED}@db:5432/shop now"
 
