@@ -251,6 +251,19 @@ def test_a_tool_output_that_is_a_list_of_no_content_parts_is_refused_where_it_en
     assert Runner.run_sync(agent, items).final_output == "hi"
 
 
+@pytest.mark.parametrize("text", [None, 5, ["hi"]])
+def test_a_text_part_whose_text_is_no_string_is_refused_where_it_enters(text):
+    """In a message's content and in a tool's output alike; the model would be sent a part it cannot read."""
+    agent, model = make_agent([[assistant_message("hi")]])
+    message = {"role": "user", "content": [{"type": "input_text", "text": text}]}
+    with pytest.raises(UserError, match=r"^input\[0\] has content\[0\] of type 'input_text' whose 'text' is not"):
+        Runner.run_sync(agent, [message])
+    output = {**_out("c1"), "output": [{"type": "output_text", "text": text}]}
+    with pytest.raises(UserError, match=r"^input\[2\] has output\[0\] of type 'output_text' whose 'text' is not"):
+        Runner.run_sync(agent, [{"role": "user", "content": "hi"}, _call("c1"), output])
+    assert not model.calls
+
+
 class AnswersWith(Model):
     """A custom model that builds its `ModelResponse` from what it is given."""
 
