@@ -105,7 +105,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     if callable(getattr(options.session, "claim_call", None)):
         ledger = options.session
     run = Run(None, options.run_config or DEFAULT_CONFIG, session=options.session, ledger=ledger,
-              agents=reachable_agents(starting_agent), plugins=plugins_of(options.plugins), streamed=streamed)
+              agents=reachable_agents(starting_agent), plugins=plugins_of(options), streamed=streamed)
     run.state = given(run, input) if isinstance(input, RunState) else fresh_state(starting_agent, input, options, run)
     choose(run)
     for step in run.start:  # what cannot work is refused, what the run needs is made, before any model call
@@ -149,14 +149,15 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
     return state
 
 
-def plugins_of(own: Any) -> tuple:
+def plugins_of(options: Options) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
-    environment asks for it), then the run's own plugins (`plugins=`) that are not registered already."""
-    if any(name in os.environ for name in TRACE_VARIABLES):
-        seams.ask_for("tracing", " and ".join(sorted(TRACE_VARIABLES)))
-    if isinstance(own, (list, tuple)) and not own:  # none of its own: a plain run has no plugin to check
+    environment or a `trace_path` set after its RunConfig was made asks for it), then the run's own plugins
+    (`plugins=`) that are not registered already."""
+    if any(name in os.environ for name in TRACE_VARIABLES) or getattr(options.run_config, "trace_path", None):
+        seams.ask_for("tracing", "MINIAGENTS_TRACE, MINIAGENTS_DEBUG or a RunConfig's trace_path")
+    if isinstance(options.plugins, (list, tuple)) and not options.plugins:  # a plain run has no plugin to check
         return seams.plugins
-    return seams.plugins + tuple(plugin for plugin in seams.checked(own) if plugin not in seams.plugins)
+    return seams.plugins + tuple(plugin for plugin in seams.checked(options.plugins) if plugin not in seams.plugins)
 
 
 TRACE_VARIABLES = {"MINIAGENTS_TRACE", "MINIAGENTS_DEBUG"}

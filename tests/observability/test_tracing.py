@@ -1270,6 +1270,22 @@ def test_importing_miniagents_or_running_untraced_loads_no_tracing_printer_or_ca
                       "if m in sys.modules])") == "[]"
 
 
+def test_a_trace_path_set_after_its_run_config_was_made_writes_the_trace(tmp_path):
+    """The tracing shell is loaded when a RunConfig asks for it as it is made, and also when the run starts: a
+    trace_path given later wrote nothing in a process that had not loaded the shell yet."""
+    path = tmp_path / "late.jsonl"
+    assert run_python("import sys\n"
+                      "from miniagents import Agent, Runner, RunConfig\n"
+                      "from miniagents.testing import ScriptedModel, assistant_message\n"
+                      "config = RunConfig()\n"
+                      f"config.trace_path = {str(path)!r}\n"
+                      "assert 'miniagents.tracing' not in sys.modules\n"
+                      "agent = Agent(name='a', model=ScriptedModel([[assistant_message('hi')]]))\n"
+                      "print(Runner.run_sync(agent, 'hi', run_config=config).final_output)") == "hi"
+    events = [json.loads(line)["event"] for line in path.read_text(encoding="utf-8").splitlines()]
+    assert events[0] == "trace_start" and events[-1] == "trace_end" and "span_start" in events
+
+
 def test_the_tracing_page_shows_the_tree_the_printer_prints():
     with open(os.path.join(ROOT, "docs", "tracing.md"), encoding="utf-8") as f:
         page = f.read()

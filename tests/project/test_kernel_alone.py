@@ -230,7 +230,7 @@ def test_a_shell_the_environment_asks_for_is_warned_about_once_and_one_a_configu
     report = json.loads(done.stdout)
     assert report["outputs"] == ["one", "two"]
     warned = [line for line in done.stderr.splitlines() if "the run goes on without it" in line]
-    assert len(warned) == 1 and "MINIAGENTS_DEBUG and MINIAGENTS_TRACE needs" in warned[0]
+    assert len(warned) == 1 and "MINIAGENTS_TRACE, MINIAGENTS_DEBUG or a RunConfig's trace_path needs" in warned[0]
     assert "miniagents/tracing/" in warned[0] and "does not have" in warned[0]
     for name, (asked, folder) in {"trace_path": ("RunConfig(trace_path=...)", "tracing"),
                                   "retry": ("ModelSettings(retry=...)", "retry")}.items():
