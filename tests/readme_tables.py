@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1649,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1663,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -137,7 +137,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # server keeps the conversation: a transfer that failed is answered as not run, and a handoff input filter refused
     # when the run starts (one home: it was refused at the transfer, after its output joined the history the server
     # keeps); 1646 input guardrails racing the model refused with conversation_id when the run starts: a trip cannot
-    # take the response the server put in the conversation out of it
+    # take the response the server put in the conversation out of it; 1649 for every given RunState taken; 1663 for what an attack on
+    # taking states found: an awaited run cancelled before its worker thread began (a busy executor) left the state
+    # taken for good, a streamed result cancelled before it was read ran later on a state another run held, and a
+    # cancel for a run that had ended (a finished stream's, a late wait_for's) stopped the run holding the state next
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
     # a request limit of 0 or made by hand, was run by two runs at once
@@ -251,7 +254,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1847,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1848,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -267,7 +270,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1837 for an error handler's final output that JSON cannot write refused naming it (it was a bare
     # TypeError); 1839 for the hooks of an agent met during a run (a hand-built Handoff's), which never fired; 1847
     # for a context, conversation id or previous response id given beside a RunState replacing the state's, as
-    # upstream resumes (they were ignored: a state loaded without its context ran its tools with None)
+    # upstream resumes (they were ignored: a state loaded without its context ran its tools with None); 1848 for the
+    # hooks of the agent a resumed state is at, found from that agent (they never fired when the starting agent given
+    # did not reach it)
     "shell: recording and replay": 728,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
