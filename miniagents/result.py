@@ -155,10 +155,15 @@ class RunResultStreaming(RunResult):
         run had done), "after_turn" once the current turn has settled."""
         if mode not in ("immediate", "after_turn"):
             raise UserError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
-        self._state.cancel(mode)
-        if not self._started:  # its events will never be read: the run never starts
+        if self.is_complete:  # the run has ended: its state may be another run's now, which this cancel is not for
+            return
+        if not self._started:  # its events will never be read: the run never starts, and its state is free now
+            self._started = True
             self._release()
-        if mode == "immediate" and not self.is_complete:  # complete now, as upstream's: the run does no more
+            self._complete(RunResult.from_state(self._state, None))
+            return
+        self._state.cancel(mode)
+        if mode == "immediate":  # complete now, as upstream's: the run does no more
             self._complete(RunResult.from_state(self._state, None))
 
     @property
@@ -178,13 +183,9 @@ class RunResultStreaming(RunResult):
         import contextvars
         import threading
 
-        if self._started:
+        if self._started:  # read before, or cancelled before it was read
             return
         self._started = True
-        if self._state.cancel_mode is not None:  # cancelled before it started: nothing runs
-            self._release()
-            self._complete(RunResult.from_state(self._state, None))
-            return
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
 

@@ -51,12 +51,11 @@ class Runner:
         import contextvars
 
         run = start_run(starting_agent, input, Options(**options))
-        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, drive, run)
+        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, begin, run)
         try:
             return await worker
-        except asyncio.CancelledError:  # the thread cannot be interrupted: the run stops at its next step
-            run.abandoned = True  # and nobody gets its state: a pause it stops in stays journaled
-            run.state.cancel("immediate")
+        except asyncio.CancelledError:
+            abandon(run)
             raise
 
     @classmethod
@@ -115,6 +114,27 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
             release(run)
             raise
     return run
+
+
+def begin(run: Run) -> Optional[RunResult]:
+    """An awaited run's worker thread: it drives the run, unless the run was abandoned before the thread began."""
+    with _TAKING:
+        if run.abandoned:
+            return None
+        run.begun = True
+    return drive(run)
+
+
+def abandon(run: Run) -> None:
+    """An awaited run cancelled. Its thread cannot be interrupted: a run that began stops at its next step, and
+    nobody gets its state (a pause it stops in stays journaled); one whose thread never began (the executor was
+    busy) never will, and frees the state it took. A run that ended is left alone: another run may hold its state."""
+    with _TAKING:
+        run.abandoned, began, mine = True, run.begun, run.state.running in (None, run)
+    if not began:
+        release(run)
+    elif mine:
+        run.state.cancel("immediate")
 
 
 DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)

@@ -74,6 +74,7 @@ class Run:
     scratch: dict = field(default_factory=dict)  # plugin -> what it keeps for this run
     turn: Any = None  # the turn in progress, or the last one: what a failure keeps of it (run.keep_what_ran)
     abandoned: bool = False  # its awaited `Runner.run` was cancelled: no one will get the state it returns
+    begun: bool = False  # its awaited `Runner.run`'s worker thread began driving it
     agent: Any = None  # the agent whose stretch of the run is going on (between agent_started and agent_ended)
     result: Any = None  # the RunResult, once the loop has one (final output, pause, cancel)
     failure: Optional[Exception] = None  # what the run raises, once it fails (run.failed)

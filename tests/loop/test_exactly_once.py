@@ -1035,6 +1035,133 @@ def test_a_state_still_in_a_run_is_refused_to_a_second_run_and_its_approved_call
         assert paid == [5] and len(model.calls) == 2
 
 
+def test_an_awaited_run_cancelled_before_its_thread_began_frees_the_state_and_never_runs():
+    """The executor was busy: the cancelled job never starts, so the run that took the state must free it (it was
+    taken for good, every later run refused)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    busy = threading.Event()
+
+    async def cancelled_while_queued():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1))
+        blocker = loop.run_in_executor(None, busy.wait, 10)  # the only worker is busy
+        task = asyncio.ensure_future(Runner.run(agent, state))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        busy.set()
+        await blocker
+        await loop.run_in_executor(None, lambda: None)  # the worker is free: a job still queued has run by now
+
+    asyncio.run(cancelled_while_queued())
+    assert state.running is None and paid == [] and len(model.calls) == 1
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_an_awaited_run_abandoned_before_its_thread_began_is_never_driven_when_the_thread_begins_after_all():
+    """The executor's worker may pick the job up between the task's cancel and the cancel of the job: `begin`
+    then finds the run abandoned (and the state freed by `abandon`), and drives nothing."""
+    from miniagents.run import Options, abandon, begin, start_run
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    run = start_run(agent, state, Options())
+    abandon(run)
+    assert state.running is None and begin(run) is None and paid == [] and len(model.calls) == 1
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_a_streamed_result_cancelled_before_it_was_read_never_runs_once_another_run_took_its_state():
+    """Its cancel frees the state at once; reading it afterwards ran the loop on a state it no longer held (the
+    approved call ran twice, or a finished run was asked again)."""
+    import asyncio
+
+    for mode in ("immediate", "after_turn"):
+        paid, entered, leave = [], threading.Event(), threading.Event()
+        leave.set()
+        agent, state, model = approved_in_flight(paid, entered, leave)
+        first = Runner.run_streamed(agent, state)
+        first.cancel(mode)
+        assert first.is_complete and state.running is None
+        assert Runner.run_sync(agent, state).final_output == "done"
+
+        async def read():
+            return [event async for event in first.stream_events()]
+
+        assert asyncio.run(read()) == [] and paid == [5] and len(model.calls) == 2
+
+
+def paused_twice(paid, entered, leave):
+    """An agent whose `pay` needs approval, paused on its first call (approved); its second call (6) signals
+    `entered` and waits for `leave` before it pays."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        if amount == 6:
+            entered.set()
+            leave.wait(10)
+        paid.append(amount)
+        return f"paid {amount}"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c5")],
+                           [function_call("pay", {"amount": 6}, call_id="c6")], [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay], model=model)
+    state = Runner.run_sync(agent, "pay").to_state()
+    state.approve(state.get_interruptions()[0])
+    return agent, state
+
+
+@pytest.mark.parametrize("late", ["a finished stream's cancel()", "an awaited run's task cancelled as it ended"])
+def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_state_next(late):
+    """The first run resumed the state and paused again; a second run resumed it; the cancel for the first (a
+    wait_for timing out just as it ended) stopped the second, which returned with nothing done."""
+    import asyncio
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    agent, state = paused_twice(paid, entered, leave)
+    second = {}
+
+    def resume_in_a_thread():
+        state.approve(state.get_interruptions()[0])
+        worker = threading.Thread(target=lambda: second.setdefault("result", Runner.run_sync(agent, state)))
+        worker.start()
+        assert entered.wait(10)
+        return worker
+
+    if late.startswith("a finished stream"):
+        first = Runner.run_streamed(agent, state)
+
+        async def read():
+            async for _ in first.stream_events():
+                pass
+
+        asyncio.run(read())
+        worker = resume_in_a_thread()
+        first.cancel()
+    else:
+        async def cancelled_as_it_ended():
+            task = asyncio.ensure_future(Runner.run(agent, state))
+            await asyncio.sleep(0)
+            while state.running is not None or not state.get_interruptions():  # blocks the loop: the task waits
+                threading.Event().wait(0.01)
+            started = resume_in_a_thread()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return started
+
+        worker = asyncio.run(cancelled_as_it_ended())
+    leave.set()
+    worker.join(10)
+    assert second["result"].final_output == "done" and paid == [5, 6] and state.cancel_mode is None
+
+
 def test_of_many_runs_given_one_state_at_once_exactly_one_goes_on():
     for _ in range(5):
         paid, entered, leave = [], threading.Event(), threading.Event()
