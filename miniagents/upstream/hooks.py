@@ -115,12 +115,13 @@ class HookPlugin(Plugin):
             caller.resolve(source_hooks.on_handoff(context, step.to_agent, source))
 
 
-def hook_plugins(hooks: Any, starting_agent: Any) -> list:
+def hook_plugins(hooks: Any, *starts: Any) -> list:
     """The per-run plugins (the kernel's `plugins=`) for a run's `RunHooks` (None: none) and the `AgentHooks` of the
-    agents it can reach: a `HookPlugin` when there are any, or when an agent may be met only during the run (a
-    hand-built `Handoff` gives its agent when called), else none, so a run without hooks takes no plugin step for
-    them. A starting agent that is not an agent is left to the kernel's check."""
-    agents = reachable_agents(starting_agent) if isinstance(starting_agent, Agent) else []
+    agents it can reach from its `starts` (the starting agent, and the agent a resumed state is at): a `HookPlugin`
+    when there are any, or when an agent may be met only during the run (a hand-built `Handoff` gives its agent
+    when called), else none, so a run without hooks takes no plugin step for them. A starting agent that is not an
+    agent is left to the kernel's check."""
+    agents = [agent for start in starts if isinstance(start, Agent) for agent in reachable_agents(start)]
     has_agent_hooks = any(getattr(agent, "hooks", None) is not None or any(
         isinstance(entry, Handoff) and entry._agent is None for entry in agent.handoffs) for agent in agents)
     return [HookPlugin(hooks)] if hooks is not None or has_agent_hooks else []

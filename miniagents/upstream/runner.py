@@ -111,7 +111,8 @@ def _options(starting_agent: Any, input: Any, context: Any, max_turns: Optional[
 
         run_config = copy.copy(run_config) if run_config is not None else RunConfig()
         run_config.model_provider = default_provider()
-    return dict(context=context, max_turns=max_turns, plugins=hook_plugins(hooks, starting_agent),
+    resumed_at = input.current_agent if isinstance(input, RunState) else None
+    return dict(context=context, max_turns=max_turns, plugins=hook_plugins(hooks, starting_agent, resumed_at),
                 run_config=run_config, session=session, previous_response_id=previous_response_id,
                 conversation_id=conversation_id, auto_previous_response_id=auto_previous_response_id)
 

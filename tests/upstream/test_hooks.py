@@ -87,6 +87,26 @@ def test_the_hooks_of_an_agent_met_during_the_run_fire(by_hand):
     assert Runner.run_sync(a, "go").final_output == "B done" and hooks.seen == [("start", "B"), ("end", "B done")]
 
 
+def test_the_hooks_of_the_agent_a_resumed_state_is_at_fire_whatever_starting_agent_is_given():
+    """The state paused at B, which only a hand-built `Handoff` reaches; it is resumed with an agent that reaches
+    neither B nor such a handoff: B's hooks are found from the agent the state is at."""
+    @function_tool(needs_approval=True)
+    def pay() -> str:
+        return "paid"
+
+    hooks = StartAndEnd()
+    b = Agent(name="B", hooks=hooks, tools=[pay],
+              model=ScriptedModel([[function_call("pay", {}, call_id="p")], [assistant_message("B done")]]))
+    to_b = Handoff(tool_name="to_b", tool_description="Go to B.", input_json_schema={}, agent_name="B",
+                   on_invoke_handoff=lambda ctx, arguments: b)
+    a = Agent(name="A", handoffs=[to_b], model=ScriptedModel([[function_call("to_b", "{}", call_id="h")]]))
+    state = Runner.run_sync(a, "go").to_state()
+    state.approve(state.get_interruptions()[0])
+    hooks.seen.clear()
+    other = Agent(name="Other", model=ScriptedModel([]))
+    assert Runner.run_sync(other, state).final_output == "B done" and hooks.seen == [("start", "B"), ("end", "B done")]
+
+
 def test_agent_hooks_hear_every_event_the_run_hooks_hear_on_their_agent():
     seen = []
 
