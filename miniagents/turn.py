@@ -566,7 +566,6 @@ def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
         chosen = [r for r in results if r.tool.name in behavior["stop_at_tool_names"]]
         verdict = ToolsToFinalOutputResult(bool(chosen), chosen[0].output if chosen else None)
     else:
-
         verdict = caller.call(behavior, run.state.context_wrapper, results)
         if not isinstance(verdict, ToolsToFinalOutputResult):
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
