@@ -35,7 +35,17 @@ from ..models.protocol import is_credential_name, is_secret_variable, secret_val
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
 SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched for: they would match ordinary text
-URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:([^/\s\"<>]+)@")  # to the URL's last @
+# A URL's password as urlsplit reads it: the user part may hold `@` (Azure's `admin@srv`) and ends at the first `:`,
+# or at `/`, `?`, `#`, where the authority ends (`?start=10:00&to=ann@x` is a query, no password); the password runs
+# to the last `@` before a `/` or a space (a raw `#` or `?` in it is hidden too, where urlsplit would end the
+# authority: such passwords are written, and a port is rarely followed by a query holding an `@`). A scheme starts
+# where no scheme character stands before it, not at `\b`: inside a long run of them (`a-a-a-...`) each `\b` started
+# a scan to the run's end (quadratic), and a URL right after a letter `\b` does not part from (`已连接postgres://`,
+# `_postgres://`) was missed. So each part's scan is linear: one scheme scan per run, and no user or password scan
+# crosses the `/` of the next `://`. (A raw `/` in a password is not read as one, as urlsplit does not: allowing it
+# would let each password scan run on to the text's end.)
+URL_PASSWORD = re.compile(
+    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
 
 
 def without_credentials(value: Any) -> Any:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from miniagents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, UserError, function_tool
 from miniagents.recording import REDACTED, Recorder, Replay, ReplayMismatch
-from miniagents.recording.redaction import is_credential_name
+from miniagents.recording.redaction import is_credential_name, without_secrets
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from openai_server import OpenAITestServer, chat_completion
 from replay_support import help_desk, network_closed, run, script_plain, script_streamed
@@ -344,14 +344,32 @@ def test_the_password_of_a_url_is_not_recorded_and_the_replay_still_matches(tmp_
                                     f"redis://default:{REDACTED}@cache:6379/0."
 
 
+STREAMED_URLS = {  # a text holding a URL, and what is recorded of it
+    f"use {URLS[0]} now": f"use postgres://app:{REDACTED}@db:5432/shop now",
+    f"已连接{URLS[0]}": f"已连接postgres://app:{REDACTED}@db:5432/shop",  # no `\b` between a letter and the scheme
+    "dsn_postgres://admin@srv:Hunter22Secret@srv.example.com/db":  # Azure's user@server: the password to the last @
+        f"dsn_postgres://admin@srv:{REDACTED}@srv.example.com/db"}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data):
-    """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is."""
+@given(data=st.data(), text=st.sampled_from(sorted(STREAMED_URLS)))
+def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data, text):
+    """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is; also
+    right after a letter or `_` (where no `\\b` stands), and when its user holds an `@`."""
     without_secret_variables(monkeypatch)
-    recorded = recorded_stream(tmp_path_factory, f"use {URLS[0]} now", data)
-    assert "ssw0rd" not in json.dumps(recorded) and "P@" not in json.dumps(recorded)
-    assert "".join(event["delta"] for event in recorded[:-1]) == f"use postgres://app:{REDACTED}@db:5432/shop now"
+    recorded = recorded_stream(tmp_path_factory, text, data)
+    assert not [piece for piece in ("ssw0rd", "P@", "22Secret") if piece in json.dumps(recorded, ensure_ascii=False)]
+    assert "".join(event["delta"] for event in recorded[:-1]) == STREAMED_URLS[text]
+
+
+@pytest.mark.parametrize("text", ["https://cal.example.com?start=10:00&attendee=ann@example.com",
+                                  "https://cal.example.com#at=10:00&ann@example.com",
+                                  "https://x.example/a:b@c", "see 1a://u:pw@h"])
+def test_text_that_holds_no_password_of_a_url_is_recorded_as_it_is(text):
+    """What urlsplit reads no password in is kept (a tool's argument the replay gives back must be the recorded
+    run's): an authority ends at `/`, `?` or `#`, so a query's `10:00&ann@example.com` is no user and password; and
+    a scheme begins with a letter where no scheme character stands before it."""
+    assert without_secrets(text, []) == text
 
 
 NAMES = st.text(st.characters(min_codepoint=0xC0, max_codepoint=0x24F), min_size=3, max_size=12).map(
