@@ -4,6 +4,7 @@ requests it compares the same way."""
 import json
 import os
 import string
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -360,6 +361,38 @@ def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_f
     recorded = recorded_stream(tmp_path_factory, text, data)
     assert not [piece for piece in ("ssw0rd", "P@", "22Secret") if piece in json.dumps(recorded, ensure_ascii=False)]
     assert "".join(event["delta"] for event in recorded[:-1]) == STREAMED_URLS[text]
+
+
+@function_tool
+def connect(host: str, user: str, password: str) -> str:
+    """Connect to a database."""
+    return f"connected to {host} as {user}"
+
+
+URL_FORMS = {  # how a prompt may carry a URL: as it is, a query's value, JSON text in a line that is not JSON
+    "plain": lambda url: f"Connect to {url}",
+    "percent-encoded": lambda url: "Open https://console.example.com/connect?dsn=" + quote(url, safe=""),
+    "escaped slashes": lambda url: 'HTTP 200 {"dsn":"' + url.replace("/", "\\/") + '"}'}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(password=st.text(string.ascii_letters + string.digits + "-_.~!*@:#?%", min_size=8, max_size=24),
+       form=st.sampled_from(sorted(URL_FORMS)))
+def test_the_password_a_url_reveals_is_kept_out_of_the_whole_call(tmp_path_factory, monkeypatch, password, form):
+    """The model repeats the password of a URL it was given (a tool call's arguments, then its answer; the next
+    request's input holds them again): a secret of every call the URL is in, searched for by value, as written and
+    percent-decoded, also when the URL comes percent-encoded or with JSON's `\\/`; the recording still replays."""
+    without_secret_variables(monkeypatch)
+    prompt = URL_FORMS[form](f"postgres://app:{quote(password, safe='')}@db/shop")
+    arguments = json.dumps({"host": "db", "user": "app", "password": password})
+    steps = [[function_call("connect", arguments, call_id="c1")], [assistant_message(f"Done; password {password}")]]
+    path = tmp_path_factory.mktemp("url") / "run.jsonl"
+    agent = Agent(name="A", tools=[connect])
+    with Recorder(path) as recorder:
+        Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+    assert not leaked(path.read_text(encoding="utf-8"), password, quote(password, safe=""))
+    replayed = Runner.run_sync(agent.clone(model=Replay(path)), prompt)
+    assert replayed.final_output == f"Done; password {REDACTED}"
 
 
 @pytest.mark.parametrize("text", ["https://cal.example.com?start=10:00&attendee=ann@example.com",
