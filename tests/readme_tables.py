@@ -226,7 +226,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # text.format was ignored (an empty part beside a call resent the request and threw the call away)
     # 2101 for the rule of which environment variables are secrets (is_secret_variable, beside is_credential_name),
     # moved here from the tracing shell when the recording shell took it too: one home for the rule both shells use
-    "shell: tracing": 1126,
+    "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -248,6 +248,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1125 for a span whose data no JSON holds (a number of 5,000 digits, a str() that raises, nesting past the
     # limit): its line was lost, and the tree showed it unfinished; it is written with its ids and an error
     # 1126 for a URL's password in JSON text that escapes its slashes (mysql:\/\/root:pw@db, as PHP writes JSON)
+    # 1127 for the URL password's regex in two lines, now that a comment must say why it is so: linear (a scheme
+    # starts no run of scheme characters: \b inside `a-a-a-...` made it quadratic), a user holding @, an authority
+    # ending at / ? # (a query's `10:00&ann@x` was cut as a password)
     "shell: retries": 332,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
@@ -273,7 +276,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # upstream resumes (they were ignored: a state loaded without its context ran its tools with None); 1848 for the
     # hooks of the agent a resumed state is at, found from that agent (they never fired when the starting agent given
     # did not reach it)
-    "shell: recording and replay": 728,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 741,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -281,6 +284,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 730 for a write an interrupt (Ctrl-C) stops part-way cut back as a full disk's is (the torn line made the
     # recording unreadable); 728, its size, when a URL's password is cut out as a secret is and every record is
     # searched (the searches no longer stop early when no secret is known)
+    # 741 for what an attack on the URL passwords found: the password a URL reveals (also percent-encoded or behind
+    # JSON's \/) made a secret of the whole call, searched by value as the others are (url_passwords: the model
+    # repeated it in a tool call's arguments, the next request's input), and its regex linear (+2: a comment says why)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta

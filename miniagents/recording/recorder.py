@@ -143,7 +143,8 @@ class Recorder:
     def record(self, model: Any, stream: bool, request: dict, response: dict, hidden: list) -> None:
         """Write one answered call as the next line; `hidden`: the credentials its settings hid by name, searched
         for by value everywhere else in the call."""
-        secrets = redaction.environment_secrets() + redaction.model_secrets(model) + hidden
+        secrets = (redaction.environment_secrets() + redaction.model_secrets(model) + hidden
+                   + redaction.url_passwords([request, response]))
         request = self._hook(redaction.without_secrets(request, secrets))
         if "events" in response:  # a secret may come cut across deltas: each streamed text is searched whole
             response = {"events": self._hook.events(redaction.stream_without_secrets(response["events"], secrets))}

@@ -12,7 +12,8 @@ redacted value matches its redacted self. Three passes, in this order:
    every environment variable whose name says secret (`OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, ...), 8
    characters or more, and every value pass 1 hid (and the adapter's credential-named default headers), are
    replaced wherever they occur inside a string, as they are or percent-encoded; so is the password of every URL
-   that holds one (`postgres://app:pw@db`), which no variable may hold.
+   in the call that holds one (`postgres://app:pw@db`), which no variable may hold (`url_passwords`; a shorter
+   one is cut only where its URL stands).
 3. **The user's hook** (`redact=`), a function from text to text, applied to every string of the request and
    the response on its own (keys too, and the strings of JSON text behind escapes): context-derived text,
    personal data.
@@ -26,6 +27,7 @@ import json
 import os
 import re
 from typing import Any, Callable, Iterable, Optional
+from urllib.parse import unquote
 
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
@@ -35,7 +37,18 @@ from ..models.protocol import is_credential_name, is_secret_variable, secret_val
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
 SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched for: they would match ordinary text
-URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:([^/\s\"<>]+)@")  # to the URL's last @
+# A URL's password as urlsplit reads it: the user part may hold `@` (Azure's `admin@srv`) and ends at the first `:`,
+# or at `/`, `?`, `#`, where the authority ends (`?start=10:00&to=ann@x` is a query, no password); the password runs
+# to the last `@` before a `/` or a space (a raw `#` or `?` in it is hidden too, where urlsplit would end the
+# authority: such passwords are written, and a port is rarely followed by a query holding an `@`). A scheme starts
+# where no scheme character stands before it, not at `\b`: inside a long run of them (`a-a-a-...`) each `\b` started
+# a scan to the run's end (quadratic), and a URL right after a letter `\b` does not part from (`已连接postgres://`,
+# `_postgres://`) was missed. So each part's scan is linear: one scheme scan per run, and no user or password scan
+# crosses the `/` of the next `://`. (A raw `/` in a password is not read as one, as urlsplit does not: allowing it
+# would let each password scan run on to the text's end.)
+URL_PASSWORD = re.compile(
+    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
+ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 
 
 def without_credentials(value: Any) -> Any:
@@ -116,6 +129,26 @@ def searched(secrets: Iterable[Any]) -> list:
     match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), longest first."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
     return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
+
+
+def url_passwords(value: Any) -> list:
+    """The password of every URL in `value` (a call's request and response, plain JSON data, keys too), as written
+    and as it means (`p%40ss` is `p@ss`). A password a URL reveals is a secret of the whole call, searched for by
+    value as the others are: the URL's own search cuts it only where the URL stands, and the model repeats it (a tool
+    call's `"password"`, then the next request's input). Each text is also read percent-decoded and with `\\/` as `/`:
+    a URL that is a query's value (`dsn=postgres%3A%2F%2F...`) or in JSON text no JSON parser reads (`HTTP 200
+    {"dsn":"mysql:\\/\\/...`) is not cut where it stands, and the search by value finds its password there too.
+    Like every secret searched by value, only one of 8 characters or more is (`searched`): a shorter one (`pw`) would
+    cut ordinary text out of the call (which a replay serves back), so it is cut only where the URL stands."""
+    found: set = set()
+
+    def look(text: str) -> str:
+        for form in {text, unquote(text), ESCAPED_SLASH.sub("/", text)}:
+            if "://" in form and "@" in form:
+                found.update(read(match.group(1)) for match in URL_PASSWORD.finditer(form) for read in (str, unquote))
+        return text
+    map_strings(value, look)
+    return sorted(found)
 
 
 def secret_spans(text: str, secrets: list) -> list:

@@ -16,9 +16,10 @@ is made (so your own processors never see a credential-named setting either):
   (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
   logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
   value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows
-  `Authorization:`); a URL's password (`postgres://app:***@db`); and the value of each credential-named parameter of a
-  URL's query string (`?sig=...`: a presigned URL's, which no search by value knows). A `name=value` elsewhere is
-  prose or code (`sorted(words, key=len)`) and is kept;
+  `Authorization:`); a URL's password (`postgres://app:***@db`, to the authority's last `@`: a user may hold one,
+  `admin@srv`); and the value of each credential-named parameter of a URL's query string (`?sig=...`: a presigned
+  URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words, key=len)`) and is
+  kept;
 - any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
@@ -50,7 +51,8 @@ BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
 AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
     r"(?i)(^\s*(?:basic|token|digest|bearer))\s+[^\r\n]+"
     r"|(\bauthorization(?:\\?[\"'])?\s*[:=,]\s*(?:\\?[\"'])?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
-USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^/\s\"<>]+@")  # a URL's password, to its last @
+USERINFO = re.compile(  # a URL's password, as recording/redaction.py's URL_PASSWORD finds it (see there why so)
+    r"(?i)((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:)[^/\s\"<>]+@")
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
 MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change

@@ -1043,8 +1043,8 @@ ODD_SECRET = 'sk-te"st-012345\n'  # a secret JSON escapes
 FRAGMENTS = st.sampled_from(["sk-test-0123456789", "sk-test-", "0123456789", ODD_SECRET, "Bearer ", "bearer",
                              "Basic x", "baſic x", "\u212aey", "to\u212aen x", "digest\tx", "Authorızation: ",
                              "?key=v", "?a=b&sig=zz", "https://h/p?code=abc", "db://u:pw@h", "db:\\/\\/u:pw@h",
-                             "\\", "\\u0073k-test-0123456789", "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000",
-                             "İ", "é", " ", "word"])
+                             "db://a@s:pw@h", "db://h?t=1:0&a@b", "_", "\\", "\\u0073k-test-0123456789",
+                             "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000", "İ", "é", " ", "word"])
 TEXTS = st.one_of(st.sampled_from(["", "word", "é"]), st.lists(FRAGMENTS, min_size=1, max_size=2).map("".join))
 KEYS = st.one_of(TEXTS, st.sampled_from(["text", "type", "logprobs", "data", "metadata", "model_config", "api_key"]),
                  st.integers(-2, 2), st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False))
@@ -1092,12 +1092,18 @@ PARTS = [{"type": "output_text", "text": "key: sk-test-"}, {"type": "output_text
     (["see https://h/p?sig=abc&x=1"], None, ["see https://h/p?sig=***&x=1"]),
     (["postgres://app:pw-1@db/x"], None, ["postgres://app:***@db/x"]),
     (['{"dsn": "mysql:\\/\\/root:pw-1@db\\/shop"}'], None, ['{"dsn": "mysql://root:***@db/shop"}']),
+    (["已连接postgres://app:pw-1@db/x", "dsn_redis://u:pw-1@c"], None,
+     ["已连接postgres://app:***@db/x", "dsn_redis://u:***@c"]),
+    (["postgres://admin@srv:pw-1@srv.example.com/db"], None, ["postgres://admin@srv:***@srv.example.com/db"]),
+    (["https://cal.example.com?start=10:00&to=ann@example.com"], None,
+     ["https://cal.example.com?start=10:00&to=ann@example.com"]),
     ([{"type": "custom", "data": {"api_key": "k-1"}}], None, [{"type": "custom", "data": {"api_key": "***"}}]),
     ([{True: 1, None: 2, 1.5: 3}], None, [{"true": 1, "null": 2, "1.5": 3}]),
     ([{"text": ("hi",), "logprobs": [{"token": "hi"}]}], None, [{"text": ["hi"], "logprobs": [{"token": "hi"}]}]),
     ([LABELLED], None, [["a"]]),
 ], ids=["secret", "escaped-secret", "secret-behind-escapes", "split-secret", "folded-scheme", "kelvin-sign",
-        "query", "url-password", "url-password-escaped-slashes", "custom-data", "keys", "text-no-string",
+        "query", "url-password", "url-password-escaped-slashes", "url-password-after-a-letter",
+        "url-password-user-at-server", "no-url-password-in-a-query", "custom-data", "keys", "text-no-string",
         "dataclass-list"])
 def test_a_list_the_shortcut_reads_back_hides_what_the_walk_hides(value, secret, shown):
     """Each probe of the shortcut finds what its search would change, so the list is walked."""

@@ -4,6 +4,7 @@ requests it compares the same way."""
 import json
 import os
 import string
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from miniagents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, UserError, function_tool
 from miniagents.recording import REDACTED, Recorder, Replay, ReplayMismatch
-from miniagents.recording.redaction import is_credential_name
+from miniagents.recording.redaction import is_credential_name, without_secrets
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from openai_server import OpenAITestServer, chat_completion
 from replay_support import help_desk, network_closed, run, script_plain, script_streamed
@@ -344,14 +345,67 @@ def test_the_password_of_a_url_is_not_recorded_and_the_replay_still_matches(tmp_
                                     f"redis://default:{REDACTED}@cache:6379/0."
 
 
+STREAMED_URLS = {  # a text holding a URL, and what is recorded of it
+    f"use {URLS[0]} now": f"use postgres://app:{REDACTED}@db:5432/shop now",
+    f"已连接{URLS[0]}": f"已连接postgres://app:{REDACTED}@db:5432/shop",  # no `\b` between a letter and the scheme
+    "dsn_postgres://admin@srv:Hunter22Secret@srv.example.com/db":  # Azure's user@server: the password to the last @
+        f"dsn_postgres://admin@srv:{REDACTED}@srv.example.com/db",
+    "cache redis://u:pw-1@cache": f"cache redis://u:{REDACTED}@cache"}  # too short to search for: cut where it stands
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data):
-    """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is."""
+@given(data=st.data(), text=st.sampled_from(sorted(STREAMED_URLS)))
+def test_the_password_of_a_url_streamed_across_deltas_is_not_recorded(tmp_path_factory, monkeypatch, data, text):
+    """Cut into deltas at generated places, the URL is searched whole (its deltas joined), as a secret is; also
+    right after a letter or `_` (where no `\\b` stands), when its user holds an `@`, and when the password is too
+    short to search for by value elsewhere in the call."""
     without_secret_variables(monkeypatch)
-    recorded = recorded_stream(tmp_path_factory, f"use {URLS[0]} now", data)
-    assert "ssw0rd" not in json.dumps(recorded) and "P@" not in json.dumps(recorded)
-    assert "".join(event["delta"] for event in recorded[:-1]) == f"use postgres://app:{REDACTED}@db:5432/shop now"
+    recorded = recorded_stream(tmp_path_factory, text, data)
+    assert not [piece for piece in ("ssw0rd", "P@", "22Secret", "pw-1")
+                if piece in json.dumps(recorded, ensure_ascii=False)]
+    assert "".join(event["delta"] for event in recorded[:-1]) == STREAMED_URLS[text]
+
+
+@function_tool
+def connect(host: str, user: str, password: str) -> str:
+    """Connect to a database."""
+    return f"connected to {host} as {user}"
+
+
+URL_FORMS = {  # how a prompt may carry a URL: as it is, a query's value, JSON text in a line that is not JSON
+    "plain": lambda url: f"Connect to {url}",
+    "percent-encoded": lambda url: "Open https://console.example.com/connect?dsn=" + quote(url, safe=""),
+    "escaped slashes": lambda url: 'HTTP 200 {"dsn":"' + url.replace("/", "\\/") + '"}'}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(password=st.text(string.ascii_letters + string.digits + "-_.~!*@:#?%", min_size=8, max_size=24),
+       form=st.sampled_from(sorted(URL_FORMS)))
+def test_the_password_a_url_reveals_is_kept_out_of_the_whole_call(tmp_path_factory, monkeypatch, password, form):
+    """The model repeats the password of a URL it was given (a tool call's arguments, then its answer; the next
+    request's input holds them again): a secret of every call the URL is in, searched for by value, as written and
+    percent-decoded, also when the URL comes percent-encoded or with JSON's `\\/`; the recording still replays."""
+    without_secret_variables(monkeypatch)
+    prompt = URL_FORMS[form](f"postgres://app:{quote(password, safe='')}@db/shop")
+    arguments = json.dumps({"host": "db", "user": "app", "password": password})
+    steps = [[function_call("connect", arguments, call_id="c1")], [assistant_message(f"Done; password {password}")]]
+    path = tmp_path_factory.mktemp("url") / "run.jsonl"
+    agent = Agent(name="A", tools=[connect])
+    with Recorder(path) as recorder:
+        Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+    assert not leaked(path.read_text(encoding="utf-8"), password, quote(password, safe=""))
+    replayed = Runner.run_sync(agent.clone(model=Replay(path)), prompt)
+    assert replayed.final_output == f"Done; password {REDACTED}"
+
+
+@pytest.mark.parametrize("text", ["https://cal.example.com?start=10:00&attendee=ann@example.com",
+                                  "https://cal.example.com#at=10:00&ann@example.com",
+                                  "https://x.example/a:b@c", "see 1a://u:pw@h"])
+def test_text_that_holds_no_password_of_a_url_is_recorded_as_it_is(text):
+    """What urlsplit reads no password in is kept (a tool's argument the replay gives back must be the recorded
+    run's): an authority ends at `/`, `?` or `#`, so a query's `10:00&ann@example.com` is no user and password; and
+    a scheme begins with a letter where no scheme character stands before it."""
+    assert without_secrets(text, []) == text
 
 
 NAMES = st.text(st.characters(min_codepoint=0xC0, max_codepoint=0x24F), min_size=3, max_size=12).map(
