@@ -462,6 +462,27 @@ def test_a_milder_cancel_never_softens_an_immediate_one():
     assert ran == [] and result.is_complete
 
 
+def test_a_milder_cancel_of_a_state_never_softens_an_immediate_one():
+    """Two cancels of the state a run was given, while its first call runs: the second call never starts (an
+    "after_turn" that softened the first would let the turn settle, running it)."""
+    from miniagents import RunConfig, RunState
+
+    ran, box = [], {}
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        box["state"].cancel()
+        box["state"].cancel("after_turn")
+        return "paid"
+
+    agent, _ = make_agent([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
+                           [assistant_message("done")]], tools=[pay])
+    state = box["state"] = RunState(None, "go", agent)
+    result = Runner.run_sync(agent, state, run_config=RunConfig(max_function_tool_concurrency=1))
+    assert ran == [1] and result.final_output is None and state.cancel_mode == "immediate"
+
+
 def test_a_cancel_mode_that_does_not_exist_is_a_user_error():
     from miniagents import UserError
 
