@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1663,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1669,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -140,7 +140,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # take the response the server put in the conversation out of it; 1649 for every given RunState taken; 1663 for what an attack on
     # taking states found: an awaited run cancelled before its worker thread began (a busy executor) left the state
     # taken for good, a streamed result cancelled before it was read ran later on a state another run held, and a
-    # cancel for a run that had ended (a finished stream's, a late wait_for's) stopped the run holding the state next
+    # cancel for a run that had ended (a finished stream's, a late wait_for's) stopped the run holding the state next; 1669 for what a second attack on that found: a
+    # stream's reader cancelled after its run ended stopped the next run (run.stop: a stream's cancel reaches the
+    # state only while its run holds it), a cancel racing a stream's first read freed the state the stream was
+    # running, a late cancel decided apart from its making, an executor that refused the job left the state taken
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
     # a request limit of 0 or made by hand, was run by two runs at once
