@@ -5,6 +5,7 @@ hands back that state so a paused run can be approved, serialised and resumed.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional, Union
 
@@ -137,13 +138,13 @@ class RunResultStreaming(RunResult):
     """A `RunResult` filling in: iterate `stream_events()` to drive the run; when it ends, every field holds
     the finished (or paused) run's values."""
 
-    def __init__(self, state: Any, drive: Callable[[Callable], RunResult]):
+    def __init__(self, state: Any, drive: Callable[[Callable], RunResult], stop: Callable[[str], None]):
         super().__init__(input=state.original_input, new_items=[], raw_responses=[], final_output=None,
                          last_agent=None, context_wrapper=state.context_wrapper, max_turns=state.max_turns,
                          _state=state)
-        self._drive = drive
+        self._drive, self._stop = drive, stop  # `stop` cancels the run, only while its state is the run's
         self._release: Callable = lambda: None  # frees the state when the run never starts (Runner.run_streamed)
-        self._started = False
+        self._started, self._starting = False, threading.Lock()  # started by a read, or ended by a cancel first
         self.is_complete = False
 
     @property
@@ -157,12 +158,13 @@ class RunResultStreaming(RunResult):
             raise UserError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
         if self.is_complete:  # the run has ended: its state may be another run's now, which this cancel is not for
             return
-        if not self._started:  # its events will never be read: the run never starts, and its state is free now
-            self._started = True
+        with self._starting:
+            started, self._started = self._started, True
+        if not started:  # its events will never be read: the run never starts, and its state is free now
             self._release()
             self._complete(RunResult.from_state(self._state, None))
             return
-        self._state.cancel(mode)
+        self._stop(mode)
         if mode == "immediate":  # complete now, as upstream's: the run does no more
             self._complete(RunResult.from_state(self._state, None))
 
@@ -181,11 +183,11 @@ class RunResultStreaming(RunResult):
         """
         import asyncio
         import contextvars
-        import threading
 
-        if self._started:  # read before, or cancelled before it was read
+        with self._starting:
+            started, self._started = self._started, True
+        if started:  # read before, or cancelled before it was read
             return
-        self._started = True
         loop, queue, done, handled = asyncio.get_running_loop(), asyncio.Queue(), object(), threading.Semaphore(0)
         outcome: dict = {}
 
@@ -203,7 +205,7 @@ class RunResultStreaming(RunResult):
             while delivered and not handled.acquire(timeout=1.0):
                 delivered = not loop.is_closed()
             if not delivered:
-                self._state.cancel("immediate")
+                self._stop("immediate")
 
         def work() -> None:
             try:
@@ -228,7 +230,7 @@ class RunResultStreaming(RunResult):
                     handled.release()
         finally:
             if not finished:  # the reader stopped early (or its task was cancelled): stop at the next step, and
-                self._state.cancel("immediate")  # wait until the run has (its result is then complete)
+                self._stop("immediate")  # wait until the run has (its result is then complete)
                 handled.release()
                 while await queue.get() is not done:
                     handled.release()

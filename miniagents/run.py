@@ -51,18 +51,18 @@ class Runner:
         import contextvars
 
         run = start_run(starting_agent, input, Options(**options))
-        worker = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, begin, run)
         try:
-            return await worker
-        except asyncio.CancelledError:
-            abandon(run)
+            return await asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, begin, run)
+        except BaseException as stop:  # cancelled, or the executor refused the job (it was shut down)
+            if isinstance(stop, asyncio.CancelledError) or not run.begun:
+                abandon(run)
             raise
 
     @classmethod
     def run_streamed(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResultStreaming:
         """Start a streamed run; iterate `result.stream_events()` to drive it."""
         run = start_run(starting_agent, input, Options(**options), streamed=True)
-        result = RunResultStreaming(run.state, lambda on_event: drive(run, on_event))
+        result = RunResultStreaming(run.state, lambda on_event: drive(run, on_event), lambda mode: stop(run, mode))
         result._release = weakref.finalize(result, release, run)  # a run that never starts leaves its state free
         return result
 
@@ -128,13 +128,22 @@ def begin(run: Run) -> Optional[RunResult]:
 def abandon(run: Run) -> None:
     """An awaited run cancelled. Its thread cannot be interrupted: a run that began stops at its next step, and
     nobody gets its state (a pause it stops in stays journaled); one whose thread never began (the executor was
-    busy) never will, and frees the state it took. A run that ended is left alone: another run may hold its state."""
+    busy, or refused the job) never will, and frees the state it took. A given state whose run ended is left alone:
+    another run may hold it, or take it next."""
+    with _TAKING:  # decided and done in one step: another run may take the state the moment this one ended
+        run.abandoned = True
+        if not run.begun:
+            release(run)
+        elif run.state.running is run or not run.shared:  # still going on (a fresh run's own state is not taken)
+            run.state.cancel("immediate")
+
+
+def stop(run: Run, mode: str) -> None:
+    """A streamed run's cancel: it reaches the state only while this run holds it (`take`); once the run ended, the
+    state may be another run's."""
     with _TAKING:
-        run.abandoned, began, mine = True, run.begun, run.state.running in (None, run)
-    if not began:
-        release(run)
-    elif mine:
-        run.state.cancel("immediate")
+        if run.state.running is run:
+            run.state.cancel(mode)
 
 
 DEFAULT_CONFIG = RunConfig()  # the run's configuration when none is given (never changed by a run)

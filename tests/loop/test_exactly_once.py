@@ -1160,6 +1160,126 @@ def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_st
     leave.set()
     worker.join(10)
     assert second["result"].final_output == "done" and paid == [5, 6] and state.cancel_mode is None
+    if late.startswith("a finished stream"):  # and the finished result keeps what its own run did
+        kept = list(first.new_items)
+        first.cancel()
+        assert first.new_items == kept and first.final_output is None
+
+
+def test_a_stream_whose_reader_is_cancelled_after_its_run_ended_never_stops_the_run_that_took_its_state_next():
+    """The reader's task is cancelled (a wait_for, a client gone) while it waits for the stream's end, after the run
+    ended: stopping a run that no longer holds the state stopped the one that resumed it."""
+    import asyncio
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    agent, state = paused_twice(paid, entered, leave)
+    first, second = Runner.run_streamed(agent, state), {}
+
+    async def main():
+        async def read():
+            async for _ in first.stream_events():
+                pass
+        reader = asyncio.ensure_future(read())
+        while state.running is not None or not first.is_complete:  # the run ends; its end waits in the queue
+            await asyncio.sleep(0)
+        state.approve(state.get_interruptions()[0])
+        worker = threading.Thread(target=lambda: second.setdefault("result", Runner.run_sync(agent, state)))
+        worker.start()
+        assert entered.wait(10)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        return worker
+
+    worker = asyncio.run(main())
+    leave.set()
+    worker.join(10)
+    assert second["result"].final_output == "done" and paid == [5, 6] and state.cancel_mode is None
+
+
+def test_a_late_cancel_of_an_awaited_run_leaves_the_state_it_freed_uncancelled():
+    """The run ended and freed its given state just before its task was cancelled: the cancel was for that run
+    alone. Left on the free state, it stopped a run that took the state next if that run chose its steps before the
+    cancel came (and so never cleared it)."""
+    import asyncio
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state = paused_twice(paid, entered, leave)
+
+    async def cancelled_as_it_ended():
+        task = asyncio.ensure_future(Runner.run(agent, state))
+        await asyncio.sleep(0)
+        while state.running is not None or not state.get_interruptions():  # blocks the loop: the task waits
+            threading.Event().wait(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled_as_it_ended())
+    assert state.cancel_mode is None and paid == [5]
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5, 6]
+
+
+def test_a_cancel_racing_the_first_read_of_a_stream_lets_exactly_one_of_them_decide():
+    """cancel() from another thread as the stream starts: both saw it unstarted, so the cancel freed the state while
+    the stream ran the approved call (another run then ran it again). Now one of them decides, here the cancel."""
+    import asyncio
+    import time
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+    result, deciding = Runner.run_streamed(agent, state), threading.Event()
+
+    class SlowToDecide(type(result)):  # a thread switch right after cancel() reads whether the stream started
+        @property
+        def _started(self):
+            if threading.current_thread().name == "canceller":
+                deciding.set()
+                time.sleep(0.3)
+            return self.__dict__["_seen"]
+
+        @_started.setter
+        def _started(self, value):
+            self.__dict__["_seen"] = value
+
+    result.__dict__["_seen"] = result.__dict__.pop("_started")
+    result.__class__ = SlowToDecide
+    canceller = threading.Thread(target=result.cancel, name="canceller")
+    canceller.start()
+    assert deciding.wait(10)
+
+    async def read():
+        return [event async for event in result.stream_events()]
+
+    events = asyncio.run(read())
+    canceller.join(10)
+    assert events == [] and paid == [] and result.is_complete
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
+
+
+def test_an_awaited_run_its_executor_refuses_leaves_the_state_free():
+    """An executor that was shut down refuses the job: the run never begins, and the state it took is free again
+    (it stayed taken for good, every later resume refused)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    paid, entered, leave = [], threading.Event(), threading.Event()
+    leave.set()
+    agent, state, model = approved_in_flight(paid, entered, leave)
+
+    async def refused():
+        pool = ThreadPoolExecutor(1)
+        pool.shutdown()
+        asyncio.get_running_loop().set_default_executor(pool)
+        with pytest.raises(RuntimeError, match="shutdown"):
+            await Runner.run(agent, state)
+
+    asyncio.run(refused())
+    assert state.running is None and paid == []
+    assert Runner.run_sync(agent, state).final_output == "done" and paid == [5]
 
 
 def test_of_many_runs_given_one_state_at_once_exactly_one_goes_on():
