@@ -55,9 +55,12 @@ USERINFO = re.compile(  # a URL's password, as recording/redaction.py's URL_PASS
     r"(?i)((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:)[^/\s\"<>]+@")
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
-MAY_CHANGE = tuple(re.compile(probe) for probe in (  # in a JSON text, folded: what a search of its texts may change
-    r"\?[^\s#\"'<>]*=", r"://[^/\s@]*@", r":(?:\\+/){2}[^/\s@]*@", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])",
-    r"token(?:\s|\\[bfnrtu])", r"digest(?:\s|\\[bfnrtu])"))  # each begins with text, which the regex engine finds fast
+# In a JSON text, folded: what a search of its texts may change. Each begins with text, which the regex engine finds
+# fast, and no scan crosses the start of the next (a query's stops at its next `?`; a password's at its next `/`), so
+# none takes more than linear time. A URL's slashes may be written `\/` in any mix (`:\//`), as the walk reads them.
+MAY_CHANGE = tuple(re.compile(probe) for probe in (
+    r"\?[^\s#\"'<>?=]*=", r":(?:\\*/){2}[^/\s@]*@", "bearer", "authorization", r"basic(?:\s|\\[bfnrtu])",
+    r"token(?:\s|\\[bfnrtu])", r"digest(?:\s|\\[bfnrtu])"))
 FOLD = str.maketrans("ıİſ", "iis")
 SCHEMES = ("basic", "token", "digest", "bearer")  # of an authorization value
 NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}

@@ -1043,7 +1043,8 @@ ODD_SECRET = 'sk-te"st-012345\n'  # a secret JSON escapes
 FRAGMENTS = st.sampled_from(["sk-test-0123456789", "sk-test-", "0123456789", ODD_SECRET, "Bearer ", "bearer",
                              "Basic x", "baſic x", "\u212aey", "to\u212aen x", "digest\tx", "Authorızation: ",
                              "?key=v", "?a=b&sig=zz", "https://h/p?code=abc", "db://u:pw@h", "db:\\/\\/u:pw@h",
-                             "db://a@s:pw@h", "db://h?t=1:0&a@b", "_", "\\", "\\u0073k-test-0123456789",
+                             "db://a@s:pw@h", "db://h?t=1:0&a@b", "db:\\//u:pw@h", "db:/\\/u:pw@h", ":\\/",
+                             "?x?sig=zz", "_", "\\", "\\u0073k-test-0123456789",
                              "sk-test\\/0123456789", '"', "\n", "\x01", "\u3000", "İ", "é", " ", "word"])
 TEXTS = st.one_of(st.sampled_from(["", "word", "é"]), st.lists(FRAGMENTS, min_size=1, max_size=2).map("".join))
 KEYS = st.one_of(TEXTS, st.sampled_from(["text", "type", "logprobs", "data", "metadata", "model_config", "api_key"]),
@@ -1097,13 +1098,17 @@ PARTS = [{"type": "output_text", "text": "key: sk-test-"}, {"type": "output_text
     (["postgres://admin@srv:pw-1@srv.example.com/db"], None, ["postgres://admin@srv:***@srv.example.com/db"]),
     (["https://cal.example.com?start=10:00&to=ann@example.com"], None,
      ["https://cal.example.com?start=10:00&to=ann@example.com"]),
+    (["db is postgres:\\//admin:pw-1@db", "x:\\/ then postgres:/\\/admin:pw-1@db"], None,
+     ["db is postgres://admin:***@db", "x:/ then postgres://admin:***@db"]),
+    (["see /a?x?token=abc1234567 ok"], None, ["see /a?x?token=*** ok"]),
     ([{"type": "custom", "data": {"api_key": "k-1"}}], None, [{"type": "custom", "data": {"api_key": "***"}}]),
     ([{True: 1, None: 2, 1.5: 3}], None, [{"true": 1, "null": 2, "1.5": 3}]),
     ([{"text": ("hi",), "logprobs": [{"token": "hi"}]}], None, [{"text": ["hi"], "logprobs": [{"token": "hi"}]}]),
     ([LABELLED], None, [["a"]]),
 ], ids=["secret", "escaped-secret", "secret-behind-escapes", "split-secret", "folded-scheme", "kelvin-sign",
         "query", "url-password", "url-password-escaped-slashes", "url-password-after-a-letter",
-        "url-password-user-at-server", "no-url-password-in-a-query", "custom-data", "keys", "text-no-string",
+        "url-password-user-at-server", "no-url-password-in-a-query", "url-password-slashes-escaped-in-a-mix",
+        "query-after-a-question-mark", "custom-data", "keys", "text-no-string",
         "dataclass-list"])
 def test_a_list_the_shortcut_reads_back_hides_what_the_walk_hides(value, secret, shown):
     """Each probe of the shortcut finds what its search would change, so the list is walked."""
