@@ -279,7 +279,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # upstream resumes (they were ignored: a state loaded without its context ran its tools with None); 1848 for the
     # hooks of the agent a resumed state is at, found from that agent (they never fired when the starting agent given
     # did not reach it)
-    "shell: recording and replay": 741,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 742,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -290,6 +290,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 741 for what an attack on the URL passwords found: the password a URL reveals (also percent-encoded or behind
     # JSON's \/) made a secret of the whole call, searched by value as the others are (url_passwords: the model
     # repeated it in a tool call's arguments, the next request's input), and its regex linear (+2: a comment says why)
+    # 742 for the most URL passwords of a call searched for by value (a page of thousands made each call quadratic)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
