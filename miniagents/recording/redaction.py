@@ -48,6 +48,7 @@ SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched fo
 # would let each password scan run on to the text's end.)
 URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
+MOST_URL_PASSWORDS = 64  # of one call, searched for by value (each as written and, where it differs, decoded)
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 
 
@@ -139,16 +140,18 @@ def url_passwords(value: Any) -> list:
     a URL that is a query's value (`dsn=postgres%3A%2F%2F...`) or in JSON text no JSON parser reads (`HTTP 200
     {"dsn":"mysql:\\/\\/...`) is not cut where it stands, and the search by value finds its password there too.
     Like every secret searched by value, only one of 8 characters or more is (`searched`): a shorter one (`pw`) would
-    cut ordinary text out of the call (which a replay serves back), so it is cut only where the URL stands."""
-    found: set = set()
+    cut ordinary text out of the call (which a replay serves back), so it is cut only where the URL stands. So are
+    those after the first `MOST_URL_PASSWORDS`: each secret is one more search of every text of the call, and a text
+    from outside (a tool's output) may hold thousands of URLs."""
+    found: list = []
 
     def look(text: str) -> str:
-        for form in {text, unquote(text), ESCAPED_SLASH.sub("/", text)}:
+        for form in dict.fromkeys((text, unquote(text), ESCAPED_SLASH.sub("/", text))):
             if "://" in form and "@" in form:
-                found.update(read(match.group(1)) for match in URL_PASSWORD.finditer(form) for read in (str, unquote))
+                found.extend(read(match.group(1)) for match in URL_PASSWORD.finditer(form) for read in (str, unquote))
         return text
     map_strings(value, look)
-    return sorted(found)
+    return list(dict.fromkeys(found))[:MOST_URL_PASSWORDS]  # in the order they come, each once
 
 
 def secret_spans(text: str, secrets: list) -> list:

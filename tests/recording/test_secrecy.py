@@ -398,6 +398,19 @@ def test_the_password_a_url_reveals_is_kept_out_of_the_whole_call(tmp_path_facto
     assert replayed.final_output == f"Done; password {REDACTED}"
 
 
+def test_the_first_passwords_of_a_calls_urls_are_searched_for_by_value_in_the_order_they_come():
+    """A tool's output may hold thousands of URLs, each with a password: each searched for by value is one more
+    search of every text of the call, so only the first MOST_URL_PASSWORDS are (the rest are cut where they stand)."""
+    from miniagents.recording.redaction import MOST_URL_PASSWORDS, url_passwords
+
+    passwords = [f"secret-{n:04}-pw" for n in range(3 * MOST_URL_PASSWORDS)][::-1]
+    page = "\n".join(f"postgres://app:{password}@db{n}/shop" for n, password in enumerate(passwords))
+    assert url_passwords([{"output": page}, {"p%40ss": "mysql://u:p%40ssword-1@h"}]) == passwords[:MOST_URL_PASSWORDS]
+    assert url_passwords({"a": "mysql://u:p%40ssword-1@h"}) == ["p%40ssword-1", "p@ssword-1"]
+    written = without_secrets(f"{page} and again {passwords[0]} {passwords[-1]}", url_passwords(page))
+    assert passwords[0] not in written and written.endswith(f"and again {REDACTED} {passwords[-1]}")
+
+
 @pytest.mark.parametrize("text", ["https://cal.example.com?start=10:00&attendee=ann@example.com",
                                   "https://cal.example.com#at=10:00&ann@example.com",
                                   "https://x.example/a:b@c", "see 1a://u:pw@h"])
