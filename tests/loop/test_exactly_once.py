@@ -1117,6 +1117,16 @@ def paused_twice(paid, entered, leave):
     return agent, state
 
 
+def resume_in_a_thread(agent, state, entered, second):
+    """Approve the paused call and resume `state` in a thread of its own (its result in `second`), once it is
+    inside the call (`entered`); the thread, to join."""
+    state.approve(state.get_interruptions()[0])
+    worker = threading.Thread(target=lambda: second.setdefault("result", Runner.run_sync(agent, state)))
+    worker.start()
+    assert entered.wait(10)
+    return worker
+
+
 @pytest.mark.parametrize("late", ["a finished stream's cancel()", "an awaited run's task cancelled as it ended"])
 def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_state_next(late):
     """The first run resumed the state and paused again; a second run resumed it; the cancel for the first (a
@@ -1127,13 +1137,6 @@ def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_st
     agent, state = paused_twice(paid, entered, leave)
     second = {}
 
-    def resume_in_a_thread():
-        state.approve(state.get_interruptions()[0])
-        worker = threading.Thread(target=lambda: second.setdefault("result", Runner.run_sync(agent, state)))
-        worker.start()
-        assert entered.wait(10)
-        return worker
-
     if late.startswith("a finished stream"):
         first = Runner.run_streamed(agent, state)
 
@@ -1142,7 +1145,7 @@ def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_st
                 pass
 
         asyncio.run(read())
-        worker = resume_in_a_thread()
+        worker = resume_in_a_thread(agent, state, entered, second)
         first.cancel()
     else:
         async def cancelled_as_it_ended():
@@ -1150,7 +1153,7 @@ def test_a_cancel_made_for_a_run_that_ended_never_stops_the_run_that_took_its_st
             await asyncio.sleep(0)
             while state.running is not None or not state.get_interruptions():  # blocks the loop: the task waits
                 threading.Event().wait(0.01)
-            started = resume_in_a_thread()
+            started = resume_in_a_thread(agent, state, entered, second)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -1182,10 +1185,7 @@ def test_a_stream_whose_reader_is_cancelled_after_its_run_ended_never_stops_the_
         reader = asyncio.ensure_future(read())
         while state.running is not None or not first.is_complete:  # the run ends; its end waits in the queue
             await asyncio.sleep(0)
-        state.approve(state.get_interruptions()[0])
-        worker = threading.Thread(target=lambda: second.setdefault("result", Runner.run_sync(agent, state)))
-        worker.start()
-        assert entered.wait(10)
+        worker = resume_in_a_thread(agent, state, entered, second)
         reader.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reader
