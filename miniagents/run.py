@@ -62,7 +62,7 @@ class Runner:
     def run_streamed(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResultStreaming:
         """Start a streamed run; iterate `result.stream_events()` to drive it."""
         run = start_run(starting_agent, input, Options(**options), streamed=True)
-        result = RunResultStreaming(run.state, lambda on_event: drive(run, on_event), lambda mode: stop(run, mode))
+        result = RunResultStreaming(run.state, functools.partial(drive, run), functools.partial(cancel_streamed, run))
         result._release = weakref.finalize(result, release, run)  # a run that never starts leaves its state free
         return result
 
@@ -138,7 +138,7 @@ def abandon(run: Run) -> None:
             run.state.cancel("immediate")
 
 
-def stop(run: Run, mode: str) -> None:
+def cancel_streamed(run: Run, mode: str) -> None:
     """A streamed run's cancel: it reaches the state only while this run holds it (`take`); once the run ended, the
     state may be another run's."""
     with _TAKING:

@@ -141,8 +141,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # taking states found: an awaited run cancelled before its worker thread began (a busy executor) left the state
     # taken for good, a streamed result cancelled before it was read ran later on a state another run held, and a
     # cancel for a run that had ended (a finished stream's, a late wait_for's) stopped the run holding the state next; 1669 for what a second attack on that found: a
-    # stream's reader cancelled after its run ended stopped the next run (run.stop: a stream's cancel reaches the
-    # state only while its run holds it), a cancel racing a stream's first read freed the state the stream was
+    # stream's reader cancelled after its run ended stopped the next run (run.cancel_streamed: a stream's cancel
+    # reaches the state only while its run holds it), a cancel racing a stream's first read freed the state the stream was
     # running, a late cancel decided apart from its making, an executor that refused the job left the state taken
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
