@@ -88,8 +88,9 @@ def _options(starting_agent: Any, input: Any, context: Any, max_turns: Optional[
     """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`; the
     error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py). Given
     beside a `RunState`, as upstream: a context replaces the state's application context (its usage and approvals
-    stay), a conversation id or previous response id the state's (its `max_turns` stays)."""
-    if isinstance(input, RunState):
+    stay), a conversation id or previous response id the state's (its `max_turns` stays); not while another run holds
+    the state, which the kernel then refuses to run: they would reach that run."""
+    if isinstance(input, RunState) and input.running is None:
         if context is not None:
             input.context_wrapper.context = context.context if isinstance(context, RunContextWrapper) else context
         input.conversation_id = conversation_id or input.conversation_id

@@ -97,6 +97,33 @@ def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_s
     assert state.context_wrapper.usage.requests == 2 and state.context_wrapper.is_tool_approved("act", "c1")
 
 
+def test_what_is_given_beside_a_state_another_run_holds_never_reaches_that_run():
+    """The second run is refused, as in the kernel; the context and conversation id given with it were written into
+    the state first, so the run holding it ran its tools with another user's context."""
+    import threading
+
+    seen, inside, leave = [], threading.Event(), threading.Event()
+
+    @function_tool(needs_approval=True)
+    def act(ctx: RunContextWrapper) -> str:
+        inside.set()
+        leave.wait(10)
+        seen.append(ctx.context)
+        return "acted"
+
+    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
+    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
+    state.approve(state.get_interruptions()[0])
+    first = threading.Thread(target=lambda: Runner.run_sync(agent, state))
+    first.start()
+    assert inside.wait(10)
+    with pytest.raises(UserError, match="A run of this RunState is still going on"):
+        Runner.run_sync(agent, state, context={"user": "mallory"}, conversation_id="conv-x")
+    leave.set()
+    first.join(10)
+    assert seen == [{"user": "alice"}] and state.conversation_id is None
+
+
 def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_path):
     """test_agent_runner.py::test_run_rejects_session_with_resumed_conversation_state"""
     agent, model = make_agent([[assistant_message("x")]])
