@@ -28,7 +28,7 @@ from ..config import RunConfig as KernelRunConfig
 from ..context import RunContextWrapper
 from ..errors import UserError
 from ..models.interface import ModelResponse
-from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner
+from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner, choose, refuse_with_server_history
 from ..state import RunState
 from . import refuse_left_out_keywords, run_callbacks
 from .hooks import hook_plugins
@@ -86,16 +86,8 @@ def _options(starting_agent: Any, input: Any, context: Any, max_turns: Optional[
              previous_response_id: Any, auto_previous_response_id: bool, conversation_id: Any, session: Any,
              error_handlers: Any) -> dict:
     """Upstream's arguments as the kernel's `Runner` takes them (a `run_config` dict made a `RunConfig`; the
-    error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py). Given
-    beside a `RunState`, as upstream: a context replaces the state's application context (its usage and approvals
-    stay), a conversation id or previous response id the state's (its `max_turns` stays); not while another run holds
-    the state, which the kernel then refuses to run: they would reach that run."""
-    if isinstance(input, RunState) and input.running is None:
-        if context is not None:
-            input.context_wrapper.context = context.context if isinstance(context, RunContextWrapper) else context
-        input.conversation_id = conversation_id or input.conversation_id
-        input.previous_response_id = previous_response_id or input.previous_response_id
-        input.auto_previous_response_id = bool(auto_previous_response_id or input.auto_previous_response_id)
+    error handlers kept on it; the run's hooks and its agents' own hooks a plugin of this run, hooks.py; what is
+    given beside a `RunState`, a plugin of this run too: `GivenBeside`)."""
     if isinstance(run_config, dict):
         run_config = RunConfig(**run_config)
     if run_config is not None and not isinstance(run_config, KernelRunConfig):
@@ -112,10 +104,41 @@ def _options(starting_agent: Any, input: Any, context: Any, max_turns: Optional[
 
         run_config = copy.copy(run_config) if run_config is not None else RunConfig()
         run_config.model_provider = default_provider()
-    resumed_at = input.current_agent if isinstance(input, RunState) else None
-    return dict(context=context, max_turns=max_turns, plugins=hook_plugins(hooks, starting_agent, resumed_at),
+    plugins = hook_plugins(hooks, starting_agent, input.current_agent if isinstance(input, RunState) else None)
+    if isinstance(input, RunState) and (context is not None or conversation_id or previous_response_id
+                                        or auto_previous_response_id):
+        plugins.append(GivenBeside(context, conversation_id, previous_response_id, auto_previous_response_id))
+    return dict(context=context, max_turns=max_turns, plugins=plugins,
                 run_config=run_config, session=session, previous_response_id=previous_response_id,
                 conversation_id=conversation_id, auto_previous_response_id=auto_previous_response_id)
+
+
+class GivenBeside(seams.Plugin):
+    """What is given beside a `RunState`, as upstream resumes: a context replaces the state's application context
+    (its usage and approvals stay), a conversation id or previous response id the state's (its `max_turns` stays).
+    They are written when the run starts (`prepare_run`, after the kernel's `take`), so a run the kernel refuses
+    because another holds the state, even one started at the same instant, never reaches that run. A conversation
+    id changes the steps the run takes: they are checked and chosen again."""
+
+    def __init__(self, context: Any, conversation_id: Any, previous_response_id: Any, auto_previous_response_id: bool):
+        self.context = context.context if isinstance(context, RunContextWrapper) else context
+        self.replaces_context = context is not None
+        self.ids = (conversation_id, previous_response_id, bool(auto_previous_response_id))
+
+    def prepare_run(self, run: Any) -> None:
+        state = run.state
+        before = (state.conversation_id, state.previous_response_id, state.auto_previous_response_id)
+        after = tuple(given or own for given, own in zip(self.ids, before))
+        if after != before:
+            state.conversation_id, state.previous_response_id, state.auto_previous_response_id = after
+            try:
+                refuse_with_server_history(run)
+            except UserError:
+                state.conversation_id, state.previous_response_id, state.auto_previous_response_id = before
+                raise
+            choose(run)
+        if self.replaces_context:
+            state.context_wrapper.context = self.context
 
 
 class AgentRunner:

@@ -97,6 +97,21 @@ def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_s
     assert state.context_wrapper.usage.requests == 2 and state.context_wrapper.is_tool_approved("act", "c1")
 
 
+def test_a_state_keeps_its_context_when_only_a_conversation_id_is_given_beside_it():
+    seen = []
+
+    @function_tool(needs_approval=True)
+    def act(ctx: RunContextWrapper) -> str:
+        seen.append(ctx.context)
+        return "acted"
+
+    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
+    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
+    state.approve(state.get_interruptions()[0])
+    Runner.run_sync(agent, state, conversation_id="conv-1")
+    assert seen == [{"user": "alice"}] and model.calls[1].conversation_id == "conv-1"
+
+
 def test_what_is_given_beside_a_state_another_run_holds_never_reaches_that_run():
     """The second run is refused, as in the kernel; the context and conversation id given with it were written into
     the state first, so the run holding it ran its tools with another user's context."""
@@ -124,6 +139,53 @@ def test_what_is_given_beside_a_state_another_run_holds_never_reaches_that_run()
     assert seen == [{"user": "alice"}] and state.conversation_id is None
 
 
+def test_what_is_given_beside_a_state_by_a_run_started_at_the_same_instant_never_reaches_the_other(monkeypatch):
+    """Two runs of one state start at once: the second has passed the shell's arguments before the first takes the
+    state (forced here by holding it in the shell), and the kernel then refuses it. Its context and conversation id
+    are written only by a run that holds the state, so the first runs its tool with its own context."""
+    import threading
+
+    from miniagents.upstream import runner
+
+    seen, inside, leave, second_ready = [], threading.Event(), threading.Event(), threading.Event()
+    refused = []
+
+    @function_tool(needs_approval=True)
+    def act(ctx: RunContextWrapper) -> str:
+        inside.set()
+        leave.wait(10)
+        seen.append(ctx.context)
+        return "acted"
+
+    def held_second(*args):
+        if threading.current_thread().name == "second":
+            second_ready.set()
+            assert inside.wait(10)
+        return hook_plugins(*args)
+
+    def second_run():
+        try:
+            Runner.run_sync(agent, state, context={"user": "mallory"}, conversation_id="conv-x")
+        except UserError as error:
+            refused.append(error)
+
+    hook_plugins = runner.hook_plugins
+    monkeypatch.setattr(runner, "hook_plugins", held_second)
+    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
+    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
+    state.approve(state.get_interruptions()[0])
+    second = threading.Thread(target=second_run, name="second")
+    second.start()
+    assert second_ready.wait(10)
+    first = threading.Thread(target=lambda: Runner.run_sync(agent, state))
+    first.start()
+    second.join(10)
+    leave.set()
+    first.join(10)
+    assert "A run of this RunState is still going on" in str(refused[0])
+    assert seen == [{"user": "alice"}] and state.conversation_id is None
+
+
 def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_path):
     """test_agent_runner.py::test_run_rejects_session_with_resumed_conversation_state"""
     agent, model = make_agent([[assistant_message("x")]])
@@ -131,6 +193,19 @@ def test_a_session_cannot_be_combined_with_a_server_managed_conversation(tmp_pat
         with pytest.raises(UserError, match="Session persistence cannot be combined"):
             Runner.run_sync(agent, "hi", session=SQLiteSession("s"), **options)
     assert model.calls == ()
+
+
+def test_a_conversation_id_given_beside_a_state_with_a_session_is_refused_and_changes_nothing():
+    """Refused when the run starts, as a fresh run is; the state keeps its own context and no conversation id, and
+    a resume without them then runs."""
+    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]],
+                              tools=[function_tool(lambda: "acted", name_override="act", needs_approval=True)])
+    state = Runner.run_sync(agent, "please act", context={"user": "old"}).to_state()
+    state.approve(state.get_interruptions()[0])
+    with pytest.raises(UserError, match="Session persistence cannot be combined"):
+        Runner.run_sync(agent, state, session=SQLiteSession("s"), conversation_id="c", context={"user": "new"})
+    assert state.conversation_id is None and state.context_wrapper.context == {"user": "old"}
+    assert len(model.calls) == 1 and Runner.run_sync(agent, state).final_output == "done"
 
 
 @pytest.mark.parametrize("where", ["handoff", "run config"])
