@@ -515,6 +515,27 @@ def test_no_part_of_an_env_value_reaches_a_message_where_the_text_is_cut(code, c
     assert "***" in shown and not [SECRET[i:i + 6] for i in range(len(SECRET) - 5) if SECRET[i:i + 6] in shown]
 
 
+ESCAPED_SECRETS = ["Pa$$w\\rd-2026", 'sk-"quoted"-123', "cl\u00e9-secr\u00e8te-42", "tab\there-1234", "it's \"both\"/1"]
+ESCAPED_LINES = {  # a server that shows its KEY as JSON or Python escape it: \\, \", \u00e9, \t, \'
+    "a JSON line": "import json, os, sys; input(); sys.stderr.write(json.dumps({'key': os.environ['KEY']}) + '\\n'); "
+                   "sys.stderr.flush(); print(json.dumps({'log': 'auth failed for key ' + os.environ['KEY']}), "
+                   "flush=True); input()",
+    "str() of an error's message": "import json, os; input(); print(json.dumps({'jsonrpc': '2.0', 'id': 1, 'error': "
+                                   "{'code': 1, 'message': {'key': os.environ['KEY']}}}), flush=True); input()"}
+
+
+@pytest.mark.parametrize("code", ESCAPED_LINES.values(), ids=ESCAPED_LINES)
+@pytest.mark.parametrize("secret", ESCAPED_SECRETS)
+def test_an_env_value_never_reaches_a_message_in_its_escaped_forms(code, secret):
+    server = MCPServerStdio({"command": sys.executable, "args": ["-c", code], "env": {"KEY": secret}},
+                            shutdown_grace_seconds=0.5)
+    with pytest.raises(MCPError) as caught:
+        server.connect()
+    shown = str(caught.value)
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1]}
+    assert "***" in caught.value.summary and not [form for form in forms if form in shown]
+
+
 def test_every_failure_is_an_mcp_error():
     """A table of the above: whatever the server did, what reaches the caller is an MCPError subclass."""
     for modes, tool in ((("garbage_first",), None), (("exit_at_start",), None), ((), "crash"), ((), "garbage"),
