@@ -37,7 +37,8 @@ class MCPConnectionError(MCPError):
 
 
 class MCPTimeoutError(MCPError):
-    """The server did not answer a request within `client_session_timeout_seconds`."""
+    """The server did not answer a request within `client_session_timeout_seconds`, or the request could not be sent
+    within it (another message waited to be written to a server that reads its stdin slowly)."""
 
 
 class MCPCancelledError(MCPError, Cancelled):
@@ -46,7 +47,8 @@ class MCPCancelledError(MCPError, Cancelled):
 
 
 class MCPProtocolError(MCPError):
-    """The server answered, but not as the protocol says (a result of the wrong shape, a cursor that repeats)."""
+    """The server answered, but not as the protocol says (a result of the wrong shape, a cursor that repeats, a
+    tools listing over its caps)."""
 
 
 class MCPVersionError(MCPProtocolError):
