@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import UserError
 from .errors import MCPError
@@ -32,10 +32,11 @@ def parse(argv: list) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def say(text: str) -> None:
-    """Print what a server sent: a lone surrogate (valid in JSON, not encodable in UTF-8) as its escape, which in
+def say(text: str, file: Any = None) -> None:
+    """Print what a server sent with each character a terminal would not show as itself (ESC and the other control
+    characters that make its escape sequences, a lone surrogate UTF-8 cannot encode) as its JSON escape, which in
     JSON is the same string."""
-    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    print("".join(c if c == "\n" or c.isprintable() else json.dumps(c)[1:-1] for c in text), file=file)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -54,7 +55,7 @@ def main(argv: Optional[list] = None) -> int:
             tools = server.list_tools()
             info = server.server_initialize_result or {}
     except (MCPError, UserError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", sys.stderr)  # the end of the server's stderr too
         return 1
     if options.json:
         say(json.dumps([{"name": t.name, "title": t.title, "description": t.description,

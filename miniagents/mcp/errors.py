@@ -7,6 +7,7 @@ value of an environment variable the server was given (`redact`).
 """
 from __future__ import annotations
 
+import json
 from typing import Iterable, Optional
 
 from ..caller import Cancelled
@@ -36,7 +37,8 @@ class MCPConnectionError(MCPError):
 
 
 class MCPTimeoutError(MCPError):
-    """The server did not answer a request within `client_session_timeout_seconds`."""
+    """The server did not answer a request within `client_session_timeout_seconds`, or the request could not be sent
+    within it (another message waited to be written to a server that reads its stdin slowly)."""
 
 
 class MCPCancelledError(MCPError, Cancelled):
@@ -45,7 +47,8 @@ class MCPCancelledError(MCPError, Cancelled):
 
 
 class MCPProtocolError(MCPError):
-    """The server answered, but not as the protocol says (a result of the wrong shape, a cursor that repeats)."""
+    """The server answered, but not as the protocol says (a result of the wrong shape, a cursor that repeats, a
+    tools listing over its caps)."""
 
 
 class MCPVersionError(MCPProtocolError):
@@ -72,8 +75,14 @@ class MCPTransportNotProvidedError(MCPError):
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """`text` with each secret (a value of the environment given to a server) replaced by `***`, longest first, so a
-    value never reaches a message even when the server prints it. Values under 4 characters ("1", "on") are left:
-    they are no secret, and replacing them would garble every message."""
-    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    value never reaches a message even when the server prints it: as it is, JSON-escaped (a server that logs JSON:
+    ASCII only or not, `/` as `\\/` or not) and as repr() escapes it (a decoded value shown through str() of its
+    container). Values under 4 characters ("1", "on") are left: they are no secret, and replacing them would garble
+    every message."""
+    forms = set()
+    for secret in (s for s in secrets if isinstance(s, str) and len(s) >= 4):
+        escaped = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+        forms |= {secret, repr(secret)[1:-1], *escaped, *(form.replace("/", "\\/") for form in escaped)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, "***")
     return text

@@ -169,8 +169,8 @@ class Invocation:
         try:
             result = call(self.server.call_tool, self.name, arguments)
         except MCPError as error:
-            if self.failure is None or isinstance(error, Cancelled):  # failure_error_function=None: failures
-                raise  # raise, as upstream's; a cancel stops the call as it stops any tool
+            if self.failure is not _UNSET or isinstance(error, Cancelled):  # a failure_error_function given makes
+                raise  # the model's text (None: raises), as upstream's; a cancel stops the call as it stops any tool
             raise ToolError(error.summary) from error  # one line, no stderr: the model is told what happened
         text = result_text(result, getattr(self.server, "use_structured_content", False))
         if read(result, "isError") is True:

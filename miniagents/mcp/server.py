@@ -30,6 +30,8 @@ from .stdio import MAX_MESSAGE_BYTES, StdioConnection, preview
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # spoken; the first is asked for
 CLIENT_INFO = {"name": "miniagents", "version": __version__}
 MAX_PAGES = 1000  # tools/list pages read before the server is taken to page forever
+MAX_LISTING_BYTES = 16 * 1024 * 1024  # the answers of one tools listing, all its pages (each may be as large)
+WARNED_KEPT = 100  # entries of tools/list left out that are warned about (once each); then no more
 _UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()  # "not given": None means something here
 
 
@@ -432,13 +434,16 @@ class MCPServerStdio(MCPServer):
         if isinstance(capabilities, dict) and "tools" not in capabilities:
             return []  # it offers no tools: not even asked (a server need not answer what it does not offer)
         tools: list = []
-        cursor, seen = None, set()
+        cursor, seen, sizes = None, set(), []
         for _ in range(MAX_PAGES):
             result = connection.request("tools/list", None if cursor is None else {"cursor": cursor},
-                                        self._request_timeout)
+                                        self._request_timeout, sizes)
             if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
                 raise connection.error(MCPProtocolError, f"answered tools/list without a list of tools: "
                                                          f"{self._shown(result)}")
+            if sum(sizes) > MAX_LISTING_BYTES:
+                raise connection.error(MCPProtocolError, f"answered tools/list with more than {MAX_LISTING_BYTES} "
+                                                         "bytes in all (MAX_LISTING_BYTES)")
             tools.extend(t for t in map(self._tool, result["tools"]) if t is not None)
             cursor = result.get("nextCursor")
             if cursor is None or cursor == "":
@@ -455,7 +460,7 @@ class MCPServerStdio(MCPServer):
         schema = entry.get("inputSchema", {"type": "object"}) if isinstance(entry, dict) else None
         if not isinstance(name, str) or not name or not isinstance(schema, dict):
             key = self._shown(name if isinstance(name, str) else entry, 60)
-            if key not in self._warned:
+            if key not in self._warned and len(self._warned) < WARNED_KEPT:
                 self._warned.add(key)
                 warn("MCP server %r lists a tool without a name or an inputSchema object, left out: %s", self.name,
                      key)

@@ -92,10 +92,10 @@ def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
 class _Waiter:
     """One request waiting for its answer: set with the message, or woken by a failure or a cancel."""
 
-    __slots__ = ("event", "message", "cancelled")
+    __slots__ = ("event", "message", "size", "cancelled")
 
     def __init__(self) -> None:
-        self.event, self.message, self.cancelled = threading.Event(), None, False
+        self.event, self.message, self.size, self.cancelled = threading.Event(), None, 0, False
 
     def cancel(self) -> None:  # from another thread: the run was cancelled
         self.cancelled = True
@@ -275,10 +275,11 @@ class StdioConnection:
 
     # --- Requests ------------------------------------------------------------------------------------
 
-    def request(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None) -> Any:
+    def request(self, method: str, params: Optional[dict] = None, timeout: Optional[float] = None,
+                sizes: Optional[list] = None) -> Any:
         """Send a request and wait for its result (at most `timeout` seconds; None: until the server answers,
-        fails or the run is cancelled). A JSON-RPC error answer is an `MCPRequestError`; a cancelled run raises
-        `MCPCancelledError`."""
+        fails or the run is cancelled); the answer's size in bytes is added to `sizes` (a listing's pages add up).
+        A JSON-RPC error answer is an `MCPRequestError`; a cancelled run raises `MCPCancelledError`."""
         waiter = _Waiter()
         with self._lock:
             failed = self._failure is not None
@@ -290,19 +291,20 @@ class StdioConnection:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        aborts = CANCEL_CALLBACKS.get()
+        aborts, deadline = CANCEL_CALLBACKS.get(), None if timeout is None else time.monotonic() + timeout
         if aborts is not None:
             aborts.append(waiter.cancel)
-        try:
+        try:  # the write's wait (for the pipe, and for another message being written) counts in the timeout
             self._write(message, timeout)
-            answered = waiter.event.wait(timeout)
-        except BaseException:  # the write failed, or Ctrl-C: the request is given up
-            self._give_up(request_id, method, "the client stopped waiting")
+            answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except BaseException as error:  # the write failed, was never made (MCPTimeoutError), or Ctrl-C: given up
+            self._give_up(request_id, method, "the client stopped waiting", not isinstance(error, MCPTimeoutError))
             raise
         finally:
             if aborts is not None and waiter.cancel in aborts:
                 aborts.remove(waiter.cancel)
         if waiter.message is not None:
+            (sizes if sizes is not None else []).append(waiter.size)
             return self._result(method, waiter.message)
         if waiter.cancelled:
             self._give_up(request_id, method, "the run was cancelled")
@@ -319,16 +321,16 @@ class StdioConnection:
             message["params"] = params
         self._write(message, timeout)
 
-    def _give_up(self, request_id: int, method: str, reason: str) -> None:
-        """Stop waiting for a request: a late answer is then ignored, and the server is told (never for
-        `initialize`, which the protocol says a client must not cancel)."""
+    def _give_up(self, request_id: int, method: str, reason: str, tell: bool = True) -> None:
+        """Stop waiting for a request: a late answer is then ignored, and the server is told (`tell`: it was sent;
+        never for `initialize`, which the protocol says a client must not cancel)."""
         with self._lock:
             if self._pending.pop(request_id, None) is None:
                 return  # answered, or the connection failed meanwhile
             self._abandoned[request_id] = None
             if len(self._abandoned) > ABANDONED_KEPT:
                 del self._abandoned[next(iter(self._abandoned))]
-        if method != "initialize" and self._failure is None:
+        if tell and method != "initialize" and self._failure is None:
             try:
                 self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason}, CANCEL_WRITE)
             except MCPError:
@@ -340,22 +342,28 @@ class StdioConnection:
         error = message["error"]
         code, text, data = (error.get("code"), error.get("message"), error.get("data")) if isinstance(error, dict) \
             else (None, error, None)
-        raise self.error(MCPRequestError, f"answered {method} with error {code}: {self.shown(text)}", code=code,
+        shown = code if type(code) is int else self.shown(code, 40)  # a code of any size or type, cut as an id is
+        raise self.error(MCPRequestError, f"answered {method} with error {shown}: {self.shown(text)}", code=code,
                          data=data)
 
     def _write(self, message: dict, timeout: Optional[float]) -> None:
-        """Write one message, waiting at most `timeout` (or WRITE_TIMEOUT) for the server to read it."""
+        """Write one message, waiting at most `timeout` (or WRITE_TIMEOUT) in all: for another message being written
+        (the reader's answer to a ping may wait WRITE_TIMEOUT: a cancel's notice never waits as long), then for the
+        server to read it. Never written within it: `MCPTimeoutError`; written in part: the connection fails."""
         try:
             data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
         except (TypeError, ValueError) as error:
             raise UserError(f"MCP server {self.name!r}: {message.get('method')} cannot be sent, its parameters "
                             f"are not JSON ({error})") from None
         limit = WRITE_TIMEOUT if timeout is None else timeout
-        with self._write_lock:
+        view, deadline = memoryview(data), time.monotonic() + limit
+        if not self._write_lock.acquire(timeout=limit):
+            raise self.error(MCPTimeoutError, f"could not send {message.get('method', 'an answer')} within {limit:g} "
+                                              "seconds: another message waited to be written to its stdin")
+        try:
             if self._failure is not None:
                 raise self.failure()
-            view, deadline = memoryview(data), time.monotonic() + limit
-            while view and time.monotonic() < deadline:
+            while view:  # tried once at least, however long the lock took
                 try:
                     view = view[os.write(self._proc.stdin.fileno(), view):]
                     continue
@@ -364,9 +372,14 @@ class StdioConnection:
                 except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
                     self._fail(MCPConnectionError, self._ended("closed its stdin (it reads no more requests)"))
                     raise self.failure() from None
-                self._poller.poll(int(min(deadline - time.monotonic(), 0.05) * 1000) + 1)  # a failure stops it soon
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._poller.poll(int(min(left, 0.05) * 1000) + 1)  # a failure stops it soon
                 if self._failure is not None:
                     raise self.failure()
+        finally:
+            self._write_lock.release()
         if view:  # ended outside the write lock: ending the process takes it, to close stdin
             self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds to be "
                                            "written)", stop=True)
@@ -464,11 +477,11 @@ class StdioConnection:
                 return self._answer(message["id"], message["method"])
             return self._notified(message["method"], message.get("params"))
         if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
-            return self._deliver(message)
+            return self._deliver(message, len(line))
         self._fail(MCPConnectionError, f"wrote JSON that is not a JSON-RPC message to its stdout: {self.shown(line)}",
                    stop=True)
 
-    def _deliver(self, message: dict) -> None:
+    def _deliver(self, message: dict, size: int) -> None:
         request_id = message["id"]
         ours = type(request_id) is int  # the ids sent are ints (True is no id of ours, though it equals 1)
         with self._lock:
@@ -477,7 +490,7 @@ class StdioConnection:
             if late:
                 del self._abandoned[request_id]
         if waiter is not None:
-            waiter.message = message
+            waiter.message, waiter.size = message, size
             waiter.event.set()
         elif not late:
             error = message.get("error")

@@ -69,6 +69,26 @@ def test_the_listing_command_lists_odd_tools_and_escapes_a_lone_surrogate_in_a_n
     assert done.returncode == 0 and "lone\ud800surrogate" in [tool["name"] for tool in json.loads(done.stdout)]
 
 
+ESCAPES = "import json, sys\nsys.stderr.write('\\x1b[2J died\\n') if sys.argv[1:] else None\nfor line in sys.stdin:\n" \
+          "    r = json.loads(line)\n    if sys.argv[1:]: sys.exit(1)\n    if 'id' not in r: continue\n" \
+          "    result = {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}, 'serverInfo': {'name': " \
+          "'\\x1b[31mEVIL', 'version': '\\x9b1A'}} if r['method'] == 'initialize' else {'tools': [{'name': " \
+          "'ok\\x1b]52;c;eA==\\x07', 'description': '\\x1b[1A\\u202efake line', 'inputSchema': {}}]}\n" \
+          "    print(json.dumps({'jsonrpc': '2.0', 'id': r['id'], 'result': result}), flush=True)"
+
+
+def test_the_listing_command_prints_a_servers_control_characters_as_escapes():
+    """Names, versions, descriptions and the server's last words reach a terminal with no escape sequence."""
+    done = cli(sys.executable, "-c", ESCAPES)
+    assert done.returncode == 0 and done.stdout.startswith("\\u001b[31mEVIL \\u009b1A (MCP 2025-06-18): 1 tool")
+    assert "ok\\u001b]52;c;eA==\\u0007 (strict schema, offered as 'ok__52_c_eA___')" in done.stdout.splitlines()
+    assert "  \\u001b[1A\\u202efake line" in done.stdout.splitlines()
+    done = cli("--json", sys.executable, "-c", ESCAPES)
+    assert "\x1b" not in done.stdout and json.loads(done.stdout)[0]["description"] == "\x1b[1A\u202efake line"
+    done = cli(sys.executable, "-c", ESCAPES, "die")
+    assert done.returncode == 1 and "\\u001b[2J died" in done.stderr and "\x1b" not in done.stderr
+
+
 def test_the_listing_command_called_from_python_reads_the_arguments_it_is_given(monkeypatch, capsys):
     """`main(argv)` lists what `argv` names, whatever the process's own command line is."""
     from miniagents.mcp.__main__ import main

@@ -287,6 +287,33 @@ def test_a_server_that_stops_reading_its_stdin_fails_the_write_within_the_timeou
     assert time.monotonic() - started < 5 and ended(pid)
 
 
+PING_FLOOD = "import json, sys, time\nfor line in sys.stdin:\n    r = json.loads(line)\n    if 'id' not in r: continue\n" \
+             "    if r['method'] == 'initialize':\n        print(json.dumps({'jsonrpc': '2.0', 'id': r['id'], 'result': " \
+             "{'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}, 'serverInfo': {}}}), flush=True)\n" \
+             "    else:\n        for k in range(20000):\n            print(json.dumps({'jsonrpc': '2.0', 'id': k, " \
+             "'method': 'ping'}), flush=True)\n        time.sleep(60)"
+
+
+def test_a_timeout_never_waits_for_the_readers_answer_to_a_ping_a_server_does_not_read(monkeypatch):
+    """The server asks for pings and reads no more: the reader's answer waits WRITE_TIMEOUT to be written. A call's
+    timeout waits for it at most CANCEL_WRITE (to tell the server), and a new call's wait for it is in its timeout
+    (never sent, the server is not told)."""
+    from miniagents.mcp import stdio
+
+    monkeypatch.setattr(stdio, "WRITE_TIMEOUT", 8.0)
+    monkeypatch.setattr(stdio, "CANCEL_WRITE", 2.0)
+    with MCPServerStdio({"command": sys.executable, "args": ["-c", PING_FLOOD]}, client_session_timeout_seconds=0.5,
+                        shutdown_grace_seconds=0.5) as server:
+        started = time.monotonic()
+        with pytest.raises(MCPTimeoutError, match="did not answer tools/call within 0.5 seconds"):
+            server.call_tool("t")
+        assert time.monotonic() - started < 4.5
+        started = time.monotonic()
+        with pytest.raises(MCPTimeoutError, match="could not send tools/call within 0.5 seconds"):
+            server.call_tool("t")
+        assert time.monotonic() - started < 1.8 and server.connected
+
+
 def test_a_server_that_exits_while_a_write_waits_on_it_fails_the_write_at_once(connected):
     server, pid = connected("stop_reading", "exit_soon", client_session_timeout_seconds=20)
     started = time.monotonic()
@@ -513,6 +540,27 @@ def test_no_part_of_an_env_value_reaches_a_message_where_the_text_is_cut(code, c
         server.connect()
     shown = str(caught.value) + caplog.text
     assert "***" in shown and not [SECRET[i:i + 6] for i in range(len(SECRET) - 5) if SECRET[i:i + 6] in shown]
+
+
+ESCAPED_SECRETS = ["Pa$$w\\rd-2026", 'sk-"quoted"-123', "cl\u00e9-secr\u00e8te-42", "tab\there-1234", "it's \"both\"/1"]
+ESCAPED_LINES = {  # a server that shows its KEY as JSON or Python escape it: \\, \", \u00e9, \t, \'
+    "a JSON line": "import json, os, sys; input(); sys.stderr.write(json.dumps({'key': os.environ['KEY']}) + '\\n'); "
+                   "sys.stderr.flush(); print(json.dumps({'log': 'auth failed for key ' + os.environ['KEY']}), "
+                   "flush=True); input()",
+    "str() of an error's message": "import json, os; input(); print(json.dumps({'jsonrpc': '2.0', 'id': 1, 'error': "
+                                   "{'code': 1, 'message': {'key': os.environ['KEY']}}}), flush=True); input()"}
+
+
+@pytest.mark.parametrize("code", ESCAPED_LINES.values(), ids=ESCAPED_LINES)
+@pytest.mark.parametrize("secret", ESCAPED_SECRETS)
+def test_an_env_value_never_reaches_a_message_in_its_escaped_forms(code, secret):
+    server = MCPServerStdio({"command": sys.executable, "args": ["-c", code], "env": {"KEY": secret}},
+                            shutdown_grace_seconds=0.5)
+    with pytest.raises(MCPError) as caught:
+        server.connect()
+    shown = str(caught.value)
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1]}
+    assert "***" in caught.value.summary and not [form for form in forms if form in shown]
 
 
 def test_every_failure_is_an_mcp_error():

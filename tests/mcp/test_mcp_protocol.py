@@ -90,6 +90,29 @@ def test_a_cursor_that_comes_back_is_a_protocol_error_not_an_endless_loop():
             server.list_tools()
 
 
+def test_a_listing_over_its_size_cap_in_all_its_pages_is_a_protocol_error(monkeypatch):
+    from miniagents.mcp import server as server_module
+
+    with make_server(page_size=3) as paged, make_server() as whole:
+        sizes: list = []
+        whole._connection.request("tools/list", None, 10, sizes)  # all the tools in one page: the cap
+        monkeypatch.setattr(server_module, "MAX_LISTING_BYTES", sizes[0])
+        assert len(whole.list_tools()) > 3 * 5  # the same tools in pages of 3 take more bytes in all
+        with pytest.raises(MCPProtocolError, match="answered tools/list with more than .* bytes in all"):
+            paged.list_tools()
+
+
+def test_entries_left_out_of_a_listing_are_warned_about_a_bounded_number_of_times(caplog):
+    code = "import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n    if 'id' not in r: continue\n" \
+           "    result = {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}, 'serverInfo': {}} if " \
+           "r['method'] == 'initialize' else {'tools': [{'nameless': k} for k in range(1000)]}\n" \
+           "    print(json.dumps({'jsonrpc': '2.0', 'id': r['id'], 'result': result}), flush=True)"
+    with MCPServerStdio({"command": sys.executable, "args": ["-c", code]}) as server, caplog.at_level("WARNING"):
+        assert server.list_tools() == [] and server.list_tools() == []
+    warned = [r for r in caplog.records if "lists a tool without a name" in r.getMessage()]
+    assert 10 <= len(warned) <= 100 and len(server._warned) == len(warned)
+
+
 def test_a_server_without_the_tools_capability_is_not_asked_for_tools():
     with make_server("no_tools_capability") as server:
         assert server.list_tools() == []
@@ -130,9 +153,9 @@ def counting(server):
     """Wrap the server's connection so each request's method is recorded in the returned list."""
     asked, real = [], server._connection.request
 
-    def request(method, params=None, timeout=None):
+    def request(method, params=None, timeout=None, sizes=None):
         asked.append(method)
-        return real(method, params, timeout)
+        return real(method, params, timeout, sizes)
 
     server._connection.request = request
     return asked
@@ -201,6 +224,17 @@ def test_an_error_answer_is_an_mcp_request_error_with_its_code():
         with pytest.raises(MCPRequestError) as caught:
             server.call_tool("no_such_tool")
     assert caught.value.code == -32602 and "Unknown tool: no_such_tool" in str(caught.value)
+
+
+def test_an_error_code_that_is_no_int_is_shown_cut_as_an_id_is():
+    code = "import json; input(); print(json.dumps({'jsonrpc': '2.0', 'id': 1, 'error': {'code': 'C\\n' * 100000, " \
+           "'message': 'bad'}}), flush=True); input()"
+    server = MCPServerStdio({"command": sys.executable, "args": ["-c", code]}, shutdown_grace_seconds=0.5)
+    with pytest.raises(MCPRequestError) as caught:
+        server.connect()
+    assert caught.value.code == "C\n" * 100000  # kept whole, as sent
+    assert "\n" not in caught.value.summary and len(caught.value.summary) < 200 and "more characters" in \
+        caught.value.summary
 
 
 def test_retries_send_a_failed_request_again_with_backoff(tmp_path):

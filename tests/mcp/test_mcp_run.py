@@ -138,6 +138,23 @@ def test_failure_error_function_none_makes_a_failed_call_raise():
             [[function_call("hang", {}, call_id="c1")], [assistant_message("never")]])
 
 
+@pytest.mark.parametrize("where", ["server", "mcp_config"])
+def test_a_failure_error_function_makes_what_the_model_is_told_of_a_failed_call(where):
+    seen = []
+
+    def told(context, error):
+        seen.append(error)
+        return f"unavailable ({type(error).__name__})"
+
+    steps = [[function_call("hang", {}, call_id="c1")], [assistant_message("ok")]]
+    if where == "server":
+        _, model = run(make_server(client_session_timeout_seconds=0.3, failure_error_function=told), steps)
+    else:
+        _, model = run(make_server(client_session_timeout_seconds=0.3), steps,
+                       mcp_config={"failure_error_function": told})
+    assert outputs(model) == {"c1": "unavailable (MCPTimeoutError)"} and isinstance(seen[0], MCPTimeoutError)
+
+
 def test_a_tool_clashing_with_the_agents_own_tool_is_a_user_error_that_says_how_to_fix_it():
     @function_tool
     def add(a: int, b: int) -> int:
