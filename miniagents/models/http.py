@@ -337,7 +337,7 @@ class Exchange:
             raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), self.secret)
-        err.retry_headers = {name: self.headers[name] for name in RETRY_HEADERS if name in self.headers}
+        err.retry_headers = {n: redact(self.headers[n], self.secret) for n in RETRY_HEADERS if n in self.headers}
         if resp.status == 407 and t.proxy():
             err = with_note(err, f"(the proxy {t.proxy().host}:{t.proxy().port} asks for credentials: give "
                                  f"them in its URL, {t.scheme}_proxy=http://user:password@host:port, "
