@@ -326,6 +326,13 @@ class Exchange:
         if 200 <= resp.status < 300:
             if self.stream and self._content_type() == "text/html":
                 raise self._not_an_api(self._body())  # a web page, not an event stream
+            if self.stream and self._content_type() == "application/json":  # an error, or `stream: true` ignored
+                err = error_from_body(resp.status, self._body(), self.request_id, self.secret)
+                if isinstance(err.body, dict) and (err.body.get("error") or err.body.get("object") == "error"):
+                    raise err  # as a plain answer's error is read
+                raise http_error(resp.status, "the server answered a streamed request with application/json, not an "
+                                 "event stream: it ignores stream: true; call the model without streaming",
+                                 type="invalid_response", request_id=self.request_id)
             return
         try:
             raw = self._body()

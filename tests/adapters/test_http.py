@@ -150,6 +150,27 @@ def test_a_web_page_served_with_200_is_reported_as_not_json_with_the_base_url_to
         "an OpenAI-compatible API (its address usually ends in /v1) (POST ")
 
 
+@pytest.mark.parametrize("cls", [OpenAIChatCompletionsModel, OpenAIResponsesModel])
+@pytest.mark.parametrize("body,said", [
+    ({"error": {"message": "model llama3 is not loaded"}}, "HTTP 200: model llama3 is not loaded ("),
+    ({"object": "error", "message": "vLLM says no", "code": 400}, "HTTP 200: code=400 vLLM says no ("),
+    (chat_completion("hi"), "HTTP 200: type=invalid_response the server answered a streamed request with "
+                            "application/json, not an event stream: it ignores stream: true; call the model without "
+                            "streaming ("),
+    ({"id": "r", "status": "completed", "output": [], "error": None},
+     "HTTP 200: type=invalid_response the server answered a streamed request with application/json"),
+])
+def test_a_streamed_request_answered_with_json_says_what_the_server_said_not_a_stream_cut_short(server, cls, body,
+                                                                                                said):
+    """A server that reports an error in a 200 JSON body, or ignores stream: true, sent no stream at all: its words
+    (or that) are the error, with its status, which no retry rule retries; not a truncated stream."""
+    server.reply(body)
+    with pytest.raises(ModelHTTPError) as info:
+        list(cls("m", base_url=server.url, api_key="sk-secret-123").stream_response(None, USER, ModelSettings(), [],
+                                                                                   None, []))
+    assert str(info.value).startswith(said) and info.value.status == 200 and len(server.requests) == 1
+
+
 @pytest.mark.parametrize("raw,said", [(b"OK", "text/plain: OK"), (b"", "text/plain: an empty body"),
                                       (b"x" * 500, "text/plain: " + "x" * 200 + "…)")])
 def test_any_plain_answer_that_is_not_json_says_so_and_is_cut_short(server, raw, said):

@@ -84,6 +84,7 @@ SCENARIOS = [
     lambda p: plain(400, json=[{"error": {"message": around(p), "status": KEY}}]),
     lambda p: plain(200, raw=f"<html><title>{around(p)}</title><body>{KEY}</body></html>", content_type="text/html"),
     lambda p: ({"status": 200, "raw": f"<html><h1>{around(p)}</h1></html>", "content_type": "text/html"}, True),
+    lambda p: ({"status": 200, "json": {"error": {"message": around(p), "code": KEY}}}, True),  # JSON, no stream
     lambda p: plain(200, raw=around(p), content_type="text/plain"),
     lambda p: ({"wire": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10000000000000\r\n\r\n"
                         + around(p).encode()}, False),  # over the size limit
