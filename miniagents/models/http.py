@@ -26,6 +26,7 @@ from .protocol import hint as protocol_hint
 
 CONNECT_TIMEOUT = 5.0       # seconds to open a connection (TCP + TLS), whatever the read timeout
 DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for the body's end before hanging up
+MAX_IDLE_CONNECTIONS = 8   # keep-alive connections a transport keeps open between requests; more are closed
 MAX_RESPONSE_BYTES = 32 * 2 ** 20  # default cap on a plain body and on one line or event of a stream
 READ_SIZE = 65536           # the most one receive asks for
 USER_AGENT = "miniagents/0.1 (python stdlib)"
@@ -255,10 +256,9 @@ class Exchange:
         if isinstance(self._callbacks, list) and self.switch in self._callbacks:
             self._callbacks.remove(self.switch)
         self.switch.release()
-        if self.response is None or self._finished:
-            return  # nothing left unread: the connection can serve the next request
-        if self.switch.cancelled or not self._drain():
+        if self.response is not None and not self._finished and (self.switch.cancelled or not self._drain()):
             self.transport.discard(self._conn)
+        self.transport.release(self._conn)  # nothing left unread: it can serve the next request, on any thread
 
     # -- internals
 
@@ -298,7 +298,7 @@ class Exchange:
         self._deadline, self._per_attempt = time.monotonic() + self.attempt_timeout, True
         t = self.transport
         for second_try in (False, True):
-            conn = self._conn = t.connection()
+            conn = self._conn = self._conn or t.connection()  # each attempt's, and a stale socket's retry, too
             pace(conn, self._pace)
             reused = conn.sock is not None
             if not reused:
@@ -326,6 +326,13 @@ class Exchange:
         if 200 <= resp.status < 300:
             if self.stream and self._content_type() == "text/html":
                 raise self._not_an_api(self._body())  # a web page, not an event stream
+            if self.stream and self._content_type() == "application/json":  # an error, or `stream: true` ignored
+                err = error_from_body(resp.status, self._body(), self.request_id, self.secret)
+                if isinstance(err.body, dict) and (err.body.get("error") or err.body.get("object") == "error"):
+                    raise err  # as a plain answer's error is read
+                raise http_error(resp.status, "the server answered a streamed request with application/json, not an "
+                                 "event stream: it ignores stream: true; call the model without streaming",
+                                 type="invalid_response", request_id=self.request_id)
             return
         try:
             raw = self._body()
@@ -337,7 +344,7 @@ class Exchange:
             raw = failed.message  # over max_response_bytes: the status comes with that
         self.response = None
         err = error_from_body(resp.status, raw, self.headers.get("x-request-id"), self.secret)
-        err.retry_headers = {name: self.headers[name] for name in RETRY_HEADERS if name in self.headers}
+        err.retry_headers = {n: redact(self.headers[n], self.secret) for n in RETRY_HEADERS if n in self.headers}
         if resp.status == 407 and t.proxy():
             err = with_note(err, f"(the proxy {t.proxy().host}:{t.proxy().port} asks for credentials: give "
                                  f"them in its URL, {t.scheme}_proxy=http://user:password@host:port, "
@@ -367,7 +374,6 @@ class Exchange:
             if final:
                 raise err from None
             raise _Retry(err) from None
-        t.adopt(conn)
 
     def _connect_failure(self, exc: BaseException) -> tuple:
         """Why a connection failed, in words, and whether trying again is pointless."""
@@ -536,7 +542,7 @@ def check_headers(headers: Optional[dict]) -> Optional[dict]:
 
 
 class HTTPTransport:
-    """POSTs JSON to one base URL with one keep-alive connection per thread."""
+    """POSTs JSON to one base URL; a connection that finished a request waits, open, for the next on any thread."""
 
     def __init__(self, base_url: str, headers: dict, *, timeout: float = 600.0, max_retries: int = 2,
                  attempt_timeout: Optional[float] = None, max_response_bytes: int = MAX_RESPONSE_BYTES,
@@ -555,8 +561,7 @@ class HTTPTransport:
         self.timeout, self.max_retries = timeout, max_retries
         self._secrets = (secret,) + query_secrets(parts.query)
         self.attempt_timeout, self.max_response_bytes = attempt_timeout, max_response_bytes
-        self._local = threading.local()
-        self._conns: list = []  # every thread's connection, so close() and GC close them all
+        self._conns: list = []  # the idle connections: a bounded pool, so a thread that ends leaves no socket open
         self._conns_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -640,10 +645,10 @@ class HTTPTransport:
         return self._proxy
 
     def connection(self):
-        """This thread's connection object (not necessarily connected)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
+        """An idle connection (the newest), or a new one (not connected yet)."""
+        with self._conns_lock:
+            if self._conns:
+                return self._conns.pop()
         import http.client
         proxy = self.proxy()
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
@@ -660,22 +665,20 @@ class HTTPTransport:
                                 if proxy.authorization else None)
         else:
             conn = http.client.HTTPConnection(host, port)
-        self._local.conn = conn
         return conn
 
-    def adopt(self, conn) -> None:
+    def release(self, conn) -> None:
+        """Pool `conn` for the next request when it is open and the pool has room; else close it."""
         with self._conns_lock:
-            if conn not in self._conns:
+            if conn is not None and conn.sock is not None and len(self._conns) < MAX_IDLE_CONNECTIONS:
                 self._conns.append(conn)
+                return
+        self.discard(conn)
 
     def discard(self, conn) -> None:
-        """Hang up `conn` (its unread bytes make it useless); the next request on its thread reconnects."""
-        if conn is None:
-            return
-        conn.close()
-        with self._conns_lock:
-            if conn in self._conns:
-                self._conns.remove(conn)
+        """Hang up `conn` (its unread bytes make it useless); a request that uses it again reconnects."""
+        if conn is not None:
+            conn.close()
 
     def close(self) -> None:
         """Close every pooled connection (a later call simply reconnects)."""

@@ -10,7 +10,7 @@ Never: quote the offending value (it could hold anything, a key the server echoe
 """
 from __future__ import annotations
 
-import math
+import sys
 from typing import Any, Optional
 
 from ..errors import ModelBehaviorError
@@ -48,10 +48,11 @@ def arr(value: Any, where: str) -> list:
 
 
 def count(value: Any, where: str) -> int:
-    """A token count: a finite non-negative number (null means 0)."""
+    """A token count: a non-negative number a float holds (null means 0): no count is larger, and a larger int
+    summed into a run's usage could outgrow what its state's JSON may write."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= sys.float_info.max:
         raise malformed(where, value, "a non-negative number")
     return int(value)
 

@@ -663,6 +663,8 @@ def test_finish_reason_error_is_a_failed_generation_not_an_answer(server, stream
      "usage.prompt_tokens is an object, expected a non-negative number"),
     ({"choices": [{"message": {"content": "hi"}}], "usage": {"total_tokens": "12"}},
      "usage.total_tokens is a string, expected a non-negative number"),
+    ({"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": 10 ** 400}},  # past any float
+     "usage.prompt_tokens is a number, expected a non-negative number"),
     ({"choices": ["hi"]}, "choices[0] is a string, expected an object"),
     ({"choices": [{"message": ["hi"]}]}, "choices[0].message is an array, expected an object"),
     ({"choices": [{"message": {"tool_calls": ["f"]}}]}, "choices[0].message.tool_calls[0] is a string, expected an object"),
@@ -687,6 +689,7 @@ def test_malformed_answers_name_the_field(server, body, where):
     ({"choices": [{"delta": {"tool_calls": [{"index": [0]}]}}]},
      "a stream chunk's choices[0].delta.tool_calls[0].index is an array, expected an integer"),
     ({"choices": [], "usage": {"prompt_tokens": [1]}}, "a stream chunk's usage.prompt_tokens is an array"),
+    ({"choices": [], "usage": {"completion_tokens": 10 ** 400}}, "a stream chunk's usage.completion_tokens is a number"),
 ])
 def test_malformed_stream_chunks_name_the_field(server, chunk, where):
     server.reply_sse(["data: " + json.dumps(chunk) + "\n\n", "data: [DONE]\n\n"])

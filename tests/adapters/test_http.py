@@ -41,6 +41,7 @@ def test_429_with_retry_after_is_retried_and_then_succeeds(server, monkeypatch):
                  headers={"retry-after": "0.01"}).reply(chat_completion("ok"))
     assert text_of(ask(chat(server))) == "ok"
     assert len(server.requests) == 2 and slept == [0.01]
+    assert len({r["client_port"] for r in server.requests}) == 1  # retried on its connection, none left open aside
 
 
 def test_500_then_success(server):
@@ -149,6 +150,27 @@ def test_a_web_page_served_with_200_is_reported_as_not_json_with_the_base_url_to
         "an OpenAI-compatible API (its address usually ends in /v1) (POST ")
 
 
+@pytest.mark.parametrize("cls", [OpenAIChatCompletionsModel, OpenAIResponsesModel])
+@pytest.mark.parametrize("body,said", [
+    ({"error": {"message": "model llama3 is not loaded"}}, "HTTP 200: model llama3 is not loaded ("),
+    ({"object": "error", "message": "vLLM says no", "code": 400}, "HTTP 200: code=400 vLLM says no ("),
+    (chat_completion("hi"), "HTTP 200: type=invalid_response the server answered a streamed request with "
+                            "application/json, not an event stream: it ignores stream: true; call the model without "
+                            "streaming ("),
+    ({"id": "r", "status": "completed", "output": [], "error": None},
+     "HTTP 200: type=invalid_response the server answered a streamed request with application/json"),
+])
+def test_a_streamed_request_answered_with_json_says_what_the_server_said_not_a_stream_cut_short(server, cls, body,
+                                                                                                said):
+    """A server that reports an error in a 200 JSON body, or ignores stream: true, sent no stream at all: its words
+    (or that) are the error, with its status, which no retry rule retries; not a truncated stream."""
+    server.reply(body)
+    with pytest.raises(ModelHTTPError) as info:
+        list(cls("m", base_url=server.url, api_key="sk-secret-123").stream_response(None, USER, ModelSettings(), [],
+                                                                                   None, []))
+    assert str(info.value).startswith(said) and info.value.status == 200 and len(server.requests) == 1
+
+
 @pytest.mark.parametrize("raw,said", [(b"OK", "text/plain: OK"), (b"", "text/plain: an empty body"),
                                       (b"x" * 500, "text/plain: " + "x" * 200 + "…)")])
 def test_any_plain_answer_that_is_not_json_says_so_and_is_cut_short(server, raw, said):
@@ -190,6 +212,45 @@ def test_keep_alive_connection_reused_across_calls_and_streams(server):
     list(m.stream_response(None, USER, ModelSettings(), [], None, []))
     ask(m)
     assert len({r["client_port"] for r in server.requests}) == 1
+
+
+def test_streamed_runs_and_short_lived_threads_share_one_keep_alive_connection(server):
+    """Each streamed run drives its own thread, as a web server may run each request: a connection that finished
+    a request is the next one's on any thread (one socket was left open per thread that had ended)."""
+    import asyncio
+    import threading
+    from miniagents import Agent, Runner
+    from openai_server import prose
+    server.otherwise = prose("hi")
+    m = chat(server)
+
+    async def streamed_runs():
+        for _ in range(5):
+            result = Runner.run_streamed(Agent(name="A", model=m), "hi")
+            assert [e async for e in result.stream_events()] and result.final_output == "hi "
+    asyncio.run(streamed_runs())
+    for _ in range(5):
+        thread = threading.Thread(target=ask, args=(m,))
+        thread.start()
+        thread.join()
+    assert len(server.requests) == 10 and len({r["client_port"] for r in server.requests}) == 1
+    assert len(m.transport._conns) == 1
+
+
+def test_connections_in_use_at_once_leave_at_most_the_pools_size_open(server):
+    """Requests at once each take a connection; when they end, MAX_IDLE_CONNECTIONS stay open for the next ones
+    and the rest are closed."""
+    n = http.MAX_IDLE_CONNECTIONS + 3
+    for _ in range(n):
+        server.reply_sse(sse(*chat_chunks("b")))
+    m = chat(server)
+    exchanges = [m.transport.post("/chat/completions", {"stream": True}, stream=True) for _ in range(n)]
+    conns = [exchange._conn for exchange in exchanges]
+    assert len(set(map(id, conns))) == n and all(conn.sock is not None for conn in conns)
+    for exchange in exchanges:
+        list(exchange)
+    assert len(m.transport._conns) == http.MAX_IDLE_CONNECTIONS
+    assert sum(conn.sock is not None for conn in conns) == http.MAX_IDLE_CONNECTIONS
 
 
 def test_stale_keep_alive_socket_is_replaced_without_counting_a_retry(server):

@@ -23,7 +23,8 @@ def leaks(err: BaseException) -> list:
     while seen is not None:
         texts = [str(seen), repr(seen), repr(seen.args)] + [
             json.dumps(getattr(seen, name), default=repr, ensure_ascii=False)
-            for name in ("message", "type", "code", "param", "request_id", "body") if hasattr(seen, name)]
+            for name in ("message", "type", "code", "param", "request_id", "body", "retry_headers")
+            if hasattr(seen, name)]
         if getattr(seen, "run_data", None) is not None:
             texts.append(repr(seen.run_data))
         found += [t for t in texts if KEY in t]
@@ -51,7 +52,7 @@ def data(value):
 pad = st.sampled_from(["", "Incorrect API key provided: ", "x" * 1990, "x" * 1998, "x" * 2005])
 SCENARIOS = [
     lambda p: plain(401, json={"error": {"message": around(p), "type": KEY, "code": KEY, "param": KEY}},
-                    headers={"x-request-id": KEY}),
+                    headers={"x-request-id": KEY, "retry-after": f"Bearer {KEY}"}),
     lambda p: plain(500, json={"error": {"message": around(p)}}),
     lambda p: plain(400, raw=around(p)),
     lambda p: plain(502, raw=f"<html><body><h1>{around(p)}</h1></body></html>", content_type="text/html"),
@@ -83,6 +84,7 @@ SCENARIOS = [
     lambda p: plain(400, json=[{"error": {"message": around(p), "status": KEY}}]),
     lambda p: plain(200, raw=f"<html><title>{around(p)}</title><body>{KEY}</body></html>", content_type="text/html"),
     lambda p: ({"status": 200, "raw": f"<html><h1>{around(p)}</h1></html>", "content_type": "text/html"}, True),
+    lambda p: ({"status": 200, "json": {"error": {"message": around(p), "code": KEY}}}, True),  # JSON, no stream
     lambda p: plain(200, raw=around(p), content_type="text/plain"),
     lambda p: ({"wire": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10000000000000\r\n\r\n"
                         + around(p).encode()}, False),  # over the size limit
@@ -190,3 +192,14 @@ def test_a_secret_a_server_echoes_as_json_escapes_is_hidden_when_its_body_does_n
     with pytest.raises(AgentsException) as info:
         model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
     assert not leaks(info.value) and escaped not in str(info.value) and "bad key ***" in str(info.value)
+
+
+def test_a_secret_a_server_echoes_in_a_retry_header_is_hidden_there(server):
+    """retry_headers is kept on the error for a retry policy (and shown by whoever prints it): redacted as the
+    request id is, not as the server sent it."""
+    server.reply({"error": {"message": "bad"}}, status=400, headers={"retry-after": f"Bearer {KEY}",
+                                                                     "x-should-retry": "false"})
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=0)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert info.value.retry_headers == {"retry-after": "***", "x-should-retry": "false"}  # the header sent, whole

@@ -239,6 +239,8 @@ def test_lone_surrogates_are_repaired_in_answers_and_stream_deltas(server):
      "The model's answer is malformed: output[0].arguments is an object, expected a string."),
     ({"output": [], "status": "completed", "usage": {"input_tokens": {"n": 1}}}, ModelBehaviorError,
      "The model's answer is malformed: usage.input_tokens is an object, expected a non-negative number."),
+    ({"output": [], "status": "completed", "usage": {"output_tokens": 10 ** 400}}, ModelBehaviorError,
+     "The model's answer is malformed: usage.output_tokens is a number, expected a non-negative number."),
 ])
 def test_empty_and_malformed_answers_are_typed_errors(server, body, error, message):
     server.reply(body)
@@ -263,6 +265,9 @@ def test_a_completed_response_with_no_output_is_an_empty_answer_not_an_error(ser
     ([{"type": "response.completed",
        "response": {"status": "completed", "output": [], "usage": {"output_tokens": "5"}}}],
      "The model's answer is malformed: response.completed.response.usage.output_tokens is a string"),
+    ([{"type": "response.completed",
+       "response": {"status": "completed", "output": [], "usage": {"input_tokens": 10 ** 400}}}],
+     "The model's answer is malformed: response.completed.response.usage.input_tokens is a number"),
     ([{"type": "response.completed", "response": "done"}],
      "The model's answer is malformed: response.completed.response is a string, expected an object."),
 ])
