@@ -147,7 +147,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
     # a request limit of 0 or made by hand, was run by two runs at once
-    "agents, items, guardrails": 1027,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1028,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -171,6 +171,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # usage shared by agent tools running at once added to under one lock (tokens were lost)
     # 1019 for a wrapped handoff input sent bare told as a missing 'response' key (it was "expected integer, got
     # null")
+    # 1028: UnfinishedTurnError also names a pause for approval after calls of its turn ran, and how to go on
     # 1027: a model's message checked for only what would fail the run where its text is read
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
@@ -192,7 +193,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1181,
+    "state and sessions": 1182,  # 1182 for a pause for approval after calls of its turn ran kept in the session's
+    # journal until its resume ends (emptied as the run paused, a process that died before the state was saved
+    # started the run over: a call that ran, ran again unasked)
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
     # current agent (an approved call ran twice; another agent's tool ran unapproved), counts below 0 that loosened
     # limits, document content quoted whole, a context JSON cannot hold a bare TypeError, lone surrogates kept; 1146 for
