@@ -143,13 +143,15 @@ class SessionStoreError(AgentsException):
 
 class UnfinishedTurnError(AgentsException):
     """A run was given new input on a session whose journal holds a turn in flight: a run whose process died
-    mid-turn (continue it first: run the agent on the session with no input, `[]`), or another run going on in
-    this session right now. Nothing was run or written."""
+    mid-turn (continue it first: run the agent on the session with no input, `[]`), a run paused for approval
+    after calls of its turn ran (resume its state, or continue with `[]` to be given the pause again), or another
+    run going on in this session right now. Nothing was run or written."""
 
     def __init__(self, session_id: str, run_id: str, turn: int):
         super().__init__(f"Session {session_id!r} has an unfinished turn (run {run_id}, turn {turn}): its process "
-                         "died mid-turn, or another run is going on in this session. Continue it with no new input "
-                         "(Runner.run_sync(agent, [], session=session)) before giving new input. Nothing was run "
+                         "died mid-turn, it paused for approval after some of its calls ran, or another run is going "
+                         "on in this session. Continue it with no new input (Runner.run_sync(agent, [], "
+                         "session=session)), or resume the paused state, before giving new input. Nothing was run "
                          "or written.")
         self.session_id, self.run_id, self.turn = session_id, run_id, turn
 

@@ -212,11 +212,14 @@ def close_journal(run: Run) -> None:
     (`KeyboardInterrupt`, `SystemExit`) while calls of its turn ran, before the turn was written: the process is
     stopping, its calls may still be running in their threads, and the ledger, not this run, will know what they
     did. A run whose awaited `Runner.run` was cancelled journals the pause it stopped in, as it journals a question
-    to a person: no one gets the state it returns, and its calls that ran are only in that state."""
+    to a person: no one gets the state it returns, and its calls that ran are only in that state. So does a run that
+    paused for approval after calls of its turn ran (or an agent tool's inner run paused): until the state is saved
+    and resumed, what they did is only in it, and a process that dies first would start the run over."""
     pending = run.state.pending
     as_a_crash = isinstance(run.failure, SessionStoreError) or not isinstance(run.failure, (Exception, type(None)))
     if run.journal and run.journal == run.scratch.get(write_journal) and not as_a_crash:
-        asking = run.result is not None and pending is not None and (pending.unsure or run.abandoned)
+        asking = run.result is not None and pending is not None and (
+            pending.unsure or run.abandoned or pending.outputs or pending.nested)
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
                         run.state.current_turn)
     run.journal = None

@@ -48,7 +48,7 @@ def instrumented(session):
 def agent_for(plan, effects_path):
     """An agent whose model plays `plan` (turns of [tool, amount] calls, then a final message naming every
     output it saw), deciding from the history alone, so a continued run is asked what an uninterrupted one is.
-    `pay` is a side effect; `ship` is declared idempotent; `halt`'s input guardrail stops the run (a tripwire);
+    `pay` is a side effect; `ship` is declared idempotent; `refund` asks a person first; `halt`'s input guardrail stops the run (a tripwire);
     `boom` stops it too, raising once its side effect happened (`failure_error_function=None`)."""
     from miniagents import (Agent, ModelResponse, ToolContext, ToolGuardrailFunctionOutput, function_tool,
                             tool_input_guardrail)
@@ -72,6 +72,11 @@ def agent_for(plan, effects_path):
     def ship(ctx: ToolContext, amount: int) -> str:
         """Ship an order."""
         return effect(ctx, f"shipped {amount}")
+
+    @function_tool(needs_approval=True)
+    def refund(ctx: ToolContext, amount: int) -> str:
+        """Refund an amount (a person approves it first)."""
+        return effect(ctx, f"refunded {amount}")
 
     @function_tool(tool_input_guardrails=[tool_input_guardrail(
         lambda data: ToolGuardrailFunctionOutput.raise_exception("halted"))])
@@ -102,7 +107,7 @@ def agent_for(plan, effects_path):
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError
 
-    return Agent(name="Payer", tools=[pay, ship, halt, boom], model=PlanModel())
+    return Agent(name="Payer", tools=[pay, ship, refund, halt, boom], model=PlanModel())
 
 
 def last_answer(items):

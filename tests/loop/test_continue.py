@@ -132,6 +132,75 @@ def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_
     assert stuck.starts == ["c1", "c1"]
 
 
+@pytest.mark.parametrize("ran", [True, False])
+def test_a_pause_for_approval_after_a_call_ran_stays_journaled_until_its_resume_ends(tmp_path, ran):
+    """`pay` ran, then the run paused to ask about `refund`: until a resume of that pause ends, what `pay` did is in
+    no history but the paused state's. So the pause stays in the session's journal (the state returned may be lost
+    with its process), new input is refused, and a continue with `[]` gives the same pause. A pause where no call
+    ran yet leaves the session free: new input may go on without it."""
+    paid = []
+
+    @function_tool
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return f"paid {amount}"
+
+    @function_tool(needs_approval=True)
+    def refund(amount: int) -> str:
+        return f"refunded {amount}"
+
+    calls = [function_call("refund", {"amount": 2}, call_id="c2")]
+    calls = [function_call("pay", {"amount": 5}, call_id="c1")] + calls if ran else calls
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    agent = Agent(name="Payer", tools=[pay, refund], model=ScriptedModel([calls, [assistant_message("done")]]))
+    paused = Runner.run_sync(agent, "pay 5, refund 2", session=session)  # its state is never saved
+    if not ran:
+        assert not session.read_journal()
+        assert Runner.run_sync(agent, "never mind", session=session).final_output == "done"
+        return
+    assert session.read_journal() and paid == [5]
+    with pytest.raises(UnfinishedTurnError):
+        Runner.run_sync(agent, "something else", session=session)
+    result = Runner.run_sync(agent, [], session=session)
+    assert [i.call_id for i in result.interruptions] == ["c2"] and session.read_journal()
+    state = result.to_state()
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done"
+    assert paid == [5] and not session.read_journal()
+    assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
+    assert paused.interruptions[0].call_id == "c2"
+
+
+def test_a_pause_inside_an_agent_tool_whose_inner_call_ran_stays_journaled_until_its_resume_ends(tmp_path):
+    """The agent tool's inner run paid, then paused to ask about a refund: the outer run pauses with it, and what the
+    inner run did is only in the paused state, so that pause stays journaled as a pause after a call ran does."""
+    paid = []
+
+    @function_tool
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return f"paid {amount}"
+
+    @function_tool(needs_approval=True)
+    def refund(amount: int) -> str:
+        return f"refunded {amount}"
+
+    inner = Agent(name="Clerk", tools=[pay, refund], model=ScriptedModel([
+        [function_call("pay", {"amount": 5}, call_id="i1"), function_call("refund", {"amount": 2}, call_id="i2")],
+        [assistant_message("clerk done")]]))
+    outer = Agent(name="Desk", tools=[inner.as_tool("clerk", "Does the paperwork.")], model=ScriptedModel([
+        [function_call("clerk", {"input": "pay 5, refund 2"}, call_id="c1")], [assistant_message("done")]]))
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    Runner.run_sync(outer, "pay 5, refund 2", session=session)  # its state is never saved
+    assert session.read_journal() and paid == [5]
+    result = Runner.run_sync(outer, [], session=session)
+    state = result.to_state()
+    assert [i.call_id for i in state.get_interruptions()] == ["i2"]
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(outer, state, session=session).final_output == "done"
+    assert paid == [5] and not session.read_journal()
+
+
 def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):
     stuck, session, thread, seen = stuck_run(tmp_path, idempotent=True)
     result, model = continued(session, stuck.tool)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
 from miniagents import Agent, RunConfig, RunState, Runner, SessionSettings, SQLiteSession, UserError, function_tool
-from miniagents.errors import AlreadyResumedError
+from miniagents.errors import AlreadyResumedError, UnfinishedTurnError
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.ledger import NEVER_STARTED, NOT_RUN_AGAIN
@@ -310,8 +310,12 @@ def test_no_interleaving_runs_an_approved_call_twice_or_sends_an_unpaired_histor
     for action, approve, reject in actions:
         if action == "chat":
             model = ScriptedModel([[assistant_message("hi")]])
+            try:
+                Runner.run_sync(Agent(name="Chat", model=model), "hello", session=session())
+            except UnfinishedTurnError:  # a pause after some of its calls were decided stays until it is resumed
+                assert session().read_journal() and not model.calls
+                continue
             models.append(model)
-            Runner.run_sync(Agent(name="Chat", model=model), "hello", session=session())
             continue
         text = rng.choice(texts)
 

@@ -134,6 +134,36 @@ def test_a_crash_while_a_person_decides_about_a_call_that_may_have_happened_keep
     check(spec, plan, effects, approved, expected, f"second kill at {second}")
 
 
+def test_a_run_paused_for_approval_after_a_call_ran_killed_at_every_point_pays_once(tmp_path):
+    """`pay` runs, then the run pauses to ask a person about `refund`; the process ends before anyone saved the
+    paused state it returns (killed at each point, or not at all: the state is lost with its process). The pause
+    stays in the session's journal until a resume of it completes, so finishing asks the person and pays once. (The
+    journal was emptied as the run paused: finishing started the run over under a new run id and paid again.)"""
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+    (tmp_path / "ref").mkdir()
+    reference, effects = spec_for("sqlite", tmp_path / "ref"), tmp_path / "ref" / "effects"
+    effects.touch()
+    _, lines = child(reference, plan, 0, effects)
+    assert lines[-1] == "final None"  # paused; the state it returned is lost
+    points = int(lines[-2].split()[1])
+    agent = crash_point.agent_for(plan, str(effects))
+    with open_session(reference, "crash") as session:
+        expected = (crash_point.finish(session, agent), summary(session.get_items()))
+    assert expected[0] == "done: paid 5; refunded 2; paid 9", expected
+
+    def kill_at(k):
+        folder = tmp_path / f"k{k}"
+        folder.mkdir()
+        spec, effects, approved = spec_for("sqlite", folder), folder / "effects", []
+        effects.touch()
+        killed, _ = child(spec, plan, k, effects)
+        assert killed, f"point {k} of {points} was not reached"
+        check(spec, plan, effects, approved, expected, f"killed at point {k} of {points}")
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(kill_at, range(1, points + 1)))
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=st.lists(st.lists(st.tuples(st.sampled_from(["pay", "ship"]), st.integers(1, 99)), min_size=1,
                               max_size=3), min_size=1, max_size=3),
