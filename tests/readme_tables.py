@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1669,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1672,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -143,7 +143,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # cancel for a run that had ended (a finished stream's, a late wait_for's) stopped the run holding the state next; 1669 for what a second attack on that found: a
     # stream's reader cancelled after its run ended stopped the next run (run.cancel_streamed: a stream's cancel
     # reaches the state only while its run holds it), a cancel racing a stream's first read freed the state the stream was
-    # running, a late cancel decided apart from its making, an executor that refused the job left the state taken
+    # running, a late cancel decided apart from its making, an executor that refused the job left the state taken; 1672 for a streamed continue holding the state it
+    # continues (it held its own, so a second run could take the journal's state while the stream ran it)
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
     # a request limit of 0 or made by hand, was run by two runs at once
@@ -193,7 +194,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1182,  # 1182 for a pause for approval after calls of its turn ran kept in the session's
+    "state and sessions": 1181,  # 1181 (1182 less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
     # journal until its resume ends (emptied as the run paused, a process that died before the state was saved
     # started the run over: a call that ran, ran again unasked)
     # 1139 for what an attack on RunState documents found: a paused turn that disagrees with itself, its items or the
@@ -265,7 +266,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1864,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1868,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -285,7 +286,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # hooks of the agent a resumed state is at, found from that agent (they never fired when the starting agent given
     # did not reach it); 1864 for what is given beside a RunState written only by the run that took it (GivenBeside,
     # at prepare_run: two runs started at once both passed the check before either took the state), its steps chosen
-    # again for a conversation id given, and the state left as it was when that is refused
+    # again for a conversation id given, and the state left as it was when that is refused; 1868 for the context
+    # given reaching an agent tool's paused inner run (its approved tool ran with the previous user's context)
     "shell: recording and replay": 742,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
