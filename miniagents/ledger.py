@@ -184,16 +184,15 @@ def open_journal(run: Run) -> bool:
     if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
         return False
     entry = journal_entry(run)
-    if state.unsaved_session_input:
+    if state.unsaved_session_input or run.shared:  # new input, or a state given with its own (made by hand)
         raise UnfinishedTurnError(run.session.session_id, entry["run_id"], entry["turn"])
-    try:
-        found = RunState.from_json(state.starting_agent, entry["state"])
+    try:  # the run's context, for the agent tools' paused inner runs too
+        found = RunState.from_json(state.starting_agent, entry["state"], context_override=state.context_wrapper.context)
     except UserError as error:  # not a state this agent can continue (corrupt, or another agent's)
         raise SessionStoreError(f"The journal of session {run.session.session_id!r} holds a turn in flight this agent "
                                 f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
                                 "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
-    found.context_wrapper.context = state.context_wrapper.context
     if found.pending is not None:
         found.pending.pauses += 1  # a claim of its own, so a continue that died too can be continued again
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held

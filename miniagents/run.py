@@ -249,8 +249,12 @@ def refuse_finished(run: Run) -> None:
 
 def continue_unfinished(run: Run) -> None:
     """A session that keeps a journal may hold a turn in flight: a run with no new input continues it (its steps
-    chosen again for the state it continues), new input is refused (ledger.open_journal)."""
+    chosen again for the state it continues, which it holds as it held its own: a streamed run's), new input is
+    refused (ledger.open_journal)."""
+    own = run.state
     if ledger.open_journal(run):
+        if own.running is run:
+            own.running, run.state.running = None, run
         choose(run)
 
 

@@ -138,7 +138,15 @@ class GivenBeside(seams.Plugin):
                 raise
             choose(run)
         if self.replaces_context:
-            state.context_wrapper.context = self.context
+            replace_context(state, self.context)
+
+
+def replace_context(state: RunState, context: Any) -> None:
+    """The state's application context, and its agent tools' paused inner runs' (as loading it with
+    `context_override` gives them): one call's tools never run with another user's context."""
+    state.context_wrapper.context = context
+    for nested in state.pending.nested.values() if state.pending else ():
+        replace_context(nested, context)
 
 
 class AgentRunner:

@@ -9,13 +9,14 @@ what the winner wrote.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from miniagents import (Agent, MaxTurnsExceeded, Runner, SQLiteSession, ToolContext, UnfinishedTurnError,
-                        function_tool)
+from miniagents import (Agent, MaxTurnsExceeded, RunContextWrapper, Runner, RunState, SQLiteSession, ToolContext,
+                        UnfinishedTurnError, UserError, function_tool)
 from miniagents.errors import AlreadyResumedError
 from miniagents.ledger import MAY_HAVE_HAPPENED
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -181,8 +182,11 @@ def test_a_pause_inside_an_agent_tool_whose_inner_call_ran_stays_journaled_until
         paid.append(amount)
         return f"paid {amount}"
 
+    refunded = []
+
     @function_tool(needs_approval=True)
-    def refund(amount: int) -> str:
+    def refund(ctx: RunContextWrapper, amount: int) -> str:
+        refunded.append(ctx.context)
         return f"refunded {amount}"
 
     inner = Agent(name="Clerk", tools=[pay, refund], model=ScriptedModel([
@@ -191,14 +195,51 @@ def test_a_pause_inside_an_agent_tool_whose_inner_call_ran_stays_journaled_until
     outer = Agent(name="Desk", tools=[inner.as_tool("clerk", "Does the paperwork.")], model=ScriptedModel([
         [function_call("clerk", {"input": "pay 5, refund 2"}, call_id="c1")], [assistant_message("done")]]))
     session = SQLiteSession("s", str(tmp_path / "db"))
-    Runner.run_sync(outer, "pay 5, refund 2", session=session)  # its state is never saved
+    Runner.run_sync(outer, "pay 5, refund 2", session=session, context={"user": "alice"})  # the state is lost
     assert session.read_journal() and paid == [5]
-    result = Runner.run_sync(outer, [], session=session)
+    result = Runner.run_sync(outer, [], session=session, context={"user": "alice"})
     state = result.to_state()
     assert [i.call_id for i in state.get_interruptions()] == ["i2"]
     state.approve(state.get_interruptions()[0])
     assert Runner.run_sync(outer, state, session=session).final_output == "done"
     assert paid == [5] and not session.read_journal()
+    assert refunded == [{"user": "alice"}]  # the continue's context reaches the inner run's paused call
+
+
+def test_a_state_made_by_hand_given_with_a_session_holding_a_pause_is_refused_and_left_free(tmp_path):
+    """It brings input of its own: it was taken for a continue (the journal's pause given back, its input dropped)
+    and, holding the state it replaced, was never freed."""
+    stuck, session, thread, seen = stuck_run(tmp_path)
+    try:
+        agent = Agent(name="Payer", tools=[stuck.tool], model=ScriptedModel([[assistant_message("hi")]]))
+        mine = RunState(None, "a new question", agent, 10)
+        for _ in range(2):  # refused each time: the first refusal left it free
+            with pytest.raises(UnfinishedTurnError):
+                Runner.run_sync(agent, mine, session=session)
+        assert mine.running is None and not agent.model.calls
+    finally:
+        stuck.release.set()
+        thread.join(30)
+
+
+def test_a_streamed_continue_holds_the_state_it_continues(tmp_path):
+    """A streamed run takes its own state; a continue replaces it with the journal's, which it must hold instead:
+    else a second run could take that state while the stream runs it, and the stream's cancel never reached it."""
+    stuck, session, thread, seen = stuck_run(tmp_path)
+    try:
+        agent = Agent(name="Payer", tools=[stuck.tool], model=ScriptedModel([]))
+        result = Runner.run_streamed(agent, [], session=session)
+        with pytest.raises(UserError, match="still going on"):
+            Runner.run_sync(agent, result.to_state())
+
+        async def read():
+            return [event async for event in result.stream_events()]
+
+        asyncio.run(read())
+        assert [i.call_id for i in result.interruptions] == ["c1"] and result.to_state().running is None
+    finally:
+        stuck.release.set()
+        thread.join(30)
 
 
 def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):

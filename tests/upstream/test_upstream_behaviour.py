@@ -112,6 +112,32 @@ def test_a_state_keeps_its_context_when_only_a_conversation_id_is_given_beside_i
     assert seen == [{"user": "alice"}] and model.calls[1].conversation_id == "conv-1"
 
 
+def test_a_context_given_beside_a_state_reaches_an_agent_tools_paused_inner_run():
+    """The inner run's approved tool ran with the state's old context while the outer tools got the new one (one
+    run, two users); as loading with context_override, the given context is the whole state's."""
+    seen = []
+
+    @function_tool(needs_approval=True)
+    def act(ctx: RunContextWrapper) -> str:
+        seen.append(("inner", ctx.context))
+        return "acted"
+
+    @function_tool
+    def note(ctx: RunContextWrapper) -> str:
+        seen.append(("outer", ctx.context))
+        return "noted"
+
+    inner = Agent(name="Clerk", tools=[act], model=ScriptedModel([[function_call("act", {}, call_id="i1")],
+                                                                  [assistant_message("ok")]]))
+    outer, _ = make_agent([[function_call("clerk", {"input": "go"}, call_id="c1")],
+                           [function_call("note", {}, call_id="c2")], [assistant_message("done")]],
+                          tools=[inner.as_tool("clerk", "Does it."), note])
+    state = Runner.run_sync(outer, "go", context={"user": "old"}).to_state()
+    state.approve(state.get_interruptions()[0])
+    Runner.run_sync(outer, state, context={"user": "new"})
+    assert seen == [("inner", {"user": "new"}), ("outer", {"user": "new"})]
+
+
 def test_what_is_given_beside_a_state_another_run_holds_never_reaches_that_run():
     """The second run is refused, as in the kernel; the context and conversation id given with it were written into
     the state first, so the run holding it ran its tools with another user's context."""
