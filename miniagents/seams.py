@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
-from .errors import MissingFeatureError, UserError, warn
+from .errors import MissingFeatureError, UserError, needs, warn
 
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
@@ -314,10 +314,11 @@ def missing(what: str, shell: str) -> MissingFeatureError:
 
 
 def load_shell(shell: str, what: Optional[str] = None) -> Any:
-    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out."""
+    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out, or
+    when this Python lacks a standard-library module the shell imports (`select`, `_posixsubprocess`)."""
     if not present(shell):
         raise missing(what or f"{PACKAGE}.{shell}", shell)
-    return importlib.import_module(f"{PACKAGE}.{shell}")
+    return needs(f"{PACKAGE}.{shell}", f"{what} (the shell {PACKAGE}.{shell})" if what else f"{PACKAGE}.{shell}")
 
 
 def load_asked_for(configuration: Any) -> None:
@@ -364,8 +365,8 @@ class ShellFinder:
             return None
         if shell not in SHELLS:  # a kernel name whose module did not load: importing it says why
             importlib.import_module(f"{self.package}.{module}")
-        elif not present(shell):
-            raise missing(fullname if first in SHELLS else first, shell)
+        else:  # a shell left out, or one this Python cannot import, raises its MissingFeatureError
+            load_shell(shell, fullname if first in SHELLS else first)
         return None
 
 

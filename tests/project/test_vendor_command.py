@@ -312,6 +312,20 @@ exec {sys.executable} -S -I -B -c "import sys; sys.modules['_sqlite3'] = None; e
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in Python is a shell script")
+def test_a_python_without_zlib_passes_the_check_with_every_shell(tmp_path, good_copy):
+    stand_in = tmp_path / "python-without-zlib"  # runs the check's code with zlib blocked (the MCP shell used it)
+    stand_in.write_text(f"""#!/bin/sh
+[ "$1 $2 $3 $4" = "-S -I -B -c" ] || exit 99
+code=$5; shift 5
+exec {sys.executable} -S -I -B -c "import sys; sys.modules['zlib'] = None; exec(sys.argv.pop(1))" "$code" "$@"
+""")
+    stand_in.chmod(0o755)
+    done = vendor("--check", good_copy, "--python", stand_in)
+    assert done.returncode == 0, done.stderr
+    assert f"({stand_in}): it imports, its shells import, a scripted tool run" in done.stdout
+
+
 # --- checking a copy -------------------------------------------------------------------------------------------
 
 
