@@ -265,7 +265,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1872,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1876,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -287,7 +287,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # at prepare_run: two runs started at once both passed the check before either took the state), its steps chosen
     # again for a conversation id given, and the state left as it was when that is refused; 1872 for the kernel's
     # MissingFeatureError re-raised for a name or path of a shell a copy left out (`from agents import trace` was a
-    # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised)
+    # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised); 1876
+    # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     "shell: recording and replay": 742,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
@@ -310,9 +311,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
     # shown JSON- or repr-escaped, a timeout or cancel waiting for the reader's write (the write lock's wait
     # bounded), a listing's size in all its pages, failure_error_function never called, an error code shown whole
-    "shell: vendoring": 426,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    "shell: vendoring": 441,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
-    # 426 for a model of the check's own (the offline model became a shell a copy may leave out)
+    # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names
+    # refused: one in a package of the standard library (sys.stdlib_module_names, on 3.9 its folders), and one under
+    # `agents` with the upstream shell kept (the check passed; the copy shadowed `http`, or the runner recursed)
 }
 
 MARKERS = {
