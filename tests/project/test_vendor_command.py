@@ -484,12 +484,33 @@ def test_a_dest_in_the_way_is_refused_and_left_as_it_was(tmp_path, good_copy):
     (["--without", "models"], "not a shell of this package"),
     (["--without", "nosuch"], "not a shell of this package"),
     (["--as", "my-proj.vendor"], "want a dotted name of Python identifiers"),
+    (["--as", "http"], "'http' is a module of the standard library"),
+    (["--as", "xml.miniagents"], "'xml' is a module of the standard library"),
+    (["--as", "types"], "'types' is a module of the standard library"),
+    (["--as", "agents._vendor.miniagents"], "cannot run under the name `agents`"),
+    (["--as", "agents"], "or leave the shell out with --without upstream"),
     (["--check", "--zip"], "--check takes only DEST, --as and --python"),
 ])
 def test_bad_arguments_copy_nothing(tmp_path, args, says):
     done = vendor(tmp_path / "dest", *args)
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert not (tmp_path / "dest").exists()
+
+
+def test_a_standard_library_name_is_refused_on_python_3_9_too(tmp_path):
+    """Python 3.9 has no sys.stdlib_module_names: the command looks in its standard library's folders."""
+    python = python_or_skip("3.9")
+    for name, says in (("email.miniagents", "'email' is a module"), ("_thread", "'_thread' is a module"),
+                       ("select", "'select' is a module")):
+        done = vendor(tmp_path / "dest", "--as", name, python=python)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists()
+
+
+def test_a_copy_under_agents_without_the_upstream_shell_passes_its_check(tmp_path):
+    done = vendor(tmp_path / "dest", "--as", "agents._vendor.miniagents", "--without", "upstream")
+    assert done.returncode == 0, done.stderr
+    assert "checked agents._vendor.miniagents with Python" in done.stdout
 
 
 def test_a_dest_inside_the_package_or_the_package_itself_is_refused(tmp_path):

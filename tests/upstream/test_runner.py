@@ -278,6 +278,23 @@ def test_in_a_copy_without_a_shell_its_names_and_paths_raise_the_kernels_typed_e
                                         "import agents.mcp -> miniagents.mcp"]
 
 
+def test_a_copy_named_under_agents_refuses_to_alias_agents_with_a_typed_error(tmp_path):
+    """`agents` mapped onto a copy inside `agents` recursed forever (RecursionError) and deleted the copy's own
+    modules; the vendor command refuses the name, and a copy made by hand says why it cannot run."""
+    shutil.copytree(os.path.join(ROOT, "miniagents"), tmp_path / "agents" / "_vendor" / "miniagents",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for parent in ("agents", "agents/_vendor"):
+        (tmp_path / parent / "__init__.py").write_text("")
+    (tmp_path / "app.py").write_text("from agents import Agent\n")
+    done = subprocess.run([sys.executable, "-m", "agents._vendor.miniagents.upstream", "app.py"], cwd=tmp_path,
+                          env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "agents._vendor.miniagents.errors.UserError: agents._vendor.miniagents.upstream: a copy of miniagents named "
+        "under `agents` cannot make `agents` its upstream shell (the name would be mapped onto itself): vendor it "
+        "under another name")
+
+
 def test_a_shell_module_that_cannot_import_its_own_dependency_keeps_that_error(aliased, monkeypatch):
     """Only a path the shell does not have is "miniagents has no ...": a module it has that fails on a missing
     dependency raises that dependency's own error, which names what to install."""
