@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
-from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
+from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError, needs
 from ..caller import Cancelled
 from .interface import CANCEL_CALLBACKS
 from .protocol import (RETRY_HEADERS, error_from_body, http_error, is_credential_name, iter_lines, iter_sse,
@@ -650,6 +650,7 @@ class HTTPTransport:
             if self._conns:
                 return self._conns.pop()
         import http.client
+        needs("unicodedata", "a connection to a model's server (the idna codec a host name is looked up by)")
         proxy = self.proxy()
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
         if self.scheme == "https":

@@ -10,6 +10,9 @@ without them does (`ModuleNotFoundError` naming one), and reports what miniagent
   imported is a missing feature, as a shell left out is: `hasattr` answers False, `from miniagents import *`
   skips its names, and `from miniagents import MCPServerStdio` raises the `MissingFeatureError` naming the shell and
   the module (a bare ModuleNotFoundError escaped all three).
+- Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
+  raises the `MissingFeatureError` naming it, plain and streamed (it was a bare LookupError, "unknown encoding:
+  idna", from deep in the socket module).
 """
 import binascii
 import json
@@ -85,3 +88,29 @@ def test_a_shell_this_python_cannot_import_is_a_missing_feature_naming_the_shell
     assert [feature, name] == ["MCPServerStdio (the shell miniagents.mcp)", "select"]
     assert "needs the standard-library module 'select', which this Python" in text and "was built without" in text
     assert report["Workspace"][:2] == ["Workspace (the shell miniagents.capabilities)", "_posixsubprocess"]
+
+
+def test_without_unicodedata_a_model_over_http_is_a_missing_feature():
+    report = without(["unicodedata"], '''
+        import asyncio
+        from miniagents import Agent, MissingFeatureError, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner
+
+        report = []
+        for make in (OpenAIChatCompletionsModel, OpenAIResponsesModel):
+            agent = Agent(name="a", model=make(model="m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+            try:
+                Runner.run_sync(agent, "hi")
+            except MissingFeatureError as error:
+                report.append([error.name, str(error).startswith("a connection to a model's server")])
+            streamed = Runner.run_streamed(agent, "hi")
+
+            async def drain():
+                async for _ in streamed.stream_events():
+                    pass
+            try:
+                asyncio.run(drain())
+            except MissingFeatureError as error:
+                report.append(error.name)
+        print(json.dumps(report))
+    ''')
+    assert report == [["unicodedata", True], "unicodedata"] * 2
