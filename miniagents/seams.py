@@ -40,16 +40,17 @@ from .errors import MissingFeatureError, UserError, needs, warn
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
+PACKAGE = __name__.rpartition(".")[0]  # "miniagents", or the name of a vendored copy
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {
-    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.tracing`)",
+    "tracing": f"tracing (traces and spans for in-process processors, `python -m {PACKAGE}.tracing`)",
     "retry": "retries the run manages (`ModelSettings(retry=ModelRetrySettings(...))`)",
     "capabilities": "capabilities and the Workspace",
     "dbapi": "sessions on any DB-API 2.0 database (`DBAPISession`)",
     "upstream": "compatibility with upstream's programs (its names, import paths and rules)",
     "recording": "recording a run and replaying it offline",
     "mcp": "tools from MCP servers (`MCPServerStdio`)",
-    "vendor": "copying miniagents into a project (`python -m miniagents.vendor`)",
+    "vendor": f"copying miniagents into a project (`python -m {PACKAGE}.vendor`)",
     "testing": "the offline model that plays back scripted answers (`ScriptedModel`)",
 }
 
@@ -302,8 +303,6 @@ def returned(plugin: Plugin, seam: str, value: Any, given: Any) -> Any:
 # feature (`RunConfig(trace_path=...)`), and to explain, in a copy of miniagents that left it out, why a name or
 # module path of that shell is missing. The package never names itself: it is whatever `__name__` says, so a copy
 # vendored as `myproj._vendor.miniagents` finds its own shells and never another copy's.
-
-PACKAGE = __name__.rpartition(".")[0]
 
 
 def missing(what: str, shell: str) -> MissingFeatureError:
