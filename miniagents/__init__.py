@@ -62,9 +62,9 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    """A name of `_LAZY`, loaded now. A name this copy or this Python lacks (a shell left out, `_sqlite3` missing)
-    is an AttributeError that says so (so `hasattr` answers False; `from miniagents import ...` raises the
-    `MissingFeatureError` itself, through `seams.ShellFinder`)."""
+    """A name of `_LAZY`, loaded now. A name this copy or this Python lacks (a shell left out, `_sqlite3` or a
+    module a shell imports missing) is an AttributeError that says so (so `hasattr` answers False; `from miniagents
+    import ...` raises the `MissingFeatureError` itself, through `seams.ShellFinder`)."""
     if name == "__all__":  # `from miniagents import *`: every name this copy can give
         names = [n for n, value in globals().items() if not n.startswith("_") and not isinstance(value, type(sys))]
         value = globals()["__all__"] = sorted(names + [n for n in _LAZY if _loads(n)])

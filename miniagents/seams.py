@@ -35,21 +35,22 @@ from dataclasses import dataclass
 from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
-from .errors import MissingFeatureError, UserError, warn
+from .errors import MissingFeatureError, UserError, needs, warn
 
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
+PACKAGE = __name__.rpartition(".")[0]  # "miniagents", or the name of a vendored copy
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {
-    "tracing": "tracing (traces and spans for in-process processors, `python -m miniagents.tracing`)",
+    "tracing": f"tracing (traces and spans for in-process processors, `python -m {PACKAGE}.tracing`)",
     "retry": "retries the run manages (`ModelSettings(retry=ModelRetrySettings(...))`)",
     "capabilities": "capabilities and the Workspace",
     "dbapi": "sessions on any DB-API 2.0 database (`DBAPISession`)",
     "upstream": "compatibility with upstream's programs (its names, import paths and rules)",
     "recording": "recording a run and replaying it offline",
     "mcp": "tools from MCP servers (`MCPServerStdio`)",
-    "vendor": "copying miniagents into a project (`python -m miniagents.vendor`)",
+    "vendor": f"copying miniagents into a project (`python -m {PACKAGE}.vendor`)",
     "testing": "the offline model that plays back scripted answers (`ScriptedModel`)",
 }
 
@@ -303,8 +304,6 @@ def returned(plugin: Plugin, seam: str, value: Any, given: Any) -> Any:
 # module path of that shell is missing. The package never names itself: it is whatever `__name__` says, so a copy
 # vendored as `myproj._vendor.miniagents` finds its own shells and never another copy's.
 
-PACKAGE = __name__.rpartition(".")[0]
-
 
 def missing(what: str, shell: str) -> MissingFeatureError:
     """The error for `what` (a name, a module path, an option) of a shell this copy lacks."""
@@ -314,10 +313,11 @@ def missing(what: str, shell: str) -> MissingFeatureError:
 
 
 def load_shell(shell: str, what: Optional[str] = None) -> Any:
-    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out."""
+    """Import the shell `<package>.<shell>`; `MissingFeatureError` (naming what needs it) when it was left out, or
+    when this Python lacks a standard-library module the shell imports (`select`, `_posixsubprocess`)."""
     if not present(shell):
         raise missing(what or f"{PACKAGE}.{shell}", shell)
-    return importlib.import_module(f"{PACKAGE}.{shell}")
+    return needs(f"{PACKAGE}.{shell}", f"{what} (the shell {PACKAGE}.{shell})" if what else f"{PACKAGE}.{shell}")
 
 
 def load_asked_for(configuration: Any) -> None:
@@ -364,8 +364,8 @@ class ShellFinder:
             return None
         if shell not in SHELLS:  # a kernel name whose module did not load: importing it says why
             importlib.import_module(f"{self.package}.{module}")
-        elif not present(shell):
-            raise missing(fullname if first in SHELLS else first, shell)
+        else:  # a shell left out, or one this Python cannot import, raises its MissingFeatureError
+            load_shell(shell, fullname if first in SHELLS else first)
         return None
 
 

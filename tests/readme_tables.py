@@ -213,7 +213,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2103,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2105,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -234,7 +234,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2101 for the rule of which environment variables are secrets (is_secret_variable, beside is_credential_name),
     # moved here from the tracing shell when the recording shell took it too: one home for the rule both shells use
     # 2103 for a streamed request answered with JSON: the server's error in it, or that it ignored stream: true (it
-    # was a stream cut short); the idle-connection pool that bounds open sockets took 5 lines fewer than per thread
+    # was a stream cut short); the idle-connection pool that bounds open sockets took 5 lines fewer than per thread;
+    # 2104 for a Python without unicodedata (no idna codec, which host names are looked up by) a MissingFeatureError
+    # at a new connection (every HTTP model call was a bare LookupError); 2105 for the User-Agent's version read from
+    # the package's __version__ (it said 0.1 of a package at 0.2.0)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -266,7 +269,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1868,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1880,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -287,7 +290,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # did not reach it); 1864 for what is given beside a RunState written only by the run that took it (GivenBeside,
     # at prepare_run: two runs started at once both passed the check before either took the state), its steps chosen
     # again for a conversation id given, and the state left as it was when that is refused; 1868 for the context
-    # given reaching an agent tool's paused inner run (its approved tool ran with the previous user's context)
+    # given reaching an agent tool's paused inner run (its approved tool ran with the previous user's context); 1880
+    # (+8, +4) for the kernel's
+    # MissingFeatureError re-raised for a name or path of a shell a copy left out (`from agents import trace` was a
+    # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised); 1876
+    # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     "shell: recording and replay": 742,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
@@ -310,9 +317,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
     # shown JSON- or repr-escaped, a timeout or cancel waiting for the reader's write (the write lock's wait
     # bounded), a listing's size in all its pages, failure_error_function never called, an error code shown whole
-    "shell: vendoring": 426,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    "shell: vendoring": 441,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
-    # 426 for a model of the check's own (the offline model became a shell a copy may leave out)
+    # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names
+    # refused: one in a package of the standard library (sys.stdlib_module_names, on 3.9 its folders), and one under
+    # `agents` with the upstream shell kept (the check passed; the copy shadowed `http`, or the runner recursed)
 }
 
 MARKERS = {

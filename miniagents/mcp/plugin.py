@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import binascii
 import json
 import re
-import zlib
 from typing import Any, Iterator, Optional
 
 from .. import seams
@@ -108,7 +108,7 @@ def public_name(name: str, server: Any, prefixed: bool) -> str:
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
     if len(safe) <= 64:
         return safe
-    suffix = f"_{zlib.crc32(name.encode('utf-8', 'surrogatepass')):08x}"
+    suffix = f"_{binascii.crc32(name.encode('utf-8', 'surrogatepass')):08x}"
     return safe[:64 - len(suffix)] + suffix
 
 

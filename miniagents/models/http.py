@@ -17,7 +17,8 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
-from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
+from .. import __version__
+from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError, needs
 from ..caller import Cancelled
 from .interface import CANCEL_CALLBACKS
 from .protocol import (RETRY_HEADERS, error_from_body, http_error, is_credential_name, iter_lines, iter_sse,
@@ -29,7 +30,7 @@ DRAIN_SECONDS = 0.25        # after a stream's last event: how long to wait for 
 MAX_IDLE_CONNECTIONS = 8   # keep-alive connections a transport keeps open between requests; more are closed
 MAX_RESPONSE_BYTES = 32 * 2 ** 20  # default cap on a plain body and on one line or event of a stream
 READ_SIZE = 65536           # the most one receive asks for
-USER_AGENT = "miniagents/0.1 (python stdlib)"
+USER_AGENT = f"miniagents/{__version__} (python stdlib)"
 
 
 def check_bounds(attempt_timeout: Optional[float], max_response_bytes: int, timeout: float = 600.0,
@@ -650,6 +651,7 @@ class HTTPTransport:
             if self._conns:
                 return self._conns.pop()
         import http.client
+        needs("unicodedata", "a connection to a model's server (the idna codec a host name is looked up by)")
         proxy = self.proxy()
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
         if self.scheme == "https":

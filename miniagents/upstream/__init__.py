@@ -23,6 +23,7 @@ import types
 from importlib.machinery import ModuleSpec
 
 from .. import seams
+from ..errors import MissingFeatureError
 
 KERNEL = __name__.rpartition(".")[0]  # the kernel package: "miniagents", or the name of a vendored copy
 
@@ -213,9 +214,14 @@ def _read(target: str):
 
 
 def _name(name: str):
-    """`agents.<name>`: this shell's, the kernel's, or the explained error."""
+    """`agents.<name>`: this shell's, the kernel's, or the explained error: an AttributeError (`hasattr` answers
+    False), whose cause is the kernel's `MissingFeatureError` for a name this copy or this Python lacks (`from agents
+    import trace` raises that error itself: `UpstreamPathFinder`)."""
     if name in NAMES:
-        return _read(f"{NAMES[name]}:{name}")
+        try:
+            return _read(f"{NAMES[name]}:{name}")
+        except MissingFeatureError as missing:
+            raise AttributeError(str(missing)) from missing
     kernel = sys.modules[KERNEL]
     if name in dir(kernel) or name in getattr(kernel, "_LAZY", ()):
         return getattr(kernel, name)
@@ -262,6 +268,8 @@ class UpstreamPathFinder:
         upstream = fullname[len(__name__) + 1:]
         if _left_out(upstream):
             raise NotProvidedImportError(_explain(upstream, _left_out(upstream)), name=fullname)
+        if upstream in NAMES:  # `from agents import turn_span`, which `_name` could not give: why, typed
+            _read(f"{NAMES[upstream]}:{upstream}")
         if upstream not in PATHS and not _kernel_has(f"{KERNEL}.{upstream}"):
             return None
         return ModuleSpec(fullname, UpstreamPathFinder, is_package=True)
@@ -284,10 +292,13 @@ class UpstreamPathFinder:
 
 
 def _kernel_has(module: str) -> bool:
-    """Whether the kernel (or one of its shells) has a module at this path."""
+    """Whether the kernel (or one of its shells) has a module at this path; the kernel's `MissingFeatureError` for
+    a shell (or a name of one) this copy or this Python lacks."""
     try:
         return importlib.util.find_spec(module) is not None
-    except ImportError:  # a parent that is no package, or a shell this copy lacks
+    except MissingFeatureError:
+        raise
+    except ImportError:  # a parent that is no package
         return False
 
 

@@ -13,6 +13,8 @@ import importlib
 import sys
 from importlib.machinery import ModuleSpec
 
+from ..errors import UserError
+
 SHELL = __name__.rpartition(".")[0]  # this shell's package: "miniagents.upstream", or a vendored copy's
 
 
@@ -51,7 +53,11 @@ class AgentsAlias:
 
 
 def install() -> None:
-    """Make `agents` resolve to this shell from now on (an `agents` already imported is replaced)."""
+    """Make `agents` resolve to this shell from now on (an `agents` already imported is replaced). A copy named
+    under `agents` cannot: `agents` would be mapped onto itself (the vendor command refuses such a name)."""
+    if SHELL.partition(".")[0] == "agents":
+        raise UserError(f"{SHELL}: a copy of miniagents named under `agents` cannot make `agents` its upstream "
+                        "shell (the name would be mapped onto itself): vendor it under another name")
     for name in [name for name in sys.modules if name == "agents" or name.startswith("agents.")]:
         del sys.modules[name]
     if AgentsAlias not in sys.meta_path:

@@ -6,9 +6,12 @@
 
 DEST is the folder that will hold the copy: the package lands in `DEST/<name as folders>/`
 (`--as myproj._vendor.miniagents`: `DEST/myproj/_vendor/miniagents/`, with empty `__init__.py` files made for the
-parent packages that lack one). With `--zip`, DEST is a zip file holding that same tree, for
-`sys.path.insert(0, "DEST.zip")`. The copy is the package as it is, renamed nowhere (the package never names
-itself): every shell folder (any subfolder but `models/`) unless `--without` leaves it out, no `__pycache__`.
+parent packages that lack one). A name no copy can live under is refused: one in a package of the standard library
+(`http`, `xml.miniagents`: the copy and that module would shadow each other), and one under `agents` while the
+upstream shell is kept (`python -m agents._vendor.miniagents.upstream` makes `agents` the shell itself). With
+`--zip`, DEST is a zip file holding that same tree, for `sys.path.insert(0, "DEST.zip")`. The copy is the package
+as it is, renamed nowhere (the package never names itself): every shell folder (any subfolder but `models/`)
+unless `--without` leaves it out, no `__pycache__`.
 `--compile` adds `.pyc` files made by the Python running the command (in a zip: unchecked hash-based `.pyc`
 files beside their sources, which is where zipimport looks for them). The entries of a zip are stored, not
 deflated, so a Python built without zlib imports it too, and their times are fixed, so the same copy makes
@@ -43,8 +46,10 @@ import py_compile
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
+from importlib.machinery import PathFinder
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
@@ -69,12 +74,32 @@ def shells(source: str = SOURCE) -> List[str]:
                   and os.path.isfile(os.path.join(source, name, "__init__.py")))
 
 
-def _check_name(name: str) -> List[str]:
+def _check_name(name: str, without: Sequence[str]) -> List[str]:
+    """The parts of `--as NAME`; `VendorError` for a name no copy can live under: one that is no dotted name, one in
+    a package of the standard library (`http`, `xml.miniagents`: the copy and that module shadow each other), and
+    one in `agents` while the upstream shell is kept (it makes `agents` itself: the copy would be mapped onto
+    itself)."""
     parts = name.split(".")
     if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
         raise VendorError(f"--as {name!r}: want a dotted name of Python identifiers, such as "
                           f"myproj._vendor.{PACKAGE.rpartition('.')[2]}")
+    if _in_stdlib(parts[0]):
+        raise VendorError(f"--as {name!r}: {parts[0]!r} is a module of the standard library, which the copy would "
+                          "shadow (or be shadowed by): choose a name in a package of your own")
+    if parts[0] == "agents" and "upstream" not in without:
+        raise VendorError(f"--as {name!r}: the upstream shell cannot run under the name `agents` (`python -m "
+                          f"{name}.upstream` makes `agents` the shell itself): choose another name, or leave the "
+                          "shell out with --without upstream")
     return parts
+
+
+def _in_stdlib(top: str) -> bool:
+    """Whether `top` is a top-level module of this Python's standard library."""
+    if hasattr(sys, "stdlib_module_names"):  # 3.10+
+        return top in sys.stdlib_module_names
+    stdlib = sysconfig.get_paths()["stdlib"]  # 3.9: a built-in module, or one in the standard library's folders
+    folders = [stdlib, os.path.join(stdlib, "lib-dynload")]
+    return top in sys.builtin_module_names or PathFinder.find_spec(top, folders) is not None
 
 
 def _files(source: str, without: Sequence[str]) -> List[str]:
@@ -125,7 +150,7 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
     """Copy the package to `dest` as `name` and check the copy; the checks' reports (see `check`). Raises
     `VendorError` when nothing was copied, `CheckFailed` when the copy's check failed (the copy stays)."""
     name = name or PACKAGE.rpartition(".")[2]
-    parts = _check_name(name)
+    parts = _check_name(name, without)
     kept = shells()
     unknown = sorted(set(without) - set(kept))
     if unknown:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import miniagents
 from miniagents.errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError
 from miniagents.models import http, protocol
 from miniagents.models import connection as connection_mod
@@ -408,7 +409,7 @@ def test_local_server_without_key_gets_a_dummy_bearer(server, monkeypatch):
     server.reply(chat_completion("ok"))
     ask(OpenAIChatCompletionsModel("m", base_url=server.url))
     assert server.requests[0]["headers"]["authorization"] == "Bearer no-key"
-    assert server.requests[0]["headers"]["user-agent"].startswith("miniagents/")  # who is calling, for logs
+    assert server.requests[0]["headers"]["user-agent"] == f"miniagents/{miniagents.__version__} (python stdlib)"
 
 
 def test_azure_api_key_header_and_api_version_query(server):

@@ -65,6 +65,9 @@ try:
     from myproj._vendor.miniagents import Agnet
 except ImportError as error:
     print("mistyped", type(error).__name__)
+# what the shells' errors tell to run names this copy
+from myproj._vendor.miniagents import seams
+print("commands", sorted(text[text.index("python -m"):-2] for text in seams.SHELLS.values() if "python -m" in text))
 print("loaded", sorted(m for m in sys.modules if m.split(".")[0] == "miniagents"))
 '''
 
@@ -81,4 +84,6 @@ def test_every_shell_works_in_a_copy_under_another_name_and_never_imports_the_de
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "tracing 0 True", "retry myproj._vendor.miniagents.retry", "retried run 5", "replay 5", "workspace True",
-        "dbapi 4", "mistyped ImportError", "loaded []"]
+        "dbapi 4", "mistyped ImportError",
+        "commands ['python -m myproj._vendor.miniagents.tracing', 'python -m myproj._vendor.miniagents.vendor']",
+        "loaded []"]

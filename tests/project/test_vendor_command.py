@@ -312,6 +312,20 @@ exec {sys.executable} -S -I -B -c "import sys; sys.modules['_sqlite3'] = None; e
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in Python is a shell script")
+def test_a_python_without_zlib_passes_the_check_with_every_shell(tmp_path, good_copy):
+    stand_in = tmp_path / "python-without-zlib"  # runs the check's code with zlib blocked (the MCP shell used it)
+    stand_in.write_text(f"""#!/bin/sh
+[ "$1 $2 $3 $4" = "-S -I -B -c" ] || exit 99
+code=$5; shift 5
+exec {sys.executable} -S -I -B -c "import sys; sys.modules['zlib'] = None; exec(sys.argv.pop(1))" "$code" "$@"
+""")
+    stand_in.chmod(0o755)
+    done = vendor("--check", good_copy, "--python", stand_in)
+    assert done.returncode == 0, done.stderr
+    assert f"({stand_in}): it imports, its shells import, a scripted tool run" in done.stdout
+
+
 # --- checking a copy -------------------------------------------------------------------------------------------
 
 
@@ -470,12 +484,33 @@ def test_a_dest_in_the_way_is_refused_and_left_as_it_was(tmp_path, good_copy):
     (["--without", "models"], "not a shell of this package"),
     (["--without", "nosuch"], "not a shell of this package"),
     (["--as", "my-proj.vendor"], "want a dotted name of Python identifiers"),
+    (["--as", "http"], "'http' is a module of the standard library"),
+    (["--as", "xml.miniagents"], "'xml' is a module of the standard library"),
+    (["--as", "types"], "'types' is a module of the standard library"),
+    (["--as", "agents._vendor.miniagents"], "cannot run under the name `agents`"),
+    (["--as", "agents"], "or leave the shell out with --without upstream"),
     (["--check", "--zip"], "--check takes only DEST, --as and --python"),
 ])
 def test_bad_arguments_copy_nothing(tmp_path, args, says):
     done = vendor(tmp_path / "dest", *args)
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert not (tmp_path / "dest").exists()
+
+
+def test_a_standard_library_name_is_refused_on_python_3_9_too(tmp_path):
+    """Python 3.9 has no sys.stdlib_module_names: the command looks in its standard library's folders."""
+    python = python_or_skip("3.9")
+    for name, says in (("email.miniagents", "'email' is a module"), ("_thread", "'_thread' is a module"),
+                       ("select", "'select' is a module")):
+        done = vendor(tmp_path / "dest", "--as", name, python=python)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists()
+
+
+def test_a_copy_under_agents_without_the_upstream_shell_passes_its_check(tmp_path):
+    done = vendor(tmp_path / "dest", "--as", "agents._vendor.miniagents", "--without", "upstream")
+    assert done.returncode == 0, done.stderr
+    assert "checked agents._vendor.miniagents with Python" in done.stdout
 
 
 def test_a_dest_inside_the_package_or_the_package_itself_is_refused(tmp_path):

@@ -3,6 +3,7 @@ alias.py, openai_types.py)."""
 import importlib
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -247,6 +248,51 @@ def test_a_left_out_path_keeps_its_explained_error_and_an_unknown_one_names_both
         importlib.import_module("agents.realtime")
     with pytest.raises(ModuleNotFoundError, match="'agents.no_such_module': miniagents has no 'no_such_module'"):
         importlib.import_module("agents.no_such_module")
+
+
+def test_in_a_copy_without_a_shell_its_names_and_paths_raise_the_kernels_typed_error(tmp_path):
+    """A copy that left out tracing/, retry/ and mcp/: what upstream's program imports of them is the kernel's
+    MissingFeatureError (it was a bare "cannot import name", or "miniagents has no 'tracing'"), and `hasattr` still
+    answers False, for a name the shell serves itself (turn_span) too."""
+    shutil.copytree(os.path.join(ROOT, "miniagents"), tmp_path / "miniagents",
+                    ignore=shutil.ignore_patterns("__pycache__", "tracing", "retry", "mcp"))
+    (tmp_path / "app.py").write_text(textwrap.dedent('''
+        import agents
+        from agents import MissingFeatureError
+        print([hasattr(agents, name) for name in ("trace", "turn_span", "ModelRetrySettings", "Agent")])
+        for statement in ("from agents import trace", "from agents import turn_span", "from agents.tracing import trace",
+                          "from agents import ModelRetrySettings", "import agents.mcp"):
+            try:
+                exec(statement)
+            except MissingFeatureError as error:
+                print(statement, "->", error.name)
+    '''))
+    done = subprocess.run([sys.executable, "-m", "miniagents.upstream", "app.py"], cwd=tmp_path,
+                          env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[False, False, False, True]",
+                                        "from agents import trace -> miniagents.tracing",
+                                        "from agents import turn_span -> miniagents.tracing",
+                                        "from agents.tracing import trace -> miniagents.tracing",
+                                        "from agents import ModelRetrySettings -> miniagents.retry",
+                                        "import agents.mcp -> miniagents.mcp"]
+
+
+def test_a_copy_named_under_agents_refuses_to_alias_agents_with_a_typed_error(tmp_path):
+    """`agents` mapped onto a copy inside `agents` recursed forever (RecursionError) and deleted the copy's own
+    modules; the vendor command refuses the name, and a copy made by hand says why it cannot run."""
+    shutil.copytree(os.path.join(ROOT, "miniagents"), tmp_path / "agents" / "_vendor" / "miniagents",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for parent in ("agents", "agents/_vendor"):
+        (tmp_path / parent / "__init__.py").write_text("")
+    (tmp_path / "app.py").write_text("from agents import Agent\n")
+    done = subprocess.run([sys.executable, "-m", "agents._vendor.miniagents.upstream", "app.py"], cwd=tmp_path,
+                          env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "agents._vendor.miniagents.errors.UserError: agents._vendor.miniagents.upstream: a copy of miniagents named "
+        "under `agents` cannot make `agents` its upstream shell (the name would be mapped onto itself): vendor it "
+        "under another name")
 
 
 def test_a_shell_module_that_cannot_import_its_own_dependency_keeps_that_error(aliased, monkeypatch):
