@@ -202,8 +202,8 @@ class MCPServerStdio(MCPServer):
     they changed), `name` (default "stdio: COMMAND"), `client_session_timeout_seconds` (for every request; None or
     0: no timeout), `tool_filter` (`create_static_tool_filter(...)` or a callable `(ToolFilterContext, tool)`),
     `use_structured_content` (a result's `structuredContent` as the output instead of its content),
-    `max_retry_attempts` with `retry_backoff_seconds_base`/`_max` (a request answered with an error is sent again,
-    and one that timed out, but a tool call: it may have run), `require_approval` ("always", "never", {tool: ...},
+    `max_retry_attempts` with `retry_backoff_seconds_base`/`_max` (a request that timed out or was answered with an
+    error is sent again, but a tool call: it may have run), `require_approval` ("always", "never", {tool: ...},
     or a callable) and `failure_error_function` (None: a failed call raises instead of telling the model).
     miniagents' own: `max_message_bytes` (the longest line a server may write) and `shutdown_grace_seconds` (how
     long each step of ending the process waits). `message_handler`, `tool_meta_resolver` and `custom_data_extractor`
@@ -388,16 +388,15 @@ class MCPServerStdio(MCPServer):
                             "or `async with` (a run connects its agents' servers that are not connected itself)")
         return connection
 
-    def _retrying(self, request: Callable[[], Any], after_timeout: bool = True) -> Any:
-        """`request()`, sent again after an error answer, or a timeout (`after_timeout`: not for a tool call, which
-        may have run), `max_retry_attempts` times at most, with exponential backoff (a cancelled run stops the
-        wait)."""
+    def _retrying(self, request: Callable[[], Any]) -> Any:
+        """`request()`, sent again after a timeout or an error answer, `max_retry_attempts` times at most, with
+        exponential backoff (a cancelled run stops the wait). Never a tool call: it may have run."""
         attempt = 0
         while True:
             try:
                 return request()
-            except (MCPTimeoutError, MCPRequestError) as error:
-                if attempt >= self.max_retry_attempts or isinstance(error, MCPTimeoutError) and not after_timeout:
+            except (MCPTimeoutError, MCPRequestError):
+                if attempt >= self.max_retry_attempts:
                     raise
             delay = self.retry_backoff_seconds_base * 2 ** attempt
             if self.retry_backoff_seconds_max is not None:
@@ -508,7 +507,7 @@ class MCPServerStdio(MCPServer):
         if meta is not None:
             params["_meta"] = meta
         connection = self._live()
-        result = self._retrying(lambda: connection.request("tools/call", params, self._request_timeout), False)
+        result = connection.request("tools/call", params, self._request_timeout)  # once: it may run, then fail
         content = result.get("content", []) if isinstance(result, dict) else None
         if not isinstance(content, list) or not all(isinstance(item, dict) for item in content):
             raise connection.error(MCPProtocolError, f"answered tools/call {tool_name!r} with something that is not "
