@@ -542,6 +542,15 @@ def check_headers(headers: Optional[dict]) -> Optional[dict]:
     return headers
 
 
+def quiet(sock: Any) -> bool:
+    """Whether an idle keep-alive socket has nothing to read (TLS data already decrypted counts too)."""
+    select = needs("select", "a model's server reached over HTTP (an idle connection checked before it is reused)")
+    try:
+        return not (getattr(sock, "pending", lambda: 0)() or select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile
+        return False
+
+
 class HTTPTransport:
     """POSTs JSON to one base URL; a connection that finished a request waits, open, for the next on any thread."""
 
@@ -646,10 +655,12 @@ class HTTPTransport:
         return self._proxy
 
     def connection(self):
-        """An idle connection (the newest), or a new one (not connected yet)."""
+        """An idle connection the server left quiet (the newest), or a new one (not connected yet)."""
         with self._conns_lock:
-            if self._conns:
-                return self._conns.pop()
+            conn = self._conns.pop() if self._conns else None
+        if conn is not None and quiet(conn.sock):
+            return conn
+        self.discard(conn)  # the server closed it, or sent what no request asked for: the next would read it as its own
         import http.client
         needs("unicodedata", "a connection to a model's server (the idna codec a host name is looked up by)")
         proxy = self.proxy()

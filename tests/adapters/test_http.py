@@ -254,6 +254,51 @@ def test_connections_in_use_at_once_leave_at_most_the_pools_size_open(server):
     assert sum(conn.sock is not None for conn in conns) == http.MAX_IDLE_CONNECTIONS
 
 
+def test_bytes_a_server_sent_on_an_idle_connection_are_never_the_next_requests_answer():
+    """A server answers, then sends an answer nobody asked for on the same keep-alive socket: the connection is not
+    reused (the next request, on any thread, read that answer as its own), and the next request gets its own."""
+    import json
+    import threading
+
+    def answer(text):
+        body = json.dumps(chat_completion(text)).encode()
+        return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+    def serve(conn, first):
+        with conn, conn.makefile("rb") as reader:
+            while True:
+                length = 0
+                try:
+                    for line in iter(reader.readline, b"\r\n"):
+                        if not line:
+                            return
+                        length = int(line.split(b":")[1]) if line.lower().startswith(b"content-length:") else length
+                except OSError:  # the client hung up on the connection it would not reuse
+                    return
+                question = json.loads(reader.read(length))["messages"][-1]["content"]
+                conn.sendall(answer(f"reply to {question}"))
+                if first:  # once the client has read its answer (else it reads both at once, never seeing this one)
+                    time.sleep(0.2)
+                    conn.sendall(answer("an answer to nothing"))
+                    stale.set()
+                    first = False
+
+    listener, stale = socket.create_server(("127.0.0.1", 0)), threading.Event()
+
+    def accept():
+        for n in range(2):
+            threading.Thread(target=serve, args=(listener.accept()[0], n == 0), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    m = OpenAIChatCompletionsModel("m", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", api_key="k" * 8)
+    ask_as = lambda text: text_of(m.get_response(None, [{"role": "user", "content": text}], ModelSettings(), [],  # noqa
+                                                 None, []))
+    assert ask_as("alice") == "reply to alice" and stale.wait(10)
+    assert ask_as("bob") == "reply to bob"
+    m.transport.close()
+    listener.close()
+
+
 def test_stale_keep_alive_socket_is_replaced_without_counting_a_retry(server):
     server.reply(chat_completion("a"), close_after=True).reply(chat_completion("b"))
     m = chat(server, max_retries=0)
