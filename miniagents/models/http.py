@@ -665,13 +665,8 @@ class HTTPTransport:
         needs("unicodedata", "a connection to a model's server (the idna codec a host name is looked up by)")
         proxy = self.proxy()
         host, port = (proxy.host, proxy.port) if proxy else (self.host, self.port)
-        if self.scheme == "https":
-            try:
-                import ssl
-            except ImportError as error:  # a Python built without _ssl: https is a feature it lacks
-                raise UserError(f"base_url {self.shown_url('')!r} is https, but this Python has no ssl support "
-                                f"(module {error.name or 'ssl'!r} is missing): use a Python built with ssl, or a "
-                                "server reached over plain http") from None
+        if self.scheme == "https":  # a Python built without _ssl lacks it: a server over plain http still works
+            ssl = needs("ssl", f"base_url {self.shown_url('')!r} (https)")
             conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context())
             if proxy:
                 conn.set_tunnel(self.host, self.port, headers={"Proxy-Authorization": proxy.authorization}

@@ -358,14 +358,14 @@ NO_SSL = textwrap.dedent("""
     sys.meta_path.insert(0, Blocker())
     for name in ("ssl", "_ssl"):
         sys.modules.pop(name, None)
-    from miniagents import Agent, Runner, UserError
+    from miniagents import Agent, Runner, MissingFeatureError
     from miniagents.models.chat_completions import OpenAIChatCompletionsModel
     model = OpenAIChatCompletionsModel("m", base_url="https://ada:pw-hunter2@api.example.test/v1?key=AIzaQUERYKEY123",
                                        api_key="sk-no-ssl-0123456789")
     try:
         Runner.run_sync(Agent(name="A", model=model), "hi")
-    except UserError as error:
-        print("UserError:", error)
+    except MissingFeatureError as error:
+        print("MissingFeatureError:", error)
     plain = OpenAIChatCompletionsModel("m", base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0)
     try:
         Runner.run_sync(Agent(name="A", model=plain), "hi")
@@ -374,11 +374,11 @@ NO_SSL = textwrap.dedent("""
 """)
 
 
-def test_https_without_ssl_is_a_user_error_naming_the_url_and_the_module():
+def test_https_without_ssl_is_a_missing_feature_error_naming_the_url_and_the_module():
     done = subprocess.run([sys.executable, "-c", NO_SSL], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     said = done.stdout
-    assert said.startswith("UserError: "), said
+    assert said.startswith("MissingFeatureError: "), said
     assert "https://api.example.test:443/v1" in said and "ssl" in said
     for secret in ("pw-hunter2", "AIzaQUERYKEY123", "sk-no-ssl-0123456789"):
         assert secret not in said
