@@ -5,7 +5,8 @@ Why it is built this way:
 - **Nothing the server does can hang the client.** Every wait has a bound: a request waits at most its timeout,
   a write at most its timeout (a server that stops reading its stdin fails the connection instead of blocking the
   writer), and ending the process at most a few grace periods. A cancelled run wakes the threads waiting on the
-  server at once (`caller.CANCEL_CALLBACKS`), and the server is told (`notifications/cancelled`).
+  server at once (`caller.CANCEL_CALLBACKS`), for an answer or to write, and the server is told of a request it
+  was sent (`notifications/cancelled`).
 - **Nothing it does can flood the client.** stdout is read in chunks and split into lines with a size cap
   (`max_message_bytes`): a longer line fails the connection before it is held in memory. stderr is read all
   the time, so a chatty server never blocks on a full pipe, and only its last bytes are kept, for messages.
@@ -48,6 +49,7 @@ from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPErro
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
 WRITE_TIMEOUT = 30.0  # seconds a message may wait to be written when no request timeout applies
+POLL = 0.05  # seconds between looks at a failure or a cancel while a write waits
 CANCEL_WRITE = 1.0  # seconds a cancel notification may wait to be written (a server not reading fails)
 EXIT_WAIT = 1.0  # seconds a server that closed its stdout is given to exit (and its stderr to end), for the message
 ABANDONED_KEPT = 1024  # ids of requests given up (timed out, cancelled) whose late answers are ignored
@@ -295,10 +297,11 @@ class StdioConnection:
         if aborts is not None:
             aborts.append(waiter.cancel)
         try:  # the write's wait (for the pipe, and for another message being written) counts in the timeout
-            self._write(message, timeout)
+            self._write(message, timeout, waiter)
             answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        except BaseException as error:  # the write failed, was never made (MCPTimeoutError), or Ctrl-C: given up
-            self._give_up(request_id, method, "the client stopped waiting", not isinstance(error, MCPTimeoutError))
+        except BaseException as error:  # the write failed, was never made (a timeout, a cancel), or Ctrl-C: given up
+            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError))
+            self._give_up(request_id, method, "the client stopped waiting", sent)
             raise
         finally:
             if aborts is not None and waiter.cancel in aborts:
@@ -346,24 +349,29 @@ class StdioConnection:
         raise self.error(MCPRequestError, f"answered {method} with error {shown}: {self.shown(text)}", code=code,
                          data=data)
 
-    def _write(self, message: dict, timeout: Optional[float]) -> None:
+    def _write(self, message: dict, timeout: Optional[float], waiter: Optional[_Waiter] = None) -> None:
         """Write one message, waiting at most `timeout` (or WRITE_TIMEOUT) in all: for another message being written
         (the reader's answer to a ping may wait WRITE_TIMEOUT: a cancel's notice never waits as long), then for the
-        server to read it. Never written within it: `MCPTimeoutError`; written in part: the connection fails."""
+        server to read it. Never written within it: `MCPTimeoutError`; written in part: the connection fails. Both
+        waits look at the request's `waiter` every POLL seconds: a cancelled run ends them (`MCPCancelledError`)."""
         try:
             data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
         except (TypeError, ValueError) as error:
             raise UserError(f"MCP server {self.name!r}: {message.get('method')} cannot be sent, its parameters "
                             f"are not JSON ({error})") from None
-        limit = WRITE_TIMEOUT if timeout is None else timeout
+        limit, what = WRITE_TIMEOUT if timeout is None else timeout, message.get("method", "an answer")
         view, deadline = memoryview(data), time.monotonic() + limit
-        if not self._write_lock.acquire(timeout=limit):
-            raise self.error(MCPTimeoutError, f"could not send {message.get('method', 'an answer')} within {limit:g} "
-                                              "seconds: another message waited to be written to its stdin")
+        waiter = waiter or _Waiter()  # a notification or an answer to the server: never cancelled
+        while not self._write_lock.acquire(timeout=min(POLL, max(0.0, deadline - time.monotonic()))):
+            if waiter.cancelled:
+                raise self.error(MCPCancelledError, f"was not sent {what} whole: the run was cancelled first")
+            if time.monotonic() >= deadline:
+                raise self.error(MCPTimeoutError, f"could not send {what} within {limit:g} seconds: another message "
+                                                  "waited to be written to its stdin")
         try:
-            if self._failure is not None:
-                raise self.failure()
-            while view:  # tried once at least, however long the lock took
+            while view and not waiter.cancelled:  # tried once at least, however long the lock took
+                if self._failure is not None:
+                    raise self.failure()
                 try:
                     view = view[os.write(self._proc.stdin.fileno(), view):]
                     continue
@@ -375,15 +383,17 @@ class StdioConnection:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self._poller.poll(int(min(left, 0.05) * 1000) + 1)  # a failure stops it soon
-                if self._failure is not None:
-                    raise self.failure()
+                self._poller.poll(int(min(left, POLL) * 1000) + 1)  # a failure or a cancel stops it soon
         finally:
             self._write_lock.release()
-        if view:  # ended outside the write lock: ending the process takes it, to close stdin
-            self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds to be "
-                                           "written)", stop=True)
-            raise self.failure()
+        stopped = waiter.cancelled
+        if view and (len(view) < len(data) or not stopped):  # outside the write lock: ending the process takes it
+            self._fail(MCPConnectionError, f"was sent only part of {what}: the run was cancelled first"
+                       if stopped else f"stopped reading its stdin (a message waited {limit:g} seconds to be "
+                                       "written)", stop=True)
+        if view:
+            raise self.error(MCPCancelledError, f"was not sent {what} whole: the run was cancelled first") if stopped \
+                else self.failure()
 
     # --- Reading -------------------------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ import pytest
 
 from miniagents import AgentsException
 from miniagents.caller import CANCEL_CALLBACKS, Cancelled
-from miniagents.mcp import MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, MCPTimeoutError, \
-    MCPVersionError
+from miniagents.mcp import MCPCancelledError, MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, \
+    MCPTimeoutError, MCPVersionError
 from mcp_support import alive, ended, gone, group, make_server, not_our_child
 
 
@@ -459,6 +459,60 @@ def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, t
     while "cancelled" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert log.read_text().startswith("cancelled ")
+
+
+def cancelled_calls(server, *arguments):
+    """Calls of `server`'s echo tool, one after the other, each in a thread of a run whose aborts are called once
+    every call has begun: each call's (seconds from that cancel to its end, what it raised)."""
+    aborts, ends = [], {}
+
+    def call(n, text):
+        CANCEL_CALLBACKS.set(aborts)
+        try:
+            server.call_tool("echo", {"text": text})
+        except Exception as error:
+            ends[n] = (time.monotonic(), error)
+
+    workers = []
+    for n, text in enumerate(arguments):
+        workers.append(threading.Thread(target=contextvars.copy_context().run, args=(call, n, text)))
+        workers[-1].start()
+        while len(aborts) <= n:
+            time.sleep(0.01)
+    time.sleep(0.3)  # the first is writing, or holds the write lock; the others wait for it
+    cancelled_at = time.monotonic()
+    for abort in list(aborts):
+        abort()
+    for worker in workers:
+        worker.join(10)
+    return [(ends[n][0] - cancelled_at, ends[n][1]) for n in range(len(arguments))]
+
+
+def test_a_cancel_wakes_a_call_writing_its_request_and_one_waiting_to_write(connected):
+    """The server reads no more: one call's request fills its stdin, the next waits for the write lock. A cancel
+    ends both at once; the request written in part leaves the connection unusable, so the server is ended."""
+    server, pid = connected("stop_reading", client_session_timeout_seconds=20)
+    writing, waiting = cancelled_calls(server, "x" * (4 << 20), "small")
+    assert writing[0] < 3 and isinstance(writing[1], MCPCancelledError) and "not sent tools/call whole" in str(writing[1])
+    assert waiting[0] < 3 and isinstance(waiting[1], MCPCancelledError)
+    with pytest.raises(MCPConnectionError, match="was sent only part of tools/call"):
+        server.call_tool("echo", {"text": "after"})
+    assert ended(pid)
+
+
+def test_a_call_cancelled_before_its_request_is_written_leaves_the_connection_and_the_server_untold(connected,
+                                                                                                    tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log)
+    lock = server._connection._write_lock
+    lock.acquire()  # another message is being written
+    try:
+        [(seconds, error)] = cancelled_calls(server, "never sent")
+        assert seconds < 0.5 and isinstance(error, MCPCancelledError)  # never waits to tell the server
+    finally:
+        lock.release()
+    assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+    assert not log.exists()  # no notifications/cancelled for a request it never got
 
 
 def test_a_task_cancelled_inside_async_with_ends_the_server():
