@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError
 from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
-    MCPServerStartError, MCPTimeoutError, redact
+    MCPServerStartError, MCPTimeoutError, redact, secret_forms
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
@@ -82,13 +82,25 @@ def child_environment(env: Optional[dict]) -> dict:
 
 def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
     """A short, printable view of what a server sent, each secret hidden before it is cut (a secret cut in two is
-    no longer found, and its part would show)."""
+    no longer found, and its part would show). Only its start is searched (not 16 MiB for 200 characters): enough
+    that what is shown ends a longest form before the end of the part searched. A form that begins in what is shown
+    is then searched whole, and the part's raw end, where a form may be cut, is never shown (hiding only shortens)."""
     try:
         text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
     except RecursionError:
         return "(something nested too deeply to show)"
-    text = redact(text, secrets)
-    return repr(text[:limit]) + (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
+    forms = secret_forms(secrets)
+    margin = len(forms[0]) if forms else 0
+    size = limit + margin
+    while True:  # a part with many secrets hidden is made longer, until what is shown ends `margin` before its end
+        shown = text[:size]
+        for form in forms:
+            shown = shown.replace(form, "***")
+        if size >= len(text) or len(shown) >= limit + margin:
+            break
+        size *= 2
+    more = len(shown) - limit + max(0, len(text) - size)  # what was not searched counted as it is
+    return repr(shown[:limit]) + (f" (and {more} more characters)" if more > 0 else "")
 
 
 class _Waiter:

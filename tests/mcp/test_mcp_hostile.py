@@ -617,6 +617,48 @@ def test_an_env_value_never_reaches_a_message_in_its_escaped_forms(code, secret)
     assert "***" in caught.value.summary and not [form for form in forms if form in shown]
 
 
+def go_json(value):
+    return json.dumps(value)[1:-1].replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+ENCODED = {  # how common loggers write a value inside a string: (the value, its form)
+    "Go's encoding/json, &<> escaped": ("pa&ss<wo>rd", go_json),
+    "Jackson, hex in upper case": ("p\u00e4ssw\u00f6rd1", lambda v: json.dumps(v)[1:-1].replace("u00e4", "u00E4").replace(
+        "u00f6", "u00F6")),
+    "PHP, / escaped": ("cl\u00e9/secr\u00e8te", lambda v: json.dumps(v)[1:-1].replace("/", "\\/")),
+    "repr() of its UTF-8 bytes": ("p\u00e4ssw\u00f6rd1", lambda v: repr(v.encode())[2:-1]),
+    "JSON in JSON": ('p"ass\\word', lambda v: json.dumps(json.dumps(v)[1:-1])[1:-1]),
+    "Go's JSON in Go's JSON": ("pa&ss<wo>rd\u00e9", lambda v: go_json(go_json(v)))}
+
+
+@pytest.mark.parametrize("secret, form", ENCODED.values(), ids=ENCODED)
+def test_an_env_value_never_reaches_a_message_as_common_json_encoders_escape_it(secret, form):
+    from miniagents.mcp.errors import redact
+
+    line = f'{{"level": "error", "msg": "auth failed for {form(secret)}!"}}'
+    assert redact(line, [secret]) == '{"level": "error", "msg": "auth failed for ***!"}'
+
+
+def test_a_preview_searches_only_the_start_of_a_long_text():
+    """200 values, 16 MiB: the part searched is its start, so the view takes no longer than for a short text; what is
+    left is counted as it is."""
+    from miniagents.mcp.stdio import preview
+
+    values = [f"value-{n:04d}-/\u00e9\"\\x<&" for n in range(200)]
+    started = time.monotonic()
+    assert preview("a" * (16 << 20), 200, values) == repr("a" * 200) + f" (and {(16 << 20) - 200} more characters)"
+    assert time.monotonic() - started < 1
+
+
+def test_a_preview_never_shows_the_raw_end_of_the_part_it_searched():
+    """Values hidden shorten the part searched: it is made longer until what is shown ends a longest form before its
+    end, where a value may be cut (its start was shown as it is: 'x***...***AAAA...')."""
+    from miniagents.mcp.stdio import preview
+
+    value = "A" * 50
+    assert preview("x" + value * 20, 200, [value]) == repr("x" + "***" * 20)
+
+
 def test_every_failure_is_an_mcp_error():
     """A table of the above: whatever the server did, what reaches the caller is an MCPError subclass."""
     for modes, tool in ((("garbage_first",), None), (("exit_at_start",), None), ((), "crash"), ((), "garbage"),
