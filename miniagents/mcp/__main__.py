@@ -32,11 +32,11 @@ def parse(argv: list) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def say(text: str, file: Any = None) -> None:
-    """Print what a server sent with each character a terminal would not show as itself (ESC and the other control
-    characters that make its escape sequences, a lone surrogate UTF-8 cannot encode) as its JSON escape, which in
-    JSON is the same string."""
-    print("".join(c if c == "\n" or c.isprintable() else json.dumps(c)[1:-1] for c in text), file=file)
+def shown(text: Any, keep: str = "") -> str:
+    """What a server sent with each character a terminal would not show as itself (a newline, which would start a
+    line the server wrote, ESC and the other control characters that make its escape sequences, a lone surrogate
+    UTF-8 cannot encode) as its JSON escape, which in JSON is the same string; those in `keep` as they are."""
+    return "".join(c if c in keep or c.isprintable() else json.dumps(c)[1:-1] for c in str(text))
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -55,23 +55,23 @@ def main(argv: Optional[list] = None) -> int:
             tools = server.list_tools()
             info = server.server_initialize_result or {}
     except (MCPError, UserError) as error:
-        say(f"error: {error}", sys.stderr)  # the end of the server's stderr too
+        print(shown(f"error: {error}", "\n"), file=sys.stderr)  # the end of the server's stderr too
         return 1
     if options.json:
-        say(json.dumps([{"name": t.name, "title": t.title, "description": t.description,
-                         "inputSchema": t.inputSchema} for t in tools], indent=2, ensure_ascii=False))
+        print(shown(json.dumps([{"name": t.name, "title": t.title, "description": t.description,
+                                 "inputSchema": t.inputSchema} for t in tools], indent=2, ensure_ascii=False), "\n"))
         return 0
     about = info.get("serverInfo") if isinstance(info.get("serverInfo"), dict) else {}
-    say(f"{about.get('name', server.name)} {about.get('version', '')} (MCP {info.get('protocolVersion')}): "
-        f"{len(tools)} tool{'s' if len(tools) != 1 else ''}")
-    for tool in tools:
+    print(f"{shown(about.get('name', server.name))} {shown(about.get('version', ''))} (MCP "
+          f"{shown(info.get('protocolVersion'))}): {len(tools)} tool{'s' if len(tools) != 1 else ''}")
+    for tool in tools:  # a description's lines indented deeper than the input's: none passes for a line of ours
         offered = function_tool(server, tool, None, {})
         how = "strict schema" if offered.strict_json_schema else "schema sent as given"
         alias = f", offered as {offered.name!r}" if offered.name != tool.name else ""
-        say(f"\n{tool.name} ({how}{alias})")
-        if tool.description:
-            say("  " + tool.description.strip().replace("\n", "\n  "))
-        say("  input: " + json.dumps(tool.inputSchema, ensure_ascii=False))
+        print(f"\n{shown(tool.name)} ({how}{alias})")
+        for line in tool.description.strip().split("\n") if tool.description else ():
+            print("    " + shown(line))
+        print("  input: " + shown(json.dumps(tool.inputSchema, ensure_ascii=False)))
     return 0
 
 

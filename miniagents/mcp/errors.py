@@ -8,6 +8,7 @@ value of an environment variable the server was given (`redact`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterable, Optional
 
 from ..caller import Cancelled
@@ -73,16 +74,28 @@ class MCPTransportNotProvidedError(MCPError):
     """A transport this client does not have (Streamable HTTP, SSE): only stdio is provided."""
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with each secret (a value of the environment given to a server) replaced by `***`, longest first, so a
-    value never reaches a message even when the server prints it: as it is, JSON-escaped (a server that logs JSON:
-    ASCII only or not, `/` as `\\/` or not) and as repr() escapes it (a decoded value shown through str() of its
-    container). Values under 4 characters ("1", "on") are left: they are no secret, and replacing them would garble
-    every message."""
+def secret_forms(secrets: Iterable[str]) -> list:
+    """The forms of each secret (a value of the environment given to a server) `redact` replaces, longest first: as
+    it is, as repr() escapes it and its UTF-8 bytes (a value shown through str() of its container), and as JSON
+    encoders escape it (a server that logs JSON): ASCII only or not, `/` as `\\/` (PHP), `&<>` as `\\u0026` (Go),
+    hex in upper case (Jackson), in any mix, and each of those escaped again (a log line holding a JSON string). A
+    finite set per value, so `redact` stays linear in the text. Values under 4 characters ("1", "on") are left:
+    they are no secret, and replacing them would garble every message."""
     forms = set()
     for secret in (s for s in secrets if isinstance(s, str) and len(s) >= 4):
-        escaped = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
-        forms |= {secret, repr(secret)[1:-1], *escaped, *(form.replace("/", "\\/") for form in escaped)}
-    for form in sorted(forms, key=len, reverse=True):
+        escaped = {json.dumps(secret, ensure_ascii=only)[1:-1] for only in (True, False)}
+        for change in (lambda f: f.replace("/", "\\/"),
+                       lambda f: f.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"),
+                       lambda f: re.sub(r"\\u[0-9a-f]{4}", lambda e: "\\u" + e.group()[2:].upper(), f)):
+            escaped |= {change(form) for form in escaped}
+        escaped |= {json.dumps(form, ensure_ascii=only)[1:-1] for form in escaped for only in (True, False)}
+        forms |= {secret, repr(secret)[1:-1], repr(secret.encode("utf-8", "surrogatepass"))[2:-1], *escaped}
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each form of each secret (`secret_forms`) replaced by `***`, longest first, so a value never
+    reaches a message even when the server prints it."""
+    for form in secret_forms(secrets):
         text = text.replace(form, "***")
     return text

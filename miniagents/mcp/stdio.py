@@ -5,7 +5,8 @@ Why it is built this way:
 - **Nothing the server does can hang the client.** Every wait has a bound: a request waits at most its timeout,
   a write at most its timeout (a server that stops reading its stdin fails the connection instead of blocking the
   writer), and ending the process at most a few grace periods. A cancelled run wakes the threads waiting on the
-  server at once (`caller.CANCEL_CALLBACKS`), and the server is told (`notifications/cancelled`).
+  server at once (`caller.CANCEL_CALLBACKS`), for an answer or to write, and the server is told of a request it
+  was sent (`notifications/cancelled`).
 - **Nothing it does can flood the client.** stdout is read in chunks and split into lines with a size cap
   (`max_message_bytes`): a longer line fails the connection before it is held in memory. stderr is read all
   the time, so a chatty server never blocks on a full pipe, and only its last bytes are kept, for messages.
@@ -43,11 +44,12 @@ from typing import Any, Callable, Iterable, Optional
 from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError
 from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
-    MCPServerStartError, MCPTimeoutError, redact
+    MCPServerStartError, MCPTimeoutError, redact, secret_forms
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
 WRITE_TIMEOUT = 30.0  # seconds a message may wait to be written when no request timeout applies
+POLL = 0.05  # seconds between looks at a failure or a cancel while a write waits
 CANCEL_WRITE = 1.0  # seconds a cancel notification may wait to be written (a server not reading fails)
 EXIT_WAIT = 1.0  # seconds a server that closed its stdout is given to exit (and its stderr to end), for the message
 ABANDONED_KEPT = 1024  # ids of requests given up (timed out, cancelled) whose late answers are ignored
@@ -80,13 +82,25 @@ def child_environment(env: Optional[dict]) -> dict:
 
 def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
     """A short, printable view of what a server sent, each secret hidden before it is cut (a secret cut in two is
-    no longer found, and its part would show)."""
+    no longer found, and its part would show). Only its start is searched (not 16 MiB for 200 characters): enough
+    that what is shown ends a longest form before the end of the part searched. A form that begins in what is shown
+    is then searched whole, and the part's raw end, where a form may be cut, is never shown (hiding only shortens)."""
     try:
         text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
     except RecursionError:
         return "(something nested too deeply to show)"
-    text = redact(text, secrets)
-    return repr(text[:limit]) + (f" (and {len(text) - limit} more characters)" if len(text) > limit else "")
+    forms = secret_forms(secrets)
+    margin = len(forms[0]) if forms else 0
+    size = limit + margin
+    while True:  # a part with many secrets hidden is made longer, until what is shown ends `margin` before its end
+        shown = text[:size]
+        for form in forms:
+            shown = shown.replace(form, "***")
+        if size >= len(text) or len(shown) >= limit + margin:
+            break
+        size *= 2
+    more = len(shown) - limit + max(0, len(text) - size)  # what was not searched counted as it is
+    return repr(shown[:limit]) + (f" (and {more} more characters)" if more > 0 else "")
 
 
 class _Waiter:
@@ -295,10 +309,11 @@ class StdioConnection:
         if aborts is not None:
             aborts.append(waiter.cancel)
         try:  # the write's wait (for the pipe, and for another message being written) counts in the timeout
-            self._write(message, timeout)
+            self._write(message, timeout, waiter)
             answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        except BaseException as error:  # the write failed, was never made (MCPTimeoutError), or Ctrl-C: given up
-            self._give_up(request_id, method, "the client stopped waiting", not isinstance(error, MCPTimeoutError))
+        except BaseException as error:  # the write failed, was never made (a timeout, a cancel), or Ctrl-C: given up
+            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError))
+            self._give_up(request_id, method, "the client stopped waiting", sent)
             raise
         finally:
             if aborts is not None and waiter.cancel in aborts:
@@ -346,24 +361,29 @@ class StdioConnection:
         raise self.error(MCPRequestError, f"answered {method} with error {shown}: {self.shown(text)}", code=code,
                          data=data)
 
-    def _write(self, message: dict, timeout: Optional[float]) -> None:
+    def _write(self, message: dict, timeout: Optional[float], waiter: Optional[_Waiter] = None) -> None:
         """Write one message, waiting at most `timeout` (or WRITE_TIMEOUT) in all: for another message being written
         (the reader's answer to a ping may wait WRITE_TIMEOUT: a cancel's notice never waits as long), then for the
-        server to read it. Never written within it: `MCPTimeoutError`; written in part: the connection fails."""
+        server to read it. Never written within it: `MCPTimeoutError`; written in part: the connection fails. Both
+        waits look at the request's `waiter` every POLL seconds: a cancelled run ends them (`MCPCancelledError`)."""
         try:
             data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
         except (TypeError, ValueError) as error:
             raise UserError(f"MCP server {self.name!r}: {message.get('method')} cannot be sent, its parameters "
                             f"are not JSON ({error})") from None
-        limit = WRITE_TIMEOUT if timeout is None else timeout
+        limit, what = WRITE_TIMEOUT if timeout is None else timeout, message.get("method", "an answer")
         view, deadline = memoryview(data), time.monotonic() + limit
-        if not self._write_lock.acquire(timeout=limit):
-            raise self.error(MCPTimeoutError, f"could not send {message.get('method', 'an answer')} within {limit:g} "
-                                              "seconds: another message waited to be written to its stdin")
+        waiter = waiter or _Waiter()  # a notification or an answer to the server: never cancelled
+        while not self._write_lock.acquire(timeout=min(POLL, max(0.0, deadline - time.monotonic()))):
+            if waiter.cancelled:
+                raise self.error(MCPCancelledError, f"was not sent {what} whole: the run was cancelled first")
+            if time.monotonic() >= deadline:
+                raise self.error(MCPTimeoutError, f"could not send {what} within {limit:g} seconds: another message "
+                                                  "waited to be written to its stdin")
         try:
-            if self._failure is not None:
-                raise self.failure()
-            while view:  # tried once at least, however long the lock took
+            while view and not waiter.cancelled:  # tried once at least, however long the lock took
+                if self._failure is not None:
+                    raise self.failure()
                 try:
                     view = view[os.write(self._proc.stdin.fileno(), view):]
                     continue
@@ -375,15 +395,17 @@ class StdioConnection:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self._poller.poll(int(min(left, 0.05) * 1000) + 1)  # a failure stops it soon
-                if self._failure is not None:
-                    raise self.failure()
+                self._poller.poll(int(min(left, POLL) * 1000) + 1)  # a failure or a cancel stops it soon
         finally:
             self._write_lock.release()
-        if view:  # ended outside the write lock: ending the process takes it, to close stdin
-            self._fail(MCPConnectionError, f"stopped reading its stdin (a message waited {limit:g} seconds to be "
-                                           "written)", stop=True)
-            raise self.failure()
+        stopped = waiter.cancelled
+        if view and (len(view) < len(data) or not stopped):  # outside the write lock: ending the process takes it
+            self._fail(MCPConnectionError, f"was sent only part of {what}: the run was cancelled first"
+                       if stopped else f"stopped reading its stdin (a message waited {limit:g} seconds to be "
+                                       "written)", stop=True)
+        if view:
+            raise self.error(MCPCancelledError, f"was not sent {what} whole: the run was cancelled first") if stopped \
+                else self.failure()
 
     # --- Reading -------------------------------------------------------------------------------------
 

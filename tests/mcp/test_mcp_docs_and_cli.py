@@ -46,7 +46,7 @@ def test_the_listing_command_in_the_doc_lists_the_test_servers_tools():
     lines = done.stdout.splitlines()
     assert lines[0].startswith("test-server 1 (MCP 2025-11-25): 21 tools")
     assert "add (strict schema)" in lines and "optional (schema sent as given)" in lines
-    assert lines[lines.index("add (strict schema)") + 1] == "  Add two integers."  # its description
+    assert lines[lines.index("add (strict schema)") + 1] == "    Add two integers."  # its description
     assert "dotted.name (strict schema, offered as 'dotted_name')" in lines
     assert '  input: {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}' in lines
 
@@ -82,11 +82,30 @@ def test_the_listing_command_prints_a_servers_control_characters_as_escapes():
     done = cli(sys.executable, "-c", ESCAPES)
     assert done.returncode == 0 and done.stdout.startswith("\\u001b[31mEVIL \\u009b1A (MCP 2025-06-18): 1 tool")
     assert "ok\\u001b]52;c;eA==\\u0007 (strict schema, offered as 'ok__52_c_eA___')" in done.stdout.splitlines()
-    assert "  \\u001b[1A\\u202efake line" in done.stdout.splitlines()
+    assert "    \\u001b[1A\\u202efake line" in done.stdout.splitlines()
     done = cli("--json", sys.executable, "-c", ESCAPES)
     assert "\x1b" not in done.stdout and json.loads(done.stdout)[0]["description"] == "\x1b[1A\u202efake line"
     done = cli(sys.executable, "-c", ESCAPES, "die")
     assert done.returncode == 1 and "\\u001b[2J died" in done.stderr and "\x1b" not in done.stderr
+
+
+FAKE_LINES = "import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n    if 'id' not in r: continue\n" \
+             "    result = {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}, 'serverInfo': {'name': " \
+             "'fs\\nok', 'version': '1 (MCP 2025-06-18): 0 tools\\n\\nAll checks passed'}} if r['method'] == " \
+             "'initialize' else {'tools': [{'name': 'read (strict schema)\\n  input: {}\\n\\nnote', 'description': " \
+             "'Reads.\\ninput: {}\\n\\nwrite (strict schema)', 'inputSchema': {}}]}\n" \
+             "    print(json.dumps({'jsonrpc': '2.0', 'id': r['id'], 'result': result}), flush=True)"
+
+
+def test_no_name_version_or_description_a_server_sends_passes_for_a_line_of_the_listing():
+    """A newline in a name or a version is shown as its escape; a description's lines are indented deeper than the
+    input's, so none is taken for a tool, its input or the listing's first line."""
+    done = cli(sys.executable, "-c", FAKE_LINES)
+    assert done.returncode == 0 and done.stdout.splitlines() == [
+        "fs\\nok 1 (MCP 2025-06-18): 0 tools\\n\\nAll checks passed (MCP 2025-06-18): 1 tool", "",
+        "read (strict schema)\\n  input: {}\\n\\nnote (strict schema, offered as "
+        "'read__strict_schema____input______note')", "    Reads.", "    input: {}", "    ", "    write (strict schema)",
+        "  input: {}"]
 
 
 def test_the_listing_command_called_from_python_reads_the_arguments_it_is_given(monkeypatch, capsys):

@@ -14,8 +14,8 @@ import pytest
 
 from miniagents import AgentsException
 from miniagents.caller import CANCEL_CALLBACKS, Cancelled
-from miniagents.mcp import MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, MCPTimeoutError, \
-    MCPVersionError
+from miniagents.mcp import MCPCancelledError, MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, \
+    MCPTimeoutError, MCPVersionError
 from mcp_support import alive, ended, gone, group, make_server, not_our_child
 
 
@@ -461,6 +461,60 @@ def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, t
     assert log.read_text().startswith("cancelled ")
 
 
+def cancelled_calls(server, *arguments):
+    """Calls of `server`'s echo tool, one after the other, each in a thread of a run whose aborts are called once
+    every call has begun: each call's (seconds from that cancel to its end, what it raised)."""
+    aborts, ends = [], {}
+
+    def call(n, text):
+        CANCEL_CALLBACKS.set(aborts)
+        try:
+            server.call_tool("echo", {"text": text})
+        except Exception as error:
+            ends[n] = (time.monotonic(), error)
+
+    workers = []
+    for n, text in enumerate(arguments):
+        workers.append(threading.Thread(target=contextvars.copy_context().run, args=(call, n, text)))
+        workers[-1].start()
+        while len(aborts) <= n:
+            time.sleep(0.01)
+    time.sleep(0.3)  # the first is writing, or holds the write lock; the others wait for it
+    cancelled_at = time.monotonic()
+    for abort in list(aborts):
+        abort()
+    for worker in workers:
+        worker.join(10)
+    return [(ends[n][0] - cancelled_at, ends[n][1]) for n in range(len(arguments))]
+
+
+def test_a_cancel_wakes_a_call_writing_its_request_and_one_waiting_to_write(connected):
+    """The server reads no more: one call's request fills its stdin, the next waits for the write lock. A cancel
+    ends both at once; the request written in part leaves the connection unusable, so the server is ended."""
+    server, pid = connected("stop_reading", client_session_timeout_seconds=20)
+    writing, waiting = cancelled_calls(server, "x" * (4 << 20), "small")
+    assert writing[0] < 3 and isinstance(writing[1], MCPCancelledError) and "not sent tools/call whole" in str(writing[1])
+    assert waiting[0] < 3 and isinstance(waiting[1], MCPCancelledError)
+    with pytest.raises(MCPConnectionError, match="was sent only part of tools/call"):
+        server.call_tool("echo", {"text": "after"})
+    assert ended(pid)
+
+
+def test_a_call_cancelled_before_its_request_is_written_leaves_the_connection_and_the_server_untold(connected,
+                                                                                                    tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log)
+    lock = server._connection._write_lock
+    lock.acquire()  # another message is being written
+    try:
+        [(seconds, error)] = cancelled_calls(server, "never sent")
+        assert seconds < 0.5 and isinstance(error, MCPCancelledError)  # never waits to tell the server
+    finally:
+        lock.release()
+    assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+    assert not log.exists()  # no notifications/cancelled for a request it never got
+
+
 def test_a_task_cancelled_inside_async_with_ends_the_server():
     import asyncio
 
@@ -561,6 +615,48 @@ def test_an_env_value_never_reaches_a_message_in_its_escaped_forms(code, secret)
     shown = str(caught.value)
     forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1]}
     assert "***" in caught.value.summary and not [form for form in forms if form in shown]
+
+
+def go_json(value):
+    return json.dumps(value)[1:-1].replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+ENCODED = {  # how common loggers write a value inside a string: (the value, its form)
+    "Go's encoding/json, &<> escaped": ("pa&ss<wo>rd", go_json),
+    "Jackson, hex in upper case": ("p\u00e4ssw\u00f6rd1", lambda v: json.dumps(v)[1:-1].replace("u00e4", "u00E4").replace(
+        "u00f6", "u00F6")),
+    "PHP, / escaped": ("cl\u00e9/secr\u00e8te", lambda v: json.dumps(v)[1:-1].replace("/", "\\/")),
+    "repr() of its UTF-8 bytes": ("p\u00e4ssw\u00f6rd1", lambda v: repr(v.encode())[2:-1]),
+    "JSON in JSON": ('p"ass\\word', lambda v: json.dumps(json.dumps(v)[1:-1])[1:-1]),
+    "Go's JSON in Go's JSON": ("pa&ss<wo>rd\u00e9", lambda v: go_json(go_json(v)))}
+
+
+@pytest.mark.parametrize("secret, form", ENCODED.values(), ids=ENCODED)
+def test_an_env_value_never_reaches_a_message_as_common_json_encoders_escape_it(secret, form):
+    from miniagents.mcp.errors import redact
+
+    line = f'{{"level": "error", "msg": "auth failed for {form(secret)}!"}}'
+    assert redact(line, [secret]) == '{"level": "error", "msg": "auth failed for ***!"}'
+
+
+def test_a_preview_searches_only_the_start_of_a_long_text():
+    """200 values, 16 MiB: the part searched is its start, so the view takes no longer than for a short text; what is
+    left is counted as it is."""
+    from miniagents.mcp.stdio import preview
+
+    values = [f"value-{n:04d}-/\u00e9\"\\x<&" for n in range(200)]
+    started = time.monotonic()
+    assert preview("a" * (16 << 20), 200, values) == repr("a" * 200) + f" (and {(16 << 20) - 200} more characters)"
+    assert time.monotonic() - started < 1
+
+
+def test_a_preview_never_shows_the_raw_end_of_the_part_it_searched():
+    """Values hidden shorten the part searched: it is made longer until what is shown ends a longest form before its
+    end, where a value may be cut (its start was shown as it is: 'x***...***AAAA...')."""
+    from miniagents.mcp.stdio import preview
+
+    value = "A" * 50
+    assert preview("x" + value * 20, 200, [value]) == repr("x" + "***" * 20)
 
 
 def test_every_failure_is_an_mcp_error():
