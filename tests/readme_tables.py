@@ -213,7 +213,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2113,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2108,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -238,7 +238,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2104 for a Python without unicodedata (no idna codec, which host names are looked up by) a MissingFeatureError
     # at a new connection (every HTTP model call was a bare LookupError); 2105 for the User-Agent's version read from
     # the package's __version__ (it said 0.1 of a package at 0.2.0); 2113 for an idle connection the server closed or
-    # sent bytes on never reused (with the pool, an answer nobody asked for became another thread's answer)
+    # sent bytes on never reused (with the pool, an answer nobody asked for became another thread's answer); 2108
+    # for an https URL on a Python without ssl the MissingFeatureError of errors.needs (a UserError of its own)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
