@@ -87,6 +87,17 @@ def check(spec, plan, effects, approved, expected, where):
     assert len({line.rsplit("/", 1)[0] for line in effects.read_text().splitlines()}) == 1, where  # one run id
 
 
+def killed_then_finished(spec, plan, k, points, expected, effects):
+    """The run killed at its point `k`, then finished here and compared with the uninterrupted run (`check`): the
+    calls a person approved on the way."""
+    approved = []
+    effects.touch()
+    killed, _ = child(spec, plan, k, effects)
+    assert killed, f"point {k} of {points} was not reached"
+    check(spec, plan, effects, approved, expected, f"killed at point {k} of {points}")
+    return approved
+
+
 @pytest.fixture(params=["sqlite", "dbapi-sqlite3", "psycopg"])
 def kind(request):
     return request.param
@@ -104,12 +115,7 @@ def test_a_run_killed_at_every_point_continues_to_the_uninterrupted_result(kind,
         folder = tmp_path / f"k{k}"
         folder.mkdir()
         spec = spec_for(kind, folder, server)  # PostgreSQL: a schema of its own
-        effects, approved = folder / "effects", []
-        effects.touch()
-        killed, _ = child(spec, PLAN, k, effects)
-        assert killed, f"point {k} of {points} was not reached"
-        check(spec, PLAN, effects, approved, expected, f"killed at point {k} of {points}")
-        return bool(approved)
+        return bool(killed_then_finished(spec, PLAN, k, points, expected, folder / "effects"))
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:  # the children mostly wait for their disk syncs
         asked = list(pool.map(kill_at, range(1, points + 1)))
@@ -154,11 +160,7 @@ def test_a_run_paused_for_approval_after_a_call_ran_killed_at_every_point_pays_o
     def kill_at(k):
         folder = tmp_path / f"k{k}"
         folder.mkdir()
-        spec, effects, approved = spec_for("sqlite", folder), folder / "effects", []
-        effects.touch()
-        killed, _ = child(spec, plan, k, effects)
-        assert killed, f"point {k} of {points} was not reached"
-        check(spec, plan, effects, approved, expected, f"killed at point {k} of {points}")
+        killed_then_finished(spec_for("sqlite", folder), plan, k, points, expected, folder / "effects")
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(kill_at, range(1, points + 1)))

@@ -12,9 +12,21 @@ a fresh interpreter in which a finder first on `sys.meta_path` refuses the modul
   `binascii.crc32`, the same number.
 - Without `asyncio`, every synchronous run works; an async function the run must await (an async tool) raises the
   typed error out of the run instead of becoming a failure text the model cannot fix.
+
+The shells and the HTTP adapters too:
+- Without `zlib`, the MCP shell imports: it cut long tool names with `zlib.crc32` and now uses `binascii.crc32`,
+  the same number; so `hasattr(miniagents, "MCPServerStdio")` and `from miniagents import *` work.
+- Without `select` or `_posixsubprocess` (the MCP shell and the Workspace start processes), a shell that cannot be
+  imported is a missing feature, as a shell left out is: `hasattr` answers False, `from miniagents import *`
+  skips its names, and `from miniagents import MCPServerStdio` raises the `MissingFeatureError` naming the shell and
+  the module (a bare ModuleNotFoundError escaped all three).
+- Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
+  raises the `MissingFeatureError` naming it, plain and streamed (it was a bare LookupError, "unknown encoding:
+  idna", from deep in the socket module).
 """
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import subprocess
@@ -211,3 +223,71 @@ def test_without_asyncio_sync_runs_work_and_an_async_tool_is_a_missing_feature()
         print(json.dumps(report))
     ''')
     assert report == {"sync": "hi", "async tool": ["asyncio", True], "asyncio loaded": False}
+
+
+def test_without_zlib_the_mcp_shell_imports_and_cuts_long_names_with_the_same_checksum():
+    long_name = "x" * 80
+    report = without(["zlib"], f'''
+        import miniagents
+        star = {{}}
+        exec("from miniagents import *", star)
+        from miniagents.mcp.plugin import public_name
+        print(json.dumps([hasattr(miniagents, "MCPServerStdio"), "MCPServerStdio" in star,
+                          public_name({long_name!r}, None, False), "zlib" in sys.modules]))
+    ''')
+    assert report == [True, True, "x" * 55 + f"_{binascii.crc32(long_name.encode()):08x}", False]
+
+
+def test_a_shell_this_python_cannot_import_is_a_missing_feature_naming_the_shell_and_the_module():
+    report = without(["select", "_posixsubprocess"], '''
+        import miniagents
+        from miniagents import MissingFeatureError
+
+        star = {}
+        exec("from miniagents import *", star)
+        report = {"hasattr": [hasattr(miniagents, n) for n in ("MCPServerStdio", "Workspace", "trace")],
+                  "star": ["MCPServerStdio" in star, "Workspace" in star, "Agent" in star]}
+        try:
+            miniagents.MCPServerStdio
+        except AttributeError as error:
+            report["cause"] = [type(error.__cause__).__name__, str(error) == str(error.__cause__)]
+        for name in ("MCPServerStdio", "Workspace"):
+            try:
+                exec(f"from miniagents import {name}")
+            except MissingFeatureError as error:
+                report[name] = [error.feature, error.name, str(error)]
+        print(json.dumps(report))
+    ''')
+    assert report["hasattr"] == [False, False, True]
+    assert report["star"] == [False, False, True]
+    assert report["cause"] == ["MissingFeatureError", True]
+    feature, name, text = report["MCPServerStdio"]
+    assert [feature, name] == ["MCPServerStdio (the shell miniagents.mcp)", "select"]
+    assert "needs the standard-library module 'select', which this Python" in text and "was built without" in text
+    assert report["Workspace"][:2] == ["Workspace (the shell miniagents.capabilities)", "_posixsubprocess"]
+
+
+def test_without_unicodedata_a_model_over_http_is_a_missing_feature():
+    report = without(["unicodedata"], '''
+        import asyncio
+        from miniagents import Agent, MissingFeatureError, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner
+
+        report = []
+        for make in (OpenAIChatCompletionsModel, OpenAIResponsesModel):
+            agent = Agent(name="a", model=make(model="m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+            try:
+                Runner.run_sync(agent, "hi")
+            except MissingFeatureError as error:
+                report.append([error.name, str(error).startswith("a connection to a model's server")])
+            streamed = Runner.run_streamed(agent, "hi")
+
+            async def drain():
+                async for _ in streamed.stream_events():
+                    pass
+            try:
+                asyncio.run(drain())
+            except MissingFeatureError as error:
+                report.append(error.name)
+        print(json.dumps(report))
+    ''')
+    assert report == [["unicodedata", True], "unicodedata"] * 2

@@ -77,20 +77,30 @@ def test_a_paused_server_managed_run_resumes_from_json_sending_only_the_new_outp
     assert inputs(model)[1] == [("function_call_output", "c1")]
 
 
-def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_states_own():
-    """As upstream resumes: the application context given replaces the state's (its approvals and usage stay), and so
-    does a previous response id; `max_turns` stays the state's. A state loaded without its context gets it here."""
+def paused_act(context, inside=None, leave=None):
+    """A run paused on `act`, approved: (the contexts `act` runs with, the agent, its model, the state). Given
+    events, `act` sets `inside` and waits for `leave` before it looks at its context."""
     seen = []
 
     @function_tool(needs_approval=True)
     def act(ctx: RunContextWrapper) -> str:
+        if inside is not None:
+            inside.set()
+            leave.wait(10)
         seen.append(ctx.context)
         return "acted"
 
     agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
-    paused = Runner.run_sync(agent, "please act", context={"user": "old"})
-    state = asyncio.run(RunState.from_string(agent, paused.to_state().to_string()))
+    state = Runner.run_sync(agent, "please act", context=context).to_state()
     state.approve(state.get_interruptions()[0])
+    return seen, agent, model, state
+
+
+def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_states_own():
+    """As upstream resumes: the application context given replaces the state's (its approvals and usage stay), and so
+    does a previous response id; `max_turns` stays the state's. A state loaded without its context gets it here."""
+    seen, agent, model, paused = paused_act({"user": "old"})
+    state = asyncio.run(RunState.from_string(agent, paused.to_string()))
     result = Runner.run_sync(agent, state, context={"user": "new"}, previous_response_id="resp-1", max_turns=1)
     assert seen == [{"user": "new"}] and result.final_output == "done"
     assert model.calls[1].previous_response_id == "resp-1" and state.max_turns == 10
@@ -98,16 +108,7 @@ def test_a_context_and_a_previous_response_id_given_beside_a_state_replace_the_s
 
 
 def test_a_state_keeps_its_context_when_only_a_conversation_id_is_given_beside_it():
-    seen = []
-
-    @function_tool(needs_approval=True)
-    def act(ctx: RunContextWrapper) -> str:
-        seen.append(ctx.context)
-        return "acted"
-
-    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
-    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
-    state.approve(state.get_interruptions()[0])
+    seen, agent, model, state = paused_act({"user": "alice"})
     Runner.run_sync(agent, state, conversation_id="conv-1")
     assert seen == [{"user": "alice"}] and model.calls[1].conversation_id == "conv-1"
 
@@ -143,18 +144,8 @@ def test_what_is_given_beside_a_state_another_run_holds_never_reaches_that_run()
     the state first, so the run holding it ran its tools with another user's context."""
     import threading
 
-    seen, inside, leave = [], threading.Event(), threading.Event()
-
-    @function_tool(needs_approval=True)
-    def act(ctx: RunContextWrapper) -> str:
-        inside.set()
-        leave.wait(10)
-        seen.append(ctx.context)
-        return "acted"
-
-    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
-    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
-    state.approve(state.get_interruptions()[0])
+    inside, leave = threading.Event(), threading.Event()
+    seen, agent, model, state = paused_act({"user": "alice"}, inside, leave)
     first = threading.Thread(target=lambda: Runner.run_sync(agent, state))
     first.start()
     assert inside.wait(10)
@@ -173,15 +164,7 @@ def test_what_is_given_beside_a_state_by_a_run_started_at_the_same_instant_never
 
     from miniagents.upstream import runner
 
-    seen, inside, leave, second_ready = [], threading.Event(), threading.Event(), threading.Event()
-    refused = []
-
-    @function_tool(needs_approval=True)
-    def act(ctx: RunContextWrapper) -> str:
-        inside.set()
-        leave.wait(10)
-        seen.append(ctx.context)
-        return "acted"
+    inside, leave, second_ready, refused = threading.Event(), threading.Event(), threading.Event(), []
 
     def held_second(*args):
         if threading.current_thread().name == "second":
@@ -195,11 +178,9 @@ def test_what_is_given_beside_a_state_by_a_run_started_at_the_same_instant_never
         except UserError as error:
             refused.append(error)
 
+    seen, agent, model, state = paused_act({"user": "alice"}, inside, leave)
     hook_plugins = runner.hook_plugins
     monkeypatch.setattr(runner, "hook_plugins", held_second)
-    agent, model = make_agent([[function_call("act", {}, call_id="c1")], [assistant_message("done")]], tools=[act])
-    state = Runner.run_sync(agent, "please act", context={"user": "alice"}).to_state()
-    state.approve(state.get_interruptions()[0])
     second = threading.Thread(target=second_run, name="second")
     second.start()
     assert second_ready.wait(10)
