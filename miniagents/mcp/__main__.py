@@ -41,6 +41,9 @@ def shown(text: Any, keep: str = "") -> str:
 
 def main(argv: Optional[list] = None) -> int:
     options = parse(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # a character its encoding lacks (é on an ASCII terminal) as an escape
+        if callable(getattr(stream, "reconfigure", None)):
+            stream.reconfigure(errors="backslashreplace")
     env = {}
     for pair in options.env:
         name, equals, value = pair.partition("=")

@@ -134,7 +134,7 @@ class StdioConnection:
         self._abandoned: dict = {}  # request id -> None (insertion ordered, bounded)
         self._failure: Optional[tuple] = None  # (error class, what happened) once the connection is unusable
         self._closed = self._stopped = False
-        self._stderr = bytearray()
+        self._stderr, self._stderr_cut = bytearray(), False  # its last bytes; whether earlier ones were dropped
         self._proc: Optional[subprocess.Popen] = None
         self._watcher: Optional[subprocess.Popen] = None  # ORPHAN_WATCH's process
         self._readers: list = []
@@ -278,10 +278,20 @@ class StdioConnection:
         return kind(redact(f"MCP server {self.name!r} {what}", self._secrets), self.name, self.stderr_tail(), **extra)
 
     def stderr_tail(self) -> str:
-        """The end of the server's stderr, secrets hidden in all that is kept before it is cut to its end."""
+        """The end of the server's stderr, secrets hidden in all that is kept before it is cut to its end. What is kept
+        may begin inside a secret (the bytes before it were dropped): as much as the longest form is dropped there,
+        and a secret that straddles that point is dropped whole (dropping a fixed length could cut one too)."""
         with self._tail_lock:
-            data = bytes(self._stderr)
-        return redact(data.decode("utf-8", "replace"), self._secrets)[-STDERR_SHOWN:].strip()
+            data, cut = bytes(self._stderr), self._stderr_cut
+        text, forms = data.decode("utf-8", "replace"), secret_forms(self._secrets)
+        start = len(forms[0]) if cut and forms else 0
+        while start:  # it only moves on, to the end of a form found across it
+            found = [text.find(form, max(0, start - len(form) + 1), start + len(form) - 1) for form in forms]
+            ends = [i + len(form) for i, form in zip(found, forms) if 0 <= i < start]
+            if not ends:
+                break
+            start = max(ends)
+        return redact(text[start:], self._secrets)[-STDERR_SHOWN:].strip()
 
     def shown(self, data: Any, limit: int = 200) -> str:
         """`preview` of what this server sent, without the values of its environment."""
@@ -480,6 +490,7 @@ class StdioConnection:
                     self._stderr += chunk
                     if len(self._stderr) > 2 * STDERR_KEPT:
                         del self._stderr[:-STDERR_KEPT]
+                        self._stderr_cut = True
         except OSError:
             return
         finally:

@@ -543,10 +543,13 @@ def check_headers(headers: Optional[dict]) -> Optional[dict]:
 
 
 def quiet(sock: Any) -> bool:
-    """Whether an idle keep-alive socket has nothing to read (TLS data already decrypted counts too)."""
-    select = needs("select", "a model's server reached over HTTP (an idle connection checked before it is reused)")
+    """Whether an idle keep-alive socket has nothing to read (TLS data already decrypted counts too). The system's
+    own selector: `select.select` refuses a descriptor past 1023, which a busy process has."""
+    selectors = needs("selectors", "a model's server reached over HTTP (an idle connection checked before reuse)")
     try:
-        return not (getattr(sock, "pending", lambda: 0)() or select.select([sock], [], [], 0)[0])
+        with selectors.DefaultSelector() as selector:
+            selector.register(sock, selectors.EVENT_READ)
+            return not (getattr(sock, "pending", lambda: 0)() or selector.select(0))
     except (OSError, ValueError):  # closed meanwhile
         return False
 

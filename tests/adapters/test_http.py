@@ -1,4 +1,5 @@
 """Transport (retries, error bodies, timeouts, keep-alive, SSE framing) and the provider."""
+import os
 import socket
 import time
 
@@ -297,6 +298,26 @@ def test_bytes_a_server_sent_on_an_idle_connection_are_never_the_next_requests_a
     assert ask_as("bob") == "reply to bob"
     m.transport.close()
     listener.close()
+
+
+def test_an_idle_connection_is_reused_in_a_process_with_over_1023_descriptors_open(server):
+    """The check before reuse asked select.select, which refuses a descriptor past 1023: every request reconnected."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may open only {hard} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        m = chat(server)
+        for text in ("a", "b", "c"):
+            server.reply(chat_completion(text))
+            assert text_of(ask(m)) == text
+        assert m.transport._conns[0].sock.fileno() > 1023 and len({r["client_port"] for r in server.requests}) == 1
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_stale_keep_alive_socket_is_replaced_without_counting_a_retry(server):

@@ -89,6 +89,15 @@ def test_the_listing_command_prints_a_servers_control_characters_as_escapes():
     assert done.returncode == 1 and "\\u001b[2J died" in done.stderr and "\x1b" not in done.stderr
 
 
+def test_the_listing_command_prints_what_the_terminals_encoding_lacks_as_escapes():
+    """A description in a terminal's encoding that lacks é (ASCII) is printed with its escape (it was a traceback
+    and exit status 1, which says the server failed)."""
+    server = ESCAPES.replace("\\x1b[1A\\u202efake line", "caf\\u00e9").replace("\\x1b[31mEVIL", "srv")
+    done = subprocess.run([sys.executable, "-m", "miniagents.mcp", sys.executable, "-c", server], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    assert done.returncode == 0 and "    caf\\xe9" in done.stdout.splitlines(), done.stderr
+
+
 FAKE_LINES = "import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n    if 'id' not in r: continue\n" \
              "    result = {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}, 'serverInfo': {'name': " \
              "'fs\\nok', 'version': '1 (MCP 2025-06-18): 0 tools\\n\\nAll checks passed'}} if r['method'] == " \

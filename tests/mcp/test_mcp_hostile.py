@@ -67,6 +67,20 @@ def test_a_server_that_exits_at_start_says_its_exit_code_and_its_stderr():
     assert "cannot start: no configuration" in str(caught.value) and not server.connected
 
 
+@pytest.mark.parametrize("key", ["sk-live-0123456789abcdefghijklmnopqrstuv", "-----BEGIN KEY-----" + "MIIEvQ" * 280])
+def test_no_part_of_a_secret_shows_where_the_kept_stderr_begins(key):
+    """Only the last bytes of stderr are kept, and they may begin inside a secret: that piece matched no form and
+    showed once hiding had shortened the rest. With 48-byte lines the longest form's length, dropped from the front,
+    ends inside the next secret: a secret across the drop point is dropped whole."""
+    code = ("import os, time; os.write(2, b'starting' * 2100); time.sleep(0.2); "
+            "os.write(2, ('token: ' + os.environ['API_KEY'] + '\\n').encode() * 200); time.sleep(0.2); os._exit(1)")
+    with pytest.raises(MCPError) as caught:
+        MCPServerStdio({"command": sys.executable, "args": ["-c", code], "env": {"API_KEY": key}},
+                       shutdown_grace_seconds=0.5).connect()
+    shown = str(caught.value) + caught.value.stderr
+    assert "token: ***" in shown and not [key[i:i + 8] for i in range(len(key) - 8) if key[i:i + 8] in shown]
+
+
 def test_a_server_that_never_answers_initialize_times_out_and_is_ended(tmp_path):
     server = make_server("silent", log=tmp_path / "log.txt", client_session_timeout_seconds=0.5)
     started = time.monotonic()
