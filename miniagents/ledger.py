@@ -84,8 +84,10 @@ def recall(run: Run, turn: Turn) -> None:
 
 
 def inner_resumed(run: Run, nested: RunState) -> bool:
-    """Whether an agent tool's paused inner run was resumed already (its pause claimed: `claim_pause`)."""
-    return getattr(nested, "pending", None) is not None and caller.call(run.ledger.lookup_call, *pause_claim(nested))[0]
+    """Whether an agent tool's paused inner run was resumed already (its pause claimed: `claim_pause`), or went on
+    to its end (a cancelled resume kept it, finished, though the call's outcome never reached the ledger)."""
+    return getattr(nested, "finished", False) or getattr(nested, "pending", None) is not None and caller.call(
+        run.ledger.lookup_call, *pause_claim(nested))[0]
 
 
 # --- The journal: a run whose process died continues from its session ----------------------------------------
@@ -193,8 +195,9 @@ def open_journal(run: Run) -> bool:
                                 f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
                                 "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
-    if found.pending is not None:
-        found.pending.pauses += 1  # a claim of its own, so a continue that died too can be continued again
+    if found.pending is not None and caller.call(run.ledger.lookup_call, *pause_claim(found))[0]:
+        found.pending.pauses += 1  # a resume of it died: a claim of its own, so a continue that died too can be
+        # continued again (a pause no one resumed keeps its claim: this run's and the state returned meet there)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
     write_journal(run, found.to_json(context_serializer=lambda context: None), entry["turn"])
     return True

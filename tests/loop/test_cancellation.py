@@ -595,12 +595,13 @@ def test_a_cancelled_stream_still_stopping_cannot_be_resumed_until_its_stream_is
     assert resumed.final_output == "done" and ran == [1, 2] and len(model.calls) == 2
 
 
-def cancel_awaited(agent, started, **run_options):
-    """Await `Runner.run(agent, "go", ...)`, cancelling the awaiting task once `started` is set."""
+def cancel_awaited(agent, started, input="go", then=lambda: None, **run_options):
+    """Await `Runner.run(agent, input, ...)`, cancelling the awaiting task once `started` is set (then `then()`)."""
     async def main():
-        task = asyncio.ensure_future(Runner.run(agent, "go", **run_options))
+        task = asyncio.ensure_future(Runner.run(agent, input, **run_options))
         await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
         task.cancel()
+        then()
         with pytest.raises(asyncio.CancelledError):
             await task
     asyncio.run(main())
@@ -768,6 +769,44 @@ def test_a_continue_of_an_agent_tool_a_cancel_stopped_inside_goes_on_without_ask
     assert result.interruptions == [] and result.final_output == "done" and ran == [1]
     assert inner_model.calls[1].input[-1]["output"] == STOPPED_MIDWAY
     assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["paid"]
+
+
+def test_a_continue_after_a_resume_cancelled_as_its_agent_tools_inner_run_ended_never_runs_that_run_again():
+    """The awaited resume is cancelled while the agent tool's inner run asks for its last answer; the inner run ends
+    (its thread goes on), and the pause journaled holds it ended, the call's outcome never recorded. The continue
+    started that ended run again: a UserError, told to the model as the tool's failure (a retry would pay again).
+    The model is told the call may have happened, and nothing runs again."""
+    asking, answer, ran = threading.Event(), threading.Event(), []
+
+    def last_answer(call):
+        asking.set()
+        answer.wait(30)
+        return [assistant_message("clerk done")]
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(("pay", n))
+        return "paid"
+
+    @function_tool(needs_approval=True)
+    def refund(n: int) -> str:
+        ran.append(("refund", n))
+        return "refunded"
+
+    inner, _ = make_agent([[function_call("pay", {"n": 5}, call_id="i1"), function_call("refund", {"n": 2},
+                                                                                        call_id="i2")], last_answer],
+                          name="Inner", tools=[pay, refund])
+    outer, _ = make_agent([[function_call("helper", {"input": "x"}, call_id="o1")], [assistant_message("done")]],
+                          name="Outer", tools=[inner.as_tool("helper", "Pays and refunds.")])
+    session = SQLiteSession("s")
+    state = Runner.run_sync(outer, "go", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    cancel_awaited(outer, asking, input=state, then=answer.set, session=session)
+    wait_until(lambda: '"finished": true' in session.read_journal())  # the inner run ended, its pause journaled
+    assert Runner.run_sync(outer, [], session=session).final_output == "done"
+    assert ran == [("pay", 5), ("refund", 2)]
+    outputs = [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"]
+    assert len(outputs) == 1 and "may or may not have happened" in outputs[0]
 
 
 @pytest.mark.parametrize("where", ["in the tool", "in its output guardrail"])

@@ -242,6 +242,43 @@ def test_a_streamed_continue_holds_the_state_it_continues(tmp_path):
         thread.join(30)
 
 
+def test_the_pause_a_continue_gives_and_the_state_the_run_returned_are_one_pause_one_resume_wins(tmp_path):
+    """A continue gives the journaled pause again; resumed at once, that copy and the state the run returned were two
+    claims: both went on, and the turn written was the one whose call found the other's running ("not run again:
+    its result was not recorded", though it ran once and was recorded). One wins; the other runs nothing."""
+    ran, inside, leave = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def pay(amount: int) -> str:
+        ran.append(("pay", amount))
+        return "paid"
+
+    @function_tool(needs_approval=True)
+    def refund(amount: int) -> str:
+        ran.append(("refund", amount))
+        inside.set()
+        leave.wait(30)
+        return "refunded"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="c1"),
+                            function_call("refund", {"amount": 2}, call_id="c2")], [assistant_message("done")]])
+    agent = Agent(name="Payer", tools=[pay, refund], model=model)
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    returned = Runner.run_sync(agent, "pay 5, refund 2", session=session).to_state()
+    again = Runner.run_sync(agent, [], session=session).to_state()
+    for state in (returned, again):
+        state.approve(state.get_interruptions()[0])
+    first = threading.Thread(target=lambda: Runner.run_sync(agent, again, session=session))
+    first.start()
+    assert inside.wait(30)
+    with pytest.raises(AlreadyResumedError):
+        Runner.run_sync(agent, returned, session=session)
+    leave.set()
+    first.join(30)
+    assert ran == [("pay", 5), ("refund", 2)] and not session.read_journal()
+    assert [i["output"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["paid", "refunded"]
+
+
 def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):
     stuck, session, thread, seen = stuck_run(tmp_path, idempotent=True)
     result, model = continued(session, stuck.tool)
