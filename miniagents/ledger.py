@@ -137,15 +137,15 @@ def set_aside(run: Run) -> None:
     run.journal, run.scratch[set_aside] = None, True
 
 
-def replace_journal(run: Run, document: Any, turn: int) -> bool:
-    """Replace the entry this run last saw with `document` (a state; "" empties it), in one short transaction;
-    False, changing nothing, when another worker wrote it since."""
+def replace_journal(run: Run, document: Any, turn: int, paused: bool = False) -> bool:
+    """Replace the entry this run last saw with `document` (a state; "" empties it; `paused`: at a pause no resume
+    has claimed), in one short transaction; False, changing nothing, when another worker wrote it since."""
     state = run.state
     epoch = journal_entry(run)["epoch"] + 1 if run.journal else 0
     entry = document if document == "" else json.dumps(
-        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document},
-        ensure_ascii=False, allow_nan=False)  # each entry its own text: two workers writing the same state at
-    # once cannot both see their own entry in place
+        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
+         **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own text:
+    # two workers writing the same state at once cannot both see their own entry in place
     if not caller.call(run.session.write_journal, run.journal, entry):
         return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
@@ -195,9 +195,11 @@ def open_journal(run: Run) -> bool:
                                 f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
                                 "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
-    if found.pending is not None and caller.call(run.ledger.lookup_call, *pause_claim(found))[0]:
-        found.pending.pauses += 1  # a resume of it died: a claim of its own, so a continue that died too can be
-        # continued again (a pause no one resumed keeps its claim: this run's and the state returned meet there)
+    if found.pending is not None and (not entry.get("paused") or caller.call(run.ledger.lookup_call,
+                                                                           *pause_claim(found))[0]):
+        found.pending.pauses += 1  # a turn in flight (or a pause a resume claimed, then died): a claim of its own,
+        # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
+        # run and the state the paused run returned meet (one resume of it wins)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
     write_journal(run, found.to_json(context_serializer=lambda context: None), entry["turn"])
     return True
@@ -222,8 +224,9 @@ def close_journal(run: Run) -> None:
     if run.journal and run.journal == run.scratch.get(write_journal) and not as_a_crash:
         asking = run.result is not None and pending is not None and (
             pending.unsure or run.abandoned or pending.outputs or pending.nested)
+        fresh = asking and not caller.call(run.ledger.lookup_call, *pause_claim(run.state))[0]  # no resume's yet
         replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
-                        run.state.current_turn)
+                        run.state.current_turn, fresh)
     run.journal = None
 
 

@@ -267,7 +267,7 @@ def test_in_a_copy_without_a_shell_its_names_and_paths_raise_the_kernels_typed_e
             except MissingFeatureError as error:
                 print(statement, "->", error.name)
     '''))
-    done = subprocess.run([sys.executable, "-m", "miniagents.upstream", "app.py"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-S", "-m", "miniagents.upstream", "app.py"], cwd=tmp_path,
                           env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[False, False, False, True]",
@@ -286,7 +286,7 @@ def test_a_copy_named_under_agents_refuses_to_alias_agents_with_a_typed_error(tm
     for parent in ("agents", "agents/_vendor"):
         (tmp_path / parent / "__init__.py").write_text("")
     (tmp_path / "app.py").write_text("from agents import Agent\n")
-    done = subprocess.run([sys.executable, "-m", "agents._vendor.miniagents.upstream", "app.py"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-S", "-m", "agents._vendor.miniagents.upstream", "app.py"], cwd=tmp_path,
                           env={"PATH": os.environ.get("PATH", "")}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
