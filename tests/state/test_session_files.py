@@ -555,3 +555,12 @@ def test_a_row_nested_deeper_than_python_reads_is_skipped_and_an_item_so_deep_is
         deep = {"a": deep}
     with pytest.raises(UserError, match="item 0 cannot be stored as JSON"):
         session.add_items([{"role": "user", "content": "x", "deep": deep}])
+
+
+@pytest.mark.parametrize("message, landed", [("disk I/O error", True), ("database is locked", False),
+                                             ("database or disk is full", False)])
+def test_only_a_failed_sync_may_have_stored_a_commit_on_a_python_without_error_codes(message, landed):
+    """Python 3.9 and 3.10 give no `sqlite_errorcode`: the message alone tells a commit whose sync to disk failed
+    (its frames may be in the -wal file) from one refused before anything was written."""
+    error = sqlite3.OperationalError(message)
+    assert getattr(error, "sqlite_errorcode", None) is None and SQLITE.commit_may_have_landed(error) is landed
