@@ -94,8 +94,26 @@ def secret_forms(secrets: Iterable[str]) -> list:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with each form of each secret (`secret_forms`) replaced by `***`, longest first, so a value never
-    reaches a message even when the server prints it."""
-    for form in secret_forms(secrets):
-        text = text.replace(form, "***")
-    return text
+    """`text` with each form of each secret (`secret_forms`) replaced by `***`, so a value never reaches a message
+    even when the server prints it."""
+    return hide(text, secret_forms(secrets))
+
+
+def hide(text: str, forms: list) -> str:
+    """`text` with every occurrence of `forms` replaced by `***`. Occurrences that overlap (two values, one's end the
+    other's start) are hidden as one: replaced one form after the other, the first replaced would leave part of the
+    second to show. Each form is searched as `str.replace` does (one occurrence after the other), so it stays linear."""
+    spans = []
+    for form in forms:
+        at = text.find(form)
+        while at >= 0:
+            spans.append((at, at + len(form)))
+            at = text.find(form, at + len(form))
+    pieces, end = [], 0
+    for start, stop in sorted(spans):
+        if start < end:  # it overlaps the part hidden last, which grows
+            end = max(end, stop)
+        else:
+            pieces += [text[end:start], "***"]
+            end = stop
+    return "".join(pieces) + text[end:]

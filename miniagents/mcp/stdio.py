@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError
 from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
-    MCPServerStartError, MCPTimeoutError, redact, secret_forms
+    MCPServerStartError, MCPTimeoutError, hide, redact, secret_forms
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages
@@ -93,9 +93,7 @@ def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
     margin = len(forms[0]) if forms else 0
     size = limit + margin
     while True:  # a part with many secrets hidden is made longer, until what is shown ends `margin` before its end
-        shown = text[:size]
-        for form in forms:
-            shown = shown.replace(form, "***")
+        shown = hide(text[:size], forms)
         if size >= len(text) or len(shown) >= limit + margin:
             break
         size *= 2
@@ -291,7 +289,7 @@ class StdioConnection:
             if not ends:
                 break
             start = max(ends)
-        return redact(text[start:], self._secrets)[-STDERR_SHOWN:].strip()
+        return hide(text[start:], forms)[-STDERR_SHOWN:].strip()
 
     def shown(self, data: Any, limit: int = 200) -> str:
         """`preview` of what this server sent, without the values of its environment."""

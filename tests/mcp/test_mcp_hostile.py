@@ -653,6 +653,25 @@ def test_an_env_value_never_reaches_a_message_as_common_json_encoders_escape_it(
     assert redact(line, [secret]) == '{"level": "error", "msg": "auth failed for ***!"}'
 
 
+OVERLAPS = {  # two values of the environment printed so that one's end is the other's start, or one inside the other
+    "the first's end": ("abcdefgh", "efghijkl", "key=abcdefghijkl!", "key=***!"),
+    "the second's end": ("efghijkl", "abcdefgh", "key=abcdefghijkl!", "key=***!"),
+    "one inside a form of the other": ("x/y/z/w1", "z/w1-tail", "key=x\\/y\\/z\\/w1-tail!", "key=***!"),
+    "three in a row, the third after the second": ("1234abcd", "abcd5678", "key=1234abcd5678abcd5678!",
+                                                    "key=******!"),
+    "one inside the other": ("abcdefgh", "cdef", "key=abcdefgh!", "key=***!")}
+
+
+@pytest.mark.parametrize("first, second, line, hidden", OVERLAPS.values(), ids=OVERLAPS)
+def test_no_part_of_two_overlapping_env_values_reaches_a_message(first, second, line, hidden):
+    """Replaced one after the other, the first value replaced left the part of the second it did not share."""
+    from miniagents.mcp.errors import redact
+    from miniagents.mcp.stdio import preview
+
+    assert redact(line, [first, second]) == hidden
+    assert preview(line, 200, [first, second]) == repr(hidden)
+
+
 def test_a_preview_searches_only_the_start_of_a_long_text():
     """200 values, 16 MiB: the part searched is its start, so the view takes no longer than for a short text; what is
     left is counted as it is."""
