@@ -300,7 +300,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # MissingFeatureError re-raised for a name or path of a shell a copy left out (`from agents import trace` was a
     # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised); 1876
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
-    "shell: recording and replay": 742,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 746,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -312,6 +312,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # JSON's \/) made a secret of the whole call, searched by value as the others are (url_passwords: the model
     # repeated it in a tool call's arguments, the next request's input), and its regex linear (+2: a comment says why)
     # 742 for the most URL passwords of a call searched for by value (a page of thousands made each call quadratic)
+    # 746 for a number past the largest float (1e400, read as inf) refused at load, as NaN and Infinity are
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
