@@ -19,6 +19,7 @@ import dataclasses
 import enum
 import errno
 import json
+import math
 import os
 import stat
 from typing import Any
@@ -198,7 +199,14 @@ def load(path: Any) -> list:
 
 
 def _not_a_number(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON number")
+    raise ValueError(f"{constant} is not a finite number")
+
+
+def _finite(number: str) -> float:
+    """A JSON number as a float; one past the largest float (1e400, which float() reads as inf) is refused, as the
+    constants NaN and Infinity are: the run would write it nowhere (a session, a RunState, a trace)."""
+    value = float(number)
+    return _not_a_number(number) if math.isinf(value) else value
 
 
 def _line(name: str, number: int, raw: bytes, unended: bool) -> dict:
@@ -206,7 +214,7 @@ def _line(name: str, number: int, raw: bytes, unended: bool) -> dict:
     if len(raw) > MAX_LINE_BYTES:
         raise RecordingError(f"{name!r} line {number} is larger than {MAX_LINE_BYTES // 2 ** 20} MiB; it is not read")
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_not_a_number)
+        value = json.loads(raw.decode("utf-8"), parse_constant=_not_a_number, parse_float=_finite)
     except (UnicodeDecodeError, ValueError) as error:
         if unended:  # a write that stopped part-way (a full disk, a killed process)
             raise RecordingError(f"{name!r} is truncated at line {number}: the line ends part-way, without its "

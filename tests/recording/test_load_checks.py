@@ -8,6 +8,7 @@ Generated: a real recording (plain or streamed), one value anywhere in one of it
 one (or removed); every such file is refused at load or replays with no error other than a typed one."""
 import asyncio
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,6 +93,26 @@ def test_a_usage_count_that_is_not_a_finite_non_negative_number_is_refused_at_lo
         write(path, [lines[0], json.dumps(call).replace(json.dumps(marker), value), lines[2]])
         with pytest.raises(RecordingError, match=r"line 2\b"):
             Replay(path)
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "2.5E+308"])
+@pytest.mark.parametrize("where", ["logprob", "settings"])
+def test_a_number_past_the_largest_float_is_refused_at_load_wherever_it_is(tmp_path, value, where):
+    """Valid JSON that float() reads as inf is Infinity, which the docs promise a replay refuses: a logprob of
+    -1e400 was served, and a run with a session failed writing it (a bare ValueError)."""
+    path = tmp_path / "run.jsonl"
+    lines = base_recording(path, streamed=False)
+    marker = "__VALUE__"
+    if where == "logprob":
+        lines[2]["response"]["output"][0]["content"][0]["logprobs"] = [
+            {"token": "It", "logprob": marker, "bytes": [], "top_logprobs": []}]
+    else:
+        lines[2]["request"]["settings"] = {"temperature": marker}
+    write(path, [lines[0], lines[1], json.dumps(lines[2]).replace(json.dumps(marker), value)])
+    with pytest.raises(RecordingError, match=rf"line 3 is not JSON: {re.escape(value)} is not a finite number"):
+        Replay(path)
+    write(path, [lines[0], lines[1], json.dumps(lines[2]).replace(json.dumps(marker), "1e300")])
+    Replay(path)  # the largest floats stay numbers
 
 
 @pytest.mark.parametrize("output", ["Hello", 5, {"type": "message"}, ["message"], [{"type": 5}], [None],
