@@ -59,6 +59,8 @@ class ModelRetryBackoffSettings:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0 <= value <= sys.float_info.max):  # NaN and inf are refused
                 raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None, got {value!r}")
+        if self.jitter is not None and not isinstance(self.jitter, bool):  # "no" was jitter on
+            raise UserError(f"ModelRetryBackoffSettings.jitter must be a bool or None, got {self.jitter!r:.80}")
 
     def to_json_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -95,7 +97,7 @@ class ModelRetrySettings:
                                              or not isinstance(self.max_retries, int)):
             raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r}")
         if isinstance(self.backoff, dict):
-            self.backoff = ModelRetryBackoffSettings(**self.backoff)
+            self.backoff = from_fields(ModelRetryBackoffSettings, self.backoff, "ModelRetrySettings.backoff")
         elif self.backoff is not None and not isinstance(self.backoff, ModelRetryBackoffSettings):
             raise UserError("ModelRetrySettings.backoff must be ModelRetryBackoffSettings, a dict or None, "
                             f"got {type(self.backoff).__name__}")
@@ -148,6 +150,16 @@ class RetryPolicyContext:
 
 
 RetryPolicy = Callable[[RetryPolicyContext], Any]  # -> bool | RetryDecision, or an awaitable of one
+
+
+def from_fields(kind: type, value: dict, where: str) -> Any:
+    """`kind` made from a dict of its fields; a key it does not have is a `UserError` naming it (a typo was a bare
+    TypeError, raised by the first turn that asked for retries)."""
+    unknown = sorted(map(repr, set(value) - {f.name for f in dataclasses.fields(kind)}))
+    if unknown:
+        raise UserError(f"{where} has no field {', '.join(unknown)} (the fields of {kind.__name__}: "
+                        f"{', '.join(f.name for f in dataclasses.fields(kind))})")
+    return kind(**value)
 
 
 def _decision(value: Any) -> RetryDecision:
@@ -318,7 +330,7 @@ def as_settings(value: Any) -> Optional[ModelRetrySettings]:
     if value is None or isinstance(value, ModelRetrySettings):
         return value
     if isinstance(value, dict):
-        return ModelRetrySettings(**value)
+        return from_fields(ModelRetrySettings, value, "ModelSettings.retry")
     raise UserError(f"ModelSettings.retry must be ModelRetrySettings, a dict of its fields or None, "
                     f"got {type(value).__name__}")
 

@@ -293,3 +293,21 @@ def test_an_agent_tools_retries_count_against_its_callers_request_limit_and_the_
     result = Runner.run_sync(outer, stop.value.state, run_config=RunConfig(usage_limits=UsageLimits(request_limit=9)))
     assert result.final_output == "done" and len(inner_model.calls) == 3
     assert result.context_wrapper.usage.requests == len(outer_model.calls) + len(inner_model.calls) == 5
+
+
+# --- What an attack found: retry settings given as dicts taken as they came -------------------------------------------
+
+
+@pytest.mark.parametrize("retry_settings, message", [
+    ({"max_retries": 2, "polcy": None}, r"ModelSettings.retry has no field 'polcy' \(the fields of ModelRetrySettings"),
+    ({"max_retries": 2, "backoff": {"initial": 1}}, "ModelRetrySettings.backoff has no field 'initial'"),
+    ({"max_retries": 2, "backoff": {"jitter": "no"}},
+     "ModelRetryBackoffSettings.jitter must be a bool or None, got 'no'"),
+])
+def test_retry_settings_given_as_a_dict_with_a_mistake_are_a_user_error_naming_it(retry_settings, message):
+    """A key a dict of settings does not have was a bare TypeError (ModelRetrySettings.__init__() got an unexpected
+    keyword argument), and jitter "no" was jitter on: each is a UserError before the model is called."""
+    model = ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(UserError, match=message):
+        Runner.run_sync(agent(model, retry=retry_settings), "hi")
+    assert model.calls == ()
