@@ -295,7 +295,7 @@ def test_an_agent_tools_retries_count_against_its_callers_request_limit_and_the_
     assert result.context_wrapper.usage.requests == len(outer_model.calls) + len(inner_model.calls) == 5
 
 
-# --- What an attack found: retry settings given as dicts taken as they came -------------------------------------------
+# --- What an attack found: retry settings given as dicts, and a model's advice, taken as they came --------------------
 
 
 @pytest.mark.parametrize("retry_settings, message", [
@@ -311,3 +311,37 @@ def test_retry_settings_given_as_a_dict_with_a_mistake_are_a_user_error_naming_i
     with pytest.raises(UserError, match=message):
         Runner.run_sync(agent(model, retry=retry_settings), "hi")
     assert model.calls == ()
+
+
+class Advising(ScriptedModel):
+    def __init__(self, steps, advice):
+        super().__init__(steps)
+        self.advice = advice
+
+    def get_retry_advice(self, request):
+        return self.advice(request)
+
+
+@pytest.mark.parametrize("advice, message", [
+    (lambda request: {"suggested": True}, "Advising.get_retry_advice must return a ModelRetryAdvice or None, got dict"),
+    (lambda request: ModelRetryAdvice(suggested=True, normalized={"is_timeout": True}),
+     "Advising.get_retry_advice gave a ModelRetryAdvice whose normalized is not a ModelRetryNormalizedError or None: "
+     "dict"),
+])
+def test_a_models_retry_advice_of_the_wrong_kind_is_a_user_error_naming_it(advice, message):
+    """It was a bare AttributeError ('dict' object has no attribute 'retry_after') from deep in the retry loop."""
+    model = Advising([TimeoutError("slow"), [assistant_message("never")]], advice)
+    settings = ModelRetrySettings(max_retries=2, policy=retry_policies.network_error())
+    with pytest.raises(UserError, match=message):
+        Runner.run_sync(agent(model, retry=settings), "hi")
+    assert len(model.calls) == 1
+
+
+def test_an_async_get_retry_advice_is_awaited_as_an_async_policy_is():
+    async def advice(request):
+        return ModelRetryAdvice(suggested=True, retry_after=0)
+
+    model = Advising([unavailable(), [assistant_message("ok")]], advice)
+    settings = ModelRetrySettings(max_retries=1, policy=retry_policies.provider_suggested())
+    assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
+    assert len(model.calls) == 2
