@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1672,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1677,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -148,6 +148,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered to 1645: the usage lock's one home is context.py (steps.py imports it)
     # 1649 every given state taken by its run whatever it holds (run.given): one with no model response yet, stopped by
     # a request limit of 0 or made by hand, was run by two runs at once
+    # 1677 for a RunConfig's model_settings, usage_limits and guardrail lists of the wrong kind refused where it is
+    # made (5 was a bare AttributeError deep in the run; inside an agent tool, a failure the model was told)
     "agents, items, guardrails": 1028,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
