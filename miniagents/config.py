@@ -102,6 +102,11 @@ class RunConfig:
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = UsageLimits(**self.usage_limits)
+        for name, kind, what in (("model_settings", ModelSettings, "ModelSettings, a dict of its fields"),
+                                 ("usage_limits", UsageLimits, "UsageLimits, a dict of its fields"),
+                                 ("input_guardrails", list, "a list"), ("output_guardrails", list, "a list")):
+            if not isinstance(getattr(self, name), (kind, type(None))):  # 5 was a bare error deep in the run
+                raise UserError(f"RunConfig.{name} must be {what} or None, got {type(getattr(self, name)).__name__}")
         limit = self.max_function_tool_concurrency
         if limit is not None and (type(limit) is not int or limit < 1):
             raise UserError(f"RunConfig.max_function_tool_concurrency must be a whole number >= 1 or None, got "

@@ -1054,6 +1054,11 @@ MUTANTS: List[Mutant] = [
       "        if self.handoff_input_filter is not None and not callable(self.handoff_input_filter):",
       "        if False:",
       "RunConfig.handoff_input_filter that cannot be called is refused where the RunConfig is made", "test_misuse"),
+    M("config.py",
+      "            if not isinstance(getattr(self, name), (kind, type(None))):",
+      "            if False:",
+      "a RunConfig's usage_limits, model_settings or guardrail list of the wrong kind is refused where it is made",
+      "test_misuse"),
     # --- a run's own plugins (run.py, seams.py, agent.py); upstream's hooks on them (upstream/hooks.py) ----------
     M("run.py",
       "        if not run.begun:\n            release(run)\n",

@@ -1,7 +1,7 @@
 """Mistakes of the programmer fail where they are made, with a message that says what to do."""
 import pytest
 
-from miniagents import Agent, Runner, UserError
+from miniagents import Agent, InputGuardrail, OutputGuardrail, Runner, UserError
 from miniagents.testing import ScriptedModel, assistant_message
 
 
@@ -142,6 +142,15 @@ def test_a_tools_idempotent_or_timeout_behavior_of_the_wrong_kind_is_refused_whe
 @pytest.mark.parametrize("options, message", [
     ({"handoff_input_filter": 5}, "RunConfig.handoff_input_filter must be a callable or None, got int"),
     ({"model": 5}, "RunConfig.model must be a model name, a Model or None, got int"),
+    # an attack found these failing deep in the run, as a bare AttributeError or TypeError (inside an agent tool, as
+    # a redacted tool failure the model was told)
+    ({"usage_limits": 5}, r"RunConfig.usage_limits must be UsageLimits, a dict of its fields or None, got int"),
+    ({"usage_limits": True}, r"RunConfig.usage_limits must be UsageLimits, a dict of its fields or None, got bool"),
+    ({"model_settings": 5}, r"RunConfig.model_settings must be ModelSettings, a dict of its fields or None, got int"),
+    ({"input_guardrails": InputGuardrail(lambda ctx, agent, given: None)},  # one, not a list of one
+     "RunConfig.input_guardrails must be a list or None, got InputGuardrail"),
+    ({"output_guardrails": OutputGuardrail(lambda ctx, agent, output: None)},
+     "RunConfig.output_guardrails must be a list or None, got OutputGuardrail"),
 ])
 def test_a_run_config_part_that_cannot_work_is_refused_where_it_is_made(options, message):
     from miniagents import RunConfig
