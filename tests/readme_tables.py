@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1677,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1683,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -150,6 +150,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a request limit of 0 or made by hand, was run by two runs at once
     # 1677 for a RunConfig's model_settings, usage_limits and guardrail lists of the wrong kind refused where it is
     # made (5 was a bare AttributeError deep in the run; inside an agent tool, a failure the model was told)
+    # 1683 for a request that starts after an immediate cancel stopped at once (caller.Aborts): cancelled while a
+    # guardrail ran, the run sent it anyway, waited on the server and retried
     "agents, items, guardrails": 1028,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -196,7 +198,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1184,  # 1184: a pause a continue gives again claimed as the state returned is (a pause
+    "state and sessions": 1186,  # 1186: an immediate cancel marks the run's aborts (one added later is called at
+    # once); 1184: a pause a continue gives again claimed as the state returned is (a pause
     # journaled as the run paused marked so, its claim looked up, so two continues at once never both lose); 1181 (1182
     # less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
     # journal until its resume ends (emptied as the run paused, a process that died before the state was saved
