@@ -20,6 +20,19 @@ is in flight (an HTTP request, an async tool's task) adds a zero-argument callab
 it when done; cancelling the run calls them all, from another thread. Threads the run starts copy it."""
 
 
+class Aborts(list):
+    """A run's aborts (see `CANCEL_CALLBACKS`). One added after an immediate cancel is called at once: a request that
+    starts after the cancel (which came while a guardrail or an instructions callable ran) is stopped before it
+    waits on the server, as one in flight is."""
+
+    cancelled = False  # set before the cancel calls the aborts there, so none added meanwhile is missed
+
+    def append(self, abort: Callable[[], None]) -> None:
+        super().append(abort)
+        if self.cancelled:
+            abort()
+
+
 class AlreadyDone(collections.abc.Coroutine):
     """Mixin: a result that is already there, shaped like the coroutine upstream's method returns, so code
     written for upstream can `await` it or hand it to `asyncio.run`, while synchronous code just uses it."""

@@ -237,7 +237,7 @@ _TAKING = threading.Lock()  # a state's check and its taking are one step: two r
 def resume_cancelled(run: Run) -> None:
     """A state a cancel stopped runs on when it is given again: the cancel was for the run it stopped (that run has
     ended: `take` came first)."""
-    run.state.cancel_mode = None
+    run.state.cancel_mode, run.state.aborts.cancelled = None, False
 
 
 def refuse_finished(run: Run) -> None:

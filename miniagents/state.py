@@ -15,6 +15,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, TypedDict, Union
 
 from .agent import Agent
+from .caller import Aborts
 from .context import RunContextWrapper, TContext, Usage, call_ids_of
 from .errors import UserError
 from .handoffs import Handoff
@@ -82,7 +83,7 @@ class RunState(Generic[TContext]):
     finished: bool = field(default=False, init=False)  # a final output ended the run: no input may be added
     cancel_mode: Optional[str] = field(default=None, init=False)  # set by cancel(); like `aborts`, never saved
     running: Any = field(default=None, init=False)  # the run going on with it (run.take), never saved
-    aborts: list = field(default_factory=list, init=False)  # what aborts what is in flight (an HTTP request)
+    aborts: Aborts = field(default_factory=Aborts, init=False)  # what aborts what is in flight (an HTTP request)
 
     def __post_init__(self, context: Any) -> None:
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
@@ -133,6 +134,7 @@ class RunState(Generic[TContext]):
         if self.cancel_mode != "immediate":
             self.cancel_mode = mode
         if mode == "immediate":
+            self.aborts.cancelled = True
             for abort in list(self.aborts):
                 abort()
 

@@ -300,6 +300,55 @@ def test_cancelling_the_awaiting_task_during_a_model_call_aborts_the_request(ser
     assert time.monotonic() - started < 10 and len(server.requests) == 1
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["awaited", "streamed"])
+def test_a_cancel_before_the_model_request_means_no_request_is_sent(server, streamed):
+    """Cancelled while its input guardrail runs, the run never sends the request: it was not in flight when the cancel
+    came, so nothing aborted it, and it waited on a silent server for its timeout, then was retried (a stream raised
+    the last attempt's error after cancel() had ended it)."""
+    import time
+
+    from miniagents import Agent, GuardrailFunctionOutput, OpenAIChatCompletionsModel, input_guardrail
+
+    guarding = threading.Event()
+
+    @input_guardrail
+    def slow(context, agent, given):
+        guarding.set()
+        time.sleep(0.3)
+        return GuardrailFunctionOutput(None, False)
+
+    server.reply(hang=True).reply(hang=True).reply(hang=True)  # a request sent would wait 2 s, three times
+    agent = Agent(name="A", input_guardrails=[slow],
+                  model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=2))
+
+    async def main():
+        if streamed:
+            result = Runner.run_streamed(agent, "hi")
+            threading.Thread(target=lambda: (guarding.wait(), result.cancel())).start()
+            assert [e.type async for e in result.stream_events()] == ["agent_updated_stream_event"]
+            return
+        task = asyncio.ensure_future(Runner.run(agent, "hi"))
+        await asyncio.get_running_loop().run_in_executor(None, guarding.wait)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())  # waits for the run's thread
+    assert server.requests == []
+
+
+def test_a_state_cancelled_then_given_again_sends_its_request(server):
+    """What makes a request start stopped is the cancel of the run it stopped: a state given again runs on."""
+    from miniagents import Agent, OpenAIChatCompletionsModel, RunState
+    from openai_server import chat_completion
+
+    server.reply(chat_completion("hello"))
+    agent = Agent(name="A", model=OpenAIChatCompletionsModel("m", base_url=server.url, api_key="k", timeout=60))
+    state = RunState(None, "hi", agent)
+    state.cancel()
+    assert Runner.run_sync(agent, state).final_output == "hello" and len(server.requests) == 1
+
+
 def cancel_while_running(session=None):
     """A streamed run cancelled while its async tool runs (the tool did what it does, then awaits): the run, the
     tool's starts and ends, and the model."""
