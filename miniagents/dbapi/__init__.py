@@ -63,6 +63,9 @@ class PostgreSQLDialect:
         if getattr(conn, "autocommit", False) is True:
             conn.autocommit = False
 
+    def quote(self, name: str) -> str:
+        return f'"{name.lower()}"'  # PostgreSQL folds a name it is not quoted to lower case: the same table as before
+
     def insert_ignoring_conflict(self, table: str, columns: str, count: int) -> str:
         return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * count)}) ON CONFLICT DO NOTHING"
 
@@ -154,7 +157,7 @@ class DBAPISession(SQLSession):
             if chosen is POSTGRESQL:
                 self._schema.insert(0, POSTGRESQL.schema_lock((self.sessions_table, self.messages_table,
                                                                self.tool_calls_table)))
-            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {self.messages_table} WHERE "
+            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {chosen.quote(self.messages_table)} WHERE "
                                              "session_id = ? AND id < ? ORDER BY id DESC LIMIT ?")
         except BaseException:
             _close_quietly(conn)

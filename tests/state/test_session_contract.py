@@ -237,6 +237,31 @@ def test_custom_table_names_are_used(backend):
     assert [backend.count(t) for t in ("my_sessions", "my_messages", "my_calls")] == [1, 1, 2]
 
 
+def test_sql_keywords_are_table_names_too(backend):
+    s = backend.session(sessions_table="group", messages_table="order", tool_calls_table="select")
+    s.add_items([user("x"), user("y")], once="k")
+    assert s.claim_call("r", "c") == (True, None)
+    assert s.pop_item().value == user("y") and s.get_items() == [user("x")]
+    assert [backend.count(f'"{t}"') for t in ("group", "order", "select")] == [1, 1, 2]
+
+
+@pytest.mark.parametrize("name", ["sqlite_calls", "SQLITE_calls", "t" * 49])
+def test_a_table_name_some_database_cannot_hold_is_a_user_error(backend, name):
+    with pytest.raises(UserError, match="tool_calls_table=.*up to 48 .* or sqlite_"):
+        backend.session(tool_calls_table=name)
+    s = backend.session(messages_table="m" * 48)  # its index, idx_<name>_session_id, is 63 characters
+    s.add_items([user("x")])
+    assert backend.count("m" * 48) == 1
+
+
+@pytest.mark.parametrize("names", [{"sessions_table": "t", "messages_table": "t"},
+                                   {"messages_table": "m", "tool_calls_table": "M"},
+                                   {"sessions_table": "agent_messages"}])
+def test_two_table_arguments_naming_one_table_are_a_user_error(backend, names):
+    with pytest.raises(UserError, match="must be three tables"):
+        backend.session(**names)
+
+
 # --- the exactly-once ledger ----------------------------------------------------------------------------------
 
 

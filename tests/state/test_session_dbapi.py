@@ -127,7 +127,7 @@ def rows(connections):
 
 
 SERIALIZATION, DEADLOCK, ADMIN_SHUTDOWN = "40001", "40P01", "57P01"
-INSERT_MESSAGE = "INSERT INTO agent_messages"
+INSERT_MESSAGE = 'INSERT INTO "agent_messages"'
 
 
 @pytest.mark.parametrize("sqlstate,lose", [(SERIALIZATION, False), (DEADLOCK, False), (ADMIN_SHUTDOWN, True),
