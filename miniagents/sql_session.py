@@ -267,7 +267,10 @@ class SQLSession(SessionABC):
                 row = self._execute(cur, "newest", self.session_id).fetchone()
                 if row is None:
                     return None
-                self._execute(cur, "delete_message", row[0])
+                if self._execute(cur, "delete_message", row[0]).rowcount != 1:  # else the same row, for ever
+                    raise SessionStoreError(f"{type(self).__name__}: pop_item of session {self.session_id!r} failed: "
+                                            f"{self._where()} has a table {self.messages_table} whose id is no key "
+                                            "(another program's table?): pass other table names; nothing was removed")
                 item = self._decode(*row)
                 if item is not _SKIPPED:
                     return item

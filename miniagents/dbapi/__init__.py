@@ -211,6 +211,8 @@ class DBAPISession(SQLSession):
                 try:
                     conn = self._connection()
                     return run_transaction(conn, self._dialect, body, write, committing)
+                except SessionStoreError:  # the session's own finding (a table whose ids are no key), said already
+                    raise
                 except Exception as exc:
                     if conn is not None and not self._dialect.is_transient(exc, conn):
                         self._raise_store_error(exc, "a write" if write else "a read", write, committing)

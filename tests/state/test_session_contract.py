@@ -22,7 +22,7 @@ import threading
 
 import pytest
 
-from miniagents.errors import UserError
+from miniagents.errors import SessionStoreError, UserError
 from miniagents.session import SessionSettings
 from session_backends import (KINDS, POSTGRES_KINDS, assistant, call, driver_or_skip, fail_inserts_containing,
                               open_session, output, raw_connection, raw_sql, user)
@@ -112,6 +112,16 @@ def test_pop_item_returns_the_newest_and_removes_it(backend):
     assert s.pop_item() == user("3")
     assert s.get_items() == [user("1"), user("2")]
     assert s.pop_item() == user("2") and s.pop_item() == user("1") and s.pop_item().value is None
+
+
+@pytest.mark.parametrize("session_id", ["s1", "database is locked"])  # the error's text is not read as the driver's
+def test_pop_item_on_a_table_whose_ids_are_no_key_stops_with_a_session_store_error(backend, session_id):
+    backend.sql("CREATE TABLE agent_messages (id INTEGER, session_id TEXT, message_data TEXT)")  # every id NULL
+    s = backend.session(session_id)
+    s.add_items([user("1"), user("2")])
+    with pytest.raises(SessionStoreError, match="agent_messages whose id is no key.*nothing was removed"):
+        s.pop_item()  # it popped one item for ever (and spun for ever on a row that is not JSON, holding the lock)
+    assert backend.count() == 2
 
 
 def test_clear_session_removes_items_session_row_and_ledger(backend):
