@@ -196,8 +196,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
     "state and sessions": 1193,  # 1193 for pop_item stopping on a table whose ids are no key (it returned one item
-    # for ever, or spun holding the write lock); 1190 for table names quoted (a keyword such as "order" is a name) and two table
-    # arguments naming one table refused as such (they failed as another program's table)
+    # for ever, or spun holding the write lock); 1190 for table names quoted (a keyword such as "order" is a name)
+    # and two table arguments naming one table refused as such (they failed as another program's table)
     # 1184: a pause a continue gives again claimed as the state returned is (a pause
     # journaled as the run paused marked so, its claim looked up, so two continues at once never both lose); 1181 (1182
     # less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
@@ -319,10 +319,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
-    "shell: DB-API sessions": 189,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
-    # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried)
+    # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191
+    # for a sqlite3 database locked past every retry said so, as SQLiteSession says it
     "shell: MCP servers": 1152,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
