@@ -222,9 +222,11 @@ class DBAPISession(SQLSession):
                     if attempt == self.max_attempts or (unknown and not repeatable):
                         outcome = ("; whether it was stored is unknown" if unknown else
                                    "; nothing of it was stored" if write else "")
+                        problem = self._dialect.store_problem(exc)  # with sqlite3: a lock held past the timeout
+                        said = f": {self._where()} {problem}" if problem else ""
                         raise SessionStoreError(
                             f"DBAPISession: a {what} of session {self.session_id!r} failed after {attempt} "
-                            f"attempt(s) ({type(exc).__name__}){outcome}") from exc
+                            f"attempt(s) ({type(exc).__name__}){said}{outcome}") from exc
                     logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
                                    what, type(exc).__name__, attempt + 1, self.max_attempts)
                     time.sleep(RETRY_DELAY * 2 ** (attempt - 1))
