@@ -192,13 +192,18 @@ def needs(module: str, feature: str) -> Any:
 
 def file_name(path: Any, what: str, error: type = UserError) -> Any:
     """`path` as the system's calls take it (`os.fspath`); `error` naming `what` for what is no path (None, a
-    number) or holds a NUL character, which those calls refuse with a bare TypeError or ValueError."""
+    number), holds a NUL character or a character the file system's encoding lacks (a lone surrogate: those
+    `os.fsdecode` made of undecodable bytes encode back), which those calls refuse with a bare TypeError,
+    ValueError or UnicodeEncodeError."""
     import os
 
     try:
         name = os.fspath(path)
+        encoded = os.fsencode(name)
     except TypeError:
         raise error(f"{what} must be a str or an os.PathLike, got {type(path).__name__}") from None
-    if "\0" in os.fsdecode(name):
+    except UnicodeEncodeError:
+        raise error(f"{what} cannot be encoded as a file name (a lone surrogate?): {name!r}") from None
+    if b"\0" in encoded:
         raise error(f"{what} cannot hold a NUL character: {name!r}")
     return name

@@ -52,6 +52,11 @@ class SQLiteDialect:
         else:
             conn.isolation_level = None  # the sqlite3 module opens no implicit transactions
 
+    def quote(self, name: str) -> str:
+        """A table's name as a statement names it: quoted, so a keyword ("order", "group") is a name too. SQLite
+        matches a name, quoted or not, in any case: a table made unquoted before is still the same table."""
+        return f'"{name}"'
+
     def insert_ignoring_conflict(self, table: str, columns: str, count: int) -> str:
         return f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({', '.join('?' * count)})"
 

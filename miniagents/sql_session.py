@@ -7,9 +7,10 @@ driver, and never interprets, repairs or executes items: it encodes them as JSON
 U+FFFD, as `items.clean_text` does where model text enters) and skips stored rows that are not JSON objects,
 with a warning.
 
-The tables are created by `_bind`'s statements (names configurable, checked as identifiers; nothing else is ever
-interpolated into SQL). `agent_sessions` and `agent_messages` (one JSON item per row, indexed by session and id)
-are upstream's layout, so upstream's databases load unchanged. The third, `agent_tool_calls`, is the exactly-once
+The tables are created by `_bind`'s statements (names configurable, checked as identifiers and quoted, so a
+keyword such as "order" is a name too; nothing else is ever interpolated into SQL). `agent_sessions` and
+`agent_messages` (one JSON item per row, indexed by session and id) are upstream's layout, so upstream's
+databases load unchanged. The third, `agent_tool_calls`, is the exactly-once
 ledger (ours; upstream has none). `claim_call` inserts the row (session_id, run_id, call_id) ignoring a conflict,
 and the row count says who won: the primary key decides, never a read-then-write. `settle_call` stores the call's
 output as a JSON string (ASCII, so any text round-trips, NUL and lone surrogates included). `add_items(...,
@@ -37,7 +38,8 @@ from .session import SessionABC, SessionItems, SessionSettings
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# At most 48 characters: the index idx_<name>_session_id fits PostgreSQL's 63 (it cuts longer names, so two could meet)
+_IDENTIFIER = re.compile(r"(?!sqlite_)[A-Za-z_][A-Za-z0-9_]{0,47}\Z", re.IGNORECASE)  # sqlite_*: SQLite's own
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
 
 
@@ -55,7 +57,7 @@ def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> s
 def check_table_name(owner: str, what: str, name: Any) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise UserError(f"{owner}: {what}={name!r} is not a valid table name; "
-                        "use letters, digits and underscores, not starting with a digit")
+                        "use up to 48 letters, digits and underscores, not starting with a digit or sqlite_")
     return name
 
 
@@ -81,13 +83,16 @@ class SQLSession(SessionABC):
         self.sessions_table = check_table_name(owner, "sessions_table", sessions_table)
         self.messages_table = check_table_name(owner, "messages_table", messages_table)
         self.tool_calls_table = check_table_name(owner, "tool_calls_table", tool_calls_table)
+        if len({name.lower() for name in (sessions_table, messages_table, tool_calls_table)}) < 3:
+            raise UserError(f"{owner}: sessions_table, messages_table and tool_calls_table must be three tables (case "
+                            f"is ignored): got {sessions_table!r}, {messages_table!r}, {tool_calls_table!r}")
         self.session_settings = SessionSettings.coerce(session_settings)  # upstream's default: no limit
 
     def _bind(self, dialect: Any, style: Any = None) -> None:
         """Build every statement once, in the dialect. They are written with `?` placeholders, sqlite3's own;
         `style` (the dbapi shell's `ParamStyle`: `.sql(text)`, `.args(values)`) turns them into a driver's."""
         self._dialect, self._args = dialect, style.args if style else tuple  # sqlite3 takes the values as they are
-        s, m, t = self.sessions_table, self.messages_table, self.tool_calls_table
+        s, m, t = (dialect.quote(name) for name in (self.sessions_table, self.messages_table, self.tool_calls_table))
         ignore = dialect.insert_ignoring_conflict
         sql = {
             "ensure_session": ignore(s, "session_id", 1),
@@ -112,7 +117,8 @@ class SQLSession(SessionABC):
             f"CREATE TABLE IF NOT EXISTS {m} (id {dialect.id_column}, session_id TEXT NOT NULL, "
             "message_data TEXT NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
             f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)",
-            f"CREATE INDEX IF NOT EXISTS idx_{m}_session_id ON {m} (session_id, id)",
+            f"CREATE INDEX IF NOT EXISTS {dialect.quote(f'idx_{self.messages_table}_session_id')} ON {m} "
+            "(session_id, id)",
             f"CREATE TABLE IF NOT EXISTS {t} (session_id TEXT NOT NULL, run_id TEXT NOT NULL, "
             "call_id TEXT NOT NULL, output TEXT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
             "PRIMARY KEY (session_id, run_id, call_id))",
@@ -261,7 +267,10 @@ class SQLSession(SessionABC):
                 row = self._execute(cur, "newest", self.session_id).fetchone()
                 if row is None:
                     return None
-                self._execute(cur, "delete_message", row[0])
+                if self._execute(cur, "delete_message", row[0]).rowcount != 1:  # else the same row, for ever
+                    raise SessionStoreError(f"{type(self).__name__}: pop_item of session {self.session_id!r} failed: "
+                                            f"{self._where()} has a table {self.messages_table} whose id is no key "
+                                            "(another program's table?): pass other table names; nothing was removed")
                 item = self._decode(*row)
                 if item is not _SKIPPED:
                     return item

@@ -152,7 +152,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # made (5 was a bare AttributeError deep in the run; inside an agent tool, a failure the model was told)
     # 1683 for a request that starts after an immediate cancel stopped at once (caller.Aborts): cancelled while a
     # guardrail ran, the run sent it anyway, waited on the server and retried
-    "agents, items, guardrails": 1028,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1031,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -180,6 +180,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1027: a model's message checked for only what would fail the run where its text is read
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
+    # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
     "tools and schemas": 1046,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -198,8 +199,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1186,  # 1186: an immediate cancel marks the run's aborts (one added later is called at
-    # once); 1184: a pause a continue gives again claimed as the state returned is (a pause
+    "state and sessions": 1195,  # 1195: an immediate cancel marks the run's aborts (one added later is called at
+    # once); 1193 for pop_item stopping on a table whose ids are no key (it returned one item
+    # for ever, or spun holding the write lock); 1190 for table names quoted (a keyword such as "order" is a name)
+    # and two table arguments naming one table refused as such (they failed as another program's table)
+    # 1184: a pause a continue gives again claimed as the state returned is (a pause
     # journaled as the run paused marked so, its claim looked up, so two continues at once never both lose); 1181 (1182
     # less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
     # journal until its resume ends (emptied as the run paused, a process that died before the state was saved
@@ -323,8 +327,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
-    "shell: DB-API sessions": 185,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
-    # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said
+    "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
+    # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
+    # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191
+    # for a sqlite3 database locked past every retry said so, as SQLiteSession says it
     "shell: MCP servers": 1152,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values

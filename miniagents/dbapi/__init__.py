@@ -63,6 +63,9 @@ class PostgreSQLDialect:
         if getattr(conn, "autocommit", False) is True:
             conn.autocommit = False
 
+    def quote(self, name: str) -> str:
+        return f'"{name.lower()}"'  # PostgreSQL folds a name it is not quoted to lower case: the same table as before
+
     def insert_ignoring_conflict(self, table: str, columns: str, count: int) -> str:
         return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * count)}) ON CONFLICT DO NOTHING"
 
@@ -154,7 +157,7 @@ class DBAPISession(SQLSession):
             if chosen is POSTGRESQL:
                 self._schema.insert(0, POSTGRESQL.schema_lock((self.sessions_table, self.messages_table,
                                                                self.tool_calls_table)))
-            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {self.messages_table} WHERE "
+            self._sql.page = self._style.sql(f"SELECT id, message_data FROM {chosen.quote(self.messages_table)} WHERE "
                                              "session_id = ? AND id < ? ORDER BY id DESC LIMIT ?")
         except BaseException:
             _close_quietly(conn)
@@ -208,6 +211,8 @@ class DBAPISession(SQLSession):
                 try:
                     conn = self._connection()
                     return run_transaction(conn, self._dialect, body, write, committing)
+                except SessionStoreError:  # the session's own finding (a table whose ids are no key), said already
+                    raise
                 except Exception as exc:
                     if conn is not None and not self._dialect.is_transient(exc, conn):
                         self._raise_store_error(exc, "a write" if write else "a read", write, committing)
@@ -217,9 +222,11 @@ class DBAPISession(SQLSession):
                     if attempt == self.max_attempts or (unknown and not repeatable):
                         outcome = ("; whether it was stored is unknown" if unknown else
                                    "; nothing of it was stored" if write else "")
+                        problem = self._dialect.store_problem(exc)  # with sqlite3: a lock held past the timeout
+                        said = f": {self._where()} {problem}" if problem else ""
                         raise SessionStoreError(
                             f"DBAPISession: a {what} of session {self.session_id!r} failed after {attempt} "
-                            f"attempt(s) ({type(exc).__name__}){outcome}") from exc
+                            f"attempt(s) ({type(exc).__name__}){said}{outcome}") from exc
                     logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
                                    what, type(exc).__name__, attempt + 1, self.max_attempts)
                     time.sleep(RETRY_DELAY * 2 ** (attempt - 1))

@@ -22,7 +22,7 @@ import threading
 
 import pytest
 
-from miniagents.errors import UserError
+from miniagents.errors import SessionStoreError, UserError
 from miniagents.session import SessionSettings
 from session_backends import (KINDS, POSTGRES_KINDS, assistant, call, driver_or_skip, fail_inserts_containing,
                               open_session, output, raw_connection, raw_sql, user)
@@ -112,6 +112,16 @@ def test_pop_item_returns_the_newest_and_removes_it(backend):
     assert s.pop_item() == user("3")
     assert s.get_items() == [user("1"), user("2")]
     assert s.pop_item() == user("2") and s.pop_item() == user("1") and s.pop_item().value is None
+
+
+@pytest.mark.parametrize("session_id", ["s1", "database is locked"])  # the error's text is not read as the driver's
+def test_pop_item_on_a_table_whose_ids_are_no_key_stops_with_a_session_store_error(backend, session_id):
+    backend.sql("CREATE TABLE agent_messages (id INTEGER, session_id TEXT, message_data TEXT)")  # every id NULL
+    s = backend.session(session_id)
+    s.add_items([user("1"), user("2")])
+    with pytest.raises(SessionStoreError, match="agent_messages whose id is no key.*nothing was removed"):
+        s.pop_item()  # it popped one item for ever (and spun for ever on a row that is not JSON, holding the lock)
+    assert backend.count() == 2
 
 
 def test_clear_session_removes_items_session_row_and_ledger(backend):
@@ -235,6 +245,31 @@ def test_custom_table_names_are_used(backend):
     s.add_items([user("x")], once="k")
     s.claim_call("r", "c")
     assert [backend.count(t) for t in ("my_sessions", "my_messages", "my_calls")] == [1, 1, 2]
+
+
+def test_sql_keywords_are_table_names_too(backend):
+    s = backend.session(sessions_table="group", messages_table="order", tool_calls_table="select")
+    s.add_items([user("x"), user("y")], once="k")
+    assert s.claim_call("r", "c") == (True, None)
+    assert s.pop_item().value == user("y") and s.get_items() == [user("x")]
+    assert [backend.count(f'"{t}"') for t in ("group", "order", "select")] == [1, 1, 2]
+
+
+@pytest.mark.parametrize("name", ["sqlite_calls", "SQLITE_calls", "t" * 49])
+def test_a_table_name_some_database_cannot_hold_is_a_user_error(backend, name):
+    with pytest.raises(UserError, match="tool_calls_table=.*up to 48 .* or sqlite_"):
+        backend.session(tool_calls_table=name)
+    s = backend.session(messages_table="m" * 48)  # its index, idx_<name>_session_id, is 63 characters
+    s.add_items([user("x")])
+    assert backend.count("m" * 48) == 1
+
+
+@pytest.mark.parametrize("names", [{"sessions_table": "t", "messages_table": "t"},
+                                   {"messages_table": "m", "tool_calls_table": "M"},
+                                   {"sessions_table": "agent_messages"}])
+def test_two_table_arguments_naming_one_table_are_a_user_error(backend, names):
+    with pytest.raises(UserError, match="must be three tables"):
+        backend.session(**names)
 
 
 # --- the exactly-once ledger ----------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def rows(connections):
 
 
 SERIALIZATION, DEADLOCK, ADMIN_SHUTDOWN = "40001", "40P01", "57P01"
-INSERT_MESSAGE = "INSERT INTO agent_messages"
+INSERT_MESSAGE = 'INSERT INTO "agent_messages"'
 
 
 @pytest.mark.parametrize("sqlstate,lose", [(SERIALIZATION, False), (DEADLOCK, False), (ADMIN_SHUTDOWN, True),
@@ -156,6 +156,19 @@ def test_retries_are_bounded_and_then_a_session_store_error_says_nothing_was_sto
     s.add_items([user("after")])
     assert s.get_items() == [user("after")]
 
+
+def test_a_sqlite3_database_locked_past_every_retry_says_so_as_sqlite_session_does(tmp_path):
+    path = str(tmp_path / "locked.db")
+    s = DBAPISession("s", lambda: sqlite3.connect(path, timeout=0.05, check_same_thread=False), max_attempts=2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(SessionStoreError, match=r"after 2 attempt\(s\) \(OperationalError\): the database stayed "
+                                                    "locked by another connection .* retry later; nothing of it"):
+            s.add_items([user("1")])
+    finally:
+        holder.close()
+        s.close()
 
 
 def test_the_wait_before_each_retry_doubles(flaky, monkeypatch):

@@ -263,11 +263,22 @@ def test_a_read_only_file_is_read_and_each_write_is_a_session_store_error_storin
     assert stored_rows(path) == ITEMS
 
 
-def test_a_db_path_holding_a_nul_character_is_a_user_error():
-    from miniagents import UserError
+@pytest.mark.parametrize("path, message", [("/tmp/a\0b.db", "cannot hold a NUL character"),
+                                           ("/tmp/a\ud800b.db", "cannot be encoded as a file name"),
+                                           (b"/tmp/a\0b.db", "cannot hold a NUL character")])
+def test_a_db_path_no_file_can_have_is_a_user_error(path, message):
+    with pytest.raises(UserError, match=f"db_path .* {message}"):
+        SQLiteSession("s", path)
 
-    with pytest.raises(UserError, match="db_path .* cannot hold a NUL character"):
-        SQLiteSession("s", "/tmp/a\0b.db")
+
+def test_a_db_path_of_bytes_that_are_no_utf_8_works_as_bytes_and_as_the_str_fsdecode_makes(folder):
+    for path in (os.path.join(os.fsencode(folder), b"a\xff.db"), os.path.join(str(folder), os.fsdecode(b"b\xfe.db"))):
+        with SQLiteSession("s", path) as s:
+            s.add_items([user("hi")])
+        with SQLiteSession("s", path) as s:
+            assert s.get_items() == [user("hi")]
+    names = sorted(name for name in os.listdir(os.fsencode(folder)) if name.endswith(b".db"))
+    assert names == [b"a\xff.db", b"b\xfe.db"]
 
 
 @needs_fork

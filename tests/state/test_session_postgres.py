@@ -145,6 +145,14 @@ def test_tables_in_upstreams_sqlalchemy_layout_load_and_take_new_rows(db):
     assert [json.loads(r[0]) for r in stored] == old + [user("here")]
 
 
+def test_a_table_name_in_capitals_is_the_table_the_unquoted_name_made(db):
+    db.sql("CREATE TABLE My_Messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, message_data TEXT NOT NULL)")
+    db.sql("INSERT INTO My_Messages (session_id, message_data) VALUES ('s1', %s)", (json.dumps(user("before")),))
+    s = db.session(messages_table="My_Messages")  # quoted as PostgreSQL folds it: my_messages, not "My_Messages"
+    s.add_items([user("after")])
+    assert s.get_items() == [user("before"), user("after")]
+
+
 def test_a_database_user_that_may_not_create_tables_works_with_create_tables_false(db):
     db.session()  # the owner creates the tables once
     role = f"app{next(_names)}_{db.schema}"
