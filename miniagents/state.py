@@ -609,6 +609,9 @@ def _load_item(data: dict, index: int, agents: dict) -> Any:
 def load_state(initial_agent: Any, data: Any, context_override: Any,
                context_deserializer: Optional[Callable]) -> RunState:
     """Check the whole document's shape, then build the state; nothing runs, nothing is read."""
+    if not isinstance(initial_agent, Agent):  # its graph holds the agents the document names
+        raise UserError(f"RunState.from_json and from_string take the run's starting agent, an Agent, got "
+                        f"{type(initial_agent).__name__}")
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UserError("Run state is missing schema version (field 'schema_version')")
     version = data["schema_version"]

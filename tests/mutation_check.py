@@ -702,6 +702,11 @@ MUTANTS: List[Mutant] = [
       "        if not isinstance(input, (str, list)):",
       "        if False:",
       "add_input of neither text nor a list of items is a UserError naming its type", "test_run_state"),
+    M("state.py",
+      "    if not isinstance(initial_agent, Agent):  # its graph holds the agents the document names",
+      "    if False:",
+      "RunState loading against anything but an Agent is a UserError (a bare AttributeError walking its graph)",
+      "test_run_state"),
     # --- sessions: sql_session.py (shared rules), sql_dialect.py, sqlite_session.py, dbapi_session.py -----
     M("sql_dialect.py",
       "        if conn.in_transaction:\n            cur.execute(\"ROLLBACK\")",

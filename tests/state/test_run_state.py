@@ -335,6 +335,16 @@ def test_two_agents_with_the_same_name_in_the_graph_is_a_user_error_at_load():
         RunState.from_string(graph, state.to_string())
 
 
+@pytest.mark.parametrize("given", [None, "Janitor", "an agent tool"])
+def test_loading_against_anything_but_an_agent_is_a_user_error_naming_what_was_given(given):
+    """It was a bare AttributeError from walking the agent graph ('NoneType' object has no attribute 'handoffs')."""
+    agent, state, _, _ = paused_state()
+    given = agent.as_tool("janitor", "Tidies.") if given == "an agent tool" else given
+    for load, document in ((RunState.from_json, state.to_json()), (RunState.from_string, state.to_string())):
+        with pytest.raises(UserError, match=f"take the run's starting agent, an Agent, got {type(given).__name__}$"):
+            load(given, document)
+
+
 def test_unknown_current_agent_is_a_user_error():
     agent, state, _, _ = paused_state()
     data = state.to_json()
