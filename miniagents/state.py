@@ -233,6 +233,10 @@ ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
 
 MAX_DEPTH = 200  # levels of nesting a state's values may have: deeper, it could load and never be saved again
 MAX_TEXT = 256 * 1024 * 1024  # characters of a state's JSON: a document from outside is read only below it
+# A count a document may hold is below it: past any a run makes (a provider reports at most a float's largest,
+# 1.8e308, each time), far short of the 4300 digits Python writes an integer with.
+MAX_COUNT = 10 ** 400
+
 
 
 def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optional[str]:
@@ -556,24 +560,33 @@ def _repaired(data: dict) -> dict:
     return data
 
 
-def _below_zero(data: dict) -> Optional[str]:
-    """The first count, turn or index of the document that is below 0, named, or None: each counts up from 0, and
-    one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50 more turns).
-    model_responses[].usage is not checked: it is the provider's report as it came (a -1 is kept, Usage.add
-    counts it as 0 in the run's usage), never read for a limit."""
+def _out_of_range(data: dict) -> Optional[str]:
+    """The first count, turn or index of the document below 0, or at MAX_COUNT or over, named, or None. Each counts
+    up from 0, and one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50
+    more turns); one that large no run reaches, and the loop counting on from one far larger failed as text
+    (int("9" * 4300) + 1 has more digits than Python writes: the next turn could not be saved or claimed).
+    max_turns is the caller's limit, never counted on (any whole number a run takes); model_responses[].usage is the
+    provider's report as it came (a -1 is kept, Usage.add counts it as 0 in the run's usage), never read for a
+    limit."""
     pending = data["pending_turn"] or {}
-    counts = [(key, data.get(key)) for key in ("current_turn", "max_turns", "server_known")]
-    counts += [(f"pending_turn.{key}", pending.get(key)) for key in ("start", "replays", "pauses")]
-    counts += [("context.usage", data["context"]["usage"])]  # a usage holds nothing but counts
-    return next(filter(None, (_negative(value, where) for where, value in counts)), None)
+    counts = [("max_turns", data.get("max_turns"), 0, math.inf)]
+    counts += [(key, data.get(key), 0, MAX_COUNT) for key in ("current_turn", "server_known")]
+    counts += [(f"pending_turn.{key}", pending.get(key), 0, MAX_COUNT) for key in ("start", "replays", "pauses")]
+    counts += [("context.usage", data["context"]["usage"], 0, MAX_COUNT)]  # a usage holds nothing but counts
+    counts += [(f"model_responses[{n}].usage", r.get("usage"), -math.inf, MAX_COUNT)
+               for n, r in enumerate(data["model_responses"])]
+    return next(filter(None, (_outside(*count) for count in counts)), None)
 
 
-def _negative(value: Any, where: str) -> Optional[str]:
-    """`where` (and the path inside) of the first integer below 0 in `value`, said so, or None."""
-    if isinstance(value, int):
-        return f"{where} is below 0" if value < 0 else None
+def _outside(where: str, value: Any, low: Any, top: Any) -> Optional[str]:
+    """`where` (and the path inside) of the first integer in `value` below `low` or at `top` or over, said so, or
+    None."""
+    if isinstance(value, int) and value < low:
+        return f"{where} is below 0"
+    if isinstance(value, int) and value >= top:
+        return f"{where} is 10**400 or more (no run counts that far)"
     inner = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    return next(filter(None, (_negative(v, f"{where}.{k}") for k, v in inner)), None)
+    return next(filter(None, (_outside(f"{where}.{k}", v, low, top) for k, v in inner)), None)
 
 
 def _not_json(data: dict) -> Optional[str]:
@@ -623,7 +636,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     given = data  # a version 1 document's run id is derived from it as given (see _derived_run_id)
     try:
         data, problem = _checked(RunStateDocument, clean_json(data))  # a lone surrogate: as where input enters
-        problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data)
+        problem = problem or _not_json(data) or _bad_item(data) or _out_of_range(data)
         problem = problem or _pending_problem(_repaired(data))
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"

@@ -825,6 +825,30 @@ def test_a_count_turn_or_index_below_zero_is_refused_at_load(path, value):
         RunState.from_json(agent, mutate(document, path, 0))  # 0 is a count
 
 
+LARGE = [("current_turn",), ("server_known",), ("pending_turn", "replays"), ("pending_turn", "pauses"),
+         ("context", "usage", "requests"), ("context", "usage", "output_tokens_details", "reasoning_tokens"),
+         ("model_responses", 0, "usage", "input_tokens")]
+
+
+@pytest.mark.parametrize("path", LARGE)
+def test_a_count_past_any_a_run_makes_is_refused_at_load(path):
+    """current_turn int("9" * 4300) loaded, and the loop's next turn (one digit more) could not be written as text:
+    to_string() failed with a bare ValueError, a run with a session inside the ledger's claim of the turn."""
+    agent, state, _, _ = paused_state()
+    document = state.to_json()
+    where = re.escape(".".join(map(str, path))).replace(r"\.0\.", r"\[0\]\.")
+    for value in (10 ** 400, int("9" * 4300)):
+        with pytest.raises(UserError, match=f"^malformed run state: {where} is 10\\*\\*400 or more"):
+            RunState.from_json(agent, mutate(document, path, value))
+    RunState.from_json(agent, mutate(document, path, 10 ** 400 - 1))
+
+
+def test_a_max_turns_of_any_whole_number_round_trips():
+    """max_turns is the caller's limit, never counted on: any whole number a run takes is written and loads."""
+    agent, state, _, _ = paused_state(max_turns=10 ** 500)
+    assert RunState.from_string(agent, state.to_string()).max_turns == 10 ** 500
+
+
 @pytest.mark.parametrize("key", ["output_tokens", "total_tokens", "requests"])
 def test_a_model_responses_usage_below_zero_as_the_provider_reported_it_loads(key):
     """A provider's -1 is kept in model_responses (the run's usage counted it as 0) and is read for no limit: the
