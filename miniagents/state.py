@@ -85,18 +85,27 @@ class RunState(Generic[TContext]):
     aborts: list = field(default_factory=list, init=False)  # what aborts what is in flight (an HTTP request)
 
     def __post_init__(self, context: Any) -> None:
+        """A state made by hand is checked as `Runner.run_sync` checks its arguments (the input repaired and copied,
+        what a run refuses a `UserError`), so it runs as that input would; a run's own state and a loaded one are
+        made of values checked already."""
+        if not isinstance(self.starting_agent, Agent):
+            raise UserError(f"RunState's starting_agent must be an Agent, got {type(self.starting_agent).__name__}")
+        if self.max_turns is not None and type(self.max_turns) is not int:  # nan would be no limit at all
+            raise UserError(f"max_turns must be a whole number or None, got {self.max_turns!r:.80}")
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
         self.current_agent, self.run_id = self.starting_agent, "run_" + os.urandom(12).hex()
-        self.rebuild_transcript()
+        if isinstance(self.original_input, str):  # one message: no orphan to drop, no call id
+            self.original_input = clean_text(self.original_input)  # a lone surrogate, as in a run's input
+            self.transcript = to_input_list(self.original_input)
+        else:
+            self.original_input = input_items(self.original_input)
+            self.rebuild_transcript()
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
         settled = self.generated_items[:self.pending.start] if self.pending is not None else self.generated_items
         generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
-        items = to_input_list(self.original_input) + generated
-        # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
-        self.transcript = items if not generated and isinstance(self.original_input, str) else \
-            drop_orphans(items, self.server_managed)
+        self.transcript = drop_orphans(to_input_list(self.original_input) + generated, self.server_managed)
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         used = self.transcript + [i.raw_item for i in self.generated_items]
@@ -319,6 +328,19 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
     document["context"] = clean_json(document["context"])
     return document
+
+
+def input_items(input: Any) -> list:
+    """A run's input items as a run takes them (`run.fresh_state`): a list of whole items (`items.item_problem`),
+    copied, lone surrogates repaired; anything else is a `UserError` naming it."""
+    if not isinstance(input, list):
+        raise UserError("RunState's original_input must be a string or a list of input items (dicts), "
+                        f"got {type(input).__name__}: {preview(input, 80)}")
+    input = clean_json(input)
+    problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
+    if problem is not None:
+        raise UserError(f"RunState's original_input[{problem[0]}] {problem[1]}")
+    return input
 
 
 def reachable_agents(initial_agent: Any) -> list:
@@ -654,14 +676,14 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         context = context_doc.get("context")
     wrapper = RunContextWrapper(context=context, usage=Usage.from_json(context_doc["usage"], requests=0),
                                 approvals=call_ids_of(context_doc["approvals"]))
-    state = RunState(wrapper, data["original_input"], _agent(agents, data["starting_agent"]), data["max_turns"],
+    state = RunState(wrapper, "", _agent(agents, data["starting_agent"]), data["max_turns"],  # the input below
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
     state.run_id = data["run_id"] if version >= 2 else _derived_run_id(given)
     state.server_known = data.get("server_known", 0)
     state.current_agent = _agent(agents, data["current_agent"])
-    state.current_turn = data["current_turn"]
+    state.original_input, state.current_turn = data["original_input"], data["current_turn"]  # checked above
     state.generated_items = [_load_item(item, n, agents) for n, item in enumerate(data["generated_items"])]
     state.model_responses = [ModelResponse(output=r["output"], usage=Usage.from_json(r.get("usage")),
                                            response_id=r.get("response_id"), request_id=r.get("request_id"))

@@ -180,6 +180,42 @@ def test_a_document_in_upstreams_forms_of_usage_details_and_undecided_approvals_
     assert log == [("list_files", "/"), ("delete_file", "a.txt")]
 
 
+MADE_BY_HAND = [([{"role": "user", "content": 7}], 10, r"^RunState's original_input\[0\] has content of type int"),
+                ([7], 10, r"^RunState's original_input\[0\] is not an object \(got int\)"),
+                (5, 10, "^RunState's original_input must be a string or a list of input items"),
+                ({"role": "user", "content": "hi"}, 10, "^RunState's original_input must be a string or a list"),
+                ("hi", "3", "^max_turns must be a whole number or None, got '3'"),
+                ("hi", float("nan"), "^max_turns must be a whole number or None, got nan")]
+
+
+@pytest.mark.parametrize("original_input, max_turns, refused", MADE_BY_HAND)
+def test_a_state_made_by_hand_is_refused_what_a_run_refuses_when_it_is_made(original_input, max_turns, refused):
+    """Made by hand, such a state sent content 7 to the model, failed with a bare TypeError (max_turns "3" in the
+    turn limit's check, input 5 in building the transcript), and wrote a document from_string refused."""
+    model = ScriptedModel([[assistant_message("done")]])
+    agent = make_agent(model, [])
+    with pytest.raises(UserError, match=refused):
+        RunState(None, original_input, agent, max_turns)
+    with pytest.raises(UserError):  # as Runner.run_sync refuses the same arguments
+        Runner.run_sync(agent, original_input, max_turns=max_turns)
+    with pytest.raises(UserError, match="^RunState's starting_agent must be an Agent, got str$"):
+        RunState(None, "hi", "Janitor")
+    assert not model.calls
+
+
+def test_a_state_made_by_hand_runs_as_its_input_given_to_a_run_would():
+    """Its input items are a copy of its own, checked and kept as given; an orphan output is left out of what the
+    model is sent (as the run's own input drops it)."""
+    model = ScriptedModel([[assistant_message("done")]] * 2)
+    agent = make_agent(model, [])
+    items = [{"role": "user", "content": "tidy up"}, {"type": "function_call_output", "call_id": "x", "output": "?"}]
+    state = RunState(None, items, agent, None)
+    items[0]["content"] = "changed"
+    assert Runner.run_sync(agent, state).final_output == "done"
+    assert model.calls[0].input == [{"role": "user", "content": "tidy up"}] and state.max_turns is None
+    assert RunState.from_string(agent, state.to_string()).original_input == state.original_input != items
+
+
 @pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None])
 def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_nothing(bad):
     _, state, _, _ = paused_state()
