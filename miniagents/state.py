@@ -247,7 +247,6 @@ MAX_TEXT = 256 * 1024 * 1024  # characters of a state's JSON: a document from ou
 MAX_COUNT = 10 ** 400
 
 
-
 def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optional[str]:
     """The first key path in `value` that JSON cannot hold (NaN and infinities included), or None."""
     if depth > MAX_DEPTH:
@@ -701,6 +700,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         given_nested = {clean_text(key): doc for key, doc in given["pending_turn"]["nested"].items()}  # as given
         state.pending.nested = {call_id: _load_nested(state, call_id, given_nested[call_id], context_override,
                                                       context_deserializer) for call_id in pending["nested"]}
+        if version < 3:
+            _scope_approvals(state)
     state.rebuild_transcript()
     return state
 
@@ -714,6 +715,30 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
         return nested
     except UserError as e:
         raise UserError(f"pending_turn.nested[{preview(call_id, 60)!r}]: {e.message}") from None
+
+
+def _scope_approvals(state: RunState) -> None:
+    """Versions 1 and 2 were written before an agent tool's inner run kept its approvals apart (under its run id,
+    `approval_scope`): an approval item of a paused inner run gets that run's scope, as the inner run looks its
+    decision up, and a decision the document holds about it moves there (approving it did nothing the first time,
+    and a decision saved with it was never found: the inner run asked again)."""
+    scopes = {}
+    for nested in state.pending.nested.values():
+        for item in nested.get_interruptions():  # its own calls' (its inner runs' have theirs by now)
+            item.approval_scope = item.approval_scope or nested.run_id
+            scopes[item.agent.name, item.call_id, item.tool_name] = item.approval_scope
+    decisions = state.context_wrapper
+    for item in state.get_interruptions():
+        scope = scopes.get((item.agent.name, item.call_id, item.tool_name), "")
+        if scope and not item.approval_scope:
+            decided, message = (decisions.is_tool_approved(item.tool_name, item.call_id),
+                                decisions.rejection_message(item.tool_name, item.call_id))
+            decisions.forget(item.tool_name, item.call_id)
+            item.approval_scope = scope
+            if decided:
+                decisions.approve_tool(item)
+            elif decided is False:
+                decisions.reject_tool(item, rejection_message=message)
 
 
 def _derived_run_id(data: dict) -> str:

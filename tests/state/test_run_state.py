@@ -958,6 +958,61 @@ def test_a_version_1_or_2_paused_turn_without_the_hosted_tool_items_that_code_sk
     assert Runner.run_sync(agent, loaded).final_output == "done" and log == [("delete_file", "a.txt")]
 
 
+def agent_tool_paused(ran):
+    """An agent 'Boss' paused inside its agent tool: Sub's inner_delete call d1 waits for a person."""
+    @function_tool(needs_approval=True)
+    def inner_delete(path: str) -> str:
+        """Delete."""
+        ran.append(path)
+        return "deleted"
+
+    model = ScriptedModel([[function_call("ask_sub", {"input": "go"}, call_id="s1")],
+                           [function_call("inner_delete", {"path": "/a"}, call_id="d1")]])
+    boss = Agent("Boss", model=model, tools=[Agent("Sub", model=model, tools=[inner_delete]).as_tool("ask_sub", "")])
+    return boss, model, Runner.run_sync(boss, "hi").to_state().to_json()
+
+
+def as_written_before_approval_scopes(document, version):
+    """The document as version 1 or 2 code wrote it: no approval_scope, none of versions 3-6's fields."""
+    document = copy.deepcopy(document)
+    for doc in (document, document["pending_turn"]["nested"]["s1"]):
+        doc["schema_version"] = version
+        for key in ("pending_input", "finished", "server_known") + (("run_id",) if version == 1 else ()):
+            del doc[key]
+        for item in doc["generated_items"]:
+            item.pop("approval_scope", None)
+        for key in ("pauses", "unsure"):
+            del doc["pending_turn"][key]
+    return document
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("decided", ["on the loaded state", "approved in the document", "rejected in the document"])
+def test_a_version_1_or_2_decision_about_an_agent_tools_inner_call_is_found_by_its_inner_run(version, decided):
+    """Those versions kept no approval_scope: a loaded inner item was scoped to the outer run, so approving it
+    recorded a decision the inner run never looked up (the first resume ran nothing and asked again), and one
+    saved in the document was never found. Loading scopes the item to its inner run and moves the decision there."""
+    ran = []
+    boss, model, document = agent_tool_paused(ran)
+    old = as_written_before_approval_scopes(document, version)
+    if decided != "on the loaded state":
+        approved = decided == "approved in the document"
+        old["context"]["approvals"]["inner_delete"] = {
+            "approved": ["d1"] if approved else [], "rejected": [] if approved else ["d1"],
+            **({} if approved else {"rejection_messages": {"d1": "Not today."}})}
+    state = RunState.from_json(boss, old)
+    if decided == "on the loaded state":
+        state.approve(state.get_interruptions()[0])
+    assert state.context_wrapper.is_tool_approved("inner_delete", "d1") is None  # moved: none left for Boss's calls
+    model.enqueue([assistant_message("sub done")])
+    model.enqueue([assistant_message("done")])
+    result = Runner.run_sync(boss, state)
+    assert result.final_output == "done" and not result.interruptions
+    assert ran == ([] if decided == "rejected in the document" else ["/a"])
+    if decided == "rejected in the document":
+        assert outputs_sent(model.calls[2]) == {"d1": "Not today."}  # the inner model is told
+
+
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_a_call_id_repeated_in_a_paused_response_of_versions_1_to_5_is_dropped_as_that_code_dropped_it(version):
     """Versions 1-5 skipped a repeated call id as they read the response but kept the response whole in
