@@ -86,18 +86,27 @@ class RunState(Generic[TContext]):
     aborts: Aborts = field(default_factory=Aborts, init=False)  # what aborts what is in flight (an HTTP request)
 
     def __post_init__(self, context: Any) -> None:
+        """A state made by hand is checked as `Runner.run_sync` checks its arguments (the input repaired and copied,
+        what a run refuses a `UserError`), so it runs as that input would; a run's own state and a loaded one are
+        made of values checked already."""
+        if not isinstance(self.starting_agent, Agent):
+            raise UserError(f"RunState's starting_agent must be an Agent, got {type(self.starting_agent).__name__}")
+        if self.max_turns is not None and type(self.max_turns) is not int:  # nan would be no limit at all
+            raise UserError(f"max_turns must be a whole number or None, got {self.max_turns!r:.80}")
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
         self.current_agent, self.run_id = self.starting_agent, "run_" + os.urandom(12).hex()
-        self.rebuild_transcript()
+        if isinstance(self.original_input, str):  # one message: no orphan to drop, no call id
+            self.original_input = clean_text(self.original_input)  # a lone surrogate, as in a run's input
+            self.transcript = to_input_list(self.original_input)
+        else:
+            self.original_input = input_items(self.original_input)
+            self.rebuild_transcript()
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
         settled = self.generated_items[:self.pending.start] if self.pending is not None else self.generated_items
         generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
-        items = to_input_list(self.original_input) + generated
-        # A string input and nothing generated yet (a fresh run) cannot hold an orphan: nothing to check.
-        self.transcript = items if not generated and isinstance(self.original_input, str) else \
-            drop_orphans(items, self.server_managed)
+        self.transcript = drop_orphans(to_input_list(self.original_input) + generated, self.server_managed)
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         used = self.transcript + [i.raw_item for i in self.generated_items]
@@ -235,6 +244,9 @@ ITEM_CLASSES = {cls.__dataclass_fields__["type"].default: cls
 
 MAX_DEPTH = 200  # levels of nesting a state's values may have: deeper, it could load and never be saved again
 MAX_TEXT = 256 * 1024 * 1024  # characters of a state's JSON: a document from outside is read only below it
+# A count a document may hold is below it: past any a run makes (a provider reports at most a float's largest,
+# 1.8e308, each time), far short of the 4300 digits Python writes an integer with.
+MAX_COUNT = 10 ** 400
 
 
 def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optional[str]:
@@ -317,6 +329,19 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
     document["context"] = clean_json(document["context"])
     return document
+
+
+def input_items(input: Any) -> list:
+    """A run's input items as a run takes them (`run.fresh_state`): a list of whole items (`items.item_problem`),
+    copied, lone surrogates repaired; anything else is a `UserError` naming it."""
+    if not isinstance(input, list):
+        raise UserError("RunState's original_input must be a string or a list of input items (dicts), "
+                        f"got {type(input).__name__}: {preview(input, 80)}")
+    input = clean_json(input)
+    problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
+    if problem is not None:
+        raise UserError(f"RunState's original_input[{problem[0]}] {problem[1]}")
+    return input
 
 
 def reachable_agents(initial_agent: Any) -> list:
@@ -558,24 +583,33 @@ def _repaired(data: dict) -> dict:
     return data
 
 
-def _below_zero(data: dict) -> Optional[str]:
-    """The first count, turn or index of the document that is below 0, named, or None: each counts up from 0, and
-    one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50 more turns).
-    model_responses[].usage is not checked: it is the provider's report as it came (a -1 is kept, Usage.add
-    counts it as 0 in the run's usage), never read for a limit."""
+def _out_of_range(data: dict) -> Optional[str]:
+    """The first count, turn or index of the document below 0, or at MAX_COUNT or over, named, or None. Each counts
+    up from 0, and one below loosened a limit (usage.requests -100 allowed 100 more requests, current_turn -50 50
+    more turns); one that large no run reaches, and the loop counting on from one far larger failed as text
+    (int("9" * 4300) + 1 has more digits than Python writes: the next turn could not be saved or claimed).
+    max_turns is the caller's limit, never counted on (any whole number a run takes); model_responses[].usage is the
+    provider's report as it came (a -1 is kept, Usage.add counts it as 0 in the run's usage), never read for a
+    limit."""
     pending = data["pending_turn"] or {}
-    counts = [(key, data.get(key)) for key in ("current_turn", "max_turns", "server_known")]
-    counts += [(f"pending_turn.{key}", pending.get(key)) for key in ("start", "replays", "pauses")]
-    counts += [("context.usage", data["context"]["usage"])]  # a usage holds nothing but counts
-    return next(filter(None, (_negative(value, where) for where, value in counts)), None)
+    counts = [("max_turns", data.get("max_turns"), 0, math.inf)]
+    counts += [(key, data.get(key), 0, MAX_COUNT) for key in ("current_turn", "server_known")]
+    counts += [(f"pending_turn.{key}", pending.get(key), 0, MAX_COUNT) for key in ("start", "replays", "pauses")]
+    counts += [("context.usage", data["context"]["usage"], 0, MAX_COUNT)]  # a usage holds nothing but counts
+    counts += [(f"model_responses[{n}].usage", r.get("usage"), -math.inf, MAX_COUNT)
+               for n, r in enumerate(data["model_responses"])]
+    return next(filter(None, (_outside(*count) for count in counts)), None)
 
 
-def _negative(value: Any, where: str) -> Optional[str]:
-    """`where` (and the path inside) of the first integer below 0 in `value`, said so, or None."""
-    if isinstance(value, int):
-        return f"{where} is below 0" if value < 0 else None
+def _outside(where: str, value: Any, low: Any, top: Any) -> Optional[str]:
+    """`where` (and the path inside) of the first integer in `value` below `low` or at `top` or over, said so, or
+    None."""
+    if isinstance(value, int) and value < low:
+        return f"{where} is below 0"
+    if isinstance(value, int) and value >= top:
+        return f"{where} is 10**400 or more (no run counts that far)"
     inner = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    return next(filter(None, (_negative(v, f"{where}.{k}") for k, v in inner)), None)
+    return next(filter(None, (_outside(f"{where}.{k}", v, low, top) for k, v in inner)), None)
 
 
 def _not_json(data: dict) -> Optional[str]:
@@ -611,6 +645,9 @@ def _load_item(data: dict, index: int, agents: dict) -> Any:
 def load_state(initial_agent: Any, data: Any, context_override: Any,
                context_deserializer: Optional[Callable]) -> RunState:
     """Check the whole document's shape, then build the state; nothing runs, nothing is read."""
+    if not isinstance(initial_agent, Agent):  # its graph holds the agents the document names
+        raise UserError(f"RunState.from_json and from_string take the run's starting agent, an Agent, got "
+                        f"{type(initial_agent).__name__}")
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UserError("Run state is missing schema version (field 'schema_version')")
     version = data["schema_version"]
@@ -622,7 +659,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
     given = data  # a version 1 document's run id is derived from it as given (see _derived_run_id)
     try:
         data, problem = _checked(RunStateDocument, clean_json(data))  # a lone surrogate: as where input enters
-        problem = problem or _not_json(data) or _bad_item(data) or _below_zero(data)
+        problem = problem or _not_json(data) or _bad_item(data) or _out_of_range(data)
         problem = problem or _pending_problem(_repaired(data))
     except RecursionError:  # deeper than the interpreter can walk (the cap above is met before, at any stack)
         problem = f"the document: nested deeper than {MAX_DEPTH} levels"
@@ -640,14 +677,14 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         context = context_doc.get("context")
     wrapper = RunContextWrapper(context=context, usage=Usage.from_json(context_doc["usage"], requests=0),
                                 approvals=call_ids_of(context_doc["approvals"]))
-    state = RunState(wrapper, data["original_input"], _agent(agents, data["starting_agent"]), data["max_turns"],
+    state = RunState(wrapper, "", _agent(agents, data["starting_agent"]), data["max_turns"],  # the input below
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
     state.run_id = data["run_id"] if version >= 2 else _derived_run_id(given)
     state.server_known = data.get("server_known", 0)
     state.current_agent = _agent(agents, data["current_agent"])
-    state.current_turn = data["current_turn"]
+    state.original_input, state.current_turn = data["original_input"], data["current_turn"]  # checked above
     state.generated_items = [_load_item(item, n, agents) for n, item in enumerate(data["generated_items"])]
     state.model_responses = [ModelResponse(output=r["output"], usage=Usage.from_json(r.get("usage")),
                                            response_id=r.get("response_id"), request_id=r.get("request_id"))
@@ -665,6 +702,8 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
         given_nested = {clean_text(key): doc for key, doc in given["pending_turn"]["nested"].items()}  # as given
         state.pending.nested = {call_id: _load_nested(state, call_id, given_nested[call_id], context_override,
                                                       context_deserializer) for call_id in pending["nested"]}
+        if version < 3:
+            _scope_approvals(state)
     state.rebuild_transcript()
     return state
 
@@ -678,6 +717,30 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
         return nested
     except UserError as e:
         raise UserError(f"pending_turn.nested[{preview(call_id, 60)!r}]: {e.message}") from None
+
+
+def _scope_approvals(state: RunState) -> None:
+    """Versions 1 and 2 were written before an agent tool's inner run kept its approvals apart (under its run id,
+    `approval_scope`): an approval item of a paused inner run gets that run's scope, as the inner run looks its
+    decision up, and a decision the document holds about it moves there (approving it did nothing the first time,
+    and a decision saved with it was never found: the inner run asked again)."""
+    scopes = {}
+    for nested in state.pending.nested.values():
+        for item in nested.get_interruptions():  # its own calls' (its inner runs' have theirs by now)
+            item.approval_scope = item.approval_scope or nested.run_id
+            scopes[item.agent.name, item.call_id, item.tool_name] = item.approval_scope
+    decisions = state.context_wrapper
+    for item in state.get_interruptions():
+        scope = scopes.get((item.agent.name, item.call_id, item.tool_name), "")
+        if scope and not item.approval_scope:
+            decided, message = (decisions.is_tool_approved(item.tool_name, item.call_id),
+                                decisions.rejection_message(item.tool_name, item.call_id))
+            decisions.forget(item.tool_name, item.call_id)
+            item.approval_scope = scope
+            if decided:
+                decisions.approve_tool(item)
+            elif decided is False:
+                decisions.reject_tool(item, rejection_message=message)
 
 
 def _derived_run_id(data: dict) -> str:

@@ -199,7 +199,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1195,  # 1195: an immediate cancel marks the run's aborts (one added later is called at
+    "state and sessions": 1240,  # 1240 for what an attack on RunState found: a count past any a run makes loaded
+    # (the next turn could not be written), loading against no Agent a bare AttributeError, a RunState made by hand
+    # unchecked (content 7 sent to the model), a version 1-2 decision about an agent tool's inner call never found;
+    # 1195: an immediate cancel marks the run's aborts (one added later is called at
     # once); 1193 for pop_item stopping on a table whose ids are no key (it returned one item
     # for ever, or spun holding the write lock); 1190 for table names quoted (a keyword such as "order" is a name)
     # and two table arguments naming one table refused as such (they failed as another program's table)

@@ -329,6 +329,17 @@ def test_a_lone_surrogate_in_run_input_is_repaired_where_it_enters(text, as_item
     state.to_string().encode("utf-8")
 
 
+@pytest.mark.parametrize("as_items", [False, True])
+def test_a_lone_surrogate_in_a_state_made_by_hand_is_repaired_as_it_is_made(as_items):
+    """RunState(None, "go \\ud800", agent) sent it to the model (a run given that input sends U+FFFD) and its
+    to_string() wrote what from_string refused."""
+    agent, _ = make_agent([[assistant_message("done")]])
+    state = RunState(None, [{"role": "user", "content": "go \ud800"}] if as_items else "go \ud800", agent)
+    assert Runner.run_sync(agent, state).final_output == "done"
+    assert agent.model.calls[0].input[0]["content"] == "go \ufffd"
+    assert RunState.from_string(agent, state.to_string()).to_json() == state.to_json()
+
+
 def test_a_lone_surrogate_in_a_loaded_document_is_repaired_as_it_loads():
     agent, document = paused_document()
     document["original_input"] = "go \ud800"  # as a \\ud800 escape in the JSON text reads

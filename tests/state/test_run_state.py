@@ -180,6 +180,42 @@ def test_a_document_in_upstreams_forms_of_usage_details_and_undecided_approvals_
     assert log == [("list_files", "/"), ("delete_file", "a.txt")]
 
 
+MADE_BY_HAND = [([{"role": "user", "content": 7}], 10, r"^RunState's original_input\[0\] has content of type int"),
+                ([7], 10, r"^RunState's original_input\[0\] is not an object \(got int\)"),
+                (5, 10, "^RunState's original_input must be a string or a list of input items"),
+                ({"role": "user", "content": "hi"}, 10, "^RunState's original_input must be a string or a list"),
+                ("hi", "3", "^max_turns must be a whole number or None, got '3'"),
+                ("hi", float("nan"), "^max_turns must be a whole number or None, got nan")]
+
+
+@pytest.mark.parametrize("original_input, max_turns, refused", MADE_BY_HAND)
+def test_a_state_made_by_hand_is_refused_what_a_run_refuses_when_it_is_made(original_input, max_turns, refused):
+    """Made by hand, such a state sent content 7 to the model, failed with a bare TypeError (max_turns "3" in the
+    turn limit's check, input 5 in building the transcript), and wrote a document from_string refused."""
+    model = ScriptedModel([[assistant_message("done")]])
+    agent = make_agent(model, [])
+    with pytest.raises(UserError, match=refused):
+        RunState(None, original_input, agent, max_turns)
+    with pytest.raises(UserError):  # as Runner.run_sync refuses the same arguments
+        Runner.run_sync(agent, original_input, max_turns=max_turns)
+    with pytest.raises(UserError, match="^RunState's starting_agent must be an Agent, got str$"):
+        RunState(None, "hi", "Janitor")
+    assert not model.calls
+
+
+def test_a_state_made_by_hand_runs_as_its_input_given_to_a_run_would():
+    """Its input items are a copy of its own, checked and kept as given; an orphan output is left out of what the
+    model is sent (as the run's own input drops it)."""
+    model = ScriptedModel([[assistant_message("done")]] * 2)
+    agent = make_agent(model, [])
+    items = [{"role": "user", "content": "tidy up"}, {"type": "function_call_output", "call_id": "x", "output": "?"}]
+    state = RunState(None, items, agent, None)
+    items[0]["content"] = "changed"
+    assert Runner.run_sync(agent, state).final_output == "done"
+    assert model.calls[0].input == [{"role": "user", "content": "tidy up"}] and state.max_turns is None
+    assert RunState.from_string(agent, state.to_string()).original_input == state.original_input != items
+
+
 @pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None])
 def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_nothing(bad):
     _, state, _, _ = paused_state()
@@ -333,6 +369,16 @@ def test_two_agents_with_the_same_name_in_the_graph_is_a_user_error_at_load():
     graph = agent.clone(handoffs=[Agent("Helper", handoffs=[twin])])
     with pytest.raises(UserError, match="Janitor"):
         RunState.from_string(graph, state.to_string())
+
+
+@pytest.mark.parametrize("given", [None, "Janitor", "an agent tool"])
+def test_loading_against_anything_but_an_agent_is_a_user_error_naming_what_was_given(given):
+    """It was a bare AttributeError from walking the agent graph ('NoneType' object has no attribute 'handoffs')."""
+    agent, state, _, _ = paused_state()
+    given = agent.as_tool("janitor", "Tidies.") if given == "an agent tool" else given
+    for load, document in ((RunState.from_json, state.to_json()), (RunState.from_string, state.to_string())):
+        with pytest.raises(UserError, match=f"take the run's starting agent, an Agent, got {type(given).__name__}$"):
+            load(given, document)
 
 
 def test_unknown_current_agent_is_a_user_error():
@@ -815,6 +861,30 @@ def test_a_count_turn_or_index_below_zero_is_refused_at_load(path, value):
         RunState.from_json(agent, mutate(document, path, 0))  # 0 is a count
 
 
+LARGE = [("current_turn",), ("server_known",), ("pending_turn", "replays"), ("pending_turn", "pauses"),
+         ("context", "usage", "requests"), ("context", "usage", "output_tokens_details", "reasoning_tokens"),
+         ("model_responses", 0, "usage", "input_tokens")]
+
+
+@pytest.mark.parametrize("path", LARGE)
+def test_a_count_past_any_a_run_makes_is_refused_at_load(path):
+    """current_turn int("9" * 4300) loaded, and the loop's next turn (one digit more) could not be written as text:
+    to_string() failed with a bare ValueError, a run with a session inside the ledger's claim of the turn."""
+    agent, state, _, _ = paused_state()
+    document = state.to_json()
+    where = re.escape(".".join(map(str, path))).replace(r"\.0\.", r"\[0\]\.")
+    for value in (10 ** 400, int("9" * 4300)):
+        with pytest.raises(UserError, match=f"^malformed run state: {where} is 10\\*\\*400 or more"):
+            RunState.from_json(agent, mutate(document, path, value))
+    RunState.from_json(agent, mutate(document, path, 10 ** 400 - 1))
+
+
+def test_a_max_turns_of_any_whole_number_round_trips():
+    """max_turns is the caller's limit, never counted on: any whole number a run takes is written and loads."""
+    agent, state, _, _ = paused_state(max_turns=10 ** 500)
+    assert RunState.from_string(agent, state.to_string()).max_turns == 10 ** 500
+
+
 @pytest.mark.parametrize("key", ["output_tokens", "total_tokens", "requests"])
 def test_a_model_responses_usage_below_zero_as_the_provider_reported_it_loads(key):
     """A provider's -1 is kept in model_responses (the run's usage counted it as 0) and is read for no limit: the
@@ -886,6 +956,61 @@ def test_a_version_1_or_2_paused_turn_without_the_hosted_tool_items_that_code_sk
     loaded = RunState.from_string(agent, loaded.to_string())  # written again as today's version, it loads
     loaded.approve(loaded.get_interruptions()[0])
     assert Runner.run_sync(agent, loaded).final_output == "done" and log == [("delete_file", "a.txt")]
+
+
+def agent_tool_paused(ran):
+    """An agent 'Boss' paused inside its agent tool: Sub's inner_delete call d1 waits for a person."""
+    @function_tool(needs_approval=True)
+    def inner_delete(path: str) -> str:
+        """Delete."""
+        ran.append(path)
+        return "deleted"
+
+    model = ScriptedModel([[function_call("ask_sub", {"input": "go"}, call_id="s1")],
+                           [function_call("inner_delete", {"path": "/a"}, call_id="d1")]])
+    boss = Agent("Boss", model=model, tools=[Agent("Sub", model=model, tools=[inner_delete]).as_tool("ask_sub", "")])
+    return boss, model, Runner.run_sync(boss, "hi").to_state().to_json()
+
+
+def as_written_before_approval_scopes(document, version):
+    """The document as version 1 or 2 code wrote it: no approval_scope, none of versions 3-6's fields."""
+    document = copy.deepcopy(document)
+    for doc in (document, document["pending_turn"]["nested"]["s1"]):
+        doc["schema_version"] = version
+        for key in ("pending_input", "finished", "server_known") + (("run_id",) if version == 1 else ()):
+            del doc[key]
+        for item in doc["generated_items"]:
+            item.pop("approval_scope", None)
+        for key in ("pauses", "unsure"):
+            del doc["pending_turn"][key]
+    return document
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("decided", ["on the loaded state", "approved in the document", "rejected in the document"])
+def test_a_version_1_or_2_decision_about_an_agent_tools_inner_call_is_found_by_its_inner_run(version, decided):
+    """Those versions kept no approval_scope: a loaded inner item was scoped to the outer run, so approving it
+    recorded a decision the inner run never looked up (the first resume ran nothing and asked again), and one
+    saved in the document was never found. Loading scopes the item to its inner run and moves the decision there."""
+    ran = []
+    boss, model, document = agent_tool_paused(ran)
+    old = as_written_before_approval_scopes(document, version)
+    if decided != "on the loaded state":
+        approved = decided == "approved in the document"
+        old["context"]["approvals"]["inner_delete"] = {
+            "approved": ["d1"] if approved else [], "rejected": [] if approved else ["d1"],
+            **({} if approved else {"rejection_messages": {"d1": "Not today."}})}
+    state = RunState.from_json(boss, old)
+    if decided == "on the loaded state":
+        state.approve(state.get_interruptions()[0])
+    assert state.context_wrapper.is_tool_approved("inner_delete", "d1") is None  # moved: none left for Boss's calls
+    model.enqueue([assistant_message("sub done")])
+    model.enqueue([assistant_message("done")])
+    result = Runner.run_sync(boss, state)
+    assert result.final_output == "done" and not result.interruptions
+    assert ran == ([] if decided == "rejected in the document" else ["/a"])
+    if decided == "rejected in the document":
+        assert outputs_sent(model.calls[2]) == {"d1": "Not today."}  # the inner model is told
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
