@@ -307,11 +307,11 @@ def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception,
     ask = getattr(model, "get_retry_advice", None)
     advice = caller.call(ask, request) if callable(ask) else http_advice(error)  # as a policy, it may be async
     if not isinstance(advice, (ModelRetryAdvice, type(None))):
-        raise UserError(f"{type(model).__name__}.get_retry_advice must return a ModelRetryAdvice or None, got "
-                        f"{type(advice).__name__}")
+        raise UserError(f"{getattr(ask, '__qualname__', 'get_retry_advice')} must return a ModelRetryAdvice or "
+                        f"None, got {type(advice).__name__}")  # the model's own method, through any wrapper
     if advice is not None and not isinstance(advice.normalized, (ModelRetryNormalizedError, type(None))):
-        raise UserError(f"{type(model).__name__}.get_retry_advice gave a ModelRetryAdvice whose normalized is not a "
-                        f"ModelRetryNormalizedError or None: {type(advice.normalized).__name__}")
+        raise UserError(f"{getattr(ask, '__qualname__', 'get_retry_advice')} gave a ModelRetryAdvice whose "
+                        f"normalized is not a ModelRetryNormalizedError or None: {type(advice.normalized).__name__}")
     return RetryPolicyContext(error, attempt, max(settings.max_retries or 0, 0), stream, normalize(error, advice),
                               advice, request.previous_response_id, request.conversation_id)
 
