@@ -194,7 +194,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1184,  # 1184: a pause a continue gives again claimed as the state returned is (a pause
+    "state and sessions": 1198,  # 1198: whatever a session's store raises in a run is the store failing
+    # (ledger.stored, store_failed): a write or claim refused with the driver's own error lost the turn (the tool
+    # ran, the history empty, the journal closed) and a claim that failed said its call may have happened;
+    # 1184: a pause a continue gives again claimed as the state returned is (a pause
     # journaled as the run paused marked so, its claim looked up, so two continues at once never both lose); 1181 (1182
     # less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
     # journal until its resume ends (emptied as the run paused, a process that died before the state was saved
