@@ -194,7 +194,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1198,  # 1198: whatever a session's store raises in a run is the store failing
+    "state and sessions": 1208,  # 1208: a state the journal cannot hold (a datetime in an input item, inf in a
+    # custom model's item) a UserError before a call of its turn runs (it was a bare TypeError or ValueError)
+    # 1198: whatever a session's store raises in a run is the store failing
     # (ledger.stored, store_failed): a write or claim refused with the driver's own error lost the turn (the tool
     # ran, the history empty, the journal closed) and a claim that failed said its call may have happened;
     # 1184: a pause a continue gives again claimed as the state returned is (a pause
