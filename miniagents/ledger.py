@@ -122,7 +122,7 @@ def snapshot(run: Run, turn: Turn) -> None:
     """The state between turns, before a fresh turn's first step, kept for the journal (written once the turn is
     claimed: `claim_turn`)."""
     if run.journal is not None or run.scratch.get(set_aside):
-        run.scratch[snapshot] = run.state.to_json(context_serializer=lambda context: None)
+        run.scratch[snapshot] = journaled(run.state)
 
 
 def journal_response(run: Run, turn: Turn) -> None:
@@ -134,7 +134,7 @@ def journal_response(run: Run, turn: Turn) -> None:
     state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, {}, turn.session_input, {}, turn.replays)
     state.unsaved_session_input = []  # the journaled turn holds it
     try:
-        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+        write_journal(run, journaled(state), state.current_turn)
     finally:
         state.pending, state.unsaved_session_input = None, unsaved
 
@@ -167,14 +167,31 @@ def replace_journal(run: Run, document: Any, turn: int, paused: bool = False) ->
     has claimed), in one short transaction; False, changing nothing, when another worker wrote it since."""
     state = run.state
     epoch = journal_entry(run)["epoch"] + 1 if run.journal else 0
-    entry = document if document == "" else json.dumps(
-        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
-         **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own text:
-    # two workers writing the same state at once cannot both see their own entry in place
+    try:
+        entry = document if document == "" else json.dumps(
+            {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
+             **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own
+        # text: two workers writing the same state at once cannot both see their own entry in place
+    except ValueError as error:  # inf or nan, which strict JSON has not (a custom model's item)
+        raise unwritable(error) from None
     if not stored(run, run.session.write_journal, run.journal, entry):
         return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
     return True
+
+
+def journaled(state: RunState) -> dict:
+    """`state` as the journal holds it (its context left out: a continue is given its own)."""
+    try:
+        return state.to_json(context_serializer=lambda context: None)
+    except (TypeError, ValueError) as error:  # a value JSON cannot hold (a datetime in an input item)
+        raise unwritable(error) from None
+
+
+def unwritable(error: Exception) -> UserError:
+    """What cannot be journaled, said before the turn it is in runs a call (the state is journaled first)."""
+    return UserError(f"The run's state cannot be written to its session's journal ({error}): an input item, or an "
+                     "item a custom model or tool returned, holds a value JSON cannot hold (a datetime, inf, nan)")
 
 
 def journal_entry(run: Run) -> dict:
@@ -226,7 +243,7 @@ def open_journal(run: Run) -> bool:
         # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
         # run and the state the paused run returned meet (one resume of it wins)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
-    write_journal(run, found.to_json(context_serializer=lambda context: None), entry["turn"])
+    write_journal(run, journaled(found), entry["turn"])
     return True
 
 
@@ -251,8 +268,7 @@ def close_journal(run: Run) -> None:
         asking = run.result is not None and pending is not None and (
             pending.unsure or run.abandoned or pending.outputs or pending.nested)
         fresh = asking and not stored(run, run.ledger.lookup_call, *pause_claim(run.state))[0]  # no resume's yet
-        replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
-                        run.state.current_turn, fresh)
+        replace_journal(run, journaled(run.state) if asking else "", run.state.current_turn, fresh)
     run.journal = None
 
 
@@ -285,7 +301,7 @@ def claim_pause(run: Run, turn: Turn) -> None:
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue
-        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+        write_journal(run, journaled(state), state.current_turn)
 
 
 def pause_claim(state: RunState) -> tuple:

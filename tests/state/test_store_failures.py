@@ -3,12 +3,14 @@ ledger-keeping session's write, claim or journal raises in a run (a driver's err
 a trigger of your own, a custom session's exception) is the store failing, as a `SessionStoreError` is. The run
 raises a `SessionStoreError` whose `__cause__` is that error, writes nothing more of its turn, and leaves the turn
 journaled, as a crash does: a continue (`[]`) finishes it from the ledger, no call runs twice, and the history says
-what happened. A call whose claim failed never started, and is never said to have."""
+what happened. A call whose claim failed never started, and is never said to have. A state the journal cannot hold
+(a value JSON cannot hold) is a `UserError` before any call of its turn runs."""
+import datetime
 import sqlite3
 
 import pytest
 
-from miniagents import Agent, RunConfig, Runner, SQLiteSession, UnfinishedTurnError, function_tool
+from miniagents import Agent, RunConfig, Runner, SQLiteSession, UnfinishedTurnError, UserError, function_tool
 from miniagents.ledger import MAY_HAVE_HAPPENED, NEVER_STARTED, NOT_RUN_AGAIN
 from miniagents.sql_session import SessionStoreError
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -234,3 +236,17 @@ def test_a_claim_that_fails_while_a_sibling_call_raises_leaves_the_turn_to_say_t
     assert kinds(session)[1:5] == [("function_call", None), ("function_call", None), ("function_call_output",
                                    STOPPED_MIDWAY), ("function_call_output", NEVER_STARTED)]
 
+def test_an_input_item_the_journal_cannot_hold_is_a_user_error_before_the_model_is_asked(tmp_path):
+    session, model = SQLiteSession("s", str(tmp_path / "s.db")), ScriptedModel([[assistant_message("ok")]])
+    item = {"role": "user", "content": "hi", "metadata": {"at": datetime.datetime(2026, 1, 1)}}
+    with pytest.raises(UserError, match="journal .*datetime"):
+        Runner.run_sync(Agent(name="a", model=model), [item], session=session)
+    assert model.calls == () and session.get_items() == [] and not session.read_journal()
+
+
+def test_a_custom_models_item_the_journal_cannot_hold_is_a_user_error_before_any_call_runs(tmp_path):
+    charges, session = [], SQLiteSession("s", str(tmp_path / "s.db"))
+    call = {**function_call("charge", {"cents": 500}, call_id="k1"), "score": float("-inf")}
+    with pytest.raises(UserError, match="journal .*not JSON compliant"):
+        Runner.run_sync(one_charge(charges, ScriptedModel([[call]])), "pay", session=session)
+    assert charges == [] and session.get_items() == [] and not session.read_journal()
