@@ -26,8 +26,8 @@ import os
 from typing import Any, Callable
 
 from . import caller
-from .errors import (AlreadyResumedError, SessionStoreError, ToolInputGuardrailTripwireTriggered, UnfinishedTurnError,
-                     UserError)
+from .errors import (AgentsException, AlreadyResumedError, SessionStoreError, ToolInputGuardrailTripwireTriggered,
+                     UnfinishedTurnError, UserError)
 from .state import MAX_TEXT, PendingTurn, RunState
 from .tool import NestedInterruption
 from .turn import HALTED, STOPPED_MIDWAY, Call, Run, Turn
@@ -39,6 +39,31 @@ MAY_HAVE_HAPPENED = ("This call was started before the run stopped (its process 
                      "may or may not have happened. It was not run again.")
 
 
+def stored(run: Run, method: Callable, *args: Any, **options: Any) -> Any:
+    """A method of the session's store (the ledger, the journal, a turn's write), called in a run. Whatever it
+    raises is the store failing, noted for the run (`store_failed`): a driver's error, a trigger of your own or a
+    custom session's exception is raised as a `SessionStoreError` (the session's error its `__cause__`, its text
+    not copied), so an agent tool's inner run stops its caller too, and the session's typed errors as they are."""
+    try:
+        return caller.call(method, *args, **options)
+    except caller.Cancelled:  # the run's cancel, not the store's failure
+        raise
+    except Exception as error:
+        run.scratch[stored] = True
+        if isinstance(error, AgentsException):
+            raise
+        raise SessionStoreError(f"{getattr(method, '__qualname__', 'The session')} raised {type(error).__name__} "
+                                "(the __cause__): whether it stored anything is unknown. Once the store works again, "
+                                "run the agent on the session with [] to finish the turn in flight") from error
+
+
+def store_failed(run: Run, error: BaseException) -> bool:
+    """Whether the run stops because its session's store failed: a method of it raised in this run (`stored`; in a
+    call's thread too, whatever the run then raises) or in an agent tool's inner run (its `SessionStoreError`).
+    Then nothing more of the turn is written: it stays journaled, as after a crash, and the ledger says what ran."""
+    return isinstance(error, SessionStoreError) or stored in run.scratch
+
+
 def recall(run: Run, turn: Turn) -> None:
     """A resumed turn's calls that started before a crash and recorded no output (found by a continued run, kept
     in `PendingTurn.unsure` across a pause) are never silently repeated: an idempotent tool's runs again; any
@@ -47,7 +72,7 @@ def recall(run: Run, turn: Turn) -> None:
     agent tool whose inner run the process that died had resumed is answered `MAY_HAVE_HAPPENED`."""
     pending, ctx, found = run.state.pending, run.state.context_wrapper, set()
     continued = run.scratch.get(open_journal)
-    looked_up = {call.call_id: caller.call(run.ledger.lookup_call, run.state.run_id, call.call_id)
+    looked_up = {call.call_id: stored(run, run.ledger.lookup_call, run.state.run_id, call.call_id)
                  for call in turn.calls if continued and call.kind == "function" and not call.fate}
     stopped = any(recorded in (STOPPED_MIDWAY, HALTED) for _, recorded in looked_up.values())  # a call of it stopped
     kept = continued and (written(run) or stopped)  # the run (which may have written what ran): the turn ended there
@@ -86,8 +111,8 @@ def recall(run: Run, turn: Turn) -> None:
 def inner_resumed(run: Run, nested: RunState) -> bool:
     """Whether an agent tool's paused inner run was resumed already (its pause claimed: `claim_pause`), or went on
     to its end (a cancelled resume kept it, finished, though the call's outcome never reached the ledger)."""
-    return getattr(nested, "finished", False) or getattr(nested, "pending", None) is not None and caller.call(
-        run.ledger.lookup_call, *pause_claim(nested))[0]
+    return getattr(nested, "finished", False) or getattr(nested, "pending", None) is not None and stored(
+        run, run.ledger.lookup_call, *pause_claim(nested))[0]
 
 
 # --- The journal: a run whose process died continues from its session ----------------------------------------
@@ -97,7 +122,7 @@ def snapshot(run: Run, turn: Turn) -> None:
     """The state between turns, before a fresh turn's first step, kept for the journal (written once the turn is
     claimed: `claim_turn`)."""
     if run.journal is not None or run.scratch.get(set_aside):
-        run.scratch[snapshot] = run.state.to_json(context_serializer=lambda context: None)
+        run.scratch[snapshot] = journaled(run.state)
 
 
 def journal_response(run: Run, turn: Turn) -> None:
@@ -109,7 +134,7 @@ def journal_response(run: Run, turn: Turn) -> None:
     state.pending = PendingTurn(turn.agent.name, turn.output, turn.start, {}, turn.session_input, {}, turn.replays)
     state.unsaved_session_input = []  # the journaled turn holds it
     try:
-        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+        write_journal(run, journaled(state), state.current_turn)
     finally:
         state.pending, state.unsaved_session_input = None, unsaved
 
@@ -122,7 +147,7 @@ def write_journal(run: Run, document: dict, turn: int) -> None:
     unjournaled (stopping would leave its claim held by nobody)."""
     if replace_journal(run, document, turn):
         return
-    run.journal = caller.call(run.session.read_journal)  # what the other worker wrote
+    run.journal = stored(run, run.session.read_journal)  # what the other worker wrote
     other, run.journal = journal_entry(run) if run.journal else None, None  # not this run's to close
     if other is None or other["run_id"] == run.state.run_id:
         raise AlreadyResumedError(run.state.run_id, turn, None)
@@ -142,14 +167,31 @@ def replace_journal(run: Run, document: Any, turn: int, paused: bool = False) ->
     has claimed), in one short transaction; False, changing nothing, when another worker wrote it since."""
     state = run.state
     epoch = journal_entry(run)["epoch"] + 1 if run.journal else 0
-    entry = document if document == "" else json.dumps(
-        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
-         **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own text:
-    # two workers writing the same state at once cannot both see their own entry in place
-    if not caller.call(run.session.write_journal, run.journal, entry):
+    try:
+        entry = document if document == "" else json.dumps(
+            {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
+             **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own
+        # text: two workers writing the same state at once cannot both see their own entry in place
+    except ValueError as error:  # inf or nan, which strict JSON has not (a custom model's item)
+        raise unwritable(error) from None
+    if not stored(run, run.session.write_journal, run.journal, entry):
         return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
     return True
+
+
+def journaled(state: RunState) -> dict:
+    """`state` as the journal holds it (its context left out: a continue is given its own)."""
+    try:
+        return state.to_json(context_serializer=lambda context: None)
+    except (TypeError, ValueError) as error:  # a value JSON cannot hold (a datetime in an input item)
+        raise unwritable(error) from None
+
+
+def unwritable(error: Exception) -> UserError:
+    """What cannot be journaled, said before the turn it is in runs a call (the state is journaled first)."""
+    return UserError(f"The run's state cannot be written to its session's journal ({error}): an input item, or an "
+                     "item a custom model or tool returned, holds a value JSON cannot hold (a datetime, inf, nan)")
 
 
 def journal_entry(run: Run) -> dict:
@@ -180,7 +222,7 @@ def open_journal(run: Run) -> bool:
     state was replaced by the journal's."""
     if run.ledger is not run.session or not callable(getattr(run.session, "read_journal", None)):
         return False
-    run.journal, state = caller.call(run.session.read_journal), run.state
+    run.journal, state = stored(run, run.session.read_journal), run.state
     if run.journal and (state.current_turn or state.generated_items) and journal_entry(run)["run_id"] != state.run_id:
         set_aside(run)  # a resumed state, with another run's turn in flight: it journals nothing over that one
     if not run.journal or state.current_turn or state.generated_items:  # nothing in flight, or a resumed state
@@ -195,13 +237,13 @@ def open_journal(run: Run) -> bool:
                                 f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
                                 "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
-    if found.pending is not None and (not entry.get("paused") or caller.call(run.ledger.lookup_call,
-                                                                           *pause_claim(found))[0]):
+    if found.pending is not None and (not entry.get("paused") or stored(run, run.ledger.lookup_call,
+                                                                      *pause_claim(found))[0]):
         found.pending.pauses += 1  # a turn in flight (or a pause a resume claimed, then died): a claim of its own,
         # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
         # run and the state the paused run returned meet (one resume of it wins)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
-    write_journal(run, found.to_json(context_serializer=lambda context: None), entry["turn"])
+    write_journal(run, journaled(found), entry["turn"])
     return True
 
 
@@ -211,22 +253,22 @@ def close_journal(run: Run) -> None:
     another one replaced, leaves the newer one alone. A run that paused to ask a person about a call that may
     already have happened (`recall`) journals that pause instead: a crash while the person decides leaves the
     question to continue, not a session with neither the question nor the turn. A run the session itself failed
-    (a full disk, a lock held too long: `SessionStoreError`) leaves its turn there, as a crash does: what its
-    calls did is not in the history, and a continue finds it. So does a run stopped by Ctrl-C or an exit
-    (`KeyboardInterrupt`, `SystemExit`) while calls of its turn ran, before the turn was written: the process is
-    stopping, its calls may still be running in their threads, and the ledger, not this run, will know what they
-    did. A run whose awaited `Runner.run` was cancelled journals the pause it stopped in, as it journals a question
-    to a person: no one gets the state it returns, and its calls that ran are only in that state. So does a run that
-    paused for approval after calls of its turn ran (or an agent tool's inner run paused): until the state is saved
-    and resumed, what they did is only in it, and a process that dies first would start the run over."""
+    (`store_failed`: a full disk, a lock held too long, a trigger of your own, whatever a write or claim raised)
+    leaves its turn there, as a crash does: what its calls did is not in the history, and a continue finds it. So
+    does a run stopped by Ctrl-C or an exit (`KeyboardInterrupt`, `SystemExit`) while calls of its turn ran, before
+    the turn was written: the process is stopping, its calls may still be running in their threads, and the ledger,
+    not this run, will know what they did. A run whose awaited `Runner.run` was cancelled journals the pause it
+    stopped in, as it journals a question to a person: no one gets the state it returns, and its calls that ran are
+    only in that state. So does a run that paused for approval after calls of its turn ran (or an agent tool's inner
+    run paused): until the state is saved and resumed, what they did is only in it, and a process that dies first
+    would start the run over."""
     pending = run.state.pending
-    as_a_crash = isinstance(run.failure, SessionStoreError) or not isinstance(run.failure, (Exception, type(None)))
+    as_a_crash = store_failed(run, run.failure) or not isinstance(run.failure, (Exception, type(None)))
     if run.journal and run.journal == run.scratch.get(write_journal) and not as_a_crash:
         asking = run.result is not None and pending is not None and (
             pending.unsure or run.abandoned or pending.outputs or pending.nested)
-        fresh = asking and not caller.call(run.ledger.lookup_call, *pause_claim(run.state))[0]  # no resume's yet
-        replace_journal(run, run.state.to_json(context_serializer=lambda context: None) if asking else "",
-                        run.state.current_turn, fresh)
+        fresh = asking and not stored(run, run.ledger.lookup_call, *pause_claim(run.state))[0]  # no resume's yet
+        replace_journal(run, journaled(run.state) if asking else "", run.state.current_turn, fresh)
     run.journal = None
 
 
@@ -237,11 +279,11 @@ def claim_turn(run: Run, turn: Turn) -> None:
     tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
     state = run.state
     turn.claim = (own_claims(state), f"turn-{state.current_turn}")
-    won, outcome = caller.call(run.ledger.claim_call, *turn.claim)
+    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
     if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # started this turn (a continued
     # run takes over the turn its dead worker claimed and never finished)
-    if run.scratch.get(set_aside) and not caller.call(run.session.read_journal):  # the other run's turn is gone
+    if run.scratch.get(set_aside) and not stored(run, run.session.read_journal):  # the other run's turn is gone
         run.journal, run.scratch[set_aside] = "", False
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again
         write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
@@ -253,13 +295,13 @@ def claim_pause(run: Run, turn: Turn) -> None:
     `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
     state = run.state
     turn.claim = pause_claim(state)
-    won, outcome = caller.call(run.ledger.claim_call, *turn.claim)
+    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
     if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the
         won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue
-        write_journal(run, state.to_json(context_serializer=lambda context: None), state.current_turn)
+        write_journal(run, journaled(state), state.current_turn)
 
 
 def pause_claim(state: RunState) -> tuple:
@@ -278,7 +320,7 @@ def written(run: Run) -> bool:
     died before it recorded "completed" did complete, and a take-over must not ask the model again."""
     lookup = getattr(run.ledger, "lookup_call", None)
     key = f"{run.state.run_id}/turn-{run.state.current_turn}"
-    return run.ledger is run.session and lookup is not None and caller.call(lookup, "", key)[0]
+    return run.ledger is run.session and lookup is not None and stored(run, lookup, "", key)[0]
 
 
 def claimed(invoke: Callable) -> Callable:
@@ -295,8 +337,8 @@ def claimed(invoke: Callable) -> Callable:
         if call.paused is None:  # (an agent tool's paused inner run goes on: its call was claimed when it started)
             rerun = call.call_id in turn.reruns  # started before a crash: a person approved running it again, or its
             # tool is idempotent (`recall`)
-            won, recorded = (True, None) if rerun else caller.call(run.ledger.claim_call, run.state.run_id,
-                                                                   call.call_id)
+            won, recorded = (True, None) if rerun else stored(run, run.ledger.claim_call, run.state.run_id,
+                                                              call.call_id)
             if not won:  # it ran before, or was stopped before it started: it does not run now
                 text, call.fate = recorded if recorded is not None else NOT_RUN_AGAIN, "done"
                 return text, text
@@ -309,9 +351,9 @@ def claimed(invoke: Callable) -> Callable:
                 stopped = NEVER_STARTED  # guardrails): the resume tells the model so
             else:
                 stopped = HALTED if isinstance(error, ToolInputGuardrailTripwireTriggered) else STOPPED_MIDWAY
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, stopped)
+            stored(run, run.ledger.settle_call, run.state.run_id, call.call_id, stopped)
             raise
         if text is not None:
-            caller.call(run.ledger.settle_call, run.state.run_id, call.call_id, text)
+            stored(run, run.ledger.settle_call, run.state.run_id, call.call_id, text)
         return value, text
     return invoke_claimed

@@ -19,8 +19,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 from . import caller, ledger, seams, steps
 from .agent import Agent
 from .config import RunConfig
-from .errors import (AgentsException, MaxTurnsExceeded, RunErrorDetails, SessionStoreError,
-                     ToolInputGuardrailTripwireTriggered, UserError)
+from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
 from .handoffs import HandoffInputData
 from .items import (HandoffOutputItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans, function_call_output,
                     item_problem, preview, to_input_list)
@@ -356,7 +355,7 @@ def failed(run: Run, error: Exception) -> Exception:
         steps.join_input_guardrails(run, None)
     except AgentsException as trip:
         error = trip
-    if not isinstance(error, SessionStoreError):  # the session failed: the turn stays journaled, as after a crash
+    if not ledger.store_failed(run, error):  # else the turn stays journaled, as after a crash
         error = keep_what_ran(run, error)
     run.failure = error
     if run.plugins:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from . import caller, seams
+from . import caller, ledger, seams
 from .context import COUNTING
 from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
 from .items import InputItem
@@ -333,7 +333,7 @@ def save(run: Run, turn: Turn) -> None:
 def settle_claim(run: Run, turn: Turn, outcome: str) -> None:
     """A resumed turn records in the ledger how its claim ended, for a later resume of the same pause to say."""
     if turn.claim is not None:
-        caller.call(run.ledger.settle_call, *turn.claim, outcome)
+        ledger.stored(run, run.ledger.settle_call, *turn.claim, outcome)
 
 
 def write_to_session(run: Run, items: list, once: Any) -> None:
@@ -342,7 +342,7 @@ def write_to_session(run: Run, items: list, once: Any) -> None:
     if run.session is None:
         return
     if once is not None and run.ledger is run.session:
-        caller.call(run.session.add_items, items, once=f"{run.state.run_id}/{once}")
+        ledger.stored(run, run.session.add_items, items, once=f"{run.state.run_id}/{once}")
     else:  # a session written for upstream may have coroutine methods: `caller` awaits them
         caller.call(run.session.add_items, items)
 

@@ -199,7 +199,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server)
-    "state and sessions": 1240,  # 1240 for what an attack on RunState found: a count past any a run makes loaded
+    "state and sessions": 1264,  # 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
+    # input item, inf in a custom model's item) a UserError before a call of its turn runs (it was a bare TypeError or
+    # ValueError), and whatever a session's store raises in a run the store failing (ledger.stored, store_failed): a
+    # write or claim refused with the driver's own error lost the turn (the tool ran, the history empty, the journal
+    # closed) and a claim that failed said its call may have happened;
+    # 1240 for what an attack on RunState found: a count past any a run makes loaded
     # (the next turn could not be written), loading against no Agent a bare AttributeError, a RunState made by hand
     # unchecked (content 7 sent to the model), a version 1-2 decision about an agent tool's inner call never found;
     # 1195: an immediate cancel marks the run's aborts (one added later is called at
