@@ -26,7 +26,6 @@ from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
 CANCEL_GRACE = 0.1  # seconds an async tool past its timeout gets for its cancellation to land
-EXITS = (KeyboardInterrupt, SystemExit)  # what a tool raising propagates, never turned into a text for the model
 
 
 class ToolError(Exception):
@@ -44,6 +43,13 @@ class NestedInterruption(Exception):
     def __init__(self, state: Any, interruptions: list, limit: Any = None):
         super().__init__(f"{len(interruptions)} approval(s) pending inside an agent tool")
         self.state, self.interruptions, self.limit = state, interruptions, limit
+
+
+# What a tool raising propagates, sync or async, never turned into a text for the model (`failure_text`): an exit, a
+# cancel of the run, an agent tool paused inside, a feature this Python lacks, an inner run's session or ledger (no
+# text for the model can fix those, and the call may have run).
+PROPAGATES = (KeyboardInterrupt, SystemExit, caller.Cancelled, NestedInterruption, MissingFeatureError,
+              SessionStoreError, AlreadyResumedError, UnfinishedTurnError)
 
 
 @dataclass
@@ -172,7 +178,8 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 
 
 async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending: Any) -> Any:
-    """An async tool's coroutine, with its failure turned into the text the model sees (a cancel passes)."""
+    """An async tool's coroutine, with its failure turned into the text the model sees (a cancel passes, and what
+    `PROPAGATES`)."""
     try:
         return await pending
     except Exception as error:
@@ -255,18 +262,17 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     except caller.Cancelled as stop:  # stopped by a cancel while it ran: it may have done what it does
         stop.started = True
         raise
-    except (NestedInterruption, MissingFeatureError, SessionStoreError, AlreadyResumedError,
-            UnfinishedTurnError, *EXITS):  # paused inside, an exit, a feature this Python lacks,
-        # or an inner run's session or ledger (no text for the model can fix those, and the call may have run)
-        raise
-    except BaseException as error:
+    except BaseException as error:  # (what PROPAGATES, failure_text raises again)
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
-    """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's context keeps
-    the error (`ToolContext.failure`), for the run's plugins (a trace records it)."""
+    """The failure policy: the text the model sees for `error`, or `error` re-raised (what `PROPAGATES`, here for a
+    sync and an async tool alike). The call's context keeps the error (`ToolContext.failure`), for the run's plugins
+    (a trace records it)."""
+    if isinstance(error, PROPAGATES):
+        raise error
     if isinstance(ctx, ToolContext):
         ctx.failure = error
     if isinstance(error, ArgumentsError):  # the model's mistake: say what to fix

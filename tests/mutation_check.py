@@ -502,6 +502,12 @@ MUTANTS: List[Mutant] = [
       "        if self.timeout_behavior not in (\"error_as_result\", \"raise_exception\"):",
       "        if False:",
       "a tool's unknown timeout_behavior is a UserError where the tool is made", "test_misuse"),
+    M("tool.py",
+      "        return failure_text(tool, ctx, raw_args, error)",
+      "        return REDACTED_TOOL_ERROR if isinstance(error, PROPAGATES) else \\\n"
+      "            failure_text(tool, ctx, raw_args, error)",
+      "a session failure in an async tool stops the run, as in a sync one (never the redacted failure)",
+      "test_tools"),
     # --- handoffs.py ------------------------------------------------------------------------------------
     M("schema.py",
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"_\", name).lower()",
@@ -2797,8 +2803,8 @@ MUTANTS: List[Mutant] = [
       "            continue\n",
       "streamed deltas that disagree with the completed response are refused", "test_responses_deltas"),
     M("tool.py",
-      "    except (NestedInterruption, MissingFeatureError, SessionStoreError, AlreadyResumedError,",
-      "    except (NestedInterruption, MissingFeatureError,",
+      "              SessionStoreError, AlreadyResumedError, UnfinishedTurnError)",
+      "              AlreadyResumedError, UnfinishedTurnError)",
       "a session failure inside an agent tool stops the run, never a tool error", "test_journal_neighbours"),
     M("run.py",
       "        if run.state.running is not None:",

@@ -16,6 +16,7 @@ import pytest
 
 from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, RunState, ToolContext,
                         ToolError, ToolTimeoutError, UserError, function_tool)
+from miniagents.errors import AlreadyResumedError, MissingFeatureError, SessionStoreError, UnfinishedTurnError
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import REDACTED, make_agent, outputs_sent
 
@@ -426,6 +427,29 @@ def test_a_tool_error_raised_by_an_async_tool_reaches_the_model_verbatim():
 
     _, text = run_one_call(check, "{}")
     assert text == "async tool says no"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+@pytest.mark.parametrize("error", [SessionStoreError("the inner run's session cannot be written"),
+                                   AlreadyResumedError("r1", 1, None), UnfinishedTurnError("s", "r1", 1),
+                                   MissingFeatureError("sessions", "_sqlite3", "install it", "SQLiteSession")],
+                         ids=lambda error: type(error).__name__)
+def test_a_kernel_error_a_sync_or_async_tool_raises_stops_the_run(is_async, error):
+    """An inner run's session or ledger failing inside a tool (or a feature this Python lacks) stops the run with
+    that error, whether the tool is sync or async: no text can fix it for the model, and the call may have run (an
+    async tool's was told to the model as the redacted failure, inviting it to run the call again)."""
+    def book() -> str:
+        raise error
+
+    async def book_async() -> str:
+        await asyncio.sleep(0)
+        raise error
+
+    tool = function_tool(book_async if is_async else book, name_override="book")
+    agent, model = make_agent([[function_call("book", "{}", call_id="c1")], [assistant_message("done")]], tools=[tool])
+    with pytest.raises(type(error)) as raised:
+        Runner.run_sync(agent, "go")
+    assert raised.value is error and len(model.calls) == 1
 
 
 def test_a_slow_sync_tool_times_out_with_a_message_and_the_run_continues():
