@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -105,11 +106,16 @@ class FunctionTool(SpecReads):
     def __setattr__(self, name: str, value: Any) -> None:
         """How a call runs is composed from `on_invoke_tool` and `timeout_seconds` when the tool is made (`_invoke`,
         not a field: `on_invoke_tool`, or with its timeout), and again whenever either is set later, so a change
-        made after the tool was made is never silently ignored."""
+        made after the tool was made is never silently ignored. A timeout is a number (no bool) a thread can wait:
+        past `threading.TIMEOUT_MAX` (about 292 years, inf) each call's wait raised OverflowError after the tool
+        started, so it is refused here; no timeout is None."""
         object.__setattr__(self, name, value)
         if name in ("on_invoke_tool", "timeout_seconds") and "timeout_seconds" in self.__dict__:
-            if self.timeout_seconds is not None and not self.timeout_seconds > 0:
-                raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
+            seconds = self.timeout_seconds
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                        or not 0 < seconds <= threading.TIMEOUT_MAX):
+                raise UserError(f"tool '{self.name}': timeout must be a number of seconds > 0 and at most "
+                                f"{threading.TIMEOUT_MAX:.0f} (None: no timeout), got {seconds!r}")
             object.__setattr__(self, "_invoke", self.on_invoke_tool if self.timeout_seconds is None else
                                functools.partial(_call_with_timeout, self))
 

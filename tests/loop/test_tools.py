@@ -585,8 +585,40 @@ def test_an_on_invoke_tool_or_timeout_set_after_the_tool_was_made_is_how_its_cal
     twin.timeout_seconds = 0.01
     assert run_one_call(twin, "{}")[1].startswith("Tool 'slow' timed out after 0.01 seconds")
     assert run_one_call(slow, "{}")[1] == "wrapped slow"
-    with pytest.raises(UserError, match="timeout must be > 0 seconds, got 0"):
+    with pytest.raises(UserError, match="timeout must be a number of seconds > 0 and at most 9223372036 "
+                                        r"\(None: no timeout\), got 0$"):
         slow.timeout_seconds = 0
+    with pytest.raises(UserError, match="got inf$"):  # set later as when the tool is made
+        slow.timeout_seconds = float("inf")
+
+
+@pytest.mark.parametrize("timeout", ["5", True, [1], float("nan"), float("inf"), 1e10, 10 ** 400, -1], ids=repr)
+def test_a_timeout_that_is_no_number_of_seconds_a_thread_can_wait_is_refused_where_the_tool_is_made(timeout):
+    """A string was a bare TypeError, True one second; past threading.TIMEOUT_MAX (inf, 1e10: "no practical
+    limit") the tool was made, and each call started it and then raised OverflowError waiting for it: the model was
+    told the redacted failure of a call that ran (a bare OverflowError with timeout_behavior="raise_exception")."""
+    ran = []
+
+    def charge(amount: int) -> str:
+        ran.append(amount)
+        return "charged"
+
+    with pytest.raises(UserError, match=f"^tool 'charge': timeout must be a number of seconds > 0 and at most "
+                                        f"{threading.TIMEOUT_MAX:.0f}"):
+        function_tool(charge, timeout=timeout)
+    assert ran == []
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_timeout_of_threading_timeout_max_is_taken_and_the_call_runs(is_async):
+    def charge(amount: int) -> str:
+        return f"charged {amount}"
+
+    async def charge_async(amount: int) -> str:
+        return f"charged {amount}"
+
+    tool = function_tool(charge_async if is_async else charge, name_override="charge", timeout=threading.TIMEOUT_MAX)
+    assert run_one_call(tool, {"amount": 5})[1] == "charged 5"
 
 # --- Behaviour 7: unknown tools --------------------------------------------------------------------
 
