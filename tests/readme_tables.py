@@ -176,7 +176,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1027: a model's message checked for only what would fail the run where its text is read
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
-    "tools and schemas": 1050,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1054,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -195,6 +195,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
     # one failed only at the server); 1050 for a tool timeout checked where the tool is made as a number a thread can
     # wait (a string was a bare TypeError, True one second, inf an OverflowError in every call after the tool started)
+    # 1054 for a generator function refused where the tool is made (a call only made the generator: the model was told
+    # its repr, and nothing ran)
     "state and sessions": 1184,  # 1184: a pause a continue gives again claimed as the state returned is (a pause
     # journaled as the run paused marked so, its claim looked up, so two continues at once never both lose); 1181 (1182
     # less the context given to a continued state by loading it) for a pause for approval after calls of its turn ran kept in the session's
