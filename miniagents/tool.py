@@ -160,6 +160,10 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
                                  docstring_style=docstring_style, use_docstring_info=use_docstring_info,
                                  strict_json_schema=strict_mode)
+        if any(is_generator(f) for is_generator in (inspect.isgeneratorfunction, inspect.isasyncgenfunction)
+               for f in (fn, type(fn).__call__)):  # a function, a method, a partial, or a callable object's __call__
+            raise UserError(f"tool '{schema.name}': a generator function: a call would only make the generator, "
+                            "never run its body; return the values (a list) instead")
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
             """The function called with the arguments read from the model's JSON (and the call's context, when its
