@@ -452,5 +452,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool, tried: dict):
         return kwargs
     try:
         return cls(**kwargs)
-    except (TypeError, ValueError) as exc:  # e.g. a __post_init__ check: the model can fix its input
+    except ValueError as exc:  # a check in __post_init__ says what is wrong with the value: the model can fix it
         return _fail(path, f"invalid {cls.__name__}: {exc}")
+    # Anything else (a TypeError from a bug in __post_init__, say) is the tool's failure, not the model's, as for a
+    # pydantic model above: the failure policy redacts and logs it, where the model was told its text to fix.

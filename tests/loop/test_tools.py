@@ -362,6 +362,39 @@ def test_any_other_exception_is_redacted():
     assert "hunter2" not in json.dumps(result.to_input_list())
 
 
+@dataclass
+class PricedOrder:
+    qty: int
+
+    def __post_init__(self):
+        if self.qty <= 0:
+            raise ValueError("qty must be positive")
+        self.price = PRICES.get("sku") * self.qty  # a bug of the developer's: None * int, a TypeError
+
+
+PRICES: dict = {}
+
+
+def test_a_bug_in_a_parameters_post_init_is_the_tools_failure_and_a_check_there_the_models_mistake(caplog):
+    """A ValueError from __post_init__ is a check saying what is wrong with the value: the model reads it. Anything
+    else is a bug of the developer's, which was blamed on the model, its text sent verbatim past the redaction, no
+    warning logged, and the model asked to fix arguments that were right (it called again and again)."""
+    @function_tool
+    def place(order: PricedOrder) -> str:
+        return "placed"
+
+    assert run_one_call(place, '{"order": {"qty": 0}}')[1] == (
+        "Invalid JSON input for tool place: parameter 'order': invalid PricedOrder: qty must be positive. Received: "
+        '{"order": {"qty": 0}}\nFix the arguments and call the tool again.')
+    with caplog.at_level("WARNING", logger="miniagents"):
+        assert run_one_call(place, {"order": {"qty": 2}})[1] == REDACTED
+    assert [r.exc_info[0] for r in caplog.records] == [TypeError]
+    place.failure_error_function = None
+    agent, _ = make_agent([[function_call("place", {"order": {"qty": 2}}, call_id="c1")]], tools=[place])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        Runner.run_sync(agent, "go")
+
+
 def test_failure_error_function_none_lets_the_exception_propagate():
     class Boom(Exception):
         pass
