@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -26,7 +27,6 @@ from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
 REDACTED_TOOL_ERROR = "An error occurred while running the tool. Please try again."
 CANCEL_GRACE = 0.1  # seconds an async tool past its timeout gets for its cancellation to land
-EXITS = (KeyboardInterrupt, SystemExit)  # what a tool raising propagates, never turned into a text for the model
 
 
 class ToolError(Exception):
@@ -44,6 +44,13 @@ class NestedInterruption(Exception):
     def __init__(self, state: Any, interruptions: list, limit: Any = None):
         super().__init__(f"{len(interruptions)} approval(s) pending inside an agent tool")
         self.state, self.interruptions, self.limit = state, interruptions, limit
+
+
+# What a tool raising propagates, sync or async, never turned into a text for the model (`failure_text`): an exit, a
+# cancel of the run, an agent tool paused inside, a feature this Python lacks, an inner run's session or ledger (no
+# text for the model can fix those, and the call may have run).
+PROPAGATES = (KeyboardInterrupt, SystemExit, caller.Cancelled, NestedInterruption, MissingFeatureError,
+              SessionStoreError, AlreadyResumedError, UnfinishedTurnError)
 
 
 @dataclass
@@ -99,11 +106,16 @@ class FunctionTool(SpecReads):
     def __setattr__(self, name: str, value: Any) -> None:
         """How a call runs is composed from `on_invoke_tool` and `timeout_seconds` when the tool is made (`_invoke`,
         not a field: `on_invoke_tool`, or with its timeout), and again whenever either is set later, so a change
-        made after the tool was made is never silently ignored."""
+        made after the tool was made is never silently ignored. A timeout is a number (no bool) a thread can wait:
+        past `threading.TIMEOUT_MAX` (about 292 years, inf) each call's wait raised OverflowError after the tool
+        started, so it is refused here; no timeout is None."""
         object.__setattr__(self, name, value)
         if name in ("on_invoke_tool", "timeout_seconds") and "timeout_seconds" in self.__dict__:
-            if self.timeout_seconds is not None and not self.timeout_seconds > 0:
-                raise UserError(f"tool '{self.name}': timeout must be > 0 seconds, got {self.timeout_seconds!r}")
+            seconds = self.timeout_seconds
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                        or not 0 < seconds <= threading.TIMEOUT_MAX):
+                raise UserError(f"tool '{self.name}': timeout must be a number of seconds > 0 and at most "
+                                f"{threading.TIMEOUT_MAX:.0f} (None: no timeout), got {seconds!r}")
             object.__setattr__(self, "_invoke", self.on_invoke_tool if self.timeout_seconds is None else
                                functools.partial(_call_with_timeout, self))
 
@@ -148,6 +160,10 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
                                  docstring_style=docstring_style, use_docstring_info=use_docstring_info,
                                  strict_json_schema=strict_mode)
+        if any(is_generator(f) for is_generator in (inspect.isgeneratorfunction, inspect.isasyncgenfunction)
+               for f in (fn, type(fn).__call__)):  # a function, a method, a partial, or a callable object's __call__
+            raise UserError(f"tool '{schema.name}': a generator function: a call would only make the generator, "
+                            "never run its body; return the values (a list) instead")
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
             """The function called with the arguments read from the model's JSON (and the call's context, when its
@@ -172,7 +188,8 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
 
 
 async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending: Any) -> Any:
-    """An async tool's coroutine, with its failure turned into the text the model sees (a cancel passes)."""
+    """An async tool's coroutine, with its failure turned into the text the model sees (a cancel passes, and what
+    `PROPAGATES`)."""
     try:
         return await pending
     except Exception as error:
@@ -255,18 +272,17 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     except caller.Cancelled as stop:  # stopped by a cancel while it ran: it may have done what it does
         stop.started = True
         raise
-    except (NestedInterruption, MissingFeatureError, SessionStoreError, AlreadyResumedError,
-            UnfinishedTurnError, *EXITS):  # paused inside, an exit, a feature this Python lacks,
-        # or an inner run's session or ledger (no text for the model can fix those, and the call may have run)
-        raise
-    except BaseException as error:
+    except BaseException as error:  # (what PROPAGATES, failure_text raises again)
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:
-    """The failure policy: the text the model sees for `error`, or `error` re-raised. The call's context keeps
-    the error (`ToolContext.failure`), for the run's plugins (a trace records it)."""
+    """The failure policy: the text the model sees for `error`, or `error` re-raised (what `PROPAGATES`, here for a
+    sync and an async tool alike). The call's context keeps the error (`ToolContext.failure`), for the run's plugins
+    (a trace records it)."""
+    if isinstance(error, PROPAGATES):
+        raise error
     if isinstance(ctx, ToolContext):
         ctx.failure = error
     if isinstance(error, ArgumentsError):  # the model's mistake: say what to fix

@@ -28,7 +28,7 @@ from .items import clean_json, preview
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 _UNIONS = (Union, getattr(types, "UnionType", Union))  # `Union[X, Y]`, and `X | Y` on Python 3.10+
-_REQ_WRAPPERS = tuple(w for w in (getattr(typing, "Required", None), getattr(typing, "NotRequired", None)) if w)
+_QUALIFIERS = tuple(getattr(typing, name) for name in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, name))
 INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
@@ -114,12 +114,17 @@ def fields_of(cls) -> tuple:
     if _is_namedtuple(cls):
         return tuple((n, hints.get(n, Any), n not in cls._field_defaults, cls._field_defaults.get(n, MISSING))
                      for n in cls._fields)
-    out = []
-    for n, tp in hints.items():  # TypedDict
-        while typing.get_origin(tp) in _REQ_WRAPPERS:
-            tp = typing.get_args(tp)[0]
-        out.append((n, tp, n in cls.__required_keys__, MISSING))
-    return tuple(out)
+    return tuple((n, _unqualified(tp), n in cls.__required_keys__, MISSING) for n, tp in hints.items())  # TypedDict
+
+
+def _unqualified(tp):
+    """A TypedDict field's type without its qualifiers (Required, NotRequired, ReadOnly), which may stand inside
+    Annotated and each other in any order (PEP 655, 705): `__required_keys__` has read them. Annotated's metadata
+    (a description) stays."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in _QUALIFIERS:
+        return _unqualified(args[0])
+    return typing.Annotated[(_unqualified(args[0]), *args[1:])] if origin is typing.Annotated else tp
 
 
 def field_type(tp, default):
@@ -447,5 +452,7 @@ def _convert_object(cls, value: dict, path: str, strict: bool, tried: dict):
         return kwargs
     try:
         return cls(**kwargs)
-    except (TypeError, ValueError) as exc:  # e.g. a __post_init__ check: the model can fix its input
+    except ValueError as exc:  # a check in __post_init__ says what is wrong with the value: the model can fix it
         return _fail(path, f"invalid {cls.__name__}: {exc}")
+    # Anything else (a TypeError from a bug in __post_init__, say) is the tool's failure, not the model's, as for a
+    # pydantic model above: the failure policy redacts and logs it, where the model was told its text to fix.

@@ -181,7 +181,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
-    "tools and schemas": 1046,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1054,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -198,7 +198,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1044 for a non-strict output type validated as its schema was sent (keys it does not name ignored) and a
     # NamedTuple written as the object its schema describes
     # 1046 for a lone $ref in a hand-written strict schema checked where the tool is made (a remote or missing
-    # one failed only at the server)
+    # one failed only at the server); 1050 for a tool timeout checked where the tool is made as a number a thread can
+    # wait (a string was a bare TypeError, True one second, inf an OverflowError in every call after the tool started)
+    # 1054 for a generator function refused where the tool is made (a call only made the generator: the model was told
+    # its repr, and nothing ran)
     "state and sessions": 1264,  # 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
     # input item, inf in a custom model's item) a UserError before a call of its turn runs (it was a bare TypeError or
     # ValueError), and whatever a session's store raises in a run the store failing (ledger.stored, store_failed): a

@@ -1,4 +1,6 @@
 """Mistakes of the programmer fail where they are made, with a message that says what to do."""
+import functools
+
 import pytest
 
 from miniagents import Agent, InputGuardrail, OutputGuardrail, Runner, UserError
@@ -238,3 +240,52 @@ def test_approving_or_rejecting_something_that_is_no_interruption_is_a_user_erro
         with pytest.raises(UserError, match="take an interruption of the run"):
             getattr(state, decide)(wrong)
     assert state.context_wrapper.approvals == {}
+
+
+class Mailer:
+    def send(self, to: str) -> str:
+        yield f"sent to {to}"
+
+    def __call__(self, to: str) -> str:
+        yield f"sent to {to}"
+
+
+class AsyncMailer:
+    async def __call__(self, to: str) -> str:
+        yield f"sent to {to}"
+
+
+def send_emails(to: str, subject: str = "") -> str:
+    yield f"sent to {to}"
+
+
+async def send_emails_async(to: str) -> str:
+    yield f"sent to {to}"
+
+
+@pytest.mark.parametrize("make", [lambda: send_emails, lambda: send_emails_async, lambda: Mailer().send, Mailer,
+                                  AsyncMailer, lambda: functools.partial(send_emails, subject="hi")],
+                         ids=["generator", "async generator", "method", "callable object", "async callable object",
+                              "partial"])
+def test_a_generator_function_is_refused_where_the_tool_is_made(make):
+    """A call made the generator and never ran its body: the model was told `<generator object ...>` and the history
+    said the call ran, though nothing happened."""
+    from miniagents import function_tool
+
+    with pytest.raises(UserError, match="^tool 'send': a generator function: a call would only make the generator, "
+                                        r"never run its body; return the values \(a list\) instead$"):
+        function_tool(make(), name_override="send")
+
+
+def test_a_callable_object_or_method_that_returns_its_result_is_a_tool():
+    from miniagents import function_tool
+
+    class Greeter:
+        def __call__(self, name: str) -> str:
+            return f"hi {name}"
+
+        async def greet(self, name: str) -> str:
+            return f"hello {name}"
+
+    assert function_tool(Greeter(), name_override="greet").on_invoke_tool(None, '{"name": "ann"}') == "hi ann"
+    assert function_tool(Greeter().greet).name == "greet"

@@ -154,6 +154,26 @@ def test_json_of_the_wrong_shape_is_a_model_behavior_error_naming_the_problem_an
     assert info.value.raw_text == '{"response": {"city": "Oslo"}}'  # kept whole for a caller's re-prompt
 
 
+def test_a_bug_in_an_output_types_post_init_is_raised_as_it_is_and_a_check_there_is_the_models_mistake():
+    """A TypeError from a bug in __post_init__ was an InvalidFinalOutput (a ModelBehaviorError), as if the model's
+    answer were wrong; a ValueError there is a check on the value, the model's mistake, as before."""
+    @dataclass
+    class Quote:
+        qty: int
+
+        def __post_init__(self):
+            if self.qty <= 0:
+                raise ValueError("qty must be positive")
+            self.total = None * self.qty
+
+    agent, _ = make_agent([[assistant_message('{"response": {"qty": 0}}')]], output_type=Quote)
+    with pytest.raises(ModelBehaviorError, match="invalid Quote: qty must be positive"):
+        Runner.run_sync(agent, "x")
+    agent, _ = make_agent([[assistant_message('{"response": {"qty": 2}}')]], output_type=Quote)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        Runner.run_sync(agent, "x")
+
+
 def test_a_wrapped_output_without_the_response_key_is_a_model_behavior_error():
     agent, _ = make_agent([[assistant_message("[1, 2]")]], output_type=List[int])
     with pytest.raises(ModelBehaviorError, match=r"\[1, 2\]"):

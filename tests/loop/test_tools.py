@@ -16,6 +16,7 @@ import pytest
 
 from miniagents import (Agent, ModelBehaviorError, RunConfig, RunContextWrapper, Runner, RunState, ToolContext,
                         ToolError, ToolTimeoutError, UserError, function_tool)
+from miniagents.errors import AlreadyResumedError, MissingFeatureError, SessionStoreError, UnfinishedTurnError
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import REDACTED, make_agent, outputs_sent
 
@@ -361,6 +362,39 @@ def test_any_other_exception_is_redacted():
     assert "hunter2" not in json.dumps(result.to_input_list())
 
 
+@dataclass
+class PricedOrder:
+    qty: int
+
+    def __post_init__(self):
+        if self.qty <= 0:
+            raise ValueError("qty must be positive")
+        self.price = PRICES.get("sku") * self.qty  # a bug of the developer's: None * int, a TypeError
+
+
+PRICES: dict = {}
+
+
+def test_a_bug_in_a_parameters_post_init_is_the_tools_failure_and_a_check_there_the_models_mistake(caplog):
+    """A ValueError from __post_init__ is a check saying what is wrong with the value: the model reads it. Anything
+    else is a bug of the developer's, which was blamed on the model, its text sent verbatim past the redaction, no
+    warning logged, and the model asked to fix arguments that were right (it called again and again)."""
+    @function_tool
+    def place(order: PricedOrder) -> str:
+        return "placed"
+
+    assert run_one_call(place, '{"order": {"qty": 0}}')[1] == (
+        "Invalid JSON input for tool place: parameter 'order': invalid PricedOrder: qty must be positive. Received: "
+        '{"order": {"qty": 0}}\nFix the arguments and call the tool again.')
+    with caplog.at_level("WARNING", logger="miniagents"):
+        assert run_one_call(place, {"order": {"qty": 2}})[1] == REDACTED
+    assert [r.exc_info[0] for r in caplog.records] == [TypeError]
+    place.failure_error_function = None
+    agent, _ = make_agent([[function_call("place", {"order": {"qty": 2}}, call_id="c1")]], tools=[place])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        Runner.run_sync(agent, "go")
+
+
 def test_failure_error_function_none_lets_the_exception_propagate():
     class Boom(Exception):
         pass
@@ -426,6 +460,29 @@ def test_a_tool_error_raised_by_an_async_tool_reaches_the_model_verbatim():
 
     _, text = run_one_call(check, "{}")
     assert text == "async tool says no"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+@pytest.mark.parametrize("error", [SessionStoreError("the inner run's session cannot be written"),
+                                   AlreadyResumedError("r1", 1, None), UnfinishedTurnError("s", "r1", 1),
+                                   MissingFeatureError("sessions", "_sqlite3", "install it", "SQLiteSession")],
+                         ids=lambda error: type(error).__name__)
+def test_a_kernel_error_a_sync_or_async_tool_raises_stops_the_run(is_async, error):
+    """An inner run's session or ledger failing inside a tool (or a feature this Python lacks) stops the run with
+    that error, whether the tool is sync or async: no text can fix it for the model, and the call may have run (an
+    async tool's was told to the model as the redacted failure, inviting it to run the call again)."""
+    def book() -> str:
+        raise error
+
+    async def book_async() -> str:
+        await asyncio.sleep(0)
+        raise error
+
+    tool = function_tool(book_async if is_async else book, name_override="book")
+    agent, model = make_agent([[function_call("book", "{}", call_id="c1")], [assistant_message("done")]], tools=[tool])
+    with pytest.raises(type(error)) as raised:
+        Runner.run_sync(agent, "go")
+    assert raised.value is error and len(model.calls) == 1
 
 
 def test_a_slow_sync_tool_times_out_with_a_message_and_the_run_continues():
@@ -561,8 +618,40 @@ def test_an_on_invoke_tool_or_timeout_set_after_the_tool_was_made_is_how_its_cal
     twin.timeout_seconds = 0.01
     assert run_one_call(twin, "{}")[1].startswith("Tool 'slow' timed out after 0.01 seconds")
     assert run_one_call(slow, "{}")[1] == "wrapped slow"
-    with pytest.raises(UserError, match="timeout must be > 0 seconds, got 0"):
+    with pytest.raises(UserError, match="timeout must be a number of seconds > 0 and at most 9223372036 "
+                                        r"\(None: no timeout\), got 0$"):
         slow.timeout_seconds = 0
+    with pytest.raises(UserError, match="got inf$"):  # set later as when the tool is made
+        slow.timeout_seconds = float("inf")
+
+
+@pytest.mark.parametrize("timeout", ["5", True, [1], float("nan"), float("inf"), 1e10, 10 ** 400, -1], ids=repr)
+def test_a_timeout_that_is_no_number_of_seconds_a_thread_can_wait_is_refused_where_the_tool_is_made(timeout):
+    """A string was a bare TypeError, True one second; past threading.TIMEOUT_MAX (inf, 1e10: "no practical
+    limit") the tool was made, and each call started it and then raised OverflowError waiting for it: the model was
+    told the redacted failure of a call that ran (a bare OverflowError with timeout_behavior="raise_exception")."""
+    ran = []
+
+    def charge(amount: int) -> str:
+        ran.append(amount)
+        return "charged"
+
+    with pytest.raises(UserError, match=f"^tool 'charge': timeout must be a number of seconds > 0 and at most "
+                                        f"{threading.TIMEOUT_MAX:.0f}"):
+        function_tool(charge, timeout=timeout)
+    assert ran == []
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_timeout_of_threading_timeout_max_is_taken_and_the_call_runs(is_async):
+    def charge(amount: int) -> str:
+        return f"charged {amount}"
+
+    async def charge_async(amount: int) -> str:
+        return f"charged {amount}"
+
+    tool = function_tool(charge_async if is_async else charge, name_override="charge", timeout=threading.TIMEOUT_MAX)
+    assert run_one_call(tool, {"amount": 5})[1] == "charged 5"
 
 # --- Behaviour 7: unknown tools --------------------------------------------------------------------
 

@@ -429,6 +429,47 @@ def test_typeddict_required_and_not_required_marks_set_which_keys_are_required()
         fs.to_call_args({"b": {"room": "12", "nights": "two"}, "g": {"name": "ann"}})
 
 
+@pytest.mark.skipif(not hasattr(typing, "Required"), reason="typing.Required and NotRequired are new in Python 3.11")
+def test_a_typeddict_qualifier_inside_annotated_is_read_as_one_around_it():
+    """PEP 655 lets Annotated stand around Required/NotRequired or inside it: both are read (Annotated outside was
+    refused as a type miniagents cannot express), for a parameter and an output type alike."""
+    class Order(TypedDict):
+        item: str
+        note: Annotated[typing.NotRequired[str], "a note for the cook"]
+        cups: typing.NotRequired[Annotated[int, "how many"]]
+
+    class Loose(TypedDict, total=False):
+        name: Annotated[typing.Required[Annotated[str, "who"]], "ignored: the first description wins"]
+
+    def place(order: Order, loose: Loose): ...
+    fs = function_schema(place, strict_json_schema=False)
+    order, loose = fs.params_json_schema["$defs"]["Order"], fs.params_json_schema["$defs"]["Loose"]
+    assert order["required"] == ["item"] and loose["required"] == ["name"]
+    assert order["properties"]["note"] == {"type": "string", "title": "Note", "description": "a note for the cook"}
+    assert order["properties"]["cups"] == {"type": "integer", "title": "Cups", "description": "how many"}
+    assert loose["properties"]["name"] == {"type": "string", "title": "Name", "description": "who"}
+    assert fs.to_call_args({"order": {"item": "tea"}, "loose": {"name": "ann"}}) == (
+        [{"item": "tea"}, {"name": "ann"}], {})
+    with pytest.raises(ArgumentsError, match="parameter 'order.note': expected string, got integer 5"):
+        fs.to_call_args({"order": {"item": "tea", "note": 5}, "loose": {"name": "ann"}})
+    schema, wrapped = type_schema(Order)
+    assert not wrapped and schema["properties"]["note"]["description"] == "a note for the cook"
+    assert validate_value(Order, {"item": "tea", "note": "hot", "cups": 2}) == {"item": "tea", "note": "hot", "cups": 2}
+
+
+@pytest.mark.skipif(not hasattr(typing, "ReadOnly"), reason="typing.ReadOnly is new in Python 3.13")
+def test_a_read_only_typeddict_field_is_read_as_its_type():
+    class Order(TypedDict, total=False):
+        item: typing.ReadOnly[typing.Required[str]]
+        note: Annotated[typing.ReadOnly[str], "a note"]
+
+    def place(order: Order): ...
+    order = function_schema(place).params_json_schema["$defs"]["Order"]
+    assert order["properties"] == {"item": {"type": "string", "title": "Item"},
+                                   "note": {"type": "string", "title": "Note", "description": "a note"}}
+    assert validate_value(Order, {"item": "tea"}) == {"item": "tea"}
+
+
 def test_two_object_types_of_the_same_name_get_definitions_of_their_own():
     First = dataclasses.make_dataclass("Item", [("a", int)])
     Second = dataclasses.make_dataclass("Item", [("b", str)])
