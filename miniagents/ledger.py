@@ -167,13 +167,10 @@ def replace_journal(run: Run, document: Any, turn: int, paused: bool = False) ->
     has claimed), in one short transaction; False, changing nothing, when another worker wrote it since."""
     state = run.state
     epoch = journal_entry(run)["epoch"] + 1 if run.journal else 0
-    try:
-        entry = document if document == "" else json.dumps(
-            {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
-             **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own
-        # text: two workers writing the same state at once cannot both see their own entry in place
-    except ValueError as error:  # inf or nan, which strict JSON has not (a custom model's item)
-        raise unwritable(error) from None
+    entry = document if document == "" else json.dumps(
+        {"run_id": state.run_id, "turn": turn, "epoch": epoch, "writer": os.urandom(8).hex(), "state": document,
+         **({"paused": True} if paused else {})}, ensure_ascii=False, allow_nan=False)  # each entry its own text:
+    # two workers writing the same state at once cannot both see their own entry in place
     if not stored(run, run.session.write_journal, run.journal, entry):
         return False
     run.journal = run.scratch[write_journal] = entry  # this run's own entry: it closes it when it ends
@@ -181,17 +178,9 @@ def replace_journal(run: Run, document: Any, turn: int, paused: bool = False) ->
 
 
 def journaled(state: RunState) -> dict:
-    """`state` as the journal holds it (its context left out: a continue is given its own)."""
-    try:
-        return state.to_json(context_serializer=lambda context: None)
-    except (TypeError, ValueError) as error:  # a value JSON cannot hold (a datetime in an input item)
-        raise unwritable(error) from None
-
-
-def unwritable(error: Exception) -> UserError:
-    """What cannot be journaled, said before the turn it is in runs a call (the state is journaled first)."""
-    return UserError(f"The run's state cannot be written to its session's journal ({error}): an input item, or an "
-                     "item a custom model or tool returned, holds a value JSON cannot hold (a datetime, inf, nan)")
+    """`state` as the journal holds it (its context left out: a continue is given its own); one JSON cannot hold
+    is a `UserError` (`dump_state`), before the turn it is in runs a call (the state is journaled first)."""
+    return state.to_json(context_serializer=lambda context: None)
 
 
 def journal_entry(run: Run) -> dict:

@@ -324,7 +324,13 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "auto_previous_response_id": state.auto_previous_response_id,
         "server_known": state.server_known,
     }
-    document = json.loads(json.dumps(document))  # a document of its own: editing it never edits the state
+    try:
+        document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
+    except (TypeError, ValueError) as error:  # an input item, or an item a custom model or tool gave, holds a
+        # value JSON cannot (a datetime, nan, an int of 4,300 digits): said here, for to_string and the journal
+        where = _json_path_error(document, "the state") or str(error)
+        raise UserError(f"This RunState cannot be written as JSON (by to_string, or to a session's journal before "
+                        f"its turn runs a call): {where}") from None
     # The caller's context and decisions (a rejection message) are the strings no entry point cleaned: a lone
     # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
     document["context"] = clean_json(document["context"])
@@ -721,26 +727,31 @@ def _load_nested(state: RunState, call_id: str, doc: dict, context_override: Any
 
 def _scope_approvals(state: RunState) -> None:
     """Versions 1 and 2 were written before an agent tool's inner run kept its approvals apart (under its run id,
-    `approval_scope`): an approval item of a paused inner run gets that run's scope, as the inner run looks its
-    decision up, and a decision the document holds about it moves there (approving it did nothing the first time,
-    and a decision saved with it was never found: the inner run asked again)."""
-    scopes = {}
-    for nested in state.pending.nested.values():
-        for item in nested.get_interruptions():  # its own calls' (its inner runs' have theirs by now)
-            item.approval_scope = item.approval_scope or nested.run_id
-            scopes[item.agent.name, item.call_id, item.tool_name] = item.approval_scope
+    `approval_scope`): each approval item of a paused inner run gets that run's scope, as the inner run looks its
+    decision up, and so does its copy among the outer run's interruptions (they follow its own calls', in the
+    order of the inner runs: matched by place, as two inner runs, or an inner run and the outer, may hold calls
+    of one tool with one id). A decision the document holds about such a call moves to its scope (it was never
+    found: the inner run asked again); one that could be about another call of the same tool and id is dropped,
+    and a person is asked again, as what it approved cannot be told."""
+    inner = [(n.run_id, item) for n in state.pending.nested.values() for item in n.get_interruptions()]
+    outer = state.get_interruptions()
+    copies = outer[len(outer) - len(inner):] if inner else []
+    if len(copies) != len(inner) or any((a.agent.name, a.call_id, a.tool_name) != (b.agent.name, b.call_id,
+                                                                                   b.tool_name)
+                                        for a, (_, b) in zip(copies, inner)):
+        return  # not as a version 1-2 run wrote it: its inner runs ask again
+    shared = Counter((item.tool_name, item.call_id) for item in outer)
     decisions = state.context_wrapper
-    for item in state.get_interruptions():
-        scope = scopes.get((item.agent.name, item.call_id, item.tool_name), "")
-        if scope and not item.approval_scope:
-            decided, message = (decisions.is_tool_approved(item.tool_name, item.call_id),
-                                decisions.rejection_message(item.tool_name, item.call_id))
-            decisions.forget(item.tool_name, item.call_id)
-            item.approval_scope = scope
-            if decided:
-                decisions.approve_tool(item)
-            elif decided is False:
-                decisions.reject_tool(item, rejection_message=message)
+    for copy, (run_id, item) in zip(copies, inner):
+        item.approval_scope = item.approval_scope or run_id  # (one of its own inner runs' has theirs by now)
+        decided, message = (decisions.is_tool_approved(copy.tool_name, copy.call_id),
+                            decisions.rejection_message(copy.tool_name, copy.call_id))
+        decisions.forget(copy.tool_name, copy.call_id)
+        copy.approval_scope = item.approval_scope
+        if decided and shared[copy.tool_name, copy.call_id] == 1:
+            decisions.approve_tool(copy)
+        elif decided is False and shared[copy.tool_name, copy.call_id] == 1:
+            decisions.reject_tool(copy, rejection_message=message)
 
 
 def _derived_run_id(data: dict) -> str:

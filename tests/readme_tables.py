@@ -203,7 +203,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # wait (a string was a bare TypeError, True one second, inf an OverflowError in every call after the tool started)
     # 1054 for a generator function refused where the tool is made (a call only made the generator: the model was told
     # its repr, and nothing ran)
-    "state and sessions": 1264,  # 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
+    "state and sessions": 1262,  # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
+    # (to_string and the journal alike; the ledger's own catches went); 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
     # input item, inf in a custom model's item) a UserError before a call of its turn runs (it was a bare TypeError or
     # ValueError), and whatever a session's store raises in a run the store failing (ledger.stored, store_failed): a
     # write or claim refused with the driver's own error lost the turn (the tool ran, the history empty, the journal

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from miniagents import (Agent, AgentsException, Handoff, RunContextWrapper, Runner, RunState, UserError,
+from miniagents import (Agent, AgentsException, Handoff, RunConfig, RunContextWrapper, Runner, RunState, UserError,
                         function_tool, handoff)
 from miniagents.state import SCHEMA_VERSION, SCHEMA_VERSIONS
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -975,7 +975,7 @@ def agent_tool_paused(ran):
 def as_written_before_approval_scopes(document, version):
     """The document as version 1 or 2 code wrote it: no approval_scope, none of versions 3-6's fields."""
     document = copy.deepcopy(document)
-    for doc in (document, document["pending_turn"]["nested"]["s1"]):
+    for doc in (document, *document["pending_turn"]["nested"].values()):
         doc["schema_version"] = version
         for key in ("pending_input", "finished", "server_known") + (("run_id",) if version == 1 else ()):
             del doc[key]
@@ -1013,6 +1013,63 @@ def test_a_version_1_or_2_decision_about_an_agent_tools_inner_call_is_found_by_i
         assert outputs_sent(model.calls[2]) == {"d1": "Not today."}  # the inner model is told
 
 
+ONE_AT_A_TIME = RunConfig(max_function_tool_concurrency=1)  # inner runs take their answers in order
+
+
+def paused_twice_on_one_call_id(ran, own_call):
+    """Boss paused on `pay` c0 twice: in its agent tool's two inner runs (s1 pays 1, s2 pays 2), or (`own_call`) in
+    its own call (pays 1) and in its agent tool's one inner run, itself (pays 2): a server numbering calls per
+    response gives each the same id. Returned as version 2 code wrote it."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(amount)
+        return "paid"
+
+    model = ScriptedModel()
+    boss = Agent("Boss", model=model, tools=[pay])
+    if own_call:
+        boss.tools.append(boss.as_tool("ask_sub", ""))
+        model.enqueue([function_call("pay", {"amount": 1}, call_id="c0"),
+                       function_call("ask_sub", {"input": "a"}, call_id="s1")])
+    else:
+        boss = Agent("Boss", model=model, tools=[Agent("Sub", model=model, tools=[pay]).as_tool("ask_sub", "")])
+        model.enqueue([function_call("ask_sub", {"input": "a"}, call_id="s1"),
+                       function_call("ask_sub", {"input": "b"}, call_id="s2")])
+        model.enqueue([function_call("pay", {"amount": 1}, call_id="c0")])
+    model.enqueue([function_call("pay", {"amount": 2}, call_id="c0")])
+    document = Runner.run_sync(boss, "go", run_config=ONE_AT_A_TIME).to_state().to_json()
+    return boss, model, as_written_before_approval_scopes(document, 2)
+
+
+@pytest.mark.parametrize("own_call", [False, True], ids=["two inner runs", "its own call and an inner run's"])
+def test_a_version_2_approval_runs_the_call_it_was_given_for_when_another_has_its_tool_and_id(own_call):
+    """Scoped by tool, call id and agent name, both items took one run's scope (the last inner run's, or the inner
+    run's for the outer's own item): approving the payment of 1 ran the payment of 2, which no one approved."""
+    ran = []
+    boss, model, old = paused_twice_on_one_call_id(ran, own_call)
+    state = RunState.from_json(boss, old)
+    items = state.get_interruptions()
+    assert [json.loads(i.arguments)["amount"] for i in items] == [1, 2]
+    state.approve(items[0])
+    model.enqueue([assistant_message("x")] if own_call else [assistant_message("x"), assistant_message("x")])
+    result = Runner.run_sync(boss, state, run_config=ONE_AT_A_TIME)
+    assert ran == [1] and [json.loads(i.arguments)["amount"] for i in result.interruptions] == [2]
+
+
+@pytest.mark.parametrize("own_call", [False, True], ids=["two inner runs", "its own call and an inner run's"])
+def test_a_version_2_decision_that_could_be_about_either_of_two_calls_is_dropped_and_asked_again(own_call):
+    """The document says `pay` c0 was approved, and two calls are `pay` c0: which one the person approved cannot be
+    told, so neither runs on it."""
+    ran = []
+    boss, model, old = paused_twice_on_one_call_id(ran, own_call)
+    old["context"]["approvals"]["pay"] = {"approved": ["c0"], "rejected": []}
+    state = RunState.from_json(boss, old)
+    assert [state.context_wrapper.is_tool_approved("pay", "c0")] == [None]
+    result = Runner.run_sync(boss, state, run_config=ONE_AT_A_TIME)
+    assert ran == [] and len(result.interruptions) == 2
+
+
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_a_call_id_repeated_in_a_paused_response_of_versions_1_to_5_is_dropped_as_that_code_dropped_it(version):
     """Versions 1-5 skipped a repeated call id as they read the response but kept the response whole in
@@ -1037,3 +1094,15 @@ def test_a_call_id_repeated_in_a_paused_response_of_versions_1_to_5_is_dropped_a
     loaded.approve(loaded.get_interruptions()[0])
     assert Runner.run_sync(agent, loaded).final_output == "done"
     assert log == [("list_files", "/"), ("delete_file", "a.txt")]
+
+
+@pytest.mark.parametrize("value, said", [(float("nan"), r"\['x'\] \(nan: JSON has no such number\)"),
+                                         (b"x", r"\['x'\] \(bytes\)"), ({1}, r"\['x'\] \(set\)")],
+                         ids=["nan", "bytes", "a set"])
+def test_a_state_holding_a_value_json_cannot_hold_is_a_user_error_naming_where(value, said):
+    """An input item holding it (a run without a session takes it) failed to_string with a bare ValueError or
+    TypeError: the state could not be saved, and nothing said which value."""
+    agent = Agent("A", model=ScriptedModel())
+    state = RunState(None, [{"role": "user", "content": "hi", "x": value}], agent, None)
+    with pytest.raises(UserError, match=said):
+        state.to_string()

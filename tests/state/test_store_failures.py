@@ -247,6 +247,6 @@ def test_an_input_item_the_journal_cannot_hold_is_a_user_error_before_the_model_
 def test_a_custom_models_item_the_journal_cannot_hold_is_a_user_error_before_any_call_runs(tmp_path):
     charges, session = [], SQLiteSession("s", str(tmp_path / "s.db"))
     call = {**function_call("charge", {"cents": 500}, call_id="k1"), "score": float("-inf")}
-    with pytest.raises(UserError, match="journal .*not JSON compliant"):
+    with pytest.raises(UserError, match=r"journal .*\['score'\] \(-inf: JSON has no such number\)"):
         Runner.run_sync(one_charge(charges, ScriptedModel([[call]])), "pay", session=session)
     assert charges == [] and session.get_items() == [] and not session.read_journal()
