@@ -237,7 +237,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2110,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2112,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -265,6 +265,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # sent bytes on never reused (with the pool, an answer nobody asked for became another thread's answer); 2108
     # for an https URL on a Python without ssl the MissingFeatureError of errors.needs (a UserError of its own); 2110
     # for the system's own selector checking an idle connection (select.select refuses a descriptor past 1023)
+    # 2112 for a request that starts after an immediate cancel stopped before it is sent (it is the one thing that
+    # starts after a cancel the Aborts mark stops: a session's write or a tool starting then runs as it would)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
