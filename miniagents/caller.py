@@ -21,16 +21,11 @@ it when done; cancelling the run calls them all, from another thread. Threads th
 
 
 class Aborts(list):
-    """A run's aborts (see `CANCEL_CALLBACKS`). One added after an immediate cancel is called at once: a request that
-    starts after the cancel (which came while a guardrail or an instructions callable ran) is stopped before it
-    waits on the server, as one in flight is."""
+    """A run's aborts (see `CANCEL_CALLBACKS`), marked by an immediate cancel: a model request that starts after it
+    (the cancel came while a guardrail or an instructions callable ran) is stopped before it is sent. What else
+    starts after it (a session's write, a tool) runs as it would: the cancel stops the run at its next step."""
 
-    cancelled = False  # set before the cancel calls the aborts there, so none added meanwhile is missed
-
-    def append(self, abort: Callable[[], None]) -> None:
-        super().append(abort)
-        if self.cancelled:
-            abort()
+    cancelled = False
 
 
 class AlreadyDone(collections.abc.Coroutine):

@@ -26,7 +26,7 @@ import os
 from typing import Any, Callable
 
 from . import caller
-from .errors import (AgentsException, AlreadyResumedError, SessionStoreError, ToolInputGuardrailTripwireTriggered,
+from .errors import (AlreadyResumedError, MissingFeatureError, SessionStoreError, ToolInputGuardrailTripwireTriggered,
                      UnfinishedTurnError, UserError)
 from .state import MAX_TEXT, PendingTurn, RunState
 from .tool import NestedInterruption
@@ -41,16 +41,17 @@ MAY_HAVE_HAPPENED = ("This call was started before the run stopped (its process 
 
 def stored(run: Run, method: Callable, *args: Any, **options: Any) -> Any:
     """A method of the session's store (the ledger, the journal, a turn's write), called in a run. Whatever it
-    raises is the store failing, noted for the run (`store_failed`): a driver's error, a trigger of your own or a
-    custom session's exception is raised as a `SessionStoreError` (the session's error its `__cause__`, its text
-    not copied), so an agent tool's inner run stops its caller too, and the session's typed errors as they are."""
+    raises is the store failing, noted for the run (`store_failed`), Ctrl-C in a write too: a driver's error, a
+    trigger of your own or a custom session's exception (a `UserError` too) is raised as a `SessionStoreError` (the
+    session's error its `__cause__`, its text not copied), so an agent tool's inner run stops its caller too, never
+    told to the model as the tool's failure; a `SessionStoreError` or `MissingFeatureError` as it is."""
     try:
         return caller.call(method, *args, **options)
     except caller.Cancelled:  # the run's cancel, not the store's failure
         raise
-    except Exception as error:
+    except BaseException as error:
         run.scratch[stored] = True
-        if isinstance(error, AgentsException):
+        if isinstance(error, (SessionStoreError, MissingFeatureError)) or not isinstance(error, Exception):
             raise
         raise SessionStoreError(f"{getattr(method, '__qualname__', 'The session')} raised {type(error).__name__} "
                                 "(the __cause__): whether it stored anything is unknown. Once the store works again, "

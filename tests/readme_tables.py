@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1682,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1678,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -153,6 +153,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1683 for a request that starts after an immediate cancel stopped at once (caller.Aborts): cancelled while a
     # guardrail ran, the run sent it anyway, waited on the server and retried
     # lowered to 1682, its size once a session's store failing had one home in the ledger (ledger.stored)
+    # lowered to 1678 when an immediate cancel's mark stopped only a request (models/http.py), not every abort
     "agents, items, guardrails": 1031,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:

@@ -184,6 +184,8 @@ class Exchange:
         self._callbacks = CANCEL_CALLBACKS.get()
         if isinstance(self._callbacks, list):
             self._callbacks.append(self.switch)
+            if getattr(self._callbacks, "cancelled", False):  # the run was cancelled before this request began
+                self.switch()
 
     @property
     def request_id(self) -> Optional[str]:

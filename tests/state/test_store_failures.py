@@ -250,3 +250,84 @@ def test_a_custom_models_item_the_journal_cannot_hold_is_a_user_error_before_any
     with pytest.raises(UserError, match=r"journal .*\['score'\] \(-inf: JSON has no such number\)"):
         Runner.run_sync(one_charge(charges, ScriptedModel([[call]])), "pay", session=session)
     assert charges == [] and session.get_items() == [] and not session.read_journal()
+
+
+def test_a_user_error_from_the_store_inside_an_agent_tool_stops_the_run_and_is_never_told_to_the_model(tmp_path):
+    """A custom session's UserError (any error of the package's but a SessionStoreError) passed through as it was:
+    inside an agent tool the model was told the tool failed, asked again, and the charge ran twice."""
+    charges = []
+
+    class Refusing(SQLiteSession):
+        def settle_call(self, run_id, call_id, output):
+            if call_id == "i1":
+                raise UserError("quota exceeded")
+            return super().settle_call(run_id, call_id, output)
+
+    inner = Agent(name="Inner", tools=[charging(charges)], model=ScriptedModel(
+        [[function_call("charge", {"cents": 5}, call_id="i1")], [assistant_message("paid")]] * 2))
+    outer_model = ScriptedModel([[function_call("helper", {"input": "pay"}, call_id="o1")],
+                                 [function_call("helper", {"input": "pay"}, call_id="o2")], [assistant_message("done")]])
+    outer = Agent(name="Outer", tools=[inner.as_tool("helper", "Pays.")], model=outer_model)
+    session = Refusing("s", str(tmp_path / "s.db"))
+    with pytest.raises(SessionStoreError) as caught:
+        Runner.run_sync(outer, "pay", session=session)
+    assert isinstance(caught.value.__cause__, UserError) and "quota" not in str(caught.value)
+    assert charges == [5] and len(outer_model.calls) == 1 and session.read_journal()
+
+
+def test_ctrl_c_while_the_turn_is_written_leaves_the_turn_journaled(tmp_path):
+    """The write was marked done before it ran, and Ctrl-C is no Exception: the journal was emptied, nothing said the
+    charge happened, and asking again charged twice."""
+    charges = []
+
+    class CtrlC(SQLiteSession):
+        armed = True
+
+        def add_items(self, items, **options):
+            if self.armed:
+                self.armed = False
+                raise KeyboardInterrupt  # pressed while the driver waited on the database
+            return super().add_items(items, **options)
+
+    session = CtrlC("s", str(tmp_path / "s.db"))
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(one_charge(charges), "pay", session=session)
+    assert session.get_items() == [] and session.read_journal()
+    assert Runner.run_sync(one_charge(charges), [], session=session).final_output == "done"
+    assert charges == [500] and kinds(session)[1:3] == [("function_call", None), ("function_call_output", "charged 500")]
+
+
+def test_a_session_write_that_starts_after_an_immediate_cancel_still_runs(tmp_path):
+    """A cancel stops the run at its next step; a coroutine the store awaits after it is no request to abort (every
+    awaited callable added after the cancel was stopped at once: the turn's write never happened, and the charge
+    was in no history)."""
+    import asyncio
+
+    from miniagents import RunState
+
+    class Awaiting(SQLiteSession):  # a store whose methods await their database
+        def __getattribute__(self, name):
+            method = super().__getattribute__(name)
+            if name not in ("add_items", "claim_call", "settle_call", "lookup_call", "read_journal", "write_journal"):
+                return method
+
+            async def later(*args, **options):
+                await asyncio.sleep(0.01)
+                return method(*args, **options)
+            return later
+
+    charges, holder = [], {}
+
+    @function_tool
+    def charge(cents: int) -> str:
+        """Charge the customer."""
+        charges.append(cents)
+        holder["state"].cancel()
+        return f"charged {cents}"
+
+    agent = Agent(name="Till", tools=[charge], model=ScriptedModel(
+        [[function_call("charge", {"cents": 500}, call_id="k1")], [assistant_message("done")]]))
+    session = Awaiting("s", str(tmp_path / "s.db"))
+    holder["state"] = RunState(None, "pay", agent)
+    Runner.run_sync(agent, holder["state"], session=session)
+    assert charges == [500] and ("function_call_output", "charged 500") in kinds(session)
