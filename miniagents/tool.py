@@ -160,10 +160,6 @@ def function_tool(func: Optional[Callable] = None, *, name_override: Optional[st
         schema = function_schema(fn, name_override=name_override, description_override=description_override,
                                  docstring_style=docstring_style, use_docstring_info=use_docstring_info,
                                  strict_json_schema=strict_mode)
-        if any(is_generator(f) for is_generator in (inspect.isgeneratorfunction, inspect.isasyncgenfunction)
-               for f in (fn, type(fn).__call__)):  # a function, a method, a partial, or a callable object's __call__
-            raise UserError(f"tool '{schema.name}': a generator function: a call would only make the generator, "
-                            "never run its body; return the values (a list) instead")
 
         def on_invoke_tool(ctx: ToolContext, raw_args: str) -> Any:
             """The function called with the arguments read from the model's JSON (and the call's context, when its
@@ -199,13 +195,19 @@ async def _guarded(tool: FunctionTool, ctx: ToolContext, raw_args: str, pending:
 CONTENT_PARTS = ("input_text", "input_image", "input_file")  # the Responses API's input content parts
 
 
-def tool_output(value: Any) -> Union[str, list]:
+def tool_output(value: Any, tool_name: str) -> Union[str, list]:
     """What the model sees for a tool's return value: content (text, images and files the model reads as such) when
     the value is content parts, or an object that knows its part (`content_part()`), or a list of only those;
     anything else as text (`output_text`). The tool has run: a value that cannot be shown is said to be so, never
-    reported as the tool's failure (which would invite the model to run it again)."""
+    reported as the tool's failure (which would invite the model to run it again). A generator (sync or async) is a
+    `UserError`, the developer's mistake: the generator function that made it (perhaps behind a decorator, or the
+    upstream shell's wrapper) never ran its body, and the model was told its repr. The value is checked, not the
+    function: a decorator may consume a generator, and a `@types.coroutine` one is awaited, as a coroutine is."""
     if isinstance(value, str):  # the common cases
         return clean_text(value)
+    if inspect.isgenerator(value) or inspect.isasyncgen(value):
+        raise UserError(f"tool '{tool_name}' returned a generator ({type(value).__name__}): a generator function "
+                        "only makes one when called, never running its body; return the values (a list) instead")
     try:
         if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
             return str(value)
@@ -266,15 +268,15 @@ def invoke_tool(tool: FunctionTool, ctx: ToolContext, raw_args: str) -> tuple:
     """
     try:
         value = tool._invoke(ctx, raw_args)
-        if inspect.isawaitable(value):  # an async tool's coroutine
+        if inspect.isawaitable(value):  # an async tool's coroutine (a `@types.coroutine` generator's too)
             value = caller.resolve(value)
-        return value, tool_output(value)
     except caller.Cancelled as stop:  # stopped by a cancel while it ran: it may have done what it does
         stop.started = True
         raise
     except BaseException as error:  # (what PROPAGATES, failure_text raises again)
         text = failure_text(tool, ctx, raw_args, error)
         return text, text
+    return value, tool_output(value, tool.name)  # outside the try: a generator's UserError is raised, not told
 
 
 def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exception) -> str:

@@ -28,7 +28,7 @@ from .items import clean_json, preview
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 _UNIONS = (Union, getattr(types, "UnionType", Union))  # `Union[X, Y]`, and `X | Y` on Python 3.10+
-_QUALIFIERS = tuple(getattr(typing, name) for name in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, name))
+_QUALIFIERS = ("Required", "NotRequired", "ReadOnly")  # a TypedDict field's, typing's or typing_extensions' (by name)
 INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
@@ -120,9 +120,10 @@ def fields_of(cls) -> tuple:
 def _unqualified(tp):
     """A TypedDict field's type without its qualifiers (Required, NotRequired, ReadOnly), which may stand inside
     Annotated and each other in any order (PEP 655, 705): `__required_keys__` has read them. Annotated's metadata
-    (a description) stays."""
+    (a description) stays. A qualifier is known by its name: typing_extensions' are the only ones before Python 3.11
+    (ReadOnly before 3.13), and the kernel imports no package."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in _QUALIFIERS:
+    if getattr(origin, "_name", None) in _QUALIFIERS:
         return _unqualified(args[0])
     return typing.Annotated[(_unqualified(args[0]), *args[1:])] if origin is typing.Annotated else tp
 

@@ -5,6 +5,7 @@ import pytest
 
 from miniagents import Agent, InputGuardrail, OutputGuardrail, Runner, UserError
 from miniagents.testing import ScriptedModel, assistant_message
+from support import outputs_sent
 
 
 @pytest.mark.parametrize("bad", [42, None, {"role": "user", "content": "hi"}, [42], ("hi",)])
@@ -242,39 +243,100 @@ def test_approving_or_rejecting_something_that_is_no_interruption_is_a_user_erro
     assert state.context_wrapper.approvals == {}
 
 
+SENT = []  # what a tool's body did: a generator's never runs
+
+
 class Mailer:
     def send(self, to: str) -> str:
+        SENT.append(to)
         yield f"sent to {to}"
 
     def __call__(self, to: str) -> str:
+        SENT.append(to)
         yield f"sent to {to}"
 
 
 class AsyncMailer:
     async def __call__(self, to: str) -> str:
+        SENT.append(to)
         yield f"sent to {to}"
 
 
 def send_emails(to: str, subject: str = "") -> str:
+    SENT.append(to)
     yield f"sent to {to}"
 
 
 async def send_emails_async(to: str) -> str:
+    SENT.append(to)
     yield f"sent to {to}"
 
 
-@pytest.mark.parametrize("make", [lambda: send_emails, lambda: send_emails_async, lambda: Mailer().send, Mailer,
-                                  AsyncMailer, lambda: functools.partial(send_emails, subject="hi")],
-                         ids=["generator", "async generator", "method", "callable object", "async callable object",
-                              "partial"])
-def test_a_generator_function_is_refused_where_the_tool_is_made(make):
+def logged(fn):
+    """An ordinary decorator: the generator function behind it is not one to `inspect`."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def collected(fn):
+    """A decorator that consumes the generator: its tool returns the values."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return list(fn(*args, **kwargs))
+    return wrapper
+
+
+def run_send(tool):
+    """One call of `tool` named 'send' with to='ann', then an answer; the model's second request, if made."""
+    from miniagents.testing import function_call
+
+    model = ScriptedModel([[function_call("send", {"to": "ann"}, call_id="c1")], [assistant_message("done")]])
+    Runner.run_sync(Agent(name="A", model=model, tools=[tool]), "go")
+    return model.calls[1]
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda: send_emails, "generator"), (lambda: send_emails_async, "async_generator"),
+    (lambda: Mailer().send, "generator"), (Mailer, "generator"), (AsyncMailer, "async_generator"),
+    (lambda: functools.partial(send_emails, subject="hi"), "generator"), (lambda: logged(send_emails), "generator"),
+    (lambda: logged(send_emails_async), "async_generator")],
+    ids=["generator", "async generator", "method", "callable object", "async callable object", "partial", "decorated",
+         "decorated async"])
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_a_tool_that_returns_a_generator_is_a_user_error_and_the_model_is_told_nothing(make, kind, timeout):
     """A call made the generator and never ran its body: the model was told `<generator object ...>` and the history
-    said the call ran, though nothing happened."""
+    said the call ran, though nothing happened. The value is what is checked: a generator function behind a
+    decorator (functools.wraps) is no generator function to `inspect`, and was accepted."""
     from miniagents import function_tool
 
-    with pytest.raises(UserError, match="^tool 'send': a generator function: a call would only make the generator, "
-                                        r"never run its body; return the values \(a list\) instead$"):
-        function_tool(make(), name_override="send")
+    SENT.clear()
+    with pytest.raises(UserError, match=rf"^tool 'send' returned a generator \({kind}\): a generator function only "
+                                        r"makes one when called, never running its body; return the values \(a list\) "
+                                        "instead$"):
+        run_send(function_tool(make(), name_override="send", timeout=timeout))
+    assert SENT == []
+
+
+def test_a_generator_a_decorator_consumes_and_a_types_coroutine_are_tools():
+    """What the function gives when called decides, not what it is: a decorator may turn a generator function into
+    one that returns the values, and a `@types.coroutine` generator is awaited as a coroutine is (it was refused
+    where the tool was made)."""
+    import types
+
+    from miniagents import function_tool
+
+    @types.coroutine
+    def triple(to: str):
+        yield  # suspends once, as asyncio.sleep(0) does
+        return to * 3
+
+    SENT.clear()
+    assert outputs_sent(run_send(function_tool(collected(send_emails), name_override="send"))) == {
+        "c1": '["sent to ann"]'}
+    assert SENT == ["ann"]
+    assert outputs_sent(run_send(function_tool(triple, name_override="send"))) == {"c1": "annannann"}
 
 
 def test_a_callable_object_or_method_that_returns_its_result_is_a_tool():

@@ -960,5 +960,5 @@ def test_a_plain_value_reaches_the_model_as_its_json_whatever_way_it_takes(value
     """Whole numbers take a short way to their text; every plain value must read back as the value it was."""
     from miniagents.tool import tool_output
 
-    text = tool_output(value)
+    text = tool_output(value, "t")
     assert json.loads(text) == value and (type(value) is not bool or text in ("true", "false"))

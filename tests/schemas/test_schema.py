@@ -470,6 +470,50 @@ def test_a_read_only_typeddict_field_is_read_as_its_type():
     assert validate_value(Order, {"item": "tea"}) == {"item": "tea"}
 
 
+T = typing.TypeVar("T")
+
+
+class StandInRequired(typing.Generic[T]):  # a qualifier of another module than typing, known by its name only
+    _name = "Required"
+
+
+class StandInNotRequired(typing.Generic[T]):
+    _name = "NotRequired"
+
+
+class StandInReadOnly(typing.Generic[T]):
+    _name = "ReadOnly"
+
+
+@pytest.mark.parametrize("source", ["typing_extensions", "a stand-in"])
+def test_a_typeddict_qualifier_of_typing_extensions_is_read_as_typings(source):
+    """On Python 3.9 and 3.10 typing_extensions' Required and NotRequired are the only ones (its ReadOnly before
+    3.13), and are not typing's: a TypedDict that used any was refused as a type miniagents cannot express. The
+    kernel imports no package, so it knows a qualifier by its name; a stand-in runs where typing_extensions is
+    absent."""
+    if source == "typing_extensions":
+        te = pytest.importorskip("typing_extensions")
+        Base, Required, NotRequired, ReadOnly = te.TypedDict, te.Required, te.NotRequired, te.ReadOnly
+    else:
+        Base, Required, NotRequired, ReadOnly = TypedDict, StandInRequired, StandInNotRequired, StandInReadOnly
+
+    class Order(Base, total=False):
+        item: ReadOnly[Required[str]]
+        note: Annotated[NotRequired[str], "a note for the cook"]
+        cups: NotRequired[Annotated[int, "how many"]]
+
+    def place(order: Order): ...
+    fs = function_schema(place, strict_json_schema=False)
+    order = fs.params_json_schema["$defs"]["Order"]
+    assert order["properties"] == {"item": {"type": "string", "title": "Item"},
+                                   "note": {"type": "string", "title": "Note", "description": "a note for the cook"},
+                                   "cups": {"type": "integer", "title": "Cups", "description": "how many"}}
+    assert order.get("required") == (["item"] if source == "typing_extensions" else None)  # (a stand-in: total=False)
+    assert validate_value(Order, {"item": "tea", "cups": 2}) == {"item": "tea", "cups": 2}
+    with pytest.raises(ArgumentsError, match="parameter 'order.note': expected string, got integer 5"):
+        fs.to_call_args({"order": {"item": "tea", "note": 5}})
+
+
 def test_two_object_types_of_the_same_name_get_definitions_of_their_own():
     First = dataclasses.make_dataclass("Item", [("a", int)])
     Second = dataclasses.make_dataclass("Item", [("b", str)])

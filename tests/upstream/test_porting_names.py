@@ -289,6 +289,30 @@ def test_a_hosted_tool_with_a_chat_completions_model_is_refused_when_the_run_sta
     assert model.calls == ()
 
 
+def test_a_generator_function_made_a_tool_by_the_shell_is_a_user_error_when_called():
+    """The shell's function_tool wraps the function (to read structured outputs) in one that is no generator
+    function, so a check of the function never saw it: the model was told `<generator object ...>`, nothing ran."""
+    sent = []
+
+    @function_tool
+    def send_emails(n: int):
+        for i in range(n):
+            sent.append(i)
+            yield f"sent {i}"
+
+    @function_tool
+    async def send_async(n: int):
+        sent.append(n)
+        yield f"sent {n}"
+
+    for name, kind in (("send_emails", "generator"), ("send_async", "async_generator")):
+        agent, model = make_agent([[function_call(name, {"n": 2}, call_id="c1")], [assistant_message("ok")]],
+                                  tools=[send_emails, send_async])
+        with pytest.raises(UserError, match=rf"^tool '{name}' returned a generator \({kind}\): a generator function"):
+            Runner.run_sync(agent, "go")
+        assert sent == [] and len(model.calls) == 1
+
+
 def test_defer_loading_warns_and_the_tool_is_sent_like_any_other():
     def lookup(city: str) -> str:
         return city
