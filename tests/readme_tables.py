@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1682,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1683,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -153,7 +153,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1683 for a request that starts after an immediate cancel stopped at once (caller.Aborts): cancelled while a
     # guardrail ran, the run sent it anyway, waited on the server and retried
     # lowered to 1682, its size once a session's store failing had one home in the ledger (ledger.stored)
-    "agents, items, guardrails": 1031,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1683 for RunConfig's usage_limits and model_settings dicts with a key their class lacks refused as a UserError
+    # naming it and the fields (context.from_fields; a bare TypeError, for a key that is no string too)
+    "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -182,6 +184,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
+    # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
+    # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
     "tools and schemas": 1054,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
