@@ -240,7 +240,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2110,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2109,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -267,7 +267,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # the package's __version__ (it said 0.1 of a package at 0.2.0); 2113 for an idle connection the server closed or
     # sent bytes on never reused (with the pool, an answer nobody asked for became another thread's answer); 2108
     # for an https URL on a Python without ssl the MissingFeatureError of errors.needs (a UserError of its own); 2110
-    # for the system's own selector checking an idle connection (select.select refuses a descriptor past 1023)
+    # for the system's own selector checking an idle connection (select.select refuses a descriptor past 1023);
+    # lowered to 2109 once ModelSettings.from_dict used context.from_fields (with 2 lines for a usage count past the
+    # largest float told as such)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -293,11 +295,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1127 for the URL password's regex in two lines, now that a comment must say why it is so: linear (a scheme
     # starts no run of scheme characters: \b inside `a-a-a-...` made it quadratic), a user holding @, an authority
     # ending at / ? # (a query's `10:00&ann@x` was cut as a password)
-    "shell: retries": 346,
+    "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
+    # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
