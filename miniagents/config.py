@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import seams
+from .context import from_fields
 from .errors import UserError
 from .models.interface import ModelSettings
 
@@ -95,13 +96,13 @@ class RunConfig:
             if self.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
         seams.load_asked_for(self)  # the tracing shell, to write the run's trace (`trace_path`)
         if isinstance(self.model_settings, dict):  # upstream takes the settings as a dict too
-            self.model_settings = ModelSettings.from_dict(self.model_settings)
+            self.model_settings = ModelSettings.from_dict(self.model_settings, "RunConfig.model_settings")
         if self.tracing is not None:
             if not isinstance(self.tracing, dict):
                 raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
-            self.usage_limits = UsageLimits(**self.usage_limits)
+            self.usage_limits = from_fields(UsageLimits, self.usage_limits, "RunConfig.usage_limits")
         for name, kind, what in (("model_settings", ModelSettings, "ModelSettings, a dict of its fields"),
                                  ("usage_limits", UsageLimits, "UsageLimits, a dict of its fields"),
                                  ("input_guardrails", list, "a list"), ("output_guardrails", list, "a list")):

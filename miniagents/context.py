@@ -24,6 +24,16 @@ def overlay(base: Any, override: Any) -> Any:
                                         if getattr(override, f.name) is not None})
 
 
+def from_fields(kind: type, value: dict, where: str) -> Any:
+    """`kind` (a settings dataclass) made from a dict of its fields; a key it does not have is a `UserError` naming
+    it and the fields (a typo, or a key that is no string, was a bare TypeError, at times raised turns later)."""
+    unknown = sorted(map(repr, set(value) - {f.name for f in dataclasses.fields(kind)}))
+    if unknown:
+        raise UserError(f"{where} has no field {', '.join(unknown)} (the fields of {kind.__name__}: "
+                        f"{', '.join(f.name for f in dataclasses.fields(kind))})")
+    return kind(**value)
+
+
 def _arguments_of(item: Any) -> Any:
     raw = getattr(item, "raw_item", None)
     return raw.get("arguments") if isinstance(raw, dict) else getattr(item, "arguments", None)

@@ -38,8 +38,10 @@ from .session import SessionABC, SessionItems, SessionSettings
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
-# At most 48 characters: the index idx_<name>_session_id fits PostgreSQL's 63 (it cuts longer names, so two could meet)
-_IDENTIFIER = re.compile(r"(?!sqlite_)[A-Za-z_][A-Za-z0-9_]{0,47}\Z", re.IGNORECASE)  # sqlite_*: SQLite's own
+# At most 48 characters, each one byte: the index idx_<name>_session_id fits PostgreSQL's 63 bytes (it cuts longer
+# names, so two could meet). re.ASCII: else IGNORECASE lets [A-Za-z] match 'ſ', 'ı', 'İ' and the Kelvin sign, two
+# bytes or three. sqlite_*: SQLite's own names.
+_IDENTIFIER = re.compile(r"(?!sqlite_)[A-Za-z_][A-Za-z0-9_]{0,47}\Z", re.IGNORECASE | re.ASCII)
 _SKIPPED = object()  # what _decode returns for a row that is not a JSON object
 
 
@@ -57,7 +59,7 @@ def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> s
 def check_table_name(owner: str, what: str, name: Any) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise UserError(f"{owner}: {what}={name!r} is not a valid table name; "
-                        "use up to 48 letters, digits and underscores, not starting with a digit or sqlite_")
+                        "use up to 48 ASCII letters, digits and underscores, not starting with a digit or sqlite_")
     return name
 
 

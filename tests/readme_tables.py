@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1678,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1679,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -154,7 +154,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # guardrail ran, the run sent it anyway, waited on the server and retried
     # lowered to 1682, its size once a session's store failing had one home in the ledger (ledger.stored)
     # lowered to 1678 when an immediate cancel's mark stopped only a request (models/http.py), not every abort
-    "agents, items, guardrails": 1031,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1679 (+1) for RunConfig's usage_limits and model_settings dicts with a key their class lacks refused as a UserError
+    # naming it and the fields (context.from_fields; a bare TypeError, for a key that is no string too)
+    "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -183,6 +185,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (items._answer_problem), not as an input item: the first check refused servers' messages without a role,
     # with no content or with parts of their own kinds, which ran before
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
+    # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
+    # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
     "tools and schemas": 1054,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -238,7 +242,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2112,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2111,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -268,6 +272,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for the system's own selector checking an idle connection (select.select refuses a descriptor past 1023)
     # 2112 for a request that starts after an immediate cancel stopped before it is sent (it is the one thing that
     # starts after a cancel the Aborts mark stops: a session's write or a tool starting then runs as it would)
+    # lowered by 1 (2111) once ModelSettings.from_dict used context.from_fields (with 2 lines for a usage count past
+    # the largest float told as such)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -293,11 +299,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1127 for the URL password's regex in two lines, now that a comment must say why it is so: linear (a scheme
     # starts no run of scheme characters: \b inside `a-a-a-...` made it quadratic), a user holding @, an authority
     # ending at / ? # (a query's `10:00&ann@x` was cut as a password)
-    "shell: retries": 346,
+    "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
+    # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns

@@ -80,8 +80,9 @@ class PostgreSQLDialect:
 
     def schema_lock(self, tables: Tuple[str, ...]) -> str:
         """Concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog: creators of one layout queue on a
-        lock named by the CRC-32 of the table names (binascii's, the same number as zlib's, in every Python)."""
-        return f"SELECT pg_advisory_xact_lock({binascii.crc32(' '.join(tables).encode())})"
+        lock named by the CRC-32 of the table names as PostgreSQL names them, in lower case (`quote`: "S1" and
+        "s1" are one table), binascii's, the same number as zlib's, in every Python."""
+        return f"SELECT pg_advisory_xact_lock({binascii.crc32(' '.join(tables).lower().encode())})"
 
     def store_problem(self, exc: BaseException) -> Optional[str]:
         return None  # PostgreSQL's errors (a refused password, a missing table) are raised as the driver's

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Iterator, Optional, Protocol, runtime_checkable
 
 from ..caller import CANCEL_CALLBACKS  # noqa: F401 - part of the Model contract, documented below
-from ..context import overlay
+from ..context import from_fields, overlay
 from ..items import ModelResponse  # noqa: F401 - upstream's agents.models.interface exports it
 
 # `CANCEL_CALLBACKS` (caller.py) is part of this contract: while a request is in flight, a model keeps an abort
@@ -69,12 +69,9 @@ class ModelSettings:
             seams.load_asked_for(self)
 
     @classmethod
-    def from_dict(cls, settings: dict) -> "ModelSettings":
-        """Settings given as a dict (upstream takes them so): an unknown key is a TypeError naming it."""
-        unknown = sorted(set(settings) - {f.name for f in fields(cls)})
-        if unknown:
-            raise TypeError(f"Unknown model settings: {', '.join(map(str, unknown))}")
-        return cls(**settings)
+    def from_dict(cls, settings: dict, where: str = "ModelSettings") -> "ModelSettings":
+        """Settings given as a dict (upstream takes them so): an unknown key is a `UserError` naming it."""
+        return from_fields(cls, settings, where)
 
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts

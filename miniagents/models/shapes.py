@@ -52,8 +52,10 @@ def count(value: Any, where: str) -> int:
     summed into a run's usage could outgrow what its state's JSON may write."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= sys.float_info.max:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value:
         raise malformed(where, value, "a non-negative number")
+    if value > sys.float_info.max:  # 10**400, or inf
+        raise malformed(where, value, f"a non-negative number at most {sys.float_info.max:.1e} (a float's largest)")
     return int(value)
 
 

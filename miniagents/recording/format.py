@@ -206,7 +206,7 @@ def _finite(number: str) -> float:
     """A JSON number as a float; one past the largest float (1e400, which float() reads as inf) is refused, as the
     constants NaN and Infinity are: the run would write it nowhere (a session, a RunState, a trace)."""
     value = float(number)
-    return _not_a_number(number) if math.isinf(value) else value
+    return _not_a_number(preview(number)) if math.isinf(value) else value  # a line may hold a number of 64 MiB
 
 
 def _line(name: str, number: int, raw: bytes, unended: bool) -> dict:

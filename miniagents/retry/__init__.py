@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from .. import caller, seams
-from ..context import COUNTING
+from ..context import COUNTING, from_fields
 from ..errors import ModelHTTPError, ModelTimeoutError, UsageLimitExceeded, UserError
 from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
 from ..models.protocol import MAX_SERVER_DELAY
@@ -150,16 +150,6 @@ class RetryPolicyContext:
 
 
 RetryPolicy = Callable[[RetryPolicyContext], Any]  # -> bool | RetryDecision, or an awaitable of one
-
-
-def from_fields(kind: type, value: dict, where: str) -> Any:
-    """`kind` made from a dict of its fields; a key it does not have is a `UserError` naming it (a typo was a bare
-    TypeError, raised by the first turn that asked for retries)."""
-    unknown = sorted(map(repr, set(value) - {f.name for f in dataclasses.fields(kind)}))
-    if unknown:
-        raise UserError(f"{where} has no field {', '.join(unknown)} (the fields of {kind.__name__}: "
-                        f"{', '.join(f.name for f in dataclasses.fields(kind))})")
-    return kind(**value)
 
 
 def _decision(value: Any) -> RetryDecision:

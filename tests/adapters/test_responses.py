@@ -240,7 +240,8 @@ def test_lone_surrogates_are_repaired_in_answers_and_stream_deltas(server):
     ({"output": [], "status": "completed", "usage": {"input_tokens": {"n": 1}}}, ModelBehaviorError,
      "The model's answer is malformed: usage.input_tokens is an object, expected a non-negative number."),
     ({"output": [], "status": "completed", "usage": {"output_tokens": 10 ** 400}}, ModelBehaviorError,
-     "The model's answer is malformed: usage.output_tokens is a number, expected a non-negative number."),
+     "The model's answer is malformed: usage.output_tokens is a number, expected a non-negative number at most "
+     "1.8e+308 (a float's largest)."),
 ])
 def test_empty_and_malformed_answers_are_typed_errors(server, body, error, message):
     server.reply(body)

@@ -150,6 +150,12 @@ def test_a_tools_idempotent_or_timeout_behavior_of_the_wrong_kind_is_refused_whe
     ({"usage_limits": 5}, r"RunConfig.usage_limits must be UsageLimits, a dict of its fields or None, got int"),
     ({"usage_limits": True}, r"RunConfig.usage_limits must be UsageLimits, a dict of its fields or None, got bool"),
     ({"model_settings": 5}, r"RunConfig.model_settings must be ModelSettings, a dict of its fields or None, got int"),
+    # a dict with a key its class lacks (pydantic-ai's requests_limit), or no string, was a bare TypeError
+    ({"usage_limits": {"requests_limit": 3}}, r"^RunConfig.usage_limits has no field 'requests_limit' \(the fields of "
+                                               r"UsageLimits: request_limit, input_tokens_limit, "),
+    ({"usage_limits": {1: 3}}, r"^RunConfig.usage_limits has no field 1 \(the fields of UsageLimits: "),
+    ({"model_settings": {1: 2, "a": 3}}, r"^RunConfig.model_settings has no field 'a', 1 \(the fields of "
+                                         r"ModelSettings: temperature, top_p, "),
     ({"input_guardrails": InputGuardrail(lambda ctx, agent, given: None)},  # one, not a list of one
      "RunConfig.input_guardrails must be a list or None, got InputGuardrail"),
     ({"output_guardrails": OutputGuardrail(lambda ctx, agent, output: None)},

@@ -115,6 +115,27 @@ def test_a_number_past_the_largest_float_is_refused_at_load_wherever_it_is(tmp_p
     Replay(path)  # the largest floats stay numbers
 
 
+def test_a_refused_number_is_quoted_cut_short(tmp_path):
+    """A line may hold 64 MiB: a number of 100,000 digits was copied whole into the error's message."""
+    path = tmp_path / "run.jsonl"
+    lines = base_recording(path, streamed=False)
+    lines[2]["response"]["x"] = "__VALUE__"
+    write(path, [lines[0], lines[1], json.dumps(lines[2]).replace('"__VALUE__"', "1" + "0" * 100_000 + ".5")])
+    with pytest.raises(RecordingError, match=r"line 3 is not JSON: 10+… is not a finite number") as caught:
+        Replay(path)
+    assert len(str(caught.value)) < 400
+
+
+def test_a_usage_count_past_the_largest_float_says_so(tmp_path):
+    path = tmp_path / "run.jsonl"
+    lines = base_recording(path, streamed=False)
+    lines[2]["response"]["usage"]["input_tokens"] = 10 ** 399
+    write(path, lines)
+    with pytest.raises(RecordingError, match=r"line 3: response.usage.input_tokens is a number, expected a "
+                                             r"non-negative number at most 1\.8e\+308 \(a float's largest\)"):
+        Replay(path)
+
+
 @pytest.mark.parametrize("output", ["Hello", 5, {"type": "message"}, ["message"], [{"type": 5}], [None],
                                     [{"type": "function_call", "name": "lookup", "arguments": {"order_id": "A-1"}}],
                                     [{"type": "message", "content": "Hello"}]])

@@ -255,7 +255,10 @@ def test_sql_keywords_are_table_names_too(backend):
     assert [backend.count(f'"{t}"') for t in ("group", "order", "select")] == [1, 1, 2]
 
 
-@pytest.mark.parametrize("name", ["sqlite_calls", "SQLITE_calls", "t" * 49])
+# 'ſ', the Kelvin sign, 'ı', 'İ': letters [A-Za-z] matched case-insensitively, two or three bytes each: 40 'ſ' and a
+# suffix are 82 bytes, cut by PostgreSQL to 63, so "ſ…ſ_a" and "ſ…ſ_b" were one table (a bare UndefinedColumn)
+@pytest.mark.parametrize("name", ["sqlite_calls", "SQLITE_calls", "t" * 49, "\u017f" * 40 + "_a", "\u212a", "\u0131x",
+                                  "x\u0130"])
 def test_a_table_name_some_database_cannot_hold_is_a_user_error(backend, name):
     with pytest.raises(UserError, match="tool_calls_table=.*up to 48 .* or sqlite_"):
         backend.session(tool_calls_table=name)

@@ -19,6 +19,7 @@ import re
 import sqlite3
 import sys
 import types
+import zlib
 
 import pytest
 from hypothesis import given, strategies as st
@@ -288,6 +289,15 @@ def test_a_long_history_is_read_in_pages_that_double_from_64_up_to_4096_rows(fla
 
 
 # --- drivers, dialects and placeholders -------------------------------------------------------------------------
+
+
+def test_postgresql_creators_of_tables_named_in_any_case_take_one_schema_lock():
+    """PostgreSQL's table is the name in lower case (`quote`): creators of "S1" and "s1" at once took two locks and
+    collided in its catalog (a bare UniqueViolation). Default names keep the lock they always had."""
+    lock = dbapi_session.POSTGRESQL.schema_lock
+    assert lock(("S1", "M1", "t1")) == lock(("s1", "m1", "t1")) != lock(("s1", "m1", "t2"))
+    assert lock(("agent_sessions", "agent_messages", "agent_tool_calls")) == \
+        f"SELECT pg_advisory_xact_lock({zlib.crc32(b'agent_sessions agent_messages agent_tool_calls')})"
 
 
 def test_the_dialect_and_paramstyle_come_from_the_driver(tmp_path):

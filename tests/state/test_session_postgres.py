@@ -1,7 +1,8 @@
 """What `DBAPISession` does against a real PostgreSQL server that the shared contract
 (tests/test_session_contract.py) cannot show on every backend: a connection the server terminates, serialization
 failures and deadlocks raised by the server, connections handed over in autocommit mode, tables in upstream's
-SQLAlchemy layout, a database user that may not create tables, and the example of docs/sessions.md, run as written.
+SQLAlchemy layout, a database user that may not create tables, sessions creating one table named in two cases at
+once, and the example of docs/sessions.md, run as written.
 Each test runs with psycopg 3 and with psycopg2; tests/postgres.py starts the server (or the tests skip with the
 reason).
 """
@@ -11,6 +12,7 @@ import contextlib
 import io
 import itertools
 import json
+import threading
 
 import pytest
 
@@ -151,6 +153,26 @@ def test_a_table_name_in_capitals_is_the_table_the_unquoted_name_made(db):
     s = db.session(messages_table="My_Messages")  # quoted as PostgreSQL folds it: my_messages, not "My_Messages"
     s.add_items([user("after")])
     assert s.get_items() == [user("before"), user("after")]
+
+
+def test_sessions_on_one_table_named_in_two_cases_can_create_it_at_once(db):
+    """"S" and "s" are one table: both creators queue on one schema lock (they collided in the catalog)."""
+    errors = []
+
+    def open_session(names, start):
+        start.wait()
+        try:
+            db.session(**names).add_items([user("x")])
+        except Exception as error:  # noqa: BLE001 - any failure is the finding
+            errors.append(error)
+    for k in range(8):
+        upper = {"sessions_table": f"S{k}", "messages_table": f"M{k}", "tool_calls_table": f"T{k}"}
+        start = threading.Barrier(2)
+        threads = [threading.Thread(target=open_session, args=(names, start))
+                   for names in (upper, {key: name.lower() for key, name in upper.items()})]
+        [thread.start() for thread in threads]
+        [thread.join() for thread in threads]
+    assert errors == []
 
 
 def test_a_database_user_that_may_not_create_tables_works_with_create_tables_false(db):
