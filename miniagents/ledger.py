@@ -47,7 +47,8 @@ def stored(run: Run, method: Callable, *args: Any, **options: Any) -> Any:
     told to the model as the tool's failure; a `SessionStoreError` or `MissingFeatureError` as it is."""
     try:
         return caller.call(method, *args, **options)
-    except caller.Cancelled:  # the run's cancel, not the store's failure
+    except caller.Cancelled:  # the run's cancel, no failure of the store's: but whether the store call it stopped
+        run.scratch[stored] = True  # (an async write) did its part is unknown, so the turn stays journaled too
         raise
     except BaseException as error:
         run.scratch[stored] = True

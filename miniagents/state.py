@@ -730,9 +730,9 @@ def _scope_approvals(state: RunState) -> None:
     `approval_scope`): each approval item of a paused inner run gets that run's scope, as the inner run looks its
     decision up, and so does its copy among the outer run's interruptions (they follow its own calls', in the
     order of the inner runs: matched by place, as two inner runs, or an inner run and the outer, may hold calls
-    of one tool with one id). A decision the document holds about such a call moves to its scope (it was never
-    found: the inner run asked again); one that could be about another call of the same tool and id is dropped,
-    and a person is asked again, as what it approved cannot be told."""
+    of one tool with one id). A decision the document holds about such a tool and id is dropped, and a person
+    asked again: it may be about another call (the outer's own, or an earlier one that had the id), and those
+    versions kept no fingerprint of the arguments it approved to tell."""
     inner = [(n.run_id, item) for n in state.pending.nested.values() for item in n.get_interruptions()]
     outer = state.get_interruptions()
     copies = outer[len(outer) - len(inner):] if inner else []
@@ -740,18 +740,10 @@ def _scope_approvals(state: RunState) -> None:
                                                                                    b.tool_name)
                                         for a, (_, b) in zip(copies, inner)):
         return  # not as a version 1-2 run wrote it: its inner runs ask again
-    shared = Counter((item.tool_name, item.call_id) for item in outer)
-    decisions = state.context_wrapper
     for copy, (run_id, item) in zip(copies, inner):
         item.approval_scope = item.approval_scope or run_id  # (one of its own inner runs' has theirs by now)
-        decided, message = (decisions.is_tool_approved(copy.tool_name, copy.call_id),
-                            decisions.rejection_message(copy.tool_name, copy.call_id))
-        decisions.forget(copy.tool_name, copy.call_id)
         copy.approval_scope = item.approval_scope
-        if decided and shared[copy.tool_name, copy.call_id] == 1:
-            decisions.approve_tool(copy)
-        elif decided is False and shared[copy.tool_name, copy.call_id] == 1:
-            decisions.reject_tool(copy, rejection_message=message)
+        state.context_wrapper.forget(copy.tool_name, copy.call_id)
 
 
 def _derived_run_id(data: dict) -> str:

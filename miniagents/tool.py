@@ -199,15 +199,19 @@ def tool_output(value: Any, tool_name: str) -> Union[str, list]:
     """What the model sees for a tool's return value: content (text, images and files the model reads as such) when
     the value is content parts, or an object that knows its part (`content_part()`), or a list of only those;
     anything else as text (`output_text`). The tool has run: a value that cannot be shown is said to be so, never
-    reported as the tool's failure (which would invite the model to run it again). A generator (sync or async) is a
-    `UserError`, the developer's mistake: the generator function that made it (perhaps behind a decorator, or the
-    upstream shell's wrapper) never ran its body, and the model was told its repr. The value is checked, not the
+    reported as the tool's failure (which would invite the model to run it again). A generator (sync or async), or
+    a coroutine an async tool returned unawaited, is a `UserError`, the developer's mistake: the function that made
+    it (perhaps behind a decorator, or the upstream shell's wrapper) never ran its body, and the model was told its
+    repr. The value is checked, not the
     function: a decorator may consume a generator, and a `@types.coroutine` one is awaited, as a coroutine is."""
     if isinstance(value, str):  # the common cases
         return clean_text(value)
-    if inspect.isgenerator(value) or inspect.isasyncgen(value):
-        raise UserError(f"tool '{tool_name}' returned a generator ({type(value).__name__}): a generator function "
-                        "only makes one when called, never running its body; return the values (a list) instead")
+    if inspect.isgenerator(value) or inspect.isasyncgen(value) or inspect.iscoroutine(value):
+        if inspect.iscoroutine(value):
+            value.close()  # this error says it: no "never awaited" warning besides
+        raise UserError(f"tool '{tool_name}' returned a {type(value).__name__} it never ran: a generator function "
+                        "only makes a generator when called (return the values, a list), and a coroutine runs only "
+                        "once awaited (await it in the tool)")
     try:
         if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
             return str(value)

@@ -187,7 +187,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
-    "tools and schemas": 1054,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1056,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -208,7 +208,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # wait (a string was a bare TypeError, True one second, inf an OverflowError in every call after the tool started)
     # 1054 for a generator function refused where the tool is made (a call only made the generator: the model was told
     # its repr, and nothing ran)
-    "state and sessions": 1262,  # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
+    # 1056 for a coroutine an async tool returned unawaited refused as a generator is (its body never ran; the
+    # model was told its repr), closed so no "never awaited" warning follows the error
+    "state and sessions": 1255,  # lowered to 1255 when a version 1-2 document's decisions about inner calls were
+    # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
+    # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
     # (to_string and the journal alike; the ledger's own catches went); 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
     # input item, inf in a custom model's item) a UserError before a call of its turn runs (it was a bare TypeError or
     # ValueError), and whatever a session's store raises in a run the store failing (ledger.stored, store_failed): a

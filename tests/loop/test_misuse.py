@@ -318,10 +318,29 @@ def test_a_tool_that_returns_a_generator_is_a_user_error_and_the_model_is_told_n
     from miniagents import function_tool
 
     SENT.clear()
-    with pytest.raises(UserError, match=rf"^tool 'send' returned a generator \({kind}\): a generator function only "
-                                        r"makes one when called, never running its body; return the values \(a list\) "
-                                        "instead$"):
+    with pytest.raises(UserError, match=rf"^tool 'send' returned a {kind} it never ran: a generator function only "
+                                        r"makes a generator when called \(return the values, a list\), and a coroutine "
+                                        r"runs only once awaited \(await it in the tool\)$"):
         run_send(function_tool(make(), name_override="send", timeout=timeout))
+    assert SENT == []
+
+
+def test_an_async_tool_that_returns_a_coroutine_it_never_awaited_is_a_user_error():
+    """`return pay()` for `return await pay()`: the model was told `<coroutine object ...>`, and nothing was paid."""
+    from miniagents import function_tool
+
+    async def pay():
+        SENT.append("paid")
+        return "paid"
+
+    @function_tool
+    async def send(to: str) -> str:
+        """Send."""
+        return pay()
+
+    SENT.clear()
+    with pytest.raises(UserError, match=r"^tool 'send' returned a coroutine it never ran: .*\(await it in the tool\)$"):
+        run_send(send)
     assert SENT == []
 
 

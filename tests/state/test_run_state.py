@@ -990,8 +990,9 @@ def as_written_before_approval_scopes(document, version):
 @pytest.mark.parametrize("decided", ["on the loaded state", "approved in the document", "rejected in the document"])
 def test_a_version_1_or_2_decision_about_an_agent_tools_inner_call_is_found_by_its_inner_run(version, decided):
     """Those versions kept no approval_scope: a loaded inner item was scoped to the outer run, so approving it
-    recorded a decision the inner run never looked up (the first resume ran nothing and asked again), and one
-    saved in the document was never found. Loading scopes the item to its inner run and moves the decision there."""
+    recorded a decision the inner run never looked up (the first resume ran nothing and asked again). Loading scopes
+    the item to its inner run. A decision saved in the document is dropped, and a person asked again: it may be
+    about another call of that tool and id, and those versions kept no fingerprint of what it approved."""
     ran = []
     boss, model, document = agent_tool_paused(ran)
     old = as_written_before_approval_scopes(document, version)
@@ -1001,16 +1002,16 @@ def test_a_version_1_or_2_decision_about_an_agent_tools_inner_call_is_found_by_i
             "approved": ["d1"] if approved else [], "rejected": [] if approved else ["d1"],
             **({} if approved else {"rejection_messages": {"d1": "Not today."}})}
     state = RunState.from_json(boss, old)
-    if decided == "on the loaded state":
-        state.approve(state.get_interruptions()[0])
-    assert state.context_wrapper.is_tool_approved("inner_delete", "d1") is None  # moved: none left for Boss's calls
+    assert state.context_wrapper.is_tool_approved("inner_delete", "d1") is None  # dropped: none left for Boss's calls
+    if decided != "on the loaded state":
+        result = Runner.run_sync(boss, state)
+        assert ran == [] and [i.call_id for i in result.interruptions] == ["d1"]  # asked again, nothing ran
+        return
+    state.approve(state.get_interruptions()[0])
     model.enqueue([assistant_message("sub done")])
     model.enqueue([assistant_message("done")])
     result = Runner.run_sync(boss, state)
-    assert result.final_output == "done" and not result.interruptions
-    assert ran == ([] if decided == "rejected in the document" else ["/a"])
-    if decided == "rejected in the document":
-        assert outputs_sent(model.calls[2]) == {"d1": "Not today."}  # the inner model is told
+    assert result.final_output == "done" and not result.interruptions and ran == ["/a"]
 
 
 ONE_AT_A_TIME = RunConfig(max_function_tool_concurrency=1)  # inner runs take their answers in order
@@ -1068,6 +1069,30 @@ def test_a_version_2_decision_that_could_be_about_either_of_two_calls_is_dropped
     assert [state.context_wrapper.is_tool_approved("pay", "c0")] == [None]
     result = Runner.run_sync(boss, state, run_config=ONE_AT_A_TIME)
     assert ran == [] and len(result.interruptions) == 2
+
+
+def test_a_version_2_approval_of_an_earlier_call_with_the_tool_and_id_never_runs_an_inner_call():
+    """Boss's own `pay` c0 (1) was approved and ran; its agent tool's inner run then paused on `pay` c0 (2), the id
+    numbered again. The approval moved to the inner call's scope, under a fingerprint of the inner call's arguments:
+    the payment of 2 ran with no one deciding."""
+    ran = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(amount)
+        return "paid"
+
+    model = ScriptedModel([[function_call("pay", {"amount": 1}, call_id="c0")]])
+    boss = Agent("Boss", model=model, tools=[pay])
+    boss.tools.append(Agent("Sub", model=model, tools=[pay]).as_tool("ask_sub", ""))
+    state = Runner.run_sync(boss, "go").to_state()
+    state.approve(state.get_interruptions()[0])
+    model.enqueue([function_call("ask_sub", {"input": "a"}, call_id="s1")])
+    model.enqueue([function_call("pay", {"amount": 2}, call_id="c0")])
+    old = as_written_before_approval_scopes(Runner.run_sync(boss, state).to_state().to_json(), 2)
+    result = Runner.run_sync(boss, RunState.from_json(boss, old))
+    assert ran == [1] and [json.loads(i.arguments)["amount"] for i in result.interruptions] == [2]
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])

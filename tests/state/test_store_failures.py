@@ -331,3 +331,32 @@ def test_a_session_write_that_starts_after_an_immediate_cancel_still_runs(tmp_pa
     holder["state"] = RunState(None, "pay", agent)
     Runner.run_sync(agent, holder["state"], session=session)
     assert charges == [500] and ("function_call_output", "charged 500") in kinds(session)
+
+
+def test_a_cancel_while_an_async_store_writes_the_turn_leaves_it_journaled(tmp_path):
+    """The cancel stopped the write it awaited, and the run took the turn for written: the journal was emptied, and
+    no history ever said the charge happened. Whether the stopped write did its part is unknown: the turn stays
+    journaled, and a continue finishes it."""
+    import asyncio
+    import threading
+
+    from miniagents import RunState
+
+    writing = threading.Event()
+
+    class Awaiting(SQLiteSession):
+        def add_items(self, items, **options):
+            async def later():
+                writing.set()
+                await asyncio.sleep(5)  # the cancel comes first
+                return SQLiteSession.add_items(self, items, **options)
+            return later()
+
+    charges, path = [], str(tmp_path / "s.db")
+    state = RunState(None, "pay", one_charge(charges))
+    threading.Thread(target=lambda: (writing.wait(30), state.cancel())).start()
+    Runner.run_sync(state.starting_agent, state, session=Awaiting("s", path))
+    session = SQLiteSession("s", path)
+    assert charges == [500] and session.get_items() == [] and session.read_journal()
+    assert Runner.run_sync(one_charge(charges), [], session=session).final_output == "done"
+    assert charges == [500] and ("function_call_output", "charged 500") in kinds(session)

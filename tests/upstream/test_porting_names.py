@@ -308,7 +308,7 @@ def test_a_generator_function_made_a_tool_by_the_shell_is_a_user_error_when_call
     for name, kind in (("send_emails", "generator"), ("send_async", "async_generator")):
         agent, model = make_agent([[function_call(name, {"n": 2}, call_id="c1")], [assistant_message("ok")]],
                                   tools=[send_emails, send_async])
-        with pytest.raises(UserError, match=rf"^tool '{name}' returned a generator \({kind}\): a generator function"):
+        with pytest.raises(UserError, match=rf"^tool '{name}' returned a {kind} it never ran: a generator function"):
             Runner.run_sync(agent, "go")
         assert sent == [] and len(model.calls) == 1
 
