@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1679,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1681,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -156,6 +156,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered to 1678 when an immediate cancel's mark stopped only a request (models/http.py), not every abort
     # 1679 (+1) for RunConfig's usage_limits and model_settings dicts with a key their class lacks refused as a UserError
     # naming it and the fields (context.from_fields; a bare TypeError, for a key that is no string too)
+    # 1681 for a call whose tool input guardrail saw the run cancelled kept from starting (it started anyway; an
+    # async one was stopped at its first await, half done)
     "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
