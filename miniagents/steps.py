@@ -242,6 +242,8 @@ def guarded(invoke: Callable) -> Callable:
         rejected = check_tool_input(run, tool, ctx, turn.agent, results) if tool.tool_input_guardrails else None
         if rejected is not None:
             return rejected, rejected
+        if run.state.cancel_mode == "immediate":  # cancelled while its input guardrails ran: it never starts (it
+            raise caller.Cancelled()  # runs on resume), as a call the cancel found waiting to start
         record = seams.ToolStep(turn.agent, tool, ctx, ctx.tool_arguments)
         try:
             with seams.around(run.plugins, "tool_call", run, record):

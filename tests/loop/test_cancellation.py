@@ -912,3 +912,37 @@ def test_an_async_guardrail_cancelled_by_itself_is_a_user_error_not_a_quiet_canc
     agent, _ = make_agent([[assistant_message("end")]], input_guardrails=[flaky])
     with pytest.raises(UserError, match="CancelledError, though the run was not cancelled"):
         Runner.run_sync(agent, "go")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_call_whose_input_guardrail_saw_the_run_cancelled_never_starts_and_runs_on_resume(kind):
+    """The cancel came while the tool's input guardrail checked the call: the tool started anyway (an async one was
+    then stopped at its first await, its payment half made), though a call a cancel finds waiting never starts."""
+    from miniagents import RunState, ToolGuardrailFunctionOutput, tool_input_guardrail
+
+    holder, ran = {}, []
+
+    @tool_input_guardrail
+    def check(data):
+        if not ran and holder["cancel"]:
+            holder["cancel"] = False
+            holder["state"].cancel()  # Stop pressed while the guardrail checks the call
+        return ToolGuardrailFunctionOutput.allow()
+
+    async def charge_async(cents: int) -> str:
+        ran.append(cents)
+        await asyncio.sleep(0.01)
+        return "charged"
+
+    def charge_sync(cents: int) -> str:
+        ran.append(cents)
+        return "charged"
+
+    charge = function_tool(charge_sync if kind == "sync" else charge_async, name_override="charge",
+                           tool_input_guardrails=[check])
+    agent, _ = make_agent([[function_call("charge", {"cents": 5}, call_id="k1")], [assistant_message("done")]],
+                          tools=[charge])
+    state = holder["state"] = RunState(None, "pay", agent)
+    holder["cancel"] = True
+    assert Runner.run_sync(agent, state).final_output is None and ran == []
+    assert Runner.run_sync(agent, state).final_output == "done" and ran == [5]
