@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Protocol, runtime_checkable
 
 from .caller import AlreadyDone
-from .context import overlay
+from .context import from_fields, overlay
 
 
 @dataclass
@@ -42,10 +42,7 @@ class SessionSettings:
         if value is None:
             return cls()
         if isinstance(value, dict):
-            unknown = sorted(set(value) - {"limit", "limit_turns"})
-            if unknown:
-                raise TypeError(f"Unknown session settings: {', '.join(map(str, unknown))}")
-            return cls(**value)
+            return from_fields(cls, value, "SessionSettings")
         if not isinstance(value, SessionSettings):
             raise TypeError(f"session settings must be SessionSettings, a dict or None, got {type(value).__name__}")
         return value

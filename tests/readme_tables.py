@@ -212,7 +212,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # its repr, and nothing ran)
     # 1056 for a coroutine an async tool returned unawaited refused as a generator is (its body never ran; the
     # model was told its repr), closed so no "never awaited" warning follows the error
-    "state and sessions": 1255,  # lowered to 1255 when a version 1-2 document's decisions about inner calls were
+    "state and sessions": 1252,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
     # (to_string and the journal alike; the ledger's own catches went); 1264 (with 1240 below) for a state the journal cannot hold (a datetime in an
