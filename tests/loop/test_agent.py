@@ -48,7 +48,7 @@ def test_model_settings_may_be_given_as_a_dict_as_upstream_allows():
     assert agent.model_settings == ModelSettings(temperature=0.5)
     assert RunConfig(model_settings={"top_p": 0.9}).model_settings == ModelSettings(top_p=0.9)
     assert ModelSettings(temperature=0.1).resolve({"temperature": 0.2}).temperature == 0.2
-    with pytest.raises(TypeError):
+    with pytest.raises(UserError, match="ModelSettings has no field 'temprature'"):
         Agent(name="a", model_settings={"temprature": 0.5})  # a misspelt setting is still an error
 
 
