@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1681,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1688,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -158,6 +158,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # naming it and the fields (context.from_fields; a bare TypeError, for a key that is no string too)
     # 1681 for a call whose tool input guardrail saw the run cancelled kept from starting (it started anyway; an
     # async one was stopped at its first await, half done)
+    # 1688 for a RunState made by hand, given with a session, reading its history and bringing its input as new
+    # input (it ran without the conversation, and the session kept an answer with no question)
     "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
