@@ -257,6 +257,17 @@ def continue_unfinished(run: Run) -> None:
         choose(run)
 
 
+def read_history_of_a_made_state(run: Run) -> None:
+    """A `RunState` made by hand with no turn yet, given with a session, reads the session's history and brings its
+    input as new input, as that input given itself does (it ran without the conversation, and the session got an
+    answer with no question). A state a run made has read it, or has turns of its own."""
+    state = run.state
+    if run.shared and not (state.current_turn or state.generated_items or state.unsaved_session_input):
+        state.original_input, state.unsaved_session_input = load_session_history(run, run.session,
+                                                                                  state.original_input)
+        state.rebuild_transcript()
+
+
 def refuse_with_server_history(run: Run) -> None:
     """What cannot work when the server keeps the conversation (`conversation_id`, `previous_response_id`) is
     refused before the run starts."""
@@ -663,6 +674,7 @@ START = (  # before the first turn, once per drive of the loop
     Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
     Step(continue_unfinished, "run.ledger"),
+    Step(read_history_of_a_made_state, "run.session"),
     Step(refuse_with_server_history, SERVER_MANAGED),
     Step(prepare_run, "run.plugins"),
 )

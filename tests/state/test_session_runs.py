@@ -298,10 +298,12 @@ def test_run_config_session_settings_given_as_a_dict_are_read(tmp_path, given, s
     assert len(model.calls[0].input) == seen
 
 
-@pytest.mark.parametrize("junk", ["junk", 42, {"limt": 1}])
-def test_run_config_session_settings_of_another_kind_are_refused_before_the_session_is_read(tmp_path, junk):
+@pytest.mark.parametrize("junk, error, said", [("junk", TypeError, "session settings"), (42, TypeError, "session settings"),
+                                             ({"limt": 1}, UserError, "SessionSettings has no field 'limt'")])
+def test_run_config_session_settings_of_another_kind_are_refused_before_the_session_is_read(tmp_path, junk, error,
+                                                                                           said):
     session, agent, model = five_items_and_an_agent(tmp_path)
-    with pytest.raises(TypeError, match="session settings"):
+    with pytest.raises(error, match=said):
         Runner.run_sync(agent, "q", session=session, run_config=RunConfig(session_settings=junk))
     assert model.calls == () and len(session.get_items()) == 5
 
@@ -328,3 +330,19 @@ def test_limit_turns_with_a_session_whose_get_items_cannot_take_it_is_a_user_err
         Runner.run_sync(Agent(name="a", model=model), "q", session=session,
                         run_config=RunConfig(session_settings=SessionSettings(limit_turns=1)))
     assert session.read == 0 and model.calls == ()
+
+
+def test_a_run_state_made_by_hand_reads_the_sessions_history_and_brings_its_input(tmp_path):
+    """Given with a session, it ran without the conversation, and the session kept an answer with no question."""
+    from miniagents import RunState
+
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    model = ScriptedModel([[assistant_message("hello")], [assistant_message("paid")], [assistant_message("ok")]])
+    agent = Agent(name="a", model=model)
+    Runner.run_sync(agent, "hi, I am Bob", session=session)
+    Runner.run_sync(agent, RunState(None, "pay", agent), session=session)
+    assert [i.get("content") for i in model.calls[1].input if i.get("role") == "user"] == ["hi, I am Bob", "pay"]
+    assert [(i["role"], i["content"] if i["role"] == "user" else i["content"][0]["text"]) for i in session.get_items()] \
+        == [("user", "hi, I am Bob"), ("assistant", "hello"), ("user", "pay"), ("assistant", "paid")]
+    Runner.run_sync(agent, "more", session=session)  # and the next run reads it so, once
+    assert [i.get("content") for i in model.calls[2].input if i.get("role") == "user"] == ["hi, I am Bob", "pay", "more"]
