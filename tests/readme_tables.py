@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1688,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1690,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -160,6 +160,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # async one was stopped at its first await, half done)
     # 1688 for a RunState made by hand, given with a session, reading its history and bringing its input as new
     # input (it ran without the conversation, and the session kept an answer with no question)
+    # 1690 (and state 1253) for the mark a state made by a run with a session, or loaded, carries so (history_unread):
+    # one with no new input stopped before its first turn read the history again over the history it held
     "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -214,7 +216,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # its repr, and nothing ran)
     # 1056 for a coroutine an async tool returned unawaited refused as a generator is (its body never ran; the
     # model was told its repr), closed so no "never awaited" warning follows the error
-    "state and sessions": 1252,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    "state and sessions": 1253,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
