@@ -173,6 +173,7 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
                      options.previous_response_id, options.auto_previous_response_id)
     if options.session is not None:  # the new input is checked apart from the history it may answer
         state.original_input, state.unsaved_session_input = load_session_history(run, options.session, input)
+        state.history_unread = False
         state.rebuild_transcript()
     return state
 
@@ -260,11 +261,13 @@ def continue_unfinished(run: Run) -> None:
 def read_history_of_a_made_state(run: Run) -> None:
     """A `RunState` made by hand with no turn yet, given with a session, reads the session's history and brings its
     input as new input, as that input given itself does (it ran without the conversation, and the session got an
-    answer with no question). A state a run made has read it, or has turns of its own."""
+    answer with no question), once: a state a run made with a session read it (`RunState.history_unread`), and one
+    loaded is taken as it is."""
     state = run.state
-    if run.shared and not (state.current_turn or state.generated_items or state.unsaved_session_input):
+    if state.history_unread and not (state.current_turn or state.generated_items):
         state.original_input, state.unsaved_session_input = load_session_history(run, run.session,
                                                                                   state.original_input)
+        state.history_unread = False
         state.rebuild_transcript()
 
 

@@ -81,6 +81,8 @@ class RunState(Generic[TContext]):
     unsaved_session_input: list = field(default_factory=list, init=False)  # saved with the first completed turn
     pending_input: list = field(default_factory=list, init=False)  # add_input's items, before the next model call
     finished: bool = field(default=False, init=False)  # a final output ended the run: no input may be added
+    history_unread: bool = field(default=True, init=False)  # no session's history read into it yet, and not loaded
+    # (run.read_history_of_a_made_state); never saved
     cancel_mode: Optional[str] = field(default=None, init=False)  # set by cancel(); like `aborts`, never saved
     running: Any = field(default=None, init=False)  # the run going on with it (run.take), never saved
     aborts: Aborts = field(default_factory=Aborts, init=False)  # what aborts what is in flight (an HTTP request)
@@ -687,7 +689,7 @@ def load_state(initial_agent: Any, data: Any, context_override: Any,
                      conversation_id=data.get("conversation_id"),
                      previous_response_id=data.get("previous_response_id"),
                      auto_previous_response_id=bool(data.get("auto_previous_response_id")))
-    state.run_id = data["run_id"] if version >= 2 else _derived_run_id(given)
+    state.run_id, state.history_unread = data["run_id"] if version >= 2 else _derived_run_id(given), False
     state.server_known = data.get("server_known", 0)
     state.current_agent = _agent(agents, data["current_agent"])
     state.original_input, state.current_turn = data["original_input"], data["current_turn"]  # checked above

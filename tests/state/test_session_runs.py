@@ -346,3 +346,24 @@ def test_a_run_state_made_by_hand_reads_the_sessions_history_and_brings_its_inpu
         == [("user", "hi, I am Bob"), ("assistant", "hello"), ("user", "pay"), ("assistant", "paid")]
     Runner.run_sync(agent, "more", session=session)  # and the next run reads it so, once
     assert [i.get("content") for i in model.calls[2].input if i.get("role") == "user"] == ["hi, I am Bob", "pay", "more"]
+
+
+@pytest.mark.parametrize("given", ["as a run made it", "through JSON"])
+def test_a_state_a_run_made_with_a_session_never_reads_the_history_again(tmp_path, given):
+    """A run with no new input (`[]`) stopped before its first turn matched a state made by hand (no turn, no input
+    to carry): given again, it read the history over the history it held, and wrote that copy back to the session."""
+    from miniagents import RunState, UsageLimits
+    from miniagents.errors import UsageLimitExceeded
+
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    model = ScriptedModel([[assistant_message("hello")], [assistant_message("again")]])
+    agent = Agent(name="a", model=model)
+    Runner.run_sync(agent, "hi, I am Bob", session=session)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent, [], session=session, run_config=RunConfig(usage_limits=UsageLimits(request_limit=0)))
+    state = stopped.value.state
+    if given == "through JSON":
+        state = RunState.from_string(agent, state.to_string())
+    Runner.run_sync(agent, state, session=session)
+    assert [i.get("content") for i in model.calls[1].input if i.get("role") == "user"] == ["hi, I am Bob"]
+    assert [i["role"] for i in session.get_items()] == ["user", "assistant", "assistant"]
