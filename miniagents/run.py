@@ -21,8 +21,8 @@ from .agent import Agent
 from .config import RunConfig
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
 from .handoffs import HandoffInputData
-from .items import (HandoffOutputItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans, function_call_output,
-                    item_problem, preview, to_input_list)
+from .items import HandoffOutputItem, ToolCallOutputItem, drop_orphans, function_call_output, item_problem, preview, \
+    to_input_list
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -156,14 +156,12 @@ def given(run: Run, state: RunState) -> RunState:
 
 
 def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> RunState:
-    """A new run's state: the input checked, the session's history read once before it."""
-    if isinstance(input, str):
-        input = clean_text(input)  # a lone surrogate (a bad decode) would reach the model and fail every save
-    else:
+    """A new run's state: the input checked (`RunState` repairs a lone surrogate in it, a bad decode that would reach
+    the model and fail every save), the session's history read once before it."""
+    if not isinstance(input, str):
         if not isinstance(input, list) or not all(isinstance(i, dict) for i in input):
             raise UserError("input must be a string, a list of input items (dicts) or a RunState, "
                             f"got {type(input).__name__}: {input!r:.80}")
-        input = clean_json(input)
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")
@@ -172,7 +170,8 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
     if options.session is not None:  # the new input is checked apart from the history it may answer
-        state.original_input, state.unsaved_session_input = load_session_history(run, options.session, input)
+        state.original_input, state.unsaved_session_input = load_session_history(run, options.session,
+                                                                                  state.original_input)
         state.history_unread = False
         state.rebuild_transcript()
     return state
