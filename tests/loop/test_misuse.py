@@ -192,10 +192,15 @@ def test_a_handoff_built_by_hand_is_checked_where_it_is_made(options, message):
     ({"max_turns": True}, "max_turns must be a whole number or None, got True"),
     ({"run_config": {"usage_limits": None}}, "run_config must be a RunConfig, got dict"),
 ])
-def test_a_run_option_of_the_wrong_kind_is_a_user_error_before_the_model_is_asked(options, message):
+@pytest.mark.parametrize("given", ["text", "a RunState"])
+def test_a_run_option_of_the_wrong_kind_is_a_user_error_before_the_model_is_asked(options, message, given):
+    """Given a state, the run takes its max_turns from the state; an option of the wrong kind is still a mistake."""
+    from miniagents import RunState
+
     model = ScriptedModel([[assistant_message("never")]])
+    agent = Agent(name="a", model=model)
     with pytest.raises(UserError, match=message):
-        Runner.run_sync(Agent(name="a", model=model), "hi", **options)
+        Runner.run_sync(agent, "hi" if given == "text" else RunState(None, "hi", agent), **options)
     assert model.calls == ()
 
 
