@@ -236,3 +236,12 @@ def test_prompt_with_handoff_instructions_puts_the_prefix_first():
     assert RECOMMENDED_PROMPT_PREFIX.startswith("# System context\n")
     assert "transfer_to_<agent_name>" in RECOMMENDED_PROMPT_PREFIX
     assert prompt_with_handoff_instructions("Be brief.") == RECOMMENDED_PROMPT_PREFIX + "\n\nBe brief."
+
+
+def test_the_shells_own_plugins_are_read_from_their_modules():
+    """Not upstream's names, so no list of upstream's checks them: `PromptPlugin` left out of the shell's name map
+    (`agents.NAMES`) went unnoticed (a generated mutant survived)."""
+    from miniagents.upstream.runner import UpstreamPlugin
+    from miniagents.upstream.stored_prompts import PromptPlugin
+
+    assert (agents.PromptPlugin, agents.UpstreamPlugin) == (PromptPlugin, UpstreamPlugin)
