@@ -424,6 +424,6 @@ def test_a_shells_own_modules_run_the_shells_tests_first():
     assert "tests/observability/test_tracing.py" in first("miniagents/tracing/scope.py", test_files)
     assert "tests/mcp/test_mcp_run.py" in first("miniagents/mcp/plugin.py", test_files)
     assert first("miniagents/upstream/runner.py", test_files) == (
-        "tests/upstream/test_runner.py", "tests/upstream/test_runner_children.py",
+        "tests/upstream/test_compat.py", "tests/upstream/test_runner.py", "tests/upstream/test_runner_children.py",
         "tests/upstream/test_upstream_behaviour.py")  # those that name it: only those
     assert all(first(module, test_files) for module in mutation_generate.module_files())
