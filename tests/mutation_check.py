@@ -940,6 +940,15 @@ MUTANTS: List[Mutant] = [
       "    except ZeroDivisionError:  # more digits than Python reads into an int",
       "a dict[int, T] key beyond the digits Python reads is the model's mistake, not a bare ValueError",
       "test_hostile_values"),
+    # --- models/interface.py: settings layered ----------------------------------------------------------------
+    M("models/interface.py",
+      "            merged.retry = layered(self.retry, override.retry)\n",
+      "            merged.retry = override.retry\n",
+      "a run's retry settings keep the agent's max_retries and policy where they leave them unset", "test_retry"),
+    M("models/interface.py",
+      "        merged[\"backoff\"] = layered(under[\"backoff\"], over[\"backoff\"], where + \".backoff\")",
+      "        pass",
+      "a run's retry backoff keeps the agent's backoff fields it leaves unset", "test_retry"),
     # --- models/protocol.py and http.py: SSE framing, retries ---------------------------------------------
     M("models/protocol.py",
       "    if data.strip() == \"[DONE]\":",

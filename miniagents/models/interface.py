@@ -75,17 +75,43 @@ class ModelSettings:
 
     def resolve(self, override: Optional["ModelSettings"]) -> "ModelSettings":
         """Lay the non-None fields of `override` (settings, or a dict of them) over these; `extra_args` dicts
-        are merged."""
+        are merged, retry settings layered field by field (`layered`)."""
         if isinstance(override, dict):
             override = ModelSettings.from_dict(override)
         merged = overlay(self, override)
         if override is not None and self.extra_args and override.extra_args:
             merged.extra_args = {**self.extra_args, **override.extra_args}
+        if override is not None and self.retry is not None and override.retry is not None:
+            merged.retry = layered(self.retry, override.retry)
         return merged
 
     def to_json_dict(self) -> dict:
         """The set fields, JSON-ready (`retry` and a dataclass `tool_choice`, upstream's `MCPToolChoice`, as dicts)."""
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def layered(base: Any, override: Any, where: str = "ModelSettings.retry") -> Any:
+    """Retry settings layered as upstream layers them: each field the run's (`override`) leaves None keeps the
+    agent's, and the backoff's fields too, so a run's backoff keeps the agent's `max_retries` and `policy`. Either
+    may be a dict of the fields (the retry shell reads one so); of any other kind, `override` wins whole (for the
+    retry shell to refuse)."""
+    under, over = _fields(base), _fields(override)
+    if under is None or over is None:
+        return override
+    merged = {**under, **{name: value for name, value in over.items() if value is not None}}
+    if under.get("backoff") is not None and over.get("backoff") is not None:
+        merged["backoff"] = layered(under["backoff"], over["backoff"], where + ".backoff")
+    kind = next((type(side) for side in (base, override) if not isinstance(side, dict)), dict)
+    return merged if kind is dict else from_fields(kind, merged, where)
+
+
+def _fields(value: Any) -> Optional[dict]:
+    """Settings as a dict of their fields (a dict is one already); None for a value that is no settings."""
+    if isinstance(value, dict):
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return None
 
 
 def _jsonable(value: Any) -> Any:

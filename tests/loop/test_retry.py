@@ -313,6 +313,31 @@ def test_retry_settings_given_as_a_dict_with_a_mistake_are_a_user_error_naming_i
     assert model.calls == ()
 
 
+def test_a_runs_retry_settings_keep_the_fields_they_leave_unset_from_the_agents():
+    """Upstream merges retry settings field by field: a run's backoff once replaced the agent's settings whole, so
+    the agent's max_retries and policy were lost and a flaky call was not retried."""
+    model = ScriptedModel([unavailable(), [assistant_message("ok")]])
+    own = ModelRetrySettings(max_retries=2, policy=retry_policies.http_status([503]), backoff={"multiplier": 3})
+    run = RunConfig(model_settings=ModelSettings(retry=ModelRetrySettings(backoff={"initial_delay": 0})))
+    assert Runner.run_sync(agent(model, retry=own), "hi", run_config=run).final_output == "ok"
+    assert len(model.calls) == 2
+
+
+@pytest.mark.parametrize("override", [
+    ModelRetrySettings(max_retries=5, backoff=ModelRetryBackoffSettings(jitter=False)),
+    {"max_retries": 5, "backoff": {"jitter": False}},
+], ids=["settings", "dict"])
+def test_model_settings_resolve_layers_retry_settings_and_their_backoff_field_by_field(override):
+    policy = retry_policies.network_error()
+    own = ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=policy, backoff={"initial_delay": 0.5}))
+    retry_settings = own.resolve(ModelSettings(retry=override)).retry
+    assert retry_settings == ModelRetrySettings(max_retries=5, policy=policy,
+                                                backoff=ModelRetryBackoffSettings(initial_delay=0.5, jitter=False))
+    assert ModelSettings(retry={"max_retries": 2}).resolve(ModelSettings(retry={"policy": policy})).retry == {
+        "max_retries": 2, "policy": policy}  # dicts stay dicts, read by the retry shell when a turn asks
+    assert own.resolve(ModelSettings(retry=7)).retry == 7  # no settings: refused by the shell when a turn asks
+
+
 class Advising(ScriptedModel):
     def __init__(self, steps, advice):
         super().__init__(steps)
