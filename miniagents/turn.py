@@ -36,7 +36,8 @@ from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, Reaso
                     new_call_id)
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
-from .tool import FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool
+from .tool import (FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool,
+                   output_text)
 from .validate import ArgumentsError, parse_arguments
 
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
@@ -551,9 +552,10 @@ def final_answer(turn: Turn) -> Any:
 
 
 def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
-    """Ask `tool_use_behavior` whether the turn's function results end the run: the final output (as text, for
-    an agent without an output type), or None. A turn a cancel cut short (a call stopped midway, an output
-    withheld) has no result to end with: the model is asked when the run resumes."""
+    """Ask `tool_use_behavior` whether the turn's function results end the run: the final output, or None. An
+    agent without an output type ends with text, data as JSON (`tool.output_text`, what the model reads for a
+    tool's value), never a Python repr. A turn a cancel cut short (a call stopped midway, an output withheld) has no
+    result to end with: the model is asked when the run resumes."""
     items = {i.call_id: i for i in turn.items if isinstance(i, ToolCallOutputItem)}
     results = [FunctionToolResult(tool=c.target, output=c.output[0], run_item=items[c.call_id]) for c in turn.calls
                if c.kind == "function" and c.call_id in items]
@@ -569,10 +571,9 @@ def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
         verdict = caller.call(behavior, run.state.context_wrapper, results)
         if not isinstance(verdict, ToolsToFinalOutputResult):
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
-    value = verdict.final_output
     if not verdict.is_final_output:
         return None
-    return NextStepFinalOutput(str(value) if turn.setup.output is None and not isinstance(value, str) else value)
+    return NextStepFinalOutput(output_text(verdict.final_output) if turn.setup.output is None else verdict.final_output)
 
 
 ALWAYS = (offer, call_model, classify, plan, run_calls, settle, decide)  # a plain run's turn, in order

@@ -157,6 +157,24 @@ def test_stop_at_tools_stops_only_on_a_listed_tool():
     assert len(model.calls) == 2
 
 
+@pytest.mark.parametrize("behavior", [
+    "stop_on_first_tool", {"stop_at_tool_names": ["lookup"]},
+    lambda ctx, results: ToolsToFinalOutputResult(True, {"k": "a", "n": 1}),
+], ids=["first", "names", "callable"])
+def test_a_tool_use_behavior_final_output_of_data_is_json_text_for_an_agent_without_an_output_type(behavior):
+    """The final output of an agent without an output type is text: data as JSON, the text the model was given for
+    the call (it was `str(value)`, a Python repr no reader could parse back)."""
+    @function_tool
+    def lookup(k: str) -> dict:
+        return {"k": k, "n": 1}
+
+    agent, _ = make_agent([[function_call("lookup", {"k": "a"}, call_id="c1")]], tools=[lookup],
+                          tool_use_behavior=behavior)
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == '{"k": "a", "n": 1}' == result.new_items[-1].raw_item["output"]
+    assert result.new_items[-1].output == {"k": "a", "n": 1}  # the tool's own value stays on its output item
+
+
 def test_a_tool_use_behavior_callable_decides_from_the_tool_results():
     seen = []
 
