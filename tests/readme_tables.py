@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1688,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1691,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -163,6 +163,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1690 (and state 1253) for the mark a state made by a run with a session, or loaded, carries so (history_unread):
     # one with no new input stopped before its first turn read the history again over the history it held
     # lowered to 1688 when a run's input had its lone surrogates repaired in one home, RunState (run.fresh_state did too)
+    # 1691 for a handoff input filter's input_items given to the next agent, checked as its other items are (they
+    # were ignored: the next agent saw what the filter meant to hide)
     "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
