@@ -23,7 +23,8 @@ from .validate import validate_value
 @dataclass(frozen=True)
 class HandoffInputData:
     """What an input filter receives and returns: the history before the run, the items generated
-    before this turn, and this turn's items."""
+    before this turn, and this turn's items; `input_items`, when a filter sets them, are what the next agent is
+    given in place of this turn's items (run.filter_history)."""
 
     input_history: Any
     pre_handoff_items: tuple

@@ -610,7 +610,9 @@ def meet(run: Run, agent: Any) -> None:
 
 
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
-    """A handoff's input filter reshapes the history the next agent sees (its result checked whole)."""
+    """A handoff's input filter reshapes the history the next agent sees (its result checked whole): its
+    `input_items`, when set, stand in for `new_items` (the run's items are what the model sees; the session keeps
+    the turn's own items whatever a filter returns, `steps.save`)."""
     state = run.state
     data = HandoffInputData(
         input_history=state.original_input if isinstance(state.original_input, str) else tuple(state.original_input),
@@ -625,7 +627,8 @@ def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
                         f"input items (dicts) and whose items are run items")
     history = filtered.input_history
     state.original_input = history if isinstance(history, str) else list(history)
-    state.generated_items = list(filtered.pre_handoff_items) + list(filtered.new_items)
+    shown = filtered.new_items if filtered.input_items is None else filtered.input_items
+    state.generated_items = list(filtered.pre_handoff_items) + list(shown)
     state.rebuild_transcript()
 
 
@@ -641,8 +644,10 @@ def filter_problem(filtered: Any) -> Optional[str]:
             problem = item_problem(item)
             if problem:
                 return f"input_history[{n}] that {problem}"
-    for field_name in ("pre_handoff_items", "new_items"):
+    for field_name in ("pre_handoff_items", "new_items", "input_items"):
         items = getattr(filtered, field_name)
+        if items is None and field_name == "input_items":  # not set: the next agent is given new_items
+            continue
         if not isinstance(items, (list, tuple)):
             return f"{field_name} of type {type(items).__name__}"
         for n, item in enumerate(items):

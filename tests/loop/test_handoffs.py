@@ -169,6 +169,38 @@ def test_an_input_filter_returning_the_wrong_type_is_a_user_error():
         Runner.run_sync(agent, "go")
 
 
+def test_an_input_filters_input_items_are_what_the_next_agent_is_given_and_the_session_keeps_the_turn(tmp_path):
+    """Upstream: a filter's input_items stand in for new_items in the next agent's input (they were ignored, and
+    the next agent saw the tool traffic the filter meant to hide); the session keeps the turn as it happened."""
+    from miniagents import SQLiteSession
+
+    def conversation_only(data):
+        return data.clone(input_items=tuple(i for i in data.new_items if i.type == "message_output_item"))
+
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, _ = make_agent([[assistant_message("checking"), function_call("lookup", {"q": "a"}, call_id="c1"),
+                            function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          tools=[lookup], handoffs=[handoff(specialist, input_filter=conversation_only)])
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    result = Runner.run_sync(agent, "go", session=session)
+    assert kinds(specialist_model.calls[0].input) == ["user", "msg"]
+    assert [i.type for i in result.new_items] == ["message_output_item", "message_output_item"]
+    assert kinds(session.get_items()) == ["user", "msg", "call:c1", "call:h1", "out:c1", "out:h1", "msg"]
+
+
+@pytest.mark.parametrize("input_items, problem", [
+    ("not items", "input_items of type str"),
+    (({"role": "user", "content": "x"},), r"input_items\[0\] that is not a run item"),
+])
+def test_an_input_filters_input_items_are_checked_as_its_other_items_are(input_items, problem):
+    specialist, specialist_model = make_agent([[assistant_message("never")]], name="Specialist")
+    agent, _ = make_agent([[function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          handoffs=[handoff(specialist, input_filter=lambda data: data.clone(input_items=input_items))])
+    with pytest.raises(UserError, match=f"Invalid input filter result: .* returned {problem}"):
+        Runner.run_sync(agent, "go")
+    assert specialist_model.calls == ()
+
+
 def test_a_non_callable_input_filter_is_a_user_error():
     with pytest.raises(UserError, match="Invalid input filter"):
         handoff(Agent(name="X"), input_filter="not callable")
