@@ -323,7 +323,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1880,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1881,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -349,6 +349,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # MissingFeatureError re-raised for a name or path of a shell a copy left out (`from agents import trace` was a
     # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised); 1876
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
+    # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
+    # came made an item every run refused as input)
     "shell: recording and replay": 746,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
