@@ -24,6 +24,7 @@ from ..handoffs import Handoff
 from ..items import MessageOutputItem, function_call_output, message_refusal, message_text, to_input_list
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
+from ..tool import tool_output
 from ..turn import enabled
 from . import refuse_left_out_keywords
 from .hooks import AgentHooks, hook_plugins
@@ -207,7 +208,10 @@ class ItemHelpers:
 
     @classmethod
     def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
-        return function_call_output(tool_call["call_id"], output)
+        """The output item a run accepts as input: `output` as the model reads a tool's value (`tool.tool_output`:
+        text as it is, data as JSON, `ToolOutput*` objects and content-part dicts as content parts); upstream's
+        `str()` made data a Python repr, and a value kept as it came was refused as input."""
+        return function_call_output(tool_call["call_id"], tool_output(output, tool_call.get("name", "")))
 
 
 class MultiProviderMap:

@@ -162,6 +162,27 @@ def test_tool_call_output_item_helper_builds_upstreams_shape():
     assert dict(out) == {"call_id": "c9", "output": "result", "type": "function_call_output"}
 
 
+@pytest.mark.parametrize("value, output", [
+    ({"a": 1}, '{"a": 1}'),
+    ([1, "x"], '[1, "x"]'),
+    ("as is", "as is"),
+    ("ToolOutputText", [{"type": "input_text", "text": "seen"}]),
+    ([{"type": "input_image", "image_url": "https://example.com/a.png"}],
+     [{"type": "input_image", "image_url": "https://example.com/a.png"}]),
+], ids=["dict", "list", "text", "tool-output-object", "content-part-dicts"])
+def test_tool_call_output_item_helper_gives_what_the_model_reads_for_a_tools_value_and_a_run_takes_it(value, output):
+    """A value kept as it came (a dict) made an item every run refused as input ("'output' is not text")."""
+    from miniagents.upstream import ToolOutputText
+
+    value = ToolOutputText(text="seen") if value == "ToolOutputText" else value
+    call = function_call("lookup", {"q": "a"}, call_id="c1")
+    out = ItemHelpers.tool_call_output_item(call, value)
+    assert out == {"call_id": "c1", "output": output, "type": "function_call_output"}
+    agent, model = make_agent([[assistant_message("ok")]])
+    assert Runner.run_sync(agent, [{"role": "user", "content": "hi"}, call, out]).final_output == "ok"
+    assert model.calls[0].input[-1] == out
+
+
 # --- The pairing check ------------------------------------------------------------------------------------------
 
 
