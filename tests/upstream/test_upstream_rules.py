@@ -59,3 +59,22 @@ def test_an_unknown_tool_is_told_to_the_model_not_raised():
     result = Runner.run_sync(Agent(name="A", model=model), "go")
     assert result.final_output == "sorry" and "not found" in model.calls[1].input[-1]["output"]
     assert ModelBehaviorError  # the kernel's rule (upstream raises): the model can correct itself
+
+
+def test_the_shells_run_sync_works_inside_a_running_event_loop_and_a_failing_tool_tells_no_exception_text():
+    """Two differences docs/porting.md names: upstream's run_sync raises RuntimeError inside a running event loop,
+    and its default tool failure text ends with "Error: " and the exception's text."""
+    import asyncio
+
+    @function_tool
+    async def charge(amount: int) -> str:
+        await asyncio.sleep(0)
+        raise ValueError("card 4242 declined at /srv/billing.py")
+
+    model = ScriptedModel([[function_call("charge", {"amount": 5}, call_id="c1")], [assistant_message("ok")]])
+
+    async def main():
+        return Runner.run_sync(Agent(name="A", model=model, tools=[charge]), "hi")
+
+    assert asyncio.run(main()).final_output == "ok"
+    assert model.calls[1].input[-1]["output"] == "An error occurred while running the tool. Please try again."
