@@ -163,7 +163,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1690 (and state 1253) for the mark a state made by a run with a session, or loaded, carries so (history_unread):
     # one with no new input stopped before its first turn read the history again over the history it held
     # lowered to 1688 when a run's input had its lone surrogates repaired in one home, RunState (run.fresh_state did too)
-    "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1039,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -194,6 +194,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
+    # 1039: a rejection message that is no text refused when given (it failed deep in an adapter when the run resumed)
     "tools and schemas": 1056,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
