@@ -275,6 +275,11 @@ MUTANTS: List[Mutant] = [
       "            rejection_message = clean_text(rejection_message)",
       "            pass",
       "a rejection message's lone surrogate is repaired before the model or the document gets it", "test_approvals"),
+    M("context.py",
+      "        if rejection_message is not None and not isinstance(rejection_message, str):\n",
+      "        if False:\n",
+      "a rejection message that is no text is a UserError when given, not a failure when the run resumes",
+      "test_approvals"),
     # --- run.py and steps.py: the loop, its limits and guardrails ---------------------------------------------
     M("run.py",
       "    if run.emit is not None and run.state.cancel_mode != \"immediate\" and not turn.announced:\n",
