@@ -218,7 +218,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # its repr, and nothing ran)
     # 1056 for a coroutine an async tool returned unawaited refused as a generator is (its body never ran; the
     # model was told its repr), closed so no "never awaited" warning follows the error
-    "state and sessions": 1260,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    "state and sessions": 1262,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
@@ -259,6 +259,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # ledger)
     # 1260: add_items given what is no list (or tuple) of items a UserError naming it (a dict was read as its keys, None
     # a bare TypeError)
+    # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
+    # version)
     "HTTP adapters": 2111,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
