@@ -204,7 +204,10 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
                   context_deserializer: Optional[Callable] = None) -> "RunState":
-        """Load a state; agents are re-bound by name from `initial_agent`'s graph."""
+        """Load a state from `to_json`'s dict; agents are re-bound by name from `initial_agent`'s graph."""
+        if not isinstance(data, dict):  # to_string's text given here was told it lacked a schema version
+            raise UserError(f"RunState.from_json takes to_json's dict, got {type(data).__name__}: for to_string's "
+                            "text use RunState.from_string")
         return load_state(initial_agent, data, context_override, context_deserializer)
 
     @staticmethod
@@ -219,8 +222,7 @@ class RunState(Generic[TContext]):
             data = json.loads(text)
         except (TypeError, ValueError, RecursionError) as e:
             raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
-        return RunState.from_json(initial_agent, data, context_override=context_override,
-                                  context_deserializer=context_deserializer)
+        return load_state(initial_agent, data, context_override, context_deserializer)
 
 
 # --- The JSON document ------------------------------------------------------------------------

@@ -556,6 +556,10 @@ MUTANTS: List[Mutant] = [
       "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs", "test_agent"),
     # --- state.py: RunState JSON ------------------------------------------------------------------------
     M("state.py",
+      "        if not isinstance(data, dict):  # to_string's text",
+      "        if False:  # to_string's text",
+      "RunState.from_json given text says it takes a dict and from_string reads text", "test_run_state"),
+    M("state.py",
       "    problem = problem or _not_json(data) or _bad_item(data)",
       "    problem = problem or _bad_item(data)",
       "RunState loading: NaN or an infinity anywhere in the document is refused at load (issue 30)",

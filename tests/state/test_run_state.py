@@ -381,6 +381,17 @@ def test_loading_against_anything_but_an_agent_is_a_user_error_naming_what_was_g
             load(given, document)
 
 
+def test_from_json_given_text_says_it_takes_a_dict_and_from_string_reads_text():
+    """Given to_string's text, from_json said the state was "missing schema version"."""
+    agent, state, _, _ = paused_state()
+    for given in (state.to_string(), state.to_string().encode(), [state.to_json()]):
+        with pytest.raises(UserError, match=f"from_json takes to_json's dict, got {type(given).__name__}: for "
+                                            "to_string's text use RunState.from_string$"):
+            RunState.from_json(agent, given)
+    with pytest.raises(UserError, match="missing schema version"):  # from_string's own text, a JSON array
+        RunState.from_string(agent, "[]")
+
+
 def test_unknown_current_agent_is_a_user_error():
     agent, state, _, _ = paused_state()
     data = state.to_json()
