@@ -93,8 +93,8 @@ class RunState(Generic[TContext]):
         made of values checked already."""
         if not isinstance(self.starting_agent, Agent):
             raise UserError(f"RunState's starting_agent must be an Agent, got {type(self.starting_agent).__name__}")
-        if self.max_turns is not None and type(self.max_turns) is not int:  # nan would be no limit at all
-            raise UserError(f"max_turns must be a whole number or None, got {self.max_turns!r:.80}")
+        if self.max_turns is not None and (type(self.max_turns) is not int or self.max_turns < 0):  # nan: no end
+            raise UserError(f"max_turns must be a whole number >= 0 or None, got {self.max_turns!r:.80}")
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
         self.current_agent, self.run_id = self.starting_agent, "run_" + os.urandom(12).hex()
         if isinstance(self.original_input, str):  # one message: no orphan to drop, no call id

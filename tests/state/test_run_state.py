@@ -184,8 +184,9 @@ MADE_BY_HAND = [([{"role": "user", "content": 7}], 10, r"^RunState's original_in
                 ([7], 10, r"^RunState's original_input\[0\] is not an object \(got int\)"),
                 (5, 10, "^RunState's original_input must be a string or a list of input items"),
                 ({"role": "user", "content": "hi"}, 10, "^RunState's original_input must be a string or a list"),
-                ("hi", "3", "^max_turns must be a whole number or None, got '3'"),
-                ("hi", float("nan"), "^max_turns must be a whole number or None, got nan")]
+                ("hi", "3", "^max_turns must be a whole number >= 0 or None, got '3'"),
+                ("hi", float("nan"), "^max_turns must be a whole number >= 0 or None, got nan"),
+                ("hi", -1, "^max_turns must be a whole number >= 0 or None, got -1")]
 
 
 @pytest.mark.parametrize("original_input, max_turns, refused", MADE_BY_HAND)
