@@ -1209,6 +1209,13 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
         parser.error("--record goes with --live (the scripted walkthrough has nothing to record)")
     if args.replay and args.live:
         parser.error("--replay plays a recording offline; it does not go with --live")
+    if args.trace:  # a file the runs cannot append to is said now, not as every chapter failing
+        from miniagents.tracing import JsonlTraceProcessor
+
+        try:
+            JsonlTraceProcessor(args.trace).shutdown()
+        except UserError as e:
+            parser.error(f"--trace: {e}")
     return args
 
 

@@ -259,6 +259,17 @@ def test_the_trace_of_the_walkthrough_reads_back_as_a_tree(tmp_path):
 
 # --- --live -------------------------------------------------------------------------------------------
 
+def test_a_trace_file_that_cannot_be_written_is_a_command_line_error_before_any_chapter(tmp_path):
+    """It was each chapter failing deep in its first run, and "trace appended to" at the end."""
+    repo = bare_copy(tmp_path)
+    for path, why in ((tmp_path / "no-such-folder" / "run.jsonl", "No such file or directory"),
+                      (tmp_path, "Is a directory")):
+        proc = run_demo(repo, "--chapter", "1", "--trace", str(path))
+        assert proc.returncode == 2 and proc.out == "", proc.out + proc.err
+        assert proc.err.splitlines()[-1] == f"demo.py: error: --trace: cannot open the trace file {str(path)!r} " \
+                                             f"for appending: {why}", proc.err
+
+
 def test_live_help_names_the_environment_the_model_flag_and_the_exit_status(tmp_path):
     proc = run_demo(bare_copy(tmp_path), "--help")
     assert proc.returncode == 0
