@@ -420,6 +420,30 @@ def test_live_a_501_and_a_context_too_small_say_what_to_do(server, tmp_path):
     assert "Next: give the server a larger context (llama-server: -c 8192), or lower --max-tokens." in lines[1]
 
 
+def test_live_a_stream_the_server_broke_and_a_long_rate_limit_get_advice_that_fits(server, tmp_path):
+    """Both were told what fits neither: a broken stream (no status: the server answered) to start the server, a
+    429 asking to wait a day that its log says why."""
+    from openai_server import prose
+
+    server.reply({"error": {"message": "slow down", "type": "rate_limit"}}, status=429,
+                 headers={"retry-after": "100000"})  # chapter 1's request
+    plain = prose("We're open 9 to 5.")
+    server.otherwise = lambda body: {"sse": ["data: {not json\n\n", "data: [DONE]\n\n"]} if body.get("stream") \
+        else plain(body)
+    proc = live_against(server, tmp_path, "--chapter", "1", "--chapter", "9")
+    lines = proc.err.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 2 and "Traceback" not in proc.err, proc.out + proc.err
+    assert "HTTP 429" in lines[0] and lines[0].endswith("Next: the server limits how often it is asked: it asks for "
+                                                        "100,000 s before the next request; run again then.")
+    assert "[type=invalid_stream]. Next: the server's answer broke off or was not one an OpenAI-compatible API " \
+           "sends; its log says why. This chapter asks for streaming" in lines[1], lines[1]
+    quota = {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}
+    server.otherwise = lambda body: {"status": 429, "json": quota}
+    lines = live_against(server, tmp_path / "again", "--chapter", "1").err.strip().splitlines()
+    assert lines[-1].endswith("Next: the account has no quota left: add credit, or set OPENAI_API_KEY to another "
+                              "key."), lines
+
+
 def test_live_without_an_api_key_says_which_variable_to_set(tmp_path):
     proc = run_demo(bare_copy(tmp_path), "--live")  # run_demo drops every OPENAI_ variable
     assert proc.returncode == sum(bool(c[3]) for c in demo.CHAPTERS), proc.out + proc.err  # none of them ran
