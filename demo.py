@@ -40,6 +40,7 @@ from miniagents import (Agent, AgentsException, GuardrailFunctionOutput, InputGu
                         ModelBehaviorError, ModelHTTPError, ModelTimeoutError, Recorder, RecordingError, Replay,
                         ReplayMismatch, RunConfig, RunContextWrapper, Runner, RunState, SQLiteSession, ToolError,
                         UnfinishedTurnError, UserError, Workspace, function_tool, input_guardrail)
+from miniagents.models.protocol import retry_after  # noqa: E402
 from miniagents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
 API_KEY = "sk-warehouse-SECRET-7f3a"  # lives in the run context; no request may ever contain it
@@ -1209,6 +1210,13 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
         parser.error("--record goes with --live (the scripted walkthrough has nothing to record)")
     if args.replay and args.live:
         parser.error("--replay plays a recording offline; it does not go with --live")
+    if args.trace:  # a file the runs cannot append to is said now, not as every chapter failing
+        from miniagents.tracing import JsonlTraceProcessor
+
+        try:
+            JsonlTraceProcessor(args.trace).shutdown()
+        except UserError as e:
+            parser.error(f"--trace: {e}")
     return args
 
 
@@ -1249,8 +1257,18 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
     if not isinstance(error, ModelHTTPError):
         return None
     said = short(error, 360)
-    if error.status is None:
+    if error.status is None and error.type == "connection_error" and error.code != "truncated":  # never answered
         step = "start the server, or set OPENAI_BASE_URL to where it listens (e.g. http://localhost:11434/v1)."
+    elif error.status is None:  # it answered: a stream that broke off or was not this API's, an error in it
+        step = ("the server's answer broke off or was not one an OpenAI-compatible API sends; its log says why. "
+                f"This chapter asks for {asks}.")
+    elif error.status == 429 and "insufficient_quota" in f"{error.type} {error.code}":
+        step = "the account has no quota left: add credit, or set OPENAI_API_KEY to another key."
+    elif error.status == 429:
+        wait = retry_after(error.retry_headers)
+        step = "the server limits how often it is asked: " + (
+            f"it asks for {wait:,.0f} s before the next request; run again then." if wait and wait > 0 else
+            "wait a minute and run again.")
     elif 200 <= error.status < 300:
         step = ("OPENAI_BASE_URL answers, but not as an OpenAI-compatible API (a web page?): set it to the API's "
                 "address (most servers want it to end in /v1).")

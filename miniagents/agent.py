@@ -152,8 +152,8 @@ class Agent(Generic[TContext]):
         configured by its tool, as its `run_config`, `max_turns` and `session` are (the registered ones see both)."""
         name = tool_name or tool_name_from(self.name)
         plugins = seams.checked(plugins)  # refused when the tool is made, not when the model first calls it
-        if max_turns is not None and type(max_turns) is not int:  # as a run's: a float or "3" would fail each call
-            raise UserError(f"as_tool max_turns must be a whole number or None (the default), got {max_turns!r:.80}")
+        if max_turns is not None and (type(max_turns) is not int or max_turns < 0):  # as a run's: each call would fail
+            raise UserError(f"as_tool max_turns must be a whole number >= 0 or None, got {max_turns!r:.80}")
         if tool_name is None and re.search(r"[^a-zA-Z0-9_\s]", self.name):
             warn("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:

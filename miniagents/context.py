@@ -239,6 +239,10 @@ class RunContextWrapper(Generic[TContext]):
 
     def reject_tool(self, item: Any, always_reject: bool = False,
                     rejection_message: Optional[str] = None) -> None:
+        """Reject the item's call (or, with `always_reject`, every call of its tool); the model is told
+        `rejection_message`, a text, checked now: anything else failed only when the run resumed."""
+        if rejection_message is not None and not isinstance(rejection_message, str):
+            raise UserError(f"rejection_message must be a str or None, got {type(rejection_message).__name__}")
         self._decide(item, "rejected", always_reject, rejection_message)
 
     def forget(self, tool_name: str, call_id: str) -> None:

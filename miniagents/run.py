@@ -96,8 +96,8 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     inherits its caller's)."""
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
-    if options.max_turns is not None and type(options.max_turns) is not int:  # nan would be no limit at all
-        raise UserError(f"max_turns must be a whole number or None, got {options.max_turns!r:.80}")
+    if options.max_turns is not None and (type(options.max_turns) is not int or options.max_turns < 0):  # nan: no end
+        raise UserError(f"max_turns must be a whole number >= 0 or None, got {options.max_turns!r:.80}")
     if options.run_config is not None and not isinstance(options.run_config, RunConfig):
         raise UserError(f"run_config must be a RunConfig, got {type(options.run_config).__name__}")
     if callable(getattr(options.session, "claim_call", None)):

@@ -243,6 +243,9 @@ class SQLSession(SessionABC):
         key was used before (nothing is written; this is also what a retry sees after a commit whose
         acknowledgment the connection lost)."""
         owner = type(self).__name__
+        if not isinstance(items, (list, tuple)):  # a dict alone was read as its keys, None as a bare TypeError
+            raise UserError(f"{owner}.add_items takes a list of item dicts, got {type(items).__name__}; nothing was "
+                            "stored")
         rows = [self._encode(index, item) for index, item in enumerate(items)]
         if once is not None:
             check_key(owner, "once", once)

@@ -10,6 +10,8 @@ Everything a session reads and writes is `SQLSession`'s (sql_session.py); this m
 - a file that cannot be used is a `SessionStoreError` naming the file and what to do (docs/sessions.md lists the
   cases), at the first statement that meets it; a db_path that is a folder, or whose folder is missing or a file,
   is a `UserError`. A new file the system refuses to create says the system's reason, and what to do for it.
+- an in-memory database lives as long as its connection: the session closed (or in a forked child), it is a
+  `SessionStoreError`, never a new empty database (that would have no history and no ledger).
 It never retries a write of items: the busy timeout is SQLite's own queue. Only the first use of a file is
 repeated while the file is busy, within the same bound: the switch to WAL upgrades the connection's read lock
 to a write lock, and SQLite calls no busy handler for an upgrade, so processes opening a new file at once
@@ -96,6 +98,7 @@ class SQLiteSession(SQLSession):
         self._is_file = path not in (":memory:", "")
         self.db_path = os.path.realpath(path) if self._is_file else path
         self._shared: Optional[_Shared] = None
+        self._opened = False  # an in-memory database, once its connection is gone, is gone with its history
         self._acquire()
 
     def _acquire(self) -> _Shared:
@@ -105,6 +108,9 @@ class SQLiteSession(SQLSession):
         with _registry_lock:  # (a connection inherited through fork is never used: pid differs)
             if self._shared is not None and self._shared.pid == os.getpid():
                 return self._shared
+            if self._opened and not self._is_file:  # a new connection would be a new, empty database
+                raise SessionStoreError(f"SQLiteSession: session {self.session_id!r} was in memory, and its history is "
+                                        "gone (closed, or in a forked process); give a db_path to keep it past close()")
             key = (os.getpid(), self.db_path)
             shared = _registry.get(key) if self._is_file else None
             opened = shared is None
@@ -120,7 +126,7 @@ class SQLiteSession(SQLSession):
             if self._is_file:
                 _registry[key] = shared
             shared.users += 1
-            self._shared = shared
+            self._shared, self._opened = shared, True
             return shared
 
     def _first_use(self, step: Callable[[], Any]) -> Any:
@@ -151,7 +157,8 @@ class SQLiteSession(SQLSession):
                 self._raise_store_error(exc, "a write" if write else "a read", write, committing)
 
     def close(self) -> None:
-        """Release this session's connection; the last session on a file closes it. Later calls reconnect."""
+        """Release this session's connection; the last session on a file closes it. Later calls reconnect to a
+        file; an in-memory database is gone, and later calls are a `SessionStoreError`."""
         with _registry_lock:
             shared, self._shared = self._shared, None
             if shared is None or shared.pid != os.getpid():

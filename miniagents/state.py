@@ -93,8 +93,8 @@ class RunState(Generic[TContext]):
         made of values checked already."""
         if not isinstance(self.starting_agent, Agent):
             raise UserError(f"RunState's starting_agent must be an Agent, got {type(self.starting_agent).__name__}")
-        if self.max_turns is not None and type(self.max_turns) is not int:  # nan would be no limit at all
-            raise UserError(f"max_turns must be a whole number or None, got {self.max_turns!r:.80}")
+        if self.max_turns is not None and (type(self.max_turns) is not int or self.max_turns < 0):  # nan: no end
+            raise UserError(f"max_turns must be a whole number >= 0 or None, got {self.max_turns!r:.80}")
         self.context_wrapper = context if isinstance(context, RunContextWrapper) else RunContextWrapper(context)
         self.current_agent, self.run_id = self.starting_agent, "run_" + os.urandom(12).hex()
         if isinstance(self.original_input, str):  # one message: no orphan to drop, no call id
@@ -204,7 +204,10 @@ class RunState(Generic[TContext]):
     @staticmethod
     def from_json(initial_agent: Any, data: Any, *, context_override: Any = None,
                   context_deserializer: Optional[Callable] = None) -> "RunState":
-        """Load a state; agents are re-bound by name from `initial_agent`'s graph."""
+        """Load a state from `to_json`'s dict; agents are re-bound by name from `initial_agent`'s graph."""
+        if not isinstance(data, dict):  # to_string's text given here was told it lacked a schema version
+            raise UserError(f"RunState.from_json takes to_json's dict, got {type(data).__name__}: for to_string's "
+                            "text use RunState.from_string")
         return load_state(initial_agent, data, context_override, context_deserializer)
 
     @staticmethod
@@ -219,8 +222,7 @@ class RunState(Generic[TContext]):
             data = json.loads(text)
         except (TypeError, ValueError, RecursionError) as e:
             raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
-        return RunState.from_json(initial_agent, data, context_override=context_override,
-                                  context_deserializer=context_deserializer)
+        return load_state(initial_agent, data, context_override, context_deserializer)
 
 
 # --- The JSON document ------------------------------------------------------------------------

@@ -165,7 +165,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered to 1688 when a run's input had its lone surrogates repaired in one home, RunState (run.fresh_state did too)
     # 1691 for a handoff input filter's input_items given to the next agent, checked as its other items are (they
     # were ignored: the next agent saw what the filter meant to hide)
-    "agents, items, guardrails": 1037,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1039,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -196,6 +196,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1031: errors.file_name refuses a path holding a lone surrogate (a bare UnicodeEncodeError where it was opened)
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
+    # 1039: a rejection message that is no text refused when given (it failed deep in an adapter when the run resumed)
     "tools and schemas": 1056,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -219,7 +220,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # its repr, and nothing ran)
     # 1056 for a coroutine an async tool returned unawaited refused as a generator is (its body never ran; the
     # model was told its repr), closed so no "never awaited" warning follows the error
-    "state and sessions": 1253,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    "state and sessions": 1262,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
@@ -256,6 +257,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
+    # 1257: a closed in-memory SQLiteSession a SessionStoreError (it became a new, empty database: no history, no
+    # ledger)
+    # 1260: add_items given what is no list (or tuple) of items a UserError naming it (a dict was read as its keys, None
+    # a bare TypeError)
+    # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
+    # version)
     "HTTP adapters": 2128,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on

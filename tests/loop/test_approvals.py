@@ -15,7 +15,7 @@ import sys
 import pytest
 from hypothesis import given, strategies as st
 
-from miniagents.errors import AlreadyResumedError
+from miniagents.errors import AlreadyResumedError, UserError
 from miniagents import Agent, RunContextWrapper, Runner, RunState, ToolApprovalItem, function_tool
 from miniagents.items import drop_orphans
 from miniagents.session import SQLiteSession
@@ -215,6 +215,19 @@ def test_rejection_message_is_the_output_the_model_sees():
     assert log == []
     assert outputs_sent(model.calls[1]) == {"c1": "Not that file; it is the backup."}
     assert resumed.final_output == "ok, leaving it" and len(model.calls) == 2
+
+
+@pytest.mark.parametrize("message", [["not allowed"], 5, {"text": "no"}, b"no"])
+def test_a_rejection_message_that_is_no_text_is_refused_when_given_and_nothing_is_decided(message):
+    log, model = [], ScriptedModel()
+    agent, result = paused(model, log, delete("a.txt", "c1"))
+    state = result.to_state()
+    with pytest.raises(UserError, match=f"rejection_message must be a str or None, got {type(message).__name__}"):
+        state.reject(result.interruptions[0], rejection_message=message)
+    with pytest.raises(UserError, match="rejection_message must be a str or None"):
+        state.context_wrapper.reject_tool(result.interruptions[0], always_reject=True, rejection_message=message)
+    assert state.context_wrapper.approvals == {}  # the call still waits for a person
+    assert state.get_interruptions() == result.interruptions
 
 
 def test_rejection_without_message_sends_the_default_text():

@@ -187,9 +187,10 @@ def test_a_handoff_built_by_hand_is_checked_where_it_is_made(options, message):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"max_turns": float("nan")}, "max_turns must be a whole number or None, got nan"),  # it was no limit at all
-    ({"max_turns": "5"}, "max_turns must be a whole number or None, got '5'"),
-    ({"max_turns": True}, "max_turns must be a whole number or None, got True"),
+    ({"max_turns": float("nan")}, "max_turns must be a whole number >= 0 or None, got nan"),  # it was no limit at all
+    ({"max_turns": "5"}, "max_turns must be a whole number >= 0 or None, got '5'"),
+    ({"max_turns": True}, "max_turns must be a whole number >= 0 or None, got True"),
+    ({"max_turns": -3}, "max_turns must be a whole number >= 0 or None, got -3"),  # it was MaxTurnsExceeded
     ({"run_config": {"usage_limits": None}}, "run_config must be a RunConfig, got dict"),
 ])
 @pytest.mark.parametrize("given", ["text", "a RunState"])
@@ -201,6 +202,15 @@ def test_a_run_option_of_the_wrong_kind_is_a_user_error_before_the_model_is_aske
     agent = Agent(name="a", model=model)
     with pytest.raises(UserError, match=message):
         Runner.run_sync(agent, "hi" if given == "text" else RunState(None, "hi", agent), **options)
+    assert model.calls == ()
+
+
+def test_max_turns_zero_allows_no_model_call_as_upstreams_does():
+    from miniagents import MaxTurnsExceeded
+
+    model = ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(MaxTurnsExceeded, match=r"Max turns \(0\) exceeded"):
+        Runner.run_sync(Agent(name="a", model=model), "hi", max_turns=0)
     assert model.calls == ()
 
 

@@ -440,8 +440,9 @@ def test_an_agent_tools_own_limits_bound_what_its_inner_run_spends_not_what_its_
 
 def test_an_agent_tools_max_turns_is_a_whole_number_refused_when_the_tool_is_made_and_zero_allows_none():
     inner_model = ScriptedModel([[assistant_message("inner done")]])
-    with pytest.raises(UserError, match="as_tool max_turns must be a whole number or None"):
-        Agent(name="I", model=inner_model).as_tool("sub", "s", max_turns=2.5)
+    for refused in (2.5, -1):
+        with pytest.raises(UserError, match=f"as_tool max_turns must be a whole number >= 0 or None, got {refused}"):
+            Agent(name="I", model=inner_model).as_tool("sub", "s", max_turns=refused)
     tool = Agent(name="I", model=inner_model).as_tool("sub", "s", max_turns=0)
     outer = Agent(name="O", tools=[tool], model=ScriptedModel(
         [[function_call("sub", {"input": "x"}, call_id="s1")], [assistant_message("done")]]))

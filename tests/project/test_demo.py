@@ -259,6 +259,17 @@ def test_the_trace_of_the_walkthrough_reads_back_as_a_tree(tmp_path):
 
 # --- --live -------------------------------------------------------------------------------------------
 
+def test_a_trace_file_that_cannot_be_written_is_a_command_line_error_before_any_chapter(tmp_path):
+    """It was each chapter failing deep in its first run, and "trace appended to" at the end."""
+    repo = bare_copy(tmp_path)
+    for path, why in ((tmp_path / "no-such-folder" / "run.jsonl", "No such file or directory"),
+                      (tmp_path, "Is a directory")):
+        proc = run_demo(repo, "--chapter", "1", "--trace", str(path))
+        assert proc.returncode == 2 and proc.out == "", proc.out + proc.err
+        assert proc.err.splitlines()[-1] == f"demo.py: error: --trace: cannot open the trace file {str(path)!r} " \
+                                             f"for appending: {why}", proc.err
+
+
 def test_live_help_names_the_environment_the_model_flag_and_the_exit_status(tmp_path):
     proc = run_demo(bare_copy(tmp_path), "--help")
     assert proc.returncode == 0
@@ -407,6 +418,30 @@ def test_live_a_501_and_a_context_too_small_say_what_to_do(server, tmp_path):
     said = lines[1].split("failed: ")[1]
     assert said.startswith("HTTP 400: type=exceed_context_size_error code=400 request (5033 tokens) exceeds")
     assert "Next: give the server a larger context (llama-server: -c 8192), or lower --max-tokens." in lines[1]
+
+
+def test_live_a_stream_the_server_broke_and_a_long_rate_limit_get_advice_that_fits(server, tmp_path):
+    """Both were told what fits neither: a broken stream (no status: the server answered) to start the server, a
+    429 asking to wait a day that its log says why."""
+    from openai_server import prose
+
+    server.reply({"error": {"message": "slow down", "type": "rate_limit"}}, status=429,
+                 headers={"retry-after": "100000"})  # chapter 1's request
+    plain = prose("We're open 9 to 5.")
+    server.otherwise = lambda body: {"sse": ["data: {not json\n\n", "data: [DONE]\n\n"]} if body.get("stream") \
+        else plain(body)
+    proc = live_against(server, tmp_path, "--chapter", "1", "--chapter", "9")
+    lines = proc.err.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 2 and "Traceback" not in proc.err, proc.out + proc.err
+    assert "HTTP 429" in lines[0] and lines[0].endswith("Next: the server limits how often it is asked: it asks for "
+                                                        "100,000 s before the next request; run again then.")
+    assert "[type=invalid_stream]. Next: the server's answer broke off or was not one an OpenAI-compatible API " \
+           "sends; its log says why. This chapter asks for streaming" in lines[1], lines[1]
+    quota = {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}
+    server.otherwise = lambda body: {"status": 429, "json": quota}
+    lines = live_against(server, tmp_path / "again", "--chapter", "1").err.strip().splitlines()
+    assert lines[-1].endswith("Next: the account has no quota left: add credit, or set OPENAI_API_KEY to another "
+                              "key."), lines
 
 
 def test_live_without_an_api_key_says_which_variable_to_set(tmp_path):

@@ -1,6 +1,7 @@
 """Every ```python block of README.md, ARCHITECTURE.md and docs/*.md runs, offline, and prints what its comments
-say: each in a fresh folder, with the local test server (tests/openai_server.py) in place of the model server a
-block names, and a `psycopg` whose connections are sqlite3's in place of PostgreSQL. A block added to a page is run
+say: each in a fresh folder, twice (a reader runs a block again: a file it wrote must not change what it prints),
+with the local test server (tests/openai_server.py) in place of the model server a block names, and a `psycopg`
+whose connections are sqlite3's in place of PostgreSQL. A block added to a page is run
 here without a word; one that cannot run offline fails here until this file learns to fake what it needs.
 
 Dedicated tests check more of some blocks (what the server was sent, the file a recording writes): the hello world,
@@ -96,13 +97,14 @@ def test_every_python_block_runs_offline_and_prints_what_its_comments_say(name, 
     monkeypatch.setitem(sys.modules, "psycopg", fake_psycopg(tmp_path / "agents.db", []))
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # restored after the test, also when a block sets it
     monkeypatch.setenv("OPENAI_API_KEY", "x")
-    for _ in range(3):
-        server.reply(chat_completion("Hello there!"))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile("\n" * line + code.replace(LOCAL_SERVER, server.url).replace(REAL_MCP_SERVER, TEST_MCP_SERVER),
-                     name, "exec"),
-             {"__name__": "docs", "__file__": str(tmp_path / "app.py")})
     expected = doc_pages.printed_comments(code)
-    if expected and len(expected) == code.count("print("):  # every print says what it prints
-        assert out.getvalue().splitlines() == expected
+    for _ in range(2):  # run again in its folder, as a reader does, it prints the same
+        for _ in range(3):
+            server.reply(chat_completion("Hello there!"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile("\n" * line + code.replace(LOCAL_SERVER, server.url).replace(REAL_MCP_SERVER,
+                                                                                       TEST_MCP_SERVER), name, "exec"),
+                 {"__name__": "docs", "__file__": str(tmp_path / "app.py")})
+        if expected and len(expected) == code.count("print("):  # every print says what it prints
+            assert out.getvalue().splitlines() == expected

@@ -184,8 +184,9 @@ MADE_BY_HAND = [([{"role": "user", "content": 7}], 10, r"^RunState's original_in
                 ([7], 10, r"^RunState's original_input\[0\] is not an object \(got int\)"),
                 (5, 10, "^RunState's original_input must be a string or a list of input items"),
                 ({"role": "user", "content": "hi"}, 10, "^RunState's original_input must be a string or a list"),
-                ("hi", "3", "^max_turns must be a whole number or None, got '3'"),
-                ("hi", float("nan"), "^max_turns must be a whole number or None, got nan")]
+                ("hi", "3", "^max_turns must be a whole number >= 0 or None, got '3'"),
+                ("hi", float("nan"), "^max_turns must be a whole number >= 0 or None, got nan"),
+                ("hi", -1, "^max_turns must be a whole number >= 0 or None, got -1")]
 
 
 @pytest.mark.parametrize("original_input, max_turns, refused", MADE_BY_HAND)
@@ -379,6 +380,17 @@ def test_loading_against_anything_but_an_agent_is_a_user_error_naming_what_was_g
     for load, document in ((RunState.from_json, state.to_json()), (RunState.from_string, state.to_string())):
         with pytest.raises(UserError, match=f"take the run's starting agent, an Agent, got {type(given).__name__}$"):
             load(given, document)
+
+
+def test_from_json_given_text_says_it_takes_a_dict_and_from_string_reads_text():
+    """Given to_string's text, from_json said the state was "missing schema version"."""
+    agent, state, _, _ = paused_state()
+    for given in (state.to_string(), state.to_string().encode(), [state.to_json()]):
+        with pytest.raises(UserError, match=f"from_json takes to_json's dict, got {type(given).__name__}: for "
+                                            "to_string's text use RunState.from_string$"):
+            RunState.from_json(agent, given)
+    with pytest.raises(UserError, match="missing schema version"):  # from_string's own text, a JSON array
+        RunState.from_string(agent, "[]")
 
 
 def test_unknown_current_agent_is_a_user_error():

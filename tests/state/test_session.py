@@ -12,8 +12,10 @@ import threading
 import pytest
 
 from miniagents import session as session_mod
-from miniagents.errors import UserError
+from miniagents import Agent, RunState, Runner, function_tool
+from miniagents.errors import SessionStoreError, UserError
 from miniagents.session import Session, SessionABC, SessionItems, SessionSettings, SQLiteSession
+from miniagents.testing import ScriptedModel, assistant_message, function_call
 from session_backends import assistant, call, output, user
 
 
@@ -266,6 +268,43 @@ def test_closed_session_reconnects_on_next_use(tmp_path):
     s.add_items([user("2")])
     assert s.get_items() == [user("1"), user("2")]
     s.close()
+
+
+def test_a_closed_in_memory_session_is_a_store_error_saying_its_history_is_gone():
+    s = SQLiteSession("s")
+    s.add_items([user("1")])
+    s.close()
+    s.close()  # idempotent
+    for use in (s.get_items, lambda: s.add_items([user("2")]), lambda: s.claim_call("run", "c1")):
+        with pytest.raises(SessionStoreError, match=r"'s' was in memory, and its history is gone \(closed"):
+            use()
+
+
+def test_an_approval_resumed_twice_around_closing_its_in_memory_session_runs_once():
+    refunds = []
+
+    @function_tool(needs_approval=True)
+    def refund(amount: int) -> str:
+        refunds.append(amount)
+        return "refunded"
+
+    def desk():
+        return Agent("Desk", tools=[refund], model=ScriptedModel(
+            [[function_call("refund", {"amount": 5}, call_id="c1")], [assistant_message("done")]]))
+
+    session = SQLiteSession("conv")
+    saved = Runner.run_sync(desk(), "refund me", session=session).to_state().to_string()
+    for attempt in (1, 2):  # a retried webhook resumes the same saved JSON twice, the session closed between
+        agent = desk()
+        state = RunState.from_string(agent, saved)
+        state.approve(state.get_interruptions()[0])
+        if attempt == 1:
+            assert Runner.run_sync(agent, state, session=session).final_output == "done"
+            session.close()
+        else:  # a new connection would have been a new database: no ledger, and the refund paid again
+            with pytest.raises(SessionStoreError, match="history is gone"):
+                Runner.run_sync(agent, state, session=session)
+    assert refunds == [5]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -201,7 +201,11 @@ def test_add_items_refuses_what_is_not_a_json_object_and_stores_nothing(backend)
         s.add_items([user("ok"), {"bad": object()}])
     with pytest.raises(UserError, match="item 0 is a list, not a dict"):
         s.add_items([["not", "an", "item"]])
+    for items in (user("one item, not in a list"), None, "text"):
+        with pytest.raises(UserError, match=f"add_items takes a list of item dicts, got {type(items).__name__}"):
+            s.add_items(items)
     assert backend.count() == 0 and backend.count("agent_sessions") == 0
+    assert s.add_items((user("a tuple"),)) and s.get_items() == [user("a tuple")]
 
 
 def test_a_write_the_database_refuses_midway_leaves_nothing_and_the_session_works_after(backend):
