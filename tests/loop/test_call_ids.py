@@ -226,6 +226,24 @@ def test_a_response_with_no_id_leaves_what_it_saw_to_be_sent_again_unless_the_co
     assert [c.previous_response_id for c in model.calls] == [first, first, None if kept else "resp_2"]
 
 
+@pytest.mark.parametrize("given", [dict(previous_response_id="resp_0"), dict(conversation_id="conv-1")])
+@pytest.mark.parametrize("how", ["input", "a state from JSON"])
+def test_an_output_answering_a_call_the_server_holds_is_sent_not_dropped_as_an_orphan(given, how):
+    """An earlier run left call c9 unanswered on the server (it ended on `stop_on_first_tool`, say): this run's input
+    answers it. Dropped as an orphan, it left the server refusing this request and every later one."""
+    answer = [{"type": "function_call_output", "call_id": "c9", "output": "42"}, {"role": "user", "content": "and?"}]
+    model = ScriptedModel([[assistant_message("thanks")]])
+    agent = Agent(name="A", model=model)
+    if how == "input":
+        result = Runner.run_sync(agent, answer, **given)
+    else:
+        state = RunState.from_string(agent, RunState(None, answer, agent, 10, **given).to_string())
+        result = Runner.run_sync(agent, state)
+    assert model.calls[0].input == answer and result.to_input_list()[:2] == answer
+    plain = Agent(name="A", model=ScriptedModel([[assistant_message("thanks")]]))
+    assert Runner.run_sync(plain, answer).to_input_list()[0] == answer[1]  # with no server, an orphan as ever
+
+
 def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_call_with_its_id():
     runs.clear()
     inner1 = Agent(name="Inner1", model=ScriptedModel([[assistant_message("one")]]))
