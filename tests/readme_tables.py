@@ -258,7 +258,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1180 a SQLite file the system refuses to create says what to do for the reason it gives (only a folder this
     # process may not write is told to be made writable; a full disk or a long name was told so too)
     # 1181 a state at an agent behind a hand-built Handoff says to use handoff(agent), which from_string can follow
-    "HTTP adapters": 2111,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2114,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -290,6 +290,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # starts after a cancel the Aborts mark stops: a session's write or a tool starting then runs as it would)
     # lowered by 1 (2111) once ModelSettings.from_dict used context.from_fields (with 2 lines for a usage count past
     # the largest float told as such)
+    # 2114 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
+    # text was taken as the final answer)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
