@@ -173,11 +173,13 @@ def observed_turn(turn_steps: tuple) -> tuple:
 
 
 def chain_response(run: Run, turn: Turn) -> None:
-    """A server-managed conversation: what was sent, and the model's own items, are the server's now; the next
-    request chains to this response (with `auto_previous_response_id`, or once a `previous_response_id` was
-    given)."""
+    """A server-managed conversation: the next request chains to this response (with `auto_previous_response_id`,
+    or once a `previous_response_id` was given). What was sent, and the model's own items, are the server's now
+    only if the next request names a state that holds them (this response, or the conversation): a response with
+    no id leaves the next request naming what this one named (or nothing), so it carries them again."""
     state, response = run.state, run.state.model_responses[-1]
-    state.server_known = len(state.transcript) + turn.said
+    if response.response_id or state.conversation_id:
+        state.server_known = len(state.transcript) + turn.said
     if (state.auto_previous_response_id or state.previous_response_id) and response.response_id:
         state.previous_response_id = response.response_id
 

@@ -33,7 +33,7 @@ from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
                     ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
-                    new_call_id)
+                    new_call_id, preview)
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
 from .tool import (FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool,
@@ -306,7 +306,7 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
                 item = copy.copy(item)  # the response's item stays as the model gave it; the copy keeps its type
                 item["call_id"] = new_call_id()
             elif call_id in seen:
-                warn("ignoring repeated call id %r in one response", call_id)
+                warn("ignoring repeated call id %s in one response", preview(repr(call_id), 80))  # the server's, capped
                 continue
             seen.add(item["call_id"])
         fixed.append(item)
@@ -353,7 +353,8 @@ def classify(run: Run, turn: Turn) -> None:
         elif kind in HOSTED_ITEM_TYPES:
             turn.items.append(ToolCallItem(agent=agent, raw_item=item))
         else:
-            warn("ignoring output item of unsupported type %r", kind)
+            # the server's words, capped (the API key they might echo is the model's, unknown here: not redacted)
+            warn("ignoring output item of unsupported type %s", preview(repr(kind), 80))
     turn.said = len(turn.items)
 
 
@@ -419,7 +420,7 @@ def needs_approval(tool: Any, ctx: Any, call: dict) -> bool:
     try:
         return bool(caller.call(flag, ctx, params, call["call_id"]))
     except Exception:
-        warn("needs_approval of tool %r raised; call %s waits for a person", tool.name, call["call_id"],
+        warn("needs_approval of tool %r raised; call %s waits for a person", tool.name, preview(call["call_id"], 80),
              exc_info=True)
         return True
 

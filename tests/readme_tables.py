@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1691,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1693,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -165,7 +165,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered to 1688 when a run's input had its lone surrogates repaired in one home, RunState (run.fresh_state did too)
     # 1691 for a handoff input filter's input_items given to the next agent, checked as its other items are (they
     # were ignored: the next agent saw what the filter meant to hide)
-    "agents, items, guardrails": 1039,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1692 for a server-managed response with no id: what it saw is the server's only when the next request names a
+    # state holding it (with auto_previous_response_id the next request named none, and carried the output alone)
+    # 1693 (and agents 1040) for an output whose call the server holds (a conversation, a previous response) sent,
+    # not dropped as an orphan: the server refused every later request for want of it
+    "agents, items, guardrails": 1040,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -263,7 +267,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2128,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2131,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -296,6 +300,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # lowered by 1 (2111) once ModelSettings.from_dict used context.from_fields (with 2 lines for a usage count past
     # the largest float told as such); 2128 for ModelSettings.resolve layering retry settings field by field, as
     # upstream (a run's backoff replaced the agent's retry settings whole: its max_retries and policy were lost)
+    # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
+    # text was taken as the final answer)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a

@@ -5,9 +5,10 @@ back verbatim and maps tools/settings/output schema to the request body (pure `b
 itself is `EndpointModel`'s. Stateless by default (the kernel replays the transcript; `store` is sent only
 when set); `previous_response_id` and `conversation_id` pass through. A stream's result is the
 `response.completed` event; `response.failed`/`error` raise `ModelHTTPError`, `response.incomplete`
-raises `ModelBehaviorError` (so does a non-streamed `incomplete`, and a `response.completed` whose status says
-otherwise is checked as a plain answer: never a silent partial answer), and so does a completed response other
-than what its stream carried (its items and its deltas: the answer the reader watched is the one the run gets).
+raises `ModelBehaviorError` (so does a non-streamed `incomplete` or any status but `completed`, such as `cancelled`,
+and a `response.completed` whose status says otherwise is checked as a plain answer: never a silent partial
+answer), and so does a completed response other than what its stream carried (its items and its deltas: the answer
+the reader watched is the one the run gets).
 Never: send Chat-shaped tools, `item_reference`s, or items with the Chat adapter's fake ids.
 """
 from __future__ import annotations
@@ -89,8 +90,8 @@ def build_body(model: str, instructions: Optional[str], input: Any, settings: Mo
 
 
 def check_final(response: dict, exchange: Exchange) -> dict:
-    """Raise for a `failed` or `incomplete` response (no secret the exchange holds in what is said); return it
-    otherwise."""
+    """Raise for a response that did not complete (`failed`, `incomplete`, or any status but `completed`; no secret
+    the exchange holds in what is said); return it otherwise (a minimal server may send no status)."""
     status = shapes.opt_str(response.get("status"), "status")
     if status == "failed" or (status is None and response.get("error")):
         where = "in the stream" if exchange.stream else "in its response"
@@ -102,6 +103,9 @@ def check_final(response: dict, exchange: Exchange) -> dict:
         reason = redact(reason, exchange.secret) if isinstance(reason, str) and reason else "unknown"
         raise ModelBehaviorError(f"The model's response is incomplete (reason: {reason}); raise "
                                  "max_tokens or shorten the input.")
+    if status not in (None, "completed"):  # cancelled, queued, in_progress: what it holds may be a partial answer
+        raise ModelBehaviorError(f"The model's response has status {preview(redact(status, exchange.secret), 40)!r}, "
+                                 "not 'completed': its output is not taken as an answer.")
     return response
 
 

@@ -208,6 +208,21 @@ def test_a_completed_event_whose_response_did_not_complete_raises_as_a_plain_ans
         stream(model(server), [])
 
 
+@pytest.mark.parametrize("status", ["cancelled", "queued", "in_progress", "sk-test said " + "z" * 5000])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_response_whose_status_is_not_completed_is_no_answer_whatever_text_it_holds(server, status, streamed):
+    """A cancelled (or queued, or still running) response's text may stop mid-sentence: taken as the final answer,
+    it was a silent partial one. The status is said, capped, without the key."""
+    response = response_obj([text_item("I have checked and the answer is")], status=status)
+    if streamed:
+        server.reply_sse(sse({"type": "response.completed", "response": response}, done=False))
+    else:
+        server.reply(response)
+    with pytest.raises(ModelBehaviorError, match="not 'completed': its output is not taken as an answer") as info:
+        stream(model(server), []) if streamed else call(model(server), [])
+    assert "sk-test" not in str(info.value) and "answer is" not in str(info.value) and len(str(info.value)) < 200
+
+
 def test_stream_eof_without_terminal_event_is_truncated(server):
     server.reply_sse(response_events([text_item("hi")])[:-2])
     with pytest.raises(ModelHTTPError, match="truncated"):
@@ -229,7 +244,7 @@ def test_lone_surrogates_are_repaired_in_answers_and_stream_deltas(server):
 
 @pytest.mark.parametrize("body,error,message", [
     ({}, ModelBehaviorError, "The model's answer is empty: the response has no 'output'."),
-    ({"output": [], "status": "in_progress"}, ModelBehaviorError,
+    ({"output": []}, ModelBehaviorError,
      "The model's answer is empty: no output items, and the response does not say it completed."),
     ({"object": "error", "message": "vLLM says no", "code": 400}, ModelHTTPError, "HTTP 200: code=400 vLLM says no"),
     ({"output": ["hi"]}, ModelBehaviorError, "The model's answer is malformed: output[0] is a string, expected an object."),
@@ -329,7 +344,7 @@ def test_a_stream_whose_items_the_completed_response_contradicts_or_loses_is_ref
         stream(model(server), [])
 
 
-@pytest.mark.parametrize("response", [{"id": "r"}, {"id": "r", "status": "in_progress", "output": []}])
+@pytest.mark.parametrize("response", [{"id": "r"}, {"id": "r", "output": []}])
 def test_an_empty_completed_response_is_refused_streamed_as_it_is_plain(server, response):
     server.reply(response)
     with pytest.raises(ModelBehaviorError, match="answer is empty"):

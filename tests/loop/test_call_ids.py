@@ -2,7 +2,7 @@
 import pytest
 
 from miniagents import Agent, ModelBehaviorError, Runner, RunState, function_tool
-from miniagents.testing import ScriptedModel, assistant_message, function_call
+from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 runs = []
 
@@ -205,6 +205,43 @@ def test_a_server_managed_history_reusing_ids_keeps_every_pair_so_each_request_c
         assert sent == [("call_0", "fragile 3"), ("call_1", "pong 4")]
     else:
         assert sent[1] == ("call_1", "pong 4") and sent[0][0] == "call_0" and "may or may not" in sent[0][1]
+
+
+@pytest.mark.parametrize("given", [dict(auto_previous_response_id=True), dict(previous_response_id="resp_0"),
+                                   dict(conversation_id="conv-1")])
+def test_a_response_with_no_id_leaves_what_it_saw_to_be_sent_again_unless_the_conversation_holds_it(given):
+    """A server that answers with no response id (a minimal one) keeps no state the next request can name: that
+    request names what the first named (or nothing), so it carries the input, the call and its output again; it
+    sent the output alone, which no state it named held the call of. A conversation holds them whatever the id."""
+    runs.clear()
+    model = ScriptedModel([ModelStep(output=[function_call("ping", {"n": 1}, call_id="c1")], response_id=None),
+                           ModelStep(output=[function_call("ping", {"n": 2}, call_id="c2")], response_id="resp_2"),
+                           [assistant_message("done")]])
+    assert Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go", **given).final_output == "done"
+    sent = [[(i.get("type") or i["role"], i.get("call_id")) for i in call.input] for call in model.calls]
+    kept = "conversation_id" in given
+    assert sent[1] == ([] if kept else [("user", None), ("function_call", "c1")]) + [("function_call_output", "c1")]
+    assert sent[2] == [("function_call_output", "c2")]  # the second response has an id: it holds the rest
+    first = given.get("previous_response_id")
+    assert [c.previous_response_id for c in model.calls] == [first, first, None if kept else "resp_2"]
+
+
+@pytest.mark.parametrize("given", [dict(previous_response_id="resp_0"), dict(conversation_id="conv-1")])
+@pytest.mark.parametrize("how", ["input", "a state from JSON"])
+def test_an_output_answering_a_call_the_server_holds_is_sent_not_dropped_as_an_orphan(given, how):
+    """An earlier run left call c9 unanswered on the server (it ended on `stop_on_first_tool`, say): this run's input
+    answers it. Dropped as an orphan, it left the server refusing this request and every later one."""
+    answer = [{"type": "function_call_output", "call_id": "c9", "output": "42"}, {"role": "user", "content": "and?"}]
+    model = ScriptedModel([[assistant_message("thanks")]])
+    agent = Agent(name="A", model=model)
+    if how == "input":
+        result = Runner.run_sync(agent, answer, **given)
+    else:
+        state = RunState.from_string(agent, RunState(None, answer, agent, 10, **given).to_string())
+        result = Runner.run_sync(agent, state)
+    assert model.calls[0].input == answer and result.to_input_list()[:2] == answer
+    plain = Agent(name="A", model=ScriptedModel([[assistant_message("thanks")]]))
+    assert Runner.run_sync(plain, answer).to_input_list()[0] == answer[1]  # with no server, an orphan as ever
 
 
 def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_call_with_its_id():

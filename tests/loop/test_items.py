@@ -215,7 +215,18 @@ def test_drop_orphans_keeps_the_first_call_of_a_call_id_and_the_first_output_aft
     assert drop_orphans([first, again, _out("a"), _out("a")]) == [first, _out("a")]
     assert drop_orphans([_out("a"), first, _out("a"), again]) == [first, _out("a")]
     assert drop_orphans([first, _out("a"), again, _out("a")]) == [first, _out("a")]  # answered: the id is taken
-    assert drop_orphans([first, _out("a"), again, _out("a")], ids_repeat=True) == [first, _out("a"), again, _out("a")]
+    assert drop_orphans([first, _out("a"), again, _out("a")], server_managed=True) == [first, _out("a"), again,
+                                                                                        _out("a")]
+
+
+def test_where_the_server_keeps_the_conversation_an_output_whose_call_no_call_before_it_has_is_kept():
+    """Its call is the server's (an earlier run left it unanswered): dropping the output left the server refusing
+    every later request for want of it. An output of a call answered here before is still dropped."""
+    user = {"role": "user", "content": "and now?"}
+    assert drop_orphans([_out("c9"), user]) == [user]
+    assert drop_orphans([_out("c9"), user], server_managed=True) == [_out("c9"), user]
+    assert drop_orphans([_call("a"), _out("a"), _out("a"), _out("b")], server_managed=True) == [_call("a"), _out("a"),
+                                                                                                _out("b")]
 
 
 PAIRING_ITEMS = st.lists(st.tuples(st.sampled_from(["call", "output", "message"]), st.sampled_from("abc")).map(
@@ -239,10 +250,12 @@ def test_what_drop_orphans_keeps_has_each_call_once_with_one_output_after_it(ite
 
 
 @given(items=PAIRING_ITEMS)
-def test_where_ids_repeat_drop_orphans_pairs_each_call_with_the_first_output_after_it(items):
+def test_where_the_server_keeps_the_conversation_drop_orphans_pairs_each_call_with_the_first_output_after_it(items):
     """Where the server keeps the conversation, an id answered may be given again: each call kept is followed by its
-    output before any other call with its id; nothing is made up; with ids that never repeat, nothing changes."""
-    kept = drop_orphans(items, ids_repeat=True)
+    output before any other call with its id, and an output kept with no call waiting answers one the server holds
+    (no call before it has its id); nothing is made up; with ids that never repeat and no such output, nothing
+    changes."""
+    kept = drop_orphans(items, server_managed=True)
     rest = iter(items)
     assert all(any(item is other for other in rest) for item in kept)
     waiting = {}
@@ -250,13 +263,16 @@ def test_where_ids_repeat_drop_orphans_pairs_each_call_with_the_first_output_aft
         if item.get("type") == "function_call":
             assert not waiting.get(item["call_id"])
             waiting[item["call_id"]] = True
-        elif item.get("type") == "function_call_output":
-            assert waiting.pop(item["call_id"])
+        elif item.get("type") == "function_call_output" and not waiting.pop(item["call_id"], False):
+            before = items[:next(n for n, other in enumerate(items) if other is item)]
+            assert item["call_id"] not in [i["call_id"] for i in before if i.get("type") == "function_call"]
     assert not any(waiting.values())
     assert [i for i in items if "call_id" not in i] == [i for i in kept if "call_id" not in i]
-    assert drop_orphans(kept, ids_repeat=True) == kept
+    assert drop_orphans(kept, server_managed=True) == kept
     calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
-    if len(calls) == len(set(calls)):
+    held = [i for n, i in enumerate(items) if i.get("type") == "function_call_output" and i["call_id"] not in
+            [c["call_id"] for c in items[:n] if c.get("type") == "function_call"]]
+    if len(calls) == len(set(calls)) and not held:
         assert kept == drop_orphans(items)
 
 

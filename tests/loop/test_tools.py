@@ -680,6 +680,27 @@ def test_a_call_id_repeated_in_one_response_runs_once_and_is_logged(caplog):
     assert [r.getMessage() for r in caplog.records] == ["ignoring repeated call id 'call_x' in one response"]
 
 
+def test_what_a_server_sent_is_logged_capped(caplog):
+    """An item type, or a call id, of megabytes (a server's bug, or one probing) was logged whole: a record of as
+    many megabytes, in every log the application keeps."""
+    def raises(ctx, params, call_id):
+        raise RuntimeError("policy service down")
+
+    @function_tool(needs_approval=raises)
+    def guarded() -> str:
+        return "guarded"
+
+    call_id, kind = "call_" + "x" * 100_000, "y" * 100_000
+    agent, model = make_agent([[{"type": kind}, function_call("guarded", "{}", call_id=call_id),
+                                function_call("ping", "{}", call_id=call_id)]], tools=[ping, guarded])
+    with caplog.at_level("WARNING", logger="miniagents"):
+        assert Runner.run_sync(agent, "go").interruptions
+    said = sorted(r.getMessage() for r in caplog.records)
+    assert [m[:30] for m in said] == ["ignoring output item of unsupp", "ignoring repeated call id 'cal",
+                                      "needs_approval of tool 'guarde"]
+    assert all(len(m) < 200 and "…" in m for m in said)
+
+
 def test_an_empty_tool_name_is_an_unknown_tool_and_a_state_holding_it_loads():
     @function_tool(needs_approval=True)
     def guarded() -> str:
