@@ -216,6 +216,17 @@ def test_the_filter_sees_the_agent_and_context_and_sets_the_items_and_instructio
     assert [i.get("role") or i.get("type") for i in model.calls[1].input] == ["user"]  # the orphaned call dropped
 
 
+def test_an_output_for_a_call_the_server_holds_is_sent_through_the_filter_too():
+    """With a conversation on the server, an output whose call is not in the local transcript answers the call
+    the server holds: the filter's items keep it, as the kernel's transcript does."""
+    held = {"type": "function_call_output", "call_id": "c9", "output": "42"}
+    agent, model = make_agent([[assistant_message("done")]])
+    result = Runner.run_sync(agent, [held, {"role": "user", "content": "and now?"}], conversation_id="conv",
+                             run_config=RunConfig(call_model_input_filter=lambda data: data.model_data))
+    assert result.final_output == "done"
+    assert [i.get("type") or i.get("role") for i in model.calls[0].input] == ["function_call_output", "user"]
+
+
 def test_an_async_filter_is_awaited_in_a_streamed_run_and_after_a_resume():
     async def tag(data):
         return ModelInputData(data.model_data.input + [{"role": "user", "content": "(filtered)"}], "Tagged.")
