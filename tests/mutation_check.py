@@ -1810,7 +1810,7 @@ MUTANTS: List[Mutant] = [
       "session_input_callback gets copies: what it does to them never changes the input the session saves",
       "test_run_callbacks"),
     M("upstream/run_callbacks.py",
-      "    return data.instructions, drop_orphans(data.input)",
+      "    return data.instructions, drop_orphans(data.input, run.state.server_managed)",
       "    return data.instructions, data.input",
       "call_model_input_filter: unpaired calls or outputs in what it returns are dropped before the request",
       "test_run_callbacks"),
