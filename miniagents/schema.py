@@ -422,7 +422,7 @@ def _hints(func, sig, name: str) -> dict:
     """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
     annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
     written: its class may be imported only under TYPE_CHECKING."""
-    target = inspect.unwrap(func.func if isinstance(func, functools.partial) else func)
+    target = inspect.unwrap(_unbound(func)[0])
     globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
     hints = {}
     for p in sig.parameters.values():
@@ -440,12 +440,23 @@ class _Stub:
         self.__annotations__ = {"a": annotation}
 
 
+def _unbound(func: Any) -> tuple:
+    """(the function a `functools.partial`, nested ones too, calls; the keywords they bind). A bound keyword is the
+    developer's value (an API key, say): it is left out of the schema, where the model would read it as a default
+    and could send another."""
+    keywords: frozenset = frozenset()
+    while isinstance(func, functools.partial):
+        func, keywords = func.func, keywords | frozenset(func.keywords)
+    return func, keywords
+
+
 def _filled_first(func: Any) -> frozenset:
     """The parameters a call of `func` fills before the model's arguments, which its signature hides: a method's
     instance or class (bound, or a callable object's `__call__`), the arguments a `functools.partial` gives by
-    position. A `**kwargs` key with such a name would clash with it in the call."""
+    position or keyword. A `**kwargs` key with such a name would clash with it in the call."""
     if isinstance(func, functools.partial):
-        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | _filled_first(func.func)
+        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | frozenset(
+            func.keywords) | _filled_first(func.func)
     method = func if inspect.ismethod(func) else getattr(func, "__call__", None)
     first = next(iter(inspect.signature(method.__func__).parameters.values()), None) if inspect.ismethod(method) \
         else None
@@ -455,7 +466,8 @@ def _filled_first(func: Any) -> frozenset:
 def function_schema(func, *, name_override=None, description_override=None, docstring_style=None,
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
-    name = name_override or getattr(func, "__name__", None) or type(func).__name__
+    target, bound = _unbound(func)
+    name = name_override or getattr(target, "__name__", None) or type(func).__name__
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -464,9 +476,11 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")
     hints = _hints(func, sig, name)
-    doc, param_docs, _ = parse_docstring(inspect.getdoc(func)) if use_docstring_info else (None, {}, None)
+    doc, param_docs, _ = parse_docstring(inspect.getdoc(target)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):
+        if p.kind == p.KEYWORD_ONLY and p.name in bound:
+            continue
         ann = hints.get(p.name, p.annotation)
         kind = _context_kind(ann)
         if kind:

@@ -1874,8 +1874,8 @@ MUTANTS: List[Mutant] = [
       "    if False:",
       "server-managed: input guardrails racing the model are refused with conversation_id", "test_guardrails"),
     M("schema.py",
-      "        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | _filled_first(func.func)",
-      "        return _filled_first(func.func)",
+      "        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | frozenset(",
+      "        return frozenset(",
       "tool arguments: a **kwargs key naming a partial's positional argument is refused", "test_hostile_values"),
     M("schema.py",
       "    return frozenset({first.name}) if first is not None and first.kind in KEYWORDS else frozenset()",
@@ -3150,6 +3150,21 @@ MUTANTS: List[Mutant] = [
       "\"a scripted tool run and an approval resumed from JSON work\"",
       "\"a scripted tool run, an approval resumed from JSON and a SQLiteSession turn work\"",
       "the vendor check's line claims a session turn a Python without sqlite3 skipped", "test_vendor_command"),
+    # --- What an attack on tool schemas and validation found (each rule pinned by its test) -------------------
+    M("schema.py",
+      "        if p.kind == p.KEYWORD_ONLY and p.name in bound:\n            continue\n",
+      "",
+      "a keyword a functools.partial binds (an API key) is neither sent to the model nor replaced by it",
+      "test_hostile_values"),
+    M("schema.py",
+      "        func, keywords = func.func, keywords | frozenset(func.keywords)",
+      "        func, keywords = func.func, frozenset(func.keywords)",
+      "the keywords every partial of a nested partial binds are left out of the schema", "test_hostile_values"),
+    M("schema.py",
+      "            func.keywords) | _filled_first(func.func)",
+      "            ) | _filled_first(func.func)",
+      "a **kwargs key named as a keyword a partial binds is refused (it would replace the bound value)",
+      "test_hostile_values"),
 ]
 
 

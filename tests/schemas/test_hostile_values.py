@@ -6,6 +6,7 @@ Each case ends in a message the model can act on, an error where the tool is mad
 never a bare exception, and never work that grows faster than what the model sent.
 """
 import enum
+import functools
 import json
 import math
 from dataclasses import InitVar, dataclass
@@ -551,3 +552,42 @@ def test_a_hand_written_strict_schema_strict_mode_cannot_read_is_a_user_error(pr
     with pytest.raises(UserError, match=words):
         FunctionTool(name="t", description="", params_json_schema={"type": "object", "properties": {"a": prop}},
                      on_invoke_tool=lambda ctx, raw: "ran")
+
+
+# --- What an attack on tool schemas and validation found -------------------------------------------------------
+
+SECRET = "sk-live-SECRET123"
+
+
+def fetch(api_key: str, url: str) -> str:
+    """Fetch a URL with the service's key."""
+    return f"fetched {url} with key {api_key}"
+
+
+def partial_of_partial(func, **keywords):
+    """A partial of a partial: Python merges the two into one, unless the inner one has attributes of its own."""
+    inner = functools.partial(func)
+    inner.note = "kept apart"
+    return functools.partial(inner, **keywords)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("bound", [functools.partial(fetch, api_key=SECRET),
+                                   partial_of_partial(fetch, api_key=SECRET)])
+def test_a_keyword_a_partial_binds_is_neither_sent_to_the_model_nor_replaced_by_it(bound, strict):
+    """A partial's keyword (an API key) was a parameter: its value sent as the default, and the model's replaced it.
+    The name and the description come from the function the partial calls."""
+    tool = function_tool(bound, strict_mode=strict)
+    assert (tool.name, tool.description) == ("fetch", "Fetch a URL with the service's key.")
+    assert SECRET not in json.dumps(tool.spec()) and "api_key" not in json.dumps(tool.params_json_schema)
+    told_back = told(tool, {"api_key": "attacker", "url": "u"})
+    assert ("unexpected parameter 'api_key'" in told_back) if strict else (told_back == f"fetched u with key {SECRET}")
+
+
+def test_a_keyword_a_partial_binds_is_no_key_of_its_kwargs():
+    def fetch_with(url: str, **headers: str) -> str:
+        return f"fetched {url} with {headers}"
+
+    tool = function_tool(functools.partial(fetch_with, token=SECRET), strict_mode=False)
+    assert SECRET not in json.dumps(tool.spec())
+    assert "the key 'token' names another parameter" in told(tool, {"url": "u", "headers": {"token": "x"}})
