@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
+from .items import preview
 from .validate import (INT_KEY, JSON_TYPES, KEYWORDS, MISSING, ArgumentsError, call_args, field_type, fields_of,
                        is_enum, is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
@@ -233,8 +234,10 @@ class _Builder:
 def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
     """A copy of `schema` as strict endpoints take it: every object closed and all its properties required, a
     $ref beside other keywords and a one-entry allOf inlined, oneOf read as anyOf, null defaults dropped. What
-    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) is a UserError here,
-    where the tool or output type is defined, rather than a rejected request later. `wire`: see `wire_schema`."""
+    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) or strict endpoints
+    refuse (a root that is no object, an object without properties, an array without items, a schema without a
+    type) is a UserError here, where the tool or output type is defined, rather than a rejected request later (or an
+    open object silently closed). `wire`: see `wire_schema`."""
     if not isinstance(schema, dict):
         raise UserError(f"A JSON schema must be a dict, got {type(schema).__name__}")
     if not schema:
@@ -252,6 +255,8 @@ def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
                         "`default`?); flatten it") from None
     for name in strict.get("$defs") or {}:
         _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
+    if strict.get("type") != "object":
+        raise _unfit(strict, "a root that is not an object")
     return strict
 
 
@@ -312,7 +317,19 @@ def _strict(node, root, depth, count, inlining, wire):
         return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],), wire)
     if "$ref" in out:  # a lone one is sent as it is: what it names must be here, not missing at the server
         _resolve_ref(root, out["$ref"])
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "object" in kinds and not isinstance(out.get("properties"), dict):
+        raise _unfit(out, "an object without properties (closed, as strict mode closes every object, it takes only {})")
+    if "array" in kinds and not (isinstance(out.get("items"), dict) or out.get("prefixItems")):
+        raise _unfit(out, "an array without items")
+    if kind is None and not {"anyOf", "$ref", "enum", "const"} & out.keys():
+        raise _unfit(out, "a schema without a type")
     return out
+
+
+def _unfit(node: dict, what: str) -> UserError:
+    return UserError(f"{what} in a strict JSON schema: {preview(node, 120)}; strict endpoints refuse it: say what it "
+                     "holds, or use strict_mode=False")
 
 
 # Keywords that describe a schema without constraining its values: where two merged schemas both set one, the

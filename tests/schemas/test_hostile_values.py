@@ -591,3 +591,42 @@ def test_a_keyword_a_partial_binds_is_no_key_of_its_kwargs():
     tool = function_tool(functools.partial(fetch_with, token=SECRET), strict_mode=False)
     assert SECRET not in json.dumps(tool.spec())
     assert "the key 'token' names another parameter" in told(tool, {"url": "u", "headers": {"token": "x"}})
+
+
+@pytest.mark.parametrize("params, problem", [
+    ({"type": "string"}, "a root that is not an object"),
+    ({"type": "object"}, "an object without properties"),
+    ({"type": "object", "properties": {"ids": {"type": "array"}}}, "an array without items"),
+    ({"type": "object", "properties": {"v": {"description": "anything"}}}, "a schema without a type"),
+])
+def test_a_strict_schema_strict_endpoints_refuse_is_refused_where_the_tool_is_made(params, problem):
+    """Each was accepted, then refused by the server at every request (an open object was closed silently)."""
+    with pytest.raises(UserError, match=problem):
+        FunctionTool(name="t", description="", params_json_schema=params, on_invoke_tool=lambda ctx, args: "")
+    loose = FunctionTool(name="t", description="", params_json_schema=params, on_invoke_tool=lambda ctx, args: "",
+                         strict_json_schema=False)
+    assert wire_schema(loose.params_json_schema, False) == params
+
+
+class Ints:
+    """Shaped as miniagents recognises a pydantic model; its schema is `RootModel[list[int]]`'s, an array."""
+
+    @classmethod
+    def model_json_schema(cls):
+        return {"items": {"type": "integer"}, "title": "Ints", "type": "array"}
+
+    @classmethod
+    def model_validate(cls, value):
+        return value
+
+
+def test_an_empty_tuple_and_an_output_type_whose_schema_is_no_object_are_refused_in_strict_mode():
+    def nothing(t: Tuple[()]) -> str:
+        return "x"
+
+    with pytest.raises(UserError, match="tool 'nothing': an array without items"):
+        function_tool(nothing)
+    with pytest.raises(UserError, match="a root that is not an object"):
+        AgentOutputSchema(Ints)
+    assert function_tool(nothing, strict_mode=False).params_json_schema["properties"]["t"]["maxItems"] == 0
+    assert AgentOutputSchema(Ints, strict_json_schema=False).validate_json("[1]") == [1]
