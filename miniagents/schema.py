@@ -195,11 +195,8 @@ class _Builder:
             fields = fields_of(cls)
         except Exception as exc:  # e.g. a forward reference that does not resolve
             raise self.refused(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})") from None
-        unsent = dataclasses.is_dataclass(cls) and [p for p in inspect.signature(cls).parameters.values()
-                                                    if p.default is p.empty and p.name not in {f[0] for f in fields}]
-        if unsent:  # an InitVar: the schema has no field for it, so no value could ever build the class
-            raise self.refused(cls, f"its __init__ needs {unsent[0].name!r}, which is not a field (an InitVar?): "
-                                    "give it a default, or make it a field")
+        if dataclasses.is_dataclass(cls):
+            self._built_by_fields(cls, [f[0] for f in fields])
         for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, field_type(tp, default), default)
@@ -211,6 +208,21 @@ class _Builder:
         if doc and not doc.startswith(f"{cls.__name__}(") and cls.__doc__ not in (dict.__doc__, tuple.__doc__):
             out["description"] = doc
         return out if required else {k: v for k, v in out.items() if k != "required"}
+
+    def _built_by_fields(self, cls, names: list) -> None:
+        """A dataclass is built as `cls(**fields)`: its `__init__` must need nothing but fields (an InitVar has no
+        field in the schema) and take every one (its own `__init__`, with init=False, may not): else no value the
+        schema allows could ever build it."""
+        params = inspect.signature(cls).parameters.values()
+        unsent = [p.name for p in params if p.default is p.empty and p.name not in names
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if unsent:
+            raise self.refused(cls, f"its __init__ needs {unsent[0]!r}, which is not a field (an InitVar?): "
+                                    "give it a default, or make it a field")
+        untaken = [n for n in names if n not in {p.name for p in params if p.kind in KEYWORDS}]
+        if untaken and all(p.kind != p.VAR_KEYWORD for p in params):
+            raise self.refused(cls, f"its __init__ takes no {', '.join(map(repr, untaken))} by name, though its "
+                                    "schema asks for every field: take them in __init__, or make them field(init=False)")
 
     def _pydantic(self, cls) -> dict:
         """A pydantic model's own schema, its `$defs` moved into ours."""

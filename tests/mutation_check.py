@@ -2139,8 +2139,8 @@ MUTANTS: List[Mutant] = [
       "                and False:",
       "a set whose items cannot be hashed is refused where the tool is made", "test_hostile_values"),
     M("schema.py",
-      "        if unsent:  # an InitVar",
-      "        if False:  # an InitVar",
+      "        if unsent:\n",
+      "        if False:\n",
       "a dataclass whose __init__ needs an InitVar is refused where the tool is made", "test_hostile_values"),
     M("schema.py",
       "    json.dumps(data, allow_nan=False)\n    return data",
@@ -3183,6 +3183,15 @@ MUTANTS: List[Mutant] = [
       "    if kind is None and not {\"anyOf\", \"$ref\", \"enum\", \"const\"} & out.keys():",
       "    if False:",
       "a strict schema without a type is refused where the tool is made", "test_hostile_values"),
+    M("schema.py",
+      "        if untaken and all(p.kind != p.VAR_KEYWORD for p in params):",
+      "        if False:",
+      "a dataclass whose own __init__ takes not every field is refused where it is made", "test_hostile_values"),
+    M("schema.py",
+      "        untaken = [n for n in names if n not in {p.name for p in params if p.kind in KEYWORDS}]",
+      "        untaken = [n for n in names if n not in {p.name for p in params}]",
+      "an __init__ taking a field only by position or as *args is refused too; one with **kwargs takes them all",
+      "test_hostile_values"),
 ]
 
 

@@ -5,6 +5,7 @@ numbers, set items that cannot be hashed, InitVars, results that cannot be shown
 Each case ends in a message the model can act on, an error where the tool is made, or the tool's real result;
 never a bare exception, and never work that grows faster than what the model sent.
 """
+import dataclasses
 import enum
 import functools
 import json
@@ -630,3 +631,43 @@ def test_an_empty_tuple_and_an_output_type_whose_schema_is_no_object_are_refused
         AgentOutputSchema(Ints)
     assert function_tool(nothing, strict_mode=False).params_json_schema["properties"]["t"]["maxItems"] == 0
     assert AgentOutputSchema(Ints, strict_json_schema=False).validate_json("[1]") == [1]
+
+
+@dataclasses.dataclass(init=False)
+class Point:
+    x: int
+    label: str = "origin"
+
+    def __init__(self, x: int):
+        self.x, self.label = x, f"p{x}"
+
+
+def test_a_dataclass_whose_own_init_takes_not_every_field_is_refused_naming_them():
+    """Every answer the schema allowed built it with a field its __init__ takes not: a bare TypeError out of the
+    run (an output type), a redacted failure (a tool's parameter)."""
+    def place(p: Point) -> str:
+        return "ran"
+
+    with pytest.raises(UserError, match="parameter 'p' is Point; its __init__ takes no 'label'"):
+        function_tool(place)
+    with pytest.raises(UserError, match="output type is Point; its __init__ takes no 'label' by name"):
+        AgentOutputSchema(Point)
+
+    @dataclasses.dataclass(init=False)
+    class ByPosition:
+        x: int
+
+        def __init__(self, x: int, /):
+            self.x = x
+
+    with pytest.raises(UserError, match="its __init__ takes no 'x' by name"):
+        AgentOutputSchema(ByPosition)
+
+    @dataclasses.dataclass(init=False)
+    class Open:
+        x: int
+
+        def __init__(self, *args: int, **fields: int):
+            self.x = fields["x"]
+
+    assert AgentOutputSchema(Open).validate_json('{"response": {"x": 1}}').x == 1
