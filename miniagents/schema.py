@@ -181,10 +181,11 @@ class _Builder:
         raise self.refused(tp, _UNKNOWN)
 
     def _define(self, cls, build) -> dict:
-        if cls not in self.names:
-            name, n = cls.__name__, 1
+        if cls not in self.names:  # named as pydantic names them: a JSON Pointer token JSON writes as it is
+            name = base = re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__)  # (make_dataclass takes "a/b")
+            n = 1
             while name in self.defs:
-                n, name = n + 1, f"{cls.__name__}{n + 1}"
+                n, name = n + 1, f"{base}{n + 1}"
             self.names[cls], self.defs[name] = name, {}  # registered first: recursion finds the $ref
             self.defs[name] = build()
         return {"$ref": f"#/$defs/{self.names[cls]}"}

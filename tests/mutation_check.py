@@ -3192,6 +3192,10 @@ MUTANTS: List[Mutant] = [
       "        untaken = [n for n in names if n not in {p.name for p in params}]",
       "an __init__ taking a field only by position or as *args is refused too; one with **kwargs takes them all",
       "test_hostile_values"),
+    M("schema.py",
+      "            name = base = re.sub(r\"[^A-Za-z0-9_.-]\", \"_\", cls.__name__)",
+      "            name = base = cls.__name__",
+      "a class named \"orders/row\" is defined under a JSON Pointer token its $ref names", "test_hostile_values"),
 ]
 
 

@@ -10,6 +10,7 @@ import enum
 import functools
 import json
 import math
+import re
 from dataclasses import InitVar, dataclass
 import typing
 from typing import Dict, FrozenSet, List, Literal, Optional, Set, Tuple, Union
@@ -671,3 +672,22 @@ def test_a_dataclass_whose_own_init_takes_not_every_field_is_refused_naming_them
             self.x = fields["x"]
 
     assert AgentOutputSchema(Open).validate_json('{"response": {"x": 1}}').x == 1
+
+
+@pytest.mark.parametrize("name", ["orders/row", "a~b", 'say "hi"', "Café"])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_class_named_with_what_a_json_pointer_escapes_is_defined_under_a_token(name, strict):
+    """"orders/row" went into $ref unescaped: strict, a misleading "Unresolvable $ref"; not strict, a $ref sent
+    that named nothing. A recursive one is kept in $defs, as it needs."""
+    row = dataclasses.make_dataclass(name, [("id", int), ("next", Optional["Row"], dataclasses.field(default=None))])
+    row.__annotations__["next"] = Optional[row]
+
+    def save(r) -> str:
+        return "ok"
+
+    save.__annotations__ = {"r": row}
+    schema = function_tool(save, strict_mode=strict).params_json_schema
+    token = re.fullmatch(r"#/\$defs/([A-Za-z0-9_.-]+)", schema["properties"]["r"]["$ref"]).group(1)
+    assert schema["$defs"][token]["title"] == name
+    output = AgentOutputSchema(row, strict_json_schema=strict).json_schema()
+    assert [d["title"] for d in output["$defs"].values()] == [name]
