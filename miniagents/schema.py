@@ -112,6 +112,14 @@ class _Builder:
         inner = f" ({' / '.join(self.where)} is {type_name(tp)})" if self.where else ""
         return UserError(f"{self.subject} is {type_name(self.top)}{inner}; {reason}")
 
+    def guarded(self, build, *args) -> dict:
+        """`build(*args)`, with a type nested deeper than Python recurses (a chain of dataclasses) refused."""
+        try:
+            return build(*args)
+        except RecursionError:
+            raise UserError(f"{self.subject} is {type_name(self.top)}, nested too deeply for a schema (deeper than "
+                            "Python's recursion limit): flatten it") from None
+
     def prop(self, name: str, tp, default=MISSING, description=None) -> dict:
         schema = self.schema(tp)
         if not ("$ref" in schema or any("$ref" in b for b in schema.get("anyOf", ()))):
@@ -532,7 +540,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                                 "cannot express them — name the parameters, or strict_mode=False")
             default, tp = {}, Dict[str, ann]
         builder.subject, builder.top = f"tool '{name}': parameter '{p.name}'", ann
-        props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
+        props[p.name] = builder.guarded(builder.prop, p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
         taken = frozenset(q.name for q in sig.parameters.values() if q.kind in KEYWORDS) | _filled_first(func) \
@@ -557,7 +565,7 @@ def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
     root; any other becomes {"response": T}. `output_rule`: upstream's rule for an agent's output type instead,
     where pydantic models and dict types (TypedDicts, `dict[str, T]`) stand and dataclasses are wrapped."""
     builder = _Builder(strict, "output type", tp)
-    inner = builder.schema(tp)
+    inner = builder.guarded(builder.schema, tp)
     base = strip_annotated(tp)[0]
     cls = typing.get_origin(base) or base
     if output_rule:

@@ -3196,6 +3196,16 @@ MUTANTS: List[Mutant] = [
       "            name = base = re.sub(r\"[^A-Za-z0-9_.-]\", \"_\", cls.__name__)",
       "            name = base = cls.__name__",
       "a class named \"orders/row\" is defined under a JSON Pointer token its $ref names", "test_hostile_values"),
+    M("schema.py",
+      "builder.guarded(builder.prop, ",
+      "builder.prop(",
+      "a tool parameter's chain of dataclasses deeper than Python recurses is a UserError, not a RecursionError",
+      "test_hostile_values"),
+    M("schema.py",
+      "builder.guarded(builder.schema, tp)",
+      "builder.schema(tp)",
+      "an output type's chain of dataclasses deeper than Python recurses is a UserError, not a RecursionError",
+      "test_hostile_values"),
 ]
 
 

@@ -691,3 +691,18 @@ def test_a_class_named_with_what_a_json_pointer_escapes_is_defined_under_a_token
     assert schema["$defs"][token]["title"] == name
     output = AgentOutputSchema(row, strict_json_schema=strict).json_schema()
     assert [d["title"] for d in output["$defs"].values()] == [name]
+
+
+def test_a_chain_of_dataclasses_deeper_than_python_recurses_is_refused_where_it_is_made():
+    chain = int
+    for i in range(250):
+        chain = dataclasses.make_dataclass(f"C{i}", [("v", chain)])
+
+    def f(x) -> int:
+        return 0
+
+    f.__annotations__ = {"x": chain}
+    with pytest.raises(UserError, match="parameter 'x' is C249, nested too deeply for a schema"):
+        function_tool(f, strict_mode=False)
+    with pytest.raises(UserError, match="output type is C249, nested too deeply for a schema"):
+        AgentOutputSchema(chain)
