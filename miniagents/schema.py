@@ -150,6 +150,8 @@ class _Builder:
                 values = schema_value([jsonable(a) for a in (args or [m.value for m in tp])])
             except (TypeError, ValueError) as exc:
                 raise self.refused(tp, f"its values must be JSON ({exc})") from None
+            if not values:
+                raise self.refused(tp, "it has no members, so no value could be sent")
             if origin is not typing.Literal:
                 return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
             return {"const": values[0], **_literal_type(values)} if len(values) == 1 \
@@ -231,7 +233,7 @@ class _Builder:
         untaken = [n for n in names if n not in {p.name for p in params if p.kind in KEYWORDS}]
         if untaken and all(p.kind != p.VAR_KEYWORD for p in params):
             raise self.refused(cls, f"its __init__ takes no {', '.join(map(repr, untaken))} by name, though its "
-                                    "schema asks for every field: take them in __init__, or make them field(init=False)")
+                                    "schema asks for every field: take them, or make them field(init=False)")
 
     def _pydantic(self, cls) -> dict:
         """A pydantic model's own schema, its `$defs` moved into ours."""

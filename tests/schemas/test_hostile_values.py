@@ -706,3 +706,32 @@ def test_a_chain_of_dataclasses_deeper_than_python_recurses_is_refused_where_it_
         function_tool(f, strict_mode=False)
     with pytest.raises(UserError, match="output type is C249, nested too deeply for a schema"):
         AgentOutputSchema(chain)
+
+
+@pytest.mark.parametrize("text", [None, b'{"response": 1}'])
+def test_a_final_output_that_is_no_text_is_invalid_not_a_bare_type_error(text):
+    with pytest.raises(InvalidFinalOutput, match="expected a JSON string, got"):
+        AgentOutputSchema(int).validate_json(text)
+
+
+def test_an_integer_key_has_one_text_so_two_keys_never_name_one_int():
+    """"1" and "01" were both read as 1: one value silently replaced the other."""
+    @function_tool(strict_mode=False)
+    def stock(counts: Dict[int, str]) -> str:
+        return json.dumps(counts)
+
+    assert told(stock, {"counts": {"0": "a", "-5": "b", "10": "c"}}) == '{"0": "a", "-5": "b", "10": "c"}'
+    for key in ("01", "-0", "+1"):
+        assert f"expected an integer key (no leading zero or -0), got '{key}'" in told(stock, {"counts": {key: "x"}})
+    assert stock.params_json_schema["properties"]["counts"]["propertyNames"] == {"pattern": "^(0|-?[1-9][0-9]*)$"}
+
+
+def test_an_enum_without_members_is_refused_where_it_is_made():
+    class Empty(enum.Enum):
+        pass
+
+    def pick(e: Empty) -> str:
+        return "never"
+
+    with pytest.raises(UserError, match="parameter 'e' is Empty; it has no members, so no value could be sent"):
+        function_tool(pick)
