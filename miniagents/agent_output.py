@@ -105,6 +105,8 @@ class AgentOutputSchema(AgentOutputSchemaBase):
     def validate_json(self, text: str) -> Any:
         """The model's final text -> an `output_type` value; `InvalidFinalOutput` says what does not fit."""
         try:  # a "\\ud800" escape's lone surrogate is repaired, as in tool arguments: UTF-8 cannot write it
+            if not isinstance(text, str):  # (None, bytes: the decoder's bare TypeError)
+                raise ArgumentsError(f"expected a JSON string, got {type(text).__name__}")
             data = clean_json(STRICT_JSON.decode(text))
             if self._wrapped:
                 if not isinstance(data, dict) or "response" not in data:

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
+from .items import preview
 from .validate import (INT_KEY, JSON_TYPES, KEYWORDS, MISSING, ArgumentsError, call_args, field_type, fields_of,
                        is_enum, is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
@@ -111,6 +112,14 @@ class _Builder:
         inner = f" ({' / '.join(self.where)} is {type_name(tp)})" if self.where else ""
         return UserError(f"{self.subject} is {type_name(self.top)}{inner}; {reason}")
 
+    def guarded(self, build, *args) -> dict:
+        """`build(*args)`, with a type nested deeper than Python recurses (a chain of dataclasses) refused."""
+        try:
+            return build(*args)
+        except RecursionError:
+            raise UserError(f"{self.subject} is {type_name(self.top)}, nested too deeply for a schema (deeper than "
+                            "Python's recursion limit): flatten it") from None
+
     def prop(self, name: str, tp, default=MISSING, description=None) -> dict:
         schema = self.schema(tp)
         if not ("$ref" in schema or any("$ref" in b for b in schema.get("anyOf", ()))):
@@ -141,6 +150,8 @@ class _Builder:
                 values = schema_value([jsonable(a) for a in (args or [m.value for m in tp])])
             except (TypeError, ValueError) as exc:
                 raise self.refused(tp, f"its values must be JSON ({exc})") from None
+            if not values:
+                raise self.refused(tp, "it has no members, so no value could be sent")
             if origin is not typing.Literal:
                 return self._define(tp, lambda: {"enum": values, "title": tp.__name__, **_literal_type(values)})
             return {"const": values[0], **_literal_type(values)} if len(values) == 1 \
@@ -180,10 +191,11 @@ class _Builder:
         raise self.refused(tp, _UNKNOWN)
 
     def _define(self, cls, build) -> dict:
-        if cls not in self.names:
-            name, n = cls.__name__, 1
+        if cls not in self.names:  # named as pydantic names them: a JSON Pointer token JSON writes as it is
+            name = base = re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__)  # (make_dataclass takes "a/b")
+            n = 1
             while name in self.defs:
-                n, name = n + 1, f"{cls.__name__}{n + 1}"
+                n, name = n + 1, f"{base}{n + 1}"
             self.names[cls], self.defs[name] = name, {}  # registered first: recursion finds the $ref
             self.defs[name] = build()
         return {"$ref": f"#/$defs/{self.names[cls]}"}
@@ -194,11 +206,8 @@ class _Builder:
             fields = fields_of(cls)
         except Exception as exc:  # e.g. a forward reference that does not resolve
             raise self.refused(cls, f"its type hints do not resolve ({type(exc).__name__}: {exc})") from None
-        unsent = dataclasses.is_dataclass(cls) and [p for p in inspect.signature(cls).parameters.values()
-                                                    if p.default is p.empty and p.name not in {f[0] for f in fields}]
-        if unsent:  # an InitVar: the schema has no field for it, so no value could ever build the class
-            raise self.refused(cls, f"its __init__ needs {unsent[0].name!r}, which is not a field (an InitVar?): "
-                                    "give it a default, or make it a field")
+        if dataclasses.is_dataclass(cls):
+            self._built_by_fields(cls, [f[0] for f in fields])
         for name, tp, req, default in fields:
             self.where.append(f"{cls.__name__}.{name}")
             props[name] = self.prop(name, field_type(tp, default), default)
@@ -210,6 +219,21 @@ class _Builder:
         if doc and not doc.startswith(f"{cls.__name__}(") and cls.__doc__ not in (dict.__doc__, tuple.__doc__):
             out["description"] = doc
         return out if required else {k: v for k, v in out.items() if k != "required"}
+
+    def _built_by_fields(self, cls, names: list) -> None:
+        """A dataclass is built as `cls(**fields)`: its `__init__` must need nothing but fields (an InitVar has no
+        field in the schema) and take every one (its own `__init__`, with init=False, may not): else no value the
+        schema allows could ever build it."""
+        params = inspect.signature(cls).parameters.values()
+        unsent = [p.name for p in params if p.default is p.empty and p.name not in names
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if unsent:
+            raise self.refused(cls, f"its __init__ needs {unsent[0]!r}, which is not a field (an InitVar?): "
+                                    "give it a default, or make it a field")
+        untaken = [n for n in names if n not in {p.name for p in params if p.kind in KEYWORDS}]
+        if untaken and all(p.kind != p.VAR_KEYWORD for p in params):
+            raise self.refused(cls, f"its __init__ takes no {', '.join(map(repr, untaken))} by name, though its "
+                                    "schema asks for every field: take them, or make them field(init=False)")
 
     def _pydantic(self, cls) -> dict:
         """A pydantic model's own schema, its `$defs` moved into ours."""
@@ -233,8 +257,10 @@ class _Builder:
 def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
     """A copy of `schema` as strict endpoints take it: every object closed and all its properties required, a
     $ref beside other keywords and a one-entry allOf inlined, oneOf read as anyOf, null defaults dropped. What
-    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) is a UserError here,
-    where the tool or output type is defined, rather than a rejected request later. `wire`: see `wire_schema`."""
+    strict mode cannot say (an open object, a root union, a $ref cycle with no schema in it) or strict endpoints
+    refuse (a root that is no object, an object without properties, an array without items, a schema without a
+    type) is a UserError here, where the tool or output type is defined, rather than a rejected request later (or an
+    open object silently closed). `wire`: see `wire_schema`."""
     if not isinstance(schema, dict):
         raise UserError(f"A JSON schema must be a dict, got {type(schema).__name__}")
     if not schema:
@@ -252,6 +278,8 @@ def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
                         "`default`?); flatten it") from None
     for name in strict.get("$defs") or {}:
         _no_bare_ref_cycle(strict, "#/$defs/" + name.replace("~", "~0").replace("/", "~1"))
+    if strict.get("type") != "object":
+        raise _unfit(strict, "a root that is not an object")
     return strict
 
 
@@ -312,7 +340,19 @@ def _strict(node, root, depth, count, inlining, wire):
         return _strict(merged, root, depth + 1, count, inlining + (out["$ref"],), wire)
     if "$ref" in out:  # a lone one is sent as it is: what it names must be here, not missing at the server
         _resolve_ref(root, out["$ref"])
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "object" in kinds and not isinstance(out.get("properties"), dict):
+        raise _unfit(out, "an object without properties (closed, as strict mode closes every object, it takes only {})")
+    if "array" in kinds and not (isinstance(out.get("items"), dict) or out.get("prefixItems")):
+        raise _unfit(out, "an array without items")
+    if kind is None and not {"anyOf", "$ref", "enum", "const"} & out.keys():
+        raise _unfit(out, "a schema without a type")
     return out
+
+
+def _unfit(node: dict, what: str) -> UserError:
+    return UserError(f"{what} in a strict JSON schema: {preview(node, 120)}; strict endpoints refuse it: say what it "
+                     "holds, or use strict_mode=False")
 
 
 # Keywords that describe a schema without constraining its values: where two merged schemas both set one, the
@@ -422,7 +462,7 @@ def _hints(func, sig, name: str) -> dict:
     """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
     annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
     written: its class may be imported only under TYPE_CHECKING."""
-    target = inspect.unwrap(func.func if isinstance(func, functools.partial) else func)
+    target = inspect.unwrap(_unbound(func)[0])
     globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
     hints = {}
     for p in sig.parameters.values():
@@ -440,12 +480,23 @@ class _Stub:
         self.__annotations__ = {"a": annotation}
 
 
+def _unbound(func: Any) -> tuple:
+    """(the function a `functools.partial`, nested ones too, calls; the keywords they bind). A bound keyword is the
+    developer's value (an API key, say): it is left out of the schema, where the model would read it as a default
+    and could send another."""
+    keywords: frozenset = frozenset()
+    while isinstance(func, functools.partial):
+        func, keywords = func.func, keywords | frozenset(func.keywords)
+    return func, keywords
+
+
 def _filled_first(func: Any) -> frozenset:
     """The parameters a call of `func` fills before the model's arguments, which its signature hides: a method's
     instance or class (bound, or a callable object's `__call__`), the arguments a `functools.partial` gives by
-    position. A `**kwargs` key with such a name would clash with it in the call."""
+    position or keyword. A `**kwargs` key with such a name would clash with it in the call."""
     if isinstance(func, functools.partial):
-        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | _filled_first(func.func)
+        return frozenset(list(inspect.signature(func.func).parameters)[:len(func.args)]) | frozenset(
+            func.keywords) | _filled_first(func.func)
     method = func if inspect.ismethod(func) else getattr(func, "__call__", None)
     first = next(iter(inspect.signature(method.__func__).parameters.values()), None) if inspect.ismethod(method) \
         else None
@@ -455,7 +506,8 @@ def _filled_first(func: Any) -> frozenset:
 def function_schema(func, *, name_override=None, description_override=None, docstring_style=None,
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
-    name = name_override or getattr(func, "__name__", None) or type(func).__name__
+    target, bound = _unbound(func)
+    name = name_override or getattr(target, "__name__", None) or type(func).__name__
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -464,9 +516,11 @@ def function_schema(func, *, name_override=None, description_override=None, docs
         raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")
     hints = _hints(func, sig, name)
-    doc, param_docs, _ = parse_docstring(inspect.getdoc(func)) if use_docstring_info else (None, {}, None)
+    doc, param_docs, _ = parse_docstring(inspect.getdoc(target)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):
+        if p.kind == p.KEYWORD_ONLY and p.name in bound:
+            continue
         ann = hints.get(p.name, p.annotation)
         kind = _context_kind(ann)
         if kind:
@@ -488,7 +542,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                                 "cannot express them — name the parameters, or strict_mode=False")
             default, tp = {}, Dict[str, ann]
         builder.subject, builder.top = f"tool '{name}': parameter '{p.name}'", ann
-        props[p.name] = builder.prop(p.name, tp, default, param_docs.get(p.name))
+        props[p.name] = builder.guarded(builder.prop, p.name, tp, default, param_docs.get(p.name))
         if default is p.empty:
             required.append(p.name)
         taken = frozenset(q.name for q in sig.parameters.values() if q.kind in KEYWORDS) | _filled_first(func) \
@@ -513,7 +567,7 @@ def type_schema(tp, *, strict: bool = True, output_rule: bool = False):
     root; any other becomes {"response": T}. `output_rule`: upstream's rule for an agent's output type instead,
     where pydantic models and dict types (TypedDicts, `dict[str, T]`) stand and dataclasses are wrapped."""
     builder = _Builder(strict, "output type", tp)
-    inner = builder.schema(tp)
+    inner = builder.guarded(builder.schema, tp)
     base = strip_annotated(tp)[0]
     cls = typing.get_origin(base) or base
     if output_rule:

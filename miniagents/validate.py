@@ -29,7 +29,7 @@ MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 _UNIONS = (Union, getattr(types, "UnionType", Union))  # `Union[X, Y]`, and `X | Y` on Python 3.10+
 _QUALIFIERS = ("Required", "NotRequired", "ReadOnly")  # a TypedDict field's, typing's or typing_extensions' (by name)
-INT_KEY = "^-?[0-9]+$"  # the JSON text of a `dict[int, T]` key
+INT_KEY = "^(0|-?[1-9][0-9]*)$"  # the JSON text of a `dict[int, T]` key: one text per int ("01", "-0" would clash)
 _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 
 
@@ -428,7 +428,7 @@ def _convert(tp, value, path: str, strict: bool, tried: dict):
 def _int_key(key: str, path: str) -> int:
     """A `dict[int, T]` key as JSON carries it (a string of digits), read back as the int."""
     if re.fullmatch(INT_KEY, key) is None:
-        return _fail(path, f"expected an integer key, got {preview(repr(key), 60)}")
+        return _fail(path, f"expected an integer key (no leading zero or -0), got {preview(repr(key), 60)}")
     try:
         return int(key)
     except ValueError:  # more digits than Python reads into an int (sys.get_int_max_str_digits(), 4300 by default)

@@ -11,9 +11,10 @@ Two seams (miniagents/seams.py):
   a `FunctionTool` beside the agent's own. The kernel looks a call's tool up by name in that offer, so approvals,
   the RunState JSON and the exactly-once ledger treat an MCP tool like any function tool.
 
-A tool's input schema is made strict when that changes nothing a call may send: the strict pass succeeds and every
-property of every object is already required (strict mode makes all of them required, so an optional parameter
-would have to be invented). Otherwise it is sent as the server gave it (`strict_json_schema=False`);
+A tool's input schema is made strict when that changes nothing a call may send: the strict pass succeeds (it
+refuses an object without properties, which it would close, and what strict endpoints refuse) and every property of
+every object is already required (strict mode makes all of them required, so an optional parameter would have to
+be invented). Otherwise it is sent as the server gave it (`strict_json_schema=False`);
 `mcp_config={"convert_schemas_to_strict": False}` sends every schema as given. A tool whose name the model APIs
 refuse (they take `[A-Za-z0-9_-]{1,64}`; MCP allows dots) is offered under a name made of it, and called under its
 own. Two tools with one name (two servers, or a server and the agent's own tools or handoffs) are a `UserError`:

@@ -14,7 +14,7 @@ import pytest
 
 from miniagents import Agent, Handoff, Runner, SQLiteSession, UserError, function_tool, handoff
 from miniagents.mcp import MCPConnectionError, MCPTimeoutError
-from miniagents.mcp.plugin import all_required
+from miniagents.mcp.plugin import all_required, function_tool as mcp_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from mcp_resume import build_agent
 from mcp_support import HERE, ended, gone, make_server  # noqa: F401
@@ -74,6 +74,16 @@ def test_a_value_that_looks_like_a_schema_is_data_when_strictness_is_judged(key)
     field = {"type": "object", key: [value] if key in ("enum", "examples") else value}
     assert all_required({"type": "object", "properties": {"x": field}, "required": ["x"]})
     assert not all_required({"type": "object", "properties": {"x": value}, "required": ["x"]})
+
+
+@pytest.mark.parametrize("field", [{"type": "object", "description": "free-form key/value pairs"},
+                                   {"type": "array"}, {"description": "anything"}])
+def test_a_schema_strict_mode_cannot_say_without_changing_what_it_accepts_is_sent_as_given(field):
+    """Strict mode closed an open object (only {} could then be sent), and sent an array without items or a field
+    without a type, which strict endpoints refuse."""
+    schema = {"type": "object", "properties": {"x": field}, "required": ["x"]}
+    tool = mcp_tool(type("Server", (), {"name": "s"})(), {"name": "log", "inputSchema": schema}, None, {})
+    assert tool.strict_json_schema is False and tool.params_json_schema == schema
 
 
 def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):

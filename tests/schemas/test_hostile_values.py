@@ -5,9 +5,12 @@ numbers, set items that cannot be hashed, InitVars, results that cannot be shown
 Each case ends in a message the model can act on, an error where the tool is made, or the tool's real result;
 never a bare exception, and never work that grows faster than what the model sent.
 """
+import dataclasses
 import enum
+import functools
 import json
 import math
+import re
 from dataclasses import InitVar, dataclass
 import typing
 from typing import Dict, FrozenSet, List, Literal, Optional, Set, Tuple, Union
@@ -551,3 +554,184 @@ def test_a_hand_written_strict_schema_strict_mode_cannot_read_is_a_user_error(pr
     with pytest.raises(UserError, match=words):
         FunctionTool(name="t", description="", params_json_schema={"type": "object", "properties": {"a": prop}},
                      on_invoke_tool=lambda ctx, raw: "ran")
+
+
+# --- What an attack on tool schemas and validation found -------------------------------------------------------
+
+SECRET = "sk-live-SECRET123"
+
+
+def fetch(api_key: str, url: str) -> str:
+    """Fetch a URL with the service's key."""
+    return f"fetched {url} with key {api_key}"
+
+
+def partial_of_partial(func, **keywords):
+    """A partial of a partial: Python merges the two into one, unless the inner one has attributes of its own."""
+    inner = functools.partial(func)
+    inner.note = "kept apart"
+    return functools.partial(inner, **keywords)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("bound", [functools.partial(fetch, api_key=SECRET),
+                                   partial_of_partial(fetch, api_key=SECRET)])
+def test_a_keyword_a_partial_binds_is_neither_sent_to_the_model_nor_replaced_by_it(bound, strict):
+    """A partial's keyword (an API key) was a parameter: its value sent as the default, and the model's replaced it.
+    The name and the description come from the function the partial calls."""
+    tool = function_tool(bound, strict_mode=strict)
+    assert (tool.name, tool.description) == ("fetch", "Fetch a URL with the service's key.")
+    assert SECRET not in json.dumps(tool.spec()) and "api_key" not in json.dumps(tool.params_json_schema)
+    told_back = told(tool, {"api_key": "attacker", "url": "u"})
+    assert ("unexpected parameter 'api_key'" in told_back) if strict else (told_back == f"fetched u with key {SECRET}")
+
+
+def test_a_keyword_a_partial_binds_is_no_key_of_its_kwargs():
+    def fetch_with(url: str, **headers: str) -> str:
+        return f"fetched {url} with {headers}"
+
+    tool = function_tool(functools.partial(fetch_with, token=SECRET), strict_mode=False)
+    assert SECRET not in json.dumps(tool.spec())
+    assert "the key 'token' names another parameter" in told(tool, {"url": "u", "headers": {"token": "x"}})
+
+
+@pytest.mark.parametrize("params, problem", [
+    ({"type": "string"}, "a root that is not an object"),
+    ({"type": "object"}, "an object without properties"),
+    ({"type": "object", "properties": {"ids": {"type": "array"}}}, "an array without items"),
+    ({"type": "object", "properties": {"v": {"description": "anything"}}}, "a schema without a type"),
+])
+def test_a_strict_schema_strict_endpoints_refuse_is_refused_where_the_tool_is_made(params, problem):
+    """Each was accepted, then refused by the server at every request (an open object was closed silently)."""
+    with pytest.raises(UserError, match=problem):
+        FunctionTool(name="t", description="", params_json_schema=params, on_invoke_tool=lambda ctx, args: "")
+    loose = FunctionTool(name="t", description="", params_json_schema=params, on_invoke_tool=lambda ctx, args: "",
+                         strict_json_schema=False)
+    assert wire_schema(loose.params_json_schema, False) == params
+
+
+class Ints:
+    """Shaped as miniagents recognises a pydantic model; its schema is `RootModel[list[int]]`'s, an array."""
+
+    @classmethod
+    def model_json_schema(cls):
+        return {"items": {"type": "integer"}, "title": "Ints", "type": "array"}
+
+    @classmethod
+    def model_validate(cls, value):
+        return value
+
+
+def test_an_empty_tuple_and_an_output_type_whose_schema_is_no_object_are_refused_in_strict_mode():
+    def nothing(t: Tuple[()]) -> str:
+        return "x"
+
+    with pytest.raises(UserError, match="tool 'nothing': an array without items"):
+        function_tool(nothing)
+    with pytest.raises(UserError, match="a root that is not an object"):
+        AgentOutputSchema(Ints)
+    assert function_tool(nothing, strict_mode=False).params_json_schema["properties"]["t"]["maxItems"] == 0
+    assert AgentOutputSchema(Ints, strict_json_schema=False).validate_json("[1]") == [1]
+
+
+@dataclasses.dataclass(init=False)
+class Point:
+    x: int
+    label: str = "origin"
+
+    def __init__(self, x: int):
+        self.x, self.label = x, f"p{x}"
+
+
+def test_a_dataclass_whose_own_init_takes_not_every_field_is_refused_naming_them():
+    """Every answer the schema allowed built it with a field its __init__ takes not: a bare TypeError out of the
+    run (an output type), a redacted failure (a tool's parameter)."""
+    def place(p: Point) -> str:
+        return "ran"
+
+    with pytest.raises(UserError, match="parameter 'p' is Point; its __init__ takes no 'label'"):
+        function_tool(place)
+    with pytest.raises(UserError, match="output type is Point; its __init__ takes no 'label' by name"):
+        AgentOutputSchema(Point)
+
+    @dataclasses.dataclass(init=False)
+    class ByPosition:
+        x: int
+
+        def __init__(self, x: int, /):
+            self.x = x
+
+    with pytest.raises(UserError, match="its __init__ takes no 'x' by name"):
+        AgentOutputSchema(ByPosition)
+
+    @dataclasses.dataclass(init=False)
+    class Open:
+        x: int
+
+        def __init__(self, *args: int, **fields: int):
+            self.x = fields["x"]
+
+    assert AgentOutputSchema(Open).validate_json('{"response": {"x": 1}}').x == 1
+
+
+@pytest.mark.parametrize("name", ["orders/row", "a~b", 'say "hi"', "Café"])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_class_named_with_what_a_json_pointer_escapes_is_defined_under_a_token(name, strict):
+    """"orders/row" went into $ref unescaped: strict, a misleading "Unresolvable $ref"; not strict, a $ref sent
+    that named nothing. A recursive one is kept in $defs, as it needs."""
+    row = dataclasses.make_dataclass(name, [("id", int), ("next", Optional["Row"], dataclasses.field(default=None))])
+    row.__annotations__["next"] = Optional[row]
+
+    def save(r) -> str:
+        return "ok"
+
+    save.__annotations__ = {"r": row}
+    schema = function_tool(save, strict_mode=strict).params_json_schema
+    token = re.fullmatch(r"#/\$defs/([A-Za-z0-9_.-]+)", schema["properties"]["r"]["$ref"]).group(1)
+    assert schema["$defs"][token]["title"] == name
+    output = AgentOutputSchema(row, strict_json_schema=strict).json_schema()
+    assert [d["title"] for d in output["$defs"].values()] == [name]
+
+
+def test_a_chain_of_dataclasses_deeper_than_python_recurses_is_refused_where_it_is_made():
+    chain = int
+    for i in range(250):
+        chain = dataclasses.make_dataclass(f"C{i}", [("v", chain)])
+
+    def f(x) -> int:
+        return 0
+
+    f.__annotations__ = {"x": chain}
+    with pytest.raises(UserError, match="parameter 'x' is C249, nested too deeply for a schema"):
+        function_tool(f, strict_mode=False)
+    with pytest.raises(UserError, match="output type is C249, nested too deeply for a schema"):
+        AgentOutputSchema(chain)
+
+
+@pytest.mark.parametrize("text", [None, b'{"response": 1}'])
+def test_a_final_output_that_is_no_text_is_invalid_not_a_bare_type_error(text):
+    with pytest.raises(InvalidFinalOutput, match="expected a JSON string, got"):
+        AgentOutputSchema(int).validate_json(text)
+
+
+def test_an_integer_key_has_one_text_so_two_keys_never_name_one_int():
+    """"1" and "01" were both read as 1: one value silently replaced the other."""
+    @function_tool(strict_mode=False)
+    def stock(counts: Dict[int, str]) -> str:
+        return json.dumps(counts)
+
+    assert told(stock, {"counts": {"0": "a", "-5": "b", "10": "c"}}) == '{"0": "a", "-5": "b", "10": "c"}'
+    for key in ("01", "-0", "+1"):
+        assert f"expected an integer key (no leading zero or -0), got '{key}'" in told(stock, {"counts": {key: "x"}})
+    assert stock.params_json_schema["properties"]["counts"]["propertyNames"] == {"pattern": "^(0|-?[1-9][0-9]*)$"}
+
+
+def test_an_enum_without_members_is_refused_where_it_is_made():
+    class Empty(enum.Enum):
+        pass
+
+    def pick(e: Empty) -> str:
+        return "never"
+
+    with pytest.raises(UserError, match="parameter 'e' is Empty; it has no members, so no value could be sent"):
+        function_tool(pick)

@@ -839,7 +839,7 @@ T_OBJECT = {"T": {"type": "object", "properties": {"inner": {"type": "string"}}}
 
 
 @pytest.mark.parametrize("schema", [
-    {"$defs": T_OBJECT, "type": "object", "properties": {"n": {"$ref": "#/$defs/T", "properties": {"a": {}}}}},
+    {"$defs": T_OBJECT, "type": "object", "properties": {"n": {"$ref": "#/$defs/T", "properties": {"a": {"type": "string"}}}}},
     {"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
      "allOf": [{"$ref": "#/$defs/T", "description": "alias"}]},
     {"$defs": T_OBJECT, "type": "object", "properties": {"outer": {"type": "string"}},
@@ -886,7 +886,7 @@ def test_strict_pass_refuses_additional_properties_on_an_object_without_a_type()
 
 
 def test_strict_pass_never_mutates_its_input():
-    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {}}, "b": {"default": None}}}
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {}}, "b": {"type": "string", "default": None}}}
     before = json.dumps(schema)
     out = ensure_strict_json_schema(schema)
     assert json.dumps(schema) == before and out is not schema
