@@ -367,6 +367,47 @@ def test_a_state_a_limit_stopped_resumes_once_with_a_session_that_keeps_the_ledg
     assert sum(1 for i in items if i.get("content") == "and then stop") == added
 
 
+def test_a_second_resume_of_a_limit_stop_while_the_first_runs_is_refused_before_its_model_call(tmp_path):
+    """The first resume claimed turn 2, journaled the state it starts from and waits in its model call. A second
+    resume of the same state reads that entry, which is not its own: the claim with no outcome refuses it before it
+    calls the model (it never takes over the turn of a resume that runs), and the first finishes alone."""
+    import threading
+
+    entered, release, session = threading.Event(), threading.Event(), SQLiteSession("s", str(tmp_path / "db"))
+
+    class Waits(Counting):
+        def get_response(self, *args, **kwargs):
+            if not self.calls:  # its first call waits
+                entered.set()
+                assert release.wait(30)
+            return super().get_response(*args, **kwargs)
+
+    @function_tool
+    def count(n: int) -> str:
+        return f"counted {n}"
+
+    def agent(model):
+        return Agent(name="Looper", tools=[count], model=model)
+
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        Runner.run_sync(agent(Counting(1)), "go", session=session, run_config=limited(request_limit=1))
+    text, seen, waiting = stopped.value.state.to_string(), [], agent(Waits(1))
+    first = threading.Thread(target=lambda: seen.append(
+        Runner.run_sync(waiting, RunState.from_string(waiting, text), session=session)))
+    first.start()
+    assert entered.wait(30)
+    second = agent(Counting(1))
+    try:
+        with pytest.raises(AlreadyResumedError) as refused:
+            Runner.run_sync(second, RunState.from_string(second, text), session=session)
+    finally:
+        release.set()
+        first.join(30)
+    assert refused.value.outcome is None and second.model.calls == 0 and seen[0].final_output == "done"
+    assert [i.get("call_id") for i in session.get_items() if i.get("type") == "function_call_output"] == ["c0"]
+    assert not session.read_journal()
+
+
 # --- What an attack found: a paused agent-tool call counted twice, an agent tool's own limits escaping the caller's -
 
 
