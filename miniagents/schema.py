@@ -458,15 +458,16 @@ class FuncSchema:
         return call_args(self._params, data, self.strict_json_schema)
 
 
-def _hints(func, sig, name: str) -> dict:
-    """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
-    annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
-    written: its class may be imported only under TYPE_CHECKING."""
-    target = inspect.unwrap(_unbound(func)[0])
+def _hints(target, sig, name: str, bound: frozenset) -> dict:
+    """Each parameter's annotation resolved in the module of the function `target` wraps or is (a string one under
+    `from __future__ import annotations` too), one at a time so that an error names the parameter. A context
+    parameter's, and a keyword a partial binds (left out), are left as written: their classes may be imported only
+    under TYPE_CHECKING."""
+    target = inspect.unwrap(target)
     globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
     hints = {}
     for p in sig.parameters.values():
-        if p.annotation is not p.empty and not _context_kind(p.annotation):
+        if p.annotation is not p.empty and not _context_kind(p.annotation) and p.name not in bound:
             try:
                 hints[p.name] = typing.get_type_hints(_Stub(p.annotation), globalns, include_extras=True)["a"]
             except Exception as exc:
@@ -481,13 +482,22 @@ class _Stub:
 
 
 def _unbound(func: Any) -> tuple:
-    """(the function a `functools.partial`, nested ones too, calls; the keywords they bind). A bound keyword is the
-    developer's value (an API key, say): it is left out of the schema, where the model would read it as a default
-    and could send another."""
-    keywords: frozenset = frozenset()
-    while isinstance(func, functools.partial):
-        func, keywords = func.func, keywords | frozenset(func.keywords)
-    return func, keywords
+    """(the function a `functools.partial`, nested ones too, calls, else `func`; the keywords they bind), through
+    decorators (`functools.wraps`: the upstream shell's `function_tool`), which `inspect.signature` follows too. A
+    bound keyword is the developer's value (an API key, say): it is left out of the schema, where the model would read
+    it as a default and could send another. Followed `_MAX_DEPTH` steps: a longer chain is refused (it may be a
+    loop), as a keyword bound past the last step would be sent."""
+    target, keywords = func, frozenset()
+    for _ in range(_MAX_DEPTH):
+        if isinstance(func, functools.partial):
+            func, keywords = func.func, keywords | frozenset(func.keywords)
+            target = func
+        elif hasattr(func, "__wrapped__"):
+            func = func.__wrapped__
+        else:
+            return target, keywords
+    raise UserError(f"cannot read the signature of a {type(target).__name__}: functools.partial or functools.wraps "
+                    f"nest it more than {_MAX_DEPTH} deep, or in a loop")
 
 
 def _filled_first(func: Any) -> frozenset:
@@ -507,7 +517,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
     target, bound = _unbound(func)
-    name = name_override or getattr(target, "__name__", None) or type(func).__name__
+    name = name_override or getattr(target, "__name__", None) or type(target).__name__
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -515,7 +525,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
     if docstring_style not in (None, "google"):
         raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")
-    hints = _hints(func, sig, name)
+    hints = _hints(target, sig, name, bound)
     doc, param_docs, _ = parse_docstring(inspect.getdoc(target)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):

@@ -3321,6 +3321,20 @@ MUTANTS: List[Mutant] = [
       "            if not isinstance(text, str):  # (None, bytes",
       "            if False:  # (None, bytes",
       "a final output that is no text is an InvalidFinalOutput, not a bare TypeError", "test_hostile_values"),
+    # --- What an attack on those fixes found ------------------------------------------------------------------
+    M("schema.py",
+      "        elif hasattr(func, \"__wrapped__\"):\n            func = func.__wrapped__\n",
+      "",
+      "a keyword a partial binds behind functools.wraps (the upstream shell's function_tool) is neither sent nor "
+      "replaced", "test_hostile_values"),
+    M("schema.py",
+      "and not _context_kind(p.annotation) and p.name not in bound:",
+      "and not _context_kind(p.annotation):",
+      "a keyword a partial binds needs no annotation that resolves (it is left out)", "test_hostile_values"),
+    M("schema.py",
+      "or type(target).__name__",
+      "or type(func).__name__",
+      "a partial of a callable object is named by the object's class, not `partial`", "test_hostile_values"),
 ]
 
 

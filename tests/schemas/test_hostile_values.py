@@ -22,7 +22,7 @@ from hypothesis import given, strategies as st
 from miniagents import (FunctionTool, ModelBehaviorError, RunContextWrapper, Runner, SQLiteSession, UserError,
                         function_tool)
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
-from miniagents import docstrings, validate
+from miniagents import docstrings, upstream, validate
 from miniagents.docstrings import parse_docstring
 from miniagents.schema import wire_schema
 from miniagents.testing import assistant_message, function_call
@@ -735,3 +735,56 @@ def test_an_enum_without_members_is_refused_where_it_is_made():
 
     with pytest.raises(UserError, match="parameter 'e' is Empty; it has no members, so no value could be sent"):
         function_tool(pick)
+
+
+# --- What an attack on those fixes found -----------------------------------------------------------------------
+
+def decorated(fn):
+    @functools.wraps(fn)  # a partial has no __name__: the wrapper keeps its own, and takes the partial's docstring
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("make", [lambda bound, strict: upstream.function_tool(bound, strict_mode=strict),
+                                  lambda bound, strict: function_tool(decorated(bound), strict_mode=strict)],
+                         ids=["the upstream shell's function_tool", "a functools.wraps decorator"])
+def test_a_keyword_a_partial_binds_behind_a_decorator_is_neither_sent_nor_replaced(make, strict):
+    """`inspect.signature` follows `__wrapped__` to the partial; the keywords were read from a partial only: the key
+    was sent as a default and the model's replaced it, the tool named `wrapper` and described by partial's docstring."""
+    tool = make(functools.partial(fetch, api_key=SECRET), strict)
+    assert (tool.name, tool.description) == ("fetch", "Fetch a URL with the service's key.")
+    assert SECRET not in json.dumps(tool.spec()) and "api_key" not in json.dumps(tool.params_json_schema)
+    told_back = told(tool, {"api_key": "attacker", "url": "u"})
+    assert ("unexpected parameter 'api_key'" in told_back) if strict else (told_back == f"fetched u with key {SECRET}")
+
+
+def test_a_partial_wrapped_in_a_loop_is_a_user_error():
+    def looped(url: str) -> str:
+        return url
+
+    looped.__wrapped__ = functools.partial(looped)  # a bare RecursionError out of inspect.signature
+    with pytest.raises(UserError, match="functools.partial or functools.wraps nest it more than 100 deep"):
+        function_tool(looped)
+
+
+def test_a_keyword_a_partial_binds_needs_no_annotation_that_resolves():
+    """Left out of the schema, its annotation was resolved all the same: a class imported only under TYPE_CHECKING
+    was a UserError."""
+    def fetch_with(url: str, client: "HTTPConnection" = None) -> str:  # noqa: F821
+        return f"fetched {url} with {client}"
+
+    assert told(function_tool(functools.partial(fetch_with, client="pool")), {"url": "u"}) == "fetched u with pool"
+
+
+class Lookup:
+    """Look a word up."""
+
+    def __call__(self, word: str, api_key: str = "") -> str:
+        return word
+
+
+def test_a_partial_of_a_callable_object_is_named_by_its_class():
+    assert function_tool(functools.partial(Lookup(), api_key=SECRET)).name == "Lookup"  # was `partial`
+
