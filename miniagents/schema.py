@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
 import re
 import typing
@@ -192,10 +193,7 @@ class _Builder:
 
     def _define(self, cls, build) -> dict:
         if cls not in self.names:  # named as pydantic names them: a JSON Pointer token JSON writes as it is
-            name = base = re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__)  # (make_dataclass takes "a/b")
-            n = 1
-            while name in self.defs:
-                n, name = n + 1, f"{base}{n + 1}"
+            name = _free(re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__), self.defs)  # (make_dataclass takes "a/b")
             self.names[cls], self.defs[name] = name, {}  # registered first: recursion finds the $ref
             self.defs[name] = build()
         return {"$ref": f"#/$defs/{self.names[cls]}"}
@@ -236,20 +234,44 @@ class _Builder:
                                     "schema asks for every field: take them, or make them field(init=False)")
 
     def _pydantic(self, cls) -> dict:
-        """A pydantic model's own schema, its `$defs` moved into ours."""
+        """A pydantic model's own schema, its `$defs` moved into ours. Pydantic names a nested model by its class
+        name, as `_define` names a class: where one of its names holds another schema here, each of its names here
+        is changed for a free one (a name whose schema is the same may refer to one that changed)."""
         if cls in self.names:
             return {"$ref": f"#/$defs/{self.names[cls]}"}
         schema = copy.deepcopy(cls.model_json_schema())
-        for name, body in schema.pop("$defs", {}).items():
-            if self.defs.setdefault(name, body) != body:  # pydantic names a nested model by its class name
-                raise self.refused(cls, f"two different types are named {name}: rename one")
+        defs = schema.pop("$defs", {})
+        if any(self.defs.get(name, body) != body for name, body in defs.items()):
+            names: dict = {}
+            for name in (name for name in defs if name in self.defs):
+                names[name] = _free(name, set(self.defs) | set(defs) | set(names.values()))
+            refs = {f"#/$defs/{old}": f"#/$defs/{new}" for old, new in names.items()}
+            schema, defs = _renamed(schema, refs), {names.get(n, n): _renamed(b, refs) for n, b in defs.items()}
+        self.defs.update(defs)
         if set(schema) == {"$ref"}:  # recursive models: the root is a reference into $defs
             self.names[cls] = schema["$ref"].rsplit("/", 1)[-1]
             return schema
-        if self.defs.get(cls.__name__) == schema:  # already hoisted from another model's $defs
-            self.names[cls] = cls.__name__
-            return {"$ref": f"#/$defs/{cls.__name__}"}
+        hoisted = next((name for name, body in self.defs.items() if body == schema), None)
+        if hoisted:  # from another model's $defs
+            self.names[cls] = hoisted
+            return {"$ref": f"#/$defs/{hoisted}"}
         return self._define(cls, lambda: schema)
+
+
+def _free(base: str, taken) -> str:
+    """`base`, or the first of base2, base3... not in `taken`."""
+    return next(name for name in itertools.chain([base], map(f"{base}{{}}".format, itertools.count(2)))
+                if name not in taken)
+
+
+def _renamed(node: Any, refs: dict) -> Any:
+    """A copy of a pydantic schema with each reference into `$defs` in `refs` changed: a `$ref`'s, a discriminator
+    mapping's (a text that is exactly one, as a default, changes too)."""
+    if isinstance(node, dict):
+        return {key: _renamed(value, refs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value, refs) for value in node]
+    return refs.get(node, node) if isinstance(node, str) else node
 
 
 # -------------------------------------------------------------------------------------------- strict pass

@@ -5,6 +5,7 @@ numbers, set items that cannot be hashed, InitVars, results that cannot be shown
 Each case ends in a message the model can act on, an error where the tool is made, or the tool's real result;
 never a bare exception, and never work that grows faster than what the model sent.
 """
+import copy
 import dataclasses
 import enum
 import functools
@@ -787,4 +788,57 @@ class Lookup:
 
 def test_a_partial_of_a_callable_object_is_named_by_its_class():
     assert function_tool(functools.partial(Lookup(), api_key=SECRET)).name == "Lookup"  # was `partial`
+
+
+def model(name: str, schema: dict):
+    """A class shaped as miniagents recognises a pydantic model, whose schema is `schema` (as pydantic writes it)."""
+    return type(name, (), {"model_json_schema": classmethod(lambda cls: copy.deepcopy(schema)),
+                           "model_validate": classmethod(lambda cls, value: value)})
+
+
+def obj(title: str, **properties) -> dict:
+    return {"properties": properties, "required": list(properties), "title": title, "type": "object"}
+
+
+def target(schema: dict, node: dict) -> dict:
+    return schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_a_pydantic_models_defs_take_other_names_where_another_type_has_theirs(order):
+    """A dataclass named "Item/v1" is defined as Item_v1, as pydantic names a nested model Item_v1: a UserError ("two
+    different types are named Item_v1") when the dataclass came first. A model whose own schema is the same as one
+    defined may refer to one renamed, so it is renamed too."""
+    row = dataclasses.make_dataclass("Item/v1", [("x", int)])
+    outer = model("Outer", {**obj("Outer", item={"$ref": "#/$defs/Item_v1"}),
+                            "$defs": {"Item_v1": obj("Item_v1", y={"type": "string"})}})
+
+    def keep(a, b) -> str:
+        return "ok"
+
+    keep.__annotations__ = dict(sorted({"a": row, "b": outer}.items(), reverse=order == "ba"))
+    schema = function_tool(keep).params_json_schema
+    assert list(target(schema, schema["properties"]["a"])["properties"]) == ["x"]
+    assert list(target(schema, target(schema, schema["properties"]["b"])["properties"]["item"])["properties"]) == ["y"]
+    first, second = ({"$defs": {"Mid": obj("Mid", i={"$ref": "#/$defs/Inner"}), "Inner": obj("Inner", **{n: t})},
+                      **obj(name, m={"$ref": "#/$defs/Mid"})} for name, n, t in
+                     [("First", "x", {"type": "integer"}), ("Second", "y", {"type": "string"})])
+    keep.__annotations__ = {"a": model("First", first), "b": model("Second", second)}
+    schema = function_tool(keep).params_json_schema
+    for name, field in (("a", "x"), ("b", "y")):
+        mid = target(schema, target(schema, schema["properties"][name])["properties"]["m"])
+        assert list(target(schema, mid["properties"]["i"])["properties"]) == [field]
+
+
+def test_a_generic_pydantic_model_another_one_holds_is_defined_once():
+    """Pydantic names `Box[int]` Box_int_ in a model holding one: it was defined again under `Box[int]`."""
+    box = obj("Box[int]", v={"type": "integer"})
+    holder = model("Holder", {**obj("Holder", b={"$ref": "#/$defs/Box_int_"}), "$defs": {"Box_int_": box}})
+
+    def keep(h, b) -> str:
+        return "ok"
+
+    keep.__annotations__ = {"h": holder, "b": model("Box[int]", box)}
+    schema = function_tool(keep).params_json_schema
+    assert sorted(schema["$defs"]) == ["Box_int_", "Holder"] and schema["properties"]["b"]["$ref"] == "#/$defs/Box_int_"
 
