@@ -222,7 +222,11 @@ class _Builder:
         """A dataclass is built as `cls(**fields)`: its `__init__` must need nothing but fields (an InitVar has no
         field in the schema) and take every one (its own `__init__`, with init=False, may not): else no value the
         schema allows could ever build it."""
-        params = inspect.signature(cls).parameters.values()
+        try:
+            params = inspect.signature(cls).parameters.values()
+        except (TypeError, ValueError):  # a built-in base's (init=False under Exception, dict): no fields by name
+            raise self.refused(cls, "its __init__ is its built-in base's, which sets no field (Exception's takes no "
+                                    "keywords, dict's makes them items): let dataclass write it (init=True)") from None
         unsent = [p.name for p in params if p.default is p.empty and p.name not in names
                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if unsent:

@@ -3349,6 +3349,11 @@ MUTANTS: List[Mutant] = [
       "        hoisted = cls.__name__ if self.defs.get(cls.__name__) == schema else None",
       "a generic pydantic model (Box[int], Box_int_ in $defs) another model holds is defined once",
       "test_hostile_values"),
+    M("schema.py",
+      "        except (TypeError, ValueError):  # a built-in base's",
+      "        except TypeError:  # a built-in base's",
+      "a dataclass built by a built-in base's __init__ (Exception's) is a UserError, not a bare ValueError",
+      "test_hostile_values"),
 ]
 
 

@@ -842,3 +842,19 @@ def test_a_generic_pydantic_model_another_one_holds_is_defined_once():
     schema = function_tool(keep).params_json_schema
     assert sorted(schema["$defs"]) == ["Box_int_", "Holder"] and schema["properties"]["b"]["$ref"] == "#/$defs/Box_int_"
 
+
+@dataclasses.dataclass(init=False)
+class Failure(Exception):
+    code: int
+
+
+def test_a_dataclass_built_by_a_built_in_base_is_refused_where_it_is_made():
+    """Exception's __init__ has no signature Python reads: a bare ValueError from inspect.signature (and a call takes
+    no keywords; a dict's makes them items, not fields)."""
+    def report(f: Failure) -> str:
+        return "ran"
+
+    with pytest.raises(UserError, match="parameter 'f' is Failure; its __init__ is its built-in base's"):
+        function_tool(report)
+    with pytest.raises(UserError, match="output type is Failure; its __init__ is its built-in base's"):
+        AgentOutputSchema(Failure)
