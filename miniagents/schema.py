@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
 import re
 import typing
@@ -192,10 +193,7 @@ class _Builder:
 
     def _define(self, cls, build) -> dict:
         if cls not in self.names:  # named as pydantic names them: a JSON Pointer token JSON writes as it is
-            name = base = re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__)  # (make_dataclass takes "a/b")
-            n = 1
-            while name in self.defs:
-                n, name = n + 1, f"{base}{n + 1}"
+            name = _free(re.sub(r"[^A-Za-z0-9_.-]", "_", cls.__name__), self.defs)  # (make_dataclass takes "a/b")
             self.names[cls], self.defs[name] = name, {}  # registered first: recursion finds the $ref
             self.defs[name] = build()
         return {"$ref": f"#/$defs/{self.names[cls]}"}
@@ -224,7 +222,11 @@ class _Builder:
         """A dataclass is built as `cls(**fields)`: its `__init__` must need nothing but fields (an InitVar has no
         field in the schema) and take every one (its own `__init__`, with init=False, may not): else no value the
         schema allows could ever build it."""
-        params = inspect.signature(cls).parameters.values()
+        try:
+            params = inspect.signature(cls).parameters.values()
+        except (TypeError, ValueError):  # a built-in base's (init=False under Exception, dict): no fields by name
+            raise self.refused(cls, "its __init__ is its built-in base's, which sets no field (Exception's takes no "
+                                    "keywords, dict's makes them items): let dataclass write it (init=True)") from None
         unsent = [p.name for p in params if p.default is p.empty and p.name not in names
                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if unsent:
@@ -236,20 +238,44 @@ class _Builder:
                                     "schema asks for every field: take them, or make them field(init=False)")
 
     def _pydantic(self, cls) -> dict:
-        """A pydantic model's own schema, its `$defs` moved into ours."""
+        """A pydantic model's own schema, its `$defs` moved into ours. Pydantic names a nested model by its class
+        name, as `_define` names a class: where one of its names holds another schema here, each of its names here
+        is changed for a free one (a name whose schema is the same may refer to one that changed)."""
         if cls in self.names:
             return {"$ref": f"#/$defs/{self.names[cls]}"}
         schema = copy.deepcopy(cls.model_json_schema())
-        for name, body in schema.pop("$defs", {}).items():
-            if self.defs.setdefault(name, body) != body:  # pydantic names a nested model by its class name
-                raise self.refused(cls, f"two different types are named {name}: rename one")
+        defs = schema.pop("$defs", {})
+        if any(self.defs.get(name, body) != body for name, body in defs.items()):
+            names: dict = {}
+            for name in (name for name in defs if name in self.defs):
+                names[name] = _free(name, set(self.defs) | set(defs) | set(names.values()))
+            refs = {f"#/$defs/{old}": f"#/$defs/{new}" for old, new in names.items()}
+            schema, defs = _renamed(schema, refs), {names.get(n, n): _renamed(b, refs) for n, b in defs.items()}
+        self.defs.update(defs)
         if set(schema) == {"$ref"}:  # recursive models: the root is a reference into $defs
             self.names[cls] = schema["$ref"].rsplit("/", 1)[-1]
             return schema
-        if self.defs.get(cls.__name__) == schema:  # already hoisted from another model's $defs
-            self.names[cls] = cls.__name__
-            return {"$ref": f"#/$defs/{cls.__name__}"}
+        hoisted = next((name for name, body in self.defs.items() if body == schema), None)
+        if hoisted:  # from another model's $defs
+            self.names[cls] = hoisted
+            return {"$ref": f"#/$defs/{hoisted}"}
         return self._define(cls, lambda: schema)
+
+
+def _free(base: str, taken) -> str:
+    """`base`, or the first of base2, base3... not in `taken`."""
+    return next(name for name in itertools.chain([base], map(f"{base}{{}}".format, itertools.count(2)))
+                if name not in taken)
+
+
+def _renamed(node: Any, refs: dict) -> Any:
+    """A copy of a pydantic schema with each reference into `$defs` in `refs` changed: a `$ref`'s, a discriminator
+    mapping's (a text that is exactly one, as a default, changes too)."""
+    if isinstance(node, dict):
+        return {key: _renamed(value, refs) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value, refs) for value in node]
+    return refs.get(node, node) if isinstance(node, str) else node
 
 
 # -------------------------------------------------------------------------------------------- strict pass
@@ -458,15 +484,16 @@ class FuncSchema:
         return call_args(self._params, data, self.strict_json_schema)
 
 
-def _hints(func, sig, name: str) -> dict:
-    """Each parameter's annotation resolved in the function's module (a string one under `from __future__ import
-    annotations` too), one at a time so that an error names the parameter. A context parameter's is left as
-    written: its class may be imported only under TYPE_CHECKING."""
-    target = inspect.unwrap(_unbound(func)[0])
+def _hints(target, sig, name: str, bound: frozenset) -> dict:
+    """Each parameter's annotation resolved in the module of the function `target` wraps or is (a string one under
+    `from __future__ import annotations` too), one at a time so that an error names the parameter. A context
+    parameter's, and a keyword a partial binds (left out), are left as written: their classes may be imported only
+    under TYPE_CHECKING."""
+    target = inspect.unwrap(target)
     globalns = getattr(target, "__globals__", None) or getattr(getattr(target, "__call__", None), "__globals__", {})
     hints = {}
     for p in sig.parameters.values():
-        if p.annotation is not p.empty and not _context_kind(p.annotation):
+        if p.annotation is not p.empty and not _context_kind(p.annotation) and p.name not in bound:
             try:
                 hints[p.name] = typing.get_type_hints(_Stub(p.annotation), globalns, include_extras=True)["a"]
             except Exception as exc:
@@ -481,13 +508,22 @@ class _Stub:
 
 
 def _unbound(func: Any) -> tuple:
-    """(the function a `functools.partial`, nested ones too, calls; the keywords they bind). A bound keyword is the
-    developer's value (an API key, say): it is left out of the schema, where the model would read it as a default
-    and could send another."""
-    keywords: frozenset = frozenset()
-    while isinstance(func, functools.partial):
-        func, keywords = func.func, keywords | frozenset(func.keywords)
-    return func, keywords
+    """(the function a `functools.partial`, nested ones too, calls, else `func`; the keywords they bind), through
+    decorators (`functools.wraps`: the upstream shell's `function_tool`), which `inspect.signature` follows too. A
+    bound keyword is the developer's value (an API key, say): it is left out of the schema, where the model would read
+    it as a default and could send another. Followed `_MAX_DEPTH` steps: a longer chain is refused (it may be a
+    loop), as a keyword bound past the last step would be sent."""
+    target, keywords = func, frozenset()
+    for _ in range(_MAX_DEPTH):
+        if isinstance(func, functools.partial):
+            func, keywords = func.func, keywords | frozenset(func.keywords)
+            target = func
+        elif hasattr(func, "__wrapped__"):
+            func = func.__wrapped__
+        else:
+            return target, keywords
+    raise UserError(f"cannot read the signature of a {type(target).__name__}: functools.partial or functools.wraps "
+                    f"nest it more than {_MAX_DEPTH} deep, or in a loop")
 
 
 def _filled_first(func: Any) -> frozenset:
@@ -507,7 +543,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
     target, bound = _unbound(func)
-    name = name_override or getattr(target, "__name__", None) or type(func).__name__
+    name = name_override or getattr(target, "__name__", None) or type(target).__name__
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -515,7 +551,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
     if docstring_style not in (None, "google"):
         raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")
-    hints = _hints(func, sig, name)
+    hints = _hints(target, sig, name, bound)
     doc, param_docs, _ = parse_docstring(inspect.getdoc(target)) if use_docstring_info else (None, {}, None)
     builder, props, required, params, context_kind = _Builder(strict_json_schema), {}, [], [], None
     for index, p in enumerate(sig.parameters.values()):

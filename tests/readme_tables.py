@@ -201,7 +201,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
     # 1039: a rejection message that is no text refused when given (it failed deep in an adapter when the run resumed)
-    "tools and schemas": 1097,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -232,6 +232,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # field (a bare TypeError out of the run), an enum with no members, a chain of dataclasses deeper than Python
     # recurses (a bare RecursionError); a class named with "/" or "~" defined under a JSON Pointer token (its $ref
     # named nothing); a final output that is no text a ModelBehaviorError, not a bare TypeError
+    # 1121 for a keyword a partial binds behind functools.wraps (the upstream shell's function_tool) left out as a
+    # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
+    # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
+    # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
     "state and sessions": 1262,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;

@@ -5,6 +5,7 @@ numbers, set items that cannot be hashed, InitVars, results that cannot be shown
 Each case ends in a message the model can act on, an error where the tool is made, or the tool's real result;
 never a bare exception, and never work that grows faster than what the model sent.
 """
+import copy
 import dataclasses
 import enum
 import functools
@@ -22,7 +23,7 @@ from hypothesis import given, strategies as st
 from miniagents import (FunctionTool, ModelBehaviorError, RunContextWrapper, Runner, SQLiteSession, UserError,
                         function_tool)
 from miniagents.agent_output import AgentOutputSchema, InvalidFinalOutput
-from miniagents import docstrings, validate
+from miniagents import docstrings, upstream, validate
 from miniagents.docstrings import parse_docstring
 from miniagents.schema import wire_schema
 from miniagents.testing import assistant_message, function_call
@@ -735,3 +736,125 @@ def test_an_enum_without_members_is_refused_where_it_is_made():
 
     with pytest.raises(UserError, match="parameter 'e' is Empty; it has no members, so no value could be sent"):
         function_tool(pick)
+
+
+# --- What an attack on those fixes found -----------------------------------------------------------------------
+
+def decorated(fn):
+    @functools.wraps(fn)  # a partial has no __name__: the wrapper keeps its own, and takes the partial's docstring
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("make", [lambda bound, strict: upstream.function_tool(bound, strict_mode=strict),
+                                  lambda bound, strict: function_tool(decorated(bound), strict_mode=strict)],
+                         ids=["the upstream shell's function_tool", "a functools.wraps decorator"])
+def test_a_keyword_a_partial_binds_behind_a_decorator_is_neither_sent_nor_replaced(make, strict):
+    """`inspect.signature` follows `__wrapped__` to the partial; the keywords were read from a partial only: the key
+    was sent as a default and the model's replaced it, the tool named `wrapper` and described by partial's docstring."""
+    tool = make(functools.partial(fetch, api_key=SECRET), strict)
+    assert (tool.name, tool.description) == ("fetch", "Fetch a URL with the service's key.")
+    assert SECRET not in json.dumps(tool.spec()) and "api_key" not in json.dumps(tool.params_json_schema)
+    told_back = told(tool, {"api_key": "attacker", "url": "u"})
+    assert ("unexpected parameter 'api_key'" in told_back) if strict else (told_back == f"fetched u with key {SECRET}")
+
+
+def test_a_partial_wrapped_in_a_loop_is_a_user_error():
+    def looped(url: str) -> str:
+        return url
+
+    looped.__wrapped__ = functools.partial(looped)  # a bare RecursionError out of inspect.signature
+    with pytest.raises(UserError, match="functools.partial or functools.wraps nest it more than 100 deep"):
+        function_tool(looped)
+
+
+def test_a_keyword_a_partial_binds_needs_no_annotation_that_resolves():
+    """Left out of the schema, its annotation was resolved all the same: a class imported only under TYPE_CHECKING
+    was a UserError."""
+    def fetch_with(url: str, client: "HTTPConnection" = None) -> str:  # noqa: F821
+        return f"fetched {url} with {client}"
+
+    assert told(function_tool(functools.partial(fetch_with, client="pool")), {"url": "u"}) == "fetched u with pool"
+
+
+class Lookup:
+    """Look a word up."""
+
+    def __call__(self, word: str, api_key: str = "") -> str:
+        return word
+
+
+def test_a_partial_of_a_callable_object_is_named_by_its_class():
+    assert function_tool(functools.partial(Lookup(), api_key=SECRET)).name == "Lookup"  # was `partial`
+
+
+def model(name: str, schema: dict):
+    """A class shaped as miniagents recognises a pydantic model, whose schema is `schema` (as pydantic writes it)."""
+    return type(name, (), {"model_json_schema": classmethod(lambda cls: copy.deepcopy(schema)),
+                           "model_validate": classmethod(lambda cls, value: value)})
+
+
+def obj(title: str, **properties) -> dict:
+    return {"properties": properties, "required": list(properties), "title": title, "type": "object"}
+
+
+def target(schema: dict, node: dict) -> dict:
+    return schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_a_pydantic_models_defs_take_other_names_where_another_type_has_theirs(order):
+    """A dataclass named "Item/v1" is defined as Item_v1, as pydantic names a nested model Item_v1: a UserError ("two
+    different types are named Item_v1") when the dataclass came first. A model whose own schema is the same as one
+    defined may refer to one renamed, so it is renamed too."""
+    row = dataclasses.make_dataclass("Item/v1", [("x", int)])
+    outer = model("Outer", {**obj("Outer", item={"$ref": "#/$defs/Item_v1"}),
+                            "$defs": {"Item_v1": obj("Item_v1", y={"type": "string"})}})
+
+    def keep(a, b) -> str:
+        return "ok"
+
+    keep.__annotations__ = dict(sorted({"a": row, "b": outer}.items(), reverse=order == "ba"))
+    schema = function_tool(keep).params_json_schema
+    assert list(target(schema, schema["properties"]["a"])["properties"]) == ["x"]
+    assert list(target(schema, target(schema, schema["properties"]["b"])["properties"]["item"])["properties"]) == ["y"]
+    first, second = ({"$defs": {"Mid": obj("Mid", i={"$ref": "#/$defs/Inner"}), "Inner": obj("Inner", **{n: t})},
+                      **obj(name, m={"$ref": "#/$defs/Mid"})} for name, n, t in
+                     [("First", "x", {"type": "integer"}), ("Second", "y", {"type": "string"})])
+    keep.__annotations__ = {"a": model("First", first), "b": model("Second", second)}
+    schema = function_tool(keep).params_json_schema
+    for name, field in (("a", "x"), ("b", "y")):
+        mid = target(schema, target(schema, schema["properties"][name])["properties"]["m"])
+        assert list(target(schema, mid["properties"]["i"])["properties"]) == [field]
+
+
+def test_a_generic_pydantic_model_another_one_holds_is_defined_once():
+    """Pydantic names `Box[int]` Box_int_ in a model holding one: it was defined again under `Box[int]`."""
+    box = obj("Box[int]", v={"type": "integer"})
+    holder = model("Holder", {**obj("Holder", b={"$ref": "#/$defs/Box_int_"}), "$defs": {"Box_int_": box}})
+
+    def keep(h, b) -> str:
+        return "ok"
+
+    keep.__annotations__ = {"h": holder, "b": model("Box[int]", box)}
+    schema = function_tool(keep).params_json_schema
+    assert sorted(schema["$defs"]) == ["Box_int_", "Holder"] and schema["properties"]["b"]["$ref"] == "#/$defs/Box_int_"
+
+
+@dataclasses.dataclass(init=False)
+class Failure(Exception):
+    code: int
+
+
+def test_a_dataclass_built_by_a_built_in_base_is_refused_where_it_is_made():
+    """Exception's __init__ has no signature Python reads: a bare ValueError from inspect.signature (and a call takes
+    no keywords; a dict's makes them items, not fields)."""
+    def report(f: Failure) -> str:
+        return "ran"
+
+    with pytest.raises(UserError, match="parameter 'f' is Failure; its __init__ is its built-in base's"):
+        function_tool(report)
+    with pytest.raises(UserError, match="output type is Failure; its __init__ is its built-in base's"):
+        AgentOutputSchema(Failure)

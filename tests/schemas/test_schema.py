@@ -1183,14 +1183,18 @@ def test_model_param_schema_is_hoisted_and_strict(models):
     assert user["properties"]["previous"]["items"] == {"$ref": "#/$defs/FakeAddress"}
 
 
-def test_a_model_and_another_type_of_the_same_name_are_refused_naming_it(models):
-    """Upstream (pydantic) qualifies the names; the kernel asks for a rename instead of rewriting $refs."""
+def test_a_model_and_another_type_of_the_same_name_are_each_defined(models):
+    """Pydantic names a nested model by its class name: where another type has that name, the model's is another one
+    (FakeAddress2), its $refs changed with it, as a second class of one name is named."""
     Address, User = models
     Other = dataclasses.make_dataclass("FakeAddress", [("line", str)])
 
     def register(other: Other, user: User): ...
-    with pytest.raises(UserError, match="parameter 'user' is FakeUser.*two different types are named FakeAddress"):
-        function_schema(register)
+    schema = function_schema(register).params_json_schema
+    assert schema["properties"]["other"] == {"$ref": "#/$defs/FakeAddress"}
+    assert list(schema["$defs"]["FakeAddress"]["properties"]) == ["line"]
+    assert schema["$defs"]["FakeUser"]["properties"]["previous"]["items"] == {"$ref": "#/$defs/FakeAddress2"}
+    assert list(schema["$defs"]["FakeAddress2"]["properties"]) == ["street", "zip"]
 
 
 class RemoteRefModel:
