@@ -547,7 +547,7 @@ def function_schema(func, *, name_override=None, description_override=None, docs
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise UserError(f"tool '{name}': cannot read the signature of {func!r}: {exc}") from None
+        raise UserError(f"tool '{name}': cannot read the signature of {target!r}: {exc}") from None
     if docstring_style not in (None, "google"):
         raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")

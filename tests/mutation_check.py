@@ -576,6 +576,11 @@ MUTANTS: List[Mutant] = [
       "test_tools"),
     # --- handoffs.py ------------------------------------------------------------------------------------
     M("schema.py",
+      "cannot read the signature of {target!r}: {exc}",
+      "cannot read the signature of {func!r}: {exc}",
+      "a tool whose signature cannot be read is named by what it calls, not a partial's repr (its bound values)",
+      "test_schema"),
+    M("schema.py",
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"_\", name).lower()",
       "    return re.sub(r\"[^a-zA-Z0-9_]\", \"\", name).lower()",
       "default handoff tool name is transfer_to_<agent name in snake case>", "test_handoffs", "test_agent"),

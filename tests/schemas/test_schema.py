@@ -1,6 +1,7 @@
 """Specification of miniagents.schema: signatures -> strict JSON Schema, docstrings, argument validation."""
 import dataclasses
 import enum
+import functools
 import json
 import re
 import subprocess
@@ -240,6 +241,10 @@ def test_a_callable_whose_signature_cannot_be_read_is_refused_naming_the_tool():
 
     with pytest.raises(UserError, match=r"^tool 'max': cannot read the signature of <built-in function max>: "):
         function_tool(max)
+    with pytest.raises(UserError, match=r"^tool 'max': cannot read the signature of <built-in function max>: ") as \
+            refused:
+        function_tool(functools.partial(max, key="sk-SECRET"))  # a partial's repr would show what it binds
+    assert "sk-SECRET" not in str(refused.value)
 
 
 def test_get_weather_non_strict_requires_only_params_without_defaults():
