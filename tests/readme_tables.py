@@ -169,7 +169,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # state holding it (with auto_previous_response_id the next request named none, and carried the output alone)
     # 1693 (and agents 1040) for an output whose call the server holds (a conversation, a previous response) sent,
     # not dropped as an orphan: the server refused every later request for want of it
-    "agents, items, guardrails": 1040,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -201,6 +201,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
     # 1039: a rejection message that is no text refused when given (it failed deep in an adapter when the run resumed)
+    # 1045 (state 1268, upstream 1882) for an output kept as the server's only where the request names a state, and
+    # only if what it was made of has no call before it (auto_previous_response_id alone sent an orphan naming no
+    # state; a call_model_input_filter that took a call out sent its output as the server's)
     "tools and schemas": 1097,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -232,7 +235,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # field (a bare TypeError out of the run), an enum with no members, a chain of dataclasses deeper than Python
     # recurses (a bare RecursionError); a class named with "/" or "~" defined under a JSON Pointer token (its $ref
     # named nothing); a final output that is no text a ModelBehaviorError, not a bare TypeError
-    "state and sessions": 1262,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    "state and sessions": 1268,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
@@ -344,7 +347,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1881,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1882,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
