@@ -1257,10 +1257,10 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
     if not isinstance(error, ModelHTTPError):
         return None
     said = short(error, 360)
-    if error.status is None and error.type == "connection_error" and error.code != "truncated":  # never answered
+    if error.status is None and error.type == "connection_error" and error.code is None:  # no connection was made
         step = "start the server, or set OPENAI_BASE_URL to where it listens (e.g. http://localhost:11434/v1)."
-    elif error.status is None:  # it answered: a stream that broke off or was not this API's, an error in it
-        step = ("the server's answer broke off or was not one an OpenAI-compatible API sends; its log says why. "
+    elif error.status is None:  # it is there: no answer, a stream that broke off or was not this API's, an error
+        step = ("the server gave no whole answer, or one an OpenAI-compatible API does not send; its log says why. "
                 f"This chapter asks for {asks}.")
     elif error.status == 429 and "insufficient_quota" in f"{error.type} {error.code}":
         step = "the account has no quota left: add credit, or set OPENAI_API_KEY to another key."
