@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -1265,10 +1266,10 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
     elif error.status == 429 and "insufficient_quota" in f"{error.type} {error.code}":
         step = "the account has no quota left: add credit, or set OPENAI_API_KEY to another key."
     elif error.status == 429:
-        wait = retry_after(error.retry_headers)
+        wait = retry_after(error.retry_headers)  # finite or None; a wait past a week (a year-9999 date) is no advice
         step = "the server limits how often it is asked: " + (
-            f"it asks for {wait:,.0f} s before the next request; run again then." if wait and wait > 0 else
-            "wait a minute and run again.")
+            f"it asks for {math.ceil(wait):,} s before the next request; run again then."
+            if wait and 0 < wait <= 7 * 86400 else "wait a minute and run again.")
     elif 200 <= error.status < 300:
         step = ("OPENAI_BASE_URL answers, but not as an OpenAI-compatible API (a web page?): set it to the API's "
                 "address (most servers want it to end in /v1).")

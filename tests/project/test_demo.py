@@ -444,6 +444,25 @@ def test_live_a_stream_the_server_broke_and_a_long_rate_limit_get_advice_that_fi
                               "key."), lines
 
 
+@pytest.mark.parametrize("headers, step", [
+    ({"retry-after": "0.4"}, "it asks for 1 s before the next request; run again then."),
+    ({"retry-after": "604800"}, "it asks for 604,800 s before the next request; run again then."),
+    ({"retry-after": "1e300"}, "wait a minute and run again."),
+    ({"retry-after": "inf"}, "wait a minute and run again."),
+    ({"retry-after-ms": "nan"}, "wait a minute and run again."),
+    ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, "wait a minute and run again."),
+    ({"retry-after": "-5"}, "wait a minute and run again."),
+])
+def test_live_advice_for_a_429_names_a_wait_only_when_it_is_one_to_keep(headers, step):
+    """The server's Retry-After was printed as it came: 1e300 as 300 digits, inf as "inf s", 0.4 as "0 s", a
+    year-9999 date as billions of seconds."""
+    from miniagents import ModelHTTPError
+
+    error = ModelHTTPError(429, "slow down")
+    error.retry_headers = headers
+    assert demo.unreachable(error, "text").endswith("Next: the server limits how often it is asked: " + step)
+
+
 @pytest.mark.parametrize("code, step", [
     (None, "start the server, or set OPENAI_BASE_URL to where it listens"),
     ("no_response", "the server gave no whole answer, or one an OpenAI-compatible API does not send; its log says"),
