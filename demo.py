@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -1257,18 +1258,18 @@ def unreachable(error: BaseException, asks: str) -> Optional[str]:
     if not isinstance(error, ModelHTTPError):
         return None
     said = short(error, 360)
-    if error.status is None and error.type == "connection_error" and error.code != "truncated":  # never answered
+    if error.status is None and error.type == "connection_error" and error.code is None:  # no connection was made
         step = "start the server, or set OPENAI_BASE_URL to where it listens (e.g. http://localhost:11434/v1)."
-    elif error.status is None:  # it answered: a stream that broke off or was not this API's, an error in it
-        step = ("the server's answer broke off or was not one an OpenAI-compatible API sends; its log says why. "
+    elif error.status is None:  # it is there: no answer, a stream that broke off or was not this API's, an error
+        step = ("the server gave no whole answer, or one an OpenAI-compatible API does not send; its log says why. "
                 f"This chapter asks for {asks}.")
     elif error.status == 429 and "insufficient_quota" in f"{error.type} {error.code}":
         step = "the account has no quota left: add credit, or set OPENAI_API_KEY to another key."
     elif error.status == 429:
-        wait = retry_after(error.retry_headers)
+        wait = retry_after(error.retry_headers)  # finite or None; a wait past a week (a year-9999 date) is no advice
         step = "the server limits how often it is asked: " + (
-            f"it asks for {wait:,.0f} s before the next request; run again then." if wait and wait > 0 else
-            "wait a minute and run again.")
+            f"it asks for {math.ceil(wait):,} s before the next request; run again then."
+            if wait and 0 < wait <= 7 * 86400 else "wait a minute and run again.")
     elif 200 <= error.status < 300:
         step = ("OPENAI_BASE_URL answers, but not as an OpenAI-compatible API (a web page?): set it to the API's "
                 "address (most servers want it to end in /v1).")

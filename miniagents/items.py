@@ -188,29 +188,35 @@ def _parts_problem(parts: Any, where: str) -> Optional[str]:
     return None
 
 
-def drop_orphans(items: Iterable[dict], server_managed: bool = False) -> list:
+def drop_orphans(items: Iterable[dict], ids_repeat: bool = False, sent: Optional[list] = None) -> list:
     """Keep the first call of each call id that has an output after it, and the first output after that call.
 
     An interrupted run, a crash between writes or an input filter can leave a `function_call` with no
     output (or an output with no call), and an edited history a call id twice; every API rejects such a
     history, so it is dropped here before a request instead of failing every later request. Where the server
-    keeps the conversation (`server_managed`), an id once answered may be given again, to a new call (servers that
-    number calls per response): that call and its output are kept too; and an output whose call id no call before
-    it has answers a call the server holds (one an earlier run left unanswered): it is kept, or the server would
-    refuse every later request for want of it.
+    keeps the conversation (`ids_repeat`), an id once answered may be given again, to a new call (servers that
+    number calls per response): that call and its output are kept too. `sent`, given only where the request names
+    a state the server keeps (a conversation_id or previous_response_id), is what the request is made of (before
+    a filter): an output there whose call id no call before it has answers a call the server holds (one an
+    earlier run left unanswered), and is kept, or the server would refuse every later request for want of it.
     """
-    items = list(items)
-    pairs, unanswered, called, held = {}, {}, set(), set()  # call's index -> its output's; id -> first call's index
+    items, held, called = list(items), set(), set()
+    for item in sent or ():
+        if item.get("type") == "function_call":
+            called.add(item.get("call_id"))
+        elif item.get("type") == "function_call_output" and item.get("call_id") not in called:
+            held.add(item.get("call_id"))
+    pairs, unanswered, called, kept = {}, {}, set(), {}  # call's index -> its output's; id -> first call's (output's)
     for n, item in enumerate(items):
         kind, call_id = item.get("type"), item.get("call_id")
-        if kind == "function_call" and (server_managed or call_id not in called):
+        if kind == "function_call" and (ids_repeat or call_id not in called):
             unanswered.setdefault(call_id, n)
             called.add(call_id)
         elif kind == "function_call_output" and call_id in unanswered:
             pairs[unanswered.pop(call_id)] = n
-        elif kind == "function_call_output" and server_managed and call_id not in called:
-            held.add(n)
-    outputs = set(pairs.values()) | held
+        elif kind == "function_call_output" and call_id in held:  # its first output only
+            kept.setdefault(call_id, n)
+    outputs = set(pairs.values()) | set(kept.values())
     return [item for n, item in enumerate(items)
             if n in pairs or n in outputs or item.get("type") not in ("function_call", "function_call_output")]
 

@@ -165,9 +165,9 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
         problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
         if problem is not None:
             raise UserError(f"input[{problem[0]}] {problem[1]}")
-        if options.session is None:  # where the server keeps the conversation, an output may answer a call it holds
-            input = drop_orphans(to_input_list(input), bool(options.conversation_id or options.previous_response_id
-                                                             or options.auto_previous_response_id))
+        server = options.conversation_id or options.previous_response_id or options.auto_previous_response_id
+        if options.session is None and not server:  # a server-managed state drops its own (`RunState`)
+            input = drop_orphans(to_input_list(input))
     state = RunState(options.context, input, starting_agent, options.max_turns, options.conversation_id,
                      options.previous_response_id, options.auto_previous_response_id)
     if options.session is not None:  # the new input is checked apart from the history it may answer

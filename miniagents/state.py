@@ -103,12 +103,15 @@ class RunState(Generic[TContext]):
         else:
             self.original_input = input_items(self.original_input)
             self.rebuild_transcript()
+            if self.server_managed:  # no session's history comes before it: an orphan now stays one when reloaded
+                self.original_input = list(self.transcript)
 
     def rebuild_transcript(self) -> None:
         """The model's view: the input, then every settled transcript item, checked for pairing."""
         settled = self.generated_items[:self.pending.start] if self.pending is not None else self.generated_items
         generated = [i.raw_item for i in settled if not isinstance(i, ToolApprovalItem)]
-        self.transcript = drop_orphans(to_input_list(self.original_input) + generated, self.server_managed)
+        items = to_input_list(self.original_input) + generated
+        self.transcript = drop_orphans(items, self.server_managed, items if self.names_state else None)
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         used = self.transcript + [i.raw_item for i in self.generated_items]
@@ -123,6 +126,13 @@ class RunState(Generic[TContext]):
     def server_managed(self) -> bool:
         """Whether the server keeps the conversation (so each request carries only what it has not seen)."""
         return bool(self.conversation_id or self.previous_response_id or self.auto_previous_response_id)
+
+    @property
+    def names_state(self) -> bool:
+        """Whether the next request names a state the server keeps (the conversation, or a response to chain to):
+        only then can an output in it answer a call the server holds (`auto_previous_response_id` names none
+        before a response with an id)."""
+        return bool(self.conversation_id or self.previous_response_id)
 
     def take_over(self) -> None:
         """Resume this paused state although another resume of it has claimed it in the session's ledger, when that

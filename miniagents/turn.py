@@ -37,7 +37,7 @@ from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, Reaso
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
 from .tool import (FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool,
-                   output_text)
+                   output_text, tool_output)
 from .validate import ArgumentsError, parse_arguments
 
 MULTIPLE_HANDOFFS = "Multiple handoffs detected, ignoring this one."
@@ -554,9 +554,10 @@ def final_answer(turn: Turn) -> Any:
 
 def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
     """Ask `tool_use_behavior` whether the turn's function results end the run: the final output, or None. An
-    agent without an output type ends with text, data as JSON (`tool.output_text`, what the model reads for a
-    tool's value), never a Python repr. A turn a cancel cut short (a call stopped midway, an output withheld) has no
-    result to end with: the model is asked when the run resumes."""
+    agent without an output type ends with text: for a tool's value, the text the model was given for it (content
+    parts as JSON); another value as a tool's would be given (`tool.tool_output`: data as JSON, never a Python
+    repr, never a bare error for one no text can show). A turn a cancel cut short (a call stopped midway, an
+    output withheld) has no result to end with: the model is asked when the run resumes."""
     items = {i.call_id: i for i in turn.items if isinstance(i, ToolCallOutputItem)}
     results = [FunctionToolResult(tool=c.target, output=c.output[0], run_item=items[c.call_id]) for c in turn.calls
                if c.kind == "function" and c.call_id in items]
@@ -574,7 +575,12 @@ def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
     if not verdict.is_final_output:
         return None
-    return NextStepFinalOutput(output_text(verdict.final_output) if turn.setup.output is None else verdict.final_output)
+    if turn.setup.output is not None:
+        return NextStepFinalOutput(verdict.final_output)
+    # a tool's value: the text the model was given for it; another as a tool's would be given (the tools ran)
+    given = next((r.run_item.raw_item["output"] for r in results if r.output is verdict.final_output), None)
+    given = tool_output(verdict.final_output, "tool_use_behavior") if given is None else given
+    return NextStepFinalOutput(given if isinstance(given, str) else output_text(given))  # content parts as JSON
 
 
 ALWAYS = (offer, call_model, classify, plan, run_calls, settle, decide)  # a plain run's turn, in order

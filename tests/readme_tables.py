@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1693,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1697,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -169,7 +169,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # state holding it (with auto_previous_response_id the next request named none, and carried the output alone)
     # 1693 (and agents 1040) for an output whose call the server holds (a conversation, a previous response) sent,
     # not dropped as an orphan: the server refused every later request for want of it
-    "agents, items, guardrails": 1040,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1697 for tool_use_behavior's final output the text the model was given for the tool's value (a value no text
+    # shows ended the run with a bare ValueError or RuntimeError after the tool ran; content parts as their fields)
+    "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -201,6 +203,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1037: context.from_fields, the retry shell's check of a settings dict's keys moved to the kernel, one home for
     # model settings, usage limits and retry settings (a key they lack, or one that is no string, was a bare TypeError)
     # 1039: a rejection message that is no text refused when given (it failed deep in an adapter when the run resumed)
+    # 1045 (state 1268, upstream 1882) for an output kept as the server's only where the request names a state, and
+    # only if what it was made of has no call before it (auto_previous_response_id alone sent an orphan naming no
+    # state; a call_model_input_filter that took a call out sent its output as the server's)
     "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -236,7 +241,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
-    "state and sessions": 1262,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
+    "state and sessions": 1268,  # lowered to 1252 when SessionSettings.coerce used context.from_fields (a dict with
     # a key it lacks a UserError naming it; keys of two kinds were a bare TypeError sorting them); lowered to 1255 when a version 1-2 document's decisions about inner calls were
     # dropped, not moved (a stale one ran a call no one approved); a cancelled store call marks the store failed;
     # lowered to 1262 when a state JSON cannot hold became one UserError, in dump_state
@@ -279,7 +284,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2131,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2134,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -314,6 +319,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # upstream (a run's backoff replaced the agent's retry settings whole: its max_retries and policy were lost)
     # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
     # text was taken as the final answer)
+    # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
     "shell: tracing": 1127,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -348,7 +354,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: capabilities and Workspace": 743,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns
-    "shell: upstream compatibility": 1881,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1882,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request

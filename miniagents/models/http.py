@@ -323,7 +323,7 @@ class Exchange:
                                                  "waiting for the response to start, within attempt_timeout")) from None
                 raise _Retry(http_error(None, f"the connection to {t.host}:{t.port} failed while sending the "
                                               f"request: {type(exc).__name__}: {redact(str(exc), self.secret)}",
-                                        type="connection_error")) from None
+                                        type="connection_error", code="no_response")) from None  # it was made
         self.response, self.headers = resp, {k.lower(): v for k, v in resp.getheaders()}
         self._finished = False
         if 200 <= resp.status < 300:

@@ -11,6 +11,7 @@ let a server's control characters into one (`shown`), or parse anything quadrati
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -345,13 +346,16 @@ RETRY_HEADERS = ("retry-after-ms", "retry-after", "x-should-retry")  # what a se
 
 def retry_after(headers: dict, now: Optional[float] = None) -> Optional[float]:
     """The server's requested delay in seconds (`retry-after-ms`, `retry-after` seconds or date); None when it
-    asked for none, or for one that cannot be read (a date in a year past any a datetime holds overflows)."""
+    asked for none, or for one that cannot be read (a date in a year past any a datetime holds overflows; inf or
+    nan, which no wait keeps and no reader should be shown)."""
     from email.utils import parsedate_to_datetime
     for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            return float(headers.get(name) or "") * unit
+            delay = float(headers.get(name) or "") * unit
         except ValueError:
-            pass
+            continue
+        if math.isfinite(delay):
+            return delay
     try:
         when = parsedate_to_datetime(headers.get("retry-after") or "")
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -102,7 +102,9 @@ def session_input(run: Any, history: list, new_items: list, items: list) -> list
 
 def filter_model_input(run: Any, setup: Any, items: list) -> tuple:
     """(instructions, items) a model call is sent, as `call_model_input_filter` returns them (unpaired calls or
-    outputs dropped, as the transcript drops them)."""
+    outputs dropped, as the transcript drops them: an output whose call the filter took out is no answer to a call
+    the server holds; only one whose call `items` lacks is, and only where the request names a state)."""
+    given = list(items) if run.state.names_state else None  # as given, whatever the filter does to the list
     data = caller.call(run.config.call_model_input_filter, CallModelData(
         ModelInputData(items, setup.instructions), setup.agent, run.state.context_wrapper.context))
     if not isinstance(data, ModelInputData):
@@ -114,7 +116,7 @@ def filter_model_input(run: Any, setup: Any, items: list) -> tuple:
     problem = next(((n, p) for n, p in enumerate(map(item_problem, data.input)) if p), None)
     if problem is not None:
         raise UserError(f"call_model_input_filter returned an input item [{problem[0]}] that {problem[1]}")
-    return data.instructions, drop_orphans(data.input, run.state.server_managed)
+    return data.instructions, drop_orphans(data.input, run.state.server_managed, given)
 
 
 def error_text(run: Any, call: Any, kind: str, text: str) -> str:

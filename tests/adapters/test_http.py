@@ -374,6 +374,13 @@ def test_retry_after_http_date():
     assert protocol.retry_after({"retry-after": "soon"}) is None
 
 
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400"])
+def test_a_retry_after_no_wait_can_keep_is_none_and_the_other_header_is_read(value):
+    """inf and nan were delays: a reader was told to wait "inf s"; the other header, if readable, is the one."""
+    assert protocol.retry_after({"retry-after": value}) is None
+    assert protocol.retry_after({"retry-after-ms": value, "retry-after": "2"}) == 2.0
+
+
 HTTP_DATES = st.builds("{}, {:02d} {} {} {:02d}:{:02d}:{:02d} {}".format,
                        st.sampled_from(["Mon", "Thu", "Xyz"]), st.integers(0, 99), st.sampled_from(["Jan", "Dec"]),
                        st.one_of(st.integers(0, 9999), st.integers(2 ** 63, 10 ** 30)),  # a year a C long overflows

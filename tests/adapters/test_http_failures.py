@@ -180,7 +180,22 @@ def test_a_refused_connection_says_could_not_connect():
     assert str(info.value) == (f"could not connect to 127.0.0.1:{port}: connection refused (is the server "
                                f"running, and on that port?) (POST http://127.0.0.1:{port}/v1/chat/completions, "
                                f"3 attempts) [type=connection_error]")
-    assert info.value.type == "connection_error"
+    assert (info.value.type, info.value.code) == ("connection_error", None)
+    no_key_in(info.value)
+
+
+def test_a_server_that_closes_without_an_answer_is_told_from_one_never_reached():
+    """Both were a connection_error with no code: a reader (the demo's advice) could not tell a server that is not
+    there from one that took the request and closed without a word (its log says why)."""
+    def close_unanswered(conn):
+        conn.recv(65536)
+        conn.close()
+
+    with listening(close_unanswered) as (port, accepted):
+        with pytest.raises(ModelHTTPError) as info:
+            ask(chat(f"http://127.0.0.1:{port}/v1", max_retries=0))
+    assert (info.value.status, info.value.type, info.value.code) == (None, "connection_error", "no_response")
+    assert "failed while sending the request: RemoteDisconnected" in str(info.value) and len(accepted) == 1
     no_key_in(info.value)
 
 

@@ -3,6 +3,7 @@ reset_tool_choice and `as_tool`. Issue 2, behaviours 10, 12 (tool_use_behavior, 
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -173,6 +174,71 @@ def test_a_tool_use_behavior_final_output_of_data_is_json_text_for_an_agent_with
     result = Runner.run_sync(agent, "hi")
     assert result.final_output == '{"k": "a", "n": 1}' == result.new_items[-1].raw_item["output"]
     assert result.new_items[-1].output == {"k": "a", "n": 1}  # the tool's own value stays on its output item
+
+
+class Unshowable:
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+@dataclass
+class Picture:
+    url: str
+
+    def content_part(self):
+        return {"type": "input_image", "image_url": self.url}
+
+
+@pytest.mark.parametrize("value, expected", [
+    (10 ** 5000, "The tool ran, but its result, of type int, cannot be shown as text."),
+    (Unshowable(), "The tool ran, but its result, of type Unshowable, cannot be shown as text."),
+    (Picture("https://example.com/a.png"), '[{"type": "input_image", "image_url": "https://example.com/a.png"}]'),
+    ([{"type": "input_text", "text": "seen"}], '[{"type": "input_text", "text": "seen"}]'),
+], ids=["big-int", "str-raises", "content-part-object", "content-parts"])
+@pytest.mark.parametrize("behavior", [
+    "stop_on_first_tool", {"stop_at_tool_names": ["lookup"]},
+    lambda ctx, results: ToolsToFinalOutputResult(True, results[0].output),
+], ids=["first", "names", "callable"])
+def test_a_tool_use_behavior_final_output_is_the_text_the_model_was_given_for_the_call(value, expected, behavior):
+    """A value no text shows (an int past str()'s digits, a __str__ that raises) ended the run with a bare
+    ValueError or RuntimeError after the tool ran; content parts ended it with their object's fields, not what the
+    model got."""
+    @function_tool
+    def lookup() -> object:
+        return value
+
+    agent, _ = make_agent([[function_call("lookup", {}, call_id="c1")]], tools=[lookup], tool_use_behavior=behavior)
+    result = Runner.run_sync(agent, "hi")
+    given = result.new_items[-1].raw_item["output"]
+    assert result.final_output == expected == (given if isinstance(given, str) else json.dumps(given))
+
+
+def test_a_tool_use_behavior_final_output_is_the_text_given_not_the_value_shown_again():
+    """The value is not shown a second time (its text may differ: a __str__ that counts, a dict the callable
+    changed): the final output is what the model read for the call."""
+    class Ticket:
+        shown = 0
+
+        def __str__(self):
+            Ticket.shown += 1
+            return f"ticket {Ticket.shown}"
+
+    @function_tool
+    def issue() -> object:
+        return Ticket()
+
+    agent, _ = make_agent([[function_call("issue", {}, call_id="c1")]], tools=[issue],
+                          tool_use_behavior="stop_on_first_tool")
+    result = Runner.run_sync(agent, "hi")
+    assert result.final_output == "ticket 1" == result.new_items[-1].raw_item["output"] and Ticket.shown == 1
+
+
+def test_a_tool_use_behavior_callables_own_value_is_text_as_a_tools_would_be():
+    """A value the callable made itself (no tool's) is given as a tool's would be: never a bare error."""
+    agent, _ = make_agent([[function_call("weather", {"city": "Rome"}, call_id="c1")]], tools=[weather],
+                          tool_use_behavior=lambda ctx, results: ToolsToFinalOutputResult(True, 10 ** 5000))
+    assert Runner.run_sync(agent, "hi").final_output == \
+        "The tool ran, but its result, of type int, cannot be shown as text."
 
 
 def test_a_tool_use_behavior_callable_decides_from_the_tool_results():

@@ -1,4 +1,6 @@
 """A call id never executes twice: ids are fixed once per response, before anything runs."""
+import json
+
 import pytest
 
 from miniagents import Agent, ModelBehaviorError, Runner, RunState, function_tool
@@ -242,6 +244,47 @@ def test_an_output_answering_a_call_the_server_holds_is_sent_not_dropped_as_an_o
     assert model.calls[0].input == answer and result.to_input_list()[:2] == answer
     plain = Agent(name="A", model=ScriptedModel([[assistant_message("thanks")]]))
     assert Runner.run_sync(plain, answer).to_input_list()[0] == answer[1]  # with no server, an orphan as ever
+
+
+@pytest.mark.parametrize("how", ["input", "a state made by hand"])
+def test_with_auto_previous_response_id_alone_an_output_no_call_before_it_has_is_an_orphan(how):
+    """auto_previous_response_id names no state before a response with an id: the first request sent the output
+    alone, naming nothing that held its call (the API refuses it), and so did every later one while responses had
+    no id. Dropped, it stays dropped: a state paused after a response with an id and loaded again sent the call that
+    response holds once more (the rebuilt transcript took the output back, one item longer than what it held)."""
+    runs.clear()
+    orphan = {"type": "function_call_output", "call_id": "c9", "output": "42"}
+    model = ScriptedModel([ModelStep([function_call("guarded", {"n": 1}, call_id="c1")], response_id="resp_1"),
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    given = [{"role": "user", "content": "hi"}, orphan, {"role": "user", "content": "go"}]
+    start = given if how == "input" else RunState(None, given, agent, 10, auto_previous_response_id=True)
+    state = Runner.run_sync(agent, start, auto_previous_response_id=True).to_state()
+    state = RunState.from_string(agent, state.to_string())
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state).final_output == "done" and runs == [("guarded", 1)]
+    sent = [[(i.get("type") or i["role"], i.get("call_id")) for i in call.input] for call in model.calls]
+    assert sent == [[("user", None), ("user", None)], [("function_call_output", "c1")]]
+    assert [c.previous_response_id for c in model.calls] == [None, "resp_1"]
+
+
+def test_a_state_loaded_with_an_orphan_in_its_input_drops_it_while_auto_previous_response_id_names_no_state():
+    """A state saved with the output in its input (as runs kept it with auto_previous_response_id alone), paused
+    after a response with no id: the next request names no state, so it carries the whole history, the output
+    no longer in it (it went out alone: the API refuses it)."""
+    runs.clear()
+    orphan = {"type": "function_call_output", "call_id": "c9", "output": "42"}
+    model = ScriptedModel([ModelStep([function_call("guarded", {"n": 1}, call_id="c1")], response_id=None),
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    saved = json.loads(Runner.run_sync(agent, "go", auto_previous_response_id=True).to_state().to_string())
+    saved["original_input"] = [orphan, {"role": "user", "content": "go"}]
+    state = RunState.from_string(agent, json.dumps(saved))
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state).final_output == "done" and runs == [("guarded", 1)]
+    assert [(i.get("type") or i["role"], i.get("call_id")) for i in model.calls[1].input] == [
+        ("user", None), ("function_call", "c1"), ("function_call_output", "c1")]
+    assert model.calls[1].previous_response_id is None
 
 
 def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_call_with_its_id():

@@ -215,18 +215,28 @@ def test_drop_orphans_keeps_the_first_call_of_a_call_id_and_the_first_output_aft
     assert drop_orphans([first, again, _out("a"), _out("a")]) == [first, _out("a")]
     assert drop_orphans([_out("a"), first, _out("a"), again]) == [first, _out("a")]
     assert drop_orphans([first, _out("a"), again, _out("a")]) == [first, _out("a")]  # answered: the id is taken
-    assert drop_orphans([first, _out("a"), again, _out("a")], server_managed=True) == [first, _out("a"), again,
-                                                                                        _out("a")]
+    assert drop_orphans([first, _out("a"), again, _out("a")], ids_repeat=True) == [first, _out("a"), again,
+                                                                                     _out("a")]
 
 
-def test_where_the_server_keeps_the_conversation_an_output_whose_call_no_call_before_it_has_is_kept():
+def test_where_the_request_names_a_server_state_an_output_whose_call_no_call_before_it_has_is_kept():
     """Its call is the server's (an earlier run left it unanswered): dropping the output left the server refusing
-    every later request for want of it. An output of a call answered here before is still dropped."""
+    every later request for want of it. An output of a call answered here before is still dropped, and so is one
+    given twice; with no state named (`sent` None) no call is the server's."""
     user = {"role": "user", "content": "and now?"}
-    assert drop_orphans([_out("c9"), user]) == [user]
-    assert drop_orphans([_out("c9"), user], server_managed=True) == [_out("c9"), user]
-    assert drop_orphans([_call("a"), _out("a"), _out("a"), _out("b")], server_managed=True) == [_call("a"), _out("a"),
-                                                                                                _out("b")]
+    items = [_out("c9"), user]
+    assert drop_orphans(items) == drop_orphans(items, ids_repeat=True) == [user]
+    assert drop_orphans(items, sent=items) == drop_orphans(items, True, items) == [_out("c9"), user]
+    items = [_call("a"), _out("a"), _out("a"), _out("b"), _out("b")]
+    assert drop_orphans(items, True, items) == [_call("a"), _out("a"), _out("b")]
+
+
+def test_an_output_is_the_servers_only_if_what_the_request_was_made_of_has_no_call_before_it():
+    """A filter that took a call out of what it was given left its output: that output is an orphan (the server
+    never saw the call), not an answer to one the server holds."""
+    user = {"role": "user", "content": "and now?"}
+    given = [user, _call("c1"), _out("c1"), _out("c9")]
+    assert drop_orphans([user, _out("c1"), _out("c9")], True, given) == [user, _out("c9")]
 
 
 PAIRING_ITEMS = st.lists(st.tuples(st.sampled_from(["call", "output", "message"]), st.sampled_from("abc")).map(
@@ -255,7 +265,7 @@ def test_where_the_server_keeps_the_conversation_drop_orphans_pairs_each_call_wi
     output before any other call with its id, and an output kept with no call waiting answers one the server holds
     (no call before it has its id); nothing is made up; with ids that never repeat and no such output, nothing
     changes."""
-    kept = drop_orphans(items, server_managed=True)
+    kept = drop_orphans(items, True, items)
     rest = iter(items)
     assert all(any(item is other for other in rest) for item in kept)
     waiting = {}
@@ -268,7 +278,7 @@ def test_where_the_server_keeps_the_conversation_drop_orphans_pairs_each_call_wi
             assert item["call_id"] not in [i["call_id"] for i in before if i.get("type") == "function_call"]
     assert not any(waiting.values())
     assert [i for i in items if "call_id" not in i] == [i for i in kept if "call_id" not in i]
-    assert drop_orphans(kept, server_managed=True) == kept
+    assert drop_orphans(kept, True, kept) == kept
     calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
     held = [i for n, i in enumerate(items) if i.get("type") == "function_call_output" and i["call_id"] not in
             [c["call_id"] for c in items[:n] if c.get("type") == "function_call"]]

@@ -435,13 +435,45 @@ def test_live_a_stream_the_server_broke_and_a_long_rate_limit_get_advice_that_fi
     assert proc.returncode == 2 and len(lines) == 2 and "Traceback" not in proc.err, proc.out + proc.err
     assert "HTTP 429" in lines[0] and lines[0].endswith("Next: the server limits how often it is asked: it asks for "
                                                         "100,000 s before the next request; run again then.")
-    assert "[type=invalid_stream]. Next: the server's answer broke off or was not one an OpenAI-compatible API " \
-           "sends; its log says why. This chapter asks for streaming" in lines[1], lines[1]
+    assert "[type=invalid_stream]. Next: the server gave no whole answer, or one an OpenAI-compatible API does " \
+           "not send; its log says why. This chapter asks for streaming" in lines[1], lines[1]
     quota = {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}
     server.otherwise = lambda body: {"status": 429, "json": quota}
     lines = live_against(server, tmp_path / "again", "--chapter", "1").err.strip().splitlines()
     assert lines[-1].endswith("Next: the account has no quota left: add credit, or set OPENAI_API_KEY to another "
                               "key."), lines
+
+
+@pytest.mark.parametrize("headers, step", [
+    ({"retry-after": "0.4"}, "it asks for 1 s before the next request; run again then."),
+    ({"retry-after": "604800"}, "it asks for 604,800 s before the next request; run again then."),
+    ({"retry-after": "1e300"}, "wait a minute and run again."),
+    ({"retry-after": "inf"}, "wait a minute and run again."),
+    ({"retry-after-ms": "nan"}, "wait a minute and run again."),
+    ({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}, "wait a minute and run again."),
+    ({"retry-after": "-5"}, "wait a minute and run again."),
+])
+def test_live_advice_for_a_429_names_a_wait_only_when_it_is_one_to_keep(headers, step):
+    """The server's Retry-After was printed as it came: 1e300 as 300 digits, inf as "inf s", 0.4 as "0 s", a
+    year-9999 date as billions of seconds."""
+    from miniagents import ModelHTTPError
+
+    error = ModelHTTPError(429, "slow down")
+    error.retry_headers = headers
+    assert demo.unreachable(error, "text").endswith("Next: the server limits how often it is asked: " + step)
+
+
+@pytest.mark.parametrize("code, step", [
+    (None, "start the server, or set OPENAI_BASE_URL to where it listens"),
+    ("no_response", "the server gave no whole answer, or one an OpenAI-compatible API does not send; its log says"),
+    ("truncated", "the server gave no whole answer, or one an OpenAI-compatible API does not send; its log says"),
+])
+def test_live_advice_tells_a_server_never_reached_from_one_that_took_the_request(code, step):
+    """A server that took the request and closed without an answer (RemoteDisconnected) was told to be started."""
+    from miniagents.models.protocol import http_error
+
+    error = http_error(None, "the connection failed", type="connection_error", code=code)
+    assert "Next: " + step in demo.unreachable(error, "text")
 
 
 def test_live_without_an_api_key_says_which_variable_to_set(tmp_path):

@@ -227,6 +227,29 @@ def test_an_output_for_a_call_the_server_holds_is_sent_through_the_filter_too():
     assert [i.get("type") or i.get("role") for i in model.calls[0].input] == ["function_call_output", "user"]
 
 
+@pytest.mark.parametrize("in_place", [False, True])
+def test_an_output_whose_call_the_filter_took_out_is_an_orphan_not_one_the_server_holds(in_place):
+    """A filter that hides the calls from the model, in a server-managed run: what it was given had the call, so
+    the server never held it; its output was sent alone (the API refuses it) where the filter promises it dropped.
+    An output whose call what the filter was given lacks is still the server's, even if the filter edits the list
+    it was given."""
+    def hide_calls(data):
+        items = data.model_data.input
+        if in_place:
+            items[:] = [i for i in items if i.get("type") != "function_call"]
+        return ModelInputData(items if in_place else [i for i in items if i.get("type") != "function_call"],
+                              data.model_data.instructions)
+    given = [{"role": "user", "content": "look it up"},
+             {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "42"},
+             {"type": "function_call_output", "call_id": "c9", "output": "7"}, {"role": "user", "content": "and?"}]
+    agent, model = make_agent([[assistant_message("done")]])
+    Runner.run_sync(agent, given, previous_response_id="resp_0",
+                    run_config=RunConfig(call_model_input_filter=hide_calls))
+    assert [(i.get("type") or i["role"], i.get("call_id")) for i in model.calls[0].input] == [
+        ("user", None), ("function_call_output", "c9"), ("user", None)]
+
+
 def test_an_async_filter_is_awaited_in_a_streamed_run_and_after_a_resume():
     async def tag(data):
         return ModelInputData(data.model_data.input + [{"role": "user", "content": "(filtered)"}], "Tagged.")
