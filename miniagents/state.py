@@ -141,7 +141,7 @@ class RunState(Generic[TContext]):
         answered "not run again", its turn is written once; the calls it never started run. A resume that in fact
         completed (or wrote its turn and died before it recorded so) is told from one that stopped before: taking
         it over raises `AlreadyResumedError` ("completed") before the model is asked. If that resume is in fact
-        still running, both go on (its calls still run once), and both ask the model again."""
+        still running, its calls still run once, and only the one that claims the next turn first asks the model."""
         if self.pending is None:
             raise UserError("take_over() is for a paused state (one with interruptions)")
         self.pending.pauses += 1  # a pause of its own: the next resume claims it afresh
