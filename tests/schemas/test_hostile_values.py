@@ -845,6 +845,8 @@ def test_a_generic_pydantic_model_another_one_holds_is_defined_once():
 
 @dataclasses.dataclass(init=False)
 class Failure(Exception):
+    """A failure (a docstring: Python 3.9's dataclass reads the signature for one it lacks, and fails here)."""
+
     code: int
 
 
