@@ -37,7 +37,10 @@ def check_request_limit(run: Run, turn: Turn) -> None:
 
 def admit_input(run: Run, turn: Turn) -> None:
     """`RunState.add_input`'s items enter the run before the next model call: the input guardrails check them
-    first, then they join the items and transcript (as `InputItem`s) and the session."""
+    first, then they join the items (as `InputItem`s), the transcript and the session. The transcript is rebuilt
+    (`RunState.rebuild_transcript`, the one home of its pairing rule) and what it drops (an output that answers no
+    open call) leaves the items too, as a run's input does: a state reloaded later, when a response id may make such
+    an output the server's, rebuilds this same transcript, so the index `server_known` it keeps stays right."""
     state, agent = run.state, turn.agent
     if not state.pending_input:
         return
@@ -49,7 +52,9 @@ def admit_input(run: Run, turn: Turn) -> None:
     admitted = [InputItem(agent=agent, raw_item=item) for item in state.pending_input]
     state.pending_input = []
     state.generated_items.extend(admitted)
-    state.transcript.extend(item.raw_item for item in admitted)
+    state.rebuild_transcript()
+    kept = {id(item) for item in state.transcript}
+    state.generated_items[turn.start:] = admitted = [item for item in admitted if id(item.raw_item) in kept]
     turn.start = len(state.generated_items)
     # another resume of the same state may have admitted them already
     write_to_session(run, [item.raw_item for item in admitted], f"input-{state.current_turn}")

@@ -564,21 +564,23 @@ def tools_final_output(run: Run, turn: Turn) -> Optional[NextStepFinalOutput]:
     behavior = turn.agent.tool_use_behavior
     if not results or any(result.output in CUT_SHORT for result in results):
         return None
-    if behavior == "stop_on_first_tool":
-        verdict = ToolsToFinalOutputResult(True, results[0].output)
-    elif isinstance(behavior, dict):
-        chosen = [r for r in results if r.tool.name in behavior["stop_at_tool_names"]]
-        verdict = ToolsToFinalOutputResult(bool(chosen), chosen[0].output if chosen else None)
-    else:
+    if callable(behavior):
         verdict = caller.call(behavior, run.state.context_wrapper, results)
         if not isinstance(verdict, ToolsToFinalOutputResult):
             raise UserError(f"tool_use_behavior callable must return ToolsToFinalOutputResult, got {verdict!r}")
+        chosen = [r for r in results if r.output is verdict.final_output]  # a result's value (but which, if several?)
+    else:  # stop_on_first_tool, or the first result of a tool stop_at_tool_names names
+        named = results if behavior == "stop_on_first_tool" else [
+            r for r in results if r.tool.name in behavior["stop_at_tool_names"]]
+        chosen = named[:1]
+        verdict = ToolsToFinalOutputResult(bool(chosen), chosen[0].output if chosen else None)
     if not verdict.is_final_output:
         return None
     if turn.setup.output is not None:
         return NextStepFinalOutput(verdict.final_output)
-    # a tool's value: the text the model was given for it; another as a tool's would be given (the tools ran)
-    given = next((r.run_item.raw_item["output"] for r in results if r.output is verdict.final_output), None)
+    # the chosen result's value: the text the model was given for it; a value of the callable's own, or one several
+    # results hold (one list two tools returned), as a tool's would be given (the tools ran)
+    given = chosen[0].run_item.raw_item["output"] if len(chosen) == 1 else None
     given = tool_output(verdict.final_output, "tool_use_behavior") if given is None else given
     return NextStepFinalOutput(given if isinstance(given, str) else output_text(given))  # content parts as JSON
 

@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1697,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1700,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -171,6 +171,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # not dropped as an orphan: the server refused every later request for want of it
     # 1697 for tool_use_behavior's final output the text the model was given for the tool's value (a value no text
     # shows ended the run with a bare ValueError or RuntimeError after the tool ran; content parts as their fields)
+    # 1699 for add_input's items entering the transcript by its pairing rule (rebuilt, what it drops leaving the
+    # items): an output for no open call was sent, and a reload dropped one, shifting the saved server_known
+    # 1700 for tool_use_behavior's final output the chosen call's text (a list two tools returned was the first's)
     "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:

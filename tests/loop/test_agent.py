@@ -233,6 +233,34 @@ def test_a_tool_use_behavior_final_output_is_the_text_given_not_the_value_shown_
     assert result.final_output == "ticket 1" == result.new_items[-1].raw_item["output"] and Ticket.shown == 1
 
 
+@pytest.mark.parametrize("behavior, expected", [
+    ("stop_on_first_tool", '["a"]'), ({"stop_at_tool_names": ["finish"]}, '["a", "b"]'),
+    (lambda ctx, results: ToolsToFinalOutputResult(True, results[1].output), '["a", "b"]'),
+], ids=["first", "names", "callable"])
+def test_a_tool_use_behavior_final_output_of_one_object_two_tools_returned_is_the_chosen_calls_text(behavior, expected):
+    """Two tools return one shared list: the final output was the text of the first call whose value `is` the
+    chosen one (["a"], the list before finish added "b"). A named tool's result is the one chosen; a callable's value
+    that several results hold is given as a tool's would be, as it is now."""
+    todo = []
+
+    @function_tool
+    def add(item: str) -> list:
+        todo.append(item)
+        return todo
+
+    @function_tool
+    def finish(item: str) -> list:
+        todo.append(item)
+        return todo
+
+    agent, _ = make_agent([[function_call("add", {"item": "a"}, call_id="c1"),
+                            function_call("finish", {"item": "b"}, call_id="c2")]], tools=[add, finish],
+                          tool_use_behavior=behavior)
+    result = Runner.run_sync(agent, "hi")
+    assert [i.raw_item["output"] for i in result.new_items[-2:]] == ['["a"]', '["a", "b"]']
+    assert result.final_output == expected
+
+
 def test_a_tool_use_behavior_callables_own_value_is_text_as_a_tools_would_be():
     """A value the callable made itself (no tool's) is given as a tool's would be: never a bare error."""
     agent, _ = make_agent([[function_call("weather", {"city": "Rome"}, call_id="c1")]], tools=[weather],

@@ -287,6 +287,39 @@ def test_a_state_loaded_with_an_orphan_in_its_input_drops_it_while_auto_previous
     assert model.calls[1].previous_response_id is None
 
 
+@pytest.mark.parametrize("given", [{}, dict(auto_previous_response_id=True), dict(conversation_id="conv-1")])
+def test_added_input_enters_the_transcript_a_reloaded_state_rebuilds_so_no_orphan_is_sent_and_none_is_skipped(given):
+    """add_input's items joined the live transcript unpaired: an output for no open call (c9) went out with no
+    state named to hold its call (the API refuses it), and a second output for the answered c1 stayed there while
+    a reload dropped it: the transcript one item shorter than the saved `server_known` counted, the next request
+    skipped c2's output (it went out empty). An output the conversation may hold (c9) is the server's, as in a
+    run's input."""
+    runs.clear()
+    model = ScriptedModel([ModelStep([function_call("guarded", {"n": 1}, call_id="c1")], response_id=None),
+                           ModelStep([function_call("guarded", {"n": 2}, call_id="c2")], response_id="resp_2"),
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    state = Runner.run_sync(agent, "go", **given).to_state()
+    state.approve(state.get_interruptions()[0])
+    state.add_input([{"type": "function_call_output", "call_id": "c1", "output": "again"},
+                     {"type": "function_call_output", "call_id": "c9", "output": "42"},
+                     {"role": "user", "content": "more"}])
+    state = Runner.run_sync(agent, state).to_state()
+    loaded = RunState.from_string(agent, state.to_string())
+    assert (loaded.transcript, loaded.server_known) == (state.transcript, state.server_known)
+    loaded.approve(loaded.get_interruptions()[0])
+    assert Runner.run_sync(agent, loaded).final_output == "done" and runs == [("guarded", 1), ("guarded", 2)]
+    sent = [[(i.get("type") or i["role"], i.get("call_id")) for i in call.input] for call in model.calls[1:]]
+    if "conversation_id" in given:
+        assert sent == [[("function_call_output", "c1"), ("function_call_output", "c9"), ("user", None)],
+                        [("function_call_output", "c2")]]
+    else:
+        history = [("user", None), ("function_call", "c1"), ("function_call_output", "c1"), ("user", None)]
+        last = [("function_call_output", "c2")] if given else history + [("function_call", "c2"),
+                                                                         ("function_call_output", "c2")]
+        assert sent == [history, last]  # auto_previous_response_id: the second response's id holds the rest
+
+
 def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_call_with_its_id():
     runs.clear()
     inner1 = Agent(name="Inner1", model=ScriptedModel([[assistant_message("one")]]))
