@@ -267,13 +267,15 @@ def claim_turn(run: Run, turn: Turn) -> None:
     """Exactly once, for a fresh turn too: with a session that keeps the ledger, a fresh turn claims its number
     in the run before the model is called. A state a usage limit stopped between turns has no pause to claim: a
     second resume of it (a retried worker) raises `AlreadyResumedError` here, before it calls the model, runs a
-    tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's."""
+    tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's.
+    A claim with no outcome is taken over by the run whose own entry the journal holds: a continue (its dead worker
+    claimed the turn) or a resume that took the run over (a stale worker claimed the turn, and stopped at its
+    journal write): the journal write below decides between them, one compare and swap."""
     state = run.state
     turn.claim = (own_claims(state), f"turn-{state.current_turn}")
     won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if not won and not (run.scratch.get(open_journal) and outcome is None):  # another resume of this state
-        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # started this turn (a continued
-    # run takes over the turn its dead worker claimed and never finished)
+    if not won and (outcome is not None or not run.journal or run.journal != run.scratch.get(write_journal)):
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # another resume started this turn
     if run.scratch.get(set_aside) and not stored(run, run.session.read_journal):  # the other run's turn is gone
         run.journal, run.scratch[set_aside] = "", False
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again

@@ -26,10 +26,10 @@ from support import ListSession, outputs_sent
 class Stuck:
     """A tool that records each start and blocks its first call until released: a worker that 'died' mid-call."""
 
-    def __init__(self, idempotent=False):
+    def __init__(self, idempotent=False, needs_approval=False):
         self.starts, self.keys, self.release, self.entered = [], [], threading.Event(), threading.Event()
 
-        @function_tool(idempotent=idempotent)
+        @function_tool(idempotent=idempotent, needs_approval=needs_approval)
         def pay(ctx: ToolContext, amount: int) -> str:
             """Pay."""
             self.starts.append(ctx.tool_call_id)
@@ -47,14 +47,14 @@ def agent_with(tool, *answers):
     return Agent(name="Payer", tools=[tool], model=ScriptedModel(steps))
 
 
-def stuck_run(tmp_path, idempotent=False):
+def stuck_run(tmp_path, idempotent=False, session=None, stuck=None, given="pay 5"):
     """A run stuck in its tool, in a thread: (the tool, the session, the thread, what the thread saw)."""
-    stuck, session = Stuck(idempotent), SQLiteSession("s", str(tmp_path / "db"))
+    stuck, session = stuck or Stuck(idempotent), session or SQLiteSession("s", str(tmp_path / "db"))
     seen = []
 
     def first():
         try:
-            seen.append(Runner.run_sync(agent_with(stuck.tool, "first"), "pay 5", session=session).final_output)
+            seen.append(Runner.run_sync(agent_with(stuck.tool, "first"), given, session=session).final_output)
         except Exception as error:  # noqa: BLE001 - the test looks at it
             seen.append(error)
 
@@ -108,6 +108,82 @@ def test_a_call_started_with_no_output_waits_for_a_person(tmp_path, decision):
     assert isinstance(seen[0], AlreadyResumedError)  # the stale worker stopped at its next journal write
     assert session.get_items() == history  # and never overwrote the newer turn
     assert [i["output"] for i in history if i.get("type") == "function_call_output"] == [expected]
+
+
+class Overtaken:
+    """Two sessions on one database, ordering a worker thought dead but only slow (`stale`, stuck in its tool) and
+    the resume that took its run over (`winner`): the winner's journal write lets the stale worker's call return;
+    the stale worker writes the turn first, claims the next turn and stops at its journal write; only then does the
+    winner claim that turn. Each stores exactly as SQLiteSession does."""
+
+    def __init__(self, path, stuck):
+        wrote, claimed = threading.Event(), threading.Event()
+
+        class Stale(SQLiteSession):
+            def add_items(self, *args, **kwargs):
+                super().add_items(*args, **kwargs)
+                wrote.set()
+
+            def claim_call(self, run_id, call_id):
+                won = super().claim_call(run_id, call_id)
+                if call_id == "turn-2":
+                    claimed.set()
+                return won
+
+        class Winner(SQLiteSession):
+            def write_journal(self, expected, entry):
+                replaced = super().write_journal(expected, entry)
+                stuck.release.set()
+                return replaced
+
+            def add_items(self, *args, **kwargs):
+                assert wrote.wait(30)  # the stale worker writes the turn first: this write is skipped (its once-key)
+                return super().add_items(*args, **kwargs)
+
+            def claim_call(self, run_id, call_id):
+                assert call_id != "turn-2" or claimed.wait(30)
+                return super().claim_call(run_id, call_id)
+
+        self.stale, self.winner = Stale("s", path), Winner("s", path)
+
+
+def test_a_resume_that_took_the_run_over_finishes_a_turn_the_stale_worker_claimed(tmp_path):
+    """The stale worker wakes while the resume answering the continue's question runs: it writes the turn (its
+    call ran once), claims turn 2, finds its journal entry replaced and stops. The resume, whose entry the journal
+    holds, takes that claim with no outcome over and finishes the run: the history ends in its answer."""
+    stuck = Stuck()
+    sessions = Overtaken(str(tmp_path / "db"), stuck)
+    _, _, thread, seen = stuck_run(tmp_path, session=sessions.stale, stuck=stuck)
+    result, model = continued(SQLiteSession("s", str(tmp_path / "db")), stuck.tool)
+    state = result.to_state()
+    state.reject(state.get_interruptions()[0])
+    result = Runner.run_sync(Agent(name="Payer", tools=[stuck.tool], model=model), state, session=sessions.winner)
+    thread.join(30)
+    assert isinstance(seen[0], AlreadyResumedError) and seen[0].outcome is None
+    assert result.final_output == "continued" and stuck.starts == ["c1"]
+    history = sessions.winner.get_items()
+    assert [i["output"] for i in history if i.get("type") == "function_call_output"] == ["paid 5"]
+    assert history[-1]["content"][0]["text"] == "continued" and not sessions.winner.read_journal()
+
+
+def test_a_take_over_finishes_a_turn_the_resume_it_took_over_claimed(tmp_path):
+    """`take_over()` of a resume thought dead but only slow: the same order, with no continue. The slow resume
+    writes the turn, claims turn 2 and stops at its journal write; the take-over finishes the run."""
+    stuck, path = Stuck(needs_approval=True), str(tmp_path / "db")
+    sessions = Overtaken(path, stuck)
+    paused = Runner.run_sync(agent_with(stuck.tool), "pay 5", session=SQLiteSession("s", path)).to_state()
+    paused.approve(paused.get_interruptions()[0])
+    answers = Agent(name="Payer", tools=[stuck.tool], model=ScriptedModel([[assistant_message("done")]]))
+    taker = RunState.from_json(answers, paused.to_json())
+    _, _, thread, seen = stuck_run(tmp_path, session=sessions.stale, stuck=stuck, given=paused)
+    taker.take_over()
+    result = Runner.run_sync(answers, taker, session=sessions.winner)
+    thread.join(30)
+    assert isinstance(seen[0], AlreadyResumedError) and seen[0].outcome is None
+    assert result.final_output == "done" and stuck.starts == ["c1"]
+    history = sessions.winner.get_items()
+    assert [i["output"] for i in history if i.get("type") == "function_call_output"] == ["paid 5"]
+    assert history[-1]["content"][0]["text"] == "done" and not sessions.winner.read_journal()
 
 
 def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_its_resume_ends(tmp_path):
