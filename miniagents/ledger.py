@@ -270,14 +270,20 @@ def claim_turn(run: Run, turn: Turn) -> None:
     tool or writes. The claim also makes the turn's calls claimed and its write once-guarded, as a resume's.
     A claim with no outcome is taken over by the run whose own entry the journal holds: a continue (its dead worker
     claimed the turn) or a resume that took the run over (a stale worker claimed the turn, and stopped at its
-    journal write): the journal write below decides between them, one compare and swap."""
+    journal write): the journal write below decides between them, one compare and swap. A claimant that journals
+    nothing (set aside: another run's turn was in flight) has no journal write to stop it, so it says so in the
+    ledger before it claims, and its claim is never taken over."""
     state = run.state
-    turn.claim = (own_claims(state), f"turn-{state.current_turn}")
-    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if not won and (outcome is not None or not run.journal or run.journal != run.scratch.get(write_journal)):
-        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # another resume started this turn
     if run.scratch.get(set_aside) and not stored(run, run.session.read_journal):  # the other run's turn is gone
         run.journal, run.scratch[set_aside] = "", False
+    turn.claim = (own_claims(state), f"turn-{state.current_turn}")
+    unjournaled = (own_claims(state), f"unjournaled:turn-{state.current_turn}")
+    if run.scratch.get(set_aside):
+        stored(run, run.ledger.claim_call, *unjournaled)
+    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
+    if not won and (outcome is not None or not run.journal or run.journal != run.scratch.get(write_journal)
+                    or stored(run, run.ledger.lookup_call, *unjournaled)[0]):
+        raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # another resume started this turn
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again
         write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
 

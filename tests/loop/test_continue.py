@@ -186,6 +186,77 @@ def test_a_take_over_finishes_a_turn_the_resume_it_took_over_claimed(tmp_path):
     assert history[-1]["content"][0]["text"] == "done" and not sessions.winner.read_journal()
 
 
+def test_a_take_over_never_takes_a_turn_from_a_worker_set_aside(tmp_path):
+    """A resume that started while another run's turn was in flight is set aside: it journals nothing, so no
+    journal write can stop it. A take-over of the same pause, started once that other turn ended, journals; when
+    it finds the next turn claimed by the set-aside worker, it stops (`AlreadyResumedError`) rather than take that
+    turn over: the worker is running it, and both running it ran the tool of that turn twice."""
+    path, notes = str(tmp_path / "db"), []
+    wrote, claimed, tried = threading.Event(), threading.Event(), threading.Event()
+
+    @function_tool
+    def note(text: str) -> str:
+        """Note."""
+        notes.append(text)
+        assert text != "c2a" or tried.wait(30)  # the set-aside worker's turn 2 runs while the take-over claims it
+        return "noted"
+
+    class SetAside(SQLiteSession):
+        def add_items(self, *args, **kwargs):
+            super().add_items(*args, **kwargs)
+            wrote.set()
+
+        def claim_call(self, run_id, call_id):
+            won = super().claim_call(run_id, call_id)
+            claimed.set() if call_id == "turn-2" else None
+            return won
+
+    class Journaled(SQLiteSession):
+        def write_journal(self, expected, entry):
+            replaced = super().write_journal(expected, entry)
+            charge.release.set()  # the set-aside worker's call returns once this one journals
+            return replaced
+
+        def add_items(self, *args, **kwargs):
+            assert wrote.wait(30)  # the set-aside worker writes the turn first
+            return super().add_items(*args, **kwargs)
+
+        def claim_call(self, run_id, call_id):
+            assert call_id != "turn-2" or claimed.wait(30)  # and claims the next turn first
+            won = super().claim_call(run_id, call_id)
+            tried.set() if call_id == "turn-2" else None
+            return won
+
+    def agent(*steps):
+        return Agent(name="Payer", tools=[charge.tool, note], model=ScriptedModel(list(steps)))
+
+    def noting(call_id, answer):  # a resume's turns: the model is not asked for the paused turn again
+        return agent([function_call("note", {"text": call_id}, call_id=call_id)], [assistant_message(answer)])
+
+    charge = Stuck(needs_approval=True)
+    paying = agent([function_call("pay", {"amount": 5}, call_id="c1")])
+    paused = Runner.run_sync(paying, "pay 5", session=SQLiteSession("s", path)).to_state()
+    paused.approve(paused.get_interruptions()[0])
+    working, taking = noting("c2a", "a"), noting("c2b", "b")
+    resumed, taker = (RunState.from_json(who, paused.to_json()) for who in (working, taking))
+    other, _, other_thread, _ = stuck_run(tmp_path)  # another run's turn in flight in the session
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(Runner.run_sync(
+        working, resumed, session=SetAside("s", path)).final_output), daemon=True)
+    worker.start()
+    assert charge.entered.wait(30)
+    other.release.set()
+    other_thread.join(30)  # that turn ended: the take-over journals
+    taker.take_over()
+    with pytest.raises(AlreadyResumedError) as stopped:
+        Runner.run_sync(taking, taker, session=Journaled("s", path))
+    worker.join(30)
+    assert stopped.value.outcome is None and seen == ["a"]
+    assert notes == ["c2a"] and charge.starts == ["c1"]
+    history = SQLiteSession("s", path).get_items()
+    assert [i["call_id"] for i in history if i.get("call_id", "").startswith("c2")] == ["c2a", "c2a"]
+
+
 def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_its_resume_ends(tmp_path):
     """The continued run pauses to ask about c1, and that question stays in the session's journal (a crash while
     the person decides asks it again; new input is refused meanwhile). The resume that answers it ends the run in
