@@ -2255,6 +2255,10 @@ MUTANTS: List[Mutant] = [
       "    regex_seconds = 2.0",
       "    regex_seconds = 5.0",
       "Workspace: a regex search stops after 2 seconds", "test_workspace"),
+    M("capabilities/workspace.py",
+      "                for count, found in enumerate(walk, 1):",
+      "                for count, found in enumerate((f for f in walk if f[1] is not None), 1):",
+      "Workspace: every entry a search looks at counts against max_search_files", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

@@ -338,7 +338,7 @@ class Workspace(Capability):
     max_line_chars = 2000  # longer lines are cut
     max_entries = 200  # entries per list_files call
     max_matches = 50  # matches per search
-    max_search_files = 2000  # files one search looks at
+    max_search_files = 2000  # entries (files, links, folders) one search looks at
     max_search_depth = 64  # folder levels one search goes down
     max_file_bytes = 2_000_000  # search skips bigger files (and reads no more of one that grew); write_file's cap
     max_read_bytes = 32 * 2 ** 20  # bytes of a file one read_file call reads (from its start) at most
@@ -619,9 +619,10 @@ class Workspace(Capability):
         return "\n".join(found + notes)
 
     def _searched_files(self, folder: int, name: str, info: Any, where: list, notes: list) -> Any:
-        """(path as shown, open text handle) for each text file a search reads, at most `max_search_files`;
-        the caller closes each handle (and the generator: a handle it made and did not hand over is closed then).
-        `where` is the searched path's names. Why a search stopped early goes into `notes`."""
+        """(path as shown, open text handle) for each text file a search reads, stopping once it has looked at
+        `max_search_files` entries (every one counts: files it passes over, links, folders, so the cap bounds its
+        work); the caller closes each handle (and the generator: a handle it made and did not hand over is closed
+        then). `where` is the searched path's names. Why a search stopped early goes into `notes`."""
         if not stat.S_ISDIR(info.st_mode):
             handle = self._searchable(folder, name, info)
             if handle is not None:
@@ -633,9 +634,13 @@ class Workspace(Capability):
             try:
                 for count, found in enumerate(walk, 1):
                     if count > self.max_search_files:
-                        found[1].close()
-                        notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
+                        if found[1] is not None:
+                            found[1].close()
+                        notes.append(f"(stopped after looking at {self.max_search_files} entries; search a "
+                                     "narrower path)")
                         return
+                    if found[1] is None:
+                        continue
                     try:
                         yield found
                     except GeneratorExit:
@@ -647,9 +652,10 @@ class Workspace(Capability):
             os.close(top)
 
     def _walk(self, folder: int, where: list, depth: int, notes: list) -> Any:
-        """(path as shown, open text handle) of the text files in the open `folder` and below: a folder's
-        files (and links to files inside the root) in name order, then its folders; links to folders are
-        not entered, and a folder that cannot be read is passed over."""
+        """(path as shown, open text handle, or None for what a search passes over) for each entry looked at in
+        the open `folder` and below: a folder's entries in name order (a link is read if it names a file inside
+        the root), then its folders' entries; links to folders are not entered, and a folder that cannot be read
+        is passed over."""
         try:
             with os.scandir(folder) as entries:
                 names = sorted(entry.name for entry in entries)
@@ -662,17 +668,17 @@ class Workspace(Capability):
                 continue
             if stat.S_ISDIR(info.st_mode):
                 folders.append(name)
-                continue
-            if stat.S_ISLNK(info.st_mode):
+                handle = None
+            elif stat.S_ISLNK(info.st_mode):
                 handle = self._searchable_link(where + [name])
             else:
                 handle = self._searchable(folder, name, info)
-            if handle is not None:
-                try:
-                    yield shown_name("/".join(where + [name])), handle
-                except GeneratorExit:  # the search stopped before it took this file
+            try:
+                yield shown_name("/".join(where + [name])), handle
+            except GeneratorExit:  # the search stopped before it took this file
+                if handle is not None:
                     handle.close()
-                    raise
+                raise
         if folders and depth >= self.max_search_depth:
             note = f"(folders more than {self.max_search_depth} levels down were not searched)"
             notes.extend([] if note in notes else [note])

@@ -303,7 +303,7 @@ def test_search_results_are_bounded(tree):
     found = workspace.search("line", "big.txt").splitlines()
     assert len(found) == 51 and found[-1] == "(stopped at 50 matches; narrow the pattern or the path)"
     workspace.max_search_files = 1
-    assert workspace.search("nothing-matches").endswith("(stopped after 1 files; search a narrower path)")
+    assert workspace.search("nothing-matches").endswith("(stopped after looking at 1 entries; search a narrower path)")
 
 
 @posix_only
@@ -782,4 +782,4 @@ def test_every_tool_closes_each_descriptor_and_pipe_it_opened_whatever_its_answe
             f"call {n} ({answers[-1][:80]!r}) left a file, pipe or child process to its finalizer"
     assert any("did not finish within" in a for a in answers)  # the child that ran out of time was one of them
     assert any("leads outside the workspace" in a for a in answers) and any("symbolic links" in a for a in answers)
-    assert any(a.startswith("(stopped") or "stopped after 3 files" in a for a in answers)
+    assert any(a.startswith("(stopped") or "stopped after looking at 3 entries" in a for a in answers)

@@ -405,3 +405,33 @@ def test_a_matcher_that_stalls_without_using_a_processor_is_stopped_by_this_proc
     assert refused(workspace.search, "x", ".", True).startswith(
         "Search stopped: the regular expression 'x' did not finish within 0.5 seconds")
     assert time.monotonic() - started < 0.5 + 1.0 + 10  # the bound, and room for a loaded machine
+
+
+# --- A search's and a path's work is bounded, whatever the tree holds ----------------------------------------------
+
+
+def counting_opens(monkeypatch) -> list:
+    """Patches os.open to count its calls: the list's length is how many there were."""
+    opens, real = [], os.open
+
+    def counting(*args, **kwargs):
+        opens.append(args[0])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(os, "open", counting)
+    return opens
+
+
+def test_every_entry_a_search_looks_at_counts_against_max_search_files(root, monkeypatch):
+    """Binary files, folders and links to nowhere are looked at too: each counts, so a search with
+    max_search_files=5 opens a handful of files, not the 300 it passes over, and says it stopped."""
+    for n in range(100):
+        with open(os.path.join(root, f"b{n:03}.bin"), "wb") as f:
+            f.write(b"\x00" * 64)
+        os.mkdir(os.path.join(root, f"d{n:03}"))
+        os.symlink("nowhere", os.path.join(root, f"l{n:03}"))
+    workspace = Workspace(root)
+    workspace.max_search_files = 5
+    opens = counting_opens(monkeypatch)
+    assert workspace.search("needle") == ("No matches for 'needle' in '.'.\n"
+                                          "(stopped after looking at 5 entries; search a narrower path)")
+    assert len(opens) < 10
