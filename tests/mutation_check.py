@@ -2259,6 +2259,10 @@ MUTANTS: List[Mutant] = [
       "                for count, found in enumerate(walk, 1):",
       "                for count, found in enumerate((f for f in walk if f[1] is not None), 1):",
       "Workspace: every entry a search looks at counts against max_search_files", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "                if steps > self.max_path_steps:",
+      "                if False:",
+      "Workspace: the names walked to find one path are bounded (max_path_steps)", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

@@ -344,6 +344,7 @@ class Workspace(Capability):
     max_read_bytes = 32 * 2 ** 20  # bytes of a file one read_file call reads (from its start) at most
     max_path_chars, max_name_bytes = 1024, 255
     max_links = 40  # symbolic links followed for one path
+    max_path_steps = 512  # names walked to find one path ('.' and '..' in its links' targets too)
     max_pattern_chars = 1000  # regular expressions
     regex_seconds = 2.0  # processor time a regex search may spend matching (its reading does not count)
 
@@ -385,12 +386,18 @@ class Workspace(Capability):
     def _locate(self, parts: list, shown: str, make_folders: bool = False) -> tuple:
         """(descriptor of the folder holding the path's last name, that name, its lstat or None if nothing
         has it); '.' as the name means the folder itself. Links are followed here, one name at a time, and
-        never out of the root. With `make_folders`, missing folders on the way are made. The caller closes
-        the descriptor; an OSError is the caller's to word."""
+        never out of the root, each name walked counted against `max_path_steps` (a link's target of 4,095 bytes
+        such as 'd/../d/../' is 1,600 of them). With `make_folders`, missing folders on the way are made. The
+        caller closes the descriptor; an OSError is the caller's to word."""
         folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
-        todo, turns = list(reversed(parts)), 0  # names still to go (the next last); links followed, retries
+        todo = list(reversed(parts))  # names still to go, the next last
+        turns = steps = 0  # links followed (and names looked at again); names walked
         try:
             while todo:
+                steps += 1
+                if steps > self.max_path_steps:
+                    raise ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names "
+                                    "(its symbolic links' included).")
                 name = todo.pop()
                 if name in ("", "."):
                     continue

@@ -435,3 +435,21 @@ def test_every_entry_a_search_looks_at_counts_against_max_search_files(root, mon
     assert workspace.search("needle") == ("No matches for 'needle' in '.'.\n"
                                           "(stopped after looking at 5 entries; search a narrower path)")
     assert len(opens) < 10
+
+
+@posix_only
+def test_the_names_walked_to_find_one_path_are_bounded_whatever_its_links_targets_say(root, monkeypatch):
+    """max_links bounds the links, and max_path_steps the names walked: a link whose target is 'd/../' repeated
+    (4,095 bytes are 1,600 names) is refused, so listing 50 of them costs a bounded number of opens."""
+    os.mkdir(os.path.join(root, "d"))
+    write(root, "f.txt", "found\n")
+    os.symlink("d/../" * 100 + "f.txt", os.path.join(root, "near"))
+    for n in range(50):
+        os.symlink("d/../" * 800 + "f.txt", os.path.join(root, f"far{n:02}"))
+    workspace = Workspace(root)
+    assert workspace.read_file("near") == "     1\tfound"
+    assert refused(workspace.read_file, "far00") == ("Path refused: finding 'far00' walks more than 512 names (its "
+                                                     "symbolic links' included).")
+    opens = counting_opens(monkeypatch)
+    assert workspace.list_files(".").splitlines()[1] == "d/"
+    assert len(opens) < 50 * (Workspace.max_path_steps + 10)
