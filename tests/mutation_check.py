@@ -2263,6 +2263,10 @@ MUTANTS: List[Mutant] = [
       "                if steps > self.max_path_steps:",
       "                if False:",
       "Workspace: the names walked to find one path are bounded (max_path_steps)", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "                elif len(folders) > self.max_path_depth:",
+      "                elif False:",
+      "Workspace: the folders held open to find one path are bounded (max_path_depth)", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

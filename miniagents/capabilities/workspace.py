@@ -345,6 +345,7 @@ class Workspace(Capability):
     max_path_chars, max_name_bytes = 1024, 255
     max_links = 40  # symbolic links followed for one path
     max_path_steps = 512  # names walked to find one path ('.' and '..' in its links' targets too)
+    max_path_depth = 128  # folder levels one path goes down: each is held open while it is found (for '..')
     max_pattern_chars = 1000  # regular expressions
     regex_seconds = 2.0  # processor time a regex search may spend matching (its reading does not count)
 
@@ -387,8 +388,9 @@ class Workspace(Capability):
         """(descriptor of the folder holding the path's last name, that name, its lstat or None if nothing
         has it); '.' as the name means the folder itself. Links are followed here, one name at a time, and
         never out of the root, each name walked counted against `max_path_steps` (a link's target of 4,095 bytes
-        such as 'd/../d/../' is 1,600 of them). With `make_folders`, missing folders on the way are made. The
-        caller closes the descriptor; an OSError is the caller's to word."""
+        such as 'd/../d/../' is 1,600 of them), and the folders held open on the way against `max_path_depth`
+        (a link's '..' goes back to one; a process has a limited number). With `make_folders`, missing folders
+        on the way are made. The caller closes the descriptor; an OSError is the caller's to word."""
         folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
         todo = list(reversed(parts))  # names still to go, the next last
         turns = steps = 0  # links followed (and names looked at again); names walked
@@ -412,6 +414,8 @@ class Workspace(Capability):
                     todo.extend(reversed(self._link_names(name, folders, shown)))
                 elif not todo:
                     return folders.pop(), name, info
+                elif len(folders) > self.max_path_depth:
+                    raise ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
                 else:
                     if info is None and make_folders:
                         with contextlib.suppress(FileExistsError):

@@ -453,3 +453,28 @@ def test_the_names_walked_to_find_one_path_are_bounded_whatever_its_links_target
     opens = counting_opens(monkeypatch)
     assert workspace.list_files(".").splitlines()[1] == "d/"
     assert len(opens) < 50 * (Workspace.max_path_steps + 10)
+
+
+@linux_only
+def test_the_folders_held_open_to_find_one_path_are_bounded(root, monkeypatch):
+    """Each folder on a path's way is held open (a link's '..' goes back to it): two links whose targets are
+    'd/d/.../d' held 3,000 descriptors for one read, so other opens in the process failed (EMFILE). A path that
+    goes more than max_path_depth folders down is refused, with at most that many held."""
+    middle = os.path.join(root, *["d"] * 100)
+    os.makedirs(os.path.join(middle, *["d"] * 100))
+    write(middle, "g.txt", "middle\n")
+    os.symlink("/".join(["d"] * 100), os.path.join(root, "l0"))
+    os.symlink("/".join(["d"] * 100), os.path.join(middle, "l1"))
+    workspace = Workspace(root)
+    workspace.max_path_depth = 100
+    real, most = os.open, []
+
+    def watching(*args, **kwargs):
+        most.append(len(os.listdir("/proc/self/fd")))
+        return real(*args, **kwargs)
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "open", watching)
+    assert workspace.read_file("l0/g.txt") == "     1\tmiddle"  # 100 folders down
+    assert refused(workspace.read_file, "l0/l1/g.txt") == \
+        "Path refused: 'l0/l1/g.txt' goes more than 100 folders down."
+    assert max(most) - before <= 100 + 5
