@@ -2,7 +2,8 @@
 
 Paths. A `Workspace` never lets a model reach outside its root: `..`, absolute paths, NUL bytes, over-long names,
 symbolic links that lead out (also through intermediate folders) and device files, FIFOs and sockets are
-refused with a message the model can read (a `ToolError`), never with the host's absolute path. Checking a
+refused with a message the model can read (a `ToolError`), never with the host's absolute path; a backslash
+is a character of a name (as POSIX has it), never a separator. Checking a
 path by name and then opening it by name leaves a window in which another process can swap a folder for a
 link to the outside, so no path below the root is ever opened by name: each name is opened relative to its
 folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders). A symbolic link is read and
@@ -368,11 +369,10 @@ class Workspace(Capability):
             raise ToolError(f"Path refused: {shown} contains a NUL byte.")
         if len(path) > self.max_path_chars:
             raise ToolError(f"Path refused: it is longer than {self.max_path_chars} characters.")
-        plain = path.replace("\\", "/")
-        if plain.startswith("/") or os.path.splitdrive(path)[0] or os.path.isabs(path):
+        if path.startswith("/"):  # a backslash is a character of a name, as on the POSIX systems it runs on
             raise ToolError(f"Path refused: {shown} is absolute; use a path relative to the workspace root, "
                             "such as 'docs/guide.md' ('.' is the root).")
-        parts = [p for p in plain.split("/") if p not in ("", ".")]
+        parts = [p for p in path.split("/") if p not in ("", ".")]
         if ".." in parts:
             raise ToolError(f"Path refused: {shown} contains '..'; paths must stay inside the workspace.")
         if any(len(p.encode("utf-8", "surrogatepass")) > self.max_name_bytes for p in parts):

@@ -62,7 +62,7 @@ def refused(call, *args):
 
 @pytest.mark.parametrize("path, reason", [
     ("..", "contains '..'"), ("../outside/secret.txt", "contains '..'"), ("docs/../../outside", "contains '..'"),
-    ("/etc/passwd", "is absolute"), ("\\etc\\passwd", "is absolute"), ("docs/\x00guide.md", "NUL byte"),
+    ("/etc/passwd", "is absolute"), ("docs/\x00guide.md", "NUL byte"),
     ("a" * 256, "longer than 255 bytes"), ("é" * 128, "longer than 255 bytes"), ("d/" * 600, "longer than 1024")])
 def test_paths_that_leave_the_root_or_cannot_be_names_are_refused(tree, path, reason):
     root, _ = tree

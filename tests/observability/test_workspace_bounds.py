@@ -478,3 +478,17 @@ def test_the_folders_held_open_to_find_one_path_are_bounded(root, monkeypatch):
     assert refused(workspace.read_file, "l0/l1/g.txt") == \
         "Path refused: 'l0/l1/g.txt' goes more than 100 folders down."
     assert max(most) - before <= 100 + 5
+
+
+@posix_only
+def test_a_backslash_is_a_character_of_a_name_never_a_folder_separator(root):
+    """On POSIX 'a\\b' is one name: reading or writing it never reaches the file a/b (it did, silently)."""
+    write(root, "a/b", "in a/b\n")
+    write(root, "a\\b", "in the file named a\\b\n")
+    workspace = Workspace(root, writable=True, write_needs_approval=False)
+    assert workspace.read_file("a\\b") == "     1\tin the file named a\\b"
+    assert workspace.search("in", "a\\b") == "a\\b:1: in the file named a\\b"
+    assert workspace.write_file("a\\b", "new\n") == "Wrote 4 bytes to 'a\\b'."
+    assert workspace.read_file("a/b") == "     1\tin a/b"
+    assert workspace.read_file("a\\b") == "     1\tnew"
+    assert refused(workspace.read_file, "\\etc\\passwd") == "Cannot read '\\etc\\passwd': No such file or directory."
