@@ -2271,6 +2271,10 @@ MUTANTS: List[Mutant] = [
       "        parts = [p for p in path.split(\"/\") if p not in (\"\", \".\")]",
       "        parts = [p for p in path.replace(\"\\\\\", \"/\").split(\"/\") if p not in (\"\", \".\")]",
       "Workspace: a backslash is a character of a name, never a folder separator", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "            except OSError:  # the folder's names can be read but not looked at (no search permission)",
+      "            except FileNotFoundError:",
+      "Workspace: a name a search cannot look at is passed over, not the whole search failed", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

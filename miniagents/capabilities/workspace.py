@@ -555,7 +555,10 @@ class Workspace(Capability):
     def _describe(self, folder: int, name: str, path: str) -> str:
         """One list_files line: a folder, a file's size, or why it cannot be used; links are followed. `path`
         (from the root) is how to reach it, `name` is shown escaped."""
-        info = _look(name, folder)
+        try:
+            info = _look(name, folder)
+        except OSError as error:  # the folder's names can be read but not looked at (no search permission)
+            return f"{shown_name(name)}  (cannot be read: {error.strerror or 'system error'})"
         name = shown_name(name)
         if info is not None and stat.S_ISLNK(info.st_mode):
             try:
@@ -665,8 +668,8 @@ class Workspace(Capability):
     def _walk(self, folder: int, where: list, depth: int, notes: list) -> Any:
         """(path as shown, open text handle, or None for what a search passes over) for each entry looked at in
         the open `folder` and below: a folder's entries in name order (a link is read if it names a file inside
-        the root), then its folders' entries; links to folders are not entered, and a folder that cannot be read
-        is passed over."""
+        the root), then its folders' entries; links to folders are not entered, and a folder or a name that
+        cannot be read is passed over."""
         try:
             with os.scandir(folder) as entries:
                 names = sorted(entry.name for entry in entries)
@@ -674,10 +677,13 @@ class Workspace(Capability):
             return
         folders = []
         for name in names:
-            info = _look(name, folder)
+            try:
+                info = _look(name, folder)
+            except OSError:  # the folder's names can be read but not looked at (no search permission)
+                info = None
             if info is None:
-                continue
-            if stat.S_ISDIR(info.st_mode):
+                handle = None
+            elif stat.S_ISDIR(info.st_mode):
                 folders.append(name)
                 handle = None
             elif stat.S_ISLNK(info.st_mode):

@@ -492,3 +492,31 @@ def test_a_backslash_is_a_character_of_a_name_never_a_folder_separator(root):
     assert workspace.read_file("a/b") == "     1\tin a/b"
     assert workspace.read_file("a\\b") == "     1\tnew"
     assert refused(workspace.read_file, "\\etc\\passwd") == "Cannot read '\\etc\\passwd': No such file or directory."
+
+
+def unreadable_names(root, monkeypatch, folder) -> None:
+    """Makes `folder` readable but not searchable (mode r--: its names can be listed, not looked at); as root,
+    whom modes do not stop, looking at a name in it fails as it would for anyone else."""
+    os.chmod(os.path.join(root, folder), 0o600)
+    if os.geteuid() == 0:
+        look = workspace_module._look
+
+        def denied(name, at):
+            if os.path.samefile(f"/proc/self/fd/{at}", os.path.join(root, folder)):
+                raise PermissionError(13, "Permission denied")
+            return look(name, at)
+        monkeypatch.setattr(workspace_module, "_look", denied)
+
+
+@linux_only
+def test_a_folder_whose_names_cannot_be_looked_at_is_passed_over_by_search_and_listed_as_unreadable(root, monkeypatch):
+    write(root, "a.txt", "needle in a\n")
+    write(root, "locked/z.txt", "needle in z\n")
+    unreadable_names(root, monkeypatch, "locked")
+    try:
+        workspace = Workspace(root)
+        assert workspace.search("needle") == "a.txt:1: needle in a"  # it failed whole: "Cannot search '.'"
+        assert workspace.search("needle", "locked") == "No matches for 'needle' in 'locked'."
+        assert workspace.list_files("locked") == "locked:\nz.txt  (cannot be read: Permission denied)"
+    finally:
+        os.chmod(os.path.join(root, "locked"), 0o700)
