@@ -77,9 +77,10 @@ _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd
 # The child that runs a regex search. argv: its budget of processor seconds for matching, its parent's process
 # id. It first says who it is (so a program that is not this matcher is never believed); then reads a line
 # [pattern, most matches], then one JSON list per file, that file's lines, and answers [file number, line number,
-# text] per match, stopping at the most. It ends by itself: SIGPROF's default action ends it once its matching has
-# used its budget of processor time (the timer runs only while it matches), its input ending ends it, and a
-# thread ends it when its parent is gone (a process the parent forked may still hold the pipe open).
+# text] per match (201 characters: more says the line was cut), stopping at the most. It ends by itself: SIGPROF's
+# default action ends it once its matching has used its budget of processor time (the timer runs only while it
+# matches), its input ending ends it, and a thread ends it when its parent is gone (a process the parent forked may
+# still hold the pipe open).
 _MATCHER = """
 import json, os, re, signal, sys, threading, time
 budget, parent = max(float(sys.argv[1]), 0.001), int(sys.argv[2])
@@ -99,7 +100,7 @@ for file, record in enumerate(sys.stdin, 1):
     signal.setitimer(signal.ITIMER_PROF, budget)
     for number, line in enumerate(lines, 1):
         if search(line):
-            sys.stdout.write(json.dumps([file, number, line[:200]]) + "\\n")
+            sys.stdout.write(json.dumps([file, number, line[:201]]) + "\\n")
             found += 1
             if found >= limit:
                 sys.stdout.flush()
@@ -148,6 +149,12 @@ def one_line(text: str) -> str:
     return _LINE_BREAKS.sub(lambda m: _escape(m.group()), text)
 
 
+def _match(name: str, number: int, line: str) -> str:
+    """One line of a search's answer: where, and the line's first 200 characters (a longer line is marked cut, as
+    read_file marks it)."""
+    return f"{name}:{number}: {one_line(line[:200])}" + (" [line cut]" if len(line) > 200 else "")
+
+
 def _escape(ch: str) -> str:
     """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff)."""
     return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]
@@ -189,7 +196,7 @@ class _Matcher:
     matching budget plus `START_SECONDS` before a watchdog thread kills it. The child also ends by itself (see
     `_MATCHER`); `timed_out` says its matching ran out of time, `status` is its exit status after `finish()`."""
 
-    MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 200 characters, each escaped in 12 bytes]
+    MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 201 characters, each escaped in 12 bytes]
 
     def __init__(self, python: str, seconds: float):
         self.seconds = _seconds(seconds)
@@ -499,36 +506,37 @@ class Workspace(Capability):
         return handle
 
     @contextlib.contextmanager
-    def _reading(self, handle: Any, limit: int) -> Iterator[Any]:
+    def _reading(self, handle: Any, limit: int, chars: int) -> Iterator[Any]:
         """(lines, the reader's `_Capped`): `lines` gives (line text without its newline, whether it was cut) for
-        each line of the first `limit` bytes of the open `handle`, holding at most `max_line_chars` characters of
-        any line in memory; `capped.more` then says whether the file went on past them. Closes all it opened
-        (the handle stays the caller's)."""
+        each line of the first `limit` bytes of the open `handle`, holding at most `chars` characters of any line
+        in memory (the rest of a longer one skipped; -1: whole lines, as search needs, which `limit` bounds);
+        `capped.more` then says whether the file went on past them. Closes all it opened (the handle stays the
+        caller's)."""
         capped = _Capped(handle, limit)
         text = io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", errors="replace")
-        lines = self._lines(text)
+        lines = self._lines(text, chars)
         try:
             yield lines, capped
         finally:
             lines.close()
             text.close()
 
-    def _lines(self, text: Any) -> Iterator[tuple]:
+    def _lines(self, text: Any, chars: int) -> Iterator[tuple]:
         while True:
-            line = text.readline(self.max_line_chars)
+            line = text.readline(chars)
             if not line:
                 return
-            cut = len(line) == self.max_line_chars and not line.endswith("\n")
+            cut = len(line) == chars and not line.endswith("\n")
             if cut:  # skip the rest of a long line
                 rest = line
                 while rest and not rest.endswith("\n"):
-                    rest = text.readline(self.max_line_chars)
+                    rest = text.readline(chars)
             yield line.rstrip("\r\n"), cut
 
     def _read_lines(self, handle: Any, limit: int) -> list:
         """Every line (text only) of the first `limit` bytes of the open `handle`: what a regex search sends its
         matcher for one file."""
-        with self._reading(handle, limit) as (lines, _):
+        with self._reading(handle, limit, -1) as (lines, _):
             return [line for line, _ in lines]
 
     # --- the tools' work ---------------------------------------------------------------------------
@@ -583,7 +591,7 @@ class Workspace(Capability):
         shown_lines, count, more = [], 0, False
         with self._at(path, "read") as (folder, name, info, shown):
             with self._open_text(folder, name, info, shown) as handle, \
-                    self._reading(handle, self.max_read_bytes) as (lines, capped):
+                    self._reading(handle, self.max_read_bytes, self.max_line_chars) as (lines, capped):
                 for count, (line, cut) in enumerate(lines, 1):
                     if count > last:
                         more = True
@@ -729,10 +737,10 @@ class Workspace(Capability):
     def _text_matches(self, pattern: str, files: Any) -> list:
         needle, found = pattern.casefold(), []
         for name, handle in files:
-            with handle, self._reading(handle, self.max_file_bytes) as (lines, _):
+            with handle, self._reading(handle, self.max_file_bytes, -1) as (lines, _):
                 for number, (line, _) in enumerate(lines, 1):
                     if needle in line.casefold():
-                        found.append(f"{name}:{number}: {one_line(line[:200])}")
+                        found.append(_match(name, number, line))
                         if len(found) >= self.max_matches:
                             return found
         return found
@@ -771,7 +779,7 @@ class Workspace(Capability):
         if child.status != 0 or answers is None:
             raise ToolError(f"Search failed: the process matching the regular expression stopped (exit status "
                             f"{child.status}); try a simpler pattern or a plain-text search.")
-        return [f"{names[file - 1]}:{number}: {one_line(text)}" for file, number, text in answers]
+        return [_match(names[file - 1], number, text) for file, number, text in answers]
 
     def write_file(self, path: str, content: str) -> str:
         if not self.writable:
