@@ -2283,6 +2283,10 @@ MUTANTS: List[Mutant] = [
       "(\" [line cut]\" if len(line) > 200 else \"\")",
       "\"\"",
       "Workspace: a search marks a match's line cut when it shows only its start", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "            if info is not None and not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):",
+      "            if False:",
+      "Workspace: write_file refuses a file this process may not write (read-only)", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

@@ -13,7 +13,8 @@ fails the open, and is looked at again. Listing and searching walk folders the s
 links to folders). Any operating-system error reaches the model as a message naming its own path.
 
 Writing makes a new temporary file in the target's folder and renames it over the target (`os.replace`,
-relative to the folder's descriptor), keeping an existing file's permission bits: readers see the old file or
+relative to the folder's descriptor), keeping an existing file's permission bits (and refusing a file they
+forbid this process to write: the rename would not ask them): readers see the old file or
 the new one, never half of it; a link swapped in at the last moment is replaced, not followed; and a hard link
 to a file outside the root is replaced, never written through. Reading a hard link reads the file it names: a
 hard link *is* that file, no different from its other names; the model cannot make one, and whoever can put
@@ -72,7 +73,7 @@ _NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY",
 _FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
-                       {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd)
+                       {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink, os.access} <= os.supports_dir_fd)
 
 # The child that runs a regex search. argv: its budget of processor seconds for matching, its parent's process
 # id. It first says who it is (so a program that is not this matcher is never believed); then reads a line
@@ -792,6 +793,8 @@ class Workspace(Capability):
                 raise ToolError(f"'{shown}' is a folder; give a file path.")
             if info is not None and not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
+            if info is not None and not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):
+                raise ToolError(f"Refused: '{shown}' is read-only (its permissions forbid writing); it is unchanged.")
             _replace(folder, name, data, None if info is None else stat.S_IMODE(info.st_mode) & 0o777)
         return f"Wrote {len(data)} bytes to '{shown}'."
 

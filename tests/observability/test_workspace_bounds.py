@@ -533,3 +533,20 @@ def test_a_search_looks_at_whole_lines_and_marks_a_shown_line_cut(root, regex):
     write(root, "short.txt", "x" * 200 + "secretHandler\n" + "secretHandler" + "y" * 187 + "\n")
     assert Workspace(root).search("secretHandler", "short.txt", regex=regex) == \
         "short.txt:1: " + "x" * 200 + " [line cut]\nshort.txt:2: secretHandler" + "y" * 187
+
+
+def test_write_file_refuses_a_file_this_process_may_not_write(root, monkeypatch):
+    """Renaming a new file over a read-only one (mode 0444) would replace it though its mode forbids writing: it is
+    refused. Root, whom modes do not stop, may write it: there the test makes the system answer as for anyone."""
+    path = write(root, "LOCKED.md", "do not change\n")
+    os.chmod(path, 0o444)
+    if os.geteuid() == 0:
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda name, mode, **kwargs:
+                            False if mode == os.W_OK and name == "LOCKED.md" else access(name, mode, **kwargs))
+    workspace = Workspace(root, writable=True, write_needs_approval=False)
+    assert refused(workspace.write_file, "LOCKED.md", "changed\n") == \
+        "Refused: 'LOCKED.md' is read-only (its permissions forbid writing); it is unchanged."
+    with open(path) as f:
+        assert f.read() == "do not change\n"
+    assert workspace.write_file("new.md", "x\n") == "Wrote 2 bytes to 'new.md'."
