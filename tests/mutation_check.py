@@ -2287,6 +2287,10 @@ MUTANTS: List[Mutant] = [
       "            if info is not None and not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):",
       "            if False:",
       "Workspace: write_file refuses a file this process may not write (read-only)", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "            if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:",
+      "            if False:",
+      "Workspace: searching one named file too big to search says so, never 'No matches'", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

@@ -646,10 +646,12 @@ class Workspace(Capability):
         `max_search_files` entries (every one counts: files it passes over, links, folders, so the cap bounds its
         work); the caller closes each handle (and the generator: a handle it made and did not hand over is closed
         then). `where` is the searched path's names. Why a search stopped early goes into `notes`."""
-        if not stat.S_ISDIR(info.st_mode):
-            handle = self._searchable(folder, name, info)
-            if handle is not None:
-                yield shown_name("/".join(where)), handle
+        if not stat.S_ISDIR(info.st_mode):  # one file, named: what a search passes over is said, as read_file says it
+            shown = shown_name("/".join(where))
+            if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
+                raise ToolError(f"'{shown}' is larger than the {self.max_file_bytes} bytes a search reads of a file; "
+                                "read it with read_file.")
+            yield shown, self._open_text(folder, name, info, shown)
             return
         top = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
         try:

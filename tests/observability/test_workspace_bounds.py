@@ -550,3 +550,23 @@ def test_write_file_refuses_a_file_this_process_may_not_write(root, monkeypatch)
     with open(path) as f:
         assert f.read() == "do not change\n"
     assert workspace.write_file("new.md", "x\n") == "Wrote 2 bytes to 'new.md'."
+
+
+@posix_only
+@pytest.mark.parametrize("regex", [False, True])
+def test_searching_one_named_file_that_search_passes_over_says_why(root, regex):
+    """A named file a search does not read (too big, binary, a FIFO) answered "No matches", though it may hold
+    the text: it says why, as read_file does."""
+    write(root, "big.log", "ERROR disk full\n" + "ok\n" * 1000)
+    with open(os.path.join(root, "data.bin"), "wb") as f:
+        f.write(b"\x00\x01 ERROR here\n")
+    os.mkfifo(os.path.join(root, "pipe"))
+    workspace = Workspace(root)
+    workspace.max_file_bytes = 1000
+    assert refused(workspace.search, "ERROR", "big.log", regex) == \
+        "'big.log' is larger than the 1000 bytes a search reads of a file; read it with read_file."
+    assert refused(workspace.search, "ERROR", "data.bin", regex) == \
+        "'data.bin' is a binary file; only text files can be read."
+    assert refused(workspace.search, "ERROR", "pipe", regex) == \
+        "Path refused: 'pipe' is not a regular file (a device, FIFO or socket)."
+    assert workspace.search("ERROR", ".", regex) == "No matches for 'ERROR' in '.'."  # a folder's are passed over
