@@ -2291,6 +2291,11 @@ MUTANTS: List[Mutant] = [
       "            if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:",
       "            if False:",
       "Workspace: searching one named file too big to search says so, never 'No matches'", "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "        if len(pattern) > self.max_pattern_chars:  # a text too: it is echoed in the answer",
+      "        if regex and len(pattern) > self.max_pattern_chars:",
+      "Workspace: a plain search text is capped at max_pattern_chars, as a regular expression is",
+      "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

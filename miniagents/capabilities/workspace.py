@@ -355,7 +355,7 @@ class Workspace(Capability):
     max_links = 40  # symbolic links followed for one path
     max_path_steps = 512  # names walked to find one path ('.' and '..' in its links' targets too)
     max_path_depth = 128  # folder levels one path goes down: each is held open while it is found (for '..')
-    max_pattern_chars = 1000  # regular expressions
+    max_pattern_chars = 1000  # a search's text or regular expression
     regex_seconds = 2.0  # processor time a regex search may spend matching (its reading does not count)
 
     def __init__(self, root: Any, writable: bool = False, write_needs_approval: Union[bool, Callable] = True):
@@ -617,10 +617,10 @@ class Workspace(Capability):
     def search(self, pattern: str, path: str = ".", regex: bool = False) -> str:
         if not pattern:
             raise ToolError("The search pattern is empty.")
+        if len(pattern) > self.max_pattern_chars:  # a text too: it is echoed in the answer
+            raise ToolError(f"The {'regular expression' if regex else 'search text'} is longer than "
+                            f"{self.max_pattern_chars} characters; use a shorter one.")
         if regex:
-            if len(pattern) > self.max_pattern_chars:
-                raise ToolError(f"The regular expression is longer than {self.max_pattern_chars} characters; "
-                                "use a shorter one.")
             try:
                 re.compile(pattern)
             except (re.error, RecursionError, OverflowError) as error:  # nested too deeply, a count too large

@@ -478,7 +478,7 @@ def test_a_regex_search_has_its_time_bound_and_pattern_length_cap_as_attributes(
     assert "did not finish within 0.5 seconds" in refused(workspace.search, "(a|aa)+$", ".", True)
     assert refused(workspace.search, "a" * 1001, ".", True) == \
         "The regular expression is longer than 1000 characters; use a shorter one."
-    assert workspace.search("a" * 1001) == f"No matches for {'a' * 1001!r} in '.'."  # plain text has no cap
+    assert workspace.search("a" * 1000) == f"No matches for {'a' * 1000!r} in '.'."  # plain text: the same cap
 
 
 def test_a_regex_search_finds_matches_in_many_files_and_stops_at_the_match_bound(tree):

@@ -570,3 +570,13 @@ def test_searching_one_named_file_that_search_passes_over_says_why(root, regex):
     assert refused(workspace.search, "ERROR", "pipe", regex) == \
         "Path refused: 'pipe' is not a regular file (a device, FIFO or socket)."
     assert workspace.search("ERROR", ".", regex) == "No matches for 'ERROR' in '.'."  # a folder's are passed over
+
+
+def test_a_plain_search_text_is_capped_as_a_regular_expression_is(root):
+    """The text is echoed in a "No matches" answer: uncapped, a megabyte of it came back whole."""
+    write(root, "a.txt", "x\n")
+    workspace = Workspace(root)
+    for regex, what in ((False, "search text"), (True, "regular expression")):
+        assert refused(workspace.search, "y" * 1001, ".", regex) == \
+            f"The {what} is longer than 1000 characters; use a shorter one."
+    assert workspace.search("y" * 1000) == f"No matches for {'y' * 1000!r} in '.'."
