@@ -2296,6 +2296,10 @@ MUTANTS: List[Mutant] = [
       "        if regex and len(pattern) > self.max_pattern_chars:",
       "Workspace: a plain search text is capped at max_pattern_chars, as a regular expression is",
       "test_workspace_bounds"),
+    M("capabilities/workspace.py",
+      "                if count > self.max_folder_names:\n                    break",
+      "                if False:\n                    break",
+      "Workspace: list_files reads at most max_folder_names names of a folder", "test_workspace_bounds"),
     # --- retry.py: runner-managed model retries -------------------------------------------------------------
     M("retry/__init__.py",
       "context.attempt > context.max_retries:",

@@ -346,6 +346,7 @@ class Workspace(Capability):
     max_lines = 200  # lines per read_file call
     max_line_chars = 2000  # longer lines are cut
     max_entries = 200  # entries per list_files call
+    max_folder_names = 100_000  # names list_files or a search reads from one folder
     max_matches = 50  # matches per search
     max_search_files = 2000  # entries (files, links, folders) one search looks at
     max_search_depth = 64  # folder levels one search goes down
@@ -551,15 +552,31 @@ class Workspace(Capability):
                 raise ToolError(f"'{shown}' is not a folder.")
             listed = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
             try:
-                with os.scandir(listed) as entries:
-                    names = sorted(entry.name for entry in entries)
+                names, count = self._names(listed, self.max_entries)
                 where = "/".join(parts)
-                lines = [self._describe(listed, each, f"{where}/{each}") for each in names[:self.max_entries]]
+                lines = [self._describe(listed, each, f"{where}/{each}") for each in names]
             finally:
                 os.close(listed)
-        if len(names) > self.max_entries:
-            lines.append(f"... and {len(names) - self.max_entries} more entries")
+        if count > self.max_folder_names:
+            lines.append(f"... and more than {self.max_folder_names - len(names)} more entries (the names shown are "
+                         f"the first in name order of the {self.max_folder_names} read)")
+        elif count > len(names):
+            lines.append(f"... and {count - len(names)} more entries")
         return f"{shown}:\n" + "\n".join(lines) if lines else f"'{shown}' is empty."
+
+    def _names(self, folder: int, keep: int) -> tuple:
+        """(the first `keep` names of the open `folder` in name order, how many names it holds): of at most
+        `max_folder_names` read (more make the count that plus one), at most twice `keep` of them held at once,
+        so a folder of millions of names costs no more."""
+        names, count = [], 0
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries, 1):
+                if count > self.max_folder_names:
+                    break
+                names.append(entry.name)
+                if len(names) > 2 * keep:
+                    names = sorted(names)[:keep]
+        return sorted(names)[:keep], count
 
     def _describe(self, folder: int, name: str, path: str) -> str:
         """One list_files line: a folder, a file's size, or why it cannot be used; links are followed. `path`
@@ -682,8 +699,7 @@ class Workspace(Capability):
         the root), then its folders' entries; links to folders are not entered, and a folder or a name that
         cannot be read is passed over."""
         try:
-            with os.scandir(folder) as entries:
-                names = sorted(entry.name for entry in entries)
+            names = self._names(folder, self.max_search_files + 1)[0]  # one more than it looks at in all: it stops
         except OSError:
             return
         folders = []

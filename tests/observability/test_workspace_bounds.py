@@ -580,3 +580,37 @@ def test_a_plain_search_text_is_capped_as_a_regular_expression_is(root):
         assert refused(workspace.search, "y" * 1001, ".", regex) == \
             f"The {what} is longer than 1000 characters; use a shorter one."
     assert workspace.search("y" * 1000) == f"No matches for {'y' * 1000!r} in '.'."
+
+
+def test_list_files_reads_a_bounded_number_of_names_and_holds_few(root, monkeypatch):
+    """A folder of many names was read whole and sorted, to show max_entries of them: now at most
+    max_folder_names are read, and those shown are the first in name order of what was read."""
+    for n in range(300):
+        write(root, f"f{299 - n:03}.txt", "")
+    real, read = os.scandir, []
+
+    class Counting:
+        def __init__(self, fd):
+            self.entries = real(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.entries.__exit__(*exc)
+
+        def __iter__(self):
+            for entry in self.entries:
+                read.append(entry.name)
+                yield entry
+    monkeypatch.setattr(os, "scandir", Counting)
+    workspace = Workspace(root)
+    workspace.max_entries = 5
+    assert workspace.list_files(".") == (".:\n" + "".join(f"f{n:03}.txt  (0 bytes)\n" for n in range(5)) +
+                                         "... and 295 more entries")
+    workspace.max_folder_names, read[:] = 100, []
+    listed = workspace.list_files(".").splitlines()
+    assert len(read) <= 101 and listed[-1] == ("... and more than 95 more entries (the names shown are the first in "
+                                               "name order of the 100 read)")
+    shown = [line.split()[0] for line in listed[1:-1]]
+    assert shown == sorted(read[:100])[:5]
