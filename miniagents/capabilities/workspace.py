@@ -2,7 +2,8 @@
 
 Paths. A `Workspace` never lets a model reach outside its root: `..`, absolute paths, NUL bytes, over-long names,
 symbolic links that lead out (also through intermediate folders) and device files, FIFOs and sockets are
-refused with a message the model can read (a `ToolError`), never with the host's absolute path. Checking a
+refused with a message the model can read (a `ToolError`), never with the host's absolute path; a backslash
+is a character of a name (as POSIX has it), never a separator. Checking a
 path by name and then opening it by name leaves a window in which another process can swap a folder for a
 link to the outside, so no path below the root is ever opened by name: each name is opened relative to its
 folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders). A symbolic link is read and
@@ -12,7 +13,8 @@ fails the open, and is looked at again. Listing and searching walk folders the s
 links to folders). Any operating-system error reaches the model as a message naming its own path.
 
 Writing makes a new temporary file in the target's folder and renames it over the target (`os.replace`,
-relative to the folder's descriptor), keeping an existing file's permission bits: readers see the old file or
+relative to the folder's descriptor), keeping an existing file's permission bits (and refusing a file they
+forbid this process to write: the rename would not ask them): readers see the old file or
 the new one, never half of it; a link swapped in at the last moment is replaced, not followed; and a hard link
 to a file outside the root is replaced, never written through. Reading a hard link reads the file it names: a
 hard link *is* that file, no different from its other names; the model cannot make one, and whoever can put
@@ -71,14 +73,15 @@ _NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY",
 _FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
-                       {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd)
+                       {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink, os.access} <= os.supports_dir_fd)
 
 # The child that runs a regex search. argv: its budget of processor seconds for matching, its parent's process
 # id. It first says who it is (so a program that is not this matcher is never believed); then reads a line
 # [pattern, most matches], then one JSON list per file, that file's lines, and answers [file number, line number,
-# text] per match, stopping at the most. It ends by itself: SIGPROF's default action ends it once its matching has
-# used its budget of processor time (the timer runs only while it matches), its input ending ends it, and a
-# thread ends it when its parent is gone (a process the parent forked may still hold the pipe open).
+# text] per match (201 characters: more says the line was cut), stopping at the most. It ends by itself: SIGPROF's
+# default action ends it once its matching has used its budget of processor time (the timer runs only while it
+# matches), its input ending ends it, and a thread ends it when its parent is gone (a process the parent forked may
+# still hold the pipe open).
 _MATCHER = """
 import json, os, re, signal, sys, threading, time
 budget, parent = max(float(sys.argv[1]), 0.001), int(sys.argv[2])
@@ -98,7 +101,7 @@ for file, record in enumerate(sys.stdin, 1):
     signal.setitimer(signal.ITIMER_PROF, budget)
     for number, line in enumerate(lines, 1):
         if search(line):
-            sys.stdout.write(json.dumps([file, number, line[:200]]) + "\\n")
+            sys.stdout.write(json.dumps([file, number, line[:201]]) + "\\n")
             found += 1
             if found >= limit:
                 sys.stdout.flush()
@@ -147,6 +150,12 @@ def one_line(text: str) -> str:
     return _LINE_BREAKS.sub(lambda m: _escape(m.group()), text)
 
 
+def _match(name: str, number: int, line: str) -> str:
+    """One line of a search's answer: where, and the line's first 200 characters (a longer line is marked cut, as
+    read_file marks it)."""
+    return f"{name}:{number}: {one_line(line[:200])}" + (" [line cut]" if len(line) > 200 else "")
+
+
 def _escape(ch: str) -> str:
     """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff)."""
     return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]
@@ -188,7 +197,7 @@ class _Matcher:
     matching budget plus `START_SECONDS` before a watchdog thread kills it. The child also ends by itself (see
     `_MATCHER`); `timed_out` says its matching ran out of time, `status` is its exit status after `finish()`."""
 
-    MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 200 characters, each escaped in 12 bytes]
+    MAX_ANSWER_BYTES = 65536  # one answer line: [file, line, at most 201 characters, each escaped in 12 bytes]
 
     def __init__(self, python: str, seconds: float):
         self.seconds = _seconds(seconds)
@@ -337,14 +346,17 @@ class Workspace(Capability):
     max_lines = 200  # lines per read_file call
     max_line_chars = 2000  # longer lines are cut
     max_entries = 200  # entries per list_files call
+    max_folder_names = 100_000  # names list_files or a search reads from one folder
     max_matches = 50  # matches per search
-    max_search_files = 2000  # files one search looks at
+    max_search_files = 2000  # entries (files, links, folders) one search looks at
     max_search_depth = 64  # folder levels one search goes down
     max_file_bytes = 2_000_000  # search skips bigger files (and reads no more of one that grew); write_file's cap
     max_read_bytes = 32 * 2 ** 20  # bytes of a file one read_file call reads (from its start) at most
     max_path_chars, max_name_bytes = 1024, 255
     max_links = 40  # symbolic links followed for one path
-    max_pattern_chars = 1000  # regular expressions
+    max_path_steps = 512  # names walked to find one path ('.' and '..' in its links' targets too)
+    max_path_depth = 128  # folder levels one path goes down: each is held open while it is found (for '..')
+    max_pattern_chars = 1000  # a search's text or regular expression
     regex_seconds = 2.0  # processor time a regex search may spend matching (its reading does not count)
 
     def __init__(self, root: Any, writable: bool = False, write_needs_approval: Union[bool, Callable] = True):
@@ -366,11 +378,10 @@ class Workspace(Capability):
             raise ToolError(f"Path refused: {shown} contains a NUL byte.")
         if len(path) > self.max_path_chars:
             raise ToolError(f"Path refused: it is longer than {self.max_path_chars} characters.")
-        plain = path.replace("\\", "/")
-        if plain.startswith("/") or os.path.splitdrive(path)[0] or os.path.isabs(path):
+        if path.startswith("/"):  # a backslash is a character of a name, as on the POSIX systems it runs on
             raise ToolError(f"Path refused: {shown} is absolute; use a path relative to the workspace root, "
                             "such as 'docs/guide.md' ('.' is the root).")
-        parts = [p for p in plain.split("/") if p not in ("", ".")]
+        parts = [p for p in path.split("/") if p not in ("", ".")]
         if ".." in parts:
             raise ToolError(f"Path refused: {shown} contains '..'; paths must stay inside the workspace.")
         if any(len(p.encode("utf-8", "surrogatepass")) > self.max_name_bytes for p in parts):
@@ -385,12 +396,19 @@ class Workspace(Capability):
     def _locate(self, parts: list, shown: str, make_folders: bool = False) -> tuple:
         """(descriptor of the folder holding the path's last name, that name, its lstat or None if nothing
         has it); '.' as the name means the folder itself. Links are followed here, one name at a time, and
-        never out of the root. With `make_folders`, missing folders on the way are made. The caller closes
-        the descriptor; an OSError is the caller's to word."""
+        never out of the root, each name walked counted against `max_path_steps` (a link's target of 4,095 bytes
+        such as 'd/../d/../' is 1,600 of them), and the folders held open on the way against `max_path_depth`
+        (a link's '..' goes back to one; a process has a limited number). With `make_folders`, missing folders
+        on the way are made. The caller closes the descriptor; an OSError is the caller's to word."""
         folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
-        todo, turns = list(reversed(parts)), 0  # names still to go (the next last); links followed, retries
+        todo = list(reversed(parts))  # names still to go, the next last
+        turns = steps = 0  # links followed (and names looked at again); names walked
         try:
             while todo:
+                steps += 1
+                if steps > self.max_path_steps:
+                    raise ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names "
+                                    "(its symbolic links' included).")
                 name = todo.pop()
                 if name in ("", "."):
                     continue
@@ -405,6 +423,8 @@ class Workspace(Capability):
                     todo.extend(reversed(self._link_names(name, folders, shown)))
                 elif not todo:
                     return folders.pop(), name, info
+                elif len(folders) > self.max_path_depth:
+                    raise ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
                 else:
                     if info is None and make_folders:
                         with contextlib.suppress(FileExistsError):
@@ -488,36 +508,37 @@ class Workspace(Capability):
         return handle
 
     @contextlib.contextmanager
-    def _reading(self, handle: Any, limit: int) -> Iterator[Any]:
+    def _reading(self, handle: Any, limit: int, chars: int) -> Iterator[Any]:
         """(lines, the reader's `_Capped`): `lines` gives (line text without its newline, whether it was cut) for
-        each line of the first `limit` bytes of the open `handle`, holding at most `max_line_chars` characters of
-        any line in memory; `capped.more` then says whether the file went on past them. Closes all it opened
-        (the handle stays the caller's)."""
+        each line of the first `limit` bytes of the open `handle`, holding at most `chars` characters of any line
+        in memory (the rest of a longer one skipped; -1: whole lines, as search needs, which `limit` bounds);
+        `capped.more` then says whether the file went on past them. Closes all it opened (the handle stays the
+        caller's)."""
         capped = _Capped(handle, limit)
         text = io.TextIOWrapper(io.BufferedReader(capped), encoding="utf-8", errors="replace")
-        lines = self._lines(text)
+        lines = self._lines(text, chars)
         try:
             yield lines, capped
         finally:
             lines.close()
             text.close()
 
-    def _lines(self, text: Any) -> Iterator[tuple]:
+    def _lines(self, text: Any, chars: int) -> Iterator[tuple]:
         while True:
-            line = text.readline(self.max_line_chars)
+            line = text.readline(chars)
             if not line:
                 return
-            cut = len(line) == self.max_line_chars and not line.endswith("\n")
+            cut = len(line) == chars and not line.endswith("\n")
             if cut:  # skip the rest of a long line
                 rest = line
                 while rest and not rest.endswith("\n"):
-                    rest = text.readline(self.max_line_chars)
+                    rest = text.readline(chars)
             yield line.rstrip("\r\n"), cut
 
     def _read_lines(self, handle: Any, limit: int) -> list:
         """Every line (text only) of the first `limit` bytes of the open `handle`: what a regex search sends its
         matcher for one file."""
-        with self._reading(handle, limit) as (lines, _):
+        with self._reading(handle, limit, -1) as (lines, _):
             return [line for line, _ in lines]
 
     # --- the tools' work ---------------------------------------------------------------------------
@@ -531,20 +552,39 @@ class Workspace(Capability):
                 raise ToolError(f"'{shown}' is not a folder.")
             listed = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
             try:
-                with os.scandir(listed) as entries:
-                    names = sorted(entry.name for entry in entries)
+                names, count = self._names(listed, self.max_entries)
                 where = "/".join(parts)
-                lines = [self._describe(listed, each, f"{where}/{each}") for each in names[:self.max_entries]]
+                lines = [self._describe(listed, each, f"{where}/{each}") for each in names]
             finally:
                 os.close(listed)
-        if len(names) > self.max_entries:
-            lines.append(f"... and {len(names) - self.max_entries} more entries")
+        if count > self.max_folder_names:
+            lines.append(f"... and more than {self.max_folder_names - len(names)} more entries (the names shown are "
+                         f"the first in name order of the {self.max_folder_names} read)")
+        elif count > len(names):
+            lines.append(f"... and {count - len(names)} more entries")
         return f"{shown}:\n" + "\n".join(lines) if lines else f"'{shown}' is empty."
+
+    def _names(self, folder: int, keep: int) -> tuple:
+        """(the first `keep` names of the open `folder` in name order, how many names it holds): of at most
+        `max_folder_names` read (more make the count that plus one), at most twice `keep` of them held at once,
+        so a folder of millions of names costs no more."""
+        names, count = [], 0
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries, 1):
+                if count > self.max_folder_names:
+                    break
+                names.append(entry.name)
+                if len(names) > 2 * keep:
+                    names = sorted(names)[:keep]
+        return sorted(names)[:keep], count
 
     def _describe(self, folder: int, name: str, path: str) -> str:
         """One list_files line: a folder, a file's size, or why it cannot be used; links are followed. `path`
         (from the root) is how to reach it, `name` is shown escaped."""
-        info = _look(name, folder)
+        try:
+            info = _look(name, folder)
+        except OSError as error:  # the folder's names can be read but not looked at (no search permission)
+            return f"{shown_name(name)}  (cannot be read: {error.strerror or 'system error'})"
         name = shown_name(name)
         if info is not None and stat.S_ISLNK(info.st_mode):
             try:
@@ -569,7 +609,7 @@ class Workspace(Capability):
         shown_lines, count, more = [], 0, False
         with self._at(path, "read") as (folder, name, info, shown):
             with self._open_text(folder, name, info, shown) as handle, \
-                    self._reading(handle, self.max_read_bytes) as (lines, capped):
+                    self._reading(handle, self.max_read_bytes, self.max_line_chars) as (lines, capped):
                 for count, (line, cut) in enumerate(lines, 1):
                     if count > last:
                         more = True
@@ -594,10 +634,10 @@ class Workspace(Capability):
     def search(self, pattern: str, path: str = ".", regex: bool = False) -> str:
         if not pattern:
             raise ToolError("The search pattern is empty.")
+        if len(pattern) > self.max_pattern_chars:  # a text too: it is echoed in the answer
+            raise ToolError(f"The {'regular expression' if regex else 'search text'} is longer than "
+                            f"{self.max_pattern_chars} characters; use a shorter one.")
         if regex:
-            if len(pattern) > self.max_pattern_chars:
-                raise ToolError(f"The regular expression is longer than {self.max_pattern_chars} characters; "
-                                "use a shorter one.")
             try:
                 re.compile(pattern)
             except (re.error, RecursionError, OverflowError) as error:  # nested too deeply, a count too large
@@ -619,13 +659,16 @@ class Workspace(Capability):
         return "\n".join(found + notes)
 
     def _searched_files(self, folder: int, name: str, info: Any, where: list, notes: list) -> Any:
-        """(path as shown, open text handle) for each text file a search reads, at most `max_search_files`;
-        the caller closes each handle (and the generator: a handle it made and did not hand over is closed then).
-        `where` is the searched path's names. Why a search stopped early goes into `notes`."""
-        if not stat.S_ISDIR(info.st_mode):
-            handle = self._searchable(folder, name, info)
-            if handle is not None:
-                yield shown_name("/".join(where)), handle
+        """(path as shown, open text handle) for each text file a search reads, stopping once it has looked at
+        `max_search_files` entries (every one counts: files it passes over, links, folders, so the cap bounds its
+        work); the caller closes each handle (and the generator: a handle it made and did not hand over is closed
+        then). `where` is the searched path's names. Why a search stopped early goes into `notes`."""
+        if not stat.S_ISDIR(info.st_mode):  # one file, named: what a search passes over is said, as read_file says it
+            shown = shown_name("/".join(where))
+            if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
+                raise ToolError(f"'{shown}' is larger than the {self.max_file_bytes} bytes a search reads of a file; "
+                                "read it with read_file.")
+            yield shown, self._open_text(folder, name, info, shown)
             return
         top = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
         try:
@@ -633,9 +676,13 @@ class Workspace(Capability):
             try:
                 for count, found in enumerate(walk, 1):
                     if count > self.max_search_files:
-                        found[1].close()
-                        notes.append(f"(stopped after {self.max_search_files} files; search a narrower path)")
+                        if found[1] is not None:
+                            found[1].close()
+                        notes.append(f"(stopped after looking at {self.max_search_files} entries; search a "
+                                     "narrower path)")
                         return
+                    if found[1] is None:
+                        continue
                     try:
                         yield found
                     except GeneratorExit:
@@ -647,32 +694,35 @@ class Workspace(Capability):
             os.close(top)
 
     def _walk(self, folder: int, where: list, depth: int, notes: list) -> Any:
-        """(path as shown, open text handle) of the text files in the open `folder` and below: a folder's
-        files (and links to files inside the root) in name order, then its folders; links to folders are
-        not entered, and a folder that cannot be read is passed over."""
+        """(path as shown, open text handle, or None for what a search passes over) for each entry looked at in
+        the open `folder` and below: a folder's entries in name order (a link is read if it names a file inside
+        the root), then its folders' entries; links to folders are not entered, and a folder or a name that
+        cannot be read is passed over."""
         try:
-            with os.scandir(folder) as entries:
-                names = sorted(entry.name for entry in entries)
+            names = self._names(folder, self.max_search_files + 1)[0]  # one more than it looks at in all: it stops
         except OSError:
             return
         folders = []
         for name in names:
-            info = _look(name, folder)
+            try:
+                info = _look(name, folder)
+            except OSError:  # the folder's names can be read but not looked at (no search permission)
+                info = None
             if info is None:
-                continue
-            if stat.S_ISDIR(info.st_mode):
+                handle = None
+            elif stat.S_ISDIR(info.st_mode):
                 folders.append(name)
-                continue
-            if stat.S_ISLNK(info.st_mode):
+                handle = None
+            elif stat.S_ISLNK(info.st_mode):
                 handle = self._searchable_link(where + [name])
             else:
                 handle = self._searchable(folder, name, info)
-            if handle is not None:
-                try:
-                    yield shown_name("/".join(where + [name])), handle
-                except GeneratorExit:  # the search stopped before it took this file
+            try:
+                yield shown_name("/".join(where + [name])), handle
+            except GeneratorExit:  # the search stopped before it took this file
+                if handle is not None:
                     handle.close()
-                    raise
+                raise
         if folders and depth >= self.max_search_depth:
             note = f"(folders more than {self.max_search_depth} levels down were not searched)"
             notes.extend([] if note in notes else [note])
@@ -706,10 +756,10 @@ class Workspace(Capability):
     def _text_matches(self, pattern: str, files: Any) -> list:
         needle, found = pattern.casefold(), []
         for name, handle in files:
-            with handle, self._reading(handle, self.max_file_bytes) as (lines, _):
+            with handle, self._reading(handle, self.max_file_bytes, -1) as (lines, _):
                 for number, (line, _) in enumerate(lines, 1):
                     if needle in line.casefold():
-                        found.append(f"{name}:{number}: {one_line(line[:200])}")
+                        found.append(_match(name, number, line))
                         if len(found) >= self.max_matches:
                             return found
         return found
@@ -748,7 +798,7 @@ class Workspace(Capability):
         if child.status != 0 or answers is None:
             raise ToolError(f"Search failed: the process matching the regular expression stopped (exit status "
                             f"{child.status}); try a simpler pattern or a plain-text search.")
-        return [f"{names[file - 1]}:{number}: {one_line(text)}" for file, number, text in answers]
+        return [_match(names[file - 1], number, text) for file, number, text in answers]
 
     def write_file(self, path: str, content: str) -> str:
         if not self.writable:
@@ -761,6 +811,8 @@ class Workspace(Capability):
                 raise ToolError(f"'{shown}' is a folder; give a file path.")
             if info is not None and not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"Path refused: '{shown}' is not a regular file (a device, FIFO or socket).")
+            if info is not None and not os.access(name, os.W_OK, dir_fd=folder, follow_symlinks=False):
+                raise ToolError(f"Refused: '{shown}' is read-only (its permissions forbid writing); it is unchanged.")
             _replace(folder, name, data, None if info is None else stat.S_IMODE(info.st_mode) & 0o777)
         return f"Wrote {len(data)} bytes to '{shown}'."
 
