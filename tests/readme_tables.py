@@ -325,7 +325,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
     # text was taken as the final answer)
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
-    "shell: tracing": 1127,
+    "shell: tracing": 1137,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -350,6 +350,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1127 for the URL password's regex in two lines, now that a comment must say why it is so: linear (a scheme
     # starts no run of scheme characters: \b inside `a-a-a-...` made it quadratic), a user holding @, an authority
     # ending at / ? # (a query's `10:00&ann@x` was cut as a password)
+    # 1137 for a run without task spans (include_task_and_turn_spans False) joining its caller's trace: its spans
+    # took the caller's sensitive-data rule and processors (tool arguments traced against the run's rule, its own
+    # trace_path written nothing and left open); the caller's span or trace is joined as a copy carrying the run's
+    # own processors and rule
     "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
