@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import logging
 import os
 from typing import Any, Iterator, Optional
@@ -58,7 +59,8 @@ class run_trace:
     `config.tracing_disabled`, or the caller's trace is disabled), in which case every span the run makes
     is a no-op. On exit it records an escaping exception, ends the span (and its own trace), and shuts
     down the run's own processors. The sensitive-data rule is `config.trace_include_sensitive_data`,
-    and-ed with the enclosing run's.
+    and-ed with the enclosing run's. Without a task span (`task_and_turn_spans`) the run's spans hang from the
+    trace or the caller's span, still with the run's own processors and rule (`_joined`).
     """
 
     def __init__(self, config: Any):
@@ -66,6 +68,7 @@ class run_trace:
         self._trace: Optional[TraceImpl] = None
         self._task: Optional[SpanImpl] = None
         self._own: tuple = ()
+        self._scope: Optional[tuple] = None  # (the context variable, its token) of a caller's trace or span joined
 
     def __enter__(self) -> Optional[Span]:
         config = self._config
@@ -87,21 +90,32 @@ class run_trace:
                                              getattr(config, "trace_metadata", None), inherited + own, include)
             self._trace.start(mark_as_current=True)
         if not task_and_turn_spans(config):  # the agents' spans hang from the trace (or the caller's span)
+            if self._trace is None and (own or include != getattr(parent, "_include_data", True)):
+                parent = self._joined(parent, inherited + own, include)
             return parent
         task = self._task = SpanImpl(TaskSpanData(getattr(config, "workflow_name", "Agent workflow")), parent)
         task._processors, task._include_data = inherited + own, include
         task.start(mark_as_current=True)
         return task
 
+    def _joined(self, parent: Any, processors: tuple, include: bool) -> Any:
+        """The caller's trace or span as this run's spans see it, made current for the run: its ids, with the run's
+        own processors and sensitive-data rule (a run with no task span to carry them still keeps them)."""
+        joined = copy.copy(parent)
+        joined._processors, joined._include_data, joined._token = processors, include, None
+        scope = _current_span if isinstance(parent, Span) else _current_trace
+        self._scope = (scope, scope.set(joined))
+        return joined
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._task is None and self._trace is None:
-            return
         try:
             if self._task is not None:
                 self._task.__exit__(exc_type, exc, tb)
             if self._trace is not None:
                 self._trace.finish(reset_current=True)
-        finally:
+            if self._scope is not None:
+                reset(*self._scope)
+        finally:  # on every way out, also when nothing was recorded: a file opened for this run is closed
             for processor in self._own:
                 try:
                     processor.shutdown()

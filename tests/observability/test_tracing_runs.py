@@ -194,6 +194,43 @@ def test_the_environment_variable_traces_a_run_and_sensitive_data_can_be_left_ou
     assert "A-1" not in text  # tool arguments, outputs and model text are sensitive
 
 
+def test_a_run_without_task_spans_in_its_callers_trace_keeps_its_own_sensitive_data_rule_and_trace_file(tmp_path):
+    """With `include_task_and_turn_spans` False there is no task span to carry the run's own rule and processors:
+    a run joining the trace its caller opened, or an agent tool's inner run, still leaves its tool arguments out of
+    every processor when it says so, and still writes (and closes) its own `trace_path`."""
+    from miniagents import tracing
+
+    secret, spans_off = "patient-record-4711", {"include_task_and_turn_spans": False}
+
+    @function_tool
+    def lookup(name: str) -> str:
+        """Look a name up."""
+        return "diagnosis for " + name
+
+    def inner():
+        return Agent(name="Inner", tools=[lookup], model=ScriptedModel([
+            [function_call("lookup", {"name": secret}, call_id="c1")], [assistant_message("done")]]))
+
+    caller, own = str(tmp_path / "caller.jsonl"), str(tmp_path / "own.jsonl")
+    tracing.set_trace_processors([tracing.JsonlTraceProcessor(caller)])
+    try:
+        with tracing.trace("Help desk"):
+            Runner.run_sync(inner(), "hi", run_config=RunConfig(trace_include_sensitive_data=False, tracing=spans_off))
+    finally:
+        tracing.set_trace_processors([])
+    with tracing.trace("Help desk"):  # a trace no processor listens to: only the run's own file
+        Runner.run_sync(inner(), "hi", run_config=RunConfig(trace_path=own, tracing=spans_off))
+    as_tool = inner().as_tool("ask", "Ask.", run_config=RunConfig(trace_include_sensitive_data=False,
+                                                                   tracing=spans_off))
+    outer = Agent(name="Outer", tools=[as_tool], model=ScriptedModel([
+        [function_call("ask", {"input": "x"}, call_id="o1")], [assistant_message("ok")]]))
+    Runner.run_sync(outer, "hi", run_config=RunConfig(trace_path=caller))
+    text = open(caller, encoding="utf-8").read()
+    assert text.count('"name": "lookup"') == 2 * 2 and secret not in text  # 2 runs: a function span's start and end
+    assert any("tool lookup" in line for line in tree(own)[0]) and secret in open(own, encoding="utf-8").read()
+    assert not [fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == own]
+
+
 def test_without_a_processor_a_run_writes_nothing_and_opens_no_recorded_span(tmp_path, monkeypatch):
     from miniagents import tracing
 
