@@ -193,7 +193,7 @@ class TracingPlugin(Plugin):
     def model_call(self, run: Any, step: Any) -> Iterator[None]:
         with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
             yield
-            if recording():
+            if recording() and step.response is not None:  # None: the call failed, a later plugin swallowed it
                 response = step.response
                 span.span_data.input, span.span_data.output = step.input, response.output
                 span.span_data.usage = response.usage.to_json()

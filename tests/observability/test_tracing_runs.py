@@ -7,6 +7,7 @@ for results and plugins, and a capability its model cannot serve refused when th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -229,6 +230,48 @@ def test_a_run_without_task_spans_in_its_callers_trace_keeps_its_own_sensitive_d
     assert text.count('"name": "lookup"') == 2 * 2 and secret not in text  # 2 runs: a function span's start and end
     assert any("tool lookup" in line for line in tree(own)[0]) and secret in open(own, encoding="utf-8").read()
     assert not [fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == own]
+
+
+@pytest.mark.parametrize("seam, kind", [("model_call", "generation"), ("tool_call", "function")])
+def test_a_plugin_raising_around_a_step_fails_the_run_with_its_error_and_the_steps_span_records_it(tmp_path, seam,
+                                                                                                  kind):
+    """A run's own plugin that raises as a model call or tool call starts: the run raises its error (not one from
+    inside tracing, which read the step as if it had succeeded), and the step's span ends with that error."""
+    path = str(tmp_path / "run.jsonl")
+
+    def refuses(self, run, step):
+        raise PermissionError("not allowed here")
+
+    @function_tool
+    def double_it(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    agent = Agent(name="A", tools=[double_it], model=ScriptedModel([
+        [function_call("double_it", {"x": 2}, call_id="c1")], [assistant_message("done")]]))
+    with pytest.raises(PermissionError, match="not allowed here"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(trace_path=path),
+                        plugins=[type("Refuses", (seams.Plugin,), {seam: refuses})()])
+    ended = [json.loads(line) for line in open(path, encoding="utf-8")]
+    (span,) = [r for r in ended if r["event"] == "span_end" and r["span_data"]["type"] == kind]
+    assert span["error"] == {"message": "PermissionError", "data": {"type": "PermissionError"}}
+
+
+def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untraced(tmp_path):
+    """A plugin left after tracing that swallows a model call's error (which the seams' contract forbids): the
+    generation span has no response to read, and tracing adds no error of its own to the run."""
+
+    class Swallows(seams.Plugin):
+        @contextlib.contextmanager
+        def model_call(self, run, step):
+            with contextlib.suppress(RuntimeError):
+                yield
+
+    def run(config):
+        agent = Agent(name="A", model=ScriptedModel([RuntimeError("down"), [assistant_message("hi")]]))
+        return Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()]).final_output
+
+    assert run(RunConfig(trace_path=str(tmp_path / "run.jsonl"))) == run(RunConfig())
 
 
 def test_without_a_processor_a_run_writes_nothing_and_opens_no_recorded_span(tmp_path, monkeypatch):
