@@ -17,7 +17,7 @@ from . import provider
 from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval,
                      recording, turn_span)
 from .processors import ConsoleTraceProcessor, JsonlTraceProcessor, trace_file_name
-from .redaction import remember
+from .redaction import release, remember
 from .scope import _current_span, _current_trace, reset
 from .span_data import TaskSpanData
 from .spans import NoOpSpan, Span, SpanImpl
@@ -126,36 +126,34 @@ class run_trace:
 
 class _TracedRun(run_trace):
     """`run_trace` for one run of the kernel: the task span also records the run's own token usage, counted here
-    (`counted`): its model calls, and its agent tools' inner runs as each ends. Not the context's usage: an agent
+    (`usage`): its model calls, and its agent tools' inner runs as each ends. Not the context's usage: an agent
     tool's inner run shares its caller's, so it would count the caller's calls too, and its change over the inner
-    run the calls of agent tools running at once beside it. A resumed run counts from where it resumes."""
+    run the calls of agent tools running at once beside it. A resumed run counts from where it resumes. Its models'
+    secrets (`secrets`, redaction.remember) are hidden from every trace until it ends: an agent tool's inner run
+    keeps them in its caller's, which may still write them (the tool's output)."""
 
     def __init__(self, run: Any):
         super().__init__(run.config)
-        self.usage, self._outer, self._token = Usage(), None, None
+        self.usage, self._outer, self._token, self.secrets = Usage(), None, None, []
 
     def __enter__(self) -> Optional[Span]:
         task = super().__enter__()
-        self._outer, self._token = _run_usage.get(), _run_usage.set(self.usage)
+        self._outer, self._token = _traced_run.get(), _traced_run.set(self)
+        self.secrets = self.secrets if self._outer is None else self._outer.secrets
         return task
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        reset(_run_usage, self._token)
+        reset(_traced_run, self._token)
         if self._outer is not None:
-            counted(self._outer, self.usage)
+            self._outer.usage.add(self.usage)  # takes the lock agent tools ending at once, in threads, need
         if self._task is not None:
             self._task.span_data.usage = self.usage.to_json()
         super().__exit__(exc_type, exc, tb)
+        if self._outer is None:  # the last record is written: an inner run's secrets were kept for its caller's
+            release(self.secrets)
 
 
-_run_usage: contextvars.ContextVar = contextvars.ContextVar("miniagents_traced_run_usage", default=None)
-
-
-def counted(usage: Optional[Usage], more: Usage, requests: Optional[int] = None) -> None:
-    """`more` added to a traced run's own `usage` (None: no run is traced here); `Usage.add` takes the lock that
-    agent tools ending their inner runs at once, in threads of their own, need."""
-    if usage is not None:
-        usage.add(more, requests)
+_traced_run: contextvars.ContextVar = contextvars.ContextVar("miniagents_traced_run", default=None)
 
 
 class TracingPlugin(Plugin):
@@ -197,8 +195,10 @@ class TracingPlugin(Plugin):
                 response = step.response
                 span.span_data.input, span.span_data.output = step.input, response.output
                 span.span_data.usage = response.usage.to_json()
-                counted(_run_usage.get(), response.usage, requests=1)
-                remember(step.model)  # its API key is hidden from what the processors write from now on
+                traced = _traced_run.get()
+                if traced is not None:
+                    traced.usage.add(response.usage, 1)
+                    remember(step.model, traced.secrets)  # its API key is hidden from what the processors write
 
     @contextlib.contextmanager
     def tool_call(self, run: Any, step: Any) -> Iterator[None]:

@@ -22,6 +22,7 @@ from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTr
 from miniagents.capabilities import Capability, Workspace
 from miniagents.context import Usage
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from miniagents.tracing import redaction
 from miniagents.tracing.tree import describe, read
 from support import outputs_sent
 
@@ -487,3 +488,60 @@ def test_no_credential_of_the_environment_the_settings_or_the_model_reaches_a_ru
     for secret in (env_key, meta_secret, model_key):
         assert secret not in text and secret not in err, secret
     assert "OPENAI_API_KEY=***" in text and "Your key is ***." in text and '"user": "Bearer ***"' in text
+
+
+class Keyed:
+    """A model as a gateway wraps one (`wrapped`, which the trace's redaction looks through): a real HTTP adapter
+    holding the credentials, its answers played back so that no server is needed."""
+
+    def __init__(self, steps, **adapter):
+        self.wrapped = OpenAIChatCompletionsModel("m", base_url="http://127.0.0.1:9/v1", **adapter)
+        self.scripted = ScriptedModel(steps)
+
+    def get_response(self, *args, **kwargs):
+        return self.scripted.get_response(*args, **kwargs)
+
+    def stream_response(self, *args, **kwargs):
+        return self.scripted.stream_response(*args, **kwargs)
+
+
+def keyed_runs_elsewhere(tmp_path, count=65):
+    """`count` traced runs, each with a key of its own, in another thread (as a server runs other tenants' runs)."""
+    def run_all():
+        for number in range(count):
+            agent = Agent(name="Other", model=Keyed([[assistant_message("hi")]], api_key=f"sk-other-{number:03d}-key"))
+            Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=str(tmp_path / "others.jsonl")))
+
+    worker = threading.Thread(target=run_all)
+    worker.start()
+    worker.join()
+
+
+@pytest.mark.parametrize("echoed_by", ["tool", "agent tool"])
+def test_a_runs_model_key_stays_hidden_until_it_ends_however_many_other_runs_remember_theirs(tmp_path, echoed_by):
+    """The key of a run's model, echoed by its tool while 65 other keyed runs make their calls (past the most recent
+    secrets kept), or by an agent tool's inner run into its caller's trace after that inner run ended, is hidden."""
+    key, path = "sk-tenant-own-" + "Z" * 24, str(tmp_path / "run.jsonl")
+
+    @function_tool
+    def show_config() -> str:
+        """Show the client's configuration."""
+        keyed_runs_elsewhere(tmp_path)
+        return "client configured with key " + key
+
+    def echoed(result):
+        keyed_runs_elsewhere(tmp_path)  # after the inner run ended, before its caller's tool span does
+        return "inner client configured with key " + key
+
+    steps = [[function_call("show_config", {}, call_id="c1")], [assistant_message("done")]]
+    if echoed_by == "tool":
+        agent = Agent(name="A", model=Keyed(steps, api_key=key), tools=[show_config])
+    else:
+        inner = Agent(name="Inner", model=Keyed([[assistant_message("ok")]], api_key=key))
+        agent = Agent(name="A", model=ScriptedModel([[function_call("ask", {"input": "x"}, call_id="c1")],
+                                                     [assistant_message("done")]]),
+                      tools=[inner.as_tool("ask", "Ask.", custom_output_extractor=echoed)])
+    Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=path))
+    text = open(path, encoding="utf-8").read()
+    assert "configured with key ***" in text and key not in text
+    assert redaction._held == ()  # every run ended: none holds a secret any more
