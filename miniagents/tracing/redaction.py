@@ -11,8 +11,8 @@ is made (so your own processors never see a credential-named setting either):
   code interpreter's `code`, a logprob's `token`;
 - by value, everywhere: the value of every environment variable whose name says it is a secret (`is_secret_variable`:
   `OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD` or a `..._FILE`) as it is when the
-  record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL: until
-  the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8
+  record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL or in a
+  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8
   characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
   (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
   logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.endpoint import EndpointModel
+from ..models.http import request_secrets
 from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, is_secret_variable, secret_values
 
 MASK = "***"
@@ -74,8 +75,9 @@ _lock = threading.Lock()
 
 def remember(model: Any, held: list) -> None:
     """Keep what a traced run's model keeps secret, when it is a miniagents HTTP adapter (its transport's: the API
-    key, credentials in its base URL), itself or wrapped (a wrapper, such as the upstream shell's or a recording's,
-    keeps the model it wraps as `wrapped`); asked after a call succeeded, so the transport exists. `held` is the
+    key, credentials in its base URL, and the credential-named headers and query parameters it sends, such as a
+    gateway's `X-Api-Key`), itself or wrapped (a wrapper, such as the upstream shell's or a recording's, keeps the
+    model it wraps as `wrapped`); asked after a call succeeded, so the transport exists. `held` is the
     run's: what it holds is hidden until the run ends (`release`), however many other runs remember theirs meanwhile."""
     global _model_secrets, _held
     for _ in range(MAX_WRAPPERS):
@@ -84,8 +86,10 @@ def remember(model: Any, held: list) -> None:
         model = getattr(model, "wrapped", None)
     else:
         return
+    transport = model.transport
+    secrets = transport.secret + request_secrets(transport.headers, transport.query)  # as the adapter's messages hide
     with _lock:
-        found = tuple(dict.fromkeys(s for s in model.transport.secret if isinstance(s, str) and s not in held))
+        found = tuple(dict.fromkeys(s for s in secrets if isinstance(s, str) and s not in held))
         held += found
         _held += found
         _model_secrets = (_model_secrets + tuple(s for s in found if s not in _model_secrets))[-MAX_MODEL_SECRETS:]

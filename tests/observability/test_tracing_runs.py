@@ -545,3 +545,20 @@ def test_a_runs_model_key_stays_hidden_until_it_ends_however_many_other_runs_rem
     text = open(path, encoding="utf-8").read()
     assert "configured with key ***" in text and key not in text
     assert redaction._held == ()  # every run ended: none holds a secret any more
+
+
+def test_a_credential_the_model_sends_in_a_header_is_hidden_in_its_trace(tmp_path):
+    """A gateway's key given in default_headers (`X-Api-Key`), not as api_key=, echoed by a tool: hidden as the API
+    key is."""
+    key, path = "gw-" + "Q7" * 16, str(tmp_path / "run.jsonl")
+
+    @function_tool
+    def debug_info() -> str:
+        """Show the gateway's headers."""
+        return f"gateway headers: X-Api-Key={key}"
+
+    steps = [[function_call("debug_info", {}, call_id="c1")], [assistant_message("ok")]]
+    agent = Agent(name="A", tools=[debug_info], model=Keyed(steps, default_headers={"X-Api-Key": key}))
+    Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=path))
+    text = open(path, encoding="utf-8").read()
+    assert "X-Api-Key=***" in text and key not in text
