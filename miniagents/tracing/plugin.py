@@ -9,8 +9,6 @@ import os
 from typing import Any, Iterator, Optional
 
 from ..context import Usage
-from ..handoffs import Handoff
-from ..turn import enabled
 from .. import seams
 from ..seams import Plugin
 from . import provider
@@ -168,12 +166,7 @@ class TracingPlugin(Plugin):
         from ..agent_output import output_schema
 
         span = agent_span(agent.name, output_type=output_schema(agent.output_type).name())
-        if recording():  # names are only worth computing for a span that is kept
-            ctx = run.state.context_wrapper
-            handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in agent.handoffs]
-            span.span_data.tools = [t.name for t in agent.tools if enabled(t, ctx, agent)]
-            span.span_data.handoffs = [h.agent_name for h in handoffs if enabled(h, ctx, agent)]
-        span.start(mark_as_current=True)
+        span.start(mark_as_current=True)  # its tools are named at its first model call (`model_call`)
         run.scratch[self] = span
 
     def agent_ended(self, run: Any, agent: Any, error: Optional[BaseException] = None) -> None:
@@ -189,6 +182,11 @@ class TracingPlugin(Plugin):
 
     @contextlib.contextmanager
     def model_call(self, run: Any, step: Any) -> Iterator[None]:
+        agent = run.scratch.get(self)
+        if agent is not None and agent.span_data.tools is None:  # what its turn offers: is_enabled asked only there
+            offered = run.turn.setup
+            agent.span_data.tools = list(offered.tools)
+            agent.span_data.handoffs = [handoff.agent_name for handoff in offered.handoffs.values()]
         with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
             yield
             if recording() and step.response is not None:  # None: the call failed, a later plugin swallowed it

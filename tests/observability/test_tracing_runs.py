@@ -18,7 +18,7 @@ import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
                         OpenAIChatCompletionsModel, OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner,
-                        UserError, function_tool, input_guardrail, output_guardrail, seams)
+                        UserError, function_tool, handoff, input_guardrail, output_guardrail, seams)
 from miniagents.capabilities import Capability, Workspace
 from miniagents.context import Usage
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
@@ -273,6 +273,40 @@ def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untra
         return Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()]).final_output
 
     assert run(RunConfig(trace_path=str(tmp_path / "run.jsonl"))) == run(RunConfig())
+
+
+def test_tracing_asks_each_tools_is_enabled_no_more_often_than_the_run_does_and_names_what_the_turn_offered(
+        tmp_path):
+    """A tool's or handoff's `is_enabled` callable may have effects (a quota, an audit log): a traced run asks it as
+    often as an untraced one, and the agent's span names the tools and handoffs its turn offered."""
+    asked = []
+
+    def flag(answer):
+        def is_enabled(ctx, agent):
+            asked.append(answer)
+            return answer
+        return is_enabled
+
+    @function_tool(is_enabled=flag(True))
+    def lookup() -> str:
+        """Look up."""
+        return "x"
+
+    @function_tool(is_enabled=flag(False))
+    def hidden() -> str:
+        """Hidden."""
+        return "y"
+
+    def run(config):
+        asked.clear()
+        billing = Agent(name="Billing")
+        Runner.run_sync(Agent(name="A", tools=[lookup, hidden], model=ScriptedModel([[assistant_message("ok")]]),
+                              handoffs=[handoff(billing, is_enabled=flag(True))]), "hi", run_config=config)
+        return list(asked)
+
+    path = str(tmp_path / "run.jsonl")
+    assert run(RunConfig(trace_path=path)) == run(RunConfig()) == [True, False, True]
+    assert tree(path)[0][1] == "  agent A tools: lookup; handoffs: Billing"
 
 
 def test_without_a_processor_a_run_writes_nothing_and_opens_no_recorded_span(tmp_path, monkeypatch):
