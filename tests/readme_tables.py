@@ -325,7 +325,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
     # text was taken as the final answer)
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
-    "shell: tracing": 1151,
+    "shell: tracing": 1164,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -359,6 +359,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (an agent tool's inner run until its caller does), and only ended runs' are dropped, oldest first
     # 1151 for a credential the model sends in a default header (a gateway's X-Api-Key) hidden as its API key is (only
     # the transport's secrets were taken: a tool echoing the header's value wrote it to the trace)
+    # 1164 (from 1149, its size once the agent span's tools came from the turn's offer) for a line a full disk cut
+    # short ended before the next record, by the same processor or the next run's, which reads the file's last byte
+    # (the next record was glued onto the half line, and the reader skipped both)
     "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
