@@ -182,8 +182,8 @@ def plugins_of(options: Options) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
     environment or a `trace_path` set after its RunConfig was made asks for it: the same error as at its making, in
     a copy without it), then the run's own plugins (`plugins=`) that are not registered already."""
-    seams.load_asked_for(options.run_config)
-    if any(name in os.environ for name in TRACE_VARIABLES):
+    if any(name in os.environ for name in TRACE_VARIABLES) or getattr(options.run_config, "trace_path", None):
+        seams.load_asked_for(options.run_config)  # a trace_path, set after its RunConfig was made: raises as there
         seams.ask_for("tracing", "MINIAGENTS_TRACE or MINIAGENTS_DEBUG")
     if isinstance(options.plugins, (list, tuple)) and not options.plugins:  # a plain run has no plugin to check
         return seams.plugins
