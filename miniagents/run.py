@@ -180,10 +180,11 @@ def fresh_state(starting_agent: Any, input: Any, options: Options, run: Run) -> 
 
 def plugins_of(options: Options) -> tuple:
     """What takes part in this run through the seams: the registered shells (and the tracing shell, when the
-    environment or a `trace_path` set after its RunConfig was made asks for it), then the run's own plugins
-    (`plugins=`) that are not registered already."""
+    environment or a `trace_path` set after its RunConfig was made asks for it: the same error as at its making, in
+    a copy without it), then the run's own plugins (`plugins=`) that are not registered already."""
     if any(name in os.environ for name in TRACE_VARIABLES) or getattr(options.run_config, "trace_path", None):
-        seams.ask_for("tracing", "MINIAGENTS_TRACE, MINIAGENTS_DEBUG or a RunConfig's trace_path")
+        seams.load_asked_for(options.run_config)  # a trace_path, set after its RunConfig was made: raises as there
+        seams.ask_for("tracing", "MINIAGENTS_TRACE or MINIAGENTS_DEBUG")
     if isinstance(options.plugins, (list, tuple)) and not options.plugins:  # a plain run has no plugin to check
         return seams.plugins
     return seams.plugins + tuple(plugin for plugin in seams.checked(options.plugins) if plugin not in seams.plugins)

@@ -239,7 +239,7 @@ def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.Abstra
             if manager is not None:
                 stack.enter_context(manager)
     except BaseException:
-        stack.close()  # the ones already entered are left again
+        stack.__exit__(*sys.exc_info())  # those entered are left with the error, as a failed step leaves them
         raise
     return stack
 

@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1700,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1701,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -174,6 +174,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1699 for add_input's items entering the transcript by its pairing rule (rebuilt, what it drops leaving the
     # items): an output for no open call was sent, and a reload dropped one, shifting the saved server_known
     # 1700 for tool_use_behavior's final output the chosen call's text (a list two tools returned was the first's)
+    # 1701 for a trace_path set on a RunConfig after it was made refused in a copy without tracing, as at its making
+    # (the environment variables' rule only warned, and the run wrote no trace)
     "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -325,7 +327,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
     # text was taken as the final answer)
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
-    "shell: tracing": 1127,
+    "shell: tracing": 1164,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -350,6 +352,18 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1127 for the URL password's regex in two lines, now that a comment must say why it is so: linear (a scheme
     # starts no run of scheme characters: \b inside `a-a-a-...` made it quadratic), a user holding @, an authority
     # ending at / ? # (a query's `10:00&ann@x` was cut as a password)
+    # 1137 for a run without task spans (include_task_and_turn_spans False) joining its caller's trace: its spans
+    # took the caller's sensitive-data rule and processors (tool arguments traced against the run's rule, its own
+    # trace_path written nothing and left open); the caller's span or trace is joined as a copy carrying the run's
+    # own processors and rule
+    # 1148 for a run's model key hidden only while among the 64 most recently remembered (process-wide): 64 other
+    # keyed runs during one run's tool call let its key into its trace; each run now holds its secrets until it ends
+    # (an agent tool's inner run until its caller does), and only ended runs' are dropped, oldest first
+    # 1151 for a credential the model sends in a default header (a gateway's X-Api-Key) hidden as its API key is (only
+    # the transport's secrets were taken: a tool echoing the header's value wrote it to the trace)
+    # 1164 (from 1149, its size once the agent span's tools came from the turn's offer) for a line a full disk cut
+    # short ended before the next record, by the same processor or the next run's, which reads the file's last byte
+    # (the next record was glued onto the half line, and the reader skipped both)
     "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)

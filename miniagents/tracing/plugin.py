@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import logging
 import os
 from typing import Any, Iterator, Optional
 
 from ..context import Usage
-from ..handoffs import Handoff
-from ..turn import enabled
 from .. import seams
 from ..seams import Plugin
 from . import provider
 from .create import (agent_span, function_span, generation_span, guardrail_span, handoff_span, record_approval,
                      recording, turn_span)
 from .processors import ConsoleTraceProcessor, JsonlTraceProcessor, trace_file_name
-from .redaction import remember
+from .redaction import release, remember
 from .scope import _current_span, _current_trace, reset
 from .span_data import TaskSpanData
 from .spans import NoOpSpan, Span, SpanImpl
@@ -58,7 +57,8 @@ class run_trace:
     `config.tracing_disabled`, or the caller's trace is disabled), in which case every span the run makes
     is a no-op. On exit it records an escaping exception, ends the span (and its own trace), and shuts
     down the run's own processors. The sensitive-data rule is `config.trace_include_sensitive_data`,
-    and-ed with the enclosing run's.
+    and-ed with the enclosing run's. Without a task span (`task_and_turn_spans`) the run's spans hang from the
+    trace or the caller's span, still with the run's own processors and rule (`_joined`).
     """
 
     def __init__(self, config: Any):
@@ -66,6 +66,7 @@ class run_trace:
         self._trace: Optional[TraceImpl] = None
         self._task: Optional[SpanImpl] = None
         self._own: tuple = ()
+        self._scope: Optional[tuple] = None  # (the context variable, its token) of a caller's trace or span joined
 
     def __enter__(self) -> Optional[Span]:
         config = self._config
@@ -87,21 +88,32 @@ class run_trace:
                                              getattr(config, "trace_metadata", None), inherited + own, include)
             self._trace.start(mark_as_current=True)
         if not task_and_turn_spans(config):  # the agents' spans hang from the trace (or the caller's span)
+            if self._trace is None and (own or include != getattr(parent, "_include_data", True)):
+                parent = self._joined(parent, inherited + own, include)
             return parent
         task = self._task = SpanImpl(TaskSpanData(getattr(config, "workflow_name", "Agent workflow")), parent)
         task._processors, task._include_data = inherited + own, include
         task.start(mark_as_current=True)
         return task
 
+    def _joined(self, parent: Any, processors: tuple, include: bool) -> Any:
+        """The caller's trace or span as this run's spans see it, made current for the run: its ids, with the run's
+        own processors and sensitive-data rule (a run with no task span to carry them still keeps them)."""
+        joined = copy.copy(parent)
+        joined._processors, joined._include_data, joined._token = processors, include, None
+        scope = _current_span if isinstance(parent, Span) else _current_trace
+        self._scope = (scope, scope.set(joined))
+        return joined
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._task is None and self._trace is None:
-            return
         try:
             if self._task is not None:
                 self._task.__exit__(exc_type, exc, tb)
             if self._trace is not None:
                 self._trace.finish(reset_current=True)
-        finally:
+            if self._scope is not None:
+                reset(*self._scope)
+        finally:  # on every way out, also when nothing was recorded: a file opened for this run is closed
             for processor in self._own:
                 try:
                     processor.shutdown()
@@ -112,36 +124,34 @@ class run_trace:
 
 class _TracedRun(run_trace):
     """`run_trace` for one run of the kernel: the task span also records the run's own token usage, counted here
-    (`counted`): its model calls, and its agent tools' inner runs as each ends. Not the context's usage: an agent
+    (`usage`): its model calls, and its agent tools' inner runs as each ends. Not the context's usage: an agent
     tool's inner run shares its caller's, so it would count the caller's calls too, and its change over the inner
-    run the calls of agent tools running at once beside it. A resumed run counts from where it resumes."""
+    run the calls of agent tools running at once beside it. A resumed run counts from where it resumes. Its models'
+    secrets (`secrets`, redaction.remember) are hidden from every trace until it ends: an agent tool's inner run
+    keeps them in its caller's, which may still write them (the tool's output)."""
 
     def __init__(self, run: Any):
         super().__init__(run.config)
-        self.usage, self._outer, self._token = Usage(), None, None
+        self.usage, self._outer, self._token, self.secrets = Usage(), None, None, []
 
     def __enter__(self) -> Optional[Span]:
         task = super().__enter__()
-        self._outer, self._token = _run_usage.get(), _run_usage.set(self.usage)
+        self._outer, self._token = _traced_run.get(), _traced_run.set(self)
+        self.secrets = self.secrets if self._outer is None else self._outer.secrets
         return task
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        reset(_run_usage, self._token)
+        reset(_traced_run, self._token)
         if self._outer is not None:
-            counted(self._outer, self.usage)
+            self._outer.usage.add(self.usage)  # takes the lock agent tools ending at once, in threads, need
         if self._task is not None:
             self._task.span_data.usage = self.usage.to_json()
         super().__exit__(exc_type, exc, tb)
+        if self._outer is None:  # the last record is written: an inner run's secrets were kept for its caller's
+            release(self.secrets)
 
 
-_run_usage: contextvars.ContextVar = contextvars.ContextVar("miniagents_traced_run_usage", default=None)
-
-
-def counted(usage: Optional[Usage], more: Usage, requests: Optional[int] = None) -> None:
-    """`more` added to a traced run's own `usage` (None: no run is traced here); `Usage.add` takes the lock that
-    agent tools ending their inner runs at once, in threads of their own, need."""
-    if usage is not None:
-        usage.add(more, requests)
+_traced_run: contextvars.ContextVar = contextvars.ContextVar("miniagents_traced_run", default=None)
 
 
 class TracingPlugin(Plugin):
@@ -156,12 +166,7 @@ class TracingPlugin(Plugin):
         from ..agent_output import output_schema
 
         span = agent_span(agent.name, output_type=output_schema(agent.output_type).name())
-        if recording():  # names are only worth computing for a span that is kept
-            ctx = run.state.context_wrapper
-            handoffs = [h if isinstance(h, Handoff) else h.default_handoff for h in agent.handoffs]
-            span.span_data.tools = [t.name for t in agent.tools if enabled(t, ctx, agent)]
-            span.span_data.handoffs = [h.agent_name for h in handoffs if enabled(h, ctx, agent)]
-        span.start(mark_as_current=True)
+        span.start(mark_as_current=True)  # its tools are named at its first model call (`model_call`)
         run.scratch[self] = span
 
     def agent_ended(self, run: Any, agent: Any, error: Optional[BaseException] = None) -> None:
@@ -177,14 +182,21 @@ class TracingPlugin(Plugin):
 
     @contextlib.contextmanager
     def model_call(self, run: Any, step: Any) -> Iterator[None]:
+        agent = run.scratch.get(self)
+        if agent is not None and agent.span_data.tools is None:  # what its turn offers: is_enabled asked only there
+            offered = run.turn.setup
+            agent.span_data.tools = list(offered.tools)
+            agent.span_data.handoffs = [handoff.agent_name for handoff in offered.handoffs.values()]
         with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
             yield
-            if recording():
+            if recording() and step.response is not None:  # None: the call failed, a later plugin swallowed it
                 response = step.response
                 span.span_data.input, span.span_data.output = step.input, response.output
                 span.span_data.usage = response.usage.to_json()
-                counted(_run_usage.get(), response.usage, requests=1)
-                remember(step.model)  # its API key is hidden from what the processors write from now on
+                traced = _traced_run.get()
+                if traced is not None:
+                    traced.usage.add(response.usage, 1)
+                    remember(step.model, traced.secrets)  # its API key is hidden from what the processors write
 
     @contextlib.contextmanager
     def tool_call(self, run: Any, step: Any) -> Iterator[None]:

@@ -38,6 +38,7 @@ class JsonlTraceProcessor(TracingProcessor):
         self.path = os.path.abspath(trace_file_name(path))
         self._fd: Optional[int] = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "appending")
         self._lock = threading.Lock()
+        self._torn = ends_inside_a_line(self.path, os.fstat(self._fd).st_size)  # the last write stopped in a line
 
     def _write(self, event: str, item: Any) -> None:
         record = item.export()
@@ -50,8 +51,10 @@ class JsonlTraceProcessor(TracingProcessor):
             line = self._dumps({"event": event, **redacted(unwritable(record, error), known_secrets())}) + "\n"
         data = line.encode("utf-8", "backslashreplace")  # a lone surrogate becomes a valid JSON escape
         with self._lock:
+            data = b"\n" + data if self._torn else data  # ends the line a failed write (a full disk) left half written
             while data and self._fd is not None:
-                data = data[os.write(self._fd, data):]
+                written = os.write(self._fd, data)
+                data, self._torn = data[written:], data[written - 1:written] != b"\n"
 
     def on_trace_start(self, trace: Trace) -> None:
         self._write("trace_start", trace)
@@ -70,6 +73,22 @@ class JsonlTraceProcessor(TracingProcessor):
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def ends_inside_a_line(path: str, size: int) -> bool:
+    """Whether the file's last byte ends no line: a write a full disk (or a killed process) cut short, in an earlier
+    run, which the next record must not join. A file this process may not read is taken as ending its lines."""
+    if not size:
+        return False
+    try:
+        fd = open_regular(path, os.O_RDONLY, "reading")
+    except UserError:
+        return False
+    try:
+        os.lseek(fd, size - 1, os.SEEK_SET)
+        return os.read(fd, 1) != b"\n"
+    finally:
+        os.close(fd)
 
 
 def unwritable(record: dict, error: Exception) -> dict:

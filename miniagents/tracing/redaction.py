@@ -11,7 +11,8 @@ is made (so your own processors never see a credential-named setting either):
   code interpreter's `code`, a logprob's `token`;
 - by value, everywhere: the value of every environment variable whose name says it is a secret (`is_secret_variable`:
   `OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD` or a `..._FILE`) as it is when the
-  record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL), 8
+  record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL or in a
+  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8
   characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
   (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
   logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
@@ -40,12 +41,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.endpoint import EndpointModel
+from ..models.http import request_secrets
 from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, is_secret_variable, secret_values
 
 MASK = "***"
 SHORTEST_SECRET = 8  # shorter values (a local server's key "x", XDG_SESSION_TYPE=x11) would match ordinary text
 MAX_WRAPPERS = 8  # wrappers looked through for the model they wrap
-MAX_MODEL_SECRETS = 64  # the most recent models' secrets kept: each record is searched for every one
+MAX_MODEL_SECRETS = 64  # the most recent models' secrets kept once their runs ended: each record is searched for all
 CONFIGURATION = frozenset(("model_config", "metadata"))  # where a key's name says what its value is
 BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'<>,;]{8,}")
 AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with one, or after the header's name
@@ -67,24 +69,40 @@ NOT_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 credential_name = functools.lru_cache(maxsize=1024)(is_credential_name)  # a record's keys are mostly the same few
 _secret_names: tuple = (None, ())  # (the environment's names, those of secrets) when last read
 _model_secrets: tuple = ()  # replaced (never mutated) under _lock, so a reader in another thread sees a whole one
+_held: tuple = ()  # the secrets of the traced runs in progress, once for each run holding it; replaced as above
 _lock = threading.Lock()
 
 
-def remember(model: Any) -> None:
+def remember(model: Any, held: list) -> None:
     """Keep what a traced run's model keeps secret, when it is a miniagents HTTP adapter (its transport's: the API
-    key, credentials in its base URL), itself or wrapped (a wrapper, such as the upstream shell's or a recording's,
-    keeps the model it wraps as `wrapped`); asked after a call succeeded, so the transport exists."""
-    global _model_secrets
+    key, credentials in its base URL, and the credential-named headers and query parameters it sends, such as a
+    gateway's `X-Api-Key`), itself or wrapped (a wrapper, such as the upstream shell's or a recording's, keeps the
+    model it wraps as `wrapped`); asked after a call succeeded, so the transport exists. `held` is the
+    run's: what it holds is hidden until the run ends (`release`), however many other runs remember theirs meanwhile."""
+    global _model_secrets, _held
     for _ in range(MAX_WRAPPERS):
         if isinstance(model, EndpointModel):
             break
         model = getattr(model, "wrapped", None)
     else:
         return
-    found = tuple(s for s in model.transport.secret if isinstance(s, str) and s not in _model_secrets)
-    if found:
-        with _lock:
-            _model_secrets = (_model_secrets + found)[-MAX_MODEL_SECRETS:]
+    transport = model.transport
+    secrets = transport.secret + request_secrets(transport.headers, transport.query)  # as the adapter's messages hide
+    with _lock:
+        found = tuple(dict.fromkeys(s for s in secrets if isinstance(s, str) and s not in held))
+        held += found
+        _held += found
+        _model_secrets = (_model_secrets + tuple(s for s in found if s not in _model_secrets))[-MAX_MODEL_SECRETS:]
+
+
+def release(held: list) -> None:
+    """A traced run ended: its secrets stay hidden only while they are among the most recent (`MAX_MODEL_SECRETS`)."""
+    global _held
+    with _lock:
+        rest = list(_held)
+        for secret in held:
+            rest.remove(secret)
+        _held = tuple(rest)
 
 
 def known_secrets() -> Any:
@@ -96,7 +114,7 @@ def known_secrets() -> Any:
     names, seen = tuple(os.environ), _secret_names
     if names != seen[0]:  # one tuple replaced whole: safe across threads
         seen = _secret_names = (names, tuple(name for name in names if is_secret_variable(name)))
-    return _search(tuple(os.environ.get(name, "") for name in seen[1]), _model_secrets)
+    return _search(tuple(os.environ.get(name, "") for name in seen[1]), _model_secrets + _held)
 
 
 @functools.lru_cache(maxsize=4)

@@ -191,6 +191,33 @@ def test_a_plugin_that_raises_makes_the_step_fail_as_the_step_would():
     assert len(agent.model.calls) == 1
 
 
+@pytest.mark.parametrize("seam", ["model_call", "tool_call"])
+def test_the_plugins_entered_before_one_that_raises_are_left_with_its_error(seam):
+    """Around a step, a plugin raising as it is entered fails the step: the plugins entered before it are left with
+    that error, as when the step itself fails, and never read the step as if it had succeeded."""
+    left = []
+
+    class Watches(seams.Plugin):
+        @contextlib.contextmanager
+        def watch(self, run, step):
+            try:
+                yield
+            except Broken as error:
+                left.append(str(error))
+                raise
+            left.append("succeeded")
+
+        model_call = tool_call = watch
+
+    def breaks(self, run, step):
+        raise Broken("the plugin broke")
+
+    breaking = type("Breaks", (seams.Plugin,), {seam: breaks})()
+    with pytest.raises(Broken, match="the plugin broke"):
+        Runner.run_sync(doubling_agent(), "go", plugins=[Watches(), breaking])
+    assert left == ["succeeded"] * (seam == "tool_call") + ["the plugin broke"]
+
+
 @pytest.mark.parametrize("plugins", [object(), [object()], Seen(), "tracing"])
 def test_plugins_that_are_not_a_list_of_plugins_are_refused_before_anything_runs(plugins):
     agent = doubling_agent()

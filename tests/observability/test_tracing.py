@@ -266,6 +266,32 @@ def test_the_printer_shows_unfinished_spans_and_reports_lines_it_cannot_read(tmp
     assert "line 4 is not JSON; skipped" in captured.err and "line 5 is not a trace or span record" in captured.err
 
 
+def test_a_line_a_failed_write_left_half_written_is_ended_before_the_next_record(tmp_path, monkeypatch):
+    """A full disk (or a killed process) stops a write inside a line: the next record, by the next run's processor
+    (which finds the file's end torn) or by the same one once there is room again, starts a line of its own instead of
+    joining the half line (which the reader then skips, losing both)."""
+    from miniagents.tracing import processors
+
+    path, real_write, calls = tmp_path / "full.jsonl", os.write, []
+    path.write_text('{"event": "span_st', encoding="utf-8")  # an earlier run's last write, cut short
+    tracing.set_trace_processors([processors.JsonlTraceProcessor(path)])
+    with tracing.trace("next run"):
+        pass
+
+    def write(fd, data):  # a disk that fills part-way through the next write
+        calls.append(data)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data[:10] if len(calls) == 1 else data)
+
+    monkeypatch.setattr(processors.os, "write", write)
+    with tracing.trace("disk full"):
+        pass
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '{"event": "span_st' and lines[3] == calls[0][:10].decode()
+    assert [json.loads(lines[n])["event"] for n in (1, 2, 4)] == ["trace_start", "trace_end", "trace_end"]
+
+
 HOSTILE_SPANS = [{"span_data": "x"}, {"id": [1]}, {"parent_id": {}}, {"started_at": 5}, {"ended_at": ["x"]},
                  {"span_data": {"type": 5}}, {"span_data": {"type": "custom", "data": [1]}}]
 

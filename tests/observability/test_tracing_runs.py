@@ -7,6 +7,7 @@ for results and plugins, and a capability its model cannot serve refused when th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -17,10 +18,11 @@ import pytest
 
 from miniagents import (Agent, GuardrailFunctionOutput, InputGuardrailTripwireTriggered, ModelSettings,
                         OpenAIChatCompletionsModel, OutputGuardrailTripwireTriggered, RunConfig, RunState, Runner,
-                        UserError, function_tool, input_guardrail, output_guardrail, seams)
+                        UserError, function_tool, handoff, input_guardrail, output_guardrail, seams)
 from miniagents.capabilities import Capability, Workspace
 from miniagents.context import Usage
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from miniagents.tracing import redaction
 from miniagents.tracing.tree import describe, read
 from support import outputs_sent
 
@@ -192,6 +194,119 @@ def test_the_environment_variable_traces_a_run_and_sensitive_data_can_be_left_ou
     text = open(path, encoding="utf-8").read()
     assert "lookup_order" in text and "sk-live-SECRET" not in text
     assert "A-1" not in text  # tool arguments, outputs and model text are sensitive
+
+
+def test_a_run_without_task_spans_in_its_callers_trace_keeps_its_own_sensitive_data_rule_and_trace_file(tmp_path):
+    """With `include_task_and_turn_spans` False there is no task span to carry the run's own rule and processors:
+    a run joining the trace its caller opened, or an agent tool's inner run, still leaves its tool arguments out of
+    every processor when it says so, and still writes (and closes) its own `trace_path`."""
+    from miniagents import tracing
+
+    secret, spans_off = "patient-record-4711", {"include_task_and_turn_spans": False}
+
+    @function_tool
+    def lookup(name: str) -> str:
+        """Look a name up."""
+        return "diagnosis for " + name
+
+    def inner():
+        return Agent(name="Inner", tools=[lookup], model=ScriptedModel([
+            [function_call("lookup", {"name": secret}, call_id="c1")], [assistant_message("done")]]))
+
+    caller, own = str(tmp_path / "caller.jsonl"), str(tmp_path / "own.jsonl")
+    tracing.set_trace_processors([tracing.JsonlTraceProcessor(caller)])
+    try:
+        with tracing.trace("Help desk"):
+            Runner.run_sync(inner(), "hi", run_config=RunConfig(trace_include_sensitive_data=False, tracing=spans_off))
+    finally:
+        tracing.set_trace_processors([])
+    with tracing.trace("Help desk"):  # a trace no processor listens to: only the run's own file
+        Runner.run_sync(inner(), "hi", run_config=RunConfig(trace_path=own, tracing=spans_off))
+    as_tool = inner().as_tool("ask", "Ask.", run_config=RunConfig(trace_include_sensitive_data=False,
+                                                                   tracing=spans_off))
+    outer = Agent(name="Outer", tools=[as_tool], model=ScriptedModel([
+        [function_call("ask", {"input": "x"}, call_id="o1")], [assistant_message("ok")]]))
+    Runner.run_sync(outer, "hi", run_config=RunConfig(trace_path=caller))
+    text = open(caller, encoding="utf-8").read()
+    assert text.count('"name": "lookup"') == 2 * 2 and secret not in text  # 2 runs: a function span's start and end
+    assert any("tool lookup" in line for line in tree(own)[0]) and secret in open(own, encoding="utf-8").read()
+    assert not [fd for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}") == own]
+
+
+@pytest.mark.parametrize("seam, kind", [("model_call", "generation"), ("tool_call", "function")])
+def test_a_plugin_raising_around_a_step_fails_the_run_with_its_error_and_the_steps_span_records_it(tmp_path, seam,
+                                                                                                  kind):
+    """A run's own plugin that raises as a model call or tool call starts: the run raises its error (not one from
+    inside tracing, which read the step as if it had succeeded), and the step's span ends with that error."""
+    path = str(tmp_path / "run.jsonl")
+
+    def refuses(self, run, step):
+        raise PermissionError("not allowed here")
+
+    @function_tool
+    def double_it(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    agent = Agent(name="A", tools=[double_it], model=ScriptedModel([
+        [function_call("double_it", {"x": 2}, call_id="c1")], [assistant_message("done")]]))
+    with pytest.raises(PermissionError, match="not allowed here"):
+        Runner.run_sync(agent, "go", run_config=RunConfig(trace_path=path),
+                        plugins=[type("Refuses", (seams.Plugin,), {seam: refuses})()])
+    ended = [json.loads(line) for line in open(path, encoding="utf-8")]
+    (span,) = [r for r in ended if r["event"] == "span_end" and r["span_data"]["type"] == kind]
+    assert span["error"] == {"message": "PermissionError", "data": {"type": "PermissionError"}}
+
+
+def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untraced(tmp_path):
+    """A plugin left after tracing that swallows a model call's error (which the seams' contract forbids): the
+    generation span has no response to read, and tracing adds no error of its own to the run."""
+
+    class Swallows(seams.Plugin):
+        @contextlib.contextmanager
+        def model_call(self, run, step):
+            with contextlib.suppress(RuntimeError):
+                yield
+
+    def run(config):
+        agent = Agent(name="A", model=ScriptedModel([RuntimeError("down"), [assistant_message("hi")]]))
+        return Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()]).final_output
+
+    assert run(RunConfig(trace_path=str(tmp_path / "run.jsonl"))) == run(RunConfig())
+
+
+def test_tracing_asks_each_tools_is_enabled_no_more_often_than_the_run_does_and_names_what_the_turn_offered(
+        tmp_path):
+    """A tool's or handoff's `is_enabled` callable may have effects (a quota, an audit log): a traced run asks it as
+    often as an untraced one, and the agent's span names the tools and handoffs its turn offered."""
+    asked = []
+
+    def flag(answer):
+        def is_enabled(ctx, agent):
+            asked.append(answer)
+            return answer
+        return is_enabled
+
+    @function_tool(is_enabled=flag(True))
+    def lookup() -> str:
+        """Look up."""
+        return "x"
+
+    @function_tool(is_enabled=flag(False))
+    def hidden() -> str:
+        """Hidden."""
+        return "y"
+
+    def run(config):
+        asked.clear()
+        billing = Agent(name="Billing")
+        Runner.run_sync(Agent(name="A", tools=[lookup, hidden], model=ScriptedModel([[assistant_message("ok")]]),
+                              handoffs=[handoff(billing, is_enabled=flag(True))]), "hi", run_config=config)
+        return list(asked)
+
+    path = str(tmp_path / "run.jsonl")
+    assert run(RunConfig(trace_path=path)) == run(RunConfig()) == [True, False, True]
+    assert tree(path)[0][1] == "  agent A tools: lookup; handoffs: Billing"
 
 
 def test_without_a_processor_a_run_writes_nothing_and_opens_no_recorded_span(tmp_path, monkeypatch):
@@ -407,3 +522,77 @@ def test_no_credential_of_the_environment_the_settings_or_the_model_reaches_a_ru
     for secret in (env_key, meta_secret, model_key):
         assert secret not in text and secret not in err, secret
     assert "OPENAI_API_KEY=***" in text and "Your key is ***." in text and '"user": "Bearer ***"' in text
+
+
+class Keyed:
+    """A model as a gateway wraps one (`wrapped`, which the trace's redaction looks through): a real HTTP adapter
+    holding the credentials, its answers played back so that no server is needed."""
+
+    def __init__(self, steps, **adapter):
+        self.wrapped = OpenAIChatCompletionsModel("m", base_url="http://127.0.0.1:9/v1", **adapter)
+        self.scripted = ScriptedModel(steps)
+
+    def get_response(self, *args, **kwargs):
+        return self.scripted.get_response(*args, **kwargs)
+
+    def stream_response(self, *args, **kwargs):
+        return self.scripted.stream_response(*args, **kwargs)
+
+
+def keyed_runs_elsewhere(tmp_path, count=65):
+    """`count` traced runs, each with a key of its own, in another thread (as a server runs other tenants' runs)."""
+    def run_all():
+        for number in range(count):
+            agent = Agent(name="Other", model=Keyed([[assistant_message("hi")]], api_key=f"sk-other-{number:03d}-key"))
+            Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=str(tmp_path / "others.jsonl")))
+
+    worker = threading.Thread(target=run_all)
+    worker.start()
+    worker.join()
+
+
+@pytest.mark.parametrize("echoed_by", ["tool", "agent tool"])
+def test_a_runs_model_key_stays_hidden_until_it_ends_however_many_other_runs_remember_theirs(tmp_path, echoed_by):
+    """The key of a run's model, echoed by its tool while 65 other keyed runs make their calls (past the most recent
+    secrets kept), or by an agent tool's inner run into its caller's trace after that inner run ended, is hidden."""
+    key, path = "sk-tenant-own-" + "Z" * 24, str(tmp_path / "run.jsonl")
+
+    @function_tool
+    def show_config() -> str:
+        """Show the client's configuration."""
+        keyed_runs_elsewhere(tmp_path)
+        return "client configured with key " + key
+
+    def echoed(result):
+        keyed_runs_elsewhere(tmp_path)  # after the inner run ended, before its caller's tool span does
+        return "inner client configured with key " + key
+
+    steps = [[function_call("show_config", {}, call_id="c1")], [assistant_message("done")]]
+    if echoed_by == "tool":
+        agent = Agent(name="A", model=Keyed(steps, api_key=key), tools=[show_config])
+    else:
+        inner = Agent(name="Inner", model=Keyed([[assistant_message("ok")]], api_key=key))
+        agent = Agent(name="A", model=ScriptedModel([[function_call("ask", {"input": "x"}, call_id="c1")],
+                                                     [assistant_message("done")]]),
+                      tools=[inner.as_tool("ask", "Ask.", custom_output_extractor=echoed)])
+    Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=path))
+    text = open(path, encoding="utf-8").read()
+    assert "configured with key ***" in text and key not in text
+    assert redaction._held == ()  # every run ended: none holds a secret any more
+
+
+def test_a_credential_the_model_sends_in_a_header_is_hidden_in_its_trace(tmp_path):
+    """A gateway's key given in default_headers (`X-Api-Key`), not as api_key=, echoed by a tool: hidden as the API
+    key is."""
+    key, path = "gw-" + "Q7" * 16, str(tmp_path / "run.jsonl")
+
+    @function_tool
+    def debug_info() -> str:
+        """Show the gateway's headers."""
+        return f"gateway headers: X-Api-Key={key}"
+
+    steps = [[function_call("debug_info", {}, call_id="c1")], [assistant_message("ok")]]
+    agent = Agent(name="A", tools=[debug_info], model=Keyed(steps, default_headers={"X-Api-Key": key}))
+    Runner.run_sync(agent, "hi", run_config=RunConfig(trace_path=path))
+    text = open(path, encoding="utf-8").read()
+    assert "X-Api-Key=***" in text and key not in text

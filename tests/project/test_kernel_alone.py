@@ -214,6 +214,12 @@ for name, make in (("trace_path", lambda: RunConfig(trace_path="trace.jsonl")),
         report[name] = "made"
     except ImportError as error:
         report[name] = [type(error).__name__, str(error)]
+late = RunConfig()
+late.trace_path = "trace.jsonl"  # set after the RunConfig was made: refused as when it is made with it
+try:
+    report["late"] = Runner.run_sync(agent, "late", run_config=late).final_output
+except Exception as error:
+    report["late"] = [type(error).__name__, str(error)]
 print(json.dumps(report))
 '''
 
@@ -221,7 +227,8 @@ print(json.dumps(report))
 def test_a_shell_the_environment_asks_for_is_warned_about_once_and_one_a_configuration_asks_for_is_an_error(
         kernel_copy):
     """MINIAGENTS_TRACE in a copy without tracing/ warns once and every run goes on; RunConfig(trace_path=...) and
-    ModelSettings(retry=...) ask for a feature the copy lacks where they are made, naming it and its folder."""
+    ModelSettings(retry=...) ask for a feature the copy lacks where they are made, naming it and its folder, and a
+    trace_path set on a RunConfig after it was made is the same error when the run starts (it only warned)."""
     (kernel_copy / "asked.py").write_text(OFFLINE + ASKED_FOR, encoding="utf-8")
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-S", "-I", "asked.py"], cwd=str(kernel_copy), env=env,
@@ -230,9 +237,10 @@ def test_a_shell_the_environment_asks_for_is_warned_about_once_and_one_a_configu
     report = json.loads(done.stdout)
     assert report["outputs"] == ["one", "two"]
     warned = [line for line in done.stderr.splitlines() if "the run goes on without it" in line]
-    assert len(warned) == 1 and "MINIAGENTS_TRACE, MINIAGENTS_DEBUG or a RunConfig's trace_path needs" in warned[0]
+    assert len(warned) == 1 and "MINIAGENTS_TRACE or MINIAGENTS_DEBUG needs" in warned[0]
     assert "miniagents/tracing/" in warned[0] and "does not have" in warned[0]
     for name, (asked, folder) in {"trace_path": ("RunConfig(trace_path=...)", "tracing"),
+                                  "late": ("RunConfig(trace_path=...)", "tracing"),
                                   "retry": ("ModelSettings(retry=...)", "retry")}.items():
         kind, said = report[name]
         assert kind == "MissingFeatureError" and said.startswith(f"{asked} needs "), (name, said)
