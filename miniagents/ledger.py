@@ -285,7 +285,11 @@ def claim_turn(run: Run, turn: Turn) -> None:
                     or stored(run, run.ledger.lookup_call, *unjournaled)[0]):
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)  # another resume started this turn
     if run.journal is not None:  # the state this turn starts from, for a continue to start it again
+        over_empty = won and not run.journal and not state.unsaved_session_input  # (new input: no turn to take)
         write_journal(run, run.scratch.pop(snapshot), state.current_turn - 1)
+        outcome = stored(run, run.ledger.lookup_call, *turn.claim)[1] if over_empty else None
+        if outcome is not None:  # "empty" may be "empty again": a take-over ran this turn and ended meanwhile
+            raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
 
 
 def claim_pause(run: Run, turn: Turn) -> None:
@@ -295,8 +299,8 @@ def claim_pause(run: Run, turn: Turn) -> None:
     state = run.state
     turn.claim = pause_claim(state)
     won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):  # taken over, but the
-        won, outcome = False, "completed"  # resume it took over wrote the turn (a continued run goes on)
+    if won and not run.scratch.get(open_journal) and written(run):  # its turn is written: a take-over of this
+        won, outcome = False, "completed"  # state, or the resume one took over, completed it (a continue goes on)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue

@@ -257,6 +257,123 @@ def test_a_take_over_never_takes_a_turn_from_a_worker_set_aside(tmp_path):
     assert [i["call_id"] for i in history if i.get("call_id", "").startswith("c2")] == ["c2a", "c2a"]
 
 
+def paying_and_noting(notes, in_note=None, wait=None):
+    """(pay: approval needed, note: a side effect recorded in `notes`, which signals `in_note` and waits for `wait`
+    on its first call), and a maker of agents with those tools and a scripted model."""
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    @function_tool
+    def note(text: str) -> str:
+        """Note."""
+        notes.append(text)
+        if in_note is not None and len(notes) == 1:
+            in_note.set()
+            assert wait.wait(30)
+        return "noted"
+
+    def agent(*steps):
+        return Agent(name="Payer", tools=[pay, note], model=ScriptedModel(list(steps)))
+
+    def noting(call_id, answer):  # a resume's turns: the model is not asked for the paused turn again
+        return agent([function_call("note", {"text": call_id}, call_id=call_id)], [assistant_message(answer)])
+
+    return agent, noting
+
+
+def test_a_worker_whose_journal_write_finds_the_journal_empty_again_stops_at_a_turn_taken_over_meanwhile(tmp_path):
+    """The journal's compare and swap cannot tell "empty" from "empty again": a worker set aside finds the other
+    run's turn gone, claims turn 2 (unmarked: it means to journal it) and is slow before its journal write; a
+    take-over of the same pause takes that claim over, runs turn 2 and ends, emptying the journal. The slow
+    worker's write over "empty" then succeeds, so it looks its claim up again, finds the turn completed and stops:
+    it neither asks the model for turn 2 nor runs its tool a second time."""
+    path, notes = str(tmp_path / "db"), []
+    paused_claimed, taken, turn_claimed, closed = (threading.Event() for _ in range(4))
+
+    class SetAside(SQLiteSession):
+        def claim_call(self, run_id, call_id):
+            won = super().claim_call(run_id, call_id)
+            paused_claimed.set() if call_id.startswith("resume:") else None
+            if call_id == "turn-2":
+                turn_claimed.set()
+                assert closed.wait(30)  # slow after its claim, before its journal write
+            return won
+
+        def add_items(self, *args, **kwargs):
+            assert taken.wait(30)  # turn 1 is written once the take-over claimed its pause
+            return super().add_items(*args, **kwargs)
+
+    class TakingOver(SQLiteSession):
+        def claim_call(self, run_id, call_id):
+            won = super().claim_call(run_id, call_id)
+            taken.set() if call_id.startswith("resume:") else None
+            return won
+
+        def write_journal(self, expected, entry):
+            assert turn_claimed.wait(30)  # its first write comes once the other worker claimed turn 2
+            replaced = super().write_journal(expected, entry)
+            closed.set() if replaced and entry == "" else None
+            return replaced
+
+    agent, noting = paying_and_noting(notes)
+    paused = Runner.run_sync(agent([function_call("pay", {"amount": 5}, call_id="c1")]), "pay 5",
+                             session=SQLiteSession("s", path)).to_state()
+    paused.approve(paused.get_interruptions()[0])
+    working, taking = noting("c2a", "a"), noting("c2b", "b")
+    resumed, taker = (RunState.from_json(who, paused.to_json()) for who in (working, taking))
+    other, _, other_thread, _ = stuck_run(tmp_path)  # another run's turn in flight: the worker is set aside
+    seen = []
+
+    def work():
+        try:
+            seen.append(Runner.run_sync(working, resumed, session=SetAside("s", path)).final_output)
+        except AlreadyResumedError as error:
+            seen.append(error)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    assert paused_claimed.wait(30)
+    other.release.set()
+    other_thread.join(30)  # that turn ended: the journal is empty
+    taker.take_over()
+    assert Runner.run_sync(taking, taker, session=TakingOver("s", path)).final_output == "b"
+    worker.join(30)
+    assert isinstance(seen[0], AlreadyResumedError) and seen[0].outcome == "completed"
+    assert notes == ["c2b"] and not working.model.calls
+    history = SQLiteSession("s", path).get_items()
+    assert [i["call_id"] for i in history if i.get("call_id", "").startswith("c2")] == ["c2b", "c2b"]
+    assert not SQLiteSession("s", path).read_journal()
+
+
+def test_a_first_resume_of_a_pause_a_take_over_already_wrote_stops_as_completed(tmp_path):
+    """A take-over of a paused state no resume has claimed yet writes the paused turn and is in the next turn's tool
+    when the plain resume of the same state (thought dead, only slow to start) claims the first pause, which no one
+    held: the turn it resumes is written, so it stops ("completed") before it runs anything or asks the model."""
+    path, notes, in_note, resumed_ended = str(tmp_path / "db"), [], threading.Event(), threading.Event()
+    agent, noting = paying_and_noting(notes, in_note, resumed_ended)
+    paused = Runner.run_sync(agent([function_call("pay", {"amount": 5}, call_id="c1")]), "pay 5",
+                             session=SQLiteSession("s", path)).to_state()
+    paused.approve(paused.get_interruptions()[0])
+    taking, slow = noting("n-take", "done"), noting("n-slow", "x")
+    taker, resumed = (RunState.from_json(who, paused.to_json()) for who in (taking, slow))
+    taker.take_over()
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(Runner.run_sync(
+        taking, taker, session=SQLiteSession("s", path)).final_output), daemon=True)
+    thread.start()
+    assert in_note.wait(30)  # the take-over wrote turn 1, asked the model for turn 2 and is in its tool
+    try:
+        with pytest.raises(AlreadyResumedError) as stopped:
+            Runner.run_sync(slow, resumed, session=SQLiteSession("s", path))
+    finally:
+        resumed_ended.set()
+        thread.join(30)
+    assert stopped.value.outcome == "completed" and seen == ["done"]
+    assert notes == ["n-take"] and not slow.model.calls
+
+
 def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_its_resume_ends(tmp_path):
     """The continued run pauses to ask about c1, and that question stays in the session's journal (a crash while
     the person decides asks it again; new input is refused meanwhile). The resume that answers it ends the run in
