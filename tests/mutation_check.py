@@ -2451,8 +2451,8 @@ MUTANTS: List[Mutant] = [
       "        if False:",
       "a row that is not UTF-8 text, or a header no SQLite writes, is a SessionStoreError", "test_session_files"),
     M("models/protocol.py",
-      "    return sorted(plain | {encode(s) for s in plain for encode in (lambda s: quote(s, safe=\"\"), quote, quote_plus)},",
-      "    return sorted(plain | {encode(s) for s in plain for encode in ()},",
+      "    encoded = {encode(s) for s in plain for encode in (lambda s: quote(s, safe=\"\"), quote, quote_plus)}",
+      "    encoded = {encode(s) for s in plain for encode in ()}",
       "a secret a server echoes percent-encoded is hidden", "test_key_secrecy"),
     M("models/http.py",
       "        if any(ch in \"\\r\\n\\x00\" or ord(ch) > 255 for ch in f\"{name}{value}\"):",
@@ -3466,6 +3466,10 @@ MUTANTS: List[Mutant] = [
       "        except TypeError:  # a built-in base's",
       "a dataclass built by a built-in base's __init__ (Exception's) is a UserError, not a bare ValueError",
       "test_hostile_values"),
+    M("models/protocol.py",
+      "    return sorted(plain | encoded | lower, key=len, reverse=True)",
+      "    return sorted(plain | encoded, key=len, reverse=True)",
+      "a secret percent-encoded with lowercase hex (%2f) is hidden as the uppercase form is", "test_secrecy"),
 ]
 
 

@@ -107,13 +107,14 @@ def test_what_the_adapters_hide_by_name_is_not_recorded_nor_shown_by_a_mismatch(
 
 def test_a_secret_percent_encoded_is_not_recorded(tmp_path, monkeypatch):
     """A key a URL or a form carries (`quote`, `quote_plus`), in the user's input and the model's answer, is found as
-    the adapters find it in a message."""
+    the adapters find it in a message; also with lowercase hex (`%2f`), as valid as uppercase."""
     from urllib.parse import quote, quote_plus
     secret = "sk-AbC/dEf+GhI=jKl 0123"
     monkeypatch.setenv("ACME_API_KEY", secret)
     encoded = [quote(secret, safe=""), quote(secret), quote_plus(secret)]
+    encoded.append(encoded[0].replace("%2F", "%2f").replace("%2B", "%2b").replace("%3D", "%3d"))
     with Recorder(tmp_path / "run.jsonl") as recorder:
-        answer = [assistant_message(f"See https://example.com/?key={encoded[0]}&k={encoded[2]}")]
+        answer = [assistant_message(f"See https://example.com/?key={encoded[0]}&k={encoded[2]}&l={encoded[3]}")]
         agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([answer])))
         Runner.run_sync(agent, f"Fetch https://example.com{encoded[1]}")
     assert leaked((tmp_path / "run.jsonl").read_text(encoding="utf-8"), secret, *encoded) == []
