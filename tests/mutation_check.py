@@ -3470,6 +3470,21 @@ MUTANTS: List[Mutant] = [
       "    return sorted(plain | encoded | lower, key=len, reverse=True)",
       "    return sorted(plain | encoded, key=len, reverse=True)",
       "a secret percent-encoded with lowercase hex (%2f) is hidden as the uppercase form is", "test_secrecy"),
+    M("recording/replay.py",
+      "                   + redaction.url_passwords([recorded, received]))",
+      "                   )",
+      "recording: a replay cuts the passwords a request's URLs reveal out of what it compares (a mismatch showed one)",
+      "test_secrecy"),
+    M("recording/replay.py",
+      "        return redaction.without_secrets(recorded, secrets), self._hook(",
+      "        return recorded, self._hook(",
+      "recording: an older recording that holds an environment credential replays, and its mismatch shows none",
+      "test_secrecy"),
+    M("recording/errors.py",
+      "        hid = recorded is not ABSENT and REDACTED in json.dumps(recorded, ensure_ascii=False)",
+      "        hid = False",
+      "recording: a mismatch where the recording hid a part of the value does not show the received one",
+      "test_secrecy"),
 ]
 
 

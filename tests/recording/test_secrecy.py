@@ -442,3 +442,57 @@ def test_the_redact_hook_reaches_keys_and_json_escaped_text(tmp_path_factory, na
     assert name not in file_strings(path)
     replayed = Runner.run_sync(agent.clone(model=Replay(path, redact=hide)), f"Find {name}")
     assert replayed.final_output == "Done."
+
+
+def test_a_mismatch_shows_no_password_the_recording_cut_out(tmp_path, monkeypatch):
+    """A tool's output that repeats a URL's password changes a little in the replay: the replay cuts the password
+    the request's URL reveals out of what it compares, as the recording did; and where the recording hid a part of
+    the value (here the password came only in the model's answer, which the replay serves redacted), the message
+    does not show the received value, which may hold it."""
+    without_secret_variables(monkeypatch)
+    password, build = "Tr0ub4dor-long-pw", {"v": "1"}
+
+    @function_tool
+    def connect(dsn: str) -> str:
+        """Connect to a database."""
+        return f"connected (build {build['v']}); the password {password} was accepted"
+    for prompt, dsn in ((f"connect to postgres://app:{password}@db/x", "the one I gave"),
+                        ("connect", f"postgres://app:{password}@db/x")):
+        build["v"] = "1"
+        steps = [[function_call("connect", {"dsn": dsn}, call_id="call_1")], [assistant_message("done")]]
+        agent = Agent(name="A", tools=[connect])
+        with Recorder(tmp_path / "run.jsonl") as recorder:
+            Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+        assert password not in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+        build["v"] = "2"
+        with pytest.raises(ReplayMismatch) as caught:
+            Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), prompt)
+        assert caught.value.field == "input[2].output" and password not in str(caught.value)
+    build["v"], prompt = "1", f"connect to postgres://app:{password}@db/x"
+    steps = [[function_call("connect", {"dsn": "the one I gave"}, call_id="call_1")], [assistant_message("done")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+    build["v"] = "2"
+    with pytest.raises(ReplayMismatch) as caught:  # the request's URL reveals it: the replay cuts it out too
+        Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), prompt)
+    assert caught.value.received == f"connected (build 2); the password {REDACTED} was accepted"
+
+
+def test_an_older_recording_that_holds_a_credential_replays_and_a_mismatch_shows_none(tmp_path, monkeypatch):
+    """A recording made before a value was found secret holds it: the replay redacts the recorded request as it does
+    the run's, so the same run matches, and a mismatch shows the credential on neither side."""
+    secret = "tok-0123456789abcdef"
+    monkeypatch.setenv("ACME_API_TOKEN", secret)
+    request = {"instructions": f"Use the token {secret} when asked.", "input": [{"content": "hi", "role": "user"}],
+               "tools": [], "handoffs": [], "output_schema": None, "settings": {}, "previous_response_id": None,
+               "conversation_id": None, "prompt": None}
+    response = {"output": [assistant_message("hello")], "usage": None, "response_id": None, "request_id": None}
+    (tmp_path / "old.jsonl").write_text(json.dumps({"version": 1, "kind": "miniagents recording"}) + "\n" + json.dumps(
+        {"n": 1, "model": "m", "stream": False, "request": request, "response": response}) + "\n", encoding="utf-8")
+    agent = Agent(name="A", instructions=f"Use the token {secret} when asked.")
+    assert Runner.run_sync(agent.clone(model=Replay(tmp_path / "old.jsonl")), "hi").final_output == "hello"
+    with pytest.raises(ReplayMismatch) as caught:
+        Runner.run_sync(agent.clone(instructions=f"Use the token {secret} now.", model=Replay(tmp_path / "old.jsonl")),
+                        "hi")
+    assert caught.value.field == "instructions" and secret not in str(caught.value)
+    assert caught.value.recorded == f"Use the token {REDACTED} when asked."
