@@ -2921,8 +2921,8 @@ MUTANTS: List[Mutant] = [
       "from ..models.protocol import is_secret_variable, secret_values\nis_credential_name = lambda name: \"key\" in name.lower()",
       "the recording names credentials by the adapters' rule (sig, code, session)", "test_secrecy"),
     M("recording/redaction.py",
-      "    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])",
-      "    return sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)",
+      "    forms = secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])",
+      "    forms = sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)",
       "a secret is also searched for percent-encoded in what is recorded", "test_secrecy"),
     M("recording/redaction.py",
       "        return {change(key): map_strings(inner, change) for key, inner in value.items()}",
@@ -3485,6 +3485,14 @@ MUTANTS: List[Mutant] = [
       "        hid = False",
       "recording: a mismatch where the recording hid a part of the value does not show the received one",
       "test_secrecy"),
+    M("recording/redaction.py",
+      "    return sorted(set(forms) | escaped, key=len, reverse=True)",
+      "    return sorted(set(forms), key=len, reverse=True)",
+      "recording: a secret whose / JSON escaped (\\/) where no JSON parser reads it is cut out", "test_secrecy"),
+    M("recording/redaction.py",
+      '''ESCAPED_SLASHES = ("\\\\/", "\\\\\\\\/", "\\\\\\\\\\\\/")''',
+      '''ESCAPED_SLASHES = ("\\\\/", "\\\\\\\\\\\\/")''',
+      "recording: a secret whose / JSON escaped inside JSON text inside JSON (\\\\/) is cut out", "test_secrecy"),
 ]
 
 

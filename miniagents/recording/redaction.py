@@ -50,6 +50,7 @@ URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
 MOST_URL_PASSWORDS = 64  # of one call, searched for by value (each as written and, where it differs, decoded)
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
+ESCAPED_SLASHES = ("\\/", "\\\\/", "\\\\\\/")  # the forms of `/` in a secret searched for: JSON text, once or nested
 
 
 def without_credentials(value: Any) -> Any:
@@ -127,9 +128,13 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 
 def searched(secrets: Iterable[Any]) -> list:
     """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
-    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), longest first."""
+    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), and with each `/`
+    escaped as JSON text may write it (`\\/`), also in JSON text inside JSON text (`\\\\/`, `\\\\\\/`) or after a
+    prefix (a status line), where no JSON parser decodes it; longest first."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
-    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
+    forms = secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
+    escaped = {form.replace("/", slash) for form in forms if "/" in form for slash in ESCAPED_SLASHES}
+    return sorted(set(forms) | escaped, key=len, reverse=True)
 
 
 def url_passwords(value: Any) -> list:

@@ -496,3 +496,22 @@ def test_an_older_recording_that_holds_a_credential_replays_and_a_mismatch_shows
                         "hi")
     assert caught.value.field == "instructions" and secret not in str(caught.value)
     assert caught.value.recorded == f"Use the token {REDACTED} when asked."
+
+
+@pytest.mark.parametrize("shape", ["a JSON text inside JSON", "JSON text after a prefix"])
+def test_a_secret_whose_slashes_json_escaped_in_nested_or_prefixed_json_is_not_recorded(tmp_path, monkeypatch, shape):
+    """A secret holding `/` (an AWS secret key) as a server writes it in JSON, `\\/`, in a body kept as text inside a
+    tool's JSON output (`\\\\/` there) or after a status line (no JSON parser reads either) is cut out."""
+    import re
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    body = json.dumps({"credentials": {"secret": secret}}).replace("/", "\\/")
+
+    @function_tool
+    def fetch_body(url: str):
+        """Fetch a URL."""
+        return {"status": 200, "body": body} if shape == "a JSON text inside JSON" else "HTTP 200 " + body
+    steps = [[function_call("fetch_body", {"url": "https://sts/x"}, call_id="call_1")], [assistant_message("ok")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", tools=[fetch_body], model=recorder.wrap(ScriptedModel(steps))), "go")
+    assert secret not in re.sub(r"\\+/", "/", (tmp_path / "run.jsonl").read_text(encoding="utf-8"))
