@@ -3493,6 +3493,15 @@ MUTANTS: List[Mutant] = [
       '''ESCAPED_SLASHES = ("\\\\/", "\\\\\\\\/", "\\\\\\\\\\\\/")''',
       '''ESCAPED_SLASHES = ("\\\\/", "\\\\\\\\\\\\/")''',
       "recording: a secret whose / JSON escaped inside JSON text inside JSON (\\\\/) is cut out", "test_secrecy"),
+    M("recording/redaction.py",
+      "    for indexes in delta_groups(events, ITEM_KEYS, part_text):",
+      "    for indexes in []:",
+      "recording: a secret cut across two parts' done events of a streamed item is cut out of both",
+      "test_stream_secrecy"),
+    M("recording/redaction.py",
+      '''"part": without_logprobs({**events[index]["part"], "text": text})}''',
+      '''"part": {**events[index]["part"], "text": text}}''',
+      "recording: a part event's part a secret was cut out of loses its logprobs", "test_stream_secrecy"),
 ]
 
 

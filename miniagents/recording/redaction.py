@@ -276,13 +276,18 @@ DELTA_KEYS = ("type", "item_id", "output_index", "content_index", "summary_index
 ITEM_KEYS = DELTA_KEYS[:3]  # one item's streamed text, its parts joined (as a message's text is)
 
 
-def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
-    """The streamed texts of `events`: for each, the indexes of its delta events (`"delta"` a string), in order. The
-    deltas of one text are the events of one type with the same `keys` (item, part, summary); whoever reads a
-    stream joins them."""
+def part_text(event: dict) -> Any:
+    """The text of the part a part event carries (`response.content_part.done`, `reasoning_summary_part.done`)."""
+    return event["part"].get("text") if isinstance(event.get("part"), dict) else None
+
+
+def delta_groups(events: list, keys: tuple = DELTA_KEYS, text: Callable = lambda event: event.get("delta")) -> list:
+    """The streamed texts of `events`: for each, the indexes of its delta events (`text` of the event a string:
+    its `"delta"`, or its part's text), in order. The deltas of one text are the events of one type with the same
+    `keys` (item, part, summary); whoever reads a stream joins them."""
     groups: dict = {}
     for index, event in enumerate(events):
-        if isinstance(event, dict) and isinstance(event.get("delta"), str):
+        if isinstance(event, dict) and isinstance(text(event), str):
             key = repr([event.get(name) for name in keys])
             groups.setdefault(key, []).append(index)
     return list(groups.values())
@@ -291,7 +296,7 @@ def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
 def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> list:
     """A stream's events with every secret removed, also where one arrived cut across deltas: each streamed text is
     searched whole (its deltas joined), and each occurrence is cut out of the deltas that carried its pieces (one
-    `REDACTED` in the delta where it started). The number and order of events stay; so does every delta that
+    `REDACTED` in the delta where it started); so are an item's parts, whole in its part events, joined. The number and order of events stay; so does every delta that
     carried no part of a secret."""
     found = searched(secrets)
     events = list(events)
@@ -307,6 +312,11 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
         for index, piece in zip(indexes, pieces):
             if piece is not events[index]["delta"]:
                 events[index] = without_logprobs({**events[index], "delta": piece})
+    for indexes in delta_groups(events, ITEM_KEYS, part_text):  # an item's parts, each whole in its part event
+        texts = [part_text(events[index]) for index in indexes]
+        for index, text in zip(indexes, cut_out(texts, secret_spans("".join(texts), found))):
+            if text is not part_text(events[index]):
+                events[index] = {**events[index], "part": without_logprobs({**events[index]["part"], "text": text})}
     return without_secrets(events, found)
 
 
