@@ -2925,8 +2925,8 @@ MUTANTS: List[Mutant] = [
       "    forms = sorted({s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}, key=len, reverse=True)",
       "a secret is also searched for percent-encoded in what is recorded", "test_secrecy"),
     M("recording/redaction.py",
-      "        return {change(key): map_strings(inner, change) for key, inner in value.items()}",
-      "        return {key: map_strings(inner, change) for key, inner in value.items()}",
+      "        mapped = {change(key): map_strings(inner, change) for key, inner in value.items()}",
+      "        mapped = {key: map_strings(inner, change) for key, inner in value.items()}",
       "the recording's redact= hook reaches object keys", "test_secrecy"),
     M("recording/redaction.py",
       "        return in_json_text(self.text(text), self.text)",
@@ -3502,6 +3502,15 @@ MUTANTS: List[Mutant] = [
       '''"part": without_logprobs({**events[index]["part"], "text": text})}''',
       '''"part": {**events[index]["part"], "text": text}}''',
       "recording: a part event's part a secret was cut out of loses its logprobs", "test_stream_secrecy"),
+    M("recording/redaction.py",
+      "        return without_logprobs(mapped) if any(mapped.get(f) != value.get(f) for f in (\"text\", \"delta\")) else mapped",
+      "        return mapped",
+      "recording: a part or delta whose text the redact= hook changed loses its logprobs", "test_secrecy",
+      "test_stream_secrecy"),
+    M("recording/redaction.py",
+      '''out[index] = without_logprobs({**out[index], "delta": "" if number else whole})''',
+      '''out[index] = {**out[index], "delta": "" if number else whole}''',
+      "recording: the deltas of a text the redact= hook changed whole lose their logprobs", "test_stream_secrecy"),
 ]
 
 

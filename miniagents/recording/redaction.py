@@ -116,11 +116,12 @@ def model_secrets(model: Any) -> list:
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     """`value` (plain JSON data) with `change` applied to every string, an object's keys too (a name can be one:
-    `metadata={"Ann Lee": ...}`)."""
+    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`)."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {change(key): map_strings(inner, change) for key, inner in value.items()}
+        mapped = {change(key): map_strings(inner, change) for key, inner in value.items()}
+        return without_logprobs(mapped) if any(mapped.get(f) != value.get(f) for f in ("text", "delta")) else mapped
     if isinstance(value, list):
         return [map_strings(inner, change) for inner in value]
     return value
@@ -230,8 +231,8 @@ def _scrubbed(value: Any, found: list) -> Any:
 
 
 def without_logprobs(part: dict) -> dict:
-    """A text part (or a delta) whose text a secret was cut out of, without its `logprobs`: their tokens (and each
-    token's bytes) spell the text again, the secret included, in pieces no search finds."""
+    """A text part (or a delta) whose text a secret was cut out of (or the hook changed), without its `logprobs`:
+    their tokens (and each token's bytes) spell the text again, the secret included, in pieces no search finds."""
     return {**part, "logprobs": []} if "logprobs" in part else part
 
 
@@ -296,8 +297,8 @@ def delta_groups(events: list, keys: tuple = DELTA_KEYS, text: Callable = lambda
 def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> list:
     """A stream's events with every secret removed, also where one arrived cut across deltas: each streamed text is
     searched whole (its deltas joined), and each occurrence is cut out of the deltas that carried its pieces (one
-    `REDACTED` in the delta where it started); so are an item's parts, whole in its part events, joined. The number and order of events stay; so does every delta that
-    carried no part of a secret."""
+    `REDACTED` in the delta where it started); so are an item's parts, whole in its part events, joined. The number
+    and order of events stay; so does every delta that carried no part of a secret."""
     found = searched(secrets)
     events = list(events)
     for indexes in delta_groups(events, ITEM_KEYS):  # an item's parts joined: a message's text is
@@ -348,7 +349,7 @@ class Hook:
             whole = self.string("".join(events[index]["delta"] for index in indexes))
             if "".join(out[index]["delta"] for index in indexes) != whole:
                 for number, index in enumerate(indexes):
-                    out[index] = {**out[index], "delta": "" if number else whole}
+                    out[index] = without_logprobs({**out[index], "delta": "" if number else whole})
         return out
 
 

@@ -515,3 +515,19 @@ def test_a_secret_whose_slashes_json_escaped_in_nested_or_prefixed_json_is_not_r
     with Recorder(tmp_path / "run.jsonl") as recorder:
         Runner.run_sync(Agent(name="A", tools=[fetch_body], model=recorder.wrap(ScriptedModel(steps))), "go")
     assert secret not in re.sub(r"\\+/", "/", (tmp_path / "run.jsonl").read_text(encoding="utf-8"))
+
+
+def test_a_text_the_redact_hook_changed_loses_its_logprobs(tmp_path):
+    """The logprobs' tokens of a part spell its text: where the hook changed the text, they go; elsewhere they stay."""
+    tokens = lambda *words: [{"token": w, "logprob": -0.1, "bytes": list(w.encode()), "top_logprobs": []}  # noqa
+                             for w in words]
+    message = {"type": "message", "id": "m1", "role": "assistant", "status": "completed", "content": [
+        {"type": "output_text", "text": "Hello Ann Lee!", "annotations": [],
+         "logprobs": tokens("Hello", " Ann", " Lee!")},
+        {"type": "output_text", "text": " Bye.", "annotations": [], "logprobs": tokens(" Bye.")}]}
+    with Recorder(tmp_path / "run.jsonl", redact=lambda s: s.replace("Ann Lee", "[CUSTOMER]")) as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[message]]))), "hi")
+    parts = json.loads((tmp_path / "run.jsonl").read_text(encoding="utf-8").splitlines()[1])["response"]["output"][0][
+        "content"]
+    assert [(part["text"], part["logprobs"]) for part in parts] == [("Hello [CUSTOMER]!", []),
+                                                                    (" Bye.", tokens(" Bye."))]

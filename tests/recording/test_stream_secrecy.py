@@ -254,6 +254,18 @@ def test_the_redact_hook_sees_each_streamed_text_whole(tmp_path):
     assert arguments == ['{"text": "<name>"}']
 
 
+def test_deltas_the_redact_hook_changed_lose_their_logprobs():
+    """A delta the hook changed on its own, and the deltas of a text it changed whole (a name cut in two), lose the
+    logprobs that spell what it hid; a delta it left alone keeps them."""
+    hide = redaction.user_hook(lambda text: text.replace("Ada Lovelace", "<name>"))
+    logprobs = [{"token": "x", "logprob": -0.1, "bytes": [120], "top_logprobs": []}]
+    delta = lambda item, text: {"type": "response.output_text.delta", "item_id": item, "output_index": 0,  # noqa
+                                "content_index": 0, "delta": text, "logprobs": logprobs}
+    events = [delta("m1", "Ada Lovelace!"), delta("m2", "Dear Ada Lo"), delta("m2", "velace"), delta("m3", "Hi")]
+    assert [(e["delta"], e["logprobs"]) for e in hide.events(events)] == [
+        ("<name>!", []), ("Dear <name>", []), ("", []), ("Hi", logprobs)]
+
+
 # --- Beyond deltas: other ways a reader joins strings, and keys ----------------------------------------------------
 
 
