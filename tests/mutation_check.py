@@ -3511,6 +3511,10 @@ MUTANTS: List[Mutant] = [
       '''out[index] = without_logprobs({**out[index], "delta": "" if number else whole})''',
       '''out[index] = {**out[index], "delta": "" if number else whole}''',
       "recording: the deltas of a text the redact= hook changed whole lose their logprobs", "test_stream_secrecy"),
+    M("recording/recorder.py",
+      "                os.fchmod(fd, 0o600)",
+      "                pass",
+      "recording: a file recorded into that anyone could read is made readable by its owner only", "test_format"),
 ]
 
 

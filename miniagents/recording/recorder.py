@@ -67,6 +67,8 @@ class Recorder:
         fd = format.open_regular(self.path, os.O_WRONLY | os.O_CREAT, "write")  # not truncated: another may hold it
         try:
             self._hold(fd)
+            if hasattr(os, "fchmod"):  # Windows before Python 3.13 has none, nor owner-only modes
+                os.fchmod(fd, 0o600)  # a file that existed kept its mode (0644: anyone could read the run)
             os.ftruncate(fd, 0)
             self._file = os.fdopen(fd, "wb", buffering=0)  # unbuffered: each write's bytes are on file, or not
         except OSError as error:
