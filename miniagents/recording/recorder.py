@@ -79,7 +79,7 @@ class Recorder:
             self._release()
             os.close(fd)
             raise
-        self._end = 0  # the file's size: where its last whole line ends
+        self._end = self._weight = 0  # the file's size (where its last whole line ends), and its `format.weight`
         self._write(format.encode(format.header()))
 
     def _hold(self, fd: int) -> None:
@@ -157,8 +157,9 @@ class Recorder:
             try:
                 data = format.encode_call({"n": number, "model": model_name(model), "stream": stream,
                                            "request": request, "response": response})
-                if self._end + len(data) > format.MAX_BYTES:
-                    raise ValueError(f"the recording would grow past {format.MAX_BYTES // 2 ** 20} MiB")
+                if self._weight + format.weight(data) > format.MAX_BYTES:
+                    raise ValueError(f"the recording would grow past {format.MAX_BYTES // 2 ** 20} MiB (counting each "
+                                     f"object and array as {format.CONTAINER_BYTES} bytes)")
             except ValueError as error:
                 raise RecordingError(f"cannot record call {number} to {self.path!r}: {error}, and a replay of the "
                                      "recording would refuse it") from None
@@ -190,6 +191,7 @@ class Recorder:
                 raise
             raise RecordingError(why) from None
         self._end += written
+        self._weight += format.weight(data)
 
 
 def model_name(model: Any) -> str:
