@@ -293,7 +293,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2134,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2135,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -329,6 +329,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2131 for a Responses answer whose status is cancelled, queued, in_progress or unknown refused (its partial
     # text was taken as the final answer)
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
+    # 2135 for a secret percent-encoded with lowercase hex (%2f) hidden as the uppercase form is (secret_values: a
+    # recording and a trace kept it readable)
     "shell: tracing": 1164,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -407,7 +409,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input)
-    "shell: recording and replay": 746,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 772,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -420,6 +422,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # repeated it in a tool call's arguments, the next request's input), and its regex linear (+2: a comment says why)
     # 742 for the most URL passwords of a call searched for by value (a page of thousands made each call quadratic)
     # 746 for a number past the largest float (1e400, read as inf) refused at load, as NaN and Infinity are
+    # 772 for what an attack on the recording shell found: a replay redacting the recorded request and the run's
+    # alike (URL passwords, an older recording's credential) and no mismatch message showing what the recording hid;
+    # secrets searched with JSON-escaped slashes (\/, nested); parts' done events cut across; the hook's changed
+    # texts losing their logprobs; an existing file made owner-only; objects and arrays weighed against the size cap
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta

@@ -138,13 +138,15 @@ def is_secret_variable(name: str) -> bool:
 
 def secret_values(secret: Any) -> list:
     """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; each also as a URL or
-    a form carries it, percent-encoded (a server echoing a request back); longest first."""
+    a form carries it, percent-encoded (a server echoing a request back), with upper- or lowercase hex (`%2F`, `%2f`:
+    both are valid, and clients write either); longest first."""
     from urllib.parse import quote, quote_plus
 
     found = secret if isinstance(secret, (tuple, list)) else (secret,)
     plain = {s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}
-    return sorted(plain | {encode(s) for s in plain for encode in (lambda s: quote(s, safe=""), quote, quote_plus)},
-                  key=len, reverse=True)
+    encoded = {encode(s) for s in plain for encode in (lambda s: quote(s, safe=""), quote, quote_plus)}
+    lower = {re.sub("%[0-9A-F]{2}", lambda hex: hex.group().lower(), e) for e in encoded}
+    return sorted(plain | encoded | lower, key=len, reverse=True)
 
 
 QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")

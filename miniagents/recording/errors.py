@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import AgentsException
 from ..items import preview
+from .redaction import REDACTED
 
 ABSENT = object()  # where a request has no value at all (a field, a list element, a key) that the other one has
 
@@ -19,12 +20,16 @@ class RecordingError(AgentsException):
 class ReplayMismatch(RecordingError):
     """A replayed run sent a request that differs from the recorded one: `request` is its number in the recording
     (1-based), `field` the first place they differ (`"instructions"`, `"input[2].content"`, `"tools[0].name"`,
-    `"settings.temperature"`), `recorded` and `received` the two values there (`ABSENT` where one has none)."""
+    `"settings.temperature"`), `recorded` and `received` the two values there (`ABSENT` where one has none). Where
+    the recording hid a part of its value (`REDACTED`), the message does not show the received one: that part (a
+    secret only the recording run knew) may stand in it."""
 
     def __init__(self, request: int, field: str, recorded: Any, received: Any):
         self.request, self.field, self.recorded, self.received = request, field, recorded, received
+        hid = recorded is not ABSENT and REDACTED in json.dumps(recorded, ensure_ascii=False)
+        told = "a value not shown here (what the recording hid may stand in it)" if hid else shown(received)
         super().__init__(f"request {request} differs from the recording at {field}: recorded {shown(recorded)}, "
-                         f"received {shown(received)}")
+                         f"received {told}")
 
 
 class ReplayExhausted(RecordingError):

@@ -33,7 +33,8 @@ from .errors import RecordingError
 VERSION = 1
 VERSIONS = {1: "a header line, then one line per model call: its request and its response (or stream events)"}
 KIND = "miniagents recording"
-MAX_BYTES = 256 * 2 ** 20  # a recording larger than this is refused before it is read
+MAX_BYTES = 256 * 2 ** 20  # a recording that weighs more (`weight`) is refused before it is read
+CONTAINER_BYTES = 16  # what each object and array weighs besides its text (see `weight`)
 # One line larger than this is refused before it is decoded (decoded JSON can take 50 times its text's memory). A
 # real line stays far below it: it holds a request and its answer, each bounded by a model's context window (2M
 # tokens are about 8 MB of text; a stream repeats its text in a few events), and 64 MiB is twice the largest
@@ -153,6 +154,14 @@ def encode(line: dict) -> bytes:
         return (json_text(line, ascii_only=True) + "\n").encode("ascii")
 
 
+def weight(data: bytes) -> int:
+    """What a recording's bytes weigh against `MAX_BYTES`: their number, and `CONTAINER_BYTES` more for each `{` and
+    `[` (also one inside a string: counted without decoding). Decoded, an array or object takes 20 to 40 times the
+    memory of its text (`[]` 64 bytes, `{"a":0}` 190), a string at most 12 (`"ab"` 59 bytes); so weighed, nothing
+    takes more than 12, and loading a recording holds at most about 14 times `MAX_BYTES` (its bytes too)."""
+    return len(data) + CONTAINER_BYTES * (data.count(b"{") + data.count(b"["))
+
+
 def encode_call(line: dict) -> bytes:
     """A call's line as written, once it is one `load` reads back (its size, its nesting, `check_call`); a
     `ValueError` saying why not: a recording is never written that its replay would refuse."""
@@ -180,6 +189,9 @@ def load(path: Any) -> list:
         raise RecordingError(f"cannot read the recording {name!r}: {error.strerror or error}") from None
     if len(data) > MAX_BYTES:
         raise RecordingError(f"the recording {name!r} is larger than {MAX_BYTES // 2 ** 20} MiB; it is not read")
+    if weight(data) > MAX_BYTES:  # checked before any line is decoded
+        raise RecordingError(f"the recording {name!r} holds too many objects and arrays to read: counting each as "
+                             f"{CONTAINER_BYTES} bytes, it weighs more than {MAX_BYTES // 2 ** 20} MiB; it is not read")
     lines = data.split(b"\n")
     if not lines[0].strip():
         raise RecordingError(f"{name!r} is empty: a recording starts with a line that names its version")

@@ -67,6 +67,8 @@ class Recorder:
         fd = format.open_regular(self.path, os.O_WRONLY | os.O_CREAT, "write")  # not truncated: another may hold it
         try:
             self._hold(fd)
+            if hasattr(os, "fchmod"):  # Windows before Python 3.13 has none, nor owner-only modes
+                os.fchmod(fd, 0o600)  # a file that existed kept its mode (0644: anyone could read the run)
             os.ftruncate(fd, 0)
             self._file = os.fdopen(fd, "wb", buffering=0)  # unbuffered: each write's bytes are on file, or not
         except OSError as error:
@@ -77,7 +79,7 @@ class Recorder:
             self._release()
             os.close(fd)
             raise
-        self._end = 0  # the file's size: where its last whole line ends
+        self._end = self._weight = 0  # the file's size (where its last whole line ends), and its `format.weight`
         self._write(format.encode(format.header()))
 
     def _hold(self, fd: int) -> None:
@@ -155,8 +157,9 @@ class Recorder:
             try:
                 data = format.encode_call({"n": number, "model": model_name(model), "stream": stream,
                                            "request": request, "response": response})
-                if self._end + len(data) > format.MAX_BYTES:
-                    raise ValueError(f"the recording would grow past {format.MAX_BYTES // 2 ** 20} MiB")
+                if self._weight + format.weight(data) > format.MAX_BYTES:
+                    raise ValueError(f"the recording would grow past {format.MAX_BYTES // 2 ** 20} MiB (counting each "
+                                     f"object and array as {format.CONTAINER_BYTES} bytes)")
             except ValueError as error:
                 raise RecordingError(f"cannot record call {number} to {self.path!r}: {error}, and a replay of the "
                                      "recording would refuse it") from None
@@ -188,6 +191,7 @@ class Recorder:
                 raise
             raise RecordingError(why) from None
         self._end += written
+        self._weight += format.weight(data)
 
 
 def model_name(model: Any) -> str:

@@ -50,6 +50,7 @@ URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
 MOST_URL_PASSWORDS = 64  # of one call, searched for by value (each as written and, where it differs, decoded)
 ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
+ESCAPED_SLASHES = ("\\/", "\\\\/", "\\\\\\/")  # the forms of `/` in a secret searched for: JSON text, once or nested
 
 
 def without_credentials(value: Any) -> Any:
@@ -115,11 +116,12 @@ def model_secrets(model: Any) -> list:
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     """`value` (plain JSON data) with `change` applied to every string, an object's keys too (a name can be one:
-    `metadata={"Ann Lee": ...}`)."""
+    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`)."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {change(key): map_strings(inner, change) for key, inner in value.items()}
+        mapped = {change(key): map_strings(inner, change) for key, inner in value.items()}
+        return without_logprobs(mapped) if any(mapped.get(f) != value.get(f) for f in ("text", "delta")) else mapped
     if isinstance(value, list):
         return [map_strings(inner, change) for inner in value]
     return value
@@ -127,9 +129,13 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 
 def searched(secrets: Iterable[Any]) -> list:
     """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
-    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), longest first."""
+    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), and with each `/`
+    escaped as JSON text may write it (`\\/`), also in JSON text inside JSON text (`\\\\/`, `\\\\\\/`) or after a
+    prefix (a status line), where no JSON parser decodes it; longest first."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
-    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
+    forms = secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
+    escaped = {form.replace("/", slash) for form in forms if "/" in form for slash in ESCAPED_SLASHES}
+    return sorted(set(forms) | escaped, key=len, reverse=True)
 
 
 def url_passwords(value: Any) -> list:
@@ -225,8 +231,8 @@ def _scrubbed(value: Any, found: list) -> Any:
 
 
 def without_logprobs(part: dict) -> dict:
-    """A text part (or a delta) whose text a secret was cut out of, without its `logprobs`: their tokens (and each
-    token's bytes) spell the text again, the secret included, in pieces no search finds."""
+    """A text part (or a delta) whose text a secret was cut out of (or the hook changed), without its `logprobs`:
+    their tokens (and each token's bytes) spell the text again, the secret included, in pieces no search finds."""
     return {**part, "logprobs": []} if "logprobs" in part else part
 
 
@@ -271,13 +277,18 @@ DELTA_KEYS = ("type", "item_id", "output_index", "content_index", "summary_index
 ITEM_KEYS = DELTA_KEYS[:3]  # one item's streamed text, its parts joined (as a message's text is)
 
 
-def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
-    """The streamed texts of `events`: for each, the indexes of its delta events (`"delta"` a string), in order. The
-    deltas of one text are the events of one type with the same `keys` (item, part, summary); whoever reads a
-    stream joins them."""
+def part_text(event: dict) -> Any:
+    """The text of the part a part event carries (`response.content_part.done`, `reasoning_summary_part.done`)."""
+    return event["part"].get("text") if isinstance(event.get("part"), dict) else None
+
+
+def delta_groups(events: list, keys: tuple = DELTA_KEYS, text: Callable = lambda event: event.get("delta")) -> list:
+    """The streamed texts of `events`: for each, the indexes of its delta events (`text` of the event a string:
+    its `"delta"`, or its part's text), in order. The deltas of one text are the events of one type with the same
+    `keys` (item, part, summary); whoever reads a stream joins them."""
     groups: dict = {}
     for index, event in enumerate(events):
-        if isinstance(event, dict) and isinstance(event.get("delta"), str):
+        if isinstance(event, dict) and isinstance(text(event), str):
             key = repr([event.get(name) for name in keys])
             groups.setdefault(key, []).append(index)
     return list(groups.values())
@@ -286,8 +297,8 @@ def delta_groups(events: list, keys: tuple = DELTA_KEYS) -> list:
 def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> list:
     """A stream's events with every secret removed, also where one arrived cut across deltas: each streamed text is
     searched whole (its deltas joined), and each occurrence is cut out of the deltas that carried its pieces (one
-    `REDACTED` in the delta where it started). The number and order of events stay; so does every delta that
-    carried no part of a secret."""
+    `REDACTED` in the delta where it started); so are an item's parts, whole in its part events, joined. The number
+    and order of events stay; so does every delta that carried no part of a secret."""
     found = searched(secrets)
     events = list(events)
     for indexes in delta_groups(events, ITEM_KEYS):  # an item's parts joined: a message's text is
@@ -302,6 +313,11 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
         for index, piece in zip(indexes, pieces):
             if piece is not events[index]["delta"]:
                 events[index] = without_logprobs({**events[index], "delta": piece})
+    for indexes in delta_groups(events, ITEM_KEYS, part_text):  # an item's parts, each whole in its part event
+        texts = [part_text(events[index]) for index in indexes]
+        for index, text in zip(indexes, cut_out(texts, secret_spans("".join(texts), found))):
+            if text is not part_text(events[index]):
+                events[index] = {**events[index], "part": without_logprobs({**events[index]["part"], "text": text})}
     return without_secrets(events, found)
 
 
@@ -333,7 +349,7 @@ class Hook:
             whole = self.string("".join(events[index]["delta"] for index in indexes))
             if "".join(out[index]["delta"] for index in indexes) != whole:
                 for number, index in enumerate(indexes):
-                    out[index] = {**out[index], "delta": "" if number else whole}
+                    out[index] = without_logprobs({**out[index], "delta": "" if number else whole})
         return out
 
 

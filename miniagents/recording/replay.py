@@ -99,19 +99,24 @@ class Replay:
             call = self._calls[self._next]
             if self.match != "order":
                 found: dict = {}
-                difference = first_difference(self._comparable(call["request"]), self._comparable(self._received(
-                    *request)), same_id=lambda recorded, received: self._ids.pair(recorded, received, found))
+                recorded, received = self._redacted(call["request"], *request)
+                difference = first_difference(self._comparable(recorded), self._comparable(received),
+                                              same_id=lambda mine, theirs: self._ids.pair(mine, theirs, found))
                 if difference is not None:
                     raise ReplayMismatch(call["n"], *difference)
                 self._ids.pairs.update(found)
             self._next += 1
             return copy.deepcopy(call)
 
-    def _received(self, *request: Any) -> dict:
-        """A request of the replayed run, redacted as a recorded one was."""
-        record = format.request_record(*request)
-        hidden = redaction.hide_credentials(record)
-        return self._hook(redaction.without_secrets(record, redaction.environment_secrets() + hidden))
+    def _redacted(self, recorded: dict, *request: Any) -> tuple:
+        """The recorded request and the replayed run's, redacted alike: the run's as a recorded one was (the
+        environment's secrets, the credentials its settings hide by name, the passwords its URLs reveal, the user's
+        hook), and the recorded one of the same secrets, so an older recording that kept one still matches and no
+        mismatch shows one."""
+        received = format.request_record(*request)
+        secrets = (redaction.environment_secrets() + redaction.hide_credentials(received)
+                   + redaction.url_passwords([recorded, received]))
+        return redaction.without_secrets(recorded, secrets), self._hook(redaction.without_secrets(received, secrets))
 
     def _comparable(self, request: dict) -> dict:
         if self.match == "ignore_instructions":

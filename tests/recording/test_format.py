@@ -43,6 +43,16 @@ def test_a_recording_is_readable_by_its_owner_only(server, tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "run.jsonl").st_mode) == 0o600
 
 
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="no owner-only modes")
+def test_recording_into_a_file_anyone_could_read_makes_it_readable_by_its_owner_only(tmp_path):
+    (tmp_path / "run.jsonl").write_text("an earlier file\n")
+    os.chmod(tmp_path / "run.jsonl", 0o644)
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        assert stat.S_IMODE(os.stat(tmp_path / "run.jsonl").st_mode) == 0o600  # before a call is written
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[assistant_message("Ann Lee")]]))), "Hi")
+    assert stat.S_IMODE(os.stat(tmp_path / "run.jsonl").st_mode) == 0o600
+
+
 def test_recording_again_into_a_file_replaces_it(tmp_path):
     for answer in ("first", "second"):
         with Recorder(tmp_path / "run.jsonl") as recorder:

@@ -439,6 +439,28 @@ def test_a_recording_that_would_grow_past_what_a_replay_reads_is_a_recording_err
     assert Replay(tmp_path / "run.jsonl").remaining == 1
 
 
+def test_objects_and_arrays_weigh_against_the_size_a_replay_reads_when_recorded_and_when_loaded(tmp_path,
+                                                                                                 monkeypatch):
+    """Decoded, an array or object takes 20 to 40 times its text's memory: each weighs `CONTAINER_BYTES` more against
+    `MAX_BYTES`, counted before any line is decoded; a recorder counts alike, so it writes no file a replay refuses."""
+    from miniagents.recording import format
+    steps = [[assistant_message("Short.")], [{**assistant_message("Hi"), "extra": [[]] * 40}]]
+    with Recorder(tmp_path / "full.jsonl") as recorder:
+        for prompt in ("one", "two"):
+            Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel(steps))), prompt)
+    data = (tmp_path / "full.jsonl").read_bytes()
+    assert format.weight(data) - len(data) == format.CONTAINER_BYTES * (data.count(b"[") + data.count(b"{"))
+    monkeypatch.setattr(format, "MAX_BYTES", format.weight(data) - 1)  # its size fits, not its weight
+    with pytest.raises(RecordingError, match="too many objects and arrays to read: counting each as 16 bytes"):
+        Replay(tmp_path / "full.jsonl")
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        model = recorder.wrap(ScriptedModel(steps))
+        Runner.run_sync(Agent(name="A", model=model), "one")
+        with pytest.raises(RecordingError, match="cannot record call 2 .*would grow past .*counting each object"):
+            Runner.run_sync(Agent(name="A", model=model), "two")
+    assert Replay(tmp_path / "run.jsonl").remaining == 1
+
+
 @pytest.mark.parametrize("given, shown", [("gpt-4.1-mini", "got 'gpt-4.1-mini'"), (None, "got NoneType"),
                                           (42, "got int")])
 def test_wrapping_what_is_no_model_is_a_user_error_naming_it(tmp_path, given, shown):

@@ -107,13 +107,14 @@ def test_what_the_adapters_hide_by_name_is_not_recorded_nor_shown_by_a_mismatch(
 
 def test_a_secret_percent_encoded_is_not_recorded(tmp_path, monkeypatch):
     """A key a URL or a form carries (`quote`, `quote_plus`), in the user's input and the model's answer, is found as
-    the adapters find it in a message."""
+    the adapters find it in a message; also with lowercase hex (`%2f`), as valid as uppercase."""
     from urllib.parse import quote, quote_plus
     secret = "sk-AbC/dEf+GhI=jKl 0123"
     monkeypatch.setenv("ACME_API_KEY", secret)
     encoded = [quote(secret, safe=""), quote(secret), quote_plus(secret)]
+    encoded.append(encoded[0].replace("%2F", "%2f").replace("%2B", "%2b").replace("%3D", "%3d"))
     with Recorder(tmp_path / "run.jsonl") as recorder:
-        answer = [assistant_message(f"See https://example.com/?key={encoded[0]}&k={encoded[2]}")]
+        answer = [assistant_message(f"See https://example.com/?key={encoded[0]}&k={encoded[2]}&l={encoded[3]}")]
         agent = Agent(name="Desk", model=recorder.wrap(ScriptedModel([answer])))
         Runner.run_sync(agent, f"Fetch https://example.com{encoded[1]}")
     assert leaked((tmp_path / "run.jsonl").read_text(encoding="utf-8"), secret, *encoded) == []
@@ -393,7 +394,8 @@ def test_the_password_a_url_reveals_is_kept_out_of_the_whole_call(tmp_path_facto
     agent = Agent(name="A", tools=[connect])
     with Recorder(path) as recorder:
         Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
-    assert not leaked(path.read_text(encoding="utf-8"), password, quote(password, safe=""))
+    calls = path.read_text(encoding="utf-8").split("\n", 1)[1]  # not the header: "recordin" is no leak there
+    assert not leaked(calls, password, quote(password, safe=""))
     replayed = Runner.run_sync(agent.clone(model=Replay(path)), prompt)
     assert replayed.final_output == f"Done; password {REDACTED}"
 
@@ -441,3 +443,92 @@ def test_the_redact_hook_reaches_keys_and_json_escaped_text(tmp_path_factory, na
     assert name not in file_strings(path)
     replayed = Runner.run_sync(agent.clone(model=Replay(path, redact=hide)), f"Find {name}")
     assert replayed.final_output == "Done."
+
+
+def test_a_mismatch_shows_no_password_the_recording_cut_out(tmp_path, monkeypatch):
+    """A tool's output that repeats a URL's password changes a little in the replay: the replay cuts the password
+    the request's URL reveals out of what it compares, as the recording did; and where the recording hid a part of
+    the value (here the password came only in the model's answer, which the replay serves redacted), the message
+    does not show the received value, which may hold it."""
+    without_secret_variables(monkeypatch)
+    password, build = "Tr0ub4dor-long-pw", {"v": "1"}
+
+    @function_tool
+    def connect(dsn: str) -> str:
+        """Connect to a database."""
+        return f"connected (build {build['v']}); the password {password} was accepted"
+    for prompt, dsn in ((f"connect to postgres://app:{password}@db/x", "the one I gave"),
+                        ("connect", f"postgres://app:{password}@db/x")):
+        build["v"] = "1"
+        steps = [[function_call("connect", {"dsn": dsn}, call_id="call_1")], [assistant_message("done")]]
+        agent = Agent(name="A", tools=[connect])
+        with Recorder(tmp_path / "run.jsonl") as recorder:
+            Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+        assert password not in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+        build["v"] = "2"
+        with pytest.raises(ReplayMismatch) as caught:
+            Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), prompt)
+        assert caught.value.field == "input[2].output" and password not in str(caught.value)
+    build["v"], prompt = "1", f"connect to postgres://app:{password}@db/x"
+    steps = [[function_call("connect", {"dsn": "the one I gave"}, call_id="call_1")], [assistant_message("done")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(agent.clone(model=recorder.wrap(ScriptedModel(steps))), prompt)
+    build["v"] = "2"
+    with pytest.raises(ReplayMismatch) as caught:  # the request's URL reveals it: the replay cuts it out too
+        Runner.run_sync(agent.clone(model=Replay(tmp_path / "run.jsonl")), prompt)
+    assert caught.value.received == f"connected (build 2); the password {REDACTED} was accepted"
+
+
+def test_an_older_recording_that_holds_a_credential_replays_and_a_mismatch_shows_none(tmp_path, monkeypatch):
+    """A recording made before a value was found secret holds it: the replay redacts the recorded request as it does
+    the run's, so the same run matches, and a mismatch shows the credential on neither side."""
+    secret = "tok-0123456789abcdef"
+    monkeypatch.setenv("ACME_API_TOKEN", secret)
+    request = {"instructions": f"Use the token {secret} when asked.", "input": [{"content": "hi", "role": "user"}],
+               "tools": [], "handoffs": [], "output_schema": None, "settings": {}, "previous_response_id": None,
+               "conversation_id": None, "prompt": None}
+    response = {"output": [assistant_message("hello")], "usage": None, "response_id": None, "request_id": None}
+    (tmp_path / "old.jsonl").write_text(json.dumps({"version": 1, "kind": "miniagents recording"}) + "\n" + json.dumps(
+        {"n": 1, "model": "m", "stream": False, "request": request, "response": response}) + "\n", encoding="utf-8")
+    agent = Agent(name="A", instructions=f"Use the token {secret} when asked.")
+    assert Runner.run_sync(agent.clone(model=Replay(tmp_path / "old.jsonl")), "hi").final_output == "hello"
+    with pytest.raises(ReplayMismatch) as caught:
+        Runner.run_sync(agent.clone(instructions=f"Use the token {secret} now.", model=Replay(tmp_path / "old.jsonl")),
+                        "hi")
+    assert caught.value.field == "instructions" and secret not in str(caught.value)
+    assert caught.value.recorded == f"Use the token {REDACTED} when asked."
+
+
+@pytest.mark.parametrize("shape", ["a JSON text inside JSON", "JSON text after a prefix"])
+def test_a_secret_whose_slashes_json_escaped_in_nested_or_prefixed_json_is_not_recorded(tmp_path, monkeypatch, shape):
+    """A secret holding `/` (an AWS secret key) as a server writes it in JSON, `\\/`, in a body kept as text inside a
+    tool's JSON output (`\\\\/` there) or after a status line (no JSON parser reads either) is cut out."""
+    import re
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    body = json.dumps({"credentials": {"secret": secret}}).replace("/", "\\/")
+
+    @function_tool
+    def fetch_body(url: str):
+        """Fetch a URL."""
+        return {"status": 200, "body": body} if shape == "a JSON text inside JSON" else "HTTP 200 " + body
+    steps = [[function_call("fetch_body", {"url": "https://sts/x"}, call_id="call_1")], [assistant_message("ok")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", tools=[fetch_body], model=recorder.wrap(ScriptedModel(steps))), "go")
+    assert secret not in re.sub(r"\\+/", "/", (tmp_path / "run.jsonl").read_text(encoding="utf-8"))
+
+
+def test_a_text_the_redact_hook_changed_loses_its_logprobs(tmp_path):
+    """The logprobs' tokens of a part spell its text: where the hook changed the text, they go; elsewhere they stay."""
+    tokens = lambda *words: [{"token": w, "logprob": -0.1, "bytes": list(w.encode()), "top_logprobs": []}  # noqa
+                             for w in words]
+    message = {"type": "message", "id": "m1", "role": "assistant", "status": "completed", "content": [
+        {"type": "output_text", "text": "Hello Ann Lee!", "annotations": [],
+         "logprobs": tokens("Hello", " Ann", " Lee!")},
+        {"type": "output_text", "text": " Bye.", "annotations": [], "logprobs": tokens(" Bye.")}]}
+    with Recorder(tmp_path / "run.jsonl", redact=lambda s: s.replace("Ann Lee", "[CUSTOMER]")) as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[message]]))), "hi")
+    parts = json.loads((tmp_path / "run.jsonl").read_text(encoding="utf-8").splitlines()[1])["response"]["output"][0][
+        "content"]
+    assert [(part["text"], part["logprobs"]) for part in parts] == [("Hello [CUSTOMER]!", []),
+                                                                    (" Bye.", tokens(" Bye."))]

@@ -254,6 +254,18 @@ def test_the_redact_hook_sees_each_streamed_text_whole(tmp_path):
     assert arguments == ['{"text": "<name>"}']
 
 
+def test_deltas_the_redact_hook_changed_lose_their_logprobs():
+    """A delta the hook changed on its own, and the deltas of a text it changed whole (a name cut in two), lose the
+    logprobs that spell what it hid; a delta it left alone keeps them."""
+    hide = redaction.user_hook(lambda text: text.replace("Ada Lovelace", "<name>"))
+    logprobs = [{"token": "x", "logprob": -0.1, "bytes": [120], "top_logprobs": []}]
+    delta = lambda item, text: {"type": "response.output_text.delta", "item_id": item, "output_index": 0,  # noqa
+                                "content_index": 0, "delta": text, "logprobs": logprobs}
+    events = [delta("m1", "Ada Lovelace!"), delta("m2", "Dear Ada Lo"), delta("m2", "velace"), delta("m3", "Hi")]
+    assert [(e["delta"], e["logprobs"]) for e in hide.events(events)] == [
+        ("<name>!", []), ("Dear <name>", []), ("", []), ("Hi", logprobs)]
+
+
 # --- Beyond deltas: other ways a reader joins strings, and keys ----------------------------------------------------
 
 
@@ -271,8 +283,10 @@ def test_a_secret_split_across_a_messages_content_parts_is_redacted(tmp_path_fac
                "content": [{"type": "output_text", "text": part, "annotations": []} for part in parts]}
     if streamed:
         events = [{"type": "response.created", "response": {"id": "r1", "output": []}}]
-        events += [{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": i,
-                    "delta": part} for i, part in enumerate(parts)]
+        for i, part in enumerate(parts):  # each part's delta, then the part whole in its done event
+            events += [{"type": event, "item_id": "msg_1", "output_index": 0, "content_index": i, field: value}
+                       for event, field, value in (("response.output_text.delta", "delta", part),
+                                                   ("response.content_part.done", "part", message["content"][i]))]
         events.append({"type": "response.completed", "response": {"id": "r1", "output": [message], "usage": None}})
         step = ModelStep(stream_events=events)
     else:
@@ -287,8 +301,24 @@ def test_a_secret_split_across_a_messages_content_parts_is_redacted(tmp_path_fac
     assert secret not in "".join(part["text"] for part in output[0]["content"])
     if streamed:
         assert secret not in "".join(e["delta"] for e in line["response"]["events"] if "delta" in e)
+        assert secret not in "".join(e["part"]["text"] for e in line["response"]["events"] if "part" in e)
     replayed, _ = run("sync", Agent(name="Desk", model=Replay(path)), "Say it back.")
     assert secret not in replayed.final_output and REDACTED in replayed.final_output
+
+
+@pytest.mark.parametrize("kind", ["content_part", "reasoning_summary_part"])
+def test_a_secret_split_across_the_done_events_of_two_parts_is_cut_and_their_logprobs_dropped(kind):
+    """Each part's done event carries the part whole; an item's parts joined are its text, so a secret cut across two
+    of them is cut out of both, and their logprobs (whose tokens spell it) go."""
+    secret = "sk-live-0123456789abcdef"
+    texts = ["The key is " + secret[:10], secret[10:] + " ok.", "Bye."]
+    tokens = lambda text: [{"token": text, "logprob": -0.1, "bytes": list(text.encode()), "top_logprobs": []}]  # noqa
+    events = [{"type": f"response.{kind}.done", "item_id": "it_1", "output_index": 0, "content_index": i,
+               "part": {"type": "output_text", "text": text, "annotations": [], "logprobs": tokens(text)}}
+              for i, text in enumerate(texts)]
+    parts = [event["part"] for event in redaction.stream_without_secrets(events, [secret])]
+    assert [part["text"] for part in parts] == ["The key is " + REDACTED, " ok.", "Bye."]
+    assert [part["logprobs"] for part in parts] == [[], [], tokens("Bye.")]
 
 
 def test_a_secret_as_a_key_of_an_output_item_is_redacted(tmp_path, monkeypatch):
