@@ -146,12 +146,15 @@ def write_journal(run: Run, document: dict, turn: int) -> None:
     one short transaction. Another worker wrote it since: one continuing this run (this one stops here, before it
     runs or writes anything more), or another run, whose turn in flight is never written over: a run bringing new
     input stops as if it had found it at its start; a resumed one, whose pause or turn is claimed, goes on
-    unjournaled (stopping would leave its claim held by nobody)."""
+    unjournaled (stopping would leave its claim held by nobody), unless the entry it replaced was its own. Only a
+    worker of this run replaces that (a continue, a take-over), which may have taken its turn over and ended since:
+    it stops then, whoever wrote last."""
     if replace_journal(run, document, turn):
         return
+    replaced = bool(run.journal) and run.journal == run.scratch.get(write_journal)  # its own entry
     run.journal = stored(run, run.session.read_journal)  # what the other worker wrote
     other, run.journal = journal_entry(run) if run.journal else None, None  # not this run's to close
-    if other is None or other["run_id"] == run.state.run_id:
+    if other is None or other["run_id"] == run.state.run_id or replaced:
         raise AlreadyResumedError(run.state.run_id, turn, None)
     if run.state.unsaved_session_input:
         raise UnfinishedTurnError(run.session.session_id, other["run_id"], other["turn"])

@@ -374,6 +374,54 @@ def test_a_first_resume_of_a_pause_a_take_over_already_wrote_stops_as_completed(
     assert notes == ["n-take"] and not slow.model.calls
 
 
+def test_a_worker_whose_own_entry_a_continue_replaced_stops_though_another_run_journals_now(tmp_path):
+    """A worker slow in its model call looks dead: a continue takes its turn over, runs the turn's tool and ends.
+    Another run's turn is in flight when the slow worker's call returns, so its journal write fails on that run's
+    entry. Only a worker of its own run replaces its own entry (and that one may have taken its turn over), so it
+    stops (`AlreadyResumedError`) rather than go on set aside: the turn's tool ran once, and the history holds it."""
+    path, notes = str(tmp_path / "db"), []
+    in_model, returns = threading.Event(), threading.Event()
+
+    def worker(who):
+        @function_tool
+        def note(text: str) -> str:
+            """Note."""
+            notes.append(text)
+            return "noted"
+
+        def first(_):
+            if who == "slow":
+                in_model.set()
+                assert returns.wait(30)
+            return [function_call("note", {"text": who}, call_id=f"n-{who}")]
+
+        return Agent(name="A", tools=[note], model=ScriptedModel([first, [assistant_message(f"done {who}")]]))
+
+    seen = []
+
+    def slow():
+        try:
+            seen.append(Runner.run_sync(worker("slow"), "go", session=SQLiteSession("s", path)).final_output)
+        except AlreadyResumedError as error:
+            seen.append(error)
+
+    thread = threading.Thread(target=slow, daemon=True)
+    thread.start()
+    assert in_model.wait(30)
+    assert Runner.run_sync(worker("continue"), [], session=SQLiteSession("s", path)).final_output == "done continue"
+    other, _, other_thread, _ = stuck_run(tmp_path)  # another run's turn in flight
+    try:
+        returns.set()
+        thread.join(30)
+    finally:
+        other.release.set()
+        other_thread.join(30)
+    assert notes == ["continue"]
+    assert isinstance(seen[0], AlreadyResumedError) and seen[0].outcome is None
+    history = SQLiteSession("s", path).get_items()
+    assert [i["call_id"] for i in history if i.get("call_id", "").startswith("n-")] == ["n-continue", "n-continue"]
+
+
 def test_the_question_about_a_call_that_may_have_happened_stays_journaled_until_its_resume_ends(tmp_path):
     """The continued run pauses to ask about c1, and that question stays in the session's journal (a crash while
     the person decides asks it again; new input is refused meanwhile). The resume that answers it ends the run in
