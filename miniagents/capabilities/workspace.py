@@ -524,15 +524,18 @@ class Workspace(Capability):
             text.close()
 
     def _lines(self, text: Any, chars: int) -> Iterator[tuple]:
+        """(line, whether it was cut) of `text`, at most `chars` characters of each (-1: whole lines). One more
+        character is read than shown: a line of exactly `chars` is whole, only one that goes on is cut."""
+        size = chars + 1 if chars >= 0 else -1
         while True:
-            line = text.readline(chars)
+            line = text.readline(size)
             if not line:
                 return
-            cut = len(line) == chars and not line.endswith("\n")
+            cut = len(line) == size and not line.endswith("\n")
             if cut:  # skip the rest of a long line
-                rest = line
+                rest, line = line, line[:chars]
                 while rest and not rest.endswith("\n"):
-                    rest = text.readline(chars)
+                    rest = text.readline(size)
             yield line.rstrip("\r\n"), cut
 
     def _read_lines(self, handle: Any, limit: int) -> list:

@@ -614,3 +614,15 @@ def test_list_files_reads_a_bounded_number_of_names_and_holds_few(root, monkeypa
                                                "name order of the 100 read)")
     shown = [line.split()[0] for line in listed[1:-1]]
     assert shown == sorted(read[:100])[:5]
+
+
+def test_a_line_of_exactly_max_line_chars_is_shown_whole_not_marked_cut(root):
+    """A line of exactly max_line_chars characters was marked '[line cut]' though all of it was shown (and search
+    showed it uncut): only a line that goes on past them is cut."""
+    write(root, "exact.txt", "é" * 2000 + "\r\n" + "x" * 2000 + "\n" + "y" * 2001)
+    assert Workspace(root).read_file("exact.txt") == \
+        f"     1\t{'é' * 2000}\n     2\t{'x' * 2000}\n     3\t{'y' * 2000} [line cut]"
+    write(root, "five.txt", "abcde\nabcdef\nab\n")
+    workspace = Workspace(root)
+    workspace.max_line_chars = 5
+    assert workspace.read_file("five.txt") == "     1\tabcde\n     2\tabcde [line cut]\n     3\tab"
