@@ -45,8 +45,8 @@ starting an interpreter for each regex search (benchmarks/workspace.py). Plain-t
 linear in the text.
 
 Every name the model reads (a path, a listed or matched file) has its control and other unprintable
-characters escaped (`\\n`, `\\x1b`, `\\u2028`), and so do line separators inside a match's text, so no name
-or line can forge another line of an answer.
+characters escaped (`\\n`, `\\x1b`, `\\u2028`) and its backslashes doubled (so no two names look alike), and so
+do line separators inside a match's text, so no name or line can forge another line of an answer.
 """
 from __future__ import annotations
 
@@ -136,10 +136,11 @@ def _pythons() -> list:
 def shown_name(text: str) -> str:
     """A name as the model reads it: every character that is not printable (controls, line and paragraph
     separators, format characters, undecodable bytes) escaped as Python writes it, so it is one line that
-    says what it is."""
-    if text.isprintable():
+    says what it is; and a backslash always doubled, so a name holding a newline (`a\\nb`) and one holding a
+    backslash and an n (`a\\\\nb`) never look alike."""
+    if text.isprintable() and "\\" not in text:
         return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() and ch != "\\" else _escape(ch) for ch in text)
 
 
 _LINE_BREAKS = re.compile("[\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029\\r\\n]")  # what str.splitlines splits at
@@ -157,7 +158,7 @@ def _match(name: str, number: int, line: str) -> str:
 
 
 def _escape(ch: str) -> str:
-    """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff)."""
+    """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff, \\\\)."""
     return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]
 
 
@@ -373,7 +374,7 @@ class Workspace(Capability):
 
     def _checked(self, path: str) -> tuple:
         """(the path's names, the path as the model should see it), or a ToolError saying why it is refused."""
-        shown = repr(path if len(path) <= 120 else path[:120] + "...")
+        shown = "'" + shown_name(path if len(path) <= 120 else path[:120] + "...") + "'"  # as every message shows it
         if "\x00" in path:
             raise ToolError(f"Path refused: {shown} contains a NUL byte.")
         if len(path) > self.max_path_chars:

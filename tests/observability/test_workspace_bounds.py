@@ -488,11 +488,25 @@ def test_a_backslash_is_a_character_of_a_name_never_a_folder_separator(root):
     write(root, "a\\b", "in the file named a\\b\n")
     workspace = Workspace(root, writable=True, write_needs_approval=False)
     assert workspace.read_file("a\\b") == "     1\tin the file named a\\b"
-    assert workspace.search("in", "a\\b") == "a\\b:1: in the file named a\\b"
-    assert workspace.write_file("a\\b", "new\n") == "Wrote 4 bytes to 'a\\b'."
+    assert workspace.search("in", "a\\b") == "a\\\\b:1: in the file named a\\b"  # a name's backslash shown doubled
+    assert workspace.write_file("a\\b", "new\n") == "Wrote 4 bytes to 'a\\\\b'."
     assert workspace.read_file("a/b") == "     1\tin a/b"
     assert workspace.read_file("a\\b") == "     1\tnew"
-    assert refused(workspace.read_file, "\\etc\\passwd") == "Cannot read '\\etc\\passwd': No such file or directory."
+    assert refused(workspace.read_file, "\\etc\\passwd") == \
+        "Cannot read '\\\\etc\\\\passwd': No such file or directory."
+
+
+def test_a_name_with_a_newline_and_one_with_a_backslash_and_an_n_never_look_alike(root):
+    """Both were shown 'notes\\n.txt', in listings and matches; and a refusal showed a path's backslash doubled
+    (by repr) where others showed it single. A backslash is now always shown doubled, in every message."""
+    write(root, "notes\n.txt", "real: needle\n")
+    write(root, "notes\\n.txt", "planted: needle\n")
+    workspace = Workspace(root)
+    assert workspace.list_files(".") == ".:\nnotes\\n.txt  (13 bytes)\nnotes\\\\n.txt  (16 bytes)"
+    assert workspace.search("needle") == "notes\\n.txt:1: real: needle\nnotes\\\\n.txt:1: planted: needle"
+    assert refused(workspace.read_file, "a\\b/../c") == \
+        "Path refused: 'a\\\\b/../c' contains '..'; paths must stay inside the workspace."
+    assert refused(workspace.read_file, "a\\b/missing") == "Cannot read 'a\\\\b/missing': No such file or directory."
 
 
 def unreadable_names(root, monkeypatch, folder) -> None:
