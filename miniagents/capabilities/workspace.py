@@ -701,13 +701,23 @@ class Workspace(Capability):
         """(path as shown, open text handle, or None for what a search passes over) for each entry looked at in
         the open `folder` and below: a folder's entries in name order (a link is read if it names a file inside
         the root), then its folders' entries; links to folders are not entered, and a folder or a name that
-        cannot be read is passed over."""
+        cannot be read is passed over. So is what no tool could open (a path longer than `max_path_chars`, or more
+        than `max_path_depth` folders down): a match there could not be read, and its shown path is unbounded."""
+        if len(where) > self.max_path_depth:
+            _note(notes, f"(folders more than {self.max_path_depth} levels below the root were not searched: no "
+                         "tool opens what they hold)")
+            return
         try:
             names = self._names(folder, self.max_search_files + 1)[0]  # one more than it looks at in all: it stops
         except OSError:
             return
         folders = []
         for name in names:
+            if len("/".join(where + [name])) > self.max_path_chars:
+                _note(notes, f"(paths longer than {self.max_path_chars} characters were not searched: no tool opens "
+                             "them)")
+                yield "", None
+                continue
             try:
                 info = _look(name, folder)
             except OSError:  # the folder's names can be read but not looked at (no search permission)
@@ -728,8 +738,7 @@ class Workspace(Capability):
                     handle.close()
                 raise
         if folders and depth >= self.max_search_depth:
-            note = f"(folders more than {self.max_search_depth} levels down were not searched)"
-            notes.extend([] if note in notes else [note])
+            _note(notes, f"(folders more than {self.max_search_depth} levels down were not searched)")
             return
         for name in folders:
             try:
@@ -878,6 +887,12 @@ class Workspace(Capability):
 
             tools.append(write_file)
         return tools
+
+
+def _note(notes: list, note: str) -> None:
+    """Add `note` to a search's notes, once."""
+    if note not in notes:
+        notes.append(note)
 
 
 def _look(name: str, folder: int) -> Any:

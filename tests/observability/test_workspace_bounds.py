@@ -640,3 +640,23 @@ def test_a_line_of_exactly_max_line_chars_is_shown_whole_not_marked_cut(root):
     workspace = Workspace(root)
     workspace.max_line_chars = 5
     assert workspace.read_file("five.txt") == "     1\tabcde\n     2\tabcde [line cut]\n     3\tab"
+
+
+def test_a_search_shows_no_path_read_file_would_refuse(root):
+    """A search went 64 folders below the path it was given and showed each match's whole path: paths read_file
+    refuses (longer than max_path_chars, more than max_path_depth folders down), and answers of megabytes. It
+    passes them over now, and says so."""
+    for depth in (9, 10, 11):
+        write(root, "/".join(["a"] * depth) + "/f.txt", "needle\n")
+    write(root, "b" * 10 + "/" + "c" * 10 + "/g.txt", "needle\n")
+    write(root, "b" * 10 + "/" + "c" * 10 + "/" + "d" * 10 + "/g.txt", "needle\n")
+    workspace = Workspace(root)
+    workspace.max_path_depth, workspace.max_path_chars = 10, 30
+    found = workspace.search("needle", "a/a/a/a/a")
+    assert found == ("a/a/a/a/a/a/a/a/a/f.txt:1: needle\na/a/a/a/a/a/a/a/a/a/f.txt:1: needle\n"
+                     "(folders more than 10 levels below the root were not searched: no tool opens what they hold)")
+    for line in found.splitlines()[:2]:
+        assert workspace.read_file(line.split(":")[0]) == "     1\tneedle"
+    assert workspace.search("needle", "b" * 10) == (f"{'b' * 10}/{'c' * 10}/g.txt:1: needle\n"
+                                                    "(paths longer than 30 characters were not searched: no tool "
+                                                    "opens them)")
