@@ -590,13 +590,17 @@ class Workspace(Capability):
         except OSError as error:  # the folder's names can be read but not looked at (no search permission)
             return f"{shown_name(name)}  (cannot be read: {error.strerror or 'system error'})"
         name = shown_name(name)
-        if info is not None and stat.S_ISLNK(info.st_mode):
+        if info is not None and stat.S_ISLNK(info.st_mode):  # followed as read_file would, its refusals naming it
             try:
-                with self._at(path, "list") as (_, _, info, _):
-                    pass
+                found, _, info = self._locate(self._checked(path)[0], name)
+                os.close(found)
             except _LeadsOutside:
                 return f"{name}  (link outside the workspace; refused)"
-            except ToolError:
+            except ToolError as error:
+                return f"{name}  (link cannot be followed: {error.message.rstrip('.')})"
+            except OSError as error:  # only a link to nothing is broken
+                if error.errno != errno.ENOENT:
+                    return f"{name}  (link cannot be followed: {error.strerror or 'system error'})"
                 info = None
         if info is None:
             return f"{name}  (broken link)"

@@ -660,3 +660,26 @@ def test_a_search_shows_no_path_read_file_would_refuse(root):
     assert workspace.search("needle", "b" * 10) == (f"{'b' * 10}/{'c' * 10}/g.txt:1: needle\n"
                                                     "(paths longer than 30 characters were not searched: no tool "
                                                     "opens them)")
+
+
+@posix_only
+def test_only_a_link_to_nothing_is_listed_as_broken(root):
+    """A working link that a bound refused to follow (folders down, names walked) was listed '(broken link)', and
+    read_file then said something else: the listing now says why, as read_file does; a link to nothing, also
+    through a missing folder, is broken."""
+    write(root, "a/a/a/f.txt", "x\n")
+    os.symlink("f.txt", os.path.join(root, "a/a/a/deep.txt"))
+    write(root, "f.txt", "x\n")
+    os.mkdir(os.path.join(root, "d"))
+    os.symlink("d/../" * 10 + "f.txt", os.path.join(root, "far.txt"))
+    os.symlink("nothing.txt", os.path.join(root, "gone.txt"))
+    os.symlink("nowhere/f.txt", os.path.join(root, "gone2.txt"))
+    os.symlink("f.txt/x", os.path.join(root, "odd.txt"))
+    workspace = Workspace(root)
+    workspace.max_path_depth, workspace.max_path_steps = 2, 12
+    assert workspace.list_files("a/a/a") == ("a/a/a:\ndeep.txt  (link cannot be followed: Path refused: 'deep.txt' "
+                                             "goes more than 2 folders down)\nf.txt  (2 bytes)")
+    assert workspace.list_files(".").splitlines()[4:] == [
+        "far.txt  (link cannot be followed: Path refused: finding 'far.txt' walks more than 12 names (its symbolic "
+        "links' included))", "gone.txt  (broken link)", "gone2.txt  (broken link)",
+        "odd.txt  (link cannot be followed: Not a directory)"]
