@@ -404,12 +404,12 @@ class Workspace(Capability):
         folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
         todo = list(reversed(parts))  # names still to go, the next last
         turns = steps = 0  # links followed (and names looked at again); names walked
+        made = False  # whether a folder may have been made (so the rest of the path was checked first)
         try:
             while todo:
                 steps += 1
                 if steps > self.max_path_steps:
-                    raise ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names "
-                                    "(its symbolic links' included).")
+                    raise self._too_long(shown)
                 name = todo.pop()
                 if name in ("", "."):
                     continue
@@ -425,9 +425,10 @@ class Workspace(Capability):
                 elif not todo:
                     return folders.pop(), name, info
                 elif len(folders) > self.max_path_depth:
-                    raise ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
+                    raise self._too_deep(shown)
                 else:
                     if info is None and make_folders:
+                        made = made or self._fits(todo, len(folders) + 1, steps, shown)
                         with contextlib.suppress(FileExistsError):
                             os.mkdir(name, dir_fd=folders[-1])
                     opened = _open_folder(name, folders[-1])
@@ -441,6 +442,32 @@ class Workspace(Capability):
         finally:
             for folder in folders:
                 os.close(folder)
+
+    def _fits(self, todo: list, depth: int, steps: int, shown: str) -> bool:
+        """True, or the refusal a path would meet after making folders: called before its first missing folder
+        is made (`depth` folders down with it), it walks the names left as `_locate` would, so a path refused for
+        its names walked, its depth or a '..' above the root makes no folder. Below a missing folder nothing
+        exists, so no link can lengthen the rest (only a '..' back into folders that exist can reach one)."""
+        for left, name in enumerate(reversed(todo), 1):
+            steps += 1
+            if steps > self.max_path_steps:
+                raise self._too_long(shown)
+            if name == "..":
+                if depth == 1:
+                    raise _LeadsOutside(shown)
+                depth -= 1
+            elif name not in ("", ".") and left < len(todo):
+                if depth > self.max_path_depth:
+                    raise self._too_deep(shown)
+                depth += 1
+        return True
+
+    def _too_long(self, shown: str) -> ToolError:
+        return ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names (its symbolic "
+                         "links' included).")
+
+    def _too_deep(self, shown: str) -> ToolError:
+        return ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
 
     def _turn(self, turns: int, shown: str) -> int:
         """One more link followed (or name looked at again) for a path, within `max_links`."""

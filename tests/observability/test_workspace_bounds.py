@@ -683,3 +683,20 @@ def test_only_a_link_to_nothing_is_listed_as_broken(root):
         "far.txt  (link cannot be followed: Path refused: finding 'far.txt' walks more than 12 names (its symbolic "
         "links' included))", "gone.txt  (broken link)", "gone2.txt  (broken link)",
         "odd.txt  (link cannot be followed: Not a directory)"]
+
+
+@posix_only
+def test_a_refused_write_makes_no_folder(root):
+    """write_file made the folders of a path, then refused it (too deep, too many names walked, a link's '..'
+    above the root), leaving 128 empty folders behind: what the rest of the path would meet is checked first."""
+    os.symlink("new/../..", os.path.join(root, "up"))
+    workspace = Workspace(root, writable=True, write_needs_approval=False)
+    workspace.max_path_depth, workspace.max_path_steps = 3, 6
+    assert refused(workspace.write_file, "n/n/n/n/f.txt", "x\n") == "Path refused: 'n/n/n/n/f.txt' goes more than 3 " \
+        "folders down."
+    workspace.max_path_depth = 10
+    assert refused(workspace.write_file, "n/n/n/n/n/n/f.txt", "x\n").startswith("Path refused: finding 'n/n/n/n/n/n/")
+    assert refused(workspace.write_file, "up/f.txt", "x\n") == \
+        "Path refused: 'up/f.txt' leads outside the workspace through a symbolic link."
+    assert os.listdir(root) == ["up"]
+    assert workspace.write_file("n/n/n/f.txt", "x\n") == "Wrote 2 bytes to 'n/n/n/f.txt'."
