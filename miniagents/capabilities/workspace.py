@@ -6,7 +6,8 @@ refused with a message the model can read (a `ToolError`), never with the host's
 is a character of a name (as POSIX has it), never a separator. Checking a
 path by name and then opening it by name leaves a window in which another process can swap a folder for a
 link to the outside, so no path below the root is ever opened by name: each name is opened relative to its
-folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders). A symbolic link is read and
+folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders; O_PATH, on Linux, for a folder
+only gone through: search permission suffices, as for any program). A symbolic link is read and
 followed here, one name at a time, its `..` going back to a folder already open and never above the root; an
 absolute link must name a place below the root. A name swapped for a link between the look and the open
 fails the open, and is looked at again. Listing and searching walk folders the same way (they do not enter
@@ -70,7 +71,11 @@ from ..tool import ToolError, function_tool
 from . import Capability
 
 _NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY", 0)
-_FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY
+_FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY  # a folder to be listed: needs read permission
+# A folder on a path's way, only gone through: where the system has O_PATH (Linux), opened as the system's own path
+# lookup goes through it, needing search permission only (a folder of mode 0711 is passed, as by any program); as
+# pinned as a readable descriptor, and still never through a link (O_NOFOLLOW with O_DIRECTORY refuses one).
+_WAY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | _NOFOLLOW | _DIRECTORY
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
                        {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink, os.access} <= os.supports_dir_fd)
@@ -401,7 +406,7 @@ class Workspace(Capability):
         such as 'd/../d/../' is 1,600 of them), and the folders held open on the way against `max_path_depth`
         (a link's '..' goes back to one; a process has a limited number). With `make_folders`, missing folders
         on the way are made. The caller closes the descriptor; an OSError is the caller's to word."""
-        folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
+        folders = [os.open(self.root, _WAY_FLAGS)]  # the root, then each folder down to the current one
         todo = list(reversed(parts))  # names still to go, the next last
         turns = steps = 0  # links followed (and names looked at again); names walked
         made = False  # whether a folder may have been made (so the rest of the path was checked first)
@@ -938,7 +943,7 @@ def _open_folder(name: str, folder: int) -> Optional[int]:
     """A descriptor of the folder `name` in the open `folder`, never through a link; None if `name` changed
     since it was looked at (it is a link now, or a folder again): look again."""
     try:
-        return os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+        return os.open(name, _WAY_FLAGS, dir_fd=folder)
     except OSError as error:
         now = _look(name, folder)
         if error.errno in (errno.ELOOP, errno.ENOTDIR) and now is not None and \

@@ -700,3 +700,28 @@ def test_a_refused_write_makes_no_folder(root):
         "Path refused: 'up/f.txt' leads outside the workspace through a symbolic link."
     assert os.listdir(root) == ["up"]
     assert workspace.write_file("n/n/n/f.txt", "x\n") == "Wrote 2 bytes to 'n/n/n/f.txt'."
+
+
+@linux_only
+def test_a_folder_that_may_be_gone_through_but_not_listed_is_gone_through(root, monkeypatch):
+    """Each folder on a path's way was opened for reading, which a folder of mode 0311 (a drop box; a home folder
+    of 0711 for others) refuses: every path below it was refused, though any program opens them. They are opened
+    as the system goes through them now (O_PATH: search permission only); listing one is still refused. As root,
+    whom modes do not stop, opening it for reading fails as it would for anyone else."""
+    write(root, "pub/a.txt", "hello\n")
+    os.chmod(os.path.join(root, "pub"), 0o311)
+    if os.geteuid() == 0:
+        real = os.open
+
+        def opening(path, flags, *args, **kwargs):
+            if path == "pub" and not flags & os.O_PATH:
+                raise PermissionError(13, "Permission denied")
+            return real(path, flags, *args, **kwargs)
+        monkeypatch.setattr(os, "open", opening)
+    try:
+        workspace = Workspace(root, writable=True, write_needs_approval=False)
+        assert workspace.read_file("pub/a.txt") == "     1\thello"
+        assert workspace.write_file("pub/b.txt", "x\n") == "Wrote 2 bytes to 'pub/b.txt'."
+        assert refused(workspace.list_files, "pub") == "Cannot list 'pub': Permission denied."
+    finally:
+        os.chmod(os.path.join(root, "pub"), 0o755)
