@@ -594,7 +594,8 @@ class Workspace(Capability):
             finally:
                 os.close(listed)
         if count > self.max_folder_names:
-            lines.append(f"... and more than {self.max_folder_names - len(names)} more entries (the names shown are "
+            more = self.max_folder_names - len(names)  # 0 when max_entries is as large
+            lines.append(f"... and {f'more than {more}' if more else 'still'} more entries (the names shown are "
                          f"the first in name order of the {self.max_folder_names} read)")
         elif count > len(names):
             lines.append(f"... and {count - len(names)} more entries")
@@ -744,9 +745,12 @@ class Workspace(Capability):
                          "tool opens what they hold)")
             return
         try:
-            names = self._names(folder, self.max_search_files + 1)[0]  # one more than it looks at in all: it stops
+            names, count = self._names(folder, self.max_search_files + 1)  # one more than it looks at: it stops
         except OSError:
             return
+        if count > self.max_folder_names:
+            _note(notes, f"(a folder holds more than the {self.max_folder_names} names read of one; those in "
+                         "name order after them were not searched)")
         folders = []
         for name in names:
             if len("/".join(where + [name])) > self.max_path_chars:

@@ -725,3 +725,16 @@ def test_a_folder_that_may_be_gone_through_but_not_listed_is_gone_through(root, 
         assert refused(workspace.list_files, "pub") == "Cannot list 'pub': Permission denied."
     finally:
         os.chmod(os.path.join(root, "pub"), 0o755)
+
+
+def test_names_a_folder_holds_past_max_folder_names_are_never_dropped_unsaid(root):
+    """With max_entries at least max_folder_names, list_files said "and more than 0 more entries"; with
+    max_search_files above it, a search dropped the folder's other names and said nothing."""
+    for n in range(8):
+        write(root, f"f{n}.txt", "needle\n")
+    workspace = Workspace(root)
+    workspace.max_folder_names = workspace.max_entries = 5
+    assert workspace.list_files(".").splitlines()[-1] == \
+        "... and still more entries (the names shown are the first in name order of the 5 read)"
+    assert workspace.search("needle").splitlines()[-1] == \
+        "(a folder holds more than the 5 names read of one; those in name order after them were not searched)"
