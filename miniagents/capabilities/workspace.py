@@ -6,7 +6,8 @@ refused with a message the model can read (a `ToolError`), never with the host's
 is a character of a name (as POSIX has it), never a separator. Checking a
 path by name and then opening it by name leaves a window in which another process can swap a folder for a
 link to the outside, so no path below the root is ever opened by name: each name is opened relative to its
-folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders). A symbolic link is read and
+folder's descriptor (`dir_fd`) with O_NOFOLLOW (and O_DIRECTORY for folders; O_PATH, on Linux, for a folder
+only gone through: search permission suffices, as for any program). A symbolic link is read and
 followed here, one name at a time, its `..` going back to a folder already open and never above the root; an
 absolute link must name a place below the root. A name swapped for a link between the look and the open
 fails the open, and is looked at again. Listing and searching walk folders the same way (they do not enter
@@ -45,8 +46,8 @@ starting an interpreter for each regex search (benchmarks/workspace.py). Plain-t
 linear in the text.
 
 Every name the model reads (a path, a listed or matched file) has its control and other unprintable
-characters escaped (`\\n`, `\\x1b`, `\\u2028`), and so do line separators inside a match's text, so no name
-or line can forge another line of an answer.
+characters escaped (`\\n`, `\\x1b`, `\\u2028`) and its backslashes doubled (so no two names look alike), and so
+do line separators inside a match's text, so no name or line can forge another line of an answer.
 """
 from __future__ import annotations
 
@@ -70,7 +71,11 @@ from ..tool import ToolError, function_tool
 from . import Capability
 
 _NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY", 0)
-_FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY
+_FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY  # a folder to be listed: needs read permission
+# A folder on a path's way, only gone through: where the system has O_PATH (Linux), opened as the system's own path
+# lookup goes through it, needing search permission only (a folder of mode 0711 is passed, as by any program); as
+# pinned as a readable descriptor, and still never through a link (O_NOFOLLOW with O_DIRECTORY refuses one).
+_WAY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | _NOFOLLOW | _DIRECTORY
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _RELATIVE_CALLS = bool(_NOFOLLOW and _DIRECTORY and os.scandir in os.supports_fd and
                        {os.open, os.stat, os.readlink, os.mkdir, os.rename, os.unlink, os.access} <= os.supports_dir_fd)
@@ -136,10 +141,11 @@ def _pythons() -> list:
 def shown_name(text: str) -> str:
     """A name as the model reads it: every character that is not printable (controls, line and paragraph
     separators, format characters, undecodable bytes) escaped as Python writes it, so it is one line that
-    says what it is."""
-    if text.isprintable():
+    says what it is; and a backslash always doubled, so a name holding a newline (`a\\nb`) and one holding a
+    backslash and an n (`a\\\\nb`) never look alike."""
+    if text.isprintable() and "\\" not in text:
         return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() and ch != "\\" else _escape(ch) for ch in text)
 
 
 _LINE_BREAKS = re.compile("[\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029\\r\\n]")  # what str.splitlines splits at
@@ -157,7 +163,7 @@ def _match(name: str, number: int, line: str) -> str:
 
 
 def _escape(ch: str) -> str:
-    """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff)."""
+    """One character as an escape: \\n, \\r, \\t, else as `ascii()` writes it (\\x1b, \\u2028, \\udcff, \\\\)."""
     return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or ascii(ch)[1:-1]
 
 
@@ -373,7 +379,7 @@ class Workspace(Capability):
 
     def _checked(self, path: str) -> tuple:
         """(the path's names, the path as the model should see it), or a ToolError saying why it is refused."""
-        shown = repr(path if len(path) <= 120 else path[:120] + "...")
+        shown = "'" + shown_name(path if len(path) <= 120 else path[:120] + "...") + "'"  # as every message shows it
         if "\x00" in path:
             raise ToolError(f"Path refused: {shown} contains a NUL byte.")
         if len(path) > self.max_path_chars:
@@ -400,15 +406,15 @@ class Workspace(Capability):
         such as 'd/../d/../' is 1,600 of them), and the folders held open on the way against `max_path_depth`
         (a link's '..' goes back to one; a process has a limited number). With `make_folders`, missing folders
         on the way are made. The caller closes the descriptor; an OSError is the caller's to word."""
-        folders = [os.open(self.root, _FOLDER_FLAGS)]  # the root, then each folder down to the current one
+        folders = [os.open(self.root, _WAY_FLAGS)]  # the root, then each folder down to the current one
         todo = list(reversed(parts))  # names still to go, the next last
         turns = steps = 0  # links followed (and names looked at again); names walked
+        made = False  # whether a folder may have been made (so the rest of the path was checked first)
         try:
             while todo:
                 steps += 1
                 if steps > self.max_path_steps:
-                    raise ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names "
-                                    "(its symbolic links' included).")
+                    raise self._too_long(shown)
                 name = todo.pop()
                 if name in ("", "."):
                     continue
@@ -424,9 +430,10 @@ class Workspace(Capability):
                 elif not todo:
                     return folders.pop(), name, info
                 elif len(folders) > self.max_path_depth:
-                    raise ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
+                    raise self._too_deep(shown)
                 else:
                     if info is None and make_folders:
+                        made = made or self._fits(todo, len(folders) + 1, steps, shown)
                         with contextlib.suppress(FileExistsError):
                             os.mkdir(name, dir_fd=folders[-1])
                     opened = _open_folder(name, folders[-1])
@@ -440,6 +447,32 @@ class Workspace(Capability):
         finally:
             for folder in folders:
                 os.close(folder)
+
+    def _fits(self, todo: list, depth: int, steps: int, shown: str) -> bool:
+        """True, or the refusal a path would meet after making folders: called before its first missing folder
+        is made (`depth` folders down with it), it walks the names left as `_locate` would, so a path refused for
+        its names walked, its depth or a '..' above the root makes no folder. Below a missing folder nothing
+        exists, so no link can lengthen the rest (only a '..' back into folders that exist can reach one)."""
+        for left, name in enumerate(reversed(todo), 1):
+            steps += 1
+            if steps > self.max_path_steps:
+                raise self._too_long(shown)
+            if name == "..":
+                if depth == 1:
+                    raise _LeadsOutside(shown)
+                depth -= 1
+            elif name not in ("", ".") and left < len(todo):
+                if depth > self.max_path_depth:
+                    raise self._too_deep(shown)
+                depth += 1
+        return True
+
+    def _too_long(self, shown: str) -> ToolError:
+        return ToolError(f"Path refused: finding '{shown}' walks more than {self.max_path_steps} names (its symbolic "
+                         "links' included).")
+
+    def _too_deep(self, shown: str) -> ToolError:
+        return ToolError(f"Path refused: '{shown}' goes more than {self.max_path_depth} folders down.")
 
     def _turn(self, turns: int, shown: str) -> int:
         """One more link followed (or name looked at again) for a path, within `max_links`."""
@@ -524,15 +557,18 @@ class Workspace(Capability):
             text.close()
 
     def _lines(self, text: Any, chars: int) -> Iterator[tuple]:
+        """(line, whether it was cut) of `text`, at most `chars` characters of each (-1: whole lines). One more
+        character is read than shown: a line of exactly `chars` is whole, only one that goes on is cut."""
+        size = chars + 1 if chars >= 0 else -1
         while True:
-            line = text.readline(chars)
+            line = text.readline(size)
             if not line:
                 return
-            cut = len(line) == chars and not line.endswith("\n")
+            cut = len(line) == size and not line.endswith("\n")
             if cut:  # skip the rest of a long line
-                rest = line
+                rest, line = line, line[:chars]
                 while rest and not rest.endswith("\n"):
-                    rest = text.readline(chars)
+                    rest = text.readline(size)
             yield line.rstrip("\r\n"), cut
 
     def _read_lines(self, handle: Any, limit: int) -> list:
@@ -558,7 +594,8 @@ class Workspace(Capability):
             finally:
                 os.close(listed)
         if count > self.max_folder_names:
-            lines.append(f"... and more than {self.max_folder_names - len(names)} more entries (the names shown are "
+            more = self.max_folder_names - len(names)  # 0 when max_entries is as large
+            lines.append(f"... and {f'more than {more}' if more else 'still'} more entries (the names shown are "
                          f"the first in name order of the {self.max_folder_names} read)")
         elif count > len(names):
             lines.append(f"... and {count - len(names)} more entries")
@@ -586,13 +623,17 @@ class Workspace(Capability):
         except OSError as error:  # the folder's names can be read but not looked at (no search permission)
             return f"{shown_name(name)}  (cannot be read: {error.strerror or 'system error'})"
         name = shown_name(name)
-        if info is not None and stat.S_ISLNK(info.st_mode):
+        if info is not None and stat.S_ISLNK(info.st_mode):  # followed as read_file would, its refusals naming it
             try:
-                with self._at(path, "list") as (_, _, info, _):
-                    pass
+                found, _, info = self._locate(self._checked(path)[0], name)
+                os.close(found)
             except _LeadsOutside:
                 return f"{name}  (link outside the workspace; refused)"
-            except ToolError:
+            except ToolError as error:
+                return f"{name}  (link cannot be followed: {error.message.rstrip('.')})"
+            except OSError as error:  # only a link to nothing is broken
+                if error.errno != errno.ENOENT:
+                    return f"{name}  (link cannot be followed: {error.strerror or 'system error'})"
                 info = None
         if info is None:
             return f"{name}  (broken link)"
@@ -697,13 +738,26 @@ class Workspace(Capability):
         """(path as shown, open text handle, or None for what a search passes over) for each entry looked at in
         the open `folder` and below: a folder's entries in name order (a link is read if it names a file inside
         the root), then its folders' entries; links to folders are not entered, and a folder or a name that
-        cannot be read is passed over."""
+        cannot be read is passed over. So is what no tool could open (a path longer than `max_path_chars`, or more
+        than `max_path_depth` folders down): a match there could not be read, and its shown path is unbounded."""
+        if len(where) > self.max_path_depth:
+            _note(notes, f"(folders more than {self.max_path_depth} levels below the root were not searched: no "
+                         "tool opens what they hold)")
+            return
         try:
-            names = self._names(folder, self.max_search_files + 1)[0]  # one more than it looks at in all: it stops
+            names, count = self._names(folder, self.max_search_files + 1)  # one more than it looks at: it stops
         except OSError:
             return
+        if count > self.max_folder_names:
+            _note(notes, f"(a folder holds more than the {self.max_folder_names} names read of one; those in "
+                         "name order after them were not searched)")
         folders = []
         for name in names:
+            if len("/".join(where + [name])) > self.max_path_chars:
+                _note(notes, f"(paths longer than {self.max_path_chars} characters were not searched: no tool opens "
+                             "them)")
+                yield "", None
+                continue
             try:
                 info = _look(name, folder)
             except OSError:  # the folder's names can be read but not looked at (no search permission)
@@ -724,8 +778,7 @@ class Workspace(Capability):
                     handle.close()
                 raise
         if folders and depth >= self.max_search_depth:
-            note = f"(folders more than {self.max_search_depth} levels down were not searched)"
-            notes.extend([] if note in notes else [note])
+            _note(notes, f"(folders more than {self.max_search_depth} levels down were not searched)")
             return
         for name in folders:
             try:
@@ -876,6 +929,12 @@ class Workspace(Capability):
         return tools
 
 
+def _note(notes: list, note: str) -> None:
+    """Add `note` to a search's notes, once."""
+    if note not in notes:
+        notes.append(note)
+
+
 def _look(name: str, folder: int) -> Any:
     """The lstat of `name` in the open `folder`, or None if nothing has that name."""
     try:
@@ -888,7 +947,7 @@ def _open_folder(name: str, folder: int) -> Optional[int]:
     """A descriptor of the folder `name` in the open `folder`, never through a link; None if `name` changed
     since it was looked at (it is a link now, or a folder again): look again."""
     try:
-        return os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+        return os.open(name, _WAY_FLAGS, dir_fd=folder)
     except OSError as error:
         now = _look(name, folder)
         if error.errno in (errno.ELOOP, errno.ENOTDIR) and now is not None and \

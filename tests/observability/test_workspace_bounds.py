@@ -488,11 +488,25 @@ def test_a_backslash_is_a_character_of_a_name_never_a_folder_separator(root):
     write(root, "a\\b", "in the file named a\\b\n")
     workspace = Workspace(root, writable=True, write_needs_approval=False)
     assert workspace.read_file("a\\b") == "     1\tin the file named a\\b"
-    assert workspace.search("in", "a\\b") == "a\\b:1: in the file named a\\b"
-    assert workspace.write_file("a\\b", "new\n") == "Wrote 4 bytes to 'a\\b'."
+    assert workspace.search("in", "a\\b") == "a\\\\b:1: in the file named a\\b"  # a name's backslash shown doubled
+    assert workspace.write_file("a\\b", "new\n") == "Wrote 4 bytes to 'a\\\\b'."
     assert workspace.read_file("a/b") == "     1\tin a/b"
     assert workspace.read_file("a\\b") == "     1\tnew"
-    assert refused(workspace.read_file, "\\etc\\passwd") == "Cannot read '\\etc\\passwd': No such file or directory."
+    assert refused(workspace.read_file, "\\etc\\passwd") == \
+        "Cannot read '\\\\etc\\\\passwd': No such file or directory."
+
+
+def test_a_name_with_a_newline_and_one_with_a_backslash_and_an_n_never_look_alike(root):
+    """Both were shown 'notes\\n.txt', in listings and matches; and a refusal showed a path's backslash doubled
+    (by repr) where others showed it single. A backslash is now always shown doubled, in every message."""
+    write(root, "notes\n.txt", "real: needle\n")
+    write(root, "notes\\n.txt", "planted: needle\n")
+    workspace = Workspace(root)
+    assert workspace.list_files(".") == ".:\nnotes\\n.txt  (13 bytes)\nnotes\\\\n.txt  (16 bytes)"
+    assert workspace.search("needle") == "notes\\n.txt:1: real: needle\nnotes\\\\n.txt:1: planted: needle"
+    assert refused(workspace.read_file, "a\\b/../c") == \
+        "Path refused: 'a\\\\b/../c' contains '..'; paths must stay inside the workspace."
+    assert refused(workspace.read_file, "a\\b/missing") == "Cannot read 'a\\\\b/missing': No such file or directory."
 
 
 def unreadable_names(root, monkeypatch, folder) -> None:
@@ -614,3 +628,113 @@ def test_list_files_reads_a_bounded_number_of_names_and_holds_few(root, monkeypa
                                                "name order of the 100 read)")
     shown = [line.split()[0] for line in listed[1:-1]]
     assert shown == sorted(read[:100])[:5]
+
+
+def test_a_line_of_exactly_max_line_chars_is_shown_whole_not_marked_cut(root):
+    """A line of exactly max_line_chars characters was marked '[line cut]' though all of it was shown (and search
+    showed it uncut): only a line that goes on past them is cut."""
+    write(root, "exact.txt", "é" * 2000 + "\r\n" + "x" * 2000 + "\n" + "y" * 2001)
+    assert Workspace(root).read_file("exact.txt") == \
+        f"     1\t{'é' * 2000}\n     2\t{'x' * 2000}\n     3\t{'y' * 2000} [line cut]"
+    write(root, "five.txt", "abcde\nabcdef\nab\n")
+    workspace = Workspace(root)
+    workspace.max_line_chars = 5
+    assert workspace.read_file("five.txt") == "     1\tabcde\n     2\tabcde [line cut]\n     3\tab"
+
+
+def test_a_search_shows_no_path_read_file_would_refuse(root):
+    """A search went 64 folders below the path it was given and showed each match's whole path: paths read_file
+    refuses (longer than max_path_chars, more than max_path_depth folders down), and answers of megabytes. It
+    passes them over now, and says so."""
+    for depth in (9, 10, 11):
+        write(root, "/".join(["a"] * depth) + "/f.txt", "needle\n")
+    write(root, "b" * 10 + "/" + "c" * 10 + "/g.txt", "needle\n")
+    write(root, "b" * 10 + "/" + "c" * 10 + "/" + "d" * 10 + "/g.txt", "needle\n")
+    workspace = Workspace(root)
+    workspace.max_path_depth, workspace.max_path_chars = 10, 30
+    found = workspace.search("needle", "a/a/a/a/a")
+    assert found == ("a/a/a/a/a/a/a/a/a/f.txt:1: needle\na/a/a/a/a/a/a/a/a/a/f.txt:1: needle\n"
+                     "(folders more than 10 levels below the root were not searched: no tool opens what they hold)")
+    for line in found.splitlines()[:2]:
+        assert workspace.read_file(line.split(":")[0]) == "     1\tneedle"
+    assert workspace.search("needle", "b" * 10) == (f"{'b' * 10}/{'c' * 10}/g.txt:1: needle\n"
+                                                    "(paths longer than 30 characters were not searched: no tool "
+                                                    "opens them)")
+
+
+@posix_only
+def test_only_a_link_to_nothing_is_listed_as_broken(root):
+    """A working link that a bound refused to follow (folders down, names walked) was listed '(broken link)', and
+    read_file then said something else: the listing now says why, as read_file does; a link to nothing, also
+    through a missing folder, is broken."""
+    write(root, "a/a/a/f.txt", "x\n")
+    os.symlink("f.txt", os.path.join(root, "a/a/a/deep.txt"))
+    write(root, "f.txt", "x\n")
+    os.mkdir(os.path.join(root, "d"))
+    os.symlink("d/../" * 10 + "f.txt", os.path.join(root, "far.txt"))
+    os.symlink("nothing.txt", os.path.join(root, "gone.txt"))
+    os.symlink("nowhere/f.txt", os.path.join(root, "gone2.txt"))
+    os.symlink("f.txt/x", os.path.join(root, "odd.txt"))
+    workspace = Workspace(root)
+    workspace.max_path_depth, workspace.max_path_steps = 2, 12
+    assert workspace.list_files("a/a/a") == ("a/a/a:\ndeep.txt  (link cannot be followed: Path refused: 'deep.txt' "
+                                             "goes more than 2 folders down)\nf.txt  (2 bytes)")
+    assert workspace.list_files(".").splitlines()[4:] == [
+        "far.txt  (link cannot be followed: Path refused: finding 'far.txt' walks more than 12 names (its symbolic "
+        "links' included))", "gone.txt  (broken link)", "gone2.txt  (broken link)",
+        "odd.txt  (link cannot be followed: Not a directory)"]
+
+
+@posix_only
+def test_a_refused_write_makes_no_folder(root):
+    """write_file made the folders of a path, then refused it (too deep, too many names walked, a link's '..'
+    above the root), leaving 128 empty folders behind: what the rest of the path would meet is checked first."""
+    os.symlink("new/../..", os.path.join(root, "up"))
+    workspace = Workspace(root, writable=True, write_needs_approval=False)
+    workspace.max_path_depth, workspace.max_path_steps = 3, 6
+    assert refused(workspace.write_file, "n/n/n/n/f.txt", "x\n") == "Path refused: 'n/n/n/n/f.txt' goes more than 3 " \
+        "folders down."
+    workspace.max_path_depth = 10
+    assert refused(workspace.write_file, "n/n/n/n/n/n/f.txt", "x\n").startswith("Path refused: finding 'n/n/n/n/n/n/")
+    assert refused(workspace.write_file, "up/f.txt", "x\n") == \
+        "Path refused: 'up/f.txt' leads outside the workspace through a symbolic link."
+    assert os.listdir(root) == ["up"]
+    assert workspace.write_file("n/n/n/f.txt", "x\n") == "Wrote 2 bytes to 'n/n/n/f.txt'."
+
+
+@linux_only
+def test_a_folder_that_may_be_gone_through_but_not_listed_is_gone_through(root, monkeypatch):
+    """Each folder on a path's way was opened for reading, which a folder of mode 0311 (a drop box; a home folder
+    of 0711 for others) refuses: every path below it was refused, though any program opens them. They are opened
+    as the system goes through them now (O_PATH: search permission only); listing one is still refused. As root,
+    whom modes do not stop, opening it for reading fails as it would for anyone else."""
+    write(root, "pub/a.txt", "hello\n")
+    os.chmod(os.path.join(root, "pub"), 0o311)
+    if os.geteuid() == 0:
+        real = os.open
+
+        def opening(path, flags, *args, **kwargs):
+            if path == "pub" and not flags & os.O_PATH:
+                raise PermissionError(13, "Permission denied")
+            return real(path, flags, *args, **kwargs)
+        monkeypatch.setattr(os, "open", opening)
+    try:
+        workspace = Workspace(root, writable=True, write_needs_approval=False)
+        assert workspace.read_file("pub/a.txt") == "     1\thello"
+        assert workspace.write_file("pub/b.txt", "x\n") == "Wrote 2 bytes to 'pub/b.txt'."
+        assert refused(workspace.list_files, "pub") == "Cannot list 'pub': Permission denied."
+    finally:
+        os.chmod(os.path.join(root, "pub"), 0o755)
+
+
+def test_names_a_folder_holds_past_max_folder_names_are_never_dropped_unsaid(root):
+    """With max_entries at least max_folder_names, list_files said "and more than 0 more entries"; with
+    max_search_files above it, a search dropped the folder's other names and said nothing."""
+    for n in range(8):
+        write(root, f"f{n}.txt", "needle\n")
+    workspace = Workspace(root)
+    workspace.max_folder_names = workspace.max_entries = 5
+    assert workspace.list_files(".").splitlines()[-1] == \
+        "... and still more entries (the names shown are the first in name order of the 5 read)"
+    assert workspace.search("needle").splitlines()[-1] == \
+        "(a folder holds more than the 5 names read of one; those in name order after them were not searched)"
