@@ -331,7 +331,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
     # 2135 for a secret percent-encoded with lowercase hex (%2f) hidden as the uppercase form is (secret_values: a
     # recording and a trace kept it readable)
-    "shell: tracing": 1164,
+    "shell: tracing": 1168,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -368,6 +368,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1164 (from 1149, its size once the agent span's tools came from the turn's offer) for a line a full disk cut
     # short ended before the next record, by the same processor or the next run's, which reads the file's last byte
     # (the next record was glued onto the half line, and the reader skipped both)
+    # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
+    # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
     "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
