@@ -95,12 +95,19 @@ def remember(model: Any, held: list) -> None:
         _model_secrets = (_model_secrets + tuple(s for s in found if s not in _model_secrets))[-MAX_MODEL_SECRETS:]
 
 
-def release(held: list) -> None:
-    """A traced run ended: its secrets stay hidden only while they are among the most recent (`MAX_MODEL_SECRETS`)."""
+def release(run: Any) -> None:
+    """A traced run ended (`run.ended`): its secrets (`run.secrets`) pass to the run it was started in (`run.outer`),
+    which may still write them (an agent tool's output), unless that has ended too (an inner run in a tool's thread a
+    timeout left running outlives its caller); else they stay hidden only while among the most recent
+    (`MAX_MODEL_SECRETS`). Under the lock, so a caller ending at once either takes them or has released its own."""
     global _held
     with _lock:
+        run.ended, outer = True, run.outer
+        if outer is not None and not outer.ended:
+            outer.secrets += run.secrets
+            return
         rest = list(_held)
-        for secret in held:
+        for secret in run.secrets:
             rest.remove(secret)
         _held = tuple(rest)
 

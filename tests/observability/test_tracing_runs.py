@@ -581,6 +581,28 @@ def test_a_runs_model_key_stays_hidden_until_it_ends_however_many_other_runs_rem
     assert redaction._held == ()  # every run ended: none holds a secret any more
 
 
+def test_a_keyed_run_that_outlives_its_caller_releases_its_key_when_it_ends(tmp_path):
+    """A traced run started in a tool's thread that a timeout left running ends after its caller did: its key is no
+    longer held once it ends (it was kept for the ended caller's run, which never released it)."""
+    caller_ended, inner_ended, path = threading.Event(), threading.Event(), str(tmp_path / "run.jsonl")
+
+    def late() -> str:
+        caller_ended.wait(10)
+        inner = Agent(name="I", model=Keyed([[assistant_message("x")]], api_key="sk-late-inner-" + "Q" * 20))
+        Runner.run_sync(inner, "hi", run_config=RunConfig(trace_path=path))
+        inner_ended.set()
+        return "ok"
+
+    tool = function_tool(late, name_override="late")
+    tool.timeout_seconds = 0.01
+    outer = Agent(name="O", tools=[tool], model=ScriptedModel([[function_call("late", {}, call_id="c")],
+                                                               [assistant_message("done")]]))
+    Runner.run_sync(outer, "hi", run_config=RunConfig(trace_path=path))
+    caller_ended.set()
+    assert inner_ended.wait(10)
+    assert redaction._held == ()
+
+
 def test_a_credential_the_model_sends_in_a_header_is_hidden_in_its_trace(tmp_path):
     """A gateway's key given in default_headers (`X-Api-Key`), not as api_key=, echoed by a tool: hidden as the API
     key is."""
