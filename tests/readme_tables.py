@@ -293,7 +293,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2135,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2140,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -331,7 +331,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
     # 2135 for a secret percent-encoded with lowercase hex (%2f) hidden as the uppercase form is (secret_values: a
     # recording and a trace kept it readable)
-    "shell: tracing": 1168,
+    # 2140 for hex of both cases mixed in one value (%2f...%2B) and JSON escapes wherever they stand (after a prefix,
+    # nested) read through by one rule the trace, the recording and the adapters' messages share (percent_upper,
+    # unescaped): the recording kept all three, a trace the first
+    "shell: tracing": 1169,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -368,6 +371,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1164 (from 1149, its size once the agent span's tools came from the turn's offer) for a line a full disk cut
     # short ended before the next record, by the same processor or the next run's, which reads the file's last byte
     # (the next record was glued onto the half line, and the reader skipped both)
+    # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
     "shell: retries": 340,
@@ -411,7 +415,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input)
-    "shell: recording and replay": 772,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 773,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -428,6 +432,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # alike (URL passwords, an older recording's credential) and no mismatch message showing what the recording hid;
     # secrets searched with JSON-escaped slashes (\/, nested); parts' done events cut across; the hook's changed
     # texts losing their logprobs; an existing file made owner-only; objects and arrays weighed against the size cap
+    # 773 for secrets behind JSON escapes where no one JSON parse decodes them (after a prefix, 3-4 levels deep: a
+    # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
