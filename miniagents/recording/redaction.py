@@ -32,7 +32,8 @@ from urllib.parse import unquote
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
 from ..models.http import request_secrets
-from ..models.protocol import is_credential_name, is_secret_variable, secret_values
+from ..models.protocol import (ESCAPED_SLASH, is_credential_name, is_secret_variable, percent_upper, secret_values,
+                               unescaped)
 
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
@@ -49,8 +50,6 @@ SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched fo
 URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
 MOST_URL_PASSWORDS = 64  # of one call, searched for by value (each as written and, where it differs, decoded)
-ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
-ESCAPED_SLASHES = ("\\/", "\\\\/", "\\\\\\/")  # the forms of `/` in a secret searched for: JSON text, once or nested
 
 
 def without_credentials(value: Any) -> Any:
@@ -129,13 +128,10 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 
 def searched(secrets: Iterable[Any]) -> list:
     """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
-    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), and with each `/`
-    escaped as JSON text may write it (`\\/`), also in JSON text inside JSON text (`\\\\/`, `\\\\\\/`) or after a
-    prefix (a status line), where no JSON parser decodes it; longest first."""
+    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`); longest first.
+    Behind JSON's escapes, `without_encoded` finds them."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
-    forms = secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
-    escaped = {form.replace("/", slash) for form in forms if "/" in form for slash in ESCAPED_SLASHES}
-    return sorted(set(forms) | escaped, key=len, reverse=True)
+    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
 
 
 def url_passwords(value: Any) -> list:
@@ -161,15 +157,17 @@ def url_passwords(value: Any) -> list:
 
 
 def secret_spans(text: str, secrets: list) -> list:
-    """Where the `secrets` occur in `text`, and the password of each URL that holds one (`postgres://app:pw@db`):
+    """Where the `secrets` occur in `text` (its percent-encoding's hex read in either case, `percent_upper`), and the
+    password of each URL that holds one (`postgres://app:pw@db`):
     sorted (start, end) spans, overlapping occurrences (of one secret or of two) merged into one span, so no part of
     either survives."""
     spans = [match.span(1) for match in URL_PASSWORD.finditer(text)] if "://" in text and "@" in text else []
+    folded = percent_upper(text)
     for secret in secrets:
-        at = text.find(secret)
+        at = folded.find(secret)
         while at >= 0:
             spans.append((at, at + len(secret)))
-            at = text.find(secret, at + 1)
+            at = folded.find(secret, at + 1)
     merged: list = []
     for start, end in sorted(spans):
         if merged and start < merged[-1][1]:
@@ -238,8 +236,13 @@ def without_logprobs(part: dict) -> dict:
 
 def without_encoded(text: str, secrets: list) -> str:
     """`text` as it is, unless it is JSON text whose decoded strings (keys included) hold a secret that escapes hid
-    from a plain search: then that JSON, decoded, redacted and written again (unescaped)."""
-    return in_json_text(text, lambda inner: cut_out([inner], secret_spans(inner, secrets))[0])
+    from a plain search: then that JSON, decoded, redacted and written again (unescaped); or, where no one JSON parse
+    decodes them (after a prefix, JSON text in JSON text), the text with its escapes decoded (`unescaped`, as the
+    trace's redaction reads it), redacted."""
+    text = in_json_text(text, lambda inner: cut_out([inner], secret_spans(inner, secrets))[0])
+    decoded = unescaped(text) if "\\" in text else text
+    spans = secret_spans(decoded, secrets) if decoded != text else []
+    return cut_out([decoded], spans)[0] if spans else text
 
 
 def in_json_text(text: str, change: Callable[[str], str]) -> str:
