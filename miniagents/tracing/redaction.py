@@ -12,15 +12,15 @@ is made (so your own processors never see a credential-named setting either):
 - by value, everywhere: the value of every environment variable whose name says it is a secret (`is_secret_variable`:
   `OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD` or a `..._FILE`) as it is when the
   record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL or in a
-  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8
-  characters or more, wherever they occur in a text or a key, as they are, percent-encoded (hex of either case)
-  or behind JSON escapes (`\\u0073k-`, `\\/`, after a prefix or nested too), also across the text parts of one message (joined, as whoever reads them joins them; the
-  logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
-  value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows
-  `Authorization:`); a URL's password (`postgres://app:***@db`, to the authority's last `@`: a user may hold one,
-  `admin@srv`); and the value of each credential-named parameter of a URL's query string (`?sig=...`: a presigned
-  URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words, key=len)`) and is
-  kept;
+  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8 characters or
+  more, wherever they occur in a text or a key, as they are, percent-encoded (hex of either case) or behind JSON escapes
+  (`\\u0073k-`, `\\/`, after a prefix or nested too), also across the text parts of one message (joined, as whoever
+  reads them joins them; the logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it
+  again); an authorization value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that
+  begins a text or follows `Authorization:`); a URL's password (`postgres://app:***@db`, to the authority's last `@`: a
+  user may hold one, `admin@srv`); and the value of each credential-named parameter of a URL's query string (`?sig=...`:
+  a presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words,
+  key=len)`) and is kept;
 - any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
