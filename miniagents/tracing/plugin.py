@@ -190,7 +190,7 @@ class TracingPlugin(Plugin):
             agent.span_data.handoffs = [handoff.agent_name for handoff in offered.handoffs.values()]
         with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
             yield
-            if recording() and step.response is not None:  # None: the call failed, a later plugin swallowed it
+            if recording():
                 response = step.response
                 span.span_data.input, span.span_data.output = step.input, response.output
                 span.span_data.usage = response.usage.to_json()

@@ -258,9 +258,9 @@ def test_a_plugin_raising_around_a_step_fails_the_run_with_its_error_and_the_ste
     assert span["error"] == {"message": "PermissionError", "data": {"type": "PermissionError"}}
 
 
-def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untraced(tmp_path):
-    """A plugin left after tracing that swallows a model call's error (which the seams' contract forbids): the
-    generation span has no response to read, and tracing adds no error of its own to the run."""
+def test_a_model_call_whose_error_a_plugin_tries_to_swallow_fails_traced_as_it_fails_untraced(tmp_path):
+    """A plugin left after tracing that suppresses a model call's error (which the seams' contract forbids) cannot:
+    the run fails with the model's error, traced or not, and the generation span records it."""
 
     class Swallows(seams.Plugin):
         @contextlib.contextmanager
@@ -268,11 +268,11 @@ def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untra
             with contextlib.suppress(RuntimeError):
                 yield
 
-    def run(config):
+    for config in (RunConfig(trace_path=str(tmp_path / "run.jsonl")), RunConfig()):
         agent = Agent(name="A", model=ScriptedModel([RuntimeError("down"), [assistant_message("hi")]]))
-        return Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()]).final_output
-
-    assert run(RunConfig(trace_path=str(tmp_path / "run.jsonl"))) == run(RunConfig())
+        with pytest.raises(RuntimeError, match="down"):
+            Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()])
+    assert '"type": "generation"' in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
 
 
 def test_tracing_asks_each_tools_is_enabled_no_more_often_than_the_run_does_and_names_what_the_turn_offered(
