@@ -417,7 +417,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input)
-    "shell: recording and replay": 773,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 782,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -436,6 +436,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # texts losing their logprobs; an existing file made owner-only; objects and arrays weighed against the size cap
     # 773 for secrets behind JSON escapes where no one JSON parse decodes them (after a prefix, 3-4 levels deep: a
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
+    # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
+    # said (a name cut across two parts was written as it came)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
