@@ -113,16 +113,18 @@ def model_secrets(model: Any) -> list:
         request_secrets(transport.headers, transport.query))
 
 
-def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+def map_strings(value: Any, change: Callable[[str], str], joined: Optional[Callable] = None) -> Any:
     """`value` (plain JSON data) with `change` applied to every string, an object's keys too (a name can be one:
-    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`)."""
+    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`).
+    `joined(list, mapped)`, if given, has the last word on each list mapped."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        mapped = {change(key): map_strings(inner, change) for key, inner in value.items()}
+        mapped = {change(key): map_strings(inner, change, joined) for key, inner in value.items()}
         return without_logprobs(mapped) if any(mapped.get(f) != value.get(f) for f in ("text", "delta")) else mapped
     if isinstance(value, list):
-        return [map_strings(inner, change) for inner in value]
+        mapped = [map_strings(inner, change, joined) for inner in value]
+        return mapped if joined is None else joined(value, mapped)
     return value
 
 
@@ -326,14 +328,26 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
 
 class Hook:
     """The user's `redact=` function, applied to plain data: called with a value, it gives the value with the
-    function applied to every string on its own; `events` applies it to a stream's events, each streamed text also
-    whole."""
+    function applied to every string on its own, a message's text parts also joined; `events` applies it to a
+    stream's events, each streamed text (an item's parts joined) also whole."""
 
     def __init__(self, text: Optional[Callable[[str], str]]):
         self.text = text
 
     def __call__(self, value: Any) -> Any:
-        return value if self.text is None else map_strings(value, self.string)
+        return value if self.text is None else map_strings(value, self.string, self.joined)
+
+    def joined(self, parts: list, mapped: list) -> list:
+        """`mapped` (each of `parts` on its own), unless the function changes their texts (a message's content parts)
+        differently one by one than joined (a name cut in two): then the text whole in the first, the others emptied,
+        as whoever reads them joins them."""
+        texts = [index for index, part in enumerate(parts) if isinstance(part, dict) and isinstance(part.get("text"),
+                                                                                                     str)]
+        whole = self.string("".join(parts[index]["text"] for index in texts)) if len(texts) > 1 else None
+        if whole is not None and "".join(str(mapped[index].get("text")) for index in texts) != whole:
+            for number, index in enumerate(texts):
+                mapped[index] = without_logprobs({**mapped[index], "text": "" if number else whole})
+        return mapped
 
     def string(self, text: str) -> str:
         """The function applied to one string, and to the strings it holds as JSON text behind escapes (a tool call's
@@ -346,7 +360,7 @@ class Hook:
         delta, the others emptied."""
         if self.text is None:
             return events
-        groups = delta_groups(events)
+        groups = delta_groups(events, ITEM_KEYS)
         out = [self(event) for event in events]
         for indexes in groups:
             whole = self.string("".join(events[index]["delta"] for index in indexes))
