@@ -138,14 +138,15 @@ def is_secret_variable(name: str) -> bool:
 
 def secret_values(secret: Any) -> list:
     """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; each also as a URL or
-    a form carries it, percent-encoded (a server echoing a request back) with uppercase hex, as a search reads a
-    text's (`percent_upper`: `%2F` and `%2f` are both valid, and clients write either, even mixed); longest first."""
+    a form carries it, percent-encoded (a server echoing a request back); each with uppercase hex, as a search reads a
+    text's (`percent_upper`: `%2F` and `%2f` are both valid, and clients write either, even mixed; a password may
+    hold one); longest first."""
     from urllib.parse import quote, quote_plus
 
     found = secret if isinstance(secret, (tuple, list)) else (secret,)
     plain = {s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}
     encoded = {encode(s) for s in plain for encode in (lambda s: quote(s, safe=""), quote, quote_plus)}
-    return sorted(plain | encoded, key=len, reverse=True)
+    return sorted({percent_upper(value) for value in plain | encoded}, key=len, reverse=True)
 
 
 QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")

@@ -554,6 +554,11 @@ def test_the_redact_hook_sees_a_messages_parts_and_an_items_streamed_parts_joine
         "Hi [NAME]!", ""]
 
 
+def test_a_secret_that_holds_a_percent_escape_of_its_own_is_cut_out_as_written():
+    """A password may hold `%0a` itself: a text is searched with its hex in uppercase, so the secret is too."""
+    assert without_secrets("connect with 00000%0a now", ["00000%0a"]) == f"connect with {REDACTED} now"
+
+
 def test_a_text_the_redact_hook_changed_loses_its_logprobs(tmp_path):
     """The logprobs' tokens of a part spell its text: where the hook changed the text, they go; elsewhere they stay."""
     tokens = lambda *words: [{"token": w, "logprob": -0.1, "bytes": list(w.encode()), "top_logprobs": []}  # noqa
