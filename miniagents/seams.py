@@ -14,7 +14,8 @@ Three kinds of seam:
   context manager, or None for nothing to do. It is entered just before the step and left just after it
   (with the step's exception, if it failed), in the thread that runs the step, so what it makes current
   (a trace span, a context variable) is current inside the step. Before it is left, the step's record
-  (the `*Step` classes below) holds what the step produced. It may not change the step.
+  (the `*Step` classes below) holds what the step produced. It may not change the step, nor suppress its error:
+  what its `__exit__` returns is ignored, and the error goes on to the other plugins and the run.
 - **an event** (`agent_started`, `agent_ended`, `approval`, `final_output`): called; returns nothing.
 - **a change** (`prepare_run`, `session_input`, `offer`, `model_input`, `model`, `error_text`, `blocked_output`,
   `answer_error`, `invoke`): returns what the kernel uses instead of what it passed (the same object when the
@@ -231,13 +232,16 @@ def checked(plugins: Any) -> tuple:
 
 
 def around(plugins: tuple, seam: str, run: Any, *step: Any) -> contextlib.AbstractContextManager:
-    """The plugins' context managers for one around-seam, entered as one (a plain no-op when there are none)."""
+    """The plugins' context managers for one around-seam, entered as one (a plain no-op when there are none). Each
+    sees the step's error; none can suppress it (what its `__exit__` returns is ignored): a step whose error vanished
+    left no result for the turn to read (a run 'completed' with no output, or failed later with a bare KeyError)."""
     stack = contextlib.ExitStack()
     try:
         for plugin in plugins:
             manager = getattr(plugin, seam)(run, *step)
             if manager is not None:
-                stack.enter_context(manager)
+                manager.__enter__()
+                stack.push(lambda *error, leave=manager.__exit__: leave(*error) and False)
     except BaseException:
         stack.__exit__(*sys.exc_info())  # those entered are left with the error, as a failed step leaves them
         raise

@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1701,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1702,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -176,6 +176,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1700 for tool_use_behavior's final output the chosen call's text (a list two tools returned was the first's)
     # 1701 for a trace_path set on a RunConfig after it was made refused in a copy without tracing, as at its making
     # (the environment variables' rule only warned, and the run wrote no trace)
+    # 1702 for a plugin around a step that suppressed its error (a run 'completed' with no output, or failed later
+    # with a bare KeyError): each plugin's __exit__ is pushed with what it returns ignored (seams.around)
     "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -295,7 +297,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2135,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2140,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -333,7 +335,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2134 for a Retry-After of inf or nan read as none (a reader was told to wait "inf s"; the other header unread)
     # 2135 for a secret percent-encoded with lowercase hex (%2f) hidden as the uppercase form is (secret_values: a
     # recording and a trace kept it readable)
-    "shell: tracing": 1164,
+    # 2140 for hex of both cases mixed in one value (%2f...%2B) and JSON escapes wherever they stand (after a prefix,
+    # nested) read through by one rule the trace, the recording and the adapters' messages share (percent_upper,
+    # unescaped): the recording kept all three, a trace the first
+    "shell: tracing": 1169,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -370,6 +375,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1164 (from 1149, its size once the agent span's tools came from the turn's offer) for a line a full disk cut
     # short ended before the next record, by the same processor or the next run's, which reads the file's last byte
     # (the next record was glued onto the half line, and the reader skipped both)
+    # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
+    # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
+    # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
     "shell: retries": 340,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
@@ -413,7 +421,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input)
-    "shell: recording and replay": 772,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 782,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -430,6 +438,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # alike (URL passwords, an older recording's credential) and no mismatch message showing what the recording hid;
     # secrets searched with JSON-escaped slashes (\/, nested); parts' done events cut across; the hook's changed
     # texts losing their logprobs; an existing file made owner-only; objects and arrays weighed against the size cap
+    # 773 for secrets behind JSON escapes where no one JSON parse decodes them (after a prefix, 3-4 levels deep: a
+    # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
+    # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
+    # said (a name cut across two parts was written as it came)
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta

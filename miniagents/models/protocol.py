@@ -138,31 +138,45 @@ def is_secret_variable(name: str) -> bool:
 
 def secret_values(secret: Any) -> list:
     """The strings to hide: `secret` is one (the API key), a tuple or list of them, or None; each also as a URL or
-    a form carries it, percent-encoded (a server echoing a request back), with upper- or lowercase hex (`%2F`, `%2f`:
-    both are valid, and clients write either); longest first."""
+    a form carries it, percent-encoded (a server echoing a request back); each with uppercase hex, as a search reads a
+    text's (`percent_upper`: `%2F` and `%2f` are both valid, and clients write either, even mixed; a password may
+    hold one); longest first."""
     from urllib.parse import quote, quote_plus
 
     found = secret if isinstance(secret, (tuple, list)) else (secret,)
     plain = {s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET}
     encoded = {encode(s) for s in plain for encode in (lambda s: quote(s, safe=""), quote, quote_plus)}
-    lower = {re.sub("%[0-9A-F]{2}", lambda hex: hex.group().lower(), e) for e in encoded}
-    return sorted(plain | encoded | lower, key=len, reverse=True)
+    return sorted({percent_upper(value) for value in plain | encoded}, key=len, reverse=True)
 
 
 QUERY_STRING = re.compile(r"\?[^\s#\"'<>]*")
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
+PERCENT_HEX = re.compile("%[0-9a-fA-F]{2}")
+
+
+def percent_upper(text: str) -> str:
+    """`text` with the hex of each `%XX` in uppercase, as `secret_values` writes it: of the same length, so a secret
+    found in it is at the same place in `text`."""
+    return PERCENT_HEX.sub(lambda hex: hex.group().upper(), text) if "%" in text else text
+
+
+def unescaped(text: str) -> str:
+    """`text` with the JSON escapes a secret may hide behind decoded (`\\u0073k-`, `\\/`, also JSON text's inside
+    JSON text, `\\\\\\/`), wherever they stand: also after a prefix, or nested, where no one JSON parse decodes them."""
+    return ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
 
 
 def without_secrets(text: Any, secret: Any) -> Any:
-    """`text` with every secret replaced by `***` (a JSON text shown as it came, since it did not parse, is read
-    with its `\\uXXXX` escapes decoded when that shows one); so is the value of every credential-named parameter of
-    a query string in it (a URL, a request target echoed back), and of every `name=value` whose name is plainly
-    one (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
+    """`text` with every secret replaced by `***` (a text is read with its escapes decoded, `unescaped`, and its
+    percent-encoding's hex in uppercase, `percent_upper`, when that shows one); so is the value of every
+    credential-named parameter of a query string in it (a URL, a request target echoed back), and of every
+    `name=value` whose name is plainly one (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
     if not isinstance(text, str):
         return text
     values = secret_values(secret)
-    if "\\u" in text and values:
-        decoded = JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    if ("\\" in text or "%" in text) and values:
+        decoded = percent_upper(unescaped(text))
         text = decoded if any(value in decoded for value in values) else text
     for value in values:
         text = text.replace(value, "***")

@@ -32,7 +32,8 @@ from urllib.parse import unquote
 from ..errors import UserError
 from ..models.endpoint import EndpointModel
 from ..models.http import request_secrets
-from ..models.protocol import is_credential_name, is_secret_variable, secret_values
+from ..models.protocol import (ESCAPED_SLASH, is_credential_name, is_secret_variable, percent_upper, secret_values,
+                               unescaped)
 
 REDACTED = "[REDACTED]"
 AUTHORIZATION_VALUE = re.compile(r"(?i)^\s*(bearer|basic|token|digest)\s+\S")
@@ -49,8 +50,6 @@ SHORTEST_SECRET = 8  # shorter values (a local server's "x") are not searched fo
 URL_PASSWORD = re.compile(
     r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:([^/\s\"<>]+)@")
 MOST_URL_PASSWORDS = 64  # of one call, searched for by value (each as written and, where it differs, decoded)
-ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
-ESCAPED_SLASHES = ("\\/", "\\\\/", "\\\\\\/")  # the forms of `/` in a secret searched for: JSON text, once or nested
 
 
 def without_credentials(value: Any) -> Any:
@@ -114,28 +113,27 @@ def model_secrets(model: Any) -> list:
         request_secrets(transport.headers, transport.query))
 
 
-def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+def map_strings(value: Any, change: Callable[[str], str], joined: Optional[Callable] = None) -> Any:
     """`value` (plain JSON data) with `change` applied to every string, an object's keys too (a name can be one:
-    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`)."""
+    `metadata={"Ann Lee": ...}`); a part or a delta whose text it changed loses its logprobs (`without_logprobs`).
+    `joined(list, mapped)`, if given, has the last word on each list mapped."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        mapped = {change(key): map_strings(inner, change) for key, inner in value.items()}
+        mapped = {change(key): map_strings(inner, change, joined) for key, inner in value.items()}
         return without_logprobs(mapped) if any(mapped.get(f) != value.get(f) for f in ("text", "delta")) else mapped
     if isinstance(value, list):
-        return [map_strings(inner, change) for inner in value]
+        mapped = [map_strings(inner, change, joined) for inner in value]
+        return mapped if joined is None else joined(value, mapped)
     return value
 
 
 def searched(secrets: Iterable[Any]) -> list:
     """The secrets worth searching for (strings, or tuples of them as a transport holds them): long enough not to
-    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`), and with each `/`
-    escaped as JSON text may write it (`\\/`), also in JSON text inside JSON text (`\\\\/`, `\\\\\\/`) or after a
-    prefix (a status line), where no JSON parser decodes it; longest first."""
+    match ordinary text, each also percent-encoded as a URL or a form carries it (`secret_values`); longest first.
+    Behind JSON's escapes, `without_encoded` finds them."""
     found = {s for group in secrets for s in (group if isinstance(group, (tuple, list)) else (group,))}
-    forms = secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
-    escaped = {form.replace("/", slash) for form in forms if "/" in form for slash in ESCAPED_SLASHES}
-    return sorted(set(forms) | escaped, key=len, reverse=True)
+    return secret_values([s for s in found if isinstance(s, str) and len(s) >= SHORTEST_SECRET])
 
 
 def url_passwords(value: Any) -> list:
@@ -161,15 +159,17 @@ def url_passwords(value: Any) -> list:
 
 
 def secret_spans(text: str, secrets: list) -> list:
-    """Where the `secrets` occur in `text`, and the password of each URL that holds one (`postgres://app:pw@db`):
+    """Where the `secrets` occur in `text` (its percent-encoding's hex read in either case, `percent_upper`), and the
+    password of each URL that holds one (`postgres://app:pw@db`):
     sorted (start, end) spans, overlapping occurrences (of one secret or of two) merged into one span, so no part of
     either survives."""
     spans = [match.span(1) for match in URL_PASSWORD.finditer(text)] if "://" in text and "@" in text else []
+    folded = percent_upper(text)
     for secret in secrets:
-        at = text.find(secret)
+        at = folded.find(secret)
         while at >= 0:
             spans.append((at, at + len(secret)))
-            at = text.find(secret, at + 1)
+            at = folded.find(secret, at + 1)
     merged: list = []
     for start, end in sorted(spans):
         if merged and start < merged[-1][1]:
@@ -238,8 +238,13 @@ def without_logprobs(part: dict) -> dict:
 
 def without_encoded(text: str, secrets: list) -> str:
     """`text` as it is, unless it is JSON text whose decoded strings (keys included) hold a secret that escapes hid
-    from a plain search: then that JSON, decoded, redacted and written again (unescaped)."""
-    return in_json_text(text, lambda inner: cut_out([inner], secret_spans(inner, secrets))[0])
+    from a plain search: then that JSON, decoded, redacted and written again (unescaped); or, where no one JSON parse
+    decodes them (after a prefix, JSON text in JSON text), the text with its escapes decoded (`unescaped`, as the
+    trace's redaction reads it), redacted."""
+    text = in_json_text(text, lambda inner: cut_out([inner], secret_spans(inner, secrets))[0])
+    decoded = unescaped(text) if "\\" in text else text
+    spans = secret_spans(decoded, secrets) if decoded != text else []
+    return cut_out([decoded], spans)[0] if spans else text
 
 
 def in_json_text(text: str, change: Callable[[str], str]) -> str:
@@ -323,14 +328,26 @@ def stream_without_secrets(events: list, secrets: Iterable[Optional[str]]) -> li
 
 class Hook:
     """The user's `redact=` function, applied to plain data: called with a value, it gives the value with the
-    function applied to every string on its own; `events` applies it to a stream's events, each streamed text also
-    whole."""
+    function applied to every string on its own, a message's text parts also joined; `events` applies it to a
+    stream's events, each streamed text (an item's parts joined) also whole."""
 
     def __init__(self, text: Optional[Callable[[str], str]]):
         self.text = text
 
     def __call__(self, value: Any) -> Any:
-        return value if self.text is None else map_strings(value, self.string)
+        return value if self.text is None else map_strings(value, self.string, self.joined)
+
+    def joined(self, parts: list, mapped: list) -> list:
+        """`mapped` (each of `parts` on its own), unless the function changes their texts (a message's content parts)
+        differently one by one than joined (a name cut in two): then the text whole in the first, the others emptied,
+        as whoever reads them joins them."""
+        texts = [index for index, part in enumerate(parts) if isinstance(part, dict) and isinstance(part.get("text"),
+                                                                                                     str)]
+        whole = self.string("".join(parts[index]["text"] for index in texts)) if len(texts) > 1 else None
+        if whole is not None and "".join(str(mapped[index].get("text")) for index in texts) != whole:
+            for number, index in enumerate(texts):
+                mapped[index] = without_logprobs({**mapped[index], "text": "" if number else whole})
+        return mapped
 
     def string(self, text: str) -> str:
         """The function applied to one string, and to the strings it holds as JSON text behind escapes (a tool call's
@@ -343,7 +360,7 @@ class Hook:
         delta, the others emptied."""
         if self.text is None:
             return events
-        groups = delta_groups(events)
+        groups = delta_groups(events, ITEM_KEYS)
         out = [self(event) for event in events]
         for indexes in groups:
             whole = self.string("".join(events[index]["delta"] for index in indexes))

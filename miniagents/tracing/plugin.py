@@ -127,28 +127,29 @@ class _TracedRun(run_trace):
     (`usage`): its model calls, and its agent tools' inner runs as each ends. Not the context's usage: an agent
     tool's inner run shares its caller's, so it would count the caller's calls too, and its change over the inner
     run the calls of agent tools running at once beside it. A resumed run counts from where it resumes. Its models'
-    secrets (`secrets`, redaction.remember) are hidden from every trace until it ends: an agent tool's inner run
-    keeps them in its caller's, which may still write them (the tool's output)."""
+    secrets (`secrets`, redaction.remember) are hidden from every trace until it ends; an agent tool's inner run then
+    hands them to its caller's, which may still write them (the tool's output), unless that has ended
+    (redaction.release)."""
 
     def __init__(self, run: Any):
         super().__init__(run.config)
-        self.usage, self._outer, self._token, self.secrets = Usage(), None, None, []
+        self.usage, self.outer, self._token, self.secrets, self.ended = Usage(), None, None, [], False
 
     def __enter__(self) -> Optional[Span]:
         task = super().__enter__()
-        self._outer, self._token = _traced_run.get(), _traced_run.set(self)
-        self.secrets = self.secrets if self._outer is None else self._outer.secrets
+        self.outer, self._token = _traced_run.get(), _traced_run.set(self)
         return task
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        reset(_traced_run, self._token)
-        if self._outer is not None:
-            self._outer.usage.add(self.usage)  # takes the lock agent tools ending at once, in threads, need
-        if self._task is not None:
-            self._task.span_data.usage = self.usage.to_json()
-        super().__exit__(exc_type, exc, tb)
-        if self._outer is None:  # the last record is written: an inner run's secrets were kept for its caller's
-            release(self.secrets)
+        try:
+            reset(_traced_run, self._token)
+            if self.outer is not None:
+                self.outer.usage.add(self.usage)  # takes the lock agent tools ending at once, in threads, need
+            if self._task is not None:
+                self._task.span_data.usage = self.usage.to_json()
+            super().__exit__(exc_type, exc, tb)
+        finally:  # the last record is written
+            release(self)
 
 
 _traced_run: contextvars.ContextVar = contextvars.ContextVar("miniagents_traced_run", default=None)
@@ -189,7 +190,7 @@ class TracingPlugin(Plugin):
             agent.span_data.handoffs = [handoff.agent_name for handoff in offered.handoffs.values()]
         with generation_span(model=getattr(step.model, "model", None), model_config=step.settings) as span:
             yield
-            if recording() and step.response is not None:  # None: the call failed, a later plugin swallowed it
+            if recording():
                 response = step.response
                 span.span_data.input, span.span_data.output = step.input, response.output
                 span.span_data.usage = response.usage.to_json()

@@ -12,15 +12,15 @@ is made (so your own processors never see a credential-named setting either):
 - by value, everywhere: the value of every environment variable whose name says it is a secret (`is_secret_variable`:
   `OPENAI_API_KEY`, `HF_TOKEN`, `PGPASSWORD`, `DB_PASS`, `GITHUB_PAT`; not `PWD` or a `..._FILE`) as it is when the
   record is written, and what a traced run's HTTP model keeps secret (its API key, credentials in its base URL or in a
-  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8
-  characters or more, wherever they occur in a text or a key, as they are, percent-encoded or behind JSON escapes
-  (`\\u0073k-`, `\\/`), also across the text parts of one message (joined, as whoever reads them joins them; the
-  logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it again); an authorization
-  value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that begins a text or follows
-  `Authorization:`); a URL's password (`postgres://app:***@db`, to the authority's last `@`: a user may hold one,
-  `admin@srv`); and the value of each credential-named parameter of a URL's query string (`?sig=...`: a presigned
-  URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words, key=len)`) and is
-  kept;
+  credential-named header: until the run ends, then while among the most recent `MAX_MODEL_SECRETS`), 8 characters or
+  more, wherever they occur in a text or a key, as they are, percent-encoded (hex of either case) or behind JSON escapes
+  (`\\u0073k-`, `\\/`, after a prefix or nested too), also across the text parts of one message (joined, as whoever
+  reads them joins them; the logprobs of a part a secret was cut out of are dropped, as their tokens and bytes spell it
+  again); an authorization value (`Bearer` and a token of 8 characters or more anywhere, `Basic`/`Token`/`Digest` that
+  begins a text or follows `Authorization:`); a URL's password (`postgres://app:***@db`, to the authority's last `@`: a
+  user may hold one, `admin@srv`); and the value of each credential-named parameter of a URL's query string (`?sig=...`:
+  a presigned URL's, which no search by value knows). A `name=value` elsewhere is prose or code (`sorted(words,
+  key=len)`) and is kept;
 - any mapping (`MappingProxyType`, `UserDict`) is read as a dict and a dataclass instance by its fields, so their
   names are checked as a dict's are;
 - strict JSON: a float JSON has no number for (NaN, Infinity, -Infinity) becomes the text Python's json would have
@@ -42,7 +42,8 @@ from typing import Any
 
 from ..models.endpoint import EndpointModel
 from ..models.http import request_secrets
-from ..models.protocol import JSON_ESCAPE, QUERY_STRING, is_credential_name, is_secret_variable, secret_values
+from ..models.protocol import (ESCAPED_SLASH, PERCENT_HEX, QUERY_STRING, is_credential_name, is_secret_variable,
+                               secret_values, unescaped)
 
 MASK = "***"
 SHORTEST_SECRET = 8  # shorter values (a local server's key "x", XDG_SESSION_TYPE=x11) would match ordinary text
@@ -55,7 +56,6 @@ AUTHORIZATION = re.compile(  # a header's value: a whole text that starts with o
     r"|(\bauthorization(?:\\?[\"'])?\s*[:=,]\s*(?:\\?[\"'])?(?:basic|token|digest|bearer))\s+(?:\\\"|[^\r\n\"])+")
 USERINFO = re.compile(  # a URL's password, as recording/redaction.py's URL_PASSWORD finds it (see there why so)
     r"(?i)((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/?#\s:\"'<>]*:)[^/\s\"<>]+@")
-ESCAPED_SLASH = re.compile(r"\\+/")  # `\/` as JSON may write `/`, also in JSON text inside JSON text (`\\\/`)
 CONFIGURED = ('"model_config":', '"metadata":', '"data":')  # in a JSON text: where names are checked
 # In a JSON text, folded: what a search of its texts may change. Each begins with text, which the regex engine finds
 # fast, and no scan crosses the start of the next (a query's stops at its next `?`; a password's at its next `/`), so
@@ -95,12 +95,19 @@ def remember(model: Any, held: list) -> None:
         _model_secrets = (_model_secrets + tuple(s for s in found if s not in _model_secrets))[-MAX_MODEL_SECRETS:]
 
 
-def release(held: list) -> None:
-    """A traced run ended: its secrets stay hidden only while they are among the most recent (`MAX_MODEL_SECRETS`)."""
+def release(run: Any) -> None:
+    """A traced run ended (`run.ended`): its secrets (`run.secrets`) pass to the run it was started in (`run.outer`),
+    which may still write them (an agent tool's output), unless that has ended too (an inner run in a tool's thread a
+    timeout left running outlives its caller); else they stay hidden only while among the most recent
+    (`MAX_MODEL_SECRETS`). Under the lock, so a caller ending at once either takes them or has released its own."""
     global _held
     with _lock:
+        run.ended, outer = True, run.outer
+        if outer is not None and not outer.ended:
+            outer.secrets += run.secrets
+            return
         rest = list(_held)
-        for secret in held:
+        for secret in run.secrets:
             rest.remove(secret)
         _held = tuple(rest)
 
@@ -120,11 +127,13 @@ def known_secrets() -> Any:
 @functools.lru_cache(maxsize=4)
 def _search(values: tuple, model_secrets: tuple) -> Any:
     """Each secret variable's value also without the whitespace around it (a key read from a file keeps its
-    newline, an echo of it does not), each secret also percent-encoded and as JSON text holds it, longest first."""
+    newline, an echo of it does not), each secret also percent-encoded (its hex in either case, even mixed) and as
+    JSON text holds it, longest first."""
     found = [text for value in values for text in (value, value.strip())]
     values = secret_values([text for text in found + list(model_secrets) if len(text.strip()) >= SHORTEST_SECRET])
     values += [json.dumps(value, ensure_ascii=escaped)[1:-1] for value in values for escaped in (False, True)]
-    return re.compile("|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))) if values else None
+    patterns = (PERCENT_HEX.sub(lambda hex: f"%(?i:{hex.group()[1:]})", re.escape(value)) for value in values)
+    return re.compile("|".join(sorted(set(patterns), key=len, reverse=True))) if values else None
 
 
 def redacted(value: Any, secrets: Any = None, named: bool = False) -> Any:
@@ -200,7 +209,7 @@ def _text(text: str, secrets: Any) -> str:
     if secrets is not None:
         text = secrets.sub(MASK, text)
         if "\\" in text:  # JSON text: a secret behind escapes (`\u0073k-`, `\/`)
-            decoded = ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
+            decoded = unescaped(text)
             text = secrets.sub(MASK, decoded) if secrets.search(decoded) else text
     if "@" in text and ("://" in text or ":\\/" in text):
         slashed = ESCAPED_SLASH.sub("/", text) if ":\\/" in text else text  # JSON text may write `/` as `\/`

@@ -157,6 +157,7 @@ def test_a_refused_form_resent_and_refused_again_keeps_the_key_out_of_both_messa
 
 @pytest.mark.parametrize("how, secret, echoed", [
     ("api_key", "sk-ab/cd+ef=gh0123456789", "sk-ab%2Fcd%2Bef%3Dgh0123456789"),  # as a query value carries it
+    ("api_key", "sk-ab/cd+ef=gh0123456789", "sk-ab%2fcd%2Bef%3dgh0123456789"),  # its hex's cases mixed
     ("api_key", "p@ss/w+rd0123", "p%40ss/w%2Brd0123"),  # as a path keeps its slashes
     ("extra_query", "ab/cd+ef== x", "ab%2Fcd%2Bef%3D%3D+x"),  # as urlencode sent it
 ])

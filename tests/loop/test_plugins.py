@@ -218,6 +218,37 @@ def test_the_plugins_entered_before_one_that_raises_are_left_with_its_error(seam
     assert left == ["succeeded"] * (seam == "tool_call") + ["the plugin broke"]
 
 
+@pytest.mark.parametrize("seam", ["model_call", "tool_call", "turn"])
+def test_a_plugin_observes_a_steps_error_but_cannot_suppress_it(seam):
+    """A plugin whose context manager suppresses a step's error (its `__exit__` returns True): the run still fails
+    with that error, and a plugin entered before it sees the error too. A suppressed error left no result: a run
+    'completed' with no output, or failed later with a bare UnboundLocalError or KeyError."""
+    seen = []
+
+    @contextlib.contextmanager
+    def swallow(self, run, step):
+        try:
+            yield
+        except Broken as error:
+            seen.append(str(error))
+
+    class BrokenModel(ScriptedModel):
+        def get_response(self, *args, **kwargs):
+            raise Broken("the model broke")
+
+    @function_tool(failure_error_function=None)
+    def fails() -> str:
+        """Fails."""
+        raise Broken("the tool broke")
+
+    swallows = type("Swallows", (seams.Plugin,), {seam: swallow})
+    model = ScriptedModel([[function_call("fails", {}, call_id="c")], [assistant_message("x")]]) \
+        if seam == "tool_call" else BrokenModel([])
+    with pytest.raises(Broken, match="broke"):
+        Runner.run_sync(Agent(name="A", model=model, tools=[fails]), "go", plugins=[swallows(), swallows()])
+    assert len(seen) == 2 and len(set(seen)) == 1
+
+
 @pytest.mark.parametrize("plugins", [object(), [object()], Seen(), "tracing"])
 def test_plugins_that_are_not_a_list_of_plugins_are_refused_before_anything_runs(plugins):
     agent = doubling_agent()

@@ -1182,6 +1182,14 @@ def test_authorization_values_of_every_scheme_and_secrets_behind_json_escapes_ne
         assert secret not in json.dumps(shown), secret
 
 
+def test_a_secret_percent_encoded_with_hex_of_both_cases_in_one_value_never_reaches_a_trace(tmp_path, monkeypatch):
+    """Clients write a percent-encoding's hex in either case, and may mix them in one value (`%2f...%2B`)."""
+    monkeypatch.setenv("ACME_API_KEY", "sk-live/AbC+dEf/0123456789xyz")
+    mixed = "echo sk-live%2fAbC%2BdEf%2F0123456789xyz"
+    shown = written(tmp_path / "t.jsonl", output=[mixed], tool_output=mixed)
+    assert shown[1]["output"] == ["echo ***"] and shown[0]["output"] == "echo ***"
+
+
 def test_every_line_of_a_trace_file_is_strict_json_whatever_the_data(tmp_path):
     """NaN and the infinities (which json.dumps writes bare, as no JSON reader takes them) are written as the text
     json.dumps would have written, quoted: the line stays strict JSON and still says what the number was; what JSON

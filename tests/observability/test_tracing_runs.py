@@ -258,9 +258,9 @@ def test_a_plugin_raising_around_a_step_fails_the_run_with_its_error_and_the_ste
     assert span["error"] == {"message": "PermissionError", "data": {"type": "PermissionError"}}
 
 
-def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untraced(tmp_path):
-    """A plugin left after tracing that swallows a model call's error (which the seams' contract forbids): the
-    generation span has no response to read, and tracing adds no error of its own to the run."""
+def test_a_model_call_whose_error_a_plugin_tries_to_swallow_fails_traced_as_it_fails_untraced(tmp_path):
+    """A plugin left after tracing that suppresses a model call's error (which the seams' contract forbids) cannot:
+    the run fails with the model's error, traced or not, and the generation span records it."""
 
     class Swallows(seams.Plugin):
         @contextlib.contextmanager
@@ -268,11 +268,11 @@ def test_a_model_call_whose_error_a_plugin_swallows_ends_traced_as_it_ends_untra
             with contextlib.suppress(RuntimeError):
                 yield
 
-    def run(config):
+    for config in (RunConfig(trace_path=str(tmp_path / "run.jsonl")), RunConfig()):
         agent = Agent(name="A", model=ScriptedModel([RuntimeError("down"), [assistant_message("hi")]]))
-        return Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()]).final_output
-
-    assert run(RunConfig(trace_path=str(tmp_path / "run.jsonl"))) == run(RunConfig())
+        with pytest.raises(RuntimeError, match="down"):
+            Runner.run_sync(agent, "hi", run_config=config, plugins=[Swallows()])
+    assert '"type": "generation"' in (tmp_path / "run.jsonl").read_text(encoding="utf-8")
 
 
 def test_tracing_asks_each_tools_is_enabled_no_more_often_than_the_run_does_and_names_what_the_turn_offered(
@@ -579,6 +579,28 @@ def test_a_runs_model_key_stays_hidden_until_it_ends_however_many_other_runs_rem
     text = open(path, encoding="utf-8").read()
     assert "configured with key ***" in text and key not in text
     assert redaction._held == ()  # every run ended: none holds a secret any more
+
+
+def test_a_keyed_run_that_outlives_its_caller_releases_its_key_when_it_ends(tmp_path):
+    """A traced run started in a tool's thread that a timeout left running ends after its caller did: its key is no
+    longer held once it ends (it was kept for the ended caller's run, which never released it)."""
+    caller_ended, inner_ended, path = threading.Event(), threading.Event(), str(tmp_path / "run.jsonl")
+
+    def late() -> str:
+        caller_ended.wait(10)
+        inner = Agent(name="I", model=Keyed([[assistant_message("x")]], api_key="sk-late-inner-" + "Q" * 20))
+        Runner.run_sync(inner, "hi", run_config=RunConfig(trace_path=path))
+        inner_ended.set()
+        return "ok"
+
+    tool = function_tool(late, name_override="late")
+    tool.timeout_seconds = 0.01
+    outer = Agent(name="O", tools=[tool], model=ScriptedModel([[function_call("late", {}, call_id="c")],
+                                                               [assistant_message("done")]]))
+    Runner.run_sync(outer, "hi", run_config=RunConfig(trace_path=path))
+    caller_ended.set()
+    assert inner_ended.wait(10)
+    assert redaction._held == ()
 
 
 def test_a_credential_the_model_sends_in_a_header_is_hidden_in_its_trace(tmp_path):

@@ -518,6 +518,47 @@ def test_a_secret_whose_slashes_json_escaped_in_nested_or_prefixed_json_is_not_r
     assert secret not in re.sub(r"\\+/", "/", (tmp_path / "run.jsonl").read_text(encoding="utf-8"))
 
 
+SLASHED_SECRET = "sk-live/AbC+dEf/0123456789xyz"
+NESTED = '{"k":"' + SLASHED_SECRET.replace("/", "\\/") + '"}'
+
+
+@pytest.mark.parametrize("shown", [
+    SLASHED_SECRET.replace("/", "%2f", 1).replace("+", "%2B").replace("/", "%2F"),  # percent-encoding's hex mixed
+    'HTTP 200 {"k": "' + SLASHED_SECRET.replace("/", "\\u002f") + '"}',  # \u escapes after a prefix
+    "x " + json.dumps(json.dumps(NESTED)), "x " + json.dumps(json.dumps(json.dumps(NESTED)))])  # JSON 3, 4 deep
+def test_a_secret_in_any_encoding_a_trace_hides_is_not_recorded(tmp_path, monkeypatch, shown):
+    """What the trace's redaction reads through, the recording does too: hex of either case mixed in one value, and
+    JSON's escapes wherever they stand (after a prefix, however deeply nested), which no one JSON parse decodes."""
+    monkeypatch.setenv("ACME_API_KEY", SLASHED_SECRET)
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[assistant_message(shown)]]))), "hi")
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert "0123456789xyz" not in text and "AbC" not in text  # no piece of it, in any encoding
+
+
+def test_the_redact_hook_sees_a_messages_parts_and_an_items_streamed_parts_joined(tmp_path):
+    """A name cut across two content parts, as written and as streamed (the deltas of two parts of one item): the
+    hook sees the text whole, as whoever reads it does; it ends in the first part, the others emptied."""
+    from miniagents.recording.redaction import user_hook
+    hide = lambda text: text.replace("Ann Lee", "[NAME]")  # noqa: E731
+    message = {"type": "message", "id": "m1", "role": "assistant", "status": "completed", "content": [
+        {"type": "output_text", "text": "Hi Ann", "annotations": []},
+        {"type": "output_text", "text": " Lee!", "annotations": []}]}
+    with Recorder(tmp_path / "run.jsonl", redact=hide) as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[message]]))), "hi")
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert "Hi [NAME]!" in text and "Ann" not in text
+    delta = lambda part, text: {"type": "response.output_text.delta", "item_id": "m1", "output_index": 0,  # noqa
+                                "content_index": part, "delta": text}
+    assert [event["delta"] for event in user_hook(hide).events([delta(0, "Hi Ann"), delta(1, " Lee!")])] == [
+        "Hi [NAME]!", ""]
+
+
+def test_a_secret_that_holds_a_percent_escape_of_its_own_is_cut_out_as_written():
+    """A password may hold `%0a` itself: a text is searched with its hex in uppercase, so the secret is too."""
+    assert without_secrets("connect with 00000%0a now", ["00000%0a"]) == f"connect with {REDACTED} now"
+
+
 def test_a_text_the_redact_hook_changed_loses_its_logprobs(tmp_path):
     """The logprobs' tokens of a part spell its text: where the hook changed the text, they go; elsewhere they stay."""
     tokens = lambda *words: [{"token": w, "logprob": -0.1, "bytes": list(w.encode()), "top_logprobs": []}  # noqa
