@@ -507,6 +507,8 @@ def test_a_name_with_a_newline_and_one_with_a_backslash_and_an_n_never_look_alik
     assert refused(workspace.read_file, "a\\b/../c") == \
         "Path refused: 'a\\\\b/../c' contains '..'; paths must stay inside the workspace."
     assert refused(workspace.read_file, "a\\b/missing") == "Cannot read 'a\\\\b/missing': No such file or directory."
+    assert refused(workspace.read_file, "it's/../c") == \
+        "Path refused: 'it's/../c' contains '..'; paths must stay inside the workspace."  # quoted as names are
 
 
 def unreadable_names(root, monkeypatch, folder) -> None:
