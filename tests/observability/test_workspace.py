@@ -5,6 +5,7 @@ Issue 14.
 from __future__ import annotations
 
 import asyncio
+import errno
 import inspect
 import json
 import os
@@ -544,6 +545,19 @@ def test_a_folder_swapped_for_a_link_between_the_look_and_the_open_is_not_entere
     swapped_after_the_look(monkeypatch, os.path.join(root, "docs"), "faq", outside)
     assert refused(Workspace(root).read_file, "docs/faq/secret.txt") == \
         "Path refused: 'docs/faq/secret.txt' leads outside the workspace through a symbolic link."
+
+
+@posix_only
+@pytest.mark.parametrize("tool", ["list_files", "search"])
+def test_a_folder_swapped_for_a_link_between_the_look_and_the_listing_is_not_listed(tree, monkeypatch, tool):
+    """The folder a tool lists or searches is opened as a folder is passed through: never through a link."""
+    root, outside = tree
+    swapped_after_the_look(monkeypatch, os.path.join(root, "docs"), "faq", outside)
+    workspace = Workspace(root)
+    call = workspace.list_files if tool == "list_files" else lambda path: workspace.search("refund", path)
+    doing = "list" if tool == "list_files" else "search"
+    assert refused(call, "docs/faq") in {f"Cannot {doing} 'docs/faq': {os.strerror(number)}."
+                                         for number in (errno.ENOTDIR, errno.ELOOP)}  # Linux; some BSDs
 
 
 @posix_only
