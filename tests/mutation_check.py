@@ -2482,6 +2482,11 @@ MUTANTS: List[Mutant] = [
       "        stop.state = None",
       "retries: a request_limit met by a retry stops the run with a state that resumes (an agent tool's caller too)",
       "test_retry"),
+    M("retry/__init__.py",
+      "    if getattr(caller.CANCEL_CALLBACKS.get(), \"cancelled\", False) or cancelled.wait(",
+      "    if cancelled.wait(",
+      "retries: a run cancelled before its model call began (while the instructions ran) makes no retry",
+      "test_retry"),
 
     # --- What attacks on the tool layer, streamed runs and the ledger found (each rule pinned by its test) -----
     M("validate.py",
@@ -3301,8 +3306,8 @@ MUTANTS: List[Mutant] = [
       "        if False:",
       "the tree reader skips a span of shapes it cannot read", "test_tracing"),
     M("retry/__init__.py",
-      "    if cancelled.wait(decision.delay or 0.0):",
-      "    if cancelled.wait(decision.delay or 0.0) and False:",
+      " or cancelled.wait(decision.delay or 0.0):",
+      " or cancelled.wait(decision.delay or 0.0) and False:",
       "a cancel during a retry's wait stops the retry", "test_retry"),
     M("models/chat_stream.py",
       "            if slot is not None and cid and slot[\"id\"] not in (None, cid) and (\n"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from miniagents import (Agent, ModelHTTPError, ModelRetryAdvice, ModelRetryBackoffSettings, ModelRetrySettings,
                         ModelSettings, ModelTimeoutError, RetryDecision, RetryPolicyContext, RunConfig, Runner,
-                        UsageLimitExceeded, UsageLimits, UserError, retry_policies)
+                        RunState, UsageLimitExceeded, UsageLimits, UserError, retry_policies)
 from miniagents import retry
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -118,6 +118,33 @@ def test_a_cancelled_run_ends_the_backoff_at_once_and_makes_no_new_attempt(strea
             await run
 
     asyncio.run(main())  # waits for the run's worker thread to end
+    assert len(model.calls) == 1 and model.remaining_steps == 1
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_run_cancelled_before_its_model_call_makes_no_retry(streamed):
+    """A cancel that came before the call (here while the instructions ran) is already the run's (`Aborts.cancelled`):
+    a custom model's failing call is not retried, as a cancel during the call or the wait stops the retries."""
+    runs = []
+
+    def instructions(context, agent):
+        runs[0].cancel()
+        return "Be brief."
+
+    model = ScriptedModel([unavailable(), [assistant_message("never")]])
+    settings = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    chosen = Agent(name="A", instructions=instructions, model=model, model_settings=ModelSettings(retry=settings))
+
+    async def drain():
+        runs.append(Runner.run_streamed(chosen, "hi"))
+        async for _ in runs[0].stream_events():
+            pass
+
+    if streamed:
+        asyncio.run(drain())
+    else:
+        runs.append(RunState(None, "hi", chosen))
+        Runner.run_sync(chosen, runs[0])
     assert len(model.calls) == 1 and model.remaining_steps == 1
 
 
