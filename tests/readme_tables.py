@@ -442,9 +442,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
     # said (a name cut across two parts was written as it came)
-    "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    "shell: offline model": 175,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
+    # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
+    # not a bare TypeError out of the streamed run
     "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
