@@ -2491,6 +2491,14 @@ MUTANTS: List[Mutant] = [
       "    if cancelled.wait(",
       "retries: a run cancelled before its model call began (while the instructions ran) makes no retry",
       "test_retry"),
+    M("retry/__init__.py",
+      "max_retries must be an int or None, got {self.max_retries!r:.80}",
+      "max_retries must be an int or None, got {self.max_retries!r}",
+      "retries: a huge bad max_retries is shown cut short in its UserError", "test_retry"),
+    M("retry/__init__.py",
+      "or None: {value!r:.80}",
+      "or None: {value!r}",
+      "retries: a huge bad backoff setting is shown cut short in its UserError", "test_retry"),
 
     # --- What attacks on the tool layer, streamed runs and the ledger found (each rule pinned by its test) -----
     M("validate.py",

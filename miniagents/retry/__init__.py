@@ -59,7 +59,7 @@ class ModelRetryBackoffSettings:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0 <= value <= sys.float_info.max):  # NaN and inf are refused
-                raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None, got {value!r}")
+                raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None: {value!r:.80}")
         if self.jitter is not None and not isinstance(self.jitter, bool):  # "no" was jitter on
             raise UserError(f"ModelRetryBackoffSettings.jitter must be a bool or None, got {self.jitter!r:.80}")
 
@@ -96,7 +96,7 @@ class ModelRetrySettings:
     def __post_init__(self):
         if self.max_retries is not None and (isinstance(self.max_retries, bool)
                                              or not isinstance(self.max_retries, int)):
-            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r}")
+            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r:.80}")
         if isinstance(self.backoff, dict):
             self.backoff = from_fields(ModelRetryBackoffSettings, self.backoff, "ModelRetrySettings.backoff")
         elif self.backoff is not None and not isinstance(self.backoff, ModelRetryBackoffSettings):

@@ -239,6 +239,15 @@ def test_bad_settings_are_user_errors():
         "max_retries": 1, "backoff": {"initial_delay": None, "max_delay": 1, "multiplier": None, "jitter": None}}
 
 
+@pytest.mark.parametrize("bad", [dict(max_retries="9" * 10 ** 6), dict(backoff={"initial_delay": [0.5] * 10 ** 5}),
+                                 dict(backoff={"max_delay": "9" * 10 ** 6})], ids=["max_retries", "initial", "max"])
+def test_a_huge_bad_setting_is_shown_cut_short_in_its_user_error(bad):
+    """A setting read from a config file can be of any size: its error names it and shows its start, as jitter's."""
+    with pytest.raises(UserError, match="must be") as caught:
+        ModelRetrySettings(**bad)
+    assert len(str(caught.value)) < 250
+
+
 # --- What an attack found: runner-managed retries did not hear the server's Retry-After -------------------------
 
 
