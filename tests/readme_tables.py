@@ -378,12 +378,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
-    "shell: retries": 340,
+    "shell: retries": 342,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
     # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
+    # 342 for a RetryingModel (which a plugin's model_call sees) copied: copy.copy was a bare RecursionError
     "shell: capabilities and Workspace": 820,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns; 795 for what an attack on
