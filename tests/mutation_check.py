@@ -2499,6 +2499,10 @@ MUTANTS: List[Mutant] = [
       "or None: {value!r:.80}",
       "or None: {value!r}",
       "retries: a huge bad backoff setting is shown cut short in its UserError", "test_retry"),
+    M("retry/__init__.py",
+      "        if name == \"wrapped\":  # not set yet (an object being built by copy): no attribute to pass on",
+      "        if False:",
+      "retries: a RetryingModel (which a plugin sees) can be copied", "test_retry"),
 
     # --- What attacks on the tool layer, streamed runs and the ledger found (each rule pinned by its test) -----
     M("validate.py",

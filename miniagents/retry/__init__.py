@@ -423,6 +423,8 @@ class RetryingModel:
                                        lambda: count_retry(self.run))
 
     def __getattr__(self, name: str) -> Any:
+        if name == "wrapped":  # not set yet (an object being built by copy): no attribute to pass on
+            raise AttributeError(name)
         return getattr(self.wrapped, name)
 
 

@@ -406,3 +406,14 @@ def test_an_async_get_retry_advice_is_awaited_as_an_async_policy_is():
     settings = ModelRetrySettings(max_retries=1, policy=retry_policies.provider_suggested())
     assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
     assert len(model.calls) == 2
+
+
+def test_the_retrying_model_a_plugin_sees_can_be_copied():
+    """A plugin's `model_call` sees the turn's model, a `RetryingModel` when the run retries (unless another shell
+    wraps it again): copy.copy of it was a bare RecursionError (its `__getattr__` asked for `wrapped` before the copy
+    had one)."""
+    import copy
+
+    model, settings = ScriptedModel([]), ModelRetrySettings(max_retries=1, policy=retry_policies.http_status([503]))
+    copied = copy.copy(retry.RetryingModel(model, settings, None))
+    assert isinstance(copied, retry.RetryingModel) and copied.wrapped is model and copied.settings is settings
