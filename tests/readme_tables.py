@@ -378,12 +378,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
-    "shell: retries": 340,
+    "shell: retries": 342,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
     # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
+    # 342 for a RetryingModel (which a plugin's model_call sees) copied: copy.copy was a bare RecursionError
     "shell: capabilities and Workspace": 820,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns; 795 for what an attack on
@@ -442,9 +443,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
     # said (a name cut across two parts was written as it came)
-    "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    "shell: offline model": 175,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
+    # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
+    # not a bare TypeError out of the streamed run
     "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the

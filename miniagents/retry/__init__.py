@@ -16,9 +16,10 @@ settings ask for retries calls a `RetryingModel` around its model.
 
 Every wait is bounded: the backoff's settings are finite numbers >= 0 and it stops growing at `max_delay`; a wait
 a policy or a server asks for is at most `MAX_SERVER_DELAY` (the adapters' longest `retry-after`), and one that is
-not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's. Cancelling the run ends a wait at
-once and no attempt follows: the run returns as cancelled. Each retry is one more request of the run, as upstream
-counts it, checked against the run's `UsageLimits` before it is sent (`count_retry`).
+not a number >= 0 (negative, NaN) is no wait, as a negative one is upstream's. Cancelling the run (during the call,
+the wait, or before the call began) ends a wait at once and no attempt follows: the run returns as cancelled. Each
+retry is one more request of the run, as upstream counts it, checked against the run's `UsageLimits` before it is
+sent (`count_retry`).
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class ModelRetryBackoffSettings:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0 <= value <= sys.float_info.max):  # NaN and inf are refused
-                raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None, got {value!r}")
+                raise UserError(f"ModelRetryBackoffSettings.{name} must be a finite number >= 0 or None: {value!r:.80}")
         if self.jitter is not None and not isinstance(self.jitter, bool):  # "no" was jitter on
             raise UserError(f"ModelRetryBackoffSettings.jitter must be a bool or None, got {self.jitter!r:.80}")
 
@@ -95,7 +96,7 @@ class ModelRetrySettings:
     def __post_init__(self):
         if self.max_retries is not None and (isinstance(self.max_retries, bool)
                                              or not isinstance(self.max_retries, int)):
-            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r}")
+            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r:.80}")
         if isinstance(self.backoff, dict):
             self.backoff = from_fields(ModelRetryBackoffSettings, self.backoff, "ModelRetrySettings.backoff")
         elif self.backoff is not None and not isinstance(self.backoff, ModelRetryBackoffSettings):
@@ -308,10 +309,12 @@ def _failure_context(model: Any, settings: ModelRetrySettings, error: Exception,
 
 def _wait(decision: RetryDecision, attempt: int, settings: ModelRetrySettings, cancelled: threading.Event) -> None:
     """The decision's delay, ended at once by the run's cancel (`cancelled`, set by `caller.abortable`), which also
-    stops the retry: `caller.Cancelled`, as an aborted request raises, and no new attempt starts."""
+    stops the retry: `caller.Cancelled`, as an aborted request raises, and no new attempt starts. A cancel that came
+    before the call began (while the instructions ran: a custom model's call is made all the same) is no abort this
+    call heard, but the run's aborts are marked with it (`Aborts.cancelled`)."""
     logger.debug("retrying the failed model call in %.2fs (retry %d of %d)", decision.delay or 0.0, attempt,
                  settings.max_retries or 0)
-    if cancelled.wait(decision.delay or 0.0):
+    if getattr(caller.CANCEL_CALLBACKS.get(), "cancelled", False) or cancelled.wait(decision.delay or 0.0):
         raise caller.Cancelled()
 
 
@@ -420,6 +423,8 @@ class RetryingModel:
                                        lambda: count_retry(self.run))
 
     def __getattr__(self, name: str) -> Any:
+        if name == "wrapped":  # not set yet (an object being built by copy): no attribute to pass on
+            raise AttributeError(name)
         return getattr(self.wrapped, name)
 
 

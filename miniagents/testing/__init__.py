@@ -18,7 +18,7 @@ import dataclasses
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import caller, items
 from ..context import Usage
@@ -50,7 +50,8 @@ class ModelScriptError(AgentsException):
 
 class InvalidModelStep(ModelScriptError):
     """A step cannot be used: `reason` says why ("invalid_input", "invalid_error", "invalid_stream_events"),
-    `input_index` which step (0-based) of those added together."""
+    `input_index` which step (0-based) of those added together (None: a `stream_events` function's result, found
+    bad when the call plays it)."""
 
 
 class UnexpectedModelCall(ModelScriptError):
@@ -175,7 +176,11 @@ class ScriptedModel:
         call, step = self._take(True, *args, **kwargs)
         if step.stream_events is None:
             return iter(response_events(self._response(step)))
-        return iter(step.stream_events(call) if callable(step.stream_events) else step.stream_events)
+        events = step.stream_events(call) if callable(step.stream_events) else step.stream_events
+        if not isinstance(events, Iterable):  # a function that returned none: not a bare TypeError out of the run
+            raise InvalidModelStep(f"A scripted step's stream_events function returned a {type(events).__name__}, "
+                                   "not the events.", reason="invalid_stream_events", input_index=None)
+        return iter(events)
 
     def _step(self, step: Any, index: int) -> ModelStep:
         """Any step form -> a checked `ModelStep` with output of its own (`InvalidModelStep` otherwise)."""

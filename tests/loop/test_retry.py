@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from miniagents import (Agent, ModelHTTPError, ModelRetryAdvice, ModelRetryBackoffSettings, ModelRetrySettings,
                         ModelSettings, ModelTimeoutError, RetryDecision, RetryPolicyContext, RunConfig, Runner,
-                        UsageLimitExceeded, UsageLimits, UserError, retry_policies)
+                        RunState, UsageLimitExceeded, UsageLimits, UserError, retry_policies)
 from miniagents import retry
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -121,6 +121,33 @@ def test_a_cancelled_run_ends_the_backoff_at_once_and_makes_no_new_attempt(strea
     assert len(model.calls) == 1 and model.remaining_steps == 1
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_run_cancelled_before_its_model_call_makes_no_retry(streamed):
+    """A cancel that came before the call (here while the instructions ran) is already the run's (`Aborts.cancelled`):
+    a custom model's failing call is not retried, as a cancel during the call or the wait stops the retries."""
+    runs = []
+
+    def instructions(context, agent):
+        runs[0].cancel()
+        return "Be brief."
+
+    model = ScriptedModel([unavailable(), [assistant_message("never")]])
+    settings = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0}, policy=retry_policies.http_status([503]))
+    chosen = Agent(name="A", instructions=instructions, model=model, model_settings=ModelSettings(retry=settings))
+
+    async def drain():
+        runs.append(Runner.run_streamed(chosen, "hi"))
+        async for _ in runs[0].stream_events():
+            pass
+
+    if streamed:
+        asyncio.run(drain())
+    else:
+        runs.append(RunState(None, "hi", chosen))
+        Runner.run_sync(chosen, runs[0])
+    assert len(model.calls) == 1 and model.remaining_steps == 1
+
+
 def test_the_adapter_is_told_not_to_retry_while_the_run_manages_retries():
     seen = []
 
@@ -210,6 +237,15 @@ def test_bad_settings_are_user_errors():
         Runner.run_sync(agent(ScriptedModel([[assistant_message("x")]]), retry=3), "hi")
     assert ModelRetrySettings(max_retries=1, backoff={"max_delay": 1}).to_json_dict() == {
         "max_retries": 1, "backoff": {"initial_delay": None, "max_delay": 1, "multiplier": None, "jitter": None}}
+
+
+@pytest.mark.parametrize("bad", [dict(max_retries="9" * 10 ** 6), dict(backoff={"initial_delay": [0.5] * 10 ** 5}),
+                                 dict(backoff={"max_delay": "9" * 10 ** 6})], ids=["max_retries", "initial", "max"])
+def test_a_huge_bad_setting_is_shown_cut_short_in_its_user_error(bad):
+    """A setting read from a config file can be of any size: its error names it and shows its start, as jitter's."""
+    with pytest.raises(UserError, match="must be") as caught:
+        ModelRetrySettings(**bad)
+    assert len(str(caught.value)) < 250
 
 
 # --- What an attack found: runner-managed retries did not hear the server's Retry-After -------------------------
@@ -370,3 +406,14 @@ def test_an_async_get_retry_advice_is_awaited_as_an_async_policy_is():
     settings = ModelRetrySettings(max_retries=1, policy=retry_policies.provider_suggested())
     assert Runner.run_sync(agent(model, retry=settings), "hi").final_output == "ok"
     assert len(model.calls) == 2
+
+
+def test_the_retrying_model_a_plugin_sees_can_be_copied():
+    """A plugin's `model_call` sees the turn's model, a `RetryingModel` when the run retries (unless another shell
+    wraps it again): copy.copy of it was a bare RecursionError (its `__getattr__` asked for `wrapped` before the copy
+    had one)."""
+    import copy
+
+    model, settings = ScriptedModel([]), ModelRetrySettings(max_retries=1, policy=retry_policies.http_status([503]))
+    copied = copy.copy(retry.RetryingModel(model, settings, None))
+    assert isinstance(copied, retry.RetryingModel) and copied.wrapped is model and copied.settings is settings

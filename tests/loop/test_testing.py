@@ -120,3 +120,9 @@ def test_a_step_with_stream_events_plays_exactly_those_events():
         result, raw = streamed(ScriptedModel([ModelStep(stream_events=source)]))
         assert [e["type"] for e in raw] == ["response.output_text.delta", "response.completed"]
         assert result.final_output == "exact"
+
+
+def test_a_stream_events_function_that_returns_no_events_is_an_invalid_step_not_a_bare_type_error():
+    with pytest.raises(InvalidModelStep, match="stream_events function returned a NoneType") as caught:
+        streamed(ScriptedModel([ModelStep(stream_events=lambda call: None)]))  # the return forgotten
+    assert (caught.value.reason, caught.value.input_index) == ("invalid_stream_events", None)
