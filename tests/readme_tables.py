@@ -394,7 +394,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixes took; 830 for what a second attack found: search showing paths read_file refuses, a working link listed
     # as broken, a refused write leaving folders, a false line cut, a backslash shown as an escape's, folders of mode
     # 0711 not gone through; lowered to 820, what the fixes took
-    "shell: upstream compatibility": 1882,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1884,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -421,7 +421,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare ImportError, `agents.tracing` "miniagents has no 'tracing'", hasattr(agents, "turn_span") raised); 1876
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
-    # came made an item every run refused as input)
+    # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
+    # was a bare RecursionError)
     "shell: recording and replay": 782,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
@@ -443,11 +444,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
     # said (a name cut across two parts was written as it came)
-    "shell: offline model": 175,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
     # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
-    # not a bare TypeError out of the streamed run
+    # not a bare TypeError out of the streamed run; 176 for that check in one home the upstream shell's model uses too
     "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
