@@ -176,11 +176,7 @@ class ScriptedModel:
         call, step = self._take(True, *args, **kwargs)
         if step.stream_events is None:
             return iter(response_events(self._response(step)))
-        events = step.stream_events(call) if callable(step.stream_events) else step.stream_events
-        if not isinstance(events, Iterable):  # a function that returned none: not a bare TypeError out of the run
-            raise InvalidModelStep(f"A scripted step's stream_events function returned a {type(events).__name__}, "
-                                   "not the events.", reason="invalid_stream_events", input_index=None)
-        return iter(events)
+        return iter(played(step.stream_events(call)) if callable(step.stream_events) else step.stream_events)
 
     def _step(self, step: Any, index: int) -> ModelStep:
         """Any step form -> a checked `ModelStep` with output of its own (`InvalidModelStep` otherwise)."""
@@ -232,6 +228,16 @@ class ScriptedModel:
     def _response(step: ModelStep) -> ModelResponse:
         return ModelResponse(output=list(step.output), usage=step.usage, response_id=step.response_id,
                              request_id=step.request_id)
+
+
+def played(events: Any) -> Any:
+    """What a step's `stream_events` function returned, when it is events (an iterable, or an async iterator for
+    the upstream shell); one that returned none (a forgotten `return`) is an `InvalidModelStep`, found when the call
+    plays it, never a bare TypeError out of the run."""
+    if not isinstance(events, Iterable) and not hasattr(events, "__anext__"):
+        raise InvalidModelStep(f"A scripted step's stream_events function returned a {type(events).__name__}, "
+                               "not the events.", reason="invalid_stream_events", input_index=None)
+    return events
 
 
 def response_events(response: ModelResponse) -> list:

@@ -421,3 +421,16 @@ def test_a_custom_model_that_returns_no_model_response_is_a_user_error_with_reas
     with pytest.raises(UserError, match="must return a ModelResponse, not NoneType"):
         Runner.run_sync(Agent(name="A", model=ReturnsNone()), "hi",
                         run_config=RunConfig(reasoning_item_id_policy="omit"))
+
+
+def test_the_awaited_model_a_plugin_sees_can_be_copied():
+    """With the shell loaded a plugin's `model_call` sees an upstream async model wrapped as the kernel calls a
+    model: copy.copy of it was a bare RecursionError (its `__getattr__` asked for `wrapped` before the copy had
+    one)."""
+    import copy
+
+    from miniagents.upstream.runner import AwaitedModel
+
+    model = object()
+    copied = copy.copy(AwaitedModel(model))
+    assert isinstance(copied, AwaitedModel) and copied.wrapped is model

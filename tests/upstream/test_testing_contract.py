@@ -299,3 +299,12 @@ def test_a_message_with_text_and_a_refusal_streams_each_parts_own_events_in_orde
         ("response.content_part.added", None), ("response.refusal.delta", "No."), ("response.refusal.done", "No."),
         ("response.content_part.done", None), ("response.output_item.done", None), ("response.completed", None)]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
+
+
+@pytest.mark.parametrize("returned", [None, 42])
+def test_a_stream_events_function_that_returns_no_events_is_an_invalid_step_in_the_shell_too(returned):
+    """A forgotten `return` in a step's stream function is found when the call plays it: a typed error."""
+    with pytest.raises(InvalidModelStep, match="stream_events function returned a") as caught:
+        streamed(ScriptedModel([ModelStep(stream_events=lambda call: returned)]))
+    assert (caught.value.reason, caught.value.input_index) == ("invalid_stream_events", None)
+
