@@ -369,9 +369,9 @@ JOURNAL = ("#journal", "head")  # the ledger row of a session's journal (run ids
 
 def _output_text(stored: str) -> Union[str, list]:
     """A settled output as recorded (JSON: a string or a list of content parts); a row edited by hand to plain
-    text is returned as is."""
+    text (or to JSON nested deeper than Python reads) is returned as is."""
     try:
         value = json.loads(stored)
-    except ValueError:
+    except (ValueError, RecursionError):
         return stored
     return value if isinstance(value, (str, list)) else stored

@@ -943,6 +943,11 @@ MUTANTS: List[Mutant] = [
       "                    if attempt == self.max_attempts:",
       "a write whose commit outcome is unknown is not repeated unless repeating it changes nothing",
       "test_session_dbapi"),
+    M("sql_session.py",
+      "    except (ValueError, RecursionError):\n        return stored",
+      "    except ValueError:\n        return stored",
+      "a settled output nested deeper than Python reads is its text, not a bare RecursionError from claim_call",
+      "test_session_contract"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

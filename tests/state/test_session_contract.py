@@ -301,6 +301,17 @@ def test_settled_outputs_round_trip_any_text(backend):
         assert s.claim_call("r", f"c{n}") == (False, text)
 
 
+def test_a_settled_output_edited_by_hand_is_returned_as_its_text(backend):
+    """A row that is no JSON string or list, or is nested deeper than Python reads, is the text it holds (the
+    deep one was a bare RecursionError from claim_call and lookup_call)."""
+    s = backend.session()
+    for n, text in enumerate(["plain text", "5", "[" * 100000]):
+        backend.sql("INSERT INTO agent_tool_calls (session_id, run_id, call_id, output) VALUES (?, ?, ?, ?)",
+                    ("s1", "r", f"c{n}", text))
+        assert s.claim_call("r", f"c{n}") == (False, text)
+        assert s.lookup_call("r", f"c{n}") == (True, text)
+
+
 def test_settling_a_call_nobody_claimed_claims_it(backend):
     s = backend.session()
     s.settle_call("r", "c1", "done")
