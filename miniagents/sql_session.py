@@ -110,7 +110,8 @@ class SQLSession(SessionABC):
             "claimed_output": f"SELECT output FROM {t} WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "record": ignore(t, "session_id, run_id, call_id, output", 4),
-            "swap": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ? AND output = ?",
+            "swap": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ? "
+                    "AND COALESCE(output, '') = ?",  # a NULL journal (edited by hand) is none, as read_journal says
         }
         self._sql = SimpleNamespace(**{name: style.sql(text) if style else text for name, text in sql.items()})
         self._schema = [

@@ -948,6 +948,11 @@ MUTANTS: List[Mutant] = [
       "    except ValueError:\n        return stored",
       "a settled output nested deeper than Python reads is its text, not a bare RecursionError from claim_call",
       "test_session_contract"),
+    M("sql_session.py",
+      "\"AND COALESCE(output, '') = ?\",",
+      "\"AND output = ?\",",
+      "a journal row edited to NULL reads as none and is written over (every run stopped, the way out did nothing)",
+      "test_session_contract"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

@@ -343,6 +343,17 @@ def test_the_ledger_is_read_by_key_not_through_the_history_window(backend):
     assert s.add_items([user("again")], once="new-run/turn-0").value is False
 
 
+def test_a_journal_row_edited_to_null_reads_empty_and_is_written_over(backend):
+    """NULL reads as no entry, so it is written over as one: else every run in the session stopped with
+    AlreadyResumedError, and the documented way out, write_journal(read_journal(), ""), changed nothing."""
+    s = backend.session()
+    backend.sql("INSERT INTO agent_tool_calls (session_id, run_id, call_id, output) VALUES (?, ?, ?, NULL)",
+                ("s1", "#journal", "head"))
+    assert s.read_journal() == ""
+    assert s.write_journal("", "entry") is True and s.read_journal() == "entry"
+    assert s.write_journal("", "other") is False and s.read_journal() == "entry"
+
+
 def test_once_appends_at_most_once_per_key(backend):
     s = backend.session()
     turn = [user("pay 5"), call("c1"), output("c1")]
