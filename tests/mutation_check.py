@@ -953,6 +953,11 @@ MUTANTS: List[Mutant] = [
       "\"AND output = ?\",",
       "a journal row edited to NULL reads as none and is written over (every run stopped, the way out did nothing)",
       "test_session_contract"),
+    M("dbapi/__init__.py",
+      "    if callable(getattr(conn, \"cursor\", None)):\n        return conn",
+      "    if True:\n        return conn",
+      "a DB-API factory that returns no connection (None, a coroutine) is a UserError, not a bare AttributeError",
+      "test_session_dbapi"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

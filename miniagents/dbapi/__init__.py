@@ -145,7 +145,7 @@ class DBAPISession(SQLSession):
             if self._dialect is None:
                 raise
             self._raise_store_error(exc, "opening")
-        driver_name = type(conn).__module__.partition(".")[0]
+        driver_name = type(_checked(conn)).__module__.partition(".")[0]
         try:
             chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
             if chosen is None:
@@ -200,7 +200,7 @@ class DBAPISession(SQLSession):
         if self._conn is not None:  # inherited through fork: its socket is the parent's
             _inherited.append(self._conn)
             self._conn = None
-        conn = self._connect()
+        conn = _checked(self._connect())
         self._dialect.own(conn)
         self._conn, self._pid = conn, os.getpid()
         return conn
@@ -242,6 +242,17 @@ class DBAPISession(SQLSession):
         with self._lock:
             if self._pid == os.getpid():
                 self._drop(self._conn)
+
+
+def _checked(conn: Any) -> Any:
+    """`conn` when it is a DB-API connection (it has `cursor()`); else a `UserError`, and `conn` closed if it can
+    be (an async driver's coroutine: else never awaited)."""
+    if callable(getattr(conn, "cursor", None)):
+        return conn
+    _close_quietly(conn)
+    raise UserError(f"DBAPISession: connect returned a {type(conn).__name__}, not a DB-API connection (one with "
+                    "cursor()): pass a function that opens one, e.g. lambda: psycopg.connect(dsn); an async "
+                    "driver's connection cannot be used")
 
 
 def _close_quietly(conn: Any) -> None:

@@ -336,6 +336,19 @@ def test_a_connection_of_an_unknown_driver_needs_a_dialect_and_is_closed(tmp_pat
         DBAPISession("s", connect, dialect="mysql")
 
 
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_factory_that_returns_no_connection_is_a_user_error_saying_so(dialect, recwarn):
+    """None, a driver's connect function itself, a cursor, an async driver's coroutine: each was a bare
+    AttributeError from deep inside (and the coroutine was never awaited, nor closed)."""
+    async def async_connect():
+        return None
+
+    for made in (lambda: None, lambda: sqlite3.connect, lambda: sqlite3.connect(":memory:").cursor(), async_connect):
+        with pytest.raises(UserError, match="connect returned a .*, not a DB-API connection"):
+            DBAPISession("s", made, dialect=dialect, paramstyle="qmark")
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
 @pytest.mark.parametrize("kwargs,message", [({"connect": "postgresql://x"}, "connect must be a callable"),
                                             ({"max_attempts": 0}, "max_attempts"),
                                             ({"max_attempts": True}, "max_attempts")])
