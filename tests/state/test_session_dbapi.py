@@ -336,6 +336,22 @@ def test_a_connection_of_an_unknown_driver_needs_a_dialect_and_is_closed(tmp_pat
         DBAPISession("s", connect, dialect="mysql")
 
 
+@pytest.mark.parametrize("count", [-1, None])
+def test_a_cursor_that_tells_no_row_count_is_a_session_store_error_never_a_claim_lost(flaky, monkeypatch, count):
+    """PEP 249 lets rowcount be -1 ("cannot be determined"): read as "claimed before", a claimed call never ran and
+    a once-append stored nothing yet said its key was used."""
+    make, _, connections = flaky
+    s = make()
+    s.add_items([user("kept")])
+    monkeypatch.setattr(FlakyCursor, "rowcount", count, raising=False)
+    for write in (lambda: s.claim_call("r", "c1"), lambda: s.add_items([user("x")], once="k"),
+                  lambda: s.settle_call("r", "c2", "out"), lambda: s.write_journal("", "entry"), s.pop_item):
+        with pytest.raises(SessionStoreError, match=f"gave no row count \\(rowcount {count}\\).*nothing"):
+            write()
+    monkeypatch.undo()
+    assert s.lookup_call("r", "c1") == (False, None) and s.read_journal() == "" and s.get_items() == [user("kept")]
+
+
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_a_factory_that_returns_no_connection_is_a_user_error_saying_so(dialect, recwarn):
     """None, a driver's connect function itself, a cursor, an async driver's coroutine: each was a bare
