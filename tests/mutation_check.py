@@ -963,6 +963,11 @@ MUTANTS: List[Mutant] = [
       "        if isinstance(count, int):\n            return count",
       "a DB-API cursor that tells no row count (rowcount -1) fails the write, never read as a claim lost",
       "test_session_dbapi"),
+    M("dbapi/__init__.py",
+      "connection_lost(exc, conn) or \"closed database\" in str(exc)))",
+      "connection_lost(exc, conn)))",
+      "a sqlite3 connection closed under a DB-API session is replaced (its ProgrammingError was raised for ever)",
+      "test_session_dbapi"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

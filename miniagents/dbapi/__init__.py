@@ -93,11 +93,12 @@ class PostgreSQLDialect:
 
 class DBAPISQLiteDialect(SQLiteDialect):
     """sqlite3 (or a driver around it) as a DB-API connection: also retried when the driver reports a lost
-    connection or a SQLSTATE, as with PostgreSQL, if the error carries no SQLite result code."""
+    connection or a SQLSTATE, as with PostgreSQL, if the error carries no SQLite result code, or when the
+    connection was closed under the session (sqlite3's has no `closed` to read: its error says so)."""
 
     def is_transient(self, exc: BaseException, conn: Any = None) -> bool:
-        return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None
-                                                   and connection_lost(exc, conn))
+        return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None and (
+            connection_lost(exc, conn) or "closed database" in str(exc)))
 
     def store_problem(self, exc: BaseException) -> Optional[str]:
         if "can only be used in that same thread" in str(exc):  # sqlite3's ProgrammingError, by its text

@@ -269,6 +269,27 @@ def test_a_closed_session_reconnects_on_next_use(flaky):
     assert s.get_items() == [user("1"), user("2")] and len(connections) == 2
 
 
+def test_a_sqlite3_connection_closed_under_the_session_is_replaced_as_a_lost_one(tmp_path):
+    """sqlite3's closed connection has no `closed` to read: its ProgrammingError was raised as it is, by every
+    later call of the session, for ever."""
+    made, again = [], []
+
+    def connect():
+        if not again:
+            made.append(sqlite3.connect(str(tmp_path / "c.db"), check_same_thread=False))
+        return made[-1]
+
+    s = DBAPISession("s", connect)
+    s.add_items([user("1")])
+    made[-1].close()  # by a pool, or by code that thought it was its own
+    s.add_items([user("2")])
+    assert s.get_items() == [user("1"), user("2")] and len(made) == 2
+    made[-1].close()
+    again.append(True)  # a factory that hands back the closed connection: bounded retries
+    with pytest.raises(SessionStoreError, match="a read of session 's' failed after 3 attempt"):
+        s.get_items()
+
+
 def test_a_long_history_is_read_in_pages_that_double_from_64_up_to_4096_rows(flaky):
     """A driver such as psycopg reads a whole result into memory: the history is read newest first a page at a
     time, each page twice the last (so what is read follows what is wanted) but never more than 4096 rows."""
