@@ -448,12 +448,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     "shell: offline model": 171,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
-    "shell: DB-API sessions": 198,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    "shell: DB-API sessions": 205,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
     # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191
     # for a sqlite3 database locked past every retry said so, as SQLiteSession says it; 198 for a factory that
-    # returns no connection (None, a cursor, an async driver's coroutine) a UserError saying so, not AttributeError
+    # returns no connection (None, a cursor, an async driver's coroutine) a UserError saying so, not AttributeError;
+    # 205 for a connection whose rows are mappings (dict_row), or its text bytes, refused when the session is made
+    # (the history read empty, every row taken for its column names, and a claim was a bare KeyError)
     "shell: MCP servers": 1152,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
