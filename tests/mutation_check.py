@@ -968,6 +968,11 @@ MUTANTS: List[Mutant] = [
       "connection_lost(exc, conn)))",
       "a sqlite3 connection closed under a DB-API session is replaced (its ProgrammingError was raised for ever)",
       "test_session_dbapi"),
+    M("dbapi/__init__.py",
+      "            if self._transaction(_first_row, write=False) != (1, \"a\"):",
+      "            if False:",
+      "a DB-API connection whose rows are mappings (dict_row) is a UserError (the history read empty)",
+      "test_session_dbapi"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

@@ -168,6 +168,10 @@ class DBAPISession(SQLSession):
         self._conn = conn
         try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
             self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
+            if self._transaction(_first_row, write=False) != (1, "a"):  # read by position, text as str: PEP 249's
+                raise UserError("DBAPISession: the connection returns rows as mappings (psycopg's dict_row, "
+                                "psycopg2's RealDictCursor, a sqlite3 row_factory) or text as no str (a sqlite3 "
+                                "text_factory): connect without them")
             if paramstyle is not None:  # the style given is the driver's: a query written in it is read
                 self._probe_style(paramstyle)
         except BaseException:
@@ -243,6 +247,11 @@ class DBAPISession(SQLSession):
         with self._lock:
             if self._pid == os.getpid():
                 self._drop(self._conn)
+
+
+def _first_row(cur: Any) -> tuple:
+    cur.execute("SELECT 1, 'a'")
+    return tuple(cur.fetchone() or ())
 
 
 def _checked(conn: Any) -> Any:

@@ -373,6 +373,32 @@ def test_a_cursor_that_tells_no_row_count_is_a_session_store_error_never_a_claim
     assert s.lookup_call("r", "c1") == (False, None) and s.read_journal() == "" and s.get_items() == [user("kept")]
 
 
+def test_a_connection_that_returns_rows_as_mappings_is_a_user_error_and_one_indexed_by_position_works(tmp_path):
+    """A row factory such as psycopg's dict_row or psycopg2's RealDictCursor: each row was read as its column
+    names, so every stored item was skipped as no JSON (the history read empty) and a claim was a bare KeyError."""
+    path = str(tmp_path / "r.db")
+
+    def connect(factory):
+        conn = sqlite3.connect(path, check_same_thread=False)
+        conn.row_factory = factory
+        return conn
+
+    made = []
+    as_dicts = lambda cur, row: {d[0]: v for d, v in zip(cur.description, row)}  # noqa: E731
+    with pytest.raises(UserError, match="returns rows as mappings .*dict_row"):
+        DBAPISession("s", lambda: made.append(connect(as_dicts)) or made[-1])
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made[0].execute("SELECT 1")
+    bytes_text = sqlite3.connect(path, check_same_thread=False)
+    bytes_text.text_factory = bytes  # the journal read as bytes: a crashed turn could not be continued
+    with pytest.raises(UserError, match="or text as no str"):
+        DBAPISession("s", lambda: bytes_text)
+    with DBAPISession("s", lambda: connect(sqlite3.Row)) as s:
+        s.add_items([user("1")])
+        s.claim_call("r", "c")
+        assert s.get_items() == [user("1")] and s.claim_call("r", "c") == (False, None)
+
+
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_a_factory_that_returns_no_connection_is_a_user_error_saying_so(dialect, recwarn):
     """None, a driver's connect function itself, a cursor, an async driver's coroutine: each was a bare
