@@ -973,6 +973,11 @@ MUTANTS: List[Mutant] = [
       "            if False:",
       "a DB-API connection whose rows are mappings (dict_row) is a UserError (the history read empty)",
       "test_session_dbapi"),
+    M("dbapi/__init__.py",
+      "2 ** min(attempt - 1, 5))",
+      "2 ** (attempt - 1))",
+      "a DB-API session's wait between retries is bounded (many attempts waited hours, then overflowed a float)",
+      "test_session_dbapi"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

@@ -36,7 +36,7 @@ from ..sql_session import SessionStoreError, SQLSession
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
-RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one
+RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one, up to 32 times it
 _TRANSIENT_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")
 
 
@@ -235,7 +235,7 @@ class DBAPISession(SQLSession):
                             f"attempt(s) ({type(exc).__name__}){said}{outcome}") from exc
                     logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
                                    what, type(exc).__name__, attempt + 1, self.max_attempts)
-                    time.sleep(RETRY_DELAY * 2 ** (attempt - 1))
+                    time.sleep(RETRY_DELAY * 2 ** min(attempt - 1, 5))  # bounded: max_attempts may be large
 
     def _drop(self, conn: Any) -> None:
         if conn is not None and conn is self._conn:

@@ -180,6 +180,11 @@ def test_the_wait_before_each_retry_doubles(flaky, monkeypatch):
     plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 3
     make(max_attempts=4).add_items([user("1")])
     assert waits == [0.25, 0.5, 1.0]
+    waits.clear()  # up to 32 times the first: many attempts never wait for hours (nor overflow a float)
+    plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 2000
+    with pytest.raises(SessionStoreError, match="after 2000 attempt"):
+        make(max_attempts=2000).add_items([user("2")])
+    assert waits[:7] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0] and max(waits) == 8.0 and len(waits) == 1999
 
 def test_an_error_that_is_not_transient_is_raised_as_is_without_retry(flaky):
     make, plan, connections = flaky
