@@ -364,7 +364,10 @@ class SQLSession(SessionABC):
     def write_journal(self, expected: str, entry: str) -> bool:
         """Replace the journal entry `expected` ('' when none) by `entry`, in one short transaction. False, and
         nothing written, when the entry is no longer `expected`: another worker continued this session (or runs
-        in it), and a stale worker must never overwrite a newer turn."""
+        in it), and a stale worker must never overwrite a newer turn. Lone surrogates are stored replaced, as in
+        items (the driver's UTF-8 refuses them), in `expected` too: the entry its writer holds still matches."""
+        entry, expected = (clean_text(text) if isinstance(text, str) else text for text in (entry, expected))
+
         def body(cur: Any) -> bool:
             self._execute(cur, "record", self.session_id, *JOURNAL, "")
             if self._changed(cur, "swap", entry, self.session_id, *JOURNAL, expected) == 1:

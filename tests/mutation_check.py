@@ -978,6 +978,11 @@ MUTANTS: List[Mutant] = [
       "2 ** (attempt - 1))",
       "a DB-API session's wait between retries is bounded (many attempts waited hours, then overflowed a float)",
       "test_session_dbapi"),
+    M("sql_session.py",
+      "        entry, expected = (clean_text(text) if isinstance(text, str) else text for text in (entry, expected))",
+      "        entry, expected = entry, expected",
+      "a journal entry with a lone surrogate is stored replaced (the driver's UTF-8 refused it, failing the run)",
+      "test_session_contract"),
     # --- schema.py / validate.py: strict schemas, argument validation ------------------------------------
     M("schema.py",
       "        if out.setdefault(\"additionalProperties\", False) is not False:",

@@ -354,6 +354,15 @@ def test_a_journal_row_edited_to_null_reads_empty_and_is_written_over(backend):
     assert s.write_journal("", "other") is False and s.read_journal() == "entry"
 
 
+def test_a_journal_entry_with_lone_surrogates_is_stored_replaced_and_matched_as_written(backend):
+    """As items are (a custom model's text can hold one): the driver's UTF-8 encoding refused it, a bare
+    UnicodeEncodeError that failed the run. The writer's entry, as it holds it, still matches the stored one."""
+    s = backend.session()
+    assert s.write_journal("", "turn \ud800 1") is True and s.read_journal() == "turn \ufffd 1"
+    assert s.write_journal("turn \ud800 1", "turn \udfff 2") is True and s.read_journal() == "turn \ufffd 2"
+    assert s.write_journal("turn \ud800 1", "") is False and s.write_journal("turn \udfff 2", "") is True
+
+
 def test_once_appends_at_most_once_per_key(backend):
     s = backend.session()
     turn = [user("pay 5"), call("c1"), output("c1")]
