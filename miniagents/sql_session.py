@@ -110,7 +110,8 @@ class SQLSession(SessionABC):
             "claimed_output": f"SELECT output FROM {t} WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "settle": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ?",
             "record": ignore(t, "session_id, run_id, call_id, output", 4),
-            "swap": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ? AND output = ?",
+            "swap": f"UPDATE {t} SET output = ? WHERE session_id = ? AND run_id = ? AND call_id = ? "
+                    "AND COALESCE(output, '') = ?",  # a NULL journal (edited by hand) is none, as read_journal says
         }
         self._sql = SimpleNamespace(**{name: style.sql(text) if style else text for name, text in sql.items()})
         self._schema = [
@@ -166,6 +167,16 @@ class SQLSession(SessionABC):
     def _execute(self, cur: Any, name: str, *args: Any) -> Any:
         cur.execute(getattr(self._sql, name), self._args(args))
         return cur
+
+    def _changed(self, cur: Any, name: str, *args: Any) -> int:
+        """How many rows statement `name` changed: a claim, a settle, a pop and the journal's swap are decided by
+        it, so a driver that cannot tell (PEP 249 lets rowcount be -1) fails the write instead of losing it."""
+        count = getattr(self._execute(cur, name, *args), "rowcount", None)
+        if isinstance(count, int) and count >= 0:
+            return count
+        raise SessionStoreError(f"{type(self).__name__}: a write of session {self.session_id!r} failed: the driver's "
+                                f"cursor gave no row count (rowcount {count!r}), which the exactly-once ledger is "
+                                "decided by: use a driver that reports it; nothing of it was stored")
 
     # --- items ---------------------------------------------------------------------------------------------
 
@@ -254,7 +265,7 @@ class SQLSession(SessionABC):
 
         def body(cur: Any) -> bool:
             self._execute(cur, "ensure_session", self.session_id)
-            if once is not None and self._execute(cur, "claim", self.session_id, "", once).rowcount != 1:
+            if once is not None and self._changed(cur, "claim", self.session_id, "", once) != 1:
                 return False
             self._execute(cur, "touch_session", self.session_id)  # writers of this session queue here
             if rows:
@@ -272,7 +283,7 @@ class SQLSession(SessionABC):
                 row = self._execute(cur, "newest", self.session_id).fetchone()
                 if row is None:
                     return None
-                if self._execute(cur, "delete_message", row[0]).rowcount != 1:  # else the same row, for ever
+                if self._changed(cur, "delete_message", row[0]) != 1:  # else the same row, for ever
                     raise SessionStoreError(f"{type(self).__name__}: pop_item of session {self.session_id!r} failed: "
                                             f"{self._where()} has a table {self.messages_table} whose id is no key "
                                             "(another program's table?): pass other table names; nothing was removed")
@@ -303,7 +314,7 @@ class SQLSession(SessionABC):
         key = (self.session_id, check_key(owner, "run_id", run_id), check_key(owner, "call_id", call_id, True))
 
         def body(cur: Any) -> Tuple[bool, Optional[str]]:
-            if self._execute(cur, "claim", *key).rowcount == 1:
+            if self._changed(cur, "claim", *key) == 1:
                 return True, None
             row = self._execute(cur, "claimed_output", *key).fetchone()
             return False, None if row is None or row[0] is None else _output_text(row[0])
@@ -322,7 +333,7 @@ class SQLSession(SessionABC):
         stored = json.dumps(output)
 
         def body(cur: Any) -> None:
-            if self._execute(cur, "settle", stored, *key).rowcount == 0:
+            if self._changed(cur, "settle", stored, *key) == 0:
                 self._execute(cur, "record", *key, stored)
 
         self._transaction(body, write=True)
@@ -353,10 +364,13 @@ class SQLSession(SessionABC):
     def write_journal(self, expected: str, entry: str) -> bool:
         """Replace the journal entry `expected` ('' when none) by `entry`, in one short transaction. False, and
         nothing written, when the entry is no longer `expected`: another worker continued this session (or runs
-        in it), and a stale worker must never overwrite a newer turn."""
+        in it), and a stale worker must never overwrite a newer turn. Lone surrogates are stored replaced, as in
+        items (the driver's UTF-8 refuses them), in `expected` too: the entry its writer holds still matches."""
+        entry, expected = (clean_text(text) if isinstance(text, str) else text for text in (entry, expected))
+
         def body(cur: Any) -> bool:
             self._execute(cur, "record", self.session_id, *JOURNAL, "")
-            if self._execute(cur, "swap", entry, self.session_id, *JOURNAL, expected).rowcount == 1:
+            if self._changed(cur, "swap", entry, self.session_id, *JOURNAL, expected) == 1:
                 return True
             row = self._execute(cur, "claimed_output", self.session_id, *JOURNAL).fetchone()
             return row[0] == entry  # a retry after a commit whose acknowledgement was lost: it is written
@@ -369,9 +383,9 @@ JOURNAL = ("#journal", "head")  # the ledger row of a session's journal (run ids
 
 def _output_text(stored: str) -> Union[str, list]:
     """A settled output as recorded (JSON: a string or a list of content parts); a row edited by hand to plain
-    text is returned as is."""
+    text (or to JSON nested deeper than Python reads) is returned as is."""
     try:
         value = json.loads(stored)
-    except ValueError:
+    except (ValueError, RecursionError):
         return stored
     return value if isinstance(value, (str, list)) else stored

@@ -248,7 +248,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
-    "state and sessions": 1277,  # 1277: a worker whose own journal entry is gone stops, whoever journals now (a
+    "state and sessions": 1286,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
+    # as items are (the driver's UTF-8 refused it: the run failed); 1285: a write whose row count the driver cannot tell (PEP 249's rowcount -1) a
+    # SessionStoreError (a claim read it as "claimed before": the call never ran; a once-append stored nothing);
+    # 1278: a journal row edited to NULL (read as none) written over as none (every run
+    # stopped with AlreadyResumedError, and write_journal(read_journal(), "") changed nothing); 1277: a worker whose own journal entry is gone stops, whoever journals now (a
     # continue took its turn over and ended, another run journaled: it went on set aside and ran the tool again);
     # 1276: a journal write over an empty journal looks its turn claim up again (a
     # take-over may have run the turn and emptied it: both asked the model, the tool ran twice), and a first resume
@@ -449,11 +453,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # as an empty delta
     # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
     # not a bare TypeError out of the streamed run; 176 for that check in one home the upstream shell's model uses too
-    "shell: DB-API sessions": 191,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    "shell: DB-API sessions": 205,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
     # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191
-    # for a sqlite3 database locked past every retry said so, as SQLiteSession says it
+    # for a sqlite3 database locked past every retry said so, as SQLiteSession says it; 198 for a factory that
+    # returns no connection (None, a cursor, an async driver's coroutine) a UserError saying so, not AttributeError;
+    # 205 for a connection whose rows are mappings (dict_row), or its text bytes, refused when the session is made
+    # (the history read empty, every row taken for its column names, and a claim was a bare KeyError)
     "shell: MCP servers": 1152,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values

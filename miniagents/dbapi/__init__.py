@@ -36,7 +36,7 @@ from ..sql_session import SessionStoreError, SQLSession
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
 
-RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one
+RETRY_DELAY = 0.05  # seconds before the second attempt; doubled for each later one, up to 32 times it
 _TRANSIENT_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")
 
 
@@ -93,11 +93,12 @@ class PostgreSQLDialect:
 
 class DBAPISQLiteDialect(SQLiteDialect):
     """sqlite3 (or a driver around it) as a DB-API connection: also retried when the driver reports a lost
-    connection or a SQLSTATE, as with PostgreSQL, if the error carries no SQLite result code."""
+    connection or a SQLSTATE, as with PostgreSQL, if the error carries no SQLite result code, or when the
+    connection was closed under the session (sqlite3's has no `closed` to read: its error says so)."""
 
     def is_transient(self, exc: BaseException, conn: Any = None) -> bool:
-        return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None
-                                                   and connection_lost(exc, conn))
+        return super().is_transient(exc, conn) or (getattr(exc, "sqlite_errorcode", None) is None and (
+            connection_lost(exc, conn) or "closed database" in str(exc)))
 
     def store_problem(self, exc: BaseException) -> Optional[str]:
         if "can only be used in that same thread" in str(exc):  # sqlite3's ProgrammingError, by its text
@@ -145,7 +146,7 @@ class DBAPISession(SQLSession):
             if self._dialect is None:
                 raise
             self._raise_store_error(exc, "opening")
-        driver_name = type(conn).__module__.partition(".")[0]
+        driver_name = type(_checked(conn)).__module__.partition(".")[0]
         try:
             chosen = DIALECTS[dialect] if dialect is not None else _DRIVER_DIALECTS.get(driver_name)
             if chosen is None:
@@ -167,6 +168,10 @@ class DBAPISession(SQLSession):
         self._conn = conn
         try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
             self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
+            if self._transaction(_first_row, write=False) != (1, "a"):  # read by position, text as str: PEP 249's
+                raise UserError("DBAPISession: the connection returns rows as mappings (psycopg's dict_row, "
+                                "psycopg2's RealDictCursor, a sqlite3 row_factory) or text as no str (a sqlite3 "
+                                "text_factory): connect without them")
             if paramstyle is not None:  # the style given is the driver's: a query written in it is read
                 self._probe_style(paramstyle)
         except BaseException:
@@ -200,7 +205,7 @@ class DBAPISession(SQLSession):
         if self._conn is not None:  # inherited through fork: its socket is the parent's
             _inherited.append(self._conn)
             self._conn = None
-        conn = self._connect()
+        conn = _checked(self._connect())
         self._dialect.own(conn)
         self._conn, self._pid = conn, os.getpid()
         return conn
@@ -230,7 +235,7 @@ class DBAPISession(SQLSession):
                             f"attempt(s) ({type(exc).__name__}){said}{outcome}") from exc
                     logger.warning("session %r: retrying a %s after %s (attempt %d of %d)", self.session_id,
                                    what, type(exc).__name__, attempt + 1, self.max_attempts)
-                    time.sleep(RETRY_DELAY * 2 ** (attempt - 1))
+                    time.sleep(RETRY_DELAY * 2 ** min(attempt - 1, 5))  # bounded: max_attempts may be large
 
     def _drop(self, conn: Any) -> None:
         if conn is not None and conn is self._conn:
@@ -242,6 +247,22 @@ class DBAPISession(SQLSession):
         with self._lock:
             if self._pid == os.getpid():
                 self._drop(self._conn)
+
+
+def _first_row(cur: Any) -> tuple:
+    cur.execute("SELECT 1, 'a'")
+    return tuple(cur.fetchone() or ())
+
+
+def _checked(conn: Any) -> Any:
+    """`conn` when it is a DB-API connection (it has `cursor()`); else a `UserError`, and `conn` closed if it can
+    be (an async driver's coroutine: else never awaited)."""
+    if callable(getattr(conn, "cursor", None)):
+        return conn
+    _close_quietly(conn)
+    raise UserError(f"DBAPISession: connect returned a {type(conn).__name__}, not a DB-API connection (one with "
+                    "cursor()): pass a function that opens one, e.g. lambda: psycopg.connect(dsn); an async "
+                    "driver's connection cannot be used")
 
 
 def _close_quietly(conn: Any) -> None:

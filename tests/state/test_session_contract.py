@@ -301,6 +301,17 @@ def test_settled_outputs_round_trip_any_text(backend):
         assert s.claim_call("r", f"c{n}") == (False, text)
 
 
+def test_a_settled_output_edited_by_hand_is_returned_as_its_text(backend):
+    """A row that is no JSON string or list, or is nested deeper than Python reads, is the text it holds (the
+    deep one was a bare RecursionError from claim_call and lookup_call)."""
+    s = backend.session()
+    for n, text in enumerate(["plain text", "5", "[" * 100000]):
+        backend.sql("INSERT INTO agent_tool_calls (session_id, run_id, call_id, output) VALUES (?, ?, ?, ?)",
+                    ("s1", "r", f"c{n}", text))
+        assert s.claim_call("r", f"c{n}") == (False, text)
+        assert s.lookup_call("r", f"c{n}") == (True, text)
+
+
 def test_settling_a_call_nobody_claimed_claims_it(backend):
     s = backend.session()
     s.settle_call("r", "c1", "done")
@@ -330,6 +341,26 @@ def test_the_ledger_is_read_by_key_not_through_the_history_window(backend):
     assert len(s.get_items()) == 3
     assert s.claim_call("old-run", "c1") == (False, "paid 5")
     assert s.add_items([user("again")], once="new-run/turn-0").value is False
+
+
+def test_a_journal_row_edited_to_null_reads_empty_and_is_written_over(backend):
+    """NULL reads as no entry, so it is written over as one: else every run in the session stopped with
+    AlreadyResumedError, and the documented way out, write_journal(read_journal(), ""), changed nothing."""
+    s = backend.session()
+    backend.sql("INSERT INTO agent_tool_calls (session_id, run_id, call_id, output) VALUES (?, ?, ?, NULL)",
+                ("s1", "#journal", "head"))
+    assert s.read_journal() == ""
+    assert s.write_journal("", "entry") is True and s.read_journal() == "entry"
+    assert s.write_journal("", "other") is False and s.read_journal() == "entry"
+
+
+def test_a_journal_entry_with_lone_surrogates_is_stored_replaced_and_matched_as_written(backend):
+    """As items are (a custom model's text can hold one): the driver's UTF-8 encoding refused it, a bare
+    UnicodeEncodeError that failed the run. The writer's entry, as it holds it, still matches the stored one."""
+    s = backend.session()
+    assert s.write_journal("", "turn \ud800 1") is True and s.read_journal() == "turn \ufffd 1"
+    assert s.write_journal("turn \ud800 1", "turn \udfff 2") is True and s.read_journal() == "turn \ufffd 2"
+    assert s.write_journal("turn \ud800 1", "") is False and s.write_journal("turn \udfff 2", "") is True
 
 
 def test_once_appends_at_most_once_per_key(backend):

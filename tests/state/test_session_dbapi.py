@@ -180,6 +180,11 @@ def test_the_wait_before_each_retry_doubles(flaky, monkeypatch):
     plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 3
     make(max_attempts=4).add_items([user("1")])
     assert waits == [0.25, 0.5, 1.0]
+    waits.clear()  # up to 32 times the first: many attempts never wait for hours (nor overflow a float)
+    plan[INSERT_MESSAGE] = [(DEADLOCK, False, True)] * 2000
+    with pytest.raises(SessionStoreError, match="after 2000 attempt"):
+        make(max_attempts=2000).add_items([user("2")])
+    assert waits[:7] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0] and max(waits) == 8.0 and len(waits) == 1999
 
 def test_an_error_that_is_not_transient_is_raised_as_is_without_retry(flaky):
     make, plan, connections = flaky
@@ -269,6 +274,27 @@ def test_a_closed_session_reconnects_on_next_use(flaky):
     assert s.get_items() == [user("1"), user("2")] and len(connections) == 2
 
 
+def test_a_sqlite3_connection_closed_under_the_session_is_replaced_as_a_lost_one(tmp_path):
+    """sqlite3's closed connection has no `closed` to read: its ProgrammingError was raised as it is, by every
+    later call of the session, for ever."""
+    made, again = [], []
+
+    def connect():
+        if not again:
+            made.append(sqlite3.connect(str(tmp_path / "c.db"), check_same_thread=False))
+        return made[-1]
+
+    s = DBAPISession("s", connect)
+    s.add_items([user("1")])
+    made[-1].close()  # by a pool, or by code that thought it was its own
+    s.add_items([user("2")])
+    assert s.get_items() == [user("1"), user("2")] and len(made) == 2
+    made[-1].close()
+    again.append(True)  # a factory that hands back the closed connection: bounded retries
+    with pytest.raises(SessionStoreError, match="a read of session 's' failed after 3 attempt"):
+        s.get_items()
+
+
 def test_a_long_history_is_read_in_pages_that_double_from_64_up_to_4096_rows(flaky):
     """A driver such as psycopg reads a whole result into memory: the history is read newest first a page at a
     time, each page twice the last (so what is read follows what is wanted) but never more than 4096 rows."""
@@ -334,6 +360,61 @@ def test_a_connection_of_an_unknown_driver_needs_a_dialect_and_is_closed(tmp_pat
         DBAPISession("s", connect, dialect="sqlite")
     with pytest.raises(UserError, match="dialect 'mysql'"):
         DBAPISession("s", connect, dialect="mysql")
+
+
+@pytest.mark.parametrize("count", [-1, None])
+def test_a_cursor_that_tells_no_row_count_is_a_session_store_error_never_a_claim_lost(flaky, monkeypatch, count):
+    """PEP 249 lets rowcount be -1 ("cannot be determined"): read as "claimed before", a claimed call never ran and
+    a once-append stored nothing yet said its key was used."""
+    make, _, connections = flaky
+    s = make()
+    s.add_items([user("kept")])
+    monkeypatch.setattr(FlakyCursor, "rowcount", count, raising=False)
+    for write in (lambda: s.claim_call("r", "c1"), lambda: s.add_items([user("x")], once="k"),
+                  lambda: s.settle_call("r", "c2", "out"), lambda: s.write_journal("", "entry"), s.pop_item):
+        with pytest.raises(SessionStoreError, match=f"gave no row count \\(rowcount {count}\\).*nothing"):
+            write()
+    monkeypatch.undo()
+    assert s.lookup_call("r", "c1") == (False, None) and s.read_journal() == "" and s.get_items() == [user("kept")]
+
+
+def test_a_connection_that_returns_rows_as_mappings_is_a_user_error_and_one_indexed_by_position_works(tmp_path):
+    """A row factory such as psycopg's dict_row or psycopg2's RealDictCursor: each row was read as its column
+    names, so every stored item was skipped as no JSON (the history read empty) and a claim was a bare KeyError."""
+    path = str(tmp_path / "r.db")
+
+    def connect(factory):
+        conn = sqlite3.connect(path, check_same_thread=False)
+        conn.row_factory = factory
+        return conn
+
+    made = []
+    as_dicts = lambda cur, row: {d[0]: v for d, v in zip(cur.description, row)}  # noqa: E731
+    with pytest.raises(UserError, match="returns rows as mappings .*dict_row"):
+        DBAPISession("s", lambda: made.append(connect(as_dicts)) or made[-1])
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        made[0].execute("SELECT 1")
+    bytes_text = sqlite3.connect(path, check_same_thread=False)
+    bytes_text.text_factory = bytes  # the journal read as bytes: a crashed turn could not be continued
+    with pytest.raises(UserError, match="or text as no str"):
+        DBAPISession("s", lambda: bytes_text)
+    with DBAPISession("s", lambda: connect(sqlite3.Row)) as s:
+        s.add_items([user("1")])
+        s.claim_call("r", "c")
+        assert s.get_items() == [user("1")] and s.claim_call("r", "c") == (False, None)
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_factory_that_returns_no_connection_is_a_user_error_saying_so(dialect, recwarn):
+    """None, a driver's connect function itself, a cursor, an async driver's coroutine: each was a bare
+    AttributeError from deep inside (and the coroutine was never awaited, nor closed)."""
+    async def async_connect():
+        return None
+
+    for made in (lambda: None, lambda: sqlite3.connect, lambda: sqlite3.connect(":memory:").cursor(), async_connect):
+        with pytest.raises(UserError, match="connect returned a .*, not a DB-API connection"):
+            DBAPISession("s", made, dialect=dialect, paramstyle="qmark")
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
 
 
 @pytest.mark.parametrize("kwargs,message", [({"connect": "postgresql://x"}, "connect must be a callable"),
