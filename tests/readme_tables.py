@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1702,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1703,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -178,7 +178,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (the environment variables' rule only warned, and the run wrote no trace)
     # 1702 for a plugin around a step that suppressed its error (a run 'completed' with no output, or failed later
     # with a bare KeyError): each plugin's __exit__ is pushed with what it returns ignored (seams.around)
-    "agents, items, guardrails": 1045,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1703 for a server-managed call id no session can key (NUL, a lone surrogate) named in the server's mistake
+    "agents, items, guardrails": 1047,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -213,6 +214,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1045 (state 1268, upstream 1882) for an output kept as the server's only where the request names a state, and
     # only if what it was made of has no call before it (auto_previous_response_id alone sent an orphan naming no
     # state; a call_model_input_filter that took a call out sent its output as the server's)
+    # 1047 for items.keyable, the one rule of what a session can key by: a call id holding NUL or a lone surrogate
+    # (a server's \u0000 escape) could never be claimed, and each continue of its turn failed alike (a stuck session)
     "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
