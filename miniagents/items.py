@@ -96,6 +96,11 @@ def clean_text(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def keyable(value: Any) -> bool:
+    """Whether `value` can key a row on every database: a non-empty text with no NUL and no lone surrogate. A
+    call id that is not (a server's `\\u0000` escape) could never be claimed in a session's ledger."""
+    return isinstance(value, str) and bool(value) and "\x00" not in value and clean_text(value) is value
+
 def clean_json(value: Any) -> Any:
     """`clean_text` applied to every string (keys included) of a decoded JSON value."""
     if isinstance(value, str):

@@ -33,7 +33,7 @@ from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .caller import Ready
 from .errors import SessionStoreError, UserError
-from .items import clean_text
+from .items import clean_text, keyable
 from .session import SessionABC, SessionItems, SessionSettings
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
@@ -51,7 +51,7 @@ def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> s
         raise UserError(f"{owner}: {what} must be a string, not {type(value).__name__}")
     if not value and not allow_empty:
         raise UserError(f"{owner}: {what} must not be empty")
-    if "\x00" in value or clean_text(value) is not value:
+    if value and not keyable(value):
         raise UserError(f"{owner}: {what} must not contain NUL characters or lone surrogates")
     return value
 

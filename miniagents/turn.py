@@ -32,7 +32,7 @@ from .context import ToolContext, Usage
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, function_call_output, message_refusal, message_text,
+                    ToolCallItem, ToolCallOutputItem, function_call_output, keyable, message_refusal, message_text,
                     new_call_id, preview)
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
@@ -244,7 +244,7 @@ def take_response(run: Run, turn: Turn, response: Any) -> None:
     run.state.model_responses.append(response)
     turn.output = response.output
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
-    if len(set(ids) - run.state.call_ids - {None, ""}) < len(ids):  # not each its own
+    if len(set(filter(keyable, ids)) - run.state.call_ids) < len(ids):  # not each its own, or one no session keys
         turn.output, turn.replays = assign_call_ids(turn.output, run.state)
 
 
@@ -275,7 +275,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     how many calls were dropped as replays). A call id must never answer two different calls, and a call must
     never run twice, for servers that number ids per response ("call_0" in every response) and for servers
     whose ids are unique alike. A call id the response repeats is dropped (the first call with it stands). A
-    call with no id, or with an id used earlier in the run or its history:
+    call with no id (or one no session can key: NUL, a lone surrogate), or with an id used earlier in the run or
+    its history:
     - a numbered id is the server's count: it is a new call, and gets a fresh id;
     - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
       output stands; nothing runs again);
@@ -285,8 +286,9 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     each have an id of their own is the server's mistake (`ModelBehaviorError`), never two calls answered as one."""
     if state.server_managed:
         ids = [item.get("call_id") for item in output if item.get("type") == "function_call"]
-        if len(set(ids)) < len(ids) or not all(ids):
-            raise ModelBehaviorError("The server gave two calls of one response the same call id, or a call none: a "
+        if len(set(ids)) < len(ids) or not all(map(keyable, ids)):
+            raise ModelBehaviorError("The server gave two calls of one response the same call id, or a call none (or "
+                                     "one holding NUL or a lone surrogate, which no session can key): a "
                                      "conversation the server keeps (conversation_id, previous_response_id) needs "
                                      "an id of its own for each call")
         for item in output:  # an id given again (numbered per response) is a new call: earlier decisions are not its
@@ -297,7 +299,7 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     for item in output:
         if item.get("type") == "function_call":
             call_id = item.get("call_id")
-            if not call_id or call_id in state.call_ids:
+            if not keyable(call_id) or call_id in state.call_ids:
                 if call_id and not NUMBERED_ID.fullmatch(call_id):
                     earlier = earlier if earlier is not None else _calls_by_id(state)
                     if earlier.get(call_id) == _invocation(item):

@@ -53,15 +53,33 @@ def test_a_server_managed_conversation_keeps_the_ids_the_server_gave_even_repeat
     assert sent == [[("function_call_output", "call_0")], [("function_call_output", "call_0")]]
 
 
-@pytest.mark.parametrize("second_id", ["call_0", ""])
+@pytest.mark.parametrize("second_id", ["call_0", "", "call_\x00", "call_\ud800"])
 def test_a_server_managed_response_whose_calls_do_not_each_have_an_id_is_the_servers_mistake(second_id):
     runs.clear()
     second = function_call("ping", {"n": 2}, call_id="x")
     second["call_id"] = second_id
     model = ScriptedModel([[function_call("ping", {"n": 1}, call_id="call_0"), second]])
-    with pytest.raises(ModelBehaviorError, match="needs an id of its own for each call"):
+    with pytest.raises(ModelBehaviorError, match=r"\(or one holding NUL or a lone surrogate, which no session can key\).*needs an id of its own for each call"):
         Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go", previous_response_id="resp_0")
     assert runs == []  # neither ran: two calls are never answered as one
+
+
+@pytest.mark.parametrize("given", ["call_\x00", "call_\ud800"], ids=["NUL", "lone surrogate"])
+def test_a_call_id_no_session_can_key_gets_a_fresh_id_so_its_approval_resumes_and_it_runs_once(given, tmp_path):
+    """A server's `\\u0000` escape in a call id: a session's ledger cannot claim it, so the resume failed, and every
+    continue of its turn in flight failed alike (the session was stuck). It gets a fresh id where it enters."""
+    from miniagents import SQLiteSession
+
+    runs.clear()
+    model = ScriptedModel([[function_call("guarded", {"n": 1}, call_id=given)], [assistant_message("done")]])
+    agent, session = Agent(name="A", tools=[guarded], model=model), SQLiteSession("s", str(tmp_path / "s.db"))
+    state = Runner.run_sync(agent, "go", session=session).to_state()
+    state.approve(state.get_interruptions()[0])
+    assert Runner.run_sync(agent, state, session=session).final_output == "done" and runs == [("guarded", 1)]
+    history = session.get_items()
+    (fresh,) = call_ids(history)
+    assert fresh.startswith("call_") and fresh != given
+    assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == [fresh]
 
 
 def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume():
