@@ -366,7 +366,10 @@ class SQLSession(SessionABC):
         nothing written, when the entry is no longer `expected`: another worker continued this session (or runs
         in it), and a stale worker must never overwrite a newer turn. Lone surrogates are stored replaced, as in
         items (the driver's UTF-8 refuses them), in `expected` too: the entry its writer holds still matches."""
-        entry, expected = (clean_text(text) if isinstance(text, str) else text for text in (entry, expected))
+        if not isinstance(expected, str) or not isinstance(entry, str):  # else stored as it is, or a driver's error
+            raise UserError(f"{type(self).__name__}.write_journal takes two strings (the entry expected, the new one), "
+                            f"got {type(expected).__name__} and {type(entry).__name__}; nothing was written")
+        entry, expected = clean_text(entry), clean_text(expected)
 
         def body(cur: Any) -> bool:
             self._execute(cur, "record", self.session_id, *JOURNAL, "")

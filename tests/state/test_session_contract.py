@@ -363,6 +363,17 @@ def test_a_journal_entry_with_lone_surrogates_is_stored_replaced_and_matched_as_
     assert s.write_journal("turn \ud800 1", "") is False and s.write_journal("turn \udfff 2", "") is True
 
 
+@pytest.mark.parametrize("expected, entry", [("", None), ("", 5), ("", {"turn": 1}), ("", b"entry"), (None, "entry")])
+def test_a_journal_entry_that_is_no_string_is_a_user_error_and_nothing_is_written(backend, expected, entry):
+    """An entry is text: a dict was the driver's bare ProgrammingError, an int was stored as "5" (a corrupt entry
+    that stopped every later run in the session), None as NULL; an `expected` of None was False for ever."""
+    s = backend.session()
+    s.write_journal("", "entry")
+    with pytest.raises(UserError, match="write_journal takes two strings"):
+        s.write_journal("entry" if expected == "" else expected, entry)
+    assert s.read_journal() == "entry"
+
+
 def test_once_appends_at_most_once_per_key(backend):
     s = backend.session()
     turn = [user("pay 5"), call("c1"), output("c1")]
