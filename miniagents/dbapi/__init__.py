@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import UserError
 from ..session import SessionSettings
@@ -169,9 +169,9 @@ class DBAPISession(SQLSession):
         try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
             self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
             if self._transaction(_first_row, write=False) != (1, "a"):  # read by position, text as str: PEP 249's
-                raise UserError("DBAPISession: the connection returns rows as mappings (psycopg's dict_row, "
-                                "psycopg2's RealDictCursor, a sqlite3 row_factory) or text as no str (a sqlite3 "
-                                "text_factory): connect without them")
+                raise UserError("DBAPISession: the connection returns rows as mappings or objects (psycopg's "
+                                "dict_row or class_row, psycopg2's RealDictCursor, a sqlite3 row_factory) or text "
+                                "as no str (a sqlite3 text_factory): connect without them")
             if paramstyle is not None:  # the style given is the driver's: a query written in it is read
                 self._probe_style(paramstyle)
         except BaseException:
@@ -251,7 +251,8 @@ class DBAPISession(SQLSession):
 
 def _first_row(cur: Any) -> tuple:
     cur.execute("SELECT 1, 'a'")
-    return tuple(cur.fetchone() or ())
+    row = cur.fetchone()
+    return tuple(row) if isinstance(row, Iterable) else ()  # an object (psycopg's class_row): no row to unpack
 
 
 def _checked(conn: Any) -> Any:

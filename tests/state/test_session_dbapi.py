@@ -390,8 +390,11 @@ def test_a_connection_that_returns_rows_as_mappings_is_a_user_error_and_one_inde
 
     made = []
     as_dicts = lambda cur, row: {d[0]: v for d, v in zip(cur.description, row)}  # noqa: E731
-    with pytest.raises(UserError, match="returns rows as mappings .*dict_row"):
+    with pytest.raises(UserError, match="returns rows as mappings or objects .*dict_row"):
         DBAPISession("s", lambda: made.append(connect(as_dicts)) or made[-1])
+    as_objects = lambda cur, row: types.SimpleNamespace(row=row)  # noqa: E731  (psycopg's class_row: a bare TypeError)
+    with pytest.raises(UserError, match="returns rows as mappings or objects .*class_row"):
+        DBAPISession("s", lambda: connect(as_objects))
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         made[0].execute("SELECT 1")
     bytes_text = sqlite3.connect(path, check_same_thread=False)
