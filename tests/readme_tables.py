@@ -248,9 +248,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
-    # 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
+    # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
+    # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1289,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
+    "state and sessions": 1293,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
     # as items are (the driver's UTF-8 refused it: the run failed); 1285: a write whose row count the driver cannot tell (PEP 249's rowcount -1) a
     # SessionStoreError (a claim read it as "claimed before": the call never ran; a once-append stored nothing);
     # 1278: a journal row edited to NULL (read as none) written over as none (every run
