@@ -330,7 +330,11 @@ class SQLSession(SessionABC):
         if not isinstance(output, (str, list)):
             raise UserError(f"{owner}.settle_call: output must be a string or a list of content parts, "
                             f"not {type(output).__name__}")
-        stored = json.dumps(output)
+        try:
+            stored = json.dumps(output)
+        except (TypeError, ValueError, RecursionError) as exc:  # a part no JSON holds, or nested deeper than it reads
+            raise UserError(f"{owner}.settle_call: output cannot be stored as JSON ({exc}); nothing was "
+                            "stored") from None
 
         def body(cur: Any) -> None:
             if self._changed(cur, "settle", stored, *key) == 0:

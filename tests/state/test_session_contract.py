@@ -312,6 +312,20 @@ def test_a_settled_output_edited_by_hand_is_returned_as_its_text(backend):
         assert s.lookup_call("r", f"c{n}") == (True, text)
 
 
+def test_a_settled_output_no_json_holds_is_a_user_error_and_nothing_is_stored(backend):
+    """A list of parts with a value JSON has no form for, or nested deeper than Python writes: a bare TypeError or
+    RecursionError out of settle_call (the reading side returns such a row as its text)."""
+    s = backend.session()
+    deep: list = []
+    for _ in range(100000):
+        deep = [deep]
+    s.claim_call("r", "c1")
+    for output in (["part", {"a set": {1, 2}}], deep):
+        with pytest.raises(UserError, match="settle_call: output cannot be stored as JSON"):
+            s.settle_call("r", "c1", output)
+    assert s.lookup_call("r", "c1") == (True, None)
+
+
 def test_settling_a_call_nobody_claimed_claims_it(backend):
     s = backend.session()
     s.settle_call("r", "c1", "done")
