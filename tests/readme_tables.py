@@ -457,8 +457,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # as an empty delta
     # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
     # not a bare TypeError out of the streamed run; 176 for that check in one home the upstream shell's model uses too
-    # 206 for a connection whose rows are objects (psycopg's class_row) a UserError, not a bare TypeError
-    "shell: DB-API sessions": 206,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    # 209 for an async driver's open connection (psycopg's AsyncConnection: cursor() too, its statements coroutines
+    # never run) refused with a UserError, its close() coroutine closed; 206 for a connection whose rows are objects (psycopg's class_row) a UserError, not a bare TypeError
+    "shell: DB-API sessions": 209,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
     # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191
