@@ -22,6 +22,7 @@ It must never import a driver: the user brings theirs.
 from __future__ import annotations
 
 import binascii
+import inspect
 import logging
 import os
 import sys
@@ -256,9 +257,10 @@ def _first_row(cur: Any) -> tuple:
 
 
 def _checked(conn: Any) -> Any:
-    """`conn` when it is a DB-API connection (it has `cursor()`); else a `UserError`, and `conn` closed if it can
-    be (an async driver's coroutine: else never awaited)."""
-    if callable(getattr(conn, "cursor", None)):
+    """`conn` when it is a DB-API connection (it has `cursor()`, and a `commit()` no coroutine: an async driver's
+    connection, psycopg's AsyncConnection, aiosqlite's, only made coroutines); else a `UserError`, and `conn` closed
+    if it can be (an async driver's coroutine: else never awaited)."""
+    if callable(getattr(conn, "cursor", None)) and not inspect.iscoroutinefunction(getattr(conn, "commit", None)):
         return conn
     _close_quietly(conn)
     raise UserError(f"DBAPISession: connect returned a {type(conn).__name__}, not a DB-API connection (one with "
@@ -268,7 +270,9 @@ def _checked(conn: Any) -> Any:
 
 def _close_quietly(conn: Any) -> None:
     try:
-        conn.close()
+        closing = conn.close()
+        if inspect.iscoroutine(closing):  # an async driver's connection: nothing here can await it
+            closing.close()
     except Exception:  # a broken connection may refuse to close; it is gone either way
         pass
 
