@@ -330,7 +330,11 @@ class SQLSession(SessionABC):
         if not isinstance(output, (str, list)):
             raise UserError(f"{owner}.settle_call: output must be a string or a list of content parts, "
                             f"not {type(output).__name__}")
-        stored = json.dumps(output)
+        try:
+            stored = json.dumps(output)
+        except (TypeError, ValueError, RecursionError) as exc:  # a part no JSON holds, or nested deeper than it reads
+            raise UserError(f"{owner}.settle_call: output cannot be stored as JSON ({exc}); nothing was "
+                            "stored") from None
 
         def body(cur: Any) -> None:
             if self._changed(cur, "settle", stored, *key) == 0:
@@ -366,7 +370,10 @@ class SQLSession(SessionABC):
         nothing written, when the entry is no longer `expected`: another worker continued this session (or runs
         in it), and a stale worker must never overwrite a newer turn. Lone surrogates are stored replaced, as in
         items (the driver's UTF-8 refuses them), in `expected` too: the entry its writer holds still matches."""
-        entry, expected = (clean_text(text) if isinstance(text, str) else text for text in (entry, expected))
+        if not isinstance(expected, str) or not isinstance(entry, str):  # else stored as it is, or a driver's error
+            raise UserError(f"{type(self).__name__}.write_journal takes two strings (the entry expected, the new one), "
+                            f"got {type(expected).__name__} and {type(entry).__name__}; nothing was written")
+        entry, expected = clean_text(entry), clean_text(expected)
 
         def body(cur: Any) -> bool:
             self._execute(cur, "record", self.session_id, *JOURNAL, "")

@@ -251,7 +251,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
-    "state and sessions": 1286,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
+    # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
+    # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
+    # stored as a corrupt entry that stopped every later run, None stored as NULL)
+    "state and sessions": 1293,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
     # as items are (the driver's UTF-8 refused it: the run failed); 1285: a write whose row count the driver cannot tell (PEP 249's rowcount -1) a
     # SessionStoreError (a claim read it as "claimed before": the call never ran; a once-append stored nothing);
     # 1278: a journal row edited to NULL (read as none) written over as none (every run
@@ -385,7 +388,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
-    "shell: retries": 342,
+    # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
+    "shell: retries": 344,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
@@ -456,7 +460,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # as an empty delta
     # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
     # not a bare TypeError out of the streamed run; 176 for that check in one home the upstream shell's model uses too
-    "shell: DB-API sessions": 205,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
+    # 209 for an async driver's open connection (psycopg's AsyncConnection: cursor() too, its statements coroutines
+    # never run) refused with a UserError, its close() coroutine closed; 206 for a connection whose rows are objects (psycopg's class_row) a UserError, not a bare TypeError
+    "shell: DB-API sessions": 209,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;
     # raised to 185 for a thread-bound sqlite3 connection and a paramstyle the driver refuses, each said; 187 for
     # PostgreSQL's quoted table names, in lower case (the table the unquoted name was folded to); 189 for the
     # session's own SessionStoreError raised as it is (its text was read as the driver's error, and retried); 191

@@ -22,12 +22,13 @@ It must never import a driver: the user brings theirs.
 from __future__ import annotations
 
 import binascii
+import inspect
 import logging
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import UserError
 from ..session import SessionSettings
@@ -169,9 +170,9 @@ class DBAPISession(SQLSession):
         try:  # tables of another layout (or none, without create_tables) fail here, not at the first write
             self._transaction(self._create_tables if create_tables else self._check_tables, write=create_tables)
             if self._transaction(_first_row, write=False) != (1, "a"):  # read by position, text as str: PEP 249's
-                raise UserError("DBAPISession: the connection returns rows as mappings (psycopg's dict_row, "
-                                "psycopg2's RealDictCursor, a sqlite3 row_factory) or text as no str (a sqlite3 "
-                                "text_factory): connect without them")
+                raise UserError("DBAPISession: the connection returns rows as mappings or objects (psycopg's "
+                                "dict_row or class_row, psycopg2's RealDictCursor, a sqlite3 row_factory) or text "
+                                "as no str (a sqlite3 text_factory): connect without them")
             if paramstyle is not None:  # the style given is the driver's: a query written in it is read
                 self._probe_style(paramstyle)
         except BaseException:
@@ -251,13 +252,15 @@ class DBAPISession(SQLSession):
 
 def _first_row(cur: Any) -> tuple:
     cur.execute("SELECT 1, 'a'")
-    return tuple(cur.fetchone() or ())
+    row = cur.fetchone()
+    return tuple(row) if isinstance(row, Iterable) else ()  # an object (psycopg's class_row): no row to unpack
 
 
 def _checked(conn: Any) -> Any:
-    """`conn` when it is a DB-API connection (it has `cursor()`); else a `UserError`, and `conn` closed if it can
-    be (an async driver's coroutine: else never awaited)."""
-    if callable(getattr(conn, "cursor", None)):
+    """`conn` when it is a DB-API connection (it has `cursor()`, and a `commit()` no coroutine: an async driver's
+    connection, psycopg's AsyncConnection, aiosqlite's, only made coroutines); else a `UserError`, and `conn` closed
+    if it can be (an async driver's coroutine: else never awaited)."""
+    if callable(getattr(conn, "cursor", None)) and not inspect.iscoroutinefunction(getattr(conn, "commit", None)):
         return conn
     _close_quietly(conn)
     raise UserError(f"DBAPISession: connect returned a {type(conn).__name__}, not a DB-API connection (one with "
@@ -267,7 +270,9 @@ def _checked(conn: Any) -> Any:
 
 def _close_quietly(conn: Any) -> None:
     try:
-        conn.close()
+        closing = conn.close()
+        if inspect.iscoroutine(closing):  # an async driver's connection: nothing here can await it
+            closing.close()
     except Exception:  # a broken connection may refuse to close; it is gone either way
         pass
 

@@ -422,9 +422,13 @@ class RetryingModel:
                                        lambda: self.wrapped.stream_response(*args, **kwargs), kwargs, cancelled,
                                        lambda: count_retry(self.run))
 
+    def __deepcopy__(self, memo: dict) -> "RetryingModel":
+        """A model is a shared service, not data (as the library's models are); a copy of its run is no use."""
+        return self
+
     def __getattr__(self, name: str) -> Any:
-        if name == "wrapped":  # not set yet (an object being built by copy): no attribute to pass on
-            raise AttributeError(name)
+        if name == "wrapped" or name.startswith("__"):  # not set yet (an object being built by copy), or what
+            raise AttributeError(name)  # copy asks of this object (__deepcopy__, __getstate__): none to pass on
         return getattr(self.wrapped, name)
 
 

@@ -230,11 +230,11 @@ class ScriptedModel:
                              request_id=step.request_id)
 
 
-def played(events: Any) -> Any:
+def played(events: Any, asynchronous: bool = False) -> Any:
     """What a step's `stream_events` function returned, when it is events (an iterable, or an async iterator for
-    the upstream shell); one that returned none (a forgotten `return`) is an `InvalidModelStep`, found when the call
-    plays it, never a bare TypeError out of the run."""
-    if not isinstance(events, Iterable) and not hasattr(events, "__anext__"):
+    the upstream shell: `asynchronous`); one that returned none (a forgotten `return`, an async generator here) is
+    an `InvalidModelStep`, found when the call plays it, never a bare TypeError out of the run."""
+    if not isinstance(events, Iterable) and not (asynchronous and hasattr(events, "__anext__")):
         raise InvalidModelStep(f"A scripted step's stream_events function returned a {type(events).__name__}, "
                                "not the events.", reason="invalid_stream_events", input_index=None)
     return events

@@ -215,8 +215,8 @@ class AwaitedModel:
         self.wrapped = model  # not `model`: a tracing span reads a model's name from `model.model`
 
     def __getattr__(self, name: str) -> Any:
-        if name == "wrapped":  # not set yet (an object being built by copy): no attribute to pass on
-            raise AttributeError(name)
+        if name == "wrapped" or name.startswith("__"):  # not set yet (an object being built by copy), or what
+            raise AttributeError(name)  # copy asks of this object (__deepcopy__, __getstate__): none to pass on
         return getattr(self.wrapped, name)
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:

@@ -151,7 +151,7 @@ class ScriptedModel(offline.ScriptedModel):
     def stream_response(self, *args: Any, **kwargs: Any) -> "ScriptedStream":
         call, step = self._take(True, *args, **kwargs)
         if callable(step.stream_events):
-            return ScriptedStream(_drained(offline.played(step.stream_events(_detached(call)))))
+            return ScriptedStream(_drained(offline.played(step.stream_events(_detached(call)), True)))
         if step.stream_events is not None:
             return ScriptedStream([_as_item(event) for event in step.stream_events])
         return ScriptedStream(response_events(self._response(step)))

@@ -417,3 +417,21 @@ def test_the_retrying_model_a_plugin_sees_can_be_copied():
     model, settings = ScriptedModel([]), ModelRetrySettings(max_retries=1, policy=retry_policies.http_status([503]))
     copied = copy.copy(retry.RetryingModel(model, settings, None))
     assert isinstance(copied, retry.RetryingModel) and copied.wrapped is model and copied.settings is settings
+
+
+def test_a_deep_copy_of_the_retrying_model_is_still_the_retrying_model():
+    """copy.deepcopy asks the object for `__deepcopy__`: the `RetryingModel` passed the question on to its model,
+    and the copy was the bare model (no retries, none counted); a copy of its run (connections, locks) is no use:
+    it is shared, as the library's models are."""
+    import copy
+
+    class Pickled(ScriptedModel):  # a model with a state of its own: Python < 3.11 asked the object for it too
+        def __getstate__(self):
+            return {}
+
+    settings = ModelRetrySettings(max_retries=1, policy=retry_policies.http_status([503]))
+    run = object()  # the run it counts retries in
+    for model in (ScriptedModel([]), Pickled([])):
+        retrying = retry.RetryingModel(model, settings, run)
+        copied, deep = copy.copy(retrying), copy.deepcopy([retrying])[0]
+        assert copied.wrapped is model and copied.run is run and deep.wrapped is model and deep.run is run

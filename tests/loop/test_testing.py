@@ -126,3 +126,15 @@ def test_a_stream_events_function_that_returns_no_events_is_an_invalid_step_not_
     with pytest.raises(InvalidModelStep, match="stream_events function returned a NoneType") as caught:
         streamed(ScriptedModel([ModelStep(stream_events=lambda call: None)]))  # the return forgotten
     assert (caught.value.reason, caught.value.input_index) == ("invalid_stream_events", None)
+
+
+def test_a_stream_events_function_that_is_an_async_generator_is_an_invalid_step_not_a_bare_type_error():
+    """Upstream's stream is async, so an async generator is a natural mistake here; the upstream shell's
+    ScriptedModel plays one, the kernel's (called from a thread, no event loop) cannot: a typed error, not
+    "'async_generator' object is not iterable" out of the run."""
+    async def events(call):
+        yield {"type": "response.created"}
+
+    with pytest.raises(InvalidModelStep, match="stream_events function returned a async_generator") as caught:
+        streamed(ScriptedModel([ModelStep(stream_events=events)]))
+    assert (caught.value.reason, caught.value.input_index) == ("invalid_stream_events", None)

@@ -312,6 +312,20 @@ def test_a_settled_output_edited_by_hand_is_returned_as_its_text(backend):
         assert s.lookup_call("r", f"c{n}") == (True, text)
 
 
+def test_a_settled_output_no_json_holds_is_a_user_error_and_nothing_is_stored(backend):
+    """A list of parts with a value JSON has no form for, or nested deeper than Python writes: a bare TypeError or
+    RecursionError out of settle_call (the reading side returns such a row as its text)."""
+    s = backend.session()
+    deep: list = []
+    for _ in range(100000):
+        deep = [deep]
+    s.claim_call("r", "c1")
+    for output in (["part", {"a set": {1, 2}}], deep):
+        with pytest.raises(UserError, match="settle_call: output cannot be stored as JSON"):
+            s.settle_call("r", "c1", output)
+    assert s.lookup_call("r", "c1") == (True, None)
+
+
 def test_settling_a_call_nobody_claimed_claims_it(backend):
     s = backend.session()
     s.settle_call("r", "c1", "done")
@@ -361,6 +375,17 @@ def test_a_journal_entry_with_lone_surrogates_is_stored_replaced_and_matched_as_
     assert s.write_journal("", "turn \ud800 1") is True and s.read_journal() == "turn \ufffd 1"
     assert s.write_journal("turn \ud800 1", "turn \udfff 2") is True and s.read_journal() == "turn \ufffd 2"
     assert s.write_journal("turn \ud800 1", "") is False and s.write_journal("turn \udfff 2", "") is True
+
+
+@pytest.mark.parametrize("expected, entry", [("", None), ("", 5), ("", {"turn": 1}), ("", b"entry"), (None, "entry")])
+def test_a_journal_entry_that_is_no_string_is_a_user_error_and_nothing_is_written(backend, expected, entry):
+    """An entry is text: a dict was the driver's bare ProgrammingError, an int was stored as "5" (a corrupt entry
+    that stopped every later run in the session), None as NULL; an `expected` of None was False for ever."""
+    s = backend.session()
+    s.write_journal("", "entry")
+    with pytest.raises(UserError, match="write_journal takes two strings"):
+        s.write_journal("entry" if expected == "" else expected, entry)
+    assert s.read_journal() == "entry"
 
 
 def test_once_appends_at_most_once_per_key(backend):

@@ -390,8 +390,11 @@ def test_a_connection_that_returns_rows_as_mappings_is_a_user_error_and_one_inde
 
     made = []
     as_dicts = lambda cur, row: {d[0]: v for d, v in zip(cur.description, row)}  # noqa: E731
-    with pytest.raises(UserError, match="returns rows as mappings .*dict_row"):
+    with pytest.raises(UserError, match="returns rows as mappings or objects .*dict_row"):
         DBAPISession("s", lambda: made.append(connect(as_dicts)) or made[-1])
+    as_objects = lambda cur, row: types.SimpleNamespace(row=row)  # noqa: E731  (psycopg's class_row: a bare TypeError)
+    with pytest.raises(UserError, match="returns rows as mappings or objects .*class_row"):
+        DBAPISession("s", lambda: connect(as_objects))
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         made[0].execute("SELECT 1")
     bytes_text = sqlite3.connect(path, check_same_thread=False)
@@ -407,11 +410,23 @@ def test_a_connection_that_returns_rows_as_mappings_is_a_user_error_and_one_inde
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_a_factory_that_returns_no_connection_is_a_user_error_saying_so(dialect, recwarn):
     """None, a driver's connect function itself, a cursor, an async driver's coroutine: each was a bare
-    AttributeError from deep inside (and the coroutine was never awaited, nor closed)."""
+    AttributeError from deep inside (and the coroutine was never awaited, nor closed). An async driver's open
+    connection (psycopg's AsyncConnection, aiosqlite's) has a cursor() too, but its statements were coroutines
+    never run: the tables "made", then a bare error (or a word about mappings) from deep inside."""
     async def async_connect():
         return None
 
-    for made in (lambda: None, lambda: sqlite3.connect, lambda: sqlite3.connect(":memory:").cursor(), async_connect):
+    class AsyncConnection:  # psycopg's: cursor() made an AsyncCursor, whose execute and fetchone are coroutines
+        def cursor(self):
+            return types.SimpleNamespace(execute=self.commit, fetchone=self.commit, close=lambda: None)
+
+        async def commit(self, *args):
+            pass
+
+        close = rollback = commit
+
+    for made in (lambda: None, lambda: sqlite3.connect, lambda: sqlite3.connect(":memory:").cursor(), async_connect,
+                 AsyncConnection):
         with pytest.raises(UserError, match="connect returned a .*, not a DB-API connection"):
             DBAPISession("s", made, dialect=dialect, paramstyle="qmark")
     assert not [w for w in recwarn if "never awaited" in str(w.message)]

@@ -434,3 +434,16 @@ def test_the_awaited_model_a_plugin_sees_can_be_copied():
     model = object()
     copied = copy.copy(AwaitedModel(model))
     assert isinstance(copied, AwaitedModel) and copied.wrapped is model
+
+
+def test_a_deep_copy_of_the_awaited_model_is_still_the_awaited_model():
+    """copy.deepcopy asks the object for `__deepcopy__`: the `AwaitedModel` passed the question on to its model, and
+    the copy was the bare async model, which the kernel cannot call."""
+    import copy
+
+    from miniagents.testing import ScriptedModel
+    from miniagents.upstream.runner import AwaitedModel
+
+    model = ScriptedModel([])  # a model shared by its copies (its __deepcopy__ returns itself)
+    copied = copy.deepcopy(AwaitedModel(model))
+    assert isinstance(copied, AwaitedModel) and copied.wrapped is model
