@@ -1513,6 +1513,10 @@ MUTANTS: List[Mutant] = [
       "        results.append(result)\n    for result in results:\n        if result.output.tripwire_triggered:\n"
       "            raise tripwire(result)\n",
       "input guardrails run in order and stop at the first tripwire: later ones never run", "test_guardrails"),
+    M("handoffs.py",
+      "    if not isinstance(getattr(agent, \"name\", None), str):  # not an Agent: else a bare AttributeError",
+      "    if False:  # not an Agent: else a bare AttributeError",
+      "handoff() to something other than an Agent is a UserError", "test_handoffs"),
     M("guardrails.py",
       "name=name or getattr(fn, \"__name__\", None), **options)",
       "name=name or fn.__name__, **options)",
