@@ -142,8 +142,8 @@ def _checked(output: Any, name: str) -> GuardrailFunctionOutput:
 
 def _decorator(cls: type, func: Optional[Callable], name: Optional[str], **options: Any) -> Any:
     """Both forms of every guardrail decorator: bare (`@input_guardrail`) and called (`@input_guardrail(name=...)`)."""
-    def make(fn: Callable) -> Any:
-        return cls(guardrail_function=fn, name=name or fn.__name__, **options)
+    def make(fn: Callable) -> Any:  # a callable object or a partial has no __name__: `get_name` falls back
+        return cls(guardrail_function=fn, name=name or getattr(fn, "__name__", None), **options)
 
     return make(func) if func is not None else make
 
@@ -270,13 +270,17 @@ KINDS = {"input_guardrails": (InputGuardrail, "input_guardrail"),
 def check_guardrails(owner: str, made: Any, *names: str) -> None:
     """The lists `names` of `made` (an agent, a tool, a run configuration, called `owner` in the error) hold only
     guardrails of their kind, checked where it is made: a plain function (its decorator forgotten), or anything
-    else, is a `TypeError`, as for its other fields, that names the decorator."""
+    else, is a `TypeError`, as for its other fields, that names the decorator; so is a guardrail whose function is
+    not callable."""
     for name in names:
         kind, decorator = KINDS[name]
         for guardrail in getattr(made, name) or ():
             if not isinstance(guardrail, kind):
                 raise TypeError(f"{owner} {name} must be {kind.__name__} objects (decorate functions with "
                                 f"@{decorator}), got {type(guardrail).__name__}")
+            if not callable(guardrail.guardrail_function):  # else a bare "not callable" when the run reaches it
+                raise TypeError(f"{owner} {name}: {guardrail.get_name()!r} has a guardrail_function of type "
+                                f"{type(guardrail.guardrail_function).__name__}, which is not callable")
 
 
 def check_tool_input(run: Any, tool: Any, context: Any, agent: Any, results: list) -> Optional[str]:

@@ -89,6 +89,8 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
             input_type: Any = None, input_filter: Optional[Callable] = None,
             nest_handoff_history: Optional[bool] = None, is_enabled: Union[bool, Callable] = True) -> Handoff:
     """Describe a handoff to `agent`; `on_handoff(ctx[, input])` runs when the model takes it."""
+    if not isinstance(getattr(agent, "name", None), str):  # not an Agent: else a bare AttributeError reading it
+        raise UserError(f"handoff() takes the Agent to hand off to, got {type(agent).__name__}")
     if input_type is not None and on_handoff is None:
         raise UserError("You must provide on_handoff when input_type is provided")
     if on_handoff is not None:

@@ -179,7 +179,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1702 for a plugin around a step that suppressed its error (a run 'completed' with no output, or failed later
     # with a bare KeyError): each plugin's __exit__ is pushed with what it returns ignored (seams.around)
     # 1703 for a server-managed call id no session can key (NUL, a lone surrogate) named in the server's mistake
-    "agents, items, guardrails": 1047,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1052,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -216,6 +216,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # state; a call_model_input_filter that took a call out sent its output as the server's)
     # 1047 for items.keyable, the one rule of what a session can key by: a call id holding NUL or a lone surrogate
     # (a server's \u0000 escape) could never be claimed, and each continue of its turn failed alike (a stuck session)
+    # 1050 for a guardrail whose function is not callable, refused where it is listed (a bare "not callable" mid-run)
+    # 1052 for handoff() given something other than an Agent: a UserError (a bare AttributeError reading its name)
     "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -152,6 +153,30 @@ def test_a_guardrail_that_returns_the_wrong_type_is_an_error_not_a_pass():
     with pytest.raises(TypeError, match="GuardrailFunctionOutput"):
         Runner.run_sync(agent, "x")
     assert model.calls == ()
+
+
+class Screen:
+    """A guardrail function that is a callable object, as a partial is: no `__name__`."""
+
+    def __call__(self, *args):
+        return GuardrailFunctionOutput(output_info="screened", tripwire_triggered=False)
+
+
+@pytest.mark.parametrize("decorator, field", [(input_guardrail, "input_guardrails"),
+                                               (output_guardrail, "output_guardrails")])
+def test_a_callable_object_or_a_partial_makes_a_guardrail_with_the_default_name(decorator, field):
+    guardrail = decorator(Screen())
+    assert guardrail.get_name() == field[:-1]
+    assert tool_input_guardrail(functools.partial(lambda tag, data: None, 1)).get_name() == "ToolInputGuardrail"
+    agent, _ = make_agent([[assistant_message("ok")]], **{field: [guardrail]})
+    assert Runner.run_sync(agent, "hi").final_output == "ok"
+
+
+@pytest.mark.parametrize("made", [lambda g: Agent(name="A", input_guardrails=[g]),
+                                  lambda g: RunConfig(input_guardrails=[g])])
+def test_a_guardrail_whose_function_is_not_callable_is_refused_where_it_is_listed(made):
+    with pytest.raises(TypeError, match="'check' has a guardrail_function of type str, which is not callable"):
+        made(InputGuardrail(guardrail_function="nope", name="check"))
 
 
 def test_a_parallel_input_guardrail_races_the_first_model_call_and_its_tripwire_stops_turn_one_tools():

@@ -309,6 +309,12 @@ def test_handoff_configuration_mistakes_are_user_errors(kwargs, message):
         handoff(Agent(name="X"), **kwargs)
 
 
+@pytest.mark.parametrize("target", ["Billing", None])
+def test_a_handoff_to_something_other_than_an_agent_is_a_user_error(target):
+    with pytest.raises(UserError, match=f"handoff\\(\\) takes the Agent to hand off to, got {type(target).__name__}"):
+        handoff(target)
+
+
 def test_a_disabled_handoff_is_not_offered():
     agent, model = make_agent([[assistant_message("ok")]],
                               handoffs=[handoff(Agent(name="Hidden"), is_enabled=False), Agent(name="Shown")])
