@@ -246,7 +246,9 @@ def guarded(invoke: Callable) -> Callable:
         from .guardrails import check_tool_input, check_tool_output
 
         tool, results = call.target, run.scratch.setdefault((guarded, turn, call.call_id), [])
-        rejected = check_tool_input(run, tool, ctx, turn.agent, results) if tool.tool_input_guardrails else None
+        started = call.paused is not None  # an agent tool's paused inner run going on: its guardrails ran then
+        rejected = check_tool_input(run, tool, ctx, turn.agent, results) if tool.tool_input_guardrails and \
+            not started else None
         if rejected is not None:
             return rejected, rejected
         if run.state.cancel_mode == "immediate":  # cancelled while its input guardrails ran: it never starts (it

@@ -623,3 +623,35 @@ def test_a_custom_models_own_error_is_raised_as_it_is_when_no_guardrail_trips():
         Runner.run_sync(Agent(name="A", input_guardrails=[InputGuardrail(lambda c, a, t: ok(), run_in_parallel=True)],
                               model=ScriptedModel([boom])), "hi")
     assert info.value is boom
+
+
+@pytest.mark.parametrize("through_json", [False, True])
+def test_an_agent_tools_input_guardrails_run_once_though_its_inner_run_paused_and_went_on(through_json):
+    """A call's input guardrails run before it starts; an agent tool whose inner run paused for a person and goes
+    on is the same call, started already: its guardrails ran (a second run gave two verdicts for one call, and did
+    twice whatever a guardrail does)."""
+    import dataclasses
+
+    seen = []
+
+    @tool_input_guardrail
+    def note(data):
+        seen.append(data.context.tool_arguments)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(needs_approval=True)
+    def danger(n: int) -> str:
+        return "done"
+
+    inner = Agent(name="I", tools=[danger], model=ScriptedModel(
+        [[function_call("danger", {"n": 1}, call_id="d1")], [assistant_message("inner done")]]))
+    sub = dataclasses.replace(inner.as_tool("sub", "s"), tool_input_guardrails=[note])
+    outer = Agent(name="O", tools=[sub], model=ScriptedModel(
+        [[function_call("sub", {"input": "x"}, call_id="o1")], [assistant_message("outer done")]]))
+    state = Runner.run_sync(outer, "go").to_state()
+    if through_json:
+        state = RunState.from_string(outer, state.to_string())
+    state.approve(state.get_interruptions()[0])
+    result = Runner.run_sync(outer, state)
+    assert (result.final_output, seen) == ("outer done", ['{"input":"x"}'])
+    assert len(result.tool_input_guardrail_results) <= 1
