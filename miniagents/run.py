@@ -682,6 +682,8 @@ START = (  # before the first turn, once per drive of the loop
     Step(surround, TAKEN + " run.plugins"),
     Step(resume_cancelled, "state.cancel_mode"),
     Step(refuse_finished, "state.finished"),
+    Step(steps.check_guardrail_lists, "config.input_guardrails config.output_guardrails agents.input_guardrails "
+         "agents.output_guardrails tools.tool_input_guardrails tools.tool_output_guardrails"),
     Step(continue_unfinished, "run.ledger"),
     Step(read_history_of_a_made_state, "run.session"),
     Step(refuse_with_server_history, SERVER_MANAGED),

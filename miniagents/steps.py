@@ -22,6 +22,17 @@ from .turn import (WITHHELD, Call, NextStepError, NextStepInterruption, Run, Tur
 
 
 
+def check_guardrail_lists(run: Run) -> None:
+    """Each guardrail list of the run's configuration, agents and tools holds guardrails of its kind: one added to
+    after its owner checked it (when made) is refused before the run starts, not by a bare `AttributeError` or
+    `TypeError` when the run reaches it."""
+    from .guardrails import KINDS, check_guardrails
+
+    for made in [run.config, *run.agents, *(tool for tools in run.tools.values() for tool in tools)]:
+        owner = type(made).__name__ + (f" {made.name!r}" if made is not run.config else "")
+        check_guardrails(owner, made, *(name for name in KINDS if getattr(made, name, None)))
+
+
 def check_request_limit(run: Run, turn: Turn) -> None:
     """A model call that would pass a usage limit (`UsageLimits`) is not made: the run stops where it is. One that
     may be made is counted now, before it is made, so a run sharing this usage (an agent tool's inner run, its

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -275,8 +276,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     how many calls were dropped as replays). A call id must never answer two different calls, and a call must
     never run twice, for servers that number ids per response ("call_0" in every response) and for servers
     whose ids are unique alike. A call id the response repeats is dropped (the first call with it stands). A
-    call with no id (or one no session can key: NUL, a lone surrogate), or with an id used earlier in the run or
-    its history:
+    call id no session can key (NUL, a lone surrogate) is first replaced by one derived from it, the same each
+    time the server gives it. A call with no id, or with an id used earlier in the run or its history:
     - a numbered id is the server's count: it is a new call, and gets a fresh id;
     - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
       output stands; nothing runs again);
@@ -299,7 +300,11 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     for item in output:
         if item.get("type") == "function_call":
             call_id = item.get("call_id")
-            if not keyable(call_id) or call_id in state.call_ids:
+            if call_id and not keyable(call_id):  # the same id each time given: a repeat or a replay is seen as one
+                item = copy.copy(item)
+                item["call_id"] = call_id = "call_" + hashlib.sha256(
+                    call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+            if not call_id or call_id in state.call_ids:
                 if call_id and not NUMBERED_ID.fullmatch(call_id):
                     earlier = earlier if earlier is not None else _calls_by_id(state)
                     if earlier.get(call_id) == _invocation(item):

@@ -82,6 +82,23 @@ def test_a_call_id_no_session_can_key_gets_a_fresh_id_so_its_approval_resumes_an
     assert [i["call_id"] for i in history if i.get("type") == "function_call_output"] == [fresh]
 
 
+@pytest.mark.parametrize("given", ["call_\x00", "call_\ud800"], ids=["NUL", "lone surrogate"])
+def test_a_call_id_no_session_can_key_repeated_or_replayed_still_runs_once(given):
+    """Its fresh id is derived from it: a repeat in one response is dropped and a replay in a later turn is one,
+    as for any id (a random fresh id each time ran both)."""
+    def call(n):
+        item = function_call("ping", {"n": n}, call_id="x")
+        item["call_id"] = given
+        return item
+
+    runs.clear()
+    model = ScriptedModel([[call(1), call(1)], [call(1)], [call(2)], [assistant_message("done")]])
+    assert Runner.run_sync(Agent(name="A", tools=[ping], model=model), "go").final_output == "done"
+    assert runs == [1, 2]  # the same call given again ran once; a different call under the same id ran
+    ids = call_ids(model.calls[-1].input)
+    assert len(ids) == len(set(ids)) == 2 and all(i.startswith("call_") and i != given for i in ids)
+
+
 def test_a_missing_call_id_keeps_the_same_generated_id_across_a_pause_and_resume():
     runs.clear()
     no_id = function_call("ping", {"n": 7}, call_id="x")

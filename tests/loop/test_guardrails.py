@@ -179,6 +179,33 @@ def test_a_guardrail_whose_function_is_not_callable_is_refused_where_it_is_liste
         made(InputGuardrail(guardrail_function="nope", name="check"))
 
 
+@pytest.mark.parametrize("owner", ["agent", "config", "tool"])
+@pytest.mark.parametrize("added, message", [
+    (lambda *args: None, "must be .*Guardrail objects \\(decorate functions with @"),
+    ("nope", "has a guardrail_function of type str, which is not callable")], ids=["plain function", "not callable"])
+def test_a_guardrail_list_added_to_after_its_owner_was_made_is_refused_when_the_run_starts(owner, added, message):
+    """Its owner checked the list when it was made; appended to later, it failed with a bare AttributeError
+    (`run_in_parallel`, `get_name`) or TypeError when the run reached it."""
+    from miniagents import ToolInputGuardrail, function_tool
+
+    @function_tool
+    def ping(n: int) -> str:
+        return "pong"
+
+    config, agent = RunConfig(), Agent(name="A", tools=[ping], model=ScriptedModel(
+        [[function_call("ping", {"n": 1}, call_id="c1")], [assistant_message("ok")]]))
+    made, field, kind = {"agent": (agent, "input_guardrails", InputGuardrail),
+                         "config": (config, "input_guardrails", InputGuardrail),
+                         "tool": (ping, "tool_input_guardrails", ToolInputGuardrail)}[owner]
+    guardrail = added if callable(added) else kind(guardrail_function=added)
+    if getattr(made, field) is None:
+        setattr(made, field, [guardrail])
+    else:
+        getattr(made, field).append(guardrail)  # an Agent is frozen: its list is what changes
+    with pytest.raises(TypeError, match=message):
+        Runner.run_sync(agent, "hi", run_config=config)
+
+
 def test_a_parallel_input_guardrail_races_the_first_model_call_and_its_tripwire_stops_turn_one_tools():
     model_started = threading.Event()
     guardrail_saw_model_call = []
