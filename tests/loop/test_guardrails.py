@@ -681,4 +681,5 @@ def test_an_agent_tools_input_guardrails_run_once_though_its_inner_run_paused_an
     state.approve(state.get_interruptions()[0])
     result = Runner.run_sync(outer, state)
     assert (result.final_output, seen) == ("outer done", ['{"input":"x"}'])
-    assert len(result.tool_input_guardrail_results) <= 1
+    # the first run's verdict, kept in memory; the JSON state holds no guardrail results (docs/porting.md)
+    assert len(result.tool_input_guardrail_results) == (0 if through_json else 1)
