@@ -427,8 +427,8 @@ class RetryingModel:
         return self
 
     def __getattr__(self, name: str) -> Any:
-        if name == "wrapped" or name.startswith("__"):  # not set yet (an object being built by copy), or what
-            raise AttributeError(name)  # copy asks of this object (__deepcopy__, __getstate__): none to pass on
+        if name.startswith("__"):  # what copy asks of this object (__deepcopy__, __setstate__), never passed on:
+            raise AttributeError(name)  # a copy being built has no `wrapped` yet to ask (a RecursionError)
         return getattr(self.wrapped, name)
 
 

@@ -215,8 +215,8 @@ class AwaitedModel:
         self.wrapped = model  # not `model`: a tracing span reads a model's name from `model.model`
 
     def __getattr__(self, name: str) -> Any:
-        if name == "wrapped" or name.startswith("__"):  # not set yet (an object being built by copy), or what
-            raise AttributeError(name)  # copy asks of this object (__deepcopy__, __getstate__): none to pass on
+        if name.startswith("__"):  # what copy asks of this object (__deepcopy__, __setstate__), never passed on:
+            raise AttributeError(name)  # a copy being built has no `wrapped` yet to ask (a RecursionError)
         return getattr(self.wrapped, name)
 
     def get_response(self, *args: Any, **kwargs: Any) -> Any:

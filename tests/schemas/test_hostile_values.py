@@ -190,16 +190,19 @@ def test_a_non_finite_default_is_left_out_of_a_schema_that_stays_json():
     json.dumps(f.params_json_schema, allow_nan=False)
 
 
-def test_a_content_part_with_a_lone_surrogate_reaches_the_session_repaired():
+def test_a_content_part_with_a_lone_surrogate_reaches_the_model_and_the_session_repaired():
+    """Repaired where the tool's result enters the run: the next request's UTF-8 could not hold it (the session
+    repairs what it stores on its own)."""
     @function_tool
     def t() -> list:
         return [{"type": "input_text", "text": "a\ud800b"}]
 
     session = SQLiteSession("s")
-    agent, _ = make_agent([[function_call("t", "{}", call_id="c1")], [assistant_message("done")]], tools=[t])
+    agent, model = make_agent([[function_call("t", "{}", call_id="c1")], [assistant_message("done")]], tools=[t])
     Runner.run_sync(agent, "go", session=session)
-    output = [i for i in session.get_items() if i.get("type") == "function_call_output"][0]["output"]
-    assert output == [{"type": "input_text", "text": "a\ufffdb"}]
+    repaired = [{"type": "input_text", "text": "a\ufffdb"}]
+    for items in (session.get_items(), model.calls[1].input):
+        assert [i["output"] for i in items if i.get("type") == "function_call_output"] == [repaired]
 
 
 def cyclic():
