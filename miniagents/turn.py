@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -301,6 +300,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
         if item.get("type") == "function_call":
             call_id = item.get("call_id")
             if call_id and not keyable(call_id):  # the same id each time given: a repeat or a replay is seen as one
+                import hashlib  # only such an id needs it: not imported with the package
+
                 item = copy.copy(item)
                 item["call_id"] = call_id = "call_" + hashlib.sha256(
                     call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
