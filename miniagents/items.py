@@ -101,6 +101,14 @@ def keyable(value: Any) -> bool:
     call id that is not (a server's `\\u0000` escape) could never be claimed in a session's ledger."""
     return isinstance(value, str) and bool(value) and "\x00" not in value and clean_text(value) is value
 
+
+def derived_id(prefix: str, text: str) -> str:
+    """An id made from `text`, the same each time it is made (so a store keys it alike across loads and retries),
+    that any store can key. hashlib is imported here, when one is needed: not with the package."""
+    import hashlib
+
+    return prefix + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
 def clean_json(value: Any) -> Any:
     """`clean_text` applied to every string (keys included) of a decoded JSON value."""
     if isinstance(value, str):

@@ -20,8 +20,8 @@ from .context import RunContextWrapper, TContext, Usage, call_ids_of
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, drop_orphans,
-                    function_call_output, item_problem, preview, to_input_list)
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, derived_id,
+                    drop_orphans, function_call_output, item_problem, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -763,10 +763,8 @@ def _scope_approvals(state: RunState) -> None:
 def _derived_run_id(data: dict) -> str:
     """A version 1 document has no run id: one from what never changes between its loads (input, responses), as
     given: the same id before and after loading learnt to repair a lone surrogate (the ledger's claims keep it)."""
-    import hashlib  # only old documents need it: not imported with the package (it costs a few milliseconds)
-
     text = json.dumps([data["original_input"], [r["output"] for r in data["model_responses"]]], sort_keys=True)
-    return "v1_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return derived_id("v1_", text)
 
 
 def _nested_agent(state: RunState, call_id: str) -> Any:

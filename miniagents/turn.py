@@ -32,8 +32,8 @@ from .context import ToolContext, Usage
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, function_call_output, keyable, message_refusal, message_text,
-                    new_call_id, preview)
+                    ToolCallItem, ToolCallOutputItem, derived_id, function_call_output, keyable, message_refusal,
+                    message_text, new_call_id, preview)
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
 from .tool import (FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool,
@@ -300,11 +300,8 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
         if item.get("type") == "function_call":
             call_id = item.get("call_id")
             if call_id and not keyable(call_id):  # the same id each time given: a repeat or a replay is seen as one
-                import hashlib  # only such an id needs it: not imported with the package
-
                 item = copy.copy(item)
-                item["call_id"] = call_id = "call_" + hashlib.sha256(
-                    call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+                item["call_id"] = call_id = derived_id("call_", call_id)
             if not call_id or call_id in state.call_ids:
                 if call_id and not NUMBERED_ID.fullmatch(call_id):
                     earlier = earlier if earlier is not None else _calls_by_id(state)
