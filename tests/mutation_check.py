@@ -1664,6 +1664,11 @@ MUTANTS: List[Mutant] = [
       "                             \"status\": kind.split(\".\")[1]}, exchange)",
       "                             \"status\": \"completed\"}, exchange)",
       "Responses: response.failed and response.incomplete events in a stream raise", "test_responses"),
+    M("models/responses.py",
+      "there = (output[key] if 0 <= key < len(output) else None) if isinstance(key, int) else",
+      "there = (output[key] if key < len(output) else None) if isinstance(key, int) else",
+      "Responses: an item streamed at a negative output index is a contradiction, never an IndexError",
+      "test_responses"),
     # --- models/provider.py: the kernel's default provider ---------------------------------------------------
     M("models/provider.py",
       "    if host_of(base_url) == \"api.openai.com\":",

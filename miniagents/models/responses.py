@@ -214,7 +214,7 @@ def _completed(response: Any, collected: dict, deltas: dict, exchange: Exchange)
     output = response["output"] = _output(response, collected, "response.completed.response.output")
     calls = {item.get("call_id"): item for item in output if item["type"] == "function_call"}
     for key, item in collected.items() if not filled else ():
-        there = output[key] if isinstance(key, int) and key < len(output) else None if isinstance(key, int) else \
+        there = (output[key] if 0 <= key < len(output) else None) if isinstance(key, int) else \
             calls.get(item.get("call_id"), item) if item["type"] == "function_call" else item
         if there is None or _acted_on(there) != _acted_on(item):
             raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
