@@ -204,3 +204,20 @@ def test_a_secret_a_server_echoes_in_a_retry_header_is_hidden_there(server):
     with pytest.raises(AgentsException) as info:
         model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
     assert info.value.retry_headers == {"retry-after": "***", "x-should-retry": "false"}  # the header sent, whole
+
+
+def test_an_error_body_of_many_strings_has_its_secrets_forms_worked_out_once_not_once_per_string(server, monkeypatch):
+    """A server's 400 that echoes a long request back (FastAPI's errors quote each field's input): every string of
+    it is searched for the key, with the key's forms (percent-encoded, ...) worked out once for the whole body; per
+    string, 20,000 strings cost as much as it, and an error body at the size cap took minutes."""
+    from miniagents.models import protocol
+    calls = []
+    monkeypatch.setattr(protocol, "secret_values", lambda secret, _real=protocol.secret_values: (
+        calls.append(1), _real(secret))[1])
+    server.reply({"error": {"message": "bad", "detail": [{"input": f"x{i}"} for i in range(10_000)] + [KEY]}},
+                 status=400)
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=0)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert info.value.body["error"]["detail"][-1] == "***" and not leaks(info.value)
+    assert len(calls) < 20
