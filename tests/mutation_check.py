@@ -1669,6 +1669,11 @@ MUTANTS: List[Mutant] = [
       "there = (output[key] if key < len(output) else None) if isinstance(key, int) else",
       "Responses: an item streamed at a negative output index is a contradiction, never an IndexError",
       "test_responses"),
+    M("models/responses.py",
+      "        ended = ended_as[place] = ended_as[place] if place in ended_as else _ended_as(item, field, part)",
+      "        ended = _ended_as(item, field, part)",
+      "Responses: deltas sent to one place under many item ids read its completed value once, not once each",
+      "test_responses_deltas"),
     # --- models/provider.py: the kernel's default provider ---------------------------------------------------
     M("models/provider.py",
       "    if host_of(base_url) == \"api.openai.com\":",
