@@ -182,6 +182,19 @@ def test_a_header_that_cannot_be_sent_is_a_user_error_naming_it_never_quoting_it
     assert "AIzaSECRET" not in str(info.value) and server.requests == []
 
 
+@pytest.mark.parametrize("where", ["default_headers", "extra_headers"])
+@pytest.mark.parametrize("headers", [{"X-Trace": None}, {7: "a"}, {"": "a"}, {"X-Trace:": "a"}, {" X-Trace": "a"}])
+def test_a_header_http_client_cannot_send_is_a_user_error_before_anything_is_sent(server, where, headers):
+    """A value None was a bare TypeError from inside http.client, a name of another type an AttributeError, an
+    empty name or one with a colon a "connection error", retried."""
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=2,
+                                       **({"default_headers": headers} if where == "default_headers" else {}))
+    settings = ModelSettings(extra_headers=headers if where == "extra_headers" else None)
+    with pytest.raises(UserError, match=f"The header {str(next(iter(headers)))!r} cannot be sent"):
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("escaped", [
     "".join(f"\\u{ord(ch):04x}" for ch in KEY),  # every character written as a JSON escape
     KEY[:3] + "".join(f"\\u{ord(ch):04X}" for ch in KEY[3:6]) + KEY[6:],  # a few, in capitals
