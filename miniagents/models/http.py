@@ -519,8 +519,9 @@ def query_secrets(query: str) -> tuple:
 
 def shown_base_url(base_url: str, secret: Any = None) -> str:
     """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value;
-    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same."""
-    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", base_url)
+    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same, and a password with a "/",
+    "?" or "#" not percent-encoded is hidden too (to the last "@": a path or query holding one is shown from it)."""
+    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)(?:[^/?#]*@|[^/?#@]*:.*@)", r"\1", base_url)
     return redact(bare, (secret,) + query_secrets(base_url.partition("#")[0].partition("?")[2]))
 
 
