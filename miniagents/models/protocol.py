@@ -68,12 +68,16 @@ def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[
     A blank line dispatches; a pending event is dispatched at EOF too. `id`, `retry` and unknown
     fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str. An event whose
     data lines add up to more than `max_bytes` is refused (`too_large`) before the line that passes it is kept.
+    A byte order mark starting the stream is skipped, as the SSE standard says (it made the first line a field
+    of another name: the first event was lost).
     """
     event, data, size = "", [], 0
-    for line in lines:
+    for n, line in enumerate(lines):
         length = len(line)
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
+        if n == 0 and line.startswith("\ufeff"):
+            line = line[1:]
         if not line:
             if data:
                 yield event or "message", "\n".join(data)
