@@ -519,8 +519,9 @@ def query_secrets(query: str) -> tuple:
 
 def shown_base_url(base_url: str, secret: Any = None) -> str:
     """A base URL as a repr or message shows it: no user or password, no secret, no credential-named query value;
-    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same."""
-    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1", base_url)
+    read without `urlsplit`, so a URL it refuses (an unclosed "[") is shown all the same, and a password with a "/",
+    "?" or "#" not percent-encoded is hidden too (to the last "@": a path or query holding one is shown from it)."""
+    bare = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)(?:[^/?#]*@|[^/?#@]*:.*@)", r"\1", base_url)
     return redact(bare, (secret,) + query_secrets(base_url.partition("#")[0].partition("?")[2]))
 
 
@@ -536,8 +537,15 @@ def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
 
 def check_headers(headers: Optional[dict]) -> Optional[dict]:
     """`headers`, when each can be sent: one with a newline, a NUL or a character outside Latin-1 (a stray newline
-    from a key file) is a `UserError` naming the header, before http.client refuses it quoting its value."""
+    from a key file) is a `UserError` naming the header, before http.client refuses it quoting its value; so is one
+    http.client would raise a bare TypeError for (a value None) or fail to send, retried as a connection error (an
+    empty name, a colon in it)."""
     for name, value in (headers or {}).items():
+        if not (isinstance(name, str) and name and name.strip() == name and ":" not in name
+                and isinstance(value, (str, bytes, int))):
+            raise UserError(f"The header {shown(str(name))!r} cannot be sent (its name is a {type(name).__name__}, its "
+                            f"value a {type(value).__name__}): a name is a string, not empty, with no colon or "
+                            "surrounding space, and a value a string")
         if any(ch in "\r\n\x00" or ord(ch) > 255 for ch in f"{name}{value}"):
             raise UserError(f"The header {shown(str(name))!r} has a character that cannot be sent in an HTTP header "
                             "(a newline, a NUL or a character outside Latin-1): check for a stray newline")
@@ -568,8 +576,10 @@ class HTTPTransport:
             self.port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:  # an unclosed "[", a port that is no number
             parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL, got {shown_base_url(base_url, secret)!r}")
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or re.search(
+                "[\x00-\x20\x7f]", parts.path + parts.query):  # what http.client refuses to send, each request
+            raise ValueError(f"base_url must be an http(s) URL (with no space or control character), got "
+                             f"{shown_base_url(base_url, secret)!r}")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = check_headers(dict(headers)), dict(query or {})

@@ -68,12 +68,16 @@ def iter_sse(lines: Iterable[Any], max_bytes: Optional[int] = None) -> Iterator[
     A blank line dispatches; a pending event is dispatched at EOF too. `id`, `retry` and unknown
     fields are ignored. Lines may be bytes (decoded as UTF-8, one whole line at a time) or str. An event whose
     data lines add up to more than `max_bytes` is refused (`too_large`) before the line that passes it is kept.
+    A byte order mark starting the stream is skipped, as the SSE standard says (it made the first line a field
+    of another name: the first event was lost).
     """
     event, data, size = "", [], 0
-    for line in lines:
+    for n, line in enumerate(lines):
         length = len(line)
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
+        if n == 0 and line.startswith("\ufeff"):
+            line = line[1:]
         if not line:
             if data:
                 yield event or "message", "\n".join(data)
@@ -167,14 +171,15 @@ def unescaped(text: str) -> str:
     return ESCAPED_SLASH.sub("/", JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
 
 
-def without_secrets(text: Any, secret: Any) -> Any:
+def without_secrets(text: Any, secret: Any, values: Optional[list] = None) -> Any:
     """`text` with every secret replaced by `***` (a text is read with its escapes decoded, `unescaped`, and its
     percent-encoding's hex in uppercase, `percent_upper`, when that shows one); so is the value of every
     credential-named parameter of a query string in it (a URL, a request target echoed back), and of every
-    `name=value` whose name is plainly one (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere)."""
+    `name=value` whose name is plainly one (`key=`, `api-key=`, `token=`, `sig=`, ... anywhere); `values`: the
+    `secret_values` of `secret`, when the caller has them."""
     if not isinstance(text, str):
         return text
-    values = secret_values(secret)
+    values = secret_values(secret) if values is None else values
     if ("\\" in text or "%" in text) and values:
         decoded = percent_upper(unescaped(text))
         text = decoded if any(value in decoded for value in values) else text
@@ -207,15 +212,17 @@ def redact(text: Any, secret: Any) -> Any:
     return shown(without_secrets(text, secret))
 
 
-def redact_json(value: Any, secret: Any) -> Any:
+def redact_json(value: Any, secret: Any, values: Optional[list] = None) -> Any:
     """The secrets removed from every string (keys included) of a decoded JSON value; the text is otherwise kept as
-    it came (it is data, as `ModelHTTPError.body`)."""
+    it came (it is data, as `ModelHTTPError.body`). The secrets' forms are worked out once for the whole value: per
+    string, an error body of a million strings took minutes."""
+    values = secret_values(secret) if values is None else values
     if isinstance(value, str):
-        return without_secrets(value, secret)
+        return without_secrets(value, secret, values)
     if isinstance(value, list):
-        return [redact_json(v, secret) for v in value]
+        return [redact_json(v, secret, values) for v in value]
     if isinstance(value, dict):
-        return {redact_json(k, secret): redact_json(v, secret) for k, v in value.items()}
+        return {redact_json(k, secret, values): redact_json(v, secret, values) for k, v in value.items()}
     return value
 
 

@@ -214,7 +214,7 @@ def _completed(response: Any, collected: dict, deltas: dict, exchange: Exchange)
     output = response["output"] = _output(response, collected, "response.completed.response.output")
     calls = {item.get("call_id"): item for item in output if item["type"] == "function_call"}
     for key, item in collected.items() if not filled else ():
-        there = output[key] if isinstance(key, int) and key < len(output) else None if isinstance(key, int) else \
+        there = (output[key] if 0 <= key < len(output) else None) if isinstance(key, int) else \
             calls.get(item.get("call_id"), item) if item["type"] == "function_call" else item
         if there is None or _acted_on(there) != _acted_on(item):
             raise ModelBehaviorError(f"The model's stream contradicts itself: the item it streamed at output index "
@@ -274,13 +274,16 @@ def _check_deltas(deltas: dict, output: list, at_index: dict, secret: Any) -> No
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str):
             by_id[key] = item
-    for (kind, item_id, index, part, _), pieces in deltas.values():
+    ended_as: dict = {}  # (item, field, part) -> its completed value: deltas sent to one place under many names
+    for (kind, item_id, index, part, _), pieces in deltas.values():  # (item_id) cost one join, not one join each
         field = _STREAMED.get(kind)
         if field is None or not (_is_index(index) or isinstance(item_id, str)):
             continue
         named = isinstance(item_id, str) and item_id in by_id
         item = by_id[item_id] if named else at_index.get(index) if _is_index(index) else None
-        ended, streamed = _ended_as(item, field, part), pieces.value
+        place = (id(item), field, part if _is_index(part) else None)
+        ended = ended_as[place] = ended_as[place] if place in ended_as else _ended_as(item, field, part)
+        streamed = pieces.value
         if ended is not None and ended.startswith(streamed):  # a tail held back (llama.cpp's stop words, tags)
             continue
         where = f"output index {index}" if _is_index(index) else f"the item {preview(redact(item_id, secret), 60)!r}"

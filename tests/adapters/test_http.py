@@ -533,6 +533,17 @@ def test_a_base_url_that_is_not_an_http_url_with_a_host_is_refused_before_any_re
         model.transport
 
 
+@pytest.mark.parametrize("path", ["/v1 ", "/v 1", "/v1\x7f", "/v1?key=sk-query-secret-77&x=\x01"])
+def test_a_base_url_with_a_space_or_control_character_is_refused_when_made_not_retried_as_a_connection_error(
+        server, path):
+    """http.client refuses such a target on every request (InvalidURL, the query's key quoted in it): it was sent
+    three times and reported as a connection the server closed (a trailing space in OPENAI_BASE_URL, say)."""
+    model = OpenAIChatCompletionsModel("m", base_url=server.url[:-len("/v1")] + path, api_key="sk-test")
+    with pytest.raises(ValueError, match="base_url must be an http.* no space or control character") as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert "sk-query-secret" not in str(info.value) and server.requests == []
+
+
 @pytest.mark.parametrize("status, retried", [(408, True), (409, True), (429, True), (500, True), (503, True),
                                              (400, False), (401, False), (404, False), (422, False)])
 def test_which_statuses_are_retried_as_openai_python_does(status, retried):

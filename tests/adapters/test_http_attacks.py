@@ -436,7 +436,10 @@ def test_a_credential_the_request_sent_is_in_no_in_band_error(shared_server, ada
 @pytest.mark.parametrize("base_url", ["http://h:1/v1?key=SECRET%2FVALUE9", "http://h:1/v1?sig=SECRET%2FVALUE9&x=1",
                                       "http://user:SECRET%2FVALUE9@h:1/v1",
                                       "http://h:1/v1?X-Goog-Api-Key=SECRET%2FVALUE9",
-                                      "http://[h:1/v1?key=SECRET%2FVALUE9", "http://h:x/v1?key=SECRET%2FVALUE9"])
+                                      "http://[h:1/v1?key=SECRET%2FVALUE9", "http://h:x/v1?key=SECRET%2FVALUE9",
+                                      # a password whose "/", "?" or "#" is not percent-encoded: shown, it was
+                                      "http://user:SECRET/VALUE9@h:1/v1", "http://user:SECRET?VALUE9@h:1/v1",
+                                      "http://user:SECRET#VALUE9@h:1/v1", "http://user:SECRET@VALUE/9@h:1/v1"])
 def test_a_models_and_a_providers_repr_show_no_secret_of_the_base_url(base_url):
     """A repr is printed, logged and recorded: the base URL's password and credential-named query values are hidden
     (as written and decoded), the rest of it shown."""

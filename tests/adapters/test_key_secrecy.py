@@ -182,6 +182,19 @@ def test_a_header_that_cannot_be_sent_is_a_user_error_naming_it_never_quoting_it
     assert "AIzaSECRET" not in str(info.value) and server.requests == []
 
 
+@pytest.mark.parametrize("where", ["default_headers", "extra_headers"])
+@pytest.mark.parametrize("headers", [{"X-Trace": None}, {7: "a"}, {"": "a"}, {"X-Trace:": "a"}, {" X-Trace": "a"}])
+def test_a_header_http_client_cannot_send_is_a_user_error_before_anything_is_sent(server, where, headers):
+    """A value None was a bare TypeError from inside http.client, a name of another type an AttributeError, an
+    empty name or one with a colon a "connection error", retried."""
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=2,
+                                       **({"default_headers": headers} if where == "default_headers" else {}))
+    settings = ModelSettings(extra_headers=headers if where == "extra_headers" else None)
+    with pytest.raises(UserError, match=f"The header {str(next(iter(headers)))!r} cannot be sent"):
+        model.get_response(None, [{"role": "user", "content": "hi"}], settings, [], None, [])
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("escaped", [
     "".join(f"\\u{ord(ch):04x}" for ch in KEY),  # every character written as a JSON escape
     KEY[:3] + "".join(f"\\u{ord(ch):04X}" for ch in KEY[3:6]) + KEY[6:],  # a few, in capitals
@@ -204,3 +217,20 @@ def test_a_secret_a_server_echoes_in_a_retry_header_is_hidden_there(server):
     with pytest.raises(AgentsException) as info:
         model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
     assert info.value.retry_headers == {"retry-after": "***", "x-should-retry": "false"}  # the header sent, whole
+
+
+def test_an_error_body_of_many_strings_has_its_secrets_forms_worked_out_once_not_once_per_string(server, monkeypatch):
+    """A server's 400 that echoes a long request back (FastAPI's errors quote each field's input): every string of
+    it is searched for the key, with the key's forms (percent-encoded, ...) worked out once for the whole body; per
+    string, 20,000 strings cost as much as it, and an error body at the size cap took minutes."""
+    from miniagents.models import protocol
+    calls = []
+    monkeypatch.setattr(protocol, "secret_values", lambda secret, _real=protocol.secret_values: (
+        calls.append(1), _real(secret))[1])
+    server.reply({"error": {"message": "bad", "detail": [{"input": f"x{i}"} for i in range(10_000)] + [KEY]}},
+                 status=400)
+    model = OpenAIChatCompletionsModel("m", base_url=server.url, api_key=KEY, max_retries=0)
+    with pytest.raises(AgentsException) as info:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert info.value.body["error"]["detail"][-1] == "***" and not leaks(info.value)
+    assert len(calls) < 20

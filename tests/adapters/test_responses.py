@@ -344,6 +344,14 @@ def test_a_stream_whose_items_the_completed_response_contradicts_or_loses_is_ref
         stream(model(server), [])
 
 
+
+@pytest.mark.parametrize("index", [-1, -5])
+def test_an_item_streamed_at_a_negative_output_index_is_a_contradiction_never_an_index_error(server, index):
+    """No item is at a negative index: read as Python's from the end, -1 was the last item and -5 an IndexError."""
+    server.reply_sse(sse(done(CALL_A, output_index=index), completed(CALL_A), done=False))
+    with pytest.raises(ModelBehaviorError, match=f"contradicts itself: the item it streamed at output index {index} "):
+        stream(model(server), [])
+
 @pytest.mark.parametrize("response", [{"id": "r"}, {"id": "r", "output": []}])
 def test_an_empty_completed_response_is_refused_streamed_as_it_is_plain(server, response):
     server.reply(response)

@@ -208,3 +208,19 @@ def test_ollamas_text_and_the_call_after_it_at_one_output_index_pass(server):
     with pytest.raises(ModelBehaviorError, match="for the item 'fc_1'|for output index 0"):
         stream(server, sse({**text, "delta": "Paying."}, {**args, "delta": '{"amount": 500}'},
                            {"type": "response.completed", "response": response_obj(completed)}, done=False))
+
+
+def test_deltas_sent_to_one_place_under_many_item_ids_cost_one_look_at_its_parts_not_one_each(server, monkeypatch):
+    """A hostile server: 3000 empty deltas, each under an item_id of its own, all at output_index 0, and a message of
+    3000 parts there; each was checked against every part joined again (9 million parts read; 20,000 of each took
+    a minute), now the place's completed value is read once."""
+    from miniagents.models import responses
+    looked = []
+    monkeypatch.setattr(responses, "_ended_as", lambda *a, _real=responses._ended_as: (looked.append(1), _real(*a))[1])
+    n = 3000
+    message = {**final_item("text", ""), "content": [{"type": "output_text", "text": "", "annotations": []}] * n}
+    deltas = [{"type": "response.output_text.delta", "item_id": f"x{i}", "output_index": 0, "delta": ""}
+              for i in range(n)]
+    events = stream(server, sse(*deltas, {"type": "response.completed", "response": response_obj([message])},
+                                done=False))
+    assert len(events[-1]["response"]["output"][0]["content"]) == n and len(looked) <= 2
