@@ -444,7 +444,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
     # was a bare RecursionError)
-    "shell: recording and replay": 782,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 786,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -465,6 +465,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
     # said (a name cut across two parts was written as it came)
+    # 786 for a call nested hundreds of levels deep refused with its RecordingError before redaction walks it (the
+    # recursive walk was a bare RecursionError on a run that works unrecorded)
     "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
