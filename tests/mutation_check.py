@@ -3873,6 +3873,16 @@ MUTANTS: List[Mutant] = [
       "    return len(data) + CONTAINER_BYTES * (data.count(b\"{\") + data.count(b\"[\"))",
       "    return len(data) + CONTAINER_BYTES * data.count(b\"{\")",
       "recording: each array weighs against MAX_BYTES as an object does", "test_recorder"),
+    M("recording/recorder.py",
+      "        if format.depth([request, response]) > format.MAX_DEPTH:  # as the line would nest: redaction recurses",
+      "        if False:",
+      "recording: a call nested hundreds of levels deep is a RecordingError before redaction walks it",
+      "test_recorder"),
+    M("recording/recorder.py",
+      "        deep = format.depth(record) >= format.MAX_DEPTH  # record() refuses it, before a walk recursing that deep",
+      "        deep = False",
+      "recording: a request nested hundreds of levels deep is a RecordingError, its credentials not walked for",
+      "test_recorder"),
 ]
 
 

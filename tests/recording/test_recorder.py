@@ -555,3 +555,32 @@ def test_a_torn_line_that_cannot_be_cut_off_closes_the_recorder(tmp_path, monkey
     with pytest.raises(RecordingError, match="is truncated at line 2"):
         Replay(tmp_path / "run.jsonl")
     Recorder(tmp_path / "run.jsonl").close()  # the file was given back
+
+
+class DeepModel:
+    """A custom model whose answer holds `levels` nested lists, as a hostile server's item may."""
+
+    def __init__(self, levels: int):
+        self.levels = levels
+
+    def get_response(self, *args, **kwargs):
+        from miniagents.context import Usage
+        from miniagents.items import ModelResponse
+        return ModelResponse(output=[{**assistant_message("Hi"), "extra": nested(self.levels)}],
+                             usage=Usage(requests=1))
+
+    def stream_response(self, *args, **kwargs):
+        yield from ()
+
+
+@pytest.mark.parametrize("where", ["response", "request"])
+def test_a_call_nested_far_past_the_bound_is_a_recording_error_not_a_recursion_error(tmp_path, where):
+    """Nested some hundreds of levels (which the run itself takes, and JSON writes), a call still fails to record as
+    one nested 101 levels does, with a `RecordingError`: the redaction that walks it recursively is not reached."""
+    levels = 600
+    model = DeepModel(0 if where == "request" else levels)
+    settings = ModelSettings(extra_body={"deep": nested(levels)}) if where == "request" else ModelSettings()
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        with pytest.raises(RecordingError, match="cannot record call 1 .*nests more than 100 levels deep"):
+            Runner.run_sync(Agent(name="A", model=recorder.wrap(model), model_settings=settings), "one")
+    assert Replay(tmp_path / "run.jsonl").remaining == 0
