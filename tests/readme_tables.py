@@ -444,7 +444,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
     # was a bare RecursionError)
-    "shell: recording and replay": 786,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 789,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -467,6 +467,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # said (a name cut across two parts was written as it came)
     # 786 for a call nested hundreds of levels deep refused with its RecordingError before redaction walks it (the
     # recursive walk was a bare RecursionError on a run that works unrecorded)
+    # 789 for a replayed request nested past what a recording holds refused with a RecordingError before redaction
+    # walks it (a bare RecursionError)
     "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
