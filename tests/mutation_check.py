@@ -3883,6 +3883,11 @@ MUTANTS: List[Mutant] = [
       "        deep = False",
       "recording: a request nested hundreds of levels deep is a RecordingError, its credentials not walked for",
       "test_recorder"),
+    M("recording/replay.py",
+      "        if format.depth(received) >= format.MAX_DEPTH:  # a line holding it would nest past MAX_DEPTH: none does",
+      "        if False:",
+      "recording: a replayed request nested past what a recording holds is a RecordingError (no RecursionError)",
+      "test_replay"),
 ]
 
 
