@@ -358,7 +358,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2140 for hex of both cases mixed in one value (%2f...%2B) and JSON escapes wherever they stand (after a prefix,
     # nested) read through by one rule the trace, the recording and the adapters' messages share (percent_upper,
     # unescaped): the recording kept all three, a trace the first
-    "shell: tracing": 1169,
+    "shell: tracing": 1175,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -398,6 +398,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
+    # 1175 for the trace reader's output on a terminal whose encoding lacks a file's characters (a traceback, now shown
+    # escaped) or read by a reader that leaves early (`| head`: a BrokenPipeError traceback, twice)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
     "shell: retries": 344,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
