@@ -3888,6 +3888,15 @@ MUTANTS: List[Mutant] = [
       "        if False:",
       "recording: a replayed request nested past what a recording holds is a RecordingError (no RecursionError)",
       "test_replay"),
+    M("tracing/tree.py",
+      "        sys.stdout.reconfigure(errors=\"backslashreplace\")",
+      "        pass",
+      "tracing: the trace reader shows what the terminal's encoding lacks escaped, not as a traceback",
+      "test_tracing_command"),
+    M("tracing/tree.py",
+      "    except BrokenPipeError:  # the reader left",
+      "    except ZeroDivisionError:  # the reader left",
+      "tracing: a reader that leaves the trace reader early (| head) gets no traceback", "test_tracing_command"),
 ]
 
 

@@ -277,5 +277,11 @@ def main(argv: Optional[list] = None) -> int:
     if not traces:
         print(f"{SHELL}: no traces in {args.file}", file=sys.stderr)
         return 1
-    print(render(traces, full=args.full, unicode=_unicode_ok(sys.stdout)))
+    if hasattr(sys.stdout, "reconfigure"):  # text the terminal's encoding lacks is shown escaped, not a traceback
+        sys.stdout.reconfigure(errors="backslashreplace")
+    try:
+        print(render(traces, full=args.full, unicode=_unicode_ok(sys.stdout)), flush=True)
+    except BrokenPipeError:  # the reader left (`| head`): no traceback, and none at exit when Python flushes again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0

@@ -61,3 +61,27 @@ def test_the_tracing_command_refuses_a_file_larger_than_its_cap_before_reading_i
     assert tree.main([str(tmp_path / "big.jsonl")]) == 2
     assert capsys.readouterr() == ("", f"miniagents.tracing: the trace file {str(tmp_path / 'big.jsonl')!r} is larger "
                                        "than 0 MiB; it is not read\n")
+
+
+def test_a_trace_the_terminals_encoding_cannot_show_is_printed_escaped_not_a_traceback(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps({"object": "trace", "id": "trace_1", "workflow_name": "Zo\u00eb \u4f60\u597d"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "miniagents.tracing", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "trace 'Zo\\xeb \\u4f60\\u597d' trace_1\n"
+
+
+def test_a_reader_that_leaves_early_ends_the_tracing_command_without_a_traceback(tmp_path):
+    """`python -m miniagents.tracing run.jsonl | head`: the pipe closes before the trees are all written."""
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps({"object": "trace", "id": f"trace_{n}", "workflow_name": "Desk"}) + "\n"
+                            for n in range(20000)), encoding="utf-8")
+    command = subprocess.Popen([sys.executable, "-m", "miniagents.tracing", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    assert command.stdout.readline() == b"trace 'Desk' trace_0\n"
+    command.stdout.close()
+    assert command.wait(timeout=60) == 1
+    assert command.stderr.read() == b""
+    command.stderr.close()
