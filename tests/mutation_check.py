@@ -3879,12 +3879,14 @@ MUTANTS: List[Mutant] = [
       "recording: a call nested hundreds of levels deep is a RecordingError before redaction walks it",
       "test_recorder"),
     M("recording/recorder.py",
-      "        deep = format.depth(record) >= format.MAX_DEPTH  # record() refuses it, before a walk recursing that deep",
+      "        deep = format.depth(record) >= format.MAX_DEPTH  # record() refuses it, before a walk recursing "
+      "that deep",
       "        deep = False",
       "recording: a request nested hundreds of levels deep is a RecordingError, its credentials not walked for",
       "test_recorder"),
     M("recording/replay.py",
-      "        if format.depth(received) >= format.MAX_DEPTH:  # a line holding it would nest past MAX_DEPTH: none does",
+      "        if format.depth(received) >= format.MAX_DEPTH:  # a line holding it would nest past MAX_DEPTH: "
+      "none does",
       "        if False:",
       "recording: a replayed request nested past what a recording holds is a RecordingError (no RecursionError)",
       "test_replay"),
@@ -3897,6 +3899,11 @@ MUTANTS: List[Mutant] = [
       "    except BrokenPipeError:  # the reader left",
       "    except ZeroDivisionError:  # the reader left",
       "tracing: a reader that leaves the trace reader early (| head) gets no traceback", "test_tracing_command"),
+    M("tracing/tree.py",
+      " if len(prefix) < len(bar) * MAX_INDENT else prefix",
+      "",
+      "tracing: spans nested past MAX_INDENT levels are drawn at its indent (a chain of spans: unbounded output)",
+      "test_tracing_command"),
 ]
 
 

@@ -23,6 +23,9 @@ SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendo
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
 MAX_LINE = 16 * 2 ** 20  # characters of one line of a file that are read; a longer line is skipped
 MAX_BYTES = 256 * 2 ** 20  # a larger file is refused before it is read (all of it is held to sort the spans)
+# Levels of the tree drawn: a deeper span is drawn at this one's indent (a file's chain of a million spans, each
+# inside the last, drew each line as many levels deep: terabytes of indent from a file of 256 MiB).
+MAX_INDENT = 64
 SPAN_TEXTS = ("id", "parent_id", "started_at", "ended_at")  # what the tree compares and sorts: strings or null
 _BRANCHES = {True: ("├─ ", "└─ ", "│  ", "   "), False: ("|- ", "`- ", "|  ", "   ")}
 
@@ -239,7 +242,7 @@ def render(traces: list, full: bool = False, unicode: bool = True) -> str:
             shown.add(record.get("id"))
             out.append(prefix + (last if is_last else tee) + describe(record, full))
             below = children.get(record.get("id"), [])
-            inner = prefix + (blank if is_last else bar)
+            inner = prefix + (blank if is_last else bar) if len(prefix) < len(bar) * MAX_INDENT else prefix
             stack.extend((r, inner, i == len(below) - 1) for i, r in reversed(list(enumerate(below))))
     return "\n".join(out)
 

@@ -85,3 +85,18 @@ def test_a_reader_that_leaves_early_ends_the_tracing_command_without_a_traceback
     assert command.wait(timeout=60) == 1
     assert command.stderr.read() == b""
     command.stderr.close()
+
+
+def test_spans_nested_past_the_levels_drawn_are_drawn_at_the_deepest_indent_so_the_output_stays_bounded():
+    """A file's chain of spans, each inside the last, drew its n-th line n levels deep: a chain of a million (a
+    file of 256 MiB) printed terabytes of indent."""
+    spans = [{"object": "trace.span", "id": f"s{n}", "trace_id": "trace_1", "parent_id": f"s{n - 1}" if n else None,
+              "started_at": f"2024-01-01T00:00:{n % 60:02d}+00:00", "span_data": {"type": "custom", "name": f"c{n}"}}
+             for n in range(3 * tree.MAX_INDENT)]
+    traces, problems = tree.read(json.dumps(span) for span in spans)
+    lines = tree.render(traces).splitlines()[1:]
+    assert problems == [] and len(lines) == len(spans)
+    indents = [len(line) - len(line.lstrip(" │├└─")) for line in lines]
+    assert indents[:tree.MAX_INDENT + 1] == [3 * n + 3 for n in range(tree.MAX_INDENT + 1)]
+    assert set(indents[tree.MAX_INDENT:]) == {3 * tree.MAX_INDENT + 3}
+    assert [line.lstrip(" │├└─").split(" ")[0] for line in lines] == [f"c{n}" for n in range(len(spans))]
