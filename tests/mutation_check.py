@@ -3904,6 +3904,11 @@ MUTANTS: List[Mutant] = [
       "",
       "tracing: spans nested past MAX_INDENT levels are drawn at its indent (a chain of spans: unbounded output)",
       "test_tracing_command"),
+    M("tracing/tree.py",
+      "if r.get(\"id\") not in reached]",
+      "if r.get(\"id\") not in {x.get(\"id\") for x in roots}]",
+      "tracing: the trace reader draws many top-level spans in linear time (the root ids gathered once)",
+      "test_tracing_command"),
 ]
 
 

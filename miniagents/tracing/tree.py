@@ -228,11 +228,12 @@ def render(traces: list, full: bool = False, unicode: bool = True) -> str:
             group.sort(key=lambda r: r.get("started_at") or "")
         shown: set = set()
         roots = children.get(None, [])
-        orphans = [r for r in spans.values() if r.get("id") not in {x.get("id") for x in roots}]
+        reached = {r.get("id") for r in roots}  # once: rebuilt for each span, a file of many roots took hours
+        orphans = [r for r in reversed(list(spans.values())) if r.get("id") not in reached]  # popped from the end
         stack = [(r, "", i == len(roots) - 1) for i, r in reversed(list(enumerate(roots)))]
         while stack or orphans:
             if not stack:  # a parent chain that loops: show what was not reached, once
-                record = orphans.pop(0)
+                record = orphans.pop()
                 if record.get("id") not in shown:
                     stack.append((record, "", True))
                 continue

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -100,3 +101,14 @@ def test_spans_nested_past_the_levels_drawn_are_drawn_at_the_deepest_indent_so_t
     assert indents[:tree.MAX_INDENT + 1] == [3 * n + 3 for n in range(tree.MAX_INDENT + 1)]
     assert set(indents[tree.MAX_INDENT:]) == {3 * tree.MAX_INDENT + 3}
     assert [line.lstrip(" │├└─").split(" ")[0] for line in lines] == [f"c{n}" for n in range(len(spans))]
+
+
+def test_a_trace_of_many_top_level_spans_is_drawn_in_linear_time():
+    """Each span was checked against the set of the top-level spans' ids built again for it: a file of 20,000 spans
+    whose parents it does not hold (4.5 MB) took a minute, one of a million days."""
+    spans = {f"s{n}": {"object": "trace.span", "id": f"s{n}", "trace_id": "trace_1", "parent_id": None,
+                       "span_data": {"type": "custom", "name": "c"}} for n in range(20000)}
+    start = time.monotonic()
+    text = tree.render([("trace_1", {"trace": None, "spans": spans})])
+    assert time.monotonic() - start < 10  # well under a second; a minute before
+    assert text.count("\n") == len(spans) and text.endswith("└─ c [unfinished]")
