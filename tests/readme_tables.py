@@ -450,7 +450,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
     # was a bare RecursionError)
-    "shell: recording and replay": 789,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -475,6 +475,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # recursive walk was a bare RecursionError on a run that works unrecorded)
     # 789 for a replayed request nested past what a recording holds refused with a RecordingError before redaction
     # walks it (a bare RecursionError)
+    # 791 for a number hidden by its credential name searched for by value too, as the docs say of every value so
+    # hidden (`extra_body={"password": 918273645512}` was written where the model repeated it)
     "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
