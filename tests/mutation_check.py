@@ -3909,6 +3909,11 @@ MUTANTS: List[Mutant] = [
       "if r.get(\"id\") not in {x.get(\"id\") for x in roots}]",
       "tracing: the trace reader draws many top-level spans in linear time (the root ids gathered once)",
       "test_tracing_command"),
+    M("recording/redaction.py",
+      "        return [str(value)]",
+      "        return []",
+      "recording: a number hidden by its credential name is searched for by value elsewhere in the call",
+      "test_secrecy"),
 ]
 
 
