@@ -358,7 +358,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2140 for hex of both cases mixed in one value (%2f...%2B) and JSON escapes wherever they stand (after a prefix,
     # nested) read through by one rule the trace, the recording and the adapters' messages share (percent_upper,
     # unescaped): the recording kept all three, a trace the first
-    "shell: tracing": 1177,
+    "shell: tracing": 1181,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -404,6 +404,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # n levels deep: 600 MB of output and 2.8 GB of memory from a file of 4.5 MB)
     # 1177 for the trace reader's top-level span ids gathered once (rebuilt for each span: 20,000 top-level spans, a
     # file of 4.5 MB, took a minute; a file of 256 MiB, days)
+    # 1181 for model settings nested past what the trace's redaction walks shown as an error (a bare RecursionError
+    # out of a traced run that untraced succeeded)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
     "shell: retries": 344,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
