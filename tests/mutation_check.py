@@ -3914,6 +3914,11 @@ MUTANTS: List[Mutant] = [
       "        return []",
       "recording: a number hidden by its credential name is searched for by value elsewhere in the call",
       "test_secrecy"),
+    M("tracing/create.py",
+      "    except RecursionError:  # nested past what the walk reads",
+      "    except ZeroDivisionError:  # nested past what the walk reads",
+      "tracing: model settings nested past what the redaction walks are shown as an error, the run goes on",
+      "test_tracing"),
 ]
 
 
