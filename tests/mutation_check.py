@@ -3380,9 +3380,9 @@ MUTANTS: List[Mutant] = [
       "tracing: a secret percent-encoded with hex of both cases in one value (%2f...%2B) never reaches a trace",
       "test_tracing"),
     M("tracing/create.py",
-      "    return redacted({k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None}, "
-      "named=True)",
-      "    return {k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None}",
+      "        return redacted({k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None},\n"
+      "                        named=True)",
+      "        return {k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None}",
       "a credential-named model setting never reaches a processor of your own", "test_tracing"),
     M("retry/__init__.py",
       "        delay = bounded(delay)",
