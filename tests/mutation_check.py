@@ -3919,6 +3919,11 @@ MUTANTS: List[Mutant] = [
       "    except ZeroDivisionError:  # nested past what the walk reads",
       "tracing: model settings nested past what the redaction walks are shown as an error, the run goes on",
       "test_tracing"),
+    M("recording/recorder.py",
+      "    except BlockingIOError:  # held;",
+      "    except OSError:  # held;",
+      "recording: a file system that cannot lock is refused with its own reason, not blamed on another Recorder",
+      "test_recorder"),
 ]
 
 

@@ -46,7 +46,7 @@ def _lock(fd: int) -> bool:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # held; any other error (a file system without locks) is said as it is
         return False
     return True
 

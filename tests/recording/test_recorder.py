@@ -584,3 +584,23 @@ def test_a_call_nested_far_past_the_bound_is_a_recording_error_not_a_recursion_e
         with pytest.raises(RecordingError, match="cannot record call 1 .*nests more than 100 levels deep"):
             Runner.run_sync(Agent(name="A", model=recorder.wrap(model), model_settings=settings), "one")
     assert Replay(tmp_path / "run.jsonl").remaining == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock is not Windows' lock")
+def test_a_file_system_that_cannot_lock_is_said_as_it_is_not_blamed_on_another_recorder(tmp_path, monkeypatch):
+    """Some file systems (FUSE mounts, NFS without its lock daemon) answer flock with ENOLCK or EOPNOTSUPP: the
+    recording is refused with that reason, not with "another Recorder is writing" it, which sent the user looking
+    for a process that does not exist."""
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(RecordingError) as caught:
+        Recorder(tmp_path / "run.jsonl")
+    path = str(tmp_path / "run.jsonl")
+    assert str(caught.value) == f"cannot write the recording {path!r}: {os.strerror(errno.ENOLCK)}"
+    monkeypatch.undo()
+    with Recorder(tmp_path / "run.jsonl") as recorder:  # nothing was left held
+        assert recorder.count == 0
