@@ -364,7 +364,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (a value None: a bare TypeError) and a base URL with a space or control character (retried as a connection
     # error, the query's key in the chained InvalidURL) refused before anything is sent
     # 2153 for a byte order mark starting an event stream skipped, as the SSE standard says (the first event was lost)
-    "shell: tracing": 1169,
+    "shell: tracing": 1181,
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
@@ -404,6 +404,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1169 for a secret percent-encoded with hex of both cases in one value (%2f...%2B) searched for as such
     # 1168 for an inner run that outlives its caller (in a tool's thread a timeout left running): it kept its key in
     # the ended caller's list, held forever; each run now has its own list, handed to its caller only while that runs
+    # 1175 for the trace reader's output on a terminal whose encoding lacks a file's characters (a traceback, now shown
+    # escaped) or read by a reader that leaves early (`| head`: a BrokenPipeError traceback, twice)
+    # 1176 for the trace reader's indent capped (a file's chain of spans each inside the last printed its n-th line
+    # n levels deep: 600 MB of output and 2.8 GB of memory from a file of 4.5 MB)
+    # 1177 for the trace reader's top-level span ids gathered once (rebuilt for each span: 20,000 top-level spans, a
+    # file of 4.5 MB, took a minute; a file of 256 MiB, days)
+    # 1181 for model settings nested past what the trace's redaction walks shown as an error (a bare RecursionError
+    # out of a traced run that untraced succeeded)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
     "shell: retries": 344,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
@@ -450,7 +458,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
     # was a bare RecursionError)
-    "shell: recording and replay": 782,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
+    "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
     # onto; values hidden by name in the settings written by value elsewhere, a secret split across logprob
@@ -471,6 +479,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixed list of escaped slashes) and hex of both cases in one value, read as the trace's redaction reads them
     # 782 for the redact= hook seeing a message's text parts joined and an item's streamed parts joined, as the docs
     # said (a name cut across two parts was written as it came)
+    # 786 for a call nested hundreds of levels deep refused with its RecordingError before redaction walks it (the
+    # recursive walk was a bare RecursionError on a run that works unrecorded)
+    # 789 for a replayed request nested past what a recording holds refused with a RecordingError before redaction
+    # walks it (a bare RecursionError)
+    # 791 for a number hidden by its credential name searched for by value too, as the docs say of every value so
+    # hidden (`extra_body={"password": 918273645512}` was written where the model repeated it)
     "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta

@@ -46,7 +46,7 @@ def _lock(fd: int) -> bool:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # held; any other error (a file system without locks) is said as it is
         return False
     return True
 
@@ -140,11 +140,15 @@ class Recorder:
         """A call's request as it will be written (taken before the model is called, so nothing the run does to
         the objects afterwards changes it), and the credentials its settings hid by name."""
         record = format.request_record(*args)
-        return record, redaction.hide_credentials(record)
+        deep = format.depth(record) >= format.MAX_DEPTH  # record() refuses it, before a walk recursing that deep
+        return record, [] if deep else redaction.hide_credentials(record)
 
     def record(self, model: Any, stream: bool, request: dict, response: dict, hidden: list) -> None:
         """Write one answered call as the next line; `hidden`: the credentials its settings hid by name, searched
         for by value everywhere else in the call."""
+        if format.depth([request, response]) > format.MAX_DEPTH:  # as the line would nest: redaction recurses
+            raise RecordingError(f"cannot record call {self.count + 1} to {self.path!r}: it nests more than "
+                                 f"{format.MAX_DEPTH} levels deep, and a replay of the recording would refuse it")
         secrets = (redaction.environment_secrets() + redaction.model_secrets(model) + hidden
                    + redaction.url_passwords([request, response]))
         request = self._hook(redaction.without_secrets(request, secrets))

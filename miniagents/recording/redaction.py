@@ -76,6 +76,8 @@ def credential_values(value: Any, named: bool = False) -> list:
         return [found for inner in value for found in credential_values(inner, named)]
     if isinstance(value, str) and (named or AUTHORIZATION_VALUE.match(value)):
         return [value] + value.strip().split(None, 1)[1:]
+    if named and isinstance(value, (int, float)) and not isinstance(value, bool):  # a number hidden: as text says it
+        return [str(value)]
     return []
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..errors import UserError
 from ..items import ModelResponse
 from . import format, redaction
-from .errors import ABSENT, ReplayExhausted, ReplayIncomplete, ReplayMismatch
+from .errors import ABSENT, RecordingError, ReplayExhausted, ReplayIncomplete, ReplayMismatch
 
 MATCH_MODES = ("exact", "ignore_instructions", "order")
 
@@ -114,6 +114,9 @@ class Replay:
         hook), and the recorded one of the same secrets, so an older recording that kept one still matches and no
         mismatch shows one."""
         received = format.request_record(*request)
+        if format.depth(received) >= format.MAX_DEPTH:  # a line holding it would nest past MAX_DEPTH: none does
+            raise RecordingError(f"the replayed run's request nests more than {format.MAX_DEPTH - 1} levels deep, "
+                                 "past what a recording holds: it matches no recorded request")
         secrets = (redaction.environment_secrets() + redaction.hide_credentials(received)
                    + redaction.url_passwords([recorded, received]))
         return redaction.without_secrets(recorded, secrets), self._hook(redaction.without_secrets(received, secrets))

@@ -89,7 +89,11 @@ def _traced_settings(model_config: Any) -> dict:
     """The settings a trace shows: none of `_UNTRACED_SETTINGS`, and the rest `redacted` (the value of each key that
     names a credential, at any depth, as in `metadata`, hidden as `***`; so is a `Bearer` token)."""
     raw = model_config.to_json_dict() if callable(getattr(model_config, "to_json_dict", None)) else model_config
-    return redacted({k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None}, named=True)
+    try:
+        return redacted({k: v for k, v in dict(raw).items() if k not in _UNTRACED_SETTINGS and v is not None},
+                        named=True)
+    except RecursionError:  # nested past what the walk reads: made in the run's own steps, it must not fail the run
+        return {"error": "the settings nest too deep to show"}
 
 
 def generation_span(input: Optional[Sequence] = None, output: Optional[Sequence] = None, model: Optional[str] = None,

@@ -23,6 +23,9 @@ SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendo
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
 MAX_LINE = 16 * 2 ** 20  # characters of one line of a file that are read; a longer line is skipped
 MAX_BYTES = 256 * 2 ** 20  # a larger file is refused before it is read (all of it is held to sort the spans)
+# Levels of the tree drawn: a deeper span is drawn at this one's indent (a file's chain of a million spans, each
+# inside the last, drew each line as many levels deep: terabytes of indent from a file of 256 MiB).
+MAX_INDENT = 64
 SPAN_TEXTS = ("id", "parent_id", "started_at", "ended_at")  # what the tree compares and sorts: strings or null
 _BRANCHES = {True: ("├─ ", "└─ ", "│  ", "   "), False: ("|- ", "`- ", "|  ", "   ")}
 
@@ -225,11 +228,12 @@ def render(traces: list, full: bool = False, unicode: bool = True) -> str:
             group.sort(key=lambda r: r.get("started_at") or "")
         shown: set = set()
         roots = children.get(None, [])
-        orphans = [r for r in spans.values() if r.get("id") not in {x.get("id") for x in roots}]
+        reached = {r.get("id") for r in roots}  # once: rebuilt for each span, a file of many roots took hours
+        orphans = [r for r in reversed(list(spans.values())) if r.get("id") not in reached]  # popped from the end
         stack = [(r, "", i == len(roots) - 1) for i, r in reversed(list(enumerate(roots)))]
         while stack or orphans:
             if not stack:  # a parent chain that loops: show what was not reached, once
-                record = orphans.pop(0)
+                record = orphans.pop()
                 if record.get("id") not in shown:
                     stack.append((record, "", True))
                 continue
@@ -239,7 +243,7 @@ def render(traces: list, full: bool = False, unicode: bool = True) -> str:
             shown.add(record.get("id"))
             out.append(prefix + (last if is_last else tee) + describe(record, full))
             below = children.get(record.get("id"), [])
-            inner = prefix + (blank if is_last else bar)
+            inner = prefix + (blank if is_last else bar) if len(prefix) < len(bar) * MAX_INDENT else prefix
             stack.extend((r, inner, i == len(below) - 1) for i, r in reversed(list(enumerate(below))))
     return "\n".join(out)
 
@@ -277,5 +281,11 @@ def main(argv: Optional[list] = None) -> int:
     if not traces:
         print(f"{SHELL}: no traces in {args.file}", file=sys.stderr)
         return 1
-    print(render(traces, full=args.full, unicode=_unicode_ok(sys.stdout)))
+    if hasattr(sys.stdout, "reconfigure"):  # text the terminal's encoding lacks is shown escaped, not a traceback
+        sys.stdout.reconfigure(errors="backslashreplace")
+    try:
+        print(render(traces, full=args.full, unicode=_unicode_ok(sys.stdout)), flush=True)
+    except BrokenPipeError:  # the reader left (`| head`): no traceback, and none at exit when Python flushes again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0

@@ -1337,3 +1337,26 @@ def test_the_tracing_page_shows_the_tree_the_printer_prints():
     shown = page.split("$ python -m miniagents.tracing run.jsonl", 1)[1].split("```", 1)[0].split("\n", 1)[1]
     two_runs = HELP_DESK_TREE.split("\ntrace 'Help desk'")[:2]
     assert normalized(shown).rstrip("\n") == "\ntrace 'Help desk'".join(two_runs)
+
+
+def test_model_settings_nested_past_what_the_redaction_walks_are_not_shown_and_the_traced_run_goes_on(tmp_path):
+    """A custom model takes settings of any depth; traced, their redaction (a recursive walk) was a bare
+    RecursionError out of the run, which untraced succeeded."""
+    from miniagents import Agent, ModelResponse, Runner, RunConfig
+
+    class Model:
+        def get_response(self, *args, **kwargs):
+            return ModelResponse(output=[assistant_message("Hi")], usage=Usage(requests=1))
+
+        def stream_response(self, *args, **kwargs):
+            yield from ()
+
+    deep: dict = {}
+    for _ in range(3000):
+        deep = {"a": deep}
+    agent = Agent(name="A", model=Model(), model_settings=ModelSettings(temperature=0.5, metadata={"m": deep}))
+    path = tmp_path / "run.jsonl"
+    assert Runner.run_sync(agent, "Hi", run_config=RunConfig(trace_path=str(path))).final_output == "Hi"
+    [config] = [r["span_data"]["model_config"] for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+                if r["event"] == "span_end" and r["span_data"]["type"] == "generation"]
+    assert config == {"error": "the settings nest too deep to show"}

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,3 +62,53 @@ def test_the_tracing_command_refuses_a_file_larger_than_its_cap_before_reading_i
     assert tree.main([str(tmp_path / "big.jsonl")]) == 2
     assert capsys.readouterr() == ("", f"miniagents.tracing: the trace file {str(tmp_path / 'big.jsonl')!r} is larger "
                                        "than 0 MiB; it is not read\n")
+
+
+def test_a_trace_the_terminals_encoding_cannot_show_is_printed_escaped_not_a_traceback(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps({"object": "trace", "id": "trace_1", "workflow_name": "Zo\u00eb \u4f60\u597d"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "miniagents.tracing", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "trace 'Zo\\xeb \\u4f60\\u597d' trace_1\n"
+
+
+def test_a_reader_that_leaves_early_ends_the_tracing_command_without_a_traceback(tmp_path):
+    """`python -m miniagents.tracing run.jsonl | head`: the pipe closes before the trees are all written."""
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps({"object": "trace", "id": f"trace_{n}", "workflow_name": "Desk"}) + "\n"
+                            for n in range(20000)), encoding="utf-8")
+    command = subprocess.Popen([sys.executable, "-m", "miniagents.tracing", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    assert command.stdout.readline() == b"trace 'Desk' trace_0\n"
+    command.stdout.close()
+    assert command.wait(timeout=60) == 1
+    assert command.stderr.read() == b""
+    command.stderr.close()
+
+
+def test_spans_nested_past_the_levels_drawn_are_drawn_at_the_deepest_indent_so_the_output_stays_bounded():
+    """A file's chain of spans, each inside the last, drew its n-th line n levels deep: a chain of a million (a
+    file of 256 MiB) printed terabytes of indent."""
+    spans = [{"object": "trace.span", "id": f"s{n}", "trace_id": "trace_1", "parent_id": f"s{n - 1}" if n else None,
+              "started_at": f"2024-01-01T00:00:{n % 60:02d}+00:00", "span_data": {"type": "custom", "name": f"c{n}"}}
+             for n in range(3 * tree.MAX_INDENT)]
+    traces, problems = tree.read(json.dumps(span) for span in spans)
+    lines = tree.render(traces).splitlines()[1:]
+    assert problems == [] and len(lines) == len(spans)
+    indents = [len(line) - len(line.lstrip(" │├└─")) for line in lines]
+    assert indents[:tree.MAX_INDENT + 1] == [3 * n + 3 for n in range(tree.MAX_INDENT + 1)]
+    assert set(indents[tree.MAX_INDENT:]) == {3 * tree.MAX_INDENT + 3}
+    assert [line.lstrip(" │├└─").split(" ")[0] for line in lines] == [f"c{n}" for n in range(len(spans))]
+
+
+def test_a_trace_of_many_top_level_spans_is_drawn_in_linear_time():
+    """Each span was checked against the set of the top-level spans' ids built again for it: a file of 20,000 spans
+    whose parents it does not hold (4.5 MB) took a minute, one of a million days."""
+    spans = {f"s{n}": {"object": "trace.span", "id": f"s{n}", "trace_id": "trace_1", "parent_id": None,
+                       "span_data": {"type": "custom", "name": "c"}} for n in range(20000)}
+    start = time.monotonic()
+    text = tree.render([("trace_1", {"trace": None, "spans": spans})])
+    assert time.monotonic() - start < 10  # well under a second; a minute before
+    assert text.count("\n") == len(spans) and text.endswith("└─ c [unfinished]")

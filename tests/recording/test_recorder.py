@@ -555,3 +555,52 @@ def test_a_torn_line_that_cannot_be_cut_off_closes_the_recorder(tmp_path, monkey
     with pytest.raises(RecordingError, match="is truncated at line 2"):
         Replay(tmp_path / "run.jsonl")
     Recorder(tmp_path / "run.jsonl").close()  # the file was given back
+
+
+class DeepModel:
+    """A custom model whose answer holds `levels` nested lists, as a hostile server's item may."""
+
+    def __init__(self, levels: int):
+        self.levels = levels
+
+    def get_response(self, *args, **kwargs):
+        from miniagents.context import Usage
+        from miniagents.items import ModelResponse
+        return ModelResponse(output=[{**assistant_message("Hi"), "extra": nested(self.levels)}],
+                             usage=Usage(requests=1))
+
+    def stream_response(self, *args, **kwargs):
+        yield from ()
+
+
+@pytest.mark.parametrize("where", ["response", "request"])
+def test_a_call_nested_far_past_the_bound_is_a_recording_error_not_a_recursion_error(tmp_path, where):
+    """Nested some hundreds of levels (which the run itself takes, and JSON writes), a call still fails to record as
+    one nested 101 levels does, with a `RecordingError`: the redaction that walks it recursively is not reached."""
+    levels = 600
+    model = DeepModel(0 if where == "request" else levels)
+    settings = ModelSettings(extra_body={"deep": nested(levels)}) if where == "request" else ModelSettings()
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        with pytest.raises(RecordingError, match="cannot record call 1 .*nests more than 100 levels deep"):
+            Runner.run_sync(Agent(name="A", model=recorder.wrap(model), model_settings=settings), "one")
+    assert Replay(tmp_path / "run.jsonl").remaining == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock is not Windows' lock")
+def test_a_file_system_that_cannot_lock_is_said_as_it_is_not_blamed_on_another_recorder(tmp_path, monkeypatch):
+    """Some file systems (FUSE mounts, NFS without its lock daemon) answer flock with ENOLCK or EOPNOTSUPP: the
+    recording is refused with that reason, not with "another Recorder is writing" it, which sent the user looking
+    for a process that does not exist."""
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(RecordingError) as caught:
+        Recorder(tmp_path / "run.jsonl")
+    path = str(tmp_path / "run.jsonl")
+    assert str(caught.value) == f"cannot write the recording {path!r}: {os.strerror(errno.ENOLCK)}"
+    monkeypatch.undo()
+    with Recorder(tmp_path / "run.jsonl") as recorder:  # nothing was left held
+        assert recorder.count == 0

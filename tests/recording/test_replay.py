@@ -7,7 +7,8 @@ import json
 import pytest
 
 from miniagents import Agent, ModelHTTPError, ModelSettings, Runner, UserError, function_tool, handoff
-from miniagents.recording import (Recorder, Replay, ReplayExhausted, ReplayIncomplete, ReplayMismatch)
+from miniagents.recording import (Recorder, RecordingError, Replay, ReplayExhausted, ReplayIncomplete,
+                                  ReplayMismatch)
 from miniagents.recording.errors import ABSENT
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from replay_support import (INSTRUCTIONS, QUESTION, cancel_order, chat_model, help_desk,
@@ -210,3 +211,16 @@ def test_handoffs_and_the_output_schema_are_recorded_as_their_wire_specs_and_com
         Runner.run_sync(Agent(name="Triage", model=changed, handoffs=[handoff(
             billing.clone(model=changed, output_type=str))]), "Refund please")
     assert (caught.value.request, caught.value.field, caught.value.received) == (2, "output_schema", None)
+
+
+def test_a_replayed_request_nested_past_what_a_recording_holds_is_a_recording_error_not_a_recursion_error(tmp_path):
+    """No recorded request nests 100 levels (its line would nest 101): a replayed one that does (a deep extra_body)
+    matches none, and says so with a `RecordingError` before the redaction that walks it recursively is reached."""
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel([[assistant_message("Hi")]]))), "one")
+    value: list = []
+    for _ in range(600):
+        value = [value]
+    deep = Agent(name="A", model=Replay(tmp_path / "run.jsonl"), model_settings=ModelSettings(extra_body={"v": value}))
+    with pytest.raises(RecordingError, match="nests more than 99 levels deep, past what a recording holds"):
+        Runner.run_sync(deep, "one")

@@ -573,3 +573,17 @@ def test_a_text_the_redact_hook_changed_loses_its_logprobs(tmp_path):
         "content"]
     assert [(part["text"], part["logprobs"]) for part in parts] == [("Hello [CUSTOMER]!", []),
                                                                     (" Bye.", tokens(" Bye."))]
+
+
+def test_a_number_hidden_by_its_credential_name_is_also_searched_for_by_value(tmp_path):
+    """`extra_body={"password": 918273645512}`: hidden by name in the settings, and, as the docs say of every value so
+    hidden, wherever else the call holds it (the model repeats it); a replay of the same run still matches."""
+    settings = ModelSettings(extra_body={"password": 918273645512})
+    steps = [[assistant_message("Your password 918273645512 is set.")]]
+    with Recorder(tmp_path / "run.jsonl") as recorder:
+        Runner.run_sync(Agent(name="A", model=recorder.wrap(ScriptedModel(steps)), model_settings=settings), "Set it.")
+    text = (tmp_path / "run.jsonl").read_text(encoding="utf-8")
+    assert "918273645512" not in text and f"Your password {REDACTED} is set." in text
+    replay = Replay(tmp_path / "run.jsonl")
+    Runner.run_sync(Agent(name="A", model=replay, model_settings=settings), "Set it.")
+    replay.assert_complete()
