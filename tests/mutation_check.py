@@ -3942,7 +3942,7 @@ MUTANTS: List[Mutant] = [
     M("tracing/tree.py",
       "if r.get(\"id\") not in reached]",
       "if r.get(\"id\") not in {x.get(\"id\") for x in roots}]",
-      "tracing: the trace reader draws many top-level spans in linear time (the root ids gathered once)",
+      "tracing: the trace reader reads each of many top-level spans a bounded number of times (root ids gathered once)",
       "test_tracing_command"),
     M("recording/redaction.py",
       "        return [str(value)]",
