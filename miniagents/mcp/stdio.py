@@ -399,7 +399,7 @@ class StdioConnection:
                     pass
                 except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
                     self._fail(MCPConnectionError, self._ended("closed its stdin (it reads no more requests)"))
-                    raise self.failure() from None
+                    break  # the process is ended below, outside the write lock
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

@@ -9,7 +9,8 @@ unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
 Modes (at start): odd_tools, slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
 spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later),
-close_stdin (then, half a second later, last words on stderr and exit 3), repeat_cursor, print_env, plan (replay --plan).
+close_stdin (then, half a second later, last words on stderr and exit 3), close_stdin_and_run (and go on),
+repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
 import base64
@@ -303,6 +304,9 @@ class Server:
                 time.sleep(0.5)
                 sys.stderr.write("my last words\n")
                 sys.exit(3)
+            if "close_stdin_and_run" in self.modes and message.get("method") == "notifications/initialized":
+                os.close(0)
+                time.sleep(600)
         if "ignore_eof" in self.modes:
             time.sleep(600)
 

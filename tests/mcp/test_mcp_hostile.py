@@ -344,6 +344,14 @@ def test_a_server_that_closes_its_stdin_and_exits_is_told_by_its_exit_and_its_la
     assert "my last words" in caught.value.stderr and ended(pid)
 
 
+def test_a_server_that_closes_its_stdin_and_runs_on_is_ended_when_its_connection_fails(connected):
+    server, pid = connected("close_stdin_and_run")
+    time.sleep(0.2)  # its stdin is closed: the request cannot be written
+    with pytest.raises(MCPConnectionError, match="closed its stdin"):
+        server.list_tools()
+    assert ended(pid)  # nobody called cleanup(): the failed connection ended it
+
+
 def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
     server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
     server.connect()
