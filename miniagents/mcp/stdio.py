@@ -320,7 +320,7 @@ class StdioConnection:
             self._write(message, timeout, waiter)
             answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BaseException as error:  # the write failed, was never made (a timeout, a cancel), or Ctrl-C: given up
-            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError))
+            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError, UserError))  # UserError: not JSON
             self._give_up(request_id, method, "the client stopped waiting", sent)
             raise
         finally:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from miniagents import AgentsException
+from miniagents import AgentsException, UserError
 from miniagents.caller import CANCEL_CALLBACKS, Cancelled
 from miniagents.mcp import MCPCancelledError, MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, \
     MCPTimeoutError, MCPVersionError
@@ -533,6 +533,16 @@ def test_a_call_cancelled_before_its_request_is_written_leaves_the_connection_an
         assert seconds < 0.5 and isinstance(error, MCPCancelledError)  # never waits to tell the server
     finally:
         lock.release()
+    assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+    assert not log.exists()  # no notifications/cancelled for a request it never got
+
+
+def test_a_call_whose_arguments_json_cannot_hold_is_a_user_error_and_the_server_is_not_told_of_it(connected,
+                                                                                                   tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log)
+    with pytest.raises(UserError, match="cannot be sent"):
+        server.call_tool("add", {"a": float("inf"), "b": 1})  # what a model's 1e400 decodes to
     assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
     assert not log.exists()  # no notifications/cancelled for a request it never got
 
