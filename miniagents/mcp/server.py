@@ -406,7 +406,7 @@ class MCPServerStdio(MCPServer):
             if aborts is not None:
                 aborts.append(woken.set)
             try:
-                if woken.wait(delay):
+                if getattr(aborts, "cancelled", False) or woken.wait(delay):  # a cancel that came first too
                     raise MCPCancelledError(f"MCP server {self.name!r}: the run was cancelled before a retry",
                                             self.name)
             finally:

@@ -316,6 +316,8 @@ class StdioConnection:
         aborts, deadline = CANCEL_CALLBACKS.get(), None if timeout is None else time.monotonic() + timeout
         if aborts is not None:
             aborts.append(waiter.cancel)
+            if getattr(aborts, "cancelled", False):  # the run was cancelled at once before this began: never sent
+                waiter.cancel()
         try:  # the write's wait (for the pipe, and for another message being written) counts in the timeout
             self._write(message, timeout, waiter)
             answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))

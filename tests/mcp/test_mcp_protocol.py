@@ -264,6 +264,29 @@ def test_retries_send_a_failed_request_again_with_backoff_but_never_a_tool_call(
         assert calls == ["tools/list"] * 2
 
 
+def test_a_retry_whose_backoff_would_begin_after_the_runs_cancel_does_not_wait_it():
+    import contextvars
+    import time
+
+    from miniagents.caller import CANCEL_CALLBACKS, Aborts
+    from miniagents.mcp import MCPCancelledError
+
+    server, aborts = make_server(max_retry_attempts=1, retry_backoff_seconds_base=30), Aborts()
+
+    def cancelled_meanwhile():  # the run's cancel came (and called the aborts there were) as the request failed
+        aborts.cancelled = True
+        raise MCPTimeoutError("did not answer (simulated)", server.name)
+
+    def retried():
+        CANCEL_CALLBACKS.set(aborts)
+        started = time.monotonic()
+        with pytest.raises(MCPCancelledError):
+            server._retrying(cancelled_meanwhile)
+        return time.monotonic() - started
+
+    assert contextvars.copy_context().run(retried) < 5
+
+
 def test_copying_an_agent_keeps_its_server():
     import copy
 
