@@ -226,7 +226,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1052 for handoff() given something other than an Agent: a UserError (a bare AttributeError reading its name)
     # 1055 for items.derived_id, the one recipe of an id made from a text (a call id no session can key, an old
     # document's run id), which left turn.py and state.py
-    "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -261,6 +261,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
+    # 1123 for a strict schema whose $defs are no object (an MCP server's) a UserError, not a bare AttributeError
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
