@@ -87,7 +87,9 @@ class Server:
                            {"name": "lone\ud800surrogate", "inputSchema": {}},
                            {"name": "not_a_schema", "inputSchema": "object"}, {"name": "", "inputSchema": {}},
                            {"name": "no_schema"}, 42, {"name": "x" * 100, "inputSchema": {}},
-                           {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}}]
+                           {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}},
+                           {"name": "defs_not_an_object", "inputSchema": {"type": "object", "properties": {},
+                                                                          "$defs": [True]}}]
         self.answers = {}  # id of a request we sent -> its answer
         self.answered = threading.Condition()
         self.asked = 0

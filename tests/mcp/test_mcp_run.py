@@ -92,6 +92,7 @@ def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):
     assert tools["deep"].strict_json_schema is False and tools["odd_required"].strict_json_schema is False
     assert tools["required_not_a_list"].strict_json_schema is False
     assert tools["anyof_root"].strict_json_schema is False  # strict mode refuses a root anyOf: sent as given
+    assert tools["defs_not_an_object"].strict_json_schema is False  # nor can it read $defs that are no object
     assert tools["no_schema"].params_json_schema == {"type": "object", "properties": {}, "required": [],
                                                      "additionalProperties": False}
     long_name = [name for name in tools if name.startswith("xxx")]
