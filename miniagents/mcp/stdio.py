@@ -57,6 +57,8 @@ INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what a c
 METHOD_NOT_FOUND = -32601
 
 _LIVE: "weakref.WeakSet[StdioConnection]" = weakref.WeakSet()  # connections to end at interpreter exit
+if hasattr(os, "register_at_fork"):  # a forked child's exit must not end the servers its parent still uses
+    os.register_at_fork(after_in_child=_LIVE.clear)
 
 # Run beside each server as `python -I -S -c ORPHAN_WATCH PARENT GROUP GRACE`: when PARENT (this process) is gone,
 # the server's GROUP is sent SIGTERM, then SIGKILL after GRACE seconds. Ended by the connection with its server.

@@ -426,6 +426,27 @@ def test_the_interpreters_exit_ends_servers_nobody_cleaned_up():
     assert gone(pids["pid"]) and gone(pids["child"])
 
 
+FORKED = r'''
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from mcp_support import make_server
+server = make_server()
+server.connect()
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a forked child that ends as programs do: its interpreter's exit runs the atexit functions
+os.waitpid(child, 0)
+print(server.call_tool("echo", {"text": "still here"}).content[0].text, flush=True)
+server.cleanup()
+'''
+
+
+def test_a_forked_childs_exit_leaves_the_servers_its_parent_still_uses():
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", FORKED, here], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "still here\n", done.stderr
+
+
 KILLED_PARENT = r'''
 import sys
 sys.path.insert(0, sys.argv[1])
