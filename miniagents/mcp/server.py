@@ -46,10 +46,9 @@ class Content(dict):
     (`item.type`, `item.text`) as code written for upstream's `mcp` types does."""
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        if name.startswith("__") or name not in self:  # a server's "__deepcopy__" key is no method of the item
+            raise AttributeError(name)  # (copy, pickle and templates ask for such names)
+        return self[name]
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ class Server:
         if name == "media":
             png = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
             return send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
-                {"type": "text", "text": "here is everything"},
+                {"type": "text", "text": "here is everything", "__deepcopy__": "no method", "__html__": "<b>"},
                 {"type": "image", "data": png, "mimeType": "image/png"},
                 {"type": "audio", "data": base64.b64encode(b"RIFF" * 10).decode(), "mimeType": "audio/wav"},
                 {"type": "resource_link", "uri": "file:///x/notes.md", "name": "notes.md", "mimeType": "text/markdown",

@@ -219,6 +219,16 @@ def test_call_results_keep_text_structured_content_and_is_error():
         assert failed.isError is True and failed.content[0].text == "no such city"
 
 
+def test_a_content_items_keys_named_as_python_methods_are_data_never_methods():
+    import copy
+
+    with make_server() as server:
+        result = server.call_tool("media", {})
+    item = result.content[0]
+    assert item.text == "here is everything" and item["__deepcopy__"] == "no method"
+    assert not hasattr(item, "__html__") and copy.deepcopy(result).content == result.content
+
+
 def test_an_error_answer_is_an_mcp_request_error_with_its_code():
     with make_server() as server:
         with pytest.raises(MCPRequestError) as caught:
