@@ -297,6 +297,8 @@ def ensure_strict_json_schema(schema: dict, wire: bool = False) -> dict:
     if schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ):
         raise UserError("The root of a strict JSON schema must not use 'anyOf' or be nullable; "
                         "wrap it in an object property")
+    if not isinstance(schema.get("$defs") or {}, dict):  # (the loop over its names below would be a bare error)
+        raise UserError(f"A JSON schema's $defs must be an object of schemas, got {type(schema['$defs']).__name__}")
     try:
         strict = _strict(schema, schema, 0, [0], (), wire)
     except RecursionError:  # a value in it (an `examples`, a `default`) nested deeper than Python copies

@@ -226,7 +226,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1052 for handoff() given something other than an Agent: a UserError (a bare AttributeError reading its name)
     # 1055 for items.derived_id, the one recipe of an id made from a text (a call id no session can key, an old
     # document's run id), which left turn.py and state.py
-    "tools and schemas": 1121,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -261,6 +261,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bare partial's is (it was sent, and replaced by the model's), a chain of wrappers and partials bounded; a bound
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
+    # 1123 for a strict schema whose $defs are no object (an MCP server's) a UserError, not a bare AttributeError
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
@@ -500,7 +501,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # returns no connection (None, a cursor, an async driver's coroutine) a UserError saying so, not AttributeError;
     # 205 for a connection whose rows are mappings (dict_row), or its text bytes, refused when the session is made
     # (the history read empty, every row taken for its column names, and a claim was a bare KeyError)
-    "shell: MCP servers": 1152,  # issue 32: MCP over stdio in the standard library
+    "shell: MCP servers": 1156,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
     # shown JSON- or repr-escaped, a timeout or cancel waiting for the reader's write (the write lock's wait
@@ -510,7 +511,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # as repr() shows their bytes (secret_forms), and a preview that searched 16 MiB to show 200 characters; 1141 for
     # what a third attack found: the kept stderr's cut front showing part of a secret, and the listing command's
     # traceback on a terminal whose encoding lacks a character the server sent; 1152 for two env values that overlap
-    # in a text hidden as one (replaced one after the other, part of the second showed)
+    # in a text hidden as one (replaced one after the other, part of the second showed); 1154 for a request that
+    # would begin after the run's immediate cancel (its handshake or listing) never sent nor waited for; 1156 for a
+    # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both)
     "shell: vendoring": 441,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
     # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names

@@ -46,10 +46,9 @@ class Content(dict):
     (`item.type`, `item.text`) as code written for upstream's `mcp` types does."""
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        if name.startswith("__") or name not in self:  # a server's "__deepcopy__" key is no method of the item
+            raise AttributeError(name)  # (copy, pickle and templates ask for such names)
+        return self[name]
 
 
 @dataclass(frozen=True)
@@ -406,7 +405,7 @@ class MCPServerStdio(MCPServer):
             if aborts is not None:
                 aborts.append(woken.set)
             try:
-                if woken.wait(delay):
+                if getattr(aborts, "cancelled", False) or woken.wait(delay):  # a cancel that came first too
                     raise MCPCancelledError(f"MCP server {self.name!r}: the run was cancelled before a retry",
                                             self.name)
             finally:

@@ -57,6 +57,8 @@ INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what a c
 METHOD_NOT_FOUND = -32601
 
 _LIVE: "weakref.WeakSet[StdioConnection]" = weakref.WeakSet()  # connections to end at interpreter exit
+if hasattr(os, "register_at_fork"):  # a forked child's exit must not end the servers its parent still uses
+    os.register_at_fork(after_in_child=_LIVE.clear)
 
 # Run beside each server as `python -I -S -c ORPHAN_WATCH PARENT GROUP GRACE`: when PARENT (this process) is gone,
 # the server's GROUP is sent SIGTERM, then SIGKILL after GRACE seconds. Ended by the connection with its server.
@@ -316,11 +318,13 @@ class StdioConnection:
         aborts, deadline = CANCEL_CALLBACKS.get(), None if timeout is None else time.monotonic() + timeout
         if aborts is not None:
             aborts.append(waiter.cancel)
+            if getattr(aborts, "cancelled", False):  # the run was cancelled at once before this began: never sent
+                waiter.cancel()
         try:  # the write's wait (for the pipe, and for another message being written) counts in the timeout
             self._write(message, timeout, waiter)
             answered = waiter.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BaseException as error:  # the write failed, was never made (a timeout, a cancel), or Ctrl-C: given up
-            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError))
+            sent = not isinstance(error, (MCPTimeoutError, MCPCancelledError, UserError))  # UserError: not JSON
             self._give_up(request_id, method, "the client stopped waiting", sent)
             raise
         finally:
@@ -399,7 +403,7 @@ class StdioConnection:
                     pass
                 except (OSError, ValueError):  # a closed pipe: the server is gone or closed its stdin
                     self._fail(MCPConnectionError, self._ended("closed its stdin (it reads no more requests)"))
-                    raise self.failure() from None
+                    break  # the process is ended below, outside the write lock
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

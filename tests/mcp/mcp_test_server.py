@@ -9,7 +9,8 @@ unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
 Modes (at start): odd_tools, slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
 spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later),
-close_stdin (then, half a second later, last words on stderr and exit 3), repeat_cursor, print_env, plan (replay --plan).
+close_stdin (then, half a second later, last words on stderr and exit 3), close_stdin_and_run (and go on),
+repeat_cursor, print_env, plan (replay --plan).
 """
 import argparse
 import base64
@@ -86,7 +87,9 @@ class Server:
                            {"name": "lone\ud800surrogate", "inputSchema": {}},
                            {"name": "not_a_schema", "inputSchema": "object"}, {"name": "", "inputSchema": {}},
                            {"name": "no_schema"}, 42, {"name": "x" * 100, "inputSchema": {}},
-                           {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}}]
+                           {"name": "anyof_root", "inputSchema": {"anyOf": [{"type": "object"}, {"type": "null"}]}},
+                           {"name": "defs_not_an_object", "inputSchema": {"type": "object", "properties": {},
+                                                                          "$defs": [True]}}]
         self.answers = {}  # id of a request we sent -> its answer
         self.answered = threading.Condition()
         self.asked = 0
@@ -124,7 +127,7 @@ class Server:
         if name == "media":
             png = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
             return send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
-                {"type": "text", "text": "here is everything"},
+                {"type": "text", "text": "here is everything", "__deepcopy__": "no method", "__html__": "<b>"},
                 {"type": "image", "data": png, "mimeType": "image/png"},
                 {"type": "audio", "data": base64.b64encode(b"RIFF" * 10).decode(), "mimeType": "audio/wav"},
                 {"type": "resource_link", "uri": "file:///x/notes.md", "name": "notes.md", "mimeType": "text/markdown",
@@ -303,6 +306,9 @@ class Server:
                 time.sleep(0.5)
                 sys.stderr.write("my last words\n")
                 sys.exit(3)
+            if "close_stdin_and_run" in self.modes and message.get("method") == "notifications/initialized":
+                os.close(0)
+                time.sleep(600)
         if "ignore_eof" in self.modes:
             time.sleep(600)
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from miniagents import AgentsException
+from miniagents import AgentsException, UserError
 from miniagents.caller import CANCEL_CALLBACKS, Cancelled
 from miniagents.mcp import MCPCancelledError, MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, \
     MCPTimeoutError, MCPVersionError
@@ -344,6 +344,14 @@ def test_a_server_that_closes_its_stdin_and_exits_is_told_by_its_exit_and_its_la
     assert "my last words" in caught.value.stderr and ended(pid)
 
 
+def test_a_server_that_closes_its_stdin_and_runs_on_is_ended_when_its_connection_fails(connected):
+    server, pid = connected("close_stdin_and_run")
+    time.sleep(0.2)  # its stdin is closed: the request cannot be written
+    with pytest.raises(MCPConnectionError, match="closed its stdin"):
+        server.list_tools()
+    assert ended(pid)  # nobody called cleanup(): the failed connection ended it
+
+
 def test_a_server_that_ignores_eof_and_sigterm_is_killed_on_cleanup():
     server = make_server("ignore_eof", "ignore_term", shutdown_grace_seconds=0.3)
     server.connect()
@@ -416,6 +424,27 @@ def test_the_interpreters_exit_ends_servers_nobody_cleaned_up():
     assert done.returncode == 0, done.stderr
     pids = json.loads(done.stdout)
     assert gone(pids["pid"]) and gone(pids["child"])
+
+
+FORKED = r'''
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from mcp_support import make_server
+server = make_server()
+server.connect()
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a forked child that ends as programs do: its interpreter's exit runs the atexit functions
+os.waitpid(child, 0)
+print(server.call_tool("echo", {"text": "still here"}).content[0].text, flush=True)
+server.cleanup()
+'''
+
+
+def test_a_forked_childs_exit_leaves_the_servers_its_parent_still_uses():
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", FORKED, here], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "still here\n", done.stderr
 
 
 KILLED_PARENT = r'''
@@ -525,6 +554,16 @@ def test_a_call_cancelled_before_its_request_is_written_leaves_the_connection_an
         assert seconds < 0.5 and isinstance(error, MCPCancelledError)  # never waits to tell the server
     finally:
         lock.release()
+    assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+    assert not log.exists()  # no notifications/cancelled for a request it never got
+
+
+def test_a_call_whose_arguments_json_cannot_hold_is_a_user_error_and_the_server_is_not_told_of_it(connected,
+                                                                                                   tmp_path):
+    log = tmp_path / "log.txt"
+    server, pid = connected(log=log)
+    with pytest.raises(UserError, match="cannot be sent"):
+        server.call_tool("add", {"a": float("inf"), "b": 1})  # what a model's 1e400 decodes to
     assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
     assert not log.exists()  # no notifications/cancelled for a request it never got
 

@@ -219,6 +219,16 @@ def test_call_results_keep_text_structured_content_and_is_error():
         assert failed.isError is True and failed.content[0].text == "no such city"
 
 
+def test_a_content_items_keys_named_as_python_methods_are_data_never_methods():
+    import copy
+
+    with make_server() as server:
+        result = server.call_tool("media", {})
+    item = result.content[0]
+    assert item.text == "here is everything" and item["__deepcopy__"] == "no method"
+    assert not hasattr(item, "__html__") and copy.deepcopy(result).content == result.content
+
+
 def test_an_error_answer_is_an_mcp_request_error_with_its_code():
     with make_server() as server:
         with pytest.raises(MCPRequestError) as caught:
@@ -262,6 +272,29 @@ def test_retries_send_a_failed_request_again_with_backoff_but_never_a_tool_call(
         with pytest.raises(failure):
             server.list_tools()
         assert calls == ["tools/list"] * 2
+
+
+def test_a_retry_whose_backoff_would_begin_after_the_runs_cancel_does_not_wait_it():
+    import contextvars
+    import time
+
+    from miniagents.caller import CANCEL_CALLBACKS, Aborts
+    from miniagents.mcp import MCPCancelledError
+
+    server, aborts = make_server(max_retry_attempts=1, retry_backoff_seconds_base=30), Aborts()
+
+    def cancelled_meanwhile():  # the run's cancel came (and called the aborts there were) as the request failed
+        aborts.cancelled = True
+        raise MCPTimeoutError("did not answer (simulated)", server.name)
+
+    def retried():
+        CANCEL_CALLBACKS.set(aborts)
+        started = time.monotonic()
+        with pytest.raises(MCPCancelledError):
+            server._retrying(cancelled_meanwhile)
+        return time.monotonic() - started
+
+    assert contextvars.copy_context().run(retried) < 5
 
 
 def test_copying_an_agent_keeps_its_server():

@@ -92,6 +92,7 @@ def test_odd_tool_entries_are_left_out_or_sent_as_given_never_a_crash(caplog):
     assert tools["deep"].strict_json_schema is False and tools["odd_required"].strict_json_schema is False
     assert tools["required_not_a_list"].strict_json_schema is False
     assert tools["anyof_root"].strict_json_schema is False  # strict mode refuses a root anyOf: sent as given
+    assert tools["defs_not_an_object"].strict_json_schema is False  # nor can it read $defs that are no object
     assert tools["no_schema"].params_json_schema == {"type": "object", "properties": {}, "required": [],
                                                      "additionalProperties": False}
     long_name = [name for name in tools if name.startswith("xxx")]
@@ -301,6 +302,34 @@ def test_a_cancelled_stream_ends_cleanly_whether_a_call_or_the_tools_list_was_wa
 
     asyncio.run(drain())  # no exception: a cancelled run just ends
     assert time.monotonic() - started < 10 and ended(pids[0]) and not server.connected
+
+
+@pytest.mark.parametrize("connected", [False, True])
+def test_a_request_that_would_begin_after_the_runs_cancel_is_never_sent_so_the_run_ends_at_once(connected):
+    """The cancel comes while the instructions are made, before the plugin connects the server (its handshake) or
+    lists its tools, which takes it 30 seconds, with no timeout: neither is waited for, and a connection you made
+    goes on."""
+    server = make_server("slow_list", client_session_timeout_seconds=None)
+    runs = []
+
+    def instructions(context, agent):
+        runs[0].cancel()
+        return "Use the tools."
+
+    agent = Agent(name="A", instructions=instructions, mcp_servers=[server], model=ScriptedModel([]))
+    if connected:
+        server.connect()
+    runs.append(Runner.run_streamed(agent, "go"))
+    started = time.monotonic()
+
+    async def drain():
+        return [event async for event in runs[0].stream_events()]
+
+    asyncio.run(drain())
+    assert time.monotonic() - started < 10 and server.connected is connected
+    if connected:
+        assert server.call_tool("echo", {"text": "after"}).content[0].text == "after"
+        server.cleanup()
 
 
 def test_an_async_program_with_async_with_and_await_runner_run():

@@ -240,6 +240,13 @@ def test_a_section_word_inside_an_entry_and_a_nested_type_keep_every_parameter()
     assert params == {"x": "The x value.\nExample:\nx = 3", "y": "The y value."}
 
 
+@pytest.mark.parametrize("defs", [[True], 1.5, "a", True])
+def test_a_strict_schema_whose_defs_are_no_object_is_a_user_error_where_the_tool_is_made(defs):
+    schema = {"type": "object", "properties": {}, "$defs": defs}  # an MCP server's, or a hand-written one
+    with pytest.raises(UserError, match=r"\$defs must be an object"):
+        FunctionTool("t", "d", schema, lambda context, arguments: "x", strict_json_schema=True)
+
+
 def test_finite_floats_pass_unchanged():
     @function_tool
     def g(x: float) -> str:
