@@ -153,6 +153,9 @@ class BatchTraceProcessor(TracingProcessor):
                  schedule_delay: float = 5.0, export_trigger_ratio: float = 0.7):
         if not callable(getattr(exporter, "export", None)):
             raise UserError(f"BatchTraceProcessor needs a TracingExporter, got {type(exporter).__name__}")
+        if any(isinstance(size, bool) or not isinstance(size, int) for size in (max_queue_size, max_batch_size)):
+            raise UserError("max_queue_size and max_batch_size must be whole numbers, got "
+                            f"{type(max_queue_size).__name__} and {type(max_batch_size).__name__}")
         if max_batch_size < 1:
             raise UserError(f"max_batch_size must be at least 1, got {max_batch_size!r}")
         self._exporter = exporter

@@ -202,6 +202,16 @@ def test_a_batch_processor_without_an_exporter_or_a_batch_is_refused(exporter, s
         BatchTraceProcessor(exporter, max_batch_size=size)
 
 
+@pytest.mark.parametrize("sizes", [{"max_batch_size": "10"}, {"max_queue_size": "10"}, {"max_batch_size": 2.5},
+                                   {"max_queue_size": None}, {"max_batch_size": True}])
+def test_a_batch_processors_size_that_is_no_whole_number_is_a_user_error_when_it_is_made(sizes):
+    """A size given as text (read from a configuration file) was a bare TypeError from a comparison inside."""
+    from miniagents.tracing.processors import BatchTraceProcessor
+
+    with pytest.raises(UserError, match="must be whole numbers"):
+        BatchTraceProcessor(ListExporter(), **sizes)
+
+
 # --- upstream's tests/test_run_context_approvals.py: exact decisions outrank sticky ones; messages follow ------
 
 
