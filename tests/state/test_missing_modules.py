@@ -20,6 +20,9 @@ The shells and the HTTP adapters too:
   imported is a missing feature, as a shell left out is: `hasattr` answers False, `from miniagents import *`
   skips its names, and `from miniagents import MCPServerStdio` raises the `MissingFeatureError` naming the shell and
   the module (a bare ModuleNotFoundError escaped all three).
+  Imported by its module path (`from miniagents.mcp import MCPServerStdio`, as docs/mcp.md writes it, `from
+  miniagents.capabilities import Workspace`, `import miniagents.upstream`, whose runner imports asyncio, which needs
+  `select`) too: the same typed error, raised where the shell imports the module (`errors.needs`).
 - Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
   raises the `MissingFeatureError` naming it, plain and streamed (it was a bare LookupError, "unknown encoding:
   idna", from deep in the socket module).
@@ -291,3 +294,28 @@ def test_without_unicodedata_a_model_over_http_is_a_missing_feature():
         print(json.dumps(report))
     ''')
     assert report == [["unicodedata", True], "unicodedata"] * 2
+
+
+@pytest.mark.parametrize("blocked, statement, feature", [
+    ("select", "from miniagents.mcp import MCPServerStdio", "MCPServerStdio (the shell miniagents.mcp)"),
+    ("_posixsubprocess", "import miniagents.mcp", "MCPServerStdio (the shell miniagents.mcp)"),
+    ("_posixsubprocess", "from miniagents.capabilities import Workspace",
+     "Workspace (the shell miniagents.capabilities)"),
+    ("select", "import miniagents.upstream as agents", "the shell miniagents.upstream"),
+])
+def test_a_shell_imported_by_its_module_path_on_a_python_without_a_module_it_needs_is_a_missing_feature(
+        blocked, statement, feature):
+    """The docs' own `from miniagents.mcp import MCPServerStdio` (and `import miniagents.upstream`, whose runner is
+    asyncio's, which needs `select`) raised a bare ModuleNotFoundError from deep in `subprocess` or `asyncio`."""
+    report = without([blocked], f'''
+        from miniagents import AgentsException
+        try:
+            exec({statement!r})
+            report = "imported"
+        except ImportError as error:
+            report = [type(error).__name__, isinstance(error, AgentsException), error.name, str(error)]
+        print(json.dumps(report))
+    ''')
+    kind, typed, name, text = report
+    assert [kind, typed, name] == ["MissingFeatureError", True, blocked]
+    assert text.startswith(f"{feature} needs the standard-library module {blocked!r}, which this Python")
