@@ -83,7 +83,9 @@ def _check_name(name: str, without: Sequence[str]) -> List[str]:
     one in `agents` while the upstream shell is kept (it makes `agents` itself: the copy would be mapped onto
     itself)."""
     parts = name.split(".")
-    if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+    # an identifier Python reads as another (`ﬁle` is `file`: names are NFKC-normalized) names no import
+    if not all(p.isidentifier() and not keyword.iskeyword(p) and compile(p, "", "eval").co_names == (p,)
+               for p in parts):
         raise VendorError(f"--as {name!r}: want a dotted name of Python identifiers, such as "
                           f"myproj._vendor.{PACKAGE.rpartition('.')[2]}")
     if _in_stdlib(parts[0]):
@@ -240,9 +242,8 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> Optional[
     if not earlier:
         raise VendorError(f"--replace: {there} is not a copy made by this command (no VENDORED.json); "
                           "remove it yourself if it should go")
-    aside = f"{there}.replaced-{os.getpid()}"
-    os.rename(there, aside)
-    return aside
+    os.rename(there, f"{there}.replaced-{os.getpid()}")
+    return f"{there}.replaced-{os.getpid()}"
 
 
 def _write_tree(source: str, files: List[str], root: str, parts: List[str], manifest: dict) -> List[str]:

@@ -512,6 +512,7 @@ def test_a_replacement_that_cannot_be_written_whole_leaves_the_earlier_copy_as_i
     (["--without", "models"], "not a shell of this package"),
     (["--without", "nosuch"], "not a shell of this package"),
     (["--as", "my-proj.vendor"], "want a dotted name of Python identifiers"),
+    (["--as", "\ufb01le.miniagents"], "want a dotted name of Python identifiers"),  # read as `file`: no import finds it
     (["--as", "http"], "'http' is a module of the standard library"),
     (["--as", "xml.miniagents"], "'xml' is a module of the standard library"),
     (["--as", "types"], "'types' is a module of the standard library"),
