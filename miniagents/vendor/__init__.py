@@ -252,7 +252,7 @@ def _write_tree(source: str, files: List[str], root: str, parts: List[str], mani
     made = []
     for depth in range(1, len(parts)):
         init = os.path.join(root, *parts[:depth], "__init__.py")
-        if not os.path.exists(init):
+        if not os.path.lexists(init):  # a link that leads nowhere is not followed out of DEST
             os.makedirs(os.path.dirname(init), exist_ok=True)
             open(init, "w").close()
             made.append(os.path.join(*parts[:depth], "__init__.py"))

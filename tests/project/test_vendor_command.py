@@ -607,3 +607,16 @@ def test_what_is_copied_leaves_out_caches_dot_files_a_left_out_shell_and_an_earl
     assert shell._files(str(tmp_path), ["gone"]) == ["LICENSE", "__init__.py", "kept/VENDORED.json",
                                                     "kept/__init__.py", "models/__init__.py"]
     assert shell.shells(str(tmp_path)) == ["gone", "kept"]
+
+
+def test_a_parent_packages_init_that_is_a_link_leading_nowhere_is_not_followed_out_of_dest(tmp_path):
+    """The empty `__init__.py` made for a parent package was opened for writing through a dangling symbolic link:
+    the command wrote a file where the link led, outside DEST."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out" / "myproj").mkdir(parents=True)
+    os.symlink(elsewhere / "planted.py", tmp_path / "out" / "myproj" / "__init__.py")
+    done = vendor(tmp_path / "out", "--as", "myproj.miniagents")
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(elsewhere) == []
+    assert "created" not in done.stdout
