@@ -23,6 +23,8 @@ The shells and the HTTP adapters too:
   Imported by its module path (`from miniagents.mcp import MCPServerStdio`, as docs/mcp.md writes it, `from
   miniagents.capabilities import Workspace`, `import miniagents.upstream`, whose runner imports asyncio, which needs
   `select`) too: the same typed error, raised where the shell imports the module (`errors.needs`).
+- Without `fcntl` (WASI), a `Recorder` cannot lock its file: the typed error naming `fcntl` (its lock fell back to
+  Windows' `msvcrt`, a bare ModuleNotFoundError naming a module of another system).
 - Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
   raises the `MissingFeatureError` naming it, plain and streamed (it was a bare LookupError, "unknown encoding:
   idna", from deep in the socket module).
@@ -319,3 +321,19 @@ def test_a_shell_imported_by_its_module_path_on_a_python_without_a_module_it_nee
     kind, typed, name, text = report
     assert [kind, typed, name] == ["MissingFeatureError", True, blocked]
     assert text.startswith(f"{feature} needs the standard-library module {blocked!r}, which this Python")
+
+
+def test_without_fcntl_a_recorder_is_a_missing_feature_naming_fcntl(tmp_path):
+    """Its lock fell back to Windows' msvcrt on any Python without fcntl (WASI): a bare ModuleNotFoundError naming
+    a module of another system."""
+    report = without(["fcntl"], '''
+        from miniagents.recording import Recorder
+        from miniagents import MissingFeatureError
+        try:
+            Recorder(sys.argv[3])
+            report = "recording"
+        except MissingFeatureError as error:
+            report = [error.name, str(error).startswith("Recorder (the lock on its file) needs")]
+        print(json.dumps(report))
+    ''', str(tmp_path / "calls.jsonl"))
+    assert report == ["fcntl", True]
