@@ -23,6 +23,8 @@ The shells and the HTTP adapters too:
   Imported by its module path (`from miniagents.mcp import MCPServerStdio`, as docs/mcp.md writes it, `from
   miniagents.capabilities import Workspace`, `import miniagents.upstream`, whose runner imports asyncio, which needs
   `select`) too: the same typed error, raised where the shell imports the module (`errors.needs`).
+- Without `_socket` (WASI) or `select` (which `socket` imports), a model over HTTP is the typed error naming it (a
+  bare ModuleNotFoundError came out of the run).
 - Without `fcntl` (WASI), a `Recorder` cannot lock its file: the typed error naming `fcntl` (its lock fell back to
   Windows' `msvcrt`, a bare ModuleNotFoundError naming a module of another system).
 - Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
@@ -337,3 +339,22 @@ def test_without_fcntl_a_recorder_is_a_missing_feature_naming_fcntl(tmp_path):
         print(json.dumps(report))
     ''', str(tmp_path / "calls.jsonl"))
     assert report == ["fcntl", True]
+
+
+@pytest.mark.parametrize("blocked", ["_socket", "select"])
+def test_without_sockets_a_model_over_http_is_a_missing_feature(blocked):
+    """A Python without `_socket` (WASI), or without `select`, which `socket` imports: a model over HTTP raised a bare
+    ModuleNotFoundError out of the run (a streamed run needs asyncio, which needs both)."""
+    report = without([blocked], '''
+        from miniagents import Agent, MissingFeatureError, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner
+
+        report = []
+        for make in (OpenAIChatCompletionsModel, OpenAIResponsesModel):
+            agent = Agent(name="a", model=make(model="m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+            try:
+                Runner.run_sync(agent, "hi")
+            except MissingFeatureError as error:
+                report.append([error.name, str(error).startswith("a model's server reached over HTTP needs")])
+        print(json.dumps(report))
+    ''')
+    assert report == [[blocked, True]] * 2
