@@ -178,16 +178,20 @@ class MissingFeatureError(AgentsException, ImportError):
 
 
 def needs(module: str, feature: str) -> Any:
-    """`import module` for a kernel module whose `feature` needs it: `MissingFeatureError` if this Python lacks it."""
+    """`import module` for a kernel module whose `feature` needs it: `MissingFeatureError` if this Python lacks it (or
+    this copy lacks a module of its own: a shell's file deleted)."""
     import importlib
     import sys
 
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as error:
-        raise MissingFeatureError(feature, f"the standard-library module {error.name or module!r}",
-                                  f"this Python ({sys.executable}) was built without: use a Python that has it",
-                                  error.name or module) from error
+        name = error.name or module
+        ours = name.startswith(__name__.rpartition(".")[0] + ".")  # a file of this copy, not a module of the Python
+        raise MissingFeatureError(feature, f"the {'' if ours else 'standard-library '}module {name!r}",
+                                  "this copy of miniagents lacks (deleted, or never copied)" if ours
+                                  else f"this Python ({sys.executable}) was built without: use a Python that has it",
+                                  name) from error
 
 
 def file_name(path: Any, what: str, error: type = UserError) -> Any:

@@ -185,7 +185,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
     # AttributeError when the run reached a plain function in it)
-    "agents, items, guardrails": 1055,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1058,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -226,6 +226,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1052 for handoff() given something other than an Agent: a UserError (a bare AttributeError reading its name)
     # 1055 for items.derived_id, the one recipe of an id made from a text (a call id no session can key, an old
     # document's run id), which left turn.py and state.py
+    # 1058 for errors.needs telling a module missing from the copy (a shell's file deleted) from one the Python lacks:
+    # it said "the standard-library module 'miniagents.mcp.stdio', which this Python was built without"
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -514,11 +516,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # in a text hidden as one (replaced one after the other, part of the second showed); 1154 for a request that
     # would begin after the run's immediate cancel (its handshake or listing) never sent nor waited for; 1156 for a
     # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both)
-    "shell: vendoring": 441,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    "shell: vendoring": 449,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
     # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names
     # refused: one in a package of the standard library (sys.stdlib_module_names, on 3.9 its folders), and one under
     # `agents` with the upstream shell kept (the check passed; the copy shadowed `http`, or the runner recursed)
+    # 449: --replace moves the earlier copy aside until the new one is written whole (it was removed first: a disk
+    # that filled up mid-copy left a half copy that the next --replace refused, and no earlier copy)
 }
 
 MARKERS = {

@@ -60,15 +60,16 @@ import re
 import secrets
 import signal
 import stat
-import subprocess
 import sys
 import threading
 import time
 from typing import Any, Callable, Iterator, Optional, Union
 
-from ..errors import UserError
+from ..errors import UserError, needs
 from ..tool import ToolError, function_tool
 from . import Capability
+
+subprocess = needs("subprocess", f"Workspace (the shell {__name__.rpartition('.')[0]})")  # the typed error on import
 
 _NOFOLLOW, _DIRECTORY = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_DIRECTORY", 0)
 _FOLDER_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY  # a folder to be listed: needs read permission

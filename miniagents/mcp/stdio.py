@@ -32,9 +32,7 @@ import atexit
 import itertools
 import json
 import os
-import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -42,9 +40,13 @@ import weakref
 from typing import Any, Callable, Iterable, Optional
 
 from ..caller import CANCEL_CALLBACKS
-from ..errors import UserError
+from ..errors import UserError, needs
 from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
     MCPServerStartError, MCPTimeoutError, hide, redact, secret_forms
+
+# a Python without them (WASI, some embedded builds) gets the typed error on `import`, naming the module
+SHELL = f"MCPServerStdio (the shell {__name__.rpartition('.')[0]})"
+select, subprocess = needs("select", SHELL), needs("subprocess", SHELL)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the longest line read from a server's stdout (a large image fits)
 STDERR_KEPT = 8192  # bytes of a server's stderr kept (its last ones), for messages

@@ -152,8 +152,8 @@ class Exchange:
     def __init__(self, transport: "HTTPTransport", path: str, body: dict, headers: Optional[dict],
                  query: Optional[dict], timeout: Optional[float], stream: bool, not_found_hint: str = "",
                  max_retries: Optional[int] = None):
-        import http.client
-        self._broken = (OSError, ValueError, http.client.HTTPException)  # what a socket or a garbled answer raises
+        client = needs("http.client", "a model's server reached over HTTP")  # a Python without _socket or select
+        self._broken = (OSError, ValueError, client.HTTPException)  # what a socket or a garbled answer raises
         self.transport, self.path, self.stream, self.not_found_hint = transport, path, stream, not_found_hint
         self.url = transport.shown_url(path)
         self.target = transport.request_target(path, query)

@@ -19,7 +19,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-from ..errors import UserError
+from ..errors import UserError, needs
 from ..items import ModelResponse, preview
 from . import format, redaction
 from .errors import RecordingError
@@ -34,7 +34,7 @@ def _lock(fd: int) -> bool:
     try:
         import fcntl
     except ImportError:  # Windows: lock one byte far past any recording's end (a lock there blocks no read)
-        import msvcrt
+        msvcrt = needs("msvcrt" if os.name == "nt" else "fcntl", "Recorder (the lock on its file)")
         position = os.lseek(fd, 0, os.SEEK_CUR)
         try:
             os.lseek(fd, 2 ** 62, os.SEEK_SET)

@@ -16,7 +16,6 @@
 """
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import inspect
@@ -26,13 +25,15 @@ from typing import Any, Callable, Optional, Union
 from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
 from ..context import RunContextWrapper
-from ..errors import UserError
+from ..errors import UserError, needs
 from ..models.interface import ModelResponse
 from ..run import DEFAULT_MAX_TURNS, Runner as KernelRunner, choose, refuse_with_server_history
 from ..state import RunState
 from . import refuse_left_out_keywords, run_callbacks
 from .hooks import hook_plugins
 from .raw_items import ReadableModel, readable_state
+
+asyncio = needs("asyncio", f"the shell {__name__.rpartition('.')[0]}")  # the typed error on import
 
 
 @dataclass

@@ -12,6 +12,9 @@ upstream shell is kept (`python -m agents._vendor.miniagents.upstream` makes `ag
 `--zip`, DEST is a zip file holding that same tree, for `sys.path.insert(0, "DEST.zip")`. The copy is the package
 as it is, renamed nowhere (the package never names itself): every shell folder (any subfolder but `models/`)
 unless `--without` leaves it out, no `__pycache__`.
+`--replace` moves an earlier copy (one holding a VENDORED.json) aside, as `<its name>.replaced-<pid>`, and removes it
+once the new copy is written whole: a copy that cannot be (no room, Ctrl-C) puts it back, and a killed command
+leaves it there, whole.
 `--compile` adds `.pyc` files made by the Python running the command (in a zip: unchecked hash-based `.pyc`
 files beside their sources, which is where zipimport looks for them). The entries of a zip are stored, not
 deflated, so a Python built without zlib imports it too, and their times are fixed, so the same copy makes
@@ -80,7 +83,9 @@ def _check_name(name: str, without: Sequence[str]) -> List[str]:
     one in `agents` while the upstream shell is kept (it makes `agents` itself: the copy would be mapped onto
     itself)."""
     parts = name.split(".")
-    if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+    # an identifier Python reads as another (`ﬁle` is `file`: names are NFKC-normalized) names no import
+    if not all(p.isidentifier() and not keyword.iskeyword(p) and compile(p, "", "eval").co_names == (p,)
+               for p in parts):
         raise VendorError(f"--as {name!r}: want a dotted name of Python identifiers, such as "
                           f"myproj._vendor.{PACKAGE.rpartition('.')[2]}")
     if _in_stdlib(parts[0]):
@@ -161,8 +166,9 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
     target = os.path.join(dest, *parts)
     if (os.path.realpath(target) + os.sep).startswith(os.path.realpath(SOURCE) + os.sep):
         raise VendorError(f"{target} is (or is inside) the package being copied ({SOURCE})")
+    aside = None  # an earlier copy --replace moved aside: put back if the new one cannot be written whole
     try:
-        _make_room(dest, target, as_zip, replace)
+        aside = _make_room(dest, target, as_zip, replace)
         files = _files(SOURCE, without)
         sources = {}
         for path in files:
@@ -186,6 +192,9 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
                     raise CheckFailed(f"compileall could not compile every module of {where}")
             if as_zip:
                 _zip(staging, dest)
+            earlier, aside = aside, None
+            if earlier:  # the new copy is whole: the earlier one goes
+                (os.remove if as_zip else shutil.rmtree)(earlier)
             say(f"copied {PACKAGE} {__version__} ({len(sources)} modules; shells: {', '.join(kept) or 'none'}"
                 + (f"; left out: {', '.join(sorted(without))}" if without else "") + ")"
                 + (f", compiled for {sys.implementation.cache_tag}" if compiled else "")
@@ -202,11 +211,17 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
         return reports
     except OSError as error:  # a file where a folder goes, no room, no permission: said, not a traceback
         raise VendorError(f"could not write the copy to {dest}: {error}") from None
+    finally:
+        if aside:  # the new copy was not written whole: the earlier one goes back
+            if not as_zip:
+                shutil.rmtree(target, ignore_errors=True)
+            os.replace(aside, dest if as_zip else target)
 
 
-def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> None:
+def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> Optional[str]:
     """Refuse a DEST in the way: a zip file that exists, or a package folder that exists and is not empty.
-    `--replace` removes either when it is an earlier copy (it holds a VENDORED.json), never anything else."""
+    `--replace` moves either aside when it is an earlier copy (it holds a VENDORED.json), never anything else: where
+    it is returned (`<name>.replaced-<pid>`, no importable name), to be removed once the new copy is whole."""
     if as_zip and os.path.isdir(dest):
         raise VendorError(f"{dest} is a folder; with --zip, DEST is the zip file to write")
     if not as_zip and os.path.exists(dest) and not os.path.isdir(dest):
@@ -215,7 +230,7 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> None:
     if os.path.islink(there):
         raise VendorError(f"{there} is a symbolic link: the copy goes where DEST names, never through a link")
     if not os.path.exists(there) or (os.path.isdir(there) and not os.listdir(there)):
-        return
+        return None
     if not replace:
         raise VendorError(f"{there} exists and is not empty: to update a copy, pass --replace (it removes an "
                           "earlier copy, one that holds a VENDORED.json) or remove it yourself")
@@ -227,10 +242,8 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> None:
     if not earlier:
         raise VendorError(f"--replace: {there} is not a copy made by this command (no VENDORED.json); "
                           "remove it yourself if it should go")
-    if as_zip:
-        os.remove(there)
-    else:
-        shutil.rmtree(there)
+    os.rename(there, f"{there}.replaced-{os.getpid()}")
+    return f"{there}.replaced-{os.getpid()}"
 
 
 def _write_tree(source: str, files: List[str], root: str, parts: List[str], manifest: dict) -> List[str]:
@@ -239,7 +252,7 @@ def _write_tree(source: str, files: List[str], root: str, parts: List[str], mani
     made = []
     for depth in range(1, len(parts)):
         init = os.path.join(root, *parts[:depth], "__init__.py")
-        if not os.path.exists(init):
+        if not os.path.lexists(init):  # a link that leads nowhere is not followed out of DEST
             os.makedirs(os.path.dirname(init), exist_ok=True)
             open(init, "w").close()
             made.append(os.path.join(*parts[:depth], "__init__.py"))

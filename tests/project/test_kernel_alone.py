@@ -296,3 +296,20 @@ def test_import_miniagents_and_plain_runs_load_no_shell():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_shell_missing_one_of_its_files_blames_the_copy_not_the_python(tmp_path):
+    """A copy whose mcp/stdio.py was deleted (or never copied) said MCPServerStdio "needs the standard-library module
+    'miniagents.mcp.stdio', which this Python was built without: use a Python that has it"."""
+    shutil.copytree(os.path.join(ROOT, "miniagents"), tmp_path / "miniagents",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    os.remove(tmp_path / "miniagents" / "mcp" / "stdio.py")
+    code = ("import miniagents\nprint(hasattr(miniagents, 'MCPServerStdio'))\n"
+            "try:\n    from miniagents import MCPServerStdio\nexcept miniagents.MissingFeatureError as error:\n"
+            "    print(error.name)\n    print(error)\n")
+    code = f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n" + code
+    done = subprocess.run([sys.executable, "-S", "-I", "-B", "-c", code], capture_output=True, text=True, timeout=60)
+    has, name, said = done.stdout.splitlines()
+    assert [has, name] == ["False", "miniagents.mcp.stdio"], done.stderr
+    assert said == ("MCPServerStdio (the shell miniagents.mcp) needs the module 'miniagents.mcp.stdio', which this "
+                    "copy of miniagents lacks (deleted, or never copied)")

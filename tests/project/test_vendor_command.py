@@ -480,10 +480,39 @@ def test_a_dest_in_the_way_is_refused_and_left_as_it_was(tmp_path, good_copy):
     assert done.returncode == 2 and archive.read_bytes() == b"not a zip"
 
 
+@pytest.mark.parametrize("as_zip", [False, True], ids=["folder", "zip"])
+def test_a_replacement_that_cannot_be_written_whole_leaves_the_earlier_copy_as_it_was(tmp_path, good_copy,
+                                                                                       monkeypatch, as_zip):
+    """--replace removed the earlier copy first: a disk that filled up (or a Ctrl-C) mid-copy left a half copy with
+    no VENDORED.json, which the next --replace refused, and no earlier copy."""
+    from miniagents import vendor as command
+
+    earlier = tmp_path / ("earlier.zip" if as_zip else "earlier")
+    if as_zip:
+        assert vendor(earlier, "--zip").returncode == 0
+    else:
+        shutil.copytree(good_copy, earlier)
+    before = earlier.read_bytes() if as_zip else tree(earlier)
+    copied, real = [], shutil.copyfile
+
+    def runs_out_of_room(source, into):
+        copied.append(into)
+        if len(copied) > 5:
+            raise OSError(28, "No space left on device")
+        return real(source, into)
+    monkeypatch.setattr(shutil, "copyfile", runs_out_of_room)
+    with pytest.raises(command.VendorError, match="No space left on device"):
+        command.vendor(str(earlier), as_zip=as_zip, replace=True, say=lambda line: None)
+    assert len(copied) == 6
+    assert (earlier.read_bytes() if as_zip else tree(earlier)) == before
+    assert sorted(os.listdir(tmp_path)) == [earlier.name]
+
+
 @pytest.mark.parametrize("args,says", [
     (["--without", "models"], "not a shell of this package"),
     (["--without", "nosuch"], "not a shell of this package"),
     (["--as", "my-proj.vendor"], "want a dotted name of Python identifiers"),
+    (["--as", "\ufb01le.miniagents"], "want a dotted name of Python identifiers"),  # read as `file`: no import finds it
     (["--as", "http"], "'http' is a module of the standard library"),
     (["--as", "xml.miniagents"], "'xml' is a module of the standard library"),
     (["--as", "types"], "'types' is a module of the standard library"),
@@ -578,3 +607,16 @@ def test_what_is_copied_leaves_out_caches_dot_files_a_left_out_shell_and_an_earl
     assert shell._files(str(tmp_path), ["gone"]) == ["LICENSE", "__init__.py", "kept/VENDORED.json",
                                                     "kept/__init__.py", "models/__init__.py"]
     assert shell.shells(str(tmp_path)) == ["gone", "kept"]
+
+
+def test_a_parent_packages_init_that_is_a_link_leading_nowhere_is_not_followed_out_of_dest(tmp_path):
+    """The empty `__init__.py` made for a parent package was opened for writing through a dangling symbolic link:
+    the command wrote a file where the link led, outside DEST."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out" / "myproj").mkdir(parents=True)
+    os.symlink(elsewhere / "planted.py", tmp_path / "out" / "myproj" / "__init__.py")
+    done = vendor(tmp_path / "out", "--as", "myproj.miniagents")
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(elsewhere) == []
+    assert "created" not in done.stdout

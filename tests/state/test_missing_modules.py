@@ -20,6 +20,13 @@ The shells and the HTTP adapters too:
   imported is a missing feature, as a shell left out is: `hasattr` answers False, `from miniagents import *`
   skips its names, and `from miniagents import MCPServerStdio` raises the `MissingFeatureError` naming the shell and
   the module (a bare ModuleNotFoundError escaped all three).
+  Imported by its module path (`from miniagents.mcp import MCPServerStdio`, as docs/mcp.md writes it, `from
+  miniagents.capabilities import Workspace`, `import miniagents.upstream`, whose runner imports asyncio, which needs
+  `select`) too: the same typed error, raised where the shell imports the module (`errors.needs`).
+- Without `_socket` (WASI) or `select` (which `socket` imports), a model over HTTP is the typed error naming it (a
+  bare ModuleNotFoundError came out of the run).
+- Without `fcntl` (WASI), a `Recorder` cannot lock its file: the typed error naming `fcntl` (its lock fell back to
+  Windows' `msvcrt`, a bare ModuleNotFoundError naming a module of another system).
 - Without `unicodedata` (so without the idna codec, which every host name is looked up by), a model over HTTP
   raises the `MissingFeatureError` naming it, plain and streamed (it was a bare LookupError, "unknown encoding:
   idna", from deep in the socket module).
@@ -291,3 +298,63 @@ def test_without_unicodedata_a_model_over_http_is_a_missing_feature():
         print(json.dumps(report))
     ''')
     assert report == [["unicodedata", True], "unicodedata"] * 2
+
+
+@pytest.mark.parametrize("blocked, statement, feature", [
+    ("select", "from miniagents.mcp import MCPServerStdio", "MCPServerStdio (the shell miniagents.mcp)"),
+    ("_posixsubprocess", "import miniagents.mcp", "MCPServerStdio (the shell miniagents.mcp)"),
+    ("_posixsubprocess", "from miniagents.capabilities import Workspace",
+     "Workspace (the shell miniagents.capabilities)"),
+    ("select", "import miniagents.upstream as agents", "the shell miniagents.upstream"),
+])
+def test_a_shell_imported_by_its_module_path_on_a_python_without_a_module_it_needs_is_a_missing_feature(
+        blocked, statement, feature):
+    """The docs' own `from miniagents.mcp import MCPServerStdio` (and `import miniagents.upstream`, whose runner is
+    asyncio's, which needs `select`) raised a bare ModuleNotFoundError from deep in `subprocess` or `asyncio`."""
+    report = without([blocked], f'''
+        from miniagents import AgentsException
+        try:
+            exec({statement!r})
+            report = "imported"
+        except ImportError as error:
+            report = [type(error).__name__, isinstance(error, AgentsException), error.name, str(error)]
+        print(json.dumps(report))
+    ''')
+    kind, typed, name, text = report
+    assert [kind, typed, name] == ["MissingFeatureError", True, blocked]
+    assert text.startswith(f"{feature} needs the standard-library module {blocked!r}, which this Python")
+
+
+def test_without_fcntl_a_recorder_is_a_missing_feature_naming_fcntl(tmp_path):
+    """Its lock fell back to Windows' msvcrt on any Python without fcntl (WASI): a bare ModuleNotFoundError naming
+    a module of another system."""
+    report = without(["fcntl"], '''
+        from miniagents.recording import Recorder
+        from miniagents import MissingFeatureError
+        try:
+            Recorder(sys.argv[3])
+            report = "recording"
+        except MissingFeatureError as error:
+            report = [error.name, str(error).startswith("Recorder (the lock on its file) needs")]
+        print(json.dumps(report))
+    ''', str(tmp_path / "calls.jsonl"))
+    assert report == ["fcntl", True]
+
+
+@pytest.mark.parametrize("blocked", ["_socket", "select"])
+def test_without_sockets_a_model_over_http_is_a_missing_feature(blocked):
+    """A Python without `_socket` (WASI), or without `select`, which `socket` imports: a model over HTTP raised a bare
+    ModuleNotFoundError out of the run (a streamed run needs asyncio, which needs both)."""
+    report = without([blocked], '''
+        from miniagents import Agent, MissingFeatureError, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner
+
+        report = []
+        for make in (OpenAIChatCompletionsModel, OpenAIResponsesModel):
+            agent = Agent(name="a", model=make(model="m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+            try:
+                Runner.run_sync(agent, "hi")
+            except MissingFeatureError as error:
+                report.append([error.name, str(error).startswith("a model's server reached over HTTP needs")])
+        print(json.dumps(report))
+    ''')
+    assert report == [[blocked, True]] * 2
