@@ -367,7 +367,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (a value None: a bare TypeError) and a base URL with a space or control character (retried as a connection
     # error, the query's key in the chained InvalidURL) refused before anything is sent
     # 2153 for a byte order mark starting an event stream skipped, as the SSE standard says (the first event was lost)
-    "shell: tracing": 1183,  # 1183: a batch processor's sizes that are no whole numbers refused when it is made
+    "shell: tracing": 1184,  # 1184: a batch processor's sizes that are no whole numbers refused when it is made
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
     # processor writes), bare NaN in lines, the trace reader printing a file's control characters and waiting
