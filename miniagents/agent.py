@@ -6,6 +6,7 @@ where it was made, not three turns into a run.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import json
@@ -38,6 +39,11 @@ class AgentToolStreamEvent(TypedDict):
     agent: Any
     tool_call: Optional[dict]
 
+
+# How many agent-tool runs are nested where a call starts (an agent may be its own tool): one more than MAX_NESTING is
+# not run, as the state of a run paused so deep could not be loaded again (state.MAX_DEPTH), nor the stack hold it.
+NESTING: contextvars.ContextVar = contextvars.ContextVar("miniagents_agent_tool_nesting", default=0)
+MAX_NESTING = 50
 
 # field -> (the types it takes, what the error says it must be)
 FIELD_TYPES = {"name": ((str,), "a string"), "handoff_description": ((str, type(None)), "a string or None"),
@@ -181,6 +187,8 @@ class Agent(Generic[TContext]):
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .run import DEFAULT_MAX_TURNS, Options, drive, start_run  # the recursion behind agents-as-tools
 
+            if NESTING.get() >= MAX_NESTING:  # told to the model, which called deeper and deeper
+                raise ToolError(f"The agent '{self.name}' was not run: agent tools nest at most {MAX_NESTING} deep")
             text, paused = tool_input(raw_args), ctx.resume_state
             # The inner run shares usage and approval decisions with the caller's run; its context names this call,
             # so its result's `agent_tool_invocation` says which call made it.
@@ -192,6 +200,7 @@ class Agent(Generic[TContext]):
             options = Options(context=inner, max_turns=DEFAULT_MAX_TURNS if max_turns is None else max_turns,
                               plugins=plugins, session=session, run_config=nested_config(run_config, ctx.run_config,
                                                                                          ctx.usage))
+            depth = NESTING.set(NESTING.get() + 1)
             try:  # with on_stream the inner run streams: each event reaches it with the agent and the call
                 nested = start_run(self, text if paused is None else paused, options, streamed=on_stream is not None,
                                    ledger=ctx.ledger)
@@ -204,6 +213,8 @@ class Agent(Generic[TContext]):
                 raise ToolError(f"The agent '{self.name}' could not finish: {error.message}") from error
             except UsageLimitExceeded as limit:  # the caller's limits, reached inside: the caller stops there too
                 raise NestedInterruption(limit.state, [], limit) from None
+            finally:
+                NESTING.reset(depth)
             if result.interruptions or nested.state.cancel_mode == "immediate":  # paused, or stopped by a cancel: the
                 raise NestedInterruption(result.to_state(), result.interruptions)  # call goes on when the run resumes
             if custom_output_extractor is not None:

@@ -688,3 +688,69 @@ def test_an_agent_tools_on_stream_receives_the_inner_runs_events_with_the_agent_
     types = [p["event"].type for p in seen]
     assert types[0] == "agent_updated_stream_event" and "raw_response_event" in types
     assert seen[-1]["event"].name == "message_output_created" and inner.calls[0].streamed
+
+
+# --- What an attack found: an agent that is its own tool nested until the stack ran out ---------------------------
+
+
+def test_agent_tools_nested_past_max_nesting_are_not_run_and_the_model_is_told_so():
+    """An agent that is its own tool, whose model always calls it: each call was a run nested one deeper, until a
+    RecursionError deep in the kernel was told to the model as a failure (and a run paused past about 65 levels
+    wrote a state, and a session journal, no load could read). The call past MAX_NESTING is not run; its model is
+    told why, answers, and every nested run ends; a pause at the deepest level allowed loads from JSON."""
+    from miniagents.agent import MAX_NESTING
+
+    told = []
+
+    def respond(call):
+        outputs = [item["output"] for item in call.input if item.get("type") == "function_call_output"]
+        told.extend(outputs)
+        return [assistant_message("done")] if outputs else [function_call("me", {"input": "again"}, call_id="c")]
+
+    model = ScriptedModel([respond] * (2 * MAX_NESTING + 2))
+    agent = Agent(name="Recursive", model=model)
+    agent.tools.append(agent.as_tool("me", "Asks myself."))
+    assert Runner.run_sync(agent, "go").final_output == "done"
+    assert told[0] == f"The agent 'Recursive' was not run: agent tools nest at most {MAX_NESTING} deep"
+    assert told[1:] == ["done"] * MAX_NESTING and model.remaining_steps == 0
+
+
+def test_a_run_paused_at_the_deepest_nesting_allowed_is_saved_loaded_and_resumed():
+    from miniagents import RunState
+    from miniagents.agent import MAX_NESTING
+
+    paid = []
+
+    @function_tool(needs_approval=True)
+    def pay(x: str) -> str:
+        paid.append(x)
+        return "paid"
+
+    def make(level):
+        def respond(call):
+            if any(item.get("type") == "function_call_output" for item in call.input):
+                return [assistant_message(f"done {level}")]
+            if level == MAX_NESTING:
+                return [function_call("pay", {"x": "1"}, call_id="p")]
+            return [function_call("deeper", {"input": "go"}, call_id=f"c{level}")]
+
+        tools = [pay] if level == MAX_NESTING else [make(level + 1).as_tool("deeper", "")]
+        return Agent(name=f"A{level}", model=ScriptedModel([respond] * 2), tools=tools)
+
+    top = make(0)
+    paused = Runner.run_sync(top, "go")
+    state = paused.to_state()
+    state.approve(paused.interruptions[0])
+    result = Runner.run_sync(top, RunState.from_string(top, state.to_string()))
+    assert result.final_output == "done 0" and paid == ["1"]
+
+
+def test_agent_tools_called_one_after_another_never_add_up_to_the_nesting_bound():
+    from miniagents.agent import MAX_NESTING
+
+    helper, helper_model = make_agent([[assistant_message("helped")]] * (MAX_NESTING + 1), name="Helper")
+    agent, model = make_agent([[function_call("helper", {"input": "go"}, call_id=f"c{n}")]
+                               for n in range(MAX_NESTING + 1)] + [[assistant_message("done")]],
+                              tools=[helper.as_tool("helper", "Ask.")])
+    assert Runner.run_sync(agent, "hi", max_turns=None).final_output == "done"
+    assert outputs_sent(model.calls[-1])[f"c{MAX_NESTING}"] == "helped" and helper_model.remaining_steps == 0
