@@ -187,7 +187,7 @@ class Agent(Generic[TContext]):
         def run_agent(ctx: Any, raw_args: str) -> Any:
             from .run import DEFAULT_MAX_TURNS, Options, drive, start_run  # the recursion behind agents-as-tools
 
-            if NESTING.get() >= MAX_NESTING:  # told to the model, which called deeper and deeper
+            if NESTING.get() >= MAX_NESTING and ctx.resume_state is None:  # told to the model, which called deeper
                 raise ToolError(f"The agent '{self.name}' was not run: agent tools nest at most {MAX_NESTING} deep")
             text, paused = tool_input(raw_args), ctx.resume_state
             # The inner run shares usage and approval decisions with the caller's run; its context names this call,

@@ -715,8 +715,11 @@ def test_agent_tools_nested_past_max_nesting_are_not_run_and_the_model_is_told_s
     assert told[1:] == ["done"] * MAX_NESTING and model.remaining_steps == 0
 
 
-def test_a_run_paused_at_the_deepest_nesting_allowed_is_saved_loaded_and_resumed():
-    from miniagents import RunState
+@pytest.mark.parametrize("bound_after", ["the same", "lowered"])
+def test_a_run_paused_at_the_deepest_nesting_allowed_is_saved_loaded_and_resumed(bound_after, monkeypatch):
+    """A paused inner run goes on however deep it is (a state saved under a larger bound): only a new call past
+    the bound is refused, never a call whose inner calls ran."""
+    from miniagents import RunState, agent as agent_module
     from miniagents.agent import MAX_NESTING
 
     paid = []
@@ -741,6 +744,8 @@ def test_a_run_paused_at_the_deepest_nesting_allowed_is_saved_loaded_and_resumed
     paused = Runner.run_sync(top, "go")
     state = paused.to_state()
     state.approve(paused.interruptions[0])
+    if bound_after == "lowered":
+        monkeypatch.setattr(agent_module, "MAX_NESTING", 10)
     result = Runner.run_sync(top, RunState.from_string(top, state.to_string()))
     assert result.final_output == "done 0" and paid == ["1"]
 
