@@ -759,3 +759,28 @@ def test_agent_tools_called_one_after_another_never_add_up_to_the_nesting_bound(
                               tools=[helper.as_tool("helper", "Ask.")])
     assert Runner.run_sync(agent, "hi", max_turns=None).final_output == "done"
     assert outputs_sent(model.calls[-1])[f"c{MAX_NESTING}"] == "helped" and helper_model.remaining_steps == 0
+
+
+def test_an_agent_tool_with_a_session_called_twice_at_once_raises_unfinished_turn_out_of_its_caller():
+    """docs/sessions.md: an agent tool's session is one conversation; the first call's inner run paused after a call
+    of its turn ran, so its turn stays journaled and the second call's new input is refused, out of the caller's run."""
+    from miniagents import RunConfig, SQLiteSession
+    from miniagents.errors import UnfinishedTurnError
+
+    @function_tool
+    def note(x: str) -> str:
+        return "noted"
+
+    @function_tool(needs_approval=True)
+    def pay(x: str) -> str:
+        return "paid"
+
+    def inner_respond(call):
+        return [function_call("note", {"x": "1"}, call_id="n"), function_call("pay", {"x": "1"}, call_id="p")]
+
+    inner = Agent("Inner", model=ScriptedModel([inner_respond] * 2), tools=[note, pay])
+    outer, _ = make_agent([[function_call("sub", {"input": "A"}, call_id="c1"),
+                            function_call("sub", {"input": "B"}, call_id="c2")]],
+                          tools=[inner.as_tool("sub", "", session=SQLiteSession("inner", ":memory:"))])
+    with pytest.raises(UnfinishedTurnError):
+        Runner.run_sync(outer, "go", run_config=RunConfig(max_function_tool_concurrency=1))
