@@ -6,7 +6,7 @@ import pytest
 from miniagents.errors import ModelBehaviorError, ModelHTTPError, UserError
 from miniagents.models.chat_completions import (
     ChatStreamTranslator, OpenAIChatCompletionsModel, build_body, chat_tool,
-    items_to_messages, message_to_items)
+    items_to_messages, message_to_items, tool_output_content)
 from miniagents.models.endpoint import wire_tool_choice
 from miniagents.schema import wire_schema
 from miniagents.models.interface import ModelSettings
@@ -87,6 +87,12 @@ def test_images_and_files_a_tool_returned_follow_the_tool_messages_in_a_user_mes
     assert messages[3]["content"] == [{"type": "text", "text": "Returned by tool call call_q1:"},
                                       {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]
     assert messages[4] == {"role": "user", "content": "thanks"}
+
+
+def test_a_tool_outputs_text_part_with_no_text_is_an_empty_line_of_the_tool_message():
+    parts = [{"type": "input_text", "text": "first"}, {"type": "input_text", "text": None},
+             {"type": "output_text", "text": ""}, {"type": "text", "text": "last"}]
+    assert tool_output_content({**OUTPUT, "output": parts}) == ("first\n\n\nlast", [])
 
 
 def test_reasoning_dropped_or_echoed_on_tool_call_turn():

@@ -210,3 +210,21 @@ def test_the_hooks_context_holds_what_the_model_is_sent_each_turn():
     model = ScriptedModel([[function_call("double", {"x": 1}, call_id="c1")], [assistant_message("2")]])
     Runner.run_sync(Agent(name="Solo", tools=[double], model=model), "double 1", hooks=Turns())
     assert seen == [(1, True), (3, True)]  # the second turn: the input, the call, its output
+
+
+def test_agent_hooks_on_handoff_is_called_on_the_source_agent_with_the_new_agent_and_the_source():
+    calls = []
+
+    class Record(AgentHooks):
+        def __init__(self, owner):
+            self.owner = owner
+
+        def on_handoff(self, context, agent, source):
+            calls.append((self.owner, agent.name, source.name))
+
+    target = Agent(name="Target", model=ScriptedModel([[assistant_message("hi")]]))
+    target = target.clone(hooks=Record("Target"))
+    agent = Agent(name="Source", model=ScriptedModel([[function_call("transfer_to_target", "{}", call_id="h1")]]),
+                  handoffs=[target], hooks=Record("Source"))  # the shell's Agent: hooks are upstream's
+    Runner.run_sync(agent, "go")
+    assert calls == [("Source", "Target", "Source")]
