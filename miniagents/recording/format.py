@@ -163,13 +163,12 @@ def weight(data: bytes) -> int:
 
 
 def encode_call(line: dict) -> bytes:
-    """A call's line as written, once it is one `load` reads back (its size, its nesting, `check_call`); a
-    `ValueError` saying why not: a recording is never written that its replay would refuse."""
+    """A call's line as written, once it is one `load` reads back (its size, `check_call`; its nesting the recorder
+    checks first, before redaction walks it); a `ValueError` saying why not: a recording is never written that its
+    replay would refuse."""
     data = encode(line)
     if len(data) > MAX_LINE_BYTES:
         raise ValueError(f"it is larger than {MAX_LINE_BYTES // 2 ** 20} MiB")
-    if depth(line) > MAX_DEPTH:
-        raise ValueError(f"it nests more than {MAX_DEPTH} levels deep")
     check_call(line, line["n"])
     return data
 
