@@ -580,6 +580,10 @@ class HTTPTransport:
                 "[\x00-\x20\x7f]", parts.path + parts.query):  # what http.client refuses to send, each request
             raise ValueError(f"base_url must be an http(s) URL (with no space or control character), got "
                              f"{shown_base_url(base_url, secret)!r}")
+        if re.match(r"[^:/?#]*://[^/?#@]*:[^/?#@]*[/?#].*@", base_url):  # shown_base_url hides to the last "@"
+            raise ValueError(f"base_url {shown_base_url(base_url, secret)!r} is read two ways: the host is before "
+                             "the first '/' (a password's '/', '?' or '#' must be written %2F, %3F or %23) or after "
+                             "the last '@' (a path's '@' must be written %40)")
         self.scheme, self.host = parts.scheme, parts.hostname
         self.base_path, self.base_query = parts.path, parts.query
         self.headers, self.query = check_headers(dict(headers)), dict(query or {})

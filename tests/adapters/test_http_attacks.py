@@ -154,7 +154,13 @@ class ConnectProxy:
                 conn.sendall(b"HTTP/1.1 " + self.answer + b"\r\nContent-Length: 0\r\n\r\n")
 
     def close(self):
+        """Wakes the thread's accept (closing alone leaves it blocked for ever, holding the socket) and waits."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # not every system lets a listening socket be shut down
+            pass
         self.sock.close()
+        self.thread.join(10)
 
 
 def refused_tunnel(monkeypatch, credentials="", answer=b"407 Proxy Authentication Required"):
@@ -431,6 +437,17 @@ def test_a_credential_the_request_sent_is_in_no_in_band_error(shared_server, ada
         (stream if answer.startswith("stream") else ask)(model, settings)
     assert "bad X-Api-Key" in str(caught.value) or "key ***" in str(caught.value) or "not JSON" in str(caught.value)
     assert ECHOED not in str(caught.value)
+
+
+@pytest.mark.parametrize("base_url", ["http://user:9/SECRET@127.0.0.1:1/v1", "http://user:9?SECRET@127.0.0.1:1/v1",
+                                      "http://user:9#SECRET@127.0.0.1:1/v1", "http://127.0.0.1:1/v1/SECRET/@cf/x"])
+def test_a_base_url_read_two_ways_is_refused_before_a_request_shows_it(base_url):
+    """A password of digits then an unencoded "/" reads, to http.client, as a port and a path: the request went to
+    the user name as a host, and its error showed the password in the URL, while the repr showed another host. A
+    URL whose host has two readings is refused, the password not shown (nor a path the repr would read as one)."""
+    with pytest.raises(ValueError, match="is read two ways") as refused:
+        OpenAIChatCompletionsModel("m", base_url=base_url, max_retries=0).transport
+    assert "SECRET" not in str(refused.value)
 
 
 @pytest.mark.parametrize("base_url", ["http://h:1/v1?key=SECRET%2FVALUE9", "http://h:1/v1?sig=SECRET%2FVALUE9&x=1",
