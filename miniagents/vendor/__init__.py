@@ -47,7 +47,6 @@ import keyword
 import os
 import py_compile
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -56,6 +55,7 @@ from importlib.machinery import PathFinder
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
+from ..errors import MissingFeatureError, needs
 
 # The dotted name this package was imported under. Not from __package__: on Python 3.9 a module imported from a
 # zip runs with __package__ None (zipimport's load_module sets it afterwards).
@@ -446,6 +446,10 @@ def check(dest: str, name: str, python: str = sys.executable, shells_kept: Seque
                json.dumps(list(shells_kept))]
     cwd = dest if os.path.isdir(dest) else os.path.dirname(os.path.abspath(dest))
     env = {k: v for k, v in os.environ.items() if k in ("SYSTEMROOT", "PATH")}
+    try:  # a Python without select or _posixsubprocess copies, but cannot start another to check the copy
+        subprocess = needs("subprocess", "the check of a copy (another Python run on it)")
+    except MissingFeatureError as error:
+        return {"python": python, "ok": False, "step": "start the Python", "error": str(error)}
     try:
         done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               timeout=CHECK_SECONDS)

@@ -326,6 +326,18 @@ exec {sys.executable} -S -I -B -c "import sys; sys.modules['zlib'] = None; exec(
     assert f"({stand_in}): it imports, its shells import, a scripted tool run" in done.stdout
 
 
+def test_a_python_without_select_copies_and_says_why_it_cannot_check(tmp_path):
+    """subprocess needs select: the command, run by such a Python, was a ModuleNotFoundError traceback, copying
+    nothing. It copies, and its check fails naming the module (exit 1: the copy stays)."""
+    code = "import sys, runpy; sys.modules['select'] = None; runpy.run_module('miniagents.vendor', run_name='__main__')"
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT, "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-B", "-c", code, str(tmp_path / "dest")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "needs the standard-library module 'select'" in done.stderr, done.stderr
+    assert manifest_of(tmp_path / "dest" / "miniagents")["name"] == "miniagents"
+
+
 # --- checking a copy -------------------------------------------------------------------------------------------
 
 
