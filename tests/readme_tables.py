@@ -323,7 +323,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2157,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2163,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -372,6 +372,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2153 for a byte order mark starting an event stream skipped, as the SSE standard says (the first event was lost)
     # 2157 for a base URL read two ways refused (a password of digits then an unencoded "/" is a port and a path to
     # http.client: the request went to the user name as a host, the password in its error's URL)
+    # 2163 for the same rule's one home (read_two_ways) read for a proxy URL too: its password's start was the port
     "shell: tracing": 1184,  # 1184: a batch processor's sizes that are no whole numbers refused when it is made
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
