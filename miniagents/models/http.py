@@ -525,6 +525,12 @@ def shown_base_url(base_url: str, secret: Any = None) -> str:
     return redact(bare, (secret,) + query_secrets(base_url.partition("#")[0].partition("?")[2]))
 
 
+def read_two_ways(url: str) -> bool:
+    """Whether `url`'s host has two readings: http.client's, before the first "/", "?" or "#", and the one after the
+    last "@" that `shown_base_url` hides to (a password of digits then an unencoded "/" is a port and a path)."""
+    return bool(re.match(r"[^:/?#]*://[^/?#@]*:[^/?#@]*[/?#].*@", url))
+
+
 def request_secrets(headers: dict, query: Optional[dict]) -> tuple:
     """What one request sends that no message may show: its credential-named headers' and query parameters'
     values (an `Authorization` value's credentials without the scheme too)."""
@@ -580,7 +586,7 @@ class HTTPTransport:
                 "[\x00-\x20\x7f]", parts.path + parts.query):  # what http.client refuses to send, each request
             raise ValueError(f"base_url must be an http(s) URL (with no space or control character), got "
                              f"{shown_base_url(base_url, secret)!r}")
-        if re.match(r"[^:/?#]*://[^/?#@]*:[^/?#@]*[/?#].*@", base_url):  # shown_base_url hides to the last "@"
+        if read_two_ways(base_url):
             raise ValueError(f"base_url {shown_base_url(base_url, secret)!r} is read two ways: the host is before "
                              "the first '/' (a password's '/', '?' or '#' must be written %2F, %3F or %23) or after "
                              "the last '@' (a path's '@' must be written %40)")
@@ -652,16 +658,20 @@ class HTTPTransport:
             from types import SimpleNamespace
             from urllib.parse import unquote, urlsplit
             url = urllib.request.getproxies_environment().get(self.scheme)
+            url = url if not url or "://" in url else "http://" + url
             try:
-                found = urlsplit(url if "://" in url else "http://" + url) if url else None
+                found = urlsplit(url) if url else None
                 port = found and found.port or 80
             except ValueError:  # a port that is not a number, a bracket that opens no IPv6 address
+                found, port = urlsplit("http://"), None
+            if url and read_two_ways(url):  # its "port" and path would be the password's start and end
                 found, port = urlsplit("http://"), None
             if found is None or urllib.request.proxy_bypass_environment(self.host):
                 self._proxy = None
             elif not found.hostname or port is None:
                 self._proxy = (f"the proxy in {self.scheme}_proxy is not a URL this transport can use (it needs "
-                               "http://[user:password@]host[:port], with a number for the port)")
+                               "http://[user:password@]host[:port], with a number for the port, and a password's "
+                               "'/', '?' or '#' written %2F, %3F or %23)")
             else:
                 self._proxy = SimpleNamespace(host=found.hostname, port=port, authorization=None, secrets=())
                 if found.username is not None:

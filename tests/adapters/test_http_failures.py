@@ -481,7 +481,10 @@ def test_a_content_type_that_holds_the_key_is_shown_without_it(server):
     assert key not in str(info.value) and "the answer is not JSON" in str(info.value)
 
 
-@pytest.mark.parametrize("proxy", ["http://user:p[ss@127.0.0.1:9", "http://user:pa]ss@127.0.0.1:9", "[::1:9"])
+@pytest.mark.parametrize("proxy", ["http://user:p[ss@127.0.0.1:9", "http://user:pa]ss@127.0.0.1:9", "[::1:9",
+                                   # a password of digits then a "/": to urlsplit a port and a path, so the proxy
+                                   # was the user name, its port the password's start (shown in the error)
+                                   "http://user:1234/ss@127.0.0.1:9", "user:1234?ss@127.0.0.1:9"])
 def test_a_proxy_url_with_a_stray_bracket_is_a_user_error_that_never_quotes_it(monkeypatch, proxy):
     from miniagents import UserError
 
@@ -490,7 +493,7 @@ def test_a_proxy_url_with_a_stray_bracket_is_a_user_error_that_never_quotes_it(m
     monkeypatch.delenv("NO_PROXY", raising=False)
     with pytest.raises(UserError, match="http_proxy is not a URL this transport can use") as info:
         ask(chat("http://203.0.113.1:9/v1", max_retries=0))
-    assert "ss@" not in str(info.value)
+    assert "ss@" not in str(info.value) and "1234" not in str(info.value)
 
 
 def test_the_secrets_of_a_transport_whose_proxy_url_is_unusable_are_read_without_the_proxys_error(monkeypatch):
