@@ -372,20 +372,21 @@ class Exchange:
             target = f"{conn.host}:{conn.port}" + (" (the proxy)" if t.proxy() else "")
             if isinstance(exc, socket.timeout):
                 raise _Retry(timeout_error(seconds, f"Could not connect to {target} within {seconds:g} s.")) from None
-            reason, final = self._connect_failure(exc)
+            reason, final = self._connect_failure(exc, conn.host)
             err = http_error(None, f"could not connect to {target}: {reason}", type="connection_error")
             if final:
                 raise err from None
             raise _Retry(err) from None
 
-    def _connect_failure(self, exc: BaseException) -> tuple:
-        """Why a connection failed, in words, and whether trying again is pointless."""
+    def _connect_failure(self, exc: BaseException, host: str) -> tuple:
+        """Why a connection to `host` (the server's, or the proxy's) failed, in words, and whether trying again is
+        pointless."""
         import socket
         t = self.transport
         if isinstance(exc, ConnectionRefusedError):
             return "connection refused (is the server running, and on that port?)", False
         if isinstance(exc, socket.gaierror):
-            return f"the host name {t.host!r} could not be resolved", False
+            return f"the host name {host!r} could not be resolved", False
         if t.scheme == "https":
             import ssl
             if isinstance(exc, ssl.SSLCertVerificationError):

@@ -223,6 +223,16 @@ def test_a_host_name_that_does_not_resolve_says_so(no_proxy):
                                "1 attempt) [type=connection_error]")
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_host_name_that_does_not_resolve_is_the_one_named(no_proxy, monkeypatch, scheme):
+    """The name looked up is the proxy's: the error named the server's, which the proxy resolves (or no one)."""
+    monkeypatch.setenv(f"{scheme}_proxy", "http://no-such-proxy.invalid:8080")
+    with pytest.raises(ModelHTTPError) as info:
+        ask(chat(f"{scheme}://api.example.com/v1", max_retries=0))
+    assert ("could not connect to no-such-proxy.invalid:8080 (the proxy): the host name 'no-such-proxy.invalid' "
+            "could not be resolved") in str(info.value), str(info.value)
+
+
 @contextlib.contextmanager
 def self_signed_tls_listener(folder):
     """A TLS listener whose certificate no default trust store accepts; yields (port, accepted connection count)."""
