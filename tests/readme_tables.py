@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1715,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1724,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -185,6 +185,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
     # AttributeError when the run reached a plain function in it)
+    # 1724 for what an attack on streamed runs found: a custom model's stream_response returning no iterable (None,
+    # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
+    # as docs/porting.md says (last_agent was None while the events were read)
     "agents, items, guardrails": 1066,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -435,7 +438,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixes took; 830 for what a second attack found: search showing paths read_file refuses, a working link listed
     # as broken, a refused write leaving folders, a false line cut, a backslash shown as an escape's, folders of mode
     # 0711 not gone through; lowered to 820, what the fixes took
-    "shell: upstream compatibility": 1884,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1893,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -463,7 +466,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
-    # was a bare RecursionError)
+    # was a bare RecursionError); 1893 for a custom model's stream the shell's wrappers (ReadableModel, and
+    # WithoutReasoningIds) iterated and read before the kernel checked it: a bare TypeError or AttributeError
     "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
