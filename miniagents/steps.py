@@ -10,11 +10,11 @@ rule still has one home, for fresh and resumed turns alike.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from . import caller, ledger, seams
 from .context import COUNTING
-from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
+from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded, UserError
 from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (WITHHELD, Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
@@ -131,9 +131,13 @@ def stream_model(run: Run, turn: Turn) -> None:
 
 def stream_response(run: Run, model: Any, turn: Turn) -> Any:
     """The model's stream, each event handed on; the response is its `response.completed` event's. A stream that
-    sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came."""
-    response = None
-    for event in model.stream_response(*model_arguments(run, turn), **turn.ids):
+    sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came; a custom
+    model whose `stream_response` returns no iterable at all (None, a coroutine: the kernel's `Model` is
+    synchronous) is a `UserError` saying what it returned, as a `get_response` that returns no `ModelResponse` is."""
+    response, events = None, model.stream_response(*model_arguments(run, turn), **turn.ids)
+    if not isinstance(events, Iterable):
+        raise UserError(f"A Model's stream_response must return an iterable of events, not {type(events).__name__}")
+    for event in events:
         if not isinstance(event, dict):
             raise ModelBehaviorError(f"The model's stream sent a {type(event).__name__}, not an event (a dict).")
         run.emit(RawResponsesStreamEvent(data=event))
