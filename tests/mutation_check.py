@@ -1287,6 +1287,17 @@ MUTANTS: List[Mutant] = [
       "            try:\n                item = step(events.__anext__())",
       "            try:\n                item = step(events.__anext__())\n                step(events.__anext__())",
       "upstream shell: an async model stream: every event is taken, one at a time", "test_upstream_behaviour"),
+    M("upstream/runner.py",
+      "        return stream_without_ids(events) if isinstance(events, Iterable) else events",
+      "        return stream_without_ids(events)",
+      "upstream shell: a custom stream_response that returns no iterable reaches the kernel's UserError, ids omitted",
+      "test_raw_items"),
+    M("upstream/runner.py",
+      "        if isinstance(output, list) and event.get(\"type\") == \"response.completed\" and \\\n"
+      "                all(isinstance(item, dict) for item in output):",
+      "        if event.get(\"type\") == \"response.completed\":",
+      "upstream shell: a malformed stream event, its ids omitted, reaches the kernel's ModelBehaviorError",
+      "test_raw_items"),
     # --- upstream/raw_items.py: what a model gave, read by attribute in the shell ------------------------------
     M("upstream/runner.py",
       "        return ReadableModel(model)",
