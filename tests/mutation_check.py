@@ -1436,6 +1436,11 @@ MUTANTS: List[Mutant] = [
       "    run.state.cancel_mode = None\n",
       "a state a cancel stopped, given again, sends its requests", "test_cancellation"),
     M("result.py",
+      "            if not isinstance(event, RawResponsesStreamEvent):  # not each token's: an item or an agent came\n"
+      "                self._follow()\n",
+      "            pass\n",
+      "a streamed result's items, responses and last agent fill as the run goes (docs/porting.md)", "test_run"),
+    M("result.py",
       "        if self.is_complete:  # the run has ended",
       "        if False:  # the run has ended",
       "a finished streamed result's cancel() never stops the run that took its state next", "test_exactly_once"),
