@@ -188,7 +188,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1724 for what an attack on streamed runs found: a custom model's stream_response returning no iterable (None,
     # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
     # as docs/porting.md says (last_agent was None while the events were read)
-    "agents, items, guardrails": 1066,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1070,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -234,6 +234,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1066 for agent tools nested at most agent.MAX_NESTING deep (an agent that is its own tool ran until a
     # RecursionError deep in the kernel was told to the model, and a run paused past ~65 levels wrote a state and a
     # session journal no load could read, wedging the session)
+    # 1070 for a custom model's response_id or request_id that is no string refused in ModelResponse (a run kept it,
+    # and the state it paused in was refused when loaded: the paused work lost)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
