@@ -105,6 +105,11 @@ def test_path(name: str) -> str:
 
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
+    M("items.py",
+      "            if not isinstance(value, (str, type(None))):\n",
+      "            if False:\n",
+      "a custom model's response_id or request_id that is no string is a UserError, not kept in a state that cannot "
+      "load", "test_items"),
     M("turn.py",
       "    if not isinstance(response, ModelResponse):\n",
       "    if False:\n",
