@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1724,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1725,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -188,6 +188,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1724 for what an attack on streamed runs found: a custom model's stream_response returning no iterable (None,
     # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
     # as docs/porting.md says (last_agent was None while the events were read)
+    # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too
     "agents, items, guardrails": 1070,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -424,13 +425,15 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1181 for model settings nested past what the trace's redaction walks shown as an error (a bare RecursionError
     # out of a traced run that untraced succeeded)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
-    "shell: retries": 344,
+    "shell: retries": 345,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
     # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
     # 342 for a RetryingModel (which a plugin's model_call sees) copied: copy.copy was a bare RecursionError
+    # 345 for a custom model's stream_response that returns no iterable, told by the kernel's UserError
+    # (steps.model_events): the shell iterated it itself, a bare TypeError
     "shell: capabilities and Workspace": 820,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns; 795 for what an attack on
