@@ -131,13 +131,9 @@ def stream_model(run: Run, turn: Turn) -> None:
 
 def stream_response(run: Run, model: Any, turn: Turn) -> Any:
     """The model's stream, each event handed on; the response is its `response.completed` event's. A stream that
-    sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came; a custom
-    model whose `stream_response` returns no iterable at all (None, a coroutine: the kernel's `Model` is
-    synchronous) is a `UserError` saying what it returned, as a `get_response` that returns no `ModelResponse` is."""
-    response, events = None, model.stream_response(*model_arguments(run, turn), **turn.ids)
-    if not isinstance(events, Iterable):
-        raise UserError(f"A Model's stream_response must return an iterable of events, not {type(events).__name__}")
-    for event in events:
+    sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came."""
+    response = None
+    for event in model_events(model.stream_response(*model_arguments(run, turn), **turn.ids)):
         if not isinstance(event, dict):
             raise ModelBehaviorError(f"The model's stream sent a {type(event).__name__}, not an event (a dict).")
         run.emit(RawResponsesStreamEvent(data=event))
@@ -146,6 +142,15 @@ def stream_response(run: Run, model: Any, turn: Turn) -> Any:
     if response is None:
         raise AgentsException("the model's stream ended without a response.completed event")
     return response
+
+
+def model_events(events: Any) -> Iterable:
+    """What a model's `stream_response` returned, to iterate: no iterable at all (None, a coroutine: the kernel's
+    `Model` is synchronous) is a `UserError` saying what it returned, as a `get_response` that returns no
+    `ModelResponse` is (a shell that iterates a stream itself, the retry shell's, asks here too)."""
+    if not isinstance(events, Iterable):
+        raise UserError(f"A Model's stream_response must return an iterable of events, not {type(events).__name__}")
+    return events
 
 
 def completed(final: Any) -> Any:
