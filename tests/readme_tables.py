@@ -189,7 +189,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
     # as docs/porting.md says (last_agent was None while the events were read)
     # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too
-    "agents, items, guardrails": 1070,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -237,6 +237,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # session journal no load could read, wedging the session)
     # 1070 for a custom model's response_id or request_id that is no string refused in ModelResponse (a run kept it,
     # and the state it paused in was refused when loaded: the paused work lost)
+    # 1071 for a model's total token count under its own input and output counts added as those (Usage.add): a total of
+    # 1 for 100 output tokens, or one made negative by a negative input count, never tripped total_tokens_limit
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
