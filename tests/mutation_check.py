@@ -105,6 +105,10 @@ def test_path(name: str) -> str:
 
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
+    M("context.py",
+      "            self.total_tokens += max(other.total_tokens, inp + out)\n",
+      "            self.total_tokens += max(0, other.total_tokens)\n",
+      "a model's total under its own input and output tokens never loosens total_tokens_limit", "test_usage_limits"),
     M("items.py",
       "            if not isinstance(value, (str, type(None))):\n",
       "            if False:\n",
