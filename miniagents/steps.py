@@ -147,7 +147,7 @@ def stream_response(run: Run, model: Any, turn: Turn) -> Any:
 def model_events(events: Any) -> Iterable:
     """What a model's `stream_response` returned, to iterate: no iterable at all (None, a coroutine: the kernel's
     `Model` is synchronous) is a `UserError` saying what it returned, as a `get_response` that returns no
-    `ModelResponse` is (a shell that iterates a stream itself, the retry shell's, asks here too)."""
+    `ModelResponse` is (the shells that iterate a stream themselves, retries and recording, ask here too)."""
     if not isinstance(events, Iterable):
         raise UserError(f"A Model's stream_response must return an iterable of events, not {type(events).__name__}")
     return events
