@@ -87,11 +87,13 @@ class Usage:
     def add(self, other: "Usage", requests: Optional[int] = None) -> None:
         """Add another usage to this one, in place: a run's (its requests and tool calls), or one model call's,
         given the `requests` the kernel counts for it (1; 0 when it was counted before it was made). A model's own
-        counts of requests and tool calls are not read, and a negative token count adds nothing: usage limits must
-        never be loosened by a model's numbers. Agent tools running at once add to one usage: under `COUNTING`."""
+        counts of requests and tool calls are not read, a negative token count adds nothing, and a total adds at least
+        its parts: usage limits must never be loosened by a model's numbers. Agent tools running at once add to one
+        usage: under `COUNTING`."""
         with COUNTING:
-            for name in ("input_tokens", "output_tokens", "total_tokens"):
-                setattr(self, name, getattr(self, name) + max(0, getattr(other, name)))
+            inp, out = max(0, other.input_tokens), max(0, other.output_tokens)
+            self.input_tokens, self.output_tokens = self.input_tokens + inp, self.output_tokens + out
+            self.total_tokens += max(other.total_tokens, inp + out)
             self.input_tokens_details.cached_tokens += max(0, other.input_tokens_details.cached_tokens)
             self.output_tokens_details.reasoning_tokens += max(0, other.output_tokens_details.reasoning_tokens)
             self.requests += other.requests if requests is None else requests

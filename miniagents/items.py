@@ -48,6 +48,10 @@ class ModelResponse:
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
             raise UserError(f"ModelResponse.usage's token counts must be whole numbers, got {self.usage.counts()}")
+        for name in ("response_id", "request_id"):  # another kind would be kept in a state that then cannot load
+            value = getattr(self, name)
+            if not isinstance(value, (str, type(None))):
+                raise UserError(f"ModelResponse.{name} must be a string or None, not {type(value).__name__}")
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""

@@ -135,8 +135,9 @@ class RunResult(RunResultBase):
 
 
 class RunResultStreaming(RunResult):
-    """A `RunResult` filling in: iterate `stream_events()` to drive the run; when it ends, every field holds
-    the finished (or paused) run's values."""
+    """A `RunResult` filling in: iterate `stream_events()` to drive the run; its items, responses and last agent
+    follow the run at each item or agent event, and when it ends, every field holds the finished (or paused) run's
+    values."""
 
     def __init__(self, state: Any, drive: Callable[[Callable], RunResult], stop: Callable[[str], None]):
         super().__init__(input=state.original_input, new_items=[], raw_responses=[], final_output=None,
@@ -201,6 +202,8 @@ class RunResultStreaming(RunResult):
         def hand_over(event: Any) -> None:
             """The event to the reader; wait until it was handled. A reader whose event loop closed without closing
             this stream is gone: the run stops at its next step instead of waiting forever."""
+            if not isinstance(event, RawResponsesStreamEvent):  # not each token's: an item or an agent came
+                self._follow()
             delivered = put(event)
             while delivered and not handled.acquire(timeout=1.0):
                 delivered = not loop.is_closed()
@@ -236,6 +239,13 @@ class RunResultStreaming(RunResult):
                     handled.release()
         if "error" in outcome:
             raise outcome["error"]
+
+    def _follow(self) -> None:
+        """The fields upstream's streamed result fills as the run goes: the items and responses so far, and the
+        current agent as the last one (the rest wait for the run's end, `_complete`)."""
+        state = self._state
+        self.new_items, self.raw_responses = list(state.generated_items), list(state.model_responses)
+        self.last_agent = state.current_agent
 
     def _complete(self, result: RunResult) -> None:
         for f in fields(RunResult):

@@ -10,11 +10,11 @@ rule still has one home, for fresh and resumed turns alike.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from . import caller, ledger, seams
 from .context import COUNTING
-from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded
+from .errors import AgentsException, ModelBehaviorError, UsageLimitExceeded, UserError
 from .items import InputItem
 from .result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, stream_events_for
 from .turn import (WITHHELD, Call, NextStepError, NextStepInterruption, Run, Turn, classify, get_model, model_arguments,
@@ -133,7 +133,7 @@ def stream_response(run: Run, model: Any, turn: Turn) -> Any:
     """The model's stream, each event handed on; the response is its `response.completed` event's. A stream that
     sends what no event is (any model may be a custom one) is a `ModelBehaviorError` saying what came."""
     response = None
-    for event in model.stream_response(*model_arguments(run, turn), **turn.ids):
+    for event in model_events(model.stream_response(*model_arguments(run, turn), **turn.ids)):
         if not isinstance(event, dict):
             raise ModelBehaviorError(f"The model's stream sent a {type(event).__name__}, not an event (a dict).")
         run.emit(RawResponsesStreamEvent(data=event))
@@ -142,6 +142,15 @@ def stream_response(run: Run, model: Any, turn: Turn) -> Any:
     if response is None:
         raise AgentsException("the model's stream ended without a response.completed event")
     return response
+
+
+def model_events(events: Any) -> Iterable:
+    """What a model's `stream_response` returned, to iterate: no iterable at all (None, a coroutine: the kernel's
+    `Model` is synchronous) is a `UserError` saying what it returned, as a `get_response` that returns no
+    `ModelResponse` is (the shells that iterate a stream themselves, retries and recording, ask here too)."""
+    if not isinstance(events, Iterable):
+        raise UserError(f"A Model's stream_response must return an iterable of events, not {type(events).__name__}")
+    return events
 
 
 def completed(final: Any) -> Any:

@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1715,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1725,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -185,7 +185,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
     # AttributeError when the run reached a plain function in it)
-    "agents, items, guardrails": 1066,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1724 for what an attack on streamed runs found: a custom model's stream_response returning no iterable (None,
+    # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
+    # as docs/porting.md says (last_agent was None while the events were read)
+    # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too
+    "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -231,6 +235,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1066 for agent tools nested at most agent.MAX_NESTING deep (an agent that is its own tool ran until a
     # RecursionError deep in the kernel was told to the model, and a run paused past ~65 levels wrote a state and a
     # session journal no load could read, wedging the session)
+    # 1070 for a custom model's response_id or request_id that is no string refused in ModelResponse (a run kept it,
+    # and the state it paused in was refused when loaded: the paused work lost)
+    # 1071 for a model's total token count under its own input and output counts added as those (Usage.add): a total of
+    # 1 for 100 output tokens, or one made negative by a negative input count, never tripped total_tokens_limit
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -422,13 +430,15 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1181 for model settings nested past what the trace's redaction walks shown as an error (a bare RecursionError
     # out of a traced run that untraced succeeded)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
-    "shell: retries": 344,
+    "shell: retries": 345,
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
     # advice of the wrong kind a UserError naming it, an async one awaited (each was a bare error mid-run)
     # lowered to 340 when the check of a settings dict's keys moved to the kernel (context.from_fields)
     # 342 for a RetryingModel (which a plugin's model_call sees) copied: copy.copy was a bare RecursionError
+    # 345 for a custom model's stream_response that returns no iterable, told by the kernel's UserError
+    # (steps.model_events): the shell iterated it itself, a bare TypeError
     "shell: capabilities and Workspace": 820,  # issue 30: the regex child ends itself and bounds its reads; names escaped
     # lowered to 740, its size: the room left since it was made is not a decision anyone took; 743 for an agent met
     # during a run (a hand-built Handoff's) whose capabilities were left out of its turns; 795 for what an attack on
@@ -438,7 +448,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixes took; 830 for what a second attack found: search showing paths read_file refuses, a working link listed
     # as broken, a refused write leaving folders, a false line cut, a backslash shown as an escape's, folders of mode
     # 0711 not gone through; lowered to 820, what the fixes took
-    "shell: upstream compatibility": 1884,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1893,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -466,7 +476,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # for a copy named under `agents` refused by the alias with a UserError (the runner recursed forever)
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
-    # was a bare RecursionError)
+    # was a bare RecursionError); 1893 for a custom model's stream the shell's wrappers (ReadableModel, and
+    # WithoutReasoningIds) iterated and read before the kernel checked it: a bare TypeError or AttributeError
     "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ..errors import UserError, needs
 from ..items import ModelResponse, preview
+from ..steps import model_events
 from . import format, redaction
 from .errors import RecordingError
 
@@ -231,9 +232,9 @@ class RecordingModel:
         request, hidden = self.recorder.request(system_instructions, input, model_settings, tools, output_schema,
                                                 handoffs, previous_response_id, conversation_id, prompt)
         events = []
-        for event in self.wrapped.stream_response(system_instructions, input, model_settings, tools, output_schema,
-                                                  handoffs, tracing, previous_response_id=previous_response_id,
-                                                  conversation_id=conversation_id, prompt=prompt):
+        for event in model_events(self.wrapped.stream_response(  # no iterable: the run's UserError, unrecorded
+                system_instructions, input, model_settings, tools, output_schema, handoffs, tracing,
+                previous_response_id=previous_response_id, conversation_id=conversation_id, prompt=prompt)):
             events.append(format.plain(event))  # as it came, before the run holds it
             yield event
         if any(isinstance(event, dict) and event.get("type") == "response.completed" for event in events):

@@ -35,6 +35,7 @@ from ..context import COUNTING, from_fields
 from ..errors import ModelHTTPError, ModelTimeoutError, UsageLimitExceeded, UserError
 from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
 from ..models.protocol import MAX_SERVER_DELAY
+from ..steps import model_events
 from .advice import ModelRetryAdvice, ModelRetryAdviceRequest, ModelRetryNormalizedError, http_advice  # noqa: F401
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
@@ -385,7 +386,7 @@ def stream_response(model: Any, settings: Any, call: Callable[[], Iterable], ids
         while True:
             started = False
             try:
-                for event in call():
+                for event in model_events(call()):  # no iterable: the kernel's UserError, not a bare TypeError
                     started = True
                     yield event
                 return

@@ -11,7 +11,7 @@ dicts in upstream too (its TypedDicts) and stay plain.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..items import HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem, ToolCallItem
 from ..models.interface import ModelResponse
@@ -65,15 +65,21 @@ class ReadableModel:
             response.output = readable(response.output)
         return response
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        for event in self.wrapped.stream_response(*args, **kwargs):
-            event = as_raw_item(event)
-            if isinstance(event, dict) and event.get("type") == "response.completed" and \
-                    isinstance(event.get("response"), dict):  # the response the run keeps: its items readable too
-                response = event["response"] = as_raw_item(event["response"])
-                if isinstance(response.get("output"), list):
-                    response["output"] = readable(response["output"])
-            yield event
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        events = self.wrapped.stream_response(*args, **kwargs)
+        return readable_events(events) if isinstance(events, Iterable) else events  # else left for the kernel to refuse
+
+
+def readable_events(events: Iterable) -> Iterator[Any]:
+    """A stream's events as `RawItem`s, and the items of the response the run keeps."""
+    for event in events:
+        event = as_raw_item(event)
+        if isinstance(event, dict) and event.get("type") == "response.completed" and \
+                isinstance(event.get("response"), dict):  # the response the run keeps: its items readable too
+            response = event["response"] = as_raw_item(event["response"])
+            if isinstance(response.get("output"), list):
+                response["output"] = readable(response["output"])
+        yield event
 
 
 def readable_state(state: Any) -> Any:

@@ -20,7 +20,7 @@ import copy
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from .. import caller, seams
 from ..config import RunConfig as KernelRunConfig
@@ -272,10 +272,20 @@ class WithoutReasoningIds(AwaitedModel):
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        for event in self.wrapped.stream_response(*args, **kwargs):
-            if event.get("type") == "response.completed":
-                event["response"]["output"] = without_ids(event["response"].get("output") or [])
-            yield event
+        events = self.wrapped.stream_response(*args, **kwargs)
+        return stream_without_ids(events) if isinstance(events, Iterable) else events  # else left for the kernel
+
+
+def stream_without_ids(events: Iterable) -> Iterator[Any]:
+    """A stream's events, its completed response's reasoning items without their ids; an event or response that is
+    none is left as it came, for the kernel to refuse (a `ModelBehaviorError` saying what came)."""
+    for event in events:
+        response = event.get("response") if isinstance(event, dict) else None
+        output = response.get("output") if isinstance(response, dict) else None
+        if isinstance(output, list) and event.get("type") == "response.completed" and \
+                all(isinstance(item, dict) for item in output):
+            response["output"] = without_ids(output)
+        yield event
 
 
 def without_ids(items: list) -> list:

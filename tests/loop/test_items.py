@@ -340,6 +340,46 @@ def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong
         Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")
 
 
+class StreamsWith(Model):
+    """A custom model whose stream completes with the response it is given."""
+
+    def __init__(self, response):
+        self.response = response
+
+    def get_response(self, *args, **kwargs):  # pragma: no cover - only streamed here
+        raise AssertionError
+
+    def stream_response(self, *args, **kwargs):
+        yield {"type": "response.completed", "response": self.response}
+
+
+@function_tool(needs_approval=True)
+def pay(n: int) -> str:
+    return "paid"
+
+
+@pytest.mark.parametrize("field, value, streamed", [("response_id", 5, False), ("response_id", 5, True),
+                                                    ("response_id", {"id": "r1"}, True), ("request_id", 7, False)])
+def test_a_custom_models_response_id_that_is_no_string_is_refused_not_kept_in_a_state_that_cannot_load(field, value,
+                                                                                                        streamed):
+    """It was kept: the run paused for an approval, and the state it wrote was refused when loaded ("malformed run
+    state: model_responses[0].response_id: expected string"), the paused work lost."""
+    call = function_call("pay", {"n": 1}, call_id="c1")
+    model = StreamsWith({"id": value, "output": [call]}) if streamed else AnswersWith(output=[call], **{field: value})
+    agent = Agent(name="A", model=model, tools=[pay])
+    with pytest.raises(UserError, match=f"ModelResponse.{field} must be a string or None, not {type(value).__name__}"):
+        if streamed:
+            result = Runner.run_streamed(agent, "hi")
+
+            async def read():
+                async for _ in result.stream_events():
+                    pass
+
+            asyncio.run(read())
+        else:
+            Runner.run_sync(agent, "hi")
+
+
 @pytest.mark.parametrize("message", [
     {"type": "message", "content": [{"type": "output_text", "text": "hi"}]},  # no role
     {"type": "message", "role": "tool", "content": "hi"},

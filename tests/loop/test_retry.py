@@ -86,6 +86,30 @@ def test_a_streamed_call_is_retried_only_before_its_first_event():
     assert len(calls) == 1
 
 
+class StreamReturnsNone:
+    """A custom model whose `stream_response` returns no iterable."""
+
+    def get_response(self, *args, **kwargs):  # pragma: no cover - only streamed here
+        raise AssertionError
+
+    def stream_response(self, *args, **kwargs):
+        return None
+
+
+def test_a_custom_stream_response_that_returns_no_iterable_is_the_kernels_user_error_under_retries_too():
+    """The retry shell iterated the stream itself: a bare TypeError ("'NoneType' object is not iterable"), where a
+    run without retries raises the kernel's UserError saying what the model returned."""
+    settings = ModelRetrySettings(max_retries=1, backoff={"initial_delay": 0}, policy=retry_policies.network_error())
+    result = Runner.run_streamed(agent(StreamReturnsNone(), retry=settings), "hi")
+
+    async def read():
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(UserError, match="stream_response must return an iterable of events, not NoneType$"):
+        asyncio.run(read())
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("delay, cancelled_during", [(0, "the failing call"), (3, "the wait")])
 def test_a_cancelled_run_ends_the_backoff_at_once_and_makes_no_new_attempt(streamed, delay, cancelled_during):

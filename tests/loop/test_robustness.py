@@ -351,3 +351,38 @@ def test_a_custom_models_stream_that_sends_no_event_or_no_response_is_a_model_be
 
     with pytest.raises(ModelBehaviorError, match=words):
         asyncio.run(read())
+
+
+class StreamReturns:
+    """A custom model whose `stream_response` returns what it is given, whatever that is."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def get_response(self, *args, **kwargs):
+        raise AssertionError("only streamed here")
+
+    def stream_response(self, *args, **kwargs):
+        return self.value
+
+
+async def no_events():
+    yield {"type": "response.completed", "response": {"output": []}}
+
+
+@pytest.mark.parametrize("make", [lambda: None, lambda: 5, no_events], ids=["None", "int", "async generator"])
+def test_a_custom_models_stream_response_that_returns_no_iterable_is_a_user_error_saying_what_it_returned(make):
+    """Iterating it raised a bare TypeError ("'NoneType' object is not iterable") from inside the run, where a
+    `get_response` that returns no `ModelResponse` is a `UserError` saying what it returned."""
+    import asyncio
+
+    value = make()
+    result = Runner.run_streamed(Agent(name="A", model=StreamReturns(value)), "hi")
+
+    async def read():
+        async for _ in result.stream_events():
+            pass
+
+    words = f"stream_response must return an iterable of events, not {type(value).__name__}$"
+    with pytest.raises(UserError, match=words):
+        asyncio.run(read())

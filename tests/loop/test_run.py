@@ -318,6 +318,28 @@ def test_run_streamed_announces_the_new_agent_after_a_handoff():
     assert result.last_agent is target
 
 
+def test_a_streamed_results_items_responses_and_last_agent_fill_as_the_run_goes_as_documented():
+    """docs/porting.md: "its fields fill as the run goes". They stayed empty until the run ended: a reader (an upstream
+    program) reading `result.last_agent.name` while it handled an event met None, and `new_items` was []."""
+    target, _ = make_agent([[assistant_message("target here")]], name="Target")
+    agent, _ = make_agent([[function_call("echo", {"text": "a"}, call_id="c1")],
+                           [function_call("transfer_to_target", "{}", call_id="h1")]], tools=[echo], handoffs=[target])
+    result, seen = Runner.run_streamed(agent, "hi"), []
+
+    async def read():
+        async for event in result.stream_events():
+            if event.type != "raw_response_event":
+                seen.append((getattr(event, "name", event.type), len(result.new_items), len(result.raw_responses),
+                             result.last_agent.name))
+
+    asyncio.run(read())
+    assert seen == [("agent_updated_stream_event", 0, 0, "Assistant"), ("tool_called", 0, 1, "Assistant"),
+                    ("tool_output", 2, 1, "Assistant"), ("handoff_requested", 2, 2, "Assistant"),
+                    ("handoff_occured", 4, 2, "Target"), ("agent_updated_stream_event", 4, 2, "Target"),
+                    ("message_output_created", 4, 3, "Target")]
+    assert len(result.new_items) == 5 and result.last_agent is target
+
+
 def test_run_streamed_raises_max_turns_from_stream_events():
     agent, model = make_agent(_looping_steps(4), tools=[echo])
     with pytest.raises(MaxTurnsExceeded):

@@ -225,6 +225,45 @@ def test_a_models_reported_usage_never_loosens_a_limit(reported, streamed):
     assert min(usage.input_tokens, usage.output_tokens, usage.total_tokens) >= 0
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("reported", [{"input_tokens": 0, "output_tokens": 100, "total_tokens": 1},
+                                      {"input_tokens": -1000, "output_tokens": 100}], ids=["total too small",
+                                                                                         "negative input"])
+def test_a_models_total_under_its_own_parts_never_loosens_the_total_token_limit(reported, streamed):
+    """A total counted as the model gave it: 1 for 100 output tokens, or -900 (from -1000 in, a stream's usage with no
+    total) added as 0, so total_tokens_limit never tripped however many tokens the run spent."""
+    class Reporting:
+        calls = 0
+
+        def response(self):
+            self.calls += 1
+            return [function_call("count", {"n": self.calls}, call_id=f"c{self.calls}")]
+
+        def get_response(self, *args, **kwargs):
+            return ModelResponse(output=self.response(), usage=Usage(**reported))
+
+        def stream_response(self, *args, **kwargs):
+            yield {"type": "response.completed", "response": {"output": self.response(), "usage": reported}}
+
+    @function_tool
+    def count(n: int) -> str:
+        return "ok"
+
+    model = Reporting()
+    agent = Agent(name="Counter", tools=[count], model=model)
+    with pytest.raises(UsageLimitExceeded) as stopped:
+        if streamed:
+            async def drain():
+                async for _ in Runner.run_streamed(agent, "go", run_config=limited(total_tokens_limit=150),
+                                                   max_turns=5).stream_events():
+                    pass
+            asyncio.run(drain())
+        else:
+            Runner.run_sync(agent, "go", run_config=limited(total_tokens_limit=150), max_turns=5)
+    assert stopped.value.limit == "total_tokens_limit" and model.calls == 2
+    assert stopped.value.state.context_wrapper.usage.total_tokens == 200
+
+
 def test_a_handoff_is_held_back_at_a_crossed_token_limit_as_a_function_call_is():
     handed, ran = [], []
 

@@ -371,6 +371,29 @@ def test_a_recorded_custom_model_that_returns_no_model_response_is_the_runs_user
             Runner.run_sync(Agent(name="A", model=recorder.wrap(ReturnsNone())), "hi")
 
 
+def test_a_recorded_custom_stream_response_that_returns_no_iterable_is_the_runs_user_error(tmp_path):
+    """The recorder iterated the stream itself: a bare TypeError ("'NoneType' object is not iterable")."""
+    import asyncio
+
+    from miniagents import Model, UserError
+
+    class StreamsNone(Model):
+        def get_response(self, *args, **kwargs):  # pragma: no cover - only streamed here
+            raise AssertionError
+
+        def stream_response(self, *args, **kwargs):
+            return None
+
+    async def read(result):
+        async for _ in result.stream_events():
+            pass
+
+    with Recorder(str(tmp_path / "run.jsonl")) as recorder:
+        result = Runner.run_streamed(Agent(name="A", model=recorder.wrap(StreamsNone())), "hi")
+        with pytest.raises(UserError, match="stream_response must return an iterable of events, not NoneType$"):
+            asyncio.run(read(result))
+
+
 def test_a_stream_that_ends_without_response_completed_leaves_no_line_and_the_recording_still_replays(tmp_path):
     """The run refuses such a stream (its own error, not the recorder's); the calls before it still replay."""
     import asyncio

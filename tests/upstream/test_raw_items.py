@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from miniagents import Model, ModelResponse
+from miniagents import Model, ModelBehaviorError, ModelResponse, UserError
 from miniagents.testing import ScriptedModel, assistant_message, function_call, response_events
 from miniagents.upstream import Agent, RunConfig, Runner, RunState, function_tool
 from miniagents.upstream.raw_items import RawItem, ReadableModel
@@ -175,6 +175,41 @@ def test_the_readable_model_is_the_wrapped_models_in_all_else():
     model.model = "gpt-test"  # a tracing span reads a model's name there
     readable = ReadableModel(model)
     assert readable.model == "gpt-test" and readable.calls == model.calls
+
+
+class StreamReturns:
+    """A custom model whose `stream_response` returns what it is given, whatever that is."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def get_response(self, *args, **kwargs):  # pragma: no cover - only streamed here
+        raise AssertionError
+
+    def stream_response(self, *args, **kwargs):
+        return self.value
+
+
+@pytest.mark.parametrize("policy", [None, "omit"])
+@pytest.mark.parametrize("value, error, words", [
+    (None, UserError, "stream_response must return an iterable of events, not NoneType"),
+    (["not-a-dict"], ModelBehaviorError, "The model's stream sent a str, not an event"),
+    ([{"type": "response.completed", "response": None}], ModelBehaviorError, "holds no response with a list"),
+    ([{"type": "response.completed", "response": {"output": ["x"]}}], ModelBehaviorError, "holds no response with"),
+], ids=["None", "no event", "no response", "no items"])
+def test_a_custom_models_stream_the_shell_wraps_is_refused_by_the_kernels_checks_not_a_bare_error(policy, value, error,
+                                                                                                  words):
+    """The shell's wrappers (`ReadableModel`; `WithoutReasoningIds`, under `reasoning_item_id_policy="omit"`)
+    iterated the stream and read its events before the kernel checked them: a bare TypeError or AttributeError."""
+    config = RunConfig(reasoning_item_id_policy=policy) if policy else None
+    result = Runner.run_streamed(Agent(name="A", model=StreamReturns(value)), "hi", run_config=config)
+
+    async def read():
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(error, match=words):
+        asyncio.run(read())
 
 
 class NamedAsyncModel:
