@@ -1277,6 +1277,11 @@ MUTANTS: List[Mutant] = [
       "            try:\n                item = step(events.__anext__())",
       "            try:\n                item = step(events.__anext__())\n                step(events.__anext__())",
       "upstream shell: an async model stream: every event is taken, one at a time", "test_upstream_behaviour"),
+    M("upstream/runner.py",
+      "            response = event.get(\"response\") if isinstance(event, dict) else None",
+      "            response = event.get(\"response\")",
+      "upstream shell: reasoning ids omitted from a stream: an event that is no dict is the kernel's "
+      "ModelBehaviorError, not a bare AttributeError", "test_upstream_rules"),
     # --- upstream/raw_items.py: what a model gave, read by attribute in the shell ------------------------------
     M("upstream/runner.py",
       "        return ReadableModel(model)",

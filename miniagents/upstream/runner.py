@@ -272,14 +272,22 @@ class WithoutReasoningIds(AwaitedModel):
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        """Only a well-formed completed response is rewritten: any other event goes on as the model sent it, for
+        the kernel's `ModelBehaviorError` (not a bare error here)."""
         for event in self.wrapped.stream_response(*args, **kwargs):
-            if event.get("type") == "response.completed":
-                event["response"]["output"] = without_ids(event["response"].get("output") or [])
+            response = event.get("response") if isinstance(event, dict) else None
+            if event_type(event) == "response.completed" and isinstance(response, dict) and \
+                    isinstance(response.get("output"), list):
+                response["output"] = without_ids(response["output"])
             yield event
 
 
+def event_type(event: Any) -> Any:
+    return event.get("type") if isinstance(event, dict) else None
+
+
 def without_ids(items: list) -> list:
-    return [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i for i in items]
+    return [{k: v for k, v in i.items() if k != "id"} if event_type(i) == "reasoning" else i for i in items]
 
 
 def running_loop() -> bool:
