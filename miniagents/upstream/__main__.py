@@ -77,11 +77,32 @@ def main(argv: list) -> int:
     sys.path.insert(1, _children_folder(stand_ins=openai_types.installed()))
     sys.argv = argv[1:] if program == "-m" else list(argv)
     if program == "-m":  # `python -m MODULE` puts first the working folder that `python -m` put first here
+        missing = _missing_module(argv[1])
+        if missing:
+            print(f"{alias.SHELL}: {missing}", file=sys.stderr)
+            return 1
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
         sys.path[:own] = [path] if entry else [os.path.dirname(os.path.realpath(path))][:own]
         _run_as_main(path, entry)
     return 0
+
+
+def _missing_module(name: str):
+    """Why `python -m name` finds nothing to run, said as Python says it, or None. `runpy.run_module` raises it
+    as an ImportError, a traceback out of runpy's insides. A parent package that fails on an import of its own
+    is the program's error, raised as it is (as under Python)."""
+    try:
+        spec = None if name.startswith(".") else importlib.util.find_spec(name)
+    except ModuleNotFoundError as missing:
+        if missing.name is None or not f"{name}.".startswith(f"{missing.name}."):
+            raise
+        spec = None
+    if spec is None:
+        return f"No module named {name}"
+    if spec.submodule_search_locations is not None and _missing_module(f"{name}.__main__"):
+        return f"No module named {name}.__main__; {name!r} is a package and cannot be directly executed"
+    return None
 
 
 def _children_folder(stand_ins: bool) -> str:

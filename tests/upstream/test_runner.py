@@ -202,6 +202,26 @@ def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
     assert f"can't find '__main__' module in {str(tmp_path / 'empty')!r}" in done.stderr
 
 
+@pytest.mark.parametrize("module", ["nosuch", "pkg.nosuch", "nosuch.app", "pkg.plain.app", "pkg", ".app"])
+def test_a_module_not_found_with_m_is_said_in_one_line_as_python_says_it(tmp_path, module):
+    """`-m` given a module that is not there (or a package without `__main__`): runpy's ImportError came out as a
+    traceback through runpy's insides, where Python says one line and exits with 1."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "plain.py").write_text("")
+    done = _run("-m", module, cwd=tmp_path)
+    assert done.returncode == _python("-m", module, cwd=tmp_path).returncode == 1
+    assert done.stderr.startswith("miniagents.upstream: No module named ") and "Traceback" not in done.stderr
+
+
+def test_a_parent_package_failing_on_its_own_import_with_m_keeps_its_traceback(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("import nosuch_dependency\n")
+    (tmp_path / "pkg" / "app.py").write_text("")
+    done = _run("-m", "pkg.app", cwd=tmp_path)
+    assert done.returncode == 1 and "ModuleNotFoundError: No module named 'nosuch_dependency'" in done.stderr
+
+
 def test_the_programs_exit_status_is_the_runners(tmp_path):
     (tmp_path / "app.py").write_text("import sys\nsys.exit(3)\n")
     (tmp_path / "fails.py").write_text("raise ValueError('told')\n")
