@@ -35,7 +35,7 @@ import shutil
 import sys
 import tempfile
 import types
-from importlib.machinery import PathFinder, SourceFileLoader
+from importlib.machinery import PathFinder, SourcelessFileLoader, SourceFileLoader
 
 from . import alias, openai_types
 
@@ -128,8 +128,11 @@ def _run_as_main(path: str, entry: bool) -> None:
         spec = PathFinder.find_spec("__main__", [path])
         code, module = spec.loader.get_code("__main__"), importlib.util.module_from_spec(spec)
     else:
-        loader = SourceFileLoader("__main__", path)  # bytes compiled: the source's own coding declaration holds
-        code, module = compile(loader.get_data(path), path, "exec"), types.ModuleType("__main__")
+        compiled = path.endswith(".pyc")  # Python runs a .pyc file's bytecode as it is (compiled, an error)
+        loader = (SourcelessFileLoader if compiled else SourceFileLoader)("__main__", path)
+        # a source is compiled from its bytes: its own coding declaration holds
+        code = loader.get_code("__main__") if compiled else compile(loader.get_data(path), path, "exec")
+        module = types.ModuleType("__main__")
         module.__dict__.update(__file__=path, __cached__=None, __loader__=loader)
     sys.modules["__main__"] = module  # and it stays, as under Python: the runner's own module is done
     exec(code, module.__dict__)

@@ -195,6 +195,21 @@ def test_the_program_reads_of_itself_what_python_program_gives(programs, program
     assert done.stdout == expected.stdout
 
 
+def test_a_compiled_program_runs_as_python_runs_it(tmp_path):
+    """`python app.pyc` runs its bytecode; the runner compiled it as source (a SyntaxError about null bytes)."""
+    import py_compile
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text(PROBE.replace("__file__", "__file__, type(__loader__).__name__"))
+    py_compile.compile(str(tmp_path / "src" / "app.py"), cfile=str(tmp_path / "app.pyc"), doraise=True)
+    (tmp_path / "helper.py").write_text("")
+    expected = _python("app.pyc", "a", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    done = _run("app.pyc", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == expected.stdout
+
+
 def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
     (tmp_path / "empty").mkdir()
     done = _run("empty", cwd=tmp_path)
