@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1715,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1720,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -184,7 +184,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1710 for a call id no session can key replaced by one derived from it, not a random one: repeated in one
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
-    # AttributeError when the run reached a plain function in it)
+    # AttributeError when the run reached a plain function in it); 1720 for a shell loaded again (dropped from
+    # sys.modules and imported anew) whose plugins take the place of its earlier load's (each rule ran twice a run)
     "agents, items, guardrails": 1066,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
