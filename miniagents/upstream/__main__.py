@@ -27,6 +27,7 @@ the same.
 from __future__ import annotations
 
 import atexit
+import builtins
 import importlib.util
 import os
 import pkgutil
@@ -81,7 +82,7 @@ def main(argv: list) -> int:
         if missing:
             print(f"{alias.SHELL}: {missing}", file=sys.stderr)
             return 1
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        runpy.run_module(argv[1], {"__builtins__": builtins}, run_name="__main__", alter_sys=True)
     else:
         sys.path[:own] = [path] if entry else [os.path.dirname(os.path.realpath(path))][:own]
         _run_as_main(path, entry)
@@ -134,6 +135,7 @@ def _run_as_main(path: str, entry: bool) -> None:
         code = loader.get_code("__main__") if compiled else compile(loader.get_data(path), path, "exec")
         module = types.ModuleType("__main__")
         module.__dict__.update(__file__=path, __cached__=None, __loader__=loader)
+    module.__builtins__ = builtins  # as in Python's `__main__`: the module (exec alone puts in its dict)
     sys.modules["__main__"] = module  # and it stays, as under Python: the runner's own module is done
     exec(code, module.__dict__)
 

@@ -150,6 +150,7 @@ PROBE = textwrap.dedent("""
     import sys
     import helper
     print(sys.argv, __file__, sys.path[0], __name__, getattr(__spec__, "name", None), helper.__file__, sep="\\n")
+    print(type(__builtins__).__name__)  # the builtins module in Python's __main__ (a dict where exec alone made it)
 """)
 
 
@@ -208,6 +209,15 @@ def test_a_compiled_program_runs_as_python_runs_it(tmp_path):
     done = _run("app.pyc", "a", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout == expected.stdout
+
+
+def test_a_module_run_with_m_reads_of_itself_what_python_m_gives(tmp_path):
+    (tmp_path / "app.py").write_text("import sys\nprint(sys.argv[1:], __name__, type(__builtins__).__name__)\n")
+    expected = _python("-m", "app", "a", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    done = _run("-m", "app", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == expected.stdout == "['a'] __main__ module\n"
 
 
 def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
