@@ -110,12 +110,20 @@ def _children_folder(stand_ins: bool) -> str:
     """A new temporary folder holding the children's `agents`, the package's top-level name (an object the program
     sends a child is pickled under its real module's name) and with `stand_ins` `openai`; removed at exit."""
     folder = tempfile.mkdtemp(prefix="agents-for-children-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    atexit.register(_remove, folder, os.getpid())
     root = os.path.abspath(alias.__file__).rsplit(os.sep, alias.SHELL.count(".") + 2)[0]  # holds the top package
     for name in {"agents", alias.SHELL.partition(".")[0]} | ({"openai"} if stand_ins else set()):
         with open(os.path.join(folder, f"{name}.py"), "w", encoding="utf-8") as f:
             f.write(CHILD_MODULE.format(shell=alias.SHELL, root=root, check=not stand_ins))
     return folder
+
+
+def _remove(folder: str, owner: int) -> None:
+    """The children's folder removed at the exit of the process that made it. A child the program forks inherits
+    this exit handler: ending normally (`sys.exit`), it removed the folder, and every child started after that
+    could not import `agents` (a pool then starts new ones forever)."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_as_main(path: str, entry: bool) -> None:
