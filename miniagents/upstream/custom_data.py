@@ -74,3 +74,6 @@ class CustomDataPlugin(seams.Plugin):
                     pass
             return value, text
         return invoke_extracting
+
+
+PLUGIN = CustomDataPlugin()  # the one the package registers: importlib.reload of the package registers it again, once

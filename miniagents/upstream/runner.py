@@ -353,3 +353,6 @@ class UpstreamPlugin(seams.Plugin):
         from .error_handlers import answer
 
         return answer(run, turn, error)
+
+
+PLUGIN = UpstreamPlugin()  # the one the package registers: importlib.reload of the package registers it again, once

@@ -157,14 +157,19 @@ def test_importing_miniagents_loads_nothing_of_the_shell():
     assert out.strip() == "[]"
 
 
-def test_the_shell_imported_twice_applies_its_rules_once_per_run():
-    """A program (or test runner) that drops the shell from sys.modules and imports it again: its plugins were
-    registered twice, and upstream's callbacks ran twice in every run."""
-    code = """if True:
-        import sys
-        import miniagents.upstream
+AGAIN = {"imported anew": """
         for name in [name for name in sys.modules if name.startswith("miniagents.upstream")]:
-            del sys.modules[name]
+            del sys.modules[name]""", "reloaded": """
+        importlib.reload(miniagents.upstream)"""}
+
+
+@pytest.mark.parametrize("again", AGAIN)
+def test_the_shell_loaded_twice_applies_its_rules_once_per_run(again):
+    """A program (or test runner) that drops the shell from sys.modules and imports it again, or reloads it: its
+    plugins were registered twice, and upstream's callbacks ran twice in every run."""
+    code = """if True:
+        import importlib, sys
+        import miniagents.upstream""" + AGAIN[again] + """
         from miniagents.upstream import Agent, RunConfig, Runner
         from miniagents.testing import ScriptedModel, assistant_message
         calls = []
