@@ -193,19 +193,30 @@ def get_default_agent_runner() -> AgentRunner:
 
 
 class Runner:
-    """Upstream's `Runner`: each class method calls the default agent runner's (see `AgentRunner`)."""
+    """Upstream's `Runner`: each class method calls the default agent runner's (see `AgentRunner`), with every
+    option by keyword (`keywords`)."""
 
     @classmethod
     def run_sync(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
-        return get_default_agent_runner().run_sync(starting_agent, input, **options)
+        return get_default_agent_runner().run_sync(starting_agent, input, **keywords("run_sync", (), options))
 
     @classmethod
     async def run(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
-        return await get_default_agent_runner().run(starting_agent, input, **options)
+        return await get_default_agent_runner().run(starting_agent, input, **keywords("run", (), options))
 
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> Any:
-        return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)
+        return get_default_agent_runner().run_streamed(starting_agent, input, **keywords("run_streamed", args, options))
+
+
+def keywords(method: str, args: tuple, options: dict) -> dict:
+    """Every option of upstream's `Runner.<method>`, defaults too, by keyword, as upstream hands them to the default
+    agent runner: a runner of the program's own written for upstream (`def run_streamed(self, agent, input,
+    **kwargs)`) reads any of them, and gets those given by position (`Runner.run_streamed(agent, input, context)`
+    was a TypeError there)."""
+    bound = inspect.signature(getattr(AgentRunner, method)).bind(None, None, None, *args, **options)
+    bound.apply_defaults()
+    return dict(list(bound.arguments.items())[3:])
 
 
 class AwaitedModel:

@@ -178,6 +178,39 @@ def test_runner_calls_go_to_the_default_agent_runner():
     assert Runner.run_sync(agent, "hello").final_output == "again" and len(calls) == 1
 
 
+def test_a_runner_written_for_upstream_gets_every_option_by_keyword_as_upstreams_runner_hands_them():
+    """Upstream's `Runner` hands the default agent runner every option by keyword, defaults too: a runner taking
+    `**kwargs` got a TypeError for `Runner.run_streamed(agent, input, context)` and a KeyError for
+    `kwargs["context"]` when the call gave none."""
+    import asyncio
+
+    seen = []
+
+    class Reading(AgentRunner):
+        def run_sync(self, starting_agent, input, **kwargs):
+            seen.append((kwargs["context"], kwargs["max_turns"], len(kwargs)))
+            return super().run_sync(starting_agent, input, **kwargs)
+
+        def run_streamed(self, starting_agent, input, **kwargs):
+            seen.append((kwargs["context"], kwargs["max_turns"], len(kwargs)))
+            return super().run_streamed(starting_agent, input, **kwargs)
+
+    async def streamed(agent):
+        result = Runner.run_streamed(agent, "hello", {"user": 1}, 4)
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    agent, _ = make_agent([[assistant_message("hi")], [assistant_message("again")]])
+    set_default_agent_runner(Reading())
+    try:
+        assert Runner.run_sync(agent, "hello").final_output == "hi"
+        assert asyncio.run(streamed(agent)) == "again"
+    finally:
+        set_default_agent_runner(None)
+    assert seen == [(None, 10, 9), ({"user": 1}, 4, 9)]
+
+
 # --- Tool outputs, hosted tools -------------------------------------------------------------------------------
 
 
