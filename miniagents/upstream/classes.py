@@ -99,6 +99,17 @@ class Agent(PromptedAgent[TContext]):
     `prompt`. An output type strict mode cannot express is refused when a run uses it (the kernel refuses it when
     the agent is made)."""
 
+    def __init_subclass__(cls, **options: Any) -> None:
+        """A subclass overriding a coroutine upstream's run calls on its agent (as upstream's own `SandboxAgent`
+        overrides `get_all_tools`) is refused: a miniagents run reads the agent's fields, so the override was never
+        called, and the model silently got the fields' instructions, tools or prompt."""
+        super().__init_subclass__(**options)
+        for name in ("get_system_prompt", "get_all_tools", "get_prompt"):
+            if getattr(cls, name) is not getattr(Agent, name):
+                raise UserError(f"{cls.__name__} overrides Agent.{name}, which a miniagents run never calls: give "
+                                "the agent instructions (a function of the context and agent), tools (with is_enabled) "
+                                "or a prompt (a function) instead (docs/porting.md)")
+
     def _derive(self) -> None:
         try:
             super()._derive()

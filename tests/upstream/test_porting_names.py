@@ -155,6 +155,19 @@ def test_add_input_refuses_states_it_cannot_honour():
     assert state.pending_input == [{"content": "kept", "role": "user"}]
 
 
+@pytest.mark.parametrize("method", ["get_system_prompt", "get_all_tools", "get_prompt"])
+def test_an_agent_subclass_overriding_a_coroutine_upstreams_run_calls_is_refused_when_defined(method):
+    """Upstream's run asks the agent (`await agent.get_system_prompt(ctx)`; its SandboxAgent overrides
+    `get_all_tools`); a miniagents run reads the fields, so such an override was never called: the model silently
+    got the base instructions."""
+    async def override(self, run_context):
+        return "custom"
+
+    with pytest.raises(UserError, match=f"Custom overrides Agent.{method}, which a miniagents run never calls"):
+        type("Custom", (Agent,), {method: override})
+    assert type("Helper", (Agent,), {"helper": override})  # any other method is the subclass's own
+
+
 # --- The runner -----------------------------------------------------------------------------------------------
 
 
