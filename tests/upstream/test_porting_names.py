@@ -495,6 +495,28 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
     assert miniagents.upstream.run_demo_loop is run_demo_loop
 
 
+@pytest.mark.parametrize("flavour", ["async", "sync"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_run_demo_loop_runs_as_the_shells_runner_runs_so_an_agents_own_hooks_fire(flavour, stream, capsys):
+    """Upstream's demo loop runs through its `Runner`; the shell's used the kernel's runner, so the agent's own
+    `AgentHooks` never fired there (nor was a model name routed by its prefix)."""
+    from miniagents.upstream import AgentHooks
+    from miniagents.upstream.repl import run_demo_loop, run_demo_loop_sync
+
+    started = []
+
+    class Hooks(AgentHooks):
+        def on_start(self, context, agent):
+            started.append(agent.name)
+
+    agent = Agent(name="Shop", model=ScriptedModel([[assistant_message("Hi.")]]), hooks=Hooks())
+    if flavour == "async":
+        asyncio.run(run_demo_loop(agent, stream=stream, read=scripted_input(["hello"])))
+    else:
+        run_demo_loop_sync(agent, stream=stream, read=scripted_input(["hello"]))
+    assert started == ["Shop"] and "Hi." in capsys.readouterr().out
+
+
 def test_run_demo_loop_ended_by_end_of_input_ends_its_prompt_line(capsys):
     from miniagents.upstream.repl import run_demo_loop_sync
 
