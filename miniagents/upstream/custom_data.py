@@ -55,7 +55,7 @@ def extract_custom_data(tool: Any, tool_context: ToolContext, value: Any, raw_it
         raise UserError("custom_data_extractor must return a mapping with string keys.")
     try:
         return json.loads(json.dumps(dict(data), allow_nan=False)) or None
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:  # nested deeper than the encoder recurses: refused too
         raise UserError("custom_data_extractor must return JSON-compatible data.") from error
 
 
