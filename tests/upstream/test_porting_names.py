@@ -310,6 +310,14 @@ def test_hosted_tools_are_configuration_in_upstreams_wire_shape():
         assert tool.name == name and tool.spec() == tool.tool_config and tool.spec() is not tool.tool_config
 
 
+@pytest.mark.parametrize("make", [HostedMCPTool, CodeInterpreterTool, ImageGenerationTool])
+@pytest.mark.parametrize("config", [None, 5, "mcp", [("type", "mcp")]])
+def test_a_hosted_tool_config_that_is_no_dict_is_refused_where_the_tool_is_made(make, config):
+    """It was a bare TypeError or ValueError out of the run, when the request was built (`dict(tool_config)`)."""
+    with pytest.raises(UserError, match=f"{make.__name__} tool_config must be a dict"):
+        make(tool_config=config)
+
+
 def test_hosted_tool_items_stay_in_the_transcript_the_session_and_the_state(tmp_path):
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"query": "news"}}
     session = SQLiteSession("s", str(tmp_path / "s.db"))
