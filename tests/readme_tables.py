@@ -324,7 +324,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2153,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2160,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -371,6 +371,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (a value None: a bare TypeError) and a base URL with a space or control character (retried as a connection
     # error, the query's key in the chained InvalidURL) refused before anything is sent
     # 2153 for a byte order mark starting an event stream skipped, as the SSE standard says (the first event was lost)
+    # 2160 for an API key or base URL that is no text (bytes, a number) refused as a UserError where it is set or
+    # the model made (a bare TypeError or AttributeError out of the run's first request; set_default_openai_key
+    # took it silently)
     "shell: tracing": 1184,  # 1184: a batch processor's sizes that are no whole numbers refused when it is made
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
