@@ -3279,6 +3279,11 @@ MUTANTS: List[Mutant] = [
       "the upstream runner's -m module reads __builtins__ as the module, as under python -m (a dict)",
       "test_runner"),
     M("upstream/__main__.py",
+      "    if not hasattr(spec.loader, \"get_code\"):",
+      "    if False:",
+      "the upstream runner's -m agents: a module of the shell is said to have no code to run (runpy's bare "
+      "AttributeError)", "test_runner"),
+    M("upstream/__main__.py",
       "        compiled = path.endswith(\".pyc\")",
       "        compiled = False",
       "the upstream runner runs a .pyc program's bytecode, as Python does (compiled as source: a SyntaxError)",

@@ -101,6 +101,8 @@ def _missing_module(name: str):
         spec = None
     if spec is None:
         return f"No module named {name}"
+    if not hasattr(spec.loader, "get_code"):  # `agents[.<path>]`, this shell's modules: runpy's bare AttributeError
+        return f"{name} is a module of {alias.SHELL} here, with no code to run as a program"
     if spec.submodule_search_locations is not None and _missing_module(f"{name}.__main__"):
         return f"No module named {name}.__main__; {name!r} is a package and cannot be directly executed"
     return None

@@ -239,6 +239,16 @@ def test_a_module_not_found_with_m_is_said_in_one_line_as_python_says_it(tmp_pat
     assert done.stderr.startswith("miniagents.upstream: No module named ") and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("module", ["agents", "agents.memory", "miniagents.upstream.memory"])
+def test_an_agents_module_run_with_m_is_said_to_have_no_code_to_run(tmp_path, module):
+    """`agents` is this shell under the runner, whose modules runpy cannot load again as `__main__`: a bare
+    AttributeError ('_Existing' object has no attribute 'get_code') came out of runpy."""
+    done = _run("-m", module, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == f"miniagents.upstream: {module} is a module of miniagents.upstream here, with no " \
+                                  "code to run as a program"
+
+
 def test_a_parent_package_failing_on_its_own_import_with_m_keeps_its_traceback(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("import nosuch_dependency\n")
