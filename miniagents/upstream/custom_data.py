@@ -35,7 +35,10 @@ FunctionToolCustomDataExtractor = Callable[[FunctionToolCustomDataContext], Any]
 
 
 def with_extractor(tool: Any, extractor: Optional[FunctionToolCustomDataExtractor]) -> Any:
-    """`tool` (a kernel `FunctionTool`) with its `custom_data_extractor` set (None: it has none)."""
+    """`tool` (a kernel `FunctionTool`) with its `custom_data_extractor` set (None: it has none). One that cannot
+    be called is refused here: it was a bare TypeError when the tool's first call had run."""
+    if extractor is not None and not callable(extractor):
+        raise UserError(f"custom_data_extractor must be a callable or None, got {type(extractor).__name__}")
     tool.custom_data_extractor = extractor
     return tool
 

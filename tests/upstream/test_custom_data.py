@@ -74,6 +74,16 @@ def test_what_json_cannot_hold_is_refused_with_a_user_error(returned, message):
         Runner.run_sync(agent, "weather?")
 
 
+@pytest.mark.parametrize("extractor", [5, "rows"])
+def test_an_extractor_that_cannot_be_called_is_refused_where_the_tool_is_made(extractor):
+    """It was a bare TypeError out of the run once the tool's first call had run (its side effect done)."""
+    def weather(city: str) -> str:
+        return city
+
+    with pytest.raises(UserError, match="custom_data_extractor must be a callable or None, got"):
+        function_tool(custom_data_extractor=extractor)(weather)
+
+
 def test_the_kept_data_is_a_copy():
     kept = {"nested": {"n": 1}}
     agent, _ = lookup_agent(lambda ctx: kept, [])
