@@ -217,10 +217,21 @@ class GuardrailStep:
 
 
 def register(plugin: Plugin) -> None:
-    """Make `plugin` take part in every run that starts from now on (once, however often registered)."""
+    """Make `plugin` take part in every run that starts from now on (once, however often registered). A shell
+    loaded again (dropped from sys.modules and imported anew, or reloaded) registers a new plugin of a new class
+    of the same module and name: it takes the place of its earlier load's, or each of the shell's rules ran twice
+    in every run (a callback, a custom data extractor, a span exported twice)."""
     global plugins
     if plugin not in plugins:
-        plugins = plugins + (plugin,)
+        kept = tuple(p for p in plugins if not _reloaded(type(p), type(plugin)))
+        at = next((n for n, p in enumerate(plugins) if p not in kept), len(kept))
+        plugins = kept[:at] + (plugin,) + kept[at:]
+
+
+def _reloaded(old: type, new: type) -> bool:
+    """Whether `new` is `old` loaded again: another class of the same module-level name."""
+    return old is not new and "<locals>" not in new.__qualname__ and \
+        (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
 
 
 def checked(plugins: Any) -> tuple:

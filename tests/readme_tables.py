@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1725,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1730,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -188,7 +188,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1724 for what an attack on streamed runs found: a custom model's stream_response returning no iterable (None,
     # a coroutine) was a bare TypeError; a streamed result's items, responses and last agent now fill as the run goes,
     # as docs/porting.md says (last_agent was None while the events were read)
-    # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too
+    # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too; 1728 for a
+    # shell loaded again (dropped from sys.modules and imported anew) whose plugins take the place of its earlier
+    # load's (each rule ran twice a run); 1730 the two branches merged (each counted from its own base)
     "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -331,7 +333,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2163,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2170,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
@@ -381,6 +383,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 2157 for a base URL read two ways refused (a password of digits then an unencoded "/" is a port and a path to
     # http.client: the request went to the user name as a host, the password in its error's URL)
     # 2163 for the same rule's one home (read_two_ways) read for a proxy URL too: its password's start was the port
+    # 2170 (+7) for an API key or base URL that is no text (bytes, a number) refused as a UserError where it is set or
+    # the model made (a bare TypeError or AttributeError out of the run's first request; set_default_openai_key
+    # took it silently)
     "shell: tracing": 1184,  # 1184: a batch processor's sizes that are no whole numbers refused when it is made
     # 1041 for what an attack on trace files found: the environment's API key, nested credential-named values
     # and Bearer tokens written to trace files (now one redaction pass, tracing/redaction.py, on every record a
@@ -448,7 +453,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixes took; 830 for what a second attack found: search showing paths read_file refuses, a working link listed
     # as broken, a refused write leaving folders, a false line cut, a backslash shown as an escape's, folders of mode
     # 0711 not gone through; lowered to 820, what the fixes took
-    "shell: upstream compatibility": 1893,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1974,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -477,7 +482,26 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1881 for ItemHelpers.tool_call_output_item giving what the model reads for a tool's value (a dict kept as it
     # came made an item every run refused as input); 1884 for the awaited model a plugin sees made copyable (copy.copy
     # was a bare RecursionError); 1893 for a custom model's stream the shell's wrappers (ReadableModel, and
-    # WithoutReasoningIds) iterated and read before the kernel checked it: a bare TypeError or AttributeError
+    # WithoutReasoningIds) iterated and read before the kernel checked it: a bare TypeError or AttributeError; then
+    # 81 more (1974), each figure below counted from 1884, for what an attack on the shell found: 1888 for a
+    # stream's malformed event under reasoning_item_id_policy="omit" left to the kernel's ModelBehaviorError (the policy's rewrite raised a bare KeyError or AttributeError); 1904 for the
+    # runner's -m saying a module that is not there in one line, as Python does (runpy's traceback came out); 1906
+    # for a .pyc program run as Python runs it (the runner compiled its bytecode as source: a SyntaxError); 1919 for
+    # ItemHelpers answering "" or None for an item that is no message, a part that is no object or a text of None,
+    # as upstream's do, and a UserError for what is no call item or input (bare AttributeErrors and TypeErrors);
+    # 1934 for the hooks' defaults returning an already-done awaitable, one return line each, so an async override
+    # may `await super().on_...()` as upstream's may (None: a bare TypeError out of the run); 1936 for the runner's
+    # program reading `__builtins__` as the builtins module, as in Python's `__main__` (exec alone gave a dict);
+    # 1939 for the children's folder removed by the program's own process only (a forked child's exit removed it);
+    # 1942 for the shell's plugins made once by their modules (importlib.reload registered new ones beside them);
+    # 1946 for Runner handing the default agent runner every option by keyword, defaults too, as upstream's does;
+    # 1953 for an Agent subclass overriding get_system_prompt, get_all_tools or get_prompt refused when defined (a
+    # run never calls them: the model silently got the fields' instructions, tools or prompt); 1954 for the demo
+    # loop's runs made by the shell's runner (the kernel's fired no AgentHooks and routed no model-name prefix);
+    # 1961 for a hosted tool's tool_config that is no dict refused where the tool is made (a bare TypeError when a
+    # request was built); 1963 for the runner's `-m agents[.<path>]` said to have no code to run (runpy's bare
+    # AttributeError: the alias's loader has no get_code); 1965 for a custom_data_extractor that cannot be called
+    # refused where the tool is made (a bare TypeError once its first call had run)
     "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued

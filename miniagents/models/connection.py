@@ -22,6 +22,7 @@ _default_client: Optional[dict] = None  # set_default_openai_client: the base_ur
 def set_default_endpoint(*, api_key: Optional[str] = None, client: Optional[dict] = None) -> None:
     """Set the process-wide defaults that upstream's `set_default_openai_key`/`_client` give (its shell)."""
     global _default_key, _default_client
+    check_key(api_key)  # refused where it is set, not at a later run's first request
     if api_key is not None:
         _default_key = api_key
     if client is not None:
@@ -35,7 +36,10 @@ def env(name: str) -> Optional[str]:
 
 def resolve_base_url(base_url: Optional[str]) -> str:
     default = _default_client and _default_client["base_url"]
-    return (base_url or default or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    url = base_url or default or env("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    if not isinstance(url, str):  # (bytes, a number) a bare AttributeError or TypeError from rstrip
+        raise UserError(f"The base URL (base_url=) must be text, got {type(url).__name__}")
+    return url.rstrip("/")
 
 
 def host_of(base_url: str) -> str:
@@ -49,7 +53,11 @@ def host_of(base_url: str) -> str:
 
 def check_key(key: Optional[str]) -> None:
     """Refuse a key that cannot go in an HTTP header, before http.client refuses it with an error that
-    quotes it (a trailing newline from a key file, a space, a character outside Latin-1)."""
+    quotes it (a trailing newline from a key file, a space, a character outside Latin-1), and one that is no text
+    (bytes, a number: a bare TypeError or AttributeError out of the run's first request)."""
+    if key is not None and not isinstance(key, str):
+        raise UserError(f"The API key (api_key=, set_default_openai_key or OPENAI_API_KEY) must be text, got "
+                        f"{type(key).__name__}")
     bad = next((i for i, ch in enumerate(key or "") if ch.isspace() or not ch.isprintable() or ord(ch) > 255),
                None)
     if bad is not None:

@@ -306,6 +306,6 @@ if UpstreamPathFinder not in sys.meta_path:
     sys.meta_path.append(UpstreamPathFinder)
 from . import custom_data, runner, stored_prompts  # noqa: E402 - upstream's rules, in every run from now on
 
-seams.register(runner.UpstreamPlugin())
-seams.register(stored_prompts.PromptPlugin())
-seams.register(custom_data.CustomDataPlugin())
+seams.register(runner.PLUGIN)  # made by their modules: a reload of this package made new ones, registered beside
+seams.register(stored_prompts.PLUGIN)  # the first (each of upstream's rules ran twice in every run)
+seams.register(custom_data.PLUGIN)

@@ -27,6 +27,7 @@ the same.
 from __future__ import annotations
 
 import atexit
+import builtins
 import importlib.util
 import os
 import pkgutil
@@ -35,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import types
-from importlib.machinery import PathFinder, SourceFileLoader
+from importlib.machinery import PathFinder, SourcelessFileLoader, SourceFileLoader
 
 from . import alias, openai_types
 
@@ -77,23 +78,54 @@ def main(argv: list) -> int:
     sys.path.insert(1, _children_folder(stand_ins=openai_types.installed()))
     sys.argv = argv[1:] if program == "-m" else list(argv)
     if program == "-m":  # `python -m MODULE` puts first the working folder that `python -m` put first here
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        missing = _missing_module(argv[1])
+        if missing:
+            print(f"{alias.SHELL}: {missing}", file=sys.stderr)
+            return 1
+        runpy.run_module(argv[1], {"__builtins__": builtins}, run_name="__main__", alter_sys=True)
     else:
         sys.path[:own] = [path] if entry else [os.path.dirname(os.path.realpath(path))][:own]
         _run_as_main(path, entry)
     return 0
 
 
+def _missing_module(name: str):
+    """Why `python -m name` finds nothing to run, said as Python says it, or None. `runpy.run_module` raises it
+    as an ImportError, a traceback out of runpy's insides. A parent package that fails on an import of its own
+    is the program's error, raised as it is (as under Python)."""
+    try:
+        spec = None if name.startswith(".") else importlib.util.find_spec(name)
+    except ModuleNotFoundError as missing:
+        if missing.name is None or not f"{name}.".startswith(f"{missing.name}."):
+            raise
+        spec = None
+    if spec is None:
+        return f"No module named {name}"
+    if not hasattr(spec.loader, "get_code"):  # `agents[.<path>]`, this shell's modules: runpy's bare AttributeError
+        return f"{name} is a module of {alias.SHELL} here, with no code to run as a program"
+    if spec.submodule_search_locations is not None and _missing_module(f"{name}.__main__"):
+        return f"No module named {name}.__main__; {name!r} is a package and cannot be directly executed"
+    return None
+
+
 def _children_folder(stand_ins: bool) -> str:
     """A new temporary folder holding the children's `agents`, the package's top-level name (an object the program
     sends a child is pickled under its real module's name) and with `stand_ins` `openai`; removed at exit."""
     folder = tempfile.mkdtemp(prefix="agents-for-children-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    atexit.register(_remove, folder, os.getpid())
     root = os.path.abspath(alias.__file__).rsplit(os.sep, alias.SHELL.count(".") + 2)[0]  # holds the top package
     for name in {"agents", alias.SHELL.partition(".")[0]} | ({"openai"} if stand_ins else set()):
         with open(os.path.join(folder, f"{name}.py"), "w", encoding="utf-8") as f:
             f.write(CHILD_MODULE.format(shell=alias.SHELL, root=root, check=not stand_ins))
     return folder
+
+
+def _remove(folder: str, owner: int) -> None:
+    """The children's folder removed at the exit of the process that made it. A child the program forks inherits
+    this exit handler: ending normally (`sys.exit`), it removed the folder, and every child started after that
+    could not import `agents` (a pool then starts new ones forever)."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_as_main(path: str, entry: bool) -> None:
@@ -107,9 +139,13 @@ def _run_as_main(path: str, entry: bool) -> None:
         spec = PathFinder.find_spec("__main__", [path])
         code, module = spec.loader.get_code("__main__"), importlib.util.module_from_spec(spec)
     else:
-        loader = SourceFileLoader("__main__", path)  # bytes compiled: the source's own coding declaration holds
-        code, module = compile(loader.get_data(path), path, "exec"), types.ModuleType("__main__")
+        compiled = path.endswith(".pyc")  # Python runs a .pyc file's bytecode as it is (compiled, an error)
+        loader = (SourcelessFileLoader if compiled else SourceFileLoader)("__main__", path)
+        # a source is compiled from its bytes: its own coding declaration holds
+        code = loader.get_code("__main__") if compiled else compile(loader.get_data(path), path, "exec")
+        module = types.ModuleType("__main__")
         module.__dict__.update(__file__=path, __cached__=None, __loader__=loader)
+    module.__builtins__ = builtins  # as in Python's `__main__`: the module (exec alone puts in its dict)
     sys.modules["__main__"] = module  # and it stays, as under Python: the runner's own module is done
     exec(code, module.__dict__)
 

@@ -21,7 +21,7 @@ from ..context import (InputTokensDetails, OutputTokensDetails, RunContextWrappe
 from ..agent_output import AgentOutputSchemaBase
 from ..errors import UserError
 from ..handoffs import Handoff
-from ..items import MessageOutputItem, function_call_output, message_refusal, message_text, to_input_list
+from ..items import MessageOutputItem, function_call_output, message_refusal, to_input_list
 from ..result import RunResult, StreamEvent  # noqa: F401 - upstream's agents.stream_events names it
 from ..state import RunState as KernelRunState
 from ..tool import tool_output
@@ -99,6 +99,17 @@ class Agent(PromptedAgent[TContext]):
     `prompt`. An output type strict mode cannot express is refused when a run uses it (the kernel refuses it when
     the agent is made)."""
 
+    def __init_subclass__(cls, **options: Any) -> None:
+        """A subclass overriding a coroutine upstream's run calls on its agent (as upstream's own `SandboxAgent`
+        overrides `get_all_tools`) is refused: a miniagents run reads the agent's fields, so the override was never
+        called, and the model silently got the fields' instructions, tools or prompt."""
+        super().__init_subclass__(**options)
+        for name in ("get_system_prompt", "get_all_tools", "get_prompt"):
+            if getattr(cls, name) is not getattr(Agent, name):
+                raise UserError(f"{cls.__name__} overrides Agent.{name}, which a miniagents run never calls: give "
+                                "the agent instructions (a function of the context and agent), tools (with is_enabled) "
+                                "or a prompt (a function) instead (docs/porting.md)")
+
     def _derive(self) -> None:
         try:
             super()._derive()
@@ -167,51 +178,74 @@ class ToolContext(KernelToolContext[TContext]):
 
 
 class ItemHelpers:
-    """Upstream's helpers for reading items."""
+    """Upstream's helpers for reading items. As upstream's, they read a message and answer "" or None for anything
+    else (an item that is no message, a part that is no object), and a text part's text that is no string (None,
+    as a gateway's message may hold) as "": never a bare error from a hand-made or malformed item."""
 
     @classmethod
     def extract_last_content(cls, message: dict) -> str:
-        content = message.get("content") or []
-        if isinstance(content, str):
-            return content
-        last = content[-1] if content else {}
-        return last.get("text", "") if last.get("type") == "output_text" else \
+        if isinstance(_content(message), str):
+            return _content(message)
+        last = (_parts(message) or [{}])[-1]
+        return _text(last) if last.get("type") == "output_text" else \
             last.get("refusal", "") if last.get("type") == "refusal" else ""
 
     @classmethod
     def extract_last_text(cls, message: dict) -> Optional[str]:
-        content = message.get("content") or []
-        if content and isinstance(content, list) and content[-1].get("type") == "output_text":
-            return content[-1].get("text", "")
+        parts = _parts(message)
+        if parts and parts[-1].get("type") == "output_text":
+            return parts[-1].get("text", "")
         return None
 
     @classmethod
     def extract_refusal(cls, message: dict) -> Optional[str]:
-        return message_refusal(message)
+        return message_refusal({"content": _parts(message)})
 
     @classmethod
     def extract_text(cls, message: dict) -> Optional[str]:
-        texts = [p.get("text", "") for p in message.get("content") or () if p.get("type") == "output_text"]
+        texts = [_text(p) for p in _parts(message) if p.get("type") == "output_text"]
         return "".join(texts) if texts else None
 
     @classmethod
     def input_to_new_input_list(cls, input: Any) -> list:
+        if not isinstance(input, str) and not (isinstance(input, list) and all(isinstance(i, dict) for i in input)):
+            raise UserError("ItemHelpers.input_to_new_input_list takes a string or a list of input items (dicts), "
+                            f"got {type(input).__name__}")
         return to_input_list(input)
 
     @classmethod
     def text_message_outputs(cls, items: list) -> str:
-        return "".join(message_text(i.raw_item) for i in items if isinstance(i, MessageOutputItem))
+        return "".join(cls.text_message_output(i) for i in items if isinstance(i, MessageOutputItem))
 
     @classmethod
     def text_message_output(cls, item: MessageOutputItem) -> str:
-        return message_text(item.raw_item)
+        content = _content(item.raw_item)
+        return content if isinstance(content, str) else cls.extract_text(item.raw_item) or ""
 
     @classmethod
     def tool_call_output_item(cls, tool_call: dict, output: Any) -> dict:
         """The output item a run accepts as input: `output` as the model reads a tool's value (`tool.tool_output`:
         text as it is, data as JSON, `ToolOutput*` objects and content-part dicts as content parts); upstream's
         `str()` made data a Python repr, and a value kept as it came was refused as input."""
+        if not isinstance(tool_call, dict) or not isinstance(tool_call.get("call_id"), str):
+            raise UserError("ItemHelpers.tool_call_output_item takes the function_call item it answers (with its "
+                            f"call_id), got {type(tool_call).__name__}")
         return function_call_output(tool_call["call_id"], tool_output(output, tool_call.get("name", "")))
+
+
+def _content(message: Any) -> Any:
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def _parts(message: Any) -> list:
+    """A message's content parts that are objects (dicts); none for anything else."""
+    content = _content(message)
+    return [part for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+
+
+def _text(part: dict) -> str:
+    """A text part's text; "" for one that is no string (None from a gateway, as upstream reads it)."""
+    return part["text"] if isinstance(part.get("text"), str) else ""
 
 
 class MultiProviderMap:

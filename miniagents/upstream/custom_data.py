@@ -35,7 +35,10 @@ FunctionToolCustomDataExtractor = Callable[[FunctionToolCustomDataContext], Any]
 
 
 def with_extractor(tool: Any, extractor: Optional[FunctionToolCustomDataExtractor]) -> Any:
-    """`tool` (a kernel `FunctionTool`) with its `custom_data_extractor` set (None: it has none)."""
+    """`tool` (a kernel `FunctionTool`) with its `custom_data_extractor` set (None: it has none). One that cannot
+    be called is refused here: it was a bare TypeError when the tool's first call had run."""
+    if extractor is not None and not callable(extractor):
+        raise UserError(f"custom_data_extractor must be a callable or None, got {type(extractor).__name__}")
     tool.custom_data_extractor = extractor
     return tool
 
@@ -55,7 +58,7 @@ def extract_custom_data(tool: Any, tool_context: ToolContext, value: Any, raw_it
         raise UserError("custom_data_extractor must return a mapping with string keys.")
     try:
         return json.loads(json.dumps(dict(data), allow_nan=False)) or None
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:  # nested deeper than the encoder recurses: refused too
         raise UserError("custom_data_extractor must return JSON-compatible data.") from error
 
 
@@ -74,3 +77,6 @@ class CustomDataPlugin(seams.Plugin):
                     pass
             return value, text
         return invoke_extracting
+
+
+PLUGIN = CustomDataPlugin()  # the one the package registers: importlib.reload of the package registers it again, once

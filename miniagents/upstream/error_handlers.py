@@ -83,7 +83,7 @@ def answer(run: Any, turn: Any, error: NextStepError) -> Any:
     if verdict.include_in_history:
         try:
             text = schema.model_text(output)
-        except TypeError as e:  # kept in the history as the model would have written it: JSON
+        except (TypeError, RecursionError) as e:  # kept in the history as the model would have written it
             raise UserError(f"Invalid run error handler final_output: {e}, so it cannot be kept in the history "
                             "(include_in_history=False keeps it out)") from None
         message = RawItem(assistant_message(text, FAKE_ID))  # upstream's is a typed message

@@ -21,41 +21,61 @@ from ..seams import HandoffStep, ModelStep, Plugin, ToolStep
 from ..state import reachable_agents
 
 
+# What a hook's default returns: nothing, already done, so that `await super().on_agent_start(...)` works too.
+DONE = caller.Ready(None)
+
+
 class RunHooks(Generic[TContext]):
     """Callbacks for every agent of one run (the shell's `Runner.run_sync(..., hooks=...)`); override what you
-    need."""
+    need. Each default returns `DONE`, so an `async def` override may `await super().on_...(...)` as upstream's
+    may (a default that returned None made that a bare TypeError)."""
 
-    def on_agent_start(self, context: Any, agent: Any) -> None: ...
+    def on_agent_start(self, context: Any, agent: Any) -> Any:
+        return DONE
 
-    def on_agent_end(self, context: Any, agent: Any, output: Any) -> None: ...
+    def on_agent_end(self, context: Any, agent: Any, output: Any) -> Any:
+        return DONE
 
-    def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None: ...
+    def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> Any:
+        return DONE
 
-    def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None: ...
+    def on_tool_start(self, context: Any, agent: Any, tool: Any) -> Any:
+        return DONE
 
-    def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None: ...
+    def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> Any:
+        return DONE
 
-    def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: list) -> None: ...
+    def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: list) -> Any:
+        return DONE
 
-    def on_llm_end(self, context: Any, agent: Any, response: Any) -> None: ...
+    def on_llm_end(self, context: Any, agent: Any, response: Any) -> Any:
+        return DONE
 
 
 class AgentHooks(Generic[TContext]):
-    """Callbacks for one agent (the shell's `Agent(hooks=...)`); override what you need."""
+    """Callbacks for one agent (the shell's `Agent(hooks=...)`); override what you need (each default returns
+    `DONE`, as `RunHooks`' do)."""
 
-    def on_start(self, context: Any, agent: Any) -> None: ...
+    def on_start(self, context: Any, agent: Any) -> Any:
+        return DONE
 
-    def on_end(self, context: Any, agent: Any, output: Any) -> None: ...
+    def on_end(self, context: Any, agent: Any, output: Any) -> Any:
+        return DONE
 
-    def on_handoff(self, context: Any, agent: Any, source: Any) -> None: ...
+    def on_handoff(self, context: Any, agent: Any, source: Any) -> Any:
+        return DONE
 
-    def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None: ...
+    def on_tool_start(self, context: Any, agent: Any, tool: Any) -> Any:
+        return DONE
 
-    def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None: ...
+    def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> Any:
+        return DONE
 
-    def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: list) -> None: ...
+    def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: list) -> Any:
+        return DONE
 
-    def on_llm_end(self, context: Any, agent: Any, response: Any) -> None: ...
+    def on_llm_end(self, context: Any, agent: Any, response: Any) -> Any:
+        return DONE
 
 
 # run-hook method -> the agent-hook method called at the same point

@@ -6,6 +6,7 @@ what a tool the provider runs has (`agent.provider_tool`).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
@@ -22,6 +23,14 @@ class HostedTool(SpecReads):
     name = ""
     includes: tuple = ()
     is_enabled = True
+
+    def __post_init__(self):
+        """A `tool_config` that is no mapping is refused where the tool is made: it was a bare TypeError or
+        ValueError out of the run, when a request was built."""
+        config = getattr(self, "tool_config", {})
+        if not isinstance(config, Mapping):
+            raise UserError(f"{type(self).__name__} tool_config must be a dict (the Responses API's tool object), "
+                            f"got {type(config).__name__}")
 
     def spec(self) -> dict:
         return dict(getattr(self, "tool_config"))
@@ -112,6 +121,7 @@ class HostedMCPTool(HostedTool):
     on_approval_request: Optional[Callable] = None
 
     def __post_init__(self):
+        super().__post_init__()
         if self.on_approval_request is not None:
             raise UserError("HostedMCPTool(on_approval_request=...) is not supported by miniagents: approval requests "
                             "stay in the transcript (answer them with an mcp_approval_response input item in the next "

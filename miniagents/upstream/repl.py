@@ -4,14 +4,17 @@ Each line you type is a user message; the conversation (and the agent a handoff 
 from one line to the next. `exit`, `quit`, end of input or Ctrl-C ends it; blank lines are skipped. Streamed,
 text appears as it arrives, with `[tool called]`, `[tool output: ...]` and `[Agent updated: ...]` notes.
 `run_demo_loop` is a coroutine, as upstream's (`asyncio.run(run_demo_loop(agent))`); `run_demo_loop_sync` is
-the same loop for code without an event loop. It reads stdin and writes stdout, nothing else.
+the same loop for code without an event loop. It reads stdin and writes stdout, nothing else. Its runs are the
+shell's, as upstream's are its `Runner`'s: the agents' own `AgentHooks` fire, and a model name routes by its
+prefix (the kernel's runner, used before, did neither, nor went through a default agent runner of the program's).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Generator, Optional
 
 from ..result import AgentUpdatedStreamEvent, RawResponsesStreamEvent, RunItemStreamEvent
-from ..run import DEFAULT_MAX_TURNS, Options, Runner, drive, start_run
+from ..run import DEFAULT_MAX_TURNS, Options, drive, start_run
+from .runner import Runner, _options, keywords
 
 
 def _lines(read: Optional[Callable[[str], str]]):
@@ -87,8 +90,8 @@ def run_demo_loop_sync(agent: Any, *, stream: bool = True, context: Any = None,
     request = _next(conversation)
     while request is not None:
         if stream:
-            options = Options(context=context, max_turns=max_turns)
-            result = drive(start_run(*request, options, streamed=True), show_event)
+            given = keywords("run_streamed", (), {"context": context, "max_turns": max_turns})
+            result = drive(start_run(*request, Options(**_options(*request, **given)), streamed=True), show_event)
             print()
         else:
             result = Runner.run_sync(*request, context=context, max_turns=max_turns)

@@ -193,19 +193,30 @@ def get_default_agent_runner() -> AgentRunner:
 
 
 class Runner:
-    """Upstream's `Runner`: each class method calls the default agent runner's (see `AgentRunner`)."""
+    """Upstream's `Runner`: each class method calls the default agent runner's (see `AgentRunner`), with every
+    option by keyword (`keywords`)."""
 
     @classmethod
     def run_sync(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
-        return get_default_agent_runner().run_sync(starting_agent, input, **options)
+        return get_default_agent_runner().run_sync(starting_agent, input, **keywords("run_sync", (), options))
 
     @classmethod
     async def run(cls, starting_agent: Any, input: Any, **options: Any) -> Any:
-        return await get_default_agent_runner().run(starting_agent, input, **options)
+        return await get_default_agent_runner().run(starting_agent, input, **keywords("run", (), options))
 
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, **options: Any) -> Any:
-        return get_default_agent_runner().run_streamed(starting_agent, input, *args, **options)
+        return get_default_agent_runner().run_streamed(starting_agent, input, **keywords("run_streamed", args, options))
+
+
+def keywords(method: str, args: tuple, options: dict) -> dict:
+    """Every option of upstream's `Runner.<method>`, defaults too, by keyword, as upstream hands them to the default
+    agent runner: a runner of the program's own written for upstream (`def run_streamed(self, agent, input,
+    **kwargs)`) reads any of them, and gets those given by position (`Runner.run_streamed(agent, input, context)`
+    was a TypeError there)."""
+    bound = inspect.signature(getattr(AgentRunner, method)).bind(None, None, None, *args, **options)
+    bound.apply_defaults()
+    return dict(list(bound.arguments.items())[3:])
 
 
 class AwaitedModel:
@@ -277,19 +288,23 @@ class WithoutReasoningIds(AwaitedModel):
 
 
 def stream_without_ids(events: Iterable) -> Iterator[Any]:
-    """A stream's events, its completed response's reasoning items without their ids; an event or response that is
-    none is left as it came, for the kernel to refuse (a `ModelBehaviorError` saying what came)."""
+    """A stream's events, its completed response's reasoning items without their ids. Only a well-formed completed
+    response is rewritten: any other event goes on as the model sent it, for the kernel's `ModelBehaviorError`
+    (not a bare error here)."""
     for event in events:
         response = event.get("response") if isinstance(event, dict) else None
-        output = response.get("output") if isinstance(response, dict) else None
-        if isinstance(output, list) and event.get("type") == "response.completed" and \
-                all(isinstance(item, dict) for item in output):
-            response["output"] = without_ids(output)
+        if event_type(event) == "response.completed" and isinstance(response, dict) and \
+                isinstance(response.get("output"), list):
+            response["output"] = without_ids(response["output"])
         yield event
 
 
+def event_type(event: Any) -> Any:
+    return event.get("type") if isinstance(event, dict) else None
+
+
 def without_ids(items: list) -> list:
-    return [{k: v for k, v in i.items() if k != "id"} if i.get("type") == "reasoning" else i for i in items]
+    return [{k: v for k, v in i.items() if k != "id"} if event_type(i) == "reasoning" else i for i in items]
 
 
 def running_loop() -> bool:
@@ -355,3 +370,6 @@ class UpstreamPlugin(seams.Plugin):
         from .error_handlers import answer
 
         return answer(run, turn, error)
+
+
+PLUGIN = UpstreamPlugin()  # the one the package registers: importlib.reload of the package registers it again, once

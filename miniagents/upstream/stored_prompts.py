@@ -72,3 +72,6 @@ class PromptPlugin(seams.Plugin):
         if getattr(setup.agent, "prompt", None) is None:
             return model
         return PromptedModel(model, prompt_for(setup.agent, run.state.context_wrapper))
+
+
+PLUGIN = PromptPlugin()  # the one the package registers: importlib.reload of the package registers it again, once

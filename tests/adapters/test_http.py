@@ -533,6 +533,13 @@ def test_a_base_url_that_is_not_an_http_url_with_a_host_is_refused_before_any_re
         model.transport
 
 
+@pytest.mark.parametrize("base_url", [5, b"http://127.0.0.1:9/v1"])
+def test_a_base_url_that_is_no_text_is_a_user_error_where_the_model_is_made(base_url):
+    """It was a bare AttributeError or TypeError (`rstrip`) out of the adapter (or the upstream shell's provider)."""
+    with pytest.raises(UserError, match="The base URL \\(base_url=\\) must be text, got"):
+        OpenAIChatCompletionsModel("m", base_url=base_url, api_key="k")
+
+
 @pytest.mark.parametrize("path", ["/v1 ", "/v 1", "/v1\x7f", "/v1?key=sk-query-secret-77&x=\x01"])
 def test_a_base_url_with_a_space_or_control_character_is_refused_when_made_not_retried_as_a_connection_error(
         server, path):

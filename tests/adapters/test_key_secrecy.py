@@ -140,6 +140,20 @@ def test_a_key_that_cannot_go_in_a_header_is_refused_without_being_quoted(bad, c
     assert info.value.__cause__ is None and info.value.__context__ is None
 
 
+@pytest.mark.parametrize("bad", [5, KEY.encode()])
+def test_a_key_that_is_no_text_is_a_user_error_where_it_is_set_or_sent_without_being_quoted(bad):
+    """A key read as bytes (or a number): a bare TypeError or AttributeError out of the run's first request, and
+    `set_default_openai_key` took it silently."""
+    from miniagents.models.connection import set_default_endpoint
+
+    with pytest.raises(UserError, match="must be text, got") as info:
+        set_default_endpoint(api_key=bad)
+    model = OpenAIResponsesModel("m", base_url="http://127.0.0.1:9/v1", api_key=bad)
+    with pytest.raises(UserError, match="must be text, got") as sent:
+        model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert all(KEY[:8] not in str(error.value) for error in (info, sent))
+
+
 def test_a_refused_form_resent_and_refused_again_keeps_the_key_out_of_both_messages(key_server):
     refusal = {"error": {"message": "response_format: use 'json_object' " + around("key "), "code": KEY}}
     key_server.replies[:] = [{"status": 400, "json": refusal}, {"status": 401, "json": refusal}]

@@ -143,6 +143,36 @@ def test_item_helpers_read_message_text():
     assert ItemHelpers.extract_last_content(refusal) == "no"
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                     max_leaves=8)
+_PARTS = st.lists(st.one_of(_JSON, st.fixed_dictionaries({"type": st.sampled_from(["output_text", "refusal"])}, optional={
+    "text": _JSON, "refusal": _JSON})), max_size=3)
+
+
+@given(message=st.one_of(_JSON, st.fixed_dictionaries({"type": st.just("message")}, optional={
+    "content": st.one_of(_JSON, _PARTS)})))
+def test_item_helpers_answer_a_malformed_or_non_message_item_without_a_bare_error(message):
+    """A hand-made item that is no message, content that is no list of parts, a part that is no object or a text
+    part whose text is None (upstream answers "" or None for each): bare AttributeErrors, KeyErrors and TypeErrors
+    came out of the shell's helpers."""
+    for helper in (ItemHelpers.extract_last_content, ItemHelpers.extract_last_text, ItemHelpers.extract_text,
+                   ItemHelpers.extract_refusal):
+        helper(message)
+    if isinstance(message, dict):
+        text = ItemHelpers.text_message_output(MessageOutputItem(agent=Agent(name="a"), raw_item=message))
+        assert isinstance(text, str)
+    assert ItemHelpers.extract_text({"content": [{"type": "output_text", "text": None}]}) == ""
+
+
+@pytest.mark.parametrize("helper, argument", [("tool_call_output_item", None), ("tool_call_output_item", {}),
+                                              ("input_to_new_input_list", None), ("input_to_new_input_list", [5])])
+def test_item_helpers_given_no_item_raise_a_user_error_naming_what_they_take(helper, argument):
+    args = (argument, "x") if helper == "tool_call_output_item" else (argument,)
+    with pytest.raises(UserError, match=f"ItemHelpers.{helper} takes"):
+        getattr(ItemHelpers, helper)(*args)
+
+
 def test_item_helpers_text_message_outputs_joins_the_message_items():
     agent, _ = make_agent([[assistant_message("a"), function_call("lookup", {"q": "x"}, call_id="c1")],
                            [assistant_message("b")]], tools=[lookup])

@@ -60,6 +60,22 @@ def test_a_run_s_own_plugins_come_after_the_registered_ones_and_a_registered_one
     assert run.plugins == (registered, own)
 
 
+def test_a_plugin_of_a_module_loaded_again_takes_the_place_of_its_earlier_loads_own(monkeypatch):
+    """A shell imported twice (dropped from sys.modules and imported anew) registered its plugins twice: each of
+    its rules ran twice in every run. Two plugins of one class, or of classes made in a function, both stay."""
+    earlier, other = type("Shells", (Seen,), {})(), Seen()
+    monkeypatch.setattr(seams, "plugins", (earlier, other))
+    again = type("Shells", (Seen,), {})()
+    seams.register(again)
+    assert seams.plugins == (again, other)
+    second = Seen()
+    seams.register(second)
+    made = [type("Made", (Seen,), {"__qualname__": "factory.<locals>.Made"})() for _ in range(2)]
+    for plugin in made:
+        seams.register(plugin)
+    assert seams.plugins == (again, other, second, *made)
+
+
 def test_a_plain_run_has_no_plugin_and_takes_no_plugin_step(monkeypatch):
     monkeypatch.setattr(seams, "plugins", ())  # no shell registered (another test may have imported one)
     plain = start_run(doubling_agent(), "go", Options())

@@ -157,6 +157,34 @@ def test_importing_miniagents_loads_nothing_of_the_shell():
     assert out.strip() == "[]"
 
 
+AGAIN = {"imported anew": """
+        for name in [name for name in sys.modules if name.startswith("miniagents.upstream")]:
+            del sys.modules[name]""", "reloaded": """
+        importlib.reload(miniagents.upstream)"""}
+
+
+@pytest.mark.parametrize("again", AGAIN)
+def test_the_shell_loaded_twice_applies_its_rules_once_per_run(again):
+    """A program (or test runner) that drops the shell from sys.modules and imports it again, or reloads it: its
+    plugins were registered twice, and upstream's callbacks ran twice in every run."""
+    code = """if True:
+        import importlib, sys
+        import miniagents.upstream""" + AGAIN[again] + """
+        from miniagents.upstream import Agent, RunConfig, Runner
+        from miniagents.testing import ScriptedModel, assistant_message
+        calls = []
+        def keep(data):
+            calls.append(1)
+            return data.model_data
+        agent = Agent(name="A", model=ScriptedModel([[assistant_message("ok")]]))
+        Runner.run_sync(agent, "hi", run_config=RunConfig(call_model_input_filter=keep))
+        print(len(calls))
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "1"
+
+
 def test_every_upstream_top_level_name_exists_or_raises_the_explained_error():
     """docs/porting.md gives the figures: of upstream's top-level names, how many exist and how many are explained."""
     path = pathlib.Path(__file__).parent / "porting" / "upstream_top_level.txt"

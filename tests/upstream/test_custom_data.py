@@ -3,6 +3,7 @@ program kept on `ToolCallOutputItem.custom_data`, in RunState JSON, never sent t
 is refused; an extractor that fails never makes its call run again."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -64,11 +65,23 @@ def test_nothing_returned_means_no_custom_data(returned):
     ({"score": math.inf}, "custom_data_extractor must return JSON-compatible data"),
     (["not", "a", "mapping"], "custom_data_extractor must return a mapping or None"),
     ({1: "x"}, "custom_data_extractor must return a mapping with string keys"),
+    (functools.reduce(lambda inner, _: {"k": inner}, range(5000), {}),  # deeper than JSON's encoder recurses
+     "custom_data_extractor must return JSON-compatible data"),
 ])
 def test_what_json_cannot_hold_is_refused_with_a_user_error(returned, message):
     agent, _ = lookup_agent(lambda ctx: returned, [])
     with pytest.raises(UserError, match=message):
         Runner.run_sync(agent, "weather?")
+
+
+@pytest.mark.parametrize("extractor", [5, "rows"])
+def test_an_extractor_that_cannot_be_called_is_refused_where_the_tool_is_made(extractor):
+    """It was a bare TypeError out of the run once the tool's first call had run (its side effect done)."""
+    def weather(city: str) -> str:
+        return city
+
+    with pytest.raises(UserError, match="custom_data_extractor must be a callable or None, got"):
+        function_tool(custom_data_extractor=extractor)(weather)
 
 
 def test_the_kept_data_is_a_copy():

@@ -58,6 +58,20 @@ def test_a_max_turns_error_handler_returning_a_raw_value_uses_it_without_touchin
     assert item_types(result) == ["tool_call_item", "tool_call_output_item"]
 
 
+def test_a_final_output_nested_deeper_than_python_recurses_kept_in_history_is_a_user_error():
+    """An error handler's output written into the history as text: nested 5000 deep, that was a bare RecursionError
+    out of the run."""
+    import functools
+
+    from miniagents import UserError
+
+    deep = functools.reduce(lambda inner, _: {"k": inner}, range(5000), {})
+    agent, _ = make_agent(_looping_steps(5), tools=[echo])
+    with pytest.raises(UserError, match="Invalid run error handler final_output: .*cannot be kept in the history"):
+        Runner.run_sync(agent, "loop", max_turns=1, error_handlers={"max_turns": lambda data: RunErrorHandlerResult(
+            final_output=deep, include_in_history=True)})
+
+
 def test_a_max_turns_error_handler_returning_none_reraises():
     agent, _ = make_agent(_looping_steps(5), tools=[echo])
     with pytest.raises(MaxTurnsExceeded):

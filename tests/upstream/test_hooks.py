@@ -228,3 +228,25 @@ def test_agent_hooks_on_handoff_is_called_on_the_source_agent_with_the_new_agent
                   handoffs=[target], hooks=Record("Source"))  # the shell's Agent: hooks are upstream's
     Runner.run_sync(agent, "go")
     assert calls == [("Source", "Target", "Source")]
+
+
+@pytest.mark.parametrize("kind", ["run", "agent"])
+def test_an_async_hook_written_for_upstream_may_await_its_default_through_super(kind):
+    """Upstream's hooks are coroutines, so an override may `await super().on_tool_start(...)`: the shell's defaults
+    returned None, and that await was a bare TypeError out of the run."""
+    seen = []
+
+    class Run(RunHooks):
+        async def on_tool_start(self, context, agent, tool):
+            await super().on_tool_start(context, agent, tool)
+            seen.append(tool.name)
+
+    class Own(AgentHooks):
+        async def on_tool_start(self, context, agent, tool):
+            await super().on_tool_start(context, agent, tool)
+            seen.append(tool.name)
+
+    model = ScriptedModel([[function_call("double", {"x": 2}, call_id="c1")], [assistant_message("4")]])
+    agent = Agent(name="A", model=model, tools=[double], hooks=Own() if kind == "agent" else None)
+    result = Runner.run_sync(agent, "go", hooks=Run() if kind == "run" else None)
+    assert result.final_output == "4" and seen == ["double"]

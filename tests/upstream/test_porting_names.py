@@ -155,6 +155,19 @@ def test_add_input_refuses_states_it_cannot_honour():
     assert state.pending_input == [{"content": "kept", "role": "user"}]
 
 
+@pytest.mark.parametrize("method", ["get_system_prompt", "get_all_tools", "get_prompt"])
+def test_an_agent_subclass_overriding_a_coroutine_upstreams_run_calls_is_refused_when_defined(method):
+    """Upstream's run asks the agent (`await agent.get_system_prompt(ctx)`; its SandboxAgent overrides
+    `get_all_tools`); a miniagents run reads the fields, so such an override was never called: the model silently
+    got the base instructions."""
+    async def override(self, run_context):
+        return "custom"
+
+    with pytest.raises(UserError, match=f"Custom overrides Agent.{method}, which a miniagents run never calls"):
+        type("Custom", (Agent,), {method: override})
+    assert type("Helper", (Agent,), {"helper": override})  # any other method is the subclass's own
+
+
 # --- The runner -----------------------------------------------------------------------------------------------
 
 
@@ -176,6 +189,39 @@ def test_runner_calls_go_to_the_default_agent_runner():
     assert calls == [("Assistant", "hello", 3)]
     assert type(get_default_agent_runner()) is AgentRunner
     assert Runner.run_sync(agent, "hello").final_output == "again" and len(calls) == 1
+
+
+def test_a_runner_written_for_upstream_gets_every_option_by_keyword_as_upstreams_runner_hands_them():
+    """Upstream's `Runner` hands the default agent runner every option by keyword, defaults too: a runner taking
+    `**kwargs` got a TypeError for `Runner.run_streamed(agent, input, context)` and a KeyError for
+    `kwargs["context"]` when the call gave none."""
+    import asyncio
+
+    seen = []
+
+    class Reading(AgentRunner):
+        def run_sync(self, starting_agent, input, **kwargs):
+            seen.append((kwargs["context"], kwargs["max_turns"], len(kwargs)))
+            return super().run_sync(starting_agent, input, **kwargs)
+
+        def run_streamed(self, starting_agent, input, **kwargs):
+            seen.append((kwargs["context"], kwargs["max_turns"], len(kwargs)))
+            return super().run_streamed(starting_agent, input, **kwargs)
+
+    async def streamed(agent):
+        result = Runner.run_streamed(agent, "hello", {"user": 1}, 4)
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    agent, _ = make_agent([[assistant_message("hi")], [assistant_message("again")]])
+    set_default_agent_runner(Reading())
+    try:
+        assert Runner.run_sync(agent, "hello").final_output == "hi"
+        assert asyncio.run(streamed(agent)) == "again"
+    finally:
+        set_default_agent_runner(None)
+    assert seen == [(None, 10, 9), ({"user": 1}, 4, 9)]
 
 
 # --- Tool outputs, hosted tools -------------------------------------------------------------------------------
@@ -262,6 +308,14 @@ def test_hosted_tools_are_configuration_in_upstreams_wire_shape():
                        (CodeInterpreterTool(tool_config={"type": "code_interpreter"}), "code_interpreter"),
                        (ImageGenerationTool(tool_config={"type": "image_generation"}), "image_generation")):
         assert tool.name == name and tool.spec() == tool.tool_config and tool.spec() is not tool.tool_config
+
+
+@pytest.mark.parametrize("make", [HostedMCPTool, CodeInterpreterTool, ImageGenerationTool])
+@pytest.mark.parametrize("config", [None, 5, "mcp", [("type", "mcp")]])
+def test_a_hosted_tool_config_that_is_no_dict_is_refused_where_the_tool_is_made(make, config):
+    """It was a bare TypeError or ValueError out of the run, when the request was built (`dict(tool_config)`)."""
+    with pytest.raises(UserError, match=f"{make.__name__} tool_config must be a dict"):
+        make(tool_config=config)
 
 
 def test_hosted_tool_items_stay_in_the_transcript_the_session_and_the_state(tmp_path):
@@ -447,6 +501,28 @@ def test_run_demo_loop_keeps_the_conversation_and_shows_the_run(flavour, stream,
     assert ("[tool called]" in out and "[tool output: order A1: shipped]" in out) is stream
     assert [i.get("content") for i in model.calls[2].input if i.get("role") == "user"] == ["where is A1?", "thanks"]
     assert miniagents.upstream.run_demo_loop is run_demo_loop
+
+
+@pytest.mark.parametrize("flavour", ["async", "sync"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_run_demo_loop_runs_as_the_shells_runner_runs_so_an_agents_own_hooks_fire(flavour, stream, capsys):
+    """Upstream's demo loop runs through its `Runner`; the shell's used the kernel's runner, so the agent's own
+    `AgentHooks` never fired there (nor was a model name routed by its prefix)."""
+    from miniagents.upstream import AgentHooks
+    from miniagents.upstream.repl import run_demo_loop, run_demo_loop_sync
+
+    started = []
+
+    class Hooks(AgentHooks):
+        def on_start(self, context, agent):
+            started.append(agent.name)
+
+    agent = Agent(name="Shop", model=ScriptedModel([[assistant_message("Hi.")]]), hooks=Hooks())
+    if flavour == "async":
+        asyncio.run(run_demo_loop(agent, stream=stream, read=scripted_input(["hello"])))
+    else:
+        run_demo_loop_sync(agent, stream=stream, read=scripted_input(["hello"]))
+    assert started == ["Shop"] and "Hi." in capsys.readouterr().out
 
 
 def test_run_demo_loop_ended_by_end_of_input_ends_its_prompt_line(capsys):

@@ -150,6 +150,7 @@ PROBE = textwrap.dedent("""
     import sys
     import helper
     print(sys.argv, __file__, sys.path[0], __name__, getattr(__spec__, "name", None), helper.__file__, sep="\\n")
+    print(type(__builtins__).__name__)  # the builtins module in Python's __main__ (a dict where exec alone made it)
 """)
 
 
@@ -195,11 +196,65 @@ def test_the_program_reads_of_itself_what_python_program_gives(programs, program
     assert done.stdout == expected.stdout
 
 
+def test_a_compiled_program_runs_as_python_runs_it(tmp_path):
+    """`python app.pyc` runs its bytecode; the runner compiled it as source (a SyntaxError about null bytes)."""
+    import py_compile
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text(PROBE.replace("__file__", "__file__, type(__loader__).__name__"))
+    py_compile.compile(str(tmp_path / "src" / "app.py"), cfile=str(tmp_path / "app.pyc"), doraise=True)
+    (tmp_path / "helper.py").write_text("")
+    expected = _python("app.pyc", "a", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    done = _run("app.pyc", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == expected.stdout
+
+
+def test_a_module_run_with_m_reads_of_itself_what_python_m_gives(tmp_path):
+    (tmp_path / "app.py").write_text("import sys\nprint(sys.argv[1:], __name__, type(__builtins__).__name__)\n")
+    expected = _python("-m", "app", "a", cwd=tmp_path)
+    assert expected.returncode == 0, expected.stderr
+    done = _run("-m", "app", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == expected.stdout == "['a'] __main__ module\n"
+
+
 def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
     (tmp_path / "empty").mkdir()
     done = _run("empty", cwd=tmp_path)
     assert done.returncode == _python("empty", cwd=tmp_path).returncode == 1
     assert f"can't find '__main__' module in {str(tmp_path / 'empty')!r}" in done.stderr
+
+
+@pytest.mark.parametrize("module", ["nosuch", "pkg.nosuch", "nosuch.app", "pkg.plain.app", "pkg", ".app"])
+def test_a_module_not_found_with_m_is_said_in_one_line_as_python_says_it(tmp_path, module):
+    """`-m` given a module that is not there (or a package without `__main__`): runpy's ImportError came out as a
+    traceback through runpy's insides, where Python says one line and exits with 1."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "plain.py").write_text("")
+    done = _run("-m", module, cwd=tmp_path)
+    assert done.returncode == _python("-m", module, cwd=tmp_path).returncode == 1
+    assert done.stderr.startswith("miniagents.upstream: No module named ") and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("module", ["agents", "agents.memory", "miniagents.upstream.memory"])
+def test_an_agents_module_run_with_m_is_said_to_have_no_code_to_run(tmp_path, module):
+    """`agents` is this shell under the runner, whose modules runpy cannot load again as `__main__`: a bare
+    AttributeError ('_Existing' object has no attribute 'get_code') came out of runpy."""
+    done = _run("-m", module, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == f"miniagents.upstream: {module} is a module of miniagents.upstream here, with no " \
+                                  "code to run as a program"
+
+
+def test_a_parent_package_failing_on_its_own_import_with_m_keeps_its_traceback(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("import nosuch_dependency\n")
+    (tmp_path / "pkg" / "app.py").write_text("")
+    done = _run("-m", "pkg.app", cwd=tmp_path)
+    assert done.returncode == 1 and "ModuleNotFoundError: No module named 'nosuch_dependency'" in done.stderr
 
 
 def test_the_programs_exit_status_is_the_runners(tmp_path):

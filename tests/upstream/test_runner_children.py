@@ -175,3 +175,20 @@ def test_a_plain_run_that_imports_the_shell_writes_nothing_and_keeps_its_sys_pat
     done, left = run([str(tmp_path / "app.py")], tmp_path, tmp_path, [ROOT])
     assert done.returncode == 0, done.stderr
     assert done.stdout == "True False\n" and left == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_ending_normally_leaves_the_folder_to_the_program(tmp_path):
+    """A child the program forks inherits the runner's exit handler: its `sys.exit` removed the children's folder,
+    so every child started after it could not import `agents` (a spawn pool then started new ones forever)."""
+    (tmp_path / "app.py").write_text(textwrap.dedent('''
+        import os, sys
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        print(os.path.isfile(os.path.join(sys.path[1], "agents.py")))
+    '''))
+    done, left = run(["-m", "miniagents.upstream", str(tmp_path / "app.py")], tmp_path, tmp_path, [ROOT])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == "True\n" and left == []

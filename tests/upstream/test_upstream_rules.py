@@ -44,6 +44,34 @@ def test_reasoning_item_id_policy_decides_whether_reasoning_ids_are_sent_back(po
     assert len(sent) == 1 and ("id" in sent[0]) is has_id
 
 
+@pytest.mark.parametrize("event", [None, 5, {"type": "response.completed"},
+                                   {"type": "response.completed", "response": None},
+                                   {"type": "response.completed", "response": {"output": "x"}},
+                                   {"type": "response.completed", "response": {"output": [None]}}])
+def test_a_malformed_streamed_event_with_reasoning_ids_omitted_is_the_kernels_model_behavior_error(event):
+    """A hostile model's stream under `reasoning_item_id_policy="omit"`: a bare KeyError or AttributeError came out
+    of the policy's rewrite of the completed response."""
+    import asyncio
+
+    from miniagents import Model
+
+    class Streams(Model):
+        def get_response(self, *args, **kwargs):
+            raise AssertionError("the run is streamed")
+
+        def stream_response(self, *args, **kwargs):
+            yield event
+
+    async def main():
+        result = Runner.run_streamed(Agent(name="A", model=Streams()), "go",
+                                     run_config=RunConfig(reasoning_item_id_policy="omit"))
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(ModelBehaviorError):
+        asyncio.run(main())
+
+
 
 def test_run_config_may_be_a_dict_and_its_model_overrides_the_agents():
     agent_model = ScriptedModel([])
