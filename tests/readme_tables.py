@@ -185,7 +185,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
     # AttributeError when the run reached a plain function in it)
-    "agents, items, guardrails": 1066,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1075,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -231,6 +231,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1066 for agent tools nested at most agent.MAX_NESTING deep (an agent that is its own tool ran until a
     # RecursionError deep in the kernel was told to the model, and a run paused past ~65 levels wrote a state and a
     # session journal no load could read, wedging the session)
+    # 1075 for items.answer_problem, a custom model's item checked whatever marks it (an item whose type is no string
+    # broke turn.classify with a bare TypeError, and a message known by its role alone reached message_text
+    # unchecked), and its token counts past a float's largest refused (a paused state summing one could not load)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
