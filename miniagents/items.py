@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -34,24 +35,39 @@ class ModelResponse:
         if not isinstance(self.output, list):
             raise UserError(f"ModelResponse.output must be a list of items, not {type(self.output).__name__}")
         for n, item in enumerate(self.output):
-            if not isinstance(item, dict):
-                raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
-                                f"{type(item).__name__}")
-            problem = _answer_problem(item.get("content")) if item.get("type") == "message" else None
+            problem = answer_problem(item)
             if problem is not None:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
-            if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and all(
-                    isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
-                raise UserError(f"ModelResponse.output[{n}] is a function_call whose name, call_id or arguments is "
-                                "not a string")
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
-        if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
-            raise UserError(f"ModelResponse.usage's token counts must be whole numbers, got {self.usage.counts()}")
+        # inf or "5" would fail the run later; a count past a float's largest (as an adapter refuses a server's,
+        # models/shapes.count), summed into the run's usage, could pass what a state's JSON may be loaded with
+        if not all(type(count) is int and count <= sys.float_info.max for count in self.usage.counts()):
+            shown = [count if type(count) is not int else "a larger int" if count > sys.float_info.max else count
+                     for count in self.usage.counts()]  # (an int of 4,300 digits has no text)
+            raise UserError(f"ModelResponse.usage's token counts must be whole numbers at most "
+                            f"{sys.float_info.max:.1e}, got {preview(repr(shown), 200)}")
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""
         return [{k: v for k, v in dict(item).items() if k != "created_by"} for item in self.output]
+
+
+def answer_problem(item: Any) -> Optional[str]:
+    """What in one item of a model's answer would fail the run where it is read, or None: a `type` that is no string
+    (a list broke `turn.classify`), and in a message (an item of type "message", or of no type and role "assistant",
+    as `turn.classify` reads them) or a function call, what `_answer_problem` and the string fields say."""
+    if not isinstance(item, dict):
+        return f"must be an item (a Responses-shaped dict), not {type(item).__name__}"
+    kind = item.get("type", "message" if item.get("role") == "assistant" else None)
+    if not isinstance(kind, (str, type(None))):
+        return f"has a 'type' that is not a string: {preview(kind, 40)}"
+    if kind == "message":
+        return _answer_problem(item.get("content"))
+    if kind == "function_call" and not (isinstance(item.get("name"), str) and all(
+            isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
+        return "is a function_call whose name, call_id or arguments is not a string"
+    return None
 
 
 def _answer_problem(content: Any) -> Optional[str]:

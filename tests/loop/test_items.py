@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from miniagents import (Agent, HandoffCallItem, UserError, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
-                        ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, function_tool, seams)
+                        ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, Usage, function_tool, seams)
 from miniagents.upstream import ItemHelpers
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call, response_events
@@ -334,7 +334,20 @@ class AnswersWith(Model):
         ([{"type": "output_text", "text": None}], "an output_text part whose text is no string"),
         ([{"type": "output_text", "text": 5}], "an output_text part whose text is no string"),
         ({"type": "output_text", "text": "hi"}, r"content that is no text or list of parts \(objects\)"),
-        (["hi"], r"content that is no text or list of parts \(objects\)"))]])
+        (["hi"], r"content that is no text or list of parts \(objects\)"))],
+    # a type no string is (a list or an object broke turn.classify with a bare TypeError; a number was skipped, and a
+    # state paused with it beside a call was written, then refused when loaded)
+    *[({"output": [{"type": kind}]}, r"ModelResponse.output\[0\] has a 'type' that is not a string")
+      for kind in (["message"], {"a": 1}, 5)],
+    # a message known by its role alone is read as one (turn.classify's rule): message_text raised a bare TypeError
+    ({"output": [{"role": "assistant", "content": [{"type": "output_text", "text": 5}]}]},
+     r"ModelResponse.output\[0\] has an output_text part whose text is no string"),
+    ({"output": [{"role": "assistant", "content": 5}]}, r"ModelResponse.output\[0\] has content that is no text"),
+    # a count past a float's largest (an adapter refuses a server's so): summed into the run's usage, a paused state
+    # holding it was written, then refused when loaded ("10**400 or more")
+    *[({"output": [assistant_message("hi")], "usage": Usage(**{name: 10 ** 400})},
+       r"token counts must be whole numbers at most 1.8e\+308, got .*'a larger int'")
+      for name in ("input_tokens", "total_tokens")]])
 def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong(response, said):
     with pytest.raises(UserError, match=said):
         Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")
