@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1715,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1723,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -185,7 +185,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # response or replayed in a later turn, it ran again (every other id is dropped as a repeat or a replay)
     # 1717 for a guardrail list added to after its owner was made, checked when the run starts (a bare
     # AttributeError when the run reached a plain function in it)
-    "agents, items, guardrails": 1075,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1723 for turn.as_kept, a model's message kept as the assistant's whatever role it claims (one claiming "user"
+    # or "developer" stood in a session's history as their words, sent as theirs every later turn; one with no role
+    # or content null made a paused state no load read), and a token count past a float's largest refused where the
+    # run takes a response
+    "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -234,6 +238,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1075 for items.answer_problem, a custom model's item checked whatever marks it (an item whose type is no string
     # broke turn.classify with a bare TypeError, and a message known by its role alone reached message_text
     # unchecked), and its token counts past a float's largest refused (a paused state summing one could not load)
+    # 1071: that last check moved to turn.take_response (where a run takes a response; a state's document may hold
+    # a count up to 10**400, so it is no rule of every ModelResponse)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
