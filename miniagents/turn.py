@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -240,12 +241,27 @@ def take_response(run: Run, turn: Turn, response: Any) -> None:
     with an id of its own. A custom model that returns anything else is told so here, before anything reads it."""
     if not isinstance(response, ModelResponse):
         raise UserError(f"A Model's get_response must return a ModelResponse, not {type(response).__name__}")
+    if max(response.usage.counts()) > sys.float_info.max:  # what an adapter refuses a server (models/shapes.count):
+        # summed into the run's usage, a paused state would be written that no load reads (10**400 or more)
+        raise UserError(f"A Model's response reports a token count past a float's largest ({sys.float_info.max:.1e})")
     run.state.context_wrapper.usage.add(response.usage, requests=turn.requests)
     run.state.model_responses.append(response)
-    turn.output = response.output
+    turn.output = [as_kept(item) for item in response.output]
     ids = [item.get("call_id") for item in turn.output if item.get("type") == "function_call"]
     if len(set(filter(keyable, ids)) - run.state.call_ids) < len(ids):  # not each its own, or one no session keys
         turn.output, turn.replays = assign_call_ids(turn.output, run.state)
+
+
+def as_kept(item: dict) -> dict:
+    """A model's output item as the run keeps it (its history, a session's, a paused state): a message, read as
+    `classify` reads one, is the assistant's whatever role it claims, and holds a list of parts (none for null).
+    A server's message with no role, role "tool" or content null runs (`items.answer_problem`), but kept as given it
+    stood in a session's history as words of whoever its role named ("user", "developer": words nobody wrote, sent
+    as theirs every later turn), and a state holding it failed to load. The response keeps it as the model gave it."""
+    kind = item.get("type", "message" if item.get("role") == "assistant" else None)
+    if kind != "message" or (item.get("role") == "assistant" and item.get("content") is not None):
+        return item
+    return {**item, "role": "assistant", "content": [] if item.get("content") is None else item["content"]}
 
 
 _default_provider = None  # made on first use and kept for the process: it reuses connections across runs
