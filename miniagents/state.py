@@ -338,13 +338,19 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "auto_previous_response_id": state.auto_previous_response_id,
         "server_known": state.server_known,
     }
+    # An input item, or an item a custom model or tool gave, may hold what a load refuses: a value JSON cannot hold (a
+    # datetime, nan, an int of 4,300 digits), or one nested deeper than MAX_DEPTH, which json writes (a paused run
+    # was saved and never loaded again: the person's decision lost; deeper still, a bare RecursionError). Said here,
+    # for to_string and the journal, with the path load_state would name.
     try:
-        document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
-    except (TypeError, ValueError) as error:  # an input item, or an item a custom model or tool gave, holds a
-        # value JSON cannot (a datetime, nan, an int of 4,300 digits): said here, for to_string and the journal
-        where = _json_path_error(document, "the state") or str(error)
-        raise UserError(f"This RunState cannot be written as JSON (by to_string, or to a session's journal before "
-                        f"its turn runs a call): {where}") from None
+        where = _not_json(document)
+        if where is None:
+            document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
+    except (TypeError, ValueError, RecursionError) as error:
+        where = str(error)
+    if where:
+        raise UserError(f"This RunState cannot be written as JSON that loads again (by to_string, or to a session's "
+                        f"journal before its turn runs a call): {where}") from None
     # The caller's context and decisions (a rejection message) are the strings no entry point cleaned: a lone
     # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
     document["context"] = clean_json(document["context"])

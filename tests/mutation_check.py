@@ -281,6 +281,11 @@ MUTANTS: List[Mutant] = [
       "        if not all(type(count) is int for count in self.usage.counts()):",
       "        if False:",
       "a custom model's usage whose token counts are no whole numbers is a UserError where it is made", "test_run"),
+    M("state.py",
+      "        where = _not_json(document)\n        if where is None:",
+      "        where = None\n        if where is None:",
+      "a state holding a value nested deeper than MAX_DEPTH is refused when written, not when read back (a pause "
+      "lost), nor a bare RecursionError", "test_hostile_state"),
     M("turn.py",
       "    return {**item, \"role\": \"assistant\", \"content\":",
       "    return {\"role\": \"assistant\", **item, \"content\":",
