@@ -270,6 +270,11 @@ MUTANTS: List[Mutant] = [
       "    if False:",
       "a custom model's output_text part whose text is no string is a UserError where it is made", "test_items"),
     M("items.py",
+      "    strings = isinstance(item.get(\"name\"), str) and isinstance(item.get(\"arguments\", \"\"), str)",
+      "    strings = isinstance(item.get(\"name\"), str) and isinstance(item.get(\"arguments\", \"\"), (str, type(None)))",
+      "a custom model's call with null arguments is a UserError where it is made (a state paused beside it could not "
+      "be loaded)", "test_items"),
+    M("items.py",
       "    if content is None or isinstance(content, str):\n        return None\n    if not",
       "    if isinstance(content, str):\n        return None\n    if not",
       "a server's message with no content still runs (only what would fail the run is refused)", "test_items"),

@@ -328,7 +328,8 @@ class AnswersWith(Model):
     ({"output": [assistant_message("hi")], "usage": {"input_tokens": 3}}, "must be a Usage, not dict"),
     *[({"output": [{**function_call("t", {}, call_id="c1"), **change}]},
        r"ModelResponse.output\[0\] is a function_call whose name, call_id or arguments is not a string")
-      for change in ({"call_id": ["a"]}, {"call_id": 0}, {"name": None}, {"arguments": {"n": 1}})],
+      # (null arguments ran, and a state paused beside the call was refused when loaded: not a string of JSON)
+      for change in ({"call_id": ["a"]}, {"call_id": 0}, {"name": None}, {"arguments": {"n": 1}}, {"arguments": None})],
     *[({"output": [{"type": "message", "role": "assistant", "content": content}]},
        r"ModelResponse.output\[0\] has " + said) for content, said in (
         ([{"type": "output_text", "text": None}], "an output_text part whose text is no string"),
