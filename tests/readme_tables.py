@@ -189,7 +189,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # or "developer" stood in a session's history as their words, sent as theirs every later turn; one with no role
     # or content null made a paused state no load read), and a token count past a float's largest refused where the
     # run takes a response
-    "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1074,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -240,6 +240,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # unchecked), and its token counts past a float's largest refused (a paused state summing one could not load)
     # 1071: that last check moved to turn.take_response (where a run takes a response; a state's document may hold
     # a count up to 10**400, so it is no rule of every ModelResponse)
+    # 1074 for a custom model's response_id and request_id that are no strings refused where its ModelResponse is
+    # made (a state paused after such a response was written, then refused when loaded: "expected string")
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
