@@ -41,6 +41,10 @@ class ModelResponse:
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
             raise UserError(f"ModelResponse.usage's token counts must be whole numbers, got {self.usage.counts()}")
+        if not all(isinstance(i, (str, type(None))) for i in (self.response_id, self.request_id)):  # a state paused
+            # after it was written and refused when loaded ("response_id: expected string")
+            raise UserError("ModelResponse.response_id and request_id must be strings or None, got "
+                            f"{type(self.response_id).__name__} and {type(self.request_id).__name__}")
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""

@@ -283,6 +283,11 @@ MUTANTS: List[Mutant] = [
       "        if False:",
       "a text part whose text is no string is refused where it enters", "test_items"),
     M("items.py",
+      "        if not all(isinstance(i, (str, type(None))) for i in (self.response_id, self.request_id)):",
+      "        if False:",
+      "a custom model's response_id or request_id that is no string is a UserError where it is made (a state "
+      "paused after it could not be loaded)", "test_items"),
+    M("items.py",
       "        if not all(type(count) is int for count in self.usage.counts()):",
       "        if False:",
       "a custom model's usage whose token counts are no whole numbers is a UserError where it is made", "test_run"),

@@ -326,6 +326,10 @@ class AnswersWith(Model):
     ({"output": [assistant_message("hi"), "hello"]}, r"ModelResponse.output\[1\] must be an item .* not str"),
     ({"output": [assistant_message("hi")], "usage": None}, "ModelResponse.usage must be a Usage, not NoneType"),
     ({"output": [assistant_message("hi")], "usage": {"input_tokens": 3}}, "must be a Usage, not dict"),
+    # ids that are no strings: a state paused after such a response was written, and refused when loaded
+    ({"output": [assistant_message("hi")], "response_id": 5}, "response_id and request_id must be strings or None, "
+                                                              "got int and NoneType"),
+    ({"output": [assistant_message("hi")], "request_id": {"id": "r"}}, "got NoneType and dict"),
     *[({"output": [{**function_call("t", {}, call_id="c1"), **change}]},
        r"ModelResponse.output\[0\] is a function_call whose name, call_id or arguments is not a string")
       # (null arguments ran, and a state paused beside the call was refused when loaded: not a string of JSON)
