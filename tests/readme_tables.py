@@ -281,7 +281,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1295,  # 1295: a state holding a value nested deeper than MAX_DEPTH refused when written
+    "state and sessions": 1297,  # 1297: only a string is taken for a call id the run used (state._is_id): an item
+    # that is no call holding a call_id that is a list or an object (from input, a session, a model) was a bare
+    # TypeError; 1295: a state holding a value nested deeper than MAX_DEPTH refused when written
     # (dump_state runs load_state's _not_json): to_string wrote a paused run from_string refused (the person's decision
     # lost), and a session's journal of it raised a bare RecursionError (3000 deep) or was one no continue could read;
     # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
