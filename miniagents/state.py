@@ -115,12 +115,12 @@ class RunState(Generic[TContext]):
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
         # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
         used = self.transcript + [i.raw_item for i in self.generated_items]
-        self.call_ids = {i.get("call_id") for i in used if i.get("call_id")}
+        self.call_ids = set(filter(_is_id, (i.get("call_id") for i in used)))
 
     def record_turn(self, items: list, start: int) -> None:
         """Put the current turn's items from `start` on (replacing a paused attempt's)."""
         self.generated_items[start:] = items
-        self.call_ids.update([i.raw_item["call_id"] for i in items if i.raw_item.get("call_id")])
+        self.call_ids.update(filter(_is_id, (i.raw_item.get("call_id") for i in items)))
 
     @property
     def server_managed(self) -> bool:
@@ -233,6 +233,12 @@ class RunState(Generic[TContext]):
         except (TypeError, ValueError, RecursionError) as e:
             raise UserError(f"Failed to parse run state JSON: {e or 'nested too deeply'}") from None
         return load_state(initial_agent, data, context_override, context_deserializer)
+
+
+def _is_id(call_id: Any) -> bool:
+    """Whether an item's `call_id` is one a call could have: a non-empty string. An item that is no call may hold
+    anything there (a message's list, from input, a session or a model, was put in the set: a bare TypeError)."""
+    return isinstance(call_id, str) and bool(call_id)
 
 
 # --- The JSON document ------------------------------------------------------------------------

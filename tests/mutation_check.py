@@ -292,6 +292,11 @@ MUTANTS: List[Mutant] = [
       "        if False:",
       "a custom model's usage whose token counts are no whole numbers is a UserError where it is made", "test_run"),
     M("state.py",
+      "    return isinstance(call_id, str) and bool(call_id)",
+      "    return bool(call_id)",
+      "an item that is no call may hold a call_id that is a list or an object (the set of the run's call ids took it: "
+      "a bare TypeError)", "test_call_ids"),
+    M("state.py",
       "        where = _not_json(document)\n        if where is None:",
       "        where = None\n        if where is None:",
       "a state holding a value nested deeper than MAX_DEPTH is refused when written, not when read back (a pause "
