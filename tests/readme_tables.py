@@ -281,7 +281,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1297,  # 1297: only a string is taken for a call id the run used (state._is_id): an item
+    "state and sessions": 1305,  # 1305: the depth of a state written found level by level (state._deeper), the
+    # loader's own walk taken only to name the path: walking every value made to_json, and each journal write, twice
+    # as slow; 1297: only a string is taken for a call id the run used (state._is_id): an item
     # that is no call holding a call_id that is a list or an object (from input, a session, a model) was a bare
     # TypeError; 1295: a state holding a value nested deeper than MAX_DEPTH refused when written
     # (dump_state runs load_state's _not_json): to_string wrote a paused run from_string refused (the person's decision
