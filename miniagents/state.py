@@ -294,6 +294,18 @@ def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optio
     return f"{path} ({preview(type(value).__name__, 60)})"
 
 
+def _deeper(value: Any, levels: int) -> bool:
+    """Whether `value` nests more than `levels` levels of objects and arrays (without recursion, level by level)."""
+    level, todo = 0, [value]
+    while todo:
+        level += 1
+        if level > levels:
+            return True
+        todo = [inner for v in todo for inner in (v.values() if isinstance(v, dict) else v)
+                if isinstance(inner, (dict, list))]
+    return False
+
+
 def _dump_item(item: Any) -> dict:
     data = {"type": item.type, "agent": item.agent.name, "raw_item": dict(item.raw_item)}
     if isinstance(item, HandoffOutputItem):
@@ -349,11 +361,10 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     # was saved and never loaded again: the person's decision lost; deeper still, a bare RecursionError). Said here,
     # for to_string and the journal, with the path load_state would name.
     try:
-        where = _not_json(document)
-        if where is None:
-            document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
+        document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
+        where = _not_json(document) if _deeper(document, MAX_DEPTH) else None  # (a walk per level, not per value)
     except (TypeError, ValueError, RecursionError) as error:
-        where = str(error)
+        where = _not_json(document) or str(error)
     if where:
         raise UserError(f"This RunState cannot be written as JSON that loads again (by to_string, or to a session's "
                         f"journal before its turn runs a call): {where}") from None

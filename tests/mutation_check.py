@@ -297,8 +297,8 @@ MUTANTS: List[Mutant] = [
       "an item that is no call may hold a call_id that is a list or an object (the set of the run's call ids took it: "
       "a bare TypeError)", "test_call_ids"),
     M("state.py",
-      "        where = _not_json(document)\n        if where is None:",
-      "        where = None\n        if where is None:",
+      "        where = _not_json(document) if _deeper(document, MAX_DEPTH) else None",
+      "        where = None",
       "a state holding a value nested deeper than MAX_DEPTH is refused when written, not when read back (a pause "
       "lost), nor a bare RecursionError", "test_hostile_state"),
     M("turn.py",
