@@ -35,6 +35,7 @@ READING_ORDER = [
     ("turn.py", "call_model", "the transcript goes out"),
     ("turn.py", "get_model", "the `Model` to call: an object, or a name for the provider"),
     ("turn.py", "take_response", "the response counted and kept; call ids made unique where they collide"),
+    ("turn.py", "as_kept", "a model's message kept as the assistant's, whatever role it claims"),
     ("turn.py", "classify", "response items become run items; function calls become `Call`s"),
     ("turn.py", "plan", "each call's fate: unknown tool, waiting for a person, rejected, or run"),
     ("turn.py", "run_calls", "the runnable calls: one after the other, or concurrently"),
