@@ -342,7 +342,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2153,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2159,  # 2159: a reasoning item whose summary or content is no list, and an assistant refusal
+    # that is no text (a custom model's, kept in a session), refused where a Chat request is built (bare TypeErrors);
+    # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy
