@@ -303,6 +303,16 @@ MUTANTS: List[Mutant] = [
       "        where = None",
       "a state holding a value nested deeper than MAX_DEPTH is refused when written, not when read back (a pause "
       "lost), nor a bare RecursionError", "test_hostile_state"),
+    M("models/chat_completions.py",
+      "            if not all(isinstance(said, str) for said in refusal):",
+      "            if False:",
+      "an assistant refusal that is no text is a UserError where a Chat request is built, not a bare TypeError",
+      "test_chat_completions"),
+    M("models/chat_completions.py",
+      "            if not all(isinstance(part, list) for part in parts):",
+      "            if False:",
+      "a reasoning item whose summary or content is no list is a UserError where a Chat request is built, not a "
+      "bare TypeError", "test_chat_completions"),
     M("turn.py",
       "    return {**item, \"role\": \"assistant\", \"content\":",
       "    return {\"role\": \"assistant\", **item, \"content\":",
