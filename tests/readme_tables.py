@@ -342,7 +342,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2159,  # 2159: a reasoning item whose summary or content is no list, and an assistant refusal
+    "HTTP adapters": 2161,  # 2161: a "text" part whose text is no string refused where a Chat request is built;
+    # 2159: a reasoning item whose summary or content is no list, and an assistant refusal
     # that is no text (a custom model's, kept in a session), refused where a Chat request is built (bare TypeErrors);
     # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
