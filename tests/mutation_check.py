@@ -304,6 +304,11 @@ MUTANTS: List[Mutant] = [
       "a state holding a value nested deeper than MAX_DEPTH is refused when written, not when read back (a pause "
       "lost), nor a bare RecursionError", "test_hostile_state"),
     M("models/chat_completions.py",
+      "        if not isinstance(part.get(\"text\") or \"\", str):",
+      "        if False:",
+      "a text part whose text is no string is a UserError naming it where a Chat request is built",
+      "test_chat_completions"),
+    M("models/chat_completions.py",
       "            if not all(isinstance(said, str) for said in refusal):",
       "            if False:",
       "an assistant refusal that is no text is a UserError where a Chat request is built, not a bare TypeError",

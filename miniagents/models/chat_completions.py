@@ -46,6 +46,8 @@ def _text_of(content: Any, where: str, allowed=("input_text", "output_text", "te
         if kind not in allowed:
             raise UserError(f"{where}: content part {kind!r} cannot be sent to Chat Completions "
                             "(only text is supported here)")
+        if not isinstance(part.get("text") or "", str):  # (a "text" part's, which no entry checks: a bare TypeError)
+            raise UserError(f"{where}: content part {kind!r} has a text that is no string")
         texts.append(part.get("text") or "")
     return "\n".join(texts)
 
