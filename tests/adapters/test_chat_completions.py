@@ -118,7 +118,7 @@ def test_unknown_items_raise_user_error(item):
     {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": None}]}])
 def test_a_reasoning_or_refusal_no_chat_message_can_say_is_a_user_error_not_a_bare_type_error(item):
     """What a custom model gave, kept in a session's history, reached a Chat model's request: list(5) and a join of a
-    refusal that is no text raised bare TypeErrors (a content of {"text": ...} was sent as its keys, read as nothing)."""
+    refusal that is no text raised bare TypeErrors (a content of {"text": ...} was read as its keys: nothing)."""
     with pytest.raises(UserError, match="^Unhandled item type or structure for Chat Completions: "):
         items_to_messages([item])
 
