@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -34,20 +35,18 @@ class ModelResponse:
         if not isinstance(self.output, list):
             raise UserError(f"ModelResponse.output must be a list of items, not {type(self.output).__name__}")
         for n, item in enumerate(self.output):
-            if not isinstance(item, dict):
-                raise UserError(f"ModelResponse.output[{n}] must be an item (a Responses-shaped dict), not "
-                                f"{type(item).__name__}")
-            problem = _answer_problem(item.get("content")) if item.get("type") == "message" else None
+            problem = answer_problem(item)
             if problem is not None:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
-            if item.get("type") == "function_call" and not (isinstance(item.get("name"), str) and all(
-                    isinstance(item.get(key), (str, type(None))) for key in ("call_id", "arguments"))):
-                raise UserError(f"ModelResponse.output[{n}] is a function_call whose name, call_id or arguments is "
-                                "not a string")
+        self.output = [as_kept(item) for item in self.output]
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
             raise UserError(f"ModelResponse.usage's token counts must be whole numbers, got {self.usage.counts()}")
+        if max(self.usage.counts()) > sys.float_info.max:  # what an adapter refuses a server (models/shapes.count):
+            # summed into the run's usage, a paused state would be written that no load reads (10**400 or more)
+            raise UserError("ModelResponse.usage reports a token count past a float's largest "
+                            f"({sys.float_info.max:.1e})")
         for name in ("response_id", "request_id"):  # another kind would be kept in a state that then cannot load
             value = getattr(self, name)
             if not isinstance(value, (str, type(None))):
@@ -56,6 +55,37 @@ class ModelResponse:
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""
         return [{k: v for k, v in dict(item).items() if k != "created_by"} for item in self.output]
+
+
+def as_kept(item: dict) -> dict:
+    """A model's output item as a run keeps it (its history, a session's, a paused state): a message, read as
+    `turn.classify` reads one, is the assistant's whatever role it claims, and holds a list of parts (none for
+    null). A server's message with no role, role "tool" or content null runs (`answer_problem`), but kept as given it
+    stood in a session's history as words of whoever its role named ("user", "developer": words nobody wrote, sent
+    as theirs every later turn), and a state holding it failed to load."""
+    kind = item.get("type", "message" if item.get("role") == "assistant" else None)
+    if kind != "message" or (item.get("role") == "assistant" and item.get("content") is not None):
+        return item
+    return {**item, "role": "assistant", "content": [] if item.get("content") is None else item["content"]}
+
+
+def answer_problem(item: Any) -> Optional[str]:
+    """What in one item of a model's answer would fail the run where it is read, or None: a `type` that is no string
+    (a list broke `turn.classify`), and in a message (an item of type "message", or of no type and role "assistant",
+    as `turn.classify` reads them) or a function call, what `_answer_problem` and the string fields say."""
+    if not isinstance(item, dict):
+        return f"must be an item (a Responses-shaped dict), not {type(item).__name__}"
+    kind = item.get("type", "message" if item.get("role") == "assistant" else None)
+    if not isinstance(kind, (str, type(None))):
+        return f"has a 'type' that is not a string: {preview(kind, 40)}"
+    if kind == "message":
+        return _answer_problem(item.get("content"))
+    # (a call with no id gets one from the run; one with null arguments ran, and a state paused beside it was refused
+    # when loaded: `item_problem` takes arguments that are absent or a string of JSON)
+    strings = isinstance(item.get("name"), str) and isinstance(item.get("arguments", ""), str)
+    if kind == "function_call" and not (strings and isinstance(item.get("call_id"), (str, type(None)))):
+        return "is a function_call whose name, call_id or arguments is not a string"
+    return None
 
 
 def _answer_problem(content: Any) -> Optional[str]:

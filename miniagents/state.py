@@ -21,7 +21,7 @@ from .errors import UserError
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
                     ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, derived_id,
-                    drop_orphans, function_call_output, item_problem, preview, to_input_list)
+                    drop_orphans, function_call_output, item_problem, keyable, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
 
@@ -113,14 +113,16 @@ class RunState(Generic[TContext]):
         items = to_input_list(self.original_input) + generated
         self.transcript = drop_orphans(items, self.server_managed, items if self.names_state else None)
         # Call ids already in the history (the session's included) or used by this run: a model that reuses one
-        # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call.
+        # (servers that number calls per response) gets a fresh id, so no output can answer the wrong call. Only ids
+        # a session keys: the turn looks up no other (assign_call_ids), and an item that is no call may hold
+        # anything there (a message's list, put in the set, was a bare TypeError).
         used = self.transcript + [i.raw_item for i in self.generated_items]
-        self.call_ids = {i.get("call_id") for i in used if i.get("call_id")}
+        self.call_ids = set(filter(keyable, (i.get("call_id") for i in used)))
 
     def record_turn(self, items: list, start: int) -> None:
         """Put the current turn's items from `start` on (replacing a paused attempt's)."""
         self.generated_items[start:] = items
-        self.call_ids.update([i.raw_item["call_id"] for i in items if i.raw_item.get("call_id")])
+        self.call_ids.update(filter(keyable, (i.raw_item.get("call_id") for i in items)))
 
     @property
     def server_managed(self) -> bool:
@@ -288,6 +290,18 @@ def _json_path_error(value: Any, path: str = "context", depth: int = 0) -> Optio
     return f"{path} ({preview(type(value).__name__, 60)})"
 
 
+def _deeper(value: Any, levels: int) -> bool:
+    """Whether `value` nests more than `levels` levels of objects and arrays (without recursion, level by level)."""
+    level, todo = 0, [value]
+    while todo:
+        level += 1
+        if level > levels:
+            return True
+        todo = [inner for v in todo for inner in (v.values() if isinstance(v, dict) else v)
+                if isinstance(inner, (dict, list))]
+    return False
+
+
 def _dump_item(item: Any) -> dict:
     data = {"type": item.type, "agent": item.agent.name, "raw_item": dict(item.raw_item)}
     if isinstance(item, HandoffOutputItem):
@@ -338,13 +352,18 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
         "auto_previous_response_id": state.auto_previous_response_id,
         "server_known": state.server_known,
     }
+    # An input item, or an item a custom model or tool gave, may hold what a load refuses: a value JSON cannot hold (a
+    # datetime, nan, an int of 4,300 digits), or one nested deeper than MAX_DEPTH, which json writes (a paused run
+    # was saved and never loaded again: the person's decision lost; deeper still, a bare RecursionError). Said here,
+    # for to_string and the journal, with the path load_state would name.
     try:
         document = json.loads(json.dumps(document, allow_nan=False))  # its own: editing it never edits the state
-    except (TypeError, ValueError) as error:  # an input item, or an item a custom model or tool gave, holds a
-        # value JSON cannot (a datetime, nan, an int of 4,300 digits): said here, for to_string and the journal
-        where = _json_path_error(document, "the state") or str(error)
-        raise UserError(f"This RunState cannot be written as JSON (by to_string, or to a session's journal before "
-                        f"its turn runs a call): {where}") from None
+        where = _not_json(document) if _deeper(document, MAX_DEPTH) else None  # (a walk per level, not per value)
+    except (TypeError, ValueError, RecursionError) as error:
+        where = _not_json(document) or str(error)
+    if where:
+        raise UserError(f"This RunState cannot be written as JSON that loads again (by to_string, or to a session's "
+                        f"journal before its turn runs a call): {where}") from None
     # The caller's context and decisions (a rejection message) are the strings no entry point cleaned: a lone
     # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
     document["context"] = clean_json(document["context"])

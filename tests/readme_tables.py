@@ -191,7 +191,13 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1725 for that check made a helper of its own (steps.model_events), which the retry shell asks too; 1728 for a
     # shell loaded again (dropped from sys.modules and imported anew) whose plugins take the place of its earlier
     # load's (each rule ran twice a run); 1730 the two branches merged (each counted from its own base)
-    "agents, items, guardrails": 1071,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # (counted from 1717 on its branch) 1723 for turn.as_kept, a model's message kept as the assistant's whatever
+    # role it claims (one claiming "user" or "developer" stood in a session's history as their words, sent as
+    # theirs every later turn; one with no role or content null made a paused state no load read), and a token
+    # count past a float's largest refused where the run takes a response; 1738 for that, merged with the above
+    # 1730 when those two rules moved to where a ModelResponse is made (items.py), beside its other checks of a
+    # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
+    "agents, items, guardrails": 1086,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -241,6 +247,15 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # and the state it paused in was refused when loaded: the paused work lost)
     # 1071 for a model's total token count under its own input and output counts added as those (Usage.add): a total of
     # 1 for 100 output tokens, or one made negative by a negative input count, never tripped total_tokens_limit
+    # 1075 for items.answer_problem, a custom model's item checked whatever marks it (an item whose type is no string
+    # broke turn.classify with a bare TypeError, and a message known by its role alone reached message_text
+    # unchecked), and its token counts past a float's largest refused (a paused state summing one could not load)
+    # 1071: that last check moved to turn.take_response (where a run takes a response; a state's document may hold
+    # a count up to 10**400, so it is no rule of every ModelResponse)
+    # (fix-deep, counted from 1066) 1074 for a custom model's response_id and request_id that are no strings refused where its ModelResponse is
+    # made (a state paused after such a response was written, then refused when loaded: "expected string")
+    # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
+    # bound moved here, to ModelResponse (see the loop's 1730)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -280,7 +295,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1292,  # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
+    "state and sessions": 1305,  # 1305: the depth of a state written found level by level (state._deeper), the
+    # loader's own walk taken only to name the path: walking every value made to_json, and each journal write, twice
+    # as slow; 1297: only a string is taken for a call id the run used (state._is_id): an item
+    # that is no call holding a call_id that is a list or an object (from input, a session, a model) was a bare
+    # TypeError; 1295: a state holding a value nested deeper than MAX_DEPTH refused when written
+    # (dump_state runs load_state's _not_json): to_string wrote a paused run from_string refused (the person's decision
+    # lost), and a session's journal of it raised a bare RecursionError (3000 deep) or was one no continue could read;
+    # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
     # as items are (the driver's UTF-8 refused it: the run failed); 1285: a write whose row count the driver cannot tell (PEP 249's rowcount -1) a
     # SessionStoreError (a claim read it as "claimed before": the call never ran; a once-append stored nothing);
     # 1278: a journal row edited to NULL (read as none) written over as none (every run
@@ -333,7 +355,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2170,  # issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
+    "HTTP adapters": 2178,  # 2178 (+8): a "text" part whose text is no string, a reasoning item whose summary or
+    # content is no list, and an assistant refusal that is no text (a custom model's, kept in a session), refused
+    # where a Chat request is built (bare TypeErrors); issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
     # secret a request holds kept out of messages, proxy credentials, and the forms llama-server reads; lowered when
     # upstream's provider API, openai_client= and the retry advice left models/; raised to 1995 for what an attack on
     # the adapters found: JSON nested deeper than Python reads, a timeout or retry count no clock can keep, a proxy

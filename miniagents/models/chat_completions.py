@@ -46,6 +46,8 @@ def _text_of(content: Any, where: str, allowed=("input_text", "output_text", "te
         if kind not in allowed:
             raise UserError(f"{where}: content part {kind!r} cannot be sent to Chat Completions "
                             "(only text is supported here)")
+        if not isinstance(part.get("text") or "", str):  # (a "text" part's, which no entry checks: a bare TypeError)
+            raise UserError(f"{where}: content part {kind!r} has a text that is no string")
         texts.append(part.get("text") or "")
     return "\n".join(texts)
 
@@ -128,7 +130,10 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
             text = content if isinstance(content, str) else _text_of(
                 [p for p in parts if p.get("type") != "refusal"], "assistant message")
             open_asst = {"role": "assistant", "content": text or None}
-            refusal = "".join(p.get("refusal", "") for p in parts if p.get("type") == "refusal")
+            refusal = [p.get("refusal", "") for p in parts if p.get("type") == "refusal"]
+            if not all(isinstance(said, str) for said in refusal):  # (a custom model's, kept in a session)
+                raise UserError(f"Unhandled item type or structure for Chat Completions: {item!r:.200}")
+            refusal = "".join(refusal)
             if refusal:
                 open_asst["refusal"] = refusal
             messages.append(open_asst)
@@ -157,7 +162,10 @@ def items_to_messages(items: list, instructions: Optional[str] = None, *, system
             if media:
                 attachments.append((item["call_id"], media))
         elif kind == "reasoning":
-            parts = list(item.get("summary") or []) + list(item.get("content") or [])
+            parts = [item.get("summary") or [], item.get("content") or []]
+            if not all(isinstance(part, list) for part in parts):  # (a custom model's summary of 5: a bare TypeError)
+                raise UserError(f"Unhandled item type or structure for Chat Completions: {item!r:.200}")
+            parts = parts[0] + parts[1]
             open_asst = None
             reasoning = "\n".join(p.get("text", "") for p in parts if isinstance(p, dict)) or None
         else:

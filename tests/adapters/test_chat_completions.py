@@ -112,6 +112,27 @@ def test_unknown_items_raise_user_error(item):
         items_to_messages([item])
 
 
+@pytest.mark.parametrize("item", [
+    {"type": "reasoning", "summary": 5}, {"type": "reasoning", "summary": [], "content": {"text": "x"}},
+    {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": 5}]},
+    {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": None}]}])
+def test_a_reasoning_or_refusal_no_chat_message_can_say_is_a_user_error_not_a_bare_type_error(item):
+    """What a custom model gave, kept in a session's history, reached a Chat model's request: list(5) and a join of a
+    refusal that is no text raised bare TypeErrors (a content of {"text": ...} was read as its keys: nothing)."""
+    with pytest.raises(UserError, match="^Unhandled item type or structure for Chat Completions: "):
+        items_to_messages([item])
+
+
+@pytest.mark.parametrize("item, where", [
+    ({"type": "message", "role": "assistant", "content": [{"type": "text", "text": 5}]}, "assistant message"),
+    ({"role": "system", "content": [{"type": "text", "text": ["Be brief."]}]}, "system message")])
+def test_a_text_part_whose_text_is_no_string_is_a_user_error_naming_the_part(item, where):
+    """A "text" part (Chat's own kind, which no entry checks as it checks input_text and output_text) was joined:
+    a bare TypeError."""
+    with pytest.raises(UserError, match=f"^{where}: content part 'text' has a text that is no string$"):
+        items_to_messages([item])
+
+
 def test_user_image_part_and_file_id_image_rejected():
     msgs = items_to_messages([{"role": "user", "content": [
         {"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": "https://x/y.png",

@@ -367,3 +367,15 @@ def test_a_paused_agent_tool_is_found_by_the_paused_turns_call_not_an_earlier_ca
     state = RunState.from_string(agent, Runner.run_sync(agent, "go", conversation_id="c").to_state().to_string())
     state.approve(state.get_interruptions()[0])
     assert Runner.run_sync(agent, state).final_output == "done" and runs == [("guarded", 5)]
+
+
+@pytest.mark.parametrize("call_id", [["x"], {"id": "x"}])
+def test_an_item_that_is_no_call_may_hold_any_call_id_in_input_or_a_models_answer(call_id):
+    """Every item's call_id went into the set of ids the run used: a message's (or a reasoning or hosted tool item's)
+    that is a list or an object, from the input, a session or a model's answer, was a bare TypeError ("unhashable
+    type"). Only a string can be a call's id."""
+    model = ScriptedModel([[{**assistant_message("hi"), "call_id": call_id}],
+                           [{"type": "reasoning", "summary": [], "call_id": call_id}, assistant_message("again")]])
+    agent = Agent(name="A", model=model)
+    assert Runner.run_sync(agent, "hi").final_output == "hi"
+    assert Runner.run_sync(agent, [{"role": "user", "content": "hi", "call_id": call_id}]).final_output == "again"

@@ -30,7 +30,11 @@ CEILINGS = {  # run -> (distinct lines, files); lowered as each round took off a
     # already runs); the handoff by adding a response's usage under the lock that every count of a shared usage takes
     # (agent tools running at once lost tokens), which the hello world pays for by letting the JSON decoder say that
     # a tool's arguments are no text; the approval by every given state taken by its run whatever it holds
-    # (`run.given`: one with no model response yet, stopped by a request limit of 0 or made by hand, ran twice at once)
+    # (`run.given`: one with no model response yet, stopped by a request limit of 0 or made by hand, ran twice at once);
+    # and the hello world by a model's token counts, each added under a total of at least its input and output
+    # (a model's own total under them loosened total_tokens_limit). What a run takes of a model's answer is checked
+    # and kept where its ModelResponse is made (a message is the assistant's whatever role it claims), and only an
+    # id a session keys is kept as a call id (`items.keyable`, which the turn already asks)
     "hello world": (250, 8),
     "approval through JSON": (341, 9),
     "handoff": (230, 8),

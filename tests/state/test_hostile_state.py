@@ -9,7 +9,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from miniagents import RunState, Runner, SQLiteSession, UserError, function_tool
+from miniagents import Agent, Model, ModelResponse, RunState, Runner, SQLiteSession, UserError, function_tool
 from miniagents.sql_session import SessionStoreError
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import make_agent
@@ -167,6 +167,60 @@ def test_a_document_nested_as_deep_as_a_state_may_be_loads_and_saves_again():
         deep = {"a": deep}
     document["context"]["context"] = deep
     assert json.loads(RunState.from_json(agent, document).to_string())["context"]["context"] == deep
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class Plays(Model):
+    """A custom model answering with the items it is given, as they are (ScriptedModel copies them, recursing)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+
+    def get_response(self, *args, **kwargs):
+        return ModelResponse(output=self.answers.pop(0))
+
+
+@pytest.mark.parametrize("depth", [199, 3000])
+def test_a_state_holding_a_models_item_nested_deeper_than_a_state_may_be_is_refused_when_written(depth):
+    """A custom model's item may hold anything: nested 199 deep beside a call waiting for a person, to_string wrote
+    a state that from_string refused (the person's decision could never be given); 3000 deep, a bare
+    RecursionError."""
+    call = {**function_call("delete", {"p": "a"}, call_id="c1"), "extra": nested(depth)}
+
+    @function_tool(needs_approval=True)
+    def delete(p: str) -> str:
+        return "deleted"
+
+    state = Runner.run_sync(Agent(name="A", tools=[delete], model=Plays([call])), "hi").to_state()
+    with pytest.raises(UserError, match=r"^This RunState cannot be written as JSON that loads again .*: "
+                                        r"generated_items\[0\]\['raw_item'\]\['extra'\](\[0\])+ \(nested deeper "
+                                        r"than 200 levels\)$"):
+        state.to_string()
+
+
+def test_a_models_item_nested_deeper_than_a_journal_may_be_stops_the_run_before_its_call_runs(tmp_path):
+    """With a session's ledger, the turn's journal entry is written before its calls run: it raised a bare
+    RecursionError (3000 deep), or was written and could not be read to continue the turn after a crash (199)."""
+    ran = []
+
+    @function_tool
+    def delete(p: str) -> str:
+        ran.append(p)
+        return "deleted"
+
+    for depth in (199, 3000):
+        call = {**function_call("delete", {"p": "a"}, call_id="c1"), "extra": nested(depth)}
+        agent = Agent(name="A", tools=[delete], model=Plays([call], [assistant_message("done")]))
+        session = SQLiteSession(f"deep{depth}", str(tmp_path / "s.db"))
+        with pytest.raises(UserError, match="nested deeper than 200 levels"):
+            Runner.run_sync(agent, "hi", session=session)
+        assert ran == [] and session.get_items() == []
 
 
 def test_a_state_whose_run_ended_does_not_run_again(tmp_path):
