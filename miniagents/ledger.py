@@ -301,9 +301,15 @@ def claim_pause(run: Run, turn: Turn) -> None:
     `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
     state = run.state
     turn.claim = pause_claim(state)
+    resumed = not run.scratch.get(open_journal)  # a state given to the run, not a continue of the session's journal
+    # Its turn written (a take-over of this state, or the resume one took over, completed it) is refused before it
+    # claims: a take-over's claim (a pause of its own) is the one a continue of the turn still journaled claims,
+    # and a claim nobody settles would refuse that continue, and the run would never get its answer.
+    if resumed and written(run):
+        raise AlreadyResumedError(state.run_id, state.current_turn, "completed")
     won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if won and not run.scratch.get(open_journal) and written(run):  # its turn is written: a take-over of this
-        won, outcome = False, "completed"  # state, or the resume one took over, completed it (a continue goes on)
+    if won and resumed and written(run):  # written meanwhile (the same, by a resume still running)
+        won, outcome = False, "completed"
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue

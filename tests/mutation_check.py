@@ -1919,8 +1919,12 @@ MUTANTS: List[Mutant] = [
       "exactly once: a take-over never takes the turn a worker set aside claimed (both ran its tool)",
       "test_continue"),
     M("ledger.py",
-      "    if won and not run.scratch.get(open_journal) and written(run):  # its turn is written: a take-over of this",
-      "    if won and state.pending.pauses and not run.scratch.get(open_journal) and written(run):",
+      "    if resumed and written(run):\n        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")\n"
+      "    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)\n    if won and resumed and written(run):",
+      "    if resumed and state.pending.pauses and written(run):\n"
+      "        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")\n"
+      "    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)\n"
+      "    if won and state.pending.pauses and resumed and written(run):",
       "exactly once: a first resume of a pause a take-over already wrote stops as completed (it took turn 2 over)",
       "test_continue"),
     M("ledger.py",
@@ -1929,10 +1933,17 @@ MUTANTS: List[Mutant] = [
       "exactly once: a journal write over 'empty again' looks the turn claim up (a take-over ran the turn meanwhile)",
       "test_continue"),
     M("ledger.py",
-      "    if won and not run.scratch.get(open_journal) and written(run):  # its turn is written: a take-over of this",
-      "    if False:",
+      "    if resumed and written(run):\n        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")\n"
+      "    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)\n    if won and resumed and written(run):",
+      "    if False:\n        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")\n"
+      "    won, outcome = stored(run, run.ledger.claim_call, *turn.claim)\n    if False:",
       "exactly once: taking over a resume that completed (or wrote its turn) is refused (issue 30)",
       "test_exactly_once"),
+    M("ledger.py",
+      "    if resumed and written(run):\n        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")",
+      "    if False:\n        raise AlreadyResumedError(state.run_id, state.current_turn, \"completed\")",
+      "exactly once: a take-over of a resume that wrote its turn is refused before it claims (a continue finishes "
+      "the run)", "test_crash_continue"),
     M("run.py",
       "    pauses = state.pending.pauses + 1 if state.pending is not None else 0",
       "    pauses = 0",

@@ -9,7 +9,8 @@ lands before, during and after the model call, at each tool call's start, side e
 output is recorded), and before and after the turn's write. K = 0 never kills.
 
 MODE "start" runs the plan's input on the session; "continue" finishes what the session holds (`finish`),
-approving every call a person is asked about (it prints "approved CALL_ID" first). Prints "points N" and
+approving every call a person is asked about (it prints "approved CALL_ID" first); "resume=PATH" approves every
+interruption of the paused state saved as JSON at PATH and resumes it once. Prints "points N" and
 "final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run). The parent test imports this module for the same agent and `finish`.
 """
 import json
@@ -144,7 +145,7 @@ def finish(session, agent, approved=None, say=lambda line: None):
 def main(spec_json, plan_json, kill_at, effects_path, mode):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from session_backends import open_session
-    from miniagents import RunConfig, Runner
+    from miniagents import RunConfig, Runner, RunState
 
     PASSED[1] = int(kill_at)
     session = instrumented(open_session(json.loads(spec_json), "crash"))
@@ -158,6 +159,13 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
     try:
         if mode == "start":
             final = Runner.run_sync(agent, INPUT, session=session,
+                                    run_config=RunConfig(max_function_tool_concurrency=1)).final_output
+        elif mode.startswith("resume="):
+            with open(mode[len("resume="):], encoding="utf-8") as f:
+                state = RunState.from_string(agent, f.read())
+            for item in state.get_interruptions():
+                state.approve(item)
+            final = Runner.run_sync(agent, state, session=session,
                                     run_config=RunConfig(max_function_tool_concurrency=1)).final_output
         else:
             final = finish(session, agent, say=say)

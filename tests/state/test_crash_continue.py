@@ -229,3 +229,61 @@ def test_a_run_stopped_after_a_call_ran_killed_at_every_point_keeps_a_true_histo
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(kill_at, range(1, points + 1)))
+
+
+def test_a_take_over_of_a_resume_killed_at_every_point_leaves_the_run_to_finish_paying_once(tmp_path):
+    """A paused state is approved and resumed in a process killed at each point; this process then takes it over
+    (`take_over()`, as after `AlreadyResumedError` with outcome None) and finishes the session (`finish`). The
+    take-over refused with "completed" (the killed resume had written its turn) claimed the pause a continue of the
+    turn still journaled claims: that continue then raised `AlreadyResumedError` saying the run "stopped before it
+    finished", emptied the journal, and the run never got its answer (its second `pay` never ran)."""
+    from miniagents import AlreadyResumedError, RunConfig, Runner, RunState
+    from miniagents.ledger import MAY_HAVE_HAPPENED, NOT_RUN_AGAIN
+
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+    config = RunConfig(max_function_tool_concurrency=1)
+
+    def paused(folder):
+        spec, effects = spec_for("sqlite", folder), folder / "effects"
+        effects.touch()
+        agent = crash_point.agent_for(plan, str(effects))
+        with open_session(spec, "crash") as session:
+            result = Runner.run_sync(agent, crash_point.INPUT, session=session, run_config=config)
+        (folder / "state.json").write_text(result.to_state().to_string())
+        return spec, effects, agent, f"resume={folder / 'state.json'}"
+
+    (tmp_path / "ref").mkdir()
+    _, _, _, mode = paused(tmp_path / "ref")
+    _, lines = child(spec_for("sqlite", tmp_path / "ref"), plan, 0, tmp_path / "ref" / "effects", mode)
+    assert lines[-1] == "final done: paid 5; refunded 2; paid 9", lines
+    points = int(lines[-2].split()[1])
+
+    def kill_at(k):
+        folder = tmp_path / f"k{k}"
+        folder.mkdir()
+        spec, effects, agent, mode = paused(folder)
+        killed, _ = child(spec, plan, k, effects, mode)
+        assert killed, k
+        state = RunState.from_string(agent, (folder / "state.json").read_text())
+        for item in state.get_interruptions():
+            state.approve(item)
+        state.take_over()
+        approved = []
+        with open_session(spec, "crash") as session:
+            try:
+                Runner.run_sync(agent, state, session=session, run_config=config)
+            except AlreadyResumedError:
+                pass
+            final = crash_point.finish(session, agent, approved)
+            items = session.get_items()
+            assert session.read_journal() == "", k
+        done = collections.Counter(line.rsplit("/", 1)[1] for line in effects.read_text().splitlines())
+        where = f"killed at point {k} of {points}: {final}, {done}, approved {approved}"
+        assert final.startswith("done: paid 5; ") and final.endswith("; paid 9"), where
+        assert done["t1c0"] >= 1 and all(n <= 1 + approved.count(call) for call, n in done.items()), where
+        outputs = {i["call_id"]: i["output"] for i in items if i.get("type") == "function_call_output"}
+        assert [i["call_id"] for i in items if i.get("type") == "function_call"] == list(outputs), where
+        assert outputs["t0c1"] in ("refunded 2", NOT_RUN_AGAIN, MAY_HAVE_HAPPENED), where
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(kill_at, range(1, points + 1)))
