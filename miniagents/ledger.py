@@ -236,6 +236,9 @@ def open_journal(run: Run) -> bool:
         found.pending.pauses += 1  # a turn in flight (or a pause a resume claimed, then died): a claim of its own,
         # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
         # run and the state the paused run returned meet (one resume of it wins)
+    while found.pending is not None and stored(run, run.ledger.lookup_call, *pause_claim(found)) == (True, None):
+        found.pending.pauses += 1  # past a take-over that claimed its pause and died before it journaled its turn:
+        # its claim, held by no one, refused every continue (were it still running, its journal write fails first)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
     write_journal(run, journaled(found), entry["turn"])
     return True
