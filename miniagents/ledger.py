@@ -199,7 +199,9 @@ def journal_entry(run: Run) -> dict:
     except (ValueError, RecursionError):
         entry = None
     kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
-    if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
+    if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()) and \
+            entry["state"].get("run_id", entry["run_id"]) == entry["run_id"]:  # its state's run id edited: its calls
+        # would run again, as another run's
         return entry
     what = f"of over the {MAX_TEXT:,} characters a state may have" if isinstance(text, str) and not readable else \
         "miniagents did not write (edited, or corrupt)"
