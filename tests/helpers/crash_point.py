@@ -12,7 +12,8 @@ MODE "start" runs the plan's input on the session; "continue" finishes what the 
 approving every call a person is asked about (it prints "approved CALL_ID" first); "resume=PATH" approves every
 interruption of the paused state saved as JSON at PATH and resumes it once; "take-over=PATH" the same, taking it
 over (`take_over()`) first. With CRASH_POINT_NAMES set in the environment it prints "point N NAME" as it passes each. Prints "points N" and
-"final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run). The parent test imports this module for the same agent and `finish`.
+"final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run; "final already resumed
+(OUTCOME)": `AlreadyResumedError`). The parent test imports this module for the same agent and `finish`.
 """
 import json
 import os
@@ -157,7 +158,7 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
     def say(line):
         os.write(1, (line + "\n").encode())
 
-    from miniagents import ToolInputGuardrailTripwireTriggered
+    from miniagents import AlreadyResumedError, ToolInputGuardrailTripwireTriggered
 
     try:
         if mode == "start":
@@ -176,6 +177,8 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
             final = finish(session, agent, say=say)
     except (ToolInputGuardrailTripwireTriggered, RuntimeError):
         final = "halted"
+    except AlreadyResumedError as error:  # a second resume of one state, or a take-over of one that completed
+        final = f"already resumed ({error.outcome})"
     say(f"points {PASSED[0]}")
     say(f"final {final}")
 

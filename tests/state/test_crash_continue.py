@@ -324,3 +324,37 @@ def test_a_take_over_killed_once_it_claimed_its_pause_leaves_the_turn_to_continu
     assert child(spec, plan, writes, effects, resume)[0]
     assert child(spec, plan, claimed, effects, resume.replace("resume=", "take-over="))[0]
     check(spec, plan, effects, [], expected, f"resume killed at {writes}, its take-over at {claimed}")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k1=st.integers(0, 60), second=st.sampled_from(["take-over=", "resume=", "continue"]), k2=st.integers(1, 60))
+def test_a_resume_killed_then_a_second_worker_killed_then_a_continue_pays_once_and_answers(k1, second, k2,
+                                                                                            tmp_path_factory):
+    """A paused state is approved and resumed in a process killed at a generated point once it claimed its pause;
+    a second worker (a take-over, a second resume of the same state, a continue) is killed at another; then this
+    process finishes the session: each side effect at most once (plus a person's approved repeats), the run gets its
+    answer, the history pairs each call with an output, and nothing stays in flight."""
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+    folder = tmp_path_factory.mktemp("twice")
+    (folder / "ref").mkdir()
+    spec, effects, agent, resume = paused(folder / "ref", plan)
+    _, lines = child(spec, plan, 0, effects, resume, names=True)
+    names = [line.split()[2] for line in lines if line.startswith("point ")]
+    claimed = names.index("claim_call:after") + 1  # the resume's pause claim returned
+    (folder / "run").mkdir()
+    spec, effects, agent, resume = paused(folder / "run", plan)
+    k1 = claimed + k1 % (len(names) + 1 - claimed)
+    assert child(spec, plan, k1, effects, resume)[0]
+    mode = "continue" if second == "continue" else resume.replace("resume=", second)
+    killed, lines = child(spec, plan, k2, effects, mode)
+    approved = [line.split()[1] for line in lines if line.startswith("approved ")]
+    with open_session(spec, "crash") as session:
+        final = crash_point.finish(session, agent, approved)
+        items = session.get_items()
+        assert session.read_journal() == ""
+    done = collections.Counter(line.rsplit("/", 1)[1] for line in effects.read_text().splitlines())
+    where = f"resume killed at {k1}, {second} at {k2} ({killed}): {final}, {dict(done)}, approved {approved}"
+    assert final.startswith("done: paid 5; ") and final.endswith("; paid 9"), where
+    assert all(n <= 1 + approved.count(call) for call, n in done.items()), where
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    assert calls == [i["call_id"] for i in items if i.get("type") == "function_call_output"] and done["t1c0"], where
