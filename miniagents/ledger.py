@@ -199,7 +199,9 @@ def journal_entry(run: Run) -> dict:
     except (ValueError, RecursionError):
         entry = None
     kinds = {"run_id": str, "turn": int, "epoch": int, "state": dict}
-    if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()):
+    if isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in kinds.items()) and \
+            entry["state"].get("run_id", entry["run_id"]) == entry["run_id"]:  # its state's run id edited: its calls
+        # would run again, as another run's
         return entry
     what = f"of over the {MAX_TEXT:,} characters a state may have" if isinstance(text, str) and not readable else \
         "miniagents did not write (edited, or corrupt)"
@@ -236,6 +238,9 @@ def open_journal(run: Run) -> bool:
         found.pending.pauses += 1  # a turn in flight (or a pause a resume claimed, then died): a claim of its own,
         # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
         # run and the state the paused run returned meet (one resume of it wins)
+    while found.pending is not None and stored(run, run.ledger.lookup_call, *pause_claim(found)) == (True, None):
+        found.pending.pauses += 1  # past a take-over that claimed its pause and died before it journaled its turn:
+        # its claim, held by no one, refused every continue (were it still running, its journal write fails first)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
     write_journal(run, journaled(found), entry["turn"])
     return True
@@ -301,9 +306,15 @@ def claim_pause(run: Run, turn: Turn) -> None:
     `AlreadyResumedError` before it runs or writes anything, so the session holds the winner's turn alone."""
     state = run.state
     turn.claim = pause_claim(state)
+    resumed = not run.scratch.get(open_journal)  # a state given to the run, not a continue of the session's journal
+    # Its turn written (a take-over of this state, or the resume one took over, completed it) is refused before it
+    # claims: a take-over's claim (a pause of its own) is the one a continue of the turn still journaled claims,
+    # and a claim nobody settles would refuse that continue, and the run would never get its answer.
+    if resumed and written(run):
+        raise AlreadyResumedError(state.run_id, state.current_turn, "completed")
     won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if won and not run.scratch.get(open_journal) and written(run):  # its turn is written: a take-over of this
-        won, outcome = False, "completed"  # state, or the resume one took over, completed it (a continue goes on)
+    if won and resumed and written(run):  # written meanwhile (the same, by a resume still running)
+        won, outcome = False, "completed"
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue

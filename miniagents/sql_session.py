@@ -317,7 +317,7 @@ class SQLSession(SessionABC):
             if self._changed(cur, "claim", *key) == 1:
                 return True, None
             row = self._execute(cur, "claimed_output", *key).fetchone()
-            return False, None if row is None or row[0] is None else _output_text(row[0])
+            return False, None if row is None or row[0] is None else _output_text(row[0], key)
 
         return self._transaction(body, write=True)
 
@@ -351,7 +351,7 @@ class SQLSession(SessionABC):
 
         def body(cur: Any) -> Tuple[bool, Optional[Union[str, list]]]:
             row = self._execute(cur, "claimed_output", *key).fetchone()
-            return (False, None) if row is None else (True, None if row[0] is None else _output_text(row[0]))
+            return (False, None) if row is None else (True, None if row[0] is None else _output_text(row[0], key))
 
         return self._transaction(body, write=False)
 
@@ -388,9 +388,16 @@ class SQLSession(SessionABC):
 JOURNAL = ("#journal", "head")  # the ledger row of a session's journal (run ids start with "run_" or "v1_")
 
 
-def _output_text(stored: str) -> Union[str, list]:
+def _output_text(stored: Any, key: tuple) -> Union[str, list]:
     """A settled output as recorded (JSON: a string or a list of content parts); a row edited by hand to plain
-    text (or to JSON nested deeper than Python reads) is returned as is."""
+    text (or to JSON nested deeper than Python reads) is returned as is. One that is no text (a BLOB, which SQLite
+    keeps as a hand edit wrote it) is a `SessionStoreError` naming the row (`key`): returned, its bytes became the
+    call's output no journal or history can hold, and every continue of the session failed on it."""
+    if not isinstance(stored, str):
+        raise SessionStoreError(f"The ledger row of call {key[2]!r} of run {key[1]!r} in session {key[0]!r} holds an "
+                                f"output that is no text ({type(stored).__name__}: edited, or corrupt): set it to the "
+                                "call's output as JSON text, or to NULL (the call then counts as started with no "
+                                "output recorded)")
     try:
         value = json.loads(stored)
     except (ValueError, RecursionError):

@@ -295,13 +295,23 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1305,  # 1305: the depth of a state written found level by level (state._deeper), the
+    "state and sessions": 1314,  # 1314: the two attacks' branches merged (each counted from 1292); state._is_id
+    # since replaced by items.keyable
+    # 1305: the depth of a state written found level by level (state._deeper), the
     # loader's own walk taken only to name the path: walking every value made to_json, and each journal write, twice
     # as slow; 1297: only a string is taken for a call id the run used (state._is_id): an item
     # that is no call holding a call_id that is a list or an object (from input, a session, a model) was a bare
     # TypeError; 1295: a state holding a value nested deeper than MAX_DEPTH refused when written
     # (dump_state runs load_state's _not_json): to_string wrote a paused run from_string refused (the person's decision
     # lost), and a session's journal of it raised a bare RecursionError (3000 deep) or was one no continue could read;
+    # 1303: a journal entry whose state's run id is not the entry's refused as one miniagents did not write (its
+    # calls ran again, as another run's)
+    # 1302: a continue passes over the pause a take-over claimed and died before it journaled (the continue claimed
+    # it, raised AlreadyResumedError and emptied the journal: the run never got its answer)
+    # 1300: a ledger row whose output is no text (a BLOB a hand edit wrote) a SessionStoreError naming the row (its
+    # bytes became the call's output: every continue failed, on a UserError about the RunState's JSON)
+    # 1295: a resume whose turn is written is refused before it claims its pause (a take-over's claim, refused as
+    # "completed", was the one a continue of the turn still journaled claims: the run never got its answer)
     # 1286: a journal entry with a lone surrogate (a custom model's text) stored replaced,
     # as items are (the driver's UTF-8 refused it: the run failed); 1285: a write whose row count the driver cannot tell (PEP 249's rowcount -1) a
     # SessionStoreError (a claim read it as "claimed before": the call never ran; a once-append stored nothing);

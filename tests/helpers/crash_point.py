@@ -9,8 +9,11 @@ lands before, during and after the model call, at each tool call's start, side e
 output is recorded), and before and after the turn's write. K = 0 never kills.
 
 MODE "start" runs the plan's input on the session; "continue" finishes what the session holds (`finish`),
-approving every call a person is asked about (it prints "approved CALL_ID" first). Prints "points N" and
-"final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run). The parent test imports this module for the same agent and `finish`.
+approving every call a person is asked about (it prints "approved CALL_ID" first); "resume=PATH" approves every
+interruption of the paused state saved as JSON at PATH and resumes it once; "take-over=PATH" the same, taking it
+over (`take_over()`) first. With CRASH_POINT_NAMES set in the environment it prints "point N NAME" as it passes each. Prints "points N" and
+"final TEXT" when it was not killed ("final halted": `halt` or `boom` stopped the run; "final already resumed
+(OUTCOME)": `AlreadyResumedError`). The parent test imports this module for the same agent and `finish`.
 """
 import json
 import os
@@ -23,6 +26,8 @@ PASSED = [0, 0]  # points passed, the point to die at (0: never)
 
 def point(name):
     PASSED[0] += 1
+    if os.environ.get("CRASH_POINT_NAMES"):  # the points a run passes, named, for a test to choose where to kill
+        os.write(1, f"point {PASSED[0]} {name}\n".encode())
     if PASSED[0] == PASSED[1]:
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -144,7 +149,7 @@ def finish(session, agent, approved=None, say=lambda line: None):
 def main(spec_json, plan_json, kill_at, effects_path, mode):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from session_backends import open_session
-    from miniagents import RunConfig, Runner
+    from miniagents import RunConfig, Runner, RunState
 
     PASSED[1] = int(kill_at)
     session = instrumented(open_session(json.loads(spec_json), "crash"))
@@ -153,16 +158,27 @@ def main(spec_json, plan_json, kill_at, effects_path, mode):
     def say(line):
         os.write(1, (line + "\n").encode())
 
-    from miniagents import ToolInputGuardrailTripwireTriggered
+    from miniagents import AlreadyResumedError, ToolInputGuardrailTripwireTriggered
 
     try:
         if mode == "start":
             final = Runner.run_sync(agent, INPUT, session=session,
                                     run_config=RunConfig(max_function_tool_concurrency=1)).final_output
+        elif mode.startswith(("resume=", "take-over=")):
+            with open(mode.split("=", 1)[1], encoding="utf-8") as f:
+                state = RunState.from_string(agent, f.read())
+            for item in state.get_interruptions():
+                state.approve(item)
+            if mode.startswith("take-over="):
+                state.take_over()
+            final = Runner.run_sync(agent, state, session=session,
+                                    run_config=RunConfig(max_function_tool_concurrency=1)).final_output
         else:
             final = finish(session, agent, say=say)
     except (ToolInputGuardrailTripwireTriggered, RuntimeError):
         final = "halted"
+    except AlreadyResumedError as error:  # a second resume of one state, or a take-over of one that completed
+        final = f"already resumed ({error.outcome})"
     say(f"points {PASSED[0]}")
     say(f"final {final}")
 

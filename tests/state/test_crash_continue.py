@@ -27,6 +27,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from miniagents import RunConfig
 from session_backends import driver_or_skip, open_session
 from support import ROOT
 
@@ -35,6 +36,7 @@ import crash_point  # noqa: E402
 
 HELPER = os.path.join(ROOT, "tests", "helpers", "crash_point.py")
 PLAN = [[["pay", 5], ["ship", 7]], [["pay", 9]]]
+CONFIG = RunConfig(max_function_tool_concurrency=1)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL: POSIX only")
 
@@ -47,9 +49,11 @@ def spec_for(kind, tmp_path, server=None):
     return {"kind": "psycopg", "dsn": server.schema_dsn(driver_or_skip("psycopg"))}
 
 
-def child(spec, plan, kill_at, effects, mode="start"):
-    """Run the helper; returns (killed, its output lines)."""
+def child(spec, plan, kill_at, effects, mode="start", names=False):
+    """Run the helper; returns (killed, its output lines): with `names`, a line "point N NAME" for each point."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if names:
+        env["CRASH_POINT_NAMES"] = "1"
     done = subprocess.run([sys.executable, HELPER, json.dumps(spec), json.dumps(plan), str(kill_at), str(effects),
                            mode], env=env, cwd=ROOT, capture_output=True, timeout=120)
     killed = done.returncode == -signal.SIGKILL
@@ -229,3 +233,128 @@ def test_a_run_stopped_after_a_call_ran_killed_at_every_point_keeps_a_true_histo
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(kill_at, range(1, points + 1)))
+
+
+def paused(folder, plan):
+    """The plan run on a new session in `folder` until it pauses for approval, its state saved as JSON: (spec,
+    effects file, agent, the helper's mode that resumes that state)."""
+    from miniagents import Runner
+
+    spec, effects = spec_for("sqlite", folder), folder / "effects"
+    effects.touch()
+    agent = crash_point.agent_for(plan, str(effects))
+    with open_session(spec, "crash") as session:
+        result = Runner.run_sync(agent, crash_point.INPUT, session=session, run_config=CONFIG)
+    (folder / "state.json").write_text(result.to_state().to_string())
+    return spec, effects, agent, f"resume={folder / 'state.json'}"
+
+
+def test_a_take_over_of_a_resume_killed_at_every_point_leaves_the_run_to_finish_paying_once(tmp_path):
+    """A paused state is approved and resumed in a process killed at each point; this process then takes it over
+    (`take_over()`, as after `AlreadyResumedError` with outcome None) and finishes the session (`finish`). The
+    take-over refused with "completed" (the killed resume had written its turn) claimed the pause a continue of the
+    turn still journaled claims: that continue then raised `AlreadyResumedError` saying the run "stopped before it
+    finished", emptied the journal, and the run never got its answer (its second `pay` never ran)."""
+    from miniagents import AlreadyResumedError, Runner, RunState
+    from miniagents.ledger import MAY_HAVE_HAPPENED, NOT_RUN_AGAIN
+
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+
+    (tmp_path / "ref").mkdir()
+    _, _, _, mode = paused(tmp_path / "ref", plan)
+    _, lines = child(spec_for("sqlite", tmp_path / "ref"), plan, 0, tmp_path / "ref" / "effects", mode)
+    assert lines[-1] == "final done: paid 5; refunded 2; paid 9", lines
+    points = int(lines[-2].split()[1])
+
+    def kill_at(k):
+        folder = tmp_path / f"k{k}"
+        folder.mkdir()
+        spec, effects, agent, mode = paused(folder, plan)
+        killed, _ = child(spec, plan, k, effects, mode)
+        assert killed, k
+        state = RunState.from_string(agent, (folder / "state.json").read_text())
+        for item in state.get_interruptions():
+            state.approve(item)
+        state.take_over()
+        approved = []
+        with open_session(spec, "crash") as session:
+            try:
+                Runner.run_sync(agent, state, session=session, run_config=CONFIG)
+            except AlreadyResumedError:
+                pass
+            final = crash_point.finish(session, agent, approved)
+            items = session.get_items()
+            assert session.read_journal() == "", k
+        done = collections.Counter(line.rsplit("/", 1)[1] for line in effects.read_text().splitlines())
+        where = f"killed at point {k} of {points}: {final}, {done}, approved {approved}"
+        assert final.startswith("done: paid 5; ") and final.endswith("; paid 9"), where
+        assert done["t1c0"] >= 1 and all(n <= 1 + approved.count(call) for call, n in done.items()), where
+        outputs = {i["call_id"]: i["output"] for i in items if i.get("type") == "function_call_output"}
+        assert [i["call_id"] for i in items if i.get("type") == "function_call"] == list(outputs), where
+        assert outputs["t0c1"] in ("refunded 2", NOT_RUN_AGAIN, MAY_HAVE_HAPPENED), where
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(kill_at, range(1, points + 1)))
+
+
+def test_a_take_over_killed_once_it_claimed_its_pause_leaves_the_turn_to_continue(tmp_path):
+    """A paused state is approved and resumed in a process killed as it writes its turn (its calls ran and recorded
+    their outputs), then taken over (`take_over()`) in a process killed the moment its pause claim returned, before
+    it journaled anything. Finishing the session continues the turn the resume journaled, to the uninterrupted
+    result. The continue claimed the pause that dead take-over held: it raised `AlreadyResumedError` ("it is still
+    running, or it stopped before it finished"), emptied the journal, and the run never got its answer."""
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+
+    def first(lines, name):
+        return next(int(line.split()[1]) for line in lines if line.startswith("point ") and line.split()[2] == name)
+
+    (tmp_path / "ref").mkdir()
+    spec, effects, agent, resume = paused(tmp_path / "ref", plan)
+    _, lines = child(spec, plan, 0, effects, resume, names=True)
+    writes = first(lines, "add_items:before")  # the resume's turn write
+    with open_session(spec, "crash") as session:
+        expected = (lines[-1].removeprefix("final "), summary(session.get_items()))
+    (tmp_path / "ref2").mkdir()
+    spec, effects, agent, resume = paused(tmp_path / "ref2", plan)
+    assert child(spec, plan, writes, effects, resume)[0]
+    _, lines = child(spec, plan, 0, effects, resume.replace("resume=", "take-over="), names=True)
+    claimed = first(lines, "claim_call:after")  # the take-over's pause claim returned
+
+    spec, effects, agent, resume = paused(tmp_path, plan)
+    assert child(spec, plan, writes, effects, resume)[0]
+    assert child(spec, plan, claimed, effects, resume.replace("resume=", "take-over="))[0]
+    check(spec, plan, effects, [], expected, f"resume killed at {writes}, its take-over at {claimed}")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k1=st.integers(0, 60), second=st.sampled_from(["take-over=", "resume=", "continue"]), k2=st.integers(1, 60))
+def test_a_resume_killed_then_a_second_worker_killed_then_a_continue_pays_once_and_answers(k1, second, k2,
+                                                                                            tmp_path_factory):
+    """A paused state is approved and resumed in a process killed at a generated point once it claimed its pause;
+    a second worker (a take-over, a second resume of the same state, a continue) is killed at another; then this
+    process finishes the session: each side effect at most once (plus a person's approved repeats), the run gets its
+    answer, the history pairs each call with an output, and nothing stays in flight."""
+    plan = [[["pay", 5], ["refund", 2]], [["pay", 9]]]
+    folder = tmp_path_factory.mktemp("twice")
+    (folder / "ref").mkdir()
+    spec, effects, agent, resume = paused(folder / "ref", plan)
+    _, lines = child(spec, plan, 0, effects, resume, names=True)
+    names = [line.split()[2] for line in lines if line.startswith("point ")]
+    claimed = names.index("claim_call:after") + 1  # the resume's pause claim returned
+    (folder / "run").mkdir()
+    spec, effects, agent, resume = paused(folder / "run", plan)
+    k1 = claimed + k1 % (len(names) + 1 - claimed)
+    assert child(spec, plan, k1, effects, resume)[0]
+    mode = "continue" if second == "continue" else resume.replace("resume=", second)
+    killed, lines = child(spec, plan, k2, effects, mode)
+    approved = [line.split()[1] for line in lines if line.startswith("approved ")]
+    with open_session(spec, "crash") as session:
+        final = crash_point.finish(session, agent, approved)
+        items = session.get_items()
+        assert session.read_journal() == ""
+    done = collections.Counter(line.rsplit("/", 1)[1] for line in effects.read_text().splitlines())
+    where = f"resume killed at {k1}, {second} at {k2} ({killed}): {final}, {dict(done)}, approved {approved}"
+    assert final.startswith("done: paid 5; ") and final.endswith("; paid 9"), where
+    assert all(n <= 1 + approved.count(call) for call, n in done.items()), where
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    assert calls == [i["call_id"] for i in items if i.get("type") == "function_call_output"] and done["t1c0"], where

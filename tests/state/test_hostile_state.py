@@ -55,6 +55,32 @@ def test_a_journal_entry_miniagents_did_not_write_is_a_session_store_error_sayin
     assert Runner.run_sync(agent, "hello", session=session).final_output == "hi"
 
 
+def test_a_journal_entry_whose_states_run_id_was_edited_is_a_session_store_error_and_runs_no_call_again(tmp_path):
+    """The entry names its run twice, in itself and in its state: a state whose run id alone was edited (or
+    corrupted) was continued as another run, whose ledger has no claim, and the call that ran before ran again."""
+    ran = []
+
+    @function_tool
+    def pay(amount: int) -> str:
+        ran.append(amount)
+        if ran == [2, 1]:
+            raise KeyboardInterrupt  # Ctrl-C mid-call: the turn stays journaled, as after a crash
+        return f"paid {amount}"
+
+    agent, _ = make_agent([[function_call("pay", {"amount": 2}, call_id="c0"),
+                            function_call("pay", {"amount": 1}, call_id="c1")], [assistant_message("done")]],
+                          tools=[pay])
+    session = SQLiteSession("conv", str(tmp_path / "s.db"))
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "go", session=session)
+    entry = json.loads(session.read_journal())
+    entry["state"]["run_id"] = "run_0123456789abcdef01234567"
+    session.write_journal(session.read_journal(), json.dumps(entry))
+    with pytest.raises(SessionStoreError, match="holds an entry miniagents did not write"):
+        Runner.run_sync(agent, [], session=session)
+    assert ran == [2, 1]
+
+
 def test_a_journal_entry_longer_than_a_state_may_be_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
     import miniagents.ledger
 

@@ -312,6 +312,23 @@ def test_a_settled_output_edited_by_hand_is_returned_as_its_text(backend):
         assert s.lookup_call("r", f"c{n}") == (True, text)
 
 
+def test_a_settled_output_edited_to_a_blob_is_a_session_store_error_naming_the_row(backend):
+    """SQLite keeps a BLOB a hand edit wrote in the output column as it is: returned as bytes, it became the call's
+    output, and every continue of the session failed, on a UserError about the RunState's JSON or a turn write
+    the session refused, saying to continue again."""
+    if backend.spec["kind"] in POSTGRES_KINDS:
+        pytest.skip("a TEXT column of PostgreSQL holds text only")
+    s = backend.session()
+    backend.sql("INSERT INTO agent_tool_calls (session_id, run_id, call_id, output) VALUES (?, ?, ?, ?)",
+                ("s1", "r", "c1", b"\x00\xff"))
+    for method in (s.claim_call, s.lookup_call):
+        with pytest.raises(SessionStoreError, match="ledger row of call 'c1' of run 'r' in session 's1' holds an "
+                                                    "output that is no text"):
+            method("r", "c1")
+    backend.sql("UPDATE agent_tool_calls SET output = NULL WHERE call_id = ?", ("c1",))  # what the message says
+    assert s.lookup_call("r", "c1") == (True, None)
+
+
 def test_a_settled_output_no_json_holds_is_a_user_error_and_nothing_is_stored(backend):
     """A list of parts with a value JSON has no form for, or nested deeper than Python writes: a bare TypeError or
     RecursionError out of settle_call (the reading side returns such a row as its text)."""
