@@ -8,7 +8,7 @@ A turn is one model call and everything until the next step is decided. Its step
     classify    the response's items -> run items; its function calls -> `Call`s
     plan        each call's fate: unknown tool, waiting for a person, rejected, or run
     run_calls   the runnable calls, one after another or concurrently
-    settle      every output right after its own call, in the model's call order
+    settle      every output after the turn's calls, in the model's call order
     decide      one of the four `NextStep` variants (or an error for the run's handlers)
 
 What a run needs beyond these (usage limits, guardrails, streaming, a session's ledger, a resumed pause, the
@@ -119,7 +119,7 @@ HALTED = "This call was not run: its input guardrail stopped the run."  # what t
 @dataclass(eq=False)
 class Turn:
     """One turn as its steps fill it in: the agent's offer, the response's items as read (`output`, what a pause
-    keeps), its run items (model order; after `settle`, every output right after its call), its calls, and the
+    keeps), its run items (model order; after `settle`, the outputs after the calls), its calls, and the
     step the loop takes next. `start` is where its items begin in `state.generated_items`."""
 
     agent: Any
@@ -503,7 +503,8 @@ def invoke(run: Run, turn: Turn, call: Call, ctx: ToolContext) -> tuple:
 
 
 def settle(run: Run, turn: Turn) -> None:
-    """Every output right after its own call, in the model's call order, whatever order the calls finished in."""
+    """Every output after the turn's calls, in the model's call order, whatever order the calls finished in (a
+    handoff's output comes when the handoff is taken, last)."""
     turn.items += [ToolCallOutputItem(agent=turn.agent, raw_item=function_call_output(call.call_id, call.output[1]),
                                       output=call.output[0], custom_data=call.custom_data)
                    for call in turn.calls if call.output is not None]

@@ -41,7 +41,7 @@ READING_ORDER = [
     ("turn.py", "run_one", "one call, through the run's way of invoking a tool (`run.invoke`)"),
     ("tool.py", "invoke_tool", "the function called, its result as text for the model, a failure as a message"),
     ("validate.py", "call_args", "the model's JSON arguments checked against the function's signature"),
-    ("turn.py", "settle", "every output right after its own call, in call order"),
+    ("turn.py", "settle", "every output after the turn's calls, in call order"),
     ("turn.py", "decide", "the four outcomes, in priority order"),
     ("run.py", "close_turn", "the settled turn joins the transcript"),
     ("turn.py", "final_answer", "the last message as the final output"),
