@@ -197,7 +197,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # count past a float's largest refused where the run takes a response; 1738 for that, merged with the above
     # 1730 when those two rules moved to where a ModelResponse is made (items.py), beside its other checks of a
     # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
-    "agents, items, guardrails": 1086,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1088,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -256,6 +256,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # made (a state paused after such a response was written, then refused when loaded: "expected string")
     # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
     # bound moved here, to ModelResponse (see the loop's 1730)
+    # 1088 for a model's message part with no type left out of what the run keeps (a state paused beside it was
+    # written, then refused when loaded: the person's decision lost)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
