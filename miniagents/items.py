@@ -59,14 +59,17 @@ class ModelResponse:
 
 def as_kept(item: dict) -> dict:
     """A model's output item as a run keeps it (its history, a session's, a paused state): a message, read as
-    `turn.classify` reads one, is the assistant's whatever role it claims, and holds a list of parts (none for
-    null). A server's message with no role, role "tool" or content null runs (`answer_problem`), but kept as given it
-    stood in a session's history as words of whoever its role named ("user", "developer": words nobody wrote, sent
-    as theirs every later turn), and a state holding it failed to load."""
+    `turn.classify` reads one, is the assistant's whatever role it claims, and holds a list of typed parts (none for
+    null; a part with no type, which no reader takes and no API is sent, left out). A server's message with no role,
+    role "tool", content null or an untyped part runs (`answer_problem`), but kept as given it stood in a session's
+    history as words of whoever its role named ("user", "developer": words nobody wrote, sent as theirs every later
+    turn), and a state holding it failed to load (the decision a person was asked for lost)."""
     kind = item.get("type", "message" if item.get("role") == "assistant" else None)
-    if kind != "message" or (item.get("role") == "assistant" and item.get("content") is not None):
+    content = item.get("content")
+    typed = [part for part in content if isinstance(part.get("type"), str)] if isinstance(content, list) else content
+    if kind != "message" or (item.get("role") == "assistant" and content is not None and len(typed) == len(content)):
         return item
-    return {**item, "role": "assistant", "content": [] if item.get("content") is None else item["content"]}
+    return {**item, "role": "assistant", "content": [] if content is None else typed}
 
 
 def answer_problem(item: Any) -> Optional[str]:

@@ -459,7 +459,9 @@ def test_a_models_message_claiming_another_role_is_kept_as_the_assistants_not_as
 @pytest.mark.parametrize("message", [
     {"type": "message", "content": [{"type": "output_text", "text": "on it"}]},  # no role
     {"type": "message", "role": "tool", "content": "on it"},
-    {"type": "message", "role": "assistant", "content": None}])
+    {"type": "message", "role": "assistant", "content": None},
+    # a part with no type: "a content part is an object with a 'type'" (left out: no reader takes it)
+    {"type": "message", "role": "assistant", "content": [{"text": "thinking"}, {"type": "output_text", "text": "x"}]}])
 def test_a_run_paused_beside_a_message_a_server_shapes_its_own_way_is_saved_loaded_and_resumed(message):
     """Such a message runs (above), but a state paused beside it was written by to_string and refused by
     from_string ("has role None", "content of type NoneType"): the call waiting for a person could never be
