@@ -444,8 +444,8 @@ def test_a_summed_usage_adds_every_count_and_a_model_call_counts_the_requests_th
 
 def test_agent_tools_running_at_once_lose_no_count_of_the_usage_they_share():
     """Each inner run adds its response's tokens to the usage it shares with its siblings; a reading of the count
-    that is slow (here: the model's usage is read while another thread adds) must not let one addition undo
-    another."""
+    that is slow (here: the model's total, read between the shared total's read and its write, as `+=` does) must
+    not let one addition undo another."""
     import threading
     import time
 
@@ -455,7 +455,7 @@ def test_agent_tools_running_at_once_lose_no_count_of_the_usage_they_share():
 
     class SlowUsage(Usage):  # the second reader arrives while the first addition is between its read and write
         @property
-        def input_tokens(self):
+        def total_tokens(self):
             try:
                 entered.wait()
             except threading.BrokenBarrierError:  # serialized (the fix): the other addition waits for this one
@@ -463,8 +463,8 @@ def test_agent_tools_running_at_once_lose_no_count_of_the_usage_they_share():
             time.sleep(0.05)
             return 1
 
-        @input_tokens.setter
-        def input_tokens(self, value):
+        @total_tokens.setter
+        def total_tokens(self, value):
             pass
 
     def inner(name):
@@ -476,7 +476,7 @@ def test_agent_tools_running_at_once_lose_no_count_of_the_usage_they_share():
         [assistant_message("ok")]]))
     entered = threading.Barrier(2, timeout=1)
     usage = Runner.run_sync(outer, "hi").context_wrapper.usage
-    assert (usage.input_tokens, usage.requests) == (2, 4)
+    assert (usage.total_tokens, usage.requests) == (2, 4)
 
 
 def test_a_custom_models_usage_whose_counts_are_no_whole_numbers_is_refused_where_it_is_made():
