@@ -4315,6 +4315,14 @@ MUTANTS: List[Mutant] = [
       "    except OSError:  # held;",
       "recording: a file system that cannot lock is refused with its own reason, not blamed on another Recorder",
       "test_recorder"),
+    M("turn.py",
+      "    if waiting and run.abandoned and run.ledger is None and not run.shared:",
+      "    if False:",
+      "an awaited run cancelled after a call ran keeps that call in a plain session's history", "test_exactly_once"),
+    M("turn.py",
+      "    if waiting and run.abandoned and run.ledger is None and not run.shared:",
+      "    if waiting and run.abandoned and run.ledger is None:",
+      "an awaited run of a given state cancelled after a call ran leaves its pause in that state", "test_exactly_once"),
 ]
 
 
