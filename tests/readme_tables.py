@@ -258,7 +258,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # made (a state paused after such a response was written, then refused when loaded: "expected string")
     # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
     # bound moved here, to ModelResponse (see the loop's 1730)
-    "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -294,6 +294,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
     # 1123 for a strict schema whose $defs are no object (an MCP server's) a UserError, not a bare AttributeError
+    # 1126 for a task or future an async tool returned unawaited a UserError (the model was told "<Future pending>")
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
