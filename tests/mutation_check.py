@@ -4323,6 +4323,14 @@ MUTANTS: List[Mutant] = [
       "    if waiting and run.abandoned and run.ledger is None and not run.shared:",
       "    if waiting and run.abandoned and run.ledger is None:",
       "an awaited run of a given state cancelled after a call ran leaves its pause in that state", "test_exactly_once"),
+    M("tool.py",
+      "    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's",
+      "    if False:  # what resolve left: a task's",
+      "a task or future an async tool returned unawaited is a UserError", "test_misuse"),
+    M("tool.py",
+      "    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's",
+      "    if inspect.isawaitable(value):  # what resolve left: a task's",
+      "a session's items a tool returned are its value, not an awaitable left over", "test_misuse"),
 ]
 
 
