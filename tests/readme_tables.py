@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1732,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1734,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -199,6 +199,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
     # 1732: an awaited run cancelled between its calls, with a session that keeps no ledger, stops its turn midway
     # (turn.decide): its pause reached no one, and the calls that ran never reached the session's history
+    # 1734: Ctrl-C during an async tool on Python 3.11+ (asyncio.run cancels its task) interrupts the run
+    # (caller.resolve): it was taken for the tool cancelling itself, told to the model, and the run went on
     "agents, items, guardrails": 1086,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
