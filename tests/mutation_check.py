@@ -4331,6 +4331,11 @@ MUTANTS: List[Mutant] = [
       "    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's",
       "    if inspect.isawaitable(value):  # what resolve left: a task's",
       "a session's items a tool returned are its value, not an awaitable left over", "test_misuse"),
+    M("caller.py",
+      "                if not aborted and getattr(asyncio.current_task(), \"cancelling\", int)():"
+      "  # Ctrl-C: asyncio.run",
+      "                if False:  # Ctrl-C: asyncio.run",
+      "Ctrl-C during an async tool (asyncio.run cancels its task, 3.11+) interrupts the run", "test_cancellation"),
 ]
 
 
