@@ -152,6 +152,8 @@ def resolve(value: Any, timeout: Optional[float] = None) -> Any:
             except asyncio.TimeoutError:
                 raise Deadline() from None
             except asyncio.CancelledError:
+                if not aborted and getattr(asyncio.current_task(), "cancelling", int)():  # Ctrl-C: asyncio.run
+                    raise  # (3.11+) cancelled this task, and raises KeyboardInterrupt for it
                 if not aborted:  # its own (a task it awaited was cancelled): its failure, not the run's cancel
                     raise UserError("An async function of this run raised asyncio.CancelledError, though the run was "
                                     "not cancelled: something it awaited was cancelled") from None

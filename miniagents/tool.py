@@ -202,7 +202,8 @@ def tool_output(value: Any, tool_name: str) -> Union[str, list]:
     reported as the tool's failure (which would invite the model to run it again). A generator (sync or async), or
     a coroutine an async tool returned unawaited, is a `UserError`, the developer's mistake: the function that made
     it (perhaps behind a decorator, or the upstream shell's wrapper) never ran its body, and the model was told its
-    repr. The value is checked, not the
+    repr; so is a task or future an async tool returned, cancelled with the tool's event loop. The value is checked,
+    not the
     function: a decorator may consume a generator, and a `@types.coroutine` one is awaited, as a coroutine is."""
     if isinstance(value, str):  # the common cases
         return clean_text(value)
@@ -212,6 +213,9 @@ def tool_output(value: Any, tool_name: str) -> Union[str, list]:
         raise UserError(f"tool '{tool_name}' returned a {type(value).__name__} it never ran: a generator function "
                         "only makes a generator when called (return the values, a list), and a coroutine runs only "
                         "once awaited (await it in the tool)")
+    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's
+        raise UserError(f"tool '{tool_name}' returned a {type(value).__name__} it never awaited: an async tool's "
+                        "event loop ends as it returns, cancelling what it left running (await it in the tool)")
     try:
         if type(value) is int:  # a whole number is its own JSON (a bool is not: it takes the general way)
             return str(value)

@@ -512,9 +512,12 @@ def settle(run: Run, turn: Turn) -> None:
 
 def decide(run: Run, turn: Turn) -> None:
     """Approval pending (or calls left unstarted by a cancel or a usage limit) > handoff > tool_use_behavior > run
-    again (calls were made) > final output."""
+    again (calls were made) > final output. A cancelled awaited run's pause would reach no one (its state is its
+    own, and no ledger journals it): its turn stops midway instead, what ran kept in the session."""
     calls = turn.calls
     waiting = [c for c in calls if c.fate in ("wait", "held") or c.fate == "run" and not c.output]
+    if waiting and run.abandoned and run.ledger is None and not run.shared:
+        raise caller.Cancelled()  # run.keep_what_ran writes the calls that ran, and drops those that never started
     handoff = next((c for c in calls if c.kind == "handoff" and c.output is None), None)
     if waiting:  # a pause: the turn resumes with the outputs it has
         turn.next_step = waiting_for_a_person(run, turn, waiting)

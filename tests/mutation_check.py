@@ -4321,6 +4321,27 @@ MUTANTS: List[Mutant] = [
       "    except OSError:  # held;",
       "recording: a file system that cannot lock is refused with its own reason, not blamed on another Recorder",
       "test_recorder"),
+    M("turn.py",
+      "    if waiting and run.abandoned and run.ledger is None and not run.shared:",
+      "    if False:",
+      "an awaited run cancelled after a call ran keeps that call in a plain session's history", "test_exactly_once"),
+    M("turn.py",
+      "    if waiting and run.abandoned and run.ledger is None and not run.shared:",
+      "    if waiting and run.abandoned and run.ledger is None:",
+      "an awaited run of a given state cancelled after a call ran leaves its pause in that state", "test_exactly_once"),
+    M("tool.py",
+      "    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's",
+      "    if False:  # what resolve left: a task's",
+      "a task or future an async tool returned unawaited is a UserError", "test_misuse"),
+    M("tool.py",
+      "    if inspect.isawaitable(value) and not isinstance(value, caller.AlreadyDone):  # what resolve left: a task's",
+      "    if inspect.isawaitable(value):  # what resolve left: a task's",
+      "a session's items a tool returned are its value, not an awaitable left over", "test_misuse"),
+    M("caller.py",
+      "                if not aborted and getattr(asyncio.current_task(), \"cancelling\", int)():"
+      "  # Ctrl-C: asyncio.run",
+      "                if False:  # Ctrl-C: asyncio.run",
+      "Ctrl-C during an async tool (asyncio.run cancels its task, 3.11+) interrupts the run", "test_cancellation"),
 ]
 
 

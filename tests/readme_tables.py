@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1730,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1734,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -197,6 +197,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # count past a float's largest refused where the run takes a response; 1738 for that, merged with the above
     # 1730 when those two rules moved to where a ModelResponse is made (items.py), beside its other checks of a
     # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
+    # 1732: an awaited run cancelled between its calls, with a session that keeps no ledger, stops its turn midway
+    # (turn.decide): its pause reached no one, and the calls that ran never reached the session's history
+    # 1734: Ctrl-C during an async tool on Python 3.11+ (asyncio.run cancels its task) interrupts the run
+    # (caller.resolve): it was taken for the tool cancelling itself, told to the model, and the run went on
     "agents, items, guardrails": 1088,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
@@ -258,7 +262,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # bound moved here, to ModelResponse (see the loop's 1730)
     # 1088 for a model's message part with no type left out of what the run keeps (a state paused beside it was
     # written, then refused when loaded: the person's decision lost)
-    "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -294,6 +298,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # keyword's annotation not resolved; a pydantic model's $defs name another type has changed for a free one (a
     # UserError, order-dependent), a generic model defined once; a dataclass built by Exception's __init__ refused
     # 1123 for a strict schema whose $defs are no object (an MCP server's) a UserError, not a bare AttributeError
+    # 1126 for a task or future an async tool returned unawaited a UserError (the model was told "<Future pending>")
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)

@@ -228,6 +228,49 @@ def test_ctrl_c_during_parallel_tools_interrupts_at_once_and_leaves_the_session_
     assert out.strip() == "interrupted 0 True" and child.returncode == 0
 
 
+CTRL_C_IN_AN_ASYNC_TOOL = textwrap.dedent("""
+    import asyncio, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (see CTRL_C)
+    sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+    from miniagents import Runner, function_tool
+    from miniagents.testing import assistant_message, function_call
+    from support import make_agent
+
+    @function_tool
+    async def stuck(n: int) -> str:
+        print("started", flush=True)
+        await asyncio.Event().wait()  # never set
+        return "never"
+
+    agent, model = make_agent([[function_call("stuck", {{"n": 1}}, call_id="c1")], [assistant_message("end")]],
+                              tools=[stuck])
+    try:
+        result = Runner.run_sync(agent, "go")
+        print("ran on", len(model.calls), result.final_output, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", len(model.calls), flush=True)
+""")
+
+
+def test_ctrl_c_during_an_async_tool_interrupts_the_run_not_the_tool_alone():
+    """A lone call's async tool runs in the run's thread, the main one: on Python 3.11+ `asyncio.run` answers
+    Ctrl-C by cancelling its task, which the run took for the tool cancelling itself, a failure told to the model,
+    and the run went on to ask it again ("ran on 2 end")."""
+    code = CTRL_C_IN_AN_ASYNC_TOOL.format(root=ROOT, tests=os.path.join(ROOT, "tests"))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "started"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)  # the tool never returns: only the interrupt ends the child
+    finally:
+        if child.poll() is None:  # never leave a stuck child behind
+            child.kill()
+            child.communicate()
+    assert out.strip() == "interrupted 1" and child.returncode == 0
+    if sys.version_info >= (3, 11):  # before, Ctrl-C raises in the loop, and its shutdown still logs the UserError
+        assert "UserError" not in err
+
+
 # --- Cancelling reaches what the run waits on: an HTTP request, an async tool -----------------------------------
 
 from openai_server import chat_chunks, sse  # noqa: E402

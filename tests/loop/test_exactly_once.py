@@ -949,6 +949,138 @@ def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(
     assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
 
 
+def test_an_awaited_run_cancelled_after_a_call_ran_keeps_that_call_in_a_plain_sessions_history():
+    """A timeout cancels `await Runner.run(...)` after the first call paid and before the second started. No one gets
+    the state it returns, and a plain session keeps no journal: the pause it stopped in held the paid call, and the
+    next run's model never heard of it (the history was empty). Its turn stops midway instead: the call that ran is
+    written with its output, the one that never started is dropped."""
+    import asyncio
+
+    ran, started, release = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        started.set()
+        release.wait(10)
+        return f"paid {n}"
+
+    model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
+                           [assistant_message("next")]])
+    agent, session = Agent(name="A", tools=[pay], model=model), ListSession()
+    config = RunConfig(max_function_tool_concurrency=1)
+
+    async def cancelled():
+        task = asyncio.ensure_future(Runner.run(agent, "pay both", session=session, run_config=config))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()  # as a timeout does
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+
+    asyncio.run(cancelled())  # returns once the run's thread has stopped (the loop's executor is shut down)
+    assert ran == [1]
+    assert [(i.get("type"), i.get("output")) for i in session.get_items()] == [
+        (None, None), ("function_call", None), ("function_call_output", "paid 1")]
+    assert Runner.run_sync(agent, "and then?", session=session, run_config=config).final_output == "next"
+    assert ran == [1] and outputs_sent(model.calls[1]) == {"c1": "paid 1"}
+
+
+@pytest.mark.parametrize("point", range(1, 10))
+def test_an_awaited_run_cancelled_at_any_async_step_never_runs_a_call_twice_with_a_plain_session(point):
+    """The awaiting task is cancelled inside the `point`-th async step (instructions, input guardrail, a call's input
+    guardrail, the call itself), one call at a time. After the cancel, every call that ran is in the session's
+    history and none that did not is said to have returned; the next run's model hears them, so none runs twice."""
+    import asyncio
+
+    from miniagents import GuardrailFunctionOutput, ToolGuardrailFunctionOutput, input_guardrail, tool_input_guardrail
+    from miniagents.testing import ModelStep
+
+    steps, ran, loop_task, cancel_at = [], [], {}, [point]
+
+    async def step(name):
+        steps.append(name)
+        if len(steps) == cancel_at[0]:
+            loop_task["loop"].call_soon_threadsafe(loop_task["task"].cancel)
+            await asyncio.sleep(0.01)  # the cancel lands while this step runs
+
+    async def instructions(ctx, agent):
+        await step("instructions")
+        return "pay"
+
+    @input_guardrail
+    async def checked(ctx, agent, given):
+        await step("input guardrail")
+        return GuardrailFunctionOutput(None, False)
+
+    @tool_input_guardrail
+    async def allowed(data):
+        await step("tool input guardrail")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[allowed])
+    async def pay(n: int) -> str:
+        await step(f"pay {n}")
+        ran.append(n)
+        return f"paid {n}"
+
+    def respond(call):
+        told = {i["call_id"] for i in call.input if i.get("type") == "function_call_output"}
+        calls = [function_call("pay", {"n": n}, call_id=f"c{n}") for n in (1, 2, 3) if f"c{n}" not in told]
+        return calls or [assistant_message("all paid")]
+
+    model = ScriptedModel([ModelStep(responder=respond) for _ in range(8)])
+    agent = Agent(name="A", model=model, tools=[pay], instructions=instructions, input_guardrails=[checked])
+    session, config = ListSession(), RunConfig(max_function_tool_concurrency=1)
+
+    async def cancelled():
+        loop_task["loop"] = asyncio.get_running_loop()
+        loop_task["task"] = asyncio.ensure_future(Runner.run(agent, "pay", session=session, run_config=config))
+        with pytest.raises(asyncio.CancelledError):
+            await loop_task["task"]
+
+    asyncio.run(cancelled())
+    told = {i["call_id"]: i["output"] for i in session.get_items() if i.get("type") == "function_call_output"}
+    assert all(f"c{n}" in told for n in ran)
+    assert all(told.get(f"c{n}") != f"paid {n}" for n in (1, 2, 3) if n not in ran)
+    cancel_at[0] = 0  # the next run is not cancelled
+    assert Runner.run_sync(agent, "go on", session=session, run_config=config).final_output == "all paid"
+    assert sorted(ran) == sorted(set(ran)) and set(ran) | {int(c[1:]) for c in told} == {1, 2, 3}
+
+
+def test_an_awaited_run_of_a_given_state_cancelled_after_a_call_ran_leaves_its_pause_in_that_state():
+    """The caller holds a state it gave: the pause a cancel left in it resumes (the second call runs then)."""
+    import asyncio
+
+    ran, started, release = [], threading.Event(), threading.Event()
+
+    @function_tool
+    def pay(n: int) -> str:
+        ran.append(n)
+        started.set()
+        release.wait(10)
+        return f"paid {n}"
+
+    model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
+                           [assistant_message("done")]])
+    agent, session = Agent(name="A", tools=[pay], model=model), ListSession()
+    config = RunConfig(max_function_tool_concurrency=1)
+    state = RunState(None, "pay both", agent)
+
+    async def cancelled():
+        task = asyncio.ensure_future(Runner.run(agent, state, session=session, run_config=config))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+
+    asyncio.run(cancelled())
+    assert ran == [1] and state.pending is not None
+    assert Runner.run_sync(agent, state, session=session, run_config=config).final_output == "done"
+    assert ran == [1, 2] and outputs_sent(model.calls[1]) == {"c1": "paid 1", "c2": "paid 2"}
+
+
 def test_the_pauses_of_a_turn_are_claimed_under_their_number_from_zero():
     """`resume:turn-<n>:pause-<k>`, `k` how often the turn paused before: its first pause is 0, the pause its
     resume makes (another call waits) is 1, each claimed once with the resume's outcome."""

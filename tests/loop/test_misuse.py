@@ -359,6 +359,47 @@ def test_an_async_tool_that_returns_a_coroutine_it_never_awaited_is_a_user_error
     assert SENT == []
 
 
+@pytest.mark.parametrize("kind", ["Task", "Future"])
+def test_an_async_tool_that_returns_a_task_or_future_it_never_awaited_is_a_user_error(kind):
+    """`return asyncio.ensure_future(pay())` for `return await pay()`: the tool's event loop ends as it returns,
+    cancelling the task, and the model was told `<Task cancelled ...>` (or `<Future pending>`) as its output."""
+    import asyncio
+
+    from miniagents import function_tool
+
+    async def pay():
+        await asyncio.Event().wait()  # never set: the tool's event loop ends first
+        SENT.append("paid")
+
+    @function_tool
+    async def send(to: str) -> str:
+        """Send."""
+        if kind == "Task":
+            return asyncio.ensure_future(pay())
+        return asyncio.get_running_loop().create_future()
+
+    SENT.clear()
+    with pytest.raises(UserError, match=rf"^tool 'send' returned a {kind}[^ ]* it never awaited: .*\(await it in "
+                                        r"the tool\)$"):
+        run_send(send)
+    assert SENT == []
+
+
+def test_a_tool_that_returns_a_sessions_items_gives_the_model_those_items():
+    """A session's `get_items()` is a list that can also be awaited: a tool's value, not an awaitable left over."""
+    from miniagents import SQLiteSession, function_tool
+
+    session = SQLiteSession("s")
+    session.add_items([{"role": "user", "content": "hi"}])
+
+    @function_tool
+    async def send(to: str) -> list:
+        """Send."""
+        return session.get_items()
+
+    assert outputs_sent(run_send(send)) == {"c1": '[{"role": "user", "content": "hi"}]'}
+
+
 def test_a_generator_a_decorator_consumes_and_a_types_coroutine_are_tools():
     """What the function gives when called decides, not what it is: a decorator may turn a generator function into
     one that returns the values, and a `@types.coroutine` generator is awaited as a coroutine is (it was refused
