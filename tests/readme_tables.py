@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1730,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1734,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -197,7 +197,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # count past a float's largest refused where the run takes a response; 1738 for that, merged with the above
     # 1730 when those two rules moved to where a ModelResponse is made (items.py), beside its other checks of a
     # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
-    "agents, items, guardrails": 1086,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1734 for what a second attack on handoffs and guardrails found: a handoff input filter and a tool (or its
+    # guardrail, through ToolContext.tool_call) that edited in place what they were shown rewrote the history the
+    # session kept; each is now given copies
+    "agents, items, guardrails": 1087,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -255,7 +258,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (fix-deep, counted from 1066) 1074 for a custom model's response_id and request_id that are no strings refused where its ModelResponse is
     # made (a state paused after such a response was written, then refused when loaded: "expected string")
     # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
-    # bound moved here, to ModelResponse (see the loop's 1730)
+    # bound moved here, to ModelResponse (see the loop's 1730); 1087 for each input guardrail given its own copy of
+    # the input (one that redacted it in place rewrote the user's words the session kept)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
