@@ -21,8 +21,8 @@ from .agent import Agent
 from .config import RunConfig
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
 from .handoffs import HandoffInputData
-from .items import HandoffOutputItem, ToolCallOutputItem, drop_orphans, function_call_output, item_problem, preview, \
-    to_input_list
+from .items import HandoffOutputItem, ToolCallOutputItem, clean_json, drop_orphans, function_call_output, \
+    item_problem, preview, to_input_list
 from .result import RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -614,12 +614,16 @@ def meet(run: Run, agent: Any) -> None:
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
     """A handoff's input filter reshapes the history the next agent sees (its result checked whole): its
     `input_items`, when set, stand in for `new_items` (the run's items are what the model sees; the session keeps
-    the turn's own items whatever a filter returns, `steps.save`)."""
+    the turn's own items whatever a filter returns, `steps.save`). It is given copies (`clean_json` copies every
+    list and dict), so one that edits them in place (a redaction) never rewrites the input or the turn's items
+    the session keeps."""
     state = run.state
+    history = state.original_input
     data = HandoffInputData(
-        input_history=state.original_input if isinstance(state.original_input, str) else tuple(state.original_input),
-        pre_handoff_items=tuple(state.generated_items[:turn_start]),
-        new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
+        input_history=history if isinstance(history, str) else tuple(clean_json(history)),
+        pre_handoff_items=tuple(own_copy(item) for item in state.generated_items[:turn_start]),
+        new_items=tuple(own_copy(item) for item in state.generated_items[turn_start:]),
+        run_context=state.context_wrapper)
     filtered = caller.call(input_filter, data)
     problem = filter_problem(filtered)
     if problem:
@@ -632,6 +636,11 @@ def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
     shown = filtered.new_items if filtered.input_items is None else filtered.input_items
     state.generated_items = list(filtered.pre_handoff_items) + list(shown)
     state.rebuild_transcript()
+
+
+def own_copy(item: Any) -> Any:
+    """A run item whose transcript item is a copy of `item`'s (an input filter's to change)."""
+    return dataclasses.replace(item, raw_item=clean_json(item.raw_item))
 
 
 def filter_problem(filtered: Any) -> Optional[str]:
