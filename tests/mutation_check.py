@@ -1731,6 +1731,11 @@ MUTANTS: List[Mutant] = [
       "upstream shell: as_tool(hooks=...) observes the nested run", "test_hooks"),
     # --- guardrails.py and the loop's use of them --------------------------------------------------------
     M("guardrails.py",
+      "    _until_tripwire(run, \"input\", guardrails, lambda g: g.run(agent, clean_json(input), context),\n",
+      "    _until_tripwire(run, \"input\", guardrails, lambda g: g.run(agent, input, context),\n",
+      "an input guardrail that edits the input in place never rewrites the run's input or the session",
+      "test_guardrails"),
+    M("guardrails.py",
       "        if verdict.behavior[\"type\"] == \"reject_content\":\n            return verdict.behavior[\"message\"]",
       "        if verdict.behavior[\"type\"] == \"reject_content\":\n            return None",
       "tool guardrail reject_content: the model sees the message instead of the tool's output", "test_guardrails"),
