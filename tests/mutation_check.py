@@ -105,6 +105,11 @@ def test_path(name: str) -> str:
 
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
+    M("turn.py",
+      "for_call(clean_json(call.item), turn.agent,",
+      "for_call(call.item, turn.agent,",
+      "a tool or its guardrail editing ToolContext.tool_call never rewrites the call the session keeps",
+      "test_tools"),
     M("context.py",
       "            self.total_tokens += max(other.total_tokens, inp + out)\n",
       "            self.total_tokens += max(0, other.total_tokens)\n",
