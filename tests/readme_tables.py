@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1734,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1738,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -199,7 +199,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # model's answer: a plain run's path took them on every turn (the hello world read 259 lines, over its 250)
     # 1734 for what a second attack on handoffs and guardrails found: a handoff input filter and a tool (or its
     # guardrail, through ToolContext.tool_call) that edited in place what they were shown rewrote the history the
-    # session kept; each is now given copies
+    # session kept; each is now given copies; 1738 for a stream's reader (an agent tool's on_stream too) given its
+    # own copy of each event's data or item: one that edited it in place changed the arguments a tool ran with
     "agents, items, guardrails": 1087,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
