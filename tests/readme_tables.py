@@ -201,7 +201,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # guardrail, through ToolContext.tool_call) that edited in place what they were shown rewrote the history the
     # session kept; each is now given copies; 1738 for a stream's reader (an agent tool's on_stream too) given its
     # own copy of each event's data or item: one that edited it in place changed the arguments a tool ran with
-    "agents, items, guardrails": 1087,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1096,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -260,7 +260,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # made (a state paused after such a response was written, then refused when loaded: "expected string")
     # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
     # bound moved here, to ModelResponse (see the loop's 1730); 1087 for each input guardrail given its own copy of
-    # the input (one that redacted it in place rewrote the user's words the session kept)
+    # the input (one that redacted it in place rewrote the user's words the session kept); 1096 for items.copied,
+    # the copy those and the loop's copies are made with, which keeps a shell's dict type (RawItem, read by attribute)
     "tools and schemas": 1123,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
