@@ -79,12 +79,12 @@ class OutputGuardrail(Generic[TContext]):
 
 def run_input_guardrails(run: Any, guardrails: list, agent: Any, input: Any, results: list) -> None:
     """Run each guardrail in order, appending its result; the first tripwire raises. Each is given its own copy
-    of a list `input` (`clean_json` copies every list and dict): one that edits it in place (a redaction before its
-    check) never rewrites the run's input, which the session keeps as the user's words."""
-    from .items import clean_json
+    of a list `input` (`items.copied`): one that edits it in place (a redaction before its check) never rewrites
+    the run's input, which the session keeps as the user's words."""
+    from .items import copied
 
     context = run.state.context_wrapper
-    _until_tripwire(run, "input", guardrails, lambda g: g.run(agent, clean_json(input), context),
+    _until_tripwire(run, "input", guardrails, lambda g: g.run(agent, copied(input), context),
                     InputGuardrailTripwireTriggered, results)
 
 
