@@ -78,10 +78,14 @@ class OutputGuardrail(Generic[TContext]):
 
 
 def run_input_guardrails(run: Any, guardrails: list, agent: Any, input: Any, results: list) -> None:
-    """Run each guardrail in order, appending its result; the first tripwire raises."""
+    """Run each guardrail in order, appending its result; the first tripwire raises. Each is given its own copy
+    of a list `input` (`items.copied`): one that edits it in place (a redaction before its check) never rewrites
+    the run's input, which the session keeps as the user's words."""
+    from .items import copied
+
     context = run.state.context_wrapper
-    _until_tripwire(run, "input", guardrails, lambda g: g.run(agent, input, context), InputGuardrailTripwireTriggered,
-                    results)
+    _until_tripwire(run, "input", guardrails, lambda g: g.run(agent, copied(input), context),
+                    InputGuardrailTripwireTriggered, results)
 
 
 def run_output_guardrails(run: Any, guardrails: list, agent: Any, output: Any, results: list) -> None:

@@ -9,6 +9,7 @@ This module does no I/O and knows nothing of agents beyond holding a reference.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -154,6 +155,18 @@ def clean_json(value: Any) -> Any:
         return [clean_json(v) for v in value]
     if isinstance(value, dict):
         return {clean_text(k) if isinstance(k, str) else k: clean_json(v) for k, v in value.items()}
+    return value
+
+
+def copied(value: Any) -> Any:
+    """`value` with each list and dict in it copied, a dict as its own type (a shell's readable `RawItem` stays
+    one): what the run hands to code that may edit it in place, so the history it keeps is never changed."""
+    if isinstance(value, list):
+        return [copied(v) for v in value]
+    if isinstance(value, dict):
+        twin = copy.copy(value)
+        twin.update((key, copied(v)) for key, v in value.items())
+        return twin
     return value
 
 

@@ -21,9 +21,9 @@ from .agent import Agent
 from .config import RunConfig
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
 from .handoffs import HandoffInputData
-from .items import HandoffOutputItem, ToolCallOutputItem, drop_orphans, function_call_output, item_problem, preview, \
-    to_input_list
-from .result import RunResult, RunResultStreaming
+from .items import HandoffOutputItem, ToolCallOutputItem, copied, drop_orphans, function_call_output, item_problem, \
+    preview, to_input_list
+from .result import RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
 from .turn import (NextStepError, NextStepFinalOutput, NextStepHandoff, NextStepInterruption, NextStepRunAgain, Run,
@@ -446,7 +446,13 @@ def announce_kept(run: Run, turn: Turn) -> None:
 
 def hand_over(run: Run, on_event: Callable, event: Any) -> None:
     """A streamed run's event to its reader, who has handled it when this returns: a cancel made then stops the
-    run right there."""
+    run right there. The reader is given its own copy of the model's event or the item an event carries: one that
+    edits it in place (a display redacting what it shows) never changes what the run does next (the arguments a
+    tool runs with) nor the history the session keeps."""
+    if isinstance(event, RawResponsesStreamEvent):
+        event = RawResponsesStreamEvent(data=copied(event.data))
+    elif isinstance(event, RunItemStreamEvent):
+        event = RunItemStreamEvent(event.name, own_copy(event.item))
     on_event(event)
     if run.state.cancel_mode == "immediate":
         raise Cancelled()
@@ -614,12 +620,15 @@ def meet(run: Run, agent: Any) -> None:
 def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
     """A handoff's input filter reshapes the history the next agent sees (its result checked whole): its
     `input_items`, when set, stand in for `new_items` (the run's items are what the model sees; the session keeps
-    the turn's own items whatever a filter returns, `steps.save`)."""
+    the turn's own items whatever a filter returns, `steps.save`). It is given copies (`items.copied`), so one
+    that edits them in place (a redaction) never rewrites the input or the turn's items the session keeps."""
     state = run.state
+    history = state.original_input
     data = HandoffInputData(
-        input_history=state.original_input if isinstance(state.original_input, str) else tuple(state.original_input),
-        pre_handoff_items=tuple(state.generated_items[:turn_start]),
-        new_items=tuple(state.generated_items[turn_start:]), run_context=state.context_wrapper)
+        input_history=history if isinstance(history, str) else tuple(copied(history)),
+        pre_handoff_items=tuple(own_copy(item) for item in state.generated_items[:turn_start]),
+        new_items=tuple(own_copy(item) for item in state.generated_items[turn_start:]),
+        run_context=state.context_wrapper)
     filtered = caller.call(input_filter, data)
     problem = filter_problem(filtered)
     if problem:
@@ -632,6 +641,11 @@ def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
     shown = filtered.new_items if filtered.input_items is None else filtered.input_items
     state.generated_items = list(filtered.pre_handoff_items) + list(shown)
     state.rebuild_transcript()
+
+
+def own_copy(item: Any) -> Any:
+    """A run item whose transcript item is a copy of `item`'s (an input filter's to change)."""
+    return dataclasses.replace(item, raw_item=copied(item.raw_item))
 
 
 def filter_problem(filtered: Any) -> Optional[str]:

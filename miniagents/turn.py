@@ -32,8 +32,8 @@ from .context import ToolContext, Usage
 from .errors import ModelBehaviorError, ModelRefusalError, UserError, warn
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, MessageOutputItem, ReasoningItem, ToolApprovalItem,
-                    ToolCallItem, ToolCallOutputItem, derived_id, function_call_output, keyable, message_refusal,
-                    message_text, new_call_id, preview)
+                    ToolCallItem, ToolCallOutputItem, derived_id, function_call_output, keyable,
+                    message_refusal, message_text, new_call_id, preview)
 from .models.interface import ModelResponse, ModelSettings
 from .state import RunState
 from .tool import (FunctionToolResult, NestedInterruption, ToolsToFinalOutputResult, failure_text, invoke_tool,
@@ -483,8 +483,10 @@ def run_concurrently(run: Run, turn: Turn, to_run: list) -> None:
 def run_one(run: Run, turn: Turn, call: Call) -> None:
     """One call, through the run's way of invoking a tool; its output (value, text) is kept on the call. An agent
     tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals). A cancel that kept
-    the call from starting leaves it to run on resume; one that stopped it running leaves `STOPPED_MIDWAY`."""
-    ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run)
+    the call from starting leaves it to run on resume; one that stopped it running leaves `STOPPED_MIDWAY`. Its
+    context's `tool_call` is a copy of the call (shallow: the fields a run reads of a call are strings), so a tool
+    or a tool guardrail that edits it never rewrites the call the session keeps and the next request sends."""
+    ctx = run.state.context_wrapper.for_call(copy.copy(call.item), turn.agent, run.config, call.paused, run)
     try:
         call.output = run.invoke(run, turn, call, ctx)
     except NestedInterruption as paused:

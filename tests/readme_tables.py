@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1734,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1742,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -201,7 +201,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (turn.decide): its pause reached no one, and the calls that ran never reached the session's history
     # 1734: Ctrl-C during an async tool on Python 3.11+ (asyncio.run cancels its task) interrupts the run
     # (caller.resolve): it was taken for the tool cancelling itself, told to the model, and the run went on
-    "agents, items, guardrails": 1088,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # (counted from 1730) 1734 for what a second attack on handoffs and guardrails found: a handoff input filter and a tool (or its
+    # guardrail, through ToolContext.tool_call) that edited in place what they were shown rewrote the history the
+    # session kept; each is now given copies; 1738 for a stream's reader (an agent tool's on_stream too) given its
+    # own copy of each event's data or item: one that edited it in place changed the arguments a tool ran with; 1742 the branches merged
+    "agents, items, guardrails": 1098,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -259,9 +263,12 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # (fix-deep, counted from 1066) 1074 for a custom model's response_id and request_id that are no strings refused where its ModelResponse is
     # made (a state paused after such a response was written, then refused when loaded: "expected string")
     # 1078 the branches merged (the response id check written once); 1086 for turn.as_kept and the token count's
-    # bound moved here, to ModelResponse (see the loop's 1730)
+    # bound moved here, to ModelResponse (see the loop's 1730); 1087 for each input guardrail given its own copy of
+    # the input (one that redacted it in place rewrote the user's words the session kept); 1096 for items.copied,
+    # the copy those and the loop's copies are made with, which keeps a shell's dict type (RawItem, read by attribute)
     # 1088 for a model's message part with no type left out of what the run keeps (a state paused beside it was
     # written, then refused when loaded: the person's decision lost)
+    # 1098 the two branches merged (1087 and 1096 counted from 1086 on theirs)
     "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made

@@ -206,6 +206,24 @@ def test_a_guardrail_list_added_to_after_its_owner_was_made_is_refused_when_the_
         Runner.run_sync(agent, "hi", run_config=config)
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["blocking", "racing"])
+def test_an_input_guardrail_that_edits_the_input_in_place_never_rewrites_the_input_or_the_session(tmp_path, parallel):
+    """A guardrail given the run's own input list and items: one that edited them (a redaction before a check)
+    rewrote what the session kept as the user's words, and `result.input`, though the model saw the input."""
+    @input_guardrail(run_in_parallel=parallel)
+    def redact(ctx, agent, input):
+        input[-1]["content"] = "REDACTED"
+        input.append({"role": "user", "content": "INJECTED"})
+        return ok()
+
+    agent, model = make_agent([[assistant_message("hi")]], input_guardrails=[redact])
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    result = Runner.run_sync(agent, [{"role": "user", "content": "my card is 4242"}], session=session)
+    said = [{"role": "user", "content": "my card is 4242"}]
+    assert model.calls[0].input == said and result.input == said
+    assert session.get_items()[:-1] == said and session.get_items()[-1]["role"] == "assistant"
+
+
 def test_a_parallel_input_guardrail_races_the_first_model_call_and_its_tripwire_stops_turn_one_tools():
     model_started = threading.Event()
     guardrail_saw_model_call = []

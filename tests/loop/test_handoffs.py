@@ -188,6 +188,34 @@ def test_an_input_filters_input_items_are_what_the_next_agent_is_given_and_the_s
     assert kinds(session.get_items()) == ["user", "msg", "call:c1", "call:h1", "out:c1", "out:h1", "msg"]
 
 
+def test_an_input_filter_that_redacts_the_history_in_place_never_rewrites_what_the_session_keeps(tmp_path):
+    """A filter that edits the items it is given in place (a redaction) changed the turn's own items: the session
+    kept the tool's output and the user's words as the filter rewrote them, not as they were."""
+    from miniagents import SQLiteSession
+
+    def redact_in_place(data):
+        for item in data.input_history:
+            item["content"] = "REDACTED"
+        for item in data.new_items:
+            if item.type == "tool_call_output_item":
+                item.raw_item["output"] = "REDACTED"
+        return data
+
+    specialist, specialist_model = make_agent([[assistant_message("done")]], name="Specialist")
+    agent, _ = make_agent([[function_call("lookup", {"q": "b"}, call_id="c1"),
+                            function_call("transfer_to_specialist", "{}", call_id="h1")]],
+                          tools=[lookup], handoffs=[handoff(specialist, input_filter=redact_in_place)])
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    result = Runner.run_sync(agent, [{"role": "user", "content": "my card is 4242"}], session=session)
+    seen = specialist_model.calls[0].input
+    assert seen[0]["content"] == "REDACTED" and outputs_sent(specialist_model.calls[0])["c1"] == "REDACTED"
+    kept = session.get_items()
+    assert kept[0]["content"] == "my card is 4242"
+    assert {i["call_id"]: i["output"] for i in kept if i.get("type") == "function_call_output"} == {
+        "c1": "result for b", "h1": json.dumps({"assistant": "Specialist"})}
+    assert result.final_output == "done" and ran == ["b"]
+
+
 @pytest.mark.parametrize("input_items, problem", [
     ("not items", "input_items of type str"),
     (({"role": "user", "content": "x"},), r"input_items\[0\] that is not a run item"),

@@ -86,6 +86,37 @@ def test_the_model_is_sent_a_strict_schema_built_from_the_signature_and_docstrin
         assert sorted(obj["required"]) == sorted(obj["properties"])
 
 
+@pytest.mark.parametrize("who", ["tool", "tool input guardrail"])
+def test_a_tool_or_its_guardrail_editing_the_tool_call_it_is_shown_never_rewrites_the_history(tmp_path, who):
+    """`ToolContext.tool_call` was the response's own item: editing it (a tool, a tool guardrail) rewrote the call
+    the session kept and the next request sent (another name and arguments, a call id its output no longer
+    answered: an unpaired history the server refuses)."""
+    from miniagents import SQLiteSession, ToolGuardrailFunctionOutput, tool_input_guardrail
+
+    def meddle(ctx):
+        ctx.tool_call.update(call_id="other", name="evil", arguments='{"amount": 999}')
+
+    @tool_input_guardrail
+    def meddling_guardrail(data):
+        meddle(data.context)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[meddling_guardrail] if who != "tool" else None)
+    def pay(ctx: ToolContext, amount: int) -> str:
+        if who == "tool":
+            meddle(ctx)
+        return f"paid {amount}"
+
+    agent, model = make_agent([[function_call("pay", {"amount": 5}, call_id="c1")], [assistant_message("ok")]],
+                              tools=[pay])
+    session = SQLiteSession("s", str(tmp_path / "s.db"))
+    assert Runner.run_sync(agent, "go", session=session).final_output == "ok"
+    call = function_call("pay", {"amount": 5}, call_id="c1")
+    assert [i for i in model.calls[1].input if i.get("type") == "function_call"] == [call]
+    assert [i for i in session.get_items() if i.get("type") == "function_call"] == [call]
+    assert outputs_sent(model.calls[1]) == {"c1": "paid 5"}
+
+
 def test_a_context_parameter_is_injected_and_left_out_of_the_schema():
     seen = {}
 
