@@ -73,6 +73,30 @@ def test_a_malformed_streamed_event_with_reasoning_ids_omitted_is_the_kernels_mo
 
 
 
+def test_a_completed_event_with_output_null_reads_alike_with_reasoning_ids_omitted():
+    """A server may complete a stream with output null (its items were streamed): the kernel reads it so, and the
+    policy's rewrite must leave it be, not iterate it (a bare TypeError)."""
+    import asyncio
+
+    from miniagents import Model
+
+    class Streams(Model):
+        def get_response(self, *args, **kwargs):
+            raise AssertionError("the run is streamed")
+
+        def stream_response(self, *args, **kwargs):
+            yield {"type": "response.completed", "response": {"output": None}}
+
+    async def final_output(policy):
+        result = Runner.run_streamed(Agent(name="A", model=Streams()), "go",
+                                     run_config=RunConfig(reasoning_item_id_policy=policy))
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    assert asyncio.run(final_output("omit")) == asyncio.run(final_output(None))
+
+
 def test_run_config_may_be_a_dict_and_its_model_overrides_the_agents():
     agent_model = ScriptedModel([])
     run_model = ScriptedModel([[assistant_message("from run config model")]])
