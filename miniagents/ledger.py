@@ -233,14 +233,14 @@ def open_journal(run: Run) -> bool:
                                 f"cannot continue ({error}): continue it with the agent that ran it, or empty it with "
                                 "session.write_journal(session.read_journal(), '') to go on without that turn") \
             from None
-    if found.pending is not None and (not entry.get("paused") or stored(run, run.ledger.lookup_call,
-                                                                      *pause_claim(found))[0]):
-        found.pending.pauses += 1  # a turn in flight (or a pause a resume claimed, then died): a claim of its own,
-        # so a continue that died too can be continued again; a pause no resume claimed keeps its own, where this
-        # run and the state the paused run returned meet (one resume of it wins)
+    if found.pending is not None and not entry.get("paused"):
+        found.pending.pauses += 1  # a turn in flight: a claim of its own, so a continue that died too can be
+        # continued again; a pause keeps its own, where this run and the state the paused run returned meet (one
+        # resume of it wins)
     while found.pending is not None and stored(run, run.ledger.lookup_call, *pause_claim(found)) == (True, None):
-        found.pending.pauses += 1  # past a take-over that claimed its pause and died before it journaled its turn:
-        # its claim, held by no one, refused every continue (were it still running, its journal write fails first)
+        found.pending.pauses += 1  # past a pause a resume or a take-over claimed and died in before it journaled
+        # its turn: the claim, held by no one, refused every continue and left the run without its answer (were
+        # that resume still running, its journal write fails first)
     run.state, run.scratch[open_journal] = found, True  # this run continues a turn its session's journal held
     write_journal(run, journaled(found), entry["turn"])
     return True
@@ -307,14 +307,9 @@ def claim_pause(run: Run, turn: Turn) -> None:
     state = run.state
     turn.claim = pause_claim(state)
     resumed = not run.scratch.get(open_journal)  # a state given to the run, not a continue of the session's journal
-    # Its turn written (a take-over of this state, or the resume one took over, completed it) is refused before it
-    # claims: a take-over's claim (a pause of its own) is the one a continue of the turn still journaled claims,
-    # and a claim nobody settles would refuse that continue, and the run would never get its answer.
-    if resumed and written(run):
-        raise AlreadyResumedError(state.run_id, state.current_turn, "completed")
     won, outcome = stored(run, run.ledger.claim_call, *turn.claim)
-    if won and resumed and written(run):  # written meanwhile (the same, by a resume still running)
-        won, outcome = False, "completed"
+    if won and resumed and written(run):  # its turn is written: a take-over of this state, or the resume one took
+        won, outcome = False, "completed"  # over, completed it (a claim this leaves, a continue passes over)
     if not won:
         raise AlreadyResumedError(state.run_id, state.current_turn, outcome)
     if run.journal is not None:  # the resumed turn is in flight: a process that dies in it leaves it to continue
