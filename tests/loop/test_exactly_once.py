@@ -949,13 +949,9 @@ def test_an_awaited_run_cancelled_after_a_call_ran_leaves_its_pause_to_continue(
     assert [i["call_id"] for i in session.get_items() if i.get("type") == "function_call_output"] == ["c1", "c2"]
 
 
-def test_an_awaited_run_cancelled_after_a_call_ran_keeps_that_call_in_a_plain_sessions_history():
-    """A timeout cancels `await Runner.run(...)` after the first call paid and before the second started. No one gets
-    the state it returns, and a plain session keeps no journal: the pause it stopped in held the paid call, and the
-    next run's model never heard of it (the history was empty). Its turn stops midway instead: the call that ran is
-    written with its output, the one that never started is dropped."""
-    import asyncio
-
+def two_blocking_payments(answer):
+    """An agent whose model asks for two payments, run one at a time, then answers `answer`; each payment blocks
+    until `release` is set, `started` once one has begun. (ran, started, release, agent, session, config)."""
     ran, started, release = [], threading.Event(), threading.Event()
 
     @function_tool
@@ -966,9 +962,20 @@ def test_an_awaited_run_cancelled_after_a_call_ran_keeps_that_call_in_a_plain_se
         return f"paid {n}"
 
     model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
-                           [assistant_message("next")]])
-    agent, session = Agent(name="A", tools=[pay], model=model), ListSession()
-    config = RunConfig(max_function_tool_concurrency=1)
+                           [assistant_message(answer)]])
+    agent = Agent(name="A", tools=[pay], model=model)
+    return ran, started, release, agent, ListSession(), RunConfig(max_function_tool_concurrency=1)
+
+
+def test_an_awaited_run_cancelled_after_a_call_ran_keeps_that_call_in_a_plain_sessions_history():
+    """A timeout cancels `await Runner.run(...)` after the first call paid and before the second started. No one gets
+    the state it returns, and a plain session keeps no journal: the pause it stopped in held the paid call, and the
+    next run's model never heard of it (the history was empty). Its turn stops midway instead: the call that ran is
+    written with its output, the one that never started is dropped."""
+    import asyncio
+
+    ran, started, release, agent, session, config = two_blocking_payments("next")
+    model = agent.model
 
     async def cancelled():
         task = asyncio.ensure_future(Runner.run(agent, "pay both", session=session, run_config=config))
@@ -1052,19 +1059,8 @@ def test_an_awaited_run_of_a_given_state_cancelled_after_a_call_ran_leaves_its_p
     """The caller holds a state it gave: the pause a cancel left in it resumes (the second call runs then)."""
     import asyncio
 
-    ran, started, release = [], threading.Event(), threading.Event()
-
-    @function_tool
-    def pay(n: int) -> str:
-        ran.append(n)
-        started.set()
-        release.wait(10)
-        return f"paid {n}"
-
-    model = ScriptedModel([[function_call("pay", {"n": 1}, call_id="c1"), function_call("pay", {"n": 2}, call_id="c2")],
-                           [assistant_message("done")]])
-    agent, session = Agent(name="A", tools=[pay], model=model), ListSession()
-    config = RunConfig(max_function_tool_concurrency=1)
+    ran, started, release, agent, session, config = two_blocking_payments("done")
+    model = agent.model
     state = RunState(None, "pay both", agent)
 
     async def cancelled():
