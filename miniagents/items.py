@@ -39,7 +39,10 @@ class ModelResponse:
             problem = answer_problem(item)
             if problem is not None:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
-        self.output = [as_kept(item) for item in self.output]
+        try:  # the run's own copy, lone surrogates repaired: no later edit of the given items, or UTF-8, breaks it
+            self.output = [as_kept(clean_json(item)) for item in self.output]
+        except RecursionError:  # nested past what any store takes, or in a cycle: refused, with its path, when written
+            self.output = [as_kept(item) for item in self.output]
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
@@ -148,13 +151,17 @@ def derived_id(prefix: str, text: str) -> str:
     return prefix + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 def clean_json(value: Any) -> Any:
-    """`clean_text` applied to every string (keys included) of a decoded JSON value."""
+    """A copy of a JSON-shaped value with `clean_text` applied to every string (keys included); each dict stays its
+    own type, as `copied` keeps it (a shell's readable `RawItem`)."""
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, list):
         return [clean_json(v) for v in value]
     if isinstance(value, dict):
-        return {clean_text(k) if isinstance(k, str) else k: clean_json(v) for k, v in value.items()}
+        twin = copy.copy(value)
+        twin.clear()
+        twin.update((clean_text(k) if isinstance(k, str) else k, clean_json(v)) for k, v in value.items())
+        return twin
     return value
 
 

@@ -21,8 +21,8 @@ from .agent import Agent
 from .config import RunConfig
 from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
 from .handoffs import HandoffInputData
-from .items import HandoffOutputItem, ToolCallOutputItem, copied, drop_orphans, function_call_output, item_problem, \
-    preview, to_input_list
+from .items import HandoffOutputItem, ToolCallOutputItem, clean_json, copied, drop_orphans, function_call_output, \
+    item_problem, preview, to_input_list
 from .result import RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -636,10 +636,11 @@ def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
                         f"{getattr(input_filter, '__name__', input_filter)!r} returned "
                         f"{problem}: it must return a HandoffInputData whose input_history is a string or "
                         f"input items (dicts) and whose items are run items")
-    history = filtered.input_history
-    state.original_input = history if isinstance(history, str) else list(history)
+    history = filtered.input_history  # the filter's text, its lone surrogates repaired as in a run's input
+    state.original_input = clean_json(history if isinstance(history, str) else list(history))
     shown = filtered.new_items if filtered.input_items is None else filtered.input_items
-    state.generated_items = list(filtered.pre_handoff_items) + list(shown)
+    state.generated_items = [dataclasses.replace(item, raw_item=clean_json(item.raw_item))
+                             for item in (*filtered.pre_handoff_items, *shown)]
     state.rebuild_transcript()
 
 

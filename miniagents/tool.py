@@ -302,8 +302,8 @@ def failure_text(tool: FunctionTool, ctx: ToolContext, raw_args: str, error: Exc
         if tool.failure_error_function is None:  # every failure raises, the model's bad arguments too
             raise ModelBehaviorError(text) from error
         return f"{text}\nFix the arguments and call the tool again."
-    if isinstance(error, ToolError):
-        return error.message
+    if isinstance(error, ToolError):  # its message verbatim, as a return value is shown (a lone surrogate repaired)
+        return output_text(error.message)
     if isinstance(error, ToolTimeoutError):
         if tool.timeout_behavior == "raise_exception":
             raise error

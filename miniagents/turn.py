@@ -275,8 +275,9 @@ def assign_call_ids(output: list, state: RunState) -> tuple:
     how many calls were dropped as replays). A call id must never answer two different calls, and a call must
     never run twice, for servers that number ids per response ("call_0" in every response) and for servers
     whose ids are unique alike. A call id the response repeats is dropped (the first call with it stands). A
-    call id no session can key (NUL, a lone surrogate) is first replaced by one derived from it, the same each
-    time the server gives it. A call with no id, or with an id used earlier in the run or its history:
+    call id no session can key (NUL; a lone surrogate was repaired as the response was made) is first replaced
+    by one derived from it, the same each time the server gives it. A call with no id, or with an id used earlier
+    in the run or its history:
     - a numbered id is the server's count: it is a new call, and gets a fresh id;
     - a unique id with the same name and arguments as the earlier call is a replay: it is dropped (the earlier
       output stands; nothing runs again);

@@ -53,7 +53,7 @@ def test_a_server_managed_conversation_keeps_the_ids_the_server_gave_even_repeat
     assert sent == [[("function_call_output", "call_0")], [("function_call_output", "call_0")]]
 
 
-@pytest.mark.parametrize("second_id", ["call_0", "", "call_\x00", "call_\ud800"])
+@pytest.mark.parametrize("second_id", ["call_0", "", "call_\x00"])  # (a lone surrogate is repaired: test_text_kept)
 def test_a_server_managed_response_whose_calls_do_not_each_have_an_id_is_the_servers_mistake(second_id):
     runs.clear()
     second = function_call("ping", {"n": 2}, call_id="x")

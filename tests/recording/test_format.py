@@ -66,10 +66,11 @@ def weather(city: str) -> str:
     return f"21°C in {city}, 晴れ"
 
 
-def record_weather(path, question, answer="Sunny, 21°C."):
+def record_weather(path, question, answer="Sunny, 21°C.", instructions=None):
     steps = [[function_call("weather", {"city": "Zürich"}, call_id="c1")], [assistant_message(answer)]]
     with Recorder(path) as recorder:
-        return Runner.run_sync(Agent(name="A", tools=[weather], model=recorder.wrap(ScriptedModel(steps))), question)
+        return Runner.run_sync(Agent(name="A", instructions=instructions, tools=[weather],
+                                     model=recorder.wrap(ScriptedModel(steps))), question)
 
 
 def test_text_is_written_as_it_reads(tmp_path):
@@ -79,16 +80,25 @@ def test_text_is_written_as_it_reads(tmp_path):
 
 
 def test_a_lone_surrogate_is_written_escaped_and_replays(tmp_path):
-    # a custom model's answer may hold a lone surrogate (a badly decoded file), which cannot be written as UTF-8
-    # (run input is repaired where it enters, so it is the model's answer that carries one to the recorder)
-    answer = "Sunny, 21°C. \ud800"
-    recorded = record_weather(tmp_path / "run.jsonl", "Weather?", answer)
+    # an agent's instructions may hold a lone surrogate (a badly decoded file), which cannot be written as UTF-8 (a
+    # model's answer, run input and tool outputs are repaired where they enter the run: the instructions are not)
+    instructions = "Be brief. \ud800"
+    recorded = record_weather(tmp_path / "run.jsonl", "Weather?", instructions=instructions)
     lines = (tmp_path / "run.jsonl").read_bytes().decode("utf-8").splitlines()
-    assert "\\ud800" in lines[-1] and "\\u00fc" in lines[-1]  # the line holding it is escaped, whole
-    assert "\\u" not in lines[1] and "Zürich" in lines[1]  # the others are written as they read
-    replayed = Runner.run_sync(Agent(name="A", tools=[weather], model=Replay(tmp_path / "run.jsonl")), "Weather?")
-    assert replayed.final_output == recorded.final_output == answer
+    assert len(lines) == 3 and all("\\ud800" in line and "\\u00fc" in line for line in lines[1:])  # escaped, whole
+    model = Replay(tmp_path / "run.jsonl")
+    replayed = Runner.run_sync(Agent(name="A", instructions=instructions, tools=[weather], model=model), "Weather?")
+    model.assert_complete()
+    assert replayed.final_output == recorded.final_output
     assert [i.raw_item for i in replayed.new_items] == [i.raw_item for i in recorded.new_items]
+
+
+def test_a_custom_models_lone_surrogate_is_recorded_repaired_as_the_run_keeps_it(tmp_path):
+    recorded = record_weather(tmp_path / "run.jsonl", "Weather?", "Sunny, 21°C. \ud800")
+    assert recorded.final_output == "Sunny, 21°C. \ufffd"
+    assert "\\u" not in (tmp_path / "run.jsonl").read_bytes().decode("utf-8")
+    replayed = Runner.run_sync(Agent(name="A", tools=[weather], model=Replay(tmp_path / "run.jsonl")), "Weather?")
+    assert replayed.final_output == recorded.final_output
 
 
 def test_the_shipped_recording_is_what_this_python_records_byte_for_byte(server, tmp_path):
