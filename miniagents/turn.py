@@ -228,8 +228,9 @@ def call_model(run: Run, turn: Turn) -> None:
 def model_arguments(run: Run, turn: Turn) -> tuple:
     """What a model is called with (upstream's `Model` protocol): the instructions, the input items, the
     settings, the tools, the output schema, the handoffs and the tracing setting. As upstream, the model gets
-    the objects the agent offers; adapters send their `spec()`s."""
-    turn.input = list(run.state.transcript) if turn.input is None else turn.input  # a copy: the model's own
+    the objects the agent offers; adapters send their `spec()`s. The input items are the model's own copies, as
+    upstream's are made afresh for each call: a model that tidies them in place never rewrites the history."""
+    turn.input = copy.deepcopy(run.state.transcript) if turn.input is None else turn.input
     return (turn.setup.instructions, turn.input, turn.setup.settings, list(turn.setup.tools.values()),
             turn.setup.output, list(turn.setup.handoffs.values()), run.config.model_tracing)
 
@@ -485,9 +486,10 @@ def run_one(run: Run, turn: Turn, call: Call) -> None:
     """One call, through the run's way of invoking a tool; its output (value, text) is kept on the call. An agent
     tool whose inner run paused has none yet (`call.paused`: the turn pauses on its approvals). A cancel that kept
     the call from starting leaves it to run on resume; one that stopped it running leaves `STOPPED_MIDWAY`. Its
-    context's `tool_call` is a copy of the call (shallow: the fields a run reads of a call are strings), so a tool
-    or a tool guardrail that edits it never rewrites the call the session keeps and the next request sends."""
-    ctx = run.state.context_wrapper.for_call(copy.copy(call.item), turn.agent, run.config, call.paused, run)
+    context's `tool_call` is a copy of the call (deep: a custom model's call may hold nested fields), so a tool or a
+    tool guardrail that edits it never rewrites the call the session keeps, a state saves and the next request
+    sends."""
+    ctx = run.state.context_wrapper.for_call(copy.deepcopy(call.item), turn.agent, run.config, call.paused, run)
     try:
         call.output = run.invoke(run, turn, call, ctx)
     except NestedInterruption as paused:

@@ -8,15 +8,17 @@ tool's `ToolContext.tool_call`) is its own copy, so no edit reaches the history,
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
 import tempfile
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from miniagents import (Agent, HandoffInputData, Model, ModelResponse, RunState, Runner, SQLiteSession, ToolError,
-                        function_tool, handoff)
+from miniagents import (Agent, HandoffInputData, Model, ModelResponse, RunState, Runner, SQLiteSession, ToolContext,
+                        ToolError, function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.turn import REJECTED
 from strategies import FAST_TMP
@@ -39,7 +41,7 @@ class Custom(Model):
 
     def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
                      tracing=None, **kwargs):
-        self.inputs.append(input)
+        self.inputs.append(copy.deepcopy(input))  # each request as it was sent
         return ModelResponse(output=self.answers.pop(0))
 
 
@@ -102,6 +104,75 @@ def test_a_handoff_input_filters_lone_surrogates_are_repaired_before_the_next_ag
     writable(second.calls[0].input)
     assert [second.calls[0].input[0]["content"], second.calls[0].input[-1]["output"]] == [REPAIRED, REPAIRED]
     result.to_state().to_string().encode("utf-8")
+
+
+# --- What the run hands to code that may edit it ----------------------------------------------------------------
+
+
+def test_a_tool_that_edits_its_tool_calls_nested_fields_changes_neither_the_history_nor_the_state(tmp_path):
+    """`ToolContext.tool_call` was a shallow copy: a tool appending to a nested field of its call (a custom model's
+    item may hold any) rewrote the call the next request sent, the session kept and a paused state saved."""
+    def look(ctx: ToolContext) -> str:
+        ctx.tool_call["extra"]["tags"].append("EDITED")
+        ctx.tool_call["extra"]["note"] = "EDITED"
+        return "seen"
+
+    call = {**function_call("look", "{}", call_id="c1"), "extra": {"tags": ["given"]}}
+    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
+    model = ScriptedModel([[call], [function_call("pay", "{}", call_id="c2")]])
+    session = SQLiteSession("s", str(tmp_path / "db.sqlite"))
+    agent = Agent(name="a", model=model, tools=[function_tool(look), pay])
+    result = Runner.run_sync(agent, "go", session=session)
+    kept = [json.dumps(model.calls[1].input), json.dumps(session.get_items()), result.to_state().to_string()]
+    assert not any("EDITED" in text for text in kept)
+
+
+class Stripping(Custom):
+    """A model that tidies the items it is given in place before it sends them (as a provider's wrapper may)."""
+
+    def get_response(self, *args, **kwargs):
+        response = super().get_response(*args, **kwargs)
+        edit_in_place(args[1])
+        return response
+
+
+def edit_in_place(items):
+    for item in items:
+        item.pop("id", None)
+        for part in item.get("content") if isinstance(item.get("content"), list) else ():
+            part["text"] = "EDITED"
+        if "output" in item:
+            item["output"] = "EDITED"
+
+
+def plugin_editing_model_input():
+    from miniagents.seams import Plugin
+
+    class Editing(Plugin):
+        def model_input(self, run, setup, items):
+            edit_in_place(items)
+            return items
+    return Editing()
+
+
+@pytest.mark.parametrize("who", ["model", "model_input plugin", "model in a server-kept conversation"])
+def test_a_model_or_plugin_that_edits_its_input_in_place_changes_neither_the_history_nor_the_state(who, tmp_path):
+    """The model was given the run's own items (a new list of them): one that tidied them in place (dropped ids,
+    rewrote text) rewrote the history the next request sends, `result.to_input_list()` and a state paused later.
+    Upstream gives each model call items made afresh; so does this run, and a `model_input` plugin's too."""
+    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
+    answers = ([assistant_message("hello", item_id="msg_1"), function_call("look", "{}", call_id="c1")],
+               [function_call("pay", "{}", call_id="c2")])
+    model = (Custom if who == "model_input plugin" else Stripping)(*answers)
+    agent = Agent(name="a", model=model, tools=[function_tool(lambda: "seen", name_override="look"), pay])
+    options = {"plugins": [plugin_editing_model_input()]} if who == "model_input plugin" else {}
+    if who.endswith("conversation"):
+        options["conversation_id"] = "conv_1"
+    result = Runner.run_sync(agent, [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}], **options)
+    kept = json.dumps([result.to_input_list(), result.to_state().to_json()])
+    assert "EDITED" not in kept and '"msg_1"' in kept
+    if who == "model":  # (a plugin's edit is what the model is to be sent: it is, each turn)
+        assert "EDITED" not in json.dumps(model.inputs[1][:1])  # the second request: the first item as it was
 
 
 # --- The rule, as properties: any text, through every way text enters a run, is kept as UTF-8 can write it ---------
