@@ -313,7 +313,10 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     items = drop_orphans(list(history)) + new_items
     if run.plugins:
         items = seams.change(run.plugins, "session_input", run, history, new_items, items)
-    return items, new_items
+    try:  # a session of the program's own, or a plugin, may give a lone surrogate: repaired, as a run's input is
+        return clean_json(items), new_items
+    except RecursionError:  # nested past what any store takes: refused, with its path, when written
+        return items, new_items
 
 
 def check_takes_turns(session: Any) -> None:

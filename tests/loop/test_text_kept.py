@@ -1,10 +1,12 @@
 """Text and objects a run keeps: attacks on what enters a run and what it hands out.
 
-The rule (docs/models.md, "Text a run keeps"): every string a run keeps is text UTF-8 can write. A lone UTF-16
+The rule (docs/porting.md, "What differs, and why"): every string a run keeps is text UTF-8 can write. A lone UTF-16
 surrogate is replaced by U+FFFD (`items.clean_text`) where the string enters the run: a run's input, a model's
-response (`ModelResponse`, whoever made it), a tool's output, a decision's message, a loaded state. NUL and long
-strings are text like any other: kept as given. What the run hands to code that may edit it (a stream's events, a
-tool's `ToolContext.tool_call`) is its own copy, so no edit reaches the history, the session or the saved state.
+response (`ModelResponse`, whoever made it), a tool's output or error, a decision's message, a handoff input
+filter's result, a session's history, a loaded state. NUL and long strings are text like any other: kept as given.
+What the run hands to code that may edit it (a model's input, a `model_input` plugin's, a tool's
+`ToolContext.tool_call`) is its own copy, so no edit reaches the history, the session or the saved state (a stream's
+reader, a guardrail and a handoff's input filter are given copies too: test_agent, test_guardrails, test_handoffs).
 """
 from __future__ import annotations
 
@@ -103,6 +105,26 @@ def test_a_handoff_input_filters_lone_surrogates_are_repaired_before_the_next_ag
     result = Runner.run_sync(a, "go")
     writable(second.calls[0].input)
     assert [second.calls[0].input[0]["content"], second.calls[0].input[-1]["output"]] == [REPAIRED, REPAIRED]
+    result.to_state().to_string().encode("utf-8")
+
+
+def test_a_custom_sessions_lone_surrogate_is_repaired_as_the_run_reads_its_history():
+    """A session of the program's own (any object with get_items and add_items) gave back a lone surrogate: it
+    went to the model and into a paused state's text as given, where a run's own input is repaired."""
+    class Remembers:
+        def __init__(self):
+            self.items = [{"role": "user", "content": LONE}, assistant_message(LONE)]
+
+        def get_items(self, limit=None):
+            return [dict(item) for item in self.items]
+
+        def add_items(self, items):
+            self.items += items
+
+    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
+    model = ScriptedModel([[function_call("pay", "{}", call_id="c1")]])
+    result = Runner.run_sync(Agent(name="a", model=model, tools=[pay]), "go", session=Remembers())
+    assert [model.calls[0].input[0]["content"], model.calls[0].input[1]["content"][0]["text"]] == [REPAIRED] * 2
     result.to_state().to_string().encode("utf-8")
 
 
@@ -221,8 +243,9 @@ def test_any_text_a_model_or_a_tool_gives_is_kept_repaired_and_loads_back_as_kep
 
 
 @settings(max_examples=40, deadline=None)
-@given(value=st.recursive(ANY_TEXT | st.integers() | st.none(), lambda inner: st.lists(inner, max_size=3) |
-                          st.dictionaries(ANY_TEXT, inner, max_size=3), max_leaves=8))
+@given(value=st.recursive(ANY_TEXT | st.integers() | st.none(),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
+                          max_leaves=8))
 def test_a_models_item_is_kept_as_its_own_repaired_copy(value):
     """`ModelResponse` keeps its own copy of each item, every string in it (keys too) repaired: the model's later
     edits of what it returned never reach the run, and what is kept is `json`-writable as UTF-8."""
