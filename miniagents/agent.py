@@ -19,6 +19,7 @@ from .agent_output import output_schema
 from .context import RunContextWrapper, TContext
 from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
+from .items import clean_text
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
@@ -93,6 +94,8 @@ class Agent(Generic[TContext]):
             value = getattr(self, name)
             if not isinstance(value, types) and not (name == "instructions" and callable(value)):
                 raise TypeError(f"Agent {name} must be {what}, got {type(value).__name__}")
+        if clean_text(self.name) is not self.name:  # how a state names it: repaired, a loaded state could not find it
+            raise UserError(f"Agent name {self.name!r} holds a lone surrogate, which no state can be written with")
         self._check_callables()
         for tool in self.tools:
             if not isinstance(tool, FunctionTool) and not provider_tool(tool):

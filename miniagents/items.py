@@ -55,6 +55,7 @@ class ModelResponse:
             value = getattr(self, name)
             if not isinstance(value, (str, type(None))):
                 raise UserError(f"ModelResponse.{name} must be a string or None, not {type(value).__name__}")
+            setattr(self, name, value and clean_text(value))  # a lone surrogate repaired, as in the output
 
     def to_input_items(self) -> list:
         """The output as items to send back to a model: copies, without the output-only `created_by`."""

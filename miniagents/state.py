@@ -364,9 +364,9 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     if where:
         raise UserError(f"This RunState cannot be written as JSON that loads again (by to_string, or to a session's "
                         f"journal before its turn runs a call): {where}") from None
-    # The caller's context and decisions (a rejection message) are the strings no entry point cleaned: a lone
-    # surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
-    document["context"] = clean_json(document["context"])
+    # The caller's context, decisions (a rejection message) and a plugin's custom data are the strings no entry point
+    # cleaned: a lone surrogate is repaired as in input and tool outputs, or the text could not be written as UTF-8.
+    document = clean_json(document)
     return document
 
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from miniagents import (Agent, HandoffInputData, Model, ModelResponse, RunState, Runner, SQLiteSession, ToolContext,
-                        ToolError, function_tool, handoff)
+                        ToolError, UserError, function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from miniagents.turn import REJECTED
 from strategies import FAST_TMP
@@ -126,6 +126,51 @@ def test_a_custom_sessions_lone_surrogate_is_repaired_as_the_run_reads_its_histo
     result = Runner.run_sync(Agent(name="a", model=model, tools=[pay]), "go", session=Remembers())
     assert [model.calls[0].input[0]["content"], model.calls[0].input[1]["content"][0]["text"]] == [REPAIRED] * 2
     result.to_state().to_string().encode("utf-8")
+
+
+def test_a_custom_models_response_and_request_ids_with_a_lone_surrogate_are_repaired_where_made():
+    """The ids were kept as given: a state paused after the response held them, and its text could not be written
+    as UTF-8 (nor sent as the next request's previous_response_id)."""
+    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
+
+    class Ids(Custom):
+        def get_response(self, *args, **kwargs):
+            return ModelResponse(output=[function_call("pay", "{}", call_id="c1")], response_id="resp_" + LONE,
+                                 request_id="req_" + LONE)
+
+    result = Runner.run_sync(Agent(name="a", model=Ids(), tools=[pay]), "go")
+    assert (result.last_response_id, result.raw_responses[0].request_id) == ("resp_" + REPAIRED, "req_" + REPAIRED)
+    result.to_state().to_string().encode("utf-8")
+
+
+def test_a_plugins_custom_data_with_a_lone_surrogate_is_repaired_where_the_state_is_written():
+    """What a plugin attaches to a call (upstream's custom_data_extractor) is kept in the state as given: a lone
+    surrogate in it made the state's text one UTF-8 cannot write. Repaired as the state is written, as the caller's
+    context is."""
+    from miniagents.seams import Plugin
+
+    class Tags(Plugin):
+        def invoke(self, run, invoke):
+            def tagged(run, turn, call, ctx):
+                answer = invoke(run, turn, call, ctx)
+                call.custom_data = {LONE: LONE}
+                return answer
+            return tagged
+
+    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
+    model = ScriptedModel([[function_call("look", "{}", call_id="c1"), function_call("pay", "{}", call_id="c2")]])
+    agent = Agent(name="a", model=model, tools=[function_tool(lambda: "seen", name_override="look"), pay])
+    text = Runner.run_sync(agent, "go", plugins=[Tags()]).to_state().to_string()
+    state = RunState.from_string(agent, text.encode("utf-8"))
+    assert [item.custom_data for item in state.generated_items if item.type == "tool_call_output_item"] == \
+        [{REPAIRED: REPAIRED}]
+
+
+def test_an_agent_named_with_a_lone_surrogate_is_refused_where_it_is_made():
+    """Its name is how a state names it: kept, the state's text could not be written as UTF-8; repaired, the state
+    could not find the agent again when loaded."""
+    with pytest.raises(UserError, match=r"^Agent name 'a\\ud800b' holds a lone surrogate"):
+        Agent(name=LONE)
 
 
 # --- What the run hands to code that may edit it ----------------------------------------------------------------
