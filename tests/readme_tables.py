@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1742,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1747,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -205,7 +205,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # guardrail, through ToolContext.tool_call) that edited in place what they were shown rewrote the history the
     # session kept; each is now given copies; 1738 for a stream's reader (an agent tool's on_stream too) given its
     # own copy of each event's data or item: one that edited it in place changed the arguments a tool ran with; 1742 the branches merged
-    "agents, items, guardrails": 1098,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1747 for what an attack on the text and objects a run keeps found: a handoff input filter's result and a custom
+    # session's history kept a lone surrogate as given (the next request and a paused state's text failed on it), and
+    # a model or a model_input plugin that tidied its input in place rewrote the history (each now gets copies)
+    "agents, items, guardrails": 1108,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -269,6 +272,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1088 for a model's message part with no type left out of what the run keeps (a state paused beside it was
     # written, then refused when loaded: the person's decision lost)
     # 1098 the two branches merged (1087 and 1096 counted from 1086 on theirs)
+    # 1108 for what an attack on the text a run keeps found: a custom model's lone surrogates (in its items and ids)
+    # kept in the final output, the next request and a paused state's text, now repaired where its ModelResponse is
+    # made, which keeps its own copy of each item (clean_json keeps a dict's type; an item too deep to walk is kept as
+    # given, refused with its path when written); an Agent named with a lone surrogate refused where it is made
     "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
