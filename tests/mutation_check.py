@@ -106,7 +106,7 @@ def test_path(name: str) -> str:
 MUTANTS: List[Mutant] = [
     # --- turn.py: the decision order, call order, exactly once, unknown tools, handoffs, approvals ----------
     M("turn.py",
-      "    ctx = run.state.context_wrapper.for_call(copy.copy(call.item), turn.agent, run.config, call.paused, run)",
+      "    ctx = run.state.context_wrapper.for_call(copy.deepcopy(call.item), turn.agent, run.config, call.paused, run)",
       "    ctx = run.state.context_wrapper.for_call(call.item, turn.agent, run.config, call.paused, run)",
       "a tool or its guardrail editing ToolContext.tool_call never rewrites the call the session keeps",
       "test_tools"),
@@ -115,8 +115,8 @@ MUTANTS: List[Mutant] = [
       "            self.total_tokens += max(0, other.total_tokens)\n",
       "a model's total under its own input and output tokens never loosens total_tokens_limit", "test_usage_limits"),
     M("items.py",
-      "        twin = copy.copy(value)\n",
-      "        twin = dict(value)\n",
+      "        twin = copy.copy(value)\n        twin.update(",
+      "        twin = dict(value)\n        twin.update(",
       "a copy handed to code that may edit it keeps a shell's readable RawItem, read by attribute",
       "test_raw_items"),
     M("items.py",
@@ -2303,8 +2303,8 @@ MUTANTS: List[Mutant] = [
       "exactly once: a session that keeps a ledger is the run's ledger", "test_exactly_once"),
     # --- server-managed conversations (conversation_id, previous_response_id) --------------------------------
     M("steps.py",
-      "    turn.input = state.transcript[state.server_known:]",
-      "    turn.input = list(state.transcript)",
+      "    turn.input = copy.deepcopy(state.transcript[state.server_known:])",
+      "    turn.input = copy.deepcopy(list(state.transcript))",
       "server-managed: a request sends only the items the server does not have yet", "test_upstream_behaviour"),
     M("steps.py",
       "        state.previous_response_id = response.response_id",
