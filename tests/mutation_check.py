@@ -3464,6 +3464,11 @@ MUTANTS: List[Mutant] = [
       '    sys.argv = argv[1:] if program == "-m" else list(argv)',
       "the upstream runner's -c program gets Python's sys.argv: '-c' then the arguments, never its own code",
       "test_runner"),
+    M("upstream/__main__.py",
+      '    return compile(source, name, "exec", dont_inherit=True)',
+      '    return compile(source, name, "exec")',
+      "the upstream runner's script or -c program does not inherit the runner's own `from __future__ import "
+      "annotations` (its annotations were strings)", "test_runner"),
     M("models/http.py",
       "        needs(\"unicodedata\", \"a connection to a model's server (the idna codec a host name is looked up by)\")",
       "        pass",

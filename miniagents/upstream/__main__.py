@@ -149,7 +149,7 @@ def _run_text(source: Any, file: Optional[str], name: str) -> None:
     module.__loader__ = BuiltinImporter
     if file is not None:
         module.__dict__.update(__file__=file, __cached__=None)
-    _exec_as_main(compile(source, name, "exec"), module)
+    _exec_as_main(_compile(source, name), module)
 
 
 def _run_as_main(path: str, entry: bool) -> None:
@@ -166,10 +166,16 @@ def _run_as_main(path: str, entry: bool) -> None:
         compiled = path.endswith(".pyc")  # Python runs a .pyc file's bytecode as it is (compiled, an error)
         loader = (SourcelessFileLoader if compiled else SourceFileLoader)("__main__", path)
         # a source is compiled from its bytes: its own coding declaration holds
-        code = loader.get_code("__main__") if compiled else compile(loader.get_data(path), path, "exec")
+        code = loader.get_code("__main__") if compiled else _compile(loader.get_data(path), path)
         module = types.ModuleType("__main__")
         module.__dict__.update(__file__=path, __cached__=None, __loader__=loader)
     _exec_as_main(code, module)
+
+
+def _compile(source: Any, name: str) -> types.CodeType:
+    """The program's code as Python compiles it: the `from __future__ import annotations` of this module is not
+    inherited (it made the program's annotations strings, which a tool's local types then could not resolve)."""
+    return compile(source, name, "exec", dont_inherit=True)
 
 
 def _exec_as_main(code: Any, module: types.ModuleType) -> None:

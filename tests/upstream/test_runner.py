@@ -151,6 +151,8 @@ PROBE = textwrap.dedent("""
     import helper
     print(sys.argv, __file__, sys.path[0], __name__, getattr(__spec__, "name", None), helper.__file__, sep="\\n")
     print(type(__builtins__).__name__)  # the builtins module in Python's __main__ (a dict where exec alone made it)
+    def typed(x: int): pass
+    print(typed.__annotations__)  # evaluated, as Python does: the runner's own __future__ import is not the program's
 """)
 
 
@@ -227,6 +229,8 @@ TEXT_PROBE = textwrap.dedent("""
     print(sys.argv, repr(sys.path[0]), __name__, __spec__, __loader__.__name__, type(__builtins__).__name__)
     print(globals().get('__file__', 'no file'), globals().get('__cached__', 'none cached'), helper.VALUE)
     print(repr(sys.stdin.read()))
+    def typed(x: int): pass
+    print(typed.__annotations__)
     try:
         import agents
     except ImportError:
