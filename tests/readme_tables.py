@@ -611,7 +611,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # in a text hidden as one (replaced one after the other, part of the second showed); 1154 for a request that
     # would begin after the run's immediate cancel (its handshake or listing) never sent nor waited for; 1156 for a
     # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both)
-    "shell: vendoring": 453,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    "shell: vendoring": 480,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
     # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names
     # refused: one in a package of the standard library (sys.stdlib_module_names, on 3.9 its folders), and one under
@@ -619,6 +619,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 449: --replace moves the earlier copy aside until the new one is written whole (it was removed first: a disk
     # that filled up mid-copy left a half copy that the next --replace refused, and no earlier copy)
     # 453: a Python without select copies and says why it cannot check the copy (it was a traceback, nothing copied)
+    # 480: a copy appears whole or not at all, written beside its place and renamed into place (a zip, VENDORED.json
+    # too), an earlier copy kept in place until then: a command killed midway left a half copy --replace refused
 }
 
 MARKERS = {
