@@ -510,7 +510,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # fixes took; 830 for what a second attack found: search showing paths read_file refuses, a working link listed
     # as broken, a refused write leaving folders, a false line cut, a backslash shown as an escape's, folders of mode
     # 0711 not gone through; lowered to 820, what the fixes took
-    "shell: upstream compatibility": 1974,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
+    "shell: upstream compatibility": 1995,  # issue 29: upstream's runner, classes, tool outputs and hosted tools moved
     # here from the kernel, beside the zero-edit runner and the helpers its programs import; issue 33:
     # MultiProviderMap, set_default_openai_client and MCPToolChoice too; then OpenAIProvider, MultiProvider,
     # set_default_openai_key/_api and the adapters' openai_client= (providers.py), moved out of models/; per-request
@@ -558,7 +558,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1961 for a hosted tool's tool_config that is no dict refused where the tool is made (a bare TypeError when a
     # request was built); 1963 for the runner's `-m agents[.<path>]` said to have no code to run (runpy's bare
     # AttributeError: the alias's loader has no get_code); 1965 for a custom_data_extractor that cannot be called
-    # refused where the tool is made (a bare TypeError once its first call had run)
+    # refused where the tool is made (a bare TypeError once its first call had run); 1977 for a tool_error_formatter
+    # that raises or returns no text leaving the default message, logged, as upstream's does (it stopped the run);
+    # 1993 for the runner's `-c CODE` and `-` (stdin) run as Python runs them (refused as "no such program"); 1995
+    # for the program compiled without the runner's own `from __future__ import annotations` (its annotations were
+    # strings: a tool's parameter of a type local to a function could not be resolved)
     "shell: recording and replay": 791,  # issue 30: secrets cut across deltas, one recorder per file, files checked at load
     # 728 for what an attack found: a stream with no response.completed, or an answer a replay refuses, written
     # as a line that made the whole file unreadable; a failed write leaving a torn line later calls were glued
@@ -614,7 +618,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # in a text hidden as one (replaced one after the other, part of the second showed); 1154 for a request that
     # would begin after the run's immediate cancel (its handshake or listing) never sent nor waited for; 1156 for a
     # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both)
-    "shell: vendoring": 453,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
+    "shell: vendoring": 480,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
     # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names
     # refused: one in a package of the standard library (sys.stdlib_module_names, on 3.9 its folders), and one under
@@ -622,6 +626,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 449: --replace moves the earlier copy aside until the new one is written whole (it was removed first: a disk
     # that filled up mid-copy left a half copy that the next --replace refused, and no earlier copy)
     # 453: a Python without select copies and says why it cannot check the copy (it was a traceback, nothing copied)
+    # 480: a copy appears whole or not at all, written beside its place and renamed into place (a zip, VENDORED.json
+    # too), an earlier copy kept in place until then: a command killed midway left a half copy --replace refused
 }
 
 MARKERS = {

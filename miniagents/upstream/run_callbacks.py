@@ -5,7 +5,8 @@
 - `call_model_input_filter(CallModelData)`: the items and instructions each model call is sent (`model_input`); it
   returns a `ModelInputData`.
 - `tool_error_formatter(ToolErrorFormatterArgs)`: the text a call that gets an error instead of running is answered
-  with (`error_text`); it returns a text, or None for the kernel's.
+  with (`error_text`); it returns a text, or None for the kernel's (as upstream, the kernel's too, logged, when it
+  raises or returns anything else).
 - `output_guardrail_blocked_message`: a text, or a synchronous formatter given `OutputGuardrailBlockedMessageArgs`,
   kept in place of a tool output an output guardrail rejected as the final output (`blocked_output`).
 
@@ -121,15 +122,23 @@ def filter_model_input(run: Any, setup: Any, items: list) -> tuple:
 
 def error_text(run: Any, call: Any, kind: str, text: str) -> str:
     """What the model is told for a call that gets an error instead of running: `tool_error_formatter`'s text, or
-    `text` (the kernel's) when it returns None or an empty text."""
+    `text` (the kernel's) when it returns None or an empty text. As upstream, a formatter that raises or returns
+    something else than a text leaves `text` too, logged (its type only: the value may hold the tool's data). The
+    run's cancel, stopping an async formatter, is no failure of it: the run stops, the call left unanswered."""
     formatter = getattr(run.config, "tool_error_formatter", None)
     if formatter is None:
         return text
-    message = caller.call(formatter, ToolErrorFormatterArgs(kind, "function", call.item.get("name", ""),
-                                                            call.call_id, text, run.state.context_wrapper))
+    try:
+        message = caller.call(formatter, ToolErrorFormatterArgs(kind, "function", call.item.get("name", ""),
+                                                                call.call_id, text, run.state.context_wrapper))
+    except caller.Cancelled:
+        raise
+    except Exception:
+        warn("tool_error_formatter raised; the model is told %r", text, exc_info=True)
+        return text
     if message is not None and not isinstance(message, str):
-        raise UserError(f"tool_error_formatter must return a text or None, got {type(message).__name__}: "
-                        f"{message!r:.60}")
+        warn("tool_error_formatter returned %s, not a text; the model is told %r", type(message).__name__, text)
+        return text
     return message or text
 
 

@@ -12,9 +12,14 @@ upstream shell is kept (`python -m agents._vendor.miniagents.upstream` makes `ag
 `--zip`, DEST is a zip file holding that same tree, for `sys.path.insert(0, "DEST.zip")`. The copy is the package
 as it is, renamed nowhere (the package never names itself): every shell folder (any subfolder but `models/`)
 unless `--without` leaves it out, no `__pycache__`.
-`--replace` moves an earlier copy (one holding a VENDORED.json) aside, as `<its name>.replaced-<pid>`, and removes it
-once the new copy is written whole: a copy that cannot be (no room, Ctrl-C) puts it back, and a killed command
-leaves it there, whole.
+A copy appears whole or not at all: it is written beside its place, as `<its name>.vendoring-<pid>-<random>` (a
+dot in the name: no import finds it), then renamed into place, VENDORED.json and all; a zip is written as
+`DEST.vendoring-<pid>-<random>` and renamed over DEST. A copy that cannot be written (no room, Ctrl-C) removes what
+it wrote; a killed command leaves that folder or file, which no later run reads: remove it once no copy is running.
+Two commands copying to one place at once leave one whole copy, either's (the other may be refused).
+`--replace` leaves an earlier copy (one holding a VENDORED.json) in place until the new one is written whole, then
+moves it aside, as `<its name>.replaced-<pid>-<random>`, renames the new one into place and removes it (a zip is
+renamed over it); a command killed between those renames leaves it there, whole.
 `--compile` adds `.pyc` files made by the Python running the command (in a zip: unchecked hash-based `.pyc`
 files beside their sources, which is where zipimport looks for them). The entries of a zip are stored, not
 deflated, so a Python built without zlib imports it too, and their times are fixed, so the same copy makes
@@ -166,9 +171,9 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
     target = os.path.join(dest, *parts)
     if (os.path.realpath(target) + os.sep).startswith(os.path.realpath(SOURCE) + os.sep):
         raise VendorError(f"{target} is (or is inside) the package being copied ({SOURCE})")
-    aside = None  # an earlier copy --replace moved aside: put back if the new one cannot be written whole
+    building = None  # where the copy is written, beside its place, until it is renamed into place whole
     try:
-        aside = _make_room(dest, target, as_zip, replace)
+        earlier = _make_room(dest, target, as_zip, replace)
         files = _files(SOURCE, without)
         sources = {}
         for path in files:
@@ -180,21 +185,23 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
                     "compiled": sys.implementation.cache_tag if compiled else None, "zip": as_zip, "checked_with": []}
         with tempfile.TemporaryDirectory(prefix="vendor-") as staging:
             root = staging if as_zip else dest
-            made = _write_tree(SOURCE, files, root, parts, manifest)
-            for parent in made:
+            for parent in _write_parents(root, parts):
                 say(f"created {os.path.join(dest, parent)} (empty: a parent package of the copy)")
             where = os.path.join(root, *parts)
+            building = where if as_zip else _beside(where)
+            os.makedirs(building)
+            _write_tree(SOURCE, files, building, manifest)
             if compiled:
-                ok = compileall.compile_dir(where, quiet=1, legacy=as_zip, ddir=os.path.join(dest, *parts),
+                ok = compileall.compile_dir(building, quiet=1, legacy=as_zip, ddir=os.path.join(dest, *parts),
                                             invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
                                             if as_zip else None)
                 if not ok:
                     raise CheckFailed(f"compileall could not compile every module of {where}")
             if as_zip:
                 _zip(staging, dest)
-            earlier, aside = aside, None
-            if earlier:  # the new copy is whole: the earlier one goes
-                (os.remove if as_zip else shutil.rmtree)(earlier)
+            else:
+                _put_in_place(building, where, earlier)
+            building = None
             say(f"copied {PACKAGE} {__version__} ({len(sources)} modules; shells: {', '.join(kept) or 'none'}"
                 + (f"; left out: {', '.join(sorted(without))}" if without else "") + ")"
                 + (f", compiled for {sys.implementation.cache_tag}" if compiled else "")
@@ -205,23 +212,21 @@ def vendor(dest: str, name: Optional[str] = None, without: Sequence[str] = (), a
                 raise CheckFailed(f"{failed}\nThe copy stays where it is, for a look; `--check {dest}` checks it "
                                   "again.") from None
             manifest["checked_with"] = list(dict.fromkeys(r["python"] for r in reports))  # each version once
-            _write_manifest(os.path.join(root, *parts), manifest)
+            _write_manifest(where, manifest)
             if as_zip:
                 _zip(staging, dest)
         return reports
     except OSError as error:  # a file where a folder goes, no room, no permission: said, not a traceback
         raise VendorError(f"could not write the copy to {dest}: {error}") from None
     finally:
-        if aside:  # the new copy was not written whole: the earlier one goes back
-            if not as_zip:
-                shutil.rmtree(target, ignore_errors=True)
-            os.replace(aside, dest if as_zip else target)
+        if building and not as_zip:  # the copy was not written whole: nothing of it stays
+            shutil.rmtree(building, ignore_errors=True)
 
 
-def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> Optional[str]:
+def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> bool:
     """Refuse a DEST in the way: a zip file that exists, or a package folder that exists and is not empty.
-    `--replace` moves either aside when it is an earlier copy (it holds a VENDORED.json), never anything else: where
-    it is returned (`<name>.replaced-<pid>`, no importable name), to be removed once the new copy is whole."""
+    `--replace` takes either when it is an earlier copy (it holds a VENDORED.json), never anything else: True then
+    (it is replaced once the new copy is whole)."""
     if as_zip and os.path.isdir(dest):
         raise VendorError(f"{dest} is a folder; with --zip, DEST is the zip file to write")
     if not as_zip and os.path.exists(dest) and not os.path.isdir(dest):
@@ -230,7 +235,7 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> Optional[
     if os.path.islink(there):
         raise VendorError(f"{there} is a symbolic link: the copy goes where DEST names, never through a link")
     if not os.path.exists(there) or (os.path.isdir(there) and not os.listdir(there)):
-        return None
+        return False
     if not replace:
         raise VendorError(f"{there} exists and is not empty: to update a copy, pass --replace (it removes an "
                           "earlier copy, one that holds a VENDORED.json) or remove it yourself")
@@ -242,13 +247,40 @@ def _make_room(dest: str, target: str, as_zip: bool, replace: bool) -> Optional[
     if not earlier:
         raise VendorError(f"--replace: {there} is not a copy made by this command (no VENDORED.json); "
                           "remove it yourself if it should go")
-    os.rename(there, f"{there}.replaced-{os.getpid()}")
-    return f"{there}.replaced-{os.getpid()}"
+    return True
 
 
-def _write_tree(source: str, files: List[str], root: str, parts: List[str], manifest: dict) -> List[str]:
-    """The package's files under `root/<parts>/`, the manifest, and the parents' `__init__.py` where absent;
-    returns those parents (relative paths)."""
+def _beside(path: str, why: str = "vendoring") -> str:
+    """A new name beside `path`, `<name>.<why>-<pid>-<random>`: for what is written before it is renamed to `path`,
+    or an earlier copy moved aside. Never importable (a dot in the name), never a name a killed run left."""
+    return f"{path}.{why}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _put_in_place(building: str, target: str, earlier: bool) -> None:
+    """Rename the whole copy `building` to `target`: an earlier copy there moved aside first and removed after; an
+    empty folder there taken away (a rename onto it fails on Windows). A copy another run put there meanwhile stays
+    (this one is refused); else a rename that fails puts the earlier copy back."""
+    aside = _beside(target, "replaced") if earlier else None
+    if aside:
+        os.rename(target, aside)
+    elif os.path.isdir(target) and not os.listdir(target):
+        os.rmdir(target)
+    try:
+        os.rename(building, target)
+    except BaseException as error:
+        taken = os.path.isdir(target)
+        if aside and not taken:
+            os.rename(aside, target)
+        if taken and isinstance(error, OSError):
+            raise VendorError(f"{target} was made by another run meanwhile; this copy is not kept"
+                              + (f" (the earlier copy stays as {aside})" if aside else "")) from None
+        raise
+    if aside:
+        shutil.rmtree(aside)
+
+
+def _write_parents(root: str, parts: List[str]) -> List[str]:
+    """The parents' `__init__.py` of the copy `root/<parts>` where absent; returns those made (relative paths)."""
     made = []
     for depth in range(1, len(parts)):
         init = os.path.join(root, *parts[:depth], "__init__.py")
@@ -256,31 +288,44 @@ def _write_tree(source: str, files: List[str], root: str, parts: List[str], mani
             os.makedirs(os.path.dirname(init), exist_ok=True)
             open(init, "w").close()
             made.append(os.path.join(*parts[:depth], "__init__.py"))
-    target = os.path.join(root, *parts)
+    return made
+
+
+def _write_tree(source: str, files: List[str], target: str, manifest: dict) -> None:
+    """The package's files in the folder `target`, then the manifest."""
     for path in files:
         into = os.path.join(target, *path.split("/"))
         os.makedirs(os.path.dirname(into), exist_ok=True)
         shutil.copyfile(os.path.join(source, *path.split("/")), into)
     _write_manifest(target, manifest)
-    return made
 
 
 def _write_manifest(folder: str, manifest: dict) -> None:
-    with open(os.path.join(folder, MANIFEST), "w", encoding="utf-8") as f:
+    """VENDORED.json written beside, then renamed over the one there: a killed command leaves one whole."""
+    written = _beside(os.path.join(folder, "." + MANIFEST))  # a dot file: never copied, nor in the digest
+    with open(written, "x", encoding="utf-8") as f:
         f.write(json.dumps(manifest, indent=2) + "\n")
+    os.replace(written, os.path.join(folder, MANIFEST))
 
 
 def _zip(staging: str, dest: str) -> None:
+    """The zip of `staging`, written beside DEST, then renamed over it: a killed command leaves no half zip there."""
     os.makedirs(os.path.dirname(dest), exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as z:
-        for folder, dirs, files in os.walk(staging):
-            dirs.sort()
-            for name in sorted(files):
-                path = os.path.join(folder, name)
-                info = zipfile.ZipInfo(os.path.relpath(path, staging).replace(os.sep, "/"), ZIP_TIME)
-                info.external_attr = 0o644 << 16
-                with open(path, "rb") as f:
-                    z.writestr(info, f.read())
+    written = _beside(dest)
+    try:
+        with zipfile.ZipFile(written, "x", zipfile.ZIP_STORED) as z:
+            for folder, dirs, files in os.walk(staging):
+                dirs.sort()
+                for name in sorted(files):
+                    path = os.path.join(folder, name)
+                    info = zipfile.ZipInfo(os.path.relpath(path, staging).replace(os.sep, "/"), ZIP_TIME)
+                    info.external_attr = 0o644 << 16
+                    with open(path, "rb") as f:
+                        z.writestr(info, f.read())
+        os.replace(written, dest)
+    finally:
+        if os.path.exists(written):
+            os.remove(written)
 
 
 # --- checking a copy -------------------------------------------------------------------------------------------

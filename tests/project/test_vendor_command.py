@@ -13,7 +13,8 @@ PYTHONPATH, a scratch folder as the working folder and as TMPDIR), on a DEST und
 - a DEST in the way is refused (exit 2) and left as it was: a non-empty package folder (the choice: DEST itself may
   exist, as a project's folder does, but the copy's own folder must be absent or empty; `--replace` removes an
   earlier copy, never anything else), an existing zip, a bad name, an unknown shell;
-- the command writes nothing outside DEST: not in the package it copies, its working folder or its TMPDIR.
+- the command writes nothing outside DEST: not in the package it copies, its working folder or its TMPDIR
+  (a copy killed midway, or two at once: test_vendor_killed.py).
 A renamed copy (`--as myproj._vendor.miniagents`) is made with the parents' `__init__.py` files and a decoy
 top-level `miniagents` beside it, which the copy must never import; a kernel-only copy passes its check too.
 """

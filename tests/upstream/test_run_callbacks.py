@@ -5,7 +5,8 @@
 The kernel's `RunConfig` has none of them (Python's own TypeError), and a plain run never loads the shell. Each
 callback is also tried hostile: one that raises (its own error stops the run, nothing half-saved, a paused state
 still resumes), one that returns the wrong type (a `UserError` saying what it must return), an async one, in a
-streamed run and in a resumed one.
+streamed run and in a resumed one. The two formatters are upstream's exception: one that raises or returns no text
+leaves the default text, logged, and the run goes on.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -26,6 +28,7 @@ from support import ROOT, block_everything, make_agent, outputs_sent, secret_age
 
 REJECTED = "Tool execution was not approved."
 WITHHELD = "Output withheld by an output guardrail."
+UNKNOWN = "Tool 'nope' not found. Available tools: ping."
 
 
 class Refused(Exception):
@@ -43,6 +46,11 @@ def streamed(agent, input, **options):
     async def read():
         return [event async for event in result.stream_events()]
     return result, asyncio.run(read())
+
+
+async def drain(result):
+    """Read a streamed run to its end; its events' item types."""
+    return [getattr(event, "item", event).type async for event in result.stream_events()]
 
 
 def history(session):
@@ -389,33 +397,87 @@ def test_an_async_formatter_is_awaited_and_a_streamed_run_streams_its_text():
 def test_a_formatter_with_no_text_leaves_the_kernels(answer):
     agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
     Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=lambda args: answer))
-    assert outputs_sent(model.calls[1]) == {"c1": "Tool 'nope' not found. Available tools: ping."}
+    assert outputs_sent(model.calls[1]) == {"c1": UNKNOWN}
 
 
-@pytest.mark.parametrize("answer", [42, ["text"], {"text": "x"}])
-def test_a_formatter_returning_something_else_than_text_is_a_user_error(answer):
+async def refuse_later(args):
+    raise Refused("no")
+
+
+@pytest.mark.parametrize("answer", [42, ["text"], {"text": "x"}, b"SECRET-DATA"])
+def test_a_formatter_returning_something_else_than_text_leaves_the_kernels_and_logs_its_type(answer, caplog):
+    """As upstream: the model is told the default message, the log names the type (never the value), the run goes
+    on."""
     agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
-    with pytest.raises(UserError, match=f"tool_error_formatter must return a text or None, got {type(answer).__name__}"):
-        Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=lambda args: answer))
-    assert len(model.calls) == 1
+    with caplog.at_level(logging.WARNING, logger="miniagents"):
+        result = Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=lambda args: answer))
+    assert result.final_output == "ok" and outputs_sent(model.calls[1]) == {"c1": UNKNOWN}
+    [record] = [r for r in caplog.records if "tool_error_formatter" in r.getMessage()]
+    assert f"returned {type(answer).__name__}" in record.getMessage() and "SECRET" not in record.getMessage()
 
 
-def test_a_formatter_that_raises_in_a_resumed_run_stops_it_and_the_paused_state_still_resumes():
+@pytest.mark.parametrize("formatter", [refuse, refuse_later])
+def test_a_formatter_that_raises_leaves_the_kernels_text_and_says_so_on_the_log(formatter, caplog):
+    agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
+    with caplog.at_level(logging.WARNING, logger="miniagents"):
+        result, events = streamed(agent, "go", run_config=RunConfig(tool_error_formatter=formatter))
+    assert result.final_output == "ok" and outputs_sent(model.calls[1]) == {"c1": UNKNOWN}
+    [record] = [r for r in caplog.records if "tool_error_formatter raised" in r.getMessage()]
+    assert record.exc_info[0] is Refused
+
+
+def test_a_formatter_that_raises_in_a_resumed_run_leaves_the_rejection_text_and_nothing_runs():
     log, model = [], ScriptedModel()
     agent, result = paused(model, log, delete("a.txt", "c1"))
     state = result.to_state()
     state.reject(result.interruptions[0])
     document = state.to_json()
-    with pytest.raises(Refused):
-        Runner.run_sync(agent, state, run_config=RunConfig(tool_error_formatter=refuse))
-    with pytest.raises(Refused):
-        streamed(agent, type(state).from_json(agent, document), run_config=RunConfig(tool_error_formatter=refuse))
-    assert log == [] and len(model.calls) == 1
     model.enqueue([assistant_message("ok")])
-    resumed = Runner.run_sync(agent, type(state).from_json(agent, document),
-                              run_config=RunConfig(tool_error_formatter=lambda args: "declined"))
-    assert resumed.final_output == "ok" and log == []
-    assert outputs_sent(model.calls[1]) == {"c1": "declined"}
+    model.enqueue([assistant_message("ok")])
+    resumed = Runner.run_sync(agent, state, run_config=RunConfig(tool_error_formatter=refuse))
+    again, _ = streamed(agent, type(state).from_json(agent, document),
+                        run_config=RunConfig(tool_error_formatter=lambda args: args))
+    assert resumed.final_output == again.final_output == "ok" and log == []
+    assert outputs_sent(model.calls[1]) == outputs_sent(model.calls[2]) == {"c1": REJECTED}
+
+
+def test_a_run_cancelled_while_its_formatter_awaits_stops_unanswered_and_a_resume_asks_the_formatter_again():
+    """A cancel is no failure of the formatter's: the call is not answered with the default text, so the state the
+    cancelled run leaves asks the formatter again when it resumes."""
+    started, cancelled = threading.Event(), []
+
+    async def never_answers(args):
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(args.call_id)
+            raise
+
+    log, model = [], ScriptedModel()
+    agent, result = paused(model, log, delete("a.txt", "c1"))
+    state = result.to_state()
+    state.reject(result.interruptions[0])
+    stopped = Runner.run_streamed(agent, state, run_config=RunConfig(tool_error_formatter=never_answers))
+    canceller = threading.Thread(target=lambda: (started.wait(30), stopped.cancel()))
+    canceller.start()
+    streamed_events = asyncio.run(drain(stopped))
+    canceller.join()
+    assert cancelled == ["c1"] and len(model.calls) == 1 and "tool_call_output_item" not in streamed_events
+    model.enqueue([assistant_message("ok")])
+    resumed = Runner.run_sync(agent, stopped.to_state(), run_config=RunConfig(tool_error_formatter=lambda a: "no"))
+    assert resumed.final_output == "ok" and log == [] and outputs_sent(model.calls[1]) == {"c1": "no"}
+
+
+def test_a_formatter_interrupted_by_ctrl_c_is_not_swallowed():
+    """Only an Exception falls back, as upstream catches only those: a KeyboardInterrupt still stops the run."""
+    def interrupt(args):
+        raise KeyboardInterrupt
+
+    agent, model = make_agent([[function_call("nope", "{}", call_id="c1")], [assistant_message("ok")]], tools=[ping])
+    with pytest.raises(KeyboardInterrupt):
+        Runner.run_sync(agent, "go", run_config=RunConfig(tool_error_formatter=interrupt))
+    assert len(model.calls) == 1
 
 
 # --- output_guardrail_blocked_message -------------------------------------------------------------------------

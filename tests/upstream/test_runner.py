@@ -151,6 +151,8 @@ PROBE = textwrap.dedent("""
     import helper
     print(sys.argv, __file__, sys.path[0], __name__, getattr(__spec__, "name", None), helper.__file__, sep="\\n")
     print(type(__builtins__).__name__)  # the builtins module in Python's __main__ (a dict where exec alone made it)
+    def typed(x: int): pass
+    print(typed.__annotations__)  # evaluated, as Python does: the runner's own __future__ import is not the program's
 """)
 
 
@@ -218,6 +220,87 @@ def test_a_module_run_with_m_reads_of_itself_what_python_m_gives(tmp_path):
     done = _run("-m", "app", "a", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout == expected.stdout == "['a'] __main__ module\n"
+
+
+# What a program given as text reads of itself (`__file__` and `__cached__` are there only for stdin's), and what
+# `agents` is: miniagents under the runner, nothing under Python.
+TEXT_PROBE = textwrap.dedent("""
+    import sys, helper
+    print(sys.argv, repr(sys.path[0]), __name__, __spec__, __loader__.__name__, type(__builtins__).__name__)
+    print(globals().get('__file__', 'no file'), globals().get('__cached__', 'none cached'), helper.VALUE)
+    print(repr(sys.stdin.read()))
+    def typed(x: int): pass
+    print(typed.__annotations__)
+    try:
+        import agents
+    except ImportError:
+        agents = None
+    print(getattr(agents, '__name__', None))
+""")
+
+
+def _given_text(program, *args, cwd, input, runner=True):
+    """Run `program` (`-c CODE` or `-`) under the runner, or under Python itself, with `input` on stdin."""
+    command = [sys.executable, *(("-m", "miniagents.upstream") if runner else ()), *program, *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTHONPATH"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(command, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("program, stdin", [(("-c", TEXT_PROBE), ""), (("-",), TEXT_PROBE),
+                                            (("-c", TEXT_PROBE), "stdin is the program's to read")])
+@pytest.mark.parametrize("args", [(), ("a b", "-c", "-", "--", "-m", "x.py")])
+def test_a_program_given_with_c_or_on_stdin_reads_of_itself_what_python_gives(tmp_path, program, stdin, args):
+    """`-c CODE` and `-` were refused as "no such program": they run as under Python, with its sys.argv (`-c`, or
+    `-`, then the arguments), `''` first on sys.path (the working folder, so a sibling imports), no `__spec__`,
+    and `__file__` only for stdin's `<stdin>`."""
+    (tmp_path / "helper.py").write_text("VALUE = 'sibling'\n")
+    for name in ("-", "-c"):  # Python never runs a file by these names
+        (tmp_path / name).write_text("raise SystemExit('a file was run')\n")
+    expected = _given_text(program, *args, cwd=tmp_path, input=stdin, runner=False)
+    done = _given_text(program, *args, cwd=tmp_path, input=stdin)
+    assert expected.returncode == 0, expected.stderr
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert expected.stdout.endswith("\nNone\n")
+    assert done.stdout == expected.stdout[:-len("None\n")] + "miniagents.upstream\n"
+
+
+def test_a_program_given_as_text_that_fails_is_said_under_its_name_as_under_python(tmp_path):
+    for program, stdin, name in ((("-c", "x = 1\nraise ValueError('told')"), "", "<string>"),
+                                 (("-",), "x = 1\nraise ValueError('told')", "<stdin>"),
+                                 (("-c", "x = (1"), "", "<string>"), (("-",), "x = (1", "<stdin>")):
+        expected = _given_text(program, cwd=tmp_path, input=stdin, runner=False)
+        done = _given_text(program, cwd=tmp_path, input=stdin)
+        assert done.returncode == expected.returncode == 1, done.stderr
+        assert done.stderr.splitlines()[-1] == expected.stderr.splitlines()[-1]
+        assert f'File "{name}", line' in done.stderr
+
+
+def test_an_empty_or_missing_program_text_is_taken_as_python_takes_it(tmp_path):
+    """`-c` with no code is usage (2); `-c ''` and an empty stdin run nothing; with stdin closed `-` runs nothing
+    too, where the runner failed on a bare AttributeError (sys.stdin is None)."""
+    assert _given_text(("-c",), cwd=tmp_path, input="").returncode == 2
+    assert "usage:" in _given_text(("-c",), cwd=tmp_path, input="").stderr
+    for program in (("-c", ""), ("-",)):
+        done = _given_text(program, cwd=tmp_path, input="")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PYTHONPATH"))}
+    env["PYTHONPATH"] = str(ROOT)
+    closed = subprocess.run([sys.executable, "-m", "miniagents.upstream", "-"], cwd=tmp_path, env=env, stdin=None,
+                            capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.close(0))
+    assert (closed.returncode, closed.stderr) == (0, "")
+
+
+def test_under_dash_I_a_program_given_as_text_gets_no_working_folder_on_sys_path_as_under_python(tmp_path):
+    code = "import sys\nprint(sys.argv, '' in sys.path)"
+    runner = (f"import sys; sys.path.append({str(ROOT)!r}); from miniagents.upstream.__main__ import main; "
+              "sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-I", "-c", runner, "-c", code, "a"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    expected = subprocess.run([sys.executable, "-I", "-c", code, "a"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected.stdout == "['-c', 'a'] False\n"
 
 
 def test_a_folder_without_main_is_said_as_python_says_it(tmp_path):
