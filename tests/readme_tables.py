@@ -605,7 +605,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # returns no connection (None, a cursor, an async driver's coroutine) a UserError saying so, not AttributeError;
     # 205 for a connection whose rows are mappings (dict_row), or its text bytes, refused when the session is made
     # (the history read empty, every row taken for its column names, and a claim was a bare KeyError)
-    "shell: MCP servers": 1156,  # issue 32: MCP over stdio in the standard library
+    "shell: MCP servers": 1230,  # issue 32: MCP over stdio in the standard library
     # lowered to 1087, its size, for the same reason; 1082 when every drive holds the servers it connects (a
     # server of an agent met during a run was never ended); 1103 for what an attack on the shell found: env values
     # shown JSON- or repr-escaped, a timeout or cancel waiting for the reader's write (the write lock's wait
@@ -617,7 +617,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # traceback on a terminal whose encoding lacks a character the server sent; 1152 for two env values that overlap
     # in a text hidden as one (replaced one after the other, part of the second showed); 1154 for a request that
     # would begin after the run's immediate cancel (its handshake or listing) never sent nor waited for; 1156 for a
-    # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both)
+    # forked child's interpreter exit no longer ending the servers its parent still uses (atexit ran in both); 1230
+    # for what a server started outside its process group (a daemon's setsid) ended with it: found in /proc as its
+    # descendant or by a mark in its environment, stopped before it is killed, signalled by pidfd (mcp/processes.py)
     "shell: vendoring": 480,  # issue 31: `python -m miniagents.vendor`; raised to 412 when an attack found tracebacks
     # for what could not be written, a symlinked copy and a damaged VENDORED.json (read in one checked place now);
     # 426 for a model of the check's own (the offline model became a shell a copy may leave out); 441 for --as names

@@ -18,10 +18,11 @@ Why it is built this way:
   says what the server did; every thread waiting on it gets that error.
 - **No process is left behind.** The child gets a session (and so a process group) of its own, and is ended as
   the protocol says: its stdin closed, then SIGTERM, then SIGKILL, each after a grace period, then reaped; what
-  it left in its group (the `node` that `npx` started, a shell's children) is ended too. That happens on
-  `close()`, when the connection fails, and at interpreter exit for whatever is still open. A program ended
-  without its interpreter's exit (SIGKILL, SIGTERM's default) runs none of that: a small Python started beside
-  each server (`ORPHAN_WATCH`, in a session of its own) sees its parent gone and ends the server's group.
+  it left in its group (the `node` that `npx` started, a shell's children) is ended too, and on Linux what left the
+  group (a daemon's setsid: `processes`). That happens on `close()`, when the connection fails, and at interpreter
+  exit for whatever is still open. A program ended without its interpreter's exit (SIGKILL, SIGTERM's default) runs
+  none of that: a small Python started beside each server (`processes.watch`, in a session of its own) sees its
+  parent gone and ends what the server left.
 
 POSIX only (process groups, `poll`); the environment given to the child is a few safe variables of ours (as
 upstream's client does) plus the ones passed, so a server never sees the parent's secrets by accident.
@@ -41,6 +42,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..caller import CANCEL_CALLBACKS
 from ..errors import UserError, needs
+from . import processes
 from .errors import STDERR_SHOWN, MCPCancelledError, MCPConnectionError, MCPError, MCPRequestError, \
     MCPServerStartError, MCPTimeoutError, hide, redact, secret_forms
 
@@ -62,26 +64,11 @@ _LIVE: "weakref.WeakSet[StdioConnection]" = weakref.WeakSet()  # connections to 
 if hasattr(os, "register_at_fork"):  # a forked child's exit must not end the servers its parent still uses
     os.register_at_fork(after_in_child=_LIVE.clear)
 
-# Run beside each server as `python -I -S -c ORPHAN_WATCH PARENT GROUP GRACE`: when PARENT (this process) is gone,
-# the server's GROUP is sent SIGTERM, then SIGKILL after GRACE seconds. Ended by the connection with its server.
-ORPHAN_WATCH = """
-import os, signal, sys, time
-parent, group, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-while os.getppid() == parent:
-    time.sleep(0.2)
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    try:
-        os.killpg(group, sig)
-    except OSError:
-        break
-    time.sleep(grace)
-"""
-
-
-def child_environment(env: Optional[dict]) -> dict:
-    """The child's environment: the safe variables of ours (not exported shell functions), then `env`."""
+def child_environment(env: Optional[dict], mark: str) -> dict:
+    """The child's environment: the safe variables of ours (not exported shell functions), then `env`, and the
+    connection's mark (what the child starts inherits it: `processes`)."""
     base = {k: v for k, v in ((k, os.environ.get(k)) for k in INHERITED_ENV) if v and not v.startswith("()")}
-    return {**base, **(env or {})}
+    return {**base, **(env or {}), processes.MARK: mark}
 
 
 def preview(data: Any, limit: int = 200, secrets: Iterable[str] = ()) -> str:
@@ -138,7 +125,8 @@ class StdioConnection:
         self._closed = self._stopped = False
         self._stderr, self._stderr_cut = bytearray(), False  # its last bytes; whether earlier ones were dropped
         self._proc: Optional[subprocess.Popen] = None
-        self._watcher: Optional[subprocess.Popen] = None  # ORPHAN_WATCH's process
+        self._mark = processes.new_mark()  # in its environment: what it starts is found by it (`processes`)
+        self._watcher: Optional[subprocess.Popen] = None  # processes.watch's process
         self._readers: list = []
 
     # --- Starting and ending ------------------------------------------------------------------------
@@ -155,7 +143,7 @@ class StdioConnection:
                     raise self.failure()
                 self._proc = subprocess.Popen(
                     [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, cwd=self.cwd, env=child_environment(self.env), bufsize=0,
+                    stderr=subprocess.PIPE, cwd=self.cwd, env=child_environment(self.env, self._mark), bufsize=0,
                     start_new_session=True, close_fds=True)
                 self._watcher = self._watch_orphan()
         except OSError as error:
@@ -175,14 +163,16 @@ class StdioConnection:
             self._readers.append(reader)
 
     def _watch_orphan(self) -> Optional[subprocess.Popen]:
-        """`ORPHAN_WATCH` started for the server; None when this program is no Python interpreter it could start
-        (an embedded one: starting the host with Python's arguments could do anything), or it cannot be started:
-        then only the interpreter's exit ends the server."""
-        if not os.path.basename(sys.executable or "").lower().startswith(("python", "pypy")):
+        """`processes.watch` started for the server (its file run as a script: it imports nothing of ours); None
+        when this program is no Python interpreter it could start (an embedded one: starting the host with Python's
+        arguments could do anything), the file is none (a zip), or it cannot be started: then only the interpreter's
+        exit ends the server."""
+        if not os.path.basename(sys.executable or "").lower().startswith(("python", "pypy")) or \
+                not os.path.isfile(processes.__file__):
             return None
         try:
             return subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", ORPHAN_WATCH, str(os.getpid()), str(self._proc.pid),
+                [sys.executable, "-I", "-S", processes.__file__, str(os.getpid()), str(self._proc.pid), self._mark,
                  repr(self.grace)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True, close_fds=True)
         except OSError:
@@ -206,22 +196,24 @@ class StdioConnection:
 
     def _stop(self) -> None:
         """The protocol's shutdown: stdin closed, then SIGTERM, then SIGKILL, each after a grace period; the
-        process reaped; what it left in its group ended. Once, whoever calls first."""
+        process reaped; what it left ended (`processes.end`), its descendants looked for while it still runs. Once,
+        whoever calls first."""
         with self._stop_lock:
             proc = self._proc
             if proc is None or self._stopped:
                 return
+            family = processes.family(proc.pid, self._mark)
             with self._write_lock:  # no writer is using the descriptor when it is closed
                 try:
                     proc.stdin.close()
                 except OSError:
                     pass
             if not self._wait(self.grace):
-                self._signal_group(signal.SIGTERM)
+                processes.signal_group(proc.pid, signal.SIGTERM)
                 if not self._wait(self.grace):
-                    self._signal_group(signal.SIGKILL)
+                    processes.signal_group(proc.pid, signal.SIGKILL)
                     self._wait(self.grace)
-            self._end_group()
+            processes.end(proc.pid, self._mark, family, self.grace)
             if self._watcher is not None:  # killed and reaped: the server it watched is gone
                 self._watcher.kill()
                 self._wait(self.grace, self._watcher)
@@ -234,25 +226,6 @@ class StdioConnection:
             return True
         except subprocess.TimeoutExpired:
             return False
-
-    def _signal_group(self, sig: int) -> bool:
-        """Send `sig` to the server's process group; False when nothing is left in it."""
-        try:
-            os.killpg(self._proc.pid, sig)
-            return True
-        except OSError:  # no such group (all gone), or not ours to signal
-            return False
-
-    def _end_group(self) -> None:
-        """The processes the server left in its group, once it is gone: SIGTERM, then SIGKILL after the grace."""
-        if not self._signal_group(signal.SIGTERM):
-            return
-        deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline:
-            if not self._signal_group(0):
-                return
-            time.sleep(0.02)
-        self._signal_group(signal.SIGKILL)
 
     # --- Failing -------------------------------------------------------------------------------------
 

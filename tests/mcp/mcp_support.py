@@ -76,3 +76,20 @@ def not_our_child(pid):
 def ended(server_pid):
     """The server and everything in its process group are gone, and nothing is left for us to reap."""
     return gone(server_pid) and not_our_child(server_pid)
+
+
+def tagged(tag, seconds=5.0):
+    """The live processes whose environment has FAMILY_TAG=`tag`, once none is left or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and state(entry) != "Z" and \
+                        f"FAMILY_TAG={tag}".encode() in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+            except OSError:
+                continue
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)

@@ -8,7 +8,10 @@ dotted.name, structured, ask_client, change_tools, log, pid, and the misbehaving
 unknown_id, huge, close_stdout, hang, crash, flood_stderr.
 
 Modes (at start): odd_tools, slow_list, garbage_first, exit_at_start, silent, no_tools_capability, ping_first, stderr_flood,
-spawn_child, ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later),
+spawn_child, a daemon (a grandchild that leaves the server's session with setsid and sleeps) started as
+daemon_child (the server's child), daemon_orphan (its launcher exits: it is orphaned) or daemon_clean_env (with an
+empty environment) or daemon_forks_on_term (it ignores SIGTERM, and forks a child that sleeps on each),
+ignore_eof, ignore_term, stop_reading (exit_soon: and exit a second later),
 close_stdin (then, half a second later, last words on stderr and exit 3), close_stdin_and_run (and go on),
 repeat_cursor, print_env, plan (replay --plan).
 """
@@ -22,6 +25,15 @@ import sys
 import threading
 import time
 
+DAEMON = "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"
+DAEMON_FORKS_ON_TERM = """
+import os, signal, time
+os.setsid()
+signal.signal(signal.SIGTERM, lambda *_: os.fork() or time.sleep(600))
+print(os.getpid(), flush=True)
+while True:
+    time.sleep(600)
+"""
 OUT = sys.stdout.buffer
 WRITE = threading.Lock()
 
@@ -272,6 +284,20 @@ class Server:
             "level": "info", "data": {"pings answered": sorted(a["id"] for a in answers if a.get("result") == {})}}})
         sys.stdin.buffer.read()
 
+    @staticmethod
+    def daemon(how):
+        """Start a process that calls setsid (it leaves the server's session and process group), then sleeps;
+        its pid, once it has left."""
+        daemon = [sys.executable, "-c", DAEMON_FORKS_ON_TERM if how == "forks_on_term" else DAEMON]
+        if how == "orphan":  # started by a launcher that exits at once: its parent is no longer the server
+            daemon = [sys.executable, "-c", f"import subprocess; subprocess.Popen({daemon!r})"]
+        started = subprocess.Popen(daemon, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   env={} if how == "clean_env" else None)
+        pid = int(started.stdout.readline())
+        if how == "orphan":
+            started.wait()
+        return pid
+
     def serve(self):
         if "print_env" in self.modes:
             sys.stderr.write(json.dumps(dict(os.environ)) + "\n")
@@ -286,6 +312,9 @@ class Server:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if "spawn_child" in self.modes:
             self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]).pid
+        for how in ("child", "orphan", "clean_env", "forks_on_term"):
+            if f"daemon_{how}" in self.modes:
+                self.child = self.daemon(how)
         if "stderr_flood" in self.modes:
             def flood():
                 line = b"noise " * 1000 + b"\n"

@@ -14,9 +14,10 @@ import pytest
 
 from miniagents import AgentsException, UserError
 from miniagents.caller import CANCEL_CALLBACKS, Cancelled
+from miniagents.mcp import processes
 from miniagents.mcp import MCPCancelledError, MCPConnectionError, MCPError, MCPServerStartError, MCPServerStdio, \
     MCPTimeoutError, MCPVersionError
-from mcp_support import alive, ended, gone, group, make_server, not_our_child
+from mcp_support import alive, ended, gone, group, make_server, not_our_child, tagged
 
 
 @pytest.fixture
@@ -387,6 +388,39 @@ def test_cleanup_ends_what_the_server_started_in_its_process_group():
     assert ended(pid) and gone(child)
 
 
+@pytest.mark.parametrize("how", ["child", "orphan", "clean_env", "forks_on_term"])
+def test_cleanup_ends_what_the_server_started_outside_its_process_group(how):
+    """A process the server started that left its group with setsid is ended too: found as the server's descendant
+    (looked for before the server is ended: once it exits, its children are no longer its) or by the mark its
+    environment inherited (an orphan); one with neither, as its descendant; one that forks as it is told to end,
+    with what it forked."""
+    tag = os.urandom(8).hex()
+    server = make_server(f"daemon_{how}", env={"FAMILY_TAG": tag})
+    server.connect()
+    pid = server.pid
+    daemon = json.loads(server.call_tool("pid").content[0].text)["child"]
+    try:
+        assert alive(daemon) and daemon not in group(pid)
+        server.cleanup()
+        assert ended(pid) and gone(daemon) and tagged(tag) == []
+    finally:
+        for leftover in {daemon, *tagged(tag, 0)}:  # the test's own
+            try:
+                os.kill(leftover, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_pid_that_names_another_process_now_is_never_signalled():
+    """What a server left is named by pid and start time: a pid whose process started at another time (the pid was
+    reused) is left alone. The SIGTERM meant for the other process would end this one with SIGTERM, not SIGKILL."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    start = int(open(f"/proc/{sleeper.pid}/stat").read().rsplit(")", 1)[1].split()[19])
+    processes.send((sleeper.pid, start + 1), signal.SIGTERM)
+    processes.send((sleeper.pid, start), signal.SIGKILL)
+    assert sleeper.wait(timeout=30) == -signal.SIGKILL
+
+
 def test_cleanup_leaves_no_process_and_no_zombie(connected):
     server, pid = connected()
     server.cleanup()
@@ -448,32 +482,36 @@ def test_a_forked_childs_exit_leaves_the_servers_its_parent_still_uses():
 
 
 KILLED_PARENT = r'''
-import sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
 from mcp_support import make_server
-server = make_server("ignore_eof", "spawn_child")
+server = make_server("ignore_eof", *sys.argv[3:], env={"FAMILY_TAG": sys.argv[2]})
 server.connect()
-print(server.pid, flush=True)
+print(server.pid, json.loads(server.call_tool("pid").content[0].text)["child"], flush=True)
 sys.stdin.read()
 '''
 
 
-def test_a_server_whose_program_is_killed_is_ended_with_its_group():
+@pytest.mark.parametrize("mode", ["spawn_child", "daemon_orphan"])
+def test_a_server_whose_program_is_killed_is_ended_with_what_it_left(mode):
     """SIGKILL (or SIGTERM's default) ends a program without its atexit: the watcher started beside the server
-    sees its parent gone and ends the server's group (an orphan's zombie may stay: it has ended)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, here], stdin=subprocess.PIPE,
+    sees its parent gone and ends the server's group, and what left it (an orphan's zombie may stay: it has
+    ended)."""
+    here, tag = os.path.dirname(os.path.abspath(__file__)), os.urandom(8).hex()
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT, here, tag, mode], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
-    pid = int(parent.stdout.readline())
+    pid, child = map(int, parent.stdout.readline().split())
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
     while group(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = group(pid)
+    left, tagged_left = group(pid), tagged(tag)
     if left:
         os.killpg(pid, signal.SIGKILL)  # the test's own leftovers
-    assert not left
+    for leftover in tagged_left:
+        os.kill(leftover, signal.SIGKILL)
+    assert not left and not tagged_left
 
 
 def test_a_cancel_wakes_a_waiting_call_at_once_and_tells_the_server(connected, tmp_path):

@@ -6,9 +6,16 @@ Each turn's items (calls with their outputs) are written in one transaction when
 moment the kill lands, the database holds whole turns only: every function_call has exactly one
 function_call_output after it and every output has its call. 20 repetitions against one database file (so later
 repetitions reload what earlier kills left behind): tests/helpers/crash_session_run.py runs multi-turn session
-runs in a subprocess (started early, it waits for "go"), the test kills it 0-300 ms after "go", reloads the session,
-checks the pairing, continues the turn the kill left in flight (new input is refused until then: issue 34) and runs
-a next run with the same session in this process.
+runs in a subprocess (started early, it waits for "go"), the test kills it, reloads the session, checks the pairing,
+continues the turn the kill left in flight (new input is refused until then: issue 34) and runs a next run with the
+same session in this process.
+
+The kill's moment is random, and half the time it is counted from something the helper did rather than from the
+clock alone, so a loaded machine, where everything is slower, moves the kills with the work: every other
+repetition kills 0-300 ms after "go" (anywhere: opening the session, between runs, inside a turn), the others 0-10
+ms after the helper reports its n-th tool call started (n from 1 to 10: inside a turn, most of the time, before
+its items are stored). The test is only worth its time if a kill landed inside a turn: repetitions go on past 20
+until one did, up to 60.
 """
 import json
 import os
@@ -27,7 +34,8 @@ from session_backends import driver_or_skip, open_session
 
 from support import ROOT  # noqa: E402
 HELPER = os.path.join(ROOT, "tests", "helpers", "crash_session_run.py")
-REPETITIONS = 20
+REPETITIONS = 20  # kills at least
+MAX_REPETITIONS = 60  # kills at most, while none landed inside a turn
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and os.write-based helper: POSIX only")
 
@@ -59,21 +67,27 @@ def spawn(spec, seed):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     no_site = ["-S"] if spec["kind"] == "sqlite" else []  # a driver lives in site-packages
     return subprocess.Popen([sys.executable, *no_site, HELPER, json.dumps(spec), str(seed)], env=env, cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
-def go_and_kill(proc, delay):
-    """Let a ready helper run for `delay` seconds, SIGKILL it, and return its output lines."""
+def go_and_kill(proc, calls, delay):
+    """Let a ready helper run until it has reported `calls` tool calls started (0: none, from "go"), then for
+    `delay` seconds more; SIGKILL it, and return its output lines. Its stdout is unbuffered (`spawn`): a line read
+    here is never one more than the helper wrote, and none is left in a buffer `communicate` does not read."""
     first = proc.stdout.readline()
     assert first == b"ready\n", (first, proc.stderr.read() if proc.poll() is not None else b"")
     proc.stdin.write(b"go\n")
-    proc.stdin.flush()
+    seen = []
+    while len(seen) < calls:
+        line = proc.stdout.readline()
+        assert line.startswith(b"call "), f"the helper stopped before the kill: {proc.stderr.read()!r}"
+        seen.append(line.decode().rstrip("\n"))
     time.sleep(delay)
     assert proc.poll() is None, f"the helper stopped before the kill: {proc.stderr.read()!r}"
     proc.send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == -signal.SIGKILL, err
-    return out.decode().splitlines()
+    return seen + out.decode().splitlines()
 
 
 @function_tool
@@ -118,21 +132,24 @@ def test_sigkill_at_random_moments_leaves_a_well_paired_history_and_the_next_run
     seed0 = rng.randrange(10**6)
     killed_mid_turn = 0
     procs = [spawn(spec, seed0)]
+    k = 0
     try:
-        for k in range(REPETITIONS):
-            delay = rng.uniform(0, 0.3)
-            where = f"repetition {k} (seed {seed0 + k}, killed after {delay * 1000:.0f} ms)"
-            if k + 1 < REPETITIONS:  # the next helper imports while this one runs (it waits for "go")
-                procs.append(spawn(spec, seed0 + k + 1))
-            lines = go_and_kill(procs[k], delay)
+        while k < REPETITIONS or (not killed_mid_turn and k < MAX_REPETITIONS):
+            calls = 0 if k % 2 == 0 else rng.randint(1, 10)
+            delay = rng.uniform(0, 0.01 if calls else 0.3)
+            where = f"repetition {k} (seed {seed0 + k}, killed {delay * 1000:.0f} ms after " + (
+                f"call {calls} started)" if calls else '"go")')
+            procs.append(spawn(spec, seed0 + k + 1))  # the next helper imports while this one runs (it waits for "go")
+            lines = go_and_kill(procs[k], calls, delay)
             killed_mid_turn += check_after_kill(spec, k, lines, where)
+            k += 1
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
             proc.communicate()
     # The test is only worth its time if kills landed inside turns, not just between runs.
-    assert killed_mid_turn >= 1, f"no kill landed while a turn was in flight ({REPETITIONS} repetitions)"
+    assert killed_mid_turn >= 1, f"no kill landed while a turn was in flight ({k} repetitions)"
 
 
 def check_after_kill(spec, k, lines, where):
