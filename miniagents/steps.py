@@ -9,7 +9,6 @@ rule still has one home, for fresh and resumed turns alike.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any, Callable, Iterable
 
@@ -104,15 +103,15 @@ def send_what_is_new(run: Run, turn: Turn) -> None:
     """A server-managed conversation (`conversation_id`, `previous_response_id`): the server holds the history,
     so a request names it and carries only the transcript items it has not seen."""
     state = run.state
-    turn.input = copy.deepcopy(state.transcript[state.server_known:])  # the model's own, as `turn.model_arguments`
+    turn.input = state.transcript[state.server_known:]
     turn.ids.update(previous_response_id=state.previous_response_id, conversation_id=state.conversation_id)
 
 
 def filter_input(run: Run, turn: Turn) -> None:
     """The model input, and the instructions, after the plugins' `model_input` seam (capabilities'
-    `process_context`, upstream's `call_model_input_filter`): given their own copies, as the model is."""
+    `process_context`, upstream's `call_model_input_filter`)."""
     setup = turn.setup
-    items = turn.input if turn.input is not None else copy.deepcopy(run.state.transcript)
+    items = turn.input if turn.input is not None else list(run.state.transcript)
     for plugin in run.plugins:
         items = seams.returned(plugin, "model_input", plugin.model_input(run, setup, items), items)
         if isinstance(items, tuple):  # the instructions changed too

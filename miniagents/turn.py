@@ -228,9 +228,8 @@ def call_model(run: Run, turn: Turn) -> None:
 def model_arguments(run: Run, turn: Turn) -> tuple:
     """What a model is called with (upstream's `Model` protocol): the instructions, the input items, the
     settings, the tools, the output schema, the handoffs and the tracing setting. As upstream, the model gets
-    the objects the agent offers; adapters send their `spec()`s. The input items are the model's own copies, as
-    upstream's are made afresh for each call: a model that tidies them in place never rewrites the history."""
-    turn.input = copy.deepcopy(run.state.transcript) if turn.input is None else turn.input
+    the objects the agent offers; adapters send their `spec()`s."""
+    turn.input = list(run.state.transcript) if turn.input is None else turn.input  # a copy: the model's own
     return (turn.setup.instructions, turn.input, turn.setup.settings, list(turn.setup.tools.values()),
             turn.setup.output, list(turn.setup.handoffs.values()), run.config.model_tracing)
 

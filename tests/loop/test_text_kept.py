@@ -194,54 +194,6 @@ def test_a_tool_that_edits_its_tool_calls_nested_fields_changes_neither_the_hist
     assert not any("EDITED" in text for text in kept)
 
 
-class Stripping(Custom):
-    """A model that tidies the items it is given in place before it sends them (as a provider's wrapper may)."""
-
-    def get_response(self, *args, **kwargs):
-        response = super().get_response(*args, **kwargs)
-        edit_in_place(args[1])
-        return response
-
-
-def edit_in_place(items):
-    for item in items:
-        item.pop("id", None)
-        for part in item.get("content") if isinstance(item.get("content"), list) else ():
-            part["text"] = "EDITED"
-        if "output" in item:
-            item["output"] = "EDITED"
-
-
-def plugin_editing_model_input():
-    from miniagents.seams import Plugin
-
-    class Editing(Plugin):
-        def model_input(self, run, setup, items):
-            edit_in_place(items)
-            return items
-    return Editing()
-
-
-@pytest.mark.parametrize("who", ["model", "model_input plugin", "model in a server-kept conversation"])
-def test_a_model_or_plugin_that_edits_its_input_in_place_changes_neither_the_history_nor_the_state(who, tmp_path):
-    """The model was given the run's own items (a new list of them): one that tidied them in place (dropped ids,
-    rewrote text) rewrote the history the next request sends, `result.to_input_list()` and a state paused later.
-    Upstream gives each model call items made afresh; so does this run, and a `model_input` plugin's too."""
-    pay = function_tool(lambda: "paid", name_override="pay", needs_approval=True)
-    answers = ([assistant_message("hello", item_id="msg_1"), function_call("look", "{}", call_id="c1")],
-               [function_call("pay", "{}", call_id="c2")])
-    model = (Custom if who == "model_input plugin" else Stripping)(*answers)
-    agent = Agent(name="a", model=model, tools=[function_tool(lambda: "seen", name_override="look"), pay])
-    options = {"plugins": [plugin_editing_model_input()]} if who == "model_input plugin" else {}
-    if who.endswith("conversation"):
-        options["conversation_id"] = "conv_1"
-    result = Runner.run_sync(agent, [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}], **options)
-    kept = json.dumps([result.to_input_list(), result.to_state().to_json()])
-    assert "EDITED" not in kept and '"msg_1"' in kept
-    if who == "model":  # (a plugin's edit is what the model is to be sent: it is, each turn)
-        assert "EDITED" not in json.dumps(model.inputs[1][:1])  # the second request: the first item as it was
-
-
 # --- The rule, as properties: any text, through every way text enters a run, is kept as UTF-8 can write it ---------
 
 # Any text: lone surrogates of both halves, pairs, NUL and the other control characters, astral characters.
