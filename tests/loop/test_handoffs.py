@@ -206,7 +206,9 @@ def test_an_input_filter_that_redacts_the_history_in_place_never_rewrites_what_t
                             function_call("transfer_to_specialist", "{}", call_id="h1")]],
                           tools=[lookup], handoffs=[handoff(specialist, input_filter=redact_in_place)])
     session = SQLiteSession("s", str(tmp_path / "s.db"))
-    result = Runner.run_sync(agent, [{"role": "user", "content": "my card is 4242"}], session=session)
+    given = [{"role": "user", "content": "my card is 4242"}]
+    result = Runner.run_sync(agent, given, session=session)
+    assert given == [{"role": "user", "content": "my card is 4242"}]  # the caller's own list, as it gave it
     seen = specialist_model.calls[0].input
     assert seen[0]["content"] == "REDACTED" and outputs_sent(specialist_model.calls[0])["c1"] == "REDACTED"
     kept = session.get_items()
