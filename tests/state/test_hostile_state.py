@@ -407,6 +407,7 @@ def test_a_lone_surrogate_in_run_input_is_repaired_where_it_enters(text, as_item
     state.add_input(text)
     json.dumps(model.calls[0].input, ensure_ascii=False).encode("utf-8")
     state.to_string().encode("utf-8")
+    json.dumps(state.pending_input, ensure_ascii=False).encode("utf-8")  # as it entered, not only once written
 
 
 @pytest.mark.parametrize("as_items", [False, True])
