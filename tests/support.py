@@ -99,3 +99,19 @@ class ListSession(SessionABC):
 
     def clear_session(self):
         self.items = []
+
+
+def copies_running_out_of_room(monkeypatch, after: int = 5) -> list:
+    """Make `shutil.copyfile` fail with "No space left on device" once `after` files were copied (a disk filling
+    up during a vendor copy); the list it returns names every file a copy was tried into."""
+    import shutil
+
+    copied, real = [], shutil.copyfile
+
+    def runs_out_of_room(source, into):
+        copied.append(into)
+        if len(copied) > after:
+            raise OSError(28, "No space left on device")
+        return real(source, into)
+    monkeypatch.setattr(shutil, "copyfile", runs_out_of_room)
+    return copied

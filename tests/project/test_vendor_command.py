@@ -31,7 +31,7 @@ import zipfile
 import pytest
 
 import miniagents
-from support import ROOT
+from support import ROOT, copies_running_out_of_room
 
 PACKAGE = os.path.join(ROOT, "miniagents")
 SHELLS = sorted(d for d in os.listdir(PACKAGE) if d != "models" and os.path.isfile(os.path.join(PACKAGE, d, "__init__.py")))
@@ -506,14 +506,7 @@ def test_a_replacement_that_cannot_be_written_whole_leaves_the_earlier_copy_as_i
     else:
         shutil.copytree(good_copy, earlier)
     before = earlier.read_bytes() if as_zip else tree(earlier)
-    copied, real = [], shutil.copyfile
-
-    def runs_out_of_room(source, into):
-        copied.append(into)
-        if len(copied) > 5:
-            raise OSError(28, "No space left on device")
-        return real(source, into)
-    monkeypatch.setattr(shutil, "copyfile", runs_out_of_room)
+    copied = copies_running_out_of_room(monkeypatch)
     with pytest.raises(command.VendorError, match="No space left on device"):
         command.vendor(str(earlier), as_zip=as_zip, replace=True, say=lambda line: None)
     assert len(copied) == 6

@@ -18,25 +18,16 @@ import zipfile
 
 import pytest
 
-from support import ROOT
+from support import ROOT, copies_running_out_of_room
 from test_vendor_command import digest_of, manifest_of, py_files, run_app, vendor
 
 ENV = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def test_a_fresh_copy_that_cannot_be_written_whole_leaves_nothing(tmp_path, monkeypatch):
-    import shutil
-
     from miniagents import vendor as command
 
-    copied, real = [], shutil.copyfile
-
-    def runs_out_of_room(source, into):
-        copied.append(into)
-        if len(copied) > 5:
-            raise OSError(28, "No space left on device")
-        return real(source, into)
-    monkeypatch.setattr(shutil, "copyfile", runs_out_of_room)
+    copied = copies_running_out_of_room(monkeypatch)
     with pytest.raises(command.VendorError, match="No space left on device"):
         command.vendor(str(tmp_path / "out"), say=lambda line: None)
     assert len(copied) == 6 and os.listdir(tmp_path / "out") == []
