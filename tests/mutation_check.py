@@ -18,7 +18,10 @@ with a one-line reason in tests/mutation_equivalent.txt (by its stable id) and i
 
 For each mutant the script edits a private copy of the repository (one copy per job, made once; the work tree
 is never touched), runs the test files most likely to catch it, and only if those pass runs the rest of the
-suite: a mutant SURVIVES only when the whole suite passes with it in place. Then the file is restored. A mutant
+suite: a mutant SURVIVES only when the whole suite passes with it in place. Then the file is restored. Before
+those, a mutant named in tests/mutation_killers.json runs the one test that killed it last (`--record-killers`
+writes them): most mutants are then killed by one test instead of a file or two. The hint only orders the runs: a
+test that no longer kills it, or no longer exists, costs one short pytest run and the stages above follow. A mutant
 that stops the package importing (pytest cannot load tests/conftest.py, which the baseline loaded) is caught. One
 that outlives the per-mutant timeout counts as caught (the suite did not pass), but is reported as TIMEOUT.
 Tests marked `xfail` (known bugs) are left out of every run: a mutant must not count as killed because it made
@@ -40,6 +43,7 @@ not, 2 when the check itself could not run. Standard library only.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import random
@@ -59,6 +63,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import mutation_generate  # noqa: E402  (tests/ is not a package)
 
 EQUIVALENT_FILE = os.path.join(ROOT, "tests", "mutation_equivalent.txt")
+KILLERS_FILE = os.path.join("tests", "mutation_killers.json")  # relative to the root checked
 IGNORED = (".git", ".venv*", "venv", "__pycache__", ".hypothesis", ".pytest_cache", ".benchmarks", "dist",
            "build", "*.egg-info", "*.pyc")
 PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not xfail"]
@@ -4482,6 +4487,31 @@ def load_equivalent(path: str = EQUIVALENT_FILE) -> Dict[str, str]:
     return found
 
 
+def load_killers(root: str) -> Dict[str, str]:
+    """{mutant id: the test id that killed it last}: what `--record-killers` wrote into `root`, {} when none."""
+    path = os.path.join(root, KILLERS_FILE)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        killers = json.load(f)
+    if not isinstance(killers, dict) or not all(isinstance(v, str) for v in killers.values()):
+        raise ValueError(f"{path}: want a JSON object of mutant id -> test id")
+    return killers
+
+
+def record_killers(root: str, outcomes: List["Outcome"]) -> None:
+    """Keep in `root`'s killers file the test that killed each mutant just run (a test id, not a file that failed
+    to import), and drop those it did not kill by one test; the other mutants' entries stay as they were."""
+    killers = load_killers(root)
+    for o in outcomes:
+        killers.pop(o.mutant.id, None)
+        if o.status == "KILLED" and "::" in o.by:
+            killers[o.mutant.id] = o.by
+    with open(os.path.join(root, KILLERS_FILE), "w", encoding="utf-8") as f:
+        json.dump(killers, f, indent=0, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+
+
 def mutate(text: str, mutant: Mutant) -> str:
     """The text with the mutant in place. Raises ValueError when the mutant no longer fits the text."""
     if mutant.generated:
@@ -4758,7 +4788,7 @@ class Outcome:
     ended: str = ""  # what ending its test processes took (a timeout; a test's process left running)
 
 
-def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]) -> Outcome:
+def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str], killer: str = "") -> Outcome:
     start = time.monotonic()
     try:
         original = apply(root, mutant)
@@ -4768,7 +4798,8 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
         ignored = {a.split("=", 1)[1] for a in skip if a.startswith("--ignore=")}
         everything = [t for t in all_test_files(root) if t not in ignored]
         first = [t for t in mutant.tests if t in everything] if not full else []
-        stages = ([first] if first else []) + [[t for t in everything if t not in first]]
+        stages = [[killer]] if killer else []
+        stages += ([first] if first else []) + [[t for t in everything if t not in first]]
         ended = []
         for files in stages:
             if not files:  # the first stage ran every test file already
@@ -4780,6 +4811,8 @@ def check(root: str, mutant: Mutant, full: bool, timeout: float, skip: List[str]
             ended += [how] if how else []
             if code is None:
                 return Outcome(mutant, "TIMEOUT", time.monotonic() - start, ended="; ".join(ended))
+            if files == [killer] and code in (4, 5) and "while loading conftest" not in out:
+                continue  # the hint names a test that is gone (4: not found; 5: deselected as a known bug)
             if code in (1, 2, 3):  # tests failed / collection error / internal error caused by the mutant
                 failed, broken = baseline_failures(out)
                 return Outcome(mutant, "KILLED", time.monotonic() - start, by=(failed + broken + ["?"])[0],
@@ -4949,6 +4982,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds per mutant (default 360, or twice the unmutated suite's time when longer: a "
                              "survivor runs the whole suite, which must fit well inside, or it would count as caught)")
+    parser.add_argument("--record-killers", action="store_true",
+                        help=f"write the test that killed each mutant into {KILLERS_FILE}, run first next time")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the test that caught each mutant")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip running the unmutated suite first")
@@ -4970,6 +5005,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
         return 2
     equivalent = load_equivalent(os.path.join(root_dir, "tests", "mutation_equivalent.txt")) \
         if args.generated else {}
+    killers = load_killers(root_dir)
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
@@ -5018,7 +5054,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
                 raise Interrupted(signal.SIGTERM)
             root = free.get()
             try:
-                outcome = check(root, m, args.full, timeout, skip)
+                outcome = check(root, m, args.full, timeout, skip, "" if args.full else killers.get(m.id, ""))
             finally:
                 free.put(root)
             with lock:
@@ -5039,6 +5075,8 @@ def _main(argv: Optional[List[str]] = None) -> int:
             pool.shutdown(wait=True, cancel_futures=True)
 
     elapsed = time.monotonic() - started
+    if args.record_killers:
+        record_killers(root_dir, outcomes)
     errors = [o for o in outcomes if o.status == "ERROR"]
     timeouts = sum(o.status == "TIMEOUT" for o in outcomes)
     if args.generated:

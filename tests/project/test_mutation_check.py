@@ -10,8 +10,10 @@ The check itself, run on a tiny fake repository (one module, one test file whose
 of them in a session of its own, and hangs when a mutant makes `ready()` false): no process of the check is left
 running after it exits, after a mutant's timeout (the test processes' group ended, SIGKILL for one that ignores
 SIGTERM) and after the check itself is interrupted (SIGINT, SIGTERM); its summary names each survivor with its
-file:line and mutation.
+file:line and mutation. A mutant's recorded killer runs first, and one that no longer kills it (or is gone) changes
+no verdict; `--record-killers` keeps each killer and drops a survivor's.
 """
+import json
 import os
 import re
 import signal
@@ -261,15 +263,17 @@ class FakeCheck:
     `close`, whatever the test found); its children are found by `marker` (on their command lines) and by working
     folder (every copy the check makes is under `tmp_path`, its TMPDIR)."""
 
-    def __init__(self, tmp_path, *args, stubborn=False):
+    def __init__(self, tmp_path, *args, stubborn=False, files=None):
         self.tmp_path, self.marker = str(tmp_path), f"fake-{uuid.uuid4().hex}"
-        repo = tmp_path / "repo"
+        self.repo = repo = tmp_path / "repo"
         (repo / "miniagents").mkdir(parents=True)
         (repo / "tests").mkdir()
         (repo / "miniagents" / "__init__.py").write_text("", encoding="utf-8")
         (repo / "miniagents" / "slow.py").write_text(FAKE_MODULE, encoding="utf-8")
         (repo / "tests" / "test_slow.py").write_text(FAKE_TEST, encoding="utf-8")
         (repo / "tests" / "conftest.py").write_text(FAKE_CONFTEST, encoding="utf-8")
+        for name, text in (files or {}).items():
+            (repo / name).write_text(text, encoding="utf-8")
         (tmp_path / "tmp").mkdir()
         self.started = tmp_path / "started"
         env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), FAKE_MARKER=self.marker, FAKE_STARTED=str(self.started))
@@ -409,6 +413,66 @@ def test_an_interrupted_check_ends_every_test_process_it_started(fake_check, sig
     assert code == 128 + signum, out
     assert re.search(rf"interrupted \({signal.Signals(signum).name}\): process group \d+ ended \(3 processes", out), out
     assert check.left_running() == {}
+
+
+DOUBLE = "miniagents/slow.py::double::return::x * 2 -> None"
+# Tests the check would not run first for slow.py (their name and imports do not say so): only a hint runs them first.
+DOUBLE_TESTS = """\
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+slow = importlib.import_module("miniagents." + "slow")
+
+
+def test_double_alone():
+    assert slow.double(3) == 6
+
+
+def test_passes_with_any_mutant():
+    pass
+"""
+
+
+@needs_proc
+@pytest.mark.parametrize("hint, killed_by", [
+    ("tests/test_other.py::test_double_alone", "tests/test_other.py::test_double_alone"),
+    ("tests/test_other.py::test_gone", "tests/test_slow.py::test_ready_and_double"),
+    ("tests/test_gone.py::test_gone", "tests/test_slow.py::test_ready_and_double"),
+    ("tests/test_other.py::test_passes_with_any_mutant", "tests/test_slow.py::test_ready_and_double"),
+], ids=["kills", "test-gone", "file-gone", "no-longer-kills"])
+def test_a_mutants_last_killer_runs_first_and_one_that_no_longer_kills_changes_no_verdict(fake_check, hint,
+                                                                                            killed_by):
+    killers = json.dumps({DOUBLE: hint})
+    check = fake_check("--only", "double::return", "-v", files={"tests/test_other.py": DOUBLE_TESTS,
+                                                                "tests/mutation_killers.json": killers})
+    code, out = check.finish()
+    assert code == 0, out
+    assert re.search(rf"^KILLED +slow\.py:6 .*by {re.escape(killed_by)}$", out, re.M), out
+    assert check.left_running() == {}
+
+
+@needs_proc
+def test_record_killers_keeps_each_mutants_killing_test_and_drops_a_survivors(fake_check):
+    survivor = "miniagents/slow.py::unused::compare::x > 3 -> (x <= 3)"
+    others = {survivor: "tests/test_slow.py::test_ready_and_double", "a mutant not run": "tests/test_x.py::test_y"}
+    check = fake_check("--only", "double::return", "--only", "unused::compare", "--record-killers",
+                       files={"tests/test_other.py": DOUBLE_TESTS, "tests/mutation_killers.json": json.dumps(others)})
+    code, out = check.finish()
+    assert code == 1, out  # the survivor
+    written = json.loads((check.repo / "tests" / "mutation_killers.json").read_text(encoding="utf-8"))
+    assert written == {DOUBLE: "tests/test_slow.py::test_ready_and_double",
+                       "a mutant not run": "tests/test_x.py::test_y"}
+
+
+def test_every_recorded_killer_names_a_curated_mutant_and_a_test_file_that_exist():
+    killers = mutation_check.load_killers(mutation_check.ROOT)
+    stale = sorted(set(killers) - {m.id for m in mutation_check.MUTANTS})
+    assert stale == [], ("tests/mutation_killers.json names mutants that are gone or renamed: remove them, or run "
+                         f"`python tests/mutation_check.py --record-killers`: {stale}")
+    files = set(mutation_check.all_test_files(mutation_check.ROOT))
+    assert {test.split("::")[0] for test in killers.values()} <= files
 
 
 def test_a_shells_own_modules_run_the_shells_tests_first():
