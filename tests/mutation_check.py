@@ -4492,8 +4492,11 @@ def load_killers(root: str) -> Dict[str, str]:
     path = os.path.join(root, KILLERS_FILE)
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as f:
-        killers = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            killers = json.load(f)
+    except ValueError as e:
+        raise ValueError(f"{path}: not JSON ({e}); record it again with --record-killers") from None
     if not isinstance(killers, dict) or not all(isinstance(v, str) for v in killers.values()):
         raise ValueError(f"{path}: want a JSON object of mutant id -> test id")
     return killers
@@ -5003,9 +5006,13 @@ def _main(argv: Optional[List[str]] = None) -> int:
     if not mutants:
         print(f"no mutant matches {' or '.join(args.only or [])!r}", file=sys.stderr)
         return 2
-    equivalent = load_equivalent(os.path.join(root_dir, "tests", "mutation_equivalent.txt")) \
-        if args.generated else {}
-    killers = load_killers(root_dir)
+    try:
+        equivalent = load_equivalent(os.path.join(root_dir, "tests", "mutation_equivalent.txt")) \
+            if args.generated else {}
+        killers = load_killers(root_dir)
+    except ValueError as e:  # a file edited by hand, or a merge that left its conflict in it
+        print(f"ERROR  {e}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     jobs = max(1, min(args.jobs, len(mutants)))
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:

@@ -466,6 +466,19 @@ def test_record_killers_keeps_each_mutants_killing_test_and_drops_a_survivors(fa
                        "a mutant not run": "tests/test_x.py::test_y"}
 
 
+@pytest.mark.parametrize("text", ['{\n"a": "t::x",\n<<<<<<< HEAD\n"b": "t::y"\n}\n', '["t::x"]', '{"a": 1}'],
+                         ids=["merge-conflict", "no-object", "no-test-id"])
+def test_a_killers_file_that_is_no_object_of_test_ids_stops_the_check_saying_which_file(tmp_path, text):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "mutation_killers.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="mutation_killers.json"):
+        mutation_check.load_killers(str(tmp_path))
+    check = subprocess.run([sys.executable, os.path.join(mutation_check.ROOT, "tests", "mutation_check.py"),
+                            "--root", str(tmp_path), "--only", "run.py:", "--no-baseline"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 2 and "mutation_killers.json" in check.stderr, check.stderr
+
+
 def test_every_recorded_killer_names_a_curated_mutant_and_a_test_file_that_exist():
     killers = mutation_check.load_killers(mutation_check.ROOT)
     stale = sorted(set(killers) - {m.id for m in mutation_check.MUTANTS})
