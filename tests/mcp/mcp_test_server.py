@@ -173,8 +173,9 @@ class Server:
             return raw(b"this is not JSON at all\n")
         if name == "not_rpc":
             return raw(b'{"hello": "world"}\n')
-        if name == "unknown_id":
-            return send({"jsonrpc": "2.0", "id": 424242, "result": {}})
+        if name == "unknown_id":  # with {"error": ...}: an error answer to that id
+            answer = {"error": args["error"]} if "error" in args else {"result": {}}
+            return send({"jsonrpc": "2.0", "id": 424242, **answer})
         if name == "huge":
             block = b"x" * 65536
             with WRITE:

@@ -233,6 +233,16 @@ def test_an_answer_to_an_id_never_sent_is_named(connected):
     assert ended(pid)
 
 
+@pytest.mark.parametrize("error, shown", [({"code": -32000, "message": "the server's own words"},
+                                           "\"the server's own words\""), ("plain words", "'plain words'")])
+def test_an_error_answer_to_an_id_never_sent_shows_the_servers_error(connected, error, shown):
+    server, pid = connected()
+    with pytest.raises(MCPConnectionError) as raised:
+        server.call_tool("unknown_id", {"error": error})
+    assert f"answered request id '424242' with the error {shown}, which this client never sent" in str(raised.value)
+    assert ended(pid)
+
+
 def test_a_line_over_the_cap_fails_before_it_is_held_in_memory(connected):
     server, pid = connected(max_message_bytes=1 << 20)
     with pytest.raises(MCPConnectionError, match="wrote a line of more than 1048576 bytes"):
