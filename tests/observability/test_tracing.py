@@ -327,6 +327,20 @@ def test_the_printer_skips_a_line_longer_than_its_cap_reading_at_most_the_cap(tm
     assert "x" * 10 not in captured.out
 
 
+def test_the_printers_cap_is_the_16_mi_characters_its_page_promises(tmp_path, capsys):
+    def line_of(length, name):  # a span record exactly `length` characters long
+        span = {"object": "trace.span", "id": name, "trace_id": "t1", "span_data": {"type": "custom", "name": ""}}
+        span["span_data"]["name"] = name + "x" * (length - len(json.dumps(span)) - len(name))
+        return json.dumps(span)
+
+    cap = 16 * 2 ** 20  # docs/tracing.md: "longer than 16 Mi characters ... skipped"
+    (tmp_path / "big.jsonl").write_text(f"{line_of(cap, 'kept')}\n{line_of(cap + 1, 'over')}\n", encoding="utf-8")
+    assert main([str(tmp_path / "big.jsonl")]) == 0
+    captured = capsys.readouterr()
+    assert f"line 2 is longer than {cap} characters; skipped" in captured.err and "line 1" not in captured.err
+    assert "─ keptxxx" in captured.out and "over" not in captured.out
+
+
 def test_the_printer_exits_with_a_message_for_a_missing_or_empty_file(tmp_path, capsys):
     assert main([str(tmp_path / "missing.jsonl")]) == 2
     assert "for reading: No such file or directory" in capsys.readouterr().err
