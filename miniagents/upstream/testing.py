@@ -187,7 +187,8 @@ class ScriptedStream:
 
 
 def _detached(call: ModelCall) -> ModelCall:
-    return dataclasses.replace(call, input=list(call.input), model_settings=copy.deepcopy(call.model_settings),
+    """A copy of the call down to its input's items (`offline.own`): editing one changes neither run nor record."""
+    return dataclasses.replace(call, input=offline.own(call.input), model_settings=copy.deepcopy(call.model_settings),
                                tools=list(call.tools), handoffs=list(call.handoffs), prompt=copy.deepcopy(call.prompt))
 
 
