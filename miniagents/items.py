@@ -70,7 +70,7 @@ def as_kept(item: dict) -> dict:
     history as words of whoever its role named ("user", "developer": words nobody wrote, sent as theirs every later
     turn), and a state holding it failed to load (the decision a person was asked for lost)."""
     kind = item.get("type", "message" if item.get("role") == "assistant" else None)
-    content = item.get("content")
+    content = item.get("content") if kind == "message" else None  # another item's parts may be anything: unread
     typed = [part for part in content if isinstance(part.get("type"), str)] if isinstance(content, list) else content
     if kind != "message" or (item.get("role") == "assistant" and content is not None and len(typed) == len(content)):
         return item

@@ -590,11 +590,14 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # walks it (a bare RecursionError)
     # 791 for a number hidden by its credential name searched for by value too, as the docs say of every value so
     # hidden (`extra_body={"password": 918273645512}` was written where the model repeated it)
-    "shell: offline model": 176,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
+    "shell: offline model": 193,  # issue 29: ScriptedModel left the kernel; a run with a real model never loads it
     # 171 a scripted step checked by ModelResponse's own rules when it is added, and a call given no arguments replayed
     # as an empty delta
     # 175 for a stream_events function's result that holds no events (None: a forgotten return) an InvalidModelStep,
     # not a bare TypeError out of the streamed run; 176 for that check in one home the upstream shell's model uses too
+    # 193 for what an attack on it found: a responder's bad result naming the call it answered (it said step #1), steps
+    # copied as the run copies a model's items (deepcopy: a bare TypeError for a lock, RecursionError 3000 deep), steps
+    # that are no list refused whole, a responder given a copy of the request (its edits reached the run's items)
     # 209 for an async driver's open connection (psycopg's AsyncConnection: cursor() too, its statements coroutines
     # never run) refused with a UserError, its close() coroutine closed; 206 for a connection whose rows are objects (psycopg's class_row) a UserError, not a bare TypeError
     "shell: DB-API sessions": 209,  # the PostgreSQL dialect, its SQLSTATE retries and paged reads left the kernel for it;

@@ -4,9 +4,13 @@
 `ModelCall`s holding what the agent offered: tool and handoff objects, the output schema object, settings).
 A step is a list of output items (build them with `function_call()` and `assistant_message()`), a
 `ModelResponse`, an exception to raise, a `ModelStep`, or a callable: a responder that computes the step from
-the recorded `ModelCall` (it may be `async def` and may return any step form). Steps are checked when they are
-added, so a bad one is an `InvalidModelStep` naming the step, not a puzzling failure turns later. A streamed
-call replays its step as the Responses events a streamed run reads (`response_events`).
+the recorded `ModelCall` (it may be `async def` and may return any step form; it gets a copy of the request, so
+an edit of it changes neither the run nor the record). Steps are checked when they are added, so a bad one is an
+`InvalidModelStep` naming the step (a responder's result: the call it answered), not a puzzling failure turns
+later; a step is checked against the rules of a model's response and kept as the run keeps a model's items, so
+a value no store takes is refused, with its path, where the run writes it. A streamed call replays its step as
+the Responses events a streamed run reads (`response_events`). One model may serve runs on several threads at
+once: each step is taken by exactly one call, in the order the calls reach the model.
 
 Upstream's `agents.testing` contract (dict steps, `ModelStep.respond`, `default_usage`, typed items, its whole
 stream layout, async streams) is `miniagents.upstream.testing`.
@@ -50,8 +54,9 @@ class ModelScriptError(AgentsException):
 
 class InvalidModelStep(ModelScriptError):
     """A step cannot be used: `reason` says why ("invalid_input", "invalid_error", "invalid_stream_events"),
-    `input_index` which step (0-based) of those added together (None: a `stream_events` function's result, found
-    bad when the call plays it)."""
+    `input_index` which step (0-based) of those added together (None: steps that are no list of steps, or a
+    `stream_events` function's or a responder's result, found bad when the call plays it; a responder's names the
+    call's 0-based number, `call_index`)."""
 
 
 class UnexpectedModelCall(ModelScriptError):
@@ -109,8 +114,8 @@ def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
         return "invalid_input", "must use a list of output items that are objects with a string 'type'"
     if not isinstance(step.usage, Usage):
         return "invalid_input", "must use Usage for usage"
-    try:
-        ModelResponse(list(step.output), step.usage)  # what a model's response must be: the kernel's own rules
+    try:  # what a model's response must be: the kernel's own rules
+        ModelResponse(list(step.output), step.usage, step.response_id, step.request_id)
     except AgentsException as error:
         return "invalid_input", f"holds what no response may: {error.message}"
     if step.error is not None and not isinstance(step.error, Exception):
@@ -121,11 +126,39 @@ def _problem(step: ModelStep) -> Optional[Tuple[str, str]]:
     return None
 
 
+def invalid(index: Optional[int], reason: str, detail: str, call_index: Optional[int] = None) -> InvalidModelStep:
+    """The error for a step that cannot be used: step `index` of those added together, or what a responder returned
+    for call `call_index` (both 0-based)."""
+    where = (f"Scripted model step #{index + 1}" if call_index is None
+             else f"The step a responder returned for model call #{call_index + 1}")
+    return InvalidModelStep(f"{where} {detail}.", reason=reason, input_index=None if call_index is not None else index,
+                            call_index=call_index)
+
+
+def listed(steps: Any) -> list:
+    """`steps` as the list of steps it is; a string, a lone item (a mapping) or no iterable at all is refused whole,
+    not taken apart into steps each refused as "step #1"."""
+    if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+        raise InvalidModelStep(f"Scripted model steps must be a list of steps, not {type(steps).__name__}.",
+                               reason="invalid_input", input_index=None)
+    return list(steps)
+
+
+def own(values: Any) -> list:
+    """A copy of each list and dict in `values`, as the run copies a model's items: later edits by whoever gave them
+    change nothing here; a value that deepcopy refuses (a lock) is shared, and one nested past the recursion limit
+    kept as given, as a model's answer is, rather than a bare error when the step is added."""
+    try:
+        return items.copied(list(values))
+    except RecursionError:
+        return list(values)
+
+
 class ScriptedModel:
     """A model that plays back `steps` in order and records every call (see the module docstring)."""
 
     def __init__(self, steps: Any = ()):
-        self._steps: List[ModelStep] = [self._step(step, n) for n, step in enumerate(steps)]
+        self._steps: List[ModelStep] = [self._step(step, n) for n, step in enumerate(listed(steps))]
         self._calls: List[ModelCall] = []
         self._advice: dict = {}  # id(error) -> (error, advice) of the scripted errors raised
         self._lock = threading.Lock()  # agents-as-tools may call one model from several threads
@@ -155,7 +188,7 @@ class ScriptedModel:
         self._steps.append(self._step(step, 0))
 
     def extend(self, steps: Any) -> None:
-        self._steps.extend([self._step(step, n) for n, step in enumerate(steps)])
+        self._steps.extend([self._step(step, n) for n, step in enumerate(listed(steps))])
 
     def assert_complete(self) -> None:
         if self._steps:
@@ -176,10 +209,12 @@ class ScriptedModel:
         call, step = self._take(True, *args, **kwargs)
         if step.stream_events is None:
             return iter(response_events(self._response(step)))
-        return iter(played(step.stream_events(call)) if callable(step.stream_events) else step.stream_events)
+        return iter(played(step.stream_events(_detached(call))) if callable(step.stream_events)
+                    else step.stream_events)
 
-    def _step(self, step: Any, index: int) -> ModelStep:
-        """Any step form -> a checked `ModelStep` with output of its own (`InvalidModelStep` otherwise)."""
+    def _step(self, step: Any, index: int, call_index: Optional[int] = None) -> ModelStep:
+        """Any step form -> a checked `ModelStep` with output of its own (`InvalidModelStep` otherwise); step `index`
+        of those added together, or (`call_index`) what a responder returned for that call."""
         if isinstance(step, ModelResponse):
             step = ModelStep(output=step.output, usage=step.usage, response_id=step.response_id,
                              request_id=step.request_id)
@@ -191,11 +226,10 @@ class ScriptedModel:
             step = ModelStep(output=step)
         wrong = _problem(step)
         if wrong is not None:
-            raise InvalidModelStep(f"Scripted model step #{index + 1} {wrong[1]}.", reason=wrong[0],
-                                   input_index=index)
+            raise invalid(index, *wrong, call_index=call_index)
         events = step.stream_events
-        return dataclasses.replace(step, output=copy.deepcopy(list(step.output)), usage=copy.deepcopy(step.usage),
-                                   stream_events=events if callable(events) else copy.deepcopy(events))
+        return dataclasses.replace(step, output=own(step.output), usage=copy.deepcopy(step.usage),
+                                   stream_events=events if callable(events) or events is None else own(events))
 
     def _take(self, streamed: bool, system_instructions: Optional[str], input: list, model_settings: ModelSettings,
               tools: list, output_schema: Any, handoffs: list, tracing: Any = None, *,
@@ -213,9 +247,9 @@ class ScriptedModel:
                 kind = "streaming" if streamed else "non-streaming"
                 raise UnexpectedModelCall(f"Unexpected {kind} model call #{len(self._calls)}: no scripted steps "
                                           "remain.", call=call, call_index=len(self._calls) - 1)
-            step = self._steps.pop(0)
+            step, number = self._steps.pop(0), len(self._calls) - 1
         while step.responder is not None:
-            step = self._step(caller.call(step.responder, call), 0)
+            step = self._step(caller.call(step.responder, _detached(call)), 0, number)
         if step.error is not None:
             if step.retry_advice is not None:
                 self._advice[id(step.error)] = (step.error, step.retry_advice)
@@ -228,6 +262,12 @@ class ScriptedModel:
     def _response(step: ModelStep) -> ModelResponse:
         return ModelResponse(output=list(step.output), usage=step.usage, response_id=step.response_id,
                              request_id=step.request_id)
+
+
+def _detached(call: ModelCall) -> ModelCall:
+    """The call as a responder gets it: its input a copy (`own`), so editing it changes neither the run's items nor
+    the record (whose input shares them, at a cost that does not grow with the history)."""
+    return dataclasses.replace(call, input=own(call.input))
 
 
 def played(events: Any, asynchronous: bool = False) -> Any:

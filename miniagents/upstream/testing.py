@@ -98,10 +98,7 @@ def _as_dicts(step: Any) -> Any:
 
 
 def _problem(step: offline.ModelStep) -> Optional[tuple]:
-    """Upstream's checks beyond the offline model's (which checks output, usage, error and stream_events)."""
-    for name in ("response_id", "request_id"):
-        if getattr(step, name) is not None and not isinstance(getattr(step, name), str):
-            return "invalid_input", f"must use a string or None for {name}"
+    """Upstream's checks beyond the offline model's (which checks output, usage, ids, error and stream_events)."""
     if getattr(step, "raw_usage", None) is not None and not isinstance(step.raw_usage, dict):
         return "invalid_input", "must use a dictionary or None for raw_usage"
     if step.responder is not None and not callable(step.responder):
@@ -114,10 +111,6 @@ def _problem(step: offline.ModelStep) -> Optional[tuple]:
         if not isinstance(step.retry_advice, ModelRetryAdvice) or step.error is None:
             return "invalid_retry_advice", "requires an error and a ModelRetryAdvice value"
     return None
-
-
-def _invalid(index: int, reason: str, detail: str) -> InvalidModelStep:
-    return InvalidModelStep(f"Scripted model step #{index + 1} {detail}.", reason=reason, input_index=index)
 
 
 class ScriptedModel(offline.ScriptedModel):
@@ -156,17 +149,17 @@ class ScriptedModel(offline.ScriptedModel):
             return ScriptedStream([_as_item(event) for event in step.stream_events])
         return ScriptedStream(response_events(self._response(step)))
 
-    def _step(self, step: Any, index: int) -> offline.ModelStep:
+    def _step(self, step: Any, index: int, call_index: Optional[int] = None) -> offline.ModelStep:
         """A dict step (`ModelStepSpec`) and typed items are taken here; the offline model checks the rest, then
         upstream's own checks run."""
         if isinstance(step, Mapping):
             if set(step) - STEP_FIELDS:
-                raise _invalid(index, "unsupported_field", "contains unsupported fields")
+                raise offline.invalid(index, "unsupported_field", "contains unsupported fields", call_index)
             step = ModelStep(**dict(step))
-        step = super()._step(_as_dicts(step), index)
+        step = super()._step(_as_dicts(step), index, call_index)
         wrong = _problem(step)
         if wrong is not None:
-            raise _invalid(index, *wrong)
+            raise offline.invalid(index, *wrong, call_index=call_index)
         step = dataclasses.replace(step, retry_advice=copy.deepcopy(step.retry_advice))
         if isinstance(step, ModelStep):
             step = dataclasses.replace(step, raw_usage=copy.deepcopy(step.raw_usage))
@@ -194,7 +187,8 @@ class ScriptedStream:
 
 
 def _detached(call: ModelCall) -> ModelCall:
-    return dataclasses.replace(call, input=list(call.input), model_settings=copy.deepcopy(call.model_settings),
+    """A copy of the call down to its input's items (`offline.own`): editing one changes neither run nor record."""
+    return dataclasses.replace(call, input=offline.own(call.input), model_settings=copy.deepcopy(call.model_settings),
                                tools=list(call.tools), handoffs=list(call.handoffs), prompt=copy.deepcopy(call.prompt))
 
 

@@ -439,6 +439,22 @@ def test_a_message_a_server_shapes_its_own_way_still_runs_as_long_as_its_text_ca
     assert final == ("" if message["content"] is None else "hi")
 
 
+@pytest.mark.parametrize("item", [
+    {"type": "reasoning", "content": [None]},
+    {"type": "server_kind", "content": ["a plain string"]},
+    {"type": "function_call", "name": "noop", "call_id": "c1", "content": [1]},
+    {"role": "user", "content": [3]},  # no type, not the assistant's: no message either
+])
+def test_an_item_that_is_no_message_may_hold_content_parts_of_any_shape(item):
+    """A model's item that is no message is kept as given, but ModelResponse first read its content's parts as
+    objects: a list holding anything else (a reasoning item's [None], found by the testing shell's generated steps)
+    was a bare AttributeError ('NoneType' object has no attribute 'get') where the response was made."""
+    assert ModelResponse(output=[item]).output == [item]
+    model = AnswersWith(output=[item, assistant_message("ok")]) if "type" not in item else ScriptedModel(
+        [[item, assistant_message("ok")], [assistant_message("ok")]])  # a call is answered, then the model again
+    assert Runner.run_sync(Agent(name="A", model=model), "hi").final_output == "ok"
+
+
 @pytest.mark.parametrize("role", ["user", "developer", "system", None, "tool"])
 def test_a_models_message_claiming_another_role_is_kept_as_the_assistants_not_as_words_of_that_role(role):
     """A model's message with role "user" (or "developer") stood in the session's history as that role's words: every

@@ -2,10 +2,13 @@
 events of a streamed call, retry advice. Upstream's agents.testing contract (miniagents.upstream.testing) is
 tests/upstream/test_testing_contract.py."""
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, strategies as st
 
-from miniagents import Agent, ModelResponse, ModelRetryAdvice, Runner, Usage, function_tool
+from miniagents import Agent, ModelResponse, ModelRetryAdvice, Runner, SQLiteSession, Usage, function_tool
 from miniagents.retry.advice import ModelRetryAdviceRequest
 from miniagents.testing import (InvalidModelStep, ModelStep, ScriptedModel, UnconsumedModelSteps, UnexpectedModelCall,
                                 assistant_message, function_call)
@@ -138,3 +141,137 @@ def test_a_stream_events_function_that_is_an_async_generator_is_an_invalid_step_
     with pytest.raises(InvalidModelStep, match="stream_events function returned a async_generator") as caught:
         streamed(ScriptedModel([ModelStep(stream_events=events)]))
     assert (caught.value.reason, caught.value.input_index) == ("invalid_stream_events", None)
+
+
+def nested(depth):
+    value = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_responder_whose_result_is_no_step_is_named_by_the_call_it_answered_not_as_step_1():
+    """A responder's result is checked when the call plays it: the error named "step #1" whichever step the responder
+    was (here the third), with input_index 0; it names the call instead, as a stream_events function's result has
+    input_index None."""
+    model = ScriptedModel([[function_call("noop", {}, call_id="c1")], [function_call("noop", {}, call_id="c2")],
+                           lambda call: None])  # the return forgotten
+    with pytest.raises(InvalidModelStep, match=r"^The step a responder returned for model call #3 must use a list of "
+                                               r"output items") as caught:
+        run(model)
+    assert (caught.value.reason, caught.value.input_index, caught.value.call_index) == ("invalid_input", None, 2)
+
+
+DONE = {"type": "response.completed", "response": {"id": "r1", "output": [assistant_message("hi")]}}
+
+
+@pytest.mark.parametrize("step, played", [
+    ([{"type": "message", "role": "assistant", "content": "hi", "held": threading.Lock()}], True),  # TypeError
+    ([{"type": "message", "role": "assistant", "content": "hi", "deep": nested(3000)}], True),  # RecursionError
+    (ModelStep(stream_events=[{"type": "response.created", "held": threading.Lock()}, DONE]), True),
+    (ModelStep(stream_events=[{"type": "response.created", "deep": nested(3000)}, DONE]), False),  # the run's own
+    # copy of a raw event recurses (items.copied): the kernel's, for any model's stream
+])
+def test_a_step_holding_what_deepcopy_cannot_copy_is_kept_as_a_models_items_are_not_a_bare_error(step, played):
+    """The script copied each step with copy.deepcopy: an item holding a lock was a bare TypeError when the step was
+    added, one nested 3000 deep a bare RecursionError. Such a step is what a custom model may return, and the run
+    takes it (a store refuses it, with its path, when writing it), so a test can script it."""
+    model = ScriptedModel([step])
+    model.enqueue(lambda call: step)  # a responder's result too
+    assert model.remaining_steps == 2
+    for _ in range(2 if played else 0):
+        assert (streamed(model)[0] if isinstance(step, ModelStep) else run(model)).final_output == "hi"
+
+
+def test_a_step_is_its_own_copy_whatever_the_caller_edits_after_adding_it():
+    items = [assistant_message("as scripted")]
+    events = [{"type": "response.completed", "response": {"id": "r1", "output": [assistant_message("as scripted")]}}]
+    model = ScriptedModel([items, ModelStep(stream_events=events)])
+    items[0]["content"][0]["text"] = events[0]["response"]["output"][0]["content"][0]["text"] = "edited"
+    assert run(model).final_output == "as scripted" and streamed(model)[0].final_output == "as scripted"
+
+
+@pytest.mark.parametrize("field", ["response_id", "request_id"])
+def test_a_step_whose_ids_no_response_may_hold_is_refused_when_it_is_added_not_when_it_is_played(field):
+    """The ids were not checked when the step was added: the run failed at that call with the kernel's UserError."""
+    with pytest.raises(InvalidModelStep, match=rf"^Scripted model step #2 holds what no response may: .*{field}") as e:
+        ScriptedModel([[assistant_message("fine")], ModelStep([assistant_message("a")], **{field: 5})])
+    assert (e.value.reason, e.value.input_index) == ("invalid_input", 1)
+
+
+@pytest.mark.parametrize("steps", [5, None, "hello", b"hi", assistant_message("one step, not a list of steps")])
+def test_steps_that_are_no_list_of_steps_are_an_invalid_step_saying_so_not_a_bare_type_error(steps):
+    """ScriptedModel(5) was "'int' object is not iterable"; a string or a lone item (a dict) was taken apart,
+    character by character or key by key, into steps each refused as "step #1"."""
+    for add in (ScriptedModel, ScriptedModel().extend):
+        with pytest.raises(InvalidModelStep, match=rf"^Scripted model steps must be a list of steps, not "
+                                                   rf"{type(steps).__name__}\.$") as caught:
+            add(steps)
+        assert (caught.value.reason, caught.value.input_index) == ("invalid_input", None)
+
+
+def test_a_responder_that_edits_the_request_it_is_given_changes_neither_the_run_nor_the_record():
+    """A responder was handed the recorded call, whose input shares the run's items: editing them in place changed
+    the run's new items, its to_input_list and the earlier calls' records (the session kept its own copy)."""
+    def edits(call):
+        for item in call.input:
+            item.update(content="HACKED", output="HACKED", arguments="{}") if item.get("role") != "user" else None
+        call.input.clear()
+        return [assistant_message("done")]
+
+    session = SQLiteSession("edits")
+    model = ScriptedModel([[function_call("noop", {}, call_id="c1")], edits])
+    result = Runner.run_sync(Agent(name="A", model=model, tools=[noop]), "go", session=session)
+    kept = [{"role": "user", "content": "go"}, function_call("noop", {}, call_id="c1"),
+            {"type": "function_call_output", "call_id": "c1", "output": "nothing"}]
+    assert result.to_input_list()[:3] == kept and [i.raw_item for i in result.new_items][:2] == kept[1:]
+    assert model.calls[1].input == kept and model.calls[0].input == kept[:1]
+    assert session.get_items()[:3] == kept
+
+
+@pytest.mark.parametrize("threads", [2, 8])
+def test_runs_sharing_one_model_from_threads_take_each_step_once_each_answered_from_its_own_call(threads):
+    """One model may serve runs on several threads at once (the docstring's promise): each step is taken by exactly
+    one call, a responder sees that call's own request, and calls past the script are each an UnexpectedModelCall
+    with a number of its own."""
+    runs = 4 * threads
+    model = ScriptedModel([lambda call: [assistant_message("re: " + call.input[0]["content"])]] * (runs - threads))
+
+    def one(n):
+        try:
+            return Runner.run_sync(Agent(name="A", model=model), f"run {n}").final_output
+        except UnexpectedModelCall as error:
+            return error.call_index
+
+    with ThreadPoolExecutor(threads) as pool:
+        outcomes = list(pool.map(one, range(runs)))
+    answered = [(n, out) for n, out in enumerate(outcomes) if isinstance(out, str)]
+    assert all(out == f"re: run {n}" for n, out in answered) and len(answered) == runs - threads
+    assert sorted(out for out in outcomes if isinstance(out, int)) == list(range(runs - threads, runs))
+    assert model.remaining_steps == 0 and len(model.calls) == runs
+
+
+STEP_PARTS = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+                          | st.binary(max_size=3) | st.just(threading.Lock()) | st.just(len),
+                          lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
+                          | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4), max_leaves=12)
+
+
+ITEMS = st.lists(st.fixed_dictionaries({"type": st.sampled_from(["message", "function_call", "reasoning"])},
+                                      optional={"role": st.just("assistant"), "content": STEP_PARTS,
+                                                "name": STEP_PARTS, "arguments": STEP_PARTS, "extra": STEP_PARTS})
+                 | STEP_PARTS, max_size=3)
+
+
+@given(st.lists(ITEMS | st.builds(lambda o, u, r, e, s: ModelStep(o, *u, response_id=r, error=e,
+                                                                      stream_events=s),
+                                      ITEMS, st.lists(st.just(Usage()) | STEP_PARTS, max_size=1),
+                                      STEP_PARTS, st.none() | STEP_PARTS, st.none() | ITEMS | STEP_PARTS), max_size=4))
+def test_any_generated_steps_are_taken_or_refused_as_an_invalid_step_naming_it_never_a_bare_error(steps):
+    try:
+        model = ScriptedModel(steps)
+    except InvalidModelStep as error:
+        assert error.reason in ("invalid_input", "invalid_error", "invalid_stream_events")
+        assert str(error).startswith(f"Scripted model step #{error.input_index + 1} ")
+        return
+    assert model.remaining_steps == len(steps)

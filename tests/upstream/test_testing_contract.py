@@ -152,6 +152,20 @@ def test_calls_are_detached_snapshots_with_upstreams_fields():
         call.input = []  # frozen, as upstream's
 
 
+def test_a_detached_call_is_detached_down_to_its_items_so_editing_one_changes_neither_run_nor_record():
+    """`calls` and a stream_events function's call copied the input list only: editing an item of it in place (a
+    test normalising what it compares) changed the run's items, its to_input_list and every later record."""
+    def events(call):
+        call.input[0]["content"] = "edited by the events function"
+        return [{"type": "response.completed", "response": {"id": "r2", "output": [assistant_message("done")]}}]
+
+    model = ScriptedModel([[function_call("noop", {}, call_id="c1")], ModelStep.stream(events)])
+    result, _ = streamed(model, "hello")
+    model.first_call.input[0]["content"] = model.calls[1].input[1]["arguments"] = "edited by the test"
+    assert result.to_input_list()[:2] == [{"role": "user", "content": "hello"}, function_call("noop", {}, call_id="c1")]
+    assert model.last_call.input[:2] == result.to_input_list()[:2] and model.first_call.input == result.to_input_list()[:1]
+
+
 def test_calls_is_a_tuple():
     model = ScriptedModel()
     assert model.calls == () and isinstance(model.calls, tuple)
