@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1747,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1750,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -208,6 +208,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1747 for what an attack on the text and objects a run keeps found: a handoff input filter's result and a custom
     # session's history kept a lone surrogate as given (the next request and a paused state's text failed on it), and
     # a model or a model_input plugin that tidied its input in place rewrote the history (each now gets copies)
+    # 1750: a custom model's stream event nested deeper than Python copies is a ModelBehaviorError (run.hand_over);
+    # the reader's copy raised a bare RecursionError out of the run
     "agents, items, guardrails": 1108,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
