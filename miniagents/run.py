@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 from . import caller, ledger, seams, steps
 from .agent import Agent
 from .config import RunConfig
-from .errors import AgentsException, MaxTurnsExceeded, RunErrorDetails, ToolInputGuardrailTripwireTriggered, UserError
+from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails,
+                     ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
 from .items import HandoffOutputItem, ToolCallOutputItem, clean_json, copied, drop_orphans, function_call_output, \
     item_problem, preview, to_input_list
@@ -451,11 +452,15 @@ def hand_over(run: Run, on_event: Callable, event: Any) -> None:
     """A streamed run's event to its reader, who has handled it when this returns: a cancel made then stops the
     run right there. The reader is given its own copy of the model's event or the item an event carries: one that
     edits it in place (a display redacting what it shows) never changes what the run does next (the arguments a
-    tool runs with) nor the history the session keeps."""
-    if isinstance(event, RawResponsesStreamEvent):
-        event = RawResponsesStreamEvent(data=copied(event.data))
-    elif isinstance(event, RunItemStreamEvent):
-        event = RunItemStreamEvent(event.name, own_copy(event.item))
+    tool runs with) nor the history the session keeps. A custom model's event nested deeper than Python copies is
+    the model's fault (the HTTP adapters refuse such an answer as they read it)."""
+    try:
+        if isinstance(event, RawResponsesStreamEvent):
+            event = RawResponsesStreamEvent(data=copied(event.data))
+        elif isinstance(event, RunItemStreamEvent):
+            event = RunItemStreamEvent(event.name, own_copy(event.item))
+    except RecursionError:
+        raise ModelBehaviorError("The model's stream sent an event nested too deeply to copy for the reader") from None
     on_event(event)
     if run.state.cancel_mode == "immediate":
         raise Cancelled()

@@ -740,6 +740,66 @@ def test_a_stream_reader_editing_the_events_in_place_never_changes_what_runs_or_
                                        assistant_message("done")]
 
 
+class DeepEventModel:
+    """A custom model whose stream sends an event, then a response item, nested `depth` levels deep."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+
+    def get_response(self, *args, **kwargs):
+        raise AssertionError("only streamed here")
+
+    def stream_response(self, *args, **kwargs):
+        nested = "x"
+        for _ in range(self.depth):
+            nested = {"a": nested}
+        yield {"type": "response.in_progress", "extra": nested}
+        yield {"type": "response.completed", "response": {"id": "r1", "usage": {}, "output": [
+            {**assistant_message("hi"), "extra": nested}]}}
+
+
+@pytest.mark.parametrize("depth", [10, 300, 2_000, 20_000])
+@pytest.mark.parametrize("reader", ["a streamed run's reader", "an agent tool's on_stream"])
+def test_a_custom_models_stream_event_nested_past_what_python_copies_is_a_model_behavior_error(reader, depth):
+    """The reader is handed a copy of each event; an event a custom model nested deeper than Python copies (the
+    HTTP adapters refuse such an answer when they read it) made that copy raise a bare RecursionError out of the
+    run (or, in an agent tool, told its model a RecursionError). It is the model's fault, said as one; an event
+    the copy takes reaches the reader whole."""
+    import asyncio
+
+    from miniagents import ModelBehaviorError
+
+    seen = []
+    inner = Agent(name="Deep", model=DeepEventModel(depth))
+    if reader == "an agent tool's on_stream":  # the inner run's failure is told to the model that called it
+        tool = inner.as_tool("ask", "Ask.", on_stream=lambda p: seen.append(p["event"]))
+        boss = Agent(name="Boss", tools=[tool], model=ScriptedModel(
+            [[function_call("ask", {"input": "hi"}, call_id="o1")], [assistant_message("ok")]]))
+        assert Runner.run_sync(boss, "go").final_output == "ok"
+        told = outputs_sent(boss.model.calls[1])["o1"]
+    else:
+        async def read():
+            result = Runner.run_streamed(inner, "hi")
+            async for event in result.stream_events():
+                seen.append(event)
+            return result.final_output
+
+        try:
+            told = asyncio.run(read())
+        except ModelBehaviorError as error:
+            told = f"The agent 'Deep' could not finish: {error}"
+    if depth >= 2_000:
+        assert told == "The agent 'Deep' could not finish: The model's stream sent an event nested too deeply to " \
+                       "copy for the reader"
+        return
+    assert told == "hi"
+    first = next(event for event in seen if event.type == "raw_response_event")
+    depth_seen, value = 0, first.data["extra"]
+    while isinstance(value, dict):
+        depth_seen, value = depth_seen + 1, value["a"]
+    assert depth_seen == depth
+
+
 # --- What an attack found: an agent that is its own tool nested until the stack ran out ---------------------------
 
 
