@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1750,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1751,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -209,8 +209,10 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # session's history kept a lone surrogate as given (the next request and a paused state's text failed on it), and
     # a model or a model_input plugin that tidied its input in place rewrote the history (each now gets copies)
     # 1750: a custom model's stream event nested deeper than Python copies is a ModelBehaviorError (run.hand_over);
-    # the reader's copy raised a bare RecursionError out of the run
-    "agents, items, guardrails": 1108,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # the reader's copy raised a bare RecursionError out of the run; 1751: a custom session's history too deep to copy,
+    # or holding itself, a UserError as it is read (run.load_session_history): it was kept as given, and an input
+    # guardrail's or a handoff input filter's copy raised a bare RecursionError
+    "agents, items, guardrails": 1109,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -278,6 +280,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # kept in the final output, the next request and a paused state's text, now repaired where its ModelResponse is
     # made, which keeps its own copy of each item (clean_json keeps a dict's type; an item too deep to walk is kept as
     # given, refused with its path when written); an Agent named with a lone surrogate refused where it is made
+    # 1109: a custom model's item too deep to copy, or holding itself, refused where its ModelResponse is made: kept as
+    # given, a tool's, a stream reader's or a handoff filter's copy of it raised a bare RecursionError
     "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
@@ -318,7 +322,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1311,  # 1311: two checks fix-crash's later fix made redundant gone (a continue now passes
+    "state and sessions": 1314,  # 1314: a run's input (or a RunState made by hand) too deep to copy, or holding
+    # itself, a UserError (state.input_items): it was a bare RecursionError; 1311: two checks fix-crash's later fix made redundant gone (a continue now passes
     # over any pause claimed with no outcome, so claim_pause's early refusal and open_journal's look at a paused
     # entry's claim guarded nothing a test or a run could tell apart: their curated mutants ran into the timeout)
     # 1314: the two attacks' branches merged (each counted from 1292); state._is_id since replaced by items.keyable
