@@ -41,8 +41,9 @@ class ModelResponse:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
         try:  # the run's own copy, lone surrogates repaired: no later edit of the given items, or UTF-8, breaks it
             self.output = [as_kept(clean_json(item)) for item in self.output]
-        except RecursionError:  # nested past what any store takes, or in a cycle: refused, with its path, when written
-            self.output = [as_kept(item) for item in self.output]
+        except RecursionError:  # no tool's copy of a call, reader's copy of an item, request or store could take it
+            raise UserError("ModelResponse.output holds an item nested deeper than Python copies, or one that holds "
+                            "itself") from None
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later

@@ -316,8 +316,9 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
         items = seams.change(run.plugins, "session_input", run, history, new_items, items)
     try:  # a session of the program's own, or a plugin, may give a lone surrogate: repaired, as a run's input is
         return clean_json(items), new_items
-    except RecursionError:  # nested past what any store takes: refused, with its path, when written
-        return items, new_items
+    except RecursionError:  # no guardrail's or input filter's copy, request or store could take it
+        raise UserError("The session's history holds an item nested deeper than Python copies, or one that holds "
+                        "itself") from None
 
 
 def check_takes_turns(session: Any) -> None:

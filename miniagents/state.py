@@ -376,7 +376,10 @@ def input_items(input: Any) -> list:
     if not isinstance(input, list):
         raise UserError("RunState's original_input must be a string or a list of input items (dicts), "
                         f"got {type(input).__name__}: {preview(input, 80)}")
-    input = clean_json(input)
+    try:
+        input = clean_json(input)
+    except RecursionError:  # a list or dict nested deeper than Python copies, or one that holds itself
+        raise UserError("RunState's original_input is nested deeper than Python copies, or holds itself") from None
     problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
     if problem is not None:
         raise UserError(f"RunState's original_input[{problem[0]}] {problem[1]}")

@@ -12,8 +12,8 @@ import logging
 
 import pytest
 
-from miniagents import (Agent, ModelBehaviorError, RunState, Runner, SQLiteSession, ToolError, UserError,
-                        function_tool, handoff)
+from miniagents import (Agent, ModelBehaviorError, ModelResponse, RunState, Runner, SQLiteSession, ToolError,
+                        UserError, function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from support import REDACTED, make_agent, outputs_sent
 
@@ -180,6 +180,87 @@ def test_well_formed_input_items_of_every_kind_are_accepted():
     agent, model = make_agent([[assistant_message("fine")]])
     assert Runner.run_sync(agent, items).final_output == "fine"
     assert len(model.calls[0].input) == len(items)
+
+
+def too_deep_to_copy(kind: str) -> dict:
+    """A user message holding a dict nested far deeper than Python copies, or one that holds itself."""
+    inner: dict = {}
+    if kind == "nested":
+        for _ in range(20_000):
+            inner = {"a": inner}
+    else:
+        inner["me"] = inner
+    return {"role": "user", "content": "hi", "extra": inner}
+
+
+class KeepsAnything:
+    """A session of a program's own, whose history holds whatever was put in it."""
+
+    session_id, session_settings = "s", None
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def get_items(self, limit=None):
+        return list(self.items)
+
+    def add_items(self, items):
+        self.items += items
+
+
+class Answers:
+    """A custom model giving its answers as they are (the scripted model refuses, when it is added, a step that no
+    response may hold)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+
+    def get_response(self, *args, **kwargs):
+        return ModelResponse(output=self.answers.pop(0))
+
+    def stream_response(self, *args, **kwargs):
+        raise AssertionError("not streamed here")
+
+
+@pytest.mark.parametrize("kind", ["nested", "holds itself"])
+@pytest.mark.parametrize("where", ["the run's input", "a RunState made by hand", "a session's history",
+                                   "a custom model's response"])
+def test_an_item_too_deep_to_copy_is_a_user_error_where_it_enters_and_nothing_runs(where, kind):
+    """The run copies what it takes as it enters; an item Python cannot copy (nested past its recursion limit, or
+    holding itself) was a bare RecursionError there (the input), or was taken as it was (a session's history, a
+    custom model's item) and raised one later, where an input guardrail, a handoff's input filter or a tool was
+    given its own copy. Now it is a UserError saying where it came from, before a guardrail is given it, a tool
+    runs or anything is written."""
+    from miniagents import GuardrailFunctionOutput, input_guardrail
+
+    bad, ran = too_deep_to_copy(kind), []
+
+    @input_guardrail
+    def check(ctx, agent, given):
+        ran.append("guardrail")
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    @function_tool
+    def act() -> str:
+        ran.append("tool")
+        return "done"
+
+    answer = [{**function_call("act", {}, call_id="c1"), "extra": bad["extra"]}] if where.startswith("a custom") \
+        else [function_call("act", {}, call_id="c1")]
+    target = Agent(name="B", model=ScriptedModel([[assistant_message("from B")]]))
+    agent = Agent(name="A", model=Answers([answer, [function_call("transfer_to_b", {}, call_id="h1")]]),
+                  tools=[act], handoffs=[handoff(target, input_filter=lambda data: data)], input_guardrails=[check])
+    session = KeepsAnything([bad] if where == "a session's history" else [])
+    source = {"the run's input": "RunState's original_input", "a RunState made by hand": "RunState's original_input",
+              "a session's history": "The session's history", "a custom model's response": "ModelResponse.output"}
+    with pytest.raises(UserError, match=rf"^{source[where]} (holds an item|is) nested deeper than Python copies, or "
+                                        "(one that )?holds itself$"):
+        if where == "a RunState made by hand":
+            Runner.run_sync(agent, RunState(None, [bad], agent, 10), session=session)
+        else:
+            Runner.run_sync(agent, [bad] if where == "the run's input" else "go", session=session)
+    assert ran == (["guardrail"] if where.startswith("a custom") else [])  # (on the input: before the model call)
+    assert session.items == ([bad] if where == "a session's history" else [])
 
 
 # --- RunState documents whose items would fail later are refused at load --------------------------------

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hypothesis import given, strategies as st
 
-from miniagents import Agent, ModelResponse, ModelRetryAdvice, Runner, SQLiteSession, Usage, function_tool
+from miniagents import (Agent, ModelBehaviorError, ModelResponse, ModelRetryAdvice, Runner, SQLiteSession, Usage,
+                        function_tool)
 from miniagents.retry.advice import ModelRetryAdviceRequest
 from miniagents.testing import (InvalidModelStep, ModelStep, ScriptedModel, UnconsumedModelSteps, UnexpectedModelCall,
                                 assistant_message, function_call)
@@ -165,22 +166,36 @@ def test_a_responder_whose_result_is_no_step_is_named_by_the_call_it_answered_no
 DONE = {"type": "response.completed", "response": {"id": "r1", "output": [assistant_message("hi")]}}
 
 
-@pytest.mark.parametrize("step, played", [
-    ([{"type": "message", "role": "assistant", "content": "hi", "held": threading.Lock()}], True),  # TypeError
-    ([{"type": "message", "role": "assistant", "content": "hi", "deep": nested(3000)}], True),  # RecursionError
-    (ModelStep(stream_events=[{"type": "response.created", "held": threading.Lock()}, DONE]), True),
-    (ModelStep(stream_events=[{"type": "response.created", "deep": nested(3000)}, DONE]), False),  # the run's own
-    # copy of a raw event recurses (items.copied): the kernel's, for any model's stream
+@pytest.mark.parametrize("step, refused", [
+    ([{"type": "message", "role": "assistant", "content": "hi", "held": threading.Lock()}], None),  # TypeError
+    ([{"type": "message", "role": "assistant", "content": "hi", "deep": nested(3000)}],  # RecursionError
+     "ModelResponse.output holds an item nested deeper than Python copies"),  # the kernel's, for any model
+    (ModelStep(stream_events=[{"type": "response.created", "held": threading.Lock()}, DONE]), None),
+    (ModelStep(stream_events=[{"type": "response.created", "deep": nested(3000)}, DONE]),
+     "nested too deeply to copy for the reader"),  # the run's own copy of a raw event: the kernel's, for any model
 ])
-def test_a_step_holding_what_deepcopy_cannot_copy_is_kept_as_a_models_items_are_not_a_bare_error(step, played):
+def test_a_step_holding_what_deepcopy_cannot_copy_is_kept_as_a_models_items_are_not_a_bare_error(step, refused):
     """The script copied each step with copy.deepcopy: an item holding a lock was a bare TypeError when the step was
-    added, one nested 3000 deep a bare RecursionError. Such a step is what a custom model may return, and the run
-    takes it (a store refuses it, with its path, when writing it), so a test can script it."""
+    added, one nested 3000 deep a bare RecursionError. Such a step is what a custom model may return: the run takes
+    it, or refuses it as it refuses any model's (an item too deep to copy when it is added, an event too deep for
+    the reader's copy when it is played), so a test can script it."""
+    if refused and not isinstance(step, ModelStep):
+        with pytest.raises(InvalidModelStep, match=refused):
+            ScriptedModel([step])
+        model = ScriptedModel([])
+        model.enqueue(lambda call: step)  # a responder's result: when it is played
+        with pytest.raises(InvalidModelStep, match=refused):
+            run(model)
+        return
     model = ScriptedModel([step])
     model.enqueue(lambda call: step)  # a responder's result too
     assert model.remaining_steps == 2
-    for _ in range(2 if played else 0):
-        assert (streamed(model)[0] if isinstance(step, ModelStep) else run(model)).final_output == "hi"
+    for _ in range(2):
+        if refused:
+            with pytest.raises(ModelBehaviorError, match=refused):
+                streamed(model)
+        else:
+            assert (streamed(model)[0] if isinstance(step, ModelStep) else run(model)).final_output == "hi"
 
 
 def test_a_step_is_its_own_copy_whatever_the_caller_edits_after_adding_it():

@@ -216,14 +216,19 @@ class Plays(Model):
 def test_a_state_holding_a_models_item_nested_deeper_than_a_state_may_be_is_refused_when_written(depth):
     """A custom model's item may hold anything: nested 199 deep beside a call waiting for a person, to_string wrote
     a state that from_string refused (the person's decision could never be given); 3000 deep, a bare
-    RecursionError."""
+    RecursionError. So deep that Python cannot copy it, it is refused as the response is made: nothing has run."""
     call = {**function_call("delete", {"p": "a"}, call_id="c1"), "extra": nested(depth)}
 
     @function_tool(needs_approval=True)
     def delete(p: str) -> str:
         return "deleted"
 
-    state = Runner.run_sync(Agent(name="A", tools=[delete], model=Plays([call])), "hi").to_state()
+    agent = Agent(name="A", tools=[delete], model=Plays([call]))
+    if depth == 3000:
+        with pytest.raises(UserError, match=r"^ModelResponse.output holds an item nested deeper than Python copies"):
+            Runner.run_sync(agent, "hi")
+        return
+    state = Runner.run_sync(agent, "hi").to_state()
     with pytest.raises(UserError, match=r"^This RunState cannot be written as JSON that loads again .*: "
                                         r"generated_items\[0\]\['raw_item'\]\['extra'\](\[0\])+ \(nested deeper "
                                         r"than 200 levels\)$"):
@@ -244,7 +249,7 @@ def test_a_models_item_nested_deeper_than_a_journal_may_be_stops_the_run_before_
         call = {**function_call("delete", {"p": "a"}, call_id="c1"), "extra": nested(depth)}
         agent = Agent(name="A", tools=[delete], model=Plays([call], [assistant_message("done")]))
         session = SQLiteSession(f"deep{depth}", str(tmp_path / "s.db"))
-        with pytest.raises(UserError, match="nested deeper than 200 levels"):
+        with pytest.raises(UserError, match="nested deeper than (200 levels|Python copies)"):
             Runner.run_sync(agent, "hi", session=session)
         assert ran == [] and session.get_items() == []
 
