@@ -599,10 +599,10 @@ class DeepModel:
 @pytest.mark.parametrize("where", ["response", "request"])
 def test_a_call_nested_far_past_the_bound_is_a_recording_error_not_a_recursion_error(tmp_path, where):
     """Nested some hundreds of levels (which the run itself takes, and JSON writes), a call still fails to record as
-    one nested 101 levels does, with a `RecordingError`: the redaction that walks it recursively is not reached."""
-    levels = 600
-    model = DeepModel(0 if where == "request" else levels)
-    settings = ModelSettings(extra_body={"deep": nested(levels)}) if where == "request" else ModelSettings()
+    one nested 101 levels does, with a `RecordingError`: the redaction that walks it recursively is not reached. (A
+    custom model's response deeper than Python copies is refused where it is made, before the recorder sees it.)"""
+    model = DeepModel(0 if where == "request" else 200)
+    settings = ModelSettings(extra_body={"deep": nested(600)}) if where == "request" else ModelSettings()
     with Recorder(tmp_path / "run.jsonl") as recorder:
         with pytest.raises(RecordingError, match="cannot record call 1 .*nests more than 100 levels deep"):
             Runner.run_sync(Agent(name="A", model=recorder.wrap(model), model_settings=settings), "one")
