@@ -26,7 +26,7 @@ class RunErrorDetails:
 
 
 def warn(message: str, *args: Any, **kwargs: Any) -> None:
-    """Log a warning on the package's logger ("miniagents", or the name a vendored copy has). `logging` is imported
+    """Log a warning on the package's logger (miniagents, or the name a vendored copy has). `logging` is imported
     here, the first time something is logged: a run that goes well logs nothing, and importing `logging` costs
     more than any module of the kernel."""
     import logging

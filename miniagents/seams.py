@@ -41,7 +41,7 @@ from .errors import MissingFeatureError, UserError, needs, warn
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
 
-PACKAGE = __name__.rpartition(".")[0]  # "miniagents", or the name of a vendored copy
+PACKAGE = __name__.rpartition(".")[0]  # this package's name: miniagents, or a vendored copy's
 # The shells a whole copy of miniagents has: folder -> the feature, for the error a copy without it raises.
 SHELLS = {
     "tracing": f"tracing (traces and spans for in-process processors, `python -m {PACKAGE}.tracing`)",

@@ -19,7 +19,7 @@ from ..models.protocol import shown
 from .util import open_regular
 
 CONTAINERS = ("task", "agent", "turn")  # spans that hold others; the live view prints them when they start
-SHELL = __name__.rpartition(".")[0]  # "miniagents.tracing", or the name a vendored copy gives it
+SHELL = __name__.rpartition(".")[0]  # miniagents.tracing, or the name a vendored copy gives it
 WIDTH = 80  # characters of arguments, outputs and data shown on a line unless full=True
 MAX_LINE = 16 * 2 ** 20  # characters of one line of a file that are read; a longer line is skipped
 MAX_BYTES = 256 * 2 ** 20  # a larger file is refused before it is read (all of it is held to sort the spans)

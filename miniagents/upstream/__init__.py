@@ -25,7 +25,7 @@ from importlib.machinery import ModuleSpec
 from .. import seams
 from ..errors import MissingFeatureError
 
-KERNEL = __name__.rpartition(".")[0]  # the kernel package: "miniagents", or the name of a vendored copy
+KERNEL = __name__.rpartition(".")[0]  # the kernel package: miniagents, or the name of a vendored copy
 
 # This shell's names where upstream's differ from the kernel's: name -> "module:attr" (a module of this shell).
 NAMES = {

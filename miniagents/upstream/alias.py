@@ -15,7 +15,7 @@ from importlib.machinery import ModuleSpec
 
 from ..errors import UserError
 
-SHELL = __name__.rpartition(".")[0]  # this shell's package: "miniagents.upstream", or a vendored copy's
+SHELL = __name__.rpartition(".")[0]  # this shell's package: miniagents.upstream, or a vendored copy's
 
 
 class _Existing:

@@ -1,4 +1,4 @@
-"""The package's logger (named as the package is: "miniagents", or a vendored copy's name) and
+"""The package's logger (named as the package is: miniagents, or a vendored copy's name) and
 `enable_verbose_stdout_logging`, upstream's switch for seeing it.
 
 The kernel logs warnings (a tool that raised, an ignored output item) and debug lines (retries) here;
