@@ -146,6 +146,7 @@ class RunResultStreaming(RunResult):
         self._drive, self._stop = drive, stop  # `stop` cancels the run, only while its state is the run's
         self._release: Callable = lambda: None  # frees the state when the run never starts (Runner.run_streamed)
         self._started, self._starting = False, threading.Lock()  # started by a read, or ended by a cancel first
+        self._ended = False  # the run's own end is in the fields: a cancel's account of it never replaces them
         self.is_complete = False
 
     @property
@@ -167,7 +168,7 @@ class RunResultStreaming(RunResult):
             return
         self._stop(mode)
         if mode == "immediate":  # complete now, as upstream's: the run does no more
-            self._complete(RunResult.from_state(self._state, None))
+            self._complete(RunResult.from_state(self._state, None), cut=True)
 
     @property
     def current_turn(self) -> int:
@@ -247,7 +248,13 @@ class RunResultStreaming(RunResult):
         self.new_items, self.raw_responses = list(state.generated_items), list(state.model_responses)
         self.last_agent = state.current_agent
 
-    def _complete(self, result: RunResult) -> None:
-        for f in fields(RunResult):
-            setattr(self, f.name, getattr(result, f.name))
-        self.is_complete = True
+    def _complete(self, result: RunResult, cut: bool = False) -> None:
+        """The fields hold `result`: the run's end, or (`cut`) what it had done when cancelled, unless it has ended
+        (a cancel from another thread racing the run's end never hides its final output or its interruptions)."""
+        with self._starting:
+            if cut and self._ended:
+                return
+            self._ended = not cut
+            for f in fields(RunResult):
+                setattr(self, f.name, getattr(result, f.name))
+            self.is_complete = True

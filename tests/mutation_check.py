@@ -4508,6 +4508,10 @@ MUTANTS: List[Mutant] = [
       "        if clean_text(self.name) is not self.name:",
       "        if False:",
       "an agent named with a lone surrogate is refused where it is made", "test_text_kept"),
+    M("result.py",
+      "            if cut and self._ended:",
+      "            if False:",
+      "a stream's cancel() racing the run's end never hides its final output or interruptions", "test_cancellation"),
 ]
 
 

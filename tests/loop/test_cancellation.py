@@ -989,3 +989,48 @@ def test_a_call_whose_input_guardrail_saw_the_run_cancelled_never_starts_and_run
     holder["cancel"] = True
     assert Runner.run_sync(agent, state).final_output is None and ran == []
     assert Runner.run_sync(agent, state).final_output == "done" and ran == [5]
+
+
+# --- What a second attack on runs, threads and event loops found ------------------------------------------------
+
+
+@pytest.mark.parametrize("end", ["a pause", "a final output"])
+def test_a_cancel_racing_the_end_of_a_stream_never_hides_what_the_run_ended_with(end):
+    """cancel() from another thread (a Stop button) as the run ends: the cancel saw the run still going, the run then
+    ended, and the cancel's own "what the run had done" replaced the run's end: no interruptions (the person was never
+    asked, though the state waits for them), or no final output (though the session holds the answer)."""
+    from miniagents import RunState
+
+    @function_tool(needs_approval=end == "a pause")
+    def pay(n: int) -> str:
+        return f"paid {n}"
+
+    agent, _ = make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("done")]],
+                          tools=[pay])
+    result, checked = Runner.run_streamed(agent, "pay"), threading.Event()
+    stop, last = result._stop, "tool_called" if end == "a pause" else "message_output_created"
+
+    def stop_once_the_run_ended(mode):  # the thread switch: the run ends between cancel()'s check and its stop
+        checked.set()
+        for _ in range(1000):
+            if result.to_state().running is None:
+                break
+            threading.Event().wait(0.01)
+        stop(mode)
+
+    result._stop = stop_once_the_run_ended
+    canceller = threading.Thread(target=result.cancel)
+
+    async def read():
+        async for event in result.stream_events():
+            if event.type == "run_item_stream_event" and event.name == last:
+                canceller.start()
+                assert checked.wait(10)  # cancel() saw the run going on; the run goes on to its end
+
+    asyncio.run(read())
+    canceller.join(10)
+    assert not canceller.is_alive() and result.is_complete
+    if end == "a pause":
+        assert [i.call_id for i in result.interruptions] == ["c1"] and result.to_state().get_interruptions()
+    else:
+        assert result.final_output == "done" and result.to_state().finished
