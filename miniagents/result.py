@@ -5,6 +5,7 @@ hands back that state so a paused run can be approved, serialised and resumed.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional, Union
@@ -146,6 +147,7 @@ class RunResultStreaming(RunResult):
         self._drive, self._stop = drive, stop  # `stop` cancels the run, only while its state is the run's
         self._release: Callable = lambda: None  # frees the state when the run never starts (Runner.run_streamed)
         self._started, self._starting = False, threading.Lock()  # started by a read, or ended by a cancel first
+        self._context = contextvars.copy_context()  # the run's context variables: where it was started, as upstream's
         self._ended = False  # the run's own end is in the fields: a cancel's account of it never replaces them
         self.is_complete = False
 
@@ -184,7 +186,6 @@ class RunResultStreaming(RunResult):
         result's fields hold it and `is_complete` is True, even if the reader stopped early.
         """
         import asyncio
-        import contextvars
 
         with self._starting:
             started, self._started = self._started, True
@@ -222,7 +223,7 @@ class RunResultStreaming(RunResult):
 
         # A thread of its own, not the event loop's executor: a reader that awaits other runs while it handles an
         # event must never wait behind the streams that wait for it.
-        threading.Thread(target=contextvars.copy_context().run, args=(work,), name="miniagents-stream",
+        threading.Thread(target=self._context.run, args=(work,), name="miniagents-stream",
                          daemon=True).start()
         finished = False
         try:

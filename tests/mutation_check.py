@@ -4512,6 +4512,11 @@ MUTANTS: List[Mutant] = [
       "            if cut and self._ended:",
       "            if False:",
       "a stream's cancel() racing the run's end never hides its final output or interruptions", "test_cancellation"),
+    M("result.py",
+      "        threading.Thread(target=self._context.run, args=(work,),",
+      "        threading.Thread(target=contextvars.copy_context().run, args=(work,),",
+      "a streamed run sees the context variables of where run_streamed was called, not the reader's",
+      "test_cancellation"),
 ]
 
 

@@ -1034,3 +1034,53 @@ def test_a_cancel_racing_the_end_of_a_stream_never_hides_what_the_run_ended_with
         assert [i.call_id for i in result.interruptions] == ["c1"] and result.to_state().get_interruptions()
     else:
         assert result.final_output == "done" and result.to_state().finished
+
+
+STREAM_CONTEXT = contextvars.ContextVar("stream_context", default=None)
+
+
+def test_a_streamed_run_sees_the_context_variables_of_where_it_was_started():
+    """As upstream's, whose `run_streamed` starts its task at once: `with trace(...)` (or a request id) around
+    `run_streamed` reaches its tools, guardrails and instructions, even when the events are read elsewhere (by the
+    caller of a function that returned the stream, in another thread). They saw the reader's variables instead."""
+    from miniagents import GuardrailFunctionOutput, input_guardrail
+
+    seen = []
+
+    @function_tool
+    def who() -> str:
+        seen.append(("tool", STREAM_CONTEXT.get()))
+        return "ok"
+
+    @function_tool
+    async def who_async() -> str:
+        seen.append(("async tool", STREAM_CONTEXT.get()))
+        return "ok"
+
+    @input_guardrail
+    def checked(ctx, agent, given):
+        seen.append(("guardrail", STREAM_CONTEXT.get()))
+        return GuardrailFunctionOutput(None, False)
+
+    def instructions(ctx, agent):
+        seen.append(("instructions", STREAM_CONTEXT.get()))
+        return "answer"
+
+    agent, _ = make_agent([[function_call("who", "{}", call_id="c1"), function_call("who_async", "{}", call_id="c2")],
+                           [assistant_message("end")]], tools=[who, who_async], input_guardrails=[checked],
+                          instructions=instructions)
+
+    def started_here():
+        token = STREAM_CONTEXT.set("request-7")
+        try:
+            return Runner.run_streamed(agent, "go")
+        finally:
+            STREAM_CONTEXT.reset(token)
+
+    result, box = started_here(), {}
+    reader = threading.Thread(target=lambda: box.setdefault("types", consume(result)))
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive() and result.final_output == "end"
+    assert sorted(set(seen)) == [("async tool", "request-7"), ("guardrail", "request-7"),
+                                 ("instructions", "request-7"), ("tool", "request-7")]
