@@ -1084,3 +1084,57 @@ def test_a_streamed_run_sees_the_context_variables_of_where_it_was_started():
     assert not reader.is_alive() and result.final_output == "end"
     assert sorted(set(seen)) == [("async tool", "request-7"), ("guardrail", "request-7"),
                                  ("instructions", "request-7"), ("tool", "request-7")]
+
+
+TOOL_CONTEXT = contextvars.ContextVar("tool_context", default="the caller's")
+
+
+@pytest.mark.parametrize("calls", ["a lone call", "calls one at a time", "calls at once"])
+def test_a_sync_tool_that_sets_a_context_variable_changes_it_for_itself_alone(calls):
+    """Upstream runs a sync tool with `asyncio.to_thread`, which copies the context: what the tool sets stays its
+    own. A lone call here (or calls one at a time) ran in the run's own context, so what a tool set was what the
+    next turn's instructions, the next tool and the output guardrail saw; calls at once, in threads, did not leak."""
+    from miniagents import GuardrailFunctionOutput, RunConfig, output_guardrail
+
+    seen = []
+
+    @function_tool
+    def login(user: str) -> str:
+        seen.append((f"tool {user}", TOOL_CONTEXT.get()))
+        TOOL_CONTEXT.set(user)
+        return "ok"
+
+    @output_guardrail
+    def answered(ctx, agent, output):
+        seen.append(("output guardrail", TOOL_CONTEXT.get()))
+        return GuardrailFunctionOutput(None, False)
+
+    def instructions(ctx, agent):
+        seen.append(("instructions", TOOL_CONTEXT.get()))
+        return "answer"
+
+    first = [function_call("login", {"user": "ann"}, call_id="c1")]
+    if calls != "a lone call":
+        first.append(function_call("login", {"user": "bob"}, call_id="c2"))
+    agent, _ = make_agent([first, [function_call("login", {"user": "cy"}, call_id="c3")], [assistant_message("end")]],
+                          tools=[login], output_guardrails=[answered], instructions=instructions)
+    config = RunConfig(max_function_tool_concurrency=1 if calls == "calls one at a time" else None)
+    assert Runner.run_sync(agent, "go", run_config=config).final_output == "end"
+    assert {value for _, value in seen} == {"the caller's"}, seen
+
+
+def test_what_a_run_sync_callable_sets_in_a_context_variable_stays_in_that_run():
+    """`Runner.run_sync` ran the loop in its caller's own context: what instructions (or a hook, a guardrail) set
+    was the caller's after the run, and the next run's. Upstream's `run_sync` runs the loop under `asyncio.run`,
+    which copies the context, as `await Runner.run` and a stream here do."""
+    seen = []
+
+    def instructions(ctx, agent):
+        seen.append(TOOL_CONTEXT.get())
+        TOOL_CONTEXT.set("set in the run")
+        return "answer"
+
+    for _ in range(2):
+        agent, _ = make_agent([[assistant_message("end")]], instructions=instructions)
+        assert Runner.run_sync(agent, "go").final_output == "end"
+    assert TOOL_CONTEXT.get() == "the caller's" and seen == ["the caller's", "the caller's"]
