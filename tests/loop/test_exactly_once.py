@@ -1768,3 +1768,69 @@ def test_a_run_cancelled_at_any_step_with_a_sqlite_session_pays_each_call_at_mos
         said = told[f"c{n}"][0]
         assert said in (f"paid {n}", STOPPED_MIDWAY) if n in ran else said != f"paid {n}", (n, ran, told)
     assert items[-1]["content"][0]["text"] == "all paid"
+
+
+@pytest.mark.skipif(not hasattr(__import__("asyncio"), "TaskGroup"), reason="asyncio.TaskGroup is Python 3.11+")
+@pytest.mark.parametrize("point", range(1, 13))
+def test_runs_a_task_group_cancels_when_a_sibling_fails_each_pay_at_most_once_and_continue(tmp_path, point):
+    """Three awaited runs, each with its SQLiteSession, in one `asyncio.TaskGroup`; a sibling task fails once the
+    `point`-th payment (of 12) began, and the group cancels the runs wherever they are. Each session, continued
+    with `[]`, ends with its answer; every payment ran at most once and is answered once in its history."""
+    import asyncio
+    import collections
+
+    from miniagents.testing import ModelStep
+
+    ran, lock, began, failing = collections.Counter(), threading.Lock(), [0], threading.Event()
+
+    def paid(who, n):
+        with lock:
+            ran[(who, n)] += 1
+            began[0] += 1
+            if began[0] == point:
+                failing.set()
+        return f"paid {who} {n}"
+
+    @function_tool
+    def pay(who: str, n: int) -> str:
+        return paid(who, n)
+
+    @function_tool
+    async def pay_async(who: str, n: int) -> str:
+        text = paid(who, n)
+        await asyncio.sleep(0)
+        return text
+
+    def respond(call):
+        who = next(i for i in call.input if i.get("role") == "user")["content"]
+        told = {i["call_id"] for i in call.input if i.get("type") == "function_call_output"}
+        calls = [function_call("pay" if n % 2 else "pay_async", {"who": who, "n": n}, call_id=f"c{n}")
+                 for n in range(1, 5) if f"c{n}" not in told]
+        return calls[:2] or [assistant_message("done")]
+
+    agent = Agent(name="A", model=ScriptedModel([ModelStep(responder=respond) for _ in range(60)]),
+                  tools=[pay, pay_async])
+    sessions = {who: SQLiteSession(who, str(tmp_path / "db")) for who in "xyz"}
+    config = RunConfig(max_function_tool_concurrency=2)
+
+    async def main():
+        async def sibling():
+            await asyncio.get_running_loop().run_in_executor(None, failing.wait, 10)
+            raise KeyError("a sibling failed")
+
+        async with asyncio.TaskGroup() as group:
+            for who in "xyz":
+                group.create_task(Runner.run(agent, who, session=sessions[who], run_config=config))
+            group.create_task(sibling())
+
+    with pytest.raises(BaseExceptionGroup):  # noqa: F821 (Python 3.11+)
+        asyncio.run(main())
+    for who in "xyz":
+        for _ in range(4):
+            if Runner.run_sync(agent, [], session=sessions[who], run_config=config).final_output == "done":
+                break
+        items = sessions[who].get_items()
+        outputs = collections.Counter(i["call_id"] for i in items if i.get("type") == "function_call_output")
+        assert drop_orphans(items) == list(items) and items[-1]["content"][0]["text"] == "done"
+        assert sorted(outputs) == ["c1", "c2", "c3", "c4"] and set(outputs.values()) == {1}, (who, outputs)
+    assert set(ran.values()) == {1}, ran
