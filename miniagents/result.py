@@ -5,6 +5,7 @@ hands back that state so a paused run can be approved, serialised and resumed.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, AsyncIterator, Callable, Optional, Union
@@ -146,6 +147,8 @@ class RunResultStreaming(RunResult):
         self._drive, self._stop = drive, stop  # `stop` cancels the run, only while its state is the run's
         self._release: Callable = lambda: None  # frees the state when the run never starts (Runner.run_streamed)
         self._started, self._starting = False, threading.Lock()  # started by a read, or ended by a cancel first
+        self._context = contextvars.copy_context()  # the run's context variables: where it was started, as upstream's
+        self._ended = False  # the run's own end is in the fields: a cancel's account of it never replaces them
         self.is_complete = False
 
     @property
@@ -167,7 +170,7 @@ class RunResultStreaming(RunResult):
             return
         self._stop(mode)
         if mode == "immediate":  # complete now, as upstream's: the run does no more
-            self._complete(RunResult.from_state(self._state, None))
+            self._complete(RunResult.from_state(self._state, None), cut=True)
 
     @property
     def current_turn(self) -> int:
@@ -183,7 +186,6 @@ class RunResultStreaming(RunResult):
         result's fields hold it and `is_complete` is True, even if the reader stopped early.
         """
         import asyncio
-        import contextvars
 
         with self._starting:
             started, self._started = self._started, True
@@ -221,7 +223,7 @@ class RunResultStreaming(RunResult):
 
         # A thread of its own, not the event loop's executor: a reader that awaits other runs while it handles an
         # event must never wait behind the streams that wait for it.
-        threading.Thread(target=contextvars.copy_context().run, args=(work,), name="miniagents-stream",
+        threading.Thread(target=self._context.run, args=(work,), name="miniagents-stream",
                          daemon=True).start()
         finished = False
         try:
@@ -247,7 +249,13 @@ class RunResultStreaming(RunResult):
         self.new_items, self.raw_responses = list(state.generated_items), list(state.model_responses)
         self.last_agent = state.current_agent
 
-    def _complete(self, result: RunResult) -> None:
-        for f in fields(RunResult):
-            setattr(self, f.name, getattr(result, f.name))
-        self.is_complete = True
+    def _complete(self, result: RunResult, cut: bool = False) -> None:
+        """The fields hold `result`: the run's end, or (`cut`) what it had done when cancelled, unless it has ended
+        (a cancel from another thread racing the run's end never hides its final output or its interruptions)."""
+        with self._starting:
+            if cut and self._ended:
+                return
+            self._ended = not cut
+            for f in fields(RunResult):
+                setattr(self, f.name, getattr(result, f.name))
+            self.is_complete = True

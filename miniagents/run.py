@@ -9,6 +9,7 @@ answer, pausing, the handoff switch and the final output.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import os
@@ -38,17 +39,17 @@ class Runner:
 
     @classmethod
     def run_sync(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResult:
-        """Run to completion in the calling thread (works inside a running event loop too).
+        """Run to completion in the calling thread (works inside a running event loop too). The loop runs in a copy
+        of the caller's context variables: what its callables set stays in the run, as under `await Runner.run`.
 
         `input`: a string, a list of input items, or a `RunState` to resume; `options` are `Options`' fields.
         """
-        return drive(start_run(starting_agent, input, Options(**options)))
+        return contextvars.copy_context().run(drive, start_run(starting_agent, input, Options(**options)))
 
     @classmethod
     async def run(cls, starting_agent: Agent, input: Any, **options: Any) -> RunResult:
         """The same loop, run in a worker thread so the event loop stays free."""
         import asyncio
-        import contextvars
 
         run = start_run(starting_agent, input, Options(**options))
         try:

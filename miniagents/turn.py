@@ -18,6 +18,7 @@ plan says so, and a paused turn resumes by running the same plan, settle and dec
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import json
@@ -447,7 +448,7 @@ def run_calls(run: Run, turn: Turn) -> None:
         for call in to_run:
             if run.state.cancel_mode == "immediate":
                 break  # cancelled: what has not started never does
-            run_one(run, turn, call)
+            contextvars.copy_context().run(run_one, run, turn, call)  # what it sets is its own, as in a thread
     ran = [call for call in to_run if call.output or call.paused is not None]  # an inner run paused, or going on
     run.state.context_wrapper.usage.add(Usage(tool_calls=len(ran) - turn.reserved))  # those counted before are not
 

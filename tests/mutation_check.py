@@ -4508,6 +4508,23 @@ MUTANTS: List[Mutant] = [
       "        if clean_text(self.name) is not self.name:",
       "        if False:",
       "an agent named with a lone surrogate is refused where it is made", "test_text_kept"),
+    M("result.py",
+      "            if cut and self._ended:",
+      "            if False:",
+      "a stream's cancel() racing the run's end never hides its final output or interruptions", "test_cancellation"),
+    M("result.py",
+      "        threading.Thread(target=self._context.run, args=(work,),",
+      "        threading.Thread(target=contextvars.copy_context().run, args=(work,),",
+      "a streamed run sees the context variables of where run_streamed was called, not the reader's",
+      "test_cancellation"),
+    M("turn.py",
+      "            contextvars.copy_context().run(run_one, run, turn, call)",
+      "            run_one(run, turn, call)",
+      "what a lone (or one-at-a-time) sync tool call sets in a context variable stays its own", "test_cancellation"),
+    M("run.py",
+      "        return contextvars.copy_context().run(drive, start_run(",
+      "        return (drive)(start_run(",
+      "what run_sync's callables set in a context variable stays in that run", "test_cancellation"),
 ]
 
 

@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1751,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1758,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -212,6 +212,11 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # the reader's copy raised a bare RecursionError out of the run; 1751: a custom session's history too deep to copy,
     # or holding itself, a UserError as it is read (run.load_session_history): it was kept as given, and an input
     # guardrail's or a handoff input filter's copy raised a bare RecursionError
+    # 1757: a stream's cancel() racing the run's end no longer replaces the run's own result with its snapshot
+    # (RunResultStreaming._complete: the end wins; a paused run's interruptions were lost), and a streamed run
+    # keeps the context variables of where run_streamed was called (the reader's were used)
+    # 1758: a lone (or one-at-a-time) sync tool call runs in a copy of the run's context, as calls in threads and
+    # upstream's to_thread do (what it set leaked into the rest of the run, and run_sync's into its caller)
     "agents, items, guardrails": 1109,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:

@@ -989,3 +989,152 @@ def test_a_call_whose_input_guardrail_saw_the_run_cancelled_never_starts_and_run
     holder["cancel"] = True
     assert Runner.run_sync(agent, state).final_output is None and ran == []
     assert Runner.run_sync(agent, state).final_output == "done" and ran == [5]
+
+
+# --- What a second attack on runs, threads and event loops found ------------------------------------------------
+
+
+@pytest.mark.parametrize("end", ["a pause", "a final output"])
+def test_a_cancel_racing_the_end_of_a_stream_never_hides_what_the_run_ended_with(end):
+    """cancel() from another thread (a Stop button) as the run ends: the cancel saw the run still going, the run then
+    ended, and the cancel's own "what the run had done" replaced the run's end: no interruptions (the person was never
+    asked, though the state waits for them), or no final output (though the session holds the answer)."""
+    from miniagents import RunState
+
+    @function_tool(needs_approval=end == "a pause")
+    def pay(n: int) -> str:
+        return f"paid {n}"
+
+    agent, _ = make_agent([[function_call("pay", {"n": 1}, call_id="c1")], [assistant_message("done")]],
+                          tools=[pay])
+    result, checked = Runner.run_streamed(agent, "pay"), threading.Event()
+    stop, last = result._stop, "tool_called" if end == "a pause" else "message_output_created"
+
+    def stop_once_the_run_ended(mode):  # the thread switch: the run ends between cancel()'s check and its stop
+        checked.set()
+        for _ in range(1000):
+            if result.to_state().running is None:
+                break
+            threading.Event().wait(0.01)
+        stop(mode)
+
+    result._stop = stop_once_the_run_ended
+    canceller = threading.Thread(target=result.cancel)
+
+    async def read():
+        async for event in result.stream_events():
+            if event.type == "run_item_stream_event" and event.name == last:
+                canceller.start()
+                assert checked.wait(10)  # cancel() saw the run going on; the run goes on to its end
+
+    asyncio.run(read())
+    canceller.join(10)
+    assert not canceller.is_alive() and result.is_complete
+    if end == "a pause":
+        assert [i.call_id for i in result.interruptions] == ["c1"] and result.to_state().get_interruptions()
+    else:
+        assert result.final_output == "done" and result.to_state().finished
+
+
+STREAM_CONTEXT = contextvars.ContextVar("stream_context", default=None)
+
+
+def test_a_streamed_run_sees_the_context_variables_of_where_it_was_started():
+    """As upstream's, whose `run_streamed` starts its task at once: `with trace(...)` (or a request id) around
+    `run_streamed` reaches its tools, guardrails and instructions, even when the events are read elsewhere (by the
+    caller of a function that returned the stream, in another thread). They saw the reader's variables instead."""
+    from miniagents import GuardrailFunctionOutput, input_guardrail
+
+    seen = []
+
+    @function_tool
+    def who() -> str:
+        seen.append(("tool", STREAM_CONTEXT.get()))
+        return "ok"
+
+    @function_tool
+    async def who_async() -> str:
+        seen.append(("async tool", STREAM_CONTEXT.get()))
+        return "ok"
+
+    @input_guardrail
+    def checked(ctx, agent, given):
+        seen.append(("guardrail", STREAM_CONTEXT.get()))
+        return GuardrailFunctionOutput(None, False)
+
+    def instructions(ctx, agent):
+        seen.append(("instructions", STREAM_CONTEXT.get()))
+        return "answer"
+
+    agent, _ = make_agent([[function_call("who", "{}", call_id="c1"), function_call("who_async", "{}", call_id="c2")],
+                           [assistant_message("end")]], tools=[who, who_async], input_guardrails=[checked],
+                          instructions=instructions)
+
+    def started_here():
+        token = STREAM_CONTEXT.set("request-7")
+        try:
+            return Runner.run_streamed(agent, "go")
+        finally:
+            STREAM_CONTEXT.reset(token)
+
+    result, box = started_here(), {}
+    reader = threading.Thread(target=lambda: box.setdefault("types", consume(result)))
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive() and result.final_output == "end"
+    assert sorted(set(seen)) == [("async tool", "request-7"), ("guardrail", "request-7"),
+                                 ("instructions", "request-7"), ("tool", "request-7")]
+
+
+TOOL_CONTEXT = contextvars.ContextVar("tool_context", default="the caller's")
+
+
+@pytest.mark.parametrize("calls", ["a lone call", "calls one at a time", "calls at once"])
+def test_a_sync_tool_that_sets_a_context_variable_changes_it_for_itself_alone(calls):
+    """Upstream runs a sync tool with `asyncio.to_thread`, which copies the context: what the tool sets stays its
+    own. A lone call here (or calls one at a time) ran in the run's own context, so what a tool set was what the
+    next turn's instructions, the next tool and the output guardrail saw; calls at once, in threads, did not leak."""
+    from miniagents import GuardrailFunctionOutput, RunConfig, output_guardrail
+
+    seen = []
+
+    @function_tool
+    def login(user: str) -> str:
+        seen.append((f"tool {user}", TOOL_CONTEXT.get()))
+        TOOL_CONTEXT.set(user)
+        return "ok"
+
+    @output_guardrail
+    def answered(ctx, agent, output):
+        seen.append(("output guardrail", TOOL_CONTEXT.get()))
+        return GuardrailFunctionOutput(None, False)
+
+    def instructions(ctx, agent):
+        seen.append(("instructions", TOOL_CONTEXT.get()))
+        return "answer"
+
+    first = [function_call("login", {"user": "ann"}, call_id="c1")]
+    if calls != "a lone call":
+        first.append(function_call("login", {"user": "bob"}, call_id="c2"))
+    agent, _ = make_agent([first, [function_call("login", {"user": "cy"}, call_id="c3")], [assistant_message("end")]],
+                          tools=[login], output_guardrails=[answered], instructions=instructions)
+    config = RunConfig(max_function_tool_concurrency=1 if calls == "calls one at a time" else None)
+    assert Runner.run_sync(agent, "go", run_config=config).final_output == "end"
+    assert {value for _, value in seen} == {"the caller's"}, seen
+
+
+def test_what_a_run_sync_callable_sets_in_a_context_variable_stays_in_that_run():
+    """`Runner.run_sync` ran the loop in its caller's own context: what instructions (or a hook, a guardrail) set
+    was the caller's after the run, and the next run's. Upstream's `run_sync` runs the loop under `asyncio.run`,
+    which copies the context, as `await Runner.run` and a stream here do."""
+    seen = []
+
+    def instructions(ctx, agent):
+        seen.append(TOOL_CONTEXT.get())
+        TOOL_CONTEXT.set("set in the run")
+        return "answer"
+
+    for _ in range(2):
+        agent, _ = make_agent([[assistant_message("end")]], instructions=instructions)
+        assert Runner.run_sync(agent, "go").final_output == "end"
+    assert TOOL_CONTEXT.get() == "the caller's" and seen == ["the caller's", "the caller's"]

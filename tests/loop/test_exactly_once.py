@@ -1644,3 +1644,193 @@ def test_a_streamed_turn_that_fails_tells_its_reader_each_output_it_keeps_once(t
         asyncio.run(read())
     kept = [i.raw_item["call_id"] for i in result.to_state().generated_items if i.type == "tool_call_output_item"]
     assert heard == kept and kept == (["c1", "c2"] if how.startswith("cancel") else ["c1"])
+
+
+# --- A second attack on runs, threads and event loops: every cancellation point, with the ledger -------------------
+
+CANCELS = ["the awaiting task", "the stream's cancel() from inside the step", "the stream's reader task"]
+
+
+@pytest.mark.parametrize("point", range(1, 16))
+@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize("how", CANCELS)
+def test_a_run_cancelled_at_any_step_with_a_sqlite_session_pays_each_call_at_most_once_and_says_so(
+        tmp_path, how, concurrency, point):
+    """Three turns of an agent with async instructions, an input guardrail, an async tool input guardrail, a sync
+    and an async tool (run one or two at once) and an output guardrail; the run is cancelled inside its `point`-th
+    step (14 in all; 15: never), as a wait_for timeout, a Stop button inside a tool, or a client gone cancels it.
+    Then the session is continued with `[]` until the answer. Every payment ran at most once, every call is
+    answered exactly once in the history, with its payment when it ran and never a payment when it did not, and
+    the history is well paired, whatever the cancellation point."""
+    import asyncio
+    import collections
+
+    from miniagents import (GuardrailFunctionOutput, ToolGuardrailFunctionOutput, input_guardrail,
+                            output_guardrail, tool_input_guardrail)
+    from miniagents.testing import ModelStep
+    from miniagents.turn import STOPPED_MIDWAY
+
+    steps, ran, box, target, lock = [], [], {"gone": threading.Event()}, [point], threading.Lock()
+
+    def at(name):
+        with lock:
+            steps.append(name)
+            here = len(steps) == target[0]
+        if here and how == "the awaiting task":
+            box["loop"].call_soon_threadsafe(box["task"].cancel)
+            assert box["gone"].wait(10)  # the task is cancelled, the run abandoned: the step goes on
+        elif here and how == "the stream's reader task":
+            box["loop"].call_soon_threadsafe(box["task"].cancel)  # the reader then waits for the run to stop
+        elif here:
+            box["result"].cancel()
+        return here
+
+    async def async_at(name):
+        if at(name):
+            await asyncio.sleep(0)  # an async step's cancel lands at its next await
+
+    async def instructions(ctx, agent):
+        await async_at("instructions")
+        return "pay"
+
+    @input_guardrail
+    def checked(ctx, agent, given):
+        at("input guardrail")
+        return GuardrailFunctionOutput(None, False)
+
+    @tool_input_guardrail
+    async def allowed(data):
+        await async_at("tool guardrail")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @output_guardrail
+    def answered(ctx, agent, output):
+        at("output guardrail")
+        return GuardrailFunctionOutput(None, False)
+
+    @function_tool(tool_input_guardrails=[allowed])
+    def pay(n: int) -> str:
+        with lock:
+            ran.append(n)  # paid: the cancel comes after
+        at(f"pay {n}")
+        return f"paid {n}"
+
+    @function_tool
+    async def pay_async(n: int) -> str:
+        with lock:
+            ran.append(n)
+        await async_at(f"pay {n}")
+        return f"paid {n}"
+
+    def respond(call):
+        at("model")
+        told = {i["call_id"] for i in call.input if i.get("type") == "function_call_output"}
+        calls = [function_call("pay" if n % 2 else "pay_async", {"n": n}, call_id=f"c{n}") for n in (1, 2, 3, 4)
+                 if f"c{n}" not in told]
+        return calls[:2] or [assistant_message("all paid")]
+
+    model = ScriptedModel([ModelStep(responder=respond) for _ in range(20)])
+    agent = Agent(name="A", model=model, tools=[pay, pay_async], instructions=instructions,
+                  input_guardrails=[checked], output_guardrails=[answered])
+    session = SQLiteSession("s", str(tmp_path / "db"))
+    config = RunConfig(max_function_tool_concurrency=concurrency)
+
+    async def cancelled():
+        box["loop"] = asyncio.get_running_loop()
+        if how == "the awaiting task":
+            box["task"] = asyncio.ensure_future(Runner.run(agent, "pay", session=session, run_config=config))
+        else:
+            box["result"] = result = Runner.run_streamed(agent, "pay", session=session, run_config=config)
+
+            async def read():
+                async for _ in result.stream_events():
+                    pass
+            box["task"] = asyncio.ensure_future(read())
+        try:
+            await box["task"]
+        except asyncio.CancelledError:
+            box["gone"].set()
+
+    asyncio.run(cancelled())  # returns once the run's thread has stopped
+    target[0] = 0  # the continues are not cancelled
+    for _ in range(4):
+        if Runner.run_sync(agent, [], session=session, run_config=config).final_output == "all paid":
+            break
+    items = session.get_items()
+    told = collections.defaultdict(list)
+    for item in items:
+        if item.get("type") == "function_call_output":
+            told[item["call_id"]].append(item["output"])
+    assert sorted(ran) == sorted(set(ran)), f"a payment ran twice: {ran}"
+    assert drop_orphans(items) == list(items)
+    assert sorted(told) == ["c1", "c2", "c3", "c4"] and all(len(outputs) == 1 for outputs in told.values()), told
+    for n in (1, 2, 3, 4):
+        said = told[f"c{n}"][0]
+        assert said in (f"paid {n}", STOPPED_MIDWAY) if n in ran else said != f"paid {n}", (n, ran, told)
+    assert items[-1]["content"][0]["text"] == "all paid"
+
+
+@pytest.mark.skipif(not hasattr(__import__("asyncio"), "TaskGroup"), reason="asyncio.TaskGroup is Python 3.11+")
+@pytest.mark.parametrize("point", range(1, 13))
+def test_runs_a_task_group_cancels_when_a_sibling_fails_each_pay_at_most_once_and_continue(tmp_path, point):
+    """Three awaited runs, each with its SQLiteSession, in one `asyncio.TaskGroup`; a sibling task fails once the
+    `point`-th payment (of 12) began, and the group cancels the runs wherever they are. Each session, continued
+    with `[]`, ends with its answer; every payment ran at most once and is answered once in its history."""
+    import asyncio
+    import collections
+
+    from miniagents.testing import ModelStep
+
+    ran, lock, began, failing = collections.Counter(), threading.Lock(), [0], threading.Event()
+
+    def paid(who, n):
+        with lock:
+            ran[(who, n)] += 1
+            began[0] += 1
+            if began[0] == point:
+                failing.set()
+        return f"paid {who} {n}"
+
+    @function_tool
+    def pay(who: str, n: int) -> str:
+        return paid(who, n)
+
+    @function_tool
+    async def pay_async(who: str, n: int) -> str:
+        text = paid(who, n)
+        await asyncio.sleep(0)
+        return text
+
+    def respond(call):
+        who = next(i for i in call.input if i.get("role") == "user")["content"]
+        told = {i["call_id"] for i in call.input if i.get("type") == "function_call_output"}
+        calls = [function_call("pay" if n % 2 else "pay_async", {"who": who, "n": n}, call_id=f"c{n}")
+                 for n in range(1, 5) if f"c{n}" not in told]
+        return calls[:2] or [assistant_message("done")]
+
+    agent = Agent(name="A", model=ScriptedModel([ModelStep(responder=respond) for _ in range(60)]),
+                  tools=[pay, pay_async])
+    sessions = {who: SQLiteSession(who, str(tmp_path / "db")) for who in "xyz"}
+    config = RunConfig(max_function_tool_concurrency=2)
+
+    async def main():
+        async def sibling():
+            await asyncio.get_running_loop().run_in_executor(None, failing.wait, 10)
+            raise KeyError("a sibling failed")
+
+        async with asyncio.TaskGroup() as group:
+            for who in "xyz":
+                group.create_task(Runner.run(agent, who, session=sessions[who], run_config=config))
+            group.create_task(sibling())
+
+    with pytest.raises(BaseExceptionGroup):  # noqa: F821 (Python 3.11+)
+        asyncio.run(main())
+    for who in "xyz":
+        for _ in range(4):
+            if Runner.run_sync(agent, [], session=sessions[who], run_config=config).final_output == "done":
+                break
+        items = sessions[who].get_items()
+        outputs = collections.Counter(i["call_id"] for i in items if i.get("type") == "function_call_output")
+        assert drop_orphans(items) == list(items) and items[-1]["content"][0]["text"] == "done"
+        assert sorted(outputs) == ["c1", "c2", "c3", "c4"] and set(outputs.values()) == {1}, (who, outputs)
+    assert set(ran.values()) == {1}, ran
