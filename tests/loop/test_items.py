@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from miniagents import (Agent, HandoffCallItem, UserError, HandoffOutputItem, MessageOutputItem, Model, ModelResponse,
-                        ReasoningItem, Runner, RunState, ToolCallItem, ToolCallOutputItem, Usage, function_tool, seams)
+                        ReasoningItem, Runner, RunState, SQLiteSession, ToolCallItem, ToolCallOutputItem, Usage,
+                        function_tool, seams)
 from miniagents.upstream import ItemHelpers
 from miniagents.items import drop_orphans
 from miniagents.testing import ScriptedModel, assistant_message, function_call, response_events
@@ -386,6 +387,19 @@ class AnswersWith(Model):
 def test_a_custom_models_malformed_response_is_a_user_error_naming_what_is_wrong(response, said):
     with pytest.raises(UserError, match=said):
         Runner.run_sync(Agent(name="A", model=AnswersWith(**response)), "hi")
+
+
+@pytest.mark.parametrize("content", ["Shipped.", [{"type": "output_text", "text": "Shipped."}]])
+def test_a_custom_models_message_known_by_its_role_alone_is_its_answer(content):
+    """An item with no `type` and role "assistant" is a message (turn.classify's rule, as `answer_problem` and
+    `as_kept` read it): its text is the final output, a run item and the session's, not an unknown item skipped."""
+    session = SQLiteSession("role-alone")
+    result = Runner.run_sync(Agent(name="A", model=AnswersWith(output=[{"role": "assistant", "content": content}])),
+                             "Ship it?", session=session)
+    assert result.final_output == "Shipped."
+    assert [type(item).__name__ for item in result.new_items] == ["MessageOutputItem"]
+    assert [ItemHelpers.text_message_output(item) for item in result.new_items] == ["Shipped."]
+    assert session.get_items() == [{"role": "user", "content": "Ship it?"}, {"role": "assistant", "content": content}]
 
 
 class StreamsWith(Model):
