@@ -803,6 +803,19 @@ def test_a_custom_models_stream_event_nested_past_what_python_copies_is_a_model_
 # --- What an attack found: an agent that is its own tool nested until the stack ran out ---------------------------
 
 
+def test_an_agent_tools_calls_one_after_another_in_one_context_never_add_up_to_its_nesting_bound():
+    """A run gives each call a context of its own, but a program may call a tool's `on_invoke_tool` itself, one
+    call after another in one context (as a test of its tools does): each call's nesting is undone when its inner
+    run ends, so the call past MAX_NESTING runs as the first did, never refused as nested too deep."""
+    from miniagents import ToolContext
+    from miniagents.agent import MAX_NESTING
+
+    helper = Agent(name="Helper", model=ScriptedModel([[assistant_message("done")]] * (MAX_NESTING + 2)))
+    tool = helper.as_tool("ask", "Ask.")
+    ctx = ToolContext(context=None, tool_name="ask", tool_call_id="c1", tool_arguments='{"input": "hi"}')
+    assert [tool.on_invoke_tool(ctx, '{"input": "hi"}') for _ in range(MAX_NESTING + 2)] == ["done"] * (MAX_NESTING + 2)
+
+
 def test_agent_tools_nested_past_max_nesting_are_not_run_and_the_model_is_told_so():
     """An agent that is its own tool, whose model always calls it: each call was a run nested one deeper, until a
     RecursionError deep in the kernel was told to the model as a failure (and a run paused past about 65 levels
