@@ -160,8 +160,6 @@ class RunResultStreaming(RunResult):
         run had done), "after_turn" once the current turn has settled."""
         if mode not in ("immediate", "after_turn"):
             raise UserError(f"cancel mode must be 'immediate' or 'after_turn', got {mode!r}")
-        if self.is_complete:  # the run has ended: its state may be another run's now, which this cancel is not for
-            return
         with self._starting:
             started, self._started = self._started, True
         if not started:  # its events will never be read: the run never starts, and its state is free now
