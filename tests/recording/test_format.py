@@ -101,6 +101,24 @@ def test_a_custom_models_lone_surrogate_is_recorded_repaired_as_the_run_keeps_it
     assert replayed.final_output == recorded.final_output
 
 
+def test_a_value_json_cannot_write_is_recorded_as_its_plain_form_never_its_repr():
+    """Model settings may hold values of the program's own (an enum, a set, a dataclass in `extra_body`): each is
+    written as its plain form, the same in every run; only a value with none is named by its type."""
+    import dataclasses
+    import enum
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    @dataclasses.dataclass
+    class Budget:
+        tokens: int
+
+    written = json.loads(format.json_text({"mode": Mode.FAST, "tags": {"b", "a"}, "budget": Budget(5),
+                                           "handle": object()}))
+    assert written == {"mode": "fast", "tags": ["a", "b"], "budget": {"tokens": 5}, "handle": "<object>"}
+
+
 def test_the_shipped_recording_is_what_this_python_records_byte_for_byte(server, tmp_path):
     """The same run, recorded now, is the file recorded when it was shipped: no key order, float, escaping or
     newline differs between Pythons (CI runs this on 3.9 and 3.13). Re-make it: python tests/recording/test_format.py"""
