@@ -41,9 +41,8 @@ class ModelResponse:
                 raise UserError(f"ModelResponse.output[{n}] {problem}")
         try:  # the run's own copy, lone surrogates repaired: no later edit of the given items, or UTF-8, breaks it
             self.output = [as_kept(clean_json(item)) for item in self.output]
-        except RecursionError:  # no tool's copy of a call, reader's copy of an item, request or store could take it
-            raise UserError("ModelResponse.output holds an item nested deeper than Python copies, or one that holds "
-                            "itself") from None
+        except Exception as error:
+            raise cannot_copy("ModelResponse.output", error) from error
         if not isinstance(self.usage, Usage):
             raise UserError(f"ModelResponse.usage must be a Usage, not {type(self.usage).__name__}")
         if not all(type(count) is int for count in self.usage.counts()):  # inf or "5" would fail the run later
@@ -165,6 +164,16 @@ def clean_json(value: Any) -> Any:
         twin.update((clean_text(k) if isinstance(k, str) else k, clean_json(v)) for k, v in value.items())
         return twin
     return value
+
+
+def cannot_copy(given: str, error: Exception) -> UserError:
+    """The error for what a run was given and cannot copy as it enters (`clean_json` raised `error`): nested past
+    Python's recursion limit, holding itself, or a dict subclass whose copy or edit raises (a read-only mapping).
+    Taken as it was, it would fail later, in a guardrail's, input filter's or tool's copy, a request or a store."""
+    if isinstance(error, RecursionError):
+        return UserError(f"{given} holds an item nested deeper than Python copies, or one that holds itself")
+    return UserError(f"{given} holds an item the run cannot copy (copying it raised {type(error).__name__}): give "
+                     "plain dicts and lists")
 
 
 def copied(value: Any) -> Any:

@@ -23,8 +23,8 @@ from .config import RunConfig
 from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunErrorDetails,
                      ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
-from .items import HandoffOutputItem, ToolCallOutputItem, clean_json, copied, drop_orphans, function_call_output, \
-    item_problem, preview, to_input_list
+from .items import HandoffOutputItem, ToolCallOutputItem, cannot_copy, clean_json, copied, drop_orphans, \
+    function_call_output, item_problem, preview, to_input_list
 from .result import RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -317,9 +317,8 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
         items = seams.change(run.plugins, "session_input", run, history, new_items, items)
     try:  # a session of the program's own, or a plugin, may give a lone surrogate: repaired, as a run's input is
         return clean_json(items), new_items
-    except RecursionError:  # no guardrail's or input filter's copy, request or store could take it
-        raise UserError("The session's history holds an item nested deeper than Python copies, or one that holds "
-                        "itself") from None
+    except Exception as error:
+        raise cannot_copy("The session's history", error) from error
 
 
 def check_takes_turns(session: Any) -> None:

@@ -20,7 +20,7 @@ from .context import RunContextWrapper, TContext, Usage, call_ids_of
 from .errors import UserError
 from .handoffs import Handoff
 from .items import (HOSTED_ITEM_TYPES, HandoffCallItem, HandoffOutputItem, InputItem, MessageOutputItem, ReasoningItem,
-                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, clean_json, clean_text, derived_id,
+                    ToolApprovalItem, ToolCallItem, ToolCallOutputItem, cannot_copy, clean_json, clean_text, derived_id,
                     drop_orphans, function_call_output, item_problem, keyable, preview, to_input_list)
 from .models.interface import ModelResponse
 from .validate import ArgumentsError, validate_value
@@ -378,8 +378,8 @@ def input_items(input: Any) -> list:
                         f"got {type(input).__name__}: {preview(input, 80)}")
     try:
         input = clean_json(input)
-    except RecursionError:  # a list or dict nested deeper than Python copies, or one that holds itself
-        raise UserError("RunState's original_input is nested deeper than Python copies, or holds itself") from None
+    except Exception as error:
+        raise cannot_copy("RunState's original_input", error) from error
     problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
     if problem is not None:
         raise UserError(f"RunState's original_input[{problem[0]}] {problem[1]}")

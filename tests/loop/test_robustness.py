@@ -182,14 +182,33 @@ def test_well_formed_input_items_of_every_kind_are_accepted():
     assert len(model.calls[0].input) == len(items)
 
 
-def too_deep_to_copy(kind: str) -> dict:
-    """A user message holding a dict nested far deeper than Python copies, or one that holds itself."""
+class ReadOnly(dict):
+    """A dict subclass that refuses every edit, as a program's read-only mapping type may."""
+
+    def refuse(self, *args, **kwargs):
+        raise TypeError("read-only")
+
+    __setitem__ = __delitem__ = update = clear = pop = popitem = setdefault = refuse
+
+
+class RefusesCopies(dict):
+    """A dict subclass whose copy raises."""
+
+    def __copy__(self):
+        raise RuntimeError("no copies")
+
+
+def cannot_be_copied(kind: str) -> dict:
+    """A user message holding a dict the run cannot copy: nested far deeper than Python copies, holding itself, or
+    of a dict subclass that refuses an edit or a copy."""
     inner: dict = {}
     if kind == "nested":
         for _ in range(20_000):
             inner = {"a": inner}
-    else:
+    elif kind == "holds itself":
         inner["me"] = inner
+    else:
+        inner = ReadOnly(a=1) if kind == "read-only" else RefusesCopies(a=1)
     return {"role": "user", "content": "hi", "extra": inner}
 
 
@@ -222,18 +241,19 @@ class Answers:
         raise AssertionError("not streamed here")
 
 
-@pytest.mark.parametrize("kind", ["nested", "holds itself"])
+@pytest.mark.parametrize("kind", ["nested", "holds itself", "read-only", "refuses copies"])
 @pytest.mark.parametrize("where", ["the run's input", "a RunState made by hand", "a session's history",
                                    "a custom model's response"])
-def test_an_item_too_deep_to_copy_is_a_user_error_where_it_enters_and_nothing_runs(where, kind):
+def test_an_item_the_run_cannot_copy_is_a_user_error_where_it_enters_and_nothing_runs(where, kind):
     """The run copies what it takes as it enters; an item Python cannot copy (nested past its recursion limit, or
     holding itself) was a bare RecursionError there (the input), or was taken as it was (a session's history, a
     custom model's item) and raised one later, where an input guardrail, a handoff's input filter or a tool was
-    given its own copy. Now it is a UserError saying where it came from, before a guardrail is given it, a tool
-    runs or anything is written."""
+    given its own copy; a dict subclass refusing an edit or a copy was the bare error of its own methods. Now each
+    is a UserError saying where it came from, before a guardrail is given it, a tool runs or anything is
+    written."""
     from miniagents import GuardrailFunctionOutput, input_guardrail
 
-    bad, ran = too_deep_to_copy(kind), []
+    bad, ran = cannot_be_copied(kind), []
 
     @input_guardrail
     def check(ctx, agent, given):
@@ -253,8 +273,9 @@ def test_an_item_too_deep_to_copy_is_a_user_error_where_it_enters_and_nothing_ru
     session = KeepsAnything([bad] if where == "a session's history" else [])
     source = {"the run's input": "RunState's original_input", "a RunState made by hand": "RunState's original_input",
               "a session's history": "The session's history", "a custom model's response": "ModelResponse.output"}
-    with pytest.raises(UserError, match=rf"^{source[where]} (holds an item|is) nested deeper than Python copies, or "
-                                        "(one that )?holds itself$"):
+    why = ("nested deeper than Python copies, or one that holds itself" if kind in ("nested", "holds itself") else
+           "the run cannot copy \\(copying it raised (TypeError|RuntimeError)\\): give plain dicts and lists")
+    with pytest.raises(UserError, match=rf"^{source[where]} holds an item {why}$"):
         if where == "a RunState made by hand":
             Runner.run_sync(agent, RunState(None, [bad], agent, 10), session=session)
         else:
