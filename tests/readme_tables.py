@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1756,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1755,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -219,7 +219,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # upstream's to_thread do (what it set leaked into the rest of the run, and run_sync's into its caller)
     # 1756: RunResultStreaming.cancel's early return for a finished result gone (cancel_streamed's guard, and the
     # run's end winning over a cancel's account of it, each already kept what it guarded)
-    "agents, items, guardrails": 1109,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1755: the session history's copy refused through items.cannot_copy, one wording for the run's three entries
+    "agents, items, guardrails": 1113,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -289,6 +290,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # given, refused with its path when written); an Agent named with a lone surrogate refused where it is made
     # 1109: a custom model's item too deep to copy, or holding itself, refused where its ModelResponse is made: kept as
     # given, a tool's, a stream reader's or a handoff filter's copy of it raised a bare RecursionError
+    # 1113: an item the run cannot copy as it enters, for any reason (a read-only dict subclass, one whose copy
+    # raises: their own bare TypeError or RuntimeError), refused in one wording for its three entries (cannot_copy)
     "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
