@@ -646,10 +646,14 @@ def filter_history(run: Run, input_filter: Callable, turn_start: int) -> None:
                         f"{problem}: it must return a HandoffInputData whose input_history is a string or "
                         f"input items (dicts) and whose items are run items")
     history = filtered.input_history  # the filter's text, its lone surrogates repaired as in a run's input
-    state.original_input = clean_json(history if isinstance(history, str) else list(history))
     shown = filtered.new_items if filtered.input_items is None else filtered.input_items
-    state.generated_items = [dataclasses.replace(item, raw_item=clean_json(item.raw_item))
-                             for item in (*filtered.pre_handoff_items, *shown)]
+    try:
+        history = clean_json(history if isinstance(history, str) else list(history))
+        items = [dataclasses.replace(item, raw_item=clean_json(item.raw_item))
+                 for item in (*filtered.pre_handoff_items, *shown)]
+    except Exception as error:
+        raise cannot_copy("The handoff input filter's result", error) from error
+    state.original_input, state.generated_items = history, items
     state.rebuild_transcript()
 
 

@@ -284,6 +284,34 @@ def test_an_item_the_run_cannot_copy_is_a_user_error_where_it_enters_and_nothing
     assert session.items == ([bad] if where == "a session's history" else [])
 
 
+@pytest.mark.parametrize("kind", ["nested", "holds itself", "read-only", "refuses copies"])
+@pytest.mark.parametrize("part", ["input_history", "new_items"])
+def test_a_handoff_input_filters_result_the_run_cannot_copy_is_a_user_error_and_the_next_agent_never_runs(part, kind):
+    """A handoff's input filter returns items of the program's own making, which the run copies as it takes them:
+    one it cannot copy was the bare RecursionError, TypeError or RuntimeError of that copy. Now it is a UserError
+    naming the filter's result, and the agent handed to is never asked."""
+    import dataclasses
+
+    extra = cannot_be_copied(kind)["extra"]
+
+    def add_uncopyable(data):
+        if part == "input_history":
+            return dataclasses.replace(data, input_history=({"role": "user", "content": data.input_history,
+                                                             "extra": extra},))
+        last = data.new_items[-1]
+        return dataclasses.replace(data, new_items=(*data.new_items[:-1],
+                                                    dataclasses.replace(last, raw_item={**last.raw_item,
+                                                                                        "extra": extra})))
+
+    target_model = ScriptedModel([[assistant_message("from B")]])
+    agent = Agent(name="A", model=ScriptedModel([[function_call("transfer_to_b", {}, call_id="h1")]]),
+                  handoffs=[handoff(Agent(name="B", model=target_model), input_filter=add_uncopyable)])
+    why = "nested deeper than Python copies" if kind in ("nested", "holds itself") else "the run cannot copy"
+    with pytest.raises(UserError, match=rf"^The handoff input filter's result holds an item {why}"):
+        Runner.run_sync(agent, "go")
+    assert len(target_model.calls) == 0
+
+
 # --- RunState documents whose items would fail later are refused at load --------------------------------
 
 
