@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1755,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1759,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -220,6 +220,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1756: RunResultStreaming.cancel's early return for a finished result gone (cancel_streamed's guard, and the
     # run's end winning over a cancel's account of it, each already kept what it guarded)
     # 1755: the session history's copy refused through items.cannot_copy, one wording for the run's three entries
+    # 1759: a handoff input filter's result the run cannot copy a UserError (items.cannot_copy), both copies taken
+    # before the state changes: it was a bare RecursionError, TypeError or RuntimeError
     "agents, items, guardrails": 1113,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
