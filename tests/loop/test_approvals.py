@@ -511,6 +511,20 @@ def test_resuming_the_same_json_twice_with_one_session_runs_the_tool_once(tmp_pa
     session.close()
 
 
+def test_a_paused_state_holds_the_runs_new_input_once_with_its_paused_turn(tmp_path):
+    """A run's new input waits in the state until the session gets it with the first turn written; a turn that
+    pauses takes it along (the resumed turn writes both). The paused state holds it in that turn alone: kept also as
+    input still to write, the state said two things at once, and its resume, meeting another run's turn in flight
+    in the session's journal, took itself for a fresh run with new input and stopped (`UnfinishedTurnError`)."""
+    session = SQLiteSession("conv", tmp_path / "conversation.db")
+    result = Runner.run_sync(janitor(ScriptedModel([[delete("a.txt", "c1")]]), []), "tidy up", session=session)
+    data = result.to_state().to_json()
+    assert data["unsaved_session_input"] == []
+    assert data["pending_turn"]["session_input"] == [{"role": "user", "content": "tidy up"}]
+    assert session.get_items() == []
+    session.close()
+
+
 def test_a_context_wrapper_passed_to_the_tool_sees_the_run_context_after_resume():
     seen, model = [], ScriptedModel()
 
