@@ -70,67 +70,37 @@ def test_an_awaited_value_takes_its_abort_callback_back_when_it_is_done():
         caller.CANCEL_CALLBACKS.reset(token)
     assert aborts == []
 
-def test_cancelled_tools_that_had_not_started_never_start_and_the_state_resumes():
-    ran, started, release = [], threading.Event(), threading.Event()
-
-    @function_tool
-    def work(n: int) -> str:
-        ran.append(n)
-        started.set()
-        release.wait(30)
-        return f"done {n}"
-
-    agent, model = make_agent([[function_call("work", {"n": 1}, call_id="c1"),
-                                function_call("work", {"n": 2}, call_id="c2")],
-                               [assistant_message("end")]], tools=[work])
+@pytest.mark.parametrize("limit", [1, 2], ids=["one-at-a-time", "in-threads"])
+def test_cancelled_tools_that_had_not_started_never_start_and_the_state_resumes(limit):
+    """The calls past the concurrency limit wait for a slot: one at a time, or in threads two at once. Cancelling
+    while the first run means the last call never starts, and the resumed state runs it."""
     from miniagents import RunConfig
 
-    result = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=1))
-
-    async def drain():
-        async for event in result.stream_events():
-            if getattr(event, "name", None) == "tool_called" and event.item.call_id == "c2":
-                threading.Thread(target=lambda: (started.wait(30), result.cancel(), release.set())).start()
-
-    asyncio.run(drain())
-    assert ran == [1] and len(model.calls) == 1
-    state = result.to_state()
-    resumed = Runner.run_sync(agent, state)
-    assert ran == [1, 2] and resumed.final_output == "end"
-    outputs = [i["output"] for i in model.calls[1].input if i.get("type") == "function_call_output"]
-    assert outputs == ["done 1", "done 2"]
-
-
-def test_cancelled_concurrent_tools_that_had_not_started_never_start_and_the_state_resumes():
-    """The same with calls in threads: two run at once (the limit), the third waits for a slot; cancelling while
-    the first two run means the third never starts, and the resumed state runs it."""
-    ran, started, release = [], threading.Barrier(3), threading.Event()
+    last, ran, started, release = limit + 1, [], threading.Barrier(limit + 1), threading.Event()
 
     @function_tool
     def work(n: int) -> str:
         ran.append(n)
-        if n < 3:
+        if n < last:
             started.wait(30)
             release.wait(30)
         return f"done {n}"
 
-    agent, model = make_agent([[function_call("work", {"n": n}, call_id=f"c{n}") for n in (1, 2, 3)],
+    agent, model = make_agent([[function_call("work", {"n": n}, call_id=f"c{n}") for n in range(1, last + 1)],
                                [assistant_message("end")]], tools=[work])
-    from miniagents import RunConfig
-
-    result = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=2))
+    result = Runner.run_streamed(agent, "go", run_config=RunConfig(max_function_tool_concurrency=limit))
 
     async def drain():
         async for event in result.stream_events():
-            if getattr(event, "name", None) == "tool_called" and event.item.call_id == "c3":
+            if getattr(event, "name", None) == "tool_called" and event.item.call_id == f"c{last}":
                 threading.Thread(target=lambda: (started.wait(30), result.cancel(), release.set())).start()
 
     asyncio.run(drain())
-    assert sorted(ran) == [1, 2] and len(model.calls) == 1
+    assert sorted(ran) == list(range(1, last)) and len(model.calls) == 1
     resumed = Runner.run_sync(agent, result.to_state())
-    assert sorted(ran) == [1, 2, 3] and resumed.final_output == "end"
+    assert sorted(ran) == list(range(1, last + 1)) and resumed.final_output == "end"
     outputs = [i["output"] for i in model.calls[1].input if i.get("type") == "function_call_output"]
-    assert outputs == ["done 1", "done 2", "done 3"]
+    assert outputs == [f"done {n}" for n in range(1, last + 1)]
 
 
 def test_iterating_stream_events_a_second_time_never_runs_the_model_again():
