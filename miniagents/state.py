@@ -180,13 +180,10 @@ class RunState(Generic[TContext]):
             if behavior == "stop_on_first_tool" or callable(behavior) or (
                     isinstance(behavior, dict) and names & set(behavior.get("stop_at_tool_names", ()))):
                 raise UserError("Cannot add input to an interrupted RunState whose tool result may end the run")
-        if not isinstance(input, (str, list)):
-            raise UserError(f"add_input takes a string or a list of input items, got {type(input).__name__}")
-        new = to_input_list(input)
-        for n, problem in enumerate(item_problem(i) for i in new):
-            if problem:
-                raise UserError(f"add_input: input[{n}] {problem}")
-        self.pending_input.extend(clean_json(json.loads(json.dumps(new))))  # a copy of its own, as run input is cleaned
+        if not isinstance(input, str) and not (isinstance(input, list) and all(isinstance(i, dict) for i in input)):
+            raise UserError("add_input takes a string or a list of input items (dicts), got "
+                            f"{type(input).__name__}: {preview(input, 80)}")
+        self.pending_input.extend(input_items(to_input_list(input), "add_input's input"))
 
     def approve(self, item: ToolApprovalItem, always_approve: bool = False) -> None:
         self.context_wrapper.approve_tool(item, always_approve=always_approve)
@@ -370,19 +367,19 @@ def dump_state(state: RunState, context_serializer: Optional[Callable]) -> dict:
     return document
 
 
-def input_items(input: Any) -> list:
-    """A run's input items as a run takes them (`run.fresh_state`): a list of whole items (`items.item_problem`),
-    copied, lone surrogates repaired; anything else is a `UserError` naming it."""
+def input_items(input: Any, given: str = "RunState's original_input") -> list:
+    """A run's input items as a run takes them (`run.fresh_state`, `RunState.add_input`): a list of whole items
+    (`items.item_problem`), copied, lone surrogates repaired; anything else is a `UserError` naming it."""
     if not isinstance(input, list):
-        raise UserError("RunState's original_input must be a string or a list of input items (dicts), "
+        raise UserError(f"{given} must be a string or a list of input items (dicts), "
                         f"got {type(input).__name__}: {preview(input, 80)}")
     try:
         input = clean_json(input)
     except Exception as error:
-        raise cannot_copy("RunState's original_input", error) from error
+        raise cannot_copy(given, error) from error
     problem = next(((n, p) for n, p in enumerate(map(item_problem, input)) if p), None)
     if problem is not None:
-        raise UserError(f"RunState's original_input[{problem[0]}] {problem[1]}")
+        raise UserError(f"{given}[{problem[0]}] {problem[1]}")
     return input
 
 

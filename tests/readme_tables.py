@@ -334,7 +334,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1293: a settle_call output no JSON holds (a set in a part, nested too deep) a UserError, not a bare TypeError
     # or RecursionError; 1289: a write_journal entry that is no string a UserError (a dict was the driver's bare ProgrammingError, an int
     # stored as a corrupt entry that stopped every later run, None stored as NULL)
-    "state and sessions": 1314,  # 1314: a run's input (or a RunState made by hand) too deep to copy, or holding
+    "state and sessions": 1311,  # 1311: add_input takes a run's input through state.input_items, checked and
+    # copied as a run's input is (its own check and JSON round trip gone; a list of non-dicts, an item too deep or
+    # holding itself were bare errors); 1314: a run's input (or a RunState made by hand) too deep to copy, or holding
     # itself, a UserError (state.input_items): it was a bare RecursionError; 1311: two checks fix-crash's later fix made redundant gone (a continue now passes
     # over any pause claimed with no outcome, so claim_pause's early refusal and open_journal's look at a paused
     # entry's claim guarded nothing a test or a run could tell apart: their curated mutants ran into the timeout)

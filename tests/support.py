@@ -115,3 +115,33 @@ def copies_running_out_of_room(monkeypatch, after: int = 5) -> list:
         return real(source, into)
     monkeypatch.setattr(shutil, "copyfile", runs_out_of_room)
     return copied
+
+
+class ReadOnly(dict):
+    """A dict subclass that refuses every edit, as a program's read-only mapping type may."""
+
+    def refuse(self, *args, **kwargs):
+        raise TypeError("read-only")
+
+    __setitem__ = __delitem__ = update = clear = pop = popitem = setdefault = refuse
+
+
+class RefusesCopies(dict):
+    """A dict subclass whose copy raises."""
+
+    def __copy__(self):
+        raise RuntimeError("no copies")
+
+
+def cannot_be_copied(kind: str) -> dict:
+    """A user message holding a dict the run cannot copy: nested far deeper than Python copies, holding itself, or
+    of a dict subclass that refuses an edit or a copy."""
+    inner: dict = {}
+    if kind == "nested":
+        for _ in range(20_000):
+            inner = {"a": inner}
+    elif kind == "holds itself":
+        inner["me"] = inner
+    else:
+        inner = ReadOnly(a=1) if kind == "read-only" else RefusesCopies(a=1)
+    return {"role": "user", "content": "hi", "extra": inner}

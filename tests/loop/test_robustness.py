@@ -15,7 +15,7 @@ import pytest
 from miniagents import (Agent, ModelBehaviorError, ModelResponse, RunState, Runner, SQLiteSession, ToolError,
                         UserError, function_tool, handoff)
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import REDACTED, make_agent, outputs_sent
+from support import REDACTED, cannot_be_copied, make_agent, outputs_sent
 
 
 # --- Lone surrogates from the model never reach a request, a tool or a session ---------------------------
@@ -180,36 +180,6 @@ def test_well_formed_input_items_of_every_kind_are_accepted():
     agent, model = make_agent([[assistant_message("fine")]])
     assert Runner.run_sync(agent, items).final_output == "fine"
     assert len(model.calls[0].input) == len(items)
-
-
-class ReadOnly(dict):
-    """A dict subclass that refuses every edit, as a program's read-only mapping type may."""
-
-    def refuse(self, *args, **kwargs):
-        raise TypeError("read-only")
-
-    __setitem__ = __delitem__ = update = clear = pop = popitem = setdefault = refuse
-
-
-class RefusesCopies(dict):
-    """A dict subclass whose copy raises."""
-
-    def __copy__(self):
-        raise RuntimeError("no copies")
-
-
-def cannot_be_copied(kind: str) -> dict:
-    """A user message holding a dict the run cannot copy: nested far deeper than Python copies, holding itself, or
-    of a dict subclass that refuses an edit or a copy."""
-    inner: dict = {}
-    if kind == "nested":
-        for _ in range(20_000):
-            inner = {"a": inner}
-    elif kind == "holds itself":
-        inner["me"] = inner
-    else:
-        inner = ReadOnly(a=1) if kind == "read-only" else RefusesCopies(a=1)
-    return {"role": "user", "content": "hi", "extra": inner}
 
 
 class KeepsAnything:

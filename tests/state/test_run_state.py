@@ -7,6 +7,7 @@ version-1 document (written by tests/golden/make_run_state_golden.py) that must 
 """
 import asyncio
 import copy
+import datetime
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from miniagents import (Agent, AgentsException, Handoff, RunConfig, RunContextWr
                         function_tool, handoff)
 from miniagents.state import SCHEMA_VERSION, SCHEMA_VERSIONS
 from miniagents.testing import ScriptedModel, assistant_message, function_call
-from support import ROOT, TESTS, outputs_sent
+from support import ROOT, TESTS, cannot_be_copied, outputs_sent
 
 GOLDEN = os.path.join(TESTS, "golden", "run_state_v1.json")
 REJECTED = "Tool execution was not approved."
@@ -217,13 +218,34 @@ def test_a_state_made_by_hand_runs_as_its_input_given_to_a_run_would():
     assert RunState.from_string(agent, state.to_string()).original_input == state.original_input != items
 
 
-@pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None])
+@pytest.mark.parametrize("bad", [{"role": "user", "content": "and hurry"}, ("and hurry",), None, ["and hurry"], [5],
+                                 [None], [("role", "user")]])
 def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_nothing(bad):
+    """A list holding something other than items (dicts) was the bare ValueError or TypeError of making it dicts."""
     _, state, _, _ = paused_state()
-    wrong = f"^add_input takes a string or a list of input items, got {type(bad).__name__}$"
+    wrong = rf"^add_input takes a string or a list of input items \(dicts\), got {type(bad).__name__}: "
     with pytest.raises(UserError, match=wrong):
         state.add_input(bad)
     assert state.pending_input == []
+
+@pytest.mark.parametrize("kind", ["nested", "holds itself", "read-only", "refuses copies"])
+def test_add_input_the_run_cannot_copy_is_a_user_error_and_adds_nothing(kind):
+    """add_input takes what a run's input takes, copied the same way: an item nested deeper than Python copies, or
+    holding itself, was json's bare RecursionError or ValueError."""
+    _, state, _, _ = paused_state()
+    with pytest.raises(UserError, match=r"^add_input's input holds an item (nested deeper|the run cannot copy)"):
+        state.add_input([cannot_be_copied(kind)])
+    assert state.pending_input == []
+
+
+def test_add_input_keeps_a_value_json_cannot_hold_as_a_runs_input_does_and_writing_the_state_names_it():
+    """A datetime in an added item was json's bare TypeError; as in a run's input, it is kept (a custom model may
+    read it) and refused, named, where the state is written."""
+    _, state, _, _ = paused_state()
+    state.add_input([{"role": "user", "content": "by then", "when": datetime.date(2026, 12, 7)}])
+    with pytest.raises(UserError, match=r"cannot be written as JSON.*pending_input\[0\]\['when'\]"):
+        state.to_string()
+
 
 # --- The context ---------------------------------------------------------------------------------------------
 
