@@ -159,7 +159,7 @@ class Exchange:
         self.target = transport.request_target(path, query)
         try:
             self.payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:  # a value in extra_body/metadata/... that JSON cannot hold
+        except (TypeError, ValueError, RecursionError) as exc:  # a value in extra_body/metadata/... JSON cannot hold
             raise UserError(f"The request body cannot be sent as JSON: {exc}") from None
         self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                                 "Accept": "text/event-stream" if stream else "application/json",
@@ -630,7 +630,12 @@ class HTTPTransport:
 
     def request_target(self, path: str, query: Optional[dict]) -> str:
         from urllib.parse import urlencode
-        q = "&".join(p for p in (self.base_query, urlencode({**self.query, **(query or {})})) if p)
+        query = {**self.query, **(query or {})}
+        for name, value in query.items():  # urlencode would send another kind's repr (a RecursionError, nested deep)
+            if not isinstance(value, (str, bytes, int, float)):
+                raise UserError(f"The query parameter {shown(str(name))!r} cannot be sent (its value a "
+                                f"{type(value).__name__}): a value is a string or a number")
+        q = "&".join(p for p in (self.base_query, urlencode(query)) if p)
         url = self.base_path + path + (("?" + q) if q else "")
         if self.proxy() and self.scheme == "http":
             return f"http://{self.host}:{self.port}{url}"  # plain-http proxy: absolute-form target

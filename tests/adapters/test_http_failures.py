@@ -448,12 +448,43 @@ def test_without_a_callback_list_nothing_is_registered(server):
     assert ask(chat(server.url)).output[0]["content"][0]["text"] == "a"
 
 
-def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server):
+@pytest.mark.parametrize("field", ["extra_body", "extra_args", "metadata"])
+@pytest.mark.parametrize("value", ["not JSON", "nested past Python's reach", "holds itself"])
+def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server, field, value):
+    """A value nested deeper than json encodes was its bare RecursionError."""
     from miniagents.errors import UserError
 
-    with pytest.raises(UserError, match="cannot be sent as JSON"):
-        ask(chat(server.url), ModelSettings(extra_body={"when": object()}))
+    bad: dict = {}
+    if value == "not JSON":
+        bad = {"when": object()}
+    elif value == "holds itself":
+        bad["me"] = bad
+    else:
+        for _ in range(20_000):
+            bad = {"a": bad}
+    with pytest.raises(UserError, match="^The request body cannot be sent as JSON: "):
+        ask(chat(server.url), ModelSettings(**{field: {"x": bad}}))
     assert server.requests == []
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, ["a"], None, "nested past Python's reach"])
+def test_a_query_parameter_that_is_no_string_or_number_is_a_user_error_before_any_request(server, value):
+    """urlencode sent a dict's or a list's repr as the value (and a dict nested deeply was a bare RecursionError)."""
+    from miniagents.errors import UserError
+
+    if value == "nested past Python's reach":
+        value = {}
+        for _ in range(20_000):
+            value = {"a": value}
+    with pytest.raises(UserError, match=rf"^The query parameter 'x' cannot be sent \(its value a {type(value).__name__}\)"):
+        ask(chat(server.url), ModelSettings(extra_query={"x": value, "ok": 1}))
+    assert server.requests == []
+
+
+def test_query_parameters_that_are_strings_or_numbers_are_sent(server):
+    server.reply(chat_completion("a"))
+    ask(chat(server.url), ModelSettings(extra_query={"s": "a b", "n": 3, "f": 0.5}))
+    assert server.requests[0]["query"] == {"s": "a b", "n": "3", "f": "0.5"}
 
 
 # --- What an attack on the adapters found: JSON nested past Python's reach, a Content-Type, a proxy URL ----------
