@@ -15,8 +15,8 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from miniagents import (Agent, MaxTurnsExceeded, RunContextWrapper, Runner, RunState, SQLiteSession, ToolContext,
-                        UnfinishedTurnError, UserError, function_tool)
+from miniagents import (Agent, MaxTurnsExceeded, RunConfig, RunContextWrapper, Runner, RunState, SQLiteSession,
+                        ToolContext, UnfinishedTurnError, UserError, function_tool)
 from miniagents.errors import AlreadyResumedError
 from miniagents.ledger import MAY_HAVE_HAPPENED
 from miniagents.testing import ScriptedModel, assistant_message, function_call
@@ -598,6 +598,52 @@ def test_an_idempotent_tools_call_runs_again_without_asking(tmp_path):
     assert stuck.starts == ["c1", "c1"] and len(set(stuck.keys)) == 1
     stuck.release.set()
     thread.join(30)
+
+
+def test_a_call_whose_output_the_ledger_holds_is_asked_about_by_no_one_though_its_tool_needs_approval_now(tmp_path):
+    """The worker that died ran c1 (its output recorded) and was stuck in c2. The continue runs with the tool's
+    approval policy tightened since: the call that ran keeps its recorded output; no person is asked to approve
+    (or could reject) what already happened. Only c2, which may have happened, waits for a person."""
+    notes = []
+
+    def note_tool(needs_approval):
+        @function_tool(needs_approval=needs_approval)
+        def note(text: str) -> str:
+            """Note."""
+            notes.append(text)
+            return f"noted {text}"
+        return note
+
+    stuck, session = Stuck(), SQLiteSession("s", str(tmp_path / "db"))
+    steps = [[function_call("note", {"text": "a"}, call_id="c1"), function_call("pay", {"amount": 5}, call_id="c2")],
+             [assistant_message("first")]]
+    dying = Agent(name="Payer", tools=[note_tool(False), stuck.tool], model=ScriptedModel(steps))
+    seen = []
+
+    def first():
+        try:
+            Runner.run_sync(dying, "note, then pay", session=session,
+                            run_config=RunConfig(max_function_tool_concurrency=1))
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            seen.append(error)
+
+    thread = threading.Thread(target=first, daemon=True)
+    thread.start()
+    try:
+        assert stuck.entered.wait(30) and notes == ["a"]  # c1 ran and recorded its output before c2 began
+        model = ScriptedModel([[assistant_message("continued")]])
+        agent = Agent(name="Payer", tools=[note_tool(True), stuck.tool], model=model)
+        result = Runner.run_sync(agent, [], session=session)
+        assert [i.call_id for i in result.interruptions] == ["c2"]
+        state = result.to_state()
+        state.approve(state.get_interruptions()[0])
+        result = Runner.run_sync(agent, state, session=session)
+        assert result.final_output == "continued" and notes == ["a"]
+        assert outputs_sent(model.calls[0]) == {"c1": "noted a", "c2": "paid 5"}
+    finally:
+        stuck.release.set()
+        thread.join(30)
+    assert isinstance(seen[0], AlreadyResumedError)  # the stale worker stopped at its next journal write
 
 
 def test_two_workers_continuing_at_once_one_wins(tmp_path):

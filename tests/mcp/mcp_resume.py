@@ -6,11 +6,15 @@ The agent is built as the test builds it (`build_agent`), with a fresh server of
 same SQLite file, so its ledger is shared. Prints one JSON object: the final output, or the error's type and text.
 """
 import json
+import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Its helpers, and the repository it is in: the package resumed is that copy's (a mutant's, in the mutation check,
+# which runs the suite without PYTHONPATH), never an installed one nor none.
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]
 
+import miniagents  # noqa: E402
 from miniagents import Agent, AgentsException, Runner, RunState, SQLiteSession  # noqa: E402
 from miniagents.testing import ScriptedModel, assistant_message  # noqa: E402
 from mcp_support import make_server  # noqa: E402
@@ -26,9 +30,10 @@ def main(state_path, db_path, log_path):
     state = RunState.from_string(agent, Path(state_path).read_text(encoding="utf-8"))
     try:
         result = Runner.run_sync(agent, state, session=SQLiteSession("notes", db_path))
-        print(json.dumps({"final": result.final_output, "connected_after": agent.mcp_servers[0].connected}))
+        said = {"final": result.final_output, "connected_after": agent.mcp_servers[0].connected}
     except AgentsException as error:
-        print(json.dumps({"error": type(error).__name__, "message": str(error)}))
+        said = {"error": type(error).__name__, "message": str(error)}
+    print(json.dumps(dict(said, package=os.path.dirname(miniagents.__file__))))
 
 
 if __name__ == "__main__":

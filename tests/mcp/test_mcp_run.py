@@ -18,6 +18,7 @@ from miniagents.mcp.plugin import all_required, function_tool as mcp_tool
 from miniagents.testing import ScriptedModel, assistant_message, function_call
 from mcp_resume import build_agent
 from mcp_support import HERE, ended, gone, make_server  # noqa: F401
+from support import ROOT
 
 
 def outputs(model, turn=1):
@@ -372,10 +373,15 @@ def test_each_form_of_require_approval(policy, pauses):
 
 
 def resume(state_path, db_path, log_path):
+    """What mcp_resume.py printed, run as the mutation check runs the suite (no PYTHONPATH): it must resume with
+    the package of the repository it is in (a mutant's copy), never fail to find one or take an installed one."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, str(HERE / "mcp_resume.py"), str(state_path), str(db_path),
-                           str(log_path)], capture_output=True, text=True, timeout=120)
+                           str(log_path)], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    said = json.loads(done.stdout)
+    assert said.pop("package") == os.path.join(ROOT, "miniagents"), said
+    return said
 
 
 def test_an_approved_mcp_call_resumed_in_a_new_process_runs_once_and_a_second_resume_is_refused(tmp_path):
