@@ -4645,8 +4645,11 @@ def make_copy(dest_parent: str, n: int, root: str = ROOT) -> str:
     return dest
 
 
-def child_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+def child_env(root: str) -> dict:
+    """The environment of a test process run in the copy at `root`: its PYTHONPATH is that copy, so a process a
+    test starts imports the mutated package too (without it, an editable install's, the unmutated repository)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["PYTHONPATH"] = root
     # No .pyc files: a restored source can have the same size and mtime second as its mutant, and a stale
     # cached mutant would then run in place of the real code.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -4688,7 +4691,7 @@ class TestRun:
                 raise Interrupted(signal.SIGTERM)
             TestRun.counter += 1
             self.mark = f"{os.getpid()}-{TestRun.counter}"
-            env = dict(child_env(), **{MARK: self.mark})
+            env = dict(child_env(cwd), **{MARK: self.mark})
             self.output = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self.output, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)

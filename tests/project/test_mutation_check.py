@@ -183,6 +183,18 @@ def test_a_curated_mutants_location_is_the_first_line_of_its_old_text():
     assert file == mutant.file and text.strip() == mutant.old.strip().splitlines()[0].strip()
 
 
+def test_a_process_a_test_starts_elsewhere_imports_the_mutated_copy_not_an_installed_package(tmp_path):
+    """The check ran its test processes without PYTHONPATH: a process a test started in another folder (the MCP
+    resume script) imported the installed package, which an editable install makes the unmutated repository, so
+    such a test ran the real code for every mutant, or failed for every one where none is installed."""
+    copy = tmp_path / "copy"
+    (copy / "miniagents").mkdir(parents=True)
+    (copy / "miniagents" / "__init__.py").write_text("")
+    found = subprocess.run([sys.executable, "-c", "import miniagents; print(miniagents.__file__)"], cwd=tmp_path,
+                           env=mutation_check.child_env(str(copy)), capture_output=True, text=True, timeout=60)
+    assert found.stdout.strip() == str(copy / "miniagents" / "__init__.py"), found.stderr
+
+
 # --- the check itself, on a fake repository: nothing of it is left running -------------------------------------
 
 FAKE_MODULE = """\
