@@ -29,6 +29,13 @@ provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("mini
                                                                           default=False)
 
 
+# What a field declared of one kind may hold besides None, as upstream's settings check where they are made (a
+# string of includes was sent one letter an entry; a header, query or body that is no dict failed deep in a request).
+FIELD_KINDS = {"Optional[float]": ((int, float), "a number"), "Optional[int]": ((int,), "a whole number"),
+         "Optional[bool]": ((bool,), "a bool"), "Optional[str]": ((str,), "a string"),
+         "Optional[dict]": ((dict,), "a dict"), "Optional[list]": ((list, tuple), "a list")}
+
+
 @dataclass
 class ModelSettings:
     """Sampling and request options. Every field defaults to None, meaning "not sent"."""
@@ -60,6 +67,10 @@ class ModelSettings:
     timeout: Optional[float] = None
 
     def __post_init__(self):
+        for f in fields(self):
+            value, (kinds, what) = getattr(self, f.name), FIELD_KINDS.get(f.type, ((object,), ""))
+            if not isinstance(value, kinds) and value is not None or isinstance(value, bool) and int in kinds:
+                raise TypeError(f"ModelSettings {f.name} must be {what} or None, got {type(value).__name__}")
         timeout = self.timeout
         if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
             raise ValueError(f"ModelSettings.timeout must be a finite number of seconds > 0, got {self.timeout!r}")

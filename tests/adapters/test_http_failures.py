@@ -480,7 +480,8 @@ def test_a_query_parameter_that_is_no_string_or_number_is_a_user_error_before_an
         value = {}
         for _ in range(20_000):
             value = {"a": value}
-    with pytest.raises(UserError, match=rf"^The query parameter 'x' cannot be sent \(its value a {type(value).__name__}\)"):
+    with pytest.raises(UserError, match=rf"^The query parameter 'x' cannot be sent \(its value a "
+                                        rf"{type(value).__name__}\)"):
         ask(chat(server.url), ModelSettings(extra_query={"x": value, "ok": 1}))
     assert server.requests == []
 

@@ -53,6 +53,39 @@ def test_model_settings_may_be_given_as_a_dict_as_upstream_allows():
         Agent(name="a", model_settings={"temprature": 0.5})  # a misspelt setting is still an error
 
 
+@pytest.mark.parametrize("field, value, kind", [
+    ("response_include", "reasoning.encrypted_content", "a list"), ("extra_headers", "X-Team: a", "a dict"),
+    ("extra_query", [("api-version", "1")], "a dict"), ("extra_body", 5, "a dict"), ("extra_args", "x", "a dict"),
+    ("metadata", ["a"], "a dict"), ("temperature", "0.5", "a number"), ("temperature", True, "a number"),
+    ("max_tokens", 10.5, "a whole number"), ("max_tokens", False, "a whole number"),
+    ("top_logprobs", "3", "a whole number"),
+    ("parallel_tool_calls", "no", "a bool"), ("store", 1, "a bool"), ("truncation", {"a": 1}, "a string"),
+    ("verbosity", 3, "a string"), ("timeout", {"s": 1}, "a number"),
+])
+def test_model_settings_of_the_wrong_kind_are_refused_where_they_are_made(field, value, kind):
+    """Upstream's settings refuse another kind as they are made. Here a string of includes was sent one letter an
+    entry, a header, query or body that is no dict was a bare TypeError or ValueError deep in the request, and a
+    number given as text, or a bool, was sent for the server to refuse."""
+    from miniagents import ModelSettings, RunConfig
+
+    message = rf"^ModelSettings {field} must be {kind} or None, got {type(value).__name__}$"
+    with pytest.raises(TypeError, match=message):
+        ModelSettings(**{field: value})
+    with pytest.raises(TypeError, match=message):
+        Agent(name="a", model_settings={field: value})
+    with pytest.raises(TypeError, match=message):
+        ModelSettings().resolve(RunConfig(model_settings={"temperature": 0.5}).model_settings).resolve({field: value})
+
+
+def test_model_settings_of_the_right_kind_are_kept_as_given():
+    from miniagents import ModelSettings
+
+    given = dict(temperature=1, top_p=0.5, max_tokens=64, parallel_tool_calls=False, truncation="auto",
+                 response_include=("reasoning.encrypted_content",), metadata={"a": "b"}, extra_query={"v": 1},
+                 extra_body={}, extra_headers={"X": "y"}, extra_args={"seed": 3}, timeout=2, tool_choice={"x": 1})
+    assert {name: getattr(ModelSettings(**given), name) for name in given} == given
+
+
 def test_an_instructions_callable_must_take_context_and_agent():
     with pytest.raises(TypeError, match=r"'instructions' callable must accept exactly 2 arguments \(context, agent\)"):
         Agent(name="a", instructions=lambda ctx: "x")

@@ -918,7 +918,7 @@ def test_no_credential_reaches_a_trace_file_or_the_live_view_wherever_it_is_put(
                     pass
                 with tracing.function_span("tool", input=json.dumps({"q": prose}), output=prose):
                     pass
-                with tracing.generation_span(model=env_secret, model_config=ModelSettings(metadata=hidden)) as gen:
+                with tracing.generation_span(model=env_secret, model_config=ModelSettings(metadata={"m": hidden})) as gen:
                     gen.span_data.output = [assistant_message(prose)]
         finally:
             tracing.set_trace_processors([])
