@@ -409,7 +409,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2183,  # 2183: a query parameter that is no string or number refused before anything is sent
+    "HTTP adapters": 2190,  # 2190: a ModelSettings field of another kind than it declares refused where the
+    # settings are made (interface.FIELD_KINDS): sent one letter an entry, or failed deep in a request; 2183: a query parameter that is no string or number refused before anything is sent
     # (its repr was sent; a RecursionError nested deep); 2178 (+8): a "text" part whose text is no string, a reasoning item whose summary or
     # content is no list, and an assistant refusal that is no text (a custom model's, kept in a session), refused
     # where a Chat request is built (bare TypeErrors); issue 20: every request bounded, json_object fallback; issues 30 and 33 together: every
