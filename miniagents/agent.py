@@ -16,6 +16,7 @@ from typing import Any, Callable, Generic, List, Optional, TypedDict, Union
 
 from . import caller, seams
 from .agent_output import output_schema
+from .config import RunConfig
 from .context import RunContextWrapper, TContext
 from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
@@ -163,6 +164,16 @@ class Agent(Generic[TContext]):
         plugins = seams.checked(plugins)  # refused when the tool is made, not when the model first calls it
         if max_turns is not None and (type(max_turns) is not int or max_turns < 0):  # as a run's: each call would fail
             raise UserError(f"as_tool max_turns must be a whole number >= 0 or None, got {max_turns!r:.80}")
+        if run_config is not None and not isinstance(run_config, RunConfig):
+            raise UserError(f"as_tool run_config must be a RunConfig, got {type(run_config).__name__}")
+        if session is not None:
+            from .run import check_session
+
+            check_session(session, "as_tool session")
+        for option, value in (("custom_output_extractor", custom_output_extractor), ("on_stream", on_stream),
+                              ("input_builder", input_builder)):
+            if value is not None and not callable(value):
+                raise UserError(f"as_tool {option} must be callable or None, got {type(value).__name__}")
         if tool_name is None and re.search(r"[^a-zA-Z0-9_\s]", self.name):
             warn("agent name %r was changed to tool name %r", self.name, name)
         if parameters is not None:

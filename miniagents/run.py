@@ -301,9 +301,7 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     them otherwise (the `session_input` seam)."""
     from .session import SessionSettings
 
-    if not all(callable(getattr(session, method, None)) for method in ("get_items", "add_items")):
-        raise UserError(f"session must be a session (SQLiteSession, or an object with get_items and add_items), "
-                        f"got {type(session).__name__}")
+    check_session(session)
     settings = SessionSettings.coerce(run.config.session_settings)  # settings, or a dict as upstream takes them
     limit, limit_turns = settings.limit, settings.limit_turns
     if limit_turns is not None:  # only sessions that understand turns take it (SQLiteSession does)
@@ -319,6 +317,13 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
         return clean_json(items), new_items
     except Exception as error:
         raise cannot_copy("The session's history", error) from error
+
+
+def check_session(session: Any, given: str = "session") -> None:
+    """A run's session (an agent tool's too, where the tool is made) is an object that reads and writes items."""
+    if not all(callable(getattr(session, method, None)) for method in ("get_items", "add_items")):
+        raise UserError(f"{given} must be a session (SQLiteSession, or an object with get_items and add_items), "
+                        f"got {type(session).__name__}")
 
 
 def check_takes_turns(session: Any) -> None:

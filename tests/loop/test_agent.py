@@ -642,6 +642,21 @@ def test_as_tool_parameters_must_be_a_dataclass_or_pydantic_model():
         Agent(name="x").as_tool("x", "x", parameters=dict)
 
 
+@pytest.mark.parametrize("option, value, refused", [
+    ("run_config", {"max_turns": 3}, "as_tool run_config must be a RunConfig, got dict"),
+    ("session", "conversations.db", r"as_tool session must be a session \(SQLiteSession, or an object with get_items "
+                                    r"and add_items\), got str"),
+    ("custom_output_extractor", "final_output", "as_tool custom_output_extractor must be callable or None, got str"),
+    ("on_stream", [], "as_tool on_stream must be callable or None, got list"),
+    ("input_builder", 5, "as_tool input_builder must be callable or None, got int"),
+])
+def test_an_agent_tools_options_are_refused_when_the_tool_is_made(option, value, refused):
+    """They were taken, and each call of the tool failed, told to the model as the tool's failure (the program's
+    mistake, met only when the model first called the tool)."""
+    with pytest.raises(UserError, match=f"^{refused}$"):
+        Agent(name="x").as_tool("x", "x", **{option: value})
+
+
 def test_the_nested_run_sees_the_parents_context_object():
     seen = []
 
