@@ -76,7 +76,7 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1759,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    "loop": 1761,  # issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn
@@ -222,7 +222,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1755: the session history's copy refused through items.cannot_copy, one wording for the run's three entries
     # 1759: a handoff input filter's result the run cannot copy a UserError (items.cannot_copy), both copies taken
     # before the state changes: it was a bare RecursionError, TypeError or RuntimeError
-    "agents, items, guardrails": 1113,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    # 1761: the session rule a function of its own (run.check_session), which an agent tool's is checked by too
+    "agents, items, guardrails": 1123,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -294,6 +295,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # given, a tool's, a stream reader's or a handoff filter's copy of it raised a bare RecursionError
     # 1113: an item the run cannot copy as it enters, for any reason (a read-only dict subclass, one whose copy
     # raises: their own bare TypeError or RuntimeError), refused in one wording for its three entries (cannot_copy)
+    # 1123: an agent tool's run_config, session and callables checked where as_tool is called (each call failed,
+    # told to the model as the tool's failure)
     "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
