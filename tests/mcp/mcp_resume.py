@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this repository's package, with no PYTHONPATH
 
 from miniagents import Agent, AgentsException, Runner, RunState, SQLiteSession  # noqa: E402
 from miniagents.testing import ScriptedModel, assistant_message  # noqa: E402

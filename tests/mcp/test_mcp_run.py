@@ -372,8 +372,10 @@ def test_each_form_of_require_approval(policy, pauses):
 
 
 def resume(state_path, db_path, log_path):
+    # Without PYTHONPATH, as tests/mutation_check.py runs the suite: the script finds its own copy's package.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, str(HERE / "mcp_resume.py"), str(state_path), str(db_path),
-                           str(log_path)], capture_output=True, text=True, timeout=120)
+                           str(log_path)], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
