@@ -68,6 +68,15 @@ def test_empty_arguments_sent_as_braces_and_no_empty_tool_calls_list():
     assert "tool_calls" not in msgs[2]
 
 
+def test_arguments_held_as_an_object_are_sent_as_json_text_with_their_letters_as_written():
+    """A call item whose arguments are an object (a custom model's, an imported history's) is sent as JSON text the
+    model reads as it wrote it: "Zürich", not "Z\\u00fcrich" (six characters for one, and another text)."""
+    arguments = {"city": "Zürich", "note": "☃ \U0001f600", "n": [1, None]}
+    msgs = items_to_messages([{**CALL, "arguments": arguments}, OUTPUT])
+    sent = msgs[0]["tool_calls"][0]["function"]["arguments"]
+    assert sent == '{"city": "Zürich", "note": "☃ \U0001f600", "n": [1, null]}' and json.loads(sent) == arguments
+
+
 def test_structured_tool_output_is_json_string_and_text_parts_are_joined():
     msgs = items_to_messages([CALL, {**OUTPUT, "output": {"a": 1}}])
     assert msgs[1]["content"] == '{"a": 1}'

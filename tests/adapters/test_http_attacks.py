@@ -196,7 +196,7 @@ def test_the_https_tunnel_through_a_proxy_carries_its_credentials(monkeypatch):
 def test_a_proxy_refusing_the_tunnel_says_so_and_asks_for_credentials_only_on_407(monkeypatch, answer, hint):
     _, error = refused_tunnel(monkeypatch, answer=answer)
     said = f"the proxy refused the tunnel to api.example.test:443 (Tunnel connection failed: {answer.decode()}){hint}"
-    assert said in str(error)
+    assert f"{said} (POST https://api.example.test:443/v1/chat/completions, 1 attempt)" in str(error)  # no more
 
 
 def test_a_proxy_url_with_a_bad_port_is_a_user_error_without_its_credentials(monkeypatch):

@@ -12,7 +12,7 @@ from miniagents import Agent, AgentsException, Runner, UserError
 from miniagents.models.chat_completions import OpenAIChatCompletionsModel
 from miniagents.models.interface import ModelSettings
 from miniagents.models.responses import OpenAIResponsesModel
-from openai_server import OpenAITestServer, chat_chunks
+from openai_server import OpenAITestServer, chat_chunks, chat_completion
 
 KEY = "sk-proj-Q7kd93jfKEYx81"
 
@@ -138,6 +138,18 @@ def test_a_key_that_cannot_go_in_a_header_is_refused_without_being_quoted(bad, c
     assert "cannot be sent in an HTTP header" in str(info.value)
     assert all(KEY[:8] not in text and KEY[-8:] not in text for text in (str(info.value), repr(info.value.args)))
     assert info.value.__cause__ is None and info.value.__context__ is None
+
+
+@pytest.mark.parametrize("latin1", ["\u00ff", "\u00e9", "\u00a1", "\u00a1\u00e9\u00ff"])
+def test_a_key_with_latin1_letters_up_to_u00ff_is_sent_as_written(key_server, latin1):
+    """A header carries Latin-1: a key holding its printable letters, up to the last (U+00FF), reaches the server
+    byte for byte; only what is past it (or a space, a control character) is refused."""
+    key = KEY[:6] + latin1 + KEY[6:]
+    key_server.replies[:] = [{"status": 200, "json": chat_completion("ok")}]
+    del key_server.requests[:]
+    model = OpenAIChatCompletionsModel("m", base_url=key_server.url, api_key=key)
+    model.get_response(None, [{"role": "user", "content": "hi"}], ModelSettings(), [], None, [])
+    assert [r["headers"]["authorization"] for r in key_server.requests] == [f"Bearer {key}"]
 
 
 @pytest.mark.parametrize("bad", [5, KEY.encode()])

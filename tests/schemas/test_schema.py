@@ -684,6 +684,18 @@ def test_unknown_parameter_is_refused_in_strict_mode_and_ignored_otherwise():
     assert lax.to_call_args({"city": "x", "town": "y"}) == (["x", "c"], {})
 
 
+def test_an_unknown_parameter_s_refusal_names_the_parameters_the_model_may_send_or_none():
+    """The model reads the refusal to try again: it lists what it may send, and says "none" for a tool without any
+    (not an empty list it could read as cut off)."""
+    def ping() -> str: ...
+    with pytest.raises(ArgumentsError) as told:
+        function_schema(get_weather).to_call_args({"city": "x", "town": "y"})
+    assert told.value.message == "unexpected parameter 'town' (parameters: city, units)"
+    with pytest.raises(ArgumentsError) as told:
+        function_schema(ping).to_call_args({"host": "a"})
+    assert told.value.message == "unexpected parameter 'host' (parameters: none)"
+
+
 def test_unknown_nested_field_is_refused():
     def f(filters: Filters): ...
     with pytest.raises(ArgumentsError, match=r"parameter 'filters': unexpected field 'x' \(allowed: limit, tag\)"):
