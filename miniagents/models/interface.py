@@ -31,7 +31,7 @@ provider_retries_disabled: contextvars.ContextVar = contextvars.ContextVar("mini
 
 # What a field declared of one kind may hold besides None, as upstream's settings check where they are made (a
 # string of includes was sent one letter an entry; a header, query or body that is no dict failed deep in a request).
-FIELD_KINDS = {"Optional[float]": ((int, float), "a number"), "Optional[int]": ((int,), "a whole number"),
+KINDS = {"Optional[float]": ((int, float), "a number"), "Optional[int]": ((int,), "a whole number"),
          "Optional[bool]": ((bool,), "a bool"), "Optional[str]": ((str,), "a string"),
          "Optional[dict]": ((dict,), "a dict"), "Optional[list]": ((list, tuple), "a list")}
 
@@ -67,10 +67,11 @@ class ModelSettings:
     timeout: Optional[float] = None
 
     def __post_init__(self):
-        for f in fields(self):
-            value, (kinds, what) = getattr(self, f.name), FIELD_KINDS.get(f.type, ((object,), ""))
-            if not isinstance(value, kinds) and value is not None or isinstance(value, bool) and int in kinds:
-                raise TypeError(f"ModelSettings {f.name} must be {what} or None, got {type(value).__name__}")
+        for name, value in vars(self).items():  # (most are None, not sent: the check costs little per run)
+            if value is not None and name in FIELD_KINDS:
+                kinds, what = FIELD_KINDS[name]
+                if not isinstance(value, kinds) or isinstance(value, bool) and int in kinds:
+                    raise TypeError(f"ModelSettings {name} must be {what} or None, got {type(value).__name__}")
         timeout = self.timeout
         if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
             raise ValueError(f"ModelSettings.timeout must be a finite number of seconds > 0, got {self.timeout!r}")
@@ -99,6 +100,9 @@ class ModelSettings:
     def to_json_dict(self) -> dict:
         """The set fields, JSON-ready (`retry` and a dataclass `tool_choice`, upstream's `MCPToolChoice`, as dicts)."""
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+FIELD_KINDS = {f.name: KINDS[f.type] for f in fields(ModelSettings) if f.type in KINDS}  # name -> (kinds, what)
 
 
 def layered(base: Any, override: Any, where: str = "ModelSettings.retry") -> Any:
