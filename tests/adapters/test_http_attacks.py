@@ -207,6 +207,16 @@ def test_a_proxy_url_with_a_bad_port_is_a_user_error_without_its_credentials(mon
     assert "http_proxy" in str(caught.value) and "hunter2-secret" not in str(caught.value)
 
 
+@pytest.mark.parametrize("proxy, port", [("http://proxy.example.test", 80), ("proxy.example.test:3128", 3128)])
+def test_a_proxy_url_without_a_port_is_reached_on_port_80(monkeypatch, proxy, port):
+    """As curl and urllib read it (a generated mutant making the default 81 survived the suite)."""
+    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.delenv("no_proxy", raising=False)
+    model = OpenAIChatCompletionsModel("m", base_url="http://api.example.test/v1", api_key="sk-test", max_retries=0)
+    found = model.transport.proxy()
+    assert (found.host, found.port, found.authorization) == ("proxy.example.test", port, None)
+
+
 # --- A key in the base URL's query string ---------------------------------------------------------------------
 
 QUERY_KEY = "AIza+Sy/Q7kd93jf=KEY81"

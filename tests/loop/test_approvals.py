@@ -501,6 +501,7 @@ def test_resuming_the_same_json_twice_with_one_session_runs_the_tool_once(tmp_pa
     with pytest.raises(AlreadyResumedError) as refused:
         Runner.run_sync(agent, RunState.from_string(agent, text), session=session)
     assert refused.value.outcome == "completed" and "already resumed" in str(refused.value)
+    assert "it completed, and the session holds its turn" in str(refused.value)  # what to do next: nothing
     assert log == [("delete_file", "a.txt")] and len(model.calls) == 2
     items = session.get_items()
     assert output_count(items, "c1") == 1
