@@ -228,6 +228,13 @@ def test_add_input_of_neither_text_nor_a_list_of_items_is_a_user_error_and_adds_
         state.add_input(bad)
     assert state.pending_input == []
 
+def test_add_input_to_a_state_with_no_model_turn_left_is_a_user_error_and_adds_nothing():
+    _, state, _, _ = paused_state(max_turns=1)
+    with pytest.raises(UserError, match="^Cannot add input to a RunState with no remaining model turns$"):
+        state.add_input("and hurry")
+    assert state.pending_input == []
+
+
 @pytest.mark.parametrize("kind", ["nested", "holds itself", "read-only", "refuses copies"])
 def test_add_input_the_run_cannot_copy_is_a_user_error_and_adds_nothing(kind):
     """add_input takes what a run's input takes, copied the same way: an item nested deeper than Python copies, or
