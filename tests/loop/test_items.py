@@ -510,6 +510,17 @@ def test_a_run_paused_beside_a_message_a_server_shapes_its_own_way_is_saved_load
     assert Runner.run_sync(agent, state).final_output == "done" and ran == [1]
 
 
+def test_model_response_to_input_items_copies_without_output_only_metadata():
+    output = [{"type": "function_call_output", "call_id": "c", "output": "ok", "created_by": "server"},
+              assistant_message("hi")]
+    response = ModelResponse(output=output)
+    items = response.to_input_items()
+    assert items[0] == {"type": "function_call_output", "call_id": "c", "output": "ok"}
+    assert items[1] == output[1] and items[1] is not output[1] and items[1]["content"][0]["text"] == "hi"
+    assert all(type(i) is dict for i in items)  # upstream's are dicts too (model_dump)
+    assert output[0]["created_by"] == "server"  # the response itself is untouched
+
+
 def test_a_custom_models_response_may_hold_its_items_in_a_tuple():
     response = ModelResponse(output=(assistant_message("hi"),))
     assert response.output == [assistant_message("hi")]

@@ -351,19 +351,6 @@ def test_model_settings_resolve_a_dict_keeping_what_it_omits():
 # --- Members of public classes and helpers upstream's tests use -------------------------------------------------
 
 
-def test_model_response_to_input_items_copies_without_output_only_metadata():
-    from miniagents import ModelResponse
-
-    output = [{"type": "function_call_output", "call_id": "c", "output": "ok", "created_by": "server"},
-              assistant_message("hi")]
-    response = ModelResponse(output=output)
-    items = response.to_input_items()
-    assert items[0] == {"type": "function_call_output", "call_id": "c", "output": "ok"}
-    assert items[1] == output[1] and items[1] is not output[1] and items[1]["content"][0]["text"] == "hi"
-    assert all(type(i) is dict for i in items)  # upstream's are dicts too (model_dump)
-    assert output[0]["created_by"] == "server"  # the response itself is untouched
-
-
 def test_invoke_function_tool_runs_one_call_as_a_run_does():
     import time
 
