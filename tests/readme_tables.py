@@ -412,7 +412,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2192,  # 2192: that check by a table of field names made once (walking fields() cost 5 us
+    "HTTP adapters": 2200,  # 2200: a server's NaN or Infinity refused as the JSON it is not, and sent never
+    # (one STRICT_JSON, imported twice); a setting quoted in an error by a repr Python can print (endpoint.described:
+    # one nested too deep, or an int too long, was a bare RecursionError/ValueError); 2192: that check by a table of field names made once (walking fields() cost 5 us
     # a settings object, seen as 39 k more instructions a turn of a 2-turn run); 2190: a ModelSettings field of another kind than it declares refused where the
     # settings are made (interface.FIELD_KINDS): sent one letter an entry, or failed deep in a request; 2183: a query parameter that is no string or number refused before anything is sent
     # (its repr was sent; a RecursionError nested deep); 2178 (+8): a "text" part whose text is no string, a reasoning item whose summary or
