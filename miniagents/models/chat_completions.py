@@ -18,7 +18,7 @@ from ..items import clean_json
 from . import shapes
 from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
 from .connection import host_of
-from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, described, function_spec,
                        output_format, reasoning_of, refusal_text, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, parse_sse_json
@@ -186,7 +186,7 @@ def build_body(model: str, instructions: Optional[str], input: list, settings: M
     for name in ("truncation", "response_include", "context_management"):
         value = getattr(settings, name)
         if value is not None and not (name == "truncation" and value == "disabled"):
-            raise UserError(f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
+            raise UserError(f"ModelSettings.{name}={described(value)} is a Responses API feature; Chat Completions "
                             "cannot express it (use OpenAIResponsesModel or unset it)")
     body: dict = {"model": model, "messages": items_to_messages(
         input, instructions, system_role=system_role, reasoning_field=reasoning_field)}

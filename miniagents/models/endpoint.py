@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional
 
 from ..context import Usage
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
+from ..items import preview
 from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url
@@ -75,7 +76,16 @@ def wire_tool_choice(choice: Any, chat: bool) -> Any:
                    "tools": [named(function_name(t)) for t in inner.get("tools", [])]}
         return {"type": "allowed_tools", **({"allowed_tools": allowed} if chat else allowed)}
     api = "Chat Completions" if chat else "the Responses API"
-    raise UserError(f"tool_choice {choice!r} cannot be expressed in {api}")
+    raise UserError(f"tool_choice {described(choice)} cannot be expressed in {api}")
+
+
+def described(value: Any) -> str:
+    """A setting's repr for an error, at most 100 characters; one Python cannot print (nested past its recursion
+    limit, an int of more than 4,300 digits) named by its kind instead, so the message is not lost to that error."""
+    try:
+        return preview(repr(value), 100)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__}>"
 
 
 def output_format(output_schema: Any) -> Optional[dict]:
@@ -98,7 +108,7 @@ def add_tools(body: dict, settings: ModelSettings, wire_tools: list, choice: Any
         if settings.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = settings.parallel_tool_calls
     elif choice not in (None, "auto", "none"):
-        raise UserError(f"tool_choice={settings.tool_choice!r} needs tools, but this agent has none")
+        raise UserError(f"tool_choice={described(settings.tool_choice)} needs tools, but this agent has none")
 
 
 def reasoning_of(settings: ModelSettings) -> Optional[dict]:

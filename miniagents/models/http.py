@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 from .. import __version__
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError, needs
 from ..caller import Cancelled
+from ..validate import STRICT_JSON
 from .interface import CANCEL_CALLBACKS
 from .protocol import (RETRY_HEADERS, error_from_body, http_error, is_credential_name, iter_lines, iter_sse,
                        not_an_api_error, redact, retry_delay, should_retry, shown, timeout_error, too_large, with_note)
@@ -158,8 +159,8 @@ class Exchange:
         self.url = transport.shown_url(path)
         self.target = transport.request_target(path, query)
         try:
-            self.payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:  # a value in extra_body/metadata/... JSON cannot hold
+            self.payload = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:  # a value JSON cannot hold (NaN, an object, too deep)
             raise UserError(f"The request body cannot be sent as JSON: {exc}") from None
         self.request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                                 "Accept": "text/event-stream" if stream else "application/json",
@@ -405,7 +406,7 @@ class Exchange:
         raw = self._body()
         text = raw.decode("utf-8", errors="replace").strip()  # DeepSeek pads with blank lines
         try:
-            return json.loads(text)
+            return STRICT_JSON.decode(text)  # no NaN or Infinity, which JSON has not: no request could send them back
         except (ValueError, RecursionError):  # (nested deeper than Python reads)
             raise self._not_an_api(raw) from None
 

@@ -18,6 +18,7 @@ import time
 from typing import Any, Iterable, Iterator, Optional
 
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError
+from ..validate import STRICT_JSON
 
 INITIAL_RETRY_DELAY = 0.5   # seconds; tests patch these two to keep the suite fast
 MAX_RETRY_DELAY = 8.0
@@ -104,7 +105,7 @@ def parse_sse_json(data: str, secret: Any = None) -> Any:
     if data.strip() == "[DONE]":
         return "[DONE]"
     try:
-        return json.loads(data)
+        return STRICT_JSON.decode(data)  # no NaN or Infinity (JSON has not), as in a plain answer
     except (ValueError, RecursionError):  # (nested deeper than Python reads)
         raise http_error(None, "the stream sent a data line that is not JSON: " + redact(data, secret)[:200],
                          type="invalid_stream") from None

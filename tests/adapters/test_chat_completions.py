@@ -1,5 +1,6 @@
 """Chat Completions adapter: converters (pure) and the model over a real socket."""
 import json
+import re
 
 import pytest
 
@@ -283,6 +284,34 @@ def test_a_responses_only_setting_is_refused_by_name_and_value(name, value):
         build_body("m", None, [], ModelSettings(**{name: value}), [], None, [])
     assert str(caught.value) == (f"ModelSettings.{name}={value!r} is a Responses API feature; Chat Completions "
                                  "cannot express it (use OpenAIResponsesModel or unset it)")
+
+
+def nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("settings, chat, said", [
+    (ModelSettings(tool_choice=nested(20_000)), True, "tool_choice <dict> cannot be expressed in Chat Completions"),
+    (ModelSettings(tool_choice=[nested(20_000)]), False, "tool_choice <list> cannot be expressed in the Responses API"),
+    (ModelSettings(tool_choice=10**5000), True, " cannot be expressed in Chat Completions"),  # <int> on 3.11+
+    (ModelSettings(tool_choice={"type": "allowed_tools", "allowed_tools": nested(20_000)}), True,
+     "tool_choice=<dict> needs tools, but this agent has none"),
+    (ModelSettings(context_management=nested(20_000)), True, "ModelSettings.context_management=<dict> is a "),
+    (ModelSettings(response_include=[nested(20_000)]), True, "ModelSettings.response_include=<list> is a "),
+    (ModelSettings(tool_choice=list(range(100_000))), True, "tool_choice [0, 1, 2"),
+])
+def test_a_setting_too_deep_or_too_long_to_print_is_named_by_its_kind_in_the_error(settings, chat, said):
+    """Its repr, for the message, was a bare RecursionError (or ValueError: an int past 4,300 digits); a long one
+    was quoted whole."""
+    with pytest.raises(UserError, match=re.escape(said)) as caught:
+        if chat:
+            build_body("m", None, [], settings, [], None, [])
+        else:
+            wire_tool_choice(settings.tool_choice, chat=False)
+    assert len(str(caught.value)) < 300
 
 
 def test_prompt_cache_options_is_refused_as_no_adapters_setting():

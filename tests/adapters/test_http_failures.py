@@ -453,14 +453,17 @@ def test_without_a_callback_list_nothing_is_registered(server):
 
 
 @pytest.mark.parametrize("field", ["extra_body", "extra_args", "metadata"])
-@pytest.mark.parametrize("value", ["not JSON", "nested past Python's reach", "holds itself"])
+@pytest.mark.parametrize("value", ["not JSON", "nested past Python's reach", "holds itself", "nan", "inf"])
 def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server, field, value):
-    """A value nested deeper than json encodes was its bare RecursionError."""
+    """A value nested deeper than json encodes was its bare RecursionError; a NaN or an infinity was sent as
+    `NaN`/`Infinity`, which is no JSON: a server refused the whole body, or read it its own way."""
     from miniagents.errors import UserError
 
     bad: dict = {}
     if value == "not JSON":
         bad = {"when": object()}
+    elif value in ("nan", "inf"):
+        bad = {"temperature": float(value)}
     elif value == "holds itself":
         bad["me"] = bad
     else:
@@ -468,6 +471,15 @@ def test_a_body_that_json_cannot_hold_is_a_user_error_before_any_request(server,
             bad = {"a": bad}
     with pytest.raises(UserError, match="^The request body cannot be sent as JSON: "):
         ask(chat(server.url), ModelSettings(**{field: {"x": bad}}))
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_a_sampling_setting_that_is_no_json_number_is_a_user_error_before_any_request(server, value):
+    from miniagents.errors import UserError
+
+    with pytest.raises(UserError, match="^The request body cannot be sent as JSON: Out of range float values"):
+        ask(chat(server.url), ModelSettings(temperature=value))
     assert server.requests == []
 
 
@@ -511,6 +523,22 @@ def test_json_nested_deeper_than_python_reads_is_a_model_http_error(server, how)
     model = chat(server.url, max_retries=0)
     with pytest.raises(ModelHTTPError) if how != "parsed but deep" else contextlib.suppress(ModelHTTPError):
         list(stream(model)) if how == "stream" else ask(model)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("how", ["body", "stream"])
+def test_an_answer_holding_a_number_json_has_not_is_a_model_http_error(server, how, constant):
+    """Python's json reads NaN and Infinity, which JSON has not: a server's `-Infinity` logprob was kept in the
+    run's items, then sent back in the next request, which no strict server reads, and no paused state could hold."""
+    part = {"role": "assistant", "content": "hi", "logprob": "@"}
+    if how == "body":
+        text = json.dumps({**chat_completion("hi"), "choices": [{"index": 0, "message": part}]})
+        server.reply(raw=text.replace('"@"', constant))
+    else:
+        line = json.dumps({"choices": [{"index": 0, "delta": part}]}).replace('"@"', constant)
+        server.reply_sse([f"data: {line}\n\n"])
+    with pytest.raises(ModelHTTPError, match="not JSON"):
+        list(stream(chat(server.url, max_retries=0))) if how == "stream" else ask(chat(server.url, max_retries=0))
 
 
 def test_a_structured_answer_nested_deeper_than_python_reads_is_left_as_it_came(server):
