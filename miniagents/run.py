@@ -310,13 +310,25 @@ def load_session_history(run: Run, session: Any, input: Any) -> tuple:
     else:  # a session written for upstream may have coroutine methods: `caller` awaits them
         history = caller.call(session.get_items, limit) if limit is not None else caller.call(session.get_items)
     new_items = to_input_list(input)
-    items = drop_orphans(list(history)) + new_items
+    items = drop_orphans(session_items(history)) + new_items
     if run.plugins:
         items = seams.change(run.plugins, "session_input", run, history, new_items, items)
     try:  # a session of the program's own, or a plugin, may give a lone surrogate: repaired, as a run's input is
         return clean_json(items), new_items
     except Exception as error:
         raise cannot_copy("The session's history", error) from error
+
+
+def session_items(history: Any) -> list:
+    """What a session's `get_items` returned, as a list of items: a list (or tuple) of dicts; anything else is a
+    `UserError` saying what it was (it was a bare error deep in the loop, or a dict's keys taken as no history)."""
+    if not isinstance(history, (list, tuple)):
+        raise UserError(f"The session's get_items returned {type(history).__name__}, not a list of items")
+    items = list(history)
+    for item in items:
+        if not isinstance(item, dict):
+            raise UserError(f"The session's get_items returned a list holding {type(item).__name__}, not only items")
+    return items
 
 
 def check_session(session: Any, given: str = "session") -> None:

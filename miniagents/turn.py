@@ -265,7 +265,10 @@ def get_model(agent: Any, config: RunConfig) -> Any:
 
             _default_provider = DefaultProvider()
         provider = _default_provider
-    return provider.get_model(model)
+    found = provider.get_model(model)
+    if not callable(getattr(found, "get_response", None)):  # a provider of the program's own
+        raise UserError(f"The model provider's get_model({model!r}) returned {type(found).__name__}, not a Model")
+    return found
 
 
 NUMBERED_ID = re.compile(r"([A-Za-z]+[_-])?\d+")  # "0", "call_1", "tool-3": numbered per response, not unique

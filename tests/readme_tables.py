@@ -77,7 +77,8 @@ AREAS = {
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
     "loop": 1772,  # 1772: what a session's get_items and a model provider's get_model return checked where it is
-    # taken (run.session_items, turn.get_model): a bare TypeError/AttributeError deep in the loop before; 1761: issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
+    # taken (run.session_items, turn.get_model): a bare TypeError/AttributeError deep in the loop before;
+    # 1761: issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
     # upstream's error_handlers left for upstream/ (the kernel's answer_error seam); then upstream's RunConfig
     # callbacks (session_input_callback, call_model_input_filter, tool_error_formatter: their seams stay); the turn

@@ -247,6 +247,60 @@ def test_a_session_that_is_no_session_is_a_user_error_before_the_model_is_asked(
     assert model.calls == ()
 
 
+class Returns:
+    """A session of the program's own whose get_items returns `value` (or what `value()` returns)."""
+
+    def __init__(self, value):
+        self.value, self.added = value, []
+
+    def get_items(self, limit=None):
+        return self.value() if callable(self.value) else self.value
+
+    def add_items(self, items):
+        self.added += items
+
+
+@pytest.mark.parametrize("returned, said", [
+    (None, "returned NoneType, not a list of items"), (5, "returned int, not a list of items"),
+    ("hi", "returned str, not a list of items"), ({"role": "user", "content": "hi"}, "returned dict, not a list"),
+    ([1, 2], "returned a list holding int, not only items"),
+    ([{"role": "user", "content": "hi"}, None], "returned a list holding NoneType"),
+    (["hi"], "returned a list holding str, not only items"),
+    (lambda: (item for item in [{"role": "user", "content": "hi"}]), "returned generator, not a list of items"),
+])
+def test_a_sessions_get_items_that_returns_no_list_of_items_is_a_user_error_before_the_model_is_asked(returned,
+                                                                                                       said):
+    """Its history was a bare TypeError or AttributeError from deep in the loop (or a dict's keys, taken as none)."""
+    model, session = ScriptedModel([[assistant_message("never")]]), Returns(returned)
+    with pytest.raises(UserError, match=f"^The session's get_items {said}"):
+        Runner.run_sync(Agent(name="a", model=model), "hi", session=session)
+    assert model.calls == () and session.added == []
+
+
+def test_a_sessions_get_items_may_return_a_tuple_of_items():
+    model = ScriptedModel([[assistant_message("ok")]])
+    Runner.run_sync(Agent(name="a", model=model), "hi", session=Returns(({"role": "user", "content": "before"},)))
+    assert [item["content"] for item in model.calls[0].input] == ["before", "hi"]
+
+
+class Provides:
+    def __init__(self, model):
+        self.model = model
+
+    def get_model(self, name):
+        return self.model
+
+
+@pytest.mark.parametrize("returned", [None, "gpt-4o", 5, object()])
+def test_a_model_provider_that_returns_no_model_is_a_user_error_naming_what_it_returned(returned):
+    """It was a bare AttributeError ('NoneType' object has no attribute 'get_response') from the turn."""
+    from miniagents import RunConfig
+
+    with pytest.raises(UserError, match=f"^The model provider's get_model\\('m'\\) returned "
+                                        f"{type(returned).__name__}, not a Model"):
+        Runner.run_sync(Agent(name="a", model="m"), "hi", run_config=RunConfig(model_provider=Provides(returned)))
+
+
 @pytest.mark.parametrize("decide", ["approve", "reject"])
 def test_approving_or_rejecting_something_that_is_no_interruption_is_a_user_error(decide):
     from miniagents import function_tool
