@@ -76,7 +76,8 @@ AREAS = {
 }
 KERNEL_AREAS = [area for area in AREAS if not area.startswith("shell:")]
 BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in its own commit, saying why
-    "loop": 1772,  # 1772: what a session's get_items and a model provider's get_model return checked where it is
+    "loop": 1775,  # 1775: a wrong value quoted in its error by items.described (config, seams import it);
+    # 1772: what a session's get_items and a model provider's get_model return checked where it is
     # taken (run.session_items, turn.get_model): a bare TypeError/AttributeError deep in the loop before;
     # 1761: issue 29: a turn of steps chosen once per run (steps.py); the runner replacement left for
     # upstream/; the session's new input carried by a step of its own (a run without a session never enters it);
@@ -225,7 +226,9 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1759: a handoff input filter's result the run cannot copy a UserError (items.cannot_copy), both copies taken
     # before the state changes: it was a bare RecursionError, TypeError or RuntimeError
     # 1761: the session rule a function of its own (run.check_session), which an agent tool's is checked by too
-    "agents, items, guardrails": 1123,  # issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
+    "agents, items, guardrails": 1128,  # 1128: items.described, a repr for a message that Python can print
+    # (a value nested too deep, or an int too long, named by its kind: was a bare RecursionError/ValueError);
+    # 1123: issue 29: ItemHelpers, awaitable shims, upstream's names and per-request
     # usage entries left; then output_guardrail_blocked_message (its blocked_output seam stays); then RawItem (raw
     # items read by attribute: the kernel's are plain dicts); then upstream's lifecycle hooks (hooks.py, Agent.hooks:
     # a run observed through plugins, `plugins=`)
@@ -299,7 +302,8 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # raises: their own bare TypeError or RuntimeError), refused in one wording for its three entries (cannot_copy)
     # 1123: an agent tool's run_config, session and callables checked where as_tool is called (each call failed,
     # told to the model as the tool's failure)
-    "tools and schemas": 1126,  # issue 29: hosted tools, structured tool outputs and custom tool data left for
+    "tools and schemas": 1128,  # 1128: a name_override that is no string refused before messages name the tool
+    # by it; 1126: issue 29: hosted tools, structured tool outputs and custom tool data left for
     # upstream/; raised to 960 (and agents to 925) for guardrail lists checked where their owner is made
     # raised to 965 for a tool's is_enabled and error functions checked where it is made
     # raised to 994 for what a model sends and what a signature asks checked where they meet: a float beyond any
@@ -414,7 +418,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # a bare TypeError)
     # 1262: RunState.from_json given to_string's text says to use from_string (it said the state lacked a schema
     # version)
-    "HTTP adapters": 2200,  # 2200: a server's NaN or Infinity refused as the JSON it is not, and sent never
+    "HTTP adapters": 2196,  # 2196: endpoint's own repr helper left for items.described; 2200: a server's NaN or Infinity refused as the JSON it is not, and sent never
     # (one STRICT_JSON, imported twice); a setting quoted in an error by a repr Python can print (endpoint.described:
     # one nested too deep, or an int too long, was a bare RecursionError/ValueError); 2192: that check by a table of field names made once (walking fields() cost 5 us
     # a settings object, seen as 39 k more instructions a turn of a 2-turn run); 2190: a ModelSettings field of another kind than it declares refused where the
@@ -523,7 +527,7 @@ BUDGETS = {  # code lines per area: a decision, raised or lowered on purpose in 
     # 1181 for model settings nested past what the trace's redaction walks shown as an error (a bare RecursionError
     # out of a traced run that untraced succeeded)
     # 344 for a RetryingModel deep-copied as the model it is, shared (it was its wrapped model: no retries left)
-    "shell: retries": 345,
+    "shell: retries": 346,  # 346: items.described imported
     # 332 for each retry counted as a request and checked against the run's usage limits before it is sent
     # (request_limit=1 allowed four model calls)
     # 346 for retry settings given as dicts checked (a key they lack, a jitter that is no bool) and a model's retry
