@@ -20,7 +20,7 @@ from .config import RunConfig
 from .context import RunContextWrapper, TContext
 from .errors import ModelBehaviorError, UsageLimitExceeded, UserError, warn
 from .handoffs import Handoff, handoff
-from .items import clean_text
+from .items import clean_text, described
 from .models.interface import Model, ModelSettings
 from .schema import tool_name_from, type_schema
 from .tool import FunctionTool, NestedInterruption, ToolError, default_tool_error_function, output_text
@@ -130,8 +130,8 @@ class Agent(Generic[TContext]):
         names = behavior.get("stop_at_tool_names") if isinstance(behavior, dict) else None
         if not (behavior in ("run_llm_again", "stop_on_first_tool") or callable(behavior)
                 or isinstance(names, (list, tuple)) and all(isinstance(name, str) for name in names)):
-            raise UserError(f"Invalid tool_use_behavior: {behavior!r:.200} (use 'run_llm_again', 'stop_on_first_tool', "
-                            '{"stop_at_tool_names": [tool names]} or a function)')
+            raise UserError(f"Invalid tool_use_behavior: {described(behavior, 200)} (use 'run_llm_again', "
+                            '\'stop_on_first_tool\', {"stop_at_tool_names": [tool names]} or a function)')
 
     def clone(self, **kwargs: Any) -> "Agent[TContext]":
         """A shallow copy with some fields replaced (lists are shared unless you pass new ones)."""
@@ -163,7 +163,7 @@ class Agent(Generic[TContext]):
         name = tool_name or tool_name_from(self.name)
         plugins = seams.checked(plugins)  # refused when the tool is made, not when the model first calls it
         if max_turns is not None and (type(max_turns) is not int or max_turns < 0):  # as a run's: each call would fail
-            raise UserError(f"as_tool max_turns must be a whole number >= 0 or None, got {max_turns!r:.80}")
+            raise UserError(f"as_tool max_turns must be a whole number >= 0 or None, got {described(max_turns)}")
         if run_config is not None and not isinstance(run_config, RunConfig):
             raise UserError(f"as_tool run_config must be a RunConfig, got {type(run_config).__name__}")
         if session is not None:

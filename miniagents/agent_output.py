@@ -131,11 +131,11 @@ def output_schema(output_type: Any) -> AgentOutputSchemaBase:
     key holds the type's repr too: `Union[int, float] == Union[float, int]`, but the first arm that fits wins."""
     if isinstance(output_type, AgentOutputSchemaBase):
         return output_type
-    key = (output_type, repr(output_type))
     try:
+        key = (output_type, repr(output_type))
         return _cache[key]
     except KeyError:
         schema = _cache[key] = AgentOutputSchema(output_type)
         return schema
-    except TypeError:  # an unhashable type annotation: build it every time
+    except (TypeError, ValueError, RecursionError):  # unhashable, or no repr Python can print: built every time
         return AgentOutputSchema(output_type)

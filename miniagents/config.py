@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 from . import seams
 from .context import from_fields
 from .errors import UserError
+from .items import described
 from .models.interface import ModelSettings
 
 
@@ -33,7 +34,7 @@ class UsageLimits:
     def __post_init__(self):
         for name, value in vars(self).items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise UserError(f"UsageLimits.{name} must be a whole number >= 0 or None, got {value!r}")
+                raise UserError(f"UsageLimits.{name} must be a whole number >= 0 or None, got {described(value)}")
 
     def within(self, other: "UsageLimits") -> "UsageLimits":
         """The limits that keep within both: the smaller of each pair (None: no limit)."""
@@ -99,7 +100,8 @@ class RunConfig:
             self.model_settings = ModelSettings.from_dict(self.model_settings, "RunConfig.model_settings")
         if self.tracing is not None:
             if not isinstance(self.tracing, dict):
-                raise UserError(f"RunConfig.tracing must be a dict (upstream's TracingConfig), got {self.tracing!r}")
+                raise UserError("RunConfig.tracing must be a dict (upstream's TracingConfig), got "
+                                f"{described(self.tracing)}")
             self.tracing = {k: v for k, v in self.tracing.items() if k != "api_key"}
         if isinstance(self.usage_limits, dict):
             self.usage_limits = from_fields(UsageLimits, self.usage_limits, "RunConfig.usage_limits")
@@ -111,7 +113,7 @@ class RunConfig:
         limit = self.max_function_tool_concurrency
         if limit is not None and (type(limit) is not int or limit < 1):
             raise UserError(f"RunConfig.max_function_tool_concurrency must be a whole number >= 1 or None, got "
-                            f"{limit!r:.80}")
+                            f"{described(limit)}")
         if self.handoff_input_filter is not None and not callable(self.handoff_input_filter):
             raise UserError(f"RunConfig.handoff_input_filter must be a callable or None, got "
                             f"{type(self.handoff_input_filter).__name__}")

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, Generic, Optional, Union
 from . import caller
 from .context import TContext
 from .errors import ModelBehaviorError, UserError
-from .items import preview
+from .items import described, preview
 from .schema import (SpecReads, check_tool_name, ensure_strict_json_schema, tool_name_from, tool_spec,
                      type_schema)
 from .validate import validate_value
@@ -104,7 +104,7 @@ def handoff(agent: Any, tool_name_override: Optional[str] = None,
         raise UserError("nest_handoff_history=True is not supported by miniagents; use an input_filter to "
                         "reshape the history the next agent sees")
     if input_filter is not None and not callable(input_filter):
-        raise UserError(f"Invalid input filter: {input_filter!r}")
+        raise UserError(f"Invalid input filter: {described(input_filter)}")
 
     if input_type is not None:
         schema, wrapped = type_schema(input_type, strict=True)

@@ -116,12 +116,22 @@ def new_call_id() -> str:
 
 
 def preview(text: Any, limit: int = 200) -> str:
-    """At most `limit` characters of `text` (a non-string is shown as its repr), "…" marking a cut.
+    """At most `limit` characters of `text` (a non-string is shown as `described` shows it), "…" marking a cut.
 
     What a model sent back to it, or a body quoted in an error, must stay readable and bounded.
     """
-    text = text if isinstance(text, str) else repr(text)
+    text = text if isinstance(text, str) else described(text, limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def described(value: Any, limit: int = 80) -> str:
+    """`value`'s repr for a message, at most `limit` characters; a value Python cannot print (nested past its
+    recursion limit, an int of more than 4,300 digits) is named by its type, so the message about a wrong value
+    does not fail in turn (a bare RecursionError or ValueError where a UserError was meant)."""
+    try:
+        return preview(repr(value), limit)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__}>"
 
 
 def clean_text(text: str) -> str:

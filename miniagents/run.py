@@ -24,7 +24,7 @@ from .errors import (AgentsException, MaxTurnsExceeded, ModelBehaviorError, RunE
                      ToolInputGuardrailTripwireTriggered, UserError)
 from .handoffs import HandoffInputData
 from .items import HandoffOutputItem, ToolCallOutputItem, cannot_copy, clean_json, copied, drop_orphans, \
-    function_call_output, item_problem, preview, to_input_list
+    described, function_call_output, item_problem, preview, to_input_list
 from .result import RawResponsesStreamEvent, RunItemStreamEvent, RunResult, RunResultStreaming
 from .state import PendingTurn, RunState, reachable_agents
 from .tool import NestedInterruption
@@ -99,7 +99,7 @@ def start_run(starting_agent: Any, input: Any, options: Options, streamed: bool 
     if not isinstance(starting_agent, Agent):
         raise TypeError(f"starting_agent must be an Agent, got {type(starting_agent).__name__}")
     if options.max_turns is not None and (type(options.max_turns) is not int or options.max_turns < 0):  # nan: no end
-        raise UserError(f"max_turns must be a whole number >= 0 or None, got {options.max_turns!r:.80}")
+        raise UserError(f"max_turns must be a whole number >= 0 or None, got {described(options.max_turns)}")
     if options.run_config is not None and not isinstance(options.run_config, RunConfig):
         raise UserError(f"run_config must be a RunConfig, got {type(options.run_config).__name__}")
     if callable(getattr(options.session, "claim_call", None)):

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 from .context import RunContextWrapper, ToolContext
 from .docstrings import parse_docstring
 from .errors import UserError
-from .items import preview
+from .items import described, preview
 from .validate import (INT_KEY, JSON_TYPES, KEYWORDS, MISSING, ArgumentsError, call_args, field_type, fields_of,
                        is_enum, is_object_type, is_pydantic, is_union, jsonable, param, strip_annotated, type_name)
 
@@ -60,7 +60,7 @@ class SpecReads:
 
 def check_tool_name(name: str) -> str:
     if not isinstance(name, str) or not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
-        raise UserError(f"Invalid tool name {name!r}: a tool name must match ^[a-zA-Z0-9_-]{{1,64}}$ "
+        raise UserError(f"Invalid tool name {described(name)}: a tool name must match ^[a-zA-Z0-9_-]{{1,64}}$ "
                         "(1-64 ASCII letters, digits, '_' or '-'); pass name_override=... to choose one")
     return name
 
@@ -545,13 +545,15 @@ def function_schema(func, *, name_override=None, description_override=None, docs
                     use_docstring_info=True, strict_json_schema=True) -> FuncSchema:
     """Read a function's signature, hints and docstring into a FuncSchema (UserError on what JSON can't say)."""
     target, bound = _unbound(func)
+    if name_override is not None and not isinstance(name_override, str):  # (each message below names the tool)
+        raise UserError(f"name_override must be a string, got {type(name_override).__name__}")
     name = name_override or getattr(target, "__name__", None) or type(target).__name__
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise UserError(f"tool '{name}': cannot read the signature of {target!r}: {exc}") from None
     if docstring_style not in (None, "google"):
-        raise UserError(f"tool '{name}': docstring_style={docstring_style!r}: miniagents reads Google-style "
+        raise UserError(f"tool '{name}': docstring_style={described(docstring_style)}: miniagents reads Google-style "
                         "docstrings only (a docstring in another style is sent whole as the description)")
     hints = _hints(target, sig, name, bound)
     doc, param_docs, _ = parse_docstring(inspect.getdoc(target)) if use_docstring_info else (None, {}, None)

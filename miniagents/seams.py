@@ -37,6 +37,7 @@ from importlib.machinery import ModuleSpec, PathFinder
 from typing import Any, Optional
 
 from .errors import MissingFeatureError, UserError, needs, warn
+from .items import described
 
 plugins: tuple = ()  # every run's plugins: replaced (never mutated), so a run that started keeps its own
 NOTHING = contextlib.nullcontext()  # what the kernel enters around a step when no plugin is active
@@ -238,7 +239,7 @@ def checked(plugins: Any) -> tuple:
     """A run's own plugins (`Runner.run_sync(..., plugins=[...])`, `as_tool(plugins=...)`), checked when given."""
     if not isinstance(plugins, (list, tuple)) or not all(isinstance(plugin, Plugin) for plugin in plugins):
         raise UserError("plugins must be a list of seams.Plugin objects (subclass Plugin and override the seams you "
-                        f"need), got {plugins!r:.80}")
+                        f"need), got {described(plugins)}")
     return tuple(plugins)
 
 

@@ -33,7 +33,7 @@ from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .caller import Ready
 from .errors import SessionStoreError, UserError
-from .items import clean_text, keyable
+from .items import clean_text, described, keyable
 from .session import SessionABC, SessionItems, SessionSettings
 
 logger = logging.getLogger(__name__)  # under the package's logger, whatever a copy is named
@@ -58,7 +58,7 @@ def check_key(owner: str, what: str, value: Any, allow_empty: bool = False) -> s
 
 def check_table_name(owner: str, what: str, name: Any) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise UserError(f"{owner}: {what}={name!r} is not a valid table name; "
+        raise UserError(f"{owner}: {what}={described(name)} is not a valid table name; "
                         "use up to 48 ASCII letters, digits and underscores, not starting with a digit or sqlite_")
     return name
 

@@ -21,7 +21,7 @@ from . import caller
 from .context import RunContextWrapper, ToolContext
 from .errors import (AlreadyResumedError, MissingFeatureError, ModelBehaviorError, SessionStoreError,
                      ToolTimeoutError, UnfinishedTurnError, UserError, warn)
-from .items import clean_json, clean_text, preview
+from .items import clean_json, clean_text, described, preview
 from .schema import SpecReads, check_tool_name, ensure_strict_json_schema, function_schema, tool_spec
 from .validate import ArgumentsError, call_args, jsonable, parse_arguments
 
@@ -115,7 +115,7 @@ class FunctionTool(SpecReads):
             if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                         or not 0 < seconds <= threading.TIMEOUT_MAX):
                 raise UserError(f"tool '{self.name}': timeout must be a number of seconds > 0 and at most "
-                                f"{threading.TIMEOUT_MAX:.0f} (None: no timeout), got {seconds!r}")
+                                f"{threading.TIMEOUT_MAX:.0f} (None: no timeout), got {described(seconds)}")
             object.__setattr__(self, "_invoke", self.on_invoke_tool if self.timeout_seconds is None else
                                functools.partial(_call_with_timeout, self))
 
@@ -138,7 +138,7 @@ class FunctionTool(SpecReads):
             raise UserError(f"tool '{self.name}': idempotent must be a bool, got {type(self.idempotent).__name__}")
         if self.timeout_behavior not in ("error_as_result", "raise_exception"):
             raise UserError(f"tool '{self.name}': timeout_behavior must be 'error_as_result' or "
-                            f"'raise_exception', got {self.timeout_behavior!r}")
+                            f"'raise_exception', got {described(self.timeout_behavior)}")
 
     def spec(self) -> dict:
         """The plain-data description a model adapter sends."""

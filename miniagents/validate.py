@@ -23,7 +23,7 @@ import typing
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 from .errors import ModelBehaviorError
-from .items import clean_json, preview
+from .items import clean_json, described, preview
 
 MISSING = inspect.Parameter.empty
 JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -96,7 +96,7 @@ def type_name(tp) -> str:
     if origin is not None:
         base = getattr(origin, "__name__", str(origin))
         return f"{base}[{', '.join(map(type_name, args))}]" if args else base
-    return getattr(tp, "__name__", repr(tp))
+    return getattr(tp, "__name__", None) or described(tp)  # (a value that is no type: said where it is refused)
 
 
 @functools.lru_cache(maxsize=None)

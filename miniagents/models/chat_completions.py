@@ -14,11 +14,11 @@ from typing import Any, Iterator, Optional
 
 from ..context import Usage
 from ..errors import ModelBehaviorError, ModelHTTPError, UserError
-from ..items import clean_json
+from ..items import clean_json, described
 from . import shapes
 from .chat_stream import ChatStreamTranslator, chat_usage, check_answered, json_text, message_to_items
 from .connection import host_of
-from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, described, function_spec,
+from .endpoint import (SENT_AS_IS, EndpointModel, add_extras, add_settings, add_tools, function_spec,
                        output_format, reasoning_of, refusal_text, schema_note, wire_tool_choice)
 from .http import Exchange
 from .protocol import error_from_body, parse_sse_json
@@ -300,10 +300,10 @@ class OpenAIChatCompletionsModel(EndpointModel):
                  response_format_type: str = "auto", **endpoint):
         super().__init__(model, **endpoint)
         if tool_call_content != "auto" and tool_call_content not in EMPTY_CONTENT_FORMS:
-            raise ValueError(f"tool_call_content must be 'auto', None or '', got {tool_call_content!r}")
+            raise ValueError(f"tool_call_content must be 'auto', None or '', got {described(tool_call_content)}")
         if response_format_type != "auto" and response_format_type not in RESPONSE_FORMAT_TYPES:
             raise ValueError("response_format_type must be 'auto', 'json_schema' or 'json_object', "
-                             f"got {response_format_type!r}")
+                             f"got {described(response_format_type)}")
         host = host_of(self.base_url)
         official = host == "api.openai.com" or host.endswith(".azure.com")
         self.system_role = system_role

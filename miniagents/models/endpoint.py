@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 
 from ..context import Usage
 from ..errors import ModelHTTPError, ModelTimeoutError, UserError
-from ..items import preview
+from ..items import described
 from ..schema import check_tool_name, wire_schema
 from . import http
 from .connection import make_transport, resolve_base_url
@@ -77,15 +77,6 @@ def wire_tool_choice(choice: Any, chat: bool) -> Any:
         return {"type": "allowed_tools", **({"allowed_tools": allowed} if chat else allowed)}
     api = "Chat Completions" if chat else "the Responses API"
     raise UserError(f"tool_choice {described(choice)} cannot be expressed in {api}")
-
-
-def described(value: Any) -> str:
-    """A setting's repr for an error, at most 100 characters; one Python cannot print (nested past its recursion
-    limit, an int of more than 4,300 digits) named by its kind instead, so the message is not lost to that error."""
-    try:
-        return preview(repr(value), 100)
-    except (RecursionError, ValueError):
-        return f"<{type(value).__name__}>"
 
 
 def output_format(output_schema: Any) -> Optional[dict]:
@@ -247,7 +238,7 @@ class EndpointModel:
                  api_version: Optional[str] = None, attempt_timeout: Optional[float] = None,
                  max_response_bytes: int = http.MAX_RESPONSE_BYTES):
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
+            raise ValueError(f"model must be a non-empty string, got {described(model)}")
         http.check_bounds(attempt_timeout, max_response_bytes, timeout, max_retries)
         self.model = model
         self.base_url = resolve_base_url(base_url)

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 from .. import __version__
 from ..errors import AgentsException, ModelHTTPError, ModelTimeoutError, UserError, needs
 from ..caller import Cancelled
+from ..items import described
 from ..validate import STRICT_JSON
 from .interface import CANCEL_CALLBACKS
 from .protocol import (RETRY_HEADERS, error_from_body, http_error, is_credential_name, iter_lines, iter_sse,
@@ -40,10 +41,10 @@ def check_bounds(attempt_timeout: Optional[float], max_response_bytes: int, time
     provider is built)."""
     for name, seconds in (("timeout", timeout), ("attempt_timeout", attempt_timeout)):
         if (seconds is not None or name == "timeout") and not seconds_bound(seconds):
-            raise ValueError(f"{name} must be a finite number of seconds > 0, got {seconds!r}")
+            raise ValueError(f"{name} must be a finite number of seconds > 0, got {described(seconds)}")
     for name, count, least in (("max_response_bytes", max_response_bytes, 1), ("max_retries", max_retries, 0)):
         if isinstance(count, bool) or not isinstance(count, int) or count < least:
-            raise ValueError(f"{name} must be an int >= {least}, got {count!r}")
+            raise ValueError(f"{name} must be an int >= {least}, got {described(count)}")
 
 
 def seconds_bound(seconds: Any) -> bool:

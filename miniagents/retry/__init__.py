@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from .. import caller, seams
 from ..context import COUNTING, from_fields
 from ..errors import ModelHTTPError, ModelTimeoutError, UsageLimitExceeded, UserError
+from ..items import described
 from ..models.interface import provider_retries_disabled  # the flag that tells an adapter the run retries
 from ..models.protocol import MAX_SERVER_DELAY
 from ..steps import model_events
@@ -97,7 +98,7 @@ class ModelRetrySettings:
     def __post_init__(self):
         if self.max_retries is not None and (isinstance(self.max_retries, bool)
                                              or not isinstance(self.max_retries, int)):
-            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {self.max_retries!r:.80}")
+            raise UserError(f"ModelRetrySettings.max_retries must be an int or None, got {described(self.max_retries)}")
         if isinstance(self.backoff, dict):
             self.backoff = from_fields(ModelRetryBackoffSettings, self.backoff, "ModelRetrySettings.backoff")
         elif self.backoff is not None and not isinstance(self.backoff, ModelRetryBackoffSettings):

@@ -314,6 +314,18 @@ def test_a_setting_too_deep_or_too_long_to_print_is_named_by_its_kind_in_the_err
     assert len(str(caught.value)) < 300
 
 
+@pytest.mark.parametrize("option", ["model", "tool_call_content", "response_format_type", "timeout", "max_retries",
+                                    "attempt_timeout", "max_response_bytes"])
+@pytest.mark.parametrize("value", [[nested(20_000)], [10**5000]])
+def test_an_adapter_option_python_cannot_print_is_refused_with_its_kind_named(option, value):
+    """The ValueError's own message was a bare RecursionError (or, for the int, str()'s ValueError: no option named)."""
+    options = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "k", option: value}
+    with pytest.raises(ValueError, match="must be") as refused:
+        OpenAIChatCompletionsModel(**options)
+    assert "<list>" in str(refused.value) or "[[" in str(refused.value) or "[1000" in str(refused.value)
+    assert len(str(refused.value)) < 300
+
+
 def test_prompt_cache_options_is_refused_as_no_adapters_setting():
     with pytest.raises(UserError) as caught:
         build_body("m", None, [], ModelSettings(prompt_cache_options={"k": 1}), [], None, [])

@@ -486,3 +486,55 @@ def test_a_callable_object_or_method_that_returns_its_result_is_a_tool():
 
     assert function_tool(Greeter(), name_override="greet").on_invoke_tool(None, '{"name": "ann"}') == "hi ann"
     assert function_tool(Greeter().greet).name == "greet"
+
+
+def nested_past_pythons_reach() -> list:
+    value: list = []
+    for _ in range(20_000):
+        value = [value]
+    return value
+
+
+def unprintable_values() -> list:
+    """A list nested deeper than repr recurses, and one holding an int of more digits than str() writes (3.11+)."""
+    return [nested_past_pythons_reach(), [10**5000]]
+
+
+def wrong_value_sites() -> list:
+    """Where a value of the wrong kind is refused with a message quoting it (each was a bare RecursionError, or
+    ValueError for the int, from building that message)."""
+    from miniagents import RunConfig, SQLiteSession, UsageLimits, function_tool, handoff
+    from miniagents.retry import ModelRetrySettings
+
+    def tool(x: int) -> int:
+        return x
+
+    agent = Agent(name="b")
+    return [
+        ("max_turns", lambda v: Runner.run_sync(Agent(name="a"), "hi", max_turns=v)),
+        ("tool_use_behavior", lambda v: Agent(name="a", tool_use_behavior=v)),
+        ("output_type", lambda v: Agent(name="a", output_type=v)),
+        ("as_tool max_turns", lambda v: agent.as_tool("t", "d", max_turns=v)),
+        ("as_tool plugins", lambda v: agent.as_tool("t", "d", plugins=v)),
+        ("tool name", lambda v: agent.as_tool(v, "d")),
+        ("name_override", lambda v: function_tool(tool, name_override=v)),
+        ("docstring_style", lambda v: function_tool(tool, docstring_style=v)),
+        ("tool timeout", lambda v: function_tool(tool, timeout=v)),
+        ("timeout_behavior", lambda v: function_tool(tool, timeout=1, timeout_behavior=v)),
+        ("input_filter", lambda v: handoff(agent, input_filter=v)),
+        ("UsageLimits", lambda v: UsageLimits(request_limit=v)),
+        ("RunConfig.tracing", lambda v: RunConfig(tracing=v)),
+        ("RunConfig.max_function_tool_concurrency", lambda v: RunConfig(max_function_tool_concurrency=v)),
+        ("ModelRetrySettings", lambda v: ModelRetrySettings(max_retries=v)),
+        ("table name", lambda v: SQLiteSession("s", sessions_table=v)),
+    ]
+
+
+@pytest.mark.parametrize("site", range(len(wrong_value_sites())))
+@pytest.mark.parametrize("kind", ["nested", "long int"])
+def test_a_wrong_value_python_cannot_print_is_refused_with_its_kind_named(site, kind):
+    where, make = wrong_value_sites()[site]
+    value = unprintable_values()[kind == "long int"]
+    with pytest.raises((UserError, TypeError)) as refused:
+        make(value)
+    assert not isinstance(refused.value, RecursionError) and len(str(refused.value)) < 600, where
