@@ -203,6 +203,7 @@ def test_a_structured_agent_that_returns_no_text_is_asked_again():
     assert len(model.calls) == 2
 
 
+@pytest.mark.with_shells  # upstream's error_handlers: the upstream shell's plugin
 def test_a_structured_agent_with_no_text_goes_to_the_invalid_final_output_handler_when_there_is_one():
     from miniagents.upstream import Runner  # upstream's error_handlers
     errors = []
@@ -308,6 +309,7 @@ def test_a_named_tuple_is_written_as_the_object_its_schema_describes():
     assert schema.validate_json(schema.model_text(Point(1, 2))) == Point(1, 2)
 
 
+@pytest.mark.with_shells  # upstream's error_handlers: the upstream shell's plugin
 def test_a_custom_schema_that_raises_the_models_mistake_is_answered_by_the_error_handler():
     """`AgentOutputSchemaBase.validate_json` raises `ModelBehaviorError` when an answer does not fit (its contract):
     the run treats that as the built-in schema's `InvalidFinalOutput`, so the handler is asked."""
@@ -344,6 +346,7 @@ def test_a_custom_schema_that_raises_the_models_mistake_is_answered_by_the_error
         Runner.run_sync(agent.clone(model=ScriptedModel([[assistant_message("not json")]])), "hi")
 
 
+@pytest.mark.with_shells  # upstream's error_handlers: the upstream shell's plugin
 def test_an_error_handlers_output_that_json_cannot_write_is_refused_naming_it():
     import datetime
     from typing import Any

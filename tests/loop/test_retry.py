@@ -12,6 +12,8 @@ from miniagents import (Agent, ModelHTTPError, ModelRetryAdvice, ModelRetryBacko
 from miniagents import retry
 from miniagents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
+pytestmark = pytest.mark.with_shells  # the retry shell's plugin
+
 
 def unavailable():
     return ModelHTTPError(503, "try later", request_id="req_1")

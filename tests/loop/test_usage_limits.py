@@ -73,6 +73,7 @@ def test_a_token_limit_is_passed_by_at_most_the_response_that_crossed_it_never_b
     assert ran == [10 * t for t in range(crossed - 1)]  # the crossing response's call never ran
 
 
+@pytest.mark.with_shells  # upstream's error_handlers: the upstream shell's plugin
 def test_the_usage_limit_error_handler_answers_instead_of_raising():
     from miniagents.upstream import RunErrorHandlerInput, Runner  # upstream's error_handlers
     agent, model, ran = looping_agent(turns=5)

@@ -925,6 +925,7 @@ def test_strict_pass_limits_nodes():
         ensure_strict_json_schema({"type": "object", "properties": props})
 
 
+@pytest.mark.with_shells  # upstream's error_handlers: the upstream shell's plugin
 def test_an_error_handlers_output_for_an_output_schema_of_your_own_is_kept_in_the_history_as_json():
     """The kernel asks every output schema for `model_text`, so the base class has it (it once was only on
     AgentOutputSchema, and a schema of your own failed with AttributeError)."""
