@@ -220,7 +220,7 @@ def test_the_arguments_an_earlier_call_with_the_id_was_approved_for_never_hold_b
     state = RunState.from_string(agent, state.to_string())
     result = Runner.run_sync(agent, state)
     assert result.interruptions == [] and result.final_output == "done"
-    assert runs == ([("guarded", 1), ("guarded", 9), ("guarded", 2)])
+    assert runs == [("guarded", 1), ("guarded", 9), ("guarded", 2)]
 
 
 class Boom(Exception):
