@@ -42,6 +42,30 @@ def test_agent_fields_are_type_checked_on_construction(kwargs, message):
         Agent(**kwargs)
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("name", 1, "Agent name must be a string, got int"),
+    ("handoff_description", 3, "Agent handoff_description must be a string or None, got int"),
+    ("tools", "weather", "Agent tools must be a list, got str"),
+    ("handoffs", "billing", "Agent handoffs must be a list, got str"),
+    ("mcp_servers", (), "Agent mcp_servers must be a list, got tuple"),
+    ("mcp_config", [], "Agent mcp_config must be a dict, got list"),
+    ("input_guardrails", (), "Agent input_guardrails must be a list, got tuple"),
+    ("output_guardrails", None, "Agent output_guardrails must be a list, got NoneType"),
+    ("capabilities", {}, "Agent capabilities must be a list, got dict"),
+    ("model_settings", "hot", "Agent model_settings must be a ModelSettings instance or a dict, got str"),
+    ("reset_tool_choice", 1, "Agent reset_tool_choice must be a bool, got int"),
+    ("model", 5, "Agent model must be a string, a Model or None, got int"),
+    ("instructions", 42, "Agent instructions must be a string, a callable or None, got int"),
+])
+def test_each_fields_type_error_says_what_the_field_takes(field, value, message):
+    """Every field's refusal says in words what it takes, not only that it was refused (a sampled mutant blanking
+    the words for `handoffs` passed the loose match above)."""
+    kwargs = {"name": "a", field: value}
+    with pytest.raises(TypeError) as refused:
+        Agent(**kwargs)
+    assert str(refused.value) == message
+
+
 def test_model_settings_may_be_given_as_a_dict_as_upstream_allows():
     from miniagents import ModelSettings, RunConfig
 

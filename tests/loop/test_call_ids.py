@@ -201,6 +201,28 @@ def test_what_was_said_of_an_earlier_call_with_the_id_never_reaches_the_new_call
         assert outputs == ["Tool execution was not approved."] * 2 and runs == []
 
 
+@pytest.mark.parametrize("order", ["always first", "exact first"])
+def test_the_arguments_an_earlier_call_with_the_id_was_approved_for_never_hold_back_the_new_call(order):
+    """Every call of the tool is approved, and the first "call_0" was approved for its own arguments too (a person
+    clicked both): the server's new "call_0", with other arguments, runs under the decision for every call; the
+    earlier call's arguments are forgotten with its id, not taken for an edited document's."""
+    runs.clear()
+    model = ScriptedModel([[function_call("guarded", {"n": 1}, call_id="call_0"),
+                            function_call("guarded", {"n": 9}, call_id="call_1")],
+                           [function_call("guarded", {"n": 2}, call_id="call_0")],
+                           [assistant_message("done")]])
+    agent = Agent(name="A", tools=[guarded], model=model)
+    state = Runner.run_sync(agent, "go", conversation_id="conv-1").to_state()
+    first, second = state.get_interruptions()
+    decisions = [(first, False), (second, True)]
+    for item, always in decisions if order == "exact first" else decisions[::-1]:
+        state.approve(item, always_approve=always)
+    state = RunState.from_string(agent, state.to_string())
+    result = Runner.run_sync(agent, state)
+    assert result.interruptions == [] and result.final_output == "done"
+    assert runs == [("guarded", 1), ("guarded", 9), ("guarded", 2)]
+
+
 class Boom(Exception):
     pass
 
